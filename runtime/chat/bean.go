@@ -1,0 +1,213 @@
+package chat
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+)
+
+// Kind is how long a scoped bean lives.
+type Kind uint8
+
+const (
+	// KindChat beans (//chat:scoped) live in the scope that first used them
+	// and are inherited by nested scopes.
+	KindChat Kind = iota
+	// KindPerChat beans (//chat:scoped per-chat) live in one scope and are
+	// never inherited: every scope, nested or not, has its own.
+	KindPerChat
+	// KindInvocation beans (//chat:scoped invocation) live for one top-level
+	// call through a generated proxy; nested calls made with the context
+	// they are handed share them.
+	KindInvocation
+)
+
+// String returns "chat", "per-chat" or "invocation".
+func (k Kind) String() string {
+	switch k {
+	case KindChat:
+		return "chat"
+	case KindPerChat:
+		return "per-chat"
+	case KindInvocation:
+		return "invocation"
+	}
+	return fmt.Sprintf("Kind(%d)", k)
+}
+
+// A Bean describes a scoped type T. Generated code declares one per
+// //chat:scoped type; it is immutable.
+type Bean[T any] struct {
+	info  beanInfo
+	newFn func(context.Context) (T, error)
+}
+
+// beanInfo is the untyped part of a Bean; its address is the bean's key.
+type beanInfo struct {
+	name string
+	kind Kind
+}
+
+type beanEntry struct {
+	info  *beanInfo
+	value any
+}
+
+// NewBean describes the scoped type T, named name ("import/path.Type"),
+// living in scopes of the given kind. newFn builds an instance; it is nil
+// when the type's constructor needs application dependencies, which are then
+// supplied by [Provide] in the package registration passed to [WithPackages].
+func NewBean[T any](name string, kind Kind, newFn func(context.Context) (T, error)) *Bean[T] {
+	return &Bean[T]{info: beanInfo{name: name, kind: kind}, newFn: newFn}
+}
+
+// Name returns the bean's type name, "import/path.Type".
+func (b *Bean[T]) Name() string { return b.info.name }
+
+// Kind returns how long the bean lives.
+func (b *Bean[T]) Kind() Kind { return b.info.kind }
+
+// Lookup returns the instance of b for ctx, creating it on first use.
+//
+// Chat-scoped beans are looked up in the current scope, then its parents; a
+// new one is created in the current scope. Per-chat beans are looked up in
+// the current scope only. Invocation-scoped beans live in the invocation
+// started by [BeginInvocation]. Without an active scope (or invocation) the
+// error matches [ErrNotActive].
+func Lookup[T any](ctx context.Context, b *Bean[T]) (T, error) {
+	if b.info.kind == KindInvocation {
+		return lookupInvocation(ctx, b)
+	}
+	c := conversationFrom(ctx)
+	var s *scope
+	if c != nil {
+		s = c.current.Load()
+	}
+	if s == nil {
+		var zero T
+		return zero, &BeanError{Bean: b.info.name, Err: ErrNotActive}
+	}
+	for p := s; p != nil; p = p.parent {
+		if v, ok := p.find(&b.info); ok {
+			return v.(T), nil
+		}
+		if b.info.kind == KindPerChat {
+			break
+		}
+	}
+	return createInScope(ctx, s, b)
+}
+
+// MustLookup is like [Lookup] but panics with the *[BeanError] when the bean
+// cannot be resolved. Generated proxies use it for methods that have no
+// error result to return it through; routes recover such panics.
+func MustLookup[T any](ctx context.Context, b *Bean[T]) T {
+	v, err := Lookup(ctx, b)
+	if err != nil {
+		panic(err)
+	}
+	return v
+}
+
+func (s *scope) find(info *beanInfo) (any, bool) {
+	p := s.beans.Load()
+	if p == nil {
+		return nil, false
+	}
+	for _, e := range *p {
+		if e.info == info {
+			return e.value, true
+		}
+	}
+	return nil, false
+}
+
+func createInScope[T any](ctx context.Context, s *scope, b *Bean[T]) (T, error) {
+	var zero T
+	v, err := construct(ctx, b)
+	if err != nil {
+		return zero, err
+	}
+	c := s.conv
+	c.mu.Lock()
+	if s.ended {
+		c.mu.Unlock()
+		closeQuietly(c, v)
+		return zero, &BeanError{Bean: b.info.name, Err: ErrNotActive}
+	}
+	// Another goroutine of this conversation may have created it meanwhile.
+	if existing, ok := s.find(&b.info); ok {
+		c.mu.Unlock()
+		closeQuietly(c, v)
+		return existing.(T), nil
+	}
+	var beans []beanEntry
+	if p := s.beans.Load(); p != nil {
+		beans = slices.Clip(*p)
+	}
+	beans = append(beans, beanEntry{info: &b.info, value: v})
+	s.beans.Store(&beans)
+	c.mu.Unlock()
+	return v, nil
+}
+
+// construct builds a new instance with the provider registered in ctx, or
+// the bean's own constructor.
+func construct[T any](ctx context.Context, b *Bean[T]) (T, error) {
+	var zero T
+	var v T
+	var err error
+	if fn := providerFor(ctx, &b.info); fn != nil {
+		var a any
+		a, err = fn(ctx)
+		if err == nil {
+			v, _ = a.(T)
+		}
+	} else if b.newFn != nil {
+		v, err = b.newFn(ctx)
+	} else {
+		return zero, &BeanError{Bean: b.info.name, Err: fmt.Errorf("%w: its constructor needs application dependencies; pass its package's registration to chat.WithPackages", ErrNoProvider)}
+	}
+	if err != nil {
+		return zero, &BeanError{Bean: b.info.name, Err: err}
+	}
+	return v, nil
+}
+
+// closeBeans closes beans newest first and joins their errors.
+func closeBeans(beans []beanEntry) error {
+	var errs []error
+	for i := len(beans) - 1; i >= 0; i-- {
+		if err := closeBean(beans[i].value); err != nil {
+			errs = append(errs, fmt.Errorf("bean %s: %w", beans[i].info.name, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// closeBean calls the Close or Destroy method of v, when it has one.
+func closeBean(v any) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("close panicked: %v", r)
+		}
+	}()
+	switch b := v.(type) {
+	case interface{ Close() error }:
+		return b.Close()
+	case interface{ Close() }:
+		b.Close()
+	case interface{ Destroy() error }:
+		return b.Destroy()
+	case interface{ Destroy() }:
+		b.Destroy()
+	}
+	return nil
+}
+
+func closeQuietly(c *conversation, v any) {
+	if err := closeBean(v); err != nil {
+		c.logger.Error("chat: closing a discarded bean", "err", err)
+	}
+}

@@ -1,0 +1,84 @@
+package chat
+
+import (
+	"context"
+	"log/slog"
+	"sync"
+)
+
+// An invocation holds the invocation-scoped beans of one top-level call.
+type invocation struct {
+	mu    sync.Mutex
+	beans []beanEntry
+	ended bool
+}
+
+type invocationKey struct{}
+
+// BeginInvocation starts an invocation scope for a top-level call through a
+// generated proxy and returns the context to hand to the call and the
+// function that ends it (closing its beans, newest first). When ctx already
+// carries an active invocation, the call is nested: it shares that
+// invocation and end does nothing.
+func BeginInvocation(ctx context.Context) (context.Context, func()) {
+	if inv, _ := ctx.Value(invocationKey{}).(*invocation); inv != nil {
+		return ctx, func() {}
+	}
+	inv := &invocation{}
+	return context.WithValue(ctx, invocationKey{}, inv), func() { inv.end(ctx) }
+}
+
+// InInvocation reports whether ctx carries an active invocation scope.
+func InInvocation(ctx context.Context) bool {
+	inv, _ := ctx.Value(invocationKey{}).(*invocation)
+	return inv != nil
+}
+
+func (inv *invocation) end(ctx context.Context) {
+	inv.mu.Lock()
+	beans := inv.beans
+	inv.beans = nil
+	inv.ended = true
+	inv.mu.Unlock()
+	if err := closeBeans(beans); err != nil {
+		logger := slog.Default()
+		if c := conversationFrom(ctx); c != nil {
+			logger = c.logger
+		}
+		logger.ErrorContext(ctx, "chat: ending invocation", "err", err)
+	}
+}
+
+func lookupInvocation[T any](ctx context.Context, b *Bean[T]) (T, error) {
+	var zero T
+	inv, _ := ctx.Value(invocationKey{}).(*invocation)
+	if inv == nil {
+		return zero, &BeanError{Bean: b.info.name, Err: ErrNotActive}
+	}
+	inv.mu.Lock()
+	for _, e := range inv.beans {
+		if e.info == &b.info {
+			inv.mu.Unlock()
+			return e.value.(T), nil
+		}
+	}
+	inv.mu.Unlock()
+	v, err := construct(ctx, b)
+	if err != nil {
+		return zero, err
+	}
+	inv.mu.Lock()
+	defer inv.mu.Unlock()
+	if inv.ended {
+		_ = closeBean(v)
+		return zero, &BeanError{Bean: b.info.name, Err: ErrNotActive}
+	}
+	for _, e := range inv.beans {
+		if e.info == &b.info {
+			_ = closeBean(v)
+			return e.value.(T), nil
+		}
+	}
+	inv.beans = append(inv.beans, beanEntry{info: &b.info, value: v})
+	return v, nil
+}

@@ -1,0 +1,60 @@
+package chat
+
+import "context"
+
+// A Package is the chat registration of one Go package, built by the
+// package's generated Register function: the providers of its scoped beans
+// (and, with routes, its routes and error handlers). There are no global
+// registries: an application passes the packages it uses explicitly.
+type Package struct {
+	path      string
+	providers []provider
+}
+
+type provider struct {
+	info *beanInfo
+	fn   func(context.Context) (any, error)
+}
+
+// NewPackage starts the registration of the package with import path path.
+// Generated code calls it.
+func NewPackage(path string) *Package {
+	return &Package{path: path}
+}
+
+// Path returns the import path of the registered package.
+func (p *Package) Path() string { return p.path }
+
+// Provide registers fn as the constructor of bean b: generated code binds
+// the application dependencies of b's constructor into fn.
+func Provide[T any](p *Package, b *Bean[T], fn func(context.Context) (T, error)) {
+	p.providers = append(p.providers, provider{
+		info: &b.info,
+		fn:   func(ctx context.Context) (any, error) { return fn(ctx) },
+	})
+}
+
+type providersKey struct{}
+
+// WithPackages returns a context whose scoped beans are built with the
+// providers of pkgs (in addition to those already in ctx; a later package
+// wins). Beans whose constructors need application dependencies can only be
+// created under such a context.
+func WithPackages(ctx context.Context, pkgs ...*Package) context.Context {
+	old, _ := ctx.Value(providersKey{}).(map[*beanInfo]func(context.Context) (any, error))
+	m := make(map[*beanInfo]func(context.Context) (any, error), len(old))
+	for k, v := range old {
+		m[k] = v
+	}
+	for _, p := range pkgs {
+		for _, pr := range p.providers {
+			m[pr.info] = pr.fn
+		}
+	}
+	return context.WithValue(ctx, providersKey{}, m)
+}
+
+func providerFor(ctx context.Context, info *beanInfo) func(context.Context) (any, error) {
+	m, _ := ctx.Value(providersKey{}).(map[*beanInfo]func(context.Context) (any, error))
+	return m[info]
+}

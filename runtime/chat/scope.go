@@ -1,0 +1,264 @@
+package chat
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+
+	"github.com/google/uuid"
+)
+
+// A conversation is one stack of scopes. Its current scope changes with
+// Push, Pop and End; the scopes below the current one are its parents.
+type conversation struct {
+	mu        sync.Mutex // serialises structural changes and bean creation
+	current   atomic.Pointer[scope]
+	observers []Observer
+	logger    *slog.Logger
+}
+
+// A scope is one level of a conversation.
+type scope struct {
+	conv   *conversation
+	parent *scope
+	id     string
+	depth  int
+
+	// beans is replaced, never mutated, so lookups need no lock.
+	beans atomic.Pointer[[]beanEntry]
+
+	// Guarded by conv.mu.
+	route    string
+	cleanups []func(context.Context) error
+	ended    bool
+}
+
+type conversationKey struct{}
+
+// An Option configures a conversation started with [Begin].
+type Option func(*conversation)
+
+// WithObserver adds an observer of the conversation's scope lifecycle.
+func WithObserver(o Observer) Option {
+	return func(c *conversation) { c.observers = append(c.observers, o) }
+}
+
+// WithLogger sets the logger for errors that have no caller to return to
+// (a bean's Close failing at the end of an invocation, for example).
+// The default is [slog.Default].
+func WithLogger(l *slog.Logger) Option {
+	return func(c *conversation) { c.logger = l }
+}
+
+// Begin starts a conversation and returns a context carrying it, with a new
+// top scope as its current scope. It fails with [ErrActive] when ctx already
+// carries an active conversation.
+func Begin(ctx context.Context, opts ...Option) (context.Context, error) {
+	if c := conversationFrom(ctx); c != nil && c.current.Load() != nil {
+		return ctx, ErrActive
+	}
+	c := &conversation{logger: slog.Default()}
+	for _, o := range opts {
+		o(c)
+	}
+	s := c.newScope(nil, "")
+	c.current.Store(s)
+	ctx = context.WithValue(ctx, conversationKey{}, c)
+	c.notify(ctx, ScopeStarted, s)
+	c.notify(ctx, ScopeActivated, s)
+	return ctx, nil
+}
+
+// Push starts a nested scope that keeps the current route. Chat-scoped beans
+// of the enclosing scopes stay visible in it; per-chat beans do not.
+func Push(ctx context.Context) error {
+	return push(ctx, "", false)
+}
+
+// PushRoute starts a nested scope whose current route is route.
+func PushRoute(ctx context.Context, route string) error {
+	return push(ctx, route, true)
+}
+
+func push(ctx context.Context, route string, setRoute bool) error {
+	c := conversationFrom(ctx)
+	if c == nil {
+		return fmt.Errorf("chat: push: %w", ErrNotActive)
+	}
+	c.mu.Lock()
+	parent := c.current.Load()
+	if parent == nil {
+		c.mu.Unlock()
+		return fmt.Errorf("chat: push: %w", ErrNotActive)
+	}
+	if !setRoute {
+		route = parent.route
+	}
+	child := c.newScope(parent, route)
+	c.current.Store(child)
+	c.mu.Unlock()
+	c.notify(ctx, ScopeDeactivated, parent)
+	c.notify(ctx, ScopeStarted, child)
+	c.notify(ctx, ScopeActivated, child)
+	return nil
+}
+
+// Pop destroys the current scope (its beans, then its chat memory) and makes
+// its parent current again, with the parent's own remembered route. Popping
+// the top scope ends the conversation. The error joins the errors of the
+// beans' Close methods and memory cleanups; the scope is gone either way.
+func Pop(ctx context.Context) error {
+	c := conversationFrom(ctx)
+	if c == nil {
+		return fmt.Errorf("chat: pop: %w", ErrNotActive)
+	}
+	c.mu.Lock()
+	s := c.current.Load()
+	if s == nil {
+		c.mu.Unlock()
+		return fmt.Errorf("chat: pop: %w", ErrNotActive)
+	}
+	s.ended = true
+	c.current.Store(s.parent)
+	c.mu.Unlock()
+
+	c.notify(ctx, ScopeDeactivated, s)
+	err := s.destroy(ctx)
+	c.notify(ctx, ScopeEnded, s)
+	if s.parent != nil {
+		c.notify(ctx, ScopeActivated, s.parent)
+	}
+	return err
+}
+
+// End ends the whole conversation: every scope is destroyed, innermost
+// first. The error joins the errors of the beans' Close methods and memory
+// cleanups; the conversation is over either way.
+func End(ctx context.Context) error {
+	c := conversationFrom(ctx)
+	if c == nil {
+		return fmt.Errorf("chat: end: %w", ErrNotActive)
+	}
+	c.mu.Lock()
+	top := c.current.Load()
+	if top == nil {
+		c.mu.Unlock()
+		return fmt.Errorf("chat: end: %w", ErrNotActive)
+	}
+	for s := top; s != nil; s = s.parent {
+		s.ended = true
+	}
+	c.current.Store(nil)
+	c.mu.Unlock()
+
+	c.notify(ctx, ScopeDeactivated, top)
+	var errs []error
+	for s := top; s != nil; s = s.parent {
+		errs = append(errs, s.destroy(ctx))
+		c.notify(ctx, ScopeEnded, s)
+	}
+	return errors.Join(errs...)
+}
+
+// ID returns the id of the current scope: random and unguessable, it names
+// the scope to clients.
+func ID(ctx context.Context) (string, error) {
+	s := currentScope(ctx)
+	if s == nil {
+		return "", fmt.Errorf("chat: id: %w", ErrNotActive)
+	}
+	return s.id, nil
+}
+
+// Active reports whether ctx carries a conversation with a current scope.
+func Active(ctx context.Context) bool {
+	return currentScope(ctx) != nil
+}
+
+// Depth returns how deeply the current scope is nested: 0 for a top scope.
+func Depth(ctx context.Context) (int, error) {
+	s := currentScope(ctx)
+	if s == nil {
+		return 0, fmt.Errorf("chat: depth: %w", ErrNotActive)
+	}
+	return s.depth, nil
+}
+
+func conversationFrom(ctx context.Context) *conversation {
+	c, _ := ctx.Value(conversationKey{}).(*conversation)
+	return c
+}
+
+func currentScope(ctx context.Context) *scope {
+	if c := conversationFrom(ctx); c != nil {
+		return c.current.Load()
+	}
+	return nil
+}
+
+func (c *conversation) newScope(parent *scope, route string) *scope {
+	s := &scope{conv: c, parent: parent, id: uuid.NewString(), route: route}
+	if parent != nil {
+		s.depth = parent.depth + 1
+	}
+	return s
+}
+
+func (c *conversation) notify(ctx context.Context, kind ScopeEventKind, s *scope) {
+	if len(c.observers) == 0 {
+		return
+	}
+	ev := ScopeEvent{Kind: kind, ScopeID: s.id, Depth: s.depth}
+	if s.parent != nil {
+		ev.ParentID = s.parent.id
+	}
+	for _, o := range c.observers {
+		o(ctx, ev)
+	}
+}
+
+// onDestroy registers fn to run when s is destroyed, after its beans are
+// closed. It reports false, without registering, when s has already ended.
+func (s *scope) onDestroy(fn func(context.Context) error) bool {
+	s.conv.mu.Lock()
+	defer s.conv.mu.Unlock()
+	if s.ended {
+		return false
+	}
+	s.cleanups = append(s.cleanups, fn)
+	return true
+}
+
+// destroy closes the beans of an ended scope, newest first, then runs its
+// cleanups, newest first. It must be called once, after s.ended was set.
+func (s *scope) destroy(ctx context.Context) error {
+	s.conv.mu.Lock()
+	beans := s.beans.Swap(nil)
+	cleanups := s.cleanups
+	s.cleanups = nil
+	s.conv.mu.Unlock()
+
+	var errs []error
+	if beans != nil {
+		errs = append(errs, closeBeans(*beans))
+	}
+	for i := len(cleanups) - 1; i >= 0; i-- {
+		errs = append(errs, callCleanup(ctx, cleanups[i]))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("chat: destroying scope %s: %w", s.id, err)
+	}
+	return nil
+}
+
+func callCleanup(ctx context.Context, fn func(context.Context) error) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("cleanup panicked: %v", r)
+		}
+	}()
+	return fn(ctx)
+}
