@@ -3,3 +3,10 @@ module github.com/chatscopes/chatgen
 go 1.26.0
 
 require github.com/google/uuid v1.6.0
+
+require (
+	github.com/dave/jennifer v1.7.1 // indirect
+	golang.org/x/mod v0.42.0 // indirect
+	golang.org/x/sync v0.24.0 // indirect
+	golang.org/x/tools v0.52.0 // indirect
+)

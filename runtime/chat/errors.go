@@ -3,6 +3,7 @@ package chat
 import (
 	"errors"
 	"fmt"
+	"strings"
 )
 
 // ErrNotActive reports that an operation needed an active chat scope (or,
@@ -26,7 +27,9 @@ type BeanError struct {
 	Err  error
 }
 
-func (e *BeanError) Error() string { return fmt.Sprintf("chat: bean %s: %v", e.Bean, e.Err) }
+func (e *BeanError) Error() string {
+	return fmt.Sprintf("chat: bean %s: %s", e.Bean, strings.TrimPrefix(e.Err.Error(), "chat: "))
+}
 
 // Unwrap returns the cause.
 func (e *BeanError) Unwrap() error { return e.Err }

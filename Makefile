@@ -1,0 +1,41 @@
+# chatgen — the two commands a new user needs are `make demo` and `make test`.
+
+GO ?= go
+
+.PHONY: demo test fmt-check vet generate-check gotest golden bench fuzz
+
+## demo: generate the example and run it offline.
+demo:
+	$(GO) generate ./examples/...
+	$(GO) run ./examples/counter
+
+## test: everything CI checks.
+test: fmt-check vet generate-check gotest
+
+fmt-check:
+	@out=$$(gofmt -l $$(git ls-files '*.go')); \
+	if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+
+vet:
+	$(GO) vet ./...
+
+generate-check:
+	$(GO) generate ./...
+	@git diff --exit-code -- . || { echo "generated files are stale: run go generate ./... and commit"; exit 1; }
+	@untracked=$$(git ls-files --others --exclude-standard -- '*chat_gen.go'); \
+	if [ -n "$$untracked" ]; then echo "untracked generated files: $$untracked"; exit 1; fi
+
+gotest:
+	$(GO) test -race ./...
+
+## golden: rewrite the generator's golden files and docs/directives.md.
+golden:
+	$(GO) test ./gen -run 'TestGolden|TestDirectivesDoc' -update
+
+## bench: the benchmarks quoted in the issue notes.
+bench:
+	$(GO) test -run '^$$' -bench . -benchmem ./...
+
+## fuzz: a short run of each fuzz target.
+fuzz:
+	$(GO) test ./gen -run '^$$' -fuzz FuzzParseDirective -fuzztime 30s

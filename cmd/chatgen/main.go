@@ -1,0 +1,90 @@
+// Command chatgen generates the chat_gen.go of Go packages annotated with
+// //chat: directives. Run it with go generate:
+//
+//	//go:generate go run github.com/chatscopes/chatgen/cmd/chatgen
+//
+// With no arguments it processes the package in the current directory.
+// It prints every problem as file:line:col: message, sorted, and exits 1
+// without writing anything when there is an error.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+
+	"github.com/chatscopes/chatgen/gen"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
+}
+
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("chatgen", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	tags := fs.String("tags", "", "comma-separated build tags to load the packages with")
+	verbose := fs.Bool("v", false, "print the files written")
+	fs.Usage = func() {
+		fmt.Fprintf(stderr, "usage: chatgen [flags] [packages]\n\n")
+		fmt.Fprintf(stderr, "chatgen writes chat_gen.go for each package with //chat: directives\n")
+		fmt.Fprintf(stderr, "(the package in the current directory when none is given).\n\nflags:\n")
+		fs.PrintDefaults()
+		fmt.Fprintf(stderr, "\ndirectives:\n%s", gen.DirectivesHelp())
+	}
+	if err := fs.Parse(args); err != nil {
+		if err == flag.ErrHelp {
+			return 0
+		}
+		return 2
+	}
+	cfg := gen.Config{Patterns: fs.Args()}
+	if *tags != "" {
+		cfg.BuildFlags = []string{"-tags=" + *tags}
+	}
+	wd, err := os.Getwd()
+	if err != nil {
+		fmt.Fprintf(stderr, "chatgen: %v\n", err)
+		return 1
+	}
+	res, err := gen.Generate(ctx, cfg)
+	if err != nil {
+		fmt.Fprintf(stderr, "chatgen: %v\n", err)
+		return 1
+	}
+	errs := 0
+	for _, d := range res.Diagnostics {
+		fmt.Fprintln(stderr, d.Format(wd))
+		if d.Severity == gen.Error {
+			errs++
+		}
+	}
+	if errs > 0 {
+		fmt.Fprintf(stderr, "chatgen: %d error%s\n", errs, plural(errs))
+		return 1
+	}
+	changed, err := gen.WriteFiles(res.Files)
+	if *verbose {
+		for _, p := range changed {
+			fmt.Fprintf(stdout, "chatgen: wrote %s\n", p)
+		}
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "chatgen: %v\n", err)
+		return 1
+	}
+	return 0
+}
+
+func plural(n int) string {
+	if n == 1 {
+		return ""
+	}
+	return "s"
+}

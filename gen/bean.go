@@ -1,0 +1,361 @@
+package gen
+
+import (
+	"fmt"
+	"go/ast"
+	"go/types"
+	"slices"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+)
+
+// beanModel is one //chat:scoped type.
+type beanModel struct {
+	ann       *Annotated
+	obj       *types.TypeName
+	kind      string // the chat.Kind constant: KindChat, KindPerChat, KindInvocation
+	iface     bool   // an interface type (instances come from its constructor)
+	ctor      *ctorModel
+	methods   []*methodModel
+	proxy     string // generated proxy type
+	accessor  string // generated accessor func
+	beanVar   string // generated chat.Bean descriptor
+	qualified string // import/path.Type
+}
+
+// ctorModel is the constructor of a bean: New<Type> (newType for
+// unexported types).
+type ctorModel struct {
+	fn       *types.Func
+	takesCtx bool
+	deps     []*depModel // in parameter order
+	err      bool        // returns an error as its second result
+}
+
+// depModel is one application dependency: a field of the generated Deps.
+type depModel struct {
+	typ   types.Type
+	field string
+	users []string // constructors that take it, in order
+}
+
+// methodModel is one method a proxy forwards.
+type methodModel struct {
+	fn       *types.Func
+	sig      *types.Signature
+	takesCtx bool     // the method's first parameter is a context.Context
+	names    []string // parameter names the proxy uses (ctx first when added)
+	ctxName  string   // the proxy's context parameter
+	err      bool     // the last result is error
+}
+
+func (m *pkgModel) analyzeBean(a *Annotated, d *Directive, diags *Diagnostics) {
+	pos := m.fset.Position(a.Node.Pos())
+	spec, ok := a.Node.(*ast.TypeSpec)
+	if !ok {
+		return // collect already reported the wrong target
+	}
+	obj, _ := m.pkg.TypesInfo.Defs[spec.Name].(*types.TypeName)
+	if obj == nil {
+		diags.Errorf(pos, "cannot resolve type %s", spec.Name.Name)
+		return
+	}
+	if spec.Assign.IsValid() {
+		diags.Errorf(m.fset.Position(spec.Name.Pos()), "//chat:scoped cannot annotate the alias %s; annotate the type it names", spec.Name.Name)
+		return
+	}
+	if spec.TypeParams != nil {
+		diags.Errorf(m.fset.Position(spec.Name.Pos()), "//chat:scoped cannot annotate the generic type %s", spec.Name.Name)
+		return
+	}
+	named, ok := obj.Type().(*types.Named)
+	if !ok {
+		return
+	}
+	b := &beanModel{
+		ann:       a,
+		obj:       obj,
+		kind:      "KindChat",
+		qualified: m.pkg.PkgPath + "." + obj.Name(),
+	}
+	switch {
+	case d.Flag("per-chat"):
+		b.kind = "KindPerChat"
+	case d.Flag("invocation"):
+		b.kind = "KindInvocation"
+	}
+	_, b.iface = named.Underlying().(*types.Interface)
+
+	name := obj.Name()
+	b.proxy = name + "Proxy"
+	b.accessor = name + "From"
+	b.beanVar = "chatBean" + name
+	what := "//chat:scoped " + name
+	m.declare(b.proxy, a.Node.Pos(), what, diags)
+	m.declare(b.accessor, a.Node.Pos(), what, diags)
+	m.declare(b.beanVar, a.Node.Pos(), what, diags)
+
+	b.ctor = m.findConstructor(b, diags)
+	if b.iface && b.ctor == nil {
+		diags.Errorf(m.fset.Position(spec.Name.Pos()), "scoped interface %s needs a constructor: func %s(ctx context.Context, deps...) (%s, error)", name, ctorName(name), name)
+	}
+	b.methods = m.proxyMethods(b, named, diags)
+	m.beans = append(m.beans, b)
+}
+
+func ctorName(typeName string) string {
+	r, size := utf8.DecodeRuneInString(typeName)
+	if unicode.IsUpper(r) {
+		return "New" + typeName
+	}
+	return "new" + string(unicode.ToUpper(r)) + typeName[size:]
+}
+
+// findConstructor finds and checks the bean's constructor, if it has one.
+func (m *pkgModel) findConstructor(b *beanModel, diags *Diagnostics) *ctorModel {
+	name := ctorName(b.obj.Name())
+	obj := m.pkg.Types.Scope().Lookup(name)
+	if obj == nil {
+		return nil
+	}
+	pos := m.fset.Position(obj.Pos())
+	fn, ok := obj.(*types.Func)
+	if !ok {
+		diags.Errorf(pos, "%s must be a func: it is the constructor of the scoped type %s", name, b.obj.Name())
+		return nil
+	}
+	if decl := m.funcDecl(fn); decl != nil {
+		m.extraNodes = append(m.extraNodes, decl)
+	}
+	sig := fn.Type().(*types.Signature)
+	want := b.obj.Name()
+	if !b.iface {
+		want = "*" + want
+	}
+	if sig.TypeParams().Len() > 0 {
+		diags.Errorf(pos, "constructor %s of %s cannot be generic", name, b.obj.Name())
+		return nil
+	}
+	c := &ctorModel{fn: fn}
+	res := sig.Results()
+	okResults := res.Len() == 1 || (res.Len() == 2 && isError(res.At(1).Type()))
+	if okResults {
+		var got types.Type = b.obj.Type()
+		if !b.iface {
+			got = types.NewPointer(got)
+		}
+		okResults = types.Identical(res.At(0).Type(), got)
+	}
+	if !okResults {
+		diags.Errorf(pos, "constructor %s must return %s or (%s, error)", name, want, want)
+		return nil
+	}
+	c.err = res.Len() == 2
+	if sig.Variadic() {
+		diags.Errorf(pos, "constructor %s cannot be variadic", name)
+		return nil
+	}
+	params := sig.Params()
+	good := true
+	for i := range params.Len() {
+		p := params.At(i)
+		ppos := m.fset.Position(p.Pos())
+		switch {
+		case i == 0 && isContext(p.Type()):
+			c.takesCtx = true
+		case isContext(p.Type()):
+			diags.Errorf(ppos, "constructor %s: the context.Context must be the first parameter", name)
+			good = false
+		case !isInjectable(p.Type()):
+			diags.Errorf(ppos, "constructor %s: parameter %s has type %s; dependencies are injected by type, so they need a named type (declare one)", name, p.Name(), types.TypeString(p.Type(), types.RelativeTo(m.pkg.Types)))
+			good = false
+		default:
+			d := m.dep(p.Type(), name)
+			if slices.Contains(c.deps, d) {
+				diags.Errorf(ppos, "constructor %s takes two parameters of type %s; dependencies are injected by type", name, types.TypeString(p.Type(), types.RelativeTo(m.pkg.Types)))
+				good = false
+			}
+			c.deps = append(c.deps, d)
+		}
+	}
+	if !good {
+		return nil
+	}
+	return c
+}
+
+func (m *pkgModel) funcDecl(fn *types.Func) *ast.FuncDecl {
+	for _, f := range m.pkg.Syntax {
+		for _, d := range f.Decls {
+			if fd, ok := d.(*ast.FuncDecl); ok && fd.Name.Pos() == fn.Pos() {
+				return fd
+			}
+		}
+	}
+	return nil
+}
+
+// isInjectable reports whether t names a type precisely enough to inject by
+// type: a named type, or a pointer to one.
+func isInjectable(t types.Type) bool {
+	if p, ok := t.(*types.Pointer); ok {
+		t = p.Elem()
+	}
+	switch t := t.(type) {
+	case *types.Named:
+		return t.Obj().Pkg() != nil // not error or comparable
+	case *types.Alias:
+		return t.Obj().Pkg() != nil && isInjectable(types.Unalias(t))
+	}
+	return false
+}
+
+// dep returns the dependency of type t, adding it on first use.
+func (m *pkgModel) dep(t types.Type, user string) *depModel {
+	for _, d := range m.deps {
+		if types.Identical(d.typ, t) {
+			if !slices.Contains(d.users, user) {
+				d.users = append(d.users, user)
+			}
+			return d
+		}
+	}
+	d := &depModel{typ: t, users: []string{user}}
+	m.deps = append(m.deps, d)
+	return d
+}
+
+// analyzeDeps names the fields of Deps after their types, qualifying a name
+// with its package when two types share it.
+func (m *pkgModel) analyzeDeps(diags *Diagnostics) {
+	if len(m.deps) == 0 {
+		return
+	}
+	base := func(t types.Type) *types.TypeName {
+		if p, ok := t.(*types.Pointer); ok {
+			t = p.Elem()
+		}
+		switch t := t.(type) {
+		case *types.Named:
+			return t.Obj()
+		case *types.Alias:
+			return t.Obj()
+		}
+		return nil
+	}
+	count := map[string]int{}
+	for _, d := range m.deps {
+		count[exported(base(d.typ).Name())]++
+	}
+	used := map[string]bool{}
+	for _, d := range m.deps {
+		obj := base(d.typ)
+		name := exported(obj.Name())
+		if count[name] > 1 && obj.Pkg() != nil && obj.Pkg() != m.pkg.Types {
+			name = packageQualifier(obj.Pkg()) + name
+		}
+		for i := 2; used[name]; i++ {
+			name = fmt.Sprintf("%s%d", strings.TrimRight(name, "0123456789"), i)
+		}
+		used[name] = true
+		d.field = name
+	}
+	m.declare("Deps", m.beans[0].ann.Node.Pos(), "the dependencies of this package's constructors", diags)
+}
+
+// packageQualifier names a package for a field name: the path element
+// before its last one when there is one ("text/template" gives "Text"),
+// else its name.
+func packageQualifier(p *types.Package) string {
+	elems := strings.Split(p.Path(), "/")
+	q := p.Name()
+	if len(elems) >= 2 {
+		q = elems[len(elems)-2]
+	}
+	q = strings.Map(func(r rune) rune {
+		if unicode.IsLetter(r) || unicode.IsDigit(r) {
+			return r
+		}
+		return -1
+	}, q)
+	if q == "" {
+		q = p.Name()
+	}
+	return exported(q)
+}
+
+func exported(name string) string {
+	r, size := utf8.DecodeRuneInString(name)
+	return string(unicode.ToUpper(r)) + name[size:]
+}
+
+// proxyMethods lists the methods a bean's proxy forwards: the declared
+// methods of a struct (in source order) or the methods of an interface,
+// except the lifecycle methods Close and Destroy.
+func (m *pkgModel) proxyMethods(b *beanModel, named *types.Named, diags *Diagnostics) []*methodModel {
+	var fns []*types.Func
+	if iface, ok := named.Underlying().(*types.Interface); ok {
+		for i := range iface.NumMethods() {
+			fns = append(fns, iface.Method(i))
+		}
+	} else {
+		for i := range named.NumMethods() {
+			fns = append(fns, named.Method(i))
+		}
+		slices.SortFunc(fns, func(a, b *types.Func) int { return int(a.Pos() - b.Pos()) })
+	}
+	var out []*methodModel
+	for _, fn := range fns {
+		sig := fn.Type().(*types.Signature)
+		if isLifecycle(fn.Name(), sig) {
+			continue
+		}
+		mm := &methodModel{fn: fn, sig: sig}
+		params := sig.Params()
+		mm.takesCtx = params.Len() > 0 && isContext(params.At(0).Type())
+		taken := map[string]bool{}
+		for i := range params.Len() {
+			taken[params.At(i).Name()] = true
+		}
+		if !mm.takesCtx {
+			mm.ctxName = "ctx"
+			for i := 0; taken[mm.ctxName]; i++ {
+				mm.ctxName = fmt.Sprintf("ctx%d", i)
+			}
+			mm.names = append(mm.names, mm.ctxName)
+		}
+		for i := range params.Len() {
+			n := params.At(i).Name()
+			if n == "" || n == "_" {
+				n = fmt.Sprintf("p%d", i)
+				for taken[n] {
+					n += "_"
+				}
+			}
+			mm.names = append(mm.names, n)
+		}
+		if mm.takesCtx {
+			mm.ctxName = mm.names[0]
+		}
+		res := sig.Results()
+		mm.err = res.Len() > 0 && isError(res.At(res.Len()-1).Type())
+		out = append(out, mm)
+	}
+	return out
+}
+
+// isLifecycle reports whether a method is Close or Destroy with no
+// parameters and no result or an error: the runtime calls it when the
+// bean's scope dies, so the proxy does not forward it.
+func isLifecycle(name string, sig *types.Signature) bool {
+	if name != "Close" && name != "Destroy" {
+		return false
+	}
+	if sig.Params().Len() != 0 {
+		return false
+	}
+	r := sig.Results()
+	return r.Len() == 0 || (r.Len() == 1 && isError(r.At(0).Type()))
+}
+

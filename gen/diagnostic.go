@@ -1,0 +1,102 @@
+package gen
+
+import (
+	"cmp"
+	"fmt"
+	"go/token"
+	"path/filepath"
+	"slices"
+)
+
+// Severity says whether a diagnostic stops generation.
+type Severity uint8
+
+const (
+	// Error diagnostics stop the run: nothing is written.
+	Error Severity = iota
+	// Warning diagnostics are printed but do not stop the run.
+	Warning
+)
+
+// Related is a secondary position attached to a diagnostic, such as the
+// place of an earlier, conflicting directive.
+type Related struct {
+	Pos     token.Position
+	Message string
+}
+
+// A Diagnostic is one positioned problem found in the annotated source.
+type Diagnostic struct {
+	Pos      token.Position
+	Severity Severity
+	Message  string
+	Related  []Related
+}
+
+// Format renders d as "file:line:col: message" (with "warning: " before the
+// message of a warning), file names made relative to dir when possible, and
+// each related position on its own tab-indented line.
+func (d Diagnostic) Format(dir string) string {
+	s := fmt.Sprintf("%s: ", formatPos(d.Pos, dir))
+	if d.Severity == Warning {
+		s += "warning: "
+	}
+	s += d.Message
+	for _, r := range d.Related {
+		s += fmt.Sprintf("\n\t%s: %s", formatPos(r.Pos, dir), r.Message)
+	}
+	return s
+}
+
+func formatPos(p token.Position, dir string) string {
+	name := p.Filename
+	if dir != "" && filepath.IsAbs(name) {
+		if rel, err := filepath.Rel(dir, name); err == nil {
+			name = rel
+		}
+	}
+	name = filepath.ToSlash(name)
+	if p.Column > 0 {
+		return fmt.Sprintf("%s:%d:%d", name, p.Line, p.Column)
+	}
+	return fmt.Sprintf("%s:%d", name, p.Line)
+}
+
+// Diagnostics is a list of diagnostics with helpers to collect, sort and
+// deduplicate them.
+type Diagnostics []Diagnostic
+
+// Errorf appends an error at pos.
+func (ds *Diagnostics) Errorf(pos token.Position, format string, args ...any) *Diagnostic {
+	*ds = append(*ds, Diagnostic{Pos: pos, Severity: Error, Message: fmt.Sprintf(format, args...)})
+	return &(*ds)[len(*ds)-1]
+}
+
+// Warnf appends a warning at pos.
+func (ds *Diagnostics) Warnf(pos token.Position, format string, args ...any) *Diagnostic {
+	*ds = append(*ds, Diagnostic{Pos: pos, Severity: Warning, Message: fmt.Sprintf(format, args...)})
+	return &(*ds)[len(*ds)-1]
+}
+
+// HasErrors reports whether any diagnostic is an error.
+func (ds Diagnostics) HasErrors() bool {
+	return slices.ContainsFunc(ds, func(d Diagnostic) bool { return d.Severity == Error })
+}
+
+// Sorted returns the diagnostics sorted by file, line, column and message,
+// with exact duplicates removed.
+func (ds Diagnostics) Sorted() Diagnostics {
+	out := slices.Clone(ds)
+	slices.SortStableFunc(out, func(a, b Diagnostic) int {
+		return cmp.Or(
+			cmp.Compare(a.Pos.Filename, b.Pos.Filename),
+			cmp.Compare(a.Pos.Line, b.Pos.Line),
+			cmp.Compare(a.Pos.Column, b.Pos.Column),
+			cmp.Compare(a.Severity, b.Severity),
+			cmp.Compare(a.Message, b.Message),
+		)
+	})
+	return slices.CompactFunc(out, func(a, b Diagnostic) bool {
+		return a.Pos == b.Pos && a.Severity == b.Severity && a.Message == b.Message
+	})
+}

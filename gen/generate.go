@@ -1,0 +1,176 @@
+// Package gen is the chatgen generator: it loads Go packages, parses their
+// //chat: directives, checks them and emits one chat_gen.go per package.
+//
+// The library never prints or exits: it returns files and diagnostics, and
+// cmd/chatgen decides what to do with them.
+package gen
+
+import (
+	"context"
+	"go/token"
+	"go/types"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"golang.org/x/tools/go/packages"
+)
+
+// Config says what to generate.
+type Config struct {
+	// Dir is the directory in which packages are loaded and relative to
+	// which diagnostics are printed; "" means the current directory.
+	Dir string
+	// Patterns are go/packages patterns; none means ".".
+	Patterns []string
+	// BuildFlags and Env are passed to the go command.
+	BuildFlags []string
+	Env        []string
+}
+
+// A File is one output of a run. A nil Content means the file must be
+// removed: its package no longer has any //chat: directive.
+type File struct {
+	Path    string
+	Content []byte
+}
+
+// Result is the outcome of a run: files to write and the diagnostics found.
+// When Diagnostics has errors, Files is empty: nothing may be written.
+type Result struct {
+	Files       []File
+	Diagnostics Diagnostics
+}
+
+// Generate loads the packages of cfg and generates their chat_gen.go files.
+// Problems in the annotated source are returned as diagnostics, sorted; the
+// error is for failures to run at all (the go command failing, for example).
+func Generate(ctx context.Context, cfg Config) (*Result, error) {
+	pkgs, fset, err := load(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	res := &Result{}
+	var files []File
+	for _, pkg := range pkgs {
+		var diags Diagnostics
+		f, ok := generatePackage(fset, pkg, &diags)
+		res.Diagnostics = append(res.Diagnostics, diags...)
+		if ok {
+			files = append(files, f)
+		}
+	}
+	res.Diagnostics = res.Diagnostics.Sorted()
+	if !res.Diagnostics.HasErrors() {
+		res.Files = files
+	}
+	return res, nil
+}
+
+// generatePackage generates the output of one package. ok is false when the
+// package has nothing to write or remove.
+func generatePackage(fset *token.FileSet, pkg *packages.Package, diags *Diagnostics) (File, bool) {
+	dir := packageDir(pkg)
+	if dir == "" {
+		for _, e := range pkg.Errors {
+			diags.Errorf(parsePosition(e.Pos), "%s", e.Msg)
+		}
+		return File{}, false
+	}
+	out := filepath.Join(dir, OutputName)
+	hadOutput := slices.ContainsFunc(pkg.CompiledGoFiles, func(f string) bool { return filepath.Base(f) == OutputName })
+
+	// Syntax errors make the package unusable; list errors too, except the
+	// compiler output go list reports when it builds export data: those
+	// errors are type errors, handled below.
+	hard := false
+	for _, e := range pkg.Errors {
+		if e.Kind == packages.ListError && e.Pos == "" && strings.HasPrefix(e.Msg, "# ") {
+			continue
+		}
+		if e.Kind == packages.ListError || e.Kind == packages.ParseError {
+			diags.Errorf(parsePosition(e.Pos), "%s", e.Msg)
+			hard = true
+		}
+	}
+	if hard {
+		return File{}, false
+	}
+
+	anns := collect(fset, pkg.Syntax, diags)
+	m := analyze(fset, pkg, anns, diags)
+	reportTypeErrors(fset, pkg, anns, m, diags)
+	if diags.HasErrors() {
+		return File{}, false
+	}
+	if m.empty() {
+		if hadOutput {
+			return File{Path: out}, true
+		}
+		return File{}, false
+	}
+	src, err := emit(m)
+	if err != nil {
+		diags.Errorf(token.Position{Filename: out}, "%v", err)
+		return File{}, false
+	}
+	return File{Path: out, Content: src}, true
+}
+
+func packageDir(pkg *packages.Package) string {
+	for _, f := range pkg.GoFiles {
+		return filepath.Dir(f)
+	}
+	for _, f := range pkg.CompiledGoFiles {
+		return filepath.Dir(f)
+	}
+	return ""
+}
+
+// reportTypeErrors reports the type errors that touch an annotated
+// declaration, ignoring references to identifiers chatgen itself
+// generates (they are undefined until the first run). Other type errors are
+// left to the compiler, like stringer does.
+func reportTypeErrors(fset *token.FileSet, pkg *packages.Package, anns []*Annotated, m *pkgModel, diags *Diagnostics) {
+	for _, te := range pkg.TypeErrors {
+		if name, ok := strings.CutPrefix(te.Msg, "undefined: "); ok && m.generates(name) {
+			continue
+		}
+		if !insideAny(te.Pos, anns, m) {
+			continue
+		}
+		diags.Errorf(fset.Position(te.Pos), "%s", te.Msg)
+	}
+}
+
+func insideAny(pos token.Pos, anns []*Annotated, m *pkgModel) bool {
+	for _, a := range anns {
+		if a.Node.Pos() <= pos && pos < a.Node.End() {
+			return true
+		}
+	}
+	for _, n := range m.extraNodes {
+		if n.Pos() <= pos && pos < n.End() {
+			return true
+		}
+	}
+	return false
+}
+
+// isContext reports whether t is context.Context.
+func isContext(t types.Type) bool {
+	n, ok := t.(*types.Named)
+	if !ok {
+		if a, ok := t.(*types.Alias); ok {
+			return isContext(types.Unalias(a))
+		}
+		return false
+	}
+	o := n.Obj()
+	return o.Pkg() != nil && o.Pkg().Path() == "context" && o.Name() == "Context"
+}
+
+// isError reports whether t is the predeclared error type.
+func isError(t types.Type) bool {
+	return types.Identical(t, types.Universe.Lookup("error").Type())
+}

@@ -1,0 +1,297 @@
+package gen
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+
+	"golang.org/x/tools/txtar"
+)
+
+// The golden cases live in ../testdata, one txtar archive per case. An
+// archive holds the Go files of one package (any name not under want/)
+// and the expected outcome: want/chat_gen.go when generation succeeds, and
+// want/diagnostics.txt when chatgen reports anything (errors or warnings).
+// Run `go test ./gen -run TestGolden -update` to rewrite the want files.
+
+const goldenDir = "../testdata"
+
+// goldenModule is a temporary module holding one directory per case,
+// resolving github.com/chatscopes/chatgen to this repository.
+type goldenModule struct {
+	dir string
+	env []string
+}
+
+var (
+	goldenOnce sync.Once
+	goldenMod  *goldenModule
+	goldenErr  error
+)
+
+func sharedGoldenModule(t testing.TB) *goldenModule {
+	t.Helper()
+	goldenOnce.Do(func() {
+		goldenMod, goldenErr = newGoldenModule()
+	})
+	if goldenErr != nil {
+		t.Fatal(goldenErr)
+	}
+	return goldenMod
+}
+
+func newGoldenModule() (*goldenModule, error) {
+	root, err := filepath.Abs("..")
+	if err != nil {
+		return nil, err
+	}
+	dir, err := os.MkdirTemp("", "chatgen-golden-")
+	if err != nil {
+		return nil, err
+	}
+	gomod := fmt.Sprintf("module example.com/golden\n\ngo 1.26\n\nrequire github.com/chatscopes/chatgen v0.0.0\n\nreplace github.com/chatscopes/chatgen => %s\n", root)
+	if err := os.WriteFile(filepath.Join(dir, "go.mod"), []byte(gomod), 0o644); err != nil {
+		return nil, err
+	}
+	sum, err := os.ReadFile(filepath.Join(root, "go.sum"))
+	if err != nil {
+		return nil, err
+	}
+	if err := os.WriteFile(filepath.Join(dir, "go.sum"), sum, 0o644); err != nil {
+		return nil, err
+	}
+	env := append(os.Environ(), "GOFLAGS=-mod=mod", "GOPROXY=off", "GOWORK=off")
+	return &goldenModule{dir: dir, env: env}, nil
+}
+
+type goldenCase struct {
+	name    string
+	path    string
+	archive *txtar.Archive
+}
+
+func readGoldenCases(t testing.TB) []goldenCase {
+	t.Helper()
+	paths, err := filepath.Glob(filepath.Join(goldenDir, "*.txtar"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cases []goldenCase
+	for _, p := range paths {
+		a, err := txtar.ParseFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cases = append(cases, goldenCase{name: strings.TrimSuffix(filepath.Base(p), ".txtar"), path: p, archive: a})
+	}
+	return cases
+}
+
+// materialize writes the case's input files into dir (replacing it) and
+// returns dir.
+func (c goldenCase) materialize(t testing.TB, dir string) {
+	t.Helper()
+	if err := os.RemoveAll(dir); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range c.archive.Files {
+		if strings.HasPrefix(f.Name, "want/") {
+			continue
+		}
+		p := filepath.Join(dir, filepath.FromSlash(f.Name))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, f.Data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func (c goldenCase) want(name string) ([]byte, bool) {
+	for _, f := range c.archive.Files {
+		if f.Name == name {
+			return f.Data, true
+		}
+	}
+	return nil, false
+}
+
+// outcome is what one run of the generator produced for a case.
+type outcome struct {
+	output      []byte // chat_gen.go, nil when none
+	diagnostics []byte // formatted diagnostics, nil when none
+}
+
+func runGenerator(t testing.TB, mod *goldenModule, dir string) outcome {
+	t.Helper()
+	res, err := Generate(context.Background(), Config{Dir: dir, Env: mod.env})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var o outcome
+	if len(res.Diagnostics) > 0 {
+		var b strings.Builder
+		for _, d := range res.Diagnostics {
+			b.WriteString(d.Format(dir))
+			b.WriteByte('\n')
+		}
+		o.diagnostics = []byte(b.String())
+	}
+	for _, f := range res.Files {
+		if filepath.Base(f.Path) == OutputName && filepath.Dir(f.Path) == dir {
+			o.output = f.Content
+		}
+	}
+	if res.Diagnostics.HasErrors() && len(res.Files) > 0 {
+		t.Errorf("errors reported but %d files returned for writing", len(res.Files))
+	}
+	return o
+}
+
+func TestGolden(t *testing.T) {
+	mod := sharedGoldenModule(t)
+	cases := readGoldenCases(t)
+	if len(cases) == 0 {
+		t.Fatal("no golden cases")
+	}
+	var (
+		mu      sync.Mutex
+		passing []string
+	)
+	t.Run("cases", func(t *testing.T) {
+		for _, c := range cases {
+			t.Run(c.name, func(t *testing.T) {
+				t.Parallel()
+				dir := filepath.Join(mod.dir, c.name)
+				c.materialize(t, dir)
+				got := runGenerator(t, mod, dir)
+				if *update {
+					c.update(t, got)
+				} else {
+					compareWant(t, c, "want/"+OutputName, got.output)
+					compareWant(t, c, "want/diagnostics.txt", got.diagnostics)
+				}
+				if got.output != nil {
+					if err := os.WriteFile(filepath.Join(dir, OutputName), got.output, 0o644); err != nil {
+						t.Fatal(err)
+					}
+					mu.Lock()
+					passing = append(passing, "./"+c.name)
+					mu.Unlock()
+				}
+			})
+		}
+	})
+	if testing.Short() || t.Failed() || len(passing) == 0 {
+		return
+	}
+	// Every generated output compiles and vets, in one batched run.
+	slices.Sort(passing)
+	cmd := exec.Command("go", append([]string{"vet"}, passing...)...)
+	cmd.Dir = mod.dir
+	cmd.Env = mod.env
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("go vet of the generated outputs failed: %v\n%s", err, out)
+	}
+}
+
+func compareWant(t *testing.T, c goldenCase, name string, got []byte) {
+	t.Helper()
+	want, ok := c.want(name)
+	switch {
+	case !ok && got == nil:
+	case !ok:
+		t.Errorf("%s: unexpected %s:\n%s", c.path, name, got)
+	case got == nil:
+		t.Errorf("%s: no %s produced; want:\n%s", c.path, name, want)
+	case !bytes.Equal(got, want):
+		t.Errorf("%s: %s differs (run go test ./gen -run TestGolden -update to accept)\n%s", c.path, name, lineDiff(string(want), string(got)))
+	}
+}
+
+func (c goldenCase) update(t *testing.T, got outcome) {
+	t.Helper()
+	var files []txtar.File
+	for _, f := range c.archive.Files {
+		if !strings.HasPrefix(f.Name, "want/") {
+			files = append(files, f)
+		}
+	}
+	if got.output != nil {
+		files = append(files, txtar.File{Name: "want/" + OutputName, Data: got.output})
+	}
+	if got.diagnostics != nil {
+		files = append(files, txtar.File{Name: "want/diagnostics.txt", Data: got.diagnostics})
+	}
+	a := &txtar.Archive{Comment: c.archive.Comment, Files: files}
+	if err := os.WriteFile(c.path, txtar.Format(a), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// lineDiff is a small line-oriented diff for failure messages.
+func lineDiff(want, got string) string {
+	w, g := strings.Split(want, "\n"), strings.Split(got, "\n")
+	var b strings.Builder
+	i, j := 0, 0
+	for i < len(w) || j < len(g) {
+		switch {
+		case i < len(w) && j < len(g) && w[i] == g[j]:
+			i++
+			j++
+		case j < len(g) && !slices.Contains(w[i:], g[j]):
+			fmt.Fprintf(&b, "+ %s\n", g[j])
+			j++
+		case i < len(w):
+			fmt.Fprintf(&b, "- %s\n", w[i])
+			i++
+		default:
+			fmt.Fprintf(&b, "+ %s\n", g[j])
+			j++
+		}
+	}
+	return b.String()
+}
+
+// TestDeterministicAndIdempotent regenerates every passing case with its
+// files written in reverse order and after its own output was written:
+// the bytes never change, and a second write changes nothing.
+func TestDeterministicAndIdempotent(t *testing.T) {
+	mod := sharedGoldenModule(t)
+	for _, c := range readGoldenCases(t) {
+		if _, ok := c.want("want/" + OutputName); !ok {
+			continue
+		}
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			dir := filepath.Join(mod.dir, "determinism", c.name)
+			rev := c
+			rev.archive = &txtar.Archive{Files: slices.Clone(c.archive.Files)}
+			slices.Reverse(rev.archive.Files)
+			rev.materialize(t, dir)
+			first := runGenerator(t, mod, dir)
+			res := []File{{Path: filepath.Join(dir, OutputName), Content: first.output}}
+			if changed, err := WriteFiles(res); err != nil || len(changed) != 1 {
+				t.Fatalf("first write: changed %v, err %v", changed, err)
+			}
+			second := runGenerator(t, mod, dir)
+			if !bytes.Equal(first.output, second.output) {
+				t.Fatalf("output changed after regenerating over its own output:\n%s", lineDiff(string(first.output), string(second.output)))
+			}
+			if changed, err := WriteFiles([]File{{Path: filepath.Join(dir, OutputName), Content: second.output}}); err != nil || len(changed) != 0 {
+				t.Fatalf("second write: changed %v, err %v; want no change", changed, err)
+			}
+			if want, _ := c.want("want/" + OutputName); !*update && !bytes.Equal(first.output, want) {
+				t.Fatalf("reversed file order changed the output:\n%s", lineDiff(string(want), string(first.output)))
+			}
+		})
+	}
+}

@@ -1,0 +1,69 @@
+package gen
+
+import (
+	"go/ast"
+	"go/token"
+
+	"golang.org/x/tools/go/packages"
+)
+
+// pkgModel is everything chatgen generates for one package, checked.
+type pkgModel struct {
+	fset  *token.FileSet
+	pkg   *packages.Package
+	beans []*beanModel
+	deps  []*depModel
+
+	// generated is every package-level identifier the output declares.
+	generated map[string]token.Pos
+	// extraNodes are declarations that are not annotated but belong to an
+	// annotated one (constructors): type errors inside them are reported.
+	extraNodes []ast.Node
+}
+
+func (m *pkgModel) empty() bool { return len(m.beans) == 0 }
+
+// generates reports whether the output declares name.
+func (m *pkgModel) generates(name string) bool {
+	_, ok := m.generated[name]
+	return ok
+}
+
+// declare reserves a generated package-level identifier for the
+// declaration at pos. A clash with the user's own declaration, or with
+// another generated identifier, is an error.
+func (m *pkgModel) declare(name string, pos token.Pos, what string, diags *Diagnostics) {
+	if prev, ok := m.generated[name]; ok {
+		diags.Errorf(m.fset.Position(pos), "chatgen would declare %s twice (for %s)", name, what).Related = []Related{
+			{Pos: m.fset.Position(prev), Message: "also generated for this declaration"},
+		}
+		return
+	}
+	m.generated[name] = pos
+	if obj := m.pkg.Types.Scope().Lookup(name); obj != nil && obj.Pos().IsValid() {
+		diags.Errorf(m.fset.Position(obj.Pos()), "%s is declared here, but chatgen generates %s for %s; rename this declaration", name, name, what).Related = []Related{
+			{Pos: m.fset.Position(pos), Message: "generated for this declaration"},
+		}
+	}
+}
+
+// analyze builds and checks the model of one package from its annotated
+// declarations.
+func analyze(fset *token.FileSet, pkg *packages.Package, anns []*Annotated, diags *Diagnostics) *pkgModel {
+	m := &pkgModel{fset: fset, pkg: pkg, generated: map[string]token.Pos{}}
+	if len(anns) > 0 {
+		m.declare("Register", anns[0].Node.Pos(), "this package's //chat: directives", diags)
+	}
+	for _, a := range anns {
+		for _, d := range a.Directives {
+			switch d.Name {
+			case "scoped":
+				m.analyzeBean(a, d, diags)
+			default:
+				diags.Errorf(fset.Position(d.Pos), "//chat:%s is not supported by this version of chatgen yet", d.Name)
+			}
+		}
+	}
+	m.analyzeDeps(diags)
+	return m
+}
