@@ -168,12 +168,12 @@ func (m *pkgModel) findConstructor(b *beanModel, diags *Diagnostics) *ctorModel 
 			diags.Errorf(ppos, "constructor %s: the context.Context must be the first parameter", name)
 			good = false
 		case !isInjectable(p.Type()):
-			diags.Errorf(ppos, "constructor %s: parameter %s has type %s; dependencies are injected by type, so they need a named type (declare one)", name, p.Name(), types.TypeString(p.Type(), types.RelativeTo(m.pkg.Types)))
+			diags.Errorf(ppos, "constructor %s: parameter %s has type %s; dependencies are injected by type, so they need a named type (declare one)", name, p.Name(), m.typeString(p.Type()))
 			good = false
 		default:
 			d := m.dep(p.Type(), name)
 			if slices.Contains(c.deps, d) {
-				diags.Errorf(ppos, "constructor %s takes two parameters of type %s; dependencies are injected by type", name, types.TypeString(p.Type(), types.RelativeTo(m.pkg.Types)))
+				diags.Errorf(ppos, "constructor %s takes two parameters of type %s; dependencies are injected by type", name, m.typeString(p.Type()))
 				good = false
 			}
 			c.deps = append(c.deps, d)
@@ -183,6 +183,17 @@ func (m *pkgModel) findConstructor(b *beanModel, diags *Diagnostics) *ctorModel 
 		return nil
 	}
 	return c
+}
+
+// typeString writes t for a message, qualifying other packages' types by
+// package name as Go source does.
+func (m *pkgModel) typeString(t types.Type) string {
+	return types.TypeString(t, func(p *types.Package) string {
+		if p == m.pkg.Types {
+			return ""
+		}
+		return p.Name()
+	})
 }
 
 func (m *pkgModel) funcDecl(fn *types.Func) *ast.FuncDecl {

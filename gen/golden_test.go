@@ -30,22 +30,31 @@ type goldenModule struct {
 	env []string
 }
 
-var (
-	goldenOnce sync.Once
-	goldenMod  *goldenModule
-	goldenErr  error
-)
-
-func sharedGoldenModule(t testing.TB) *goldenModule {
-	t.Helper()
-	goldenOnce.Do(func() {
-		goldenMod, goldenErr = newGoldenModule()
-	})
-	if goldenErr != nil {
-		t.Fatal(goldenErr)
+// sharedGoldenModule returns the golden module of the calling test
+// function, created on first use. Each test function has its own, so
+// packages keep the same import paths (example.com/golden/<case>) in all.
+var sharedGoldenModule = func() func(t testing.TB) *goldenModule {
+	var (
+		mu   sync.Mutex
+		mods = map[string]*goldenModule{}
+	)
+	return func(t testing.TB) *goldenModule {
+		t.Helper()
+		key, _, _ := strings.Cut(t.Name(), "/")
+		mu.Lock()
+		defer mu.Unlock()
+		if m, ok := mods[key]; ok {
+			return m
+		}
+		m, err := newGoldenModule()
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { os.RemoveAll(m.dir) })
+		mods[key] = m
+		return m
 	}
-	return goldenMod
-}
+}()
 
 func newGoldenModule() (*goldenModule, error) {
 	root, err := filepath.Abs("..")
@@ -272,7 +281,7 @@ func TestDeterministicAndIdempotent(t *testing.T) {
 		}
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
-			dir := filepath.Join(mod.dir, "determinism", c.name)
+			dir := filepath.Join(mod.dir, c.name)
 			rev := c
 			rev.archive = &txtar.Archive{Files: slices.Clone(c.archive.Files)}
 			slices.Reverse(rev.archive.Files)

@@ -1,0 +1,543 @@
+package gen
+
+import (
+	"slices"
+	"strings"
+)
+
+// Target is a bit set of the kinds of declaration a directive may annotate.
+type Target uint16
+
+const (
+	// TargetStruct is a struct type declaration: type T struct{...}.
+	TargetStruct Target = 1 << iota
+	// TargetInterface is an interface type declaration: type T interface{...}.
+	TargetInterface
+	// TargetOtherType is any other named type declaration: type T string,
+	// type T []X, type T = X, ...
+	TargetOtherType
+	// TargetMethod is a method declared with a receiver: func (r *T) M(...).
+	TargetMethod
+	// TargetInterfaceMethod is a method in an interface type.
+	TargetInterfaceMethod
+	// TargetFunc is a top-level func without a receiver.
+	TargetFunc
+)
+
+// targetTypes is every kind of type declaration.
+const targetTypes = TargetStruct | TargetInterface | TargetOtherType
+
+// targetNames gives the singular and plural human names of each target bit,
+// in bit order.
+var targetNames = [...]struct{ one, many string }{
+	{"struct type", "struct types"},
+	{"interface type", "interface types"},
+	{"non-struct, non-interface type", "other types"},
+	{"method", "methods"},
+	{"interface method", "interface methods"},
+	{"func", "funcs"},
+}
+
+// String returns a human list of the targets, such as
+// "struct type, interface type or method".
+func (t Target) String() string { return t.list(false) }
+
+// plural returns the human list of the targets in the plural, such as
+// "methods or funcs".
+func (t Target) plural() string { return t.list(true) }
+
+func (t Target) list(plural bool) string {
+	var parts []string
+	if t&targetTypes == targetTypes {
+		if plural {
+			parts = append(parts, "types")
+		} else {
+			parts = append(parts, "type")
+		}
+		t &^= targetTypes
+	}
+	for i, n := range targetNames {
+		if t&(1<<i) == 0 {
+			continue
+		}
+		if plural {
+			parts = append(parts, n.many)
+		} else {
+			parts = append(parts, n.one)
+		}
+	}
+	switch len(parts) {
+	case 0:
+		return "nothing"
+	case 1:
+		return parts[0]
+	}
+	return strings.Join(parts[:len(parts)-1], ", ") + " or " + parts[len(parts)-1]
+}
+
+// withArticle returns the singular name of a single-bit target with "a" or
+// "an" before it.
+func (t Target) withArticle() string {
+	s := t.String()
+	if strings.IndexByte("aeiou", s[0]) >= 0 {
+		return "an " + s
+	}
+	return "a " + s
+}
+
+// ArgKind says what a positional argument may hold.
+type ArgKind uint8
+
+const (
+	// ArgIdent is a Go identifier.
+	ArgIdent ArgKind = iota
+	// ArgWord is a word of letters, digits, '-', '_', '.' and '/'.
+	ArgWord
+	// ArgString is any non-empty text: a bare word or a Go-quoted string.
+	ArgString
+)
+
+// ArgSpec describes one positional argument of a directive.
+type ArgSpec struct {
+	Name     string // upper case, as in the usage: "NAME", "TYPE"
+	Kind     ArgKind
+	Required bool
+	Variadic bool // the last argument may repeat: one or more values
+	Doc      string
+}
+
+// FlagSpec describes one bare-word flag of a directive.
+type FlagSpec struct {
+	Name string
+	Doc  string
+}
+
+// KeyKind says what the value of a key=value argument may hold.
+type KeyKind uint8
+
+const (
+	// KeyString is any non-empty text.
+	KeyString KeyKind = iota
+	// KeyList is a comma-separated list of non-empty words.
+	KeyList
+	// KeyIdent is a Go identifier.
+	KeyIdent
+	// KeyPath is a file path.
+	KeyPath
+	// KeyWord is a word of letters, digits, '-', '_', '.' and '/', like a
+	// route name.
+	KeyWord
+)
+
+// String returns the name of the kind used in the documentation.
+func (k KeyKind) String() string {
+	switch k {
+	case KeyList:
+		return "comma-separated list"
+	case KeyIdent:
+		return "Go identifier"
+	case KeyPath:
+		return "file path"
+	case KeyWord:
+		return "word"
+	}
+	return "string"
+}
+
+// KeySpec describes one key=value argument of a directive.
+type KeySpec struct {
+	Name  string
+	Kind  KeyKind
+	Value string // the placeholder of the value in usages and messages, such as "PATH"
+	Doc   string
+}
+
+// DirectiveSpec describes one //chat: directive. The table of specs drives
+// the parser, the collector, chatgen -h and docs/directives.md.
+type DirectiveSpec struct {
+	Name           string     // "route" for //chat:route
+	Usage          string     // "//chat:route NAME [default] [roles=a,b] [user=PARAM]"
+	Doc            string     // one paragraph, user-facing; the first sentence is the summary
+	Quarkus        string     // the Quarkus equivalent, e.g. "@ChatRoute, @DefaultChatRoute"
+	Example        string     // a short Go snippet showing the directive in place
+	Targets        Target     // the declarations it may annotate
+	Args           []ArgSpec  // positional arguments, in order
+	Flags          []FlagSpec // allowed bare-word flags
+	ExclusiveFlags bool       // at most one of Flags
+	Keys           []KeySpec  // allowed key=value arguments
+	// Text means the rest of the line after the positional Args is free
+	// text, taken verbatim. A Text directive without Args may instead carry
+	// exactly one key=value argument (e.g. file=PATH).
+	Text       bool
+	TextDoc    string // what the text is, for the documentation
+	Repeatable bool   // may appear more than once on one declaration
+}
+
+// flag returns the flag spec called name.
+func (s *DirectiveSpec) flag(name string) (*FlagSpec, bool) {
+	for i := range s.Flags {
+		if s.Flags[i].Name == name {
+			return &s.Flags[i], true
+		}
+	}
+	return nil, false
+}
+
+// key returns the key spec called name.
+func (s *DirectiveSpec) key(name string) (*KeySpec, bool) {
+	for i := range s.Keys {
+		if s.Keys[i].Name == name {
+			return &s.Keys[i], true
+		}
+	}
+	return nil, false
+}
+
+// flagNames returns the names of the flags in table order.
+func (s *DirectiveSpec) flagNames() []string {
+	names := make([]string, len(s.Flags))
+	for i, f := range s.Flags {
+		names[i] = f.Name
+	}
+	return names
+}
+
+// keyNames returns the names of the keys in table order.
+func (s *DirectiveSpec) keyNames() []string {
+	names := make([]string, len(s.Keys))
+	for i, k := range s.Keys {
+		names[i] = k.Name
+	}
+	return names
+}
+
+// DirectiveSpecs returns the table of //chat: directives in documentation
+// order. The result is a fresh copy: callers may modify it freely.
+func DirectiveSpecs() []DirectiveSpec {
+	out := slices.Clone(directiveTable)
+	for i := range out {
+		out[i].Args = slices.Clone(out[i].Args)
+		out[i].Flags = slices.Clone(out[i].Flags)
+		out[i].Keys = slices.Clone(out[i].Keys)
+	}
+	return out
+}
+
+// lookupSpec returns the spec of the directive called name. The result
+// points into the shared table and must not be modified.
+func lookupSpec(name string) (*DirectiveSpec, bool) {
+	for i := range directiveTable {
+		if directiveTable[i].Name == name {
+			return &directiveTable[i], true
+		}
+	}
+	return nil, false
+}
+
+// directiveNames returns the directive names in table order.
+func directiveNames() []string {
+	names := make([]string, len(directiveTable))
+	for i, s := range directiveTable {
+		names[i] = s.Name
+	}
+	return names
+}
+
+// directiveTable is the one table of directives. It is never modified; use
+// DirectiveSpecs or lookupSpec to read it.
+var directiveTable = []DirectiveSpec{
+	{
+		Name:  "scoped",
+		Usage: "//chat:scoped [chat | per-chat | invocation]",
+		Doc: "Makes the type a scoped bean: one instance per chat scope, per scope or per call. " +
+			"The generator writes a scope proxy with the same methods (each with a leading " +
+			"`context.Context` where the method has none) and an accessor such as " +
+			"`CounterFrom(ctx) *Counter`. " +
+			"With no flag or `chat`, there is one instance per chat scope, inherited by nested scopes; " +
+			"a bean first used in a nested scope lives and dies with that scope. " +
+			"With `per-chat`, every scope has its own instance and never looks at its parents. " +
+			"With `invocation`, an instance lives for one top-level call through its proxy, and nested " +
+			"proxy calls made with the `ctx` they are handed share it. " +
+			"A bean may have a constructor taking `ctx` and its dependencies, and a `Close` or `Destroy` " +
+			"method, called when its scope is destroyed.",
+		Quarkus: "@ChatScoped, @PerChatScoped, @InvocationScoped",
+		Example: `// Counter counts the messages of one conversation.
+//
+//chat:scoped
+type Counter struct {
+	n int
+}
+
+// Draft holds the weapon being built in one builder scope only.
+//
+//chat:scoped per-chat
+type Draft struct {
+	Material, Kind string
+}`,
+		Targets: TargetStruct | TargetInterface,
+		Flags: []FlagSpec{
+			{Name: "chat", Doc: "one instance per chat scope, inherited by nested scopes (the default)"},
+			{Name: "per-chat", Doc: "one instance per scope, never inherited by nested scopes"},
+			{Name: "invocation", Doc: "one instance per top-level call through the scope proxy"},
+		},
+		ExclusiveFlags: true,
+	},
+	{
+		Name:  "ai",
+		Usage: "//chat:ai",
+		Doc: "Generates an LLM-backed implementation of the interface. " +
+			"The implementation works over any langchaingo `llms.Model`. " +
+			"Each method sends the system message (`//chat:system`), the scope's chat memory and the user " +
+			"message (`//chat:user`, or the method's text parameter) to the model, runs the tool loop over " +
+			"the tool boxes named by `//chat:tools`, and returns the reply as a `string`, a struct decoded " +
+			"from JSON, an `ai.Result[T]`, or a stream of text chunks (`iter.Seq2[string, error]`). " +
+			"Chat memory is kept per scope and deleted with it. " +
+			"The service is chat-scoped unless `//chat:scoped` says otherwise.",
+		Quarkus: "@RegisterAiService",
+		Example: `// Smith answers questions about weapons.
+//
+//chat:ai
+//chat:system You are a weapon-smith in a fantasy game. Answer briefly.
+type Smith interface {
+	// Ask answers one question.
+	//
+	//chat:route ask
+	Ask(ctx context.Context, userMessage string) (string, error)
+}`,
+		Targets: TargetInterface,
+	},
+	{
+		Name:  "route",
+		Usage: "//chat:route NAME [default] [roles=a,b] [user=PARAM]",
+		Doc: "Makes the method or func the chat route called NAME. " +
+			"Every scope remembers its current route and runs it for the next request; " +
+			"`chat.Route(ctx, NAME)` switches it. " +
+			"The generated dispatch binds the request's JSON object to the parameters by name: " +
+			"a `context.Context` is injected, the user's text goes to the `string` parameter named " +
+			"`userMessage`, `msg` or `message` (or the one named by `user=`), and every other parameter is " +
+			"decoded from the key of its own name. " +
+			"Results become events: a `string` is a `Message`, any other value an `Object` (or its " +
+			"`//chat:event` type), an `iter.Seq[string]` or `iter.Seq2[string, error]` one `Stream` event per " +
+			"chunk, and an `error` fails the request unless a `//chat:catch` handler takes it. " +
+			"A route on a struct without `//chat:scoped` is chat-scoped. " +
+			"One route may be the default; a lone route is the default.",
+		Quarkus: "@ChatRoute, @DefaultChatRoute, @RolesAllowed",
+		Example: `// Menu is the main menu.
+type Menu struct{}
+
+// Start greets the user.
+//
+//chat:route menu default
+func (m *Menu) Start(ctx context.Context, userMessage string) string {
+	return "What shall we build today?"
+}
+
+// Restock is for the shop keepers only.
+//
+//chat:route restock roles=admin,keeper user=item
+func (m *Menu) Restock(ctx context.Context, item string, count int) (string, error) {
+	return fmt.Sprintf("%d more %s", count, item), nil
+}`,
+		Targets: TargetMethod | TargetInterfaceMethod | TargetFunc,
+		Args: []ArgSpec{
+			{Name: "NAME", Kind: ArgWord, Required: true,
+				Doc: "the route name: letters, digits, `-`, `_`, `.` and `/`"},
+		},
+		Flags: []FlagSpec{
+			{Name: "default", Doc: "the route a new conversation starts on; at most one per package"},
+		},
+		Keys: []KeySpec{
+			{Name: "roles", Kind: KeyList, Value: "a,b",
+				Doc: "the caller must have one of these roles (from the principal set by the websocket " +
+					"authentication hook); otherwise the request fails with `Forbidden`"},
+			{Name: "user", Kind: KeyIdent, Value: "PARAM",
+				Doc: "the string parameter that receives the user's text"},
+		},
+	},
+	{
+		Name:  "system",
+		Usage: "//chat:system (TEXT | file=PATH)",
+		Doc: "Sets the system message of an AI service or of one of its methods. " +
+			"On the interface it applies to every method; a method's own `//chat:system` replaces it. " +
+			"TEXT is the rest of the line, taken verbatim; repeated lines join with newlines. " +
+			"`file=PATH` reads the message from a file, relative to the package directory, at generate time. " +
+			"The message is a Go `text/template` over the method's parameters: `{{.kind}}` is the " +
+			"parameter called `kind`. " +
+			"A line holds either text or `file=PATH`, not both.",
+		Quarkus: "@SystemMessage",
+		Example: `// Smith is the weapon-smith of the game.
+//
+//chat:ai
+//chat:system You are a weapon-smith in a fantasy game.
+//chat:system Keep your answers under fifty words.
+type Smith interface {
+	// Advise suggests the next step of building a weapon of the given kind.
+	//
+	//chat:system You are a weapon-smith. The user is building a {{.kind}}.
+	Advise(ctx context.Context, kind, userMessage string) (string, error)
+
+	// Legend tells the story of a weapon.
+	//
+	//chat:system file=prompts/legend.txt
+	Legend(ctx context.Context, userMessage string) (string, error)
+}`,
+		Targets: TargetInterface | TargetInterfaceMethod,
+		Keys: []KeySpec{
+			{Name: "file", Kind: KeyPath, Value: "PATH",
+				Doc: "a file holding the message, relative to the package directory, read at generate time"},
+		},
+		Text:       true,
+		TextDoc:    "the message, or one line of it (the rest of the line, verbatim)",
+		Repeatable: true,
+	},
+	{
+		Name:  "user",
+		Usage: "//chat:user TEXT",
+		Doc: "Sets the user message template of an AI-service method. " +
+			"TEXT is the rest of the line, taken verbatim; repeated lines join with newlines. " +
+			"Like `//chat:system` it is a Go `text/template` over the method's parameters. " +
+			"Without it, the user message is the method's text parameter (`userMessage`, `msg` or `message`).",
+		Quarkus: "@UserMessage",
+		Example: `// Namer names things.
+//
+//chat:ai
+type Namer interface {
+	// Name invents a name for a weapon.
+	//
+	//chat:user Invent a name for a {{.material}} {{.kind}}.
+	//chat:user Answer with the name only.
+	Name(ctx context.Context, material, kind string) (string, error)
+}`,
+		Targets:    TargetInterfaceMethod,
+		Text:       true,
+		TextDoc:    "the message, or one line of it (the rest of the line, verbatim)",
+		Repeatable: true,
+	},
+	{
+		Name:  "tools",
+		Usage: "//chat:tools TYPE...",
+		Doc: "Names the tool boxes an AI service may use: types whose `//chat:tool` methods the model may call. " +
+			"On the interface it applies to every method; on a method, to that method.",
+		Quarkus: "@ToolBox",
+		Example: `// Smith is the weapon-smith of the game.
+//
+//chat:ai
+//chat:tools Forge
+type Smith interface {
+	// Build builds what the user asks for.
+	//
+	//chat:tools Forge Inventory
+	Build(ctx context.Context, userMessage string) (string, error)
+}`,
+		Targets: TargetInterface | TargetInterfaceMethod,
+		Args: []ArgSpec{
+			{Name: "TYPE", Kind: ArgIdent, Required: true, Variadic: true,
+				Doc: "a type declared in this package; name one or more, separated by spaces"},
+		},
+	},
+	{
+		Name:  "tool",
+		Usage: "//chat:tool [immediate] [name=NAME]",
+		Doc: "Makes the method a tool that AI services may call. " +
+			"AI services whose `//chat:tools` name the method's type offer it to the model. " +
+			"The tool's description is the method's doc comment, and its parameters (after an optional " +
+			"`context.Context`) form a JSON schema computed at generate time from their Go types, `json` tags " +
+			"and `//chat:param` descriptions. " +
+			"The model calls the tool by the method's name unless `name=` sets another. " +
+			"An error, or arguments that do not decode, go back to the model as the tool result. " +
+			"With `immediate`, when every tool the model called in a step is immediate, the tool loop ends " +
+			"without another model call and the AI method returns an `ai.Result[T]` with the tool executions.",
+		Quarkus: "@Tool, ReturnBehavior.IMMEDIATE",
+		Example: `// Forge works metal.
+type Forge struct{ draft *Draft }
+
+// SetMaterial sets the material of the weapon being built.
+//
+//chat:tool name=set_material
+//chat:param material one of iron, steel or mithril
+func (f *Forge) SetMaterial(ctx context.Context, material string) error {
+	f.draft.Material = material
+	return nil
+}
+
+// Finish completes the weapon and leaves the builder.
+//
+//chat:tool immediate
+func (f *Forge) Finish(ctx context.Context) error {
+	return chat.Pop(ctx)
+}`,
+		Targets: TargetMethod,
+		Flags: []FlagSpec{
+			{Name: "immediate", Doc: "end the tool loop after the step, without another model call, " +
+				"when every tool called in it is immediate"},
+		},
+		Keys: []KeySpec{
+			{Name: "name", Kind: KeyIdent, Value: "NAME", Doc: "the name the model calls the tool by; the method name by default"},
+		},
+	},
+	{
+		Name:  "param",
+		Usage: "//chat:param NAME TEXT",
+		Doc: "Describes a parameter of a tool method to the model. " +
+			"TEXT, the rest of the line after NAME, becomes the parameter's description in the tool's " +
+			"JSON schema. Write one line per parameter.",
+		Quarkus: "@P",
+		Example: `// Engrave engraves a text on the blade.
+//
+//chat:tool
+//chat:param text the words to engrave, at most 20 letters
+//chat:param font one of runic or plain
+func (f *Forge) Engrave(ctx context.Context, text, font string) error {
+	return nil
+}`,
+		Targets: TargetMethod,
+		Args: []ArgSpec{
+			{Name: "NAME", Kind: ArgIdent, Required: true, Doc: "the name of a parameter of the method"},
+		},
+		Text:       true,
+		TextDoc:    "the parameter's description (the rest of the line, verbatim)",
+		Repeatable: true,
+	},
+	{
+		Name:  "event",
+		Usage: "//chat:event TYPE",
+		Doc: "Sets the event type a value is sent as, instead of `Object`. " +
+			"On a type, its values are sent as TYPE events when a route returns them or " +
+			"`chat.Response(ctx).Send` sends them; on a route method or func, the route's results are. " +
+			"Clients dispatch on TYPE, for example with `On(TYPE, fn)`.",
+		Quarkus: "@EventType",
+		Example: `// Progress reports how far the build is.
+//
+//chat:event BuildProgress
+type Progress struct {
+	Step  int ` + "`json:\"step\"`" + `
+	Total int ` + "`json:\"total\"`" + `
+}`,
+		Targets: targetTypes | TargetMethod | TargetFunc,
+		Args: []ArgSpec{
+			{Name: "TYPE", Kind: ArgString, Required: true,
+				Doc: "the event type string: a bare word or a Go-quoted string"},
+		},
+	},
+	{
+		Name:  "catch",
+		Usage: "//chat:catch [route=NAME]",
+		Doc: "Makes the func an error handler for routes. " +
+			"The type of its error parameter selects the errors it handles, matched with `errors.As`. " +
+			"A route's error is offered to the handlers of that route first, then to the global ones, " +
+			"nearest type first. " +
+			"A handled error completes the request normally, and the handler's results become events " +
+			"as a route's do; an unhandled error fails the request.",
+		Quarkus: "@ChatRouteExceptionHandler",
+		Example: `// OutOfStock apologises instead of failing the request.
+//
+//chat:catch route=build
+func OutOfStock(ctx context.Context, err *ErrOutOfStock) string {
+	return "Sorry, we have run out of " + err.Material + "."
+}`,
+		Targets: TargetFunc,
+		Keys: []KeySpec{
+			{Name: "route", Kind: KeyWord, Value: "NAME", Doc: "handle only the errors of this route; every route by default"},
+		},
+	},
+}

@@ -1,0 +1,561 @@
+package gen
+
+import (
+	"fmt"
+	"go/ast"
+	"go/token"
+	"strconv"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+)
+
+// An Arg is a positional argument of a directive.
+type Arg struct {
+	Value string // unquoted
+	Pos   token.Pos
+}
+
+// A KeyValue is a key=value argument of a directive.
+type KeyValue struct {
+	Key      string
+	Value    string    // unquoted
+	Pos      token.Pos // of the key
+	ValuePos token.Pos // of the value (its opening quote when quoted)
+}
+
+// List returns the elements of a comma-separated list value, with the spaces
+// around each element trimmed.
+func (kv KeyValue) List() []string {
+	parts := strings.Split(kv.Value, ",")
+	for i, p := range parts {
+		parts[i] = strings.TrimSpace(p)
+	}
+	return parts
+}
+
+// A Directive is one parsed //chat: directive comment.
+type Directive struct {
+	Name    string
+	Spec    *DirectiveSpec // nil when the name is unknown
+	Pos     token.Pos      // of the "//"
+	Args    []Arg          // positional arguments, in order
+	Flags   []Arg          // the flags present; Value is the flag name
+	Keys    []KeyValue     // key=value arguments, in order
+	Text    string         // the free text of a Text directive
+	TextPos token.Pos      // where Text starts
+}
+
+// Flag reports whether the flag called name is present.
+func (d *Directive) Flag(name string) bool {
+	for _, f := range d.Flags {
+		if f.Value == name {
+			return true
+		}
+	}
+	return false
+}
+
+// Key returns the key=value argument called name.
+func (d *Directive) Key(name string) (KeyValue, bool) {
+	for _, kv := range d.Keys {
+		if kv.Key == name {
+			return kv, true
+		}
+	}
+	return KeyValue{}, false
+}
+
+// Arg returns the first positional argument that fills the spec argument
+// called name (such as "NAME" or "TYPE").
+func (d *Directive) Arg(name string) (Arg, bool) {
+	if d.Spec == nil {
+		return Arg{}, false
+	}
+	for i, a := range d.Args {
+		j := min(i, len(d.Spec.Args)-1)
+		if j >= 0 && d.Spec.Args[j].Name == name {
+			return a, true
+		}
+	}
+	return Arg{}, false
+}
+
+// String returns the directive as "//chat:NAME".
+func (d *Directive) String() string { return "//chat:" + d.Name }
+
+// parseDirective parses one comment. It returns ok=false when the comment is
+// not a //chat: directive. Otherwise it returns the directive, reporting
+// every problem with it to diags; the Spec of the result is nil when the
+// directive name is unknown.
+func parseDirective(fset *token.FileSet, c *ast.Comment, diags *Diagnostics) (d *Directive, ok bool) {
+	text := c.Text
+	if i := strings.IndexAny(text, "\r\n"); i >= 0 {
+		text = text[:i] // a line comment is one line; be defensive about synthesized ones
+	}
+	pd, ok := ast.ParseDirective(c.Slash, text)
+	if !ok || pd.Tool != "chat" {
+		return nil, false
+	}
+	d = &Directive{Name: pd.Name, Pos: pd.Slash}
+	p := &directiveParser{fset: fset, diags: diags, d: d}
+	spec, known := lookupSpec(pd.Name)
+	if !known {
+		msg := "unknown directive //chat:" + pd.Name
+		if s, ok := suggest(pd.Name, directiveNames()); ok {
+			msg += "; did you mean //chat:" + s + "?"
+		}
+		p.errorf(d.Pos, "%s", msg)
+		return d, true
+	}
+	d.Spec = spec
+	p.spec = spec
+	sc := &argScanner{str: pd.Args, pos: pd.ArgsPos}
+	if spec.Text {
+		p.parseText(sc)
+	} else {
+		p.parseArgs(sc)
+	}
+	return d, true
+}
+
+// directiveParser holds the state of parsing one directive.
+type directiveParser struct {
+	fset  *token.FileSet
+	diags *Diagnostics
+	d     *Directive
+	spec  *DirectiveSpec
+}
+
+func (p *directiveParser) errorf(pos token.Pos, format string, args ...any) {
+	p.diags.Errorf(p.fset.Position(pos), format, args...)
+}
+
+// parseArgs parses the arguments of a directive that takes no free text.
+func (p *directiveParser) parseArgs(sc *argScanner) {
+	var toks []argToken
+	for sc.skipSpace(); !sc.done(); sc.skipSpace() {
+		t, err := sc.next()
+		if err != nil {
+			p.scanError(err)
+			return
+		}
+		toks = append(toks, t)
+	}
+	args := p.spec.Args
+	next := 0 // index in args of the next positional argument
+	for _, t := range toks {
+		switch {
+		case t.isKey:
+			p.keyValue(t)
+		case !t.quoted && p.isFlag(t.value):
+			p.flag(t)
+		case next < len(args):
+			p.positional(args[next], t)
+			next++
+		case len(args) > 0 && args[len(args)-1].Variadic:
+			p.positional(args[len(args)-1], t)
+		default:
+			p.unexpected(t)
+		}
+	}
+	p.missing(next)
+}
+
+// parseText parses a directive whose argument is free text after its
+// positional arguments.
+func (p *directiveParser) parseText(sc *argScanner) {
+	spec := p.spec
+	next := 0
+	for ; next < len(spec.Args); next++ {
+		sc.skipSpace()
+		if sc.done() {
+			break
+		}
+		t, err := sc.next()
+		if err != nil {
+			p.scanError(err)
+			return
+		}
+		p.positional(spec.Args[next], t)
+	}
+	if p.missing(next) {
+		return
+	}
+	sc.skipSpace()
+	if len(spec.Args) == 0 && len(spec.Keys) > 0 && looksLikeKey(sc.str) {
+		if p.textKey(*sc) {
+			return
+		}
+	}
+	p.d.Text, p.d.TextPos = sc.str, sc.pos
+	if p.d.Text == "" {
+		switch {
+		case len(spec.Args) > 0:
+			p.errorf(p.d.Pos, "%s needs TEXT after %s", p.d, spec.Args[len(spec.Args)-1].Name)
+		case len(spec.Keys) > 0:
+			p.errorf(p.d.Pos, "%s needs TEXT or %s=%s", p.d, spec.Keys[0].Name, keyPlaceholder(spec.Keys[0]))
+		default:
+			p.errorf(p.d.Pos, "%s needs TEXT", p.d)
+		}
+	}
+}
+
+// textKey handles a Text directive whose argument starts like key=value. It
+// reports whether the argument was taken as a key rather than as text.
+func (p *directiveParser) textKey(sc argScanner) bool {
+	key := sc.str[:strings.IndexByte(sc.str, '=')]
+	ks, known := p.spec.key(key)
+	t, err := sc.next()
+	if err != nil {
+		if !known {
+			return false // text that happens to look like key="...
+		}
+		p.scanError(err)
+		return true
+	}
+	sc.skipSpace()
+	if !known {
+		// Text such as "tone=friendly, please" stays text; a lone token
+		// close to a key name is most likely a misspelt key.
+		if s, ok := suggest(t.key, p.spec.keyNames()); ok && sc.done() {
+			p.errorf(t.pos, "unknown key %q for %s; did you mean %q?", t.key, p.d, s)
+			return true
+		}
+		return false
+	}
+	if !sc.done() {
+		p.errorf(t.pos, "%s takes either TEXT or %s=%s, not both", p.d, t.key, keyPlaceholder(*ks))
+		return true
+	}
+	p.keyValue(t)
+	return true
+}
+
+// looksLikeKey reports whether s starts with a key name followed by "=".
+func looksLikeKey(s string) bool {
+	i := strings.IndexByte(s, '=')
+	if i <= 0 {
+		return false
+	}
+	for _, r := range s[:i] {
+		if !(r == '_' || r == '-' || 'a' <= r && r <= 'z' || 'A' <= r && r <= 'Z' || '0' <= r && r <= '9') {
+			return false
+		}
+	}
+	return true
+}
+
+// missing reports the first required positional argument from index next
+// on, and reports whether there was one.
+func (p *directiveParser) missing(next int) bool {
+	for _, a := range p.spec.Args[min(next, len(p.spec.Args)):] {
+		if a.Required {
+			p.errorf(p.d.Pos, "%s needs a %s", p.d, a.Name)
+			return true
+		}
+	}
+	return false
+}
+
+func (p *directiveParser) scanError(err error) {
+	if se, ok := err.(*scanError); ok {
+		p.errorf(se.pos, "%s in %s: %s", se.msg, p.d, se.rest)
+		return
+	}
+	p.errorf(p.d.Pos, "%v", err)
+}
+
+func (p *directiveParser) isFlag(word string) bool {
+	_, ok := p.spec.flag(word)
+	return ok
+}
+
+func (p *directiveParser) flag(t argToken) {
+	if p.d.Flag(t.value) {
+		p.errorf(t.pos, "duplicate flag %q in %s", t.value, p.d)
+		return
+	}
+	if p.spec.ExclusiveFlags && len(p.d.Flags) > 0 {
+		p.errorf(t.pos, "%s takes at most one of %s", p.d, strings.Join(p.spec.flagNames(), ", "))
+		return
+	}
+	p.d.Flags = append(p.d.Flags, Arg{Value: t.value, Pos: t.pos})
+}
+
+func (p *directiveParser) positional(a ArgSpec, t argToken) {
+	v := t.value
+	if t.isKey {
+		v = t.raw // a positional argument that happens to contain "="
+	}
+	switch {
+	case v == "":
+		p.errorf(t.pos, "empty %s for %s", a.Name, p.d)
+		return
+	case a.Kind == ArgIdent && !token.IsIdentifier(v):
+		p.errorf(t.pos, "invalid %s %q for %s: not a Go identifier", a.Name, v, p.d)
+		return
+	case a.Kind == ArgWord && !isWord(v):
+		p.errorf(t.pos, "invalid %s %q for %s: %s", a.Name, v, p.d, wordRule)
+		return
+	}
+	if a.Variadic {
+		for _, prev := range p.d.Args {
+			if prev.Value == v {
+				p.errorf(t.pos, "duplicate %s %q in %s", a.Name, v, p.d)
+				return
+			}
+		}
+	}
+	p.d.Args = append(p.d.Args, Arg{Value: v, Pos: t.pos})
+}
+
+func (p *directiveParser) keyValue(t argToken) {
+	if t.key == "" {
+		p.errorf(t.pos, "missing key before \"=\" in %s", p.d)
+		return
+	}
+	ks, ok := p.spec.key(t.key)
+	if !ok {
+		msg := fmt.Sprintf("unknown key %q for %s", t.key, p.d)
+		if s, ok := suggest(t.key, p.spec.keyNames()); ok {
+			msg += fmt.Sprintf("; did you mean %q?", s)
+		}
+		p.errorf(t.pos, "%s", msg)
+		return
+	}
+	if _, dup := p.d.Key(t.key); dup {
+		p.errorf(t.pos, "duplicate key %q in %s", t.key, p.d)
+		return
+	}
+	v := t.value
+	if v == "" {
+		p.errorf(t.valuePos, "empty value for key %q in %s", t.key, p.d)
+		return
+	}
+	switch ks.Kind {
+	case KeyIdent:
+		if !token.IsIdentifier(v) {
+			p.errorf(t.valuePos, "invalid value %q for key %q in %s: not a Go identifier", v, t.key, p.d)
+			return
+		}
+	case KeyWord:
+		if !isWord(v) {
+			p.errorf(t.valuePos, "invalid value %q for key %q in %s: %s", v, t.key, p.d, wordRule)
+			return
+		}
+	case KeyList:
+		for _, e := range strings.Split(v, ",") {
+			e = strings.TrimSpace(e)
+			if e == "" {
+				p.errorf(t.valuePos, "empty element in %s list %q in %s", t.key, v, p.d)
+				return
+			}
+			if strings.IndexFunc(e, unicode.IsSpace) >= 0 {
+				p.errorf(t.valuePos, "invalid element %q in %s list in %s: no spaces allowed", e, t.key, p.d)
+				return
+			}
+		}
+	}
+	p.d.Keys = append(p.d.Keys, KeyValue{Key: t.key, Value: v, Pos: t.pos, ValuePos: t.valuePos})
+}
+
+func (p *directiveParser) unexpected(t argToken) {
+	msg := fmt.Sprintf("unexpected argument %q for %s", t.value, p.d)
+	var cands []string
+	if !t.quoted {
+		cands = p.spec.flagNames()
+		for _, k := range p.spec.Keys {
+			cands = append(cands, k.Name+"=")
+		}
+	}
+	if s, ok := suggest(t.value, cands); ok {
+		if k, ok := p.spec.key(strings.TrimSuffix(s, "=")); ok && strings.HasSuffix(s, "=") {
+			s += keyPlaceholder(*k)
+		}
+		msg += fmt.Sprintf("; did you mean %q?", s)
+	} else {
+		msg += "; usage: " + p.spec.Usage
+	}
+	p.errorf(t.pos, "%s", msg)
+}
+
+// keyPlaceholder returns the placeholder of a key's value in messages.
+func keyPlaceholder(k KeySpec) string {
+	if k.Value != "" {
+		return k.Value
+	}
+	return strings.ToUpper(k.Name)
+}
+
+// wordRule describes the characters of a word (ArgWord, KeyWord).
+const wordRule = "use only letters, digits, '-', '_', '.' and '/'"
+
+// isWord reports whether s is a non-empty word of letters, digits, '-',
+// '_', '.' and '/'.
+func isWord(s string) bool {
+	if s == "" {
+		return false
+	}
+	for _, r := range s {
+		if !unicode.IsLetter(r) && !unicode.IsDigit(r) && !strings.ContainsRune("-_./", r) {
+			return false
+		}
+	}
+	return true
+}
+
+// argToken is one scanned directive argument.
+type argToken struct {
+	raw      string    // as written
+	value    string    // unquoted; for key=value, the value
+	pos      token.Pos // of the token
+	quoted   bool      // the token is a quoted string
+	isKey    bool      // the token is key=value
+	key      string    // the key of key=value
+	valuePos token.Pos // the position of the value of key=value
+}
+
+// scanError is a malformed argument.
+type scanError struct {
+	pos  token.Pos
+	msg  string
+	rest string // the text from the bad argument on
+}
+
+func (e *scanError) Error() string { return e.msg + ": " + e.rest }
+
+// argScanner splits directive arguments following the convention of
+// [ast.Directive.ParseArgs] (bare words, "quoted" and `raw` strings,
+// separated by Unicode spaces), extended so that key="quoted value" is one
+// token: ParseArgs would split key="a b" at the space. On arguments without
+// "=", it yields exactly what ParseArgs yields.
+type argScanner struct {
+	str string
+	pos token.Pos
+}
+
+func (s *argScanner) done() bool { return s.str == "" }
+
+func (s *argScanner) take(n int) string {
+	t := s.str[:n]
+	s.str = s.str[n:]
+	s.pos += token.Pos(n)
+	return t
+}
+
+func (s *argScanner) skipSpace() {
+	i := strings.IndexFunc(s.str, func(r rune) bool { return !unicode.IsSpace(r) })
+	if i < 0 {
+		i = len(s.str)
+	}
+	s.take(i)
+}
+
+// quotedAt checks the quoted string starting at offset off of s.str and
+// returns its length and unquoted value.
+func (s *argScanner) quotedAt(off int) (n int, value string, err error) {
+	q, err := strconv.QuotedPrefix(s.str[off:])
+	if err != nil {
+		return 0, "", &scanError{pos: s.pos + token.Pos(off), msg: "invalid quoted string", rest: s.str[off:]}
+	}
+	value, _ = strconv.Unquote(q) // QuotedPrefix has validated q
+	end := off + len(q)
+	if end < len(s.str) {
+		if r, _ := utf8.DecodeRuneInString(s.str[end:]); !unicode.IsSpace(r) {
+			return 0, "", &scanError{pos: s.pos + token.Pos(off), msg: "invalid quoted string", rest: s.str[off:]}
+		}
+	}
+	return len(q), value, nil
+}
+
+// next scans one argument. s.str must not be empty or start with a space.
+func (s *argScanner) next() (argToken, error) {
+	t := argToken{pos: s.pos}
+	if c := s.str[0]; c == '"' || c == '`' {
+		n, v, err := s.quotedAt(0)
+		if err != nil {
+			return t, err
+		}
+		t.raw, t.value, t.quoted = s.take(n), v, true
+		return t, nil
+	}
+	i, eq := 0, -1
+	for i < len(s.str) {
+		r, size := utf8.DecodeRuneInString(s.str[i:])
+		if unicode.IsSpace(r) {
+			break
+		}
+		if r == '=' && eq < 0 {
+			eq = i
+			if i+1 < len(s.str) && (s.str[i+1] == '"' || s.str[i+1] == '`') {
+				n, v, err := s.quotedAt(i + 1)
+				if err != nil {
+					return t, err
+				}
+				t.isKey, t.key, t.value, t.valuePos = true, s.str[:i], v, s.pos+token.Pos(i+1)
+				t.raw = s.take(i + 1 + n)
+				return t, nil
+			}
+		}
+		i += size
+	}
+	t.raw = s.take(i)
+	t.value = t.raw
+	if eq >= 0 {
+		t.isKey, t.key, t.value, t.valuePos = true, t.raw[:eq], t.raw[eq+1:], t.pos+token.Pos(eq+1)
+	}
+	return t, nil
+}
+
+// suggest returns the candidate closest to word, ignoring case: within an
+// edit distance of 1 for words of up to four letters and 2 for longer ones,
+// or one being a prefix of the other (of at least two letters).
+func suggest(word string, candidates []string) (string, bool) {
+	w := strings.ToLower(word)
+	maxDist := 2
+	if utf8.RuneCountInString(w) <= 4 {
+		maxDist = 1
+	}
+	best, bestScore := "", maxDist+2
+	for _, c := range candidates {
+		score := editDistance(w, c)
+		if score > maxDist {
+			if len(w) < 2 || len(c) < 2 || !strings.HasPrefix(c, w) && !strings.HasPrefix(w, c) {
+				continue
+			}
+			score = maxDist + 1
+		}
+		if score < bestScore {
+			best, bestScore = c, score
+		}
+	}
+	return best, best != ""
+}
+
+// editDistance returns the Levenshtein distance between a and b, counted in
+// runes. Long strings are never near: it returns a large distance for them.
+func editDistance(a, b string) int {
+	const limit = 64
+	ra, rb := []rune(a), []rune(b)
+	if len(ra) > limit || len(rb) > limit {
+		return limit
+	}
+	prev := make([]int, len(rb)+1)
+	cur := make([]int, len(rb)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(ra); i++ {
+		cur[0] = i
+		for j := 1; j <= len(rb); j++ {
+			cost := 1
+			if ra[i-1] == rb[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(rb)]
+}

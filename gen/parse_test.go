@@ -1,0 +1,371 @@
+package gen
+
+import (
+	"fmt"
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// parseLine parses text as the only comment of a small file, on line 1, and
+// runs parseDirective on it.
+func parseLine(t *testing.T, text string) (fset *token.FileSet, d *Directive, ok bool, diags []string) {
+	t.Helper()
+	fset = token.NewFileSet()
+	f, err := parser.ParseFile(fset, "a.go", text+"\npackage p\n", parser.ParseComments)
+	if err != nil {
+		t.Fatalf("parse %q: %v", text, err)
+	}
+	if len(f.Comments) != 1 || len(f.Comments[0].List) != 1 {
+		t.Fatalf("want one comment in %q", text)
+	}
+	var ds Diagnostics
+	d, ok = parseDirective(fset, f.Comments[0].List[0], &ds)
+	return fset, d, ok, diagStrings(ds)
+}
+
+// diagStrings formats diagnostics as "line:col: message", with related
+// positions on tab-indented lines.
+func diagStrings(ds Diagnostics) []string {
+	var out []string
+	for _, d := range ds.Sorted() {
+		s := fmt.Sprintf("%d:%d: ", d.Pos.Line, d.Pos.Column)
+		if d.Pos.Filename != "a.go" {
+			s = fmt.Sprintf("%s:%s", d.Pos.Filename, s)
+		}
+		if d.Severity == Warning {
+			s += "warning: "
+		}
+		s += d.Message
+		for _, r := range d.Related {
+			s += fmt.Sprintf("\n\t%d:%d: %s", r.Pos.Line, r.Pos.Column, r.Message)
+		}
+		out = append(out, s)
+	}
+	return out
+}
+
+// describe renders a directive compactly, with the columns of its parts.
+func describe(fset *token.FileSet, d *Directive) string {
+	col := func(p token.Pos) int { return fset.Position(p).Column }
+	var parts []string
+	parts = append(parts, fmt.Sprintf("%s@%d", d.Name, col(d.Pos)))
+	for _, a := range d.Args {
+		parts = append(parts, fmt.Sprintf("arg %q@%d", a.Value, col(a.Pos)))
+	}
+	for _, f := range d.Flags {
+		parts = append(parts, fmt.Sprintf("flag %s@%d", f.Value, col(f.Pos)))
+	}
+	for _, k := range d.Keys {
+		parts = append(parts, fmt.Sprintf("key %s@%d=%q@%d", k.Key, col(k.Pos), k.Value, col(k.ValuePos)))
+	}
+	if d.TextPos.IsValid() {
+		parts = append(parts, fmt.Sprintf("text %q@%d", d.Text, col(d.TextPos)))
+	}
+	return strings.Join(parts, " ")
+}
+
+func TestParseDirectiveValid(t *testing.T) {
+	tests := []struct {
+		text string
+		want string
+	}{
+		{"//chat:scoped", "scoped@1"},
+		{"//chat:scoped per-chat", "scoped@1 flag per-chat@15"},
+		{"//chat:scoped   invocation  ", "scoped@1 flag invocation@17"},
+		{"//chat:ai", "ai@1"},
+		{"//chat:route menu", `route@1 arg "menu"@14`},
+		{"//chat:route\tmenu", `route@1 arg "menu"@14`},
+		{"//chat:route menu default roles=a,b user=text",
+			`route@1 arg "menu"@14 flag default@19 key roles@27="a,b"@33 key user@37="text"@42`},
+		{"//chat:route default menu", `route@1 arg "menu"@22 flag default@14`},
+		{`//chat:route menu roles="admin, ops"`, `route@1 arg "menu"@14 key roles@19="admin, ops"@25`},
+		{"//chat:route menu roles=`a,b`", `route@1 arg "menu"@14 key roles@19="a,b"@25`},
+		{`//chat:route "main/menu.v2"`, `route@1 arg "main/menu.v2"@14`},
+		{"//chat:route 菜单", `route@1 arg "菜单"@14`},
+		{"//chat:system You are a {{.kind}} smith: \"quoted\" `raw` a=b  ", "system@1 text \"You are a {{.kind}} smith: \\\"quoted\\\" `raw` a=b\"@15"},
+		{"//chat:system \"unbalanced", `system@1 text "\"unbalanced"@15`},
+		{"//chat:system file=prompts/a.txt", `system@1 key file@15="prompts/a.txt"@20`},
+		{`//chat:system file="my prompts/a.txt"`, `system@1 key file@15="my prompts/a.txt"@20`},
+		{"//chat:system tone=friendly and warm", `system@1 text "tone=friendly and warm"@15`},
+		{"//chat:system a=b", `system@1 text "a=b"@15`},
+		{"//chat:system x=\"unbalanced", `system@1 text "x=\"unbalanced"@15`},
+		{"//chat:user Invent a name for a {{.kind}}.", `user@1 text "Invent a name for a {{.kind}}."@13`},
+		{"//chat:user file=x.txt", `user@1 text "file=x.txt"@13`},
+		{"//chat:param size the size, in cm", `param@1 arg "size"@14 text "the size, in cm"@19`},
+		{"//chat:param size   spaced  out ", `param@1 arg "size"@14 text "spaced  out"@21`},
+		{"//chat:tools Forge", `tools@1 arg "Forge"@14`},
+		{"//chat:tools Forge Inventory _x", `tools@1 arg "Forge"@14 arg "Inventory"@20 arg "_x"@30`},
+		{"//chat:tool", "tool@1"},
+		{"//chat:tool immediate name=set_material", "tool@1 flag immediate@13 key name@23=\"set_material\"@28"},
+		{"//chat:event BuildProgress", `event@1 arg "BuildProgress"@14`},
+		{`//chat:event "weapon updated"`, `event@1 arg "weapon updated"@14`},
+		{"//chat:event `raw`", `event@1 arg "raw"@14`},
+		{"//chat:event événement", `event@1 arg "événement"@14`},
+		{"//chat:catch", "catch@1"},
+		{"//chat:catch route=build", `catch@1 key route@14="build"@20`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.text, func(t *testing.T) {
+			fset, d, ok, diags := parseLine(t, tt.text)
+			if !ok {
+				t.Fatalf("ok = false")
+			}
+			if len(diags) > 0 {
+				t.Fatalf("unexpected diagnostics:\n%s", strings.Join(diags, "\n"))
+			}
+			if d.Spec == nil || d.Spec.Name != d.Name {
+				t.Fatalf("Spec = %v", d.Spec)
+			}
+			if got := describe(fset, d); got != tt.want {
+				t.Errorf("got  %s\nwant %s", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestParseDirectiveNotOurs(t *testing.T) {
+	for _, text := range []string{
+		"// plain prose",
+		"//go:generate chatgen",
+		"// chat:route menu",
+		"//chat: route menu",
+		"//Chat:route menu",
+		"//chat:Route menu",
+		"//+chat:route menu",
+		"//chatty:route menu",
+		"//chat:",
+		"/* chat:route menu */",
+		"/*chat:route menu*/",
+	} {
+		t.Run(text, func(t *testing.T) {
+			_, d, ok, diags := parseLine(t, text)
+			if ok || d != nil || len(diags) > 0 {
+				t.Errorf("got %v, %v, %q; want nil, false and no diagnostics", d, ok, diags)
+			}
+		})
+	}
+}
+
+func TestParseDirectiveErrors(t *testing.T) {
+	tests := []struct {
+		text string
+		want []string
+	}{
+		// Names.
+		{"//chat:rout menu", []string{"1:1: unknown directive //chat:rout; did you mean //chat:route?"}},
+		{"//chat:routes menu", []string{"1:1: unknown directive //chat:routes; did you mean //chat:route?"}},
+		{"//chat:rOUTE menu", []string{"1:1: unknown directive //chat:rOUTE; did you mean //chat:route?"}},
+		{"//chat:sys hi", []string{"1:1: unknown directive //chat:sys; did you mean //chat:system?"}},
+		{"//chat:scope", []string{"1:1: unknown directive //chat:scope; did you mean //chat:scoped?"}},
+		{"//chat:aiservice", []string{"1:1: unknown directive //chat:aiservice; did you mean //chat:ai?"}},
+		{"//chat:frobnicate x", []string{"1:1: unknown directive //chat:frobnicate"}},
+
+		// Keys and flags.
+		{"//chat:route menu rols=a", []string{`1:19: unknown key "rols" for //chat:route; did you mean "roles"?`}},
+		{"//chat:route menu colour=red", []string{`1:19: unknown key "colour" for //chat:route`}},
+		{"//chat:route menu defualt", []string{`1:19: unexpected argument "defualt" for //chat:route; did you mean "default"?`}},
+		{"//chat:route menu roles", []string{`1:19: unexpected argument "roles" for //chat:route; did you mean "roles=a,b"?`}},
+		{"//chat:route menu extra", []string{`1:19: unexpected argument "extra" for //chat:route; usage: //chat:route NAME [default] [roles=a,b] [user=PARAM]`}},
+		{`//chat:route menu "default"`, []string{`1:19: unexpected argument "default" for //chat:route; usage: //chat:route NAME [default] [roles=a,b] [user=PARAM]`}},
+		{"//chat:ai now", []string{`1:11: unexpected argument "now" for //chat:ai; usage: //chat:ai`}},
+		{"//chat:ai x=y", []string{`1:11: unknown key "x" for //chat:ai`}},
+		{"//chat:scoped perchat", []string{`1:15: unexpected argument "perchat" for //chat:scoped; did you mean "per-chat"?`}},
+		{"//chat:route menu default default", []string{`1:27: duplicate flag "default" in //chat:route`}},
+		{"//chat:route menu roles=a roles=b", []string{`1:27: duplicate key "roles" in //chat:route`}},
+		{"//chat:scoped chat invocation", []string{"1:20: //chat:scoped takes at most one of chat, per-chat, invocation"}},
+		{"//chat:scoped per-chat chat per-chat", []string{
+			"1:24: //chat:scoped takes at most one of chat, per-chat, invocation",
+			`1:29: duplicate flag "per-chat" in //chat:scoped`,
+		}},
+		{"//chat:route menu =x", []string{`1:19: missing key before "=" in //chat:route`}},
+		{`//chat:route menu ="x"`, []string{`1:19: missing key before "=" in //chat:route`}},
+
+		// Positional arguments.
+		{"//chat:route", []string{"1:1: //chat:route needs a NAME"}},
+		{"//chat:route default", []string{"1:1: //chat:route needs a NAME"}},
+		{"//chat:route roles=a", []string{"1:1: //chat:route needs a NAME"}},
+		{`//chat:route "main menu"`, []string{`1:14: invalid NAME "main menu" for //chat:route: use only letters, digits, '-', '_', '.' and '/'`}},
+		{`//chat:route menu!`, []string{`1:14: invalid NAME "menu!" for //chat:route: use only letters, digits, '-', '_', '.' and '/'`}},
+		{`//chat:route ""`, []string{`1:14: empty NAME for //chat:route`}},
+		{"//chat:tools", []string{"1:1: //chat:tools needs a TYPE"}},
+		{"//chat:tools Forge 1Box", []string{`1:20: invalid TYPE "1Box" for //chat:tools: not a Go identifier`}},
+		{"//chat:tools Forge func", []string{`1:20: invalid TYPE "func" for //chat:tools: not a Go identifier`}},
+		{"//chat:tools Forge Forge", []string{`1:20: duplicate TYPE "Forge" in //chat:tools`}},
+		{"//chat:tools Forge a=b", []string{`1:20: unknown key "a" for //chat:tools`}},
+		{"//chat:event", []string{"1:1: //chat:event needs a TYPE"}},
+		{`//chat:event ""`, []string{"1:14: empty TYPE for //chat:event"}},
+		{`//chat:event A B`, []string{`1:16: unexpected argument "B" for //chat:event; usage: //chat:event TYPE`}},
+
+		// Values.
+		{"//chat:route menu roles=", []string{`1:25: empty value for key "roles" in //chat:route`}},
+		{`//chat:route menu roles=""`, []string{`1:25: empty value for key "roles" in //chat:route`}},
+		{"//chat:route menu roles=a,,b", []string{`1:25: empty element in roles list "a,,b" in //chat:route`}},
+		{"//chat:route menu roles=a,", []string{`1:25: empty element in roles list "a," in //chat:route`}},
+		{`//chat:route menu roles="a b"`, []string{`1:25: invalid element "a b" in roles list in //chat:route: no spaces allowed`}},
+		{"//chat:route menu user=1x", []string{`1:24: invalid value "1x" for key "user" in //chat:route: not a Go identifier`}},
+		{"//chat:tool name=set-material", []string{`1:18: invalid value "set-material" for key "name" in //chat:tool: not a Go identifier`}},
+		{`//chat:catch route="a b"`, []string{`1:20: invalid value "a b" for key "route" in //chat:catch: use only letters, digits, '-', '_', '.' and '/'`}},
+		{"//chat:catch route=", []string{`1:20: empty value for key "route" in //chat:catch`}},
+
+		// Quoting.
+		{`//chat:event "unterminated`, []string{`1:14: invalid quoted string in //chat:event: "unterminated`}},
+		{`//chat:event "a"b`, []string{`1:14: invalid quoted string in //chat:event: "a"b`}},
+		{"//chat:event `raw", []string{"1:14: invalid quoted string in //chat:event: `raw"}},
+		{`//chat:event "bad \q escape"`, []string{`1:14: invalid quoted string in //chat:event: "bad \q escape"`}},
+		{`//chat:route menu roles="a,b`, []string{`1:25: invalid quoted string in //chat:route: "a,b`}},
+		{`//chat:route menu roles="a"b`, []string{`1:25: invalid quoted string in //chat:route: "a"b`}},
+		{`//chat:route "menu`, []string{`1:14: invalid quoted string in //chat:route: "menu`}},
+
+		// Text directives.
+		{"//chat:system", []string{"1:1: //chat:system needs TEXT or file=PATH"}},
+		{"//chat:system   ", []string{"1:1: //chat:system needs TEXT or file=PATH"}},
+		{"//chat:user", []string{"1:1: //chat:user needs TEXT"}},
+		{"//chat:param", []string{"1:1: //chat:param needs a NAME"}},
+		{"//chat:param size", []string{"1:1: //chat:param needs TEXT after NAME"}},
+		{"//chat:param 9size the size", []string{`1:14: invalid NAME "9size" for //chat:param: not a Go identifier`}},
+		{`//chat:param "size the size`, []string{`1:14: invalid quoted string in //chat:param: "size the size`}},
+		{"//chat:system file=a.txt and more", []string{"1:15: //chat:system takes either TEXT or file=PATH, not both"}},
+		{"//chat:system fil=a.txt", []string{`1:15: unknown key "fil" for //chat:system; did you mean "file"?`}},
+		{"//chat:system file=", []string{`1:20: empty value for key "file" in //chat:system`}},
+		{`//chat:system file="a.txt`, []string{`1:20: invalid quoted string in //chat:system: "a.txt`}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.text, func(t *testing.T) {
+			_, d, ok, diags := parseLine(t, tt.text)
+			if !ok || d == nil {
+				t.Fatalf("ok = false, want a directive")
+			}
+			if !slices.Equal(diags, tt.want) {
+				t.Errorf("got:\n\t%s\nwant:\n\t%s", strings.Join(diags, "\n\t"), strings.Join(tt.want, "\n\t"))
+			}
+		})
+	}
+}
+
+func TestParseDirectiveUnknownHasNoSpec(t *testing.T) {
+	_, d, ok, _ := parseLine(t, "//chat:rout menu")
+	if !ok || d.Spec != nil || d.Name != "rout" {
+		t.Fatalf("got %+v, %v", d, ok)
+	}
+}
+
+func TestDirectiveAccessors(t *testing.T) {
+	_, d, _, diags := parseLine(t, `//chat:route menu default roles=" a , b "`)
+	if len(diags) > 0 {
+		t.Fatal(diags)
+	}
+	if !d.Flag("default") || d.Flag("immediate") {
+		t.Errorf("Flag: got %v, %v", d.Flag("default"), d.Flag("immediate"))
+	}
+	kv, ok := d.Key("roles")
+	if !ok || !slices.Equal(kv.List(), []string{"a", "b"}) {
+		t.Errorf("Key(roles) = %+v, %v; List = %q", kv, ok, kv.List())
+	}
+	if _, ok := d.Key("user"); ok {
+		t.Errorf("Key(user) found")
+	}
+	if a, ok := d.Arg("NAME"); !ok || a.Value != "menu" {
+		t.Errorf("Arg(NAME) = %+v, %v", a, ok)
+	}
+	if _, ok := d.Arg("TYPE"); ok {
+		t.Errorf("Arg(TYPE) found")
+	}
+	if d.String() != "//chat:route" {
+		t.Errorf("String() = %q", d.String())
+	}
+
+	_, d, _, _ = parseLine(t, "//chat:tools A B")
+	if a, ok := d.Arg("TYPE"); !ok || a.Value != "A" {
+		t.Errorf("Arg(TYPE) = %+v, %v", a, ok)
+	}
+	_, d, _, _ = parseLine(t, "//chat:nope")
+	if _, ok := d.Arg("NAME"); ok {
+		t.Errorf("Arg on an unknown directive found something")
+	}
+}
+
+// TestParseDirectiveSynthesized checks comments that a parser never makes:
+// several lines, and no position.
+func TestParseDirectiveSynthesized(t *testing.T) {
+	fset := token.NewFileSet()
+	var diags Diagnostics
+	d, ok := parseDirective(fset, &ast.Comment{Text: "//chat:route menu\nextra"}, &diags)
+	if !ok || len(d.Args) != 1 || len(diags) != 0 {
+		t.Errorf("got %+v, %v, %v", d, ok, diags)
+	}
+	d, ok = parseDirective(fset, &ast.Comment{Text: "//chat:route"}, &diags)
+	if !ok || d == nil || len(diags) != 1 {
+		t.Errorf("got %+v, %v, %v", d, ok, diags)
+	}
+}
+
+func TestArgScannerMatchesParseArgs(t *testing.T) {
+	for _, args := range []string{
+		"", "a", "a b  c", `"x y" z`, "`raw str` b", `"unterminated`, `"a"b`, "a\u00a0b", `a"b c"`,
+		`"\u00e9" \x`, "é ü", "`a\"b` \"c`d\"",
+	} {
+		compareWithParseArgs(t, args)
+	}
+}
+
+// compareWithParseArgs checks that argScanner splits the arguments of
+// "//chat:x ARGS" as ast.Directive.ParseArgs does, when they hold no "=".
+func compareWithParseArgs(t *testing.T, args string) {
+	t.Helper()
+	pd, ok := ast.ParseDirective(1, "//chat:x "+args)
+	if !ok || strings.Contains(pd.Args, "=") {
+		return
+	}
+	want, wantErr := pd.ParseArgs()
+	sc := &argScanner{str: pd.Args, pos: pd.ArgsPos}
+	var got []ast.DirectiveArg
+	var gotErr error
+	for sc.skipSpace(); !sc.done(); sc.skipSpace() {
+		tok, err := sc.next()
+		if err != nil {
+			gotErr = err
+			break
+		}
+		got = append(got, ast.DirectiveArg{Arg: tok.value, Pos: tok.pos})
+	}
+	if (gotErr != nil) != (wantErr != nil) || wantErr == nil && !slices.Equal(got, want) {
+		t.Errorf("args %q: argScanner gave %v, %v; ParseArgs gave %v, %v", args, got, gotErr, want, wantErr)
+	}
+}
+
+func TestSuggest(t *testing.T) {
+	tests := []struct {
+		word string
+		want string
+	}{
+		{"rout", "route"}, {"Route", "route"}, {"roote", "route"}, {"sys", "system"}, {"tool", "tool"},
+		{"toolz", "tools"}, {"eventtype", "event"}, {"x", ""}, {"banana", ""}, {"", ""},
+		{"a", "ai"}, {"ia", ""}, {"us", "user"}, {"defualt", ""}, {strings.Repeat("x", 100), ""},
+		{strings.Repeat("route", 100), "route"},
+	}
+	for _, tt := range tests {
+		got, ok := suggest(tt.word, directiveNames())
+		if got != tt.want || ok != (tt.want != "") {
+			t.Errorf("suggest(%q) = %q, %v; want %q", tt.word, got, ok, tt.want)
+		}
+	}
+}
+
+func TestEditDistance(t *testing.T) {
+	tests := []struct {
+		a, b string
+		want int
+	}{
+		{"", "", 0}, {"a", "", 1}, {"", "abc", 3}, {"route", "rout", 1}, {"route", "roote", 1},
+		{"kitten", "sitting", 3}, {"héllo", "hello", 1},
+	}
+	for _, tt := range tests {
+		if got := editDistance(tt.a, tt.b); got != tt.want {
+			t.Errorf("editDistance(%q, %q) = %d, want %d", tt.a, tt.b, got, tt.want)
+		}
+	}
+}
