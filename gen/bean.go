@@ -369,4 +369,3 @@ func isLifecycle(name string, sig *types.Signature) bool {
 	r := sig.Results()
 	return r.Len() == 0 || (r.Len() == 1 && isError(r.At(0).Type()))
 }
-
