@@ -9,6 +9,8 @@ import "context"
 type Package struct {
 	path      string
 	providers []provider
+	routes    []RouteSpec
+	catches   []CatchSpec
 }
 
 type provider struct {
@@ -34,14 +36,15 @@ func Provide[T any](p *Package, b *Bean[T], fn func(context.Context) (T, error))
 	})
 }
 
-type providersKey struct{}
-
 // WithPackages returns a context whose scoped beans are built with the
 // providers of pkgs (in addition to those already in ctx; a later package
 // wins). Beans whose constructors need application dependencies can only be
-// created under such a context.
+// created under such a context. A [Router] does this for its routes.
 func WithPackages(ctx context.Context, pkgs ...*Package) context.Context {
-	old, _ := ctx.Value(providersKey{}).(map[*beanInfo]func(context.Context) (any, error))
+	return rebind(ctx, func(b *binding) { b.providers = mergeProviders(b.providers, pkgs) })
+}
+
+func mergeProviders(old map[*beanInfo]func(context.Context) (any, error), pkgs []*Package) map[*beanInfo]func(context.Context) (any, error) {
 	m := make(map[*beanInfo]func(context.Context) (any, error), len(old))
 	for k, v := range old {
 		m[k] = v
@@ -51,10 +54,5 @@ func WithPackages(ctx context.Context, pkgs ...*Package) context.Context {
 			m[pr.info] = pr.fn
 		}
 	}
-	return context.WithValue(ctx, providersKey{}, m)
-}
-
-func providerFor(ctx context.Context, info *beanInfo) func(context.Context) (any, error) {
-	m, _ := ctx.Value(providersKey{}).(map[*beanInfo]func(context.Context) (any, error))
-	return m[info]
+	return m
 }

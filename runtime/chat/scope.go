@@ -18,6 +18,7 @@ type conversation struct {
 	current   atomic.Pointer[scope]
 	observers []Observer
 	logger    *slog.Logger
+	router    *Router // the router that started it, or nil
 }
 
 // A scope is one level of a conversation.
@@ -33,10 +34,10 @@ type scope struct {
 	// Guarded by conv.mu.
 	route    string
 	cleanups []func(context.Context) error
+	memories []memoryEntry
+	wipe     bool // a memory wipe is scheduled for the end of the request
 	ended    bool
 }
-
-type conversationKey struct{}
 
 // An Option configures a conversation started with [Begin].
 type Option func(*conversation)
@@ -66,7 +67,7 @@ func Begin(ctx context.Context, opts ...Option) (context.Context, error) {
 	}
 	s := c.newScope(nil, "")
 	c.current.Store(s)
-	ctx = context.WithValue(ctx, conversationKey{}, c)
+	ctx = rebind(ctx, func(b *binding) { b.conv = c })
 	c.notify(ctx, ScopeStarted, s)
 	c.notify(ctx, ScopeActivated, s)
 	return ctx, nil
@@ -187,11 +188,6 @@ func Depth(ctx context.Context) (int, error) {
 	return s.depth, nil
 }
 
-func conversationFrom(ctx context.Context) *conversation {
-	c, _ := ctx.Value(conversationKey{}).(*conversation)
-	return c
-}
-
 func currentScope(ctx context.Context) *scope {
 	if c := conversationFrom(ctx); c != nil {
 		return c.current.Load()
@@ -208,6 +204,14 @@ func (c *conversation) newScope(parent *scope, route string) *scope {
 }
 
 func (c *conversation) notify(ctx context.Context, kind ScopeEventKind, s *scope) {
+	if c.router != nil {
+		switch kind {
+		case ScopeStarted:
+			c.router.scopes.Add(1)
+		case ScopeEnded:
+			c.router.scopes.Add(-1)
+		}
+	}
 	if len(c.observers) == 0 {
 		return
 	}
@@ -238,12 +242,22 @@ func (s *scope) destroy(ctx context.Context) error {
 	s.conv.mu.Lock()
 	beans := s.beans.Swap(nil)
 	cleanups := s.cleanups
-	s.cleanups = nil
+	memories := s.memories
+	s.cleanups, s.memories = nil, nil
 	s.conv.mu.Unlock()
 
 	var errs []error
 	if beans != nil {
 		errs = append(errs, closeBeans(*beans))
+	}
+	for i := len(memories) - 1; i >= 0; i-- {
+		m := memories[i]
+		errs = append(errs, callCleanup(ctx, func(ctx context.Context) error {
+			if err := m.owner.DeleteMemory(ctx); err != nil {
+				return fmt.Errorf("deleting memory %s: %w", m.key, err)
+			}
+			return nil
+		}))
 	}
 	for i := len(cleanups) - 1; i >= 0; i-- {
 		errs = append(errs, callCleanup(ctx, cleanups[i]))

@@ -1,0 +1,51 @@
+package chat
+
+import "context"
+
+// binding is everything this package keeps in a context.Context, in one
+// value so that a lookup is one ctx.Value call and a request adds one
+// context layer. It is immutable: changes copy it.
+type binding struct {
+	conv      *conversation
+	providers map[*beanInfo]func(context.Context) (any, error)
+	req       *requestState
+	principal Principal
+}
+
+type bindingKey struct{}
+
+func bindingFrom(ctx context.Context) *binding {
+	b, _ := ctx.Value(bindingKey{}).(*binding)
+	return b
+}
+
+// rebind returns ctx carrying a copy of its binding changed by fn.
+func rebind(ctx context.Context, fn func(*binding)) context.Context {
+	var nb binding
+	if b := bindingFrom(ctx); b != nil {
+		nb = *b
+	}
+	fn(&nb)
+	return context.WithValue(ctx, bindingKey{}, &nb)
+}
+
+func conversationFrom(ctx context.Context) *conversation {
+	if b := bindingFrom(ctx); b != nil {
+		return b.conv
+	}
+	return nil
+}
+
+func providerFor(ctx context.Context, info *beanInfo) func(context.Context) (any, error) {
+	if b := bindingFrom(ctx); b != nil {
+		return b.providers[info]
+	}
+	return nil
+}
+
+func requestFrom(ctx context.Context) *requestState {
+	if b := bindingFrom(ctx); b != nil {
+		return b.req
+	}
+	return nil
+}

@@ -1,0 +1,177 @@
+package chat
+
+import (
+	"context"
+	"errors"
+)
+
+// A Client opens chat sessions. The local client ([NewLocalClient]) and the
+// websocket client (ws.Dial) implement it: one API, two transports.
+type Client interface {
+	// Builder returns a builder for a new session.
+	Builder() *SessionBuilder
+	// Close ends every session of the client and destroys their scopes.
+	Close() error
+}
+
+// A Session is one conversation of a client. Requests on a session are
+// processed one at a time, in the order they were made; all events of a
+// request reach the handlers, in order, before the request's Chat or Send
+// returns. A request that ends with Failed returns a *[Failure].
+type Session interface {
+	// Chat sends the user's text to the current route and waits for the
+	// request to end.
+	Chat(ctx context.Context, text string) error
+	// Send sends data (a map or a struct whose JSON is an object; its
+	// keys name route parameters) and waits for the request to end.
+	Send(ctx context.Context, data any) error
+	// ChatAsync is Chat without waiting.
+	ChatAsync(ctx context.Context, text string) *Call
+	// SendAsync is Send without waiting.
+	SendAsync(ctx context.Context, data any) *Call
+	// ScopeID returns the id of the scope the session is in.
+	ScopeID() string
+	// Close ends the session's conversation. Queued requests fail with
+	// [ErrSessionClosed].
+	Close() error
+}
+
+// ErrSessionClosed is the error of requests made on, or queued in, a
+// closed session.
+var ErrSessionClosed = errors.New("chat: session closed")
+
+// A Call is a request in flight, from ChatAsync or SendAsync.
+type Call struct {
+	done chan struct{}
+	err  error
+}
+
+func newCall() *Call { return &Call{done: make(chan struct{})} }
+
+func (c *Call) finish(err error) {
+	c.err = err
+	close(c.done)
+}
+
+// Done is closed when the request has ended and its events were handled.
+func (c *Call) Done() <-chan struct{} { return c.done }
+
+// Err returns the request's error once Done is closed (nil before).
+func (c *Call) Err() error {
+	select {
+	case <-c.done:
+		return c.err
+	default:
+		return nil
+	}
+}
+
+// Wait waits for the request to end and returns its error, or ctx's error
+// if ctx ends first (the request goes on).
+func (c *Call) Wait(ctx context.Context) error {
+	select {
+	case <-c.done:
+		return c.err
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// A Connector opens sessions for a [SessionBuilder]. Each transport
+// implements it; applications do not need to.
+type Connector interface {
+	Connect(ctx context.Context, route string, h *Handlers) (Session, error)
+}
+
+// Handlers are the event handlers of a session, by event type.
+type Handlers struct {
+	byType map[string]func(Event)
+	def    func(Event)
+}
+
+// Dispatch calls the handler of ev's type, or the default handler. Events
+// without either are dropped. Transports call it in event order.
+func (h *Handlers) Dispatch(ev Event) {
+	if fn := h.byType[ev.Type]; fn != nil {
+		fn(ev)
+		return
+	}
+	if h.def != nil {
+		h.def(ev)
+	}
+}
+
+func (h *Handlers) clone() *Handlers {
+	c := &Handlers{byType: make(map[string]func(Event), len(h.byType)), def: h.def}
+	for k, v := range h.byType {
+		c.byType[k] = v
+	}
+	return c
+}
+
+// A SessionBuilder collects event handlers and connects a session. A
+// builder may connect several sessions; each gets its own copy of the
+// handlers registered so far.
+type SessionBuilder struct {
+	conn Connector
+	h    Handlers
+}
+
+// NewSessionBuilder returns a builder connecting through conn. Transports
+// call it from their Builder method.
+func NewSessionBuilder(conn Connector) *SessionBuilder {
+	return &SessionBuilder{conn: conn, h: Handlers{byType: map[string]func(Event){}}}
+}
+
+func (b *SessionBuilder) text(typ string, fn func(string)) *SessionBuilder {
+	b.h.byType[typ] = func(ev Event) { fn(ev.Text()) }
+	return b
+}
+
+// OnMessage handles Message events.
+func (b *SessionBuilder) OnMessage(fn func(text string)) *SessionBuilder {
+	return b.text(EventMessage, fn)
+}
+
+// OnError handles Error events.
+func (b *SessionBuilder) OnError(fn func(text string)) *SessionBuilder {
+	return b.text(EventError, fn)
+}
+
+// OnThinking handles Thinking events.
+func (b *SessionBuilder) OnThinking(fn func(text string)) *SessionBuilder {
+	return b.text(EventThinking, fn)
+}
+
+// OnConsole handles Console events.
+func (b *SessionBuilder) OnConsole(fn func(text string)) *SessionBuilder {
+	return b.text(EventConsole, fn)
+}
+
+// OnStream handles Stream events: one call per chunk.
+func (b *SessionBuilder) OnStream(fn func(chunk string)) *SessionBuilder {
+	return b.text(EventStream, fn)
+}
+
+// OnObject handles Object events; decode the value with [Event.Decode].
+func (b *SessionBuilder) OnObject(fn func(Event)) *SessionBuilder {
+	return b.On(EventObject, fn)
+}
+
+// On handles events of type typ (for example a //chat:event type).
+func (b *SessionBuilder) On(typ string, fn func(Event)) *SessionBuilder {
+	b.h.byType[typ] = fn
+	return b
+}
+
+// OnDefault handles events of every type without a handler of its own.
+func (b *SessionBuilder) OnDefault(fn func(Event)) *SessionBuilder {
+	b.h.def = fn
+	return b
+}
+
+// Connect starts a session on route ("" means the default route). An
+// unknown route is an error matching [ErrRouteNotFound].
+func (b *SessionBuilder) Connect(ctx context.Context, route string) (Session, error) {
+	return b.conn.Connect(ctx, route, b.h.clone())
+}

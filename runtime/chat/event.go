@@ -1,0 +1,97 @@
+package chat
+
+import (
+	"encoding/json"
+	"fmt"
+	"reflect"
+)
+
+// Event types of the chat route protocol (wire-compatible with Quarkus).
+const (
+	EventMessage   = "Message"   // a text reply
+	EventObject    = "Object"    // any other value
+	EventThinking  = "Thinking"  // progress shown while the route works
+	EventConsole   = "Console"   // text for the client's console
+	EventError     = "Error"     // an application error message
+	EventStream    = "Stream"    // one chunk of a streamed reply
+	EventCompleted = "Completed" // terminator: data is the current scope id
+	EventFailed    = "Failed"    // terminator: data is the failure reason
+)
+
+// An Event is one event of a request: a type and its data.
+//
+// On the server, Data is the Go value the route sent. Clients receive
+// events whose Data is that value (local client) or raw JSON (websocket
+// client); either way [Event.Decode] fills a typed value.
+type Event struct {
+	Type string
+	Data any
+	// raw is the JSON form of Data, when the event came over the wire.
+	raw json.RawMessage
+}
+
+// NewWireEvent returns an event received over the wire with its data as
+// raw JSON. Transports use it.
+func NewWireEvent(typ string, data json.RawMessage) Event {
+	return Event{Type: typ, raw: data}
+}
+
+// Raw returns the JSON form of the event's data.
+func (e Event) Raw() (json.RawMessage, error) {
+	if e.raw != nil {
+		return e.raw, nil
+	}
+	return json.Marshal(e.Data)
+}
+
+// Decode stores the event's data in the value v points to. Data of the
+// same type is assigned as it is; anything else goes through JSON.
+func (e Event) Decode(v any) error {
+	if e.raw == nil && e.Data != nil {
+		rv := reflect.ValueOf(v)
+		if rv.Kind() == reflect.Pointer && !rv.IsNil() {
+			dv := reflect.ValueOf(e.Data)
+			if dv.Type().AssignableTo(rv.Elem().Type()) {
+				rv.Elem().Set(dv)
+				return nil
+			}
+		}
+	}
+	raw, err := e.Raw()
+	if err != nil {
+		return fmt.Errorf("chat: decoding %s event: %w", e.Type, err)
+	}
+	if err := json.Unmarshal(raw, v); err != nil {
+		return fmt.Errorf("chat: decoding %s event: %w", e.Type, err)
+	}
+	return nil
+}
+
+// Text returns the event's data as text: the string itself for the text
+// events (Message, Thinking, Console, Error, Stream), else its JSON.
+func (e Event) Text() string {
+	if s, ok := e.Data.(string); ok {
+		return s
+	}
+	if e.raw != nil {
+		var s string
+		if json.Unmarshal(e.raw, &s) == nil {
+			return s
+		}
+		return string(e.raw)
+	}
+	if e.Data == nil {
+		return ""
+	}
+	raw, err := json.Marshal(e.Data)
+	if err != nil {
+		return fmt.Sprint(e.Data)
+	}
+	return string(raw)
+}
+
+// An EventTyper names the event type its values are sent as. Generated
+// code implements it for types annotated with //chat:event.
+type EventTyper interface {
+	ChatEventType() string
+}

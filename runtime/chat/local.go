@@ -1,0 +1,234 @@
+package chat
+
+import (
+	"context"
+	"errors"
+	"sync"
+)
+
+// A LocalClient talks to a Router in the same process, with no transport:
+// handlers run on the goroutine that runs the request. It implements
+// [Client].
+type LocalClient struct {
+	router *Router
+
+	mu       sync.Mutex
+	sessions map[*localSession]struct{}
+	closed   bool
+}
+
+var _ Client = (*LocalClient)(nil)
+
+// NewLocalClient returns a client of router.
+func NewLocalClient(router *Router) *LocalClient {
+	return &LocalClient{router: router, sessions: map[*localSession]struct{}{}}
+}
+
+// Builder returns a builder for a new session.
+func (c *LocalClient) Builder() *SessionBuilder { return NewSessionBuilder(c) }
+
+// Connect implements [Connector]; use Builder().Connect.
+func (c *LocalClient) Connect(ctx context.Context, route string, h *Handlers) (Session, error) {
+	c.mu.Lock()
+	closed := c.closed
+	c.mu.Unlock()
+	if closed {
+		return nil, ErrSessionClosed
+	}
+	conv, err := c.router.Connect(ctx, route)
+	if err != nil {
+		return nil, err
+	}
+	s := &localSession{client: c, conv: conv, h: h, scopeID: conv.ScopeID()}
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		return nil, errors.Join(ErrSessionClosed, conv.Close(ctx))
+	}
+	c.sessions[s] = struct{}{}
+	c.mu.Unlock()
+	return s, nil
+}
+
+// Close ends every session and destroys their scopes.
+func (c *LocalClient) Close() error {
+	c.mu.Lock()
+	c.closed = true
+	sessions := make([]*localSession, 0, len(c.sessions))
+	for s := range c.sessions {
+		sessions = append(sessions, s)
+	}
+	c.mu.Unlock()
+	var errs []error
+	for _, s := range sessions {
+		errs = append(errs, s.Close())
+	}
+	return errors.Join(errs...)
+}
+
+// localSession runs requests in arrival order. An idle session runs a
+// synchronous request on the caller's goroutine; queued requests are run
+// by one goroutine that exists only while the queue is not empty.
+type localSession struct {
+	client *LocalClient
+	conv   *Conversation
+	h      *Handlers
+
+	mu      sync.Mutex
+	queue   []*localCall
+	running bool
+	closed  bool
+	scopeID string
+}
+
+type localCall struct {
+	ctx  context.Context
+	req  *RouteRequest
+	call *Call
+}
+
+func (s *localSession) ScopeID() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.scopeID
+}
+
+func (s *localSession) Chat(ctx context.Context, text string) error {
+	return s.do(ctx, NewTextRequest(text))
+}
+
+func (s *localSession) Send(ctx context.Context, data any) error {
+	req, err := NewDataRequest(data)
+	if err != nil {
+		return err
+	}
+	return s.do(ctx, req)
+}
+
+func (s *localSession) ChatAsync(ctx context.Context, text string) *Call {
+	return s.enqueue(ctx, NewTextRequest(text))
+}
+
+func (s *localSession) SendAsync(ctx context.Context, data any) *Call {
+	req, err := NewDataRequest(data)
+	if err != nil {
+		c := newCall()
+		c.finish(err)
+		return c
+	}
+	return s.enqueue(ctx, req)
+}
+
+// do runs a request and waits for it.
+func (s *localSession) do(ctx context.Context, req *RouteRequest) error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return ErrSessionClosed
+	}
+	if !s.running {
+		s.running = true
+		s.mu.Unlock()
+		err := s.run(ctx, req)
+		s.next()
+		return err
+	}
+	lc := &localCall{ctx: ctx, req: req, call: newCall()}
+	s.queue = append(s.queue, lc)
+	s.mu.Unlock()
+	return lc.call.Wait(ctx)
+}
+
+func (s *localSession) enqueue(ctx context.Context, req *RouteRequest) *Call {
+	lc := &localCall{ctx: ctx, req: req, call: newCall()}
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		lc.call.finish(ErrSessionClosed)
+		return lc.call
+	}
+	s.queue = append(s.queue, lc)
+	start := !s.running
+	s.running = true
+	s.mu.Unlock()
+	if start {
+		go s.drain()
+	}
+	return lc.call
+}
+
+// next hands the queue, if any, to a draining goroutine after a request
+// ran on its caller's goroutine.
+func (s *localSession) next() {
+	s.mu.Lock()
+	if len(s.queue) == 0 {
+		s.running = false
+		s.mu.Unlock()
+		return
+	}
+	s.mu.Unlock()
+	go s.drain()
+}
+
+func (s *localSession) drain() {
+	for {
+		s.mu.Lock()
+		if len(s.queue) == 0 {
+			s.running = false
+			s.mu.Unlock()
+			return
+		}
+		lc := s.queue[0]
+		s.queue[0] = nil
+		s.queue = s.queue[1:]
+		s.mu.Unlock()
+		if err := lc.ctx.Err(); err != nil {
+			lc.call.finish(err)
+			continue
+		}
+		lc.call.finish(s.run(lc.ctx, lc.req))
+	}
+}
+
+// run handles one request; only the running goroutine calls it.
+func (s *localSession) run(ctx context.Context, req *RouteRequest) error {
+	s.mu.Lock()
+	scope := s.scopeID
+	s.mu.Unlock()
+	after, f := s.conv.Handle(ctx, scope, req, s.deliver)
+	if after != "" {
+		s.mu.Lock()
+		s.scopeID = after
+		s.mu.Unlock()
+	}
+	if f != nil {
+		return &Failure{Reason: f.Reason} // the cause stays on the server side
+	}
+	return nil
+}
+
+func (s *localSession) deliver(ev Event) error {
+	s.h.Dispatch(ev)
+	return nil
+}
+
+// Close ends the session's conversation after the request in progress;
+// queued requests fail with ErrSessionClosed.
+func (s *localSession) Close() error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return nil
+	}
+	s.closed = true
+	queued := s.queue
+	s.queue = nil
+	s.mu.Unlock()
+	for _, lc := range queued {
+		lc.call.finish(ErrSessionClosed)
+	}
+	s.client.mu.Lock()
+	delete(s.client.sessions, s)
+	s.client.mu.Unlock()
+	return s.conv.Close(context.Background())
+}

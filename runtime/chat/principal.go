@@ -1,0 +1,51 @@
+package chat
+
+import (
+	"context"
+	"slices"
+)
+
+// A Principal is the authenticated user of a request, as a transport's
+// authentication hook establishes it.
+type Principal interface {
+	// Name identifies the user (for logs).
+	Name() string
+	// HasRole reports whether the user has role.
+	HasRole(role string) bool
+}
+
+// User is a simple [Principal]: a name and a set of roles.
+type User struct {
+	ID    string
+	Roles []string
+}
+
+// Name returns the user's id.
+func (u User) Name() string { return u.ID }
+
+// HasRole reports whether role is one of the user's roles.
+func (u User) HasRole(role string) bool { return slices.Contains(u.Roles, role) }
+
+// WithPrincipal returns a context carrying the authenticated principal p.
+// Routes with roles= admit a request only if p has one of them.
+func WithPrincipal(ctx context.Context, p Principal) context.Context {
+	return rebind(ctx, func(b *binding) { b.principal = p })
+}
+
+// PrincipalFrom returns the principal in ctx, or nil.
+func PrincipalFrom(ctx context.Context) Principal {
+	if b := bindingFrom(ctx); b != nil {
+		return b.principal
+	}
+	return nil
+}
+
+func allowed(p Principal, roles []string) bool {
+	if len(roles) == 0 {
+		return true
+	}
+	if p == nil {
+		return false
+	}
+	return slices.ContainsFunc(roles, p.HasRole)
+}

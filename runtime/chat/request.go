@@ -1,0 +1,277 @@
+package chat
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"iter"
+	"slices"
+	"sync"
+)
+
+// UserMessageKey is the request data key of the user's text.
+const UserMessageKey = "userMessage"
+
+// A RouteRequest is the data of one chat request: the user's text and any
+// other values, keyed by route parameter name. Build one with
+// [NewTextRequest], [NewDataRequest] or [NewJSONRequest].
+type RouteRequest struct {
+	userMessage string
+	hasUser     bool
+	data        map[string]json.RawMessage
+}
+
+// NewTextRequest returns a request carrying only the user's text.
+func NewTextRequest(text string) *RouteRequest {
+	return &RouteRequest{userMessage: text, hasUser: true}
+}
+
+// NewJSONRequest parses request data: a JSON object (or null). The user's
+// text is the string under "userMessage". A malformed object is an error
+// matching [ErrBadRequest].
+func NewJSONRequest(data json.RawMessage) (*RouteRequest, error) {
+	r := &RouteRequest{}
+	trimmed := bytes.TrimSpace(data)
+	if len(trimmed) == 0 || bytes.Equal(trimmed, []byte("null")) {
+		return r, nil
+	}
+	if trimmed[0] != '{' {
+		return nil, fail(ErrBadRequest, errors.New("request data must be a JSON object"))
+	}
+	if err := json.Unmarshal(trimmed, &r.data); err != nil {
+		return nil, fail(ErrBadRequest, fmt.Errorf("request data: %w", err))
+	}
+	for k, v := range r.data {
+		if bytes.Equal(v, []byte("null")) { // JSON nulls are dropped, as in Quarkus
+			delete(r.data, k)
+		}
+	}
+	if raw, ok := r.data[UserMessageKey]; ok {
+		if err := json.Unmarshal(raw, &r.userMessage); err != nil {
+			return nil, fail(ErrBadRequest, &BadRequestError{Param: UserMessageKey, Err: errors.New("must be a string")})
+		}
+		r.hasUser = true
+	}
+	return r, nil
+}
+
+// NewDataRequest returns a request with data: a map, or a struct whose
+// JSON form is an object.
+func NewDataRequest(data any) (*RouteRequest, error) {
+	if s, ok := data.(string); ok {
+		return NewTextRequest(s), nil
+	}
+	raw, err := json.Marshal(data)
+	if err != nil {
+		return nil, fmt.Errorf("chat: encoding request data: %w", err)
+	}
+	return NewJSONRequest(raw)
+}
+
+// UserMessage returns the user's text ("" when there is none).
+func (r *RouteRequest) UserMessage() string {
+	if r == nil {
+		return ""
+	}
+	return r.userMessage
+}
+
+// HasUserMessage reports whether the request carries the user's text.
+func (r *RouteRequest) HasUserMessage() bool { return r != nil && r.hasUser }
+
+// Has reports whether the request data has key.
+func (r *RouteRequest) Has(key string) bool {
+	if r == nil {
+		return false
+	}
+	if key == UserMessageKey {
+		return r.hasUser
+	}
+	_, ok := r.data[key]
+	return ok
+}
+
+// Keys returns the request data keys, sorted.
+func (r *RouteRequest) Keys() []string {
+	if r == nil {
+		return nil
+	}
+	keys := make([]string, 0, len(r.data)+1)
+	for k := range r.data {
+		keys = append(keys, k)
+	}
+	if r.hasUser && r.data[UserMessageKey] == nil {
+		keys = append(keys, UserMessageKey)
+	}
+	slices.Sort(keys)
+	return keys
+}
+
+// Decode stores the value of key in the value v points to. A missing key
+// leaves v untouched (the zero value, for route parameters) and is not an
+// error. A value that does not fit v is a *[BadRequestError] naming key.
+func (r *RouteRequest) Decode(key string, v any) error {
+	if r == nil {
+		return nil
+	}
+	if key == UserMessageKey && r.hasUser {
+		if p, ok := v.(*string); ok {
+			*p = r.userMessage
+			return nil
+		}
+	}
+	raw, ok := r.data[key]
+	if !ok {
+		if key == UserMessageKey && r.hasUser {
+			raw, _ = json.Marshal(r.userMessage)
+		} else {
+			return nil
+		}
+	}
+	if err := json.Unmarshal(raw, v); err != nil {
+		var te *json.UnmarshalTypeError
+		if errors.As(err, &te) {
+			err = fmt.Errorf("cannot use JSON %s as %s", te.Value, te.Type)
+		}
+		return &BadRequestError{Param: key, Err: err}
+	}
+	return nil
+}
+
+// Request returns the request being handled by the route running in ctx,
+// or nil outside a route (the nil request has no data).
+func Request(ctx context.Context) *RouteRequest {
+	if rs := requestFrom(ctx); rs != nil {
+		return rs.req
+	}
+	return nil
+}
+
+// requestState is one request in progress.
+type requestState struct {
+	req     *RouteRequest
+	resp    ResponseChannel
+	conv    *Conversation
+	running []string // routes being run, innermost last (Execute nests)
+	failed  string   // the route that first returned an error
+	aborted bool     // AbortWipe was called: no wipe this request
+}
+
+// A ResponseChannel sends events to the client of the current request, in
+// order. It is safe for concurrent use (parallel tool calls, for example).
+// Its methods fail with an error matching [ErrNotActive] outside a route
+// and once the request is over.
+type ResponseChannel struct {
+	mu   sync.Mutex
+	sink func(Event) error
+	done bool
+}
+
+// Response returns the response channel of the request being handled in
+// ctx. Outside a route it returns a channel whose methods fail with
+// [ErrNotActive].
+func Response(ctx context.Context) *ResponseChannel {
+	if rs := requestFrom(ctx); rs != nil {
+		return &rs.resp
+	}
+	return nil
+}
+
+// Event sends an event of type typ with data v.
+func (c *ResponseChannel) Event(typ string, v any) error {
+	if c == nil {
+		return fmt.Errorf("chat: sending %s event: %w", typ, errNoRequest)
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.done {
+		return fmt.Errorf("chat: sending %s event: the request is over: %w", typ, ErrNotActive)
+	}
+	return c.sink(Event{Type: typ, Data: v})
+}
+
+var errNoRequest = fmt.Errorf("no route request in the context: %w", ErrNotActive)
+
+// Message sends text as a Message event.
+func (c *ResponseChannel) Message(text string) error { return c.Event(EventMessage, text) }
+
+// Object sends v as an Object event.
+func (c *ResponseChannel) Object(v any) error { return c.Event(EventObject, v) }
+
+// Thinking sends text as a Thinking event: progress while the route works.
+func (c *ResponseChannel) Thinking(text string) error { return c.Event(EventThinking, text) }
+
+// Console sends text as a Console event.
+func (c *ResponseChannel) Console(text string) error { return c.Event(EventConsole, text) }
+
+// Error sends text as an Error event. The request still completes; return
+// an error from the route to fail it.
+func (c *ResponseChannel) Error(text string) error { return c.Event(EventError, text) }
+
+// Send sends v as an event of the type it names: v must implement
+// [EventTyper], as types annotated with //chat:event do.
+func (c *ResponseChannel) Send(v any) error {
+	t, ok := v.(EventTyper)
+	if !ok {
+		return fmt.Errorf("chat: cannot send %T: it has no //chat:event type", v)
+	}
+	return c.Event(t.ChatEventType(), v)
+}
+
+// close stops the channel: events after the terminator are refused.
+func (c *ResponseChannel) close() {
+	c.mu.Lock()
+	c.done = true
+	c.mu.Unlock()
+}
+
+// SendValue sends a route's result as generated code maps it: nothing for
+// nil, a string as Message ("" sends nothing), an [EventTyper] as its own
+// type, anything else as Object.
+func SendValue(ctx context.Context, v any) error {
+	switch v := v.(type) {
+	case nil:
+		return nil
+	case string:
+		if v == "" {
+			return nil
+		}
+		return Response(ctx).Message(v)
+	case EventTyper:
+		return Response(ctx).Event(v.ChatEventType(), v)
+	}
+	return Response(ctx).Object(v)
+}
+
+// SendStream sends each chunk of seq as a Stream event.
+func SendStream(ctx context.Context, seq iter.Seq[string]) error {
+	if seq == nil {
+		return nil
+	}
+	var err error
+	for chunk := range seq {
+		if err = Response(ctx).Event(EventStream, chunk); err != nil {
+			break
+		}
+	}
+	return err
+}
+
+// SendStream2 sends each chunk of seq as a Stream event. An error from the
+// sequence stops it and fails the request with StreamingFailure.
+func SendStream2(ctx context.Context, seq iter.Seq2[string, error]) error {
+	if seq == nil {
+		return nil
+	}
+	for chunk, err := range seq {
+		if err != nil {
+			return &StreamError{Err: err}
+		}
+		if err := Response(ctx).Event(EventStream, chunk); err != nil {
+			return err
+		}
+	}
+	return nil
+}

@@ -1,0 +1,356 @@
+package chat
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"runtime/debug"
+	"slices"
+	"sort"
+	"sync"
+	"sync/atomic"
+)
+
+// A Router serves chat routes: it starts conversations on a route and runs
+// each request on the current route of the conversation's current scope.
+// Build it from the generated registrations of the packages that declare
+// routes. It is safe for concurrent use.
+type Router struct {
+	routes    map[string]*RouteSpec
+	def       string
+	byRoute   map[string][]CatchSpec // route-specific handlers, concrete types first
+	global    []CatchSpec            // global handlers, concrete types first
+	providers map[*beanInfo]func(context.Context) (any, error)
+	logger    *slog.Logger
+	observers []Observer
+
+	conversations atomic.Int64
+	scopes        atomic.Int64
+}
+
+// A RouterOption configures a Router. A *[Package] is one: it adds the
+// package's routes, error handlers and bean providers.
+type RouterOption interface {
+	applyRouter(*Router) error
+}
+
+type routerOptionFunc func(*Router) error
+
+func (f routerOptionFunc) applyRouter(r *Router) error { return f(r) }
+
+// WithRouterLogger sets the logger for failed requests and cleanup errors.
+// The default is [slog.Default].
+func WithRouterLogger(l *slog.Logger) RouterOption {
+	return routerOptionFunc(func(r *Router) error { r.logger = l; return nil })
+}
+
+// WithRouterObserver adds an observer of the scope lifecycle of every
+// conversation the router starts.
+func WithRouterObserver(o Observer) RouterOption {
+	return routerOptionFunc(func(r *Router) error { r.observers = append(r.observers, o); return nil })
+}
+
+func (p *Package) applyRouter(r *Router) error {
+	var errs []error
+	for i := range p.routes {
+		spec := &p.routes[i]
+		if _, dup := r.routes[spec.Name]; dup {
+			errs = append(errs, fmt.Errorf("chat: route %q is registered twice (again by %s)", spec.Name, p.path))
+			continue
+		}
+		r.routes[spec.Name] = spec
+		if spec.Default {
+			if r.def != "" {
+				errs = append(errs, fmt.Errorf("chat: routes %q and %q are both the default route", r.def, spec.Name))
+				continue
+			}
+			r.def = spec.Name
+		}
+	}
+	for _, c := range p.catches {
+		if c.Route == "" {
+			r.global = append(r.global, c)
+		} else {
+			r.byRoute[c.Route] = append(r.byRoute[c.Route], c)
+		}
+	}
+	r.providers = mergeProviders(r.providers, []*Package{p})
+	return errors.Join(errs...)
+}
+
+// NewRouter returns a router serving the routes of the given packages
+// (their generated Register functions return them). A route registered
+// twice or two default routes are an error. When there is exactly one
+// route, it is the default.
+func NewRouter(opts ...RouterOption) (*Router, error) {
+	r := &Router{
+		routes:  map[string]*RouteSpec{},
+		byRoute: map[string][]CatchSpec{},
+		logger:  slog.Default(),
+	}
+	var errs []error
+	for _, o := range opts {
+		errs = append(errs, o.applyRouter(r))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	for name, c := range r.byRoute {
+		if _, ok := r.routes[name]; !ok {
+			return nil, fmt.Errorf("chat: an error handler (%s) names the unknown route %q", c[0].Type, name)
+		}
+	}
+	if r.def == "" && len(r.routes) == 1 {
+		for name := range r.routes {
+			r.def = name
+		}
+	}
+	concreteFirst := func(cs []CatchSpec) {
+		sort.SliceStable(cs, func(i, j int) bool { return !cs[i].Interface && cs[j].Interface })
+	}
+	concreteFirst(r.global)
+	for _, cs := range r.byRoute {
+		concreteFirst(cs)
+	}
+	return r, nil
+}
+
+// Routes returns the names of the routes, sorted.
+func (r *Router) Routes() []string {
+	names := make([]string, 0, len(r.routes))
+	for n := range r.routes {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	return names
+}
+
+// DefaultRoute returns the default route, or "" when there is none.
+func (r *Router) DefaultRoute() string { return r.def }
+
+// Stats counts what a router holds now.
+type Stats struct {
+	Conversations int64 // conversations started and not yet ended
+	Scopes        int64 // scopes started and not yet ended
+}
+
+// Stats returns the number of live conversations and scopes: after every
+// client closed, both are zero.
+func (r *Router) Stats() Stats {
+	return Stats{Conversations: r.conversations.Load(), Scopes: r.scopes.Load()}
+}
+
+// Connect starts a conversation on route ("" means the default route).
+// An unknown route, or "" without a default route, is an error matching
+// [ErrRouteNotFound]. Transports call it for each new client session; the
+// principal in ctx (see [WithPrincipal]) is kept for its requests.
+func (r *Router) Connect(ctx context.Context, route string) (*Conversation, error) {
+	if route == "" {
+		route = r.def
+	}
+	if _, ok := r.routes[route]; !ok || route == "" {
+		return nil, fail(ErrRouteNotFound, fmt.Errorf("route %q", route))
+	}
+	opts := []Option{WithLogger(r.logger), func(c *conversation) { c.router = r }}
+	for _, o := range r.observers {
+		opts = append(opts, WithObserver(o))
+	}
+	bctx, err := Begin(context.Background(), opts...)
+	if err != nil {
+		return nil, err
+	}
+	c := &Conversation{router: r, conv: conversationFrom(bctx), principal: PrincipalFrom(ctx)}
+	c.conv.current.Load().route = route
+	r.conversations.Add(1)
+	return c, nil
+}
+
+// A Conversation is one client session's conversation on a Router.
+// Transports create one per session and pass it each request; requests are
+// handled one at a time.
+type Conversation struct {
+	router    *Router
+	conv      *conversation
+	principal Principal
+
+	mu     sync.Mutex // one request at a time; Close waits for it
+	closed bool
+}
+
+// ScopeID returns the id of the conversation's current scope, or "" once
+// it ended.
+func (c *Conversation) ScopeID() string {
+	if s := c.conv.current.Load(); s != nil {
+		return s.id
+	}
+	return ""
+}
+
+// Handle runs one request on the scope scopeID: it must be the current
+// scope of this conversation or one of its parents (nested scopes above it
+// are popped first: the client is where it says it is). Events go to sink,
+// in order, before Handle returns. It returns the id of the scope current
+// after the route ran and, when the request failed, the failure; Handle
+// never panics because of a route.
+func (c *Conversation) Handle(ctx context.Context, scopeID string, req *RouteRequest, sink func(Event) error) (string, *Failure) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	cur := c.conv.current.Load()
+	if c.closed || cur == nil {
+		return "", fail(ErrSessionNotActive, errors.New("the conversation has ended"))
+	}
+	target := cur
+	for target != nil && target.id != scopeID {
+		target = target.parent
+	}
+	if target == nil {
+		return cur.id, fail(ErrSessionNotActive, fmt.Errorf("scope %q is not active in this conversation", scopeID))
+	}
+
+	rs := &requestState{req: req, conv: c}
+	rs.resp.sink = sink
+	ctx = rebind(ctx, func(b *binding) {
+		b.conv = c.conv
+		b.providers = c.router.providers
+		b.req = rs
+		if b.principal == nil {
+			b.principal = c.principal
+		}
+	})
+	for s := c.conv.current.Load(); s != nil && s != target; s = c.conv.current.Load() {
+		if err := Pop(ctx); err != nil {
+			c.router.logger.ErrorContext(ctx, "chat: popping scopes above the requested one", "scope", s.id, "err", err)
+		}
+	}
+
+	err := c.router.run(ctx, rs, target.route)
+	if err != nil {
+		err = c.router.handleError(ctx, rs, err)
+	}
+	c.router.runWipes(ctx, rs)
+	rs.resp.close()
+
+	after := c.ScopeID()
+	if err != nil {
+		f := reasonOf(err)
+		c.router.logger.ErrorContext(ctx, "chat: request failed", "scope", target.id, "route", rs.failedRoute(target.route), "reason", f.Reason, "err", err)
+		return after, f
+	}
+	if after == "" {
+		return "", fail(ErrSessionNotActive, errors.New("the route ended the conversation"))
+	}
+	return after, nil
+}
+
+// Close ends the conversation: every scope, its beans and chat memory. It
+// waits for a request in progress to finish. Closing twice does nothing.
+func (c *Conversation) Close(ctx context.Context) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return nil
+	}
+	c.closed = true
+	c.router.conversations.Add(-1)
+	if c.conv.current.Load() == nil {
+		return nil
+	}
+	return End(rebind(ctx, func(b *binding) { b.conv = c.conv; b.providers = c.router.providers }))
+}
+
+// run runs one route of a request, recovering panics.
+func (r *Router) run(ctx context.Context, rs *requestState, name string) (err error) {
+	spec := r.routes[name]
+	if spec == nil || name == "" {
+		err = fail(ErrRouteNotFound, fmt.Errorf("route %q", name))
+	} else if !allowed(PrincipalFrom(ctx), spec.Roles) {
+		err = fail(ErrForbidden, fmt.Errorf("route %q needs one of the roles %v", name, spec.Roles))
+	} else {
+		rs.running = append(rs.running, name)
+		err = callRoute(ctx, spec, rs.req)
+		rs.running = rs.running[:len(rs.running)-1]
+	}
+	if err != nil && rs.failed == "" {
+		rs.failed = name
+	}
+	return err
+}
+
+// A PanicError is a panic recovered from a route, tool or handler.
+type PanicError struct {
+	Value any
+	Stack []byte
+}
+
+func (e *PanicError) Error() string { return fmt.Sprintf("panic: %v", e.Value) }
+
+func callRoute(ctx context.Context, spec *RouteSpec, req *RouteRequest) (err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			err = &PanicError{Value: v, Stack: debug.Stack()}
+		}
+	}()
+	return spec.Handle(ctx, req)
+}
+
+func (rs *requestState) failedRoute(fallback string) string {
+	if rs.failed != "" {
+		return rs.failed
+	}
+	return fallback
+}
+
+// handleError offers err to the error handlers: those of the route that
+// failed, then the global ones; within each, the handler of the error
+// nearest the top of the chain wins. It returns nil when a handler handled
+// the error, the handler's error when it failed, or err.
+func (r *Router) handleError(ctx context.Context, rs *requestState, err error) error {
+	links := errorChain(err)
+	for _, group := range [][]CatchSpec{r.byRoute[rs.failed], r.global} {
+		for _, link := range links {
+			for _, h := range group {
+				handled, herr := callCatch(ctx, h, link)
+				if handled {
+					if herr != nil {
+						return fmt.Errorf("error handler for %s failed: %w (handling: %v)", h.Type, herr, err)
+					}
+					return nil
+				}
+			}
+		}
+	}
+	return err
+}
+
+func callCatch(ctx context.Context, h CatchSpec, err error) (handled bool, herr error) {
+	defer func() {
+		if v := recover(); v != nil {
+			handled, herr = true, &PanicError{Value: v, Stack: debug.Stack()}
+		}
+	}()
+	return h.Handle(ctx, err)
+}
+
+// errorChain lists err and everything it wraps, depth first, outermost
+// first.
+func errorChain(err error) []error {
+	var out []error
+	var walk func(error)
+	walk = func(e error) {
+		if e == nil || len(out) > 64 {
+			return
+		}
+		out = append(out, e)
+		switch u := e.(type) {
+		case interface{ Unwrap() error }:
+			walk(u.Unwrap())
+		case interface{ Unwrap() []error }:
+			for _, x := range u.Unwrap() {
+				walk(x)
+			}
+		}
+	}
+	walk(err)
+	return out
+}

@@ -1,0 +1,154 @@
+package chat
+
+import (
+	"context"
+	"errors"
+	"fmt"
+)
+
+// A MemoryOwner is chat memory kept for a scope: the AI services register
+// theirs with [AttachMemory] so that wipes and the end of the scope reach
+// it.
+type MemoryOwner interface {
+	// ClearMemory empties the memory, which stays in use.
+	ClearMemory(ctx context.Context) error
+	// DeleteMemory removes the memory for good: its scope is gone.
+	DeleteMemory(ctx context.Context) error
+}
+
+type memoryEntry struct {
+	key   string
+	owner MemoryOwner
+}
+
+// AttachMemory registers owner, under key, with the current scope (once:
+// later calls with the same key keep the first owner). The scope clears it
+// on [ClearMemory] and scheduled wipes, and deletes it when the scope is
+// destroyed, after its beans. It returns the scope id.
+func AttachMemory(ctx context.Context, key string, owner MemoryOwner) (string, error) {
+	c := conversationFrom(ctx)
+	if c == nil {
+		return "", fmt.Errorf("chat: attach memory: %w", ErrNotActive)
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	s := c.current.Load()
+	if s == nil || s.ended {
+		return "", fmt.Errorf("chat: attach memory: %w", ErrNotActive)
+	}
+	for _, m := range s.memories {
+		if m.key == key {
+			return s.id, nil
+		}
+	}
+	s.memories = append(s.memories, memoryEntry{key: key, owner: owner})
+	return s.id, nil
+}
+
+// ClearMemory clears, now, the chat memory registered with the current
+// scope. Without an active scope it does nothing.
+func ClearMemory(ctx context.Context) error {
+	s := currentScope(ctx)
+	if s == nil {
+		return nil
+	}
+	return s.clearMemory(ctx)
+}
+
+func (s *scope) clearMemory(ctx context.Context) error {
+	s.conv.mu.Lock()
+	memories := append([]memoryEntry(nil), s.memories...)
+	s.conv.mu.Unlock()
+	var errs []error
+	for _, m := range memories {
+		errs = append(errs, callCleanup(ctx, func(ctx context.Context) error {
+			if err := m.owner.ClearMemory(ctx); err != nil {
+				return fmt.Errorf("clearing memory %s: %w", m.key, err)
+			}
+			return nil
+		}))
+	}
+	return errors.Join(errs...)
+}
+
+// ScheduleWipe schedules the chat memory of the current scope to be cleared
+// when the request ends (on success or failure). It does nothing once
+// [AbortWipe] was called in the request.
+func ScheduleWipe(ctx context.Context) error {
+	c := conversationFrom(ctx)
+	if c == nil {
+		return fmt.Errorf("chat: schedule wipe: %w", ErrNotActive)
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	s := c.current.Load()
+	if s == nil {
+		return fmt.Errorf("chat: schedule wipe: %w", ErrNotActive)
+	}
+	if rs := requestFrom(ctx); rs != nil && rs.aborted {
+		return nil
+	}
+	s.wipe = true
+	return nil
+}
+
+// AbortWipe cancels the wipes scheduled in the conversation and blocks
+// further scheduling for the rest of the request.
+func AbortWipe(ctx context.Context) error {
+	c := conversationFrom(ctx)
+	if c == nil {
+		return fmt.Errorf("chat: abort wipe: %w", ErrNotActive)
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	s := c.current.Load()
+	if s == nil {
+		return fmt.Errorf("chat: abort wipe: %w", ErrNotActive)
+	}
+	if rs := requestFrom(ctx); rs != nil {
+		rs.aborted = true
+	}
+	for ; s != nil; s = s.parent {
+		s.wipe = false
+	}
+	return nil
+}
+
+// WipeScheduled reports whether a wipe of the current scope's memory is
+// scheduled and not aborted.
+func WipeScheduled(ctx context.Context) bool {
+	c := conversationFrom(ctx)
+	if c == nil {
+		return false
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	s := c.current.Load()
+	if s == nil {
+		return false
+	}
+	if rs := requestFrom(ctx); rs != nil && rs.aborted {
+		return false
+	}
+	return s.wipe
+}
+
+// runWipes clears, at the end of a request, the memory of the current
+// scope and of every parent that scheduled a wipe, then resets the flags.
+func (r *Router) runWipes(ctx context.Context, rs *requestState) {
+	c := rs.conv.conv
+	c.mu.Lock()
+	var due []*scope
+	for s := c.current.Load(); s != nil; s = s.parent {
+		if s.wipe && !rs.aborted {
+			due = append(due, s)
+		}
+		s.wipe = false
+	}
+	c.mu.Unlock()
+	for _, s := range due {
+		if err := s.clearMemory(ctx); err != nil {
+			r.logger.ErrorContext(ctx, "chat: scheduled memory wipe", "scope", s.id, "err", err)
+		}
+	}
+}
