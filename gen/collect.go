@@ -8,7 +8,9 @@ import (
 	"strings"
 )
 
-// An Annotated is one declaration with its //chat: directives.
+// An Annotated is one declaration with its //chat: directives. It holds
+// only well-formed directives, allowed on the declaration: the others are
+// reported and left out.
 type Annotated struct {
 	Target     Target       // exactly one bit
 	Name       string       // type, func or method name
@@ -157,16 +159,17 @@ func (c *collector) annotate(target Target, name, recv string, node ast.Node, do
 				d, target.withArticle(), d.Spec.Targets.plural())
 			continue
 		}
+		if d.malformed {
+			continue // reported; keep the model free of half-parsed directives
+		}
 		if prev := duplicateOf(a, d); prev != nil {
-			msg := "duplicate " + d.String()
-			if d.Name == "param" {
-				msg += " for parameter " + d.Args[0].Value
+			msg, related := "duplicate "+d.String(), "previous "+prev.String()
+			if d.Spec.Repeatable {
+				msg += " " + d.Args[0].Value
+				related += " " + prev.Args[0].Value
 			}
 			diag := c.diags.Errorf(c.fset.Position(d.Pos), "%s", msg)
-			diag.Related = append(diag.Related, Related{
-				Pos:     c.fset.Position(prev.Pos),
-				Message: "previous " + prev.String() + " here",
-			})
+			diag.Related = append(diag.Related, Related{Pos: c.fset.Position(prev.Pos), Message: related + " here"})
 			continue
 		}
 		a.Directives = append(a.Directives, d)

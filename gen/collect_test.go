@@ -208,7 +208,7 @@ type A interface {
 			diags: []string{
 				"6:1: duplicate //chat:route\n\t5:1: previous //chat:route here",
 				"8:1: duplicate //chat:tool\n\t7:1: previous //chat:tool here",
-				"11:1: duplicate //chat:param for parameter x\n\t9:1: previous //chat:param here",
+				"11:1: duplicate //chat:param x\n\t9:1: previous //chat:param x here",
 				"15:1: duplicate //chat:scoped\n\t14:1: previous //chat:scoped here",
 				"25:2: duplicate //chat:route\n\t24:2: previous //chat:route here",
 			},
@@ -379,16 +379,34 @@ type (
 			},
 		},
 		{
-			name: "argument errors still attach",
+			name: "malformed directives are reported and left out",
 			src: `package p
 
 type S struct{}
 
 //chat:route menu defualt
-func (S) M() {}
+//chat:route "main menu"
+//chat:tool
+//chat:param x
+//chat:param x described
+func (S) M(x int) {}
+
+//chat:ai
+//chat:tools
+type A interface{}
+
+//chat:tool name=1
+type B interface{}
 `,
-			want:  []string{"method S.M: route"},
-			diags: []string{`5:19: unexpected argument "defualt" for //chat:route; did you mean "default"?`},
+			want: []string{"method S.M: tool param", "interface type A: ai"},
+			diags: []string{
+				`5:19: unexpected argument "defualt" for //chat:route; did you mean "default"?`,
+				`6:14: invalid NAME "main menu" for //chat:route: use only letters, digits, '-', '_', '.' and '/'`,
+				"8:1: //chat:param needs TEXT after NAME",
+				"13:1: //chat:tools needs a TYPE",
+				"16:1: //chat:tool cannot annotate an interface type; it applies to methods",
+				`16:18: invalid value "1" for key "name" in //chat:tool: not a Go identifier`,
+			},
 		},
 	}
 	for _, tt := range tests {

@@ -27,15 +27,24 @@ const (
 // targetTypes is every kind of type declaration.
 const targetTypes = TargetStruct | TargetInterface | TargetOtherType
 
-// targetNames gives the singular and plural human names of each target bit,
-// in bit order.
-var targetNames = [...]struct{ one, many string }{
-	{"struct type", "struct types"},
-	{"interface type", "interface types"},
-	{"non-struct, non-interface type", "other types"},
-	{"method", "methods"},
-	{"interface method", "interface methods"},
-	{"func", "funcs"},
+// names returns the singular and plural human names of a single-bit
+// target.
+func (t Target) names() (one, many string) {
+	switch t {
+	case TargetStruct:
+		return "struct type", "struct types"
+	case TargetInterface:
+		return "interface type", "interface types"
+	case TargetOtherType:
+		return "non-struct, non-interface type", "other types"
+	case TargetMethod:
+		return "method", "methods"
+	case TargetInterfaceMethod:
+		return "interface method", "interface methods"
+	case TargetFunc:
+		return "func", "funcs"
+	}
+	return "", ""
 }
 
 // String returns a human list of the targets, such as
@@ -56,14 +65,15 @@ func (t Target) list(plural bool) string {
 		}
 		t &^= targetTypes
 	}
-	for i, n := range targetNames {
-		if t&(1<<i) == 0 {
+	for bit := TargetStruct; bit <= TargetFunc; bit <<= 1 {
+		if t&bit == 0 {
 			continue
 		}
+		one, many := bit.names()
 		if plural {
-			parts = append(parts, n.many)
+			parts = append(parts, many)
 		} else {
-			parts = append(parts, n.one)
+			parts = append(parts, one)
 		}
 	}
 	switch len(parts) {
@@ -75,8 +85,8 @@ func (t Target) list(plural bool) string {
 	return strings.Join(parts[:len(parts)-1], ", ") + " or " + parts[len(parts)-1]
 }
 
-// withArticle returns the singular name of a single-bit target with "a" or
-// "an" before it.
+// withArticle returns t.String() with "a" or "an" before it, such as
+// "an interface type" or "a method or func".
 func (t Target) withArticle() string {
 	s := t.String()
 	if strings.IndexByte("aeiou", s[0]) >= 0 {
@@ -432,7 +442,7 @@ type Smith interface {
 		Targets: TargetInterface | TargetInterfaceMethod,
 		Args: []ArgSpec{
 			{Name: "TYPE", Kind: ArgIdent, Required: true, Variadic: true,
-				Doc: "a type declared in this package; name one or more, separated by spaces"},
+				Doc: "a type declared in this package"},
 		},
 	},
 	{
@@ -516,7 +526,7 @@ type Progress struct {
 		Targets: targetTypes | TargetMethod | TargetFunc,
 		Args: []ArgSpec{
 			{Name: "TYPE", Kind: ArgString, Required: true,
-				Doc: "the event type string: a bare word or a Go-quoted string"},
+				Doc: "the event type string clients dispatch on"},
 		},
 	},
 	{

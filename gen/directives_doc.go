@@ -120,7 +120,7 @@ func writeDirectiveSection(b *bytes.Buffer, s *DirectiveSpec) {
 	case s.Repeatable && s.Text && len(s.Args) == 0:
 		b.WriteString("\nRepeatable: the lines on one declaration join with newlines.\n")
 	case s.Repeatable && len(s.Args) > 0:
-		fmt.Fprintf(b, "\nRepeatable: once per %s.\n", s.Args[0].Name)
+		fmt.Fprintf(b, "\nRepeatable: one line per %s.\n", s.Args[0].Name)
 	case s.Repeatable:
 		b.WriteString("\nRepeatable.\n")
 	default:

@@ -76,8 +76,14 @@ func FuzzParseDirective(f *testing.F) {
 				t.Errorf("bad annotated %+v", a)
 			}
 			for _, d := range a.Directives {
-				if d.Spec == nil || d.Spec.Targets&a.Target == 0 {
-					t.Errorf("directive %s on %s", d, a.Target)
+				if d.Spec == nil || d.Spec.Targets&a.Target == 0 || d.malformed {
+					t.Errorf("directive %s on %s (malformed: %v)", d, a.Target, d.malformed)
+					continue
+				}
+				for i, as := range d.Spec.Args {
+					if as.Required && len(d.Args) <= i {
+						t.Errorf("directive %s lacks its %s", d, as.Name)
+					}
 				}
 			}
 		}

@@ -1,6 +1,7 @@
 package gen
 
 import (
+	"errors"
 	"fmt"
 	"go/ast"
 	"go/token"
@@ -44,6 +45,8 @@ type Directive struct {
 	Keys    []KeyValue     // key=value arguments, in order
 	Text    string         // the free text of a Text directive
 	TextPos token.Pos      // where Text starts
+
+	malformed bool // an error was reported about the directive itself
 }
 
 // Flag reports whether the flag called name is present.
@@ -87,7 +90,8 @@ func (d *Directive) String() string { return "//chat:" + d.Name }
 // parseDirective parses one comment. It returns ok=false when the comment is
 // not a //chat: directive. Otherwise it returns the directive, reporting
 // every problem with it to diags; the Spec of the result is nil when the
-// directive name is unknown.
+// directive name is unknown. A directive without such problems has every
+// required argument, and every argument it has is valid.
 func parseDirective(fset *token.FileSet, c *ast.Comment, diags *Diagnostics) (d *Directive, ok bool) {
 	text := c.Text
 	if i := strings.IndexAny(text, "\r\n"); i >= 0 {
@@ -128,6 +132,7 @@ type directiveParser struct {
 }
 
 func (p *directiveParser) errorf(pos token.Pos, format string, args ...any) {
+	p.d.malformed = true
 	p.diags.Errorf(p.fset.Position(pos), format, args...)
 }
 
@@ -259,7 +264,7 @@ func (p *directiveParser) missing(next int) bool {
 }
 
 func (p *directiveParser) scanError(err error) {
-	if se, ok := err.(*scanError); ok {
+	if se := (*scanError)(nil); errors.As(err, &se) {
 		p.errorf(se.pos, "%s in %s: %s", se.msg, p.d, se.rest)
 		return
 	}
