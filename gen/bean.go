@@ -12,7 +12,7 @@ import (
 
 // beanModel is one //chat:scoped type.
 type beanModel struct {
-	ann       *Annotated
+	spec      *ast.TypeSpec
 	obj       *types.TypeName
 	kind      string // the chat.Kind constant: KindChat, KindPerChat, KindInvocation
 	iface     bool   // an interface type (instances come from its constructor)
@@ -51,39 +51,46 @@ type methodModel struct {
 }
 
 func (m *pkgModel) analyzeBean(a *Annotated, d *Directive, diags *Diagnostics) {
-	pos := m.fset.Position(a.Node.Pos())
 	spec, ok := a.Node.(*ast.TypeSpec)
 	if !ok {
 		return // collect already reported the wrong target
 	}
+	kind := "KindChat"
+	switch {
+	case d.Flag("per-chat"):
+		kind = "KindPerChat"
+	case d.Flag("invocation"):
+		kind = "KindInvocation"
+	}
+	m.addBean(spec, kind, "//chat:scoped "+spec.Name.Name, diags)
+}
+
+// addBean adds the scoped type declared by spec. what names the reason in
+// messages.
+func (m *pkgModel) addBean(spec *ast.TypeSpec, kind, what string, diags *Diagnostics) *beanModel {
+	pos := m.fset.Position(spec.Pos())
 	obj, _ := m.pkg.TypesInfo.Defs[spec.Name].(*types.TypeName)
 	if obj == nil {
 		diags.Errorf(pos, "cannot resolve type %s", spec.Name.Name)
-		return
+		return nil
 	}
 	if spec.Assign.IsValid() {
-		diags.Errorf(m.fset.Position(spec.Name.Pos()), "//chat:scoped cannot annotate the alias %s; annotate the type it names", spec.Name.Name)
-		return
+		diags.Errorf(m.fset.Position(spec.Name.Pos()), "%s: cannot scope the alias %s; annotate the type it names", what, spec.Name.Name)
+		return nil
 	}
 	if spec.TypeParams != nil {
-		diags.Errorf(m.fset.Position(spec.Name.Pos()), "//chat:scoped cannot annotate the generic type %s", spec.Name.Name)
-		return
+		diags.Errorf(m.fset.Position(spec.Name.Pos()), "%s: cannot scope the generic type %s", what, spec.Name.Name)
+		return nil
 	}
 	named, ok := obj.Type().(*types.Named)
 	if !ok {
-		return
+		return nil
 	}
 	b := &beanModel{
-		ann:       a,
+		spec:      spec,
 		obj:       obj,
-		kind:      "KindChat",
+		kind:      kind,
 		qualified: m.pkg.PkgPath + "." + obj.Name(),
-	}
-	switch {
-	case d.Flag("per-chat"):
-		b.kind = "KindPerChat"
-	case d.Flag("invocation"):
-		b.kind = "KindInvocation"
 	}
 	_, b.iface = named.Underlying().(*types.Interface)
 
@@ -91,10 +98,9 @@ func (m *pkgModel) analyzeBean(a *Annotated, d *Directive, diags *Diagnostics) {
 	b.proxy = name + "Proxy"
 	b.accessor = name + "From"
 	b.beanVar = "chatBean" + name
-	what := "//chat:scoped " + name
-	m.declare(b.proxy, a.Node.Pos(), what, diags)
-	m.declare(b.accessor, a.Node.Pos(), what, diags)
-	m.declare(b.beanVar, a.Node.Pos(), what, diags)
+	m.declare(b.proxy, spec.Pos(), what, diags)
+	m.declare(b.accessor, spec.Pos(), what, diags)
+	m.declare(b.beanVar, spec.Pos(), what, diags)
 
 	b.ctor = m.findConstructor(b, diags)
 	if b.iface && b.ctor == nil {
@@ -102,6 +108,7 @@ func (m *pkgModel) analyzeBean(a *Annotated, d *Directive, diags *Diagnostics) {
 	}
 	b.methods = m.proxyMethods(b, named, diags)
 	m.beans = append(m.beans, b)
+	return b
 }
 
 func ctorName(typeName string) string {
@@ -272,7 +279,7 @@ func (m *pkgModel) analyzeDeps(diags *Diagnostics) {
 		used[name] = true
 		d.field = name
 	}
-	m.declare("Deps", m.beans[0].ann.Node.Pos(), "the dependencies of this package's constructors", diags)
+	m.declare("Deps", m.beans[0].spec.Pos(), "the dependencies of this package's constructors", diags)
 }
 
 // packageQualifier names a package for a field name: the path element

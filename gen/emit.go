@@ -41,6 +41,7 @@ func emit(m *pkgModel) ([]byte, error) {
 	for _, b := range m.beans {
 		e.bean(b)
 	}
+	e.eventTypes()
 	e.assertions()
 	if e.err != nil {
 		return nil, e.err
@@ -103,6 +104,7 @@ func (e *emitter) register() {
 	body := []jen.Code{
 		jen.Id("p").Op(":=").Qual(chatPkg, "NewPackage").Call(jen.Lit(e.m.pkg.PkgPath)),
 	}
+	body = append(body, e.routes()...)
 	for _, b := range e.m.beans {
 		if b.ctor == nil || len(b.ctor.deps) == 0 {
 			continue
@@ -122,14 +124,9 @@ func (e *emitter) register() {
 		))
 	}
 	body = append(body, jen.Return(jen.Id("p")))
-	e.f.Comment(fmt.Sprintf("Register returns the chat registration of package %s.", e.m.pkg.Name))
-	if len(e.m.deps) > 0 {
-		e.f.Comment("Its scoped beans are built with the dependencies in deps. Pass the")
-	} else {
-		e.f.Comment("Pass the")
-	}
-	e.f.Comment("registration to chat.WithPackages (or to the router) so that scoped beans")
-	e.f.Comment("whose constructors need dependencies can be created.")
+	e.f.Comment(fmt.Sprintf("Register returns the chat registration of package %s: its routes, error", e.m.pkg.Name))
+	e.f.Comment("handlers and the providers of its scoped beans. Pass it to chat.NewRouter,")
+	e.f.Comment("or to chat.WithPackages to use the beans without a router.")
 	e.f.Func().Id("Register").Params(params...).Op("*").Qual(chatPkg, "Package").Block(body...)
 	e.f.Line()
 }
@@ -295,7 +292,7 @@ func (e *emitter) proxyMethod(b *beanModel, mm *methodModel) {
 // assertions writes compile-time checks that fail when the annotated
 // source changed since the file was generated.
 func (e *emitter) assertions() {
-	var checks []jen.Code
+	checks := e.routeAssertions()
 	for _, b := range e.m.beans {
 		if b.ctor != nil {
 			checks = append(checks, jen.Var().Id("_").Add(e.typ(b.ctor.fn.Type())).Op("=").Id(b.ctor.fn.Name()))

@@ -1,7 +1,9 @@
 package gen
 
 import (
+	"cmp"
 	"go/ast"
+	"slices"
 	"go/token"
 
 	"golang.org/x/tools/go/packages"
@@ -11,8 +13,11 @@ import (
 type pkgModel struct {
 	fset  *token.FileSet
 	pkg   *packages.Package
-	beans []*beanModel
-	deps  []*depModel
+	beans   []*beanModel
+	deps    []*depModel
+	routes  []*routeModel
+	events  []*eventModel
+	catches []*catchModel
 
 	// generated is every package-level identifier the output declares.
 	generated map[string]token.Pos
@@ -21,7 +26,9 @@ type pkgModel struct {
 	extraNodes []ast.Node
 }
 
-func (m *pkgModel) empty() bool { return len(m.beans) == 0 }
+func (m *pkgModel) empty() bool {
+	return len(m.beans) == 0 && len(m.routes) == 0 && len(m.events) == 0 && len(m.catches) == 0
+}
 
 // generates reports whether the output declares name.
 func (m *pkgModel) generates(name string) bool {
@@ -54,16 +61,34 @@ func analyze(fset *token.FileSet, pkg *packages.Package, anns []*Annotated, diag
 	if len(anns) > 0 {
 		m.declare("Register", anns[0].Node.Pos(), "this package's //chat: directives", diags)
 	}
+	// Scoped types first: routes look their receivers up among them.
 	for _, a := range anns {
+		if d, ok := a.First("scoped"); ok {
+			m.analyzeBean(a, d, diags)
+		}
+	}
+	for _, a := range anns {
+		_, isRoute := a.First("route")
 		for _, d := range a.Directives {
 			switch d.Name {
 			case "scoped":
-				m.analyzeBean(a, d, diags)
+			case "route":
+				m.analyzeRoute(a, d, diags)
+			case "event":
+				if a.Target&targetTypes != 0 {
+					m.analyzeEvent(a, d, diags)
+				} else if !isRoute {
+					diags.Errorf(fset.Position(d.Pos), "//chat:event on %s needs //chat:route: it names the event type of the route's result", a.Name)
+				}
+			case "catch":
+				m.analyzeCatch(a, d, diags)
 			default:
 				diags.Errorf(fset.Position(d.Pos), "//chat:%s is not supported by this version of chatgen yet", d.Name)
 			}
 		}
 	}
+	slices.SortFunc(m.beans, func(a, b *beanModel) int { return cmp.Compare(a.obj.Pos(), b.obj.Pos()) })
+	m.checkRoutes(diags)
 	m.analyzeDeps(diags)
 	return m
 }

@@ -1,0 +1,455 @@
+package gen
+
+import (
+	"fmt"
+	"go/ast"
+	"go/token"
+	"go/types"
+	"slices"
+)
+
+// routeModel is one //chat:route.
+type routeModel struct {
+	name    string
+	def     bool
+	roles   []string
+	dirPos  token.Pos
+	fn      *types.Func
+	sig     *types.Signature
+	bean    *beanModel // the receiver's bean; nil for a func
+	params  []routeParam
+	result  *routeResult // nil when the route returns no value
+	errRes  bool         // the route returns an error (last result)
+	event   string       // the method's own //chat:event type
+	isIface bool         // a method of an interface bean
+}
+
+type paramKind uint8
+
+const (
+	paramData     paramKind = iota // decoded from the request data key of its name
+	paramContext                   // the context
+	paramUser                      // the user's text
+	paramRequest                   // *chat.RouteRequest
+	paramResponse                  // *chat.ResponseChannel
+)
+
+type routeParam struct {
+	name string
+	typ  types.Type
+	kind paramKind
+}
+
+type resultKind uint8
+
+const (
+	resultValue resultKind = iota // SendValue
+	resultSeq                     // iter.Seq[string]
+	resultSeq2                    // iter.Seq2[string, error]
+)
+
+type routeResult struct {
+	typ     types.Type
+	kind    resultKind
+	nilable bool // compare with nil before sending
+}
+
+// eventModel is a type with //chat:event.
+type eventModel struct {
+	obj  *types.TypeName
+	name string
+	pos  token.Pos
+}
+
+// catchModel is a //chat:catch error handler.
+type catchModel struct {
+	fn        *types.Func
+	route     string
+	routePos  token.Pos
+	errType   types.Type
+	iface     bool
+	takesCtx  bool
+	returnsEr bool
+}
+
+var userParamNames = []string{"userMessage", "msg", "message"}
+
+// analyzeRoute checks a //chat:route on a method or func.
+func (m *pkgModel) analyzeRoute(a *Annotated, d *Directive, diags *Diagnostics) {
+	r := &routeModel{name: d.Args[0].Value, def: d.Flag("default"), dirPos: d.Pos}
+	if kv, ok := d.Key("roles"); ok {
+		r.roles = kv.List()
+	}
+	pos := m.fset.Position(d.Pos)
+	var obj types.Object
+	switch n := a.Node.(type) {
+	case *ast.FuncDecl:
+		obj = m.pkg.TypesInfo.Defs[n.Name]
+	case *ast.Field:
+		if len(n.Names) > 0 {
+			obj = m.pkg.TypesInfo.Defs[n.Names[0]]
+		}
+	}
+	fn, _ := obj.(*types.Func)
+	if fn == nil {
+		diags.Errorf(pos, "cannot resolve %s", a.Name)
+		return
+	}
+	r.fn = fn
+	r.sig = fn.Type().(*types.Signature)
+	if a.Target == TargetMethod || a.Target == TargetInterfaceMethod {
+		r.bean = m.routeBean(a, d, diags)
+		if r.bean == nil {
+			return
+		}
+		r.isIface = r.bean.iface
+	}
+	if ev, ok := a.First("event"); ok {
+		r.event = ev.Args[0].Value
+	}
+
+	// Parameters.
+	params := r.sig.Params()
+	userName := ""
+	userKV, hasUserKey := d.Key("user")
+	if hasUserKey {
+		userName = userKV.Value
+		found := false
+		for i := range params.Len() {
+			if p := params.At(i); p.Name() == userName {
+				found = true
+				if !isString(p.Type()) {
+					diags.Errorf(m.fset.Position(userKV.ValuePos), "//chat:route %s: user=%s names a parameter of type %s; the user's text is a string", r.name, userName, m.typeString(p.Type()))
+				}
+			}
+		}
+		if !found {
+			diags.Errorf(m.fset.Position(userKV.ValuePos), "//chat:route %s: user=%s names no parameter of %s", r.name, userName, fn.Name())
+		}
+	} else {
+		for _, cand := range userParamNames {
+			if i := paramIndex(params, cand); i >= 0 && isString(params.At(i).Type()) {
+				userName = cand
+				break
+			}
+		}
+	}
+	if r.sig.Variadic() {
+		diags.Errorf(m.fset.Position(fn.Pos()), "route %s: %s cannot be variadic", r.name, fn.Name())
+		return
+	}
+	ok := true
+	for i := range params.Len() {
+		p := params.At(i)
+		rp := routeParam{name: p.Name(), typ: p.Type()}
+		ppos := m.fset.Position(p.Pos())
+		if !p.Pos().IsValid() {
+			ppos = m.fset.Position(fn.Pos())
+		}
+		switch {
+		case isContext(p.Type()):
+			rp.kind = paramContext
+		case isChatType(p.Type(), "RouteRequest"):
+			rp.kind = paramRequest
+		case isChatType(p.Type(), "ResponseChannel"):
+			rp.kind = paramResponse
+		case p.Name() == "" || p.Name() == "_":
+			diags.Errorf(ppos, "route %s: parameter %d of %s needs a name: route parameters are bound to the request data key of their name", r.name, i+1, fn.Name())
+			ok = false
+		case p.Name() == userName:
+			rp.kind = paramUser
+		default:
+			if why := notDecodable(p.Type(), nil); why != "" {
+				diags.Errorf(ppos, "route %s: parameter %s has type %s, which cannot be decoded from JSON request data (%s)", r.name, p.Name(), m.typeString(p.Type()), why)
+				ok = false
+			}
+		}
+		r.params = append(r.params, rp)
+	}
+
+	// Results.
+	res := r.sig.Results()
+	n := res.Len()
+	if n > 0 && isError(res.At(n-1).Type()) {
+		r.errRes = true
+		n--
+	}
+	switch {
+	case n > 1 || (n == 1 && res.Len() == 2 && !r.errRes):
+		diags.Errorf(m.fset.Position(fn.Pos()), "route %s: %s must return at most one value and an error", r.name, fn.Name())
+		ok = false
+	case n == 1:
+		t := res.At(0).Type()
+		rr := &routeResult{typ: t}
+		if seq, elem, isSeq := iterSeq(t); isSeq {
+			switch {
+			case seq == "Seq" && isString(elem[0]):
+				rr.kind = resultSeq
+			case seq == "Seq2" && isString(elem[0]) && isError(elem[1]):
+				rr.kind = resultSeq2
+			default:
+				diags.Errorf(m.fset.Position(fn.Pos()), "route %s: a route can stream iter.Seq[string] or iter.Seq2[string, error], not %s", r.name, m.typeString(t))
+				ok = false
+			}
+		} else {
+			switch t.Underlying().(type) {
+			case *types.Pointer, *types.Interface, *types.Map, *types.Slice:
+				rr.nilable = true
+			case *types.Signature, *types.Chan:
+				diags.Errorf(m.fset.Position(fn.Pos()), "route %s: a route cannot return %s: it cannot be sent as an event", r.name, m.typeString(t))
+				ok = false
+			}
+		}
+		r.result = rr
+	}
+	if !ok {
+		return
+	}
+	m.routes = append(m.routes, r)
+}
+
+// routeBean returns the bean of a route method's receiver. A struct with
+// no //chat:scoped is chat-scoped implicitly.
+func (m *pkgModel) routeBean(a *Annotated, d *Directive, diags *Diagnostics) *beanModel {
+	for _, b := range m.beans {
+		if b.obj.Name() == a.Recv {
+			return b
+		}
+	}
+	spec := m.typeSpec(a.Recv)
+	if spec == nil {
+		diags.Errorf(m.fset.Position(d.Pos), "cannot find the declaration of %s", a.Recv)
+		return nil
+	}
+	if _, isIface := spec.Type.(*ast.InterfaceType); isIface {
+		diags.Errorf(m.fset.Position(d.Pos), "//chat:route on a method of %s: the interface needs //chat:scoped (or //chat:ai)", a.Recv)
+		return nil
+	}
+	if _, isStruct := spec.Type.(*ast.StructType); !isStruct {
+		diags.Errorf(m.fset.Position(d.Pos), "//chat:route on a method of %s: routes live on struct types, scoped interfaces or funcs", a.Recv)
+		return nil
+	}
+	return m.addBean(spec, "KindChat", "the routes of "+a.Recv, diags)
+}
+
+func (m *pkgModel) typeSpec(name string) *ast.TypeSpec {
+	obj := m.pkg.Types.Scope().Lookup(name)
+	if obj == nil {
+		return nil
+	}
+	for _, f := range m.pkg.Syntax {
+		for _, decl := range f.Decls {
+			gd, ok := decl.(*ast.GenDecl)
+			if !ok || gd.Tok != token.TYPE {
+				continue
+			}
+			for _, s := range gd.Specs {
+				if ts := s.(*ast.TypeSpec); ts.Name.Pos() == obj.Pos() {
+					return ts
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// analyzeEvent checks //chat:event on a type; on routes it is read by
+// analyzeRoute.
+func (m *pkgModel) analyzeEvent(a *Annotated, d *Directive, diags *Diagnostics) {
+	spec, ok := a.Node.(*ast.TypeSpec)
+	if !ok {
+		return
+	}
+	obj, _ := m.pkg.TypesInfo.Defs[spec.Name].(*types.TypeName)
+	if obj == nil {
+		return
+	}
+	pos := m.fset.Position(d.Pos)
+	if _, isIface := obj.Type().Underlying().(*types.Interface); isIface {
+		diags.Errorf(pos, "//chat:event cannot annotate the interface %s: put it on the types that implement it", obj.Name())
+		return
+	}
+	if spec.Assign.IsValid() || spec.TypeParams != nil {
+		diags.Errorf(pos, "//chat:event cannot annotate %s: an alias or generic type cannot have methods added", obj.Name())
+		return
+	}
+	if sel := types.NewMethodSet(types.NewPointer(obj.Type())).Lookup(m.pkg.Types, "ChatEventType"); sel != nil {
+		diags.Errorf(pos, "//chat:event on %s: the type already has a ChatEventType method", obj.Name())
+		return
+	}
+	m.events = append(m.events, &eventModel{obj: obj, name: d.Args[0].Value, pos: d.Pos})
+}
+
+// analyzeCatch checks a //chat:catch error handler: func([ctx,] err E) [error].
+func (m *pkgModel) analyzeCatch(a *Annotated, d *Directive, diags *Diagnostics) {
+	fd, ok := a.Node.(*ast.FuncDecl)
+	if !ok {
+		return
+	}
+	fn, _ := m.pkg.TypesInfo.Defs[fd.Name].(*types.Func)
+	if fn == nil {
+		return
+	}
+	c := &catchModel{fn: fn}
+	if kv, ok := d.Key("route"); ok {
+		c.route, c.routePos = kv.Value, kv.ValuePos
+	}
+	sig := fn.Type().(*types.Signature)
+	pos := m.fset.Position(fd.Name.Pos())
+	params := sig.Params()
+	i := 0
+	if params.Len() > 0 && isContext(params.At(0).Type()) {
+		c.takesCtx = true
+		i = 1
+	}
+	errorIface := types.Universe.Lookup("error").Type().Underlying().(*types.Interface)
+	if params.Len() != i+1 || !types.Implements(params.At(i).Type(), errorIface) {
+		diags.Errorf(pos, "//chat:catch %s must take ([ctx context.Context,] err E) where E is an error type", fn.Name())
+		return
+	}
+	c.errType = params.At(i).Type()
+	_, c.iface = c.errType.Underlying().(*types.Interface)
+	res := sig.Results()
+	switch {
+	case res.Len() == 0:
+	case res.Len() == 1 && isError(res.At(0).Type()):
+		c.returnsEr = true
+	default:
+		diags.Errorf(pos, "//chat:catch %s must return nothing or an error", fn.Name())
+		return
+	}
+	m.catches = append(m.catches, c)
+}
+
+// checkRoutes checks what needs every route: unique names, one default,
+// catch handlers naming known routes.
+func (m *pkgModel) checkRoutes(diags *Diagnostics) {
+	seen := map[string]*routeModel{}
+	var def *routeModel
+	for _, r := range m.routes {
+		if prev, dup := seen[r.name]; dup {
+			diags.Errorf(m.fset.Position(r.dirPos), "route %s is declared twice", r.name).Related = []Related{
+				{Pos: m.fset.Position(prev.dirPos), Message: "first declared here"},
+			}
+			continue
+		}
+		seen[r.name] = r
+		if r.def {
+			if def != nil {
+				diags.Errorf(m.fset.Position(r.dirPos), "route %s: a second default route", r.name).Related = []Related{
+					{Pos: m.fset.Position(def.dirPos), Message: "the default route is " + def.name},
+				}
+				continue
+			}
+			def = r
+		}
+	}
+	for _, c := range m.catches {
+		if c.route != "" && seen[c.route] == nil {
+			names := make([]string, 0, len(seen))
+			for n := range seen {
+				names = append(names, n)
+			}
+			slices.Sort(names)
+			msg := fmt.Sprintf("//chat:catch %s: no route %s in this package", c.fn.Name(), c.route)
+			if s, ok := suggest(c.route, names); ok {
+				msg += fmt.Sprintf("; did you mean %s?", s)
+			}
+			diags.Errorf(m.fset.Position(c.routePos), "%s", msg)
+		}
+	}
+}
+
+func paramIndex(t *types.Tuple, name string) int {
+	for i := range t.Len() {
+		if t.At(i).Name() == name {
+			return i
+		}
+	}
+	return -1
+}
+
+func isString(t types.Type) bool {
+	b, ok := t.Underlying().(*types.Basic)
+	return ok && b.Kind() == types.String && types.Identical(t, types.Typ[types.String])
+}
+
+func isChatType(t types.Type, name string) bool {
+	p, ok := t.(*types.Pointer)
+	if !ok {
+		return false
+	}
+	n, ok := p.Elem().(*types.Named)
+	return ok && n.Obj().Pkg() != nil && n.Obj().Pkg().Path() == chatPkg && n.Obj().Name() == name
+}
+
+// iterSeq reports whether t is iter.Seq[E] or iter.Seq2[K, V].
+func iterSeq(t types.Type) (string, []types.Type, bool) {
+	var obj *types.TypeName
+	var args *types.TypeList
+	switch t := t.(type) {
+	case *types.Named:
+		obj, args = t.Obj(), t.TypeArgs()
+	case *types.Alias:
+		obj, args = t.Obj(), t.TypeArgs()
+	default:
+		return "", nil, false
+	}
+	if obj.Pkg() == nil || obj.Pkg().Path() != "iter" || (obj.Name() != "Seq" && obj.Name() != "Seq2") {
+		return "", nil, false
+	}
+	var elems []types.Type
+	for i := range args.Len() {
+		elems = append(elems, args.At(i))
+	}
+	return obj.Name(), elems, true
+}
+
+// notDecodable explains why encoding/json cannot decode into t, or
+// returns "".
+func notDecodable(t types.Type, seen map[types.Type]bool) string {
+	if seen[t] {
+		return ""
+	}
+	if seen == nil {
+		seen = map[types.Type]bool{}
+	}
+	seen[t] = true
+	switch u := t.Underlying().(type) {
+	case *types.Signature:
+		return "a func"
+	case *types.Chan:
+		return "a channel"
+	case *types.Basic:
+		switch u.Kind() {
+		case types.UnsafePointer:
+			return "unsafe.Pointer"
+		case types.Complex64, types.Complex128:
+			return "a complex number"
+		}
+	case *types.Interface:
+		if !u.Empty() && !isNamed(t) {
+			return "an interface with methods"
+		}
+		if !u.Empty() {
+			return "an interface type: JSON cannot choose its implementation"
+		}
+	case *types.Pointer:
+		return notDecodable(u.Elem(), seen)
+	case *types.Slice:
+		return notDecodable(u.Elem(), seen)
+	case *types.Array:
+		return notDecodable(u.Elem(), seen)
+	case *types.Map:
+		return notDecodable(u.Elem(), seen)
+	}
+	return ""
+}
+
+func isNamed(t types.Type) bool {
+	switch t.(type) {
+	case *types.Named, *types.Alias:
+		return true
+	}
+	return false
+}
