@@ -163,7 +163,6 @@ func (e *emitter) routeAssertions() []jen.Code {
 	return out
 }
 
-
 // field renders one "Name: value," line of a composite literal.
 func field(name string, value jen.Code) jen.Code {
 	return jen.Line().Id(name).Op(":").Add(value)

@@ -3,16 +3,16 @@ package gen
 import (
 	"cmp"
 	"go/ast"
-	"slices"
 	"go/token"
+	"slices"
 
 	"golang.org/x/tools/go/packages"
 )
 
 // pkgModel is everything chatgen generates for one package, checked.
 type pkgModel struct {
-	fset  *token.FileSet
-	pkg   *packages.Package
+	fset    *token.FileSet
+	pkg     *packages.Package
 	beans   []*beanModel
 	deps    []*depModel
 	routes  []*routeModel
