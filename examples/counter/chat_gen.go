@@ -19,10 +19,9 @@ type Deps struct {
 	Journal *Journal
 }
 
-// Register returns the chat registration of package main.
-// Its scoped beans are built with the dependencies in deps. Pass the
-// registration to chat.WithPackages (or to the router) so that scoped beans
-// whose constructors need dependencies can be created.
+// Register returns the chat registration of package main: its routes, error
+// handlers and the providers of its scoped beans. Pass it to chat.NewRouter,
+// or to chat.WithPackages to use the beans without a router.
 func Register(deps Deps) *chat.Package {
 	p := chat.NewPackage("github.com/chatscopes/chatgen/examples/counter")
 	chat.Provide(p, chatBeanTally, func(ctx context.Context) (*Tally, error) {
