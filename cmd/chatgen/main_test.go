@@ -1,0 +1,82 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// module writes a temporary module holding one package with src as a.go,
+// resolving chatgen to this repository, and makes it the working directory.
+func module(t *testing.T, src string) string {
+	t.Helper()
+	root, err := filepath.Abs("../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	gomod := fmt.Sprintf("module example.com/m\n\ngo 1.26\n\nrequire github.com/chatscopes/chatgen v0.0.0\n\nreplace github.com/chatscopes/chatgen => %s\n", root)
+	sum, err := os.ReadFile(filepath.Join(root, "go.sum"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, data := range map[string][]byte{"go.mod": []byte(gomod), "go.sum": sum, "a.go": []byte(src)} {
+		if err := os.WriteFile(filepath.Join(dir, name), data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Setenv("GOFLAGS", "-mod=mod")
+	t.Setenv("GOPROXY", "off")
+	t.Setenv("GOWORK", "off")
+	t.Chdir(dir)
+	return dir
+}
+
+func TestHelpListsDirectives(t *testing.T) {
+	var stdout, stderr bytes.Buffer
+	if code := run(context.Background(), []string{"-h"}, &stdout, &stderr); code != 0 {
+		t.Fatalf("exit %d", code)
+	}
+	for _, want := range []string{"usage: chatgen", "//chat:scoped", "//chat:route", "//chat:catch"} {
+		if !strings.Contains(stderr.String(), want) {
+			t.Errorf("help lacks %q:\n%s", want, stderr.String())
+		}
+	}
+}
+
+func TestErrorsWriteNothing(t *testing.T) {
+	dir := module(t, "package m\n\n//chat:scope\ntype A struct{}\n\n//chat:scoped per-chat invocation\ntype B struct{}\n")
+	var stdout, stderr bytes.Buffer
+	if code := run(context.Background(), nil, &stdout, &stderr); code != 1 {
+		t.Fatalf("exit %d, want 1; stderr:\n%s", code, stderr.String())
+	}
+	want := "a.go:3:1: unknown directive //chat:scope; did you mean //chat:scoped?\n" +
+		"a.go:6:24: //chat:scoped takes at most one of chat, per-chat, invocation\n" +
+		"chatgen: 2 errors\n"
+	if stderr.String() != want {
+		t.Fatalf("stderr:\n%s\nwant:\n%s", stderr.String(), want)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "chat_gen.go")); !os.IsNotExist(err) {
+		t.Fatalf("chat_gen.go written despite errors (stat: %v)", err)
+	}
+}
+
+func TestWritesOnceThenNothing(t *testing.T) {
+	dir := module(t, "package m\n\n//chat:scoped\ntype A struct{ n int }\n\nfunc (a *A) N() int { return a.n }\n")
+	var stdout, stderr bytes.Buffer
+	if code := run(context.Background(), []string{"-v"}, &stdout, &stderr); code != 0 {
+		t.Fatalf("exit %d; stderr:\n%s", code, stderr.String())
+	}
+	out := filepath.Join(dir, "chat_gen.go")
+	if !strings.Contains(stdout.String(), "wrote "+out) {
+		t.Fatalf("stdout %q, want the file written", stdout.String())
+	}
+	stdout.Reset()
+	if code := run(context.Background(), []string{"-v"}, &stdout, &stderr); code != 0 || stdout.Len() != 0 {
+		t.Fatalf("second run: exit %d, stdout %q; want no change", code, stdout.String())
+	}
+}
