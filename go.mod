@@ -2,14 +2,16 @@ module github.com/chatscopes/chatgen
 
 go 1.26.0
 
-require github.com/google/uuid v1.6.0
+require (
+	github.com/dave/jennifer v1.7.1
+	github.com/google/uuid v1.6.0
+	github.com/tmc/langchaingo v0.1.14
+	golang.org/x/tools v0.52.0
+)
 
 require (
-	github.com/dave/jennifer v1.7.1 // indirect
 	github.com/dlclark/regexp2 v1.10.0 // indirect
 	github.com/pkoukk/tiktoken-go v0.1.6 // indirect
-	github.com/tmc/langchaingo v0.1.14 // indirect
 	golang.org/x/mod v0.42.0 // indirect
 	golang.org/x/sync v0.24.0 // indirect
-	golang.org/x/tools v0.52.0 // indirect
 )

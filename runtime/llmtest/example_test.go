@@ -1,0 +1,69 @@
+package llmtest_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log"
+
+	"github.com/tmc/langchaingo/llms"
+	"github.com/tmc/langchaingo/llms/openai"
+
+	"github.com/chatscopes/chatgen/runtime/llmtest"
+)
+
+// A scripted tool loop through langchaingo's real OpenAI client.
+func Example() {
+	srv := llmtest.NewServer(llmtest.Sequence(
+		llmtest.Reply{ToolCalls: []llmtest.ToolCall{{Name: "weather", Arguments: `{"city":"Paris"}`}}},
+		llmtest.Reply{Text: "It is sunny in Paris."},
+	))
+	defer srv.Close()
+
+	llm, err := openai.New(openai.WithBaseURL(srv.URL), openai.WithToken("test"), openai.WithModel("scripted"))
+	if err != nil {
+		log.Fatal(err)
+	}
+	ctx := context.Background()
+	tools := llms.WithTools([]llms.Tool{{Type: "function", Function: &llms.FunctionDefinition{
+		Name:       "weather",
+		Parameters: json.RawMessage(`{"type":"object","properties":{"city":{"type":"string"}}}`),
+	}}})
+	msgs := []llms.MessageContent{llms.TextParts(llms.ChatMessageTypeHuman, "Weather in Paris?")}
+
+	resp, err := llm.GenerateContent(ctx, msgs, tools)
+	if err != nil {
+		log.Fatal(err)
+	}
+	call := resp.Choices[0].ToolCalls[0]
+	fmt.Println("tool call:", call.ID, call.FunctionCall.Name, call.FunctionCall.Arguments)
+
+	msgs = append(msgs,
+		llms.MessageContent{Role: llms.ChatMessageTypeAI, Parts: []llms.ContentPart{call}},
+		llms.MessageContent{Role: llms.ChatMessageTypeTool, Parts: []llms.ContentPart{
+			llms.ToolCallResponse{ToolCallID: call.ID, Name: "weather", Content: "sunny"},
+		}})
+	var streamed []string
+	resp, err = llm.GenerateContent(ctx, msgs, tools, llms.WithStreamingFunc(func(_ context.Context, chunk []byte) error {
+		if len(chunk) > 0 {
+			streamed = append(streamed, string(chunk))
+		}
+		return nil
+	}))
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Printf("answer: %s (%s)\n", resp.Choices[0].Content, resp.Choices[0].StopReason)
+	fmt.Printf("chunks: %q\n", streamed)
+
+	for _, req := range srv.Requests() {
+		fmt.Printf("request %d: %d messages, tools %v, stream %v, last tool results %d\n",
+			req.Index, len(req.Messages), req.ToolNames(), req.Stream, len(req.LastToolResults()))
+	}
+	// Output:
+	// tool call: call_1 weather {"city":"Paris"}
+	// answer: It is sunny in Paris. (stop)
+	// chunks: ["It " "is " "sunny " "in " "Paris."]
+	// request 0: 1 messages, tools [weather], stream false, last tool results 0
+	// request 1: 3 messages, tools [weather], stream true, last tool results 1
+}

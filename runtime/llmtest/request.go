@@ -1,0 +1,163 @@
+package llmtest
+
+import (
+	"slices"
+	"strings"
+
+	"github.com/tmc/langchaingo/llms"
+)
+
+// Request records what the model was asked in one call.
+type Request struct {
+	// Index is the 0-based number of the call on its Model or Server.
+	Index int
+	// Model is the requested model name: the llms.WithModel option, else the
+	// Model's name (in-process); the request's "model" field (HTTP).
+	Model string
+	// Messages is the conversation as received. Over HTTP it is converted
+	// back from the OpenAI wire format: roles, text and image parts,
+	// assistant tool calls (ID, name, arguments) and one
+	// llms.ToolCallResponse per tool message (tool_call_id, content, and the
+	// name of the answered call when an earlier assistant message has it).
+	Messages []llms.MessageContent
+	// Tools are the tools offered to the model. In-process they are as
+	// passed (plus the deprecated llms.WithFunctions definitions); over HTTP
+	// their Parameters are the decoded JSON (map[string]any).
+	Tools []llms.Tool
+	// ToolChoice is the tool choice as passed (in-process) or decoded from
+	// JSON (HTTP: a string such as "auto", or a map).
+	ToolChoice any
+	// Stream reports whether the answer was streamed.
+	Stream bool
+	// JSONMode reports whether JSON output was requested
+	// (llms.WithJSONMode; response_format {"type":"json_object"}).
+	JSONMode bool
+	// MaxTokens is the requested answer limit (llms.WithMaxTokens;
+	// max_completion_tokens or max_tokens), 0 when unset.
+	MaxTokens int
+	// PromptTokens estimates the size of the prompt (messages and tool
+	// definitions); see [EstimatePromptTokens].
+	PromptTokens int
+	// Body is the raw HTTP request body; nil in-process.
+	Body []byte
+}
+
+// LastUserText returns the text of the last user (human) message, or "".
+func (r *Request) LastUserText() string {
+	for i := len(r.Messages) - 1; i >= 0; i-- {
+		if r.Messages[i].Role == llms.ChatMessageTypeHuman {
+			return messageText(r.Messages[i])
+		}
+	}
+	return ""
+}
+
+// LastToolResults returns the tool results the request ends with: those of
+// the tool messages after the last assistant message, in order. A result
+// without a name gets the name of the assistant's tool call with the same
+// id. It returns nil when the last message is not a tool message.
+func (r *Request) LastToolResults() []llms.ToolCallResponse {
+	var out []llms.ToolCallResponse
+	i := len(r.Messages) - 1
+	for ; i >= 0 && r.Messages[i].Role == llms.ChatMessageTypeTool; i-- {
+		for _, p := range r.Messages[i].Parts {
+			if tr, ok := p.(llms.ToolCallResponse); ok {
+				out = append(out, tr)
+			}
+		}
+	}
+	slices.Reverse(out)
+	names := toolCallNames(r.Messages)
+	for k := range out {
+		if out[k].Name == "" {
+			out[k].Name = names[out[k].ToolCallID]
+		}
+	}
+	return out
+}
+
+// ToolNames returns the names of the offered tools, in order.
+func (r *Request) ToolNames() []string {
+	var names []string
+	for _, t := range r.Tools {
+		if t.Function != nil {
+			names = append(names, t.Function.Name)
+		}
+	}
+	return names
+}
+
+// clone returns a deep copy of r (except tool parameters and tool choice,
+// which are shared).
+func (r *Request) clone() Request {
+	c := *r
+	c.Messages = cloneMessages(r.Messages)
+	if r.Tools != nil {
+		c.Tools = make([]llms.Tool, len(r.Tools))
+		for i, t := range r.Tools {
+			if t.Function != nil {
+				f := *t.Function
+				t.Function = &f
+			}
+			c.Tools[i] = t
+		}
+	}
+	c.Body = slices.Clone(r.Body)
+	return c
+}
+
+// cloneMessages deep-copies messages, down to the tool calls' function calls.
+func cloneMessages(msgs []llms.MessageContent) []llms.MessageContent {
+	if msgs == nil {
+		return nil
+	}
+	out := make([]llms.MessageContent, len(msgs))
+	for i, m := range msgs {
+		parts := make([]llms.ContentPart, len(m.Parts))
+		for j, p := range m.Parts {
+			switch p := p.(type) {
+			case llms.ToolCall:
+				if p.FunctionCall != nil {
+					fc := *p.FunctionCall
+					p.FunctionCall = &fc
+				}
+				parts[j] = p
+			case llms.BinaryContent:
+				p.Data = slices.Clone(p.Data)
+				parts[j] = p
+			default:
+				parts[j] = p
+			}
+		}
+		out[i] = llms.MessageContent{Role: m.Role, Parts: parts}
+	}
+	return out
+}
+
+// messageText joins the text parts of m.
+func messageText(m llms.MessageContent) string {
+	var b strings.Builder
+	for _, p := range m.Parts {
+		if t, ok := p.(llms.TextContent); ok {
+			b.WriteString(t.Text)
+		}
+	}
+	return b.String()
+}
+
+// toolCallNames maps the ids of the assistant tool calls in msgs to their
+// tool names.
+func toolCallNames(msgs []llms.MessageContent) map[string]string {
+	names := map[string]string{}
+	for _, m := range msgs {
+		if m.Role != llms.ChatMessageTypeAI {
+			continue
+		}
+		for _, p := range m.Parts {
+			if tc, ok := p.(llms.ToolCall); ok && tc.FunctionCall != nil {
+				names[tc.ID] = tc.FunctionCall.Name
+			}
+		}
+	}
+	return names
+}
