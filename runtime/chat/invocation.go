@@ -2,15 +2,21 @@ package chat
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"log/slog"
 	"sync"
+
+	"github.com/google/uuid"
 )
 
 // An invocation holds the invocation-scoped beans of one top-level call.
 type invocation struct {
-	mu    sync.Mutex
-	beans []beanEntry
-	ended bool
+	id       string
+	mu       sync.Mutex
+	beans    []beanEntry
+	cleanups []func(context.Context) error
+	ended    bool
 }
 
 type invocationKey struct{}
@@ -24,7 +30,7 @@ func BeginInvocation(ctx context.Context) (context.Context, func()) {
 	if inv, _ := ctx.Value(invocationKey{}).(*invocation); inv != nil {
 		return ctx, func() {}
 	}
-	inv := &invocation{}
+	inv := &invocation{id: uuid.NewString()}
 	return context.WithValue(ctx, invocationKey{}, inv), func() { inv.end(ctx) }
 }
 
@@ -34,13 +40,46 @@ func InInvocation(ctx context.Context) bool {
 	return inv != nil
 }
 
+// InvocationID returns the random id of the invocation active in ctx: AI
+// services use it as the memory id of invocation-scoped calls.
+func InvocationID(ctx context.Context) (string, bool) {
+	inv, _ := ctx.Value(invocationKey{}).(*invocation)
+	if inv == nil {
+		return "", false
+	}
+	return inv.id, true
+}
+
+// OnInvocationEnd registers fn to run when the invocation active in ctx
+// ends, after its beans are closed (AI services delete the memory of an
+// invocation with it). Without an active invocation the error matches
+// [ErrNotActive].
+func OnInvocationEnd(ctx context.Context, fn func(context.Context) error) error {
+	inv, _ := ctx.Value(invocationKey{}).(*invocation)
+	if inv == nil {
+		return fmt.Errorf("chat: on invocation end: %w", ErrNotActive)
+	}
+	inv.mu.Lock()
+	defer inv.mu.Unlock()
+	if inv.ended {
+		return fmt.Errorf("chat: on invocation end: the invocation is over: %w", ErrNotActive)
+	}
+	inv.cleanups = append(inv.cleanups, fn)
+	return nil
+}
+
 func (inv *invocation) end(ctx context.Context) {
 	inv.mu.Lock()
 	beans := inv.beans
-	inv.beans = nil
+	cleanups := inv.cleanups
+	inv.beans, inv.cleanups = nil, nil
 	inv.ended = true
 	inv.mu.Unlock()
-	if err := closeBeans(beans); err != nil {
+	errs := []error{closeBeans(beans)}
+	for i := len(cleanups) - 1; i >= 0; i-- {
+		errs = append(errs, callCleanup(ctx, cleanups[i]))
+	}
+	if err := errors.Join(errs...); err != nil {
 		logger := slog.Default()
 		if c := conversationFrom(ctx); c != nil {
 			logger = c.logger
