@@ -30,7 +30,7 @@ func BeginInvocation(ctx context.Context) (context.Context, func()) {
 	if inv, _ := ctx.Value(invocationKey{}).(*invocation); inv != nil {
 		return ctx, func() {}
 	}
-	inv := &invocation{id: uuid.NewString()}
+	inv := &invocation{}
 	return context.WithValue(ctx, invocationKey{}, inv), func() { inv.end(ctx) }
 }
 
@@ -46,6 +46,11 @@ func InvocationID(ctx context.Context) (string, bool) {
 	inv, _ := ctx.Value(invocationKey{}).(*invocation)
 	if inv == nil {
 		return "", false
+	}
+	inv.mu.Lock()
+	defer inv.mu.Unlock()
+	if inv.id == "" { // made on first use: most invocations never need one
+		inv.id = uuid.NewString()
 	}
 	return inv.id, true
 }
