@@ -1,0 +1,128 @@
+package memory_test
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"testing"
+
+	"github.com/chatscopes/chatgen/runtime/memory"
+	"github.com/chatscopes/chatgen/runtime/memory/storetest"
+	"github.com/tmc/langchaingo/llms"
+)
+
+// reference is a direct transcription of langchain4j's add and
+// ensureCapacity (keeping the system message first, evicting after a whole
+// batch, and evicting leading tool results after any eviction), recounting
+// everything on every call.
+func reference(list []llms.MessageContent, batch []llms.MessageContent, maxCost int, cost func(llms.MessageContent) int) []llms.MessageContent {
+	list = slices.Clone(list)
+	for _, m := range batch {
+		if m.Role == llms.ChatMessageTypeSystem {
+			if len(list) > 0 && list[0].Role == llms.ChatMessageTypeSystem {
+				if storetest.Equal(list[:1], []llms.MessageContent{m}) {
+					continue
+				}
+				list = list[1:]
+			}
+			list = slices.Insert(list, 0, m)
+			continue
+		}
+		list = append(list, m)
+	}
+	total := 0
+	for _, m := range list {
+		total += cost(m)
+	}
+	first := 0
+	if len(list) > 0 && list[0].Role == llms.ChatMessageTypeSystem {
+		first = 1
+	}
+	evicted := false
+	for total > maxCost && len(list) > first {
+		total -= cost(list[first])
+		list = slices.Delete(list, first, first+1)
+		evicted = true
+	}
+	for evicted && len(list) > first && list[first].Role == llms.ChatMessageTypeTool {
+		list = slices.Delete(list, first, first+1)
+	}
+	return list
+}
+
+// TestAgainstReference drives both policies over every kind of store with
+// seeded random batches (system messages old and new, tool exchanges,
+// messages bigger than the budget) and compares memory, store and
+// reference after every Add.
+func TestAgainstReference(t *testing.T) {
+	for _, pc := range []struct {
+		name   string
+		policy memory.Policy
+		max    int
+		cost   func(llms.MessageContent) int
+	}{
+		{"Window", memory.Window(7), 7, func(llms.MessageContent) int { return 1 }},
+		{"TokenWindow", memory.TokenWindow(40, testTokens), 40, testTokens},
+	} {
+		for name, s := range stores(t) {
+			t.Run(pc.name+"/"+name, func(t *testing.T) {
+				r := rand.New(rand.NewPCG(7, 11))
+				m := newMemory(t, pc.policy, s)
+				var want []llms.MessageContent
+				call := 0
+				steps := 400
+				if name == "file" {
+					steps = 100
+				}
+				for step := range steps {
+					var batch []llms.MessageContent
+					for range 1 + r.IntN(3) {
+						switch k := r.IntN(10); {
+						case k == 0:
+							batch = append(batch, sys(fmt.Sprint("sys", r.IntN(2))))
+						case k <= 2:
+							call++
+							ids := []string{fmt.Sprint("c", call)}
+							if r.IntN(2) == 0 {
+								call++
+								ids = append(ids, fmt.Sprint("c", call))
+							}
+							batch = append(batch, aiCalls(ids...))
+							for _, id := range ids {
+								batch = append(batch, result(id))
+							}
+						case k == 3:
+							batch = append(batch, human(fmt.Sprintf("%050d", step))) // over any budget
+						case k <= 6:
+							batch = append(batch, human(fmt.Sprint("h", step)))
+						default:
+							batch = append(batch, ai(fmt.Sprint("a", step)))
+						}
+					}
+					add(t, m, batch...)
+					want = reference(want, batch, pc.max, pc.cost)
+					got, err := m.Messages(t.Context())
+					if err != nil {
+						t.Fatal(err)
+					}
+					if !storetest.Equal(got, want) {
+						t.Fatalf("step %d, after adding %s:\n got %s\nwant %s", step, summary(batch), summary(got), summary(want))
+					}
+					stored, err := s.Get(t.Context(), "id")
+					if err != nil {
+						t.Fatal(err)
+					}
+					if !storetest.Equal(stored, want) {
+						t.Fatalf("step %d: store holds %s\nwant %s", step, summary(stored), summary(want))
+					}
+				}
+				// A new memory over the same store sees the same list.
+				m2 := newMemory(t, pc.policy, s)
+				got, _ := m2.Messages(t.Context())
+				if !storetest.Equal(got, want) {
+					t.Fatalf("reloaded: %s\nwant %s", summary(got), summary(want))
+				}
+			})
+		}
+	}
+}

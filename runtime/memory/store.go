@@ -1,0 +1,194 @@
+package memory
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+
+	"github.com/tmc/langchaingo/llms"
+)
+
+// A Store persists the message list of each memory id. It is the analogue
+// of langchain4j's ChatMemoryStore: a [Memory] reads its list from the store
+// when it is built and writes the whole new state after each change.
+//
+// Implementations must be safe for concurrent use and must not retain or
+// hand out slices (or parts) they share with callers. Ids are non-empty
+// UTF-8 strings, possibly long (chatgen's are "<scope id>#<import
+// path>.<Type>.<Method>"); a store may reject the empty id. A store holds no
+// empty lists: updating an id with an empty list is the same as deleting it,
+// and only ids with messages are listed by IDs.
+//
+// [NewInMemoryStore] and [NewFileStore] are the stores of this package;
+// package storetest holds a conformance suite for any other.
+type Store interface {
+	// Get returns the messages of id, oldest first. An unknown id has no
+	// messages and is not an error.
+	Get(ctx context.Context, id string) ([]llms.MessageContent, error)
+	// Update replaces the messages of id with msgs, atomically: a Get
+	// sees either the old list or the new one.
+	Update(ctx context.Context, id string, msgs []llms.MessageContent) error
+	// Delete removes id and its messages. Deleting an unknown id is not an
+	// error.
+	Delete(ctx context.Context, id string) error
+	// IDs lists the ids that have messages, in no particular order.
+	IDs(ctx context.Context) ([]string, error)
+}
+
+// An IncrementalStore is a [Store] that can also apply a [Change] to a list
+// in time proportional to the change rather than to the list. Memories use
+// Apply instead of Update when their store implements it, which keeps adding
+// a message to a long memory cheap.
+type IncrementalStore interface {
+	Store
+	// Apply changes the list of id (empty for an unknown id) to
+	// c.Head ++ list[c.Drop:] ++ c.Tail, atomically. It fails, changing
+	// nothing, when c.Drop is negative or greater than the list's length.
+	// An empty result deletes id.
+	Apply(ctx context.Context, id string, c Change) error
+}
+
+// A Change is an edit of a stored message list: drop messages from the
+// front, put messages in front of what remains, append messages at the end.
+// That is all a window memory ever does to its list: evict the oldest
+// messages, rewrite the pinned system message, add the new ones.
+type Change struct {
+	Drop int                   // how many messages to remove from the front
+	Head []llms.MessageContent // messages to put in front after dropping
+	Tail []llms.MessageContent // messages to append at the end
+}
+
+// InMemoryStore is the default [Store]: message lists in a map, in this
+// process only. It is safe for concurrent use and never aliases the slices
+// callers pass or get. It is an [IncrementalStore]: Apply costs amortised
+// O(size of the change), whatever the length of the list.
+type InMemoryStore struct {
+	mu    sync.RWMutex
+	lists map[string]*memList
+}
+
+// NewInMemoryStore returns an empty in-memory store.
+func NewInMemoryStore() *InMemoryStore {
+	return &InMemoryStore{lists: make(map[string]*memList)}
+}
+
+var _ IncrementalStore = (*InMemoryStore)(nil)
+
+// memList is one stored list: the live messages are buf[head:]. Dropping
+// from the front moves head; the dead prefix is reclaimed (by copying the
+// live messages down) once it is at least as long as the live part, so each
+// dropped message pays O(1) for its share of the copy.
+type memList struct {
+	buf  []llms.MessageContent
+	head int
+}
+
+func (l *memList) live() []llms.MessageContent { return l.buf[l.head:] }
+
+// Get implements [Store].
+func (s *InMemoryStore) Get(ctx context.Context, id string) ([]llms.MessageContent, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	l, ok := s.lists[id]
+	if !ok {
+		return nil, nil
+	}
+	return cloneMessages(l.live()), nil
+}
+
+// Update implements [Store].
+func (s *InMemoryStore) Update(ctx context.Context, id string, msgs []llms.MessageContent) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if len(msgs) == 0 {
+		return s.Delete(ctx, id)
+	}
+	l := &memList{buf: cloneMessages(msgs)}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.lists[id] = l
+	return nil
+}
+
+// Delete implements [Store].
+func (s *InMemoryStore) Delete(ctx context.Context, id string) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.lists, id)
+	return nil
+}
+
+// IDs implements [Store]. The ids are sorted.
+func (s *InMemoryStore) IDs(ctx context.Context) ([]string, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	s.mu.RLock()
+	ids := make([]string, 0, len(s.lists))
+	for id := range s.lists {
+		ids = append(ids, id)
+	}
+	s.mu.RUnlock()
+	slices.Sort(ids)
+	return ids, nil
+}
+
+// compactMin is the smallest dead prefix worth reclaiming.
+const compactMin = 16
+
+// Apply implements [IncrementalStore].
+func (s *InMemoryStore) Apply(ctx context.Context, id string, c Change) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	l := s.lists[id]
+	n := 0
+	if l != nil {
+		n = len(l.buf) - l.head
+	}
+	if c.Drop < 0 || c.Drop > n {
+		return fmt.Errorf("memory: change of %q drops %d of %d messages", id, c.Drop, n)
+	}
+	if n-c.Drop+len(c.Head)+len(c.Tail) == 0 {
+		delete(s.lists, id)
+		return nil
+	}
+	if l == nil {
+		l = &memList{}
+		s.lists[id] = l
+	}
+	// Drop, clearing the slots so the messages can be collected.
+	clear(l.buf[l.head : l.head+c.Drop])
+	l.head += c.Drop
+	// Head goes into the dead prefix when it fits (always, when a window
+	// rewrites its system message after evicting), else the list is rebuilt.
+	if len(c.Head) <= l.head {
+		l.head -= len(c.Head)
+	} else {
+		buf := make([]llms.MessageContent, len(c.Head), len(c.Head)+len(l.buf)-l.head+len(c.Tail))
+		l.buf = append(buf, l.live()...)
+		l.head = 0
+	}
+	for i, m := range c.Head {
+		l.buf[l.head+i] = cloneMessage(m)
+	}
+	for _, m := range c.Tail {
+		l.buf = append(l.buf, cloneMessage(m))
+	}
+	if live := len(l.buf) - l.head; l.head >= compactMin && l.head >= live {
+		copy(l.buf, l.buf[l.head:])
+		clear(l.buf[live:])
+		l.buf, l.head = l.buf[:live], 0
+	}
+	return nil
+}

@@ -1,0 +1,542 @@
+package memory_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/chatscopes/chatgen/runtime/memory"
+	"github.com/chatscopes/chatgen/runtime/memory/storetest"
+	"github.com/tmc/langchaingo/llms"
+)
+
+// Message helpers. Texts double as token counts under testTokens.
+
+func sys(s string) llms.MessageContent   { return llms.TextParts(llms.ChatMessageTypeSystem, s) }
+func human(s string) llms.MessageContent { return llms.TextParts(llms.ChatMessageTypeHuman, s) }
+func ai(s string) llms.MessageContent    { return llms.TextParts(llms.ChatMessageTypeAI, s) }
+
+func aiCalls(ids ...string) llms.MessageContent {
+	m := llms.MessageContent{Role: llms.ChatMessageTypeAI}
+	for _, id := range ids {
+		m.Parts = append(m.Parts, llms.ToolCall{ID: id, Type: "function",
+			FunctionCall: &llms.FunctionCall{Name: "tool", Arguments: `{"id":"` + id + `"}`}})
+	}
+	return m
+}
+
+func result(id string) llms.MessageContent {
+	return llms.MessageContent{Role: llms.ChatMessageTypeTool, Parts: []llms.ContentPart{
+		llms.ToolCallResponse{ToolCallID: id, Name: "tool", Content: "ok"},
+	}}
+}
+
+// testTokens counts a message as the length of its text, or 1 if it has
+// none (tool calls, tool results).
+var testTokens = memory.TokenizerFunc(func(m llms.MessageContent) int {
+	n := 0
+	for _, p := range m.Parts {
+		if p, ok := p.(llms.TextContent); ok {
+			n += len(p.Text)
+		}
+	}
+	return max(n, 1)
+})
+
+// summary renders messages as "role:text", "ai:calls(a,b)", "tool:a".
+func summary(msgs []llms.MessageContent) string {
+	var out []string
+	for _, m := range msgs {
+		var parts []string
+		var calls []string
+		for _, p := range m.Parts {
+			switch p := p.(type) {
+			case llms.TextContent:
+				parts = append(parts, p.Text)
+			case llms.ToolCall:
+				calls = append(calls, p.ID)
+			case llms.ToolCallResponse:
+				parts = append(parts, p.ToolCallID)
+			}
+		}
+		if calls != nil {
+			parts = append(parts, "calls("+strings.Join(calls, ",")+")")
+		}
+		out = append(out, string(m.Role)+":"+strings.Join(parts, "+"))
+	}
+	return strings.Join(out, " ")
+}
+
+// plainStore hides the Apply method of the store it wraps.
+type plainStore struct{ memory.Store }
+
+// countingStore counts the writes reaching the store it wraps.
+type countingStore struct {
+	memory.IncrementalStore
+	mu     sync.Mutex
+	writes int
+}
+
+func (s *countingStore) count() {
+	s.mu.Lock()
+	s.writes++
+	s.mu.Unlock()
+}
+
+func (s *countingStore) Writes() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.writes
+}
+
+func (s *countingStore) Update(ctx context.Context, id string, msgs []llms.MessageContent) error {
+	s.count()
+	return s.IncrementalStore.Update(ctx, id, msgs)
+}
+
+func (s *countingStore) Apply(ctx context.Context, id string, c memory.Change) error {
+	s.count()
+	return s.IncrementalStore.Apply(ctx, id, c)
+}
+
+func (s *countingStore) Delete(ctx context.Context, id string) error {
+	s.count()
+	return s.IncrementalStore.Delete(ctx, id)
+}
+
+// failingStore fails every write while failing is set.
+type failingStore struct {
+	memory.IncrementalStore
+	failing bool
+}
+
+var errWrite = errors.New("write failed")
+
+func (s *failingStore) Update(ctx context.Context, id string, msgs []llms.MessageContent) error {
+	if s.failing {
+		return errWrite
+	}
+	return s.IncrementalStore.Update(ctx, id, msgs)
+}
+
+func (s *failingStore) Apply(ctx context.Context, id string, c memory.Change) error {
+	if s.failing {
+		return errWrite
+	}
+	return s.IncrementalStore.Apply(ctx, id, c)
+}
+
+// stores are the kinds of store every policy test runs over: the
+// incremental path, the Update path, and the durable store.
+func stores(t *testing.T) map[string]memory.Store {
+	return map[string]memory.Store{
+		"incremental": memory.NewInMemoryStore(),
+		"plain":       plainStore{memory.NewInMemoryStore()},
+		"file":        newFileStore(t, t.TempDir()),
+	}
+}
+
+func newMemory(t *testing.T, p memory.Policy, s memory.Store) memory.Memory {
+	t.Helper()
+	m, err := p.New(t.Context(), s, "id")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+func add(t *testing.T, m memory.Memory, msgs ...llms.MessageContent) {
+	t.Helper()
+	if err := m.Add(t.Context(), msgs...); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// check asserts that both the memory and its store hold want.
+func check(t *testing.T, m memory.Memory, s memory.Store, want string) {
+	t.Helper()
+	got, err := m.Messages(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if summary(got) != want {
+		t.Fatalf("memory holds\n  %s\nwant\n  %s", summary(got), want)
+	}
+	stored, err := s.Get(t.Context(), m.ID())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if summary(stored) != want {
+		t.Fatalf("store holds\n  %s\nwant\n  %s", summary(stored), want)
+	}
+}
+
+type policyCase struct {
+	name   string
+	policy func(size int) memory.Policy
+}
+
+// policies returns both policies, sized so that every test message (one
+// character of text, or one tool call or result) costs 1 under both.
+func policies() []policyCase {
+	return []policyCase{
+		{"Window", func(n int) memory.Policy { return memory.Window(n) }},
+		{"TokenWindow", func(n int) memory.Policy { return memory.TokenWindow(n, testTokens) }},
+	}
+}
+
+// forEach runs fn for each policy over each kind of store.
+func forEach(t *testing.T, fn func(t *testing.T, policy func(int) memory.Policy, s memory.Store)) {
+	for _, pc := range policies() {
+		for name, s := range stores(t) {
+			t.Run(pc.name+"/"+name, func(t *testing.T) { fn(t, pc.policy, s) })
+		}
+	}
+}
+
+func TestEvictsOldest(t *testing.T) {
+	forEach(t, func(t *testing.T, p func(int) memory.Policy, s memory.Store) {
+		m := newMemory(t, p(3), s)
+		add(t, m, human("1"))
+		add(t, m, ai("2"))
+		add(t, m, human("3"))
+		check(t, m, s, "human:1 ai:2 human:3")
+		add(t, m, ai("4"))
+		check(t, m, s, "ai:2 human:3 ai:4")
+		add(t, m, human("5"), ai("6"))
+		check(t, m, s, "ai:4 human:5 ai:6")
+	})
+}
+
+func TestTokenWindowCountsTokens(t *testing.T) {
+	s := memory.NewInMemoryStore()
+	m := newMemory(t, memory.TokenWindow(10, testTokens), s)
+	add(t, m, sys("ss"), human("aaaa"), ai("bbbb")) // 10 tokens
+	check(t, m, s, "system:ss human:aaaa ai:bbbb")
+	add(t, m, human("c")) // 11: evict the human
+	check(t, m, s, "system:ss ai:bbbb human:c")
+	add(t, m, ai("dddddd")) // 13: evict ai:bbbb
+	check(t, m, s, "system:ss human:c ai:dddddd")
+}
+
+func TestSystemMessage(t *testing.T) {
+	forEach(t, func(t *testing.T, p func(int) memory.Policy, s memory.Store) {
+		m := newMemory(t, p(3), s)
+		add(t, m, sys("a"), human("1"), ai("2"))
+		check(t, m, s, "system:a human:1 ai:2")
+		add(t, m, human("3")) // the system message stays, the oldest other goes
+		check(t, m, s, "system:a ai:2 human:3")
+		add(t, m, sys("a")) // identical: ignored
+		check(t, m, s, "system:a ai:2 human:3")
+		add(t, m, sys("b")) // different: replaces, first
+		check(t, m, s, "system:b ai:2 human:3")
+		add(t, m, ai("4"), sys("c"), human("5")) // replaced mid-batch, still first
+		check(t, m, s, "system:c ai:4 human:5")
+	})
+}
+
+func TestSystemMessageAddedLate(t *testing.T) {
+	forEach(t, func(t *testing.T, p func(int) memory.Policy, s memory.Store) {
+		m := newMemory(t, p(3), s)
+		add(t, m, human("1"), ai("2"))
+		add(t, m, sys("a")) // goes first, and counts
+		check(t, m, s, "system:a human:1 ai:2")
+		add(t, m, human("3"))
+		check(t, m, s, "system:a ai:2 human:3")
+	})
+}
+
+func TestSystemMessageNotStoredTwice(t *testing.T) {
+	s := &countingStore{IncrementalStore: memory.NewInMemoryStore()}
+	m := newMemory(t, memory.Window(5), s)
+	add(t, m, sys("a"), human("1"))
+	add(t, m, sys("a"))
+	if s.Writes() != 1 {
+		t.Fatalf("%d store writes, want 1: an identical system message writes nothing", s.Writes())
+	}
+	add(t, m, sys("a"), human("2"))
+	if s.Writes() != 2 {
+		t.Fatalf("%d store writes, want 2", s.Writes())
+	}
+}
+
+func TestOrphanToolResultsEvicted(t *testing.T) {
+	forEach(t, func(t *testing.T, p func(int) memory.Policy, s memory.Store) {
+		m := newMemory(t, p(5), s)
+		add(t, m, sys("s"), human("1"), aiCalls("a", "b"), result("a"), result("b"))
+		check(t, m, s, "system:s human:1 ai:calls(a,b) tool:a tool:b")
+		add(t, m, ai("2")) // evicts human:1 only
+		check(t, m, s, "system:s ai:calls(a,b) tool:a tool:b ai:2")
+		add(t, m, human("3")) // evicts the AI message and both its results
+		check(t, m, s, "system:s ai:2 human:3")
+	})
+}
+
+func TestTurnIsAtomic(t *testing.T) {
+	forEach(t, func(t *testing.T, p func(int) memory.Policy, s memory.Store) {
+		// The turn is bigger than the window: the whole tool exchange goes,
+		// never the call without its results or the results without it.
+		m := newMemory(t, p(3), s)
+		add(t, m, human("1"), aiCalls("a", "b"), result("a"), result("b"), ai("2"))
+		check(t, m, s, "ai:2")
+
+		// The window's edge falls just before the tool exchange: it stays.
+		if err := m.Clear(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		m = newMemory(t, p(4), s)
+		add(t, m, human("0"))
+		add(t, m, human("1"), aiCalls("a", "b"), result("a"), result("b"), ai("2"))
+		check(t, m, s, "ai:calls(a,b) tool:a tool:b ai:2")
+	})
+}
+
+func TestLeadingToolMessagesEvicted(t *testing.T) {
+	// A list that already starts with a tool result (written by someone
+	// else) loses it at the first eviction.
+	s := memory.NewInMemoryStore()
+	if err := s.Update(t.Context(), "id", []llms.MessageContent{human("0"), result("x"), result("y"), human("1")}); err != nil {
+		t.Fatal(err)
+	}
+	m := newMemory(t, memory.Window(4), s)
+	check(t, m, s, "human:0 tool:x tool:y human:1")
+	add(t, m, ai("2"))
+	check(t, m, s, "human:1 ai:2")
+}
+
+func TestMessageBiggerThanBudget(t *testing.T) {
+	for name, s := range stores(t) {
+		t.Run(name, func(t *testing.T) {
+			m := newMemory(t, memory.TokenWindow(10, testTokens), s)
+			add(t, m, sys("ss"), human("a"), ai("b"))
+			add(t, m, human(strings.Repeat("x", 11))) // alone over budget: evicted with everything older
+			check(t, m, s, "system:ss")
+			add(t, m, human(strings.Repeat("x", 11)), ai("ok")) // newer messages of the same Add stay
+			check(t, m, s, "system:ss ai:ok")
+		})
+	}
+}
+
+func TestSystemMessageBiggerThanBudget(t *testing.T) {
+	for name, s := range stores(t) {
+		t.Run(name, func(t *testing.T) {
+			m := newMemory(t, memory.TokenWindow(3, testTokens), s)
+			add(t, m, sys("system"), human("a"))
+			check(t, m, s, "system:system") // the system message is never evicted
+			add(t, m, sys("s"), human("a"))
+			check(t, m, s, "system:s human:a")
+		})
+	}
+}
+
+func TestAddIsOneWrite(t *testing.T) {
+	s := &countingStore{IncrementalStore: memory.NewInMemoryStore()}
+	m := newMemory(t, memory.Window(4), s)
+	add(t, m, sys("s"), human("1"), aiCalls("a"), result("a"), ai("2"), human("3"))
+	if s.Writes() != 1 {
+		t.Fatalf("Add of 6 messages made %d store writes, want 1", s.Writes())
+	}
+	check(t, m, s, "system:s ai:2 human:3")
+}
+
+func TestFailedAddChangesNothing(t *testing.T) {
+	for _, incremental := range []bool{true, false} {
+		t.Run(fmt.Sprint("incremental=", incremental), func(t *testing.T) {
+			fs := &failingStore{IncrementalStore: memory.NewInMemoryStore()}
+			var s memory.Store = fs
+			if !incremental {
+				s = plainStore{fs}
+			}
+			m := newMemory(t, memory.Window(3), s)
+			add(t, m, sys("s"), human("1"), ai("2"))
+			fs.failing = true
+			err := m.Add(t.Context(), sys("t"), human("3"), ai("4"))
+			if !errors.Is(err, errWrite) {
+				t.Fatalf("Add = %v, want %v", err, errWrite)
+			}
+			fs.failing = false
+			check(t, m, s, "system:s human:1 ai:2")
+			add(t, m, human("3"))
+			check(t, m, s, "system:s ai:2 human:3")
+		})
+	}
+}
+
+func TestClear(t *testing.T) {
+	forEach(t, func(t *testing.T, p func(int) memory.Policy, s memory.Store) {
+		m := newMemory(t, p(3), s)
+		add(t, m, sys("s"), human("1"), ai("2"))
+		if err := m.Clear(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		check(t, m, s, "")
+		if ids, _ := s.IDs(t.Context()); len(ids) != 0 {
+			t.Fatalf("store ids after Clear: %q", ids)
+		}
+		add(t, m, human("3"), sys("t"))
+		check(t, m, s, "system:t human:3")
+	})
+}
+
+func TestCopySemantics(t *testing.T) {
+	forEach(t, func(t *testing.T, p func(int) memory.Policy, s memory.Store) {
+		m := newMemory(t, p(5), s)
+		in := []llms.MessageContent{sys("s"), human("1"), aiCalls("a")}
+		add(t, m, in...)
+		in[0] = human("x")
+		in[1].Parts[0] = llms.TextContent{Text: "x"}
+		in[2].Parts[0].(llms.ToolCall).FunctionCall.Name = "x"
+		check(t, m, s, "system:s human:1 ai:calls(a)")
+
+		out, err := m.Messages(t.Context())
+		if err != nil {
+			t.Fatal(err)
+		}
+		out[0] = human("x")
+		out[1].Parts[0] = llms.TextContent{Text: "x"}
+		tc := out[2].Parts[0].(llms.ToolCall)
+		tc.FunctionCall.Name = "x"
+		_ = append(out[1].Parts[:1], llms.TextContent{Text: "spill"})
+		again, _ := m.Messages(t.Context())
+		if summary(again) != "system:s human:1 ai:calls(a)" ||
+			again[2].Parts[0].(llms.ToolCall).FunctionCall.Name != "tool" {
+			t.Fatalf("mutating Messages' result changed the memory: %s", summary(again))
+		}
+	})
+}
+
+func TestSurvivesReopen(t *testing.T) {
+	dir := t.TempDir()
+	for _, pc := range policies() {
+		t.Run(pc.name, func(t *testing.T) {
+			s := newFileStore(t, dir)
+			m, err := pc.policy(5).New(t.Context(), s, pc.name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			add(t, m, sys("s"), human("1"), aiCalls("a", "b"), result("a"), result("b"))
+			add(t, m, ai("2"))
+
+			reopened := newFileStore(t, dir)
+			m2, err := pc.policy(5).New(t.Context(), reopened, pc.name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			check(t, m2, reopened, "system:s ai:calls(a,b) tool:a tool:b ai:2")
+			got, _ := m2.Messages(t.Context())
+			want, _ := m.Messages(t.Context())
+			if !storetest.Equal(got, want) {
+				t.Fatalf("reopened memory holds %s, want %s", summary(got), summary(want))
+			}
+			// It keeps counting where the old one stopped.
+			add(t, m2, human("3"))
+			check(t, m2, reopened, "system:s ai:2 human:3")
+		})
+	}
+}
+
+func TestLoadNormalises(t *testing.T) {
+	s := &countingStore{IncrementalStore: memory.NewInMemoryStore()}
+	ctx := t.Context()
+	if err := s.IncrementalStore.Update(ctx, "id", []llms.MessageContent{
+		human("1"), sys("first"), ai("2"), sys("second"), human("3"), ai("4"),
+	}); err != nil {
+		t.Fatal(err)
+	}
+	m := newMemory(t, memory.Window(4), s)
+	check(t, m, s, "system:first ai:2 human:3 ai:4") // the first system message, first; human:1 evicted
+	if s.Writes() != 1 {
+		t.Fatalf("%d writes, want 1 (the normalised list)", s.Writes())
+	}
+	// A well-formed list is not rewritten.
+	if _, err := memory.Window(4).New(ctx, s, "id"); err != nil {
+		t.Fatal(err)
+	}
+	if s.Writes() != 1 {
+		t.Fatalf("%d writes after loading a well-formed list, want 1", s.Writes())
+	}
+}
+
+func TestInvalidArguments(t *testing.T) {
+	ctx := t.Context()
+	s := memory.NewInMemoryStore()
+	for name, f := range map[string]func() error{
+		"Window(0)":        func() error { _, err := memory.Window(0).New(ctx, s, "id"); return err },
+		"TokenWindow(-1)":  func() error { _, err := memory.TokenWindow(-1, nil).New(ctx, s, "id"); return err },
+		"nil store":        func() error { _, err := memory.Window(1).New(ctx, nil, "id"); return err },
+		"empty id":         func() error { _, err := memory.Window(1).New(ctx, s, ""); return err },
+		"Manager empty id": func() error { _, err := memory.NewManager(memory.Config{}).Memory(ctx, ""); return err },
+		"Manager bad policy": func() error {
+			_, err := memory.NewManager(memory.Config{Policy: memory.Window(0)}).Memory(ctx, "x")
+			return err
+		},
+	} {
+		if err := f(); !errors.Is(err, memory.ErrInvalid) {
+			t.Errorf("%s: %v, want ErrInvalid", name, err)
+		}
+	}
+}
+
+func TestDefaultTokenizer(t *testing.T) {
+	s := memory.NewInMemoryStore()
+	// 12 bytes → 3 tokens, +4 overhead = 7 per message.
+	m := newMemory(t, memory.TokenWindow(14, nil), s)
+	add(t, m, human("hello world!"), ai("hello world!"))
+	check(t, m, s, "human:hello world! ai:hello world!")
+	add(t, m, human("x")) // 1 byte → 1 + 4 = 5: 19 > 14
+	check(t, m, s, "ai:hello world! human:x")
+}
+
+func TestEstimateTokens(t *testing.T) {
+	for _, tc := range []struct {
+		msg  llms.MessageContent
+		want int
+	}{
+		{llms.MessageContent{Role: llms.ChatMessageTypeHuman}, memory.MessageOverheadTokens},
+		{human("abcd"), 1 + memory.MessageOverheadTokens},
+		{human("abcde"), 2 + memory.MessageOverheadTokens},
+		{llms.MessageContent{Role: llms.ChatMessageTypeAI, Parts: []llms.ContentPart{
+			llms.ToolCall{ID: "id", Type: "function", FunctionCall: &llms.FunctionCall{Name: "f", Arguments: "{}"}}, // 2+8+1+2 = 13
+		}}, 4 + memory.MessageOverheadTokens},
+		{result("abcdef"), 3 + memory.MessageOverheadTokens}, // 6+4+2 = 12
+	} {
+		if got := memory.EstimateTokens(tc.msg); got != tc.want {
+			t.Errorf("EstimateTokens(%s) = %d, want %d", summary([]llms.MessageContent{tc.msg}), got, tc.want)
+		}
+	}
+}
+
+func TestConcurrentAdds(t *testing.T) {
+	s := memory.NewInMemoryStore()
+	m := newMemory(t, memory.TokenWindow(1000, testTokens), s)
+	var wg sync.WaitGroup
+	for g := range 8 {
+		wg.Go(func() {
+			for i := range 50 {
+				if err := m.Add(t.Context(), human(fmt.Sprint(g)), aiCalls(fmt.Sprint(g, "-", i)), result(fmt.Sprint(g, "-", i)), ai("x")); err != nil {
+					t.Error(err)
+					return
+				}
+				if _, err := m.Messages(t.Context()); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	got, _ := m.Messages(t.Context())
+	stored, _ := s.Get(t.Context(), "id")
+	if summary(got) != summary(stored) {
+		t.Fatal("memory and store disagree")
+	}
+	// Turns stay whole: every AI tool call is followed by its result.
+	for i, msg := range got {
+		if msg.Role == llms.ChatMessageTypeTool && (i == 0 || got[i-1].Role != llms.ChatMessageTypeAI) {
+			t.Fatalf("orphan tool result at %d: %s", i, summary(got))
+		}
+	}
+}
