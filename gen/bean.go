@@ -18,10 +18,11 @@ type beanModel struct {
 	iface     bool   // an interface type (instances come from its constructor)
 	ctor      *ctorModel
 	methods   []*methodModel
-	proxy     string // generated proxy type
-	accessor  string // generated accessor func
-	beanVar   string // generated chat.Bean descriptor
-	qualified string // import/path.Type
+	ai        *aiModel // the //chat:ai service it is, if any
+	proxy     string   // generated proxy type
+	accessor  string   // generated accessor func
+	beanVar   string   // generated chat.Bean descriptor
+	qualified string   // import/path.Type
 }
 
 // ctorModel is the constructor of a bean: New<Type> (newType for
@@ -103,7 +104,7 @@ func (m *pkgModel) addBean(spec *ast.TypeSpec, kind, what string, diags *Diagnos
 	m.declare(b.beanVar, spec.Pos(), what, diags)
 
 	b.ctor = m.findConstructor(b, diags)
-	if b.iface && b.ctor == nil {
+	if b.iface && b.ctor == nil && !m.aiTypes[spec.Name.Name] {
 		diags.Errorf(m.fset.Position(spec.Name.Pos()), "scoped interface %s needs a constructor: func %s(ctx context.Context, deps...) (%s, error)", name, ctorName(name), name)
 	}
 	b.methods = m.proxyMethods(b, named, diags)
@@ -247,7 +248,7 @@ func (m *pkgModel) dep(t types.Type, user string) *depModel {
 // analyzeDeps names the fields of Deps after their types, qualifying a name
 // with its package when two types share it.
 func (m *pkgModel) analyzeDeps(diags *Diagnostics) {
-	if len(m.deps) == 0 {
+	if !m.hasDeps() {
 		return
 	}
 	base := func(t types.Type) *types.TypeName {
@@ -267,6 +268,9 @@ func (m *pkgModel) analyzeDeps(diags *Diagnostics) {
 		count[exported(base(d.typ).Name())]++
 	}
 	used := map[string]bool{}
+	for _, s := range m.ais {
+		used[s.field] = true
+	}
 	for _, d := range m.deps {
 		obj := base(d.typ)
 		name := exported(obj.Name())
@@ -302,6 +306,9 @@ func packageQualifier(p *types.Package) string {
 	}
 	return exported(q)
 }
+
+// hasDeps reports whether the package's Register takes a Deps.
+func (m *pkgModel) hasDeps() bool { return len(m.deps) > 0 || len(m.ais) > 0 }
 
 func exported(name string) string {
 	r, size := utf8.DecodeRuneInString(name)

@@ -32,6 +32,12 @@ func emit(m *pkgModel) ([]byte, error) {
 	e := &emitter{m: m, f: f, tc: newTypeCoder(f, m.pkg.PkgPath)}
 	e.tc.names["chat"] = chatPkg
 	e.tc.names["context"] = contextPkg
+	if len(m.ais) > 0 {
+		for path, name := range map[string]string{aiPkg: "ai", llmsPkg: "llms"} {
+			f.ImportName(path, name)
+			e.tc.names[name] = path
+		}
+	}
 
 	f.Comment("This file needs a chatgen runtime that supports version 1 of the generated code.")
 	f.Const().Id("_").Op("=").Qual(chatPkg, "SupportPackageIsVersion1")
@@ -42,6 +48,9 @@ func emit(m *pkgModel) ([]byte, error) {
 		e.bean(b)
 	}
 	e.eventTypes()
+	if len(m.ais) > 0 {
+		e.aiServices()
+	}
 	e.assertions()
 	if e.err != nil {
 		return nil, e.err
@@ -82,12 +91,15 @@ func (e *emitter) instanceType(b *beanModel) *jen.Statement {
 }
 
 func (e *emitter) deps() {
-	if len(e.m.deps) == 0 {
+	if !e.m.hasDeps() {
 		return
 	}
 	fields := make([]jen.Code, 0, len(e.m.deps))
 	for _, d := range e.m.deps {
 		fields = append(fields, jen.Comment(fmt.Sprintf("%s is passed to %s.", d.field, joinAnd(d.users))).Line().Id(d.field).Add(e.typ(d.typ)))
+	}
+	for _, s := range e.m.ais {
+		fields = append(fields, jen.Comment(fmt.Sprintf("%s configures the //chat:ai service %s: its model, memory and", s.field, s.bean.obj.Name())).Line().Comment("tool-loop limits.").Line().Id(s.field).Qual(aiPkg, "Config"))
 	}
 	e.f.Comment("Deps holds the application dependencies of this package's scoped beans:")
 	e.f.Comment("each field is passed to the constructors that take its type. Give it to")
@@ -98,12 +110,13 @@ func (e *emitter) deps() {
 
 func (e *emitter) register() {
 	var params []jen.Code
-	if len(e.m.deps) > 0 {
+	if e.m.hasDeps() {
 		params = append(params, jen.Id("deps").Id("Deps"))
 	}
 	body := []jen.Code{
 		jen.Id("p").Op(":=").Qual(chatPkg, "NewPackage").Call(jen.Lit(e.m.pkg.PkgPath)),
 	}
+	body = append(body, e.aiRegister()...)
 	body = append(body, e.routes()...)
 	for _, b := range e.m.beans {
 		if b.ctor == nil || len(b.ctor.deps) == 0 {
@@ -152,6 +165,8 @@ func (e *emitter) bean(b *beanModel) {
 	// The descriptor.
 	var newFn jen.Code
 	switch {
+	case b.ai != nil:
+		newFn = jen.Nil()
 	case b.ctor == nil:
 		newFn = jen.Func().Params(e.ctxType()).Params(e.instanceType(b), jen.Error()).Block(
 			jen.Return(jen.New(jen.Id(name)), jen.Nil()),

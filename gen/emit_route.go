@@ -95,6 +95,8 @@ func (e *emitter) routeBody(r *routeModel) []jen.Code {
 		return append(body, jen.Return(jen.Qual(chatPkg, "SendStream").Call(jen.Id("ctx"), jen.Id("res"))))
 	case resultSeq2:
 		return append(body, jen.Return(jen.Qual(chatPkg, "SendStream2").Call(jen.Id("ctx"), jen.Id("res"))))
+	case resultAI:
+		return append(body, jen.Return(jen.Id("res").Dot("Send").Call(jen.Id("ctx"))))
 	}
 	if r.result.nilable {
 		body = append(body, jen.If(jen.Id("res").Op("==").Nil()).Block(jen.Return(jen.Nil())))

@@ -18,6 +18,12 @@ type pkgModel struct {
 	routes  []*routeModel
 	events  []*eventModel
 	catches []*catchModel
+	ais     []*aiModel
+	tools   map[string][]*toolModel // by receiver type
+	sb      *schemaBuilder
+	aiTypes map[string]bool // types with //chat:ai
+	// badTools are the types with a //chat:tool that failed its checks.
+	badTools map[string]bool
 
 	// generated is every package-level identifier the output declares.
 	generated map[string]token.Pos
@@ -27,7 +33,7 @@ type pkgModel struct {
 }
 
 func (m *pkgModel) empty() bool {
-	return len(m.beans) == 0 && len(m.routes) == 0 && len(m.events) == 0 && len(m.catches) == 0
+	return len(m.beans) == 0 && len(m.routes) == 0 && len(m.events) == 0 && len(m.catches) == 0 && len(m.ais) == 0
 }
 
 // generates reports whether the output declares name.
@@ -57,21 +63,44 @@ func (m *pkgModel) declare(name string, pos token.Pos, what string, diags *Diagn
 // analyze builds and checks the model of one package from its annotated
 // declarations.
 func analyze(fset *token.FileSet, pkg *packages.Package, anns []*Annotated, diags *Diagnostics) *pkgModel {
-	m := &pkgModel{fset: fset, pkg: pkg, generated: map[string]token.Pos{}}
+	m := &pkgModel{fset: fset, pkg: pkg, generated: map[string]token.Pos{}, tools: map[string][]*toolModel{}, badTools: map[string]bool{}}
 	if len(anns) > 0 {
 		m.declare("Register", anns[0].Node.Pos(), "this package's //chat: directives", diags)
 	}
-	// Scoped types first: routes look their receivers up among them.
+	m.aiTypes = map[string]bool{}
+	for _, a := range anns {
+		if _, ok := a.First("ai"); ok {
+			m.aiTypes[a.Name] = true
+		}
+	}
+	// Scoped types first, then tools and AI services: routes look their
+	// receivers up among them.
 	for _, a := range anns {
 		if d, ok := a.First("scoped"); ok {
 			m.analyzeBean(a, d, diags)
 		}
 	}
 	for _, a := range anns {
+		if d, ok := a.First("tool"); ok {
+			m.analyzeTool(a, d, diags)
+		}
+	}
+	for _, a := range anns {
+		if _, ok := a.First("ai"); ok {
+			m.analyzeAI(a, anns, diags)
+		}
+	}
+	for _, a := range anns {
 		_, isRoute := a.First("route")
+		_, isAI := a.First("ai")
+		_, inAI := m.aiByName(a.Recv)
 		for _, d := range a.Directives {
 			switch d.Name {
-			case "scoped":
+			case "scoped", "tool", "param", "ai":
+			case "system", "user", "tools":
+				if !isAI && !inAI {
+					diags.Errorf(fset.Position(d.Pos), "//chat:%s applies to //chat:ai interfaces and their methods", d.Name)
+				}
 			case "route":
 				m.analyzeRoute(a, d, diags)
 			case "event":
@@ -87,8 +116,22 @@ func analyze(fset *token.FileSet, pkg *packages.Package, anns []*Annotated, diag
 			}
 		}
 	}
+	for recv, tools := range m.tools {
+		if tools[0].bean == nil {
+			diags.Warnf(fset.Position(tools[0].fn.Pos()), "the tools of %s are not used: no //chat:tools names %s", recv, recv)
+		}
+	}
 	slices.SortFunc(m.beans, func(a, b *beanModel) int { return cmp.Compare(a.obj.Pos(), b.obj.Pos()) })
 	m.checkRoutes(diags)
 	m.analyzeDeps(diags)
 	return m
+}
+
+func (m *pkgModel) aiByName(name string) (*aiModel, bool) {
+	for _, s := range m.ais {
+		if s.bean.obj.Name() == name {
+			return s, true
+		}
+	}
+	return nil, false
 }

@@ -46,6 +46,7 @@ const (
 	resultValue resultKind = iota // SendValue
 	resultSeq                     // iter.Seq[string]
 	resultSeq2                    // iter.Seq2[string, error]
+	resultAI                      // ai.Result[T]: its Send method
 )
 
 type routeResult struct {
@@ -181,7 +182,9 @@ func (m *pkgModel) analyzeRoute(a *Annotated, d *Directive, diags *Diagnostics) 
 	case n == 1:
 		t := res.At(0).Type()
 		rr := &routeResult{typ: t}
-		if seq, elem, isSeq := iterSeq(t); isSeq {
+		if isAIResult(t) {
+			rr.kind = resultAI
+		} else if seq, elem, isSeq := iterSeq(t); isSeq {
 			switch {
 			case seq == "Seq" && isString(elem[0]):
 				rr.kind = resultSeq

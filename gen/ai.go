@@ -1,0 +1,494 @@
+package gen
+
+import (
+	"fmt"
+	"go/ast"
+	"go/token"
+	"go/types"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"text/template/parse"
+)
+
+const aiPkg = "github.com/chatscopes/chatgen/runtime/ai"
+
+// aiModel is one //chat:ai interface.
+type aiModel struct {
+	bean    *beanModel
+	field   string // its ai.Config field in Deps
+	impl    string // the generated implementation type
+	methods []*aiMethod
+}
+
+type aiOutput uint8
+
+const (
+	aiText       aiOutput = iota // string
+	aiStructured                 // a struct decoded from JSON
+	aiResult                     // ai.Result[T]
+	aiStream                     // iter.Seq2[string, error]
+)
+
+// aiMethod is one method of a //chat:ai interface.
+type aiMethod struct {
+	fn       *types.Func
+	sig      *types.Signature
+	params   []string // parameter names (ctx first)
+	system   string   // template text ("" = none)
+	user     string   // template text
+	userPos  token.Pos
+	output   aiOutput
+	content  types.Type // T of ai.Result[T] or the structured type
+	schema   string     // JSON schema of the structured content
+	tools    []*toolModel
+	toolsVar string
+	tmplVar  string // prefix of the template vars
+}
+
+// toolModel is one //chat:tool method.
+type toolModel struct {
+	bean      *beanModel
+	fn        *types.Func
+	sig       *types.Signature
+	name      string
+	desc      string
+	immediate bool
+	params    []toolParam
+	schema    string
+	funcName  string // the generated invoker
+	hasResult bool
+	errResult bool
+}
+
+type toolParam struct {
+	name     string
+	typ      types.Type
+	isCtx    bool
+	jsonName string
+}
+
+// analyzeTool checks a //chat:tool method; its box is resolved when an AI
+// service names it.
+func (m *pkgModel) analyzeTool(a *Annotated, d *Directive, diags *Diagnostics) {
+	fd, ok := a.Node.(*ast.FuncDecl)
+	if !ok {
+		return
+	}
+	fn, _ := m.pkg.TypesInfo.Defs[fd.Name].(*types.Func)
+	if fn == nil {
+		return
+	}
+	t := &toolModel{fn: fn, sig: fn.Type().(*types.Signature), name: fn.Name(), immediate: d.Flag("immediate")}
+	if kv, ok := d.Key("name"); ok {
+		t.name = kv.Value
+	}
+	t.desc = strings.TrimSpace(fd.Doc.Text())
+	if t.desc == "" {
+		diags.Warnf(m.fset.Position(fd.Name.Pos()), "tool %s has no doc comment: the model gets no description of it", t.name)
+	}
+	paramDocs := map[string]string{}
+	for _, pd := range a.Lookup("param") {
+		name := pd.Args[0].Value
+		if paramIndex(t.sig.Params(), name) < 0 {
+			diags.Errorf(m.fset.Position(pd.Args[0].Pos), "//chat:param %s: %s has no parameter %s", name, fn.Name(), name)
+			continue
+		}
+		paramDocs[name] = pd.Text
+	}
+	sb := m.schemas()
+	props := &schema{}
+	var required []string
+	params := t.sig.Params()
+	good := true
+	if t.sig.Variadic() {
+		diags.Errorf(m.fset.Position(fd.Name.Pos()), "tool %s cannot be variadic", t.name)
+		return
+	}
+	for i := range params.Len() {
+		p := params.At(i)
+		tp := toolParam{name: p.Name(), typ: p.Type(), jsonName: p.Name()}
+		if i == 0 && isContext(p.Type()) {
+			tp.isCtx = true
+			t.params = append(t.params, tp)
+			continue
+		}
+		if p.Name() == "" || p.Name() == "_" {
+			diags.Errorf(m.fset.Position(p.Pos()), "tool %s: parameter %d needs a name: it is the argument's name for the model", t.name, i+1)
+			good = false
+			continue
+		}
+		s, why := sb.typeSchema(p.Type(), nil)
+		if why != "" {
+			diags.Errorf(m.fset.Position(p.Pos()), "tool %s: parameter %s has no JSON schema: %s", t.name, p.Name(), why)
+			good = false
+			continue
+		}
+		if doc := paramDocs[p.Name()]; doc != "" {
+			s.set("description", doc)
+		}
+		props.set(p.Name(), s)
+		if _, isPtr := p.Type().(*types.Pointer); !isPtr {
+			required = append(required, p.Name())
+		}
+		t.params = append(t.params, tp)
+	}
+	res := t.sig.Results()
+	switch {
+	case res.Len() == 0:
+	case res.Len() == 1 && isError(res.At(0).Type()):
+		t.errResult = true
+	case res.Len() == 1:
+		t.hasResult = true
+	case res.Len() == 2 && isError(res.At(1).Type()):
+		t.hasResult, t.errResult = true, true
+	default:
+		diags.Errorf(m.fset.Position(fd.Name.Pos()), "tool %s must return at most one value and an error", t.name)
+		good = false
+	}
+	if !good {
+		m.badTools[a.Recv] = true
+		return
+	}
+	s := obj("type", "object", "properties", props)
+	if len(required) > 0 {
+		s.set("required", required)
+	}
+	s.set("additionalProperties", false)
+	t.schema = jsonText(s)
+	t.funcName = "chatTool" + a.Recv + fn.Name()
+	m.declare(t.funcName, fd.Pos(), "tool "+t.name, diags)
+	m.tools[a.Recv] = append(m.tools[a.Recv], t)
+}
+
+func (m *pkgModel) schemas() *schemaBuilder {
+	if m.sb == nil {
+		m.sb = newSchemaBuilder(m)
+	}
+	return m.sb
+}
+
+// analyzeAI checks a //chat:ai interface and its methods.
+func (m *pkgModel) analyzeAI(a *Annotated, anns []*Annotated, diags *Diagnostics) {
+	spec, ok := a.Node.(*ast.TypeSpec)
+	if !ok {
+		return
+	}
+	name := spec.Name.Name
+	var b *beanModel
+	for _, x := range m.beans {
+		if x.obj.Name() == name {
+			b = x
+		}
+	}
+	if b == nil {
+		b = m.addBean(spec, "KindChat", "//chat:ai "+name, diags)
+		if b == nil {
+			return
+		}
+	}
+	s := &aiModel{bean: b, field: exported(name), impl: "chatAI" + exported(name)}
+	b.ai = s
+	m.declare(s.impl, spec.Pos(), "//chat:ai "+name, diags)
+
+	typeSystem, _ := m.directiveText(a, "system", diags)
+	typeTools := a.Lookup("tools")
+	methodAnns := map[string]*Annotated{}
+	for _, x := range anns {
+		if x.Target == TargetInterfaceMethod && x.Recv == name {
+			methodAnns[x.Name] = x
+		}
+	}
+	iface := b.obj.Type().Underlying().(*types.Interface)
+	for i := range iface.NumMethods() {
+		fn := iface.Method(i)
+		ma := methodAnns[fn.Name()]
+		am := m.analyzeAIMethod(s, fn, ma, typeSystem, typeTools, diags)
+		if am != nil {
+			s.methods = append(s.methods, am)
+		}
+	}
+	m.ais = append(m.ais, s)
+}
+
+func (m *pkgModel) analyzeAIMethod(s *aiModel, fn *types.Func, ma *Annotated, typeSystem string, typeTools []*Directive, diags *Diagnostics) *aiMethod {
+	sig := fn.Type().(*types.Signature)
+	pos := m.fset.Position(fn.Pos())
+	am := &aiMethod{fn: fn, sig: sig, system: typeSystem}
+	am.tmplVar = "chatTmpl" + s.bean.obj.Name() + fn.Name()
+	params := sig.Params()
+	if params.Len() == 0 || !isContext(params.At(0).Type()) {
+		diags.Errorf(pos, "//chat:ai %s.%s must take a context.Context first: it calls the model", s.bean.obj.Name(), fn.Name())
+		return nil
+	}
+	if sig.Variadic() {
+		diags.Errorf(pos, "//chat:ai %s.%s cannot be variadic", s.bean.obj.Name(), fn.Name())
+		return nil
+	}
+	for i := range params.Len() {
+		n := params.At(i).Name()
+		if n == "" || n == "_" {
+			diags.Errorf(pos, "//chat:ai %s.%s: parameter %d needs a name: templates refer to parameters by name", s.bean.obj.Name(), fn.Name(), i+1)
+			return nil
+		}
+		am.params = append(am.params, n)
+	}
+
+	// Result.
+	res := sig.Results()
+	switch {
+	case res.Len() == 1:
+		if seq, elems, ok := iterSeq(res.At(0).Type()); ok && seq == "Seq2" && isString(elems[0]) && isError(elems[1]) {
+			am.output = aiStream
+			break
+		}
+		diags.Errorf(pos, "//chat:ai %s.%s must return (T, error) or iter.Seq2[string, error]", s.bean.obj.Name(), fn.Name())
+		return nil
+	case res.Len() == 2 && isError(res.At(1).Type()):
+		t := res.At(0).Type()
+		switch {
+		case isString(t):
+			am.output = aiText
+		case isAIResult(t):
+			am.output = aiResult
+			am.content = types.Unalias(t).(*types.Named).TypeArgs().At(0)
+		default:
+			am.output = aiStructured
+			am.content = t
+		}
+		if am.content != nil && !isString(am.content) {
+			sc, why := m.schemas().typeSchema(am.content, nil)
+			if why != "" {
+				diags.Errorf(pos, "//chat:ai %s.%s: the result has no JSON schema: %s", s.bean.obj.Name(), fn.Name(), why)
+				return nil
+			}
+			am.schema = jsonText(sc)
+		}
+	default:
+		diags.Errorf(pos, "//chat:ai %s.%s must return (T, error) or iter.Seq2[string, error]", s.bean.obj.Name(), fn.Name())
+		return nil
+	}
+
+	// Prompts.
+	var toolDirs []*Directive
+	if ma != nil {
+		if sys, ok := m.directiveText(ma, "system", diags); ok {
+			am.system = sys
+		}
+		if u, ok := m.directiveText(ma, "user", diags); ok {
+			am.user = u
+			if d, ok := ma.First("user"); ok {
+				am.userPos = d.Pos
+			}
+		}
+		toolDirs = ma.Lookup("tools")
+	}
+	if am.user == "" {
+		for _, cand := range userParamNames {
+			if i := paramIndex(params, cand); i >= 0 && isString(params.At(i).Type()) {
+				am.user = "{{." + cand + "}}"
+			}
+		}
+		if am.user == "" {
+			var strs []string
+			for i := 1; i < params.Len(); i++ {
+				if isString(params.At(i).Type()) {
+					strs = append(strs, params.At(i).Name())
+				}
+			}
+			if len(strs) == 1 {
+				am.user = "{{." + strs[0] + "}}"
+			}
+		}
+		if am.user == "" {
+			diags.Errorf(pos, "//chat:ai %s.%s: no user message: add //chat:user or a string parameter named userMessage, msg or message", s.bean.obj.Name(), fn.Name())
+			return nil
+		}
+	}
+	ok := true
+	for _, tmpl := range []struct {
+		text, what string
+		at         token.Pos
+	}{{am.system, "system", fn.Pos()}, {am.user, "user", am.userPos}} {
+		if tmpl.text == "" {
+			continue
+		}
+		at := tmpl.at
+		if !at.IsValid() {
+			at = fn.Pos()
+		}
+		if err := checkTemplate(tmpl.text, am.params[1:]); err != "" {
+			diags.Errorf(m.fset.Position(at), "//chat:ai %s.%s: %s message: %s", s.bean.obj.Name(), fn.Name(), tmpl.what, err)
+			ok = false
+		}
+	}
+
+	// Tools: the method's own //chat:tools replace the interface's.
+	if len(toolDirs) == 0 {
+		toolDirs = typeTools
+	}
+	seen := map[string]*toolModel{}
+	for _, d := range toolDirs {
+		for _, arg := range d.Args {
+			box := m.toolBox(arg, diags)
+			for _, t := range box {
+				if prev := seen[t.name]; prev != nil {
+					diags.Errorf(m.fset.Position(arg.Pos), "//chat:ai %s.%s: two tools are called %s (%s.%s and %s.%s)", s.bean.obj.Name(), fn.Name(), t.name, prev.bean.obj.Name(), prev.fn.Name(), t.bean.obj.Name(), t.fn.Name())
+					ok = false
+					continue
+				}
+				seen[t.name] = t
+				am.tools = append(am.tools, t)
+			}
+		}
+	}
+	if len(am.tools) > 0 {
+		am.toolsVar = "chatTools" + s.bean.obj.Name() + fn.Name()
+	}
+	if !ok {
+		return nil
+	}
+	return am
+}
+
+// toolBox resolves a //chat:tools argument: a type of this package with
+// //chat:tool methods, used as a scoped bean (chat-scoped unless it says
+// otherwise).
+func (m *pkgModel) toolBox(arg Arg, diags *Diagnostics) []*toolModel {
+	name := arg.Value
+	tools := m.tools[name]
+	if len(tools) == 0 {
+		if m.pkg.Types.Scope().Lookup(name) == nil {
+			diags.Errorf(m.fset.Position(arg.Pos), "//chat:tools: no type %s in this package", name)
+		} else if !m.badTools[name] {
+			diags.Errorf(m.fset.Position(arg.Pos), "//chat:tools: %s has no //chat:tool methods", name)
+		}
+		return nil
+	}
+	if tools[0].bean == nil {
+		var b *beanModel
+		for _, x := range m.beans {
+			if x.obj.Name() == name {
+				b = x
+			}
+		}
+		if b == nil {
+			spec := m.typeSpec(name)
+			if spec == nil {
+				return nil
+			}
+			if _, isStruct := spec.Type.(*ast.StructType); !isStruct {
+				diags.Errorf(m.fset.Position(arg.Pos), "//chat:tools: %s must be a struct type (or a scoped interface)", name)
+				return nil
+			}
+			b = m.addBean(spec, "KindChat", "the tools of "+name, diags)
+			if b == nil {
+				return nil
+			}
+		}
+		for _, t := range tools {
+			t.bean = b
+		}
+	}
+	return tools
+}
+
+// directiveText joins the lines of a text directive (system or user), reading
+// file= forms. ok is false when the declaration has none.
+func (m *pkgModel) directiveText(a *Annotated, name string, diags *Diagnostics) (string, bool) {
+	ds := a.Lookup(name)
+	if len(ds) == 0 {
+		return "", false
+	}
+	var lines []string
+	for _, d := range ds {
+		if kv, ok := d.Key("file"); ok {
+			dir := filepath.Dir(m.fset.Position(d.Pos).Filename)
+			data, err := os.ReadFile(filepath.Join(dir, filepath.FromSlash(kv.Value)))
+			if err != nil {
+				diags.Errorf(m.fset.Position(kv.ValuePos), "//chat:%s file=%s: %v", name, kv.Value, unwrapPathError(err))
+				continue
+			}
+			lines = append(lines, strings.TrimRight(string(data), "\n"))
+			continue
+		}
+		lines = append(lines, d.Text)
+	}
+	return strings.Join(lines, "\n"), true
+}
+
+func unwrapPathError(err error) error {
+	if pe, ok := err.(*os.PathError); ok {
+		return pe.Err
+	}
+	return err
+}
+
+// checkTemplate parses a text/template and checks that every field it
+// names is a parameter. It returns "" or the problem.
+func checkTemplate(text string, params []string) string {
+	trees, err := parse.Parse("t", text, "{{", "}}", map[string]any{
+		"and": nil, "or": nil, "not": nil, "len": nil, "index": nil, "print": nil, "printf": nil, "println": nil,
+		"eq": nil, "ne": nil, "lt": nil, "le": nil, "gt": nil, "ge": nil, "html": nil, "js": nil, "urlquery": nil,
+		"slice": nil, "call": nil,
+	})
+	if err != nil {
+		msg := err.Error()
+		if i := strings.Index(msg, ": "); i >= 0 && strings.HasPrefix(msg, "template: ") {
+			msg = msg[i+2:]
+		}
+		return msg
+	}
+	var bad []string
+	var walk func(n parse.Node)
+	walk = func(n parse.Node) {
+		switch n := n.(type) {
+		case *parse.ListNode:
+			if n == nil {
+				return
+			}
+			for _, c := range n.Nodes {
+				walk(c)
+			}
+		case *parse.ActionNode:
+			walk(n.Pipe)
+		case *parse.PipeNode:
+			if n == nil {
+				return
+			}
+			for _, c := range n.Cmds {
+				walk(c)
+			}
+		case *parse.CommandNode:
+			for _, a := range n.Args {
+				walk(a)
+			}
+		case *parse.FieldNode:
+			if !slices.Contains(params, n.Ident[0]) && !slices.Contains(bad, n.Ident[0]) {
+				bad = append(bad, n.Ident[0])
+			}
+		case *parse.ChainNode:
+			walk(n.Node)
+		case *parse.IfNode:
+			walk(n.Pipe)
+			walk(n.List)
+			walk(n.ElseList)
+		case *parse.RangeNode:
+			walk(n.Pipe)
+			// Inside range, dot is the element: fields there are not parameters.
+		case *parse.WithNode:
+			walk(n.Pipe)
+		}
+	}
+	walk(trees["t"].Root)
+	if len(bad) > 0 {
+		return fmt.Sprintf("{{.%s}} names no parameter (the parameters are %s)", bad[0], strings.Join(params, ", "))
+	}
+	return ""
+}
+
+func isAIResult(t types.Type) bool {
+	n, ok := types.Unalias(t).(*types.Named)
+	return ok && n.Obj().Pkg() != nil && n.Obj().Pkg().Path() == aiPkg && n.Obj().Name() == "Result"
+}
