@@ -1,0 +1,147 @@
+package ai
+
+import (
+	"context"
+	"encoding/json"
+	"testing"
+
+	"github.com/tmc/langchaingo/llms"
+
+	"github.com/chatscopes/chatgen/runtime/chat"
+	"github.com/chatscopes/chatgen/runtime/llmtest"
+	"github.com/chatscopes/chatgen/runtime/memory"
+)
+
+// benchTools is a generated-style package-level tool literal.
+var benchTools = []llms.Tool{
+	{Type: "function", Function: &llms.FunctionDefinition{
+		Name:        "weather",
+		Description: "Weather tells the weather in a city.",
+		Parameters:  json.RawMessage(`{"type":"object","properties":{"city":{"type":"string","description":"the city"}},"required":["city"],"additionalProperties":false}`),
+	}},
+	{Type: "function", Function: &llms.FunctionDefinition{
+		Name:        "price",
+		Description: "Price tells the price of a metal, in gold coins.",
+		Parameters:  json.RawMessage(`{"type":"object","properties":{"metal":{"type":"string","enum":["iron","steel","mithril"]}},"required":["metal"],"additionalProperties":false}`),
+	}},
+}
+
+var benchInvokers = []Invoker{
+	{Invoke: func(_ context.Context, arguments string) (any, error) {
+		var args struct {
+			City string `json:"city"`
+		}
+		if err := json.Unmarshal([]byte(arguments), &args); err != nil {
+			return nil, &ArgumentsError{Err: err}
+		}
+		return "sunny in " + args.City, nil
+	}},
+	{Immediate: true, Invoke: func(context.Context, string) (any, error) { return 10, nil }},
+}
+
+var sinkTools []llms.Tool
+
+// BenchmarkToolSchemas measures what a request costs for its tool schemas:
+// the slice is the generated literal itself (slice), and the service
+// passes it to the model as llms.WithTools(slice) (call-options: the
+// options of a turn, made once per turn and reused by its model calls).
+func BenchmarkToolSchemas(b *testing.B) {
+	req := &Request{Method: "Ask", Tools: benchTools, Invokers: benchInvokers}
+	b.Run("slice", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			sinkTools = req.Tools
+		}
+	})
+	b.Run("call-options", func(b *testing.B) {
+		s := NewService("example.com/app.Assistant", Config{Model: llmtest.NewModel(llmtest.Sequence())})
+		t := &turn{s: s, req: req}
+		var o llms.CallOptions
+		b.ReportAllocs()
+		for b.Loop() {
+			t.setOptions()
+			for _, opt := range t.opts {
+				opt(&o)
+			}
+			if &o.Tools[0] != &benchTools[0] {
+				b.Fatal("the tools were copied")
+			}
+		}
+	})
+}
+
+// fastModel answers a tool call and then a text, alternately, from
+// prebuilt responses, recording nothing: it leaves the service's own
+// cost.
+type fastModel struct {
+	n     int
+	call  *llms.ContentResponse
+	final *llms.ContentResponse
+}
+
+func newFastModel() *fastModel {
+	info := map[string]any{"PromptTokens": 100, "CompletionTokens": 10, "TotalTokens": 110}
+	return &fastModel{
+		call: &llms.ContentResponse{Choices: []*llms.ContentChoice{{StopReason: "tool_calls", GenerationInfo: info,
+			ToolCalls: []llms.ToolCall{{ID: "call_1", Type: "function", FunctionCall: &llms.FunctionCall{Name: "weather", Arguments: `{"city":"Paris"}`}}}}}},
+		final: &llms.ContentResponse{Choices: []*llms.ContentChoice{{Content: "It is sunny in Paris.", StopReason: "stop", GenerationInfo: info}}},
+	}
+}
+
+func (m *fastModel) GenerateContent(context.Context, []llms.MessageContent, ...llms.CallOption) (*llms.ContentResponse, error) {
+	m.n++
+	if m.n%2 == 1 {
+		// A fresh copy of the tool call: the service normalises calls in
+		// place, as it may with a provider's response.
+		c := *m.call.Choices[0]
+		c.ToolCalls = append([]llms.ToolCall(nil), c.ToolCalls...)
+		return &llms.ContentResponse{Choices: []*llms.ContentChoice{&c}}, nil
+	}
+	return m.final, nil
+}
+
+func (m *fastModel) Call(ctx context.Context, prompt string, options ...llms.CallOption) (string, error) {
+	return llms.GenerateFromSinglePrompt(ctx, m, prompt, options...)
+}
+
+// BenchmarkAITurn measures one chat-scoped turn with one tool call (two
+// model calls, one tool, one memory commit into a window of 10 messages).
+func BenchmarkAITurn(b *testing.B) {
+	run := func(b *testing.B, model llms.Model, reset func()) {
+		s := NewService("example.com/app.Assistant", Config{
+			Model:  model,
+			Memory: memory.NewManager(memory.Config{Policy: memory.Window(memory.DefaultMaxMessages)}),
+		})
+		ctx, err := chat.Begin(context.Background())
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer chat.End(ctx)
+		req := &Request{Method: "Ask", Kind: chat.KindChat, System: "You are terse.", User: "Weather in Paris?",
+			Tools: benchTools, Invokers: benchInvokers}
+		b.ReportAllocs()
+		i := 0
+		for b.Loop() {
+			r, err := s.Chat(ctx, req)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if r.ModelCalls != 2 || len(r.Executions) != 1 {
+				b.Fatalf("reply %+v", r)
+			}
+			if i++; reset != nil && i%1000 == 0 {
+				reset() // llmtest.Model records every request
+			}
+		}
+	}
+	b.Run("llmtest.Model", func(b *testing.B) {
+		m := llmtest.NewModel(llmtest.Rules(
+			llmtest.When(llmtest.AfterToolResult(""), llmtest.Reply{Text: "It is sunny in Paris."}),
+			llmtest.When(nil, llmtest.Reply{ToolCalls: []llmtest.ToolCall{{Name: "weather", Arguments: `{"city":"Paris"}`}}}),
+		))
+		run(b, m, m.Reset)
+	})
+	b.Run("bare-model", func(b *testing.B) {
+		run(b, newFastModel(), nil)
+	})
+}

@@ -1,0 +1,95 @@
+// Package ai is the runtime of chatgen's AI services: the code that the
+// generated implementation of a //chat:ai interface calls to assemble the
+// prompt, run the tool loop, stream, decode structured output and keep the
+// chat memory of each scope. It works with any langchaingo
+// [github.com/tmc/langchaingo/llms.Model].
+//
+// An application configures each AI service with a [Config] (the model,
+// the memory provider, limits) passed in the generated Deps; generated code
+// makes one [Service] per interface with [NewService] and, per method call,
+// renders its templates with [Render], builds a [Request] and calls
+// [Service.Chat], [Service.Stream] or [Structured].
+//
+// # A turn
+//
+// One method call is one turn:
+//
+//  1. The memory id: [Request.MemoryID] when set; otherwise
+//     "<scope id>#<service>.<Method>" for chat-scoped services (the memory
+//     is attached to the current chat scope: chat.ClearMemory and scheduled
+//     wipes clear it, the end of the scope deletes it) or
+//     "<invocation id>#<service>.<Method>" for invocation-scoped ones (a
+//     fresh memory per top-level call, deleted when it ends). Without an
+//     active scope (or invocation) the call fails with an error matching
+//     chat.ErrNotActive.
+//  2. The prompt: the system message (a new one replaces a different one
+//     in the memory), the memory's messages, the user message.
+//  3. The tool loop: while the model's reply calls tools, the service runs
+//     them (in order, or concurrently with [Config.ParallelTools]), sends
+//     one tool message per result and calls the model again. Tool failures
+//     are told to the model, never returned: an unknown tool, arguments
+//     that do not decode ([ArgumentsError]), the tool's error, a panic. The
+//     loop ends when a reply calls no tool, or when every tool it called is
+//     immediate and succeeded ([Invoker.Immediate]: no further model call;
+//     [Reply.Immediate]), and fails with [ErrTooManyModelCalls] past
+//     [Config.MaxModelCalls].
+//  4. The commit: only a turn that completes is remembered, in one
+//     memory.Memory.Add: the system message, the user message, every AI
+//     message with its tool calls, the tool results, the final answer. A
+//     failed model call, a failed tool loop, too many model calls or a
+//     cancelled context leave the memory as it was. A turn during which
+//     its memory was cleared (a tool calling chat.ClearMemory) or deleted
+//     (a tool ending its scope) is not remembered either: the wipe wins.
+//
+// Turns on one memory id are serialised within a Service: a turn waits
+// for the one in progress on the same id (or until its context ends).
+//
+// # Example
+//
+// What generated code does for a method
+// Ask(ctx context.Context, userMessage string) (string, error) with a
+// system template and one tool:
+//
+//	var askSystem = template.Must(template.New("Assistant.Ask system").Parse("You are terse. Today is {{.day}}."))
+//
+//	var askTools = []llms.Tool{{Type: "function", Function: &llms.FunctionDefinition{
+//		Name:        "weather",
+//		Description: "Weather tells the weather in a city.",
+//		Parameters:  json.RawMessage(`{"type":"object","properties":{"city":{"type":"string"}},"required":["city"]}`),
+//	}}}
+//
+//	var askInvokers = []ai.Invoker{{Invoke: func(ctx context.Context, arguments string) (any, error) {
+//		var args struct{ City string `json:"city"` }
+//		if err := json.Unmarshal([]byte(arguments), &args); err != nil {
+//			return nil, &ai.ArgumentsError{Err: err}
+//		}
+//		return weather(ctx, args.City)
+//	}}}
+//
+//	func (x *assistantImpl) Ask(ctx context.Context, userMessage string) (string, error) {
+//		system, err := ai.Render(askSystem, map[string]any{"day": "Monday"})
+//		if err != nil {
+//			return "", err
+//		}
+//		reply, err := x.svc.Chat(ctx, &ai.Request{
+//			Method: "Ask", Kind: chat.KindChat,
+//			System: system, User: userMessage,
+//			Tools: askTools, Invokers: askInvokers,
+//		})
+//		if err != nil {
+//			return "", err
+//		}
+//		return reply.Content, nil
+//	}
+//
+// with x.svc = ai.NewService("example.com/app.Assistant", ai.Config{Model: llm}).
+// See the package's Example for a complete program against a scripted
+// model.
+//
+// # Streaming
+//
+// langchaingo's OpenAI client passes text, empty chunks and JSON tool-call
+// fragments to the same streaming function; [Service.Stream] yields the
+// text only. Cancelling the context mid-stream fails the turn even when the
+// provider returns the truncated text without an error.
+package ai

@@ -1,0 +1,219 @@
+package ai
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"iter"
+	"log/slog"
+	"slices"
+	"sync"
+	"sync/atomic"
+
+	"github.com/tmc/langchaingo/llms"
+
+	"github.com/chatscopes/chatgen/runtime/memory"
+)
+
+// DefaultMaxModelCalls is the number of model calls a request may make when
+// [Config.MaxModelCalls] is 0.
+const DefaultMaxModelCalls = 10
+
+// Errors of this package, for errors.Is. The errors the service returns
+// wrap them after the prefix "ai: <service>.<Method>: ".
+var (
+	// ErrNoModel: the service has no [Config.Model].
+	ErrNoModel = errors.New("no model configured")
+	// ErrTooManyModelCalls: the model still asked for tools when the
+	// request had made [Config.MaxModelCalls] model calls.
+	ErrTooManyModelCalls = errors.New("too many model calls")
+	// ErrInvalidOutput: a structured answer did not decode, even after the
+	// corrective retry.
+	ErrInvalidOutput = errors.New("invalid structured output")
+	// ErrEmptyResponse: the model answered with no choice at all.
+	ErrEmptyResponse = errors.New("the model returned no choices")
+	// ErrUnknownTool is the [ToolExecution.Err] of a call of a tool the
+	// request does not offer. It never ends a request: the model is told.
+	ErrUnknownTool = errors.New("unknown tool")
+	// ErrInvalidRequest: the [Request] is malformed (nil, or Tools and
+	// Invokers of different lengths).
+	ErrInvalidRequest = errors.New("invalid request")
+	// ErrReentrant: a tool called the AI service method that is running it,
+	// on the same memory: waiting for the memory would deadlock.
+	ErrReentrant = errors.New("re-entrant call on the same memory")
+)
+
+// Config configures one AI service; applications pass it at registration
+// (a field of the generated Deps).
+type Config struct {
+	// Model answers the requests. Required: calls fail with [ErrNoModel]
+	// when it is nil.
+	Model llms.Model
+	// Memory provides the chat memory of each memory id. Nil means a
+	// [memory.Manager] with memory.Window(memory.DefaultMaxMessages) over
+	// an in-memory store, created once per Service.
+	Memory memory.Provider
+	// MaxModelCalls is the most model calls one request (one top-level
+	// method call) may make; 0 means [DefaultMaxModelCalls].
+	MaxModelCalls int
+	// ParallelTools runs the tool calls of one model reply concurrently.
+	// The results are still reported to the model in call order.
+	ParallelTools bool
+	// Options are added to every model call, before the service's own
+	// (tools, JSON mode, streaming).
+	Options []llms.CallOption
+	// Logger receives the service's logs; nil means slog.Default().
+	Logger *slog.Logger
+}
+
+// Service is one configured AI service (one //chat:ai interface): it runs
+// the requests of its generated methods against the model, with the tool
+// loop and the chat memory.
+//
+// A Service is safe for concurrent use. Turns on the same memory id are
+// serialised: a second turn waits (or gives up when its context ends)
+// until the first has committed or failed, so that the two never read the
+// same history and interleave their writes. Turns on different memory ids
+// run concurrently.
+type Service struct {
+	name     string
+	model    llms.Model
+	memory   memory.Provider
+	maxCalls int
+	parallel bool
+	options  []llms.CallOption
+	logger   *slog.Logger // nil: slog.Default() at the time of use
+
+	mu  sync.Mutex
+	ids map[string]*memState // memory ids in use or attached to a scope
+}
+
+// NewService returns the service name ("import/path.Type") configured by
+// cfg. It never fails: a missing model is reported by each call.
+func NewService(name string, cfg Config) *Service {
+	s := &Service{
+		name:     name,
+		model:    cfg.Model,
+		memory:   cfg.Memory,
+		maxCalls: cfg.MaxModelCalls,
+		parallel: cfg.ParallelTools,
+		options:  slices.Clip(slices.Clone(cfg.Options)),
+		logger:   cfg.Logger,
+		ids:      make(map[string]*memState),
+	}
+	if s.memory == nil {
+		s.memory = memory.NewManager(memory.Config{Policy: memory.Window(memory.DefaultMaxMessages)})
+	}
+	if s.maxCalls <= 0 {
+		s.maxCalls = DefaultMaxModelCalls
+	}
+	return s
+}
+
+// Name returns the service's name, "import/path.Type".
+func (s *Service) Name() string { return s.name }
+
+// Memory returns the service's memory provider: [Config.Memory] or the
+// default one.
+func (s *Service) Memory() memory.Provider { return s.memory }
+
+func (s *Service) log() *slog.Logger {
+	if s.logger != nil {
+		return s.logger
+	}
+	return slog.Default()
+}
+
+// Chat runs one turn: it sends the system message, the memory and the user
+// message to the model, runs the tool loop, commits the turn to memory and
+// returns the model's final answer. With [OutputJSON] the answer must be
+// JSON (see [Structured]); Reply.Content is then the JSON text.
+func (s *Service) Chat(ctx context.Context, req *Request) (*Reply, error) {
+	var check func(string) (string, error)
+	if req != nil && req.Output == OutputJSON {
+		check = checkJSON
+	}
+	return s.run(ctx, req, runMode{json: req != nil && req.Output == OutputJSON, check: check})
+}
+
+// Stream runs one turn like [Service.Chat] but streams the model's text as
+// it comes: the sequence yields text chunks only (never tool-call fragments
+// or empty chunks), runs the tool calls between the streamed model calls,
+// and commits the turn to memory once the last model call has finished.
+// If the turn fails (the model, the memory, a cancelled ctx, too many
+// model calls), the sequence yields one final ("", err) and commits
+// nothing. Stopping the iteration early aborts the model call in progress
+// and commits nothing.
+//
+// Every iteration of the sequence runs a new turn. Chunks of successive
+// model calls (text before a tool call, then the answer) are yielded as
+// the model sends them, without a separator. [OutputJSON] asks for JSON
+// but the streamed text is not checked.
+func (s *Service) Stream(ctx context.Context, req *Request) iter.Seq2[string, error] {
+	return func(yield func(string, error) bool) {
+		sink := &streamSink{yield: yield}
+		_, err := s.run(ctx, req, runMode{json: req != nil && req.Output == OutputJSON, stream: sink})
+		if err != nil && !sink.stopped.Load() {
+			yield("", err)
+		}
+	}
+}
+
+// Structured runs one turn like [Service.Chat] whatever req.Output says,
+// asking for JSON: the model call gets llms.WithJSONMode() and the system
+// message an instruction to answer with JSON conforming to req.Schema.
+// The answer is decoded into T (a ```json fence around it is tolerated).
+// When it does not decode, the model gets one corrective retry: a
+// follow-up user message with the error, asking for only the JSON; a
+// second failure is an error wrapping [ErrInvalidOutput]. The memory gets
+// the final, valid exchange only.
+//
+// When the turn ends on immediate tools (Reply.Immediate), nothing is
+// decoded: T is its zero value and the executions are in the Reply.
+func Structured[T any](ctx context.Context, s *Service, req *Request) (T, *Reply, error) {
+	var v T
+	check := func(content string) (string, error) {
+		var tmp T
+		text, err := decodeJSON(content, &tmp)
+		if err != nil {
+			return "", err
+		}
+		v = tmp
+		return text, nil
+	}
+	reply, err := s.run(ctx, req, runMode{json: true, check: check})
+	if err != nil {
+		var zero T
+		return zero, nil, err
+	}
+	return v, reply, nil
+}
+
+// streamSink passes the text chunks of a streamed turn to the iteration.
+type streamSink struct {
+	yield   func(string, error) bool
+	stopped atomic.Bool // the iteration stopped: abort, commit nothing
+}
+
+// errStopped aborts a model call whose stream's consumer stopped.
+var errStopped = errors.New("ai: stream consumer stopped")
+
+func (k *streamSink) onChunk(_ context.Context, chunk []byte) error {
+	if k.stopped.Load() {
+		return errStopped
+	}
+	if len(chunk) == 0 || isToolCallDelta(chunk) {
+		return nil
+	}
+	if !k.yield(string(chunk), nil) {
+		k.stopped.Store(true)
+		return errStopped
+	}
+	return nil
+}
+
+// errorf returns an error of a request of method m, prefixed with the
+// service and the method.
+func (s *Service) errorf(m, format string, args ...any) error {
+	return fmt.Errorf("ai: %s.%s: "+format, append([]any{s.name, m}, args...)...)
+}

@@ -1,0 +1,327 @@
+package ai
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"strings"
+
+	"github.com/tmc/langchaingo/llms"
+
+	"github.com/chatscopes/chatgen/runtime/memory"
+)
+
+// runMode is how a turn asks and what it accepts.
+type runMode struct {
+	// json asks for JSON: JSON mode and the schema instruction.
+	json bool
+	// check, when set, validates the final answer: it returns the content
+	// to report, or an error that earns the model one corrective retry.
+	check func(content string) (string, error)
+	// stream, when set, receives the text chunks.
+	stream *streamSink
+}
+
+// turn is one request in progress.
+type turn struct {
+	s      *Service
+	req    *Request
+	mode   runMode
+	prompt []llms.MessageContent // what the model is sent
+	msgs   []llms.MessageContent // what the memory gets if the turn completes
+	opts   []llms.CallOption
+	optBuf [6]llms.CallOption
+	held   heldTurn
+	reply  *Reply
+}
+
+// run runs one turn of req: see [Service.Chat].
+func (s *Service) run(ctx context.Context, req *Request, mode runMode) (*Reply, error) {
+	if req == nil {
+		return nil, fmt.Errorf("ai: %s: %w: nil request", s.name, ErrInvalidRequest)
+	}
+	if s.model == nil {
+		return nil, s.errorf(req.Method, "%w", ErrNoModel)
+	}
+	if len(req.Invokers) != len(req.Tools) {
+		return nil, s.errorf(req.Method, "%w: %d tools but %d invokers", ErrInvalidRequest, len(req.Tools), len(req.Invokers))
+	}
+	id, kind, err := s.memoryID(ctx, req)
+	if err != nil {
+		return nil, s.errorf(req.Method, "%w", err)
+	}
+	st, err := s.acquire(ctx, id)
+	if err != nil {
+		return nil, s.errorf(req.Method, "%w", err)
+	}
+	defer s.release(st)
+	if err := s.attach(ctx, st, kind); err != nil {
+		return nil, s.errorf(req.Method, "%w", err)
+	}
+	mem, err := s.memory.Memory(ctx, id)
+	if err != nil {
+		return nil, s.errorf(req.Method, "memory %q: %w", id, err)
+	}
+	gen := st.generation()
+	history, err := mem.Messages(ctx)
+	if err != nil {
+		return nil, s.errorf(req.Method, "reading memory %q: %w", id, err)
+	}
+
+	t := &turn{s: s, req: req, mode: mode, reply: new(Reply)}
+	t.held = heldTurn{st: st}
+	t.held.next, _ = ctx.Value(heldKey{}).(*heldTurn)
+	ctx = context.WithValue(ctx, heldKey{}, &t.held)
+	t.setOptions()
+	t.start(history)
+	if err := t.loop(ctx); err != nil {
+		return nil, err
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, t.errorf("%w", err)
+	}
+	if err := t.commit(ctx, st, mem, gen); err != nil {
+		return nil, err
+	}
+	if l := s.log(); l.Enabled(ctx, slog.LevelDebug) {
+		l.LogAttrs(ctx, slog.LevelDebug, "ai: turn completed",
+			slog.String("service", s.name), slog.String("method", req.Method), slog.String("memory", id),
+			slog.Int("model_calls", t.reply.ModelCalls), slog.Int("tool_calls", len(t.reply.Executions)),
+			slog.Bool("immediate", t.reply.Immediate), slog.Int("total_tokens", t.reply.Usage.TotalTokens))
+	}
+	return t.reply, nil
+}
+
+// setOptions prepares the call options of every model call of the turn:
+// the service's, then the tools (the request's slice itself), JSON mode and
+// streaming.
+func (t *turn) setOptions() {
+	n := len(t.s.options) + 3
+	if n <= len(t.optBuf) {
+		t.opts = t.optBuf[:0]
+	} else {
+		t.opts = make([]llms.CallOption, 0, n)
+	}
+	t.opts = append(t.opts, t.s.options...)
+	if len(t.req.Tools) > 0 {
+		t.opts = append(t.opts, llms.WithTools(t.req.Tools))
+	}
+	if t.mode.json {
+		t.opts = append(t.opts, llms.WithJSONMode())
+	}
+	if t.mode.stream != nil {
+		t.opts = append(t.opts, llms.WithStreamingFunc(t.mode.stream.onChunk))
+	}
+}
+
+// start builds the first prompt: the system message, the memory, the user
+// message.
+func (t *turn) start(history []llms.MessageContent) {
+	system := t.req.System
+	if t.mode.json {
+		system = withJSONInstruction(system, t.req.Schema)
+	}
+	t.prompt = make([]llms.MessageContent, 0, len(history)+6)
+	t.msgs = make([]llms.MessageContent, 0, 6)
+	if system != "" {
+		t.add(llms.TextParts(llms.ChatMessageTypeSystem, system))
+	}
+	for _, m := range history {
+		if system != "" && m.Role == llms.ChatMessageTypeSystem {
+			continue // the new system message replaces the stored one
+		}
+		t.prompt = append(t.prompt, m)
+	}
+	if t.req.User != "" {
+		t.add(llms.TextParts(llms.ChatMessageTypeHuman, t.req.User))
+	}
+}
+
+// add appends a message of the turn to the prompt and to what is
+// committed.
+func (t *turn) add(m llms.MessageContent) {
+	t.prompt = append(t.prompt, m)
+	t.msgs = append(t.msgs, m)
+}
+
+// loop calls the model and runs the tools it asks for until a reply calls
+// none, or calls only immediate tools.
+func (t *turn) loop(ctx context.Context) error {
+	retried := false
+	for {
+		if t.reply.ModelCalls >= t.s.maxCalls {
+			return t.errorf("%w: the model still asked for tools at the limit of %d model calls", ErrTooManyModelCalls, t.s.maxCalls)
+		}
+		choice, err := t.call(ctx)
+		if err != nil {
+			return err
+		}
+		calls := normaliseToolCalls(choice.ToolCalls, t.reply.ModelCalls)
+		if len(calls) == 0 {
+			content := choice.Content
+			answer := llms.TextParts(llms.ChatMessageTypeAI, content)
+			if t.mode.check != nil {
+				checked, cerr := t.mode.check(content)
+				if cerr != nil {
+					if retried {
+						return t.errorf("%w after a corrective retry: %w", ErrInvalidOutput, cerr)
+					}
+					if t.reply.ModelCalls >= t.s.maxCalls {
+						return t.errorf("%w, and no model call is left for a corrective retry (%w): %w", ErrInvalidOutput, ErrTooManyModelCalls, cerr)
+					}
+					retried = true
+					t.s.log().WarnContext(ctx, "ai: the model's answer is not valid JSON; asking again",
+						"service", t.s.name, "method", t.req.Method, "err", cerr)
+					// Sent, never committed: the memory gets the valid exchange.
+					t.prompt = append(t.prompt, answer, llms.TextParts(llms.ChatMessageTypeHuman, correction(cerr)))
+					continue
+				}
+				content = checked
+			}
+			t.add(answer)
+			t.reply.Content = content
+			return nil
+		}
+
+		call := llms.MessageContent{Role: llms.ChatMessageTypeAI, Parts: make([]llms.ContentPart, 0, len(calls)+1)}
+		if choice.Content != "" {
+			call.Parts = append(call.Parts, llms.TextContent{Text: choice.Content})
+		}
+		for _, c := range calls {
+			call.Parts = append(call.Parts, c)
+		}
+		t.add(call)
+		first := len(t.reply.Executions)
+		t.reply.Executions = t.s.runTools(ctx, t.req, calls, t.reply.Executions)
+		immediate := true
+		for i := first; i < len(t.reply.Executions); i++ {
+			ex := &t.reply.Executions[i]
+			t.add(llms.MessageContent{Role: llms.ChatMessageTypeTool, Parts: []llms.ContentPart{
+				llms.ToolCallResponse{ToolCallID: ex.ID, Name: ex.Name, Content: ex.Text},
+			}})
+			immediate = immediate && ex.Immediate && ex.Err == nil
+		}
+		if immediate {
+			t.reply.Immediate = true
+			t.reply.Content = choice.Content
+			return nil
+		}
+		if err := ctx.Err(); err != nil {
+			return t.errorf("%w", err)
+		}
+	}
+}
+
+// call makes one model call and returns the reply's choice.
+func (t *turn) call(ctx context.Context) (*llms.ContentChoice, error) {
+	resp, err := t.s.model.GenerateContent(ctx, t.prompt, t.opts...)
+	t.reply.ModelCalls++
+	n := t.reply.ModelCalls
+	if k := t.mode.stream; k != nil && k.stopped.Load() {
+		return nil, errStopped
+	}
+	// Providers often report a cancelled or expired context as an error of
+	// their own, or return a truncated answer with no error at all.
+	if cerr := ctx.Err(); cerr != nil {
+		if err == nil {
+			return nil, t.errorf("model call %d: %w", n, cerr)
+		}
+		if !errors.Is(err, cerr) {
+			return nil, t.errorf("model call %d: %w: %w", n, cerr, err)
+		}
+	}
+	if err != nil {
+		return nil, t.errorf("model call %d: %w", n, err)
+	}
+	choice := pickChoice(resp)
+	if choice == nil {
+		return nil, t.errorf("model call %d: %w", n, ErrEmptyResponse)
+	}
+	t.reply.Usage.addInfo(choice.GenerationInfo)
+	t.reply.FinishReason = choice.StopReason
+	if l := t.s.log(); l.Enabled(ctx, slog.LevelDebug) {
+		l.LogAttrs(ctx, slog.LevelDebug, "ai: model call",
+			slog.String("service", t.s.name), slog.String("method", t.req.Method), slog.Int("call", n),
+			slog.Int("tool_calls", len(choice.ToolCalls)), slog.String("finish_reason", choice.StopReason))
+	}
+	return choice, nil
+}
+
+// commit adds the turn to the memory in one Add, unless the memory was
+// cleared or deleted since the turn read it (a wipe or the end of its
+// scope wins over the turn).
+func (t *turn) commit(ctx context.Context, st *memState, mem memory.Memory, gen uint64) error {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if st.gen != gen {
+		t.s.log().DebugContext(ctx, "ai: memory cleared or deleted during the turn; the turn is not remembered",
+			"service", t.s.name, "method", t.req.Method, "memory", st.id)
+		return nil
+	}
+	if err := mem.Add(ctx, t.msgs...); err != nil {
+		if errors.Is(err, memory.ErrDeleted) {
+			return nil // its scope ended during the turn
+		}
+		return t.errorf("committing the turn to memory %q: %w", st.id, err)
+	}
+	return nil
+}
+
+func (t *turn) errorf(format string, args ...any) error {
+	return t.s.errorf(t.req.Method, format, args...)
+}
+
+// pickChoice returns the choice a turn goes on with: the first one, or,
+// when the provider split one answer into content blocks (Anthropic: a
+// choice per text or tool_use block, each with the whole usage), their
+// merge. It returns nil when there is none.
+func pickChoice(resp *llms.ContentResponse) *llms.ContentChoice {
+	if resp == nil || len(resp.Choices) == 0 || resp.Choices[0] == nil {
+		return nil
+	}
+	first := resp.Choices[0]
+	if len(resp.Choices) == 1 {
+		return first
+	}
+	if _, blocks := first.GenerationInfo["InputTokens"]; !blocks {
+		return first // several candidates (llms.WithN): use the first
+	}
+	merged := &llms.ContentChoice{GenerationInfo: first.GenerationInfo}
+	for _, c := range resp.Choices {
+		if c == nil {
+			continue
+		}
+		merged.Content += c.Content
+		merged.ToolCalls = append(merged.ToolCalls, c.ToolCalls...)
+		merged.StopReason = c.StopReason
+		if c.ReasoningContent != "" {
+			merged.ReasoningContent += c.ReasoningContent
+		}
+	}
+	return merged
+}
+
+// normaliseToolCalls makes the tool calls of a reply fit to be sent back:
+// a type ("function"), a function (a nil one becomes an unknown tool ""),
+// arguments ("{}" when the model sent none) and an id (generated when the
+// provider gave none).
+func normaliseToolCalls(calls []llms.ToolCall, modelCall int) []llms.ToolCall {
+	for i := range calls {
+		c := &calls[i]
+		if c.Type == "" {
+			c.Type = "function"
+		}
+		if c.FunctionCall == nil {
+			c.FunctionCall = &llms.FunctionCall{}
+		}
+		if strings.TrimSpace(c.FunctionCall.Arguments) == "" {
+			c.FunctionCall.Arguments = "{}"
+		}
+		if c.ID == "" {
+			c.ID = "call_" + strconv.Itoa(modelCall) + "_" + strconv.Itoa(i+1)
+		}
+	}
+	return calls
+}
