@@ -8,7 +8,8 @@ import (
 
 // A LocalClient talks to a Router in the same process, with no transport:
 // handlers run on the goroutine that runs the request. It implements
-// [Client].
+// [Client]. A request whose ctx is done before it starts does not run: it
+// fails with ctx's error.
 type LocalClient struct {
 	router *Router
 
@@ -40,6 +41,7 @@ func (c *LocalClient) Connect(ctx context.Context, route string, h *Handlers) (S
 		return nil, err
 	}
 	s := &localSession{client: c, conv: conv, h: h, scopeID: conv.ScopeID()}
+	s.sink = s.deliver // once, not a method value per request
 	c.mu.Lock()
 	if c.closed {
 		c.mu.Unlock()
@@ -73,6 +75,7 @@ type localSession struct {
 	client *LocalClient
 	conv   *Conversation
 	h      *Handlers
+	sink   func(Event) error // s.deliver
 
 	mu      sync.Mutex
 	queue   []*localCall
@@ -121,6 +124,9 @@ func (s *localSession) SendAsync(ctx context.Context, data any) *Call {
 
 // do runs a request and waits for it.
 func (s *localSession) do(ctx context.Context, req *RouteRequest) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()
@@ -195,7 +201,7 @@ func (s *localSession) run(ctx context.Context, req *RouteRequest) error {
 	s.mu.Lock()
 	scope := s.scopeID
 	s.mu.Unlock()
-	after, f := s.conv.Handle(ctx, scope, req, s.deliver)
+	after, f := s.conv.Handle(ctx, scope, req, s.sink)
 	if after != "" {
 		s.mu.Lock()
 		s.scopeID = after

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"iter"
+	"reflect"
 	"slices"
 	"sync"
 )
@@ -60,14 +61,50 @@ func NewJSONRequest(data json.RawMessage) (*RouteRequest, error) {
 // NewDataRequest returns a request with data: a map, or a struct whose
 // JSON form is an object.
 func NewDataRequest(data any) (*RouteRequest, error) {
-	if s, ok := data.(string); ok {
-		return NewTextRequest(s), nil
+	switch d := data.(type) {
+	case string:
+		return NewTextRequest(d), nil
+	case map[string]any:
+		return newMapRequest(d)
 	}
 	raw, err := json.Marshal(data)
 	if err != nil {
 		return nil, fmt.Errorf("chat: encoding request data: %w", err)
 	}
 	return NewJSONRequest(raw)
+}
+
+// newMapRequest is NewDataRequest for a map: each value is encoded on its
+// own, which gives the request [NewJSONRequest] would give for the map's
+// JSON without encoding and parsing the whole object.
+func newMapRequest(m map[string]any) (*RouteRequest, error) {
+	r := &RouteRequest{}
+	for k, v := range m {
+		if k == UserMessageKey {
+			if s, ok := v.(string); ok {
+				r.userMessage, r.hasUser = s, true
+				continue
+			}
+		}
+		raw, err := json.Marshal(v)
+		if err != nil {
+			return nil, fmt.Errorf("chat: encoding request data: %w", err)
+		}
+		if bytes.Equal(raw, []byte("null")) { // JSON nulls are dropped
+			continue
+		}
+		if k == UserMessageKey {
+			if err := json.Unmarshal(raw, &r.userMessage); err != nil {
+				return nil, fail(ErrBadRequest, &BadRequestError{Param: UserMessageKey, Err: errors.New("must be a string")})
+			}
+			r.hasUser = true
+		}
+		if r.data == nil {
+			r.data = make(map[string]json.RawMessage, len(m))
+		}
+		r.data[k] = raw
+	}
+	return r, nil
 }
 
 // UserMessage returns the user's text ("" when there is none).
@@ -151,12 +188,14 @@ func Request(ctx context.Context) *RouteRequest {
 
 // requestState is one request in progress.
 type requestState struct {
-	req     *RouteRequest
-	resp    ResponseChannel
-	conv    *Conversation
-	running []string // routes being run, innermost last (Execute nests)
-	failed  string   // the route that first returned an error
-	aborted bool     // AbortWipe was called: no wipe this request
+	req       *RouteRequest
+	resp      ResponseChannel
+	conv      *Conversation
+	bind      binding // the binding of the request's context
+	failed    string  // the route the request's error came from
+	failedErr error   // the error it returned
+	depth     int     // routes running: 1 for the request's own, more under Execute
+	aborted   bool    // AbortWipe was called: no wipe this request
 }
 
 // A ResponseChannel sends events to the client of the current request, in
@@ -228,21 +267,36 @@ func (c *ResponseChannel) close() {
 }
 
 // SendValue sends a route's result as generated code maps it: nothing for
-// nil, a string as Message ("" sends nothing), an [EventTyper] as its own
-// type, anything else as Object.
+// nil (a nil pointer, map, slice, func or channel too), a string as Message
+// ("" sends nothing), an [EventTyper] as its own type, anything else as
+// Object.
 func SendValue(ctx context.Context, v any) error {
-	switch v := v.(type) {
+	switch s := v.(type) {
 	case nil:
 		return nil
 	case string:
-		if v == "" {
+		if s == "" {
 			return nil
 		}
-		return Response(ctx).Message(v)
-	case EventTyper:
-		return Response(ctx).Event(v.ChatEventType(), v)
+		return Response(ctx).Event(EventMessage, v) // v, not s: no new boxing
+	}
+	if isNilValue(v) {
+		return nil
+	}
+	if t, ok := v.(EventTyper); ok {
+		return Response(ctx).Event(t.ChatEventType(), v)
 	}
 	return Response(ctx).Object(v)
+}
+
+// isNilValue reports whether v holds a nil pointer, map, slice, func or
+// channel.
+func isNilValue(v any) bool {
+	switch rv := reflect.ValueOf(v); rv.Kind() {
+	case reflect.Pointer, reflect.Map, reflect.Slice, reflect.Func, reflect.Chan, reflect.UnsafePointer:
+		return rv.IsNil()
+	}
+	return false
 }
 
 // SendStream sends each chunk of seq as a Stream event.

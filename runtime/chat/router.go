@@ -55,6 +55,10 @@ func (p *Package) applyRouter(r *Router) error {
 	var errs []error
 	for i := range p.routes {
 		spec := &p.routes[i]
+		if spec.Name == "" || spec.Handle == nil {
+			errs = append(errs, fmt.Errorf("chat: a route of %s has no name or no Handle (name %q)", p.path, spec.Name))
+			continue
+		}
 		if _, dup := r.routes[spec.Name]; dup {
 			errs = append(errs, fmt.Errorf("chat: route %q is registered twice (again by %s)", spec.Name, p.path))
 			continue
@@ -69,6 +73,10 @@ func (p *Package) applyRouter(r *Router) error {
 		}
 	}
 	for _, c := range p.catches {
+		if c.Handle == nil {
+			errs = append(errs, fmt.Errorf("chat: an error handler (%s) of %s has no Handle", c.Type, p.path))
+			continue
+		}
 		if c.Route == "" {
 			r.global = append(r.global, c)
 		} else {
@@ -208,24 +216,34 @@ func (c *Conversation) Handle(ctx context.Context, scopeID string, req *RouteReq
 		return cur.id, fail(ErrSessionNotActive, fmt.Errorf("scope %q is not active in this conversation", scopeID))
 	}
 
+	// One allocation holds the request and the context binding it adds.
 	rs := &requestState{req: req, conv: c}
 	rs.resp.sink = sink
-	ctx = rebind(ctx, func(b *binding) {
-		b.conv = c.conv
-		b.providers = c.router.providers
-		b.req = rs
-		if b.principal == nil {
-			b.principal = c.principal
-		}
-	})
+	if b := bindingFrom(ctx); b != nil {
+		rs.bind = *b
+	}
+	rs.bind.conv = c.conv
+	rs.bind.providers = c.router.providers
+	rs.bind.req = rs
+	if rs.bind.principal == nil {
+		rs.bind.principal = c.principal
+	}
+	ctx = context.WithValue(ctx, bindingKey{}, &rs.bind)
 	for s := c.conv.current.Load(); s != nil && s != target; s = c.conv.current.Load() {
 		if err := Pop(ctx); err != nil {
 			c.router.logger.ErrorContext(ctx, "chat: popping scopes above the requested one", "scope", s.id, "err", err)
 		}
 	}
 
-	err := c.router.run(ctx, rs, target.route)
+	c.conv.mu.Lock()
+	route := target.route
+	c.conv.mu.Unlock()
+	// A route that cannot run (unknown, or forbidden to the principal)
+	// fails as such: error handlers only see errors of routes that ran.
+	spec, err := c.router.check(ctx, route)
 	if err != nil {
+		rs.failed = route
+	} else if err = c.router.call(ctx, rs, spec); err != nil {
 		err = c.router.handleError(ctx, rs, err)
 	}
 	c.router.runWipes(ctx, rs)
@@ -234,7 +252,7 @@ func (c *Conversation) Handle(ctx context.Context, scopeID string, req *RouteReq
 	after := c.ScopeID()
 	if err != nil {
 		f := reasonOf(err)
-		c.router.logger.ErrorContext(ctx, "chat: request failed", "scope", target.id, "route", rs.failedRoute(target.route), "reason", f.Reason, "err", err)
+		c.router.logger.ErrorContext(ctx, "chat: request failed", "scope", target.id, "route", rs.failedRoute(route), "reason", f.Reason, "err", err)
 		return after, f
 	}
 	if after == "" {
@@ -259,22 +277,58 @@ func (c *Conversation) Close(ctx context.Context) error {
 	return End(rebind(ctx, func(b *binding) { b.conv = c.conv; b.providers = c.router.providers }))
 }
 
-// run runs one route of a request, recovering panics.
-func (r *Router) run(ctx context.Context, rs *requestState, name string) (err error) {
+// run runs one route of a request (for [ExecuteRoute]), recovering panics.
+func (r *Router) run(ctx context.Context, rs *requestState, name string) error {
+	spec, err := r.check(ctx, name)
+	if err != nil {
+		rs.noteFailure(name, err)
+		return err
+	}
+	return r.call(ctx, rs, spec)
+}
+
+// check returns the route called name if there is one and the principal
+// in ctx may use it; otherwise a RouteNotFound or Forbidden failure.
+func (r *Router) check(ctx context.Context, name string) (*RouteSpec, error) {
 	spec := r.routes[name]
 	if spec == nil || name == "" {
-		err = fail(ErrRouteNotFound, fmt.Errorf("route %q", name))
-	} else if !allowed(PrincipalFrom(ctx), spec.Roles) {
-		err = fail(ErrForbidden, fmt.Errorf("route %q needs one of the roles %v", name, spec.Roles))
-	} else {
-		rs.running = append(rs.running, name)
-		err = callRoute(ctx, spec, rs.req)
-		rs.running = rs.running[:len(rs.running)-1]
+		return nil, fail(ErrRouteNotFound, fmt.Errorf("route %q", name))
 	}
-	if err != nil && rs.failed == "" {
-		rs.failed = name
+	if !allowed(PrincipalFrom(ctx), spec.Roles) {
+		return nil, fail(ErrForbidden, fmt.Errorf("route %q needs one of the roles %v", name, spec.Roles))
+	}
+	return spec, nil
+}
+
+// call runs a route, recovering panics, and notes which route an error
+// came from.
+func (r *Router) call(ctx context.Context, rs *requestState, spec *RouteSpec) error {
+	if rs.depth >= maxExecuteDepth {
+		// A route executing itself, directly or not, would overflow the
+		// stack, which kills the process instead of failing the request.
+		err := fmt.Errorf("chat: route %q: routes executing routes nest more than %d deep", spec.Name, maxExecuteDepth)
+		rs.noteFailure(spec.Name, err)
+		return err
+	}
+	rs.depth++
+	err := callRoute(ctx, spec, rs.req)
+	rs.depth--
+	if err != nil {
+		rs.noteFailure(spec.Name, err)
 	}
 	return err
+}
+
+// maxExecuteDepth bounds how deeply [Execute] calls may nest in a request.
+const maxExecuteDepth = 64
+
+// noteFailure records that route returned err. The route an error came
+// from keeps it when routes that executed it pass it on (wrapped or not);
+// a new error is the returning route's own.
+func (rs *requestState) noteFailure(route string, err error) {
+	if rs.failed == "" || rs.failedErr == nil || !errors.Is(err, rs.failedErr) {
+		rs.failed, rs.failedErr = route, err
+	}
 }
 
 // A PanicError is a panic recovered from a route, tool or handler.

@@ -1,0 +1,146 @@
+package chat_test
+
+import (
+	"context"
+	"log/slog"
+	"reflect"
+	"testing"
+
+	"github.com/chatscopes/chatgen/runtime/chat"
+)
+
+// echo is the user's route method for text turns:
+//
+//	//chat:route echo
+//	func echo(ctx context.Context, userMessage string) string
+func echo(ctx context.Context, userMessage string) string {
+	_ = ctx
+	return userMessage
+}
+
+// echoCount is the user's route method for data turns: it also takes a
+// parameter decoded from the request data.
+func echoCount(ctx context.Context, userMessage string, count int) string {
+	_ = ctx
+	_ = count
+	return userMessage
+}
+
+// typedEchoRoute is the registration chatgen generates for echo.
+func typedEchoRoute() chat.RouteSpec {
+	return chat.RouteSpec{
+		Name: "echo",
+		Handle: func(ctx context.Context, req *chat.RouteRequest) error {
+			return chat.SendValue(ctx, echo(ctx, req.UserMessage()))
+		},
+	}
+}
+
+// typedEchoCountRoute is the registration chatgen generates for echoCount.
+func typedEchoCountRoute() chat.RouteSpec {
+	return chat.RouteSpec{
+		Name: "echo",
+		Handle: func(ctx context.Context, req *chat.RouteRequest) error {
+			var arg2 int
+			if err := req.Decode("count", &arg2); err != nil {
+				return err
+			}
+			res := echoCount(ctx, req.UserMessage(), arg2)
+			return chat.SendValue(ctx, res)
+		},
+	}
+}
+
+// reflectRoute dispatches to method the way a reflection-based framework
+// does: each parameter value is built with reflect.New from the method's
+// type and decoded from the request data by parameter name (ctx is
+// injected), the method is called with reflect.Value.Call and its result
+// is boxed again and sent.
+func reflectRoute(method any, names ...string) chat.RouteSpec {
+	fn := reflect.ValueOf(method)
+	ft := fn.Type()
+	ctxType := reflect.TypeFor[context.Context]()
+	return chat.RouteSpec{
+		Name: "echo",
+		Handle: func(ctx context.Context, req *chat.RouteRequest) error {
+			args := make([]reflect.Value, ft.NumIn())
+			for i := range args {
+				pt := ft.In(i)
+				if pt == ctxType {
+					args[i] = reflect.ValueOf(ctx)
+					continue
+				}
+				p := reflect.New(pt)
+				if err := req.Decode(names[i], p.Interface()); err != nil {
+					return err
+				}
+				args[i] = p.Elem()
+			}
+			out := fn.Call(args)
+			return chat.SendValue(ctx, out[0].Interface())
+		},
+	}
+}
+
+func benchSession(b *testing.B, spec chat.RouteSpec) chat.Session {
+	b.Helper()
+	p := chat.NewPackage("example.com/bench")
+	p.AddRoute(spec)
+	r, err := chat.NewRouter(p, chat.WithRouterLogger(slog.New(slog.DiscardHandler)))
+	if err != nil {
+		b.Fatal(err)
+	}
+	client := chat.NewLocalClient(r)
+	b.Cleanup(func() { _ = client.Close() })
+	var got string
+	s, err := client.Builder().OnMessage(func(text string) { got = text }).Connect(context.Background(), "")
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := s.Chat(context.Background(), "ping"); err != nil || got != "ping" {
+		b.Fatalf("warm-up turn: %v, got %q", err, got)
+	}
+	return s
+}
+
+func benchText(b *testing.B, spec chat.RouteSpec) {
+	s := benchSession(b, spec)
+	ctx := context.Background()
+	b.ReportAllocs()
+	for b.Loop() {
+		if err := s.Chat(ctx, "hello"); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func benchData(b *testing.B, spec chat.RouteSpec) {
+	s := benchSession(b, spec)
+	ctx := context.Background()
+	data := map[string]any{chat.UserMessageKey: "hello", "count": 3}
+	b.ReportAllocs()
+	for b.Loop() {
+		if err := s.Send(ctx, data); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkLocalTurn is one chat turn (text) on an echo route through the
+// local client, dispatched as generated code does.
+func BenchmarkLocalTurn(b *testing.B) { benchText(b, typedEchoRoute()) }
+
+// BenchmarkLocalTurnReflect is the same turn dispatched with reflection.
+func BenchmarkLocalTurnReflect(b *testing.B) {
+	benchText(b, reflectRoute(echo, "ctx", chat.UserMessageKey))
+}
+
+// BenchmarkLocalTurnData is one turn whose request is a data map
+// ({"userMessage": …, "count": 3}), dispatched as generated code does.
+func BenchmarkLocalTurnData(b *testing.B) { benchData(b, typedEchoCountRoute()) }
+
+// BenchmarkLocalTurnDataReflect is the same data turn dispatched with
+// reflection.
+func BenchmarkLocalTurnDataReflect(b *testing.B) {
+	benchData(b, reflectRoute(echoCount, "ctx", chat.UserMessageKey, "count"))
+}
