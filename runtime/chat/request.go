@@ -192,10 +192,27 @@ type requestState struct {
 	resp      ResponseChannel
 	conv      *Conversation
 	bind      binding // the binding of the request's context
+	ctx       requestContext
 	failed    string  // the route the request's error came from
 	failedErr error   // the error it returned
 	depth     int     // routes running: 1 for the request's own, more under Execute
 	aborted   bool    // AbortWipe was called: no wipe this request
+}
+
+// requestContext is a request's context: its parent plus the request's
+// binding, allocated with the request instead of as another context layer.
+type requestContext struct {
+	context.Context
+	bind *binding
+}
+
+// Value returns the request's binding for bindingKey and asks the parent
+// for every other key.
+func (c *requestContext) Value(key any) any {
+	if key == (bindingKey{}) {
+		return c.bind
+	}
+	return c.Context.Value(key)
 }
 
 // A ResponseChannel sends events to the client of the current request, in

@@ -228,7 +228,8 @@ func (c *Conversation) Handle(ctx context.Context, scopeID string, req *RouteReq
 	if rs.bind.principal == nil {
 		rs.bind.principal = c.principal
 	}
-	ctx = context.WithValue(ctx, bindingKey{}, &rs.bind)
+	rs.ctx = requestContext{Context: ctx, bind: &rs.bind}
+	ctx = &rs.ctx
 	for s := c.conv.current.Load(); s != nil && s != target; s = c.conv.current.Load() {
 		if err := Pop(ctx); err != nil {
 			c.router.logger.ErrorContext(ctx, "chat: popping scopes above the requested one", "scope", s.id, "err", err)
