@@ -193,10 +193,10 @@ type requestState struct {
 	conv      *Conversation
 	bind      binding // the binding of the request's context
 	ctx       requestContext
-	failed    string  // the route the request's error came from
-	failedErr error   // the error it returned
-	depth     int     // routes running: 1 for the request's own, more under Execute
-	aborted   bool    // AbortWipe was called: no wipe this request
+	failed    string // the route the request's error came from
+	failedErr error  // the error it returned
+	depth     int    // routes running: 1 for the request's own, more under Execute
+	aborted   bool   // AbortWipe was called: no wipe this request
 }
 
 // requestContext is a request's context: its parent plus the request's
