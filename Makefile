@@ -2,11 +2,20 @@
 
 GO ?= go
 
-.PHONY: demo test fmt-check vet generate-check gotest golden bench fuzz
+.PHONY: demo terminal counter test fmt-check vet generate-check gotest golden bench numbers fuzz
 
-## demo: generate the example and run it offline.
+## demo: generate the weaponbuilder example and serve it offline (Ctrl-C stops it).
 demo:
 	$(GO) generate ./examples/...
+	$(GO) run ./examples/weaponbuilder
+
+## terminal: the weaponbuilder example as a terminal chat.
+terminal:
+	$(GO) generate ./examples/...
+	$(GO) run ./examples/weaponbuilder -terminal
+
+## counter: the scoped-bean scenarios of the Quarkus guide.
+counter:
 	$(GO) run ./examples/counter
 
 ## test: everything CI checks.
@@ -35,6 +44,10 @@ golden:
 ## bench: the benchmarks quoted in the issue notes.
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./...
+
+## numbers: the token and round-trip comparison of docs/numbers.md.
+numbers:
+	CHATGEN_NUMBERS=1 $(GO) test ./examples/weaponbuilder -run TestTokenEfficiency -count=1 -v
 
 ## fuzz: a short run of each fuzz target.
 fuzz:
