@@ -176,12 +176,7 @@ func (m *pkgModel) analyzeAI(a *Annotated, anns []*Annotated, diags *Diagnostics
 		return
 	}
 	name := spec.Name.Name
-	var b *beanModel
-	for _, x := range m.beans {
-		if x.obj.Name() == name {
-			b = x
-		}
-	}
+	b := m.beanNamed(name)
 	if b == nil {
 		b = m.addBean(spec, "KindChat", "//chat:ai "+name, diags)
 		if b == nil {
@@ -367,12 +362,7 @@ func (m *pkgModel) toolBox(arg Arg, diags *Diagnostics) []*toolModel {
 		return nil
 	}
 	if tools[0].bean == nil {
-		var b *beanModel
-		for _, x := range m.beans {
-			if x.obj.Name() == name {
-				b = x
-			}
-		}
+		b := m.beanNamed(name)
 		if b == nil {
 			spec := m.typeSpec(name)
 			if spec == nil {

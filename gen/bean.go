@@ -383,3 +383,13 @@ func isLifecycle(name string, sig *types.Signature) bool {
 	r := sig.Results()
 	return r.Len() == 0 || (r.Len() == 1 && isError(r.At(0).Type()))
 }
+
+// beanNamed returns the scoped bean of the type called name, or nil.
+func (m *pkgModel) beanNamed(name string) *beanModel {
+	for _, b := range m.beans {
+		if b.obj.Name() == name {
+			return b
+		}
+	}
+	return nil
+}

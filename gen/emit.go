@@ -244,18 +244,7 @@ func (e *emitter) proxyMethod(b *beanModel, mm *methodModel) {
 		e.err = err
 	}
 
-	taken := map[string]bool{}
-	for _, n := range mm.names {
-		taken[n] = true
-	}
-	local := func(base string) string {
-		n := base
-		for i := 0; taken[n]; i++ {
-			n = fmt.Sprintf("%s%d", base, i)
-		}
-		taken[n] = true
-		return n
-	}
+	local := newLocals(mm.names).fresh
 
 	var body []jen.Code
 	ctx := mm.ctxName
@@ -355,4 +344,27 @@ func joinAnd(names []string) string {
 		return names[0]
 	}
 	return strings.Join(names[:len(names)-1], ", ") + " and " + names[len(names)-1]
+}
+
+// locals hands out local identifiers that do not collide with the
+// parameters of the function being written, or with each other.
+type locals map[string]bool
+
+func newLocals(params []string) locals {
+	l := locals{}
+	for _, p := range params {
+		l[p] = true
+	}
+	return l
+}
+
+// fresh returns base, or base followed by the first number that makes it
+// unused, and marks it used.
+func (l locals) fresh(base string) string {
+	n := base
+	for i := 0; l[n]; i++ {
+		n = fmt.Sprintf("%s%d", base, i)
+	}
+	l[n] = true
+	return n
 }

@@ -158,18 +158,7 @@ func lower(s string) string {
 
 func (e *emitter) aiMethod(s *aiModel, am *aiMethod) {
 	sig := am.sig
-	taken := map[string]bool{}
-	for _, n := range am.params {
-		taken[n] = true
-	}
-	local := func(base string) string {
-		n := base
-		for i := 0; taken[n]; i++ {
-			n = fmt.Sprintf("%s%d", base, i)
-		}
-		taken[n] = true
-		return n
-	}
+	local := newLocals(am.params).fresh
 	recv := local("x")
 	var params []jen.Code
 	for i, n := range am.params {

@@ -214,10 +214,8 @@ func (m *pkgModel) analyzeRoute(a *Annotated, d *Directive, diags *Diagnostics) 
 // routeBean returns the bean of a route method's receiver. A struct with
 // no //chat:scoped is chat-scoped implicitly.
 func (m *pkgModel) routeBean(a *Annotated, d *Directive, diags *Diagnostics) *beanModel {
-	for _, b := range m.beans {
-		if b.obj.Name() == a.Recv {
-			return b
-		}
+	if b := m.beanNamed(a.Recv); b != nil {
+		return b
 	}
 	spec := m.typeSpec(a.Recv)
 	if spec == nil {
