@@ -46,9 +46,13 @@ type Call struct {
 	err  error
 }
 
-func newCall() *Call { return &Call{done: make(chan struct{})} }
+// NewCall returns a call in flight. Transports implementing [Session]
+// make one per asynchronous request and end it with [Call.Finish].
+func NewCall() *Call { return &Call{done: make(chan struct{})} }
 
-func (c *Call) finish(err error) {
+// Finish ends the call with err (nil for Completed). It must be called
+// exactly once.
+func (c *Call) Finish(err error) {
 	c.err = err
 	close(c.done)
 }

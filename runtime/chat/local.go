@@ -115,8 +115,8 @@ func (s *localSession) ChatAsync(ctx context.Context, text string) *Call {
 func (s *localSession) SendAsync(ctx context.Context, data any) *Call {
 	req, err := NewDataRequest(data)
 	if err != nil {
-		c := newCall()
-		c.finish(err)
+		c := NewCall()
+		c.Finish(err)
 		return c
 	}
 	return s.enqueue(ctx, req)
@@ -139,18 +139,18 @@ func (s *localSession) do(ctx context.Context, req *RouteRequest) error {
 		s.next()
 		return err
 	}
-	lc := &localCall{ctx: ctx, req: req, call: newCall()}
+	lc := &localCall{ctx: ctx, req: req, call: NewCall()}
 	s.queue = append(s.queue, lc)
 	s.mu.Unlock()
 	return lc.call.Wait(ctx)
 }
 
 func (s *localSession) enqueue(ctx context.Context, req *RouteRequest) *Call {
-	lc := &localCall{ctx: ctx, req: req, call: newCall()}
+	lc := &localCall{ctx: ctx, req: req, call: NewCall()}
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()
-		lc.call.finish(ErrSessionClosed)
+		lc.call.Finish(ErrSessionClosed)
 		return lc.call
 	}
 	s.queue = append(s.queue, lc)
@@ -189,10 +189,10 @@ func (s *localSession) drain() {
 		s.queue = s.queue[1:]
 		s.mu.Unlock()
 		if err := lc.ctx.Err(); err != nil {
-			lc.call.finish(err)
+			lc.call.Finish(err)
 			continue
 		}
-		lc.call.finish(s.run(lc.ctx, lc.req))
+		lc.call.Finish(s.run(lc.ctx, lc.req))
 	}
 }
 
@@ -231,7 +231,7 @@ func (s *localSession) Close() error {
 	s.queue = nil
 	s.mu.Unlock()
 	for _, lc := range queued {
-		lc.call.finish(ErrSessionClosed)
+		lc.call.Finish(ErrSessionClosed)
 	}
 	s.client.mu.Lock()
 	delete(s.client.sessions, s)

@@ -1,0 +1,63 @@
+// Package ws is the websocket transport of chatgen: the endpoint serving a
+// [chat.Router] to browsers and other clients, the Go websocket client,
+// and the JavaScript client.
+//
+// # Server
+//
+// [Handler] returns a [Server], an http.Handler serving the endpoint
+// [RoutesPath] (/_chat/routes) and the JavaScript client: the classic
+// script at [ScriptPath] (/_chat/javascript/chatscopes.js, the Quarkus
+// URL), the ES module at [ModulePath] and TypeScript declarations at
+// [TypeScriptPath]. Mount it on any mux:
+//
+//	srv := ws.Handler(router, ws.WithAuthenticator(auth))
+//	mux.Handle("/_chat/", srv)
+//	...
+//	httpServer.Shutdown(ctx)
+//	srv.Shutdown(ctx) // hijacked connections are not the http.Server's
+//
+// The protocol is the one of Quarkus LangChain4j Chat Scopes (see
+// docs/protocol.md): a page written for the Quarkus JavaScript client works
+// unchanged. Per connection there is one reader goroutine; per session a
+// FIFO of requests run one at a time by a goroutine that exists only while
+// the queue is not empty, so idle sessions cost no goroutine and sessions
+// of one connection run independently. Frames are written by whichever
+// goroutine finds the connection idle, in order and never interleaved,
+// batched into one TCP write when several are ready.
+//
+// Security and limits: an [Authenticator] puts the principal of the
+// connection in the context of its requests (routes with roles= are
+// checked against it: Failed "Forbidden"); a scope id is honoured only in
+// the session that created it (another session's or connection's scope id
+// fails with "SessionNotActive"); browser origins must be the page's own
+// unless allowed by [WithOriginPatterns]; [WithMaxFrameSize],
+// [WithMaxSessions], [WithMaxQueued], [WithIdleTimeout] and
+// [WithWriteTimeout] bound what a client can make the server hold.
+// Malformed frames get a Failed "BadRequest" with a detail when they name
+// a chatId, and are logged and dropped when they do not; the connection
+// keeps working.
+//
+// # Differences from Quarkus
+//
+//   - Connect to an unknown route fails with "RouteNotFound" (Quarkus sends
+//     "Route not found"); an explicit null route is the default route
+//     (Quarkus reads it as the route "null").
+//   - A ChatRouteMessage is run on the scope it names only if that scope is
+//     the session's current scope or one of its parents; Quarkus runs any
+//     scope id it is given.
+//   - Malformed frames and unknown types get a Failed instead of being
+//     ignored or closing the connection.
+//   - Additions, which Quarkus clients ignore: an optional "requestId" on
+//     client frames, echoed on the request's events and terminator;
+//     "scopeId" (the scope current after the failure) and "detail" on
+//     Failed frames; the reasons "TooManySessions", "TooManyRequests" and
+//     "ShuttingDown".
+//
+// # Go client
+//
+// [Dial] returns a [Client], a [chat.Client] with the same Builder and
+// Session API as [chat.LocalClient]. Requests of a session are queued and
+// sent one at a time (each is sent with the scope id the previous one left
+// the session in), events are decoded with [chat.Event.Decode], and a
+// connection lost fails pending requests with [ErrConnectionLost].
+package ws

@@ -1,0 +1,106 @@
+// TypeScript declarations of chatscopes.mjs, the JavaScript client of
+// chatgen's chat routes (served at /_chat/javascript/chatscopes.d.ts).
+
+/** The data of an event: any JSON value. */
+export type EventData = any;
+
+/** A handler of one event type. */
+export type EventHandler = (data: EventData) => void;
+
+/** A handler of events without a handler of their own. */
+export type DefaultHandler = (eventType: string, data: EventData) => void;
+
+/**
+ * The websocket endpoint of the chat routes on the server that served the
+ * page. Pass a path if the routes are mounted elsewhere.
+ */
+export function chatRoutesEndpoint(path?: string): string;
+
+/**
+ * The error a request's promise rejects with: message and reason are the
+ * reason sent by the server ("RouteNotFound", "SessionNotActive",
+ * "BadRequest", "Forbidden", "ServerError", "StreamingFailure",
+ * "TooManySessions", "TooManyRequests", "ShuttingDown") or set by the
+ * client ("ConnectionLost", "ConnectionClosed", "ConnectionFailed",
+ * "SessionClosed").
+ */
+export class ChatFailure extends Error {
+    constructor(reason: string, detail?: string);
+    readonly name: "ChatFailure";
+    readonly reason: string;
+    /** A human-readable explanation, for protocol errors. */
+    readonly detail?: string;
+}
+
+/** One conversation of a client. */
+export class Session {
+    /** The client the session runs on. */
+    readonly client: ChatScopesClient;
+    /** The chatId of the session on its connection. */
+    readonly id: string;
+    /** The id of the scope the session is in (updated by every terminator). */
+    currentScope: string | undefined;
+    /** Whether the session was closed or lost. */
+    readonly closed: boolean;
+    /** The session's handlers, by event type. */
+    readonly eventHandlers: Map<string, EventHandler>;
+    /** The handler of events without a handler of their own. */
+    defaultHandler: DefaultHandler | undefined;
+    /** The number of requests sent or queued and not yet settled. */
+    readonly pending: number;
+
+    /** Sends the user's text; resolves with the scope id after the route ran. */
+    chat(userMessage: string): Promise<string>;
+    /** Sends data whose keys name route parameters. */
+    sendData(data: Record<string, unknown>): Promise<string>;
+    /** Sends a request of the given frame type with data. */
+    sendEvent(type: string, data: Record<string, unknown>): Promise<string>;
+    /** Ends the session (Disconnect); queued requests reject with "SessionClosed". */
+    close(): void;
+    /** The same as close. */
+    disconnect(): void;
+}
+
+/** Collects event handlers, then connects sessions. */
+export class SessionBuilder {
+    constructor(client: ChatScopesClient);
+    readonly client: ChatScopesClient;
+    readonly eventHandlers: Map<string, EventHandler>;
+
+    eventHandler(eventType: string, handler: EventHandler): this;
+    errorHandler(handler: EventHandler): this;
+    messageHandler(handler: EventHandler): this;
+    consoleHandler(handler: EventHandler): this;
+    thinkingHandler(handler: EventHandler): this;
+    streamHandler(handler: EventHandler): this;
+    objectHandler(handler: EventHandler): this;
+    defaultHandler(handler: DefaultHandler): this;
+    /** Starts a session on route (omitted or null: the default route). */
+    connect(route?: string | null): Promise<Session>;
+}
+
+/** A websocket connection to the chat routes, carrying any number of sessions. */
+export class ChatScopesClient {
+    constructor();
+    /** The sessions of the client, by chatId. */
+    readonly sessions: Map<string, Session>;
+    /** The websocket, once open was called. */
+    websocket: WebSocket | null;
+    /** Whether close was called. */
+    readonly closed: boolean;
+    /** Log every frame to the console. */
+    debug: boolean;
+
+    /** Opens the connection (default: chatRoutesEndpoint()). */
+    open(endpoint?: string): Promise<this>;
+    /** Sets the handler called with the close event when the connection closes. */
+    closeHandler(handler: (event: CloseEvent | { code: number }) => void): this;
+    /** A builder for a new session. */
+    builder(): SessionBuilder;
+    /** Sends a raw frame as JSON. */
+    send(message: object): void;
+    /** Ends every session and closes the connection. */
+    close(): Promise<void>;
+    /** Handles one websocket message (called by the websocket). */
+    onMessage(event: MessageEvent): void;
+}
