@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/chatscopes/chatgen/internal/browsertest"
 )
 
 // classicPage is written for the Quarkus JavaScript client: the classic
@@ -251,7 +253,7 @@ func checkLog(t *testing.T, got, want []string) {
 
 func TestBrowser(t *testing.T) {
 	checkGoroutines(t)
-	b := startBrowser(t)
+	b := browsertest.Start(t)
 	ts := startServer(t)
 	mux := http.NewServeMux()
 	mux.Handle("/_chat/", ts.Server)
@@ -282,9 +284,9 @@ func TestBrowser(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 			defer cancel()
-			out, err := b.run(ctx, hs.URL+tc.path)
+			out, err := b.Run(ctx, hs.URL+tc.path)
 			if err != nil {
-				t.Fatalf("%v\nconsole:\n%s", err, b.consoleLog())
+				t.Fatalf("%v\nconsole:\n%s", err, b.ConsoleLog())
 			}
 			var res struct {
 				OK    bool
@@ -295,7 +297,7 @@ func TestBrowser(t *testing.T) {
 				t.Fatalf("%s: %v", out, err)
 			}
 			if !res.OK {
-				t.Fatalf("the page failed: %s\nconsole:\n%s", res.Error, b.consoleLog())
+				t.Fatalf("the page failed: %s\nconsole:\n%s", res.Error, b.ConsoleLog())
 			}
 			checkLog(t, res.Log, tc.want)
 		})

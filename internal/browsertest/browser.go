@@ -1,6 +1,13 @@
 //go:build unix
 
-package ws
+// Package browsertest drives Debian's headless Chromium over the DevTools
+// protocol for end-to-end tests of pages served on loopback: open a page,
+// evaluate JavaScript in it, read what it logged. It speaks the protocol
+// with coder/websocket, so the tests need no other dependency.
+//
+// Start skips the calling test when chromium is not installed, and fails
+// it when the CI environment variable is set (.ci/run installs chromium).
+package browsertest
 
 import (
 	"bufio"
@@ -19,9 +26,9 @@ import (
 	"github.com/coder/websocket"
 )
 
-// A browser is headless Chromium driven over the DevTools protocol, spoken
+// A Browser is headless Chromium driven over the DevTools protocol, spoken
 // here with coder/websocket (no other dependency).
-type browser struct {
+type Browser struct {
 	t  testing.TB
 	ws *websocket.Conn
 
@@ -39,10 +46,10 @@ type cdpReply struct {
 	} `json:"error"`
 }
 
-// startBrowser launches Chromium, or skips the test when it is not
+// Start launches Chromium for the test, or skips the test when it is not
 // installed (it fails instead when the CI environment variable is set:
-// CI installs Debian's chromium).
-func startBrowser(t testing.TB) *browser {
+// CI installs Debian's chromium). The browser is closed when the test ends.
+func Start(t testing.TB) *Browser {
 	t.Helper()
 	path, err := exec.LookPath("chromium")
 	if err != nil {
@@ -109,7 +116,7 @@ func startBrowser(t testing.TB) *browser {
 		t.Fatalf("connecting to chromium: %v", err)
 	}
 	wc.SetReadLimit(-1)
-	b := &browser{t: t, ws: wc, pending: map[int]chan cdpReply{}, done: make(chan struct{})}
+	b := &Browser{t: t, ws: wc, pending: map[int]chan cdpReply{}, done: make(chan struct{})}
 	go b.readLoop()
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
@@ -125,7 +132,7 @@ func startBrowser(t testing.TB) *browser {
 	return b
 }
 
-func (b *browser) readLoop() {
+func (b *Browser) readLoop() {
 	defer close(b.done)
 	for {
 		_, data, err := b.ws.Read(context.Background())
@@ -169,7 +176,7 @@ func (b *browser) readLoop() {
 }
 
 // call sends a DevTools command (to a page when session is set).
-func (b *browser) call(ctx context.Context, session, method string, params any) (json.RawMessage, error) {
+func (b *Browser) call(ctx context.Context, session, method string, params any) (json.RawMessage, error) {
 	b.mu.Lock()
 	b.nextID++
 	id := b.nextID
@@ -201,40 +208,44 @@ func (b *browser) call(ctx context.Context, session, method string, params any) 
 	}
 }
 
-// run opens url in a new tab and returns the JSON the page's
-// window.testResult promise resolves with.
-func (b *browser) run(ctx context.Context, url string) (string, error) {
+// A Page is one tab of the browser.
+type Page struct {
+	b       *Browser
+	session string
+}
+
+// Open opens url in a new tab.
+func (b *Browser) Open(ctx context.Context, url string) (*Page, error) {
 	res, err := b.call(ctx, "", "Target.createTarget", map[string]any{"url": url})
 	if err != nil {
-		return "", err
+		return nil, err
 	}
 	var target struct{ TargetID string }
 	if err := json.Unmarshal(res, &target); err != nil {
-		return "", err
+		return nil, err
 	}
 	res, err = b.call(ctx, "", "Target.attachToTarget", map[string]any{"targetId": target.TargetID, "flatten": true})
 	if err != nil {
-		return "", err
+		return nil, err
 	}
 	var att struct{ SessionID string }
 	if err := json.Unmarshal(res, &att); err != nil {
-		return "", err
+		return nil, err
 	}
 	if _, err := b.call(ctx, att.SessionID, "Runtime.enable", map[string]any{}); err != nil {
-		return "", err
+		return nil, err
 	}
-	const expr = `(async () => {
-		for (let i = 0; i < 3000 && !(window.testResult && location.href !== "about:blank"); i++) {
-			await new Promise(r => setTimeout(r, 10));
-		}
-		if (!window.testResult) return JSON.stringify({ok: false, error: "the page set no testResult"});
-		return JSON.stringify(await window.testResult);
-	})()`
+	return &Page{b: b, session: att.SessionID}, nil
+}
+
+// Eval evaluates a JavaScript expression in the page, awaiting it when it
+// is a promise, and returns its value, which must be a string (return
+// JSON.stringify(…) for anything else). An evaluation that starts before
+// the page has navigated away from about:blank is retried in the page.
+func (p *Page) Eval(ctx context.Context, expr string) (string, error) {
 	for {
-		res, err := b.call(ctx, att.SessionID, "Runtime.evaluate", map[string]any{"expression": expr, "awaitPromise": true, "returnByValue": true})
+		res, err := p.b.call(ctx, p.session, "Runtime.evaluate", map[string]any{"expression": expr, "awaitPromise": true, "returnByValue": true})
 		if err != nil {
-			// The evaluation may start in about:blank, destroyed by the
-			// navigation to url: try again in the page.
 			if ctx.Err() == nil && (strings.Contains(err.Error(), "context") || strings.Contains(err.Error(), "navigated")) {
 				time.Sleep(20 * time.Millisecond)
 				continue
@@ -255,15 +266,50 @@ func (b *browser) run(ctx context.Context, url string) (string, error) {
 		}
 		s, ok := ev.Result.Value.(string)
 		if !ok {
-			return "", errors.New("the page's result is not a string")
+			return "", errors.New("the expression's value is not a string")
 		}
 		return s, nil
 	}
 }
 
-// consoleLog returns what the pages logged.
-func (b *browser) consoleLog() string {
+// Run opens url in a new tab and returns the JSON the page's
+// window.testResult promise resolves with.
+func (b *Browser) Run(ctx context.Context, url string) (string, error) {
+	p, err := b.Open(ctx, url)
+	if err != nil {
+		return "", err
+	}
+	return p.Eval(ctx, `(async () => {
+		for (let i = 0; i < 3000 && !(window.testResult && location.href !== "about:blank"); i++) {
+			await new Promise(r => setTimeout(r, 10));
+		}
+		if (!window.testResult) return JSON.stringify({ok: false, error: "the page set no testResult"});
+		return JSON.stringify(await window.testResult);
+	})()`)
+}
+
+// ConsoleLog returns what the pages logged (console calls and
+// exceptions), for failure reports.
+func (b *Browser) ConsoleLog() string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return strings.Join(b.console, "\n")
+}
+
+// Screenshot captures the page as a PNG.
+func (p *Page) Screenshot(ctx context.Context) ([]byte, error) {
+	if _, err := p.b.call(ctx, p.session, "Emulation.setDeviceMetricsOverride", map[string]any{"width": 1100, "height": 760, "deviceScaleFactor": 1, "mobile": false}); err != nil {
+		return nil, err
+	}
+	res, err := p.b.call(ctx, p.session, "Page.captureScreenshot", map[string]any{"format": "png"})
+	if err != nil {
+		return nil, err
+	}
+	var shot struct {
+		Data []byte `json:"data"`
+	}
+	if err := json.Unmarshal(res, &shot); err != nil {
+		return nil, err
+	}
+	return shot.Data, nil
 }
