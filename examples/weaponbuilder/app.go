@@ -1,0 +1,73 @@
+package main
+
+import (
+	"fmt"
+	"log/slog"
+	"os"
+
+	"github.com/tmc/langchaingo/llms"
+	"github.com/tmc/langchaingo/llms/openai"
+
+	"github.com/chatscopes/chatgen/runtime/ai"
+	"github.com/chatscopes/chatgen/runtime/chat"
+	"github.com/chatscopes/chatgen/runtime/llmtest"
+	"github.com/chatscopes/chatgen/runtime/memory"
+)
+
+// app is the armorer: its router, its armory and the memory of its AI
+// services.
+type app struct {
+	router *chat.Router
+	armory *Armory
+	memory *memory.Manager
+}
+
+// newApp wires the generated registration to a model.
+func newApp(model llms.Model, logger *slog.Logger) (*app, error) {
+	a := &app{
+		armory: &Armory{},
+		memory: memory.NewManager(memory.Config{Policy: memory.Window(40)}),
+	}
+	cfg := ai.Config{Model: model, Memory: a.memory, Logger: logger}
+	router, err := chat.NewRouter(
+		Register(Deps{
+			Armory:        a.armory,
+			MainMenu:      cfg,
+			WeaponBuilder: cfg,
+			Enchanter:     cfg,
+			ArmorBuilder:  cfg,
+		}),
+		chat.WithRouterLogger(logger),
+	)
+	if err != nil {
+		return nil, err
+	}
+	a.router = router
+	return a, nil
+}
+
+// modelFromEnv returns a real model when OPENAI_API_KEY is set (with
+// OPENAI_BASE_URL for any OpenAI-compatible server, such as Ollama's /v1,
+// and CHATGEN_MODEL for the model name), else the offline scripted
+// armorer. The string describes the choice.
+func modelFromEnv() (llms.Model, string, error) {
+	key := os.Getenv("OPENAI_API_KEY")
+	if key == "" {
+		return llmtest.NewModel(llmtest.ScriptFunc(playArmorer)), "the offline scripted armorer (set OPENAI_API_KEY for a real model)", nil
+	}
+	name := os.Getenv("CHATGEN_MODEL")
+	if name == "" {
+		name = "gpt-4o-mini"
+	}
+	opts := []openai.Option{openai.WithToken(key), openai.WithModel(name)}
+	where := "OpenAI"
+	if base := os.Getenv("OPENAI_BASE_URL"); base != "" {
+		opts = append(opts, openai.WithBaseURL(base))
+		where = base
+	}
+	m, err := openai.New(opts...)
+	if err != nil {
+		return nil, "", fmt.Errorf("creating the OpenAI client: %w", err)
+	}
+	return m, fmt.Sprintf("%s at %s", name, where), nil
+}

@@ -1,0 +1,223 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/tmc/langchaingo/llms"
+
+	"github.com/chatscopes/chatgen/runtime/llmtest"
+)
+
+// The offline armorer: a scripted model that plays the whole story from
+// natural input — picking tools from the words of the player's message and
+// asking the next question from the tools' results — so the example runs
+// with no API key. It knows which conversation it is in from the tools it
+// is offered.
+
+// playArmorer answers one model request.
+func playArmorer(req *llmtest.Request) (llmtest.Reply, error) {
+	tools := req.ToolNames()
+	switch {
+	case slices.Contains(tools, "buildWeapon"):
+		return playMenu(req), nil
+	case slices.Contains(tools, "setKind"):
+		return playWeapon(req), nil
+	case slices.Contains(tools, "setElement"):
+		return playEnchanter(req), nil
+	case slices.Contains(tools, "setPiece"):
+		return playArmor(req), nil
+	}
+	return say("I am only an armorer."), nil
+}
+
+func say(text string) llmtest.Reply { return llmtest.Reply{Text: text} }
+
+func calls(cs ...llmtest.ToolCall) llmtest.Reply { return llmtest.Reply{ToolCalls: cs} }
+
+func tool(name string, args map[string]any) llmtest.ToolCall {
+	raw, _ := json.Marshal(args)
+	return llmtest.ToolCall{Name: name, Arguments: string(raw)}
+}
+
+// failure returns a reply about the first failed tool result, if any.
+func failure(req *llmtest.Request) (llmtest.Reply, bool) {
+	for _, r := range req.LastToolResults() {
+		if msg, ok := strings.CutPrefix(r.Content, "error: "); ok {
+			return say("Not yet: " + msg + "."), true
+		}
+	}
+	return llmtest.Reply{}, false
+}
+
+var (
+	wordsWeapon  = regexp.MustCompile(`(?i)\b(weapon|sword|axe|bow|dagger|staff|blade)s?\b`)
+	wordsArmor   = regexp.MustCompile(`(?i)\b(armou?r|helm|breastplate|gauntlets|greaves|shield)\b`)
+	wordsList    = regexp.MustCompile(`(?i)\b(list|inventory|armory|built|have i)\b`)
+	wordsKind    = regexp.MustCompile(`(?i)\b(sword|axe|bow|dagger|staff)\b`)
+	wordsName    = regexp.MustCompile(`(?i)\b(?:call(?:ed)? it|name(?:d)?(?: it)?)\s+["']?([\p{L}][\p{L}' -]{0,30}?)["']?\s*(?:[.,!]|$)`)
+	wordsNumber  = regexp.MustCompile(`\b(\d{1,3})\b`)
+	wordsEnchant = regexp.MustCompile(`(?i)\b(enchant\w*|magic|runes?)\b`)
+	wordsFinish  = regexp.MustCompile(`(?i)\b(finish\w*|done|save|that's all|complete)\b`)
+	wordsShow    = regexp.MustCompile(`(?i)\b(show|status|how does it look|what have we)\b`)
+	wordsElement = regexp.MustCompile(`(?i)\b(fire|frost|lightning)\b`)
+	wordsBind    = regexp.MustCompile(`(?i)\b(bind|apply|done|finish)\b`)
+	wordsPiece   = regexp.MustCompile(`(?i)\b(helm|breastplate|gauntlets|greaves|shield)\b`)
+	wordsMetal   = regexp.MustCompile(`(?i)\b(leather|iron|steel|mithril)\b`)
+)
+
+func playMenu(req *llmtest.Request) llmtest.Reply {
+	if r, ok := failure(req); ok {
+		return r
+	}
+	u := req.LastUserText()
+	switch {
+	case wordsList.MatchString(u):
+		return calls(tool("listArmory", nil))
+	case wordsArmor.MatchString(u):
+		return calls(tool("buildArmor", nil))
+	case wordsWeapon.MatchString(u):
+		return calls(tool("buildWeapon", nil))
+	}
+	return say("Welcome to my forge, traveller! I can build you a weapon or a piece of armour, or show you what you have built.")
+}
+
+func playWeapon(req *llmtest.Request) llmtest.Reply {
+	if r, ok := failure(req); ok {
+		return r
+	}
+	if results := req.LastToolResults(); len(results) > 0 {
+		var w Weapon
+		if err := json.Unmarshal([]byte(results[len(results)-1].Content), &w); err != nil {
+			return say("The forge is quiet. What next?")
+		}
+		return say(nextWeaponQuestion(w))
+	}
+	u := req.LastUserText()
+	var cs []llmtest.ToolCall
+	if m := wordsKind.FindStringSubmatch(u); m != nil {
+		cs = append(cs, tool("setKind", map[string]any{"kind": strings.ToLower(m[1])}))
+	}
+	if m := wordsName.FindStringSubmatch(u); m != nil {
+		cs = append(cs, tool("setName", map[string]any{"name": strings.TrimSpace(m[1])}))
+	} else if m := wordsNumber.FindStringSubmatch(u); m != nil {
+		n, _ := strconv.Atoi(m[1])
+		cs = append(cs, tool("setDamage", map[string]any{"damage": n}))
+	}
+	if len(cs) > 0 {
+		return calls(cs...)
+	}
+	switch {
+	case wordsEnchant.MatchString(u):
+		return calls(tool("enchant", nil))
+	case wordsFinish.MatchString(u):
+		return calls(tool("finish", nil))
+	case wordsShow.MatchString(u):
+		return calls(tool("showWeapon", nil))
+	}
+	return say(nextWeaponQuestion(lastWeapon(req)))
+}
+
+// lastWeapon is the weapon as the last tool result in the conversation
+// showed it (the zero Weapon before any).
+func lastWeapon(req *llmtest.Request) Weapon {
+	for i := len(req.Messages) - 1; i >= 0; i-- {
+		for _, p := range req.Messages[i].Parts {
+			if r, ok := p.(llms.ToolCallResponse); ok {
+				var w Weapon
+				if json.Unmarshal([]byte(r.Content), &w) == nil && w.Kind != "" {
+					return w
+				}
+			}
+		}
+	}
+	return Weapon{}
+}
+
+func nextWeaponQuestion(w Weapon) string {
+	switch {
+	case w.Kind == "":
+		return "What kind of weapon shall I forge: a sword, an axe, a bow, a dagger or a staff?"
+	case w.Name == "":
+		return fmt.Sprintf("A fine %s! What shall we call it?", w.Kind)
+	case w.Damage == 0:
+		return fmt.Sprintf("%s, a worthy name. How much damage should it deal, from 1 to 100?", w.Name)
+	}
+	return fmt.Sprintf("%s is taking shape: a %s dealing %d damage. Shall I enchant it, or finish it?", w.Name, w.Kind, w.Damage)
+}
+
+func playEnchanter(req *llmtest.Request) llmtest.Reply {
+	if r, ok := failure(req); ok {
+		return r
+	}
+	if results := req.LastToolResults(); len(results) > 0 {
+		var e Enchantment
+		_ = json.Unmarshal([]byte(results[len(results)-1].Content), &e)
+		switch {
+		case e.Element == "":
+			return say("Which element shall I bind: fire, frost or lightning?")
+		case e.Power == 0:
+			return say(fmt.Sprintf("%s it is. How strong, from 1 to 10?", capitalize(string(e.Element))))
+		}
+		return say(fmt.Sprintf("The runes glow with %s at power %d. Say bind and I will bind them to the weapon.", e.Element, e.Power))
+	}
+	u := req.LastUserText()
+	var cs []llmtest.ToolCall
+	if m := wordsElement.FindStringSubmatch(u); m != nil {
+		cs = append(cs, tool("setElement", map[string]any{"element": strings.ToLower(m[1])}))
+	}
+	if m := wordsNumber.FindStringSubmatch(u); m != nil {
+		n, _ := strconv.Atoi(m[1])
+		cs = append(cs, tool("setPower", map[string]any{"power": n}))
+	}
+	if len(cs) > 0 {
+		return calls(cs...)
+	}
+	if wordsBind.MatchString(u) {
+		return calls(tool("bind", nil))
+	}
+	return say("Which element shall I bind: fire, frost or lightning?")
+}
+
+func playArmor(req *llmtest.Request) llmtest.Reply {
+	if r, ok := failure(req); ok {
+		return r
+	}
+	if results := req.LastToolResults(); len(results) > 0 {
+		var a Armor
+		_ = json.Unmarshal([]byte(results[len(results)-1].Content), &a)
+		switch {
+		case a.Piece == "":
+			return say("Which piece: a helm, a breastplate, gauntlets, greaves or a shield?")
+		case a.Material == "":
+			return say(fmt.Sprintf("A %s. In leather, iron, steel or mithril?", a.Piece))
+		}
+		return say(fmt.Sprintf("A %s %s. Shall I finish it?", a.Material, a.Piece))
+	}
+	u := req.LastUserText()
+	var cs []llmtest.ToolCall
+	if m := wordsPiece.FindStringSubmatch(u); m != nil {
+		cs = append(cs, tool("setPiece", map[string]any{"piece": strings.ToLower(m[1])}))
+	}
+	if m := wordsMetal.FindStringSubmatch(u); m != nil {
+		cs = append(cs, tool("setMaterial", map[string]any{"material": strings.ToLower(m[1])}))
+	}
+	if len(cs) > 0 {
+		return calls(cs...)
+	}
+	if wordsFinish.MatchString(u) {
+		return calls(tool("finishArmor", nil))
+	}
+	return say("Which piece of armour shall I make: a helm, a breastplate, gauntlets, greaves or a shield?")
+}
+
+func capitalize(s string) string {
+	if s == "" {
+		return s
+	}
+	return strings.ToUpper(s[:1]) + s[1:]
+}

@@ -1,0 +1,131 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/chatscopes/chatgen/runtime/chat"
+)
+
+// runTerminal is the terminal face of the armorer: it reads the player's
+// lines from in and prints what the armorer sends to out, through the
+// local client.
+func runTerminal(ctx context.Context, router *chat.Router, in io.Reader, out io.Writer) error {
+	client := chat.NewLocalClient(router)
+	defer client.Close()
+	streaming := false
+	endStream := func() {
+		if streaming {
+			fmt.Fprintln(out)
+			streaming = false
+		}
+	}
+	session, err := client.Builder().
+		OnMessage(func(m string) { endStream(); fmt.Fprintf(out, "armorer: %s\n", m) }).
+		OnThinking(func(m string) { endStream(); fmt.Fprintf(out, "  … %s\n", m) }).
+		OnStream(func(c string) {
+			if !streaming {
+				fmt.Fprint(out, "armorer: ")
+				streaming = true
+			}
+			fmt.Fprint(out, c)
+		}).
+		OnError(func(m string) { endStream(); fmt.Fprintf(out, "  ! %s\n", m) }).
+		On("weapon", func(ev chat.Event) {
+			var w Weapon
+			if ev.Decode(&w) == nil {
+				endStream()
+				fmt.Fprint(out, weaponCard(w))
+			}
+		}).
+		On("armor", func(ev chat.Event) {
+			var a Armor
+			if ev.Decode(&a) == nil {
+				endStream()
+				fmt.Fprintf(out, "  [armour: %s %s%s]\n", orDash(a.Material), orDash(a.Piece), savedMark(a.Saved))
+			}
+		}).
+		On("inventory", func(ev chat.Event) {
+			var inv Inventory
+			if ev.Decode(&inv) == nil {
+				endStream()
+				fmt.Fprint(out, inventoryText(inv))
+			}
+		}).
+		On("conversation", func(ev chat.Event) {
+			var c Conversation
+			if ev.Decode(&c) == nil {
+				endStream()
+				fmt.Fprintf(out, "  ── %s ──\n", strings.Repeat("» ", c.Depth)+c.Name)
+			}
+		}).
+		OnDefault(func(ev chat.Event) { endStream(); fmt.Fprintf(out, "  (%s) %s\n", ev.Type, ev.Text()) }).
+		Connect(ctx, "")
+	if err != nil {
+		return err
+	}
+	fmt.Fprintln(out, "You are at the armorer's counter. Type a message; an empty line or end of input quits.")
+	scanner := bufio.NewScanner(in)
+	for {
+		fmt.Fprint(out, "> ")
+		if !scanner.Scan() {
+			fmt.Fprintln(out)
+			return scanner.Err()
+		}
+		line := strings.TrimSpace(scanner.Text())
+		if line == "" {
+			return nil
+		}
+		if err := session.Chat(ctx, line); err != nil {
+			endStream()
+			fmt.Fprintf(out, "  ! the request failed: %v\n", err)
+		}
+		endStream()
+	}
+}
+
+func weaponCard(w Weapon) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "  ┌ %s%s\n", orDash(w.Name), savedMark(w.Saved))
+	fmt.Fprintf(&b, "  │ kind: %s   damage: %d\n", orDash(string(w.Kind)), w.Damage)
+	if w.Enchantment != nil {
+		fmt.Fprintf(&b, "  │ enchantment: %s, power %d\n", w.Enchantment.Element, w.Enchantment.Power)
+	}
+	b.WriteString("  └\n")
+	return b.String()
+}
+
+func inventoryText(inv Inventory) string {
+	if len(inv.Weapons) == 0 && len(inv.Armor) == 0 {
+		return "  (your armory is empty)\n"
+	}
+	var b strings.Builder
+	for _, w := range inv.Weapons {
+		fmt.Fprintf(&b, "  • %s, a %s (%d damage)", w.Name, w.Kind, w.Damage)
+		if w.Enchantment != nil {
+			fmt.Fprintf(&b, " with %s %d", w.Enchantment.Element, w.Enchantment.Power)
+		}
+		b.WriteString("\n")
+	}
+	for _, a := range inv.Armor {
+		fmt.Fprintf(&b, "  • a %s %s\n", a.Material, a.Piece)
+	}
+	return b.String()
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "—"
+	}
+	return s
+}
+
+func savedMark(saved bool) string {
+	if saved {
+		return "  ✔ saved"
+	}
+	return ""
+}

@@ -1,0 +1,110 @@
+package main
+
+import (
+	"context"
+	"log/slog"
+	"strings"
+	"testing"
+
+	"github.com/chatscopes/chatgen/runtime/llmtest"
+)
+
+// walkthrough is the README's story: menu → weapon builder → enchantment
+// (nested two levels) → back to the builder → back to the menu.
+var walkthrough = []string{
+	"hello",
+	"I want to build a sword",
+	"call it Dawnbreaker",
+	"make it deal 40 damage",
+	"yes, enchant it",
+	"fire",
+	"power 7",
+	"bind",
+	"finish",
+	"list my armory",
+}
+
+func newOfflineApp(t *testing.T) *app {
+	t.Helper()
+	a, err := newApp(llmtest.NewModel(llmtest.ScriptFunc(playArmorer)), slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return a
+}
+
+func TestTerminalWalkthrough(t *testing.T) {
+	a := newOfflineApp(t)
+	var out strings.Builder
+	in := strings.NewReader(strings.Join(walkthrough, "\n") + "\n")
+	if err := runTerminal(context.Background(), a.router, in, &out); err != nil {
+		t.Fatal(err)
+	}
+	got := out.String()
+	// What the player sees, in order.
+	want := []string{
+		"armorer: Welcome to my forge",
+		"── » Weapon builder ──",
+		"… Laying out a sword blank on the anvil…",
+		"armorer: A fine sword! What shall we call it?",
+		"┌ Dawnbreaker",
+		"armorer: Dawnbreaker, a worthy name. How much damage",
+		"kind: sword   damage: 40",
+		"Shall I enchant it, or finish it?",
+		"── » » Enchantment ──",
+		"armorer: Which element shall I bind: fire, frost or lightning?",
+		"… Carving fire runes…",
+		"armorer: Fire it is. How strong, from 1 to 10?",
+		"… Charging the runes to power 7…",
+		"│ enchantment: fire, power 7",
+		"── » Weapon builder ──",
+		"armorer: The fire enchantment (power 7) is bound to your sword.",
+		"┌ Dawnbreaker  ✔ saved",
+		"── Main menu ──",
+		"armorer: Dawnbreaker is in your armory. What next?",
+		"• Dawnbreaker, a sword (40 damage) with fire 7",
+	}
+	rest := got
+	for _, w := range want {
+		i := strings.Index(rest, w)
+		if i < 0 {
+			t.Fatalf("the terminal did not show %q (in order); it showed:\n%s", w, got)
+		}
+		rest = rest[i+len(w):]
+	}
+	if strings.Contains(got, "failed") {
+		t.Fatalf("a request failed:\n%s", got)
+	}
+	if w := a.armory.Weapons(); len(w) != 1 || w[0].Enchantment == nil || w[0].Enchantment.Power != 7 {
+		t.Fatalf("armory %+v", w)
+	}
+	// Closing the session left nothing behind.
+	if st := a.router.Stats(); st.Conversations != 0 || st.Scopes != 0 {
+		t.Fatalf("router stats after the session: %+v", st)
+	}
+	if ids, _ := a.memory.Store().IDs(context.Background()); len(ids) != 0 {
+		t.Fatalf("chat memory left: %v", ids)
+	}
+}
+
+func TestFinishBeforeTheWeaponIsReady(t *testing.T) {
+	a := newOfflineApp(t)
+	var out strings.Builder
+	in := strings.NewReader("build a weapon\nfinish\nit is an axe\n")
+	if err := runTerminal(context.Background(), a.router, in, &out); err != nil {
+		t.Fatal(err)
+	}
+	got := out.String()
+	for _, w := range []string{
+		"What kind of weapon shall I forge",
+		"Not yet: the weapon still needs a kind, a name, a damage between 1 and 100.",
+		"A fine axe! What shall we call it?",
+	} {
+		if !strings.Contains(got, w) {
+			t.Fatalf("missing %q in:\n%s", w, got)
+		}
+	}
+	if len(a.armory.Weapons()) != 0 {
+		t.Fatal("an invalid weapon was saved")
+	}
+}

@@ -1,0 +1,63 @@
+package main
+
+import (
+	"context"
+	"embed"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/chatscopes/chatgen/runtime/ws"
+)
+
+//go:embed web
+var webFiles embed.FS
+
+// handler serves the page and the chat endpoint (with the JavaScript
+// client) on one mux.
+func (a *app) handler(logger *slog.Logger) (http.Handler, *ws.Server, error) {
+	page, err := fs.Sub(webFiles, "web")
+	if err != nil {
+		return nil, nil, err
+	}
+	chatServer := ws.Handler(a.router, ws.WithLogger(logger))
+	mux := http.NewServeMux()
+	mux.Handle("/_chat/", chatServer)
+	mux.Handle("/", http.FileServerFS(page))
+	return mux, chatServer, nil
+}
+
+// serve serves the web page on addr until ctx ends, then shuts down: the
+// requests in flight finish and every conversation ends.
+func serve(ctx context.Context, a *app, addr, about string, logger *slog.Logger) error {
+	h, chatServer, err := a.handler(logger)
+	if err != nil {
+		return err
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return err
+	}
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+	fmt.Printf("weaponbuilder: talking to %s\n", about)
+	fmt.Printf("weaponbuilder: open http://%s/ in your browser\n", ln.Addr())
+	fmt.Printf("weaponbuilder: or chat in the terminal: go run ./examples/weaponbuilder -terminal\n")
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+	}
+	shutdown, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	err = errors.Join(chatServer.Shutdown(shutdown), srv.Shutdown(shutdown))
+	if errors.Is(<-errc, http.ErrServerClosed) {
+		return err
+	}
+	return err
+}
