@@ -52,3 +52,5 @@ numbers:
 ## fuzz: a short run of each fuzz target.
 fuzz:
 	$(GO) test ./gen -run '^$$' -fuzz FuzzParseDirective -fuzztime 30s
+	$(GO) test ./runtime/ws -run '^$$' -fuzz FuzzFrames -fuzztime 30s
+	$(GO) test ./runtime/ws -run '^$$' -fuzz FuzzScanObject -fuzztime 30s
