@@ -328,7 +328,7 @@ func (m *pkgModel) proxyMethods(b *beanModel, named *types.Named, diags *Diagnos
 		for i := range named.NumMethods() {
 			fns = append(fns, named.Method(i))
 		}
-		slices.SortFunc(fns, func(a, b *types.Func) int { return int(a.Pos() - b.Pos()) })
+		slices.SortFunc(fns, func(a, b *types.Func) int { return comparePos(m.fset, a.Pos(), b.Pos()) })
 	}
 	var out []*methodModel
 	for _, fn := range fns {

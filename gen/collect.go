@@ -1,7 +1,6 @@
 package gen
 
 import (
-	"cmp"
 	"go/ast"
 	"go/token"
 	"slices"
@@ -57,7 +56,7 @@ func collect(fset *token.FileSet, files []*ast.File, diags *Diagnostics) []*Anno
 		c.comments()
 		out = append(out, c.out...)
 	}
-	slices.SortStableFunc(out, func(a, b *Annotated) int { return cmp.Compare(a.Node.Pos(), b.Node.Pos()) })
+	slices.SortStableFunc(out, func(a, b *Annotated) int { return comparePos(fset, a.Node.Pos(), b.Node.Pos()) })
 	return out
 }
 

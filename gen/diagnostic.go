@@ -100,3 +100,11 @@ func (ds Diagnostics) Sorted() Diagnostics {
 		return a.Pos == b.Pos && a.Severity == b.Severity && a.Message == b.Message
 	})
 }
+
+// comparePos orders two positions of fset by file name, then offset. Raw
+// token.Pos values are not enough: go/packages parses files concurrently,
+// so the order of the files in the FileSet changes from run to run.
+func comparePos(fset *token.FileSet, a, b token.Pos) int {
+	pa, pb := fset.Position(a), fset.Position(b)
+	return cmp.Or(cmp.Compare(pa.Filename, pb.Filename), cmp.Compare(pa.Offset, pb.Offset))
+}

@@ -50,7 +50,12 @@ var sharedGoldenModule = func() func(t testing.TB) *goldenModule {
 		if err != nil {
 			t.Fatal(err)
 		}
-		t.Cleanup(func() { os.RemoveAll(m.dir) })
+		t.Cleanup(func() {
+			mu.Lock()
+			delete(mods, key)
+			mu.Unlock()
+			os.RemoveAll(m.dir)
+		})
 		mods[key] = m
 		return m
 	}
@@ -300,6 +305,37 @@ func TestDeterministicAndIdempotent(t *testing.T) {
 			}
 			if want, _ := c.want("want/" + OutputName); !*update && !bytes.Equal(first.output, want) {
 				t.Fatalf("reversed file order changed the output:\n%s", lineDiff(string(want), string(first.output)))
+			}
+		})
+	}
+}
+
+// TestDeterministicAcrossParseOrder regenerates the multi-file cases
+// several times: go/packages parses files concurrently, so the order of
+// files in the FileSet varies between runs, and the output must not.
+func TestDeterministicAcrossParseOrder(t *testing.T) {
+	mod := sharedGoldenModule(t)
+	for _, c := range readGoldenCases(t) {
+		want, ok := c.want("want/" + OutputName)
+		if !ok {
+			continue
+		}
+		goFiles := 0
+		for _, f := range c.archive.Files {
+			if strings.HasSuffix(f.Name, ".go") && !strings.HasPrefix(f.Name, "want/") {
+				goFiles++
+			}
+		}
+		if goFiles < 3 {
+			continue
+		}
+		t.Run(c.name, func(t *testing.T) {
+			dir := filepath.Join(mod.dir, c.name)
+			c.materialize(t, dir)
+			for i := range 6 {
+				if got := runGenerator(t, mod, dir); !bytes.Equal(got.output, want) {
+					t.Fatalf("run %d differs:\n%s", i, lineDiff(string(want), string(got.output)))
+				}
 			}
 		})
 	}

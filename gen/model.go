@@ -1,7 +1,6 @@
 package gen
 
 import (
-	"cmp"
 	"go/ast"
 	"go/token"
 	"slices"
@@ -121,7 +120,7 @@ func analyze(fset *token.FileSet, pkg *packages.Package, anns []*Annotated, diag
 			diags.Warnf(fset.Position(tools[0].fn.Pos()), "the tools of %s are not used: no //chat:tools names %s", recv, recv)
 		}
 	}
-	slices.SortFunc(m.beans, func(a, b *beanModel) int { return cmp.Compare(a.obj.Pos(), b.obj.Pos()) })
+	slices.SortFunc(m.beans, func(a, b *beanModel) int { return comparePos(fset, a.obj.Pos(), b.obj.Pos()) })
 	m.checkRoutes(diags)
 	m.analyzeDeps(diags)
 	return m

@@ -2,6 +2,7 @@ package gen
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"go/ast"
@@ -249,7 +250,14 @@ func (sb *schemaBuilder) enum(t types.Type) []any {
 			consts = append(consts, c)
 		}
 	}
-	slices.SortFunc(consts, func(a, b *types.Const) int { return int(a.Pos() - b.Pos()) })
+	slices.SortFunc(consts, func(a, b *types.Const) int {
+		// Constants of other packages come from export data, whose
+		// positions are in order within the package.
+		if c := comparePos(sb.m.fset, a.Pos(), b.Pos()); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.Name(), b.Name())
+	})
 	var out []any
 	for _, c := range consts {
 		v := c.Val()
