@@ -508,7 +508,9 @@ func A2() {}
 	if len(diags) > 0 {
 		t.Errorf("diagnostics: %q", diags)
 	}
-	want := []string{"func B: route", "func Other: route", "func Late: route", "func A1: route", "func A2: route"}
+	// In file-name order, then source order: not the order the files were
+	// parsed in (go/packages parses concurrently).
+	want := []string{"func A1: route", "func A2: route", "func B: route", "func Late: route", "func Other: route"}
 	if got := summarize(anns); !slices.Equal(got, want) {
 		t.Errorf("got %q, want %q", got, want)
 	}
