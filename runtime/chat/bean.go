@@ -133,13 +133,13 @@ func createInScope[T any](ctx context.Context, s *scope, b *Bean[T]) (T, error) 
 	c.mu.Lock()
 	if s.ended {
 		c.mu.Unlock()
-		closeQuietly(c, v)
+		closeDiscarded(ctx, v)
 		return zero, &BeanError{Bean: b.info.name, Err: ErrNotActive}
 	}
 	// Another goroutine of this conversation may have created it meanwhile.
 	if existing, ok := s.find(&b.info); ok {
 		c.mu.Unlock()
-		closeQuietly(c, v)
+		closeDiscarded(ctx, v)
 		return existing.(T), nil
 	}
 	var beans []beanEntry
@@ -204,10 +204,4 @@ func closeBean(v any) (err error) {
 		b.Destroy()
 	}
 	return nil
-}
-
-func closeQuietly(c *conversation, v any) {
-	if err := closeBean(v); err != nil {
-		c.logger.Error("chat: closing a discarded bean", "err", err)
-	}
 }

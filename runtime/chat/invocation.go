@@ -27,7 +27,7 @@ type invocationKey struct{}
 // carries an active invocation, the call is nested: it shares that
 // invocation and end does nothing.
 func BeginInvocation(ctx context.Context) (context.Context, func()) {
-	if inv, _ := ctx.Value(invocationKey{}).(*invocation); inv != nil {
+	if inv, _ := ctx.Value(invocationKey{}).(*invocation); inv != nil && !inv.isEnded() {
 		return ctx, func() {}
 	}
 	inv := &invocation{}
@@ -37,7 +37,13 @@ func BeginInvocation(ctx context.Context) (context.Context, func()) {
 // InInvocation reports whether ctx carries an active invocation scope.
 func InInvocation(ctx context.Context) bool {
 	inv, _ := ctx.Value(invocationKey{}).(*invocation)
-	return inv != nil
+	return inv != nil && !inv.isEnded()
+}
+
+func (inv *invocation) isEnded() bool {
+	inv.mu.Lock()
+	defer inv.mu.Unlock()
+	return inv.ended
 }
 
 // InvocationID returns the random id of the invocation active in ctx: AI
@@ -74,6 +80,7 @@ func OnInvocationEnd(ctx context.Context, fn func(context.Context) error) error 
 }
 
 func (inv *invocation) end(ctx context.Context) {
+	ctx = context.WithoutCancel(ctx)
 	inv.mu.Lock()
 	beans := inv.beans
 	cleanups := inv.cleanups
@@ -112,17 +119,31 @@ func lookupInvocation[T any](ctx context.Context, b *Bean[T]) (T, error) {
 		return zero, err
 	}
 	inv.mu.Lock()
-	defer inv.mu.Unlock()
 	if inv.ended {
-		_ = closeBean(v)
-		return zero, &BeanError{Bean: b.info.name, Err: ErrNotActive}
+		inv.mu.Unlock()
+		closeDiscarded(ctx, v)
+		return zero, &BeanError{Bean: b.info.name, Err: fmt.Errorf("the invocation is over: %w", ErrNotActive)}
 	}
 	for _, e := range inv.beans {
 		if e.info == &b.info {
-			_ = closeBean(v)
+			inv.mu.Unlock()
+			closeDiscarded(ctx, v) // another call of the invocation made it first
 			return e.value.(T), nil
 		}
 	}
 	inv.beans = append(inv.beans, beanEntry{info: &b.info, value: v})
+	inv.mu.Unlock()
 	return v, nil
+}
+
+// closeDiscarded closes a bean that was built but not kept, logging its
+// error with the conversation's logger when there is one.
+func closeDiscarded(ctx context.Context, v any) {
+	if err := closeBean(v); err != nil {
+		logger := slog.Default()
+		if c := conversationFrom(ctx); c != nil {
+			logger = c.logger
+		}
+		logger.ErrorContext(ctx, "chat: closing a discarded bean", "err", err)
+	}
 }

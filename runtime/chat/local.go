@@ -4,12 +4,18 @@ import (
 	"context"
 	"errors"
 	"sync"
+	"sync/atomic"
 )
 
 // A LocalClient talks to a Router in the same process, with no transport:
 // handlers run on the goroutine that runs the request. It implements
 // [Client]. A request whose ctx is done before it starts does not run: it
 // fails with ctx's error.
+//
+// Handlers may call ChatAsync, SendAsync and Close on their session (and
+// Close on the client); a synchronous Chat or Send of the same session
+// from a handler would wait for the request that is running the handler,
+// and so never return.
 type LocalClient struct {
 	router *Router
 
@@ -82,6 +88,11 @@ type localSession struct {
 	running bool
 	closed  bool
 	scopeID string
+	// closeAfterRun: Close was called while a handler ran; the request in
+	// progress closes the conversation when it ends.
+	closeAfterRun bool
+
+	inHandler atomic.Int32 // handlers running now
 }
 
 type localCall struct {
@@ -136,6 +147,7 @@ func (s *localSession) do(ctx context.Context, req *RouteRequest) error {
 		s.running = true
 		s.mu.Unlock()
 		err := s.run(ctx, req)
+		s.closeIfAsked()
 		s.next()
 		return err
 	}
@@ -192,7 +204,23 @@ func (s *localSession) drain() {
 			lc.call.Finish(err)
 			continue
 		}
-		lc.call.Finish(s.run(lc.ctx, lc.req))
+		err := s.run(lc.ctx, lc.req)
+		s.closeIfAsked()
+		lc.call.Finish(err)
+	}
+}
+
+// closeIfAsked ends the conversation after a request during which a
+// handler closed the session.
+func (s *localSession) closeIfAsked() {
+	s.mu.Lock()
+	pending := s.closeAfterRun
+	s.closeAfterRun = false
+	s.mu.Unlock()
+	if pending {
+		if err := s.conv.Close(context.Background()); err != nil {
+			s.client.router.logger.Error("chat: closing a session", "err", err)
+		}
 	}
 }
 
@@ -214,12 +242,16 @@ func (s *localSession) run(ctx context.Context, req *RouteRequest) error {
 }
 
 func (s *localSession) deliver(ev Event) error {
+	s.inHandler.Add(1)
+	defer s.inHandler.Add(-1)
 	s.h.Dispatch(ev)
 	return nil
 }
 
 // Close ends the session's conversation after the request in progress;
-// queued requests fail with ErrSessionClosed.
+// queued requests fail with ErrSessionClosed. Called from one of the
+// session's own handlers, it returns at once and the conversation ends
+// when the request that is delivering the event does.
 func (s *localSession) Close() error {
 	s.mu.Lock()
 	if s.closed {
@@ -229,6 +261,8 @@ func (s *localSession) Close() error {
 	s.closed = true
 	queued := s.queue
 	s.queue = nil
+	deferClose := s.running && s.inHandler.Load() > 0
+	s.closeAfterRun = deferClose
 	s.mu.Unlock()
 	for _, lc := range queued {
 		lc.call.Finish(ErrSessionClosed)
@@ -236,5 +270,8 @@ func (s *localSession) Close() error {
 	s.client.mu.Lock()
 	delete(s.client.sessions, s)
 	s.client.mu.Unlock()
+	if deferClose {
+		return nil
+	}
 	return s.conv.Close(context.Background())
 }

@@ -152,7 +152,9 @@ func (r *Router) Stats() Stats {
 // Connect starts a conversation on route ("" means the default route).
 // An unknown route, or "" without a default route, is an error matching
 // [ErrRouteNotFound]. Transports call it for each new client session; the
-// principal in ctx (see [WithPrincipal]) is kept for its requests.
+// principal in ctx (see [WithPrincipal]) is kept for its requests. Roles
+// are checked per request, as Quarkus does: connecting to a route the
+// principal may not use succeeds, and its requests fail with Forbidden.
 func (r *Router) Connect(ctx context.Context, route string) (*Conversation, error) {
 	if route == "" {
 		route = r.def

@@ -220,8 +220,19 @@ func (c *conversation) notify(ctx context.Context, kind ScopeEventKind, s *scope
 		ev.ParentID = s.parent.id
 	}
 	for _, o := range c.observers {
-		o(ctx, ev)
+		c.observe(ctx, o, ev)
 	}
+}
+
+// observe calls one observer, recovering its panic: a broken observer must
+// not take the scope machinery (or a server) down with it.
+func (c *conversation) observe(ctx context.Context, o Observer, ev ScopeEvent) {
+	defer func() {
+		if r := recover(); r != nil {
+			c.logger.ErrorContext(ctx, "chat: a scope observer panicked", "event", ev.Kind.String(), "scope", ev.ScopeID, "panic", r)
+		}
+	}()
+	o(ctx, ev)
 }
 
 // onDestroy registers fn to run when s is destroyed, after its beans are
@@ -239,6 +250,9 @@ func (s *scope) onDestroy(fn func(context.Context) error) bool {
 // destroy closes the beans of an ended scope, newest first, then runs its
 // cleanups, newest first. It must be called once, after s.ended was set.
 func (s *scope) destroy(ctx context.Context) error {
+	// Cleanup must finish even when the request that ends the scope was
+	// cancelled: a memory left in its store would never be deleted.
+	ctx = context.WithoutCancel(ctx)
 	s.conv.mu.Lock()
 	beans := s.beans.Swap(nil)
 	cleanups := s.cleanups
