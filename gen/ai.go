@@ -35,7 +35,8 @@ const (
 type aiMethod struct {
 	fn       *types.Func
 	sig      *types.Signature
-	params   []string // parameter names (ctx first)
+	params   []string // parameter names (ctx first): the templates' keys
+	idents   []string // the parameters' identifiers in the generated code
 	system   string   // template text ("" = none)
 	user     string   // template text
 	userPos  token.Pos
@@ -229,6 +230,7 @@ func (m *pkgModel) analyzeAIMethod(s *aiModel, fn *types.Func, ma *Annotated, ty
 		}
 		am.params = append(am.params, n)
 	}
+	am.idents = m.unshadow(am.params)
 
 	// Result.
 	res := sig.Results()

@@ -360,9 +360,8 @@ func (m *pkgModel) proxyMethods(b *beanModel, named *types.Named, diags *Diagnos
 			}
 			mm.names = append(mm.names, n)
 		}
-		if mm.takesCtx {
-			mm.ctxName = mm.names[0]
-		}
+		mm.names = m.unshadow(mm.names)
+		mm.ctxName = mm.names[0] // the method's own context, or the one the proxy adds
 		res := sig.Results()
 		mm.err = res.Len() > 0 && isError(res.At(res.Len()-1).Type())
 		out = append(out, mm)
@@ -392,4 +391,24 @@ func (m *pkgModel) beanNamed(name string) *beanModel {
 		}
 	}
 	return nil
+}
+
+// unshadow renames the parameters whose names would hide a package the
+// generated file uses (a parameter called chat, say), keeping the others.
+func (m *pkgModel) unshadow(names []string) []string {
+	reserved := map[string]bool{"chat": true, "context": true, "ai": true, "json": true, "llms": true, "template": true, "iter": true}
+	for _, p := range m.pkg.Types.Imports() {
+		reserved[p.Name()] = true
+	}
+	used := newLocals(names)
+	for n := range reserved {
+		used[n] = true
+	}
+	out := slices.Clone(names)
+	for i, n := range out {
+		if reserved[n] {
+			out[i] = used.fresh(n)
+		}
+	}
+	return out
 }

@@ -158,17 +158,17 @@ func lower(s string) string {
 
 func (e *emitter) aiMethod(s *aiModel, am *aiMethod) {
 	sig := am.sig
-	local := newLocals(am.params).fresh
+	local := newLocals(am.idents).fresh
 	recv := local("x")
 	var params []jen.Code
-	for i, n := range am.params {
+	for i, n := range am.idents {
 		params = append(params, jen.Id(n).Add(e.typ(sig.Params().At(i).Type())))
 	}
 	results, err := e.tc.tuple(sig.Results(), false)
 	if err != nil && e.err == nil {
 		e.err = err
 	}
-	ctx := am.params[0]
+	ctx := am.idents[0]
 	dataV, reqV, errV := local("data"), local("req"), local("err")
 
 	// fail returns the zero results with err.
@@ -189,8 +189,8 @@ func (e *emitter) aiMethod(s *aiModel, am *aiMethod) {
 
 	body := append([]jen.Code{}, zeroDecls...)
 	dict := jen.Dict{}
-	for _, n := range am.params[1:] {
-		dict[jen.Lit(n)] = jen.Id(n)
+	for i, n := range am.params[1:] {
+		dict[jen.Lit(n)] = jen.Id(am.idents[i+1])
 	}
 	body = append(body, jen.Id(dataV).Op(":=").Map(jen.String()).Any().Values(dict))
 	reqFields := jen.Dict{
