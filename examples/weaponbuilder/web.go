@@ -56,8 +56,8 @@ func serve(ctx context.Context, a *app, addr, about string, logger *slog.Logger)
 	shutdown, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	err = errors.Join(chatServer.Shutdown(shutdown), srv.Shutdown(shutdown))
-	if errors.Is(<-errc, http.ErrServerClosed) {
-		return err
+	if serveErr := <-errc; !errors.Is(serveErr, http.ErrServerClosed) {
+		err = errors.Join(err, serveErr)
 	}
 	return err
 }

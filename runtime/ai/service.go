@@ -193,6 +193,10 @@ func Structured[T any](ctx context.Context, s *Service, req *Request) (T, *Reply
 type streamSink struct {
 	yield   func(string, error) bool
 	stopped atomic.Bool // the iteration stopped: abort, commit nothing
+	// yielded reports that the current model call streamed some text; a
+	// provider that ignores WithStreamingFunc streams nothing, and its
+	// answer is then yielded whole.
+	yielded atomic.Bool
 }
 
 // errStopped aborts a model call whose stream's consumer stopped.
@@ -205,6 +209,7 @@ func (k *streamSink) onChunk(_ context.Context, chunk []byte) error {
 	if len(chunk) == 0 || isToolCallDelta(chunk) {
 		return nil
 	}
+	k.yielded.Store(true)
 	if !k.yield(string(chunk), nil) {
 		k.stopped.Store(true)
 		return errStopped

@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tmc/langchaingo/llms"
+
 	"github.com/chatscopes/chatgen/runtime/ai"
 	"github.com/chatscopes/chatgen/runtime/llmtest"
 )
@@ -162,4 +164,26 @@ func TestStreamTooManyCalls(t *testing.T) {
 		t.Fatalf("chunks %q, err %v", chunks, err)
 	}
 	wantStrings(t, "memory", f.memory(ctx, memID(t, ctx)))
+}
+
+// nonStreaming is a model that ignores llms.WithStreamingFunc, as several
+// langchaingo providers do (cohere, huggingface, some Bedrock models).
+type nonStreaming struct{ answer string }
+
+func (m nonStreaming) GenerateContent(context.Context, []llms.MessageContent, ...llms.CallOption) (*llms.ContentResponse, error) {
+	return &llms.ContentResponse{Choices: []*llms.ContentChoice{{Content: m.answer, StopReason: "stop"}}}, nil
+}
+
+func (m nonStreaming) Call(ctx context.Context, prompt string, options ...llms.CallOption) (string, error) {
+	return llms.GenerateFromSinglePrompt(ctx, m, prompt, options...)
+}
+
+func TestStreamFromAProviderThatDoesNotStream(t *testing.T) {
+	f := newFixture(t, nonStreaming{answer: "The whole answer."}, ai.Config{})
+	ctx := begin(t)
+	chunks, err := collect(f.svc.Stream(ctx, f.req("Hi.")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantStrings(t, "chunks", chunks, "The whole answer.")
 }

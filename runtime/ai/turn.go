@@ -216,6 +216,9 @@ func (t *turn) loop(ctx context.Context) error {
 
 // call makes one model call and returns the reply's choice.
 func (t *turn) call(ctx context.Context) (*llms.ContentChoice, error) {
+	if k := t.mode.stream; k != nil {
+		k.yielded.Store(false)
+	}
 	resp, err := t.s.model.GenerateContent(ctx, t.prompt, t.opts...)
 	t.reply.ModelCalls++
 	n := t.reply.ModelCalls
@@ -238,6 +241,12 @@ func (t *turn) call(ctx context.Context) (*llms.ContentChoice, error) {
 	choice := pickChoice(resp)
 	if choice == nil {
 		return nil, t.errorf("model call %d: %w", n, ErrEmptyResponse)
+	}
+	if k := t.mode.stream; k != nil && !k.yielded.Load() && choice.Content != "" {
+		// The provider does not stream: pass its answer on whole.
+		if err := k.onChunk(ctx, []byte(choice.Content)); err != nil {
+			return nil, err
+		}
 	}
 	t.reply.Usage.addInfo(choice.GenerationInfo)
 	t.reply.FinishReason = choice.StopReason
