@@ -33,3 +33,14 @@ func (e *BeanError) Error() string {
 
 // Unwrap returns the cause.
 func (e *BeanError) Unwrap() error { return e.Err }
+
+// notActiveError is the error of an operation that needed an active chat
+// scope: it matches [ErrNotActive] and names the operation.
+type notActiveError struct{ op string }
+
+func (e notActiveError) Error() string { return "chat: " + e.op + ": no active chat scope" }
+
+// Is reports whether target is ErrNotActive.
+func (e notActiveError) Is(target error) bool { return target == ErrNotActive }
+
+func notActive(op string) error { return notActiveError{op: op} }

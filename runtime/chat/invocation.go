@@ -68,7 +68,7 @@ func InvocationID(ctx context.Context) (string, bool) {
 func OnInvocationEnd(ctx context.Context, fn func(context.Context) error) error {
 	inv, _ := ctx.Value(invocationKey{}).(*invocation)
 	if inv == nil {
-		return fmt.Errorf("chat: on invocation end: %w", ErrNotActive)
+		return notActive("on invocation end")
 	}
 	inv.mu.Lock()
 	defer inv.mu.Unlock()

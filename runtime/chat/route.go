@@ -50,32 +50,22 @@ func (p *Package) AddCatch(c CatchSpec) {
 // CurrentRoute returns the route the current scope will run for the next
 // request.
 func CurrentRoute(ctx context.Context) (string, error) {
-	c := conversationFrom(ctx)
-	if c == nil {
-		return "", fmt.Errorf("chat: current route: %w", ErrNotActive)
+	c, s, err := lockCurrent(ctx, "current route")
+	if err != nil {
+		return "", err
 	}
-	c.mu.Lock()
 	defer c.mu.Unlock()
-	s := c.current.Load()
-	if s == nil {
-		return "", fmt.Errorf("chat: current route: %w", ErrNotActive)
-	}
 	return s.route, nil
 }
 
 // Route changes the route of the current scope: the next request runs
 // route.
 func Route(ctx context.Context, route string) error {
-	c := conversationFrom(ctx)
-	if c == nil {
-		return fmt.Errorf("chat: route: %w", ErrNotActive)
+	c, s, err := lockCurrent(ctx, "route")
+	if err != nil {
+		return err
 	}
-	c.mu.Lock()
 	defer c.mu.Unlock()
-	s := c.current.Load()
-	if s == nil {
-		return fmt.Errorf("chat: route: %w", ErrNotActive)
-	}
 	s.route = route
 	return nil
 }

@@ -87,13 +87,13 @@ func PushRoute(ctx context.Context, route string) error {
 func push(ctx context.Context, route string, setRoute bool) error {
 	c := conversationFrom(ctx)
 	if c == nil {
-		return fmt.Errorf("chat: push: %w", ErrNotActive)
+		return notActive("push")
 	}
 	c.mu.Lock()
 	parent := c.current.Load()
 	if parent == nil {
 		c.mu.Unlock()
-		return fmt.Errorf("chat: push: %w", ErrNotActive)
+		return notActive("push")
 	}
 	if !setRoute {
 		route = parent.route
@@ -114,13 +114,13 @@ func push(ctx context.Context, route string, setRoute bool) error {
 func Pop(ctx context.Context) error {
 	c := conversationFrom(ctx)
 	if c == nil {
-		return fmt.Errorf("chat: pop: %w", ErrNotActive)
+		return notActive("pop")
 	}
 	c.mu.Lock()
 	s := c.current.Load()
 	if s == nil {
 		c.mu.Unlock()
-		return fmt.Errorf("chat: pop: %w", ErrNotActive)
+		return notActive("pop")
 	}
 	s.ended = true
 	c.current.Store(s.parent)
@@ -141,13 +141,13 @@ func Pop(ctx context.Context) error {
 func End(ctx context.Context) error {
 	c := conversationFrom(ctx)
 	if c == nil {
-		return fmt.Errorf("chat: end: %w", ErrNotActive)
+		return notActive("end")
 	}
 	c.mu.Lock()
 	top := c.current.Load()
 	if top == nil {
 		c.mu.Unlock()
-		return fmt.Errorf("chat: end: %w", ErrNotActive)
+		return notActive("end")
 	}
 	for s := top; s != nil; s = s.parent {
 		s.ended = true
@@ -169,7 +169,7 @@ func End(ctx context.Context) error {
 func ID(ctx context.Context) (string, error) {
 	s := currentScope(ctx)
 	if s == nil {
-		return "", fmt.Errorf("chat: id: %w", ErrNotActive)
+		return "", notActive("id")
 	}
 	return s.id, nil
 }
@@ -183,7 +183,7 @@ func Active(ctx context.Context) bool {
 func Depth(ctx context.Context) (int, error) {
 	s := currentScope(ctx)
 	if s == nil {
-		return 0, fmt.Errorf("chat: depth: %w", ErrNotActive)
+		return 0, notActive("depth")
 	}
 	return s.depth, nil
 }
@@ -289,4 +289,21 @@ func callCleanup(ctx context.Context, fn func(context.Context) error) (err error
 		}
 	}()
 	return fn(ctx)
+}
+
+// lockCurrent locks the conversation in ctx and returns it with its current
+// scope; the caller unlocks c.mu. Without an active scope it returns the
+// notActive error of op, with nothing locked.
+func lockCurrent(ctx context.Context, op string) (*conversation, *scope, error) {
+	c := conversationFrom(ctx)
+	if c == nil {
+		return nil, nil, notActive(op)
+	}
+	c.mu.Lock()
+	s := c.current.Load()
+	if s == nil {
+		c.mu.Unlock()
+		return nil, nil, notActive(op)
+	}
+	return c, s, nil
 }

@@ -26,16 +26,11 @@ type memoryEntry struct {
 // on [ClearMemory] and scheduled wipes, and deletes it when the scope is
 // destroyed, after its beans. It returns the scope id.
 func AttachMemory(ctx context.Context, key string, owner MemoryOwner) (string, error) {
-	c := conversationFrom(ctx)
-	if c == nil {
-		return "", fmt.Errorf("chat: attach memory: %w", ErrNotActive)
+	c, s, err := lockCurrent(ctx, "attach memory")
+	if err != nil {
+		return "", err
 	}
-	c.mu.Lock()
 	defer c.mu.Unlock()
-	s := c.current.Load()
-	if s == nil || s.ended {
-		return "", fmt.Errorf("chat: attach memory: %w", ErrNotActive)
-	}
 	for _, m := range s.memories {
 		if m.key == key {
 			return s.id, nil
@@ -75,16 +70,11 @@ func (s *scope) clearMemory(ctx context.Context) error {
 // when the request ends (on success or failure). It does nothing once
 // [AbortWipe] was called in the request.
 func ScheduleWipe(ctx context.Context) error {
-	c := conversationFrom(ctx)
-	if c == nil {
-		return fmt.Errorf("chat: schedule wipe: %w", ErrNotActive)
+	c, s, err := lockCurrent(ctx, "schedule wipe")
+	if err != nil {
+		return err
 	}
-	c.mu.Lock()
 	defer c.mu.Unlock()
-	s := c.current.Load()
-	if s == nil {
-		return fmt.Errorf("chat: schedule wipe: %w", ErrNotActive)
-	}
 	if rs := requestFrom(ctx); rs != nil && rs.aborted {
 		return nil
 	}
@@ -95,16 +85,11 @@ func ScheduleWipe(ctx context.Context) error {
 // AbortWipe cancels the wipes scheduled in the conversation and blocks
 // further scheduling for the rest of the request.
 func AbortWipe(ctx context.Context) error {
-	c := conversationFrom(ctx)
-	if c == nil {
-		return fmt.Errorf("chat: abort wipe: %w", ErrNotActive)
+	c, s, err := lockCurrent(ctx, "abort wipe")
+	if err != nil {
+		return err
 	}
-	c.mu.Lock()
 	defer c.mu.Unlock()
-	s := c.current.Load()
-	if s == nil {
-		return fmt.Errorf("chat: abort wipe: %w", ErrNotActive)
-	}
 	if rs := requestFrom(ctx); rs != nil {
 		rs.aborted = true
 	}
@@ -117,16 +102,11 @@ func AbortWipe(ctx context.Context) error {
 // WipeScheduled reports whether a wipe of the current scope's memory is
 // scheduled and not aborted.
 func WipeScheduled(ctx context.Context) bool {
-	c := conversationFrom(ctx)
-	if c == nil {
+	c, s, err := lockCurrent(ctx, "wipe scheduled")
+	if err != nil {
 		return false
 	}
-	c.mu.Lock()
 	defer c.mu.Unlock()
-	s := c.current.Load()
-	if s == nil {
-		return false
-	}
 	if rs := requestFrom(ctx); rs != nil && rs.aborted {
 		return false
 	}
