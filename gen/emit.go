@@ -101,9 +101,7 @@ func (e *emitter) deps() {
 	for _, s := range e.m.ais {
 		fields = append(fields, jen.Comment(fmt.Sprintf("%s configures the //chat:ai service %s: its model, memory and", s.field, s.bean.obj.Name())).Line().Comment("tool-loop limits.").Line().Id(s.field).Qual(aiPkg, "Config"))
 	}
-	e.f.Comment("Deps holds the application dependencies of this package's scoped beans:")
-	e.f.Comment("each field is passed to the constructors that take its type. Give it to")
-	e.f.Comment("Register.")
+	e.doc("Deps holds the application dependencies of this package's scoped beans and the configuration of its AI services: each dependency is passed to the constructors that take its type. Give it to Register.")
 	e.f.Type().Id("Deps").Struct(fields...)
 	e.f.Line()
 }
@@ -137,9 +135,7 @@ func (e *emitter) register() {
 		))
 	}
 	body = append(body, jen.Return(jen.Id("p")))
-	e.f.Comment(fmt.Sprintf("Register returns the chat registration of package %s: its routes, error", e.m.pkg.Name))
-	e.f.Comment("handlers and the providers of its scoped beans. Pass it to chat.NewRouter,")
-	e.f.Comment("or to chat.WithPackages to use the beans without a router.")
+	e.doc(fmt.Sprintf("Register returns the chat registration of package %s: its routes, error handlers and the providers of its scoped beans. Pass it to chat.NewRouter, or to chat.WithPackages to use the beans without a router.", e.m.pkg.Name))
 	e.f.Func().Id("Register").Params(params...).Op("*").Qual(chatPkg, "Package").Block(body...)
 	e.f.Line()
 }
@@ -187,35 +183,32 @@ func (e *emitter) bean(b *beanModel) {
 		"KindPerChat":    "one instance per chat scope, never inherited",
 		"KindInvocation": "one instance per top-level call through " + b.proxy,
 	}[b.kind]
-	e.f.Comment(fmt.Sprintf("%s describes the scoped type %s: %s.", b.beanVar, name, kindDoc))
+	e.doc(fmt.Sprintf("%s describes the scoped type %s: %s.", b.beanVar, name, kindDoc))
 	e.f.Var().Id(b.beanVar).Op("=").Qual(chatPkg, "NewBean").Types(e.instanceType(b)).Call(
 		jen.Lit(b.qualified), jen.Qual(chatPkg, b.kind), newFn,
 	)
 	e.f.Line()
 
 	// The accessor.
-	e.f.Comment(fmt.Sprintf("%s returns the %s of %s, creating it on first use.", b.accessor, name, where))
+	accessorDoc := fmt.Sprintf("%s returns the %s of %s, creating it on first use. ", b.accessor, name, where)
 	if b.kind == "KindInvocation" {
-		e.f.Comment(fmt.Sprintf("Calls through %s start invocations; the error matches chat.ErrNotActive", b.proxy))
-		e.f.Comment("outside one.")
+		accessorDoc += fmt.Sprintf("Calls through %s start invocations; the error matches chat.ErrNotActive outside one.", b.proxy)
 	} else {
-		e.f.Comment("Without an active chat scope the error matches chat.ErrNotActive.")
+		accessorDoc += "Without an active chat scope the error matches chat.ErrNotActive."
 	}
+	e.doc(accessorDoc)
 	e.f.Func().Id(b.accessor).Params(jen.Id("ctx").Add(e.ctxType())).Params(e.instanceType(b), jen.Error()).Block(
 		jen.Return(jen.Qual(chatPkg, "Lookup").Call(jen.Id("ctx"), jen.Id(b.beanVar))),
 	)
 	e.f.Line()
 
 	// The proxy.
-	e.f.Comment(fmt.Sprintf("%s forwards each call to the %s of %s.", b.proxy, name, where))
+	proxyDoc := fmt.Sprintf("%s forwards each call to the %s of %s. ", b.proxy, name, where)
 	if b.kind == "KindInvocation" {
-		e.f.Comment("A call made with a context that carries no invocation starts one and ends")
-		e.f.Comment("it (closing its beans) when the call returns; calls made with the context")
-		e.f.Comment("a method is handed share its invocation.")
+		proxyDoc += "A call made with a context that carries no invocation starts one and ends it (closing its beans) when the call returns; calls made with the context a method is handed share its invocation. "
 	}
-	e.f.Comment("Methods without an error result panic with an error matching")
-	e.f.Comment("chat.ErrNotActive when there is no instance to call. The zero value is")
-	e.f.Comment("ready to use.")
+	proxyDoc += "Methods without an error result panic with an error matching chat.ErrNotActive when there is no instance to call. The zero value is ready to use."
+	e.doc(proxyDoc)
 	e.f.Type().Id(b.proxy).Struct()
 	e.f.Line()
 	for _, mm := range b.methods {
@@ -288,7 +281,7 @@ func (e *emitter) proxyMethod(b *beanModel, mm *methodModel) {
 	}
 
 	verb := "calls"
-	e.f.Comment(fmt.Sprintf("%s %s %s on the %s of %s.", mm.fn.Name(), verb, mm.fn.Name(), b.obj.Name(), map[bool]string{true: "the invocation in ctx", false: "the chat scope in ctx"}[b.kind == "KindInvocation"]))
+	e.doc(fmt.Sprintf("%s %s %s on the %s of %s.", mm.fn.Name(), verb, mm.fn.Name(), b.obj.Name(), map[bool]string{true: "the invocation in ctx", false: "the chat scope in ctx"}[b.kind == "KindInvocation"]))
 	e.f.Func().Params(jen.Id(b.proxy)).Id(mm.fn.Name()).Params(decl...).Add(resultList(results)).Block(body...)
 	e.f.Line()
 }
@@ -317,8 +310,7 @@ func (e *emitter) assertions() {
 	if len(checks) == 0 {
 		return
 	}
-	e.f.Comment("Compile-time assertions: a compiler error here means the annotated source")
-	e.f.Comment("changed since this file was generated. Re-run go generate.")
+	e.doc("Compile-time assertions: a compiler error here means the annotated source changed since this file was generated. Re-run go generate.")
 	e.f.Func().Id("_").Params().Block(checks...)
 }
 
@@ -367,4 +359,33 @@ func (l locals) fresh(base string) string {
 	}
 	l[n] = true
 	return n
+}
+
+// doc writes text as a comment wrapped at 77 columns.
+func (e *emitter) doc(text string) {
+	for _, line := range wrap(text, 77-len("// ")) {
+		e.f.Comment(line)
+	}
+}
+
+// wrap splits text into lines of at most width bytes, breaking at spaces
+// (a longer word gets a line of its own).
+func wrap(text string, width int) []string {
+	var lines []string
+	line := ""
+	for _, w := range strings.Fields(text) {
+		switch {
+		case line == "":
+			line = w
+		case len(line)+1+len(w) <= width:
+			line += " " + w
+		default:
+			lines = append(lines, line)
+			line = w
+		}
+	}
+	if line != "" {
+		lines = append(lines, line)
+	}
+	return lines
 }

@@ -50,8 +50,7 @@ func (e *emitter) aiServices() {
 }
 
 func (e *emitter) toolInvoker(t *toolModel) {
-	e.f.Comment(fmt.Sprintf("%s runs the tool %s: it decodes the model's arguments and calls", t.funcName, t.name))
-	e.f.Comment(fmt.Sprintf("%s.%s on the %s of the current scope.", t.bean.obj.Name(), t.fn.Name(), t.bean.obj.Name()))
+	e.doc(fmt.Sprintf("%s runs the tool %s: it decodes the model's arguments and calls %s.%s on the %s of the current scope.", t.funcName, t.name, t.bean.obj.Name(), t.fn.Name(), t.bean.obj.Name()))
 	var fields []jen.Code
 	var args []jen.Code
 	for _, p := range t.params {
@@ -123,10 +122,10 @@ func (e *emitter) aiService(s *aiModel) {
 				inv = append(inv, field("Invoke", jen.Id(t.funcName)), jen.Line())
 				invokers = append(invokers, jen.Values(inv...))
 			}
-			e.f.Comment(fmt.Sprintf("%s are the tools %s.%s offers the model.", am.toolsVar, name, am.fn.Name()))
+			e.doc(fmt.Sprintf("%s are the tools %s.%s offers the model.", am.toolsVar, name, am.fn.Name()))
 			e.f.Var().Id(am.toolsVar).Op("=").Index().Qual(llmsPkg, "Tool").Values(defs...)
 			e.f.Line()
-			e.f.Comment(fmt.Sprintf("%sInvokers run the tools of %s, in the same order.", am.toolsVar, am.toolsVar))
+			e.doc(fmt.Sprintf("%sInvokers run the tools of %s, in the same order.", am.toolsVar, am.toolsVar))
 			e.f.Var().Id(am.toolsVar+"Invokers").Op("=").Index().Qual(aiPkg, "Invoker").Values(invokers...)
 			e.f.Line()
 		}
@@ -134,14 +133,14 @@ func (e *emitter) aiService(s *aiModel) {
 			if tm.text == "" {
 				continue
 			}
-			e.f.Comment(fmt.Sprintf("%s%s is the %s message template of %s.%s.", am.tmplVar, tm.suffix, lower(tm.suffix), name, am.fn.Name()))
+			e.doc(fmt.Sprintf("%s%s is the %s message template of %s.%s.", am.tmplVar, tm.suffix, lower(tm.suffix), name, am.fn.Name()))
 			e.f.Var().Id(am.tmplVar+tm.suffix).Op("=").Qual(templatePkg, "Must").Call(
 				jen.Qual(templatePkg, "New").Call(jen.Lit(name + "." + am.fn.Name() + " " + lower(tm.suffix))).Dot("Parse").Call(jen.Lit(tm.text)),
 			)
 			e.f.Line()
 		}
 	}
-	e.f.Comment(fmt.Sprintf("%s is the generated implementation of the //chat:ai interface %s.", s.impl, name))
+	e.doc(fmt.Sprintf("%s is the generated implementation of the //chat:ai interface %s.", s.impl, name))
 	e.f.Type().Id(s.impl).Struct(jen.Id("svc").Op("*").Qual(aiPkg, "Service"))
 	e.f.Line()
 	for _, am := range s.methods {
@@ -246,7 +245,7 @@ func (e *emitter) aiMethod(s *aiModel, am *aiMethod) {
 			body = append(body, jen.Return(jen.Id(reply).Dot("Content"), jen.Nil()))
 		}
 	}
-	e.f.Comment(fmt.Sprintf("%s asks the model, as %s.%s describes.", am.fn.Name(), s.bean.obj.Name(), am.fn.Name()))
+	e.doc(fmt.Sprintf("%s asks the model, as %s.%s describes.", am.fn.Name(), s.bean.obj.Name(), am.fn.Name()))
 	e.f.Func().Params(jen.Id(recv).Op("*").Id(s.impl)).Id(am.fn.Name()).Params(params...).Add(resultList(results)).Block(body...)
 	e.f.Line()
 }

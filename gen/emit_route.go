@@ -143,8 +143,7 @@ func (e *emitter) catch(c *catchModel) jen.Code {
 func (e *emitter) eventTypes() {
 	for _, ev := range e.m.events {
 		name := ev.obj.Name()
-		e.f.Comment(fmt.Sprintf("ChatEventType returns %q: %s values are sent as events of that type", ev.name, name))
-		e.f.Comment("(//chat:event).")
+		e.doc(fmt.Sprintf("ChatEventType returns %q: %s values are sent as events of that type (//chat:event).", ev.name, name))
 		e.f.Func().Params(jen.Id(name)).Id("ChatEventType").Params().String().Block(jen.Return(jen.Lit(ev.name)))
 		e.f.Line()
 	}

@@ -11,9 +11,9 @@ import (
 // This file needs a chatgen runtime that supports version 1 of the generated code.
 const _ = chat.SupportPackageIsVersion1
 
-// Deps holds the application dependencies of this package's scoped beans:
-// each field is passed to the constructors that take its type. Give it to
-// Register.
+// Deps holds the application dependencies of this package's scoped beans and
+// the configuration of its AI services: each dependency is passed to the
+// constructors that take its type. Give it to Register.
 type Deps struct {
 	// Journal is passed to NewTally.
 	Journal *Journal
@@ -30,19 +30,21 @@ func Register(deps Deps) *chat.Package {
 	return p
 }
 
-// chatBeanCounter describes the scoped type Counter: one instance per chat scope, inherited by nested scopes.
+// chatBeanCounter describes the scoped type Counter: one instance per chat
+// scope, inherited by nested scopes.
 var chatBeanCounter = chat.NewBean[*Counter]("github.com/chatscopes/chatgen/examples/counter.Counter", chat.KindChat, func(context.Context) (*Counter, error) {
 	return new(Counter), nil
 })
 
-// CounterFrom returns the Counter of the chat scope active in ctx, creating it on first use.
-// Without an active chat scope the error matches chat.ErrNotActive.
+// CounterFrom returns the Counter of the chat scope active in ctx, creating
+// it on first use. Without an active chat scope the error matches
+// chat.ErrNotActive.
 func CounterFrom(ctx context.Context) (*Counter, error) {
 	return chat.Lookup(ctx, chatBeanCounter)
 }
 
-// CounterProxy forwards each call to the Counter of the chat scope active in ctx.
-// Methods without an error result panic with an error matching
+// CounterProxy forwards each call to the Counter of the chat scope active in
+// ctx. Methods without an error result panic with an error matching
 // chat.ErrNotActive when there is no instance to call. The zero value is
 // ready to use.
 type CounterProxy struct{}
@@ -57,21 +59,23 @@ func (CounterProxy) Increment(ctx context.Context) {
 	chat.MustLookup(ctx, chatBeanCounter).Increment()
 }
 
-// chatBeanPerChatCounter describes the scoped type PerChatCounter: one instance per chat scope, never inherited.
+// chatBeanPerChatCounter describes the scoped type PerChatCounter: one
+// instance per chat scope, never inherited.
 var chatBeanPerChatCounter = chat.NewBean[*PerChatCounter]("github.com/chatscopes/chatgen/examples/counter.PerChatCounter", chat.KindPerChat, func(context.Context) (*PerChatCounter, error) {
 	return new(PerChatCounter), nil
 })
 
-// PerChatCounterFrom returns the PerChatCounter of the chat scope active in ctx, creating it on first use.
-// Without an active chat scope the error matches chat.ErrNotActive.
+// PerChatCounterFrom returns the PerChatCounter of the chat scope active in
+// ctx, creating it on first use. Without an active chat scope the error
+// matches chat.ErrNotActive.
 func PerChatCounterFrom(ctx context.Context) (*PerChatCounter, error) {
 	return chat.Lookup(ctx, chatBeanPerChatCounter)
 }
 
-// PerChatCounterProxy forwards each call to the PerChatCounter of the chat scope active in ctx.
-// Methods without an error result panic with an error matching
-// chat.ErrNotActive when there is no instance to call. The zero value is
-// ready to use.
+// PerChatCounterProxy forwards each call to the PerChatCounter of the chat
+// scope active in ctx. Methods without an error result panic with an error
+// matching chat.ErrNotActive when there is no instance to call. The zero
+// value is ready to use.
 type PerChatCounterProxy struct{}
 
 // Get calls Get on the PerChatCounter of the chat scope in ctx.
@@ -84,23 +88,25 @@ func (PerChatCounterProxy) Increment(ctx context.Context) {
 	chat.MustLookup(ctx, chatBeanPerChatCounter).Increment()
 }
 
-// chatBeanInvocationCounter describes the scoped type InvocationCounter: one instance per top-level call through InvocationCounterProxy.
+// chatBeanInvocationCounter describes the scoped type InvocationCounter: one
+// instance per top-level call through InvocationCounterProxy.
 var chatBeanInvocationCounter = chat.NewBean[*InvocationCounter]("github.com/chatscopes/chatgen/examples/counter.InvocationCounter", chat.KindInvocation, func(context.Context) (*InvocationCounter, error) {
 	return new(InvocationCounter), nil
 })
 
-// InvocationCounterFrom returns the InvocationCounter of the invocation active in ctx, creating it on first use.
-// Calls through InvocationCounterProxy start invocations; the error matches chat.ErrNotActive
-// outside one.
+// InvocationCounterFrom returns the InvocationCounter of the invocation
+// active in ctx, creating it on first use. Calls through
+// InvocationCounterProxy start invocations; the error matches
+// chat.ErrNotActive outside one.
 func InvocationCounterFrom(ctx context.Context) (*InvocationCounter, error) {
 	return chat.Lookup(ctx, chatBeanInvocationCounter)
 }
 
-// InvocationCounterProxy forwards each call to the InvocationCounter of the invocation active in ctx.
-// A call made with a context that carries no invocation starts one and ends
-// it (closing its beans) when the call returns; calls made with the context
-// a method is handed share its invocation.
-// Methods without an error result panic with an error matching
+// InvocationCounterProxy forwards each call to the InvocationCounter of the
+// invocation active in ctx. A call made with a context that carries no
+// invocation starts one and ends it (closing its beans) when the call
+// returns; calls made with the context a method is handed share its
+// invocation. Methods without an error result panic with an error matching
 // chat.ErrNotActive when there is no instance to call. The zero value is
 // ready to use.
 type InvocationCounterProxy struct{}
@@ -112,32 +118,33 @@ func (InvocationCounterProxy) Get(ctx context.Context) int {
 	return chat.MustLookup(ctx, chatBeanInvocationCounter).Get()
 }
 
-// Increment calls Increment on the InvocationCounter of the invocation in ctx.
+// Increment calls Increment on the InvocationCounter of the invocation in
+// ctx.
 func (InvocationCounterProxy) Increment(ctx context.Context) {
 	ctx, end := chat.BeginInvocation(ctx)
 	defer end()
 	chat.MustLookup(ctx, chatBeanInvocationCounter).Increment()
 }
 
-// chatBeanCalculator describes the scoped type Calculator: one instance per top-level call through CalculatorProxy.
+// chatBeanCalculator describes the scoped type Calculator: one instance per
+// top-level call through CalculatorProxy.
 var chatBeanCalculator = chat.NewBean[*Calculator]("github.com/chatscopes/chatgen/examples/counter.Calculator", chat.KindInvocation, func(context.Context) (*Calculator, error) {
 	return new(Calculator), nil
 })
 
-// CalculatorFrom returns the Calculator of the invocation active in ctx, creating it on first use.
-// Calls through CalculatorProxy start invocations; the error matches chat.ErrNotActive
-// outside one.
+// CalculatorFrom returns the Calculator of the invocation active in ctx,
+// creating it on first use. Calls through CalculatorProxy start invocations;
+// the error matches chat.ErrNotActive outside one.
 func CalculatorFrom(ctx context.Context) (*Calculator, error) {
 	return chat.Lookup(ctx, chatBeanCalculator)
 }
 
-// CalculatorProxy forwards each call to the Calculator of the invocation active in ctx.
-// A call made with a context that carries no invocation starts one and ends
-// it (closing its beans) when the call returns; calls made with the context
-// a method is handed share its invocation.
-// Methods without an error result panic with an error matching
-// chat.ErrNotActive when there is no instance to call. The zero value is
-// ready to use.
+// CalculatorProxy forwards each call to the Calculator of the invocation
+// active in ctx. A call made with a context that carries no invocation
+// starts one and ends it (closing its beans) when the call returns; calls
+// made with the context a method is handed share its invocation. Methods
+// without an error result panic with an error matching chat.ErrNotActive
+// when there is no instance to call. The zero value is ready to use.
 type CalculatorProxy struct{}
 
 // Add calls Add on the Calculator of the invocation in ctx.
@@ -147,17 +154,19 @@ func (CalculatorProxy) Add(ctx context.Context) int {
 	return chat.MustLookup(ctx, chatBeanCalculator).Add(ctx)
 }
 
-// chatBeanTally describes the scoped type Tally: one instance per chat scope, inherited by nested scopes.
+// chatBeanTally describes the scoped type Tally: one instance per chat
+// scope, inherited by nested scopes.
 var chatBeanTally = chat.NewBean[*Tally]("github.com/chatscopes/chatgen/examples/counter.Tally", chat.KindChat, nil)
 
-// TallyFrom returns the Tally of the chat scope active in ctx, creating it on first use.
-// Without an active chat scope the error matches chat.ErrNotActive.
+// TallyFrom returns the Tally of the chat scope active in ctx, creating it
+// on first use. Without an active chat scope the error matches
+// chat.ErrNotActive.
 func TallyFrom(ctx context.Context) (*Tally, error) {
 	return chat.Lookup(ctx, chatBeanTally)
 }
 
-// TallyProxy forwards each call to the Tally of the chat scope active in ctx.
-// Methods without an error result panic with an error matching
+// TallyProxy forwards each call to the Tally of the chat scope active in
+// ctx. Methods without an error result panic with an error matching
 // chat.ErrNotActive when there is no instance to call. The zero value is
 // ready to use.
 type TallyProxy struct{}

@@ -15,9 +15,9 @@ import (
 // This file needs a chatgen runtime that supports version 1 of the generated code.
 const _ = chat.SupportPackageIsVersion1
 
-// Deps holds the application dependencies of this package's scoped beans:
-// each field is passed to the constructors that take its type. Give it to
-// Register.
+// Deps holds the application dependencies of this package's scoped beans and
+// the configuration of its AI services: each dependency is passed to the
+// constructors that take its type. Give it to Register.
 type Deps struct {
 	// Armory is passed to NewAnvil, NewWorkbench and NewCounter.
 	Armory *Armory
@@ -125,19 +125,21 @@ func Register(deps Deps) *chat.Package {
 	return p
 }
 
-// chatBeanArmorBuilder describes the scoped type ArmorBuilder: one instance per chat scope, inherited by nested scopes.
+// chatBeanArmorBuilder describes the scoped type ArmorBuilder: one instance
+// per chat scope, inherited by nested scopes.
 var chatBeanArmorBuilder = chat.NewBean[ArmorBuilder]("github.com/chatscopes/chatgen/examples/weaponbuilder.ArmorBuilder", chat.KindChat, nil)
 
-// ArmorBuilderFrom returns the ArmorBuilder of the chat scope active in ctx, creating it on first use.
-// Without an active chat scope the error matches chat.ErrNotActive.
+// ArmorBuilderFrom returns the ArmorBuilder of the chat scope active in ctx,
+// creating it on first use. Without an active chat scope the error matches
+// chat.ErrNotActive.
 func ArmorBuilderFrom(ctx context.Context) (ArmorBuilder, error) {
 	return chat.Lookup(ctx, chatBeanArmorBuilder)
 }
 
-// ArmorBuilderProxy forwards each call to the ArmorBuilder of the chat scope active in ctx.
-// Methods without an error result panic with an error matching
-// chat.ErrNotActive when there is no instance to call. The zero value is
-// ready to use.
+// ArmorBuilderProxy forwards each call to the ArmorBuilder of the chat scope
+// active in ctx. Methods without an error result panic with an error
+// matching chat.ErrNotActive when there is no instance to call. The zero
+// value is ready to use.
 type ArmorBuilderProxy struct{}
 
 // Chat calls Chat on the ArmorBuilder of the chat scope in ctx.
@@ -150,17 +152,19 @@ func (ArmorBuilderProxy) Chat(ctx context.Context, userMessage string) (ai.Resul
 	return b.Chat(ctx, userMessage)
 }
 
-// chatBeanAnvil describes the scoped type Anvil: one instance per chat scope, inherited by nested scopes.
+// chatBeanAnvil describes the scoped type Anvil: one instance per chat
+// scope, inherited by nested scopes.
 var chatBeanAnvil = chat.NewBean[*Anvil]("github.com/chatscopes/chatgen/examples/weaponbuilder.Anvil", chat.KindChat, nil)
 
-// AnvilFrom returns the Anvil of the chat scope active in ctx, creating it on first use.
-// Without an active chat scope the error matches chat.ErrNotActive.
+// AnvilFrom returns the Anvil of the chat scope active in ctx, creating it
+// on first use. Without an active chat scope the error matches
+// chat.ErrNotActive.
 func AnvilFrom(ctx context.Context) (*Anvil, error) {
 	return chat.Lookup(ctx, chatBeanAnvil)
 }
 
-// AnvilProxy forwards each call to the Anvil of the chat scope active in ctx.
-// Methods without an error result panic with an error matching
+// AnvilProxy forwards each call to the Anvil of the chat scope active in
+// ctx. Methods without an error result panic with an error matching
 // chat.ErrNotActive when there is no instance to call. The zero value is
 // ready to use.
 type AnvilProxy struct{}
@@ -195,19 +199,21 @@ func (AnvilProxy) FinishArmor(ctx context.Context) (string, error) {
 	return b.FinishArmor(ctx)
 }
 
-// chatBeanEnchanter describes the scoped type Enchanter: one instance per chat scope, inherited by nested scopes.
+// chatBeanEnchanter describes the scoped type Enchanter: one instance per
+// chat scope, inherited by nested scopes.
 var chatBeanEnchanter = chat.NewBean[Enchanter]("github.com/chatscopes/chatgen/examples/weaponbuilder.Enchanter", chat.KindChat, nil)
 
-// EnchanterFrom returns the Enchanter of the chat scope active in ctx, creating it on first use.
-// Without an active chat scope the error matches chat.ErrNotActive.
+// EnchanterFrom returns the Enchanter of the chat scope active in ctx,
+// creating it on first use. Without an active chat scope the error matches
+// chat.ErrNotActive.
 func EnchanterFrom(ctx context.Context) (Enchanter, error) {
 	return chat.Lookup(ctx, chatBeanEnchanter)
 }
 
-// EnchanterProxy forwards each call to the Enchanter of the chat scope active in ctx.
-// Methods without an error result panic with an error matching
-// chat.ErrNotActive when there is no instance to call. The zero value is
-// ready to use.
+// EnchanterProxy forwards each call to the Enchanter of the chat scope
+// active in ctx. Methods without an error result panic with an error
+// matching chat.ErrNotActive when there is no instance to call. The zero
+// value is ready to use.
 type EnchanterProxy struct{}
 
 // Chat calls Chat on the Enchanter of the chat scope in ctx.
@@ -220,19 +226,21 @@ func (EnchanterProxy) Chat(ctx context.Context, userMessage string) (ai.Result[s
 	return b.Chat(ctx, userMessage)
 }
 
-// chatBeanRunes describes the scoped type Runes: one instance per chat scope, never inherited.
+// chatBeanRunes describes the scoped type Runes: one instance per chat
+// scope, never inherited.
 var chatBeanRunes = chat.NewBean[*Runes]("github.com/chatscopes/chatgen/examples/weaponbuilder.Runes", chat.KindPerChat, func(context.Context) (*Runes, error) {
 	return new(Runes), nil
 })
 
-// RunesFrom returns the Runes of the chat scope active in ctx, creating it on first use.
-// Without an active chat scope the error matches chat.ErrNotActive.
+// RunesFrom returns the Runes of the chat scope active in ctx, creating it
+// on first use. Without an active chat scope the error matches
+// chat.ErrNotActive.
 func RunesFrom(ctx context.Context) (*Runes, error) {
 	return chat.Lookup(ctx, chatBeanRunes)
 }
 
-// RunesProxy forwards each call to the Runes of the chat scope active in ctx.
-// Methods without an error result panic with an error matching
+// RunesProxy forwards each call to the Runes of the chat scope active in
+// ctx. Methods without an error result panic with an error matching
 // chat.ErrNotActive when there is no instance to call. The zero value is
 // ready to use.
 type RunesProxy struct{}
@@ -267,17 +275,19 @@ func (RunesProxy) Bind(ctx context.Context) (string, error) {
 	return b.Bind(ctx)
 }
 
-// chatBeanMainMenu describes the scoped type MainMenu: one instance per chat scope, inherited by nested scopes.
+// chatBeanMainMenu describes the scoped type MainMenu: one instance per chat
+// scope, inherited by nested scopes.
 var chatBeanMainMenu = chat.NewBean[MainMenu]("github.com/chatscopes/chatgen/examples/weaponbuilder.MainMenu", chat.KindChat, nil)
 
-// MainMenuFrom returns the MainMenu of the chat scope active in ctx, creating it on first use.
-// Without an active chat scope the error matches chat.ErrNotActive.
+// MainMenuFrom returns the MainMenu of the chat scope active in ctx,
+// creating it on first use. Without an active chat scope the error matches
+// chat.ErrNotActive.
 func MainMenuFrom(ctx context.Context) (MainMenu, error) {
 	return chat.Lookup(ctx, chatBeanMainMenu)
 }
 
-// MainMenuProxy forwards each call to the MainMenu of the chat scope active in ctx.
-// Methods without an error result panic with an error matching
+// MainMenuProxy forwards each call to the MainMenu of the chat scope active
+// in ctx. Methods without an error result panic with an error matching
 // chat.ErrNotActive when there is no instance to call. The zero value is
 // ready to use.
 type MainMenuProxy struct{}
@@ -292,17 +302,19 @@ func (MainMenuProxy) Chat(ctx context.Context, userMessage string) (ai.Result[st
 	return b.Chat(ctx, userMessage)
 }
 
-// chatBeanCounter describes the scoped type Counter: one instance per chat scope, inherited by nested scopes.
+// chatBeanCounter describes the scoped type Counter: one instance per chat
+// scope, inherited by nested scopes.
 var chatBeanCounter = chat.NewBean[*Counter]("github.com/chatscopes/chatgen/examples/weaponbuilder.Counter", chat.KindChat, nil)
 
-// CounterFrom returns the Counter of the chat scope active in ctx, creating it on first use.
-// Without an active chat scope the error matches chat.ErrNotActive.
+// CounterFrom returns the Counter of the chat scope active in ctx, creating
+// it on first use. Without an active chat scope the error matches
+// chat.ErrNotActive.
 func CounterFrom(ctx context.Context) (*Counter, error) {
 	return chat.Lookup(ctx, chatBeanCounter)
 }
 
-// CounterProxy forwards each call to the Counter of the chat scope active in ctx.
-// Methods without an error result panic with an error matching
+// CounterProxy forwards each call to the Counter of the chat scope active in
+// ctx. Methods without an error result panic with an error matching
 // chat.ErrNotActive when there is no instance to call. The zero value is
 // ready to use.
 type CounterProxy struct{}
@@ -330,19 +342,21 @@ func (CounterProxy) ListArmory(ctx context.Context) Inventory {
 	return chat.MustLookup(ctx, chatBeanCounter).ListArmory()
 }
 
-// chatBeanWeaponBuilder describes the scoped type WeaponBuilder: one instance per chat scope, inherited by nested scopes.
+// chatBeanWeaponBuilder describes the scoped type WeaponBuilder: one
+// instance per chat scope, inherited by nested scopes.
 var chatBeanWeaponBuilder = chat.NewBean[WeaponBuilder]("github.com/chatscopes/chatgen/examples/weaponbuilder.WeaponBuilder", chat.KindChat, nil)
 
-// WeaponBuilderFrom returns the WeaponBuilder of the chat scope active in ctx, creating it on first use.
-// Without an active chat scope the error matches chat.ErrNotActive.
+// WeaponBuilderFrom returns the WeaponBuilder of the chat scope active in
+// ctx, creating it on first use. Without an active chat scope the error
+// matches chat.ErrNotActive.
 func WeaponBuilderFrom(ctx context.Context) (WeaponBuilder, error) {
 	return chat.Lookup(ctx, chatBeanWeaponBuilder)
 }
 
-// WeaponBuilderProxy forwards each call to the WeaponBuilder of the chat scope active in ctx.
-// Methods without an error result panic with an error matching
-// chat.ErrNotActive when there is no instance to call. The zero value is
-// ready to use.
+// WeaponBuilderProxy forwards each call to the WeaponBuilder of the chat
+// scope active in ctx. Methods without an error result panic with an error
+// matching chat.ErrNotActive when there is no instance to call. The zero
+// value is ready to use.
 type WeaponBuilderProxy struct{}
 
 // Chat calls Chat on the WeaponBuilder of the chat scope in ctx.
@@ -355,19 +369,21 @@ func (WeaponBuilderProxy) Chat(ctx context.Context, userMessage string) (ai.Resu
 	return b.Chat(ctx, userMessage)
 }
 
-// chatBeanWorkbench describes the scoped type Workbench: one instance per chat scope, inherited by nested scopes.
+// chatBeanWorkbench describes the scoped type Workbench: one instance per
+// chat scope, inherited by nested scopes.
 var chatBeanWorkbench = chat.NewBean[*Workbench]("github.com/chatscopes/chatgen/examples/weaponbuilder.Workbench", chat.KindChat, nil)
 
-// WorkbenchFrom returns the Workbench of the chat scope active in ctx, creating it on first use.
-// Without an active chat scope the error matches chat.ErrNotActive.
+// WorkbenchFrom returns the Workbench of the chat scope active in ctx,
+// creating it on first use. Without an active chat scope the error matches
+// chat.ErrNotActive.
 func WorkbenchFrom(ctx context.Context) (*Workbench, error) {
 	return chat.Lookup(ctx, chatBeanWorkbench)
 }
 
-// WorkbenchProxy forwards each call to the Workbench of the chat scope active in ctx.
-// Methods without an error result panic with an error matching
-// chat.ErrNotActive when there is no instance to call. The zero value is
-// ready to use.
+// WorkbenchProxy forwards each call to the Workbench of the chat scope
+// active in ctx. Methods without an error result panic with an error
+// matching chat.ErrNotActive when there is no instance to call. The zero
+// value is ready to use.
 type WorkbenchProxy struct{}
 
 // show calls show on the Workbench of the chat scope in ctx.
@@ -424,7 +440,8 @@ func (WorkbenchProxy) Enchant(ctx context.Context) error {
 	return b.Enchant(ctx)
 }
 
-// ApplyEnchantment calls ApplyEnchantment on the Workbench of the chat scope in ctx.
+// ApplyEnchantment calls ApplyEnchantment on the Workbench of the chat scope
+// in ctx.
 func (WorkbenchProxy) ApplyEnchantment(ctx context.Context, e Enchantment) Weapon {
 	return chat.MustLookup(ctx, chatBeanWorkbench).ApplyEnchantment(e)
 }
@@ -439,32 +456,32 @@ func (WorkbenchProxy) Finish(ctx context.Context) (string, error) {
 	return b.Finish(ctx)
 }
 
-// ChatEventType returns "weapon": Weapon values are sent as events of that type
-// (//chat:event).
+// ChatEventType returns "weapon": Weapon values are sent as events of that
+// type (//chat:event).
 func (Weapon) ChatEventType() string {
 	return "weapon"
 }
 
-// ChatEventType returns "armor": Armor values are sent as events of that type
-// (//chat:event).
+// ChatEventType returns "armor": Armor values are sent as events of that
+// type (//chat:event).
 func (Armor) ChatEventType() string {
 	return "armor"
 }
 
-// ChatEventType returns "conversation": Conversation values are sent as events of that type
-// (//chat:event).
+// ChatEventType returns "conversation": Conversation values are sent as
+// events of that type (//chat:event).
 func (Conversation) ChatEventType() string {
 	return "conversation"
 }
 
-// ChatEventType returns "inventory": Inventory values are sent as events of that type
-// (//chat:event).
+// ChatEventType returns "inventory": Inventory values are sent as events of
+// that type (//chat:event).
 func (Inventory) ChatEventType() string {
 	return "inventory"
 }
 
-// chatToolAnvilSetPiece runs the tool setPiece: it decodes the model's arguments and calls
-// Anvil.SetPiece on the Anvil of the current scope.
+// chatToolAnvilSetPiece runs the tool setPiece: it decodes the model's
+// arguments and calls Anvil.SetPiece on the Anvil of the current scope.
 func chatToolAnvilSetPiece(ctx context.Context, arguments string) (any, error) {
 	var args struct {
 		Piece Piece `json:"piece"`
@@ -479,8 +496,8 @@ func chatToolAnvilSetPiece(ctx context.Context, arguments string) (any, error) {
 	return bean.SetPiece(ctx, args.Piece)
 }
 
-// chatToolAnvilSetMaterial runs the tool setMaterial: it decodes the model's arguments and calls
-// Anvil.SetMaterial on the Anvil of the current scope.
+// chatToolAnvilSetMaterial runs the tool setMaterial: it decodes the model's
+// arguments and calls Anvil.SetMaterial on the Anvil of the current scope.
 func chatToolAnvilSetMaterial(ctx context.Context, arguments string) (any, error) {
 	var args struct {
 		Material Material `json:"material"`
@@ -495,8 +512,8 @@ func chatToolAnvilSetMaterial(ctx context.Context, arguments string) (any, error
 	return bean.SetMaterial(ctx, args.Material)
 }
 
-// chatToolAnvilFinishArmor runs the tool finishArmor: it decodes the model's arguments and calls
-// Anvil.FinishArmor on the Anvil of the current scope.
+// chatToolAnvilFinishArmor runs the tool finishArmor: it decodes the model's
+// arguments and calls Anvil.FinishArmor on the Anvil of the current scope.
 func chatToolAnvilFinishArmor(ctx context.Context, _ string) (any, error) {
 	bean, err := chat.Lookup(ctx, chatBeanAnvil)
 	if err != nil {
@@ -505,8 +522,8 @@ func chatToolAnvilFinishArmor(ctx context.Context, _ string) (any, error) {
 	return bean.FinishArmor(ctx)
 }
 
-// chatToolRunesSetElement runs the tool setElement: it decodes the model's arguments and calls
-// Runes.SetElement on the Runes of the current scope.
+// chatToolRunesSetElement runs the tool setElement: it decodes the model's
+// arguments and calls Runes.SetElement on the Runes of the current scope.
 func chatToolRunesSetElement(ctx context.Context, arguments string) (any, error) {
 	var args struct {
 		Element Element `json:"element"`
@@ -521,8 +538,8 @@ func chatToolRunesSetElement(ctx context.Context, arguments string) (any, error)
 	return bean.SetElement(ctx, args.Element)
 }
 
-// chatToolRunesSetPower runs the tool setPower: it decodes the model's arguments and calls
-// Runes.SetPower on the Runes of the current scope.
+// chatToolRunesSetPower runs the tool setPower: it decodes the model's
+// arguments and calls Runes.SetPower on the Runes of the current scope.
 func chatToolRunesSetPower(ctx context.Context, arguments string) (any, error) {
 	var args struct {
 		Power int `json:"power"`
@@ -537,8 +554,8 @@ func chatToolRunesSetPower(ctx context.Context, arguments string) (any, error) {
 	return bean.SetPower(ctx, args.Power)
 }
 
-// chatToolRunesBind runs the tool bind: it decodes the model's arguments and calls
-// Runes.Bind on the Runes of the current scope.
+// chatToolRunesBind runs the tool bind: it decodes the model's arguments and
+// calls Runes.Bind on the Runes of the current scope.
 func chatToolRunesBind(ctx context.Context, _ string) (any, error) {
 	bean, err := chat.Lookup(ctx, chatBeanRunes)
 	if err != nil {
@@ -547,8 +564,9 @@ func chatToolRunesBind(ctx context.Context, _ string) (any, error) {
 	return bean.Bind(ctx)
 }
 
-// chatToolCounterBuildWeapon runs the tool buildWeapon: it decodes the model's arguments and calls
-// Counter.BuildWeapon on the Counter of the current scope.
+// chatToolCounterBuildWeapon runs the tool buildWeapon: it decodes the
+// model's arguments and calls Counter.BuildWeapon on the Counter of the
+// current scope.
 func chatToolCounterBuildWeapon(ctx context.Context, _ string) (any, error) {
 	bean, err := chat.Lookup(ctx, chatBeanCounter)
 	if err != nil {
@@ -557,8 +575,9 @@ func chatToolCounterBuildWeapon(ctx context.Context, _ string) (any, error) {
 	return nil, bean.BuildWeapon(ctx)
 }
 
-// chatToolCounterBuildArmor runs the tool buildArmor: it decodes the model's arguments and calls
-// Counter.BuildArmor on the Counter of the current scope.
+// chatToolCounterBuildArmor runs the tool buildArmor: it decodes the model's
+// arguments and calls Counter.BuildArmor on the Counter of the current
+// scope.
 func chatToolCounterBuildArmor(ctx context.Context, _ string) (any, error) {
 	bean, err := chat.Lookup(ctx, chatBeanCounter)
 	if err != nil {
@@ -567,8 +586,9 @@ func chatToolCounterBuildArmor(ctx context.Context, _ string) (any, error) {
 	return nil, bean.BuildArmor(ctx)
 }
 
-// chatToolCounterListArmory runs the tool listArmory: it decodes the model's arguments and calls
-// Counter.ListArmory on the Counter of the current scope.
+// chatToolCounterListArmory runs the tool listArmory: it decodes the model's
+// arguments and calls Counter.ListArmory on the Counter of the current
+// scope.
 func chatToolCounterListArmory(ctx context.Context, _ string) (any, error) {
 	bean, err := chat.Lookup(ctx, chatBeanCounter)
 	if err != nil {
@@ -577,8 +597,9 @@ func chatToolCounterListArmory(ctx context.Context, _ string) (any, error) {
 	return bean.ListArmory(), nil
 }
 
-// chatToolWorkbenchSetKind runs the tool setKind: it decodes the model's arguments and calls
-// Workbench.SetKind on the Workbench of the current scope.
+// chatToolWorkbenchSetKind runs the tool setKind: it decodes the model's
+// arguments and calls Workbench.SetKind on the Workbench of the current
+// scope.
 func chatToolWorkbenchSetKind(ctx context.Context, arguments string) (any, error) {
 	var args struct {
 		Kind Kind `json:"kind"`
@@ -593,8 +614,9 @@ func chatToolWorkbenchSetKind(ctx context.Context, arguments string) (any, error
 	return bean.SetKind(ctx, args.Kind)
 }
 
-// chatToolWorkbenchSetName runs the tool setName: it decodes the model's arguments and calls
-// Workbench.SetName on the Workbench of the current scope.
+// chatToolWorkbenchSetName runs the tool setName: it decodes the model's
+// arguments and calls Workbench.SetName on the Workbench of the current
+// scope.
 func chatToolWorkbenchSetName(ctx context.Context, arguments string) (any, error) {
 	var args struct {
 		Name string `json:"name"`
@@ -609,8 +631,9 @@ func chatToolWorkbenchSetName(ctx context.Context, arguments string) (any, error
 	return bean.SetName(ctx, args.Name)
 }
 
-// chatToolWorkbenchSetDamage runs the tool setDamage: it decodes the model's arguments and calls
-// Workbench.SetDamage on the Workbench of the current scope.
+// chatToolWorkbenchSetDamage runs the tool setDamage: it decodes the model's
+// arguments and calls Workbench.SetDamage on the Workbench of the current
+// scope.
 func chatToolWorkbenchSetDamage(ctx context.Context, arguments string) (any, error) {
 	var args struct {
 		Damage int `json:"damage"`
@@ -625,8 +648,9 @@ func chatToolWorkbenchSetDamage(ctx context.Context, arguments string) (any, err
 	return bean.SetDamage(ctx, args.Damage)
 }
 
-// chatToolWorkbenchShowWeapon runs the tool showWeapon: it decodes the model's arguments and calls
-// Workbench.ShowWeapon on the Workbench of the current scope.
+// chatToolWorkbenchShowWeapon runs the tool showWeapon: it decodes the
+// model's arguments and calls Workbench.ShowWeapon on the Workbench of the
+// current scope.
 func chatToolWorkbenchShowWeapon(ctx context.Context, _ string) (any, error) {
 	bean, err := chat.Lookup(ctx, chatBeanWorkbench)
 	if err != nil {
@@ -635,8 +659,9 @@ func chatToolWorkbenchShowWeapon(ctx context.Context, _ string) (any, error) {
 	return bean.ShowWeapon(), nil
 }
 
-// chatToolWorkbenchEnchant runs the tool enchant: it decodes the model's arguments and calls
-// Workbench.Enchant on the Workbench of the current scope.
+// chatToolWorkbenchEnchant runs the tool enchant: it decodes the model's
+// arguments and calls Workbench.Enchant on the Workbench of the current
+// scope.
 func chatToolWorkbenchEnchant(ctx context.Context, _ string) (any, error) {
 	bean, err := chat.Lookup(ctx, chatBeanWorkbench)
 	if err != nil {
@@ -645,8 +670,9 @@ func chatToolWorkbenchEnchant(ctx context.Context, _ string) (any, error) {
 	return nil, bean.Enchant(ctx)
 }
 
-// chatToolWorkbenchFinish runs the tool finish: it decodes the model's arguments and calls
-// Workbench.Finish on the Workbench of the current scope.
+// chatToolWorkbenchFinish runs the tool finish: it decodes the model's
+// arguments and calls Workbench.Finish on the Workbench of the current
+// scope.
 func chatToolWorkbenchFinish(ctx context.Context, _ string) (any, error) {
 	bean, err := chat.Lookup(ctx, chatBeanWorkbench)
 	if err != nil {
@@ -655,7 +681,8 @@ func chatToolWorkbenchFinish(ctx context.Context, _ string) (any, error) {
 	return bean.Finish(ctx)
 }
 
-// chatToolsArmorBuilderChat are the tools ArmorBuilder.Chat offers the model.
+// chatToolsArmorBuilderChat are the tools ArmorBuilder.Chat offers the
+// model.
 var chatToolsArmorBuilderChat = []llms.Tool{{
 	Type: "function",
 	Function: &llms.FunctionDefinition{
@@ -679,7 +706,8 @@ var chatToolsArmorBuilderChat = []llms.Tool{{
 	},
 }}
 
-// chatToolsArmorBuilderChatInvokers run the tools of chatToolsArmorBuilderChat, in the same order.
+// chatToolsArmorBuilderChatInvokers run the tools of
+// chatToolsArmorBuilderChat, in the same order.
 var chatToolsArmorBuilderChatInvokers = []ai.Invoker{{
 	Invoke: chatToolAnvilSetPiece,
 }, {
@@ -689,13 +717,16 @@ var chatToolsArmorBuilderChatInvokers = []ai.Invoker{{
 	Invoke:    chatToolAnvilFinishArmor,
 }}
 
-// chatTmplArmorBuilderChatSystem is the system message template of ArmorBuilder.Chat.
+// chatTmplArmorBuilderChatSystem is the system message template of
+// ArmorBuilder.Chat.
 var chatTmplArmorBuilderChatSystem = template.Must(template.New("ArmorBuilder.Chat system").Parse("You are the armorer, building a piece of armour with the player. Find out the piece\nand its material, set them with the tools, then call finishArmor."))
 
-// chatTmplArmorBuilderChatUser is the user message template of ArmorBuilder.Chat.
+// chatTmplArmorBuilderChatUser is the user message template of
+// ArmorBuilder.Chat.
 var chatTmplArmorBuilderChatUser = template.Must(template.New("ArmorBuilder.Chat user").Parse("{{.userMessage}}"))
 
-// chatAIArmorBuilder is the generated implementation of the //chat:ai interface ArmorBuilder.
+// chatAIArmorBuilder is the generated implementation of the //chat:ai
+// interface ArmorBuilder.
 type chatAIArmorBuilder struct {
 	svc *ai.Service
 }
@@ -751,7 +782,8 @@ var chatToolsEnchanterChat = []llms.Tool{{
 	},
 }}
 
-// chatToolsEnchanterChatInvokers run the tools of chatToolsEnchanterChat, in the same order.
+// chatToolsEnchanterChatInvokers run the tools of chatToolsEnchanterChat, in
+// the same order.
 var chatToolsEnchanterChatInvokers = []ai.Invoker{{
 	Invoke: chatToolRunesSetElement,
 }, {
@@ -761,13 +793,15 @@ var chatToolsEnchanterChatInvokers = []ai.Invoker{{
 	Invoke:    chatToolRunesBind,
 }}
 
-// chatTmplEnchanterChatSystem is the system message template of Enchanter.Chat.
+// chatTmplEnchanterChatSystem is the system message template of
+// Enchanter.Chat.
 var chatTmplEnchanterChatSystem = template.Must(template.New("Enchanter.Chat system").Parse("You are the armorer's enchanter. Find out the element (fire, frost or lightning) and\nthe power (1 to 10) of the enchantment and set them with the tools. Then call bind."))
 
 // chatTmplEnchanterChatUser is the user message template of Enchanter.Chat.
 var chatTmplEnchanterChatUser = template.Must(template.New("Enchanter.Chat user").Parse("{{.userMessage}}"))
 
-// chatAIEnchanter is the generated implementation of the //chat:ai interface Enchanter.
+// chatAIEnchanter is the generated implementation of the //chat:ai interface
+// Enchanter.
 type chatAIEnchanter struct {
 	svc *ai.Service
 }
@@ -823,7 +857,8 @@ var chatToolsMainMenuChat = []llms.Tool{{
 	},
 }}
 
-// chatToolsMainMenuChatInvokers run the tools of chatToolsMainMenuChat, in the same order.
+// chatToolsMainMenuChatInvokers run the tools of chatToolsMainMenuChat, in
+// the same order.
 var chatToolsMainMenuChatInvokers = []ai.Invoker{{
 	Immediate: true,
 	Invoke:    chatToolCounterBuildWeapon,
@@ -835,13 +870,15 @@ var chatToolsMainMenuChatInvokers = []ai.Invoker{{
 	Invoke:    chatToolCounterListArmory,
 }}
 
-// chatTmplMainMenuChatSystem is the system message template of MainMenu.Chat.
+// chatTmplMainMenuChatSystem is the system message template of
+// MainMenu.Chat.
 var chatTmplMainMenuChatSystem = template.Must(template.New("MainMenu.Chat system").Parse("You are the armorer of a fantasy video game, at the counter of your forge.\nTo build a weapon call buildWeapon, to build armour call buildArmor,\nto show what the player has built call listArmory. Otherwise answer in one or two sentences."))
 
 // chatTmplMainMenuChatUser is the user message template of MainMenu.Chat.
 var chatTmplMainMenuChatUser = template.Must(template.New("MainMenu.Chat user").Parse("{{.userMessage}}"))
 
-// chatAIMainMenu is the generated implementation of the //chat:ai interface MainMenu.
+// chatAIMainMenu is the generated implementation of the //chat:ai interface
+// MainMenu.
 type chatAIMainMenu struct {
 	svc *ai.Service
 }
@@ -873,7 +910,8 @@ func (x *chatAIMainMenu) Chat(ctx context.Context, userMessage string) (ai.Resul
 	return ai.NewResult(reply.Content, reply), nil
 }
 
-// chatToolsWeaponBuilderChat are the tools WeaponBuilder.Chat offers the model.
+// chatToolsWeaponBuilderChat are the tools WeaponBuilder.Chat offers the
+// model.
 var chatToolsWeaponBuilderChat = []llms.Tool{{
 	Type: "function",
 	Function: &llms.FunctionDefinition{
@@ -918,7 +956,8 @@ var chatToolsWeaponBuilderChat = []llms.Tool{{
 	},
 }}
 
-// chatToolsWeaponBuilderChatInvokers run the tools of chatToolsWeaponBuilderChat, in the same order.
+// chatToolsWeaponBuilderChatInvokers run the tools of
+// chatToolsWeaponBuilderChat, in the same order.
 var chatToolsWeaponBuilderChatInvokers = []ai.Invoker{{
 	Invoke: chatToolWorkbenchSetKind,
 }, {
@@ -936,13 +975,16 @@ var chatToolsWeaponBuilderChatInvokers = []ai.Invoker{{
 	Invoke:    chatToolWorkbenchFinish,
 }}
 
-// chatTmplWeaponBuilderChatSystem is the system message template of WeaponBuilder.Chat.
+// chatTmplWeaponBuilderChatSystem is the system message template of
+// WeaponBuilder.Chat.
 var chatTmplWeaponBuilderChatSystem = template.Must(template.New("WeaponBuilder.Chat system").Parse("You are the armorer, building a weapon with the player. Find out its kind, its name\nand its damage, one at a time, and set each with the tools. Offer an enchantment\n(call enchant). When the player is happy, call finish."))
 
-// chatTmplWeaponBuilderChatUser is the user message template of WeaponBuilder.Chat.
+// chatTmplWeaponBuilderChatUser is the user message template of
+// WeaponBuilder.Chat.
 var chatTmplWeaponBuilderChatUser = template.Must(template.New("WeaponBuilder.Chat user").Parse("{{.userMessage}}"))
 
-// chatAIWeaponBuilder is the generated implementation of the //chat:ai interface WeaponBuilder.
+// chatAIWeaponBuilder is the generated implementation of the //chat:ai
+// interface WeaponBuilder.
 type chatAIWeaponBuilder struct {
 	svc *ai.Service
 }

@@ -130,13 +130,15 @@ func Register() *chat.Package {
 	return p
 }
 
-// chatBeanMenu describes the scoped type Menu: one instance per chat scope, inherited by nested scopes.
+// chatBeanMenu describes the scoped type Menu: one instance per chat scope,
+// inherited by nested scopes.
 var chatBeanMenu = chat.NewBean[*Menu]("github.com/chatscopes/chatgen/internal/e2e.Menu", chat.KindChat, func(context.Context) (*Menu, error) {
 	return new(Menu), nil
 })
 
-// MenuFrom returns the Menu of the chat scope active in ctx, creating it on first use.
-// Without an active chat scope the error matches chat.ErrNotActive.
+// MenuFrom returns the Menu of the chat scope active in ctx, creating it on
+// first use. Without an active chat scope the error matches
+// chat.ErrNotActive.
 func MenuFrom(ctx context.Context) (*Menu, error) {
 	return chat.Lookup(ctx, chatBeanMenu)
 }
@@ -157,19 +159,21 @@ func (MenuProxy) Chat(ctx context.Context, msg string) (string, error) {
 	return b.Chat(ctx, msg)
 }
 
-// chatBeanBuilder describes the scoped type Builder: one instance per chat scope, inherited by nested scopes.
+// chatBeanBuilder describes the scoped type Builder: one instance per chat
+// scope, inherited by nested scopes.
 var chatBeanBuilder = chat.NewBean[*Builder]("github.com/chatscopes/chatgen/internal/e2e.Builder", chat.KindChat, func(context.Context) (*Builder, error) {
 	return new(Builder), nil
 })
 
-// BuilderFrom returns the Builder of the chat scope active in ctx, creating it on first use.
-// Without an active chat scope the error matches chat.ErrNotActive.
+// BuilderFrom returns the Builder of the chat scope active in ctx, creating
+// it on first use. Without an active chat scope the error matches
+// chat.ErrNotActive.
 func BuilderFrom(ctx context.Context) (*Builder, error) {
 	return chat.Lookup(ctx, chatBeanBuilder)
 }
 
-// BuilderProxy forwards each call to the Builder of the chat scope active in ctx.
-// Methods without an error result panic with an error matching
+// BuilderProxy forwards each call to the Builder of the chat scope active in
+// ctx. Methods without an error result panic with an error matching
 // chat.ErrNotActive when there is no instance to call. The zero value is
 // ready to use.
 type BuilderProxy struct{}
@@ -184,8 +188,8 @@ func (BuilderProxy) Build(ctx context.Context, message string, damage int) (*Wea
 	return b.Build(ctx, message, damage)
 }
 
-// ChatEventType returns "weapon": Weapon values are sent as events of that type
-// (//chat:event).
+// ChatEventType returns "weapon": Weapon values are sent as events of that
+// type (//chat:event).
 func (Weapon) ChatEventType() string {
 	return "weapon"
 }

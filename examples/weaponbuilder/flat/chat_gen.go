@@ -15,9 +15,9 @@ import (
 // This file needs a chatgen runtime that supports version 1 of the generated code.
 const _ = chat.SupportPackageIsVersion1
 
-// Deps holds the application dependencies of this package's scoped beans:
-// each field is passed to the constructors that take its type. Give it to
-// Register.
+// Deps holds the application dependencies of this package's scoped beans and
+// the configuration of its AI services: each dependency is passed to the
+// constructors that take its type. Give it to Register.
 type Deps struct {
 	// Armorer configures the //chat:ai service Armorer: its model, memory and
 	// tool-loop limits.
@@ -51,17 +51,19 @@ func Register(deps Deps) *chat.Package {
 	return p
 }
 
-// chatBeanArmorer describes the scoped type Armorer: one instance per chat scope, inherited by nested scopes.
+// chatBeanArmorer describes the scoped type Armorer: one instance per chat
+// scope, inherited by nested scopes.
 var chatBeanArmorer = chat.NewBean[Armorer]("github.com/chatscopes/chatgen/examples/weaponbuilder/flat.Armorer", chat.KindChat, nil)
 
-// ArmorerFrom returns the Armorer of the chat scope active in ctx, creating it on first use.
-// Without an active chat scope the error matches chat.ErrNotActive.
+// ArmorerFrom returns the Armorer of the chat scope active in ctx, creating
+// it on first use. Without an active chat scope the error matches
+// chat.ErrNotActive.
 func ArmorerFrom(ctx context.Context) (Armorer, error) {
 	return chat.Lookup(ctx, chatBeanArmorer)
 }
 
-// ArmorerProxy forwards each call to the Armorer of the chat scope active in ctx.
-// Methods without an error result panic with an error matching
+// ArmorerProxy forwards each call to the Armorer of the chat scope active in
+// ctx. Methods without an error result panic with an error matching
 // chat.ErrNotActive when there is no instance to call. The zero value is
 // ready to use.
 type ArmorerProxy struct{}
@@ -76,13 +78,15 @@ func (ArmorerProxy) Chat(ctx context.Context, userMessage string) (string, error
 	return b.Chat(ctx, userMessage)
 }
 
-// chatBeanShop describes the scoped type Shop: one instance per chat scope, inherited by nested scopes.
+// chatBeanShop describes the scoped type Shop: one instance per chat scope,
+// inherited by nested scopes.
 var chatBeanShop = chat.NewBean[*Shop]("github.com/chatscopes/chatgen/examples/weaponbuilder/flat.Shop", chat.KindChat, func(context.Context) (*Shop, error) {
 	return new(Shop), nil
 })
 
-// ShopFrom returns the Shop of the chat scope active in ctx, creating it on first use.
-// Without an active chat scope the error matches chat.ErrNotActive.
+// ShopFrom returns the Shop of the chat scope active in ctx, creating it on
+// first use. Without an active chat scope the error matches
+// chat.ErrNotActive.
 func ShopFrom(ctx context.Context) (*Shop, error) {
 	return chat.Lookup(ctx, chatBeanShop)
 }
@@ -168,8 +172,8 @@ func (ShopProxy) ListArmory(ctx context.Context) string {
 	return chat.MustLookup(ctx, chatBeanShop).ListArmory()
 }
 
-// chatToolShopSetKind runs the tool setKind: it decodes the model's arguments and calls
-// Shop.SetKind on the Shop of the current scope.
+// chatToolShopSetKind runs the tool setKind: it decodes the model's
+// arguments and calls Shop.SetKind on the Shop of the current scope.
 func chatToolShopSetKind(ctx context.Context, arguments string) (any, error) {
 	var args struct {
 		Kind string `json:"kind"`
@@ -184,8 +188,8 @@ func chatToolShopSetKind(ctx context.Context, arguments string) (any, error) {
 	return bean.SetKind(args.Kind), nil
 }
 
-// chatToolShopSetName runs the tool setName: it decodes the model's arguments and calls
-// Shop.SetName on the Shop of the current scope.
+// chatToolShopSetName runs the tool setName: it decodes the model's
+// arguments and calls Shop.SetName on the Shop of the current scope.
 func chatToolShopSetName(ctx context.Context, arguments string) (any, error) {
 	var args struct {
 		Name string `json:"name"`
@@ -200,8 +204,8 @@ func chatToolShopSetName(ctx context.Context, arguments string) (any, error) {
 	return bean.SetName(args.Name), nil
 }
 
-// chatToolShopSetDamage runs the tool setDamage: it decodes the model's arguments and calls
-// Shop.SetDamage on the Shop of the current scope.
+// chatToolShopSetDamage runs the tool setDamage: it decodes the model's
+// arguments and calls Shop.SetDamage on the Shop of the current scope.
 func chatToolShopSetDamage(ctx context.Context, arguments string) (any, error) {
 	var args struct {
 		Damage int `json:"damage"`
@@ -216,8 +220,8 @@ func chatToolShopSetDamage(ctx context.Context, arguments string) (any, error) {
 	return bean.SetDamage(args.Damage), nil
 }
 
-// chatToolShopShowWeapon runs the tool showWeapon: it decodes the model's arguments and calls
-// Shop.ShowWeapon on the Shop of the current scope.
+// chatToolShopShowWeapon runs the tool showWeapon: it decodes the model's
+// arguments and calls Shop.ShowWeapon on the Shop of the current scope.
 func chatToolShopShowWeapon(ctx context.Context, _ string) (any, error) {
 	bean, err := chat.Lookup(ctx, chatBeanShop)
 	if err != nil {
@@ -226,8 +230,8 @@ func chatToolShopShowWeapon(ctx context.Context, _ string) (any, error) {
 	return bean.ShowWeapon(), nil
 }
 
-// chatToolShopSetElement runs the tool setElement: it decodes the model's arguments and calls
-// Shop.SetElement on the Shop of the current scope.
+// chatToolShopSetElement runs the tool setElement: it decodes the model's
+// arguments and calls Shop.SetElement on the Shop of the current scope.
 func chatToolShopSetElement(ctx context.Context, arguments string) (any, error) {
 	var args struct {
 		Element string `json:"element"`
@@ -242,8 +246,8 @@ func chatToolShopSetElement(ctx context.Context, arguments string) (any, error) 
 	return bean.SetElement(args.Element), nil
 }
 
-// chatToolShopSetPower runs the tool setPower: it decodes the model's arguments and calls
-// Shop.SetPower on the Shop of the current scope.
+// chatToolShopSetPower runs the tool setPower: it decodes the model's
+// arguments and calls Shop.SetPower on the Shop of the current scope.
 func chatToolShopSetPower(ctx context.Context, arguments string) (any, error) {
 	var args struct {
 		Power int `json:"power"`
@@ -258,8 +262,8 @@ func chatToolShopSetPower(ctx context.Context, arguments string) (any, error) {
 	return bean.SetPower(args.Power), nil
 }
 
-// chatToolShopBind runs the tool bind: it decodes the model's arguments and calls
-// Shop.Bind on the Shop of the current scope.
+// chatToolShopBind runs the tool bind: it decodes the model's arguments and
+// calls Shop.Bind on the Shop of the current scope.
 func chatToolShopBind(ctx context.Context, _ string) (any, error) {
 	bean, err := chat.Lookup(ctx, chatBeanShop)
 	if err != nil {
@@ -268,8 +272,9 @@ func chatToolShopBind(ctx context.Context, _ string) (any, error) {
 	return bean.Bind()
 }
 
-// chatToolShopFinishWeapon runs the tool finishWeapon: it decodes the model's arguments and calls
-// Shop.FinishWeapon on the Shop of the current scope.
+// chatToolShopFinishWeapon runs the tool finishWeapon: it decodes the
+// model's arguments and calls Shop.FinishWeapon on the Shop of the current
+// scope.
 func chatToolShopFinishWeapon(ctx context.Context, _ string) (any, error) {
 	bean, err := chat.Lookup(ctx, chatBeanShop)
 	if err != nil {
@@ -278,8 +283,8 @@ func chatToolShopFinishWeapon(ctx context.Context, _ string) (any, error) {
 	return bean.FinishWeapon()
 }
 
-// chatToolShopSetPiece runs the tool setPiece: it decodes the model's arguments and calls
-// Shop.SetPiece on the Shop of the current scope.
+// chatToolShopSetPiece runs the tool setPiece: it decodes the model's
+// arguments and calls Shop.SetPiece on the Shop of the current scope.
 func chatToolShopSetPiece(ctx context.Context, arguments string) (any, error) {
 	var args struct {
 		Piece string `json:"piece"`
@@ -294,8 +299,8 @@ func chatToolShopSetPiece(ctx context.Context, arguments string) (any, error) {
 	return bean.SetPiece(args.Piece), nil
 }
 
-// chatToolShopSetMaterial runs the tool setMaterial: it decodes the model's arguments and calls
-// Shop.SetMaterial on the Shop of the current scope.
+// chatToolShopSetMaterial runs the tool setMaterial: it decodes the model's
+// arguments and calls Shop.SetMaterial on the Shop of the current scope.
 func chatToolShopSetMaterial(ctx context.Context, arguments string) (any, error) {
 	var args struct {
 		Material string `json:"material"`
@@ -310,8 +315,8 @@ func chatToolShopSetMaterial(ctx context.Context, arguments string) (any, error)
 	return bean.SetMaterial(args.Material), nil
 }
 
-// chatToolShopFinishArmor runs the tool finishArmor: it decodes the model's arguments and calls
-// Shop.FinishArmor on the Shop of the current scope.
+// chatToolShopFinishArmor runs the tool finishArmor: it decodes the model's
+// arguments and calls Shop.FinishArmor on the Shop of the current scope.
 func chatToolShopFinishArmor(ctx context.Context, _ string) (any, error) {
 	bean, err := chat.Lookup(ctx, chatBeanShop)
 	if err != nil {
@@ -320,8 +325,8 @@ func chatToolShopFinishArmor(ctx context.Context, _ string) (any, error) {
 	return bean.FinishArmor()
 }
 
-// chatToolShopListArmory runs the tool listArmory: it decodes the model's arguments and calls
-// Shop.ListArmory on the Shop of the current scope.
+// chatToolShopListArmory runs the tool listArmory: it decodes the model's
+// arguments and calls Shop.ListArmory on the Shop of the current scope.
 func chatToolShopListArmory(ctx context.Context, _ string) (any, error) {
 	bean, err := chat.Lookup(ctx, chatBeanShop)
 	if err != nil {
@@ -417,7 +422,8 @@ var chatToolsArmorerChat = []llms.Tool{{
 	},
 }}
 
-// chatToolsArmorerChatInvokers run the tools of chatToolsArmorerChat, in the same order.
+// chatToolsArmorerChatInvokers run the tools of chatToolsArmorerChat, in the
+// same order.
 var chatToolsArmorerChatInvokers = []ai.Invoker{{
 	Invoke: chatToolShopSetKind,
 }, {
@@ -450,7 +456,8 @@ var chatTmplArmorerChatSystem = template.Must(template.New("Armorer.Chat system"
 // chatTmplArmorerChatUser is the user message template of Armorer.Chat.
 var chatTmplArmorerChatUser = template.Must(template.New("Armorer.Chat user").Parse("{{.userMessage}}"))
 
-// chatAIArmorer is the generated implementation of the //chat:ai interface Armorer.
+// chatAIArmorer is the generated implementation of the //chat:ai interface
+// Armorer.
 type chatAIArmorer struct {
 	svc *ai.Service
 }

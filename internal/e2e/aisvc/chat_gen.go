@@ -16,9 +16,9 @@ import (
 // This file needs a chatgen runtime that supports version 1 of the generated code.
 const _ = chat.SupportPackageIsVersion1
 
-// Deps holds the application dependencies of this package's scoped beans:
-// each field is passed to the constructors that take its type. Give it to
-// Register.
+// Deps holds the application dependencies of this package's scoped beans and
+// the configuration of its AI services: each dependency is passed to the
+// constructors that take its type. Give it to Register.
 type Deps struct {
 	// Smith configures the //chat:ai service Smith: its model, memory and
 	// tool-loop limits.
@@ -77,21 +77,23 @@ func Register(deps Deps) *chat.Package {
 	return p
 }
 
-// chatBeanWorkbench describes the scoped type Workbench: one instance per chat scope, inherited by nested scopes.
+// chatBeanWorkbench describes the scoped type Workbench: one instance per
+// chat scope, inherited by nested scopes.
 var chatBeanWorkbench = chat.NewBean[*Workbench]("github.com/chatscopes/chatgen/internal/e2e/aisvc.Workbench", chat.KindChat, func(context.Context) (*Workbench, error) {
 	return new(Workbench), nil
 })
 
-// WorkbenchFrom returns the Workbench of the chat scope active in ctx, creating it on first use.
-// Without an active chat scope the error matches chat.ErrNotActive.
+// WorkbenchFrom returns the Workbench of the chat scope active in ctx,
+// creating it on first use. Without an active chat scope the error matches
+// chat.ErrNotActive.
 func WorkbenchFrom(ctx context.Context) (*Workbench, error) {
 	return chat.Lookup(ctx, chatBeanWorkbench)
 }
 
-// WorkbenchProxy forwards each call to the Workbench of the chat scope active in ctx.
-// Methods without an error result panic with an error matching
-// chat.ErrNotActive when there is no instance to call. The zero value is
-// ready to use.
+// WorkbenchProxy forwards each call to the Workbench of the chat scope
+// active in ctx. Methods without an error result panic with an error
+// matching chat.ErrNotActive when there is no instance to call. The zero
+// value is ready to use.
 type WorkbenchProxy struct{}
 
 // SetKind calls SetKind on the Workbench of the chat scope in ctx.
@@ -119,17 +121,19 @@ func (WorkbenchProxy) Explode(ctx context.Context) string {
 	return chat.MustLookup(ctx, chatBeanWorkbench).Explode()
 }
 
-// chatBeanSmith describes the scoped type Smith: one instance per chat scope, inherited by nested scopes.
+// chatBeanSmith describes the scoped type Smith: one instance per chat
+// scope, inherited by nested scopes.
 var chatBeanSmith = chat.NewBean[Smith]("github.com/chatscopes/chatgen/internal/e2e/aisvc.Smith", chat.KindChat, nil)
 
-// SmithFrom returns the Smith of the chat scope active in ctx, creating it on first use.
-// Without an active chat scope the error matches chat.ErrNotActive.
+// SmithFrom returns the Smith of the chat scope active in ctx, creating it
+// on first use. Without an active chat scope the error matches
+// chat.ErrNotActive.
 func SmithFrom(ctx context.Context) (Smith, error) {
 	return chat.Lookup(ctx, chatBeanSmith)
 }
 
-// SmithProxy forwards each call to the Smith of the chat scope active in ctx.
-// Methods without an error result panic with an error matching
+// SmithProxy forwards each call to the Smith of the chat scope active in
+// ctx. Methods without an error result panic with an error matching
 // chat.ErrNotActive when there is no instance to call. The zero value is
 // ready to use.
 type SmithProxy struct{}
@@ -159,14 +163,15 @@ func (SmithProxy) Tell(ctx context.Context, userMessage string) iter.Seq2[string
 	return chat.MustLookup(ctx, chatBeanSmith).Tell(ctx, userMessage)
 }
 
-// ChatEventType returns "weapon": Weapon values are sent as events of that type
-// (//chat:event).
+// ChatEventType returns "weapon": Weapon values are sent as events of that
+// type (//chat:event).
 func (Weapon) ChatEventType() string {
 	return "weapon"
 }
 
-// chatToolWorkbenchSetKind runs the tool SetKind: it decodes the model's arguments and calls
-// Workbench.SetKind on the Workbench of the current scope.
+// chatToolWorkbenchSetKind runs the tool SetKind: it decodes the model's
+// arguments and calls Workbench.SetKind on the Workbench of the current
+// scope.
 func chatToolWorkbenchSetKind(ctx context.Context, arguments string) (any, error) {
 	var args struct {
 		Kind Kind `json:"kind"`
@@ -181,8 +186,9 @@ func chatToolWorkbenchSetKind(ctx context.Context, arguments string) (any, error
 	return bean.SetKind(ctx, args.Kind)
 }
 
-// chatToolWorkbenchSetName runs the tool SetName: it decodes the model's arguments and calls
-// Workbench.SetName on the Workbench of the current scope.
+// chatToolWorkbenchSetName runs the tool SetName: it decodes the model's
+// arguments and calls Workbench.SetName on the Workbench of the current
+// scope.
 func chatToolWorkbenchSetName(ctx context.Context, arguments string) (any, error) {
 	var args struct {
 		Name string `json:"name"`
@@ -197,8 +203,9 @@ func chatToolWorkbenchSetName(ctx context.Context, arguments string) (any, error
 	return bean.SetName(args.Name), nil
 }
 
-// chatToolWorkbenchInspect runs the tool Inspect: it decodes the model's arguments and calls
-// Workbench.Inspect on the Workbench of the current scope.
+// chatToolWorkbenchInspect runs the tool Inspect: it decodes the model's
+// arguments and calls Workbench.Inspect on the Workbench of the current
+// scope.
 func chatToolWorkbenchInspect(ctx context.Context, _ string) (any, error) {
 	bean, err := chat.Lookup(ctx, chatBeanWorkbench)
 	if err != nil {
@@ -207,8 +214,9 @@ func chatToolWorkbenchInspect(ctx context.Context, _ string) (any, error) {
 	return bean.Inspect(), nil
 }
 
-// chatToolWorkbenchExplode runs the tool Explode: it decodes the model's arguments and calls
-// Workbench.Explode on the Workbench of the current scope.
+// chatToolWorkbenchExplode runs the tool Explode: it decodes the model's
+// arguments and calls Workbench.Explode on the Workbench of the current
+// scope.
 func chatToolWorkbenchExplode(ctx context.Context, _ string) (any, error) {
 	bean, err := chat.Lookup(ctx, chatBeanWorkbench)
 	if err != nil {
@@ -248,7 +256,8 @@ var chatToolsSmithAppraise = []llms.Tool{{
 	},
 }}
 
-// chatToolsSmithAppraiseInvokers run the tools of chatToolsSmithAppraise, in the same order.
+// chatToolsSmithAppraiseInvokers run the tools of chatToolsSmithAppraise, in
+// the same order.
 var chatToolsSmithAppraiseInvokers = []ai.Invoker{{
 	Invoke: chatToolWorkbenchSetKind,
 }, {
@@ -260,7 +269,8 @@ var chatToolsSmithAppraiseInvokers = []ai.Invoker{{
 	Invoke: chatToolWorkbenchExplode,
 }}
 
-// chatTmplSmithAppraiseSystem is the system message template of Smith.Appraise.
+// chatTmplSmithAppraiseSystem is the system message template of
+// Smith.Appraise.
 var chatTmplSmithAppraiseSystem = template.Must(template.New("Smith.Appraise system").Parse("Describe the weapon the user wants as JSON."))
 
 // chatTmplSmithAppraiseUser is the user message template of Smith.Appraise.
@@ -297,7 +307,8 @@ var chatToolsSmithBuild = []llms.Tool{{
 	},
 }}
 
-// chatToolsSmithBuildInvokers run the tools of chatToolsSmithBuild, in the same order.
+// chatToolsSmithBuildInvokers run the tools of chatToolsSmithBuild, in the
+// same order.
 var chatToolsSmithBuildInvokers = []ai.Invoker{{
 	Invoke: chatToolWorkbenchSetKind,
 }, {
@@ -346,7 +357,8 @@ var chatToolsSmithTell = []llms.Tool{{
 	},
 }}
 
-// chatToolsSmithTellInvokers run the tools of chatToolsSmithTell, in the same order.
+// chatToolsSmithTellInvokers run the tools of chatToolsSmithTell, in the
+// same order.
 var chatToolsSmithTellInvokers = []ai.Invoker{{
 	Invoke: chatToolWorkbenchSetKind,
 }, {
@@ -364,7 +376,8 @@ var chatTmplSmithTellSystem = template.Must(template.New("Smith.Tell system").Pa
 // chatTmplSmithTellUser is the user message template of Smith.Tell.
 var chatTmplSmithTellUser = template.Must(template.New("Smith.Tell user").Parse("{{.userMessage}}"))
 
-// chatAISmith is the generated implementation of the //chat:ai interface Smith.
+// chatAISmith is the generated implementation of the //chat:ai interface
+// Smith.
 type chatAISmith struct {
 	svc *ai.Service
 }
