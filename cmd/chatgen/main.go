@@ -15,6 +15,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"runtime/debug"
 
 	"github.com/chatscopes/chatgen/gen"
 )
@@ -31,6 +32,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.SetOutput(stderr)
 	tags := fs.String("tags", "", "comma-separated build tags to load the packages with")
 	verbose := fs.Bool("v", false, "print the files written")
+	showVersion := fs.Bool("version", false, "print chatgen's version and exit")
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "usage: chatgen [flags] [packages]\n\n")
 		fmt.Fprintf(stderr, "chatgen writes chat_gen.go for each package with //chat: directives\n")
@@ -43,6 +45,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			return 0
 		}
 		return 2
+	}
+	if *showVersion {
+		fmt.Fprintln(stdout, version(debug.ReadBuildInfo()))
+		return 0
 	}
 	cfg := gen.Config{Patterns: fs.Args()}
 	if *tags != "" {
