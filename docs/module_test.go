@@ -1,0 +1,98 @@
+package docs
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+)
+
+// fencedBlock matches a fenced code block and its language.
+var fencedBlock = regexp.MustCompile("(?s)```([a-z]*)\n(.*?)```")
+
+// sectionBlocks returns the code blocks of the "## title" section of doc,
+// in order, as language and text.
+func sectionBlocks(t *testing.T, doc, title string) [][2]string {
+	t.Helper()
+	_, rest, ok := strings.Cut(doc, "\n## "+title+"\n")
+	if !ok {
+		t.Fatalf("no section %q", title)
+	}
+	if i := strings.Index(rest, "\n## "); i >= 0 {
+		rest = rest[:i]
+	}
+	var blocks [][2]string
+	for _, m := range fencedBlock.FindAllStringSubmatch(rest, -1) {
+		blocks = append(blocks, [2]string{m[1], m[2]})
+	}
+	return blocks
+}
+
+// TestUseInYourModule follows docs/module.md verbatim on a fresh module
+// outside this repository: the local-checkout recipe, go generate, go
+// build, go vet, and the program's output.
+func TestUseInYourModule(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds a module outside the repository")
+	}
+	raw, err := os.ReadFile("module.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc := string(raw)
+	recipe := sectionBlocks(t, doc, "From a local checkout")
+	run := sectionBlocks(t, doc, "Generate and run")
+	if len(recipe) != 1 || recipe[0][0] != "sh" || len(run) != 3 || run[0][0] != "go" || run[1][0] != "sh" {
+		t.Fatalf("module.md changed shape: recipe %d blocks, run %d blocks", len(recipe), len(run))
+	}
+
+	// The layout the doc assumes: the checkout in ../chatgen.
+	root, err := filepath.Abs("..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	if err := os.Symlink(root, filepath.Join(dir, "chatgen")); err != nil {
+		t.Fatal(err)
+	}
+	mod := filepath.Join(dir, "hello")
+	if err := os.Mkdir(mod, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	env := append(os.Environ(), "GOWORK=off", "GOFLAGS=")
+	sh := func(script string) string {
+		t.Helper()
+		cmd := exec.Command("sh", "-e", "-c", script)
+		cmd.Dir, cmd.Env = mod, env
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("%s\n%s: %v", script, out, err)
+		}
+		return string(out)
+	}
+	sh("go mod init example.com/hello")
+	if err := os.WriteFile(filepath.Join(mod, "main.go"), []byte(run[0][1]), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	sh(recipe[0][1])
+
+	// The commands of the doc, the last one (go run .) printing the
+	// doc's output.
+	cmds := strings.Split(strings.TrimSpace(run[1][1]), "\n")
+	for _, c := range cmds[:len(cmds)-1] {
+		sh(c)
+	}
+	if _, err := os.Stat(filepath.Join(mod, "chat_gen.go")); err != nil {
+		t.Fatalf("go generate wrote no chat_gen.go: %v", err)
+	}
+	got := sh(cmds[len(cmds)-1])
+	if want := run[2][1]; got != want {
+		t.Errorf("%s printed\n%s\nwant\n%s", cmds[len(cmds)-1], got, want)
+	}
+
+	// go mod tidy keeps the generator's dependencies: generating again
+	// after a tidy still works.
+	sh("go mod tidy && go generate ./... && go build ./...")
+}
