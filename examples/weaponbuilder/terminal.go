@@ -68,14 +68,23 @@ func runTerminal(ctx context.Context, router *chat.Router, in io.Reader, out io.
 		return err
 	}
 	fmt.Fprintln(out, "You are at the armorer's counter. Type a message; an empty line or end of input quits.")
-	scanner := bufio.NewScanner(in)
+	lines, readErr := readLines(in)
 	for {
 		fmt.Fprint(out, "> ")
-		if !scanner.Scan() {
+		var line string
+		select {
+		case <-ctx.Done():
+			// Ctrl-C while waiting for input: quit at once. The reading
+			// goroutine stays blocked on in until the process exits.
 			fmt.Fprintln(out)
-			return scanner.Err()
+			return nil
+		case l, ok := <-lines:
+			if !ok {
+				fmt.Fprintln(out)
+				return <-readErr
+			}
+			line = strings.TrimSpace(l)
 		}
-		line := strings.TrimSpace(scanner.Text())
 		if line == "" {
 			return nil
 		}
@@ -85,6 +94,24 @@ func runTerminal(ctx context.Context, router *chat.Router, in io.Reader, out io.
 		}
 		endStream()
 	}
+}
+
+// readLines reads in line by line on its own goroutine, so that waiting for
+// the player's input can be abandoned when the context ends. The line
+// channel is closed at end of input, after the read error (nil at EOF) is
+// put in the buffered error channel.
+func readLines(in io.Reader) (<-chan string, <-chan error) {
+	lines := make(chan string)
+	errc := make(chan error, 1)
+	go func() {
+		defer close(lines)
+		scanner := bufio.NewScanner(in)
+		for scanner.Scan() {
+			lines <- scanner.Text()
+		}
+		errc <- scanner.Err()
+	}()
+	return lines, errc
 }
 
 func weaponCard(w Weapon) string {

@@ -2,9 +2,12 @@ package main
 
 import (
 	"context"
+	"io"
 	"log/slog"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/chatscopes/chatgen/runtime/llmtest"
 )
@@ -107,4 +110,51 @@ func TestFinishBeforeTheWeaponIsReady(t *testing.T) {
 	if len(a.armory.Weapons()) != 0 {
 		t.Fatal("an invalid weapon was saved")
 	}
+}
+
+// Ctrl-C (the context ending) quits the terminal while it waits for a line
+// that never comes.
+func TestTerminalQuitsWhileWaitingForInput(t *testing.T) {
+	a := newOfflineApp(t)
+	in, w := io.Pipe()
+	defer w.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	var out syncBuffer
+	done := make(chan error, 1)
+	go func() { done <- runTerminal(ctx, a.router, in, &out) }()
+	// Wait for the prompt, then cancel with no input given.
+	for !strings.Contains(out.String(), "> ") {
+		select {
+		case err := <-done:
+			t.Fatalf("runTerminal returned before the prompt: %v", err)
+		case <-time.After(time.Millisecond):
+		}
+	}
+	cancel()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("runTerminal: %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("runTerminal still waits for input after the context ended")
+	}
+}
+
+// syncBuffer is a strings.Builder safe for one writer and one reader.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }
