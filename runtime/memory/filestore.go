@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/tmc/langchaingo/llms"
 )
@@ -37,11 +38,48 @@ type FileStore struct {
 
 // NewFileStore returns a store of the files in dir, creating dir (mode 0700)
 // if needed. Files are created with mode 0600.
+//
+// It reclaims the temporary files a crashed writer left behind: those not
+// modified for [StaleTempAge]. Younger ones may belong to a writer of
+// another store sharing dir, and are left alone.
 func NewFileStore(dir string) (*FileStore, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("memory: file store: %w", err)
 	}
+	if err := removeStaleTemps(dir, time.Now().Add(-StaleTempAge)); err != nil {
+		return nil, fmt.Errorf("memory: file store: %w", err)
+	}
 	return &FileStore{dir: dir}, nil
+}
+
+// StaleTempAge is how long a FileStore's temporary file must go unmodified
+// before [NewFileStore] takes it for the leftover of a crashed writer and
+// removes it. A live writer renames its temporary file within milliseconds.
+const StaleTempAge = time.Minute
+
+// removeStaleTemps removes the temporary files in dir last modified before
+// cutoff.
+func removeStaleTemps(dir string, cutoff time.Time) error {
+	temps, err := filepath.Glob(filepath.Join(dir, tempPattern))
+	if err != nil {
+		return err
+	}
+	for _, p := range temps {
+		info, err := os.Lstat(p)
+		if err != nil {
+			if errors.Is(err, fs.ErrNotExist) {
+				continue // renamed or reclaimed meanwhile
+			}
+			return err
+		}
+		if !info.Mode().IsRegular() || !info.ModTime().Before(cutoff) {
+			continue
+		}
+		if err := os.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return err
+		}
+	}
+	return nil
 }
 
 const (
