@@ -282,26 +282,20 @@ func (m *pkgModel) analyzeAIMethod(s *aiModel, fn *types.Func, ma *Annotated, ty
 		toolDirs = ma.Lookup("tools")
 	}
 	if am.user == "" {
-		for _, cand := range userParamNames {
-			if i := paramIndex(params, cand); i >= 0 && isString(params.At(i).Type()) {
-				am.user = "{{." + cand + "}}"
-			}
+		who := fmt.Sprintf("//chat:ai %s.%s", s.bean.obj.Name(), fn.Name())
+		var route *Directive
+		if ma != nil {
+			route, _ = ma.First("route")
 		}
-		if am.user == "" {
-			var strs []string
-			for i := 1; i < params.Len(); i++ {
-				if isString(params.At(i).Type()) {
-					strs = append(strs, params.At(i).Name())
-				}
-			}
-			if len(strs) == 1 {
-				am.user = "{{." + strs[0] + "}}"
-			}
-		}
-		if am.user == "" {
-			diags.Errorf(pos, "//chat:ai %s.%s: no user message: add //chat:user or a string parameter named userMessage, msg or message", s.bean.obj.Name(), fn.Name())
+		name, ok := m.textParam(fn, route, who, diags)
+		if !ok {
 			return nil
 		}
+		if name == "" {
+			diags.Errorf(pos, "%s: no user message: %s", who, noTextParamHint(params, route != nil))
+			return nil
+		}
+		am.user = "{{." + name + "}}"
 	}
 	ok := true
 	for _, tmpl := range []struct {
@@ -347,6 +341,30 @@ func (m *pkgModel) analyzeAIMethod(s *aiModel, fn *types.Func, ma *Annotated, ty
 		return nil
 	}
 	return am
+}
+
+// noTextParamHint says how to give an AI method without //chat:user and
+// without a text parameter its user message, naming the parameter meant
+// when there is exactly one string parameter.
+func noTextParamHint(params *types.Tuple, isRoute bool) string {
+	hint := "name the text parameter userMessage, msg or message, or add //chat:user"
+	if isRoute {
+		hint = "name the text parameter userMessage, msg or message, add user=NAME to //chat:route, or add //chat:user"
+	}
+	var strs []string
+	for i := range params.Len() {
+		if isString(params.At(i).Type()) {
+			strs = append(strs, params.At(i).Name())
+		}
+	}
+	switch {
+	case len(strs) != 1:
+	case isRoute:
+		hint += "; did you mean user=" + strs[0] + "?"
+	default:
+		hint += "; did you mean //chat:user {{." + strs[0] + "}}?"
+	}
+	return hint
 }
 
 // toolBox resolves a //chat:tools argument: a type of this package with

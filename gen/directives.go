@@ -324,8 +324,8 @@ type Smith interface {
 			"`chat.Route(ctx, NAME)` switches it. " +
 			"The generated dispatch binds the request's JSON object to the parameters by name: " +
 			"a `context.Context` is injected, the user's text goes to the `string` parameter named " +
-			"`userMessage`, `msg` or `message` (or the one named by `user=`), and every other parameter is " +
-			"decoded from the key of its own name. " +
+			"`userMessage`, `msg` or `message`, or to the one named by `user=` (needed when there are two), and every " +
+			"other parameter is decoded from the key of its own name. " +
 			"Results become events: a `string` is a `Message`, any other value an `Object` (or its " +
 			"`//chat:event` type), an `iter.Seq[string]` or `iter.Seq2[string, error]` one `Stream` event per " +
 			"chunk, and an `error` fails the request unless a `//chat:catch` handler takes it. " +
@@ -406,7 +406,8 @@ type Smith interface {
 		Doc: "Sets the user message template of an AI-service method. " +
 			"TEXT is the rest of the line, taken verbatim; repeated lines join with newlines. " +
 			"Like `//chat:system` it is a Go `text/template` over the method's parameters. " +
-			"Without it, the user message is the method's text parameter (`userMessage`, `msg` or `message`).",
+			"Without it, the user message is the method's text parameter, as for a route: the one named by `user=` " +
+			"on its `//chat:route`, else the `string` parameter named `userMessage`, `msg` or `message`.",
 		Quarkus: "@UserMessage",
 		Example: `// Namer names things.
 //

@@ -3,6 +3,7 @@ package gen
 import (
 	"go/ast"
 	"go/token"
+	"go/types"
 	"slices"
 
 	"golang.org/x/tools/go/packages"
@@ -23,6 +24,9 @@ type pkgModel struct {
 	aiTypes map[string]bool // types with //chat:ai
 	// badTools are the types with a //chat:tool that failed its checks.
 	badTools map[string]bool
+	// textParams memoizes textParam: a route that is also an AI method
+	// asks twice, and its problems are reported once.
+	textParams map[*types.Func]textParamResult
 
 	// generated is every package-level identifier the output declares.
 	generated map[string]token.Pos

@@ -73,7 +73,79 @@ type catchModel struct {
 	returnsEr bool
 }
 
+// userParamNames are the names that make a string parameter the user's
+// text when no user= says which parameter is.
 var userParamNames = []string{"userMessage", "msg", "message"}
+
+// textParam returns the name of the parameter of fn that receives the
+// user's text, by the one rule that routes and AI methods share: the
+// parameter named by user= on the method's //chat:route (route, nil when it
+// has none), else the string parameter called userMessage, msg or message.
+// name is "" when there is no such parameter. ok is false when the choice
+// is in error, reported to diags: user= naming no string parameter, or two
+// candidate names without user=. who names fn in messages when route is
+// nil. Each fn is checked once; later calls return the first answer.
+func (m *pkgModel) textParam(fn *types.Func, route *Directive, who string, diags *Diagnostics) (name string, ok bool) {
+	if tp, done := m.textParams[fn]; done {
+		return tp.name, tp.ok
+	}
+	name, ok = m.findTextParam(fn, route, who, diags)
+	if m.textParams == nil {
+		m.textParams = map[*types.Func]textParamResult{}
+	}
+	m.textParams[fn] = textParamResult{name: name, ok: ok}
+	return name, ok
+}
+
+// textParamResult is the memoized answer of textParam.
+type textParamResult struct {
+	name string
+	ok   bool
+}
+
+func (m *pkgModel) findTextParam(fn *types.Func, route *Directive, who string, diags *Diagnostics) (string, bool) {
+	params := fn.Type().(*types.Signature).Params()
+	if route != nil {
+		if kv, ok := route.Key("user"); ok {
+			i := paramIndex(params, kv.Value)
+			switch {
+			case i < 0:
+				diags.Errorf(m.fset.Position(kv.ValuePos), "//chat:route %s: user=%s names no parameter of %s", route.Args[0].Value, kv.Value, fn.Name())
+				return "", false
+			case !isString(params.At(i).Type()):
+				diags.Errorf(m.fset.Position(kv.ValuePos), "//chat:route %s: user=%s names a parameter of type %s; the user's text is a string", route.Args[0].Value, kv.Value, m.typeString(params.At(i).Type()))
+				return "", false
+			}
+			return kv.Value, true
+		}
+	}
+	var cands []*types.Var
+	for i := range params.Len() {
+		if p := params.At(i); slices.Contains(userParamNames, p.Name()) && isString(p.Type()) {
+			cands = append(cands, p)
+		}
+	}
+	switch len(cands) {
+	case 0:
+		return "", true
+	case 1:
+		return cands[0].Name(), true
+	}
+	names := make([]string, len(cands))
+	for i, p := range cands {
+		names[i] = p.Name()
+	}
+	verb := "both"
+	if len(cands) > 2 {
+		verb = "all"
+	}
+	if route != nil {
+		diags.Errorf(m.fset.Position(cands[1].Pos()), "route %s: %s could %s be the user's text; choose one with user=NAME on //chat:route", route.Args[0].Value, joinAnd(names), verb)
+	} else {
+		diags.Errorf(m.fset.Position(cands[1].Pos()), "%s: %s could %s be the user's text; choose one with //chat:user {{.NAME}}", who, joinAnd(names), verb)
+	}
+	return "", false
+}
 
 // analyzeRoute checks a //chat:route on a method or func.
 func (m *pkgModel) analyzeRoute(a *Annotated, d *Directive, diags *Diagnostics) {
@@ -111,35 +183,11 @@ func (m *pkgModel) analyzeRoute(a *Annotated, d *Directive, diags *Diagnostics) 
 
 	// Parameters.
 	params := r.sig.Params()
-	userName := ""
-	userKV, hasUserKey := d.Key("user")
-	if hasUserKey {
-		userName = userKV.Value
-		found := false
-		for i := range params.Len() {
-			if p := params.At(i); p.Name() == userName {
-				found = true
-				if !isString(p.Type()) {
-					diags.Errorf(m.fset.Position(userKV.ValuePos), "//chat:route %s: user=%s names a parameter of type %s; the user's text is a string", r.name, userName, m.typeString(p.Type()))
-				}
-			}
-		}
-		if !found {
-			diags.Errorf(m.fset.Position(userKV.ValuePos), "//chat:route %s: user=%s names no parameter of %s", r.name, userName, fn.Name())
-		}
-	} else {
-		for _, cand := range userParamNames {
-			if i := paramIndex(params, cand); i >= 0 && isString(params.At(i).Type()) {
-				userName = cand
-				break
-			}
-		}
-	}
+	userName, ok := m.textParam(fn, d, "", diags)
 	if r.sig.Variadic() {
 		diags.Errorf(m.fset.Position(fn.Pos()), "route %s: %s cannot be variadic", r.name, fn.Name())
 		return
 	}
-	ok := true
 	for i := range params.Len() {
 		p := params.At(i)
 		rp := routeParam{name: p.Name(), typ: p.Type()}
@@ -157,7 +205,7 @@ func (m *pkgModel) analyzeRoute(a *Annotated, d *Directive, diags *Diagnostics) 
 		case p.Name() == "" || p.Name() == "_":
 			diags.Errorf(ppos, "route %s: parameter %d of %s needs a name: route parameters are bound to the request data key of their name", r.name, i+1, fn.Name())
 			ok = false
-		case p.Name() == userName:
+		case userName != "" && p.Name() == userName:
 			rp.kind = paramUser
 		default:
 			if why := notDecodable(p.Type(), nil); why != "" {
