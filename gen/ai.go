@@ -72,8 +72,8 @@ type toolParam struct {
 
 // analyzeTool checks a //chat:tool method; its box is resolved when an AI
 // service names it.
-func (m *pkgModel) analyzeTool(a *Annotated, d *Directive, diags *Diagnostics) {
-	fd, ok := a.Node.(*ast.FuncDecl)
+func (m *pkgModel) analyzeTool(a *annotated, d *toolDirective, diags *Diagnostics) {
+	fd, ok := a.node.(*ast.FuncDecl)
 	if !ok {
 		return
 	}
@@ -81,22 +81,22 @@ func (m *pkgModel) analyzeTool(a *Annotated, d *Directive, diags *Diagnostics) {
 	if fn == nil {
 		return
 	}
-	t := &toolModel{fn: fn, sig: fn.Type().(*types.Signature), name: fn.Name(), immediate: d.Flag("immediate")}
-	if kv, ok := d.Key("name"); ok {
-		t.name = kv.Value
+	t := &toolModel{fn: fn, sig: fn.Type().(*types.Signature), name: fn.Name(), immediate: d.immediate}
+	if d.name != "" {
+		t.name = d.name
 	}
 	t.desc = strings.TrimSpace(fd.Doc.Text())
 	if t.desc == "" {
-		diags.Warnf(m.fset.Position(fd.Name.Pos()), "tool %s has no doc comment: the model gets no description of it", t.name)
+		diags.warnf(m.fset.Position(fd.Name.Pos()), "tool %s has no doc comment: the model gets no description of it", t.name)
 	}
 	paramDocs := map[string]string{}
-	for _, pd := range a.Lookup("param") {
-		name := pd.Args[0].Value
+	for _, pd := range all[*paramDirective](a) {
+		name := pd.param.value
 		if paramIndex(t.sig.Params(), name) < 0 {
-			diags.Errorf(m.fset.Position(pd.Args[0].Pos), "//chat:param %s: %s has no parameter %s", name, fn.Name(), name)
+			diags.errorf(m.fset.Position(pd.param.pos), "//chat:param %s: %s has no parameter %s", name, fn.Name(), name)
 			continue
 		}
-		paramDocs[name] = pd.Text
+		paramDocs[name] = pd.text
 	}
 	sb := m.schemas()
 	props := &schema{}
@@ -104,7 +104,7 @@ func (m *pkgModel) analyzeTool(a *Annotated, d *Directive, diags *Diagnostics) {
 	params := t.sig.Params()
 	good := true
 	if t.sig.Variadic() {
-		diags.Errorf(m.fset.Position(fd.Name.Pos()), "tool %s cannot be variadic", t.name)
+		diags.errorf(m.fset.Position(fd.Name.Pos()), "tool %s cannot be variadic", t.name)
 		return
 	}
 	for i := range params.Len() {
@@ -116,13 +116,13 @@ func (m *pkgModel) analyzeTool(a *Annotated, d *Directive, diags *Diagnostics) {
 			continue
 		}
 		if p.Name() == "" || p.Name() == "_" {
-			diags.Errorf(m.fset.Position(p.Pos()), "tool %s: parameter %d needs a name: it is the argument's name for the model", t.name, i+1)
+			diags.errorf(m.fset.Position(p.Pos()), "tool %s: parameter %d needs a name: it is the argument's name for the model", t.name, i+1)
 			good = false
 			continue
 		}
 		s, why := sb.typeSchema(p.Type(), nil)
 		if why != "" {
-			diags.Errorf(m.fset.Position(p.Pos()), "tool %s: parameter %s has no JSON schema: %s", t.name, p.Name(), why)
+			diags.errorf(m.fset.Position(p.Pos()), "tool %s: parameter %s has no JSON schema: %s", t.name, p.Name(), why)
 			good = false
 			continue
 		}
@@ -145,11 +145,11 @@ func (m *pkgModel) analyzeTool(a *Annotated, d *Directive, diags *Diagnostics) {
 	case res.Len() == 2 && isError(res.At(1).Type()):
 		t.hasResult, t.errResult = true, true
 	default:
-		diags.Errorf(m.fset.Position(fd.Name.Pos()), "tool %s must return at most one value and an error", t.name)
+		diags.errorf(m.fset.Position(fd.Name.Pos()), "tool %s must return at most one value and an error", t.name)
 		good = false
 	}
 	if !good {
-		m.badTools[a.Recv] = true
+		m.badTools[a.recv] = true
 		return
 	}
 	s := obj("type", "object", "properties", props)
@@ -158,9 +158,9 @@ func (m *pkgModel) analyzeTool(a *Annotated, d *Directive, diags *Diagnostics) {
 	}
 	s.set("additionalProperties", false)
 	t.schema = jsonText(s)
-	t.funcName = "chatTool" + a.Recv + fn.Name()
+	t.funcName = "chatTool" + a.recv + fn.Name()
 	m.declare(t.funcName, fd.Pos(), "tool "+t.name, diags)
-	m.tools[a.Recv] = append(m.tools[a.Recv], t)
+	m.tools[a.recv] = append(m.tools[a.recv], t)
 }
 
 func (m *pkgModel) schemas() *schemaBuilder {
@@ -171,15 +171,15 @@ func (m *pkgModel) schemas() *schemaBuilder {
 }
 
 // analyzeAI checks a //chat:ai interface and its methods.
-func (m *pkgModel) analyzeAI(a *Annotated, anns []*Annotated, diags *Diagnostics) {
-	spec, ok := a.Node.(*ast.TypeSpec)
+func (m *pkgModel) analyzeAI(a *annotated, anns []*annotated, diags *Diagnostics) {
+	spec, ok := a.node.(*ast.TypeSpec)
 	if !ok {
 		return
 	}
 	name := spec.Name.Name
 	b := m.beanNamed(name)
 	if b == nil {
-		b = m.addBean(spec, "KindChat", "//chat:ai "+name, diags)
+		b = m.addBean(spec, kindChat, "//chat:ai "+name, diags)
 		if b == nil {
 			return
 		}
@@ -188,12 +188,12 @@ func (m *pkgModel) analyzeAI(a *Annotated, anns []*Annotated, diags *Diagnostics
 	b.ai = s
 	m.declare(s.impl, spec.Pos(), "//chat:ai "+name, diags)
 
-	typeSystem, _ := m.directiveText(a, "system", diags)
-	typeTools := a.Lookup("tools")
-	methodAnns := map[string]*Annotated{}
+	typeSystem, _ := m.systemText(a, diags)
+	typeTools := all[*toolsDirective](a)
+	methodAnns := map[string]*annotated{}
 	for _, x := range anns {
-		if x.Target == TargetInterfaceMethod && x.Recv == name {
-			methodAnns[x.Name] = x
+		if x.target == targetInterfaceMethod && x.recv == name {
+			methodAnns[x.name] = x
 		}
 	}
 	iface := b.obj.Type().Underlying().(*types.Interface)
@@ -208,24 +208,24 @@ func (m *pkgModel) analyzeAI(a *Annotated, anns []*Annotated, diags *Diagnostics
 	m.ais = append(m.ais, s)
 }
 
-func (m *pkgModel) analyzeAIMethod(s *aiModel, fn *types.Func, ma *Annotated, typeSystem string, typeTools []*Directive, diags *Diagnostics) *aiMethod {
+func (m *pkgModel) analyzeAIMethod(s *aiModel, fn *types.Func, ma *annotated, typeSystem string, typeTools []*toolsDirective, diags *Diagnostics) *aiMethod {
 	sig := fn.Type().(*types.Signature)
 	pos := m.fset.Position(fn.Pos())
 	am := &aiMethod{fn: fn, sig: sig, system: typeSystem}
 	am.tmplVar = "chatTmpl" + s.bean.obj.Name() + fn.Name()
 	params := sig.Params()
 	if params.Len() == 0 || !isContext(params.At(0).Type()) {
-		diags.Errorf(pos, "//chat:ai %s.%s must take a context.Context first: it calls the model", s.bean.obj.Name(), fn.Name())
+		diags.errorf(pos, "//chat:ai %s.%s must take a context.Context first: it calls the model", s.bean.obj.Name(), fn.Name())
 		return nil
 	}
 	if sig.Variadic() {
-		diags.Errorf(pos, "//chat:ai %s.%s cannot be variadic", s.bean.obj.Name(), fn.Name())
+		diags.errorf(pos, "//chat:ai %s.%s cannot be variadic", s.bean.obj.Name(), fn.Name())
 		return nil
 	}
 	for i := range params.Len() {
 		n := params.At(i).Name()
 		if n == "" || n == "_" {
-			diags.Errorf(pos, "//chat:ai %s.%s: parameter %d needs a name: templates refer to parameters by name", s.bean.obj.Name(), fn.Name(), i+1)
+			diags.errorf(pos, "//chat:ai %s.%s: parameter %d needs a name: templates refer to parameters by name", s.bean.obj.Name(), fn.Name(), i+1)
 			return nil
 		}
 		am.params = append(am.params, n)
@@ -240,7 +240,7 @@ func (m *pkgModel) analyzeAIMethod(s *aiModel, fn *types.Func, ma *Annotated, ty
 			am.output = aiStream
 			break
 		}
-		diags.Errorf(pos, "//chat:ai %s.%s must return (T, error) or iter.Seq2[string, error]", s.bean.obj.Name(), fn.Name())
+		diags.errorf(pos, "//chat:ai %s.%s must return (T, error) or iter.Seq2[string, error]", s.bean.obj.Name(), fn.Name())
 		return nil
 	case res.Len() == 2 && isError(res.At(1).Type()):
 		t := res.At(0).Type()
@@ -257,42 +257,38 @@ func (m *pkgModel) analyzeAIMethod(s *aiModel, fn *types.Func, ma *Annotated, ty
 		if am.content != nil && !isString(am.content) {
 			sc, why := m.schemas().typeSchema(am.content, nil)
 			if why != "" {
-				diags.Errorf(pos, "//chat:ai %s.%s: the result has no JSON schema: %s", s.bean.obj.Name(), fn.Name(), why)
+				diags.errorf(pos, "//chat:ai %s.%s: the result has no JSON schema: %s", s.bean.obj.Name(), fn.Name(), why)
 				return nil
 			}
 			am.schema = jsonText(sc)
 		}
 	default:
-		diags.Errorf(pos, "//chat:ai %s.%s must return (T, error) or iter.Seq2[string, error]", s.bean.obj.Name(), fn.Name())
+		diags.errorf(pos, "//chat:ai %s.%s must return (T, error) or iter.Seq2[string, error]", s.bean.obj.Name(), fn.Name())
 		return nil
 	}
 
 	// Prompts.
-	var toolDirs []*Directive
-	if ma != nil {
-		if sys, ok := m.directiveText(ma, "system", diags); ok {
-			am.system = sys
-		}
-		if u, ok := m.directiveText(ma, "user", diags); ok {
-			am.user = u
-			if d, ok := ma.First("user"); ok {
-				am.userPos = d.Pos
-			}
-		}
-		toolDirs = ma.Lookup("tools")
+	if sys, ok := m.systemText(ma, diags); ok {
+		am.system = sys
 	}
+	if users := all[*userDirective](ma); len(users) > 0 {
+		lines := make([]string, len(users))
+		for i, u := range users {
+			lines[i] = u.text
+		}
+		am.user = strings.Join(lines, "\n")
+		am.userPos = users[0].pos
+	}
+	toolDirs := all[*toolsDirective](ma)
 	if am.user == "" {
 		who := fmt.Sprintf("//chat:ai %s.%s", s.bean.obj.Name(), fn.Name())
-		var route *Directive
-		if ma != nil {
-			route, _ = ma.First("route")
-		}
+		route, _ := first[*routeDirective](ma)
 		name, ok := m.textParam(fn, route, who, diags)
 		if !ok {
 			return nil
 		}
 		if name == "" {
-			diags.Errorf(pos, "%s: no user message: %s", who, noTextParamHint(params, route != nil))
+			diags.errorf(pos, "%s: no user message: %s", who, noTextParamHint(params, route != nil))
 			return nil
 		}
 		am.user = "{{." + name + "}}"
@@ -310,7 +306,7 @@ func (m *pkgModel) analyzeAIMethod(s *aiModel, fn *types.Func, ma *Annotated, ty
 			at = fn.Pos()
 		}
 		if err := checkTemplate(tmpl.text, am.params[1:]); err != "" {
-			diags.Errorf(m.fset.Position(at), "//chat:ai %s.%s: %s message: %s", s.bean.obj.Name(), fn.Name(), tmpl.what, err)
+			diags.errorf(m.fset.Position(at), "//chat:ai %s.%s: %s message: %s", s.bean.obj.Name(), fn.Name(), tmpl.what, err)
 			ok = false
 		}
 	}
@@ -321,11 +317,11 @@ func (m *pkgModel) analyzeAIMethod(s *aiModel, fn *types.Func, ma *Annotated, ty
 	}
 	seen := map[string]*toolModel{}
 	for _, d := range toolDirs {
-		for _, arg := range d.Args {
+		for _, arg := range d.types {
 			box := m.toolBox(arg, diags)
 			for _, t := range box {
 				if prev := seen[t.name]; prev != nil {
-					diags.Errorf(m.fset.Position(arg.Pos), "//chat:ai %s.%s: two tools are called %s (%s.%s and %s.%s)", s.bean.obj.Name(), fn.Name(), t.name, prev.bean.obj.Name(), prev.fn.Name(), t.bean.obj.Name(), t.fn.Name())
+					diags.errorf(m.fset.Position(arg.pos), "//chat:ai %s.%s: two tools are called %s (%s.%s and %s.%s)", s.bean.obj.Name(), fn.Name(), t.name, prev.bean.obj.Name(), prev.fn.Name(), t.bean.obj.Name(), t.fn.Name())
 					ok = false
 					continue
 				}
@@ -370,14 +366,14 @@ func noTextParamHint(params *types.Tuple, isRoute bool) string {
 // toolBox resolves a //chat:tools argument: a type of this package with
 // //chat:tool methods, used as a scoped bean (chat-scoped unless it says
 // otherwise).
-func (m *pkgModel) toolBox(arg Arg, diags *Diagnostics) []*toolModel {
-	name := arg.Value
+func (m *pkgModel) toolBox(arg arg, diags *Diagnostics) []*toolModel {
+	name := arg.value
 	tools := m.tools[name]
 	if len(tools) == 0 {
 		if m.pkg.Types.Scope().Lookup(name) == nil {
-			diags.Errorf(m.fset.Position(arg.Pos), "//chat:tools: no type %s in this package", name)
+			diags.errorf(m.fset.Position(arg.pos), "//chat:tools: no type %s in this package", name)
 		} else if !m.badTools[name] {
-			diags.Errorf(m.fset.Position(arg.Pos), "//chat:tools: %s has no //chat:tool methods", name)
+			diags.errorf(m.fset.Position(arg.pos), "//chat:tools: %s has no //chat:tool methods", name)
 		}
 		return nil
 	}
@@ -389,10 +385,10 @@ func (m *pkgModel) toolBox(arg Arg, diags *Diagnostics) []*toolModel {
 				return nil
 			}
 			if _, isStruct := spec.Type.(*ast.StructType); !isStruct {
-				diags.Errorf(m.fset.Position(arg.Pos), "//chat:tools: %s must be a struct type (or a scoped interface)", name)
+				diags.errorf(m.fset.Position(arg.pos), "//chat:tools: %s must be a struct type (or a scoped interface)", name)
 				return nil
 			}
-			b = m.addBean(spec, "KindChat", "the tools of "+name, diags)
+			b = m.addBean(spec, kindChat, "the tools of "+name, diags)
 			if b == nil {
 				return nil
 			}
@@ -404,26 +400,26 @@ func (m *pkgModel) toolBox(arg Arg, diags *Diagnostics) []*toolModel {
 	return tools
 }
 
-// directiveText joins the lines of a text directive (system or user), reading
-// file= forms. ok is false when the declaration has none.
-func (m *pkgModel) directiveText(a *Annotated, name string, diags *Diagnostics) (string, bool) {
-	ds := a.Lookup(name)
+// systemText joins the //chat:system lines of a (nil allowed) with
+// newlines, reading the file= forms. ok is false when a has none.
+func (m *pkgModel) systemText(a *annotated, diags *Diagnostics) (string, bool) {
+	ds := all[*systemDirective](a)
 	if len(ds) == 0 {
 		return "", false
 	}
 	var lines []string
 	for _, d := range ds {
-		if kv, ok := d.Key("file"); ok {
-			dir := filepath.Dir(m.fset.Position(d.Pos).Filename)
-			data, err := os.ReadFile(filepath.Join(dir, filepath.FromSlash(kv.Value)))
+		if d.file.value != "" {
+			dir := filepath.Dir(m.fset.Position(d.pos).Filename)
+			data, err := os.ReadFile(filepath.Join(dir, filepath.FromSlash(d.file.value)))
 			if err != nil {
-				diags.Errorf(m.fset.Position(kv.ValuePos), "//chat:%s file=%s: %v", name, kv.Value, unwrapPathError(err))
+				diags.errorf(m.fset.Position(d.file.pos), "//chat:system file=%s: %v", d.file.value, unwrapPathError(err))
 				continue
 			}
 			lines = append(lines, strings.TrimRight(string(data), "\n"))
 			continue
 		}
-		lines = append(lines, d.Text)
+		lines = append(lines, d.text)
 	}
 	return strings.Join(lines, "\n"), true
 }

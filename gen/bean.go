@@ -14,8 +14,8 @@ import (
 type beanModel struct {
 	spec      *ast.TypeSpec
 	obj       *types.TypeName
-	kind      string // the chat.Kind constant: KindChat, KindPerChat, KindInvocation
-	iface     bool   // an interface type (instances come from its constructor)
+	kind      beanKind
+	iface     bool // an interface type (instances come from its constructor)
 	ctor      *ctorModel
 	methods   []*methodModel
 	ai        *aiModel // the //chat:ai service it is, if any
@@ -51,36 +51,29 @@ type methodModel struct {
 	err      bool     // the last result is error
 }
 
-func (m *pkgModel) analyzeBean(a *Annotated, d *Directive, diags *Diagnostics) {
-	spec, ok := a.Node.(*ast.TypeSpec)
+func (m *pkgModel) analyzeBean(a *annotated, d *scopedDirective, diags *Diagnostics) {
+	spec, ok := a.node.(*ast.TypeSpec)
 	if !ok {
 		return // collect already reported the wrong target
 	}
-	kind := "KindChat"
-	switch {
-	case d.Flag("per-chat"):
-		kind = "KindPerChat"
-	case d.Flag("invocation"):
-		kind = "KindInvocation"
-	}
-	m.addBean(spec, kind, "//chat:scoped "+spec.Name.Name, diags)
+	m.addBean(spec, d.kind, "//chat:scoped "+spec.Name.Name, diags)
 }
 
 // addBean adds the scoped type declared by spec. what names the reason in
 // messages.
-func (m *pkgModel) addBean(spec *ast.TypeSpec, kind, what string, diags *Diagnostics) *beanModel {
+func (m *pkgModel) addBean(spec *ast.TypeSpec, kind beanKind, what string, diags *Diagnostics) *beanModel {
 	pos := m.fset.Position(spec.Pos())
 	obj, _ := m.pkg.TypesInfo.Defs[spec.Name].(*types.TypeName)
 	if obj == nil {
-		diags.Errorf(pos, "cannot resolve type %s", spec.Name.Name)
+		diags.errorf(pos, "cannot resolve type %s", spec.Name.Name)
 		return nil
 	}
 	if spec.Assign.IsValid() {
-		diags.Errorf(m.fset.Position(spec.Name.Pos()), "%s: cannot scope the alias %s; annotate the type it names", what, spec.Name.Name)
+		diags.errorf(m.fset.Position(spec.Name.Pos()), "%s: cannot scope the alias %s; annotate the type it names", what, spec.Name.Name)
 		return nil
 	}
 	if spec.TypeParams != nil {
-		diags.Errorf(m.fset.Position(spec.Name.Pos()), "%s: cannot scope the generic type %s", what, spec.Name.Name)
+		diags.errorf(m.fset.Position(spec.Name.Pos()), "%s: cannot scope the generic type %s", what, spec.Name.Name)
 		return nil
 	}
 	named, ok := obj.Type().(*types.Named)
@@ -105,7 +98,7 @@ func (m *pkgModel) addBean(spec *ast.TypeSpec, kind, what string, diags *Diagnos
 
 	b.ctor = m.findConstructor(b, diags)
 	if b.iface && b.ctor == nil && !m.aiTypes[spec.Name.Name] {
-		diags.Errorf(m.fset.Position(spec.Name.Pos()), "scoped interface %s needs a constructor: func %s(ctx context.Context, deps...) (%s, error)", name, ctorName(name), name)
+		diags.errorf(m.fset.Position(spec.Name.Pos()), "scoped interface %s needs a constructor: func %s(ctx context.Context, deps...) (%s, error)", name, ctorName(name), name)
 	}
 	b.methods = m.proxyMethods(b, named, diags)
 	m.beans = append(m.beans, b)
@@ -130,7 +123,7 @@ func (m *pkgModel) findConstructor(b *beanModel, diags *Diagnostics) *ctorModel 
 	pos := m.fset.Position(obj.Pos())
 	fn, ok := obj.(*types.Func)
 	if !ok {
-		diags.Errorf(pos, "%s must be a func: it is the constructor of the scoped type %s", name, b.obj.Name())
+		diags.errorf(pos, "%s must be a func: it is the constructor of the scoped type %s", name, b.obj.Name())
 		return nil
 	}
 	if decl := m.funcDecl(fn); decl != nil {
@@ -142,7 +135,7 @@ func (m *pkgModel) findConstructor(b *beanModel, diags *Diagnostics) *ctorModel 
 		want = "*" + want
 	}
 	if sig.TypeParams().Len() > 0 {
-		diags.Errorf(pos, "constructor %s of %s cannot be generic", name, b.obj.Name())
+		diags.errorf(pos, "constructor %s of %s cannot be generic", name, b.obj.Name())
 		return nil
 	}
 	c := &ctorModel{fn: fn}
@@ -156,12 +149,12 @@ func (m *pkgModel) findConstructor(b *beanModel, diags *Diagnostics) *ctorModel 
 		okResults = types.Identical(res.At(0).Type(), got)
 	}
 	if !okResults {
-		diags.Errorf(pos, "constructor %s must return %s or (%s, error)", name, want, want)
+		diags.errorf(pos, "constructor %s must return %s or (%s, error)", name, want, want)
 		return nil
 	}
 	c.err = res.Len() == 2
 	if sig.Variadic() {
-		diags.Errorf(pos, "constructor %s cannot be variadic", name)
+		diags.errorf(pos, "constructor %s cannot be variadic", name)
 		return nil
 	}
 	params := sig.Params()
@@ -173,15 +166,15 @@ func (m *pkgModel) findConstructor(b *beanModel, diags *Diagnostics) *ctorModel 
 		case i == 0 && isContext(p.Type()):
 			c.takesCtx = true
 		case isContext(p.Type()):
-			diags.Errorf(ppos, "constructor %s: the context.Context must be the first parameter", name)
+			diags.errorf(ppos, "constructor %s: the context.Context must be the first parameter", name)
 			good = false
 		case !isInjectable(p.Type()):
-			diags.Errorf(ppos, "constructor %s: parameter %s has type %s; dependencies are injected by type, so they need a named type (declare one)", name, p.Name(), m.typeString(p.Type()))
+			diags.errorf(ppos, "constructor %s: parameter %s has type %s; dependencies are injected by type, so they need a named type (declare one)", name, p.Name(), m.typeString(p.Type()))
 			good = false
 		default:
 			d := m.dep(p.Type(), name)
 			if slices.Contains(c.deps, d) {
-				diags.Errorf(ppos, "constructor %s takes two parameters of type %s; dependencies are injected by type", name, m.typeString(p.Type()))
+				diags.errorf(ppos, "constructor %s takes two parameters of type %s; dependencies are injected by type", name, m.typeString(p.Type()))
 				good = false
 			}
 			c.deps = append(c.deps, d)

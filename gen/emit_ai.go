@@ -70,7 +70,7 @@ func (e *emitter) toolInvoker(t *toolModel) {
 			),
 		)
 	}
-	if t.bean.kind == "KindInvocation" {
+	if t.bean.kind == kindInvocation {
 		body = append(body,
 			jen.List(jen.Id("ctx"), jen.Id("end")).Op(":=").Qual(chatPkg, "BeginInvocation").Call(jen.Id("ctx")),
 			jen.Defer().Id("end").Call(),
@@ -194,7 +194,7 @@ func (e *emitter) aiMethod(s *aiModel, am *aiMethod) {
 	body = append(body, jen.Id(dataV).Op(":=").Map(jen.String()).Any().Values(dict))
 	reqFields := jen.Dict{
 		jen.Id("Method"): jen.Lit(am.fn.Name()),
-		jen.Id("Kind"):   jen.Qual(chatPkg, s.bean.kind),
+		jen.Id("Kind"):   jen.Qual(chatPkg, s.bean.kind.ident()),
 	}
 	for _, tm := range []struct{ suffix, field, text string }{{"System", "System", am.system}, {"User", "User", am.user}} {
 		if tm.text == "" {

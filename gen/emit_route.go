@@ -39,7 +39,7 @@ func (e *emitter) route(r *routeModel) jen.Code {
 
 func (e *emitter) routeBody(r *routeModel) []jen.Code {
 	var body []jen.Code
-	if r.bean != nil && r.bean.kind == "KindInvocation" {
+	if r.bean != nil && r.bean.kind == kindInvocation {
 		body = append(body,
 			jen.List(jen.Id("ctx"), jen.Id("end")).Op(":=").Qual(chatPkg, "BeginInvocation").Call(jen.Id("ctx")),
 			jen.Defer().Id("end").Call(),

@@ -85,7 +85,7 @@ var userParamNames = []string{"userMessage", "msg", "message"}
 // is in error, reported to diags: user= naming no string parameter, or two
 // candidate names without user=. who names fn in messages when route is
 // nil. Each fn is checked once; later calls return the first answer.
-func (m *pkgModel) textParam(fn *types.Func, route *Directive, who string, diags *Diagnostics) (name string, ok bool) {
+func (m *pkgModel) textParam(fn *types.Func, route *routeDirective, who string, diags *Diagnostics) (name string, ok bool) {
 	if tp, done := m.textParams[fn]; done {
 		return tp.name, tp.ok
 	}
@@ -103,21 +103,20 @@ type textParamResult struct {
 	ok   bool
 }
 
-func (m *pkgModel) findTextParam(fn *types.Func, route *Directive, who string, diags *Diagnostics) (string, bool) {
+func (m *pkgModel) findTextParam(fn *types.Func, route *routeDirective, who string, diags *Diagnostics) (string, bool) {
 	params := fn.Type().(*types.Signature).Params()
-	if route != nil {
-		if kv, ok := route.Key("user"); ok {
-			i := paramIndex(params, kv.Value)
-			switch {
-			case i < 0:
-				diags.Errorf(m.fset.Position(kv.ValuePos), "//chat:route %s: user=%s names no parameter of %s", route.Args[0].Value, kv.Value, fn.Name())
-				return "", false
-			case !isString(params.At(i).Type()):
-				diags.Errorf(m.fset.Position(kv.ValuePos), "//chat:route %s: user=%s names a parameter of type %s; the user's text is a string", route.Args[0].Value, kv.Value, m.typeString(params.At(i).Type()))
-				return "", false
-			}
-			return kv.Value, true
+	if route != nil && route.user.value != "" {
+		user := route.user
+		i := paramIndex(params, user.value)
+		switch {
+		case i < 0:
+			diags.errorf(m.fset.Position(user.pos), "//chat:route %s: user=%s names no parameter of %s", route.name, user.value, fn.Name())
+			return "", false
+		case !isString(params.At(i).Type()):
+			diags.errorf(m.fset.Position(user.pos), "//chat:route %s: user=%s names a parameter of type %s; the user's text is a string", route.name, user.value, m.typeString(params.At(i).Type()))
+			return "", false
 		}
+		return user.value, true
 	}
 	var cands []*types.Var
 	for i := range params.Len() {
@@ -140,22 +139,19 @@ func (m *pkgModel) findTextParam(fn *types.Func, route *Directive, who string, d
 		verb = "all"
 	}
 	if route != nil {
-		diags.Errorf(m.fset.Position(cands[1].Pos()), "route %s: %s could %s be the user's text; choose one with user=NAME on //chat:route", route.Args[0].Value, joinAnd(names), verb)
+		diags.errorf(m.fset.Position(cands[1].Pos()), "route %s: %s could %s be the user's text; choose one with user=NAME on //chat:route", route.name, joinAnd(names), verb)
 	} else {
-		diags.Errorf(m.fset.Position(cands[1].Pos()), "%s: %s could %s be the user's text; choose one with //chat:user {{.NAME}}", who, joinAnd(names), verb)
+		diags.errorf(m.fset.Position(cands[1].Pos()), "%s: %s could %s be the user's text; choose one with //chat:user {{.NAME}}", who, joinAnd(names), verb)
 	}
 	return "", false
 }
 
 // analyzeRoute checks a //chat:route on a method or func.
-func (m *pkgModel) analyzeRoute(a *Annotated, d *Directive, diags *Diagnostics) {
-	r := &routeModel{name: d.Args[0].Value, def: d.Flag("default"), dirPos: d.Pos}
-	if kv, ok := d.Key("roles"); ok {
-		r.roles = kv.List()
-	}
-	pos := m.fset.Position(d.Pos)
+func (m *pkgModel) analyzeRoute(a *annotated, d *routeDirective, diags *Diagnostics) {
+	r := &routeModel{name: d.name, def: d.isDefault, roles: d.roles, dirPos: d.pos}
+	pos := m.fset.Position(d.pos)
 	var obj types.Object
-	switch n := a.Node.(type) {
+	switch n := a.node.(type) {
 	case *ast.FuncDecl:
 		obj = m.pkg.TypesInfo.Defs[n.Name]
 	case *ast.Field:
@@ -165,27 +161,27 @@ func (m *pkgModel) analyzeRoute(a *Annotated, d *Directive, diags *Diagnostics) 
 	}
 	fn, _ := obj.(*types.Func)
 	if fn == nil {
-		diags.Errorf(pos, "cannot resolve %s", a.Name)
+		diags.errorf(pos, "cannot resolve %s", a.name)
 		return
 	}
 	r.fn = fn
 	r.sig = fn.Type().(*types.Signature)
-	if a.Target == TargetMethod || a.Target == TargetInterfaceMethod {
+	if a.target == targetMethod || a.target == targetInterfaceMethod {
 		r.bean = m.routeBean(a, d, diags)
 		if r.bean == nil {
 			return
 		}
 		r.isIface = r.bean.iface
 	}
-	if ev, ok := a.First("event"); ok {
-		r.event = ev.Args[0].Value
+	if ev, ok := first[*eventDirective](a); ok {
+		r.event = ev.typ
 	}
 
 	// Parameters.
 	params := r.sig.Params()
 	userName, ok := m.textParam(fn, d, "", diags)
 	if r.sig.Variadic() {
-		diags.Errorf(m.fset.Position(fn.Pos()), "route %s: %s cannot be variadic", r.name, fn.Name())
+		diags.errorf(m.fset.Position(fn.Pos()), "route %s: %s cannot be variadic", r.name, fn.Name())
 		return
 	}
 	for i := range params.Len() {
@@ -203,13 +199,13 @@ func (m *pkgModel) analyzeRoute(a *Annotated, d *Directive, diags *Diagnostics) 
 		case isChatType(p.Type(), "ResponseChannel"):
 			rp.kind = paramResponse
 		case p.Name() == "" || p.Name() == "_":
-			diags.Errorf(ppos, "route %s: parameter %d of %s needs a name: route parameters are bound to the request data key of their name", r.name, i+1, fn.Name())
+			diags.errorf(ppos, "route %s: parameter %d of %s needs a name: route parameters are bound to the request data key of their name", r.name, i+1, fn.Name())
 			ok = false
 		case userName != "" && p.Name() == userName:
 			rp.kind = paramUser
 		default:
 			if why := notDecodable(p.Type(), nil); why != "" {
-				diags.Errorf(ppos, "route %s: parameter %s has type %s, which cannot be decoded from JSON request data (%s)", r.name, p.Name(), m.typeString(p.Type()), why)
+				diags.errorf(ppos, "route %s: parameter %s has type %s, which cannot be decoded from JSON request data (%s)", r.name, p.Name(), m.typeString(p.Type()), why)
 				ok = false
 			}
 		}
@@ -225,7 +221,7 @@ func (m *pkgModel) analyzeRoute(a *Annotated, d *Directive, diags *Diagnostics) 
 	}
 	switch {
 	case n > 1 || (n == 1 && res.Len() == 2 && !r.errRes):
-		diags.Errorf(m.fset.Position(fn.Pos()), "route %s: %s must return at most one value and an error", r.name, fn.Name())
+		diags.errorf(m.fset.Position(fn.Pos()), "route %s: %s must return at most one value and an error", r.name, fn.Name())
 		ok = false
 	case n == 1:
 		t := res.At(0).Type()
@@ -239,7 +235,7 @@ func (m *pkgModel) analyzeRoute(a *Annotated, d *Directive, diags *Diagnostics) 
 			case seq == "Seq2" && isString(elem[0]) && isError(elem[1]):
 				rr.kind = resultSeq2
 			default:
-				diags.Errorf(m.fset.Position(fn.Pos()), "route %s: a route can stream iter.Seq[string] or iter.Seq2[string, error], not %s", r.name, m.typeString(t))
+				diags.errorf(m.fset.Position(fn.Pos()), "route %s: a route can stream iter.Seq[string] or iter.Seq2[string, error], not %s", r.name, m.typeString(t))
 				ok = false
 			}
 		} else {
@@ -247,7 +243,7 @@ func (m *pkgModel) analyzeRoute(a *Annotated, d *Directive, diags *Diagnostics) 
 			case *types.Pointer, *types.Interface, *types.Map, *types.Slice:
 				rr.nilable = true
 			case *types.Signature, *types.Chan:
-				diags.Errorf(m.fset.Position(fn.Pos()), "route %s: a route cannot return %s: it cannot be sent as an event", r.name, m.typeString(t))
+				diags.errorf(m.fset.Position(fn.Pos()), "route %s: a route cannot return %s: it cannot be sent as an event", r.name, m.typeString(t))
 				ok = false
 			}
 		}
@@ -261,24 +257,24 @@ func (m *pkgModel) analyzeRoute(a *Annotated, d *Directive, diags *Diagnostics) 
 
 // routeBean returns the bean of a route method's receiver. A struct with
 // no //chat:scoped is chat-scoped implicitly.
-func (m *pkgModel) routeBean(a *Annotated, d *Directive, diags *Diagnostics) *beanModel {
-	if b := m.beanNamed(a.Recv); b != nil {
+func (m *pkgModel) routeBean(a *annotated, d *routeDirective, diags *Diagnostics) *beanModel {
+	if b := m.beanNamed(a.recv); b != nil {
 		return b
 	}
-	spec := m.typeSpec(a.Recv)
+	spec := m.typeSpec(a.recv)
 	if spec == nil {
-		diags.Errorf(m.fset.Position(d.Pos), "cannot find the declaration of %s", a.Recv)
+		diags.errorf(m.fset.Position(d.pos), "cannot find the declaration of %s", a.recv)
 		return nil
 	}
 	if _, isIface := spec.Type.(*ast.InterfaceType); isIface {
-		diags.Errorf(m.fset.Position(d.Pos), "//chat:route on a method of %s: the interface needs //chat:scoped (or //chat:ai)", a.Recv)
+		diags.errorf(m.fset.Position(d.pos), "//chat:route on a method of %s: the interface needs //chat:scoped (or //chat:ai)", a.recv)
 		return nil
 	}
 	if _, isStruct := spec.Type.(*ast.StructType); !isStruct {
-		diags.Errorf(m.fset.Position(d.Pos), "//chat:route on a method of %s: routes live on struct types, scoped interfaces or funcs", a.Recv)
+		diags.errorf(m.fset.Position(d.pos), "//chat:route on a method of %s: routes live on struct types, scoped interfaces or funcs", a.recv)
 		return nil
 	}
-	return m.addBean(spec, "KindChat", "the routes of "+a.Recv, diags)
+	return m.addBean(spec, kindChat, "the routes of "+a.recv, diags)
 }
 
 func (m *pkgModel) typeSpec(name string) *ast.TypeSpec {
@@ -304,8 +300,8 @@ func (m *pkgModel) typeSpec(name string) *ast.TypeSpec {
 
 // analyzeEvent checks //chat:event on a type; on routes it is read by
 // analyzeRoute.
-func (m *pkgModel) analyzeEvent(a *Annotated, d *Directive, diags *Diagnostics) {
-	spec, ok := a.Node.(*ast.TypeSpec)
+func (m *pkgModel) analyzeEvent(a *annotated, d *eventDirective, diags *Diagnostics) {
+	spec, ok := a.node.(*ast.TypeSpec)
 	if !ok {
 		return
 	}
@@ -313,25 +309,25 @@ func (m *pkgModel) analyzeEvent(a *Annotated, d *Directive, diags *Diagnostics) 
 	if obj == nil {
 		return
 	}
-	pos := m.fset.Position(d.Pos)
+	pos := m.fset.Position(d.pos)
 	if _, isIface := obj.Type().Underlying().(*types.Interface); isIface {
-		diags.Errorf(pos, "//chat:event cannot annotate the interface %s: put it on the types that implement it", obj.Name())
+		diags.errorf(pos, "//chat:event cannot annotate the interface %s: put it on the types that implement it", obj.Name())
 		return
 	}
 	if spec.Assign.IsValid() || spec.TypeParams != nil {
-		diags.Errorf(pos, "//chat:event cannot annotate %s: an alias or generic type cannot have methods added", obj.Name())
+		diags.errorf(pos, "//chat:event cannot annotate %s: an alias or generic type cannot have methods added", obj.Name())
 		return
 	}
 	if sel := types.NewMethodSet(types.NewPointer(obj.Type())).Lookup(m.pkg.Types, "ChatEventType"); sel != nil {
-		diags.Errorf(pos, "//chat:event on %s: the type already has a ChatEventType method", obj.Name())
+		diags.errorf(pos, "//chat:event on %s: the type already has a ChatEventType method", obj.Name())
 		return
 	}
-	m.events = append(m.events, &eventModel{obj: obj, name: d.Args[0].Value, pos: d.Pos})
+	m.events = append(m.events, &eventModel{obj: obj, name: d.typ, pos: d.pos})
 }
 
 // analyzeCatch checks a //chat:catch error handler: func([ctx,] err E) [error].
-func (m *pkgModel) analyzeCatch(a *Annotated, d *Directive, diags *Diagnostics) {
-	fd, ok := a.Node.(*ast.FuncDecl)
+func (m *pkgModel) analyzeCatch(a *annotated, d *catchDirective, diags *Diagnostics) {
+	fd, ok := a.node.(*ast.FuncDecl)
 	if !ok {
 		return
 	}
@@ -339,10 +335,7 @@ func (m *pkgModel) analyzeCatch(a *Annotated, d *Directive, diags *Diagnostics) 
 	if fn == nil {
 		return
 	}
-	c := &catchModel{fn: fn}
-	if kv, ok := d.Key("route"); ok {
-		c.route, c.routePos = kv.Value, kv.ValuePos
-	}
+	c := &catchModel{fn: fn, route: d.route.value, routePos: d.route.pos}
 	sig := fn.Type().(*types.Signature)
 	pos := m.fset.Position(fd.Name.Pos())
 	params := sig.Params()
@@ -353,7 +346,7 @@ func (m *pkgModel) analyzeCatch(a *Annotated, d *Directive, diags *Diagnostics) 
 	}
 	errorIface := types.Universe.Lookup("error").Type().Underlying().(*types.Interface)
 	if params.Len() != i+1 || !types.Implements(params.At(i).Type(), errorIface) {
-		diags.Errorf(pos, "//chat:catch %s must take ([ctx context.Context,] err E) where E is an error type", fn.Name())
+		diags.errorf(pos, "//chat:catch %s must take ([ctx context.Context,] err E) where E is an error type", fn.Name())
 		return
 	}
 	c.errType = params.At(i).Type()
@@ -364,7 +357,7 @@ func (m *pkgModel) analyzeCatch(a *Annotated, d *Directive, diags *Diagnostics) 
 	case res.Len() == 1 && isError(res.At(0).Type()):
 		c.returnsEr = true
 	default:
-		diags.Errorf(pos, "//chat:catch %s must return nothing or an error", fn.Name())
+		diags.errorf(pos, "//chat:catch %s must return nothing or an error", fn.Name())
 		return
 	}
 	m.catches = append(m.catches, c)
@@ -377,7 +370,7 @@ func (m *pkgModel) checkRoutes(diags *Diagnostics) {
 	var def *routeModel
 	for _, r := range m.routes {
 		if prev, dup := seen[r.name]; dup {
-			diags.Errorf(m.fset.Position(r.dirPos), "route %s is declared twice", r.name).Related = []Related{
+			diags.errorf(m.fset.Position(r.dirPos), "route %s is declared twice", r.name).Related = []Related{
 				{Pos: m.fset.Position(prev.dirPos), Message: "first declared here"},
 			}
 			continue
@@ -385,7 +378,7 @@ func (m *pkgModel) checkRoutes(diags *Diagnostics) {
 		seen[r.name] = r
 		if r.def {
 			if def != nil {
-				diags.Errorf(m.fset.Position(r.dirPos), "route %s: a second default route", r.name).Related = []Related{
+				diags.errorf(m.fset.Position(r.dirPos), "route %s: a second default route", r.name).Related = []Related{
 					{Pos: m.fset.Position(def.dirPos), Message: "the default route is " + def.name},
 				}
 				continue
@@ -404,7 +397,7 @@ func (m *pkgModel) checkRoutes(diags *Diagnostics) {
 			if s, ok := suggest(c.route, names); ok {
 				msg += fmt.Sprintf("; did you mean %s?", s)
 			}
-			diags.Errorf(m.fset.Position(c.routePos), "%s", msg)
+			diags.errorf(m.fset.Position(c.routePos), "%s", msg)
 		}
 	}
 }
