@@ -14,14 +14,16 @@ import (
 
 const aiPkg = "github.com/chatscopes/chatgen/runtime/ai"
 
-// aiModel is one //chat:ai interface.
+// aiModel is one //chat:ai interface: the generated implementation calls
+// the model through an ai.Service configured by a field of Deps.
 type aiModel struct {
-	bean    *beanModel
-	field   string // its ai.Config field in Deps
-	impl    string // the generated implementation type
-	methods []*aiMethod
+	bean    *beanModel  // the interface as a bean, chat-scoped by default
+	field   string      // its ai.Config field in Deps
+	impl    string      // the generated implementation type
+	methods []*aiMethod // the interface's methods, in the type checker's order
 }
 
+// aiOutput says what an AI method returns.
 type aiOutput uint8
 
 const (
@@ -33,41 +35,53 @@ const (
 
 // aiMethod is one method of a //chat:ai interface.
 type aiMethod struct {
-	fn       *types.Func
-	sig      *types.Signature
-	params   []string // parameter names (ctx first): the templates' keys
-	idents   []string // the parameters' identifiers in the generated code
-	system   string   // template text ("" = none)
-	user     string   // template text
-	userPos  token.Pos
-	output   aiOutput
-	content  types.Type // T of ai.Result[T] or the structured type
-	schema   string     // JSON schema of the structured content
+	fn     *types.Func
+	sig    *types.Signature
+	params []string // parameter names (ctx first): the templates' keys
+	idents []string // the parameters' identifiers in the generated code
+
+	// system is the system message template: the method's own
+	// //chat:system lines, else the interface's; "" for none.
+	system string
+	// user is the user message template: the //chat:user lines, else
+	// {{.P}} for the text parameter P (see textParam).
+	user    string
+	userPos token.Pos // the first //chat:user; NoPos for a text parameter
+
+	output aiOutput
+	// The following are only set for aiStructured and aiResult.
+	content types.Type // the structured type, or T of ai.Result[T]
+	schema  string     // the JSON schema of content; "" when it is a string
+
+	// tools are the tools offered to the model: those of the method's own
+	// //chat:tools boxes, else of the interface's, in order.
 	tools    []*toolModel
-	toolsVar string
-	tmplVar  string // prefix of the template vars
+	toolsVar string // the generated []llms.Tool; "" without tools
+	tmplVar  string // the prefix of the generated template variables
 }
 
 // toolModel is one //chat:tool method.
 type toolModel struct {
+	// bean is the tool box the method belongs to, set when a //chat:tools
+	// first names it; nil for a box no AI service uses.
 	bean      *beanModel
 	fn        *types.Func
 	sig       *types.Signature
-	name      string
-	desc      string
-	immediate bool
-	params    []toolParam
-	schema    string
-	funcName  string // the generated invoker
-	hasResult bool
-	errResult bool
+	name      string      // the name the model calls it by: name=, else the method's
+	desc      string      // its description: the method's doc comment
+	immediate bool        // the immediate flag: a step of only these ends the loop
+	params    []toolParam // all its parameters, in order
+	schema    string      // the JSON schema of its arguments
+	funcName  string      // the generated invoker
+	hasResult bool        // it returns a value, sent back to the model
+	errResult bool        // its last result is an error
 }
 
+// toolParam is one parameter of a tool method.
 type toolParam struct {
-	name     string
-	typ      types.Type
-	isCtx    bool
-	jsonName string
+	name  string // the parameter name, which is also its JSON argument name
+	typ   types.Type
+	isCtx bool // the leading context.Context: not an argument of the model's
 }
 
 // analyzeTool checks a //chat:tool method; its box is resolved when an AI
@@ -109,7 +123,7 @@ func (m *pkgModel) analyzeTool(a *annotated, d *toolDirective, diags *Diagnostic
 	}
 	for i := range params.Len() {
 		p := params.At(i)
-		tp := toolParam{name: p.Name(), typ: p.Type(), jsonName: p.Name()}
+		tp := toolParam{name: p.Name(), typ: p.Type()}
 		if i == 0 && isContext(p.Type()) {
 			tp.isCtx = true
 			t.params = append(t.params, tp)
@@ -152,7 +166,7 @@ func (m *pkgModel) analyzeTool(a *annotated, d *toolDirective, diags *Diagnostic
 		m.badTools[a.recv] = true
 		return
 	}
-	s := obj("type", "object", "properties", props)
+	s := newSchema("type", "object", "properties", props)
 	if len(required) > 0 {
 		s.set("required", required)
 	}
@@ -184,7 +198,7 @@ func (m *pkgModel) analyzeAI(a *annotated, anns []*annotated, diags *Diagnostics
 			return
 		}
 	}
-	s := &aiModel{bean: b, field: exported(name), impl: "chatAI" + exported(name)}
+	s := &aiModel{bean: b, field: upperFirst(name), impl: "chatAI" + upperFirst(name)}
 	b.ai = s
 	m.declare(s.impl, spec.Pos(), "//chat:ai "+name, diags)
 

@@ -10,35 +10,38 @@ import (
 	"unicode/utf8"
 )
 
-// beanModel is one //chat:scoped type.
+// beanModel is one scoped type: a //chat:scoped type, a //chat:ai
+// interface, a struct with routes, or a tool box. The generated code gives
+// it a chat.Bean descriptor, an accessor and a proxy.
 type beanModel struct {
 	spec      *ast.TypeSpec
 	obj       *types.TypeName
-	kind      beanKind
-	iface     bool // an interface type (instances come from its constructor)
+	kind      beanKind // how long its instances live
+	iface     bool     // an interface type: instances come from its constructor or AI service
 	ctor      *ctorModel
-	methods   []*methodModel
-	ai        *aiModel // the //chat:ai service it is, if any
-	proxy     string   // generated proxy type
-	accessor  string   // generated accessor func
-	beanVar   string   // generated chat.Bean descriptor
-	qualified string   // import/path.Type
+	methods   []*methodModel // the methods its proxy forwards
+	ai        *aiModel       // the //chat:ai service it is, if any
+	proxy     string         // generated proxy type
+	accessor  string         // generated accessor func
+	beanVar   string         // generated chat.Bean descriptor
+	qualified string         // import/path.Type: the bean's name at run time
 }
 
 // ctorModel is the constructor of a bean: New<Type> (newType for
-// unexported types).
+// unexported types), func([ctx context.Context,] deps...) (T[, error]).
 type ctorModel struct {
 	fn       *types.Func
-	takesCtx bool
-	deps     []*depModel // in parameter order
-	err      bool        // returns an error as its second result
+	takesCtx bool        // its first parameter is a context.Context
+	deps     []*depModel // its other parameters, in order, injected from Deps
+	err      bool        // it returns an error as its second result
 }
 
-// depModel is one application dependency: a field of the generated Deps.
+// depModel is one application dependency: a field of the generated Deps,
+// passed to every constructor that takes its type.
 type depModel struct {
-	typ   types.Type
-	field string
-	users []string // constructors that take it, in order
+	typ   types.Type // a named type or a pointer to one
+	field string     // the Deps field, named after the type
+	users []string   // the constructors that take it, in order
 }
 
 // methodModel is one method a proxy forwards.
@@ -258,7 +261,7 @@ func (m *pkgModel) analyzeDeps(diags *Diagnostics) {
 	}
 	count := map[string]int{}
 	for _, d := range m.deps {
-		count[exported(base(d.typ).Name())]++
+		count[upperFirst(base(d.typ).Name())]++
 	}
 	used := map[string]bool{}
 	for _, s := range m.ais {
@@ -266,7 +269,7 @@ func (m *pkgModel) analyzeDeps(diags *Diagnostics) {
 	}
 	for _, d := range m.deps {
 		obj := base(d.typ)
-		name := exported(obj.Name())
+		name := upperFirst(obj.Name())
 		if count[name] > 1 && obj.Pkg() != nil && obj.Pkg() != m.pkg.Types {
 			name = packageQualifier(obj.Pkg()) + name
 		}
@@ -297,13 +300,14 @@ func packageQualifier(p *types.Package) string {
 	if q == "" {
 		q = p.Name()
 	}
-	return exported(q)
+	return upperFirst(q)
 }
 
 // hasDeps reports whether the package's Register takes a Deps.
 func (m *pkgModel) hasDeps() bool { return len(m.deps) > 0 || len(m.ais) > 0 }
 
-func exported(name string) string {
+// upperFirst returns name with its first letter in upper case.
+func upperFirst(name string) string {
 	r, size := utf8.DecodeRuneInString(name)
 	return string(unicode.ToUpper(r)) + name[size:]
 }

@@ -124,11 +124,10 @@ type flagSpec struct {
 // keyKind says what the value of a key=value argument may hold.
 type keyKind uint8
 
+// The zero keyKind is none: every key of the table says its kind.
 const (
-	// keyString is any non-empty text.
-	keyString keyKind = iota
 	// keyList is a comma-separated list of non-empty words.
-	keyList
+	keyList keyKind = iota + 1
 	// keyIdent is a Go identifier.
 	keyIdent
 	// keyPath is a file path.
@@ -150,7 +149,7 @@ func (k keyKind) String() string {
 	case keyWord:
 		return "word"
 	}
-	return "string"
+	return "unknown"
 }
 
 // keySpec describes one key=value argument of a directive.

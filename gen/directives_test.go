@@ -60,7 +60,7 @@ func TestDirectiveTable(t *testing.T) {
 				}
 			}
 			for _, k := range s.Keys {
-				if k.Name == "" || k.Doc == "" || names[k.Name] || !looksLikeKey(k.Name+"=") {
+				if k.Name == "" || k.Doc == "" || k.Kind == 0 || names[k.Name] || !looksLikeKey(k.Name+"=") {
 					t.Errorf("bad key %+v", k)
 				}
 				names[k.Name] = true

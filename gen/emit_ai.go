@@ -58,8 +58,8 @@ func (e *emitter) toolInvoker(t *toolModel) {
 			args = append(args, jen.Id("ctx"))
 			continue
 		}
-		fields = append(fields, jen.Id(exported(p.name)).Add(e.typ(p.typ)).Tag(map[string]string{"json": p.jsonName}))
-		args = append(args, jen.Id("args").Dot(exported(p.name)))
+		fields = append(fields, jen.Id(upperFirst(p.name)).Add(e.typ(p.typ)).Tag(map[string]string{"json": p.name}))
+		args = append(args, jen.Id("args").Dot(upperFirst(p.name)))
 	}
 	var body []jen.Code
 	if len(fields) > 0 {

@@ -13,15 +13,15 @@ import (
 type pkgModel struct {
 	fset    *token.FileSet
 	pkg     *packages.Package
-	beans   []*beanModel
-	deps    []*depModel
-	routes  []*routeModel
+	beans   []*beanModel  // every scoped type, in source order
+	deps    []*depModel   // the fields of Deps, in first-use order
+	routes  []*routeModel // in source order
 	events  []*eventModel
 	catches []*catchModel
 	ais     []*aiModel
-	tools   map[string][]*toolModel // by receiver type
-	sb      *schemaBuilder
-	aiTypes map[string]bool // types with //chat:ai
+	tools   map[string][]*toolModel // the //chat:tool methods, by receiver type name
+	sb      *schemaBuilder          // shared by tools and AI results; see schemas
+	aiTypes map[string]bool         // the names of the //chat:ai types
 	// badTools are the types with a //chat:tool that failed its checks.
 	badTools map[string]bool
 	// textParams memoizes textParam: a route that is also an AI method
@@ -35,6 +35,7 @@ type pkgModel struct {
 	extraNodes []ast.Node
 }
 
+// empty reports whether the package has nothing to generate.
 func (m *pkgModel) empty() bool {
 	return len(m.beans) == 0 && len(m.routes) == 0 && len(m.events) == 0 && len(m.catches) == 0 && len(m.ais) == 0
 }

@@ -8,22 +8,27 @@ import (
 	"slices"
 )
 
-// routeModel is one //chat:route.
+// routeModel is one //chat:route: a method of a scoped bean, or a func,
+// that the generated Register adds as a route.
 type routeModel struct {
-	name    string
-	def     bool
-	roles   []string
-	dirPos  token.Pos
-	fn      *types.Func
-	sig     *types.Signature
-	bean    *beanModel // the receiver's bean; nil for a func
-	params  []routeParam
-	result  *routeResult // nil when the route returns no value
-	errRes  bool         // the route returns an error (last result)
-	event   string       // the method's own //chat:event type
-	isIface bool         // a method of an interface bean
+	name      string    // the route name, NAME of the directive
+	isDefault bool      // the default flag: a new conversation starts here
+	roles     []string  // roles=: the caller needs one of them; nil for anyone
+	dirPos    token.Pos // the //chat:route directive, for messages
+	fn        *types.Func
+	sig       *types.Signature
+
+	// bean is the bean whose method the route calls; nil for a func route.
+	// A struct with routes and no //chat:scoped is a chat-scoped bean.
+	bean   *beanModel
+	params []routeParam // the parameters in order, each with how it is bound
+
+	result *routeResult // the value result; nil when there is none
+	errRes bool         // the last result is an error, which fails the request
+	event  string       // the route's own //chat:event type; "" for none
 }
 
+// paramKind says where a route parameter's argument comes from.
 type paramKind uint8
 
 const (
@@ -34,12 +39,14 @@ const (
 	paramResponse                  // *chat.ResponseChannel
 )
 
+// routeParam is one parameter of a route.
 type routeParam struct {
-	name string
+	name string // the parameter name: the request data key of a paramData
 	typ  types.Type
 	kind paramKind
 }
 
+// resultKind says how a route's value result is sent.
 type resultKind uint8
 
 const (
@@ -49,28 +56,34 @@ const (
 	resultAI                      // ai.Result[T]: its Send method
 )
 
+// routeResult is the value result of a route.
 type routeResult struct {
 	typ     types.Type
 	kind    resultKind
-	nilable bool // compare with nil before sending
+	nilable bool // a pointer, interface, map or slice: nil sends nothing
 }
 
-// eventModel is a type with //chat:event.
+// eventModel is a type with //chat:event: the generated ChatEventType
+// method gives its values' event type.
 type eventModel struct {
-	obj  *types.TypeName
-	name string
-	pos  token.Pos
+	obj  *types.TypeName // the annotated type
+	name string          // the event type, TYPE of the directive
+	pos  token.Pos       // the directive
 }
 
-// catchModel is a //chat:catch error handler.
+// catchModel is a //chat:catch error handler: a func
+// ([ctx context.Context,] err E) [error].
 type catchModel struct {
-	fn        *types.Func
-	route     string
-	routePos  token.Pos
-	errType   types.Type
-	iface     bool
-	takesCtx  bool
-	returnsEr bool
+	fn       *types.Func
+	route    string     // route=: the only route it handles; "" for all
+	routePos token.Pos  // the route= value, for messages
+	errType  types.Type // E: the errors it handles, matched with errors.As
+	iface    bool       // E is an interface type
+	takesCtx bool       // its first parameter is a context.Context
+
+	// returnsErr means it returns an error: a non-nil one fails the
+	// request in place of the handled error.
+	returnsErr bool
 }
 
 // userParamNames are the names that make a string parameter the user's
@@ -148,7 +161,7 @@ func (m *pkgModel) findTextParam(fn *types.Func, route *routeDirective, who stri
 
 // analyzeRoute checks a //chat:route on a method or func.
 func (m *pkgModel) analyzeRoute(a *annotated, d *routeDirective, diags *Diagnostics) {
-	r := &routeModel{name: d.name, def: d.isDefault, roles: d.roles, dirPos: d.pos}
+	r := &routeModel{name: d.name, isDefault: d.isDefault, roles: d.roles, dirPos: d.pos}
 	pos := m.fset.Position(d.pos)
 	var obj types.Object
 	switch n := a.node.(type) {
@@ -171,7 +184,6 @@ func (m *pkgModel) analyzeRoute(a *annotated, d *routeDirective, diags *Diagnost
 		if r.bean == nil {
 			return
 		}
-		r.isIface = r.bean.iface
 	}
 	if ev, ok := first[*eventDirective](a); ok {
 		r.event = ev.typ
@@ -355,7 +367,7 @@ func (m *pkgModel) analyzeCatch(a *annotated, d *catchDirective, diags *Diagnost
 	switch {
 	case res.Len() == 0:
 	case res.Len() == 1 && isError(res.At(0).Type()):
-		c.returnsEr = true
+		c.returnsErr = true
 	default:
 		diags.errorf(pos, "//chat:catch %s must return nothing or an error", fn.Name())
 		return
@@ -376,7 +388,7 @@ func (m *pkgModel) checkRoutes(diags *Diagnostics) {
 			continue
 		}
 		seen[r.name] = r
-		if r.def {
+		if r.isDefault {
 			if def != nil {
 				diags.errorf(m.fset.Position(r.dirPos), "route %s: a second default route", r.name).Related = []Related{
 					{Pos: m.fset.Position(def.dirPos), Message: "the default route is " + def.name},
