@@ -255,7 +255,7 @@ var directiveTable = []directiveSpec{
 		Doc: "Makes the type a scoped bean: one instance per chat scope, per scope or per call. " +
 			"The generator writes a scope proxy with the same methods (each with a leading " +
 			"`context.Context` where the method has none) and an accessor such as " +
-			"`CounterFrom(ctx) *Counter`. " +
+			"`CounterFrom(ctx) (*Counter, error)`. " +
 			"With no flag or `chat`, there is one instance per chat scope, inherited by nested scopes; " +
 			"a bean first used in a nested scope lives and dies with that scope. " +
 			"With `per-chat`, every scope has its own instance and never looks at its parents. " +

@@ -8,8 +8,11 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"regexp"
 	"strings"
 	"testing"
+
+	"golang.org/x/tools/txtar"
 )
 
 func TestDirectiveTable(t *testing.T) {
@@ -285,4 +288,26 @@ func TestDirectivesDoc(t *testing.T) {
 	if err != nil || !bytes.Equal(want, got) {
 		t.Fatalf("docs/directives.md is out of date; run: go test ./gen -run TestDirectivesDoc -update")
 	}
+}
+
+// TestDirectiveDocAccessor checks the accessor signature the //chat:scoped
+// documentation shows against the one the generator writes (golden case
+// scoped_chat).
+func TestDirectiveDocAccessor(t *testing.T) {
+	spec, _ := lookupSpec("scoped")
+	m := regexp.MustCompile("`(\\w+)From\\(ctx\\) ([^`]+)`").FindStringSubmatch(spec.Doc)
+	if m == nil {
+		t.Fatal("the //chat:scoped doc shows no accessor XFrom(ctx) ...")
+	}
+	a, err := txtar.ParseFile(filepath.Join(goldenDir, "scoped_chat.txtar"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "func " + m[1] + "From(ctx context.Context) " + m[2] + " {"
+	for _, f := range a.Files {
+		if f.Name == "want/"+outputName && bytes.Contains(f.Data, []byte("\n"+want+"\n")) {
+			return
+		}
+	}
+	t.Errorf("the doc shows %q, but the golden output of scoped_chat has no %q", m[0], want)
 }
