@@ -15,7 +15,6 @@ type annotated struct {
 	name       string      // type, func or method name
 	recv       string      // receiver type name of a method (without *), or the interface of an interface method
 	node       ast.Node    // *ast.TypeSpec, *ast.FuncDecl, or *ast.Field (interface method)
-	file       *ast.File   // the file declaring it
 	directives []directive // in source order
 }
 
@@ -153,7 +152,7 @@ func (c *collector) annotate(target target, name, recv string, node ast.Node, do
 		return
 	}
 	c.consumed[doc] = true
-	a := &annotated{target: target, name: name, recv: recv, node: node, file: c.file}
+	a := &annotated{target: target, name: name, recv: recv, node: node}
 	for _, cm := range doc.List {
 		d, ok := parseDirective(c.fset, cm, c.diags)
 		if !ok || d == nil {

@@ -451,11 +451,6 @@ func (s *S) R() {}
 	if fd, ok := anns[2].node.(*ast.FuncDecl); !ok || fd.Name.Name != "R" || anns[2].recv != "S" {
 		t.Errorf("anns[2] = %+v", anns[2])
 	}
-	for _, a := range anns {
-		if a.file == nil || a.file.Name.Name != "p" {
-			t.Errorf("%s: File not set", a.name)
-		}
-	}
 	if d, ok := first[*routeDirective](anns[2]); !ok || d.name != "s" {
 		t.Errorf("first route = %+v, %v", d, ok)
 	}
