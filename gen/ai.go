@@ -14,14 +14,16 @@ import (
 
 const aiPkg = "github.com/chatscopes/chatgen/runtime/ai"
 
-// aiModel is one //chat:ai interface.
+// aiModel is one //chat:ai interface: the generated implementation calls
+// the model through an ai.Service configured by a field of Deps.
 type aiModel struct {
-	bean    *beanModel
-	field   string // its ai.Config field in Deps
-	impl    string // the generated implementation type
-	methods []*aiMethod
+	bean    *beanModel  // the interface as a bean, chat-scoped by default
+	field   string      // its ai.Config field in Deps
+	impl    string      // the generated implementation type
+	methods []*aiMethod // the interface's methods, in the type checker's order
 }
 
+// aiOutput says what an AI method returns.
 type aiOutput uint8
 
 const (
@@ -33,47 +35,59 @@ const (
 
 // aiMethod is one method of a //chat:ai interface.
 type aiMethod struct {
-	fn       *types.Func
-	sig      *types.Signature
-	params   []string // parameter names (ctx first): the templates' keys
-	idents   []string // the parameters' identifiers in the generated code
-	system   string   // template text ("" = none)
-	user     string   // template text
-	userPos  token.Pos
-	output   aiOutput
-	content  types.Type // T of ai.Result[T] or the structured type
-	schema   string     // JSON schema of the structured content
+	fn     *types.Func
+	sig    *types.Signature
+	params []string // parameter names (ctx first): the templates' keys
+	idents []string // the parameters' identifiers in the generated code
+
+	// system is the system message template: the method's own
+	// //chat:system lines, else the interface's; "" for none.
+	system string
+	// user is the user message template: the //chat:user lines, else
+	// {{.P}} for the text parameter P (see textParam).
+	user    string
+	userPos token.Pos // the first //chat:user; NoPos for a text parameter
+
+	output aiOutput
+	// The following are only set for aiStructured and aiResult.
+	content types.Type // the structured type, or T of ai.Result[T]
+	schema  string     // the JSON schema of content; "" when it is a string
+
+	// tools are the tools offered to the model: those of the method's own
+	// //chat:tools boxes, else of the interface's, in order.
 	tools    []*toolModel
-	toolsVar string
-	tmplVar  string // prefix of the template vars
+	toolsVar string // the generated []llms.Tool; "" without tools
+	tmplVar  string // the prefix of the generated template variables
 }
 
 // toolModel is one //chat:tool method.
 type toolModel struct {
+	// bean is the tool box the method belongs to, set when a //chat:tools
+	// first names it; nil for a box no AI service uses.
 	bean      *beanModel
 	fn        *types.Func
 	sig       *types.Signature
-	name      string
-	desc      string
-	immediate bool
-	params    []toolParam
-	schema    string
-	funcName  string // the generated invoker
-	hasResult bool
-	errResult bool
+	name      string      // the name the model calls it by: name=, else the method's
+	desc      string      // its description: the method's doc comment
+	immediate bool        // the immediate flag: a step of only these ends the loop
+	params    []toolParam // all its parameters, in order
+	schema    string      // the JSON schema of its arguments
+	funcName  string      // the generated invoker
+	hasResult bool        // it returns a value, sent back to the model
+	errResult bool        // its last result is an error
 }
 
+// toolParam is one parameter of a tool method.
 type toolParam struct {
-	name     string
-	typ      types.Type
-	isCtx    bool
-	jsonName string
+	name  string // the parameter name, which is also its JSON argument name
+	typ   types.Type
+	isCtx bool // the leading context.Context: not an argument of the model's
 }
 
 // analyzeTool checks a //chat:tool method; its box is resolved when an AI
 // service names it.
-func (m *pkgModel) analyzeTool(a *Annotated, d *Directive, diags *Diagnostics) {
-	fd, ok := a.Node.(*ast.FuncDecl)
+func (m *pkgModel) analyzeTool(a *annotated, d *toolDirective, diags *Diagnostics) {
+	fd, ok := a.node.(*ast.FuncDecl)
 	if !ok {
 		return
 	}
@@ -81,22 +95,22 @@ func (m *pkgModel) analyzeTool(a *Annotated, d *Directive, diags *Diagnostics) {
 	if fn == nil {
 		return
 	}
-	t := &toolModel{fn: fn, sig: fn.Type().(*types.Signature), name: fn.Name(), immediate: d.Flag("immediate")}
-	if kv, ok := d.Key("name"); ok {
-		t.name = kv.Value
+	t := &toolModel{fn: fn, sig: fn.Type().(*types.Signature), name: fn.Name(), immediate: d.immediate}
+	if d.name != "" {
+		t.name = d.name
 	}
 	t.desc = strings.TrimSpace(fd.Doc.Text())
 	if t.desc == "" {
-		diags.Warnf(m.fset.Position(fd.Name.Pos()), "tool %s has no doc comment: the model gets no description of it", t.name)
+		diags.warnf(m.fset.Position(fd.Name.Pos()), "tool %s has no doc comment: the model gets no description of it", t.name)
 	}
 	paramDocs := map[string]string{}
-	for _, pd := range a.Lookup("param") {
-		name := pd.Args[0].Value
+	for _, pd := range all[*paramDirective](a) {
+		name := pd.param.value
 		if paramIndex(t.sig.Params(), name) < 0 {
-			diags.Errorf(m.fset.Position(pd.Args[0].Pos), "//chat:param %s: %s has no parameter %s", name, fn.Name(), name)
+			diags.errorf(m.fset.Position(pd.param.pos), "//chat:param %s: %s has no parameter %s", name, fn.Name(), name)
 			continue
 		}
-		paramDocs[name] = pd.Text
+		paramDocs[name] = pd.text
 	}
 	sb := m.schemas()
 	props := &schema{}
@@ -104,25 +118,25 @@ func (m *pkgModel) analyzeTool(a *Annotated, d *Directive, diags *Diagnostics) {
 	params := t.sig.Params()
 	good := true
 	if t.sig.Variadic() {
-		diags.Errorf(m.fset.Position(fd.Name.Pos()), "tool %s cannot be variadic", t.name)
+		diags.errorf(m.fset.Position(fd.Name.Pos()), "tool %s cannot be variadic", t.name)
 		return
 	}
 	for i := range params.Len() {
 		p := params.At(i)
-		tp := toolParam{name: p.Name(), typ: p.Type(), jsonName: p.Name()}
+		tp := toolParam{name: p.Name(), typ: p.Type()}
 		if i == 0 && isContext(p.Type()) {
 			tp.isCtx = true
 			t.params = append(t.params, tp)
 			continue
 		}
 		if p.Name() == "" || p.Name() == "_" {
-			diags.Errorf(m.fset.Position(p.Pos()), "tool %s: parameter %d needs a name: it is the argument's name for the model", t.name, i+1)
+			diags.errorf(m.fset.Position(p.Pos()), "tool %s: parameter %d needs a name: it is the argument's name for the model", t.name, i+1)
 			good = false
 			continue
 		}
 		s, why := sb.typeSchema(p.Type(), nil)
 		if why != "" {
-			diags.Errorf(m.fset.Position(p.Pos()), "tool %s: parameter %s has no JSON schema: %s", t.name, p.Name(), why)
+			diags.errorf(m.fset.Position(p.Pos()), "tool %s: parameter %s has no JSON schema: %s", t.name, p.Name(), why)
 			good = false
 			continue
 		}
@@ -145,22 +159,22 @@ func (m *pkgModel) analyzeTool(a *Annotated, d *Directive, diags *Diagnostics) {
 	case res.Len() == 2 && isError(res.At(1).Type()):
 		t.hasResult, t.errResult = true, true
 	default:
-		diags.Errorf(m.fset.Position(fd.Name.Pos()), "tool %s must return at most one value and an error", t.name)
+		diags.errorf(m.fset.Position(fd.Name.Pos()), "tool %s must return at most one value and an error", t.name)
 		good = false
 	}
 	if !good {
-		m.badTools[a.Recv] = true
+		m.badTools[a.recv] = true
 		return
 	}
-	s := obj("type", "object", "properties", props)
+	s := newSchema("type", "object", "properties", props)
 	if len(required) > 0 {
 		s.set("required", required)
 	}
 	s.set("additionalProperties", false)
 	t.schema = jsonText(s)
-	t.funcName = "chatTool" + a.Recv + fn.Name()
+	t.funcName = "chatTool" + a.recv + fn.Name()
 	m.declare(t.funcName, fd.Pos(), "tool "+t.name, diags)
-	m.tools[a.Recv] = append(m.tools[a.Recv], t)
+	m.tools[a.recv] = append(m.tools[a.recv], t)
 }
 
 func (m *pkgModel) schemas() *schemaBuilder {
@@ -171,29 +185,29 @@ func (m *pkgModel) schemas() *schemaBuilder {
 }
 
 // analyzeAI checks a //chat:ai interface and its methods.
-func (m *pkgModel) analyzeAI(a *Annotated, anns []*Annotated, diags *Diagnostics) {
-	spec, ok := a.Node.(*ast.TypeSpec)
+func (m *pkgModel) analyzeAI(a *annotated, anns []*annotated, diags *Diagnostics) {
+	spec, ok := a.node.(*ast.TypeSpec)
 	if !ok {
 		return
 	}
 	name := spec.Name.Name
 	b := m.beanNamed(name)
 	if b == nil {
-		b = m.addBean(spec, "KindChat", "//chat:ai "+name, diags)
+		b = m.addBean(spec, kindChat, "//chat:ai "+name, diags)
 		if b == nil {
 			return
 		}
 	}
-	s := &aiModel{bean: b, field: exported(name), impl: "chatAI" + exported(name)}
+	s := &aiModel{bean: b, field: upperFirst(name), impl: "chatAI" + upperFirst(name)}
 	b.ai = s
 	m.declare(s.impl, spec.Pos(), "//chat:ai "+name, diags)
 
-	typeSystem, _ := m.directiveText(a, "system", diags)
-	typeTools := a.Lookup("tools")
-	methodAnns := map[string]*Annotated{}
+	typeSystem, _ := m.systemText(a, diags)
+	typeTools := all[*toolsDirective](a)
+	methodAnns := map[string]*annotated{}
 	for _, x := range anns {
-		if x.Target == TargetInterfaceMethod && x.Recv == name {
-			methodAnns[x.Name] = x
+		if x.target == targetInterfaceMethod && x.recv == name {
+			methodAnns[x.name] = x
 		}
 	}
 	iface := b.obj.Type().Underlying().(*types.Interface)
@@ -208,24 +222,24 @@ func (m *pkgModel) analyzeAI(a *Annotated, anns []*Annotated, diags *Diagnostics
 	m.ais = append(m.ais, s)
 }
 
-func (m *pkgModel) analyzeAIMethod(s *aiModel, fn *types.Func, ma *Annotated, typeSystem string, typeTools []*Directive, diags *Diagnostics) *aiMethod {
+func (m *pkgModel) analyzeAIMethod(s *aiModel, fn *types.Func, ma *annotated, typeSystem string, typeTools []*toolsDirective, diags *Diagnostics) *aiMethod {
 	sig := fn.Type().(*types.Signature)
 	pos := m.fset.Position(fn.Pos())
 	am := &aiMethod{fn: fn, sig: sig, system: typeSystem}
 	am.tmplVar = "chatTmpl" + s.bean.obj.Name() + fn.Name()
 	params := sig.Params()
 	if params.Len() == 0 || !isContext(params.At(0).Type()) {
-		diags.Errorf(pos, "//chat:ai %s.%s must take a context.Context first: it calls the model", s.bean.obj.Name(), fn.Name())
+		diags.errorf(pos, "//chat:ai %s.%s must take a context.Context first: it calls the model", s.bean.obj.Name(), fn.Name())
 		return nil
 	}
 	if sig.Variadic() {
-		diags.Errorf(pos, "//chat:ai %s.%s cannot be variadic", s.bean.obj.Name(), fn.Name())
+		diags.errorf(pos, "//chat:ai %s.%s cannot be variadic", s.bean.obj.Name(), fn.Name())
 		return nil
 	}
 	for i := range params.Len() {
 		n := params.At(i).Name()
 		if n == "" || n == "_" {
-			diags.Errorf(pos, "//chat:ai %s.%s: parameter %d needs a name: templates refer to parameters by name", s.bean.obj.Name(), fn.Name(), i+1)
+			diags.errorf(pos, "//chat:ai %s.%s: parameter %d needs a name: templates refer to parameters by name", s.bean.obj.Name(), fn.Name(), i+1)
 			return nil
 		}
 		am.params = append(am.params, n)
@@ -240,7 +254,7 @@ func (m *pkgModel) analyzeAIMethod(s *aiModel, fn *types.Func, ma *Annotated, ty
 			am.output = aiStream
 			break
 		}
-		diags.Errorf(pos, "//chat:ai %s.%s must return (T, error) or iter.Seq2[string, error]", s.bean.obj.Name(), fn.Name())
+		diags.errorf(pos, "//chat:ai %s.%s must return (T, error) or iter.Seq2[string, error]", s.bean.obj.Name(), fn.Name())
 		return nil
 	case res.Len() == 2 && isError(res.At(1).Type()):
 		t := res.At(0).Type()
@@ -257,51 +271,41 @@ func (m *pkgModel) analyzeAIMethod(s *aiModel, fn *types.Func, ma *Annotated, ty
 		if am.content != nil && !isString(am.content) {
 			sc, why := m.schemas().typeSchema(am.content, nil)
 			if why != "" {
-				diags.Errorf(pos, "//chat:ai %s.%s: the result has no JSON schema: %s", s.bean.obj.Name(), fn.Name(), why)
+				diags.errorf(pos, "//chat:ai %s.%s: the result has no JSON schema: %s", s.bean.obj.Name(), fn.Name(), why)
 				return nil
 			}
 			am.schema = jsonText(sc)
 		}
 	default:
-		diags.Errorf(pos, "//chat:ai %s.%s must return (T, error) or iter.Seq2[string, error]", s.bean.obj.Name(), fn.Name())
+		diags.errorf(pos, "//chat:ai %s.%s must return (T, error) or iter.Seq2[string, error]", s.bean.obj.Name(), fn.Name())
 		return nil
 	}
 
 	// Prompts.
-	var toolDirs []*Directive
-	if ma != nil {
-		if sys, ok := m.directiveText(ma, "system", diags); ok {
-			am.system = sys
-		}
-		if u, ok := m.directiveText(ma, "user", diags); ok {
-			am.user = u
-			if d, ok := ma.First("user"); ok {
-				am.userPos = d.Pos
-			}
-		}
-		toolDirs = ma.Lookup("tools")
+	if sys, ok := m.systemText(ma, diags); ok {
+		am.system = sys
 	}
+	if users := all[*userDirective](ma); len(users) > 0 {
+		lines := make([]string, len(users))
+		for i, u := range users {
+			lines[i] = u.text
+		}
+		am.user = strings.Join(lines, "\n")
+		am.userPos = users[0].pos
+	}
+	toolDirs := all[*toolsDirective](ma)
 	if am.user == "" {
-		for _, cand := range userParamNames {
-			if i := paramIndex(params, cand); i >= 0 && isString(params.At(i).Type()) {
-				am.user = "{{." + cand + "}}"
-			}
-		}
-		if am.user == "" {
-			var strs []string
-			for i := 1; i < params.Len(); i++ {
-				if isString(params.At(i).Type()) {
-					strs = append(strs, params.At(i).Name())
-				}
-			}
-			if len(strs) == 1 {
-				am.user = "{{." + strs[0] + "}}"
-			}
-		}
-		if am.user == "" {
-			diags.Errorf(pos, "//chat:ai %s.%s: no user message: add //chat:user or a string parameter named userMessage, msg or message", s.bean.obj.Name(), fn.Name())
+		who := fmt.Sprintf("//chat:ai %s.%s", s.bean.obj.Name(), fn.Name())
+		route, _ := first[*routeDirective](ma)
+		name, ok := m.textParam(fn, route, who, diags)
+		if !ok {
 			return nil
 		}
+		if name == "" {
+			diags.errorf(pos, "%s: no user message: %s", who, noTextParamHint(params, route != nil))
+			return nil
+		}
+		am.user = "{{." + name + "}}"
 	}
 	ok := true
 	for _, tmpl := range []struct {
@@ -316,7 +320,7 @@ func (m *pkgModel) analyzeAIMethod(s *aiModel, fn *types.Func, ma *Annotated, ty
 			at = fn.Pos()
 		}
 		if err := checkTemplate(tmpl.text, am.params[1:]); err != "" {
-			diags.Errorf(m.fset.Position(at), "//chat:ai %s.%s: %s message: %s", s.bean.obj.Name(), fn.Name(), tmpl.what, err)
+			diags.errorf(m.fset.Position(at), "//chat:ai %s.%s: %s message: %s", s.bean.obj.Name(), fn.Name(), tmpl.what, err)
 			ok = false
 		}
 	}
@@ -327,11 +331,11 @@ func (m *pkgModel) analyzeAIMethod(s *aiModel, fn *types.Func, ma *Annotated, ty
 	}
 	seen := map[string]*toolModel{}
 	for _, d := range toolDirs {
-		for _, arg := range d.Args {
+		for _, arg := range d.types {
 			box := m.toolBox(arg, diags)
 			for _, t := range box {
 				if prev := seen[t.name]; prev != nil {
-					diags.Errorf(m.fset.Position(arg.Pos), "//chat:ai %s.%s: two tools are called %s (%s.%s and %s.%s)", s.bean.obj.Name(), fn.Name(), t.name, prev.bean.obj.Name(), prev.fn.Name(), t.bean.obj.Name(), t.fn.Name())
+					diags.errorf(m.fset.Position(arg.pos), "//chat:ai %s.%s: two tools are called %s (%s.%s and %s.%s)", s.bean.obj.Name(), fn.Name(), t.name, prev.bean.obj.Name(), prev.fn.Name(), t.bean.obj.Name(), t.fn.Name())
 					ok = false
 					continue
 				}
@@ -349,17 +353,41 @@ func (m *pkgModel) analyzeAIMethod(s *aiModel, fn *types.Func, ma *Annotated, ty
 	return am
 }
 
+// noTextParamHint says how to give an AI method without //chat:user and
+// without a text parameter its user message, naming the parameter meant
+// when there is exactly one string parameter.
+func noTextParamHint(params *types.Tuple, isRoute bool) string {
+	hint := "name the text parameter userMessage, msg or message, or add //chat:user"
+	if isRoute {
+		hint = "name the text parameter userMessage, msg or message, add user=NAME to //chat:route, or add //chat:user"
+	}
+	var strs []string
+	for i := range params.Len() {
+		if isString(params.At(i).Type()) {
+			strs = append(strs, params.At(i).Name())
+		}
+	}
+	switch {
+	case len(strs) != 1:
+	case isRoute:
+		hint += "; did you mean user=" + strs[0] + "?"
+	default:
+		hint += "; did you mean //chat:user {{." + strs[0] + "}}?"
+	}
+	return hint
+}
+
 // toolBox resolves a //chat:tools argument: a type of this package with
 // //chat:tool methods, used as a scoped bean (chat-scoped unless it says
 // otherwise).
-func (m *pkgModel) toolBox(arg Arg, diags *Diagnostics) []*toolModel {
-	name := arg.Value
+func (m *pkgModel) toolBox(arg arg, diags *Diagnostics) []*toolModel {
+	name := arg.value
 	tools := m.tools[name]
 	if len(tools) == 0 {
 		if m.pkg.Types.Scope().Lookup(name) == nil {
-			diags.Errorf(m.fset.Position(arg.Pos), "//chat:tools: no type %s in this package", name)
+			diags.errorf(m.fset.Position(arg.pos), "//chat:tools: no type %s in this package", name)
 		} else if !m.badTools[name] {
-			diags.Errorf(m.fset.Position(arg.Pos), "//chat:tools: %s has no //chat:tool methods", name)
+			diags.errorf(m.fset.Position(arg.pos), "//chat:tools: %s has no //chat:tool methods", name)
 		}
 		return nil
 	}
@@ -371,10 +399,10 @@ func (m *pkgModel) toolBox(arg Arg, diags *Diagnostics) []*toolModel {
 				return nil
 			}
 			if _, isStruct := spec.Type.(*ast.StructType); !isStruct {
-				diags.Errorf(m.fset.Position(arg.Pos), "//chat:tools: %s must be a struct type (or a scoped interface)", name)
+				diags.errorf(m.fset.Position(arg.pos), "//chat:tools: %s must be a struct type (or a scoped interface)", name)
 				return nil
 			}
-			b = m.addBean(spec, "KindChat", "the tools of "+name, diags)
+			b = m.addBean(spec, kindChat, "the tools of "+name, diags)
 			if b == nil {
 				return nil
 			}
@@ -386,26 +414,26 @@ func (m *pkgModel) toolBox(arg Arg, diags *Diagnostics) []*toolModel {
 	return tools
 }
 
-// directiveText joins the lines of a text directive (system or user), reading
-// file= forms. ok is false when the declaration has none.
-func (m *pkgModel) directiveText(a *Annotated, name string, diags *Diagnostics) (string, bool) {
-	ds := a.Lookup(name)
+// systemText joins the //chat:system lines of a (nil allowed) with
+// newlines, reading the file= forms. ok is false when a has none.
+func (m *pkgModel) systemText(a *annotated, diags *Diagnostics) (string, bool) {
+	ds := all[*systemDirective](a)
 	if len(ds) == 0 {
 		return "", false
 	}
 	var lines []string
 	for _, d := range ds {
-		if kv, ok := d.Key("file"); ok {
-			dir := filepath.Dir(m.fset.Position(d.Pos).Filename)
-			data, err := os.ReadFile(filepath.Join(dir, filepath.FromSlash(kv.Value)))
+		if d.file.value != "" {
+			dir := filepath.Dir(m.fset.Position(d.pos).Filename)
+			data, err := os.ReadFile(filepath.Join(dir, filepath.FromSlash(d.file.value)))
 			if err != nil {
-				diags.Errorf(m.fset.Position(kv.ValuePos), "//chat:%s file=%s: %v", name, kv.Value, unwrapPathError(err))
+				diags.errorf(m.fset.Position(d.file.pos), "//chat:system file=%s: %v", d.file.value, unwrapPathError(err))
 				continue
 			}
 			lines = append(lines, strings.TrimRight(string(data), "\n"))
 			continue
 		}
-		lines = append(lines, d.Text)
+		lines = append(lines, d.text)
 	}
 	return strings.Join(lines, "\n"), true
 }

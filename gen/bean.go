@@ -10,35 +10,38 @@ import (
 	"unicode/utf8"
 )
 
-// beanModel is one //chat:scoped type.
+// beanModel is one scoped type: a //chat:scoped type, a //chat:ai
+// interface, a struct with routes, or a tool box. The generated code gives
+// it a chat.Bean descriptor, an accessor and a proxy.
 type beanModel struct {
 	spec      *ast.TypeSpec
 	obj       *types.TypeName
-	kind      string // the chat.Kind constant: KindChat, KindPerChat, KindInvocation
-	iface     bool   // an interface type (instances come from its constructor)
+	kind      beanKind // how long its instances live
+	iface     bool     // an interface type: instances come from its constructor or AI service
 	ctor      *ctorModel
-	methods   []*methodModel
-	ai        *aiModel // the //chat:ai service it is, if any
-	proxy     string   // generated proxy type
-	accessor  string   // generated accessor func
-	beanVar   string   // generated chat.Bean descriptor
-	qualified string   // import/path.Type
+	methods   []*methodModel // the methods its proxy forwards
+	ai        *aiModel       // the //chat:ai service it is, if any
+	proxy     string         // generated proxy type
+	accessor  string         // generated accessor func
+	beanVar   string         // generated chat.Bean descriptor
+	qualified string         // import/path.Type: the bean's name at run time
 }
 
 // ctorModel is the constructor of a bean: New<Type> (newType for
-// unexported types).
+// unexported types), func([ctx context.Context,] deps...) (T[, error]).
 type ctorModel struct {
 	fn       *types.Func
-	takesCtx bool
-	deps     []*depModel // in parameter order
-	err      bool        // returns an error as its second result
+	takesCtx bool        // its first parameter is a context.Context
+	deps     []*depModel // its other parameters, in order, injected from Deps
+	err      bool        // it returns an error as its second result
 }
 
-// depModel is one application dependency: a field of the generated Deps.
+// depModel is one application dependency: a field of the generated Deps,
+// passed to every constructor that takes its type.
 type depModel struct {
-	typ   types.Type
-	field string
-	users []string // constructors that take it, in order
+	typ   types.Type // a named type or a pointer to one
+	field string     // the Deps field, named after the type
+	users []string   // the constructors that take it, in order
 }
 
 // methodModel is one method a proxy forwards.
@@ -51,36 +54,29 @@ type methodModel struct {
 	err      bool     // the last result is error
 }
 
-func (m *pkgModel) analyzeBean(a *Annotated, d *Directive, diags *Diagnostics) {
-	spec, ok := a.Node.(*ast.TypeSpec)
+func (m *pkgModel) analyzeBean(a *annotated, d *scopedDirective, diags *Diagnostics) {
+	spec, ok := a.node.(*ast.TypeSpec)
 	if !ok {
 		return // collect already reported the wrong target
 	}
-	kind := "KindChat"
-	switch {
-	case d.Flag("per-chat"):
-		kind = "KindPerChat"
-	case d.Flag("invocation"):
-		kind = "KindInvocation"
-	}
-	m.addBean(spec, kind, "//chat:scoped "+spec.Name.Name, diags)
+	m.addBean(spec, d.kind, "//chat:scoped "+spec.Name.Name, diags)
 }
 
 // addBean adds the scoped type declared by spec. what names the reason in
 // messages.
-func (m *pkgModel) addBean(spec *ast.TypeSpec, kind, what string, diags *Diagnostics) *beanModel {
+func (m *pkgModel) addBean(spec *ast.TypeSpec, kind beanKind, what string, diags *Diagnostics) *beanModel {
 	pos := m.fset.Position(spec.Pos())
 	obj, _ := m.pkg.TypesInfo.Defs[spec.Name].(*types.TypeName)
 	if obj == nil {
-		diags.Errorf(pos, "cannot resolve type %s", spec.Name.Name)
+		diags.errorf(pos, "cannot resolve type %s", spec.Name.Name)
 		return nil
 	}
 	if spec.Assign.IsValid() {
-		diags.Errorf(m.fset.Position(spec.Name.Pos()), "%s: cannot scope the alias %s; annotate the type it names", what, spec.Name.Name)
+		diags.errorf(m.fset.Position(spec.Name.Pos()), "%s: cannot scope the alias %s; annotate the type it names", what, spec.Name.Name)
 		return nil
 	}
 	if spec.TypeParams != nil {
-		diags.Errorf(m.fset.Position(spec.Name.Pos()), "%s: cannot scope the generic type %s", what, spec.Name.Name)
+		diags.errorf(m.fset.Position(spec.Name.Pos()), "%s: cannot scope the generic type %s", what, spec.Name.Name)
 		return nil
 	}
 	named, ok := obj.Type().(*types.Named)
@@ -105,7 +101,7 @@ func (m *pkgModel) addBean(spec *ast.TypeSpec, kind, what string, diags *Diagnos
 
 	b.ctor = m.findConstructor(b, diags)
 	if b.iface && b.ctor == nil && !m.aiTypes[spec.Name.Name] {
-		diags.Errorf(m.fset.Position(spec.Name.Pos()), "scoped interface %s needs a constructor: func %s(ctx context.Context, deps...) (%s, error)", name, ctorName(name), name)
+		diags.errorf(m.fset.Position(spec.Name.Pos()), "scoped interface %s needs a constructor: func %s(ctx context.Context, deps...) (%s, error)", name, ctorName(name), name)
 	}
 	b.methods = m.proxyMethods(b, named, diags)
 	m.beans = append(m.beans, b)
@@ -130,7 +126,7 @@ func (m *pkgModel) findConstructor(b *beanModel, diags *Diagnostics) *ctorModel 
 	pos := m.fset.Position(obj.Pos())
 	fn, ok := obj.(*types.Func)
 	if !ok {
-		diags.Errorf(pos, "%s must be a func: it is the constructor of the scoped type %s", name, b.obj.Name())
+		diags.errorf(pos, "%s must be a func: it is the constructor of the scoped type %s", name, b.obj.Name())
 		return nil
 	}
 	if decl := m.funcDecl(fn); decl != nil {
@@ -142,7 +138,7 @@ func (m *pkgModel) findConstructor(b *beanModel, diags *Diagnostics) *ctorModel 
 		want = "*" + want
 	}
 	if sig.TypeParams().Len() > 0 {
-		diags.Errorf(pos, "constructor %s of %s cannot be generic", name, b.obj.Name())
+		diags.errorf(pos, "constructor %s of %s cannot be generic", name, b.obj.Name())
 		return nil
 	}
 	c := &ctorModel{fn: fn}
@@ -156,12 +152,12 @@ func (m *pkgModel) findConstructor(b *beanModel, diags *Diagnostics) *ctorModel 
 		okResults = types.Identical(res.At(0).Type(), got)
 	}
 	if !okResults {
-		diags.Errorf(pos, "constructor %s must return %s or (%s, error)", name, want, want)
+		diags.errorf(pos, "constructor %s must return %s or (%s, error)", name, want, want)
 		return nil
 	}
 	c.err = res.Len() == 2
 	if sig.Variadic() {
-		diags.Errorf(pos, "constructor %s cannot be variadic", name)
+		diags.errorf(pos, "constructor %s cannot be variadic", name)
 		return nil
 	}
 	params := sig.Params()
@@ -173,15 +169,15 @@ func (m *pkgModel) findConstructor(b *beanModel, diags *Diagnostics) *ctorModel 
 		case i == 0 && isContext(p.Type()):
 			c.takesCtx = true
 		case isContext(p.Type()):
-			diags.Errorf(ppos, "constructor %s: the context.Context must be the first parameter", name)
+			diags.errorf(ppos, "constructor %s: the context.Context must be the first parameter", name)
 			good = false
 		case !isInjectable(p.Type()):
-			diags.Errorf(ppos, "constructor %s: parameter %s has type %s; dependencies are injected by type, so they need a named type (declare one)", name, p.Name(), m.typeString(p.Type()))
+			diags.errorf(ppos, "constructor %s: parameter %s has type %s; dependencies are injected by type, so they need a named type (declare one)", name, p.Name(), m.typeString(p.Type()))
 			good = false
 		default:
 			d := m.dep(p.Type(), name)
 			if slices.Contains(c.deps, d) {
-				diags.Errorf(ppos, "constructor %s takes two parameters of type %s; dependencies are injected by type", name, m.typeString(p.Type()))
+				diags.errorf(ppos, "constructor %s takes two parameters of type %s; dependencies are injected by type", name, m.typeString(p.Type()))
 				good = false
 			}
 			c.deps = append(c.deps, d)
@@ -265,7 +261,7 @@ func (m *pkgModel) analyzeDeps(diags *Diagnostics) {
 	}
 	count := map[string]int{}
 	for _, d := range m.deps {
-		count[exported(base(d.typ).Name())]++
+		count[upperFirst(base(d.typ).Name())]++
 	}
 	used := map[string]bool{}
 	for _, s := range m.ais {
@@ -273,7 +269,7 @@ func (m *pkgModel) analyzeDeps(diags *Diagnostics) {
 	}
 	for _, d := range m.deps {
 		obj := base(d.typ)
-		name := exported(obj.Name())
+		name := upperFirst(obj.Name())
 		if count[name] > 1 && obj.Pkg() != nil && obj.Pkg() != m.pkg.Types {
 			name = packageQualifier(obj.Pkg()) + name
 		}
@@ -304,13 +300,14 @@ func packageQualifier(p *types.Package) string {
 	if q == "" {
 		q = p.Name()
 	}
-	return exported(q)
+	return upperFirst(q)
 }
 
 // hasDeps reports whether the package's Register takes a Deps.
 func (m *pkgModel) hasDeps() bool { return len(m.deps) > 0 || len(m.ais) > 0 }
 
-func exported(name string) string {
+// upperFirst returns name with its first letter in upper case.
+func upperFirst(name string) string {
 	r, size := utf8.DecodeRuneInString(name)
 	return string(unicode.ToUpper(r)) + name[size:]
 }

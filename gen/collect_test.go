@@ -12,7 +12,7 @@ import (
 
 // collectSources parses the named sources (name, source, name, source...)
 // and collects their directives.
-func collectSources(t *testing.T, namesAndSources ...string) ([]*Annotated, []string) {
+func collectSources(t *testing.T, namesAndSources ...string) ([]*annotated, []string) {
 	t.Helper()
 	fset := token.NewFileSet()
 	var files []*ast.File
@@ -29,18 +29,18 @@ func collectSources(t *testing.T, namesAndSources ...string) ([]*Annotated, []st
 }
 
 // summarize renders annotated declarations as "target Recv.Name: directives".
-func summarize(anns []*Annotated) []string {
+func summarize(anns []*annotated) []string {
 	var out []string
 	for _, a := range anns {
-		name := a.Name
-		if a.Recv != "" {
-			name = a.Recv + "." + name
+		name := a.name
+		if a.recv != "" {
+			name = a.recv + "." + name
 		}
 		var ds []string
-		for _, d := range a.Directives {
-			ds = append(ds, d.Name)
+		for _, d := range a.directives {
+			ds = append(ds, d.common().spec.Name)
 		}
-		out = append(out, fmt.Sprintf("%s %s: %s", a.Target, name, strings.Join(ds, " ")))
+		out = append(out, fmt.Sprintf("%s %s: %s", a.target, name, strings.Join(ds, " ")))
 	}
 	return out
 }
@@ -442,25 +442,23 @@ func (s *S) R() {}
 	if len(anns) != 3 {
 		t.Fatalf("got %d annotated, want 3", len(anns))
 	}
-	if ts, ok := anns[0].Node.(*ast.TypeSpec); !ok || ts.Name.Name != "A" || anns[0].Target != TargetInterface {
+	if ts, ok := anns[0].node.(*ast.TypeSpec); !ok || ts.Name.Name != "A" || anns[0].target != targetInterface {
 		t.Errorf("anns[0] = %+v", anns[0])
 	}
-	if f, ok := anns[1].Node.(*ast.Field); !ok || f.Names[0].Name != "M" || anns[1].Recv != "A" {
+	if f, ok := anns[1].node.(*ast.Field); !ok || f.Names[0].Name != "M" || anns[1].recv != "A" {
 		t.Errorf("anns[1] = %+v", anns[1])
 	}
-	if fd, ok := anns[2].Node.(*ast.FuncDecl); !ok || fd.Name.Name != "R" || anns[2].Recv != "S" {
+	if fd, ok := anns[2].node.(*ast.FuncDecl); !ok || fd.Name.Name != "R" || anns[2].recv != "S" {
 		t.Errorf("anns[2] = %+v", anns[2])
 	}
-	for _, a := range anns {
-		if a.File == nil || a.File.Name.Name != "p" {
-			t.Errorf("%s: File not set", a.Name)
-		}
+	if d, ok := first[*routeDirective](anns[2]); !ok || d.name != "s" {
+		t.Errorf("first route = %+v, %v", d, ok)
 	}
-	if d, ok := anns[2].First("route"); !ok || d.Args[0].Value != "s" {
-		t.Errorf("First(route) = %+v, %v", d, ok)
-	}
-	if _, ok := anns[2].First("tool"); ok || anns[2].Lookup("tool") != nil {
+	if _, ok := first[*toolDirective](anns[2]); ok || all[*toolDirective](anns[2]) != nil {
 		t.Errorf("found a tool directive")
+	}
+	if _, ok := first[*routeDirective](nil); ok || all[*routeDirective](nil) != nil {
+		t.Errorf("found a directive on a nil declaration")
 	}
 }
 

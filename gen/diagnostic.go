@@ -21,16 +21,16 @@ const (
 // Related is a secondary position attached to a diagnostic, such as the
 // place of an earlier, conflicting directive.
 type Related struct {
-	Pos     token.Position
-	Message string
+	Pos     token.Position // the secondary position
+	Message string         // what is there, such as "first declared here"
 }
 
 // A Diagnostic is one positioned problem found in the annotated source.
 type Diagnostic struct {
-	Pos      token.Position
+	Pos      token.Position // where the problem is; the column points at the offending argument
 	Severity Severity
-	Message  string
-	Related  []Related
+	Message  string    // one line, without the position
+	Related  []Related // other positions involved, if any
 }
 
 // Format renders d as "file:line:col: message" (with "warning: " before the
@@ -62,30 +62,30 @@ func formatPos(p token.Position, dir string) string {
 	return fmt.Sprintf("%s:%d", name, p.Line)
 }
 
-// Diagnostics is a list of diagnostics with helpers to collect, sort and
-// deduplicate them.
+// Diagnostics is a list of diagnostics. A Result holds them sorted by file,
+// line and column, without duplicates.
 type Diagnostics []Diagnostic
 
-// Errorf appends an error at pos.
-func (ds *Diagnostics) Errorf(pos token.Position, format string, args ...any) *Diagnostic {
+// errorf appends an error at pos.
+func (ds *Diagnostics) errorf(pos token.Position, format string, args ...any) *Diagnostic {
 	*ds = append(*ds, Diagnostic{Pos: pos, Severity: Error, Message: fmt.Sprintf(format, args...)})
 	return &(*ds)[len(*ds)-1]
 }
 
-// Warnf appends a warning at pos.
-func (ds *Diagnostics) Warnf(pos token.Position, format string, args ...any) *Diagnostic {
+// warnf appends a warning at pos.
+func (ds *Diagnostics) warnf(pos token.Position, format string, args ...any) *Diagnostic {
 	*ds = append(*ds, Diagnostic{Pos: pos, Severity: Warning, Message: fmt.Sprintf(format, args...)})
 	return &(*ds)[len(*ds)-1]
 }
 
-// HasErrors reports whether any diagnostic is an error.
-func (ds Diagnostics) HasErrors() bool {
+// hasErrors reports whether any diagnostic is an error.
+func (ds Diagnostics) hasErrors() bool {
 	return slices.ContainsFunc(ds, func(d Diagnostic) bool { return d.Severity == Error })
 }
 
-// Sorted returns the diagnostics sorted by file, line, column and message,
+// sorted returns the diagnostics sorted by file, line, column and message,
 // with exact duplicates removed.
-func (ds Diagnostics) Sorted() Diagnostics {
+func (ds Diagnostics) sorted() Diagnostics {
 	out := slices.Clone(ds)
 	slices.SortStableFunc(out, func(a, b Diagnostic) int {
 		return cmp.Or(

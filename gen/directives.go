@@ -1,47 +1,44 @@
 package gen
 
-import (
-	"slices"
-	"strings"
-)
+import "strings"
 
-// Target is a bit set of the kinds of declaration a directive may annotate.
-type Target uint16
+// target is a bit set of the kinds of declaration a directive may annotate.
+type target uint16
 
 const (
-	// TargetStruct is a struct type declaration: type T struct{...}.
-	TargetStruct Target = 1 << iota
-	// TargetInterface is an interface type declaration: type T interface{...}.
-	TargetInterface
-	// TargetOtherType is any other named type declaration: type T string,
+	// targetStruct is a struct type declaration: type T struct{...}.
+	targetStruct target = 1 << iota
+	// targetInterface is an interface type declaration: type T interface{...}.
+	targetInterface
+	// targetOtherType is any other named type declaration: type T string,
 	// type T []X, type T = X, ...
-	TargetOtherType
-	// TargetMethod is a method declared with a receiver: func (r *T) M(...).
-	TargetMethod
-	// TargetInterfaceMethod is a method in an interface type.
-	TargetInterfaceMethod
-	// TargetFunc is a top-level func without a receiver.
-	TargetFunc
+	targetOtherType
+	// targetMethod is a method declared with a receiver: func (r *T) M(...).
+	targetMethod
+	// targetInterfaceMethod is a method in an interface type.
+	targetInterfaceMethod
+	// targetFunc is a top-level func without a receiver.
+	targetFunc
 )
 
 // targetTypes is every kind of type declaration.
-const targetTypes = TargetStruct | TargetInterface | TargetOtherType
+const targetTypes = targetStruct | targetInterface | targetOtherType
 
 // names returns the singular and plural human names of a single-bit
 // target.
-func (t Target) names() (one, many string) {
+func (t target) names() (one, many string) {
 	switch t {
-	case TargetStruct:
+	case targetStruct:
 		return "struct type", "struct types"
-	case TargetInterface:
+	case targetInterface:
 		return "interface type", "interface types"
-	case TargetOtherType:
+	case targetOtherType:
 		return "non-struct, non-interface type", "other types"
-	case TargetMethod:
+	case targetMethod:
 		return "method", "methods"
-	case TargetInterfaceMethod:
+	case targetInterfaceMethod:
 		return "interface method", "interface methods"
-	case TargetFunc:
+	case targetFunc:
 		return "func", "funcs"
 	}
 	return "", ""
@@ -49,13 +46,13 @@ func (t Target) names() (one, many string) {
 
 // String returns a human list of the targets, such as
 // "struct type, interface type or method".
-func (t Target) String() string { return t.list(false) }
+func (t target) String() string { return t.list(false) }
 
 // plural returns the human list of the targets in the plural, such as
 // "methods or funcs".
-func (t Target) plural() string { return t.list(true) }
+func (t target) plural() string { return t.list(true) }
 
-func (t Target) list(plural bool) string {
+func (t target) list(plural bool) string {
 	var parts []string
 	if t&targetTypes == targetTypes {
 		if plural {
@@ -65,7 +62,7 @@ func (t Target) list(plural bool) string {
 		}
 		t &^= targetTypes
 	}
-	for bit := TargetStruct; bit <= TargetFunc; bit <<= 1 {
+	for bit := targetStruct; bit <= targetFunc; bit <<= 1 {
 		if t&bit == 0 {
 			continue
 		}
@@ -87,7 +84,7 @@ func (t Target) list(plural bool) string {
 
 // withArticle returns t.String() with "a" or "an" before it, such as
 // "an interface type" or "a method or func".
-func (t Target) withArticle() string {
+func (t target) withArticle() string {
 	s := t.String()
 	if strings.IndexByte("aeiou", s[0]) >= 0 {
 		return "an " + s
@@ -95,96 +92,105 @@ func (t Target) withArticle() string {
 	return "a " + s
 }
 
-// ArgKind says what a positional argument may hold.
-type ArgKind uint8
+// argKind says what a positional argument may hold.
+type argKind uint8
 
 const (
-	// ArgIdent is a Go identifier.
-	ArgIdent ArgKind = iota
-	// ArgWord is a word of letters, digits, '-', '_', '.' and '/'.
-	ArgWord
-	// ArgString is any non-empty text: a bare word or a Go-quoted string.
-	ArgString
+	// argIdent is a Go identifier.
+	argIdent argKind = iota
+	// argWord is a word of letters, digits, '-', '_', '.' and '/'.
+	argWord
+	// argString is any non-empty text: a bare word or a Go-quoted string.
+	argString
 )
 
-// ArgSpec describes one positional argument of a directive.
-type ArgSpec struct {
+// argSpec describes one positional argument of a directive.
+type argSpec struct {
 	Name     string // upper case, as in the usage: "NAME", "TYPE"
-	Kind     ArgKind
+	Kind     argKind
 	Required bool
 	Variadic bool // the last argument may repeat: one or more values
 	Doc      string
+	Set      func(directive, arg) // stores the argument in the typed directive
 }
 
-// FlagSpec describes one bare-word flag of a directive.
-type FlagSpec struct {
+// flagSpec describes one bare-word flag of a directive.
+type flagSpec struct {
 	Name string
 	Doc  string
+	Set  func(directive) // records the flag in the typed directive
 }
 
-// KeyKind says what the value of a key=value argument may hold.
-type KeyKind uint8
+// keyKind says what the value of a key=value argument may hold.
+type keyKind uint8
 
+// The zero keyKind is none: every key of the table says its kind.
 const (
-	// KeyString is any non-empty text.
-	KeyString KeyKind = iota
-	// KeyList is a comma-separated list of non-empty words.
-	KeyList
-	// KeyIdent is a Go identifier.
-	KeyIdent
-	// KeyPath is a file path.
-	KeyPath
-	// KeyWord is a word of letters, digits, '-', '_', '.' and '/', like a
+	// keyList is a comma-separated list of non-empty words.
+	keyList keyKind = iota + 1
+	// keyIdent is a Go identifier.
+	keyIdent
+	// keyPath is a file path.
+	keyPath
+	// keyWord is a word of letters, digits, '-', '_', '.' and '/', like a
 	// route name.
-	KeyWord
+	keyWord
 )
 
 // String returns the name of the kind used in the documentation.
-func (k KeyKind) String() string {
+func (k keyKind) String() string {
 	switch k {
-	case KeyList:
+	case keyList:
 		return "comma-separated list"
-	case KeyIdent:
+	case keyIdent:
 		return "Go identifier"
-	case KeyPath:
+	case keyPath:
 		return "file path"
-	case KeyWord:
+	case keyWord:
 		return "word"
 	}
-	return "string"
+	return "unknown"
 }
 
-// KeySpec describes one key=value argument of a directive.
-type KeySpec struct {
+// keySpec describes one key=value argument of a directive.
+type keySpec struct {
 	Name  string
-	Kind  KeyKind
+	Kind  keyKind
 	Value string // the placeholder of the value in usages and messages, such as "PATH"
 	Doc   string
+	Set   func(directive, arg) // stores the value in the typed directive
 }
 
-// DirectiveSpec describes one //chat: directive. The table of specs drives
-// the parser, the collector, chatgen -h and docs/directives.md.
-type DirectiveSpec struct {
+// directiveSpec describes one //chat: directive. The table of specs drives
+// the parser, which fills the directive's typed value through the setters
+// of the spec, the collector, chatgen -h and docs/directives.md.
+type directiveSpec struct {
 	Name           string     // "route" for //chat:route
 	Usage          string     // "//chat:route NAME [default] [roles=a,b] [user=PARAM]"
 	Doc            string     // one paragraph, user-facing; the first sentence is the summary
 	Quarkus        string     // the Quarkus equivalent, e.g. "@ChatRoute, @DefaultChatRoute"
 	Example        string     // a short Go snippet showing the directive in place
-	Targets        Target     // the declarations it may annotate
-	Args           []ArgSpec  // positional arguments, in order
-	Flags          []FlagSpec // allowed bare-word flags
+	Targets        target     // the declarations it may annotate
+	Args           []argSpec  // positional arguments, in order
+	Flags          []flagSpec // allowed bare-word flags
 	ExclusiveFlags bool       // at most one of Flags
-	Keys           []KeySpec  // allowed key=value arguments
+	Keys           []keySpec  // allowed key=value arguments
 	// Text means the rest of the line after the positional Args is free
 	// text, taken verbatim. A Text directive without Args may instead carry
 	// exactly one key=value argument (e.g. file=PATH).
 	Text       bool
 	TextDoc    string // what the text is, for the documentation
 	Repeatable bool   // may appear more than once on one declaration
+
+	// New returns the empty typed value the parser fills: a
+	// *routeDirective for //chat:route, and so on.
+	New func() directive
+	// SetText stores the free text of a Text directive.
+	SetText func(directive, string)
 }
 
 // flag returns the flag spec called name.
-func (s *DirectiveSpec) flag(name string) (*FlagSpec, bool) {
+func (s *directiveSpec) flag(name string) (*flagSpec, bool) {
 	for i := range s.Flags {
 		if s.Flags[i].Name == name {
 			return &s.Flags[i], true
@@ -194,7 +200,7 @@ func (s *DirectiveSpec) flag(name string) (*FlagSpec, bool) {
 }
 
 // key returns the key spec called name.
-func (s *DirectiveSpec) key(name string) (*KeySpec, bool) {
+func (s *directiveSpec) key(name string) (*keySpec, bool) {
 	for i := range s.Keys {
 		if s.Keys[i].Name == name {
 			return &s.Keys[i], true
@@ -204,7 +210,7 @@ func (s *DirectiveSpec) key(name string) (*KeySpec, bool) {
 }
 
 // flagNames returns the names of the flags in table order.
-func (s *DirectiveSpec) flagNames() []string {
+func (s *directiveSpec) flagNames() []string {
 	names := make([]string, len(s.Flags))
 	for i, f := range s.Flags {
 		names[i] = f.Name
@@ -213,7 +219,7 @@ func (s *DirectiveSpec) flagNames() []string {
 }
 
 // keyNames returns the names of the keys in table order.
-func (s *DirectiveSpec) keyNames() []string {
+func (s *directiveSpec) keyNames() []string {
 	names := make([]string, len(s.Keys))
 	for i, k := range s.Keys {
 		names[i] = k.Name
@@ -221,21 +227,9 @@ func (s *DirectiveSpec) keyNames() []string {
 	return names
 }
 
-// DirectiveSpecs returns the table of //chat: directives in documentation
-// order. The result is a fresh copy: callers may modify it freely.
-func DirectiveSpecs() []DirectiveSpec {
-	out := slices.Clone(directiveTable)
-	for i := range out {
-		out[i].Args = slices.Clone(out[i].Args)
-		out[i].Flags = slices.Clone(out[i].Flags)
-		out[i].Keys = slices.Clone(out[i].Keys)
-	}
-	return out
-}
-
 // lookupSpec returns the spec of the directive called name. The result
 // points into the shared table and must not be modified.
-func lookupSpec(name string) (*DirectiveSpec, bool) {
+func lookupSpec(name string) (*directiveSpec, bool) {
 	for i := range directiveTable {
 		if directiveTable[i].Name == name {
 			return &directiveTable[i], true
@@ -253,16 +247,15 @@ func directiveNames() []string {
 	return names
 }
 
-// directiveTable is the one table of directives. It is never modified; use
-// DirectiveSpecs or lookupSpec to read it.
-var directiveTable = []DirectiveSpec{
+// directiveTable is the one table of directives. It is never modified.
+var directiveTable = []directiveSpec{
 	{
 		Name:  "scoped",
 		Usage: "//chat:scoped [chat | per-chat | invocation]",
 		Doc: "Makes the type a scoped bean: one instance per chat scope, per scope or per call. " +
 			"The generator writes a scope proxy with the same methods (each with a leading " +
 			"`context.Context` where the method has none) and an accessor such as " +
-			"`CounterFrom(ctx) *Counter`. " +
+			"`CounterFrom(ctx) (*Counter, error)`. " +
 			"With no flag or `chat`, there is one instance per chat scope, inherited by nested scopes; " +
 			"a bean first used in a nested scope lives and dies with that scope. " +
 			"With `per-chat`, every scope has its own instance and never looks at its parents. " +
@@ -284,13 +277,17 @@ type Counter struct {
 type Draft struct {
 	Material, Kind string
 }`,
-		Targets: TargetStruct | TargetInterface,
-		Flags: []FlagSpec{
-			{Name: "chat", Doc: "one instance per chat scope, inherited by nested scopes (the default)"},
-			{Name: "per-chat", Doc: "one instance per scope, never inherited by nested scopes"},
-			{Name: "invocation", Doc: "one instance per top-level call through the scope proxy"},
+		Targets: targetStruct | targetInterface,
+		Flags: []flagSpec{
+			{Name: "chat", Doc: "one instance per chat scope, inherited by nested scopes (the default)",
+				Set: setFlag(func(d *scopedDirective) { d.kind = kindChat })},
+			{Name: "per-chat", Doc: "one instance per scope, never inherited by nested scopes",
+				Set: setFlag(func(d *scopedDirective) { d.kind = kindPerChat })},
+			{Name: "invocation", Doc: "one instance per top-level call through the scope proxy",
+				Set: setFlag(func(d *scopedDirective) { d.kind = kindInvocation })},
 		},
 		ExclusiveFlags: true,
+		New:            func() directive { return new(scopedDirective) },
 	},
 	{
 		Name:  "ai",
@@ -314,7 +311,8 @@ type Smith interface {
 	//chat:route ask
 	Ask(ctx context.Context, userMessage string) (string, error)
 }`,
-		Targets: TargetInterface,
+		Targets: targetInterface,
+		New:     func() directive { return new(aiDirective) },
 	},
 	{
 		Name:  "route",
@@ -324,8 +322,8 @@ type Smith interface {
 			"`chat.Route(ctx, NAME)` switches it. " +
 			"The generated dispatch binds the request's JSON object to the parameters by name: " +
 			"a `context.Context` is injected, the user's text goes to the `string` parameter named " +
-			"`userMessage`, `msg` or `message` (or the one named by `user=`), and every other parameter is " +
-			"decoded from the key of its own name. " +
+			"`userMessage`, `msg` or `message`, or to the one named by `user=` (needed when there are two), and every " +
+			"other parameter is decoded from the key of its own name. " +
 			"Results become events: a `string` is a `Message`, any other value an `Object` (or its " +
 			"`//chat:event` type), an `iter.Seq[string]` or `iter.Seq2[string, error]` one `Stream` event per " +
 			"chunk, and an `error` fails the request unless a `//chat:catch` handler takes it. " +
@@ -348,21 +346,26 @@ func (m *Menu) Start(ctx context.Context, userMessage string) string {
 func (m *Menu) Restock(ctx context.Context, item string, count int) (string, error) {
 	return fmt.Sprintf("%d more %s", count, item), nil
 }`,
-		Targets: TargetMethod | TargetInterfaceMethod | TargetFunc,
-		Args: []ArgSpec{
-			{Name: "NAME", Kind: ArgWord, Required: true,
-				Doc: "the route name: letters, digits, `-`, `_`, `.` and `/`"},
+		Targets: targetMethod | targetInterfaceMethod | targetFunc,
+		Args: []argSpec{
+			{Name: "NAME", Kind: argWord, Required: true,
+				Doc: "the route name: letters, digits, `-`, `_`, `.` and `/`",
+				Set: setArg(func(d *routeDirective, a arg) { d.name = a.value })},
 		},
-		Flags: []FlagSpec{
-			{Name: "default", Doc: "the route a new conversation starts on; at most one per package"},
+		Flags: []flagSpec{
+			{Name: "default", Doc: "the route a new conversation starts on; at most one per package",
+				Set: setFlag(func(d *routeDirective) { d.isDefault = true })},
 		},
-		Keys: []KeySpec{
-			{Name: "roles", Kind: KeyList, Value: "a,b",
+		Keys: []keySpec{
+			{Name: "roles", Kind: keyList, Value: "a,b",
 				Doc: "the caller must have one of these roles (from the principal set by the websocket " +
-					"authentication hook); otherwise the request fails with `Forbidden`"},
-			{Name: "user", Kind: KeyIdent, Value: "PARAM",
-				Doc: "the string parameter that receives the user's text"},
+					"authentication hook); otherwise the request fails with `Forbidden`",
+				Set: setArg(func(d *routeDirective, a arg) { d.roles = splitList(a.value) })},
+			{Name: "user", Kind: keyIdent, Value: "PARAM",
+				Doc: "the string parameter that receives the user's text",
+				Set: setArg(func(d *routeDirective, a arg) { d.user = a })},
 		},
+		New: func() directive { return new(routeDirective) },
 	},
 	{
 		Name:  "system",
@@ -391,14 +394,17 @@ type Smith interface {
 	//chat:system file=prompts/legend.txt
 	Legend(ctx context.Context, userMessage string) (string, error)
 }`,
-		Targets: TargetInterface | TargetInterfaceMethod,
-		Keys: []KeySpec{
-			{Name: "file", Kind: KeyPath, Value: "PATH",
-				Doc: "a file holding the message, relative to the package directory, read at generate time"},
+		Targets: targetInterface | targetInterfaceMethod,
+		Keys: []keySpec{
+			{Name: "file", Kind: keyPath, Value: "PATH",
+				Doc: "a file holding the message, relative to the package directory, read at generate time",
+				Set: setArg(func(d *systemDirective, a arg) { d.file = a })},
 		},
 		Text:       true,
 		TextDoc:    "the message, or one line of it (the rest of the line, verbatim)",
 		Repeatable: true,
+		New:        func() directive { return new(systemDirective) },
+		SetText:    setText(func(d *systemDirective, text string) { d.text = text }),
 	},
 	{
 		Name:  "user",
@@ -406,7 +412,8 @@ type Smith interface {
 		Doc: "Sets the user message template of an AI-service method. " +
 			"TEXT is the rest of the line, taken verbatim; repeated lines join with newlines. " +
 			"Like `//chat:system` it is a Go `text/template` over the method's parameters. " +
-			"Without it, the user message is the method's text parameter (`userMessage`, `msg` or `message`).",
+			"Without it, the user message is the method's text parameter, as for a route: the one named by `user=` " +
+			"on its `//chat:route`, else the `string` parameter named `userMessage`, `msg` or `message`.",
 		Quarkus: "@UserMessage",
 		Example: `// Namer names things.
 //
@@ -418,10 +425,12 @@ type Namer interface {
 	//chat:user Answer with the name only.
 	Name(ctx context.Context, material, kind string) (string, error)
 }`,
-		Targets:    TargetInterfaceMethod,
+		Targets:    targetInterfaceMethod,
 		Text:       true,
 		TextDoc:    "the message, or one line of it (the rest of the line, verbatim)",
 		Repeatable: true,
+		New:        func() directive { return new(userDirective) },
+		SetText:    setText(func(d *userDirective, text string) { d.text = text }),
 	},
 	{
 		Name:  "tools",
@@ -439,11 +448,13 @@ type Smith interface {
 	//chat:tools Forge Inventory
 	Build(ctx context.Context, userMessage string) (string, error)
 }`,
-		Targets: TargetInterface | TargetInterfaceMethod,
-		Args: []ArgSpec{
-			{Name: "TYPE", Kind: ArgIdent, Required: true, Variadic: true,
-				Doc: "a type declared in this package"},
+		Targets: targetInterface | targetInterfaceMethod,
+		Args: []argSpec{
+			{Name: "TYPE", Kind: argIdent, Required: true, Variadic: true,
+				Doc: "a type declared in this package",
+				Set: setArg(func(d *toolsDirective, a arg) { d.types = append(d.types, a) })},
 		},
+		New: func() directive { return new(toolsDirective) },
 	},
 	{
 		Name:  "tool",
@@ -476,14 +487,17 @@ func (f *Forge) SetMaterial(ctx context.Context, material string) error {
 func (f *Forge) Finish(ctx context.Context) error {
 	return chat.Pop(ctx)
 }`,
-		Targets: TargetMethod,
-		Flags: []FlagSpec{
+		Targets: targetMethod,
+		Flags: []flagSpec{
 			{Name: "immediate", Doc: "end the tool loop after the step, without another model call, " +
-				"when every tool called in it is immediate"},
+				"when every tool called in it is immediate",
+				Set: setFlag(func(d *toolDirective) { d.immediate = true })},
 		},
-		Keys: []KeySpec{
-			{Name: "name", Kind: KeyIdent, Value: "NAME", Doc: "the name the model calls the tool by; the method name by default"},
+		Keys: []keySpec{
+			{Name: "name", Kind: keyIdent, Value: "NAME", Doc: "the name the model calls the tool by; the method name by default",
+				Set: setArg(func(d *toolDirective, a arg) { d.name = a.value })},
 		},
+		New: func() directive { return new(toolDirective) },
 	},
 	{
 		Name:  "param",
@@ -500,13 +514,16 @@ func (f *Forge) Finish(ctx context.Context) error {
 func (f *Forge) Engrave(ctx context.Context, text, font string) error {
 	return nil
 }`,
-		Targets: TargetMethod,
-		Args: []ArgSpec{
-			{Name: "NAME", Kind: ArgIdent, Required: true, Doc: "the name of a parameter of the method"},
+		Targets: targetMethod,
+		Args: []argSpec{
+			{Name: "NAME", Kind: argIdent, Required: true, Doc: "the name of a parameter of the method",
+				Set: setArg(func(d *paramDirective, a arg) { d.param = a })},
 		},
 		Text:       true,
 		TextDoc:    "the parameter's description (the rest of the line, verbatim)",
 		Repeatable: true,
+		New:        func() directive { return new(paramDirective) },
+		SetText:    setText(func(d *paramDirective, text string) { d.text = text }),
 	},
 	{
 		Name:  "event",
@@ -523,11 +540,13 @@ type Progress struct {
 	Step  int ` + "`json:\"step\"`" + `
 	Total int ` + "`json:\"total\"`" + `
 }`,
-		Targets: targetTypes | TargetMethod | TargetFunc,
-		Args: []ArgSpec{
-			{Name: "TYPE", Kind: ArgString, Required: true,
-				Doc: "the event type string clients dispatch on"},
+		Targets: targetTypes | targetMethod | targetFunc,
+		Args: []argSpec{
+			{Name: "TYPE", Kind: argString, Required: true,
+				Doc: "the event type string clients dispatch on",
+				Set: setArg(func(d *eventDirective, a arg) { d.typ = a.value })},
 		},
+		New: func() directive { return new(eventDirective) },
 	},
 	{
 		Name:  "catch",
@@ -545,9 +564,11 @@ type Progress struct {
 func OutOfStock(ctx context.Context, err *ErrOutOfStock) string {
 	return "Sorry, we have run out of " + err.Material + "."
 }`,
-		Targets: TargetFunc,
-		Keys: []KeySpec{
-			{Name: "route", Kind: KeyWord, Value: "NAME", Doc: "handle only the errors of this route; every route by default"},
+		Targets: targetFunc,
+		Keys: []keySpec{
+			{Name: "route", Kind: keyWord, Value: "NAME", Doc: "handle only the errors of this route; every route by default",
+				Set: setArg(func(d *catchDirective, a arg) { d.route = a })},
 		},
+		New: func() directive { return new(catchDirective) },
 	},
 }

@@ -7,13 +7,17 @@ import (
 	"go/token"
 	"os"
 	"path/filepath"
+	"reflect"
+	"regexp"
 	"strings"
 	"testing"
+
+	"golang.org/x/tools/txtar"
 )
 
 func TestDirectiveTable(t *testing.T) {
 	seen := map[string]bool{}
-	for _, s := range DirectiveSpecs() {
+	for _, s := range directiveTable {
 		t.Run(s.Name, func(t *testing.T) {
 			if s.Name == "" || seen[s.Name] {
 				t.Fatalf("empty or duplicate name %q", s.Name)
@@ -59,7 +63,7 @@ func TestDirectiveTable(t *testing.T) {
 				}
 			}
 			for _, k := range s.Keys {
-				if k.Name == "" || k.Doc == "" || names[k.Name] || !looksLikeKey(k.Name+"=") {
+				if k.Name == "" || k.Doc == "" || k.Kind == 0 || names[k.Name] || !looksLikeKey(k.Name+"=") {
 					t.Errorf("bad key %+v", k)
 				}
 				names[k.Name] = true
@@ -77,10 +81,99 @@ func TestDirectiveTable(t *testing.T) {
 	}
 }
 
+// TestDirectiveTableSetters checks that every directive has its own typed
+// value and that every argument, flag, key and text of the table reaches
+// it: a directive with one more flag or key parses to a different value.
+func TestDirectiveTableSetters(t *testing.T) {
+	types := map[reflect.Type]string{}
+	for _, s := range directiveTable {
+		t.Run(s.Name, func(t *testing.T) {
+			d := s.New()
+			if d == nil || d == s.New() {
+				t.Fatalf("New returns %v, not a fresh value", d)
+			}
+			if prev, dup := types[reflect.TypeOf(d)]; dup {
+				t.Fatalf("//chat:%s and //chat:%s share the type %T", prev, s.Name, d)
+			}
+			types[reflect.TypeOf(d)] = s.Name
+			if s.Text != (s.SetText != nil) {
+				t.Fatalf("Text is %v but SetText is %v", s.Text, s.SetText != nil)
+			}
+			base := "//chat:" + s.Name
+			for _, a := range s.Args {
+				if a.Required {
+					base += " Abc"
+				}
+			}
+			if s.Text {
+				base += " some text"
+			}
+			want := describe(parseValid(t, base))
+			for _, a := range s.Args {
+				if a.Required && !strings.Contains(want, `"Abc"`) {
+					t.Errorf("%q: %s is not in %s", base, a.Name, want)
+				}
+				if a.Variadic {
+					if got := describe(parseValid(t, base+" Def")); got == want || !strings.Contains(got, `"Def"`) {
+						t.Errorf("%q + Def: %s", base, got)
+					}
+				}
+			}
+			if s.Text && !strings.Contains(want, `"some text"`) {
+				t.Errorf("%q: the text is not in %s", base, want)
+			}
+			seen := map[string]string{}
+			defaults := 0
+			for _, f := range s.Flags {
+				if f.Set == nil {
+					t.Fatalf("flag %s has no Set", f.Name)
+				}
+				got := describe(parseValid(t, base+" "+f.Name))
+				if prev, dup := seen[got]; dup {
+					t.Errorf("flags %s and %s give the same value %s", prev, f.Name, got)
+				}
+				seen[got] = f.Name
+				if got == want {
+					defaults++ // only one of exclusive flags may name the default
+					if !s.ExclusiveFlags || defaults > 1 {
+						t.Errorf("flag %s does not reach the value", f.Name)
+					}
+				}
+			}
+			for _, k := range s.Keys {
+				if k.Set == nil {
+					t.Fatalf("key %s has no Set", k.Name)
+				}
+				value := map[keyKind]string{keyList: "a,b", keyPath: "a.txt"}[k.Kind]
+				if value == "" {
+					value = "Abc"
+				}
+				line := base + " " + k.Name + "=" + value
+				if s.Text {
+					line = "//chat:" + s.Name + " " + k.Name + "=" + value // TEXT or the key
+				}
+				if got := describe(parseValid(t, line)); got == want {
+					t.Errorf("key %s does not reach the value: %s", k.Name, got)
+				}
+			}
+		})
+	}
+}
+
+// parseValid parses a directive that must be valid.
+func parseValid(t *testing.T, text string) (*token.FileSet, directive) {
+	t.Helper()
+	fset, d, ok, diags := parseLine(t, text)
+	if !ok || d == nil || len(diags) > 0 {
+		t.Fatalf("%q: %v, %v", text, ok, diags)
+	}
+	return fset, d
+}
+
 // TestDirectiveExamples checks that every example is valid by the rules it
 // documents: it parses and collects without a diagnostic.
 func TestDirectiveExamples(t *testing.T) {
-	for _, s := range DirectiveSpecs() {
+	for _, s := range directiveTable {
 		t.Run(s.Name, func(t *testing.T) {
 			fset := token.NewFileSet()
 			f, err := parser.ParseFile(fset, "example.go", "package p\n\n"+s.Example+"\n", parser.ParseComments)
@@ -94,7 +187,9 @@ func TestDirectiveExamples(t *testing.T) {
 			}
 			found := false
 			for _, a := range anns {
-				found = found || len(a.Lookup(s.Name)) > 0
+				for _, d := range a.directives {
+					found = found || d.common().spec.Name == s.Name
+				}
 			}
 			if !found {
 				t.Errorf("example has no //chat:%s attached to a declaration", s.Name)
@@ -103,34 +198,21 @@ func TestDirectiveExamples(t *testing.T) {
 	}
 }
 
-func TestDirectiveSpecsIsACopy(t *testing.T) {
-	specs := DirectiveSpecs()
-	specs[0].Name = "changed"
-	specs[2].Args[0].Name = "changed"
-	specs[2].Keys[0].Name = "changed"
-	specs[0].Flags[0].Name = "changed"
-	again := DirectiveSpecs()
-	if again[0].Name == "changed" || again[2].Args[0].Name == "changed" ||
-		again[2].Keys[0].Name == "changed" || again[0].Flags[0].Name == "changed" {
-		t.Fatal("DirectiveSpecs shares memory with the table")
-	}
-}
-
 func TestTargetString(t *testing.T) {
 	tests := []struct {
-		t           Target
+		t           target
 		one, plural string
 		withArticle string
 	}{
-		{TargetStruct, "struct type", "struct types", "a struct type"},
-		{TargetInterface, "interface type", "interface types", "an interface type"},
-		{TargetOtherType, "non-struct, non-interface type", "other types", "a non-struct, non-interface type"},
-		{TargetMethod, "method", "methods", "a method"},
-		{TargetInterfaceMethod, "interface method", "interface methods", "an interface method"},
-		{TargetFunc, "func", "funcs", "a func"},
-		{TargetStruct | TargetInterface | TargetMethod, "struct type, interface type or method",
+		{targetStruct, "struct type", "struct types", "a struct type"},
+		{targetInterface, "interface type", "interface types", "an interface type"},
+		{targetOtherType, "non-struct, non-interface type", "other types", "a non-struct, non-interface type"},
+		{targetMethod, "method", "methods", "a method"},
+		{targetInterfaceMethod, "interface method", "interface methods", "an interface method"},
+		{targetFunc, "func", "funcs", "a func"},
+		{targetStruct | targetInterface | targetMethod, "struct type, interface type or method",
 			"struct types, interface types or methods", "a struct type, interface type or method"},
-		{TargetStruct | TargetInterface | TargetOtherType | TargetFunc, "type or func", "types or funcs", "a type or func"},
+		{targetStruct | targetInterface | targetOtherType | targetFunc, "type or func", "types or funcs", "a type or func"},
 		{0, "nothing", "nothing", "a nothing"},
 	}
 	for _, tt := range tests {
@@ -153,7 +235,7 @@ func TestDirectivesHelp(t *testing.T) {
 	}
 	lines := strings.Split(strings.TrimSuffix(help, "\n"), "\n")
 	col := -1
-	for _, s := range DirectiveSpecs() {
+	for _, s := range directiveTable {
 		i := strings.Index(help, "  "+s.Usage+" ")
 		if i < 0 {
 			t.Errorf("help lacks usage %q", s.Usage)
@@ -182,11 +264,11 @@ func TestDirectivesHelp(t *testing.T) {
 
 func TestDirectivesDoc(t *testing.T) {
 	path := filepath.Join("..", "docs", "directives.md")
-	got := DirectivesMarkdown()
-	if !bytes.Equal(got, DirectivesMarkdown()) {
-		t.Fatal("DirectivesMarkdown is not deterministic")
+	got := directivesMarkdown()
+	if !bytes.Equal(got, directivesMarkdown()) {
+		t.Fatal("directivesMarkdown is not deterministic")
 	}
-	for _, s := range DirectiveSpecs() {
+	for _, s := range directiveTable {
 		for _, want := range []string{"## `//chat:" + s.Name + "`", s.Usage, s.Doc, s.Example, "(#chat" + s.Name + ")"} {
 			if !bytes.Contains(got, []byte(want)) {
 				t.Errorf("markdown lacks %q", want)
@@ -206,4 +288,26 @@ func TestDirectivesDoc(t *testing.T) {
 	if err != nil || !bytes.Equal(want, got) {
 		t.Fatalf("docs/directives.md is out of date; run: go test ./gen -run TestDirectivesDoc -update")
 	}
+}
+
+// TestDirectiveDocAccessor checks the accessor signature the //chat:scoped
+// documentation shows against the one the generator writes (golden case
+// scoped_chat).
+func TestDirectiveDocAccessor(t *testing.T) {
+	spec, _ := lookupSpec("scoped")
+	m := regexp.MustCompile("`(\\w+)From\\(ctx\\) ([^`]+)`").FindStringSubmatch(spec.Doc)
+	if m == nil {
+		t.Fatal("the //chat:scoped doc shows no accessor XFrom(ctx) ...")
+	}
+	a, err := txtar.ParseFile(filepath.Join(goldenDir, "scoped_chat.txtar"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "func " + m[1] + "From(ctx context.Context) " + m[2] + " {"
+	for _, f := range a.Files {
+		if f.Name == "want/"+outputName && bytes.Contains(f.Data, []byte("\n"+want+"\n")) {
+			return
+		}
+	}
+	t.Errorf("the doc shows %q, but the golden output of scoped_chat has no %q", m[0], want)
 }

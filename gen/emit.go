@@ -58,11 +58,11 @@ func emit(m *pkgModel) ([]byte, error) {
 
 	var buf bytes.Buffer
 	if err := f.Render(&buf); err != nil {
-		return nil, fmt.Errorf("rendering %s: %w", OutputName, err)
+		return nil, fmt.Errorf("rendering %s: %w", outputName, err)
 	}
-	out, err := imports.Process(OutputName, buf.Bytes(), &imports.Options{FormatOnly: true, Comments: true, TabIndent: true, TabWidth: 8})
+	out, err := imports.Process(outputName, buf.Bytes(), &imports.Options{FormatOnly: true, Comments: true, TabIndent: true, TabWidth: 8})
 	if err != nil {
-		return nil, fmt.Errorf("formatting %s: %w\n%s", OutputName, err, buf.Bytes())
+		return nil, fmt.Errorf("formatting %s: %w\n%s", outputName, err, buf.Bytes())
 	}
 	return out, nil
 }
@@ -154,7 +154,7 @@ func (e *emitter) bean(b *beanModel) {
 	name := b.obj.Name()
 	where := "the chat scope active in ctx"
 	switch b.kind {
-	case "KindInvocation":
+	case kindInvocation:
 		where = "the invocation active in ctx"
 	}
 
@@ -178,20 +178,20 @@ func (e *emitter) bean(b *beanModel) {
 		}
 		newFn = jen.Func().Params(jen.Id("ctx").Add(e.ctxType())).Params(e.instanceType(b), jen.Error()).Block(e.ctorReturn(b, args)...)
 	}
-	kindDoc := map[string]string{
-		"KindChat":       "one instance per chat scope, inherited by nested scopes",
-		"KindPerChat":    "one instance per chat scope, never inherited",
-		"KindInvocation": "one instance per top-level call through " + b.proxy,
+	kindDoc := map[beanKind]string{
+		kindChat:       "one instance per chat scope, inherited by nested scopes",
+		kindPerChat:    "one instance per chat scope, never inherited",
+		kindInvocation: "one instance per top-level call through " + b.proxy,
 	}[b.kind]
 	e.doc(fmt.Sprintf("%s describes the scoped type %s: %s.", b.beanVar, name, kindDoc))
 	e.f.Var().Id(b.beanVar).Op("=").Qual(chatPkg, "NewBean").Types(e.instanceType(b)).Call(
-		jen.Lit(b.qualified), jen.Qual(chatPkg, b.kind), newFn,
+		jen.Lit(b.qualified), jen.Qual(chatPkg, b.kind.ident()), newFn,
 	)
 	e.f.Line()
 
 	// The accessor.
 	accessorDoc := fmt.Sprintf("%s returns the %s of %s, creating it on first use. ", b.accessor, name, where)
-	if b.kind == "KindInvocation" {
+	if b.kind == kindInvocation {
 		accessorDoc += fmt.Sprintf("Calls through %s start invocations; the error matches chat.ErrNotActive outside one.", b.proxy)
 	} else {
 		accessorDoc += "Without an active chat scope the error matches chat.ErrNotActive."
@@ -204,7 +204,7 @@ func (e *emitter) bean(b *beanModel) {
 
 	// The proxy.
 	proxyDoc := fmt.Sprintf("%s forwards each call to the %s of %s. ", b.proxy, name, where)
-	if b.kind == "KindInvocation" {
+	if b.kind == kindInvocation {
 		proxyDoc += "A call made with a context that carries no invocation starts one and ends it (closing its beans) when the call returns; calls made with the context a method is handed share its invocation. "
 	}
 	proxyDoc += "Methods without an error result panic with an error matching chat.ErrNotActive when there is no instance to call. The zero value is ready to use."
@@ -241,7 +241,7 @@ func (e *emitter) proxyMethod(b *beanModel, mm *methodModel) {
 
 	var body []jen.Code
 	ctx := mm.ctxName
-	if b.kind == "KindInvocation" {
+	if b.kind == kindInvocation {
 		end := local("end")
 		body = append(body,
 			jen.List(jen.Id(ctx), jen.Id(end)).Op(":=").Qual(chatPkg, "BeginInvocation").Call(jen.Id(ctx)),
@@ -281,7 +281,7 @@ func (e *emitter) proxyMethod(b *beanModel, mm *methodModel) {
 	}
 
 	verb := "calls"
-	e.doc(fmt.Sprintf("%s %s %s on the %s of %s.", mm.fn.Name(), verb, mm.fn.Name(), b.obj.Name(), map[bool]string{true: "the invocation in ctx", false: "the chat scope in ctx"}[b.kind == "KindInvocation"]))
+	e.doc(fmt.Sprintf("%s %s %s on the %s of %s.", mm.fn.Name(), verb, mm.fn.Name(), b.obj.Name(), map[bool]string{true: "the invocation in ctx", false: "the chat scope in ctx"}[b.kind == kindInvocation]))
 	e.f.Func().Params(jen.Id(b.proxy)).Id(mm.fn.Name()).Params(decl...).Add(resultList(results)).Block(body...)
 	e.f.Line()
 }

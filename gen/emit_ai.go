@@ -58,8 +58,8 @@ func (e *emitter) toolInvoker(t *toolModel) {
 			args = append(args, jen.Id("ctx"))
 			continue
 		}
-		fields = append(fields, jen.Id(exported(p.name)).Add(e.typ(p.typ)).Tag(map[string]string{"json": p.jsonName}))
-		args = append(args, jen.Id("args").Dot(exported(p.name)))
+		fields = append(fields, jen.Id(upperFirst(p.name)).Add(e.typ(p.typ)).Tag(map[string]string{"json": p.name}))
+		args = append(args, jen.Id("args").Dot(upperFirst(p.name)))
 	}
 	var body []jen.Code
 	if len(fields) > 0 {
@@ -70,7 +70,7 @@ func (e *emitter) toolInvoker(t *toolModel) {
 			),
 		)
 	}
-	if t.bean.kind == "KindInvocation" {
+	if t.bean.kind == kindInvocation {
 		body = append(body,
 			jen.List(jen.Id("ctx"), jen.Id("end")).Op(":=").Qual(chatPkg, "BeginInvocation").Call(jen.Id("ctx")),
 			jen.Defer().Id("end").Call(),
@@ -194,7 +194,7 @@ func (e *emitter) aiMethod(s *aiModel, am *aiMethod) {
 	body = append(body, jen.Id(dataV).Op(":=").Map(jen.String()).Any().Values(dict))
 	reqFields := jen.Dict{
 		jen.Id("Method"): jen.Lit(am.fn.Name()),
-		jen.Id("Kind"):   jen.Qual(chatPkg, s.bean.kind),
+		jen.Id("Kind"):   jen.Qual(chatPkg, s.bean.kind.ident()),
 	}
 	for _, tm := range []struct{ suffix, field, text string }{{"System", "System", am.system}, {"User", "User", am.user}} {
 		if tm.text == "" {

@@ -21,7 +21,7 @@ func (e *emitter) routes() []jen.Code {
 
 func (e *emitter) route(r *routeModel) jen.Code {
 	fields := []jen.Code{field("Name", jen.Lit(r.name))}
-	if r.def {
+	if r.isDefault {
 		fields = append(fields, field("Default", jen.True()))
 	}
 	if len(r.roles) > 0 {
@@ -39,7 +39,7 @@ func (e *emitter) route(r *routeModel) jen.Code {
 
 func (e *emitter) routeBody(r *routeModel) []jen.Code {
 	var body []jen.Code
-	if r.bean != nil && r.bean.kind == "KindInvocation" {
+	if r.bean != nil && r.bean.kind == kindInvocation {
 		body = append(body,
 			jen.List(jen.Id("ctx"), jen.Id("end")).Op(":=").Qual(chatPkg, "BeginInvocation").Call(jen.Id("ctx")),
 			jen.Defer().Id("end").Call(),
@@ -126,7 +126,7 @@ func (e *emitter) catch(c *catchModel) jen.Code {
 	args = append(args, jen.Id("target"))
 	call := jen.Id(c.fn.Name()).Call(args...)
 	var tail []jen.Code
-	if c.returnsEr {
+	if c.returnsErr {
 		tail = []jen.Code{jen.Return(jen.True(), call)}
 	} else {
 		tail = []jen.Code{call, jen.Return(jen.True(), jen.Nil())}

@@ -14,7 +14,7 @@ import (
 // comes with an error. It also checks the argument scanner against
 // ast.Directive.ParseArgs and the near-miss detector on spoilt prefixes.
 func FuzzParseDirective(f *testing.F) {
-	for _, s := range DirectiveSpecs() {
+	for _, s := range directiveTable {
 		f.Add(strings.TrimPrefix(s.Usage, "//chat:"))
 		for _, line := range strings.Split(s.Example, "\n") {
 			line = strings.TrimSpace(line)
@@ -47,9 +47,9 @@ func FuzzParseDirective(f *testing.F) {
 		switch {
 		case !ok && (d != nil || len(diags) > 0):
 			t.Errorf("ok = false with directive %v and diagnostics %v", d, diags)
-		case ok && d.Spec == nil && !diags.HasErrors():
-			t.Errorf("unknown directive %q without an error", d.Name)
-		case ok && d.Spec != nil:
+		case ok && d == nil && !diags.hasErrors():
+			t.Errorf("unknown directive in %q without an error", text)
+		case ok && d != nil:
 			checkDirective(t, fset, d, text)
 		}
 		compareWithParseArgs(t, input)
@@ -72,19 +72,16 @@ func FuzzParseDirective(f *testing.F) {
 		}
 		diags = nil
 		for _, a := range collect(fset, []*ast.File{af}, &diags) {
-			if a.Target == 0 || a.Target&(a.Target-1) != 0 || a.Node == nil || len(a.Directives) == 0 {
+			if a.target == 0 || a.target&(a.target-1) != 0 || a.node == nil || len(a.directives) == 0 {
 				t.Errorf("bad annotated %+v", a)
 			}
-			for _, d := range a.Directives {
-				if d.Spec == nil || d.Spec.Targets&a.Target == 0 || d.malformed {
-					t.Errorf("directive %s on %s (malformed: %v)", d, a.Target, d.malformed)
+			for _, d := range a.directives {
+				dc := d.common()
+				if dc.spec.Targets&a.target == 0 || dc.malformed {
+					t.Errorf("directive %s on %s (malformed: %v)", d, a.target, dc.malformed)
 					continue
 				}
-				for i, as := range d.Spec.Args {
-					if as.Required && len(d.Args) <= i {
-						t.Errorf("directive %s lacks its %s", d, as.Name)
-					}
-				}
+				checkComplete(t, d)
 			}
 		}
 		checkPositions(t, diags)
@@ -105,36 +102,55 @@ func checkPositions(t *testing.T, diags Diagnostics) {
 	}
 }
 
-// checkDirective checks that the parts of a parsed directive lie within
-// its comment text.
-func checkDirective(t *testing.T, fset *token.FileSet, d *Directive, text string) {
+// checkDirective checks that the positions of a parsed directive lie
+// within its comment text, and that its free text comes from it.
+func checkDirective(t *testing.T, fset *token.FileSet, d directive, text string) {
 	t.Helper()
 	within := func(what string, p token.Pos) {
-		if pos := fset.Position(p); !pos.IsValid() || pos.Offset >= len(text) && !(what == "text" && d.Text == "") {
+		if pos := fset.Position(p); !pos.IsValid() || pos.Offset >= len(text) {
 			t.Errorf("%s at %v, outside %q", what, pos, text)
 		}
 	}
-	within("directive", d.Pos)
-	for _, a := range d.Args {
-		within("argument", a.Pos)
-	}
-	for _, f := range d.Flags {
-		within("flag", f.Pos)
-		if _, ok := d.Spec.flag(f.Value); !ok {
-			t.Errorf("flag %q not in the spec", f.Value)
+	within("directive", d.common().pos)
+	for _, f := range directiveFields(d) {
+		if f.pos.IsValid() {
+			within(f.name, f.pos)
 		}
 	}
-	for _, k := range d.Keys {
-		within("key", k.Pos)
-		if _, ok := d.Spec.key(k.Key); !ok || k.Value == "" {
-			t.Errorf("key %q=%q not in the spec or empty", k.Key, k.Value)
-		}
+	var free string
+	switch d := d.(type) {
+	case *systemDirective:
+		free = d.text
+	case *userDirective:
+		free = d.text
+	case *paramDirective:
+		free = d.text
 	}
-	if d.TextPos.IsValid() {
-		within("text", d.TextPos)
-		off := fset.Position(d.TextPos).Offset
-		if !strings.HasPrefix(text[off:], d.Text) {
-			t.Errorf("text %q is not at its position in %q", d.Text, text)
-		}
+	if !strings.Contains(text, free) {
+		t.Errorf("text %q is not in %q", free, text)
+	}
+}
+
+// checkComplete checks that a well-formed directive has what its usage
+// requires.
+func checkComplete(t *testing.T, d directive) {
+	t.Helper()
+	ok := true
+	switch d := d.(type) {
+	case *routeDirective:
+		ok = d.name != ""
+	case *systemDirective:
+		ok = (d.text == "") != (d.file.value == "")
+	case *userDirective:
+		ok = d.text != ""
+	case *toolsDirective:
+		ok = len(d.types) > 0
+	case *paramDirective:
+		ok = d.param.value != "" && d.text != ""
+	case *eventDirective:
+		ok = d.typ != ""
+	}
+	if !ok {
+		t.Errorf("directive %s is incomplete: %+v", d, d)
 	}
 }

@@ -23,23 +23,25 @@ type Config struct {
 	Dir string
 	// Patterns are go/packages patterns; none means ".".
 	Patterns []string
-	// BuildFlags and Env are passed to the go command.
+	// BuildFlags are passed to the go command, such as "-tags=x".
 	BuildFlags []string
-	Env        []string
+	// Env is the environment of the go command; nil means the current
+	// process's.
+	Env []string
 }
 
 // A File is one output of a run. A nil Content means the file must be
 // removed: its package no longer has any //chat: directive.
 type File struct {
-	Path    string
-	Content []byte
+	Path    string // absolute: a chat_gen.go in a package directory
+	Content []byte // the whole file, gofmt-formatted; nil to remove it
 }
 
 // Result is the outcome of a run: files to write and the diagnostics found.
 // When Diagnostics has errors, Files is empty: nothing may be written.
 type Result struct {
-	Files       []File
-	Diagnostics Diagnostics
+	Files       []File      // one per package with output to write or remove, for WriteFiles
+	Diagnostics Diagnostics // every problem found, sorted
 }
 
 // Generate loads the packages of cfg and generates their chat_gen.go files.
@@ -60,8 +62,8 @@ func Generate(ctx context.Context, cfg Config) (*Result, error) {
 			files = append(files, f)
 		}
 	}
-	res.Diagnostics = res.Diagnostics.Sorted()
-	if !res.Diagnostics.HasErrors() {
+	res.Diagnostics = res.Diagnostics.sorted()
+	if !res.Diagnostics.hasErrors() {
 		res.Files = files
 	}
 	return res, nil
@@ -73,12 +75,12 @@ func generatePackage(fset *token.FileSet, pkg *packages.Package, diags *Diagnost
 	dir := packageDir(pkg)
 	if dir == "" {
 		for _, e := range pkg.Errors {
-			diags.Errorf(parsePosition(e.Pos), "%s", e.Msg)
+			diags.errorf(parsePosition(e.Pos), "%s", e.Msg)
 		}
 		return File{}, false
 	}
-	out := filepath.Join(dir, OutputName)
-	hadOutput := slices.ContainsFunc(pkg.CompiledGoFiles, func(f string) bool { return filepath.Base(f) == OutputName })
+	out := filepath.Join(dir, outputName)
+	hadOutput := slices.ContainsFunc(pkg.CompiledGoFiles, func(f string) bool { return filepath.Base(f) == outputName })
 
 	// Syntax errors make the package unusable; list errors too, except the
 	// compiler output go list reports when it builds export data: those
@@ -89,7 +91,7 @@ func generatePackage(fset *token.FileSet, pkg *packages.Package, diags *Diagnost
 			continue
 		}
 		if e.Kind == packages.ListError || e.Kind == packages.ParseError {
-			diags.Errorf(parsePosition(e.Pos), "%s", e.Msg)
+			diags.errorf(parsePosition(e.Pos), "%s", e.Msg)
 			hard = true
 		}
 	}
@@ -100,7 +102,7 @@ func generatePackage(fset *token.FileSet, pkg *packages.Package, diags *Diagnost
 	anns := collect(fset, pkg.Syntax, diags)
 	m := analyze(fset, pkg, anns, diags)
 	reportTypeErrors(fset, pkg, anns, m, diags)
-	if diags.HasErrors() {
+	if diags.hasErrors() {
 		return File{}, false
 	}
 	if m.empty() {
@@ -111,7 +113,7 @@ func generatePackage(fset *token.FileSet, pkg *packages.Package, diags *Diagnost
 	}
 	src, err := emit(m)
 	if err != nil {
-		diags.Errorf(token.Position{Filename: out}, "%v", err)
+		diags.errorf(token.Position{Filename: out}, "%v", err)
 		return File{}, false
 	}
 	return File{Path: out, Content: src}, true
@@ -131,7 +133,7 @@ func packageDir(pkg *packages.Package) string {
 // declaration, ignoring references to identifiers chatgen itself
 // generates (they are undefined until the first run). Other type errors are
 // left to the compiler, like stringer does.
-func reportTypeErrors(fset *token.FileSet, pkg *packages.Package, anns []*Annotated, m *pkgModel, diags *Diagnostics) {
+func reportTypeErrors(fset *token.FileSet, pkg *packages.Package, anns []*annotated, m *pkgModel, diags *Diagnostics) {
 	for _, te := range pkg.TypeErrors {
 		if name, ok := strings.CutPrefix(te.Msg, "undefined: "); ok && m.generates(name) {
 			continue
@@ -139,13 +141,13 @@ func reportTypeErrors(fset *token.FileSet, pkg *packages.Package, anns []*Annota
 		if !insideAny(te.Pos, anns, m) {
 			continue
 		}
-		diags.Errorf(fset.Position(te.Pos), "%s", te.Msg)
+		diags.errorf(fset.Position(te.Pos), "%s", te.Msg)
 	}
 }
 
-func insideAny(pos token.Pos, anns []*Annotated, m *pkgModel) bool {
+func insideAny(pos token.Pos, anns []*annotated, m *pkgModel) bool {
 	for _, a := range anns {
-		if a.Node.Pos() <= pos && pos < a.Node.End() {
+		if a.node.Pos() <= pos && pos < a.node.End() {
 			return true
 		}
 	}

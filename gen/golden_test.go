@@ -160,11 +160,11 @@ func runGenerator(t testing.TB, mod *goldenModule, dir string) outcome {
 		o.diagnostics = []byte(b.String())
 	}
 	for _, f := range res.Files {
-		if filepath.Base(f.Path) == OutputName && filepath.Dir(f.Path) == dir {
+		if filepath.Base(f.Path) == outputName && filepath.Dir(f.Path) == dir {
 			o.output = f.Content
 		}
 	}
-	if res.Diagnostics.HasErrors() && len(res.Files) > 0 {
+	if res.Diagnostics.hasErrors() && len(res.Files) > 0 {
 		t.Errorf("errors reported but %d files returned for writing", len(res.Files))
 	}
 	return o
@@ -190,11 +190,11 @@ func TestGolden(t *testing.T) {
 				if *update {
 					c.update(t, got)
 				} else {
-					compareWant(t, c, "want/"+OutputName, got.output)
+					compareWant(t, c, "want/"+outputName, got.output)
 					compareWant(t, c, "want/diagnostics.txt", got.diagnostics)
 				}
 				if got.output != nil {
-					if err := os.WriteFile(filepath.Join(dir, OutputName), got.output, 0o644); err != nil {
+					if err := os.WriteFile(filepath.Join(dir, outputName), got.output, 0o644); err != nil {
 						t.Fatal(err)
 					}
 					mu.Lock()
@@ -240,7 +240,7 @@ func (c goldenCase) update(t *testing.T, got outcome) {
 		}
 	}
 	if got.output != nil {
-		files = append(files, txtar.File{Name: "want/" + OutputName, Data: got.output})
+		files = append(files, txtar.File{Name: "want/" + outputName, Data: got.output})
 	}
 	if got.diagnostics != nil {
 		files = append(files, txtar.File{Name: "want/diagnostics.txt", Data: got.diagnostics})
@@ -281,7 +281,7 @@ func lineDiff(want, got string) string {
 func TestDeterministicAndIdempotent(t *testing.T) {
 	mod := sharedGoldenModule(t)
 	for _, c := range readGoldenCases(t) {
-		if _, ok := c.want("want/" + OutputName); !ok {
+		if _, ok := c.want("want/" + outputName); !ok {
 			continue
 		}
 		t.Run(c.name, func(t *testing.T) {
@@ -292,7 +292,7 @@ func TestDeterministicAndIdempotent(t *testing.T) {
 			slices.Reverse(rev.archive.Files)
 			rev.materialize(t, dir)
 			first := runGenerator(t, mod, dir)
-			res := []File{{Path: filepath.Join(dir, OutputName), Content: first.output}}
+			res := []File{{Path: filepath.Join(dir, outputName), Content: first.output}}
 			if changed, err := WriteFiles(res); err != nil || len(changed) != 1 {
 				t.Fatalf("first write: changed %v, err %v", changed, err)
 			}
@@ -300,10 +300,10 @@ func TestDeterministicAndIdempotent(t *testing.T) {
 			if !bytes.Equal(first.output, second.output) {
 				t.Fatalf("output changed after regenerating over its own output:\n%s", lineDiff(string(first.output), string(second.output)))
 			}
-			if changed, err := WriteFiles([]File{{Path: filepath.Join(dir, OutputName), Content: second.output}}); err != nil || len(changed) != 0 {
+			if changed, err := WriteFiles([]File{{Path: filepath.Join(dir, outputName), Content: second.output}}); err != nil || len(changed) != 0 {
 				t.Fatalf("second write: changed %v, err %v; want no change", changed, err)
 			}
-			if want, _ := c.want("want/" + OutputName); !*update && !bytes.Equal(first.output, want) {
+			if want, _ := c.want("want/" + outputName); !*update && !bytes.Equal(first.output, want) {
 				t.Fatalf("reversed file order changed the output:\n%s", lineDiff(string(want), string(first.output)))
 			}
 		})
@@ -316,7 +316,7 @@ func TestDeterministicAndIdempotent(t *testing.T) {
 func TestDeterministicAcrossParseOrder(t *testing.T) {
 	mod := sharedGoldenModule(t)
 	for _, c := range readGoldenCases(t) {
-		want, ok := c.want("want/" + OutputName)
+		want, ok := c.want("want/" + outputName)
 		if !ok {
 			continue
 		}

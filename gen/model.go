@@ -3,6 +3,7 @@ package gen
 import (
 	"go/ast"
 	"go/token"
+	"go/types"
 	"slices"
 
 	"golang.org/x/tools/go/packages"
@@ -12,17 +13,20 @@ import (
 type pkgModel struct {
 	fset    *token.FileSet
 	pkg     *packages.Package
-	beans   []*beanModel
-	deps    []*depModel
-	routes  []*routeModel
+	beans   []*beanModel  // every scoped type, in source order
+	deps    []*depModel   // the fields of Deps, in first-use order
+	routes  []*routeModel // in source order
 	events  []*eventModel
 	catches []*catchModel
 	ais     []*aiModel
-	tools   map[string][]*toolModel // by receiver type
-	sb      *schemaBuilder
-	aiTypes map[string]bool // types with //chat:ai
+	tools   map[string][]*toolModel // the //chat:tool methods, by receiver type name
+	sb      *schemaBuilder          // shared by tools and AI results; see schemas
+	aiTypes map[string]bool         // the names of the //chat:ai types
 	// badTools are the types with a //chat:tool that failed its checks.
 	badTools map[string]bool
+	// textParams memoizes textParam: a route that is also an AI method
+	// asks twice, and its problems are reported once.
+	textParams map[*types.Func]textParamResult
 
 	// generated is every package-level identifier the output declares.
 	generated map[string]token.Pos
@@ -31,6 +35,7 @@ type pkgModel struct {
 	extraNodes []ast.Node
 }
 
+// empty reports whether the package has nothing to generate.
 func (m *pkgModel) empty() bool {
 	return len(m.beans) == 0 && len(m.routes) == 0 && len(m.events) == 0 && len(m.catches) == 0 && len(m.ais) == 0
 }
@@ -46,14 +51,14 @@ func (m *pkgModel) generates(name string) bool {
 // another generated identifier, is an error.
 func (m *pkgModel) declare(name string, pos token.Pos, what string, diags *Diagnostics) {
 	if prev, ok := m.generated[name]; ok {
-		diags.Errorf(m.fset.Position(pos), "chatgen would declare %s twice (for %s)", name, what).Related = []Related{
+		diags.errorf(m.fset.Position(pos), "chatgen would declare %s twice (for %s)", name, what).Related = []Related{
 			{Pos: m.fset.Position(prev), Message: "also generated for this declaration"},
 		}
 		return
 	}
 	m.generated[name] = pos
 	if obj := m.pkg.Types.Scope().Lookup(name); obj != nil && obj.Pos().IsValid() {
-		diags.Errorf(m.fset.Position(obj.Pos()), "%s is declared here, but chatgen generates %s for %s; rename this declaration", name, name, what).Related = []Related{
+		diags.errorf(m.fset.Position(obj.Pos()), "%s is declared here, but chatgen generates %s for %s; rename this declaration", name, name, what).Related = []Related{
 			{Pos: m.fset.Position(pos), Message: "generated for this declaration"},
 		}
 	}
@@ -61,63 +66,63 @@ func (m *pkgModel) declare(name string, pos token.Pos, what string, diags *Diagn
 
 // analyze builds and checks the model of one package from its annotated
 // declarations.
-func analyze(fset *token.FileSet, pkg *packages.Package, anns []*Annotated, diags *Diagnostics) *pkgModel {
+func analyze(fset *token.FileSet, pkg *packages.Package, anns []*annotated, diags *Diagnostics) *pkgModel {
 	m := &pkgModel{fset: fset, pkg: pkg, generated: map[string]token.Pos{}, tools: map[string][]*toolModel{}, badTools: map[string]bool{}}
 	if len(anns) > 0 {
-		m.declare("Register", anns[0].Node.Pos(), "this package's //chat: directives", diags)
+		m.declare("Register", anns[0].node.Pos(), "this package's //chat: directives", diags)
 	}
 	m.aiTypes = map[string]bool{}
 	for _, a := range anns {
-		if _, ok := a.First("ai"); ok {
-			m.aiTypes[a.Name] = true
+		if _, ok := first[*aiDirective](a); ok {
+			m.aiTypes[a.name] = true
 		}
 	}
 	// Scoped types first, then tools and AI services: routes look their
 	// receivers up among them.
 	for _, a := range anns {
-		if d, ok := a.First("scoped"); ok {
+		if d, ok := first[*scopedDirective](a); ok {
 			m.analyzeBean(a, d, diags)
 		}
 	}
 	for _, a := range anns {
-		if d, ok := a.First("tool"); ok {
+		if d, ok := first[*toolDirective](a); ok {
 			m.analyzeTool(a, d, diags)
 		}
 	}
 	for _, a := range anns {
-		if _, ok := a.First("ai"); ok {
+		if _, ok := first[*aiDirective](a); ok {
 			m.analyzeAI(a, anns, diags)
 		}
 	}
 	for _, a := range anns {
-		_, isRoute := a.First("route")
-		_, isAI := a.First("ai")
-		_, inAI := m.aiByName(a.Recv)
-		for _, d := range a.Directives {
-			switch d.Name {
-			case "scoped", "tool", "param", "ai":
-			case "system", "user", "tools":
+		_, isRoute := first[*routeDirective](a)
+		_, isAI := first[*aiDirective](a)
+		_, inAI := m.aiByName(a.recv)
+		for _, d := range a.directives {
+			switch d := d.(type) {
+			case *scopedDirective, *toolDirective, *paramDirective, *aiDirective:
+			case *systemDirective, *userDirective, *toolsDirective:
 				if !isAI && !inAI {
-					diags.Errorf(fset.Position(d.Pos), "//chat:%s applies to //chat:ai interfaces and their methods", d.Name)
+					diags.errorf(fset.Position(d.common().pos), "%s applies to //chat:ai interfaces and their methods", d)
 				}
-			case "route":
+			case *routeDirective:
 				m.analyzeRoute(a, d, diags)
-			case "event":
-				if a.Target&targetTypes != 0 {
+			case *eventDirective:
+				if a.target&targetTypes != 0 {
 					m.analyzeEvent(a, d, diags)
 				} else if !isRoute {
-					diags.Errorf(fset.Position(d.Pos), "//chat:event on %s needs //chat:route: it names the event type of the route's result", a.Name)
+					diags.errorf(fset.Position(d.pos), "//chat:event on %s needs //chat:route: it names the event type of the route's result", a.name)
 				}
-			case "catch":
+			case *catchDirective:
 				m.analyzeCatch(a, d, diags)
 			default:
-				diags.Errorf(fset.Position(d.Pos), "//chat:%s is not supported by this version of chatgen yet", d.Name)
+				diags.errorf(fset.Position(d.common().pos), "%s is not supported by this version of chatgen yet", d)
 			}
 		}
 	}
 	for recv, tools := range m.tools {
 		if tools[0].bean == nil {
-			diags.Warnf(fset.Position(tools[0].fn.Pos()), "the tools of %s are not used: no //chat:tools names %s", recv, recv)
+			diags.warnf(fset.Position(tools[0].fn.Pos()), "the tools of %s are not used: no //chat:tools names %s", recv, recv)
 		}
 	}
 	slices.SortFunc(m.beans, func(a, b *beanModel) int { return comparePos(fset, a.obj.Pos(), b.obj.Pos()) })

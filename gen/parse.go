@@ -5,94 +5,19 @@ import (
 	"fmt"
 	"go/ast"
 	"go/token"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode"
 	"unicode/utf8"
 )
 
-// An Arg is a positional argument of a directive.
-type Arg struct {
-	Value string // unquoted
-	Pos   token.Pos
-}
-
-// A KeyValue is a key=value argument of a directive.
-type KeyValue struct {
-	Key      string
-	Value    string    // unquoted
-	Pos      token.Pos // of the key
-	ValuePos token.Pos // of the value (its opening quote when quoted)
-}
-
-// List returns the elements of a comma-separated list value, with the spaces
-// around each element trimmed.
-func (kv KeyValue) List() []string {
-	parts := strings.Split(kv.Value, ",")
-	for i, p := range parts {
-		parts[i] = strings.TrimSpace(p)
-	}
-	return parts
-}
-
-// A Directive is one parsed //chat: directive comment.
-type Directive struct {
-	Name    string
-	Spec    *DirectiveSpec // nil when the name is unknown
-	Pos     token.Pos      // of the "//"
-	Args    []Arg          // positional arguments, in order
-	Flags   []Arg          // the flags present; Value is the flag name
-	Keys    []KeyValue     // key=value arguments, in order
-	Text    string         // the free text of a Text directive
-	TextPos token.Pos      // where Text starts
-
-	malformed bool // an error was reported about the directive itself
-}
-
-// Flag reports whether the flag called name is present.
-func (d *Directive) Flag(name string) bool {
-	for _, f := range d.Flags {
-		if f.Value == name {
-			return true
-		}
-	}
-	return false
-}
-
-// Key returns the key=value argument called name.
-func (d *Directive) Key(name string) (KeyValue, bool) {
-	for _, kv := range d.Keys {
-		if kv.Key == name {
-			return kv, true
-		}
-	}
-	return KeyValue{}, false
-}
-
-// Arg returns the first positional argument that fills the spec argument
-// called name (such as "NAME" or "TYPE").
-func (d *Directive) Arg(name string) (Arg, bool) {
-	if d.Spec == nil {
-		return Arg{}, false
-	}
-	for i, a := range d.Args {
-		j := min(i, len(d.Spec.Args)-1)
-		if j >= 0 && d.Spec.Args[j].Name == name {
-			return a, true
-		}
-	}
-	return Arg{}, false
-}
-
-// String returns the directive as "//chat:NAME".
-func (d *Directive) String() string { return "//chat:" + d.Name }
-
 // parseDirective parses one comment. It returns ok=false when the comment is
-// not a //chat: directive. Otherwise it returns the directive, reporting
-// every problem with it to diags; the Spec of the result is nil when the
-// directive name is unknown. A directive without such problems has every
-// required argument, and every argument it has is valid.
-func parseDirective(fset *token.FileSet, c *ast.Comment, diags *Diagnostics) (d *Directive, ok bool) {
+// not a //chat: directive. Otherwise it reports every problem with the
+// directive to diags and returns its typed value, nil when the directive
+// name is unknown. A directive not marked malformed has every required
+// argument, and every argument it has is valid.
+func parseDirective(fset *token.FileSet, c *ast.Comment, diags *Diagnostics) (d directive, ok bool) {
 	text := c.Text
 	if i := strings.IndexAny(text, "\r\n"); i >= 0 {
 		text = text[:i] // a line comment is one line; be defensive about synthesized ones
@@ -101,19 +26,18 @@ func parseDirective(fset *token.FileSet, c *ast.Comment, diags *Diagnostics) (d 
 	if !ok || pd.Tool != "chat" {
 		return nil, false
 	}
-	d = &Directive{Name: pd.Name, Pos: pd.Slash}
-	p := &directiveParser{fset: fset, diags: diags, d: d}
 	spec, known := lookupSpec(pd.Name)
 	if !known {
 		msg := "unknown directive //chat:" + pd.Name
 		if s, ok := suggest(pd.Name, directiveNames()); ok {
 			msg += "; did you mean //chat:" + s + "?"
 		}
-		p.errorf(d.Pos, "%s", msg)
-		return d, true
+		diags.errorf(fset.Position(pd.Slash), "%s", msg)
+		return nil, true
 	}
-	d.Spec = spec
-	p.spec = spec
+	d = spec.New()
+	*d.common() = directiveCommon{spec: spec, pos: pd.Slash}
+	p := &directiveParser{fset: fset, diags: diags, d: d, spec: spec, pos: pd.Slash}
 	sc := &argScanner{str: pd.Args, pos: pd.ArgsPos}
 	if spec.Text {
 		p.parseText(sc)
@@ -127,13 +51,17 @@ func parseDirective(fset *token.FileSet, c *ast.Comment, diags *Diagnostics) (d 
 type directiveParser struct {
 	fset  *token.FileSet
 	diags *Diagnostics
-	d     *Directive
-	spec  *DirectiveSpec
+	d     directive // the typed value being filled
+	spec  *directiveSpec
+	pos   token.Pos // of the directive
+	args  []string  // the positional arguments so far
+	flags []string  // the flags so far
+	keys  []string  // the keys so far
 }
 
 func (p *directiveParser) errorf(pos token.Pos, format string, args ...any) {
-	p.d.malformed = true
-	p.diags.Errorf(p.fset.Position(pos), format, args...)
+	p.d.common().malformed = true
+	p.diags.errorf(p.fset.Position(pos), format, args...)
 }
 
 // parseArgs parses the arguments of a directive that takes no free text.
@@ -193,15 +121,16 @@ func (p *directiveParser) parseText(sc *argScanner) {
 			return
 		}
 	}
-	p.d.Text, p.d.TextPos = sc.str, sc.pos
-	if p.d.Text == "" {
+	if sc.str != "" {
+		spec.SetText(p.d, sc.str)
+	} else {
 		switch {
 		case len(spec.Args) > 0:
-			p.errorf(p.d.Pos, "%s needs TEXT after %s", p.d, spec.Args[len(spec.Args)-1].Name)
+			p.errorf(p.pos, "%s needs TEXT after %s", p.d, spec.Args[len(spec.Args)-1].Name)
 		case len(spec.Keys) > 0:
-			p.errorf(p.d.Pos, "%s needs TEXT or %s=%s", p.d, spec.Keys[0].Name, keyPlaceholder(spec.Keys[0]))
+			p.errorf(p.pos, "%s needs TEXT or %s=%s", p.d, spec.Keys[0].Name, keyPlaceholder(spec.Keys[0]))
 		default:
-			p.errorf(p.d.Pos, "%s needs TEXT", p.d)
+			p.errorf(p.pos, "%s needs TEXT", p.d)
 		}
 	}
 }
@@ -256,7 +185,7 @@ func looksLikeKey(s string) bool {
 func (p *directiveParser) missing(next int) bool {
 	for _, a := range p.spec.Args[min(next, len(p.spec.Args)):] {
 		if a.Required {
-			p.errorf(p.d.Pos, "%s needs a %s", p.d, a.Name)
+			p.errorf(p.pos, "%s needs a %s", p.d, a.Name)
 			return true
 		}
 	}
@@ -268,7 +197,7 @@ func (p *directiveParser) scanError(err error) {
 		p.errorf(se.pos, "%s in %s: %s", se.msg, p.d, se.rest)
 		return
 	}
-	p.errorf(p.d.Pos, "%v", err)
+	p.errorf(p.pos, "%v", err)
 }
 
 func (p *directiveParser) isFlag(word string) bool {
@@ -277,18 +206,20 @@ func (p *directiveParser) isFlag(word string) bool {
 }
 
 func (p *directiveParser) flag(t argToken) {
-	if p.d.Flag(t.value) {
+	if slices.Contains(p.flags, t.value) {
 		p.errorf(t.pos, "duplicate flag %q in %s", t.value, p.d)
 		return
 	}
-	if p.spec.ExclusiveFlags && len(p.d.Flags) > 0 {
+	if p.spec.ExclusiveFlags && len(p.flags) > 0 {
 		p.errorf(t.pos, "%s takes at most one of %s", p.d, strings.Join(p.spec.flagNames(), ", "))
 		return
 	}
-	p.d.Flags = append(p.d.Flags, Arg{Value: t.value, Pos: t.pos})
+	p.flags = append(p.flags, t.value)
+	fs, _ := p.spec.flag(t.value)
+	fs.Set(p.d)
 }
 
-func (p *directiveParser) positional(a ArgSpec, t argToken) {
+func (p *directiveParser) positional(a argSpec, t argToken) {
 	v := t.value
 	if t.isKey {
 		v = t.raw // a positional argument that happens to contain "="
@@ -297,22 +228,19 @@ func (p *directiveParser) positional(a ArgSpec, t argToken) {
 	case v == "":
 		p.errorf(t.pos, "empty %s for %s", a.Name, p.d)
 		return
-	case a.Kind == ArgIdent && !token.IsIdentifier(v):
+	case a.Kind == argIdent && !token.IsIdentifier(v):
 		p.errorf(t.pos, "invalid %s %q for %s: not a Go identifier", a.Name, v, p.d)
 		return
-	case a.Kind == ArgWord && !isWord(v):
+	case a.Kind == argWord && !isWord(v):
 		p.errorf(t.pos, "invalid %s %q for %s: %s", a.Name, v, p.d, wordRule)
 		return
 	}
-	if a.Variadic {
-		for _, prev := range p.d.Args {
-			if prev.Value == v {
-				p.errorf(t.pos, "duplicate %s %q in %s", a.Name, v, p.d)
-				return
-			}
-		}
+	if a.Variadic && slices.Contains(p.args, v) {
+		p.errorf(t.pos, "duplicate %s %q in %s", a.Name, v, p.d)
+		return
 	}
-	p.d.Args = append(p.d.Args, Arg{Value: v, Pos: t.pos})
+	p.args = append(p.args, v)
+	a.Set(p.d, arg{value: v, pos: t.pos})
 }
 
 func (p *directiveParser) keyValue(t argToken) {
@@ -329,7 +257,7 @@ func (p *directiveParser) keyValue(t argToken) {
 		p.errorf(t.pos, "%s", msg)
 		return
 	}
-	if _, dup := p.d.Key(t.key); dup {
+	if slices.Contains(p.keys, t.key) {
 		p.errorf(t.pos, "duplicate key %q in %s", t.key, p.d)
 		return
 	}
@@ -339,17 +267,17 @@ func (p *directiveParser) keyValue(t argToken) {
 		return
 	}
 	switch ks.Kind {
-	case KeyIdent:
+	case keyIdent:
 		if !token.IsIdentifier(v) {
 			p.errorf(t.valuePos, "invalid value %q for key %q in %s: not a Go identifier", v, t.key, p.d)
 			return
 		}
-	case KeyWord:
+	case keyWord:
 		if !isWord(v) {
 			p.errorf(t.valuePos, "invalid value %q for key %q in %s: %s", v, t.key, p.d, wordRule)
 			return
 		}
-	case KeyList:
+	case keyList:
 		for _, e := range strings.Split(v, ",") {
 			e = strings.TrimSpace(e)
 			if e == "" {
@@ -362,7 +290,18 @@ func (p *directiveParser) keyValue(t argToken) {
 			}
 		}
 	}
-	p.d.Keys = append(p.d.Keys, KeyValue{Key: t.key, Value: v, Pos: t.pos, ValuePos: t.valuePos})
+	p.keys = append(p.keys, t.key)
+	ks.Set(p.d, arg{value: v, pos: t.valuePos})
+}
+
+// splitList returns the elements of a comma-separated list value (keyList),
+// with the spaces around each element trimmed.
+func splitList(v string) []string {
+	parts := strings.Split(v, ",")
+	for i, p := range parts {
+		parts[i] = strings.TrimSpace(p)
+	}
+	return parts
 }
 
 func (p *directiveParser) unexpected(t argToken) {
@@ -386,14 +325,14 @@ func (p *directiveParser) unexpected(t argToken) {
 }
 
 // keyPlaceholder returns the placeholder of a key's value in messages.
-func keyPlaceholder(k KeySpec) string {
+func keyPlaceholder(k keySpec) string {
 	if k.Value != "" {
 		return k.Value
 	}
 	return strings.ToUpper(k.Name)
 }
 
-// wordRule describes the characters of a word (ArgWord, KeyWord).
+// wordRule describes the characters of a word (argWord, keyWord).
 const wordRule = "use only letters, digits, '-', '_', '.' and '/'"
 
 // isWord reports whether s is a non-empty word of letters, digits, '-',
@@ -511,56 +450,4 @@ func (s *argScanner) next() (argToken, error) {
 		t.isKey, t.key, t.value, t.valuePos = true, t.raw[:eq], t.raw[eq+1:], t.pos+token.Pos(eq+1)
 	}
 	return t, nil
-}
-
-// suggest returns the candidate closest to word, ignoring case: within an
-// edit distance of 1 for words of up to four letters and 2 for longer ones,
-// or one being a prefix of the other (of at least two letters).
-func suggest(word string, candidates []string) (string, bool) {
-	w := strings.ToLower(word)
-	maxDist := 2
-	if utf8.RuneCountInString(w) <= 4 {
-		maxDist = 1
-	}
-	best, bestScore := "", maxDist+2
-	for _, c := range candidates {
-		score := editDistance(w, c)
-		if score > maxDist {
-			if len(w) < 2 || len(c) < 2 || !strings.HasPrefix(c, w) && !strings.HasPrefix(w, c) {
-				continue
-			}
-			score = maxDist + 1
-		}
-		if score < bestScore {
-			best, bestScore = c, score
-		}
-	}
-	return best, best != ""
-}
-
-// editDistance returns the Levenshtein distance between a and b, counted in
-// runes. Long strings are never near: it returns a large distance for them.
-func editDistance(a, b string) int {
-	const limit = 64
-	ra, rb := []rune(a), []rune(b)
-	if len(ra) > limit || len(rb) > limit {
-		return limit
-	}
-	prev := make([]int, len(rb)+1)
-	cur := make([]int, len(rb)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(ra); i++ {
-		cur[0] = i
-		for j := 1; j <= len(rb); j++ {
-			cost := 1
-			if ra[i-1] == rb[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(rb)]
 }

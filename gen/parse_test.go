@@ -5,14 +5,16 @@ import (
 	"go/ast"
 	"go/parser"
 	"go/token"
+	"reflect"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 )
 
 // parseLine parses text as the only comment of a small file, on line 1, and
 // runs parseDirective on it.
-func parseLine(t *testing.T, text string) (fset *token.FileSet, d *Directive, ok bool, diags []string) {
+func parseLine(t *testing.T, text string) (fset *token.FileSet, d directive, ok bool, diags []string) {
 	t.Helper()
 	fset = token.NewFileSet()
 	f, err := parser.ParseFile(fset, "a.go", text+"\npackage p\n", parser.ParseComments)
@@ -31,7 +33,7 @@ func parseLine(t *testing.T, text string) (fset *token.FileSet, d *Directive, ok
 // positions on tab-indented lines.
 func diagStrings(ds Diagnostics) []string {
 	var out []string
-	for _, d := range ds.Sorted() {
+	for _, d := range ds.sorted() {
 		s := fmt.Sprintf("%d:%d: ", d.Pos.Line, d.Pos.Column)
 		if d.Pos.Filename != "a.go" {
 			s = fmt.Sprintf("%s:%s", d.Pos.Filename, s)
@@ -48,24 +50,65 @@ func diagStrings(ds Diagnostics) []string {
 	return out
 }
 
-// describe renders a directive compactly, with the columns of its parts.
-func describe(fset *token.FileSet, d *Directive) string {
+// describe renders a directive compactly: its name, then each field set,
+// with the column of the values that keep their position.
+func describe(fset *token.FileSet, d directive) string {
 	col := func(p token.Pos) int { return fset.Position(p).Column }
-	var parts []string
-	parts = append(parts, fmt.Sprintf("%s@%d", d.Name, col(d.Pos)))
-	for _, a := range d.Args {
-		parts = append(parts, fmt.Sprintf("arg %q@%d", a.Value, col(a.Pos)))
-	}
-	for _, f := range d.Flags {
-		parts = append(parts, fmt.Sprintf("flag %s@%d", f.Value, col(f.Pos)))
-	}
-	for _, k := range d.Keys {
-		parts = append(parts, fmt.Sprintf("key %s@%d=%q@%d", k.Key, col(k.Pos), k.Value, col(k.ValuePos)))
-	}
-	if d.TextPos.IsValid() {
-		parts = append(parts, fmt.Sprintf("text %q@%d", d.Text, col(d.TextPos)))
+	parts := []string{fmt.Sprintf("%s@%d", d.common().spec.Name, col(d.common().pos))}
+	for _, f := range directiveFields(d) {
+		s := f.name + "=" + f.text
+		if f.pos.IsValid() {
+			s += fmt.Sprintf("@%d", col(f.pos))
+		}
+		parts = append(parts, s)
 	}
 	return strings.Join(parts, " ")
+}
+
+// directiveField is one field of a typed directive, for tests.
+type directiveField struct {
+	name string    // the Go field name
+	text string    // the value: Go-quoted strings, true, a list or a kind
+	pos  token.Pos // the position of an arg value; NoPos for the others
+}
+
+// directiveFields lists the fields of d that are set, in declaration order;
+// an []arg field gives one entry per element.
+func directiveFields(d directive) []directiveField {
+	v := reflect.ValueOf(d).Elem()
+	var out []directiveField
+	for i := range v.NumField() {
+		f, sf := v.Field(i), v.Type().Field(i)
+		if sf.Anonymous || f.IsZero() {
+			continue
+		}
+		argField := func(a reflect.Value) directiveField {
+			return directiveField{name: sf.Name, text: strconv.Quote(a.FieldByName("value").String()), pos: token.Pos(a.FieldByName("pos").Int())}
+		}
+		switch {
+		case sf.Type == reflect.TypeFor[arg]():
+			out = append(out, argField(f))
+		case sf.Type == reflect.TypeFor[[]arg]():
+			for j := range f.Len() {
+				out = append(out, argField(f.Index(j)))
+			}
+		case sf.Type == reflect.TypeFor[beanKind]():
+			out = append(out, directiveField{name: sf.Name, text: beanKind(f.Uint()).ident()})
+		case sf.Type == reflect.TypeFor[[]string]():
+			var elems []string
+			for j := range f.Len() {
+				elems = append(elems, strconv.Quote(f.Index(j).String()))
+			}
+			out = append(out, directiveField{name: sf.Name, text: "[" + strings.Join(elems, " ") + "]"})
+		case f.Kind() == reflect.String:
+			out = append(out, directiveField{name: sf.Name, text: strconv.Quote(f.String())})
+		case f.Kind() == reflect.Bool:
+			out = append(out, directiveField{name: sf.Name, text: "true"})
+		default:
+			panic(fmt.Sprintf("directiveFields: field %s of %T has an unexpected type", sf.Name, d))
+		}
+	}
+	return out
 }
 
 func TestParseDirectiveValid(t *testing.T) {
@@ -74,39 +117,39 @@ func TestParseDirectiveValid(t *testing.T) {
 		want string
 	}{
 		{"//chat:scoped", "scoped@1"},
-		{"//chat:scoped per-chat", "scoped@1 flag per-chat@15"},
-		{"//chat:scoped   invocation  ", "scoped@1 flag invocation@17"},
+		{"//chat:scoped per-chat", `scoped@1 kind=KindPerChat`},
+		{"//chat:scoped   invocation  ", `scoped@1 kind=KindInvocation`},
 		{"//chat:ai", "ai@1"},
-		{"//chat:route menu", `route@1 arg "menu"@14`},
-		{"//chat:route\tmenu", `route@1 arg "menu"@14`},
+		{"//chat:route menu", `route@1 name="menu"`},
+		{"//chat:route\tmenu", `route@1 name="menu"`},
 		{"//chat:route menu default roles=a,b user=text",
-			`route@1 arg "menu"@14 flag default@19 key roles@27="a,b"@33 key user@37="text"@42`},
-		{"//chat:route default menu", `route@1 arg "menu"@22 flag default@14`},
-		{`//chat:route menu roles="admin, ops"`, `route@1 arg "menu"@14 key roles@19="admin, ops"@25`},
-		{"//chat:route menu roles=`a,b`", `route@1 arg "menu"@14 key roles@19="a,b"@25`},
-		{`//chat:route "main/menu.v2"`, `route@1 arg "main/menu.v2"@14`},
-		{"//chat:route 菜单", `route@1 arg "菜单"@14`},
-		{"//chat:system You are a {{.kind}} smith: \"quoted\" `raw` a=b  ", "system@1 text \"You are a {{.kind}} smith: \\\"quoted\\\" `raw` a=b\"@15"},
-		{"//chat:system \"unbalanced", `system@1 text "\"unbalanced"@15`},
-		{"//chat:system file=prompts/a.txt", `system@1 key file@15="prompts/a.txt"@20`},
-		{`//chat:system file="my prompts/a.txt"`, `system@1 key file@15="my prompts/a.txt"@20`},
-		{"//chat:system tone=friendly and warm", `system@1 text "tone=friendly and warm"@15`},
-		{"//chat:system a=b", `system@1 text "a=b"@15`},
-		{"//chat:system x=\"unbalanced", `system@1 text "x=\"unbalanced"@15`},
-		{"//chat:user Invent a name for a {{.kind}}.", `user@1 text "Invent a name for a {{.kind}}."@13`},
-		{"//chat:user file=x.txt", `user@1 text "file=x.txt"@13`},
-		{"//chat:param size the size, in cm", `param@1 arg "size"@14 text "the size, in cm"@19`},
-		{"//chat:param size   spaced  out ", `param@1 arg "size"@14 text "spaced  out"@21`},
-		{"//chat:tools Forge", `tools@1 arg "Forge"@14`},
-		{"//chat:tools Forge Inventory _x", `tools@1 arg "Forge"@14 arg "Inventory"@20 arg "_x"@30`},
+			`route@1 name="menu" isDefault=true roles=["a" "b"] user="text"@42`},
+		{"//chat:route default menu", `route@1 name="menu" isDefault=true`},
+		{`//chat:route menu roles="admin, ops"`, `route@1 name="menu" roles=["admin" "ops"]`},
+		{"//chat:route menu roles=`a,b`", `route@1 name="menu" roles=["a" "b"]`},
+		{`//chat:route "main/menu.v2"`, `route@1 name="main/menu.v2"`},
+		{"//chat:route 菜单", `route@1 name="菜单"`},
+		{"//chat:system You are a {{.kind}} smith: \"quoted\" `raw` a=b  ", "system@1 text=\"You are a {{.kind}} smith: \\\"quoted\\\" `raw` a=b\""},
+		{"//chat:system \"unbalanced", `system@1 text="\"unbalanced"`},
+		{"//chat:system file=prompts/a.txt", `system@1 file="prompts/a.txt"@20`},
+		{`//chat:system file="my prompts/a.txt"`, `system@1 file="my prompts/a.txt"@20`},
+		{"//chat:system tone=friendly and warm", `system@1 text="tone=friendly and warm"`},
+		{"//chat:system a=b", `system@1 text="a=b"`},
+		{"//chat:system x=\"unbalanced", `system@1 text="x=\"unbalanced"`},
+		{"//chat:user Invent a name for a {{.kind}}.", `user@1 text="Invent a name for a {{.kind}}."`},
+		{"//chat:user file=x.txt", `user@1 text="file=x.txt"`},
+		{"//chat:param size the size, in cm", `param@1 param="size"@14 text="the size, in cm"`},
+		{"//chat:param size   spaced  out ", `param@1 param="size"@14 text="spaced  out"`},
+		{"//chat:tools Forge", `tools@1 types="Forge"@14`},
+		{"//chat:tools Forge Inventory _x", `tools@1 types="Forge"@14 types="Inventory"@20 types="_x"@30`},
 		{"//chat:tool", "tool@1"},
-		{"//chat:tool immediate name=set_material", "tool@1 flag immediate@13 key name@23=\"set_material\"@28"},
-		{"//chat:event BuildProgress", `event@1 arg "BuildProgress"@14`},
-		{`//chat:event "weapon updated"`, `event@1 arg "weapon updated"@14`},
-		{"//chat:event `raw`", `event@1 arg "raw"@14`},
-		{"//chat:event événement", `event@1 arg "événement"@14`},
+		{"//chat:tool immediate name=set_material", `tool@1 immediate=true name="set_material"`},
+		{"//chat:event BuildProgress", `event@1 typ="BuildProgress"`},
+		{`//chat:event "weapon updated"`, `event@1 typ="weapon updated"`},
+		{"//chat:event `raw`", `event@1 typ="raw"`},
+		{"//chat:event événement", `event@1 typ="événement"`},
 		{"//chat:catch", "catch@1"},
-		{"//chat:catch route=build", `catch@1 key route@14="build"@20`},
+		{"//chat:catch route=build", `catch@1 route="build"@20`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.text, func(t *testing.T) {
@@ -116,9 +159,6 @@ func TestParseDirectiveValid(t *testing.T) {
 			}
 			if len(diags) > 0 {
 				t.Fatalf("unexpected diagnostics:\n%s", strings.Join(diags, "\n"))
-			}
-			if d.Spec == nil || d.Spec.Name != d.Name {
-				t.Fatalf("Spec = %v", d.Spec)
 			}
 			if got := describe(fset, d); got != tt.want {
 				t.Errorf("got  %s\nwant %s", got, tt.want)
@@ -235,8 +275,8 @@ func TestParseDirectiveErrors(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.text, func(t *testing.T) {
-			_, d, ok, diags := parseLine(t, tt.text)
-			if !ok || d == nil {
+			_, _, ok, diags := parseLine(t, tt.text)
+			if !ok {
 				t.Fatalf("ok = false, want a directive")
 			}
 			if !slices.Equal(diags, tt.want) {
@@ -246,45 +286,32 @@ func TestParseDirectiveErrors(t *testing.T) {
 	}
 }
 
-func TestParseDirectiveUnknownHasNoSpec(t *testing.T) {
-	_, d, ok, _ := parseLine(t, "//chat:rout menu")
-	if !ok || d.Spec != nil || d.Name != "rout" {
-		t.Fatalf("got %+v, %v", d, ok)
+func TestParseDirectiveUnknownIsNil(t *testing.T) {
+	_, d, ok, diags := parseLine(t, "//chat:rout menu")
+	if !ok || d != nil || len(diags) != 1 {
+		t.Fatalf("got %+v, %v, %q", d, ok, diags)
 	}
 }
 
-func TestDirectiveAccessors(t *testing.T) {
+func TestTypedDirectives(t *testing.T) {
 	_, d, _, diags := parseLine(t, `//chat:route menu default roles=" a , b "`)
 	if len(diags) > 0 {
 		t.Fatal(diags)
 	}
-	if !d.Flag("default") || d.Flag("immediate") {
-		t.Errorf("Flag: got %v, %v", d.Flag("default"), d.Flag("immediate"))
+	r, ok := d.(*routeDirective)
+	if !ok || r.name != "menu" || !r.isDefault || !slices.Equal(r.roles, []string{"a", "b"}) || r.user != (arg{}) {
+		t.Errorf("got %T %+v", d, d)
 	}
-	kv, ok := d.Key("roles")
-	if !ok || !slices.Equal(kv.List(), []string{"a", "b"}) {
-		t.Errorf("Key(roles) = %+v, %v; List = %q", kv, ok, kv.List())
+	if d.String() != "//chat:route" || d.common().spec.Name != "route" {
+		t.Errorf("String() = %q, spec %q", d.String(), d.common().spec.Name)
 	}
-	if _, ok := d.Key("user"); ok {
-		t.Errorf("Key(user) found")
-	}
-	if a, ok := d.Arg("NAME"); !ok || a.Value != "menu" {
-		t.Errorf("Arg(NAME) = %+v, %v", a, ok)
-	}
-	if _, ok := d.Arg("TYPE"); ok {
-		t.Errorf("Arg(TYPE) found")
-	}
-	if d.String() != "//chat:route" {
-		t.Errorf("String() = %q", d.String())
-	}
-
 	_, d, _, _ = parseLine(t, "//chat:tools A B")
-	if a, ok := d.Arg("TYPE"); !ok || a.Value != "A" {
-		t.Errorf("Arg(TYPE) = %+v, %v", a, ok)
+	if tools, ok := d.(*toolsDirective); !ok || len(tools.types) != 2 || tools.types[0].value != "A" || tools.types[1].value != "B" {
+		t.Errorf("got %T %+v", d, d)
 	}
-	_, d, _, _ = parseLine(t, "//chat:nope")
-	if _, ok := d.Arg("NAME"); ok {
-		t.Errorf("Arg on an unknown directive found something")
+	_, d, _, _ = parseLine(t, "//chat:scoped invocation")
+	if sc, ok := d.(*scopedDirective); !ok || sc.kind != kindInvocation {
+		t.Errorf("got %T %+v", d, d)
 	}
 }
 
@@ -294,11 +321,11 @@ func TestParseDirectiveSynthesized(t *testing.T) {
 	fset := token.NewFileSet()
 	var diags Diagnostics
 	d, ok := parseDirective(fset, &ast.Comment{Text: "//chat:route menu\nextra"}, &diags)
-	if !ok || len(d.Args) != 1 || len(diags) != 0 {
+	if r, isRoute := d.(*routeDirective); !ok || !isRoute || r.name != "menu" || r.malformed || len(diags) != 0 {
 		t.Errorf("got %+v, %v, %v", d, ok, diags)
 	}
 	d, ok = parseDirective(fset, &ast.Comment{Text: "//chat:route"}, &diags)
-	if !ok || d == nil || len(diags) != 1 {
+	if !ok || d == nil || !d.common().malformed || len(diags) != 1 {
 		t.Errorf("got %+v, %v, %v", d, ok, diags)
 	}
 }
@@ -334,38 +361,5 @@ func compareWithParseArgs(t *testing.T, args string) {
 	}
 	if (gotErr != nil) != (wantErr != nil) || wantErr == nil && !slices.Equal(got, want) {
 		t.Errorf("args %q: argScanner gave %v, %v; ParseArgs gave %v, %v", args, got, gotErr, want, wantErr)
-	}
-}
-
-func TestSuggest(t *testing.T) {
-	tests := []struct {
-		word string
-		want string
-	}{
-		{"rout", "route"}, {"Route", "route"}, {"roote", "route"}, {"sys", "system"}, {"tool", "tool"},
-		{"toolz", "tools"}, {"eventtype", "event"}, {"x", ""}, {"banana", ""}, {"", ""},
-		{"a", "ai"}, {"ia", ""}, {"us", "user"}, {"defualt", ""}, {strings.Repeat("x", 100), ""},
-		{strings.Repeat("route", 100), "route"},
-	}
-	for _, tt := range tests {
-		got, ok := suggest(tt.word, directiveNames())
-		if got != tt.want || ok != (tt.want != "") {
-			t.Errorf("suggest(%q) = %q, %v; want %q", tt.word, got, ok, tt.want)
-		}
-	}
-}
-
-func TestEditDistance(t *testing.T) {
-	tests := []struct {
-		a, b string
-		want int
-	}{
-		{"", "", 0}, {"a", "", 1}, {"", "abc", 3}, {"route", "rout", 1}, {"route", "roote", 1},
-		{"kitten", "sitting", 3}, {"héllo", "hello", 1},
-	}
-	for _, tt := range tests {
-		if got := editDistance(tt.a, tt.b); got != tt.want {
-			t.Errorf("editDistance(%q, %q) = %d, want %d", tt.a, tt.b, got, tt.want)
-		}
 	}
 }

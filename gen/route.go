@@ -8,22 +8,27 @@ import (
 	"slices"
 )
 
-// routeModel is one //chat:route.
+// routeModel is one //chat:route: a method of a scoped bean, or a func,
+// that the generated Register adds as a route.
 type routeModel struct {
-	name    string
-	def     bool
-	roles   []string
-	dirPos  token.Pos
-	fn      *types.Func
-	sig     *types.Signature
-	bean    *beanModel // the receiver's bean; nil for a func
-	params  []routeParam
-	result  *routeResult // nil when the route returns no value
-	errRes  bool         // the route returns an error (last result)
-	event   string       // the method's own //chat:event type
-	isIface bool         // a method of an interface bean
+	name      string    // the route name, NAME of the directive
+	isDefault bool      // the default flag: a new conversation starts here
+	roles     []string  // roles=: the caller needs one of them; nil for anyone
+	dirPos    token.Pos // the //chat:route directive, for messages
+	fn        *types.Func
+	sig       *types.Signature
+
+	// bean is the bean whose method the route calls; nil for a func route.
+	// A struct with routes and no //chat:scoped is a chat-scoped bean.
+	bean   *beanModel
+	params []routeParam // the parameters in order, each with how it is bound
+
+	result *routeResult // the value result; nil when there is none
+	errRes bool         // the last result is an error, which fails the request
+	event  string       // the route's own //chat:event type; "" for none
 }
 
+// paramKind says where a route parameter's argument comes from.
 type paramKind uint8
 
 const (
@@ -34,12 +39,14 @@ const (
 	paramResponse                  // *chat.ResponseChannel
 )
 
+// routeParam is one parameter of a route.
 type routeParam struct {
-	name string
+	name string // the parameter name: the request data key of a paramData
 	typ  types.Type
 	kind paramKind
 }
 
+// resultKind says how a route's value result is sent.
 type resultKind uint8
 
 const (
@@ -49,41 +56,115 @@ const (
 	resultAI                      // ai.Result[T]: its Send method
 )
 
+// routeResult is the value result of a route.
 type routeResult struct {
 	typ     types.Type
 	kind    resultKind
-	nilable bool // compare with nil before sending
+	nilable bool // a pointer, interface, map or slice: nil sends nothing
 }
 
-// eventModel is a type with //chat:event.
+// eventModel is a type with //chat:event: the generated ChatEventType
+// method gives its values' event type.
 type eventModel struct {
-	obj  *types.TypeName
-	name string
-	pos  token.Pos
+	obj  *types.TypeName // the annotated type
+	name string          // the event type, TYPE of the directive
+	pos  token.Pos       // the directive
 }
 
-// catchModel is a //chat:catch error handler.
+// catchModel is a //chat:catch error handler: a func
+// ([ctx context.Context,] err E) [error].
 type catchModel struct {
-	fn        *types.Func
-	route     string
-	routePos  token.Pos
-	errType   types.Type
-	iface     bool
-	takesCtx  bool
-	returnsEr bool
+	fn       *types.Func
+	route    string     // route=: the only route it handles; "" for all
+	routePos token.Pos  // the route= value, for messages
+	errType  types.Type // E: the errors it handles, matched with errors.As
+	iface    bool       // E is an interface type
+	takesCtx bool       // its first parameter is a context.Context
+
+	// returnsErr means it returns an error: a non-nil one fails the
+	// request in place of the handled error.
+	returnsErr bool
 }
 
+// userParamNames are the names that make a string parameter the user's
+// text when no user= says which parameter is.
 var userParamNames = []string{"userMessage", "msg", "message"}
 
-// analyzeRoute checks a //chat:route on a method or func.
-func (m *pkgModel) analyzeRoute(a *Annotated, d *Directive, diags *Diagnostics) {
-	r := &routeModel{name: d.Args[0].Value, def: d.Flag("default"), dirPos: d.Pos}
-	if kv, ok := d.Key("roles"); ok {
-		r.roles = kv.List()
+// textParam returns the name of the parameter of fn that receives the
+// user's text, by the one rule that routes and AI methods share: the
+// parameter named by user= on the method's //chat:route (route, nil when it
+// has none), else the string parameter called userMessage, msg or message.
+// name is "" when there is no such parameter. ok is false when the choice
+// is in error, reported to diags: user= naming no string parameter, or two
+// candidate names without user=. who names fn in messages when route is
+// nil. Each fn is checked once; later calls return the first answer.
+func (m *pkgModel) textParam(fn *types.Func, route *routeDirective, who string, diags *Diagnostics) (name string, ok bool) {
+	if tp, done := m.textParams[fn]; done {
+		return tp.name, tp.ok
 	}
-	pos := m.fset.Position(d.Pos)
+	name, ok = m.findTextParam(fn, route, who, diags)
+	if m.textParams == nil {
+		m.textParams = map[*types.Func]textParamResult{}
+	}
+	m.textParams[fn] = textParamResult{name: name, ok: ok}
+	return name, ok
+}
+
+// textParamResult is the memoized answer of textParam.
+type textParamResult struct {
+	name string
+	ok   bool
+}
+
+func (m *pkgModel) findTextParam(fn *types.Func, route *routeDirective, who string, diags *Diagnostics) (string, bool) {
+	params := fn.Type().(*types.Signature).Params()
+	if route != nil && route.user.value != "" {
+		user := route.user
+		i := paramIndex(params, user.value)
+		switch {
+		case i < 0:
+			diags.errorf(m.fset.Position(user.pos), "//chat:route %s: user=%s names no parameter of %s", route.name, user.value, fn.Name())
+			return "", false
+		case !isString(params.At(i).Type()):
+			diags.errorf(m.fset.Position(user.pos), "//chat:route %s: user=%s names a parameter of type %s; the user's text is a string", route.name, user.value, m.typeString(params.At(i).Type()))
+			return "", false
+		}
+		return user.value, true
+	}
+	var cands []*types.Var
+	for i := range params.Len() {
+		if p := params.At(i); slices.Contains(userParamNames, p.Name()) && isString(p.Type()) {
+			cands = append(cands, p)
+		}
+	}
+	switch len(cands) {
+	case 0:
+		return "", true
+	case 1:
+		return cands[0].Name(), true
+	}
+	names := make([]string, len(cands))
+	for i, p := range cands {
+		names[i] = p.Name()
+	}
+	verb := "both"
+	if len(cands) > 2 {
+		verb = "all"
+	}
+	if route != nil {
+		diags.errorf(m.fset.Position(cands[1].Pos()), "route %s: %s could %s be the user's text; choose one with user=NAME on //chat:route", route.name, joinAnd(names), verb)
+	} else {
+		diags.errorf(m.fset.Position(cands[1].Pos()), "%s: %s could %s be the user's text; choose one with //chat:user {{.NAME}}", who, joinAnd(names), verb)
+	}
+	return "", false
+}
+
+// analyzeRoute checks a //chat:route on a method or func.
+func (m *pkgModel) analyzeRoute(a *annotated, d *routeDirective, diags *Diagnostics) {
+	r := &routeModel{name: d.name, isDefault: d.isDefault, roles: d.roles, dirPos: d.pos}
+	pos := m.fset.Position(d.pos)
 	var obj types.Object
-	switch n := a.Node.(type) {
+	switch n := a.node.(type) {
 	case *ast.FuncDecl:
 		obj = m.pkg.TypesInfo.Defs[n.Name]
 	case *ast.Field:
@@ -93,53 +174,28 @@ func (m *pkgModel) analyzeRoute(a *Annotated, d *Directive, diags *Diagnostics) 
 	}
 	fn, _ := obj.(*types.Func)
 	if fn == nil {
-		diags.Errorf(pos, "cannot resolve %s", a.Name)
+		diags.errorf(pos, "cannot resolve %s", a.name)
 		return
 	}
 	r.fn = fn
 	r.sig = fn.Type().(*types.Signature)
-	if a.Target == TargetMethod || a.Target == TargetInterfaceMethod {
+	if a.target == targetMethod || a.target == targetInterfaceMethod {
 		r.bean = m.routeBean(a, d, diags)
 		if r.bean == nil {
 			return
 		}
-		r.isIface = r.bean.iface
 	}
-	if ev, ok := a.First("event"); ok {
-		r.event = ev.Args[0].Value
+	if ev, ok := first[*eventDirective](a); ok {
+		r.event = ev.typ
 	}
 
 	// Parameters.
 	params := r.sig.Params()
-	userName := ""
-	userKV, hasUserKey := d.Key("user")
-	if hasUserKey {
-		userName = userKV.Value
-		found := false
-		for i := range params.Len() {
-			if p := params.At(i); p.Name() == userName {
-				found = true
-				if !isString(p.Type()) {
-					diags.Errorf(m.fset.Position(userKV.ValuePos), "//chat:route %s: user=%s names a parameter of type %s; the user's text is a string", r.name, userName, m.typeString(p.Type()))
-				}
-			}
-		}
-		if !found {
-			diags.Errorf(m.fset.Position(userKV.ValuePos), "//chat:route %s: user=%s names no parameter of %s", r.name, userName, fn.Name())
-		}
-	} else {
-		for _, cand := range userParamNames {
-			if i := paramIndex(params, cand); i >= 0 && isString(params.At(i).Type()) {
-				userName = cand
-				break
-			}
-		}
-	}
+	userName, ok := m.textParam(fn, d, "", diags)
 	if r.sig.Variadic() {
-		diags.Errorf(m.fset.Position(fn.Pos()), "route %s: %s cannot be variadic", r.name, fn.Name())
+		diags.errorf(m.fset.Position(fn.Pos()), "route %s: %s cannot be variadic", r.name, fn.Name())
 		return
 	}
-	ok := true
 	for i := range params.Len() {
 		p := params.At(i)
 		rp := routeParam{name: p.Name(), typ: p.Type()}
@@ -155,13 +211,13 @@ func (m *pkgModel) analyzeRoute(a *Annotated, d *Directive, diags *Diagnostics) 
 		case isChatType(p.Type(), "ResponseChannel"):
 			rp.kind = paramResponse
 		case p.Name() == "" || p.Name() == "_":
-			diags.Errorf(ppos, "route %s: parameter %d of %s needs a name: route parameters are bound to the request data key of their name", r.name, i+1, fn.Name())
+			diags.errorf(ppos, "route %s: parameter %d of %s needs a name: route parameters are bound to the request data key of their name", r.name, i+1, fn.Name())
 			ok = false
-		case p.Name() == userName:
+		case userName != "" && p.Name() == userName:
 			rp.kind = paramUser
 		default:
 			if why := notDecodable(p.Type(), nil); why != "" {
-				diags.Errorf(ppos, "route %s: parameter %s has type %s, which cannot be decoded from JSON request data (%s)", r.name, p.Name(), m.typeString(p.Type()), why)
+				diags.errorf(ppos, "route %s: parameter %s has type %s, which cannot be decoded from JSON request data (%s)", r.name, p.Name(), m.typeString(p.Type()), why)
 				ok = false
 			}
 		}
@@ -177,7 +233,7 @@ func (m *pkgModel) analyzeRoute(a *Annotated, d *Directive, diags *Diagnostics) 
 	}
 	switch {
 	case n > 1 || (n == 1 && res.Len() == 2 && !r.errRes):
-		diags.Errorf(m.fset.Position(fn.Pos()), "route %s: %s must return at most one value and an error", r.name, fn.Name())
+		diags.errorf(m.fset.Position(fn.Pos()), "route %s: %s must return at most one value and an error", r.name, fn.Name())
 		ok = false
 	case n == 1:
 		t := res.At(0).Type()
@@ -191,7 +247,7 @@ func (m *pkgModel) analyzeRoute(a *Annotated, d *Directive, diags *Diagnostics) 
 			case seq == "Seq2" && isString(elem[0]) && isError(elem[1]):
 				rr.kind = resultSeq2
 			default:
-				diags.Errorf(m.fset.Position(fn.Pos()), "route %s: a route can stream iter.Seq[string] or iter.Seq2[string, error], not %s", r.name, m.typeString(t))
+				diags.errorf(m.fset.Position(fn.Pos()), "route %s: a route can stream iter.Seq[string] or iter.Seq2[string, error], not %s", r.name, m.typeString(t))
 				ok = false
 			}
 		} else {
@@ -199,7 +255,7 @@ func (m *pkgModel) analyzeRoute(a *Annotated, d *Directive, diags *Diagnostics) 
 			case *types.Pointer, *types.Interface, *types.Map, *types.Slice:
 				rr.nilable = true
 			case *types.Signature, *types.Chan:
-				diags.Errorf(m.fset.Position(fn.Pos()), "route %s: a route cannot return %s: it cannot be sent as an event", r.name, m.typeString(t))
+				diags.errorf(m.fset.Position(fn.Pos()), "route %s: a route cannot return %s: it cannot be sent as an event", r.name, m.typeString(t))
 				ok = false
 			}
 		}
@@ -213,24 +269,24 @@ func (m *pkgModel) analyzeRoute(a *Annotated, d *Directive, diags *Diagnostics) 
 
 // routeBean returns the bean of a route method's receiver. A struct with
 // no //chat:scoped is chat-scoped implicitly.
-func (m *pkgModel) routeBean(a *Annotated, d *Directive, diags *Diagnostics) *beanModel {
-	if b := m.beanNamed(a.Recv); b != nil {
+func (m *pkgModel) routeBean(a *annotated, d *routeDirective, diags *Diagnostics) *beanModel {
+	if b := m.beanNamed(a.recv); b != nil {
 		return b
 	}
-	spec := m.typeSpec(a.Recv)
+	spec := m.typeSpec(a.recv)
 	if spec == nil {
-		diags.Errorf(m.fset.Position(d.Pos), "cannot find the declaration of %s", a.Recv)
+		diags.errorf(m.fset.Position(d.pos), "cannot find the declaration of %s", a.recv)
 		return nil
 	}
 	if _, isIface := spec.Type.(*ast.InterfaceType); isIface {
-		diags.Errorf(m.fset.Position(d.Pos), "//chat:route on a method of %s: the interface needs //chat:scoped (or //chat:ai)", a.Recv)
+		diags.errorf(m.fset.Position(d.pos), "//chat:route on a method of %s: the interface needs //chat:scoped (or //chat:ai)", a.recv)
 		return nil
 	}
 	if _, isStruct := spec.Type.(*ast.StructType); !isStruct {
-		diags.Errorf(m.fset.Position(d.Pos), "//chat:route on a method of %s: routes live on struct types, scoped interfaces or funcs", a.Recv)
+		diags.errorf(m.fset.Position(d.pos), "//chat:route on a method of %s: routes live on struct types, scoped interfaces or funcs", a.recv)
 		return nil
 	}
-	return m.addBean(spec, "KindChat", "the routes of "+a.Recv, diags)
+	return m.addBean(spec, kindChat, "the routes of "+a.recv, diags)
 }
 
 func (m *pkgModel) typeSpec(name string) *ast.TypeSpec {
@@ -256,8 +312,8 @@ func (m *pkgModel) typeSpec(name string) *ast.TypeSpec {
 
 // analyzeEvent checks //chat:event on a type; on routes it is read by
 // analyzeRoute.
-func (m *pkgModel) analyzeEvent(a *Annotated, d *Directive, diags *Diagnostics) {
-	spec, ok := a.Node.(*ast.TypeSpec)
+func (m *pkgModel) analyzeEvent(a *annotated, d *eventDirective, diags *Diagnostics) {
+	spec, ok := a.node.(*ast.TypeSpec)
 	if !ok {
 		return
 	}
@@ -265,25 +321,25 @@ func (m *pkgModel) analyzeEvent(a *Annotated, d *Directive, diags *Diagnostics) 
 	if obj == nil {
 		return
 	}
-	pos := m.fset.Position(d.Pos)
+	pos := m.fset.Position(d.pos)
 	if _, isIface := obj.Type().Underlying().(*types.Interface); isIface {
-		diags.Errorf(pos, "//chat:event cannot annotate the interface %s: put it on the types that implement it", obj.Name())
+		diags.errorf(pos, "//chat:event cannot annotate the interface %s: put it on the types that implement it", obj.Name())
 		return
 	}
 	if spec.Assign.IsValid() || spec.TypeParams != nil {
-		diags.Errorf(pos, "//chat:event cannot annotate %s: an alias or generic type cannot have methods added", obj.Name())
+		diags.errorf(pos, "//chat:event cannot annotate %s: an alias or generic type cannot have methods added", obj.Name())
 		return
 	}
 	if sel := types.NewMethodSet(types.NewPointer(obj.Type())).Lookup(m.pkg.Types, "ChatEventType"); sel != nil {
-		diags.Errorf(pos, "//chat:event on %s: the type already has a ChatEventType method", obj.Name())
+		diags.errorf(pos, "//chat:event on %s: the type already has a ChatEventType method", obj.Name())
 		return
 	}
-	m.events = append(m.events, &eventModel{obj: obj, name: d.Args[0].Value, pos: d.Pos})
+	m.events = append(m.events, &eventModel{obj: obj, name: d.typ, pos: d.pos})
 }
 
 // analyzeCatch checks a //chat:catch error handler: func([ctx,] err E) [error].
-func (m *pkgModel) analyzeCatch(a *Annotated, d *Directive, diags *Diagnostics) {
-	fd, ok := a.Node.(*ast.FuncDecl)
+func (m *pkgModel) analyzeCatch(a *annotated, d *catchDirective, diags *Diagnostics) {
+	fd, ok := a.node.(*ast.FuncDecl)
 	if !ok {
 		return
 	}
@@ -291,10 +347,7 @@ func (m *pkgModel) analyzeCatch(a *Annotated, d *Directive, diags *Diagnostics) 
 	if fn == nil {
 		return
 	}
-	c := &catchModel{fn: fn}
-	if kv, ok := d.Key("route"); ok {
-		c.route, c.routePos = kv.Value, kv.ValuePos
-	}
+	c := &catchModel{fn: fn, route: d.route.value, routePos: d.route.pos}
 	sig := fn.Type().(*types.Signature)
 	pos := m.fset.Position(fd.Name.Pos())
 	params := sig.Params()
@@ -305,7 +358,7 @@ func (m *pkgModel) analyzeCatch(a *Annotated, d *Directive, diags *Diagnostics) 
 	}
 	errorIface := types.Universe.Lookup("error").Type().Underlying().(*types.Interface)
 	if params.Len() != i+1 || !types.Implements(params.At(i).Type(), errorIface) {
-		diags.Errorf(pos, "//chat:catch %s must take ([ctx context.Context,] err E) where E is an error type", fn.Name())
+		diags.errorf(pos, "//chat:catch %s must take ([ctx context.Context,] err E) where E is an error type", fn.Name())
 		return
 	}
 	c.errType = params.At(i).Type()
@@ -314,9 +367,9 @@ func (m *pkgModel) analyzeCatch(a *Annotated, d *Directive, diags *Diagnostics) 
 	switch {
 	case res.Len() == 0:
 	case res.Len() == 1 && isError(res.At(0).Type()):
-		c.returnsEr = true
+		c.returnsErr = true
 	default:
-		diags.Errorf(pos, "//chat:catch %s must return nothing or an error", fn.Name())
+		diags.errorf(pos, "//chat:catch %s must return nothing or an error", fn.Name())
 		return
 	}
 	m.catches = append(m.catches, c)
@@ -329,15 +382,15 @@ func (m *pkgModel) checkRoutes(diags *Diagnostics) {
 	var def *routeModel
 	for _, r := range m.routes {
 		if prev, dup := seen[r.name]; dup {
-			diags.Errorf(m.fset.Position(r.dirPos), "route %s is declared twice", r.name).Related = []Related{
+			diags.errorf(m.fset.Position(r.dirPos), "route %s is declared twice", r.name).Related = []Related{
 				{Pos: m.fset.Position(prev.dirPos), Message: "first declared here"},
 			}
 			continue
 		}
 		seen[r.name] = r
-		if r.def {
+		if r.isDefault {
 			if def != nil {
-				diags.Errorf(m.fset.Position(r.dirPos), "route %s: a second default route", r.name).Related = []Related{
+				diags.errorf(m.fset.Position(r.dirPos), "route %s: a second default route", r.name).Related = []Related{
 					{Pos: m.fset.Position(def.dirPos), Message: "the default route is " + def.name},
 				}
 				continue
@@ -356,7 +409,7 @@ func (m *pkgModel) checkRoutes(diags *Diagnostics) {
 			if s, ok := suggest(c.route, names); ok {
 				msg += fmt.Sprintf("; did you mean %s?", s)
 			}
-			diags.Errorf(m.fset.Position(c.routePos), "%s", msg)
+			diags.errorf(m.fset.Position(c.routePos), "%s", msg)
 		}
 	}
 }

@@ -69,7 +69,9 @@ func (s *schema) set(k string, v any) *schema {
 	return s
 }
 
-func obj(kv ...any) *schema {
+// newSchema returns the schema with the given keys and values, in order:
+// newSchema("type", "string", "format", "date-time").
+func newSchema(kv ...any) *schema {
 	s := &schema{}
 	for i := 0; i+1 < len(kv); i += 2 {
 		s.set(kv[i].(string), kv[i+1])
@@ -110,11 +112,11 @@ func (sb *schemaBuilder) typeSchema(t types.Type, stack []types.Type) (*schema, 
 		if tn.Pkg() != nil {
 			switch tn.Pkg().Path() + "." + tn.Name() {
 			case "time.Time":
-				return obj2("string", "format", "date-time"), ""
+				return newSchema("type", "string", "format", "date-time"), ""
 			case "time.Duration":
-				return obj("type", "integer", "description", "a duration in nanoseconds"), ""
+				return newSchema("type", "integer", "description", "a duration in nanoseconds"), ""
 			case "encoding/json.RawMessage", "encoding/json.Number":
-				return obj(), ""
+				return newSchema(), ""
 			}
 		}
 	}
@@ -123,13 +125,13 @@ func (sb *schemaBuilder) typeSchema(t types.Type, stack []types.Type) (*schema, 
 		var s *schema
 		switch {
 		case u.Info()&types.IsBoolean != 0:
-			s = obj("type", "boolean")
+			s = newSchema("type", "boolean")
 		case u.Info()&types.IsInteger != 0:
-			s = obj("type", "integer")
+			s = newSchema("type", "integer")
 		case u.Info()&types.IsFloat != 0:
-			s = obj("type", "number")
+			s = newSchema("type", "number")
 		case u.Info()&types.IsString != 0:
-			s = obj("type", "string")
+			s = newSchema("type", "string")
 		default:
 			return nil, fmt.Sprintf("%s has no JSON form", sb.m.typeString(t))
 		}
@@ -141,19 +143,19 @@ func (sb *schemaBuilder) typeSchema(t types.Type, stack []types.Type) (*schema, 
 		return sb.typeSchema(u.Elem(), append(stack, t))
 	case *types.Slice:
 		if b, ok := u.Elem().Underlying().(*types.Basic); ok && b.Kind() == types.Byte {
-			return obj2("string", "contentEncoding", "base64"), ""
+			return newSchema("type", "string", "contentEncoding", "base64"), ""
 		}
 		items, why := sb.typeSchema(u.Elem(), append(stack, t))
 		if why != "" {
 			return nil, why
 		}
-		return obj("type", "array", "items", items), ""
+		return newSchema("type", "array", "items", items), ""
 	case *types.Array:
 		items, why := sb.typeSchema(u.Elem(), append(stack, t))
 		if why != "" {
 			return nil, why
 		}
-		return obj("type", "array", "items", items, "minItems", int(u.Len()), "maxItems", int(u.Len())), ""
+		return newSchema("type", "array", "items", items, "minItems", int(u.Len()), "maxItems", int(u.Len())), ""
 	case *types.Map:
 		if k, ok := u.Key().Underlying().(*types.Basic); !ok || k.Info()&(types.IsString|types.IsInteger) == 0 {
 			return nil, fmt.Sprintf("map keys of %s are not strings or integers", sb.m.typeString(t))
@@ -162,12 +164,12 @@ func (sb *schemaBuilder) typeSchema(t types.Type, stack []types.Type) (*schema, 
 		if why != "" {
 			return nil, why
 		}
-		return obj("type", "object", "additionalProperties", vals), ""
+		return newSchema("type", "object", "additionalProperties", vals), ""
 	case *types.Struct:
 		return sb.structSchema(t, u, append(stack, t))
 	case *types.Interface:
 		if u.Empty() {
-			return obj(), ""
+			return newSchema(), ""
 		}
 		return nil, fmt.Sprintf("%s is an interface with methods", sb.m.typeString(t))
 	case *types.Signature:
@@ -177,8 +179,6 @@ func (sb *schemaBuilder) typeSchema(t types.Type, stack []types.Type) (*schema, 
 	}
 	return nil, fmt.Sprintf("%s has no JSON schema", sb.m.typeString(t))
 }
-
-func obj2(typ, k, v string) *schema { return obj("type", typ, k, v) }
 
 func (sb *schemaBuilder) structSchema(t types.Type, st *types.Struct, stack []types.Type) (*schema, string) {
 	props := &schema{}
@@ -228,7 +228,7 @@ func (sb *schemaBuilder) structSchema(t types.Type, st *types.Struct, stack []ty
 	if why := add(st); why != "" {
 		return nil, why
 	}
-	s := obj("type", "object", "properties", props)
+	s := newSchema("type", "object", "properties", props)
 	if len(required) > 0 {
 		s.set("required", required)
 	}

@@ -10,6 +10,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -38,10 +39,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "chatgen writes chat_gen.go for each package with //chat: directives\n")
 		fmt.Fprintf(stderr, "(the package in the current directory when none is given).\n\nflags:\n")
 		fs.PrintDefaults()
-		fmt.Fprintf(stderr, "\ndirectives:\n%s", gen.DirectivesHelp())
+		fmt.Fprintf(stderr, "\n%s", gen.DirectivesHelp())
 	}
 	if err := fs.Parse(args); err != nil {
-		if err == flag.ErrHelp {
+		if errors.Is(err, flag.ErrHelp) {
 			return 0
 		}
 		return 2

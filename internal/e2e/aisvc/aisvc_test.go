@@ -247,3 +247,18 @@ func TestStructuredOutputWithRetry(t *testing.T) {
 		t.Fatalf("%d requests (JSON mode %v), want a JSON request and one retry", len(reqs), len(reqs) > 0 && reqs[0].JSONMode)
 	}
 }
+
+// TestUserKeyNamesTheText checks a route whose text parameter is not called
+// userMessage: with user=question, the route hands the user's text to
+// question, and the model gets it as the user message.
+func TestUserKeyNamesTheText(t *testing.T) {
+	h := newHarness(t, "ask", llmtest.Reply{Text: "Iron and carbon."})
+	h.chat(t, "what is steel?", "message: Iron and carbon.")
+	msgs := h.srv.Requests()[0].Messages
+	if got := roles(msgs); got != "sh" {
+		t.Fatalf("roles %q, want a system and a human message", got)
+	}
+	if got := msgs[1].Parts[0].(llms.TextContent).Text; got != "what is steel?" {
+		t.Fatalf("user message %q, want the user's text", got)
+	}
+}

@@ -94,4 +94,11 @@ type Smith interface {
 	//chat:route appraise
 	//chat:system Describe the weapon the user wants as JSON.
 	Appraise(ctx context.Context, userMessage string) (Weapon, error)
+
+	// Ask answers a question about weapons; user= names its text
+	// parameter, for the route and the model alike.
+	//
+	//chat:route ask user=question
+	//chat:system You answer questions about weapons.
+	Ask(ctx context.Context, question string) (string, error)
 }

@@ -74,6 +74,20 @@ func Register(deps Deps) *chat.Package {
 			return chat.SendValue(ctx, res)
 		},
 	})
+	p.AddRoute(chat.RouteSpec{
+		Name: "ask",
+		Handle: func(ctx context.Context, req *chat.RouteRequest) error {
+			bean, err := chat.Lookup(ctx, chatBeanSmith)
+			if err != nil {
+				return err
+			}
+			res, err := bean.Ask(ctx, req.UserMessage())
+			if err != nil {
+				return err
+			}
+			return chat.SendValue(ctx, res)
+		},
+	})
 	return p
 }
 
@@ -146,6 +160,16 @@ func (SmithProxy) Appraise(ctx context.Context, userMessage string) (Weapon, err
 		return r0, err
 	}
 	return b.Appraise(ctx, userMessage)
+}
+
+// Ask calls Ask on the Smith of the chat scope in ctx.
+func (SmithProxy) Ask(ctx context.Context, question string) (string, error) {
+	b, err := chat.Lookup(ctx, chatBeanSmith)
+	if err != nil {
+		var r0 string
+		return r0, err
+	}
+	return b.Ask(ctx, question)
 }
 
 // Build calls Build on the Smith of the chat scope in ctx.
@@ -275,6 +299,56 @@ var chatTmplSmithAppraiseSystem = template.Must(template.New("Smith.Appraise sys
 
 // chatTmplSmithAppraiseUser is the user message template of Smith.Appraise.
 var chatTmplSmithAppraiseUser = template.Must(template.New("Smith.Appraise user").Parse("{{.userMessage}}"))
+
+// chatToolsSmithAsk are the tools Smith.Ask offers the model.
+var chatToolsSmithAsk = []llms.Tool{{
+	Type: "function",
+	Function: &llms.FunctionDefinition{
+		Name:        "SetKind",
+		Description: "SetKind sets the kind of weapon.",
+		Parameters:  json.RawMessage(`{"type":"object","properties":{"kind":{"type":"string","enum":["sword","axe","bow"]}},"required":["kind"],"additionalProperties":false}`),
+	},
+}, {
+	Type: "function",
+	Function: &llms.FunctionDefinition{
+		Name:        "SetName",
+		Description: "SetName names the weapon.",
+		Parameters:  json.RawMessage(`{"type":"object","properties":{"name":{"type":"string","description":"the weapon's name, at most three words"}},"required":["name"],"additionalProperties":false}`),
+	},
+}, {
+	Type: "function",
+	Function: &llms.FunctionDefinition{
+		Name:        "Inspect",
+		Description: "Inspect shows the weapon as it is now.",
+		Parameters:  json.RawMessage(`{"type":"object","properties":{},"additionalProperties":false}`),
+	},
+}, {
+	Type: "function",
+	Function: &llms.FunctionDefinition{
+		Name:        "Explode",
+		Description: "Explode always panics.",
+		Parameters:  json.RawMessage(`{"type":"object","properties":{},"additionalProperties":false}`),
+	},
+}}
+
+// chatToolsSmithAskInvokers run the tools of chatToolsSmithAsk, in the same
+// order.
+var chatToolsSmithAskInvokers = []ai.Invoker{{
+	Invoke: chatToolWorkbenchSetKind,
+}, {
+	Invoke: chatToolWorkbenchSetName,
+}, {
+	Immediate: true,
+	Invoke:    chatToolWorkbenchInspect,
+}, {
+	Invoke: chatToolWorkbenchExplode,
+}}
+
+// chatTmplSmithAskSystem is the system message template of Smith.Ask.
+var chatTmplSmithAskSystem = template.Must(template.New("Smith.Ask system").Parse("You answer questions about weapons."))
+
+// chatTmplSmithAskUser is the user message template of Smith.Ask.
+var chatTmplSmithAskUser = template.Must(template.New("Smith.Ask user").Parse("{{.question}}"))
 
 // chatToolsSmithBuild are the tools Smith.Build offers the model.
 var chatToolsSmithBuild = []llms.Tool{{
@@ -411,6 +485,33 @@ func (x *chatAISmith) Appraise(ctx context.Context, userMessage string) (Weapon,
 	return v, nil
 }
 
+// Ask asks the model, as Smith.Ask describes.
+func (x *chatAISmith) Ask(ctx context.Context, question string) (string, error) {
+	var zero string
+	data := map[string]any{"question": question}
+	system, err := ai.Render(chatTmplSmithAskSystem, data)
+	if err != nil {
+		return zero, err
+	}
+	user, err := ai.Render(chatTmplSmithAskUser, data)
+	if err != nil {
+		return zero, err
+	}
+	req := &ai.Request{
+		Invokers: chatToolsSmithAskInvokers,
+		Kind:     chat.KindChat,
+		Method:   "Ask",
+		System:   system,
+		Tools:    chatToolsSmithAsk,
+		User:     user,
+	}
+	reply, err := x.svc.Chat(ctx, req)
+	if err != nil {
+		return zero, err
+	}
+	return reply.Content, nil
+}
+
 // Build asks the model, as Smith.Build describes.
 func (x *chatAISmith) Build(ctx context.Context, userMessage string) (ai.Result[string], error) {
 	var zero ai.Result[string]
@@ -472,6 +573,7 @@ func _() {
 	var _ func(*Workbench) Weapon = (*Workbench).Inspect
 	var _ func(*Workbench) string = (*Workbench).Explode
 	var _ func(Smith, context.Context, string) (Weapon, error) = Smith.Appraise
+	var _ func(Smith, context.Context, string) (string, error) = Smith.Ask
 	var _ func(Smith, context.Context, string) (ai.Result[string], error) = Smith.Build
 	var _ func(Smith, context.Context, string) iter.Seq2[string, error] = Smith.Tell
 	var _ Smith = SmithProxy{}

@@ -1,0 +1,143 @@
+package gen
+
+import "go/token"
+
+// A directive is one well-parsed //chat: directive as the typed value of
+// its kind: *scopedDirective for //chat:scoped, *routeDirective for
+// //chat:route, and so on. The parser fills it through the setters of the
+// directive table, so the analysis reads fields, never names.
+type directive interface {
+	// common returns the parts every directive has.
+	common() *directiveCommon
+	// String returns the directive as "//chat:NAME".
+	String() string
+}
+
+// directiveCommon is embedded in every typed directive.
+type directiveCommon struct {
+	spec *directiveSpec // its entry in the directive table
+	pos  token.Pos      // of the "//"
+	// malformed means an error was reported about the directive itself:
+	// its fields may be incomplete, and the collector drops it.
+	malformed bool
+}
+
+func (c *directiveCommon) common() *directiveCommon { return c }
+
+func (c *directiveCommon) String() string { return "//chat:" + c.spec.Name }
+
+// An arg is one value written in a directive, with its position: a
+// positional argument, or the value of a key=value argument (the position
+// of its opening quote when quoted). The zero arg means absent.
+type arg struct {
+	value string
+	pos   token.Pos
+}
+
+// scopedDirective is //chat:scoped [chat | per-chat | invocation].
+type scopedDirective struct {
+	directiveCommon
+	kind beanKind // kindChat unless a flag says otherwise
+}
+
+// aiDirective is //chat:ai.
+type aiDirective struct {
+	directiveCommon
+}
+
+// routeDirective is //chat:route NAME [default] [roles=a,b] [user=PARAM].
+type routeDirective struct {
+	directiveCommon
+	name      string   // NAME
+	isDefault bool     // the default flag
+	roles     []string // roles=, each trimmed; nil without the key
+	user      arg      // user=: the parameter that receives the user's text
+}
+
+// systemDirective is one //chat:system line: TEXT or file=PATH.
+type systemDirective struct {
+	directiveCommon
+	text string // the rest of the line, verbatim; "" with file=
+	file arg    // file=PATH, relative to the package directory
+}
+
+// userDirective is one //chat:user TEXT line.
+type userDirective struct {
+	directiveCommon
+	text string // the rest of the line, verbatim
+}
+
+// toolsDirective is //chat:tools TYPE...
+type toolsDirective struct {
+	directiveCommon
+	types []arg // the tool boxes, in order, at least one
+}
+
+// toolDirective is //chat:tool [immediate] [name=NAME].
+type toolDirective struct {
+	directiveCommon
+	immediate bool   // the immediate flag
+	name      string // name=; "" means the method's name
+}
+
+// paramDirective is //chat:param NAME TEXT.
+type paramDirective struct {
+	directiveCommon
+	param arg    // NAME: the tool method's parameter
+	text  string // its description, the rest of the line
+}
+
+// eventDirective is //chat:event TYPE.
+type eventDirective struct {
+	directiveCommon
+	typ string // TYPE: the event type clients dispatch on
+}
+
+// catchDirective is //chat:catch [route=NAME].
+type catchDirective struct {
+	directiveCommon
+	route arg // route=: the only route handled; absent for every route
+}
+
+// beanKind is how long the instances of a scoped bean live.
+type beanKind uint8
+
+const (
+	// kindChat is one instance per chat scope, inherited by nested scopes.
+	kindChat beanKind = iota
+	// kindPerChat is one instance per scope, never inherited.
+	kindPerChat
+	// kindInvocation is one instance per top-level call through the
+	// bean's proxy.
+	kindInvocation
+)
+
+// ident returns the name of the chat.Kind constant for k, which the
+// generated code uses.
+func (k beanKind) ident() string {
+	switch k {
+	case kindPerChat:
+		return "KindPerChat"
+	case kindInvocation:
+		return "KindInvocation"
+	}
+	return "KindChat"
+}
+
+// setArg adapts a setter of one directive type to the table's setters of
+// positional arguments and key values.
+func setArg[D directive](set func(D, arg)) func(directive, arg) {
+	return func(d directive, a arg) { set(d.(D), a) }
+}
+
+// setFlag adapts a setter of one directive type to the table's setters of
+// flags.
+func setFlag[D directive](set func(D)) func(directive) {
+	return func(d directive) { set(d.(D)) }
+}
+
+// setText adapts a setter of one directive type to the table's setters of
+// free text.
+func setText[D directive](set func(D, string)) func(directive, string) {
+	return func(d directive, text string) { set(d.(D), text) }
+}

@@ -1,0 +1,58 @@
+package gen
+
+import (
+	"strings"
+	"unicode/utf8"
+)
+
+// suggest returns the candidate closest to word, ignoring case: within an
+// edit distance of 1 for words of up to four letters and 2 for longer ones,
+// or one being a prefix of the other (of at least two letters).
+func suggest(word string, candidates []string) (string, bool) {
+	w := strings.ToLower(word)
+	maxDist := 2
+	if utf8.RuneCountInString(w) <= 4 {
+		maxDist = 1
+	}
+	best, bestScore := "", maxDist+2
+	for _, c := range candidates {
+		score := editDistance(w, c)
+		if score > maxDist {
+			if len(w) < 2 || len(c) < 2 || !strings.HasPrefix(c, w) && !strings.HasPrefix(w, c) {
+				continue
+			}
+			score = maxDist + 1
+		}
+		if score < bestScore {
+			best, bestScore = c, score
+		}
+	}
+	return best, best != ""
+}
+
+// editDistance returns the Levenshtein distance between a and b, counted in
+// runes. Long strings are never near: it returns a large distance for them.
+func editDistance(a, b string) int {
+	const limit = 64
+	ra, rb := []rune(a), []rune(b)
+	if len(ra) > limit || len(rb) > limit {
+		return limit
+	}
+	prev := make([]int, len(rb)+1)
+	cur := make([]int, len(rb)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(ra); i++ {
+		cur[0] = i
+		for j := 1; j <= len(rb); j++ {
+			cost := 1
+			if ra[i-1] == rb[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(rb)]
+}
