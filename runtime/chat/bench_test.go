@@ -2,8 +2,10 @@ package chat_test
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"reflect"
+	"sync"
 	"testing"
 
 	"github.com/chatscopes/chatgen/runtime/chat"
@@ -143,4 +145,55 @@ func BenchmarkLocalTurnData(b *testing.B) { benchData(b, typedEchoCountRoute()) 
 // reflection.
 func BenchmarkLocalTurnDataReflect(b *testing.B) {
 	benchData(b, reflectRoute(echoCount, "ctx", chat.UserMessageKey, "count"))
+}
+
+// minimalRouter is the floor a local turn is compared with: a hand-written
+// session router with none of chat's semantics (no scopes, no request
+// context, no error handlers, no wipes). A turn is a map lookup under a
+// session mutex and two indirect calls, the route and the reply handler,
+// delivering the same string reply as BenchmarkLocalTurn.
+type minimalRouter struct {
+	routes map[string]func(ctx context.Context, text string, reply func(string)) error
+}
+
+type minimalSession struct {
+	router  *minimalRouter
+	mu      sync.Mutex
+	route   string
+	onReply func(string)
+}
+
+var errMinimalNoRoute = errors.New("no such route")
+
+func (s *minimalSession) Chat(ctx context.Context, text string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	h := s.router.routes[s.route]
+	if h == nil {
+		return errMinimalNoRoute
+	}
+	return h(ctx, text, s.onReply)
+}
+
+// BenchmarkLocalTurnPeerMinimalRouter is BenchmarkLocalTurn's turn on
+// minimalRouter: the ratio of the two is what chat's semantics cost.
+func BenchmarkLocalTurnPeerMinimalRouter(b *testing.B) {
+	r := &minimalRouter{routes: map[string]func(context.Context, string, func(string)) error{
+		"echo": func(ctx context.Context, text string, reply func(string)) error {
+			reply(echo(ctx, text))
+			return nil
+		},
+	}}
+	var got string
+	s := &minimalSession{router: r, route: "echo", onReply: func(text string) { got = text }}
+	ctx := context.Background()
+	if err := s.Chat(ctx, "ping"); err != nil || got != "ping" {
+		b.Fatalf("warm-up turn: %v, got %q", err, got)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if err := s.Chat(ctx, "hello"); err != nil {
+			b.Fatal(err)
+		}
+	}
 }
