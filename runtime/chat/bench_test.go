@@ -88,7 +88,7 @@ func benchSession(b *testing.B, spec chat.RouteSpec) chat.Session {
 	b.Helper()
 	p := chat.NewPackage("example.com/bench")
 	p.AddRoute(spec)
-	r, err := chat.NewRouter(p, chat.WithRouterLogger(slog.New(slog.DiscardHandler)))
+	r, err := chat.NewRouter(&chat.RouterOptions{Logger: slog.New(slog.DiscardHandler)}, p)
 	if err != nil {
 		b.Fatal(err)
 	}

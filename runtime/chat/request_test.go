@@ -356,7 +356,7 @@ func TestResponseOutsideARoute(t *testing.T) {
 
 func mustBegin(t *testing.T) context.Context {
 	t.Helper()
-	ctx, err := chat.Begin(bg)
+	ctx, err := chat.Begin(bg, nil)
 	wantNoErr(t, err)
 	t.Cleanup(func() { _ = chat.End(ctx) })
 	return ctx

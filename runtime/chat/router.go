@@ -23,35 +23,80 @@ type Router struct {
 	global    []CatchSpec            // global handlers, concrete types first
 	providers map[*beanInfo]func(context.Context) (any, error)
 	logger    *slog.Logger
-	observers []Observer
+	observer  Observer // nil for none
 
 	conversations atomic.Int64
 	scopes        atomic.Int64
 }
 
-// A RouterOption configures a Router. A *[Package] is one: it adds the
-// package's routes, error handlers and bean providers.
-type RouterOption interface {
-	applyRouter(*Router) error
+// RouterOptions configures a [Router]. A nil *RouterOptions, like the zero
+// value, gives the defaults.
+type RouterOptions struct {
+	// Logger logs failed requests and cleanup errors. Nil means
+	// [slog.Default].
+	Logger *slog.Logger
+	// Observer, when not nil, is told about the scope lifecycle of every
+	// conversation the router starts.
+	Observer Observer
 }
 
-type routerOptionFunc func(*Router) error
-
-func (f routerOptionFunc) applyRouter(r *Router) error { return f(r) }
-
-// WithRouterLogger sets the logger for failed requests and cleanup errors.
-// The default is [slog.Default].
-func WithRouterLogger(l *slog.Logger) RouterOption {
-	return routerOptionFunc(func(r *Router) error { r.logger = l; return nil })
+// cloneWithDefaults returns a copy of opts with the defaults filled in.
+func (opts *RouterOptions) cloneWithDefaults() *RouterOptions {
+	var o RouterOptions
+	if opts != nil {
+		o = *opts
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	return &o
 }
 
-// WithRouterObserver adds an observer of the scope lifecycle of every
-// conversation the router starts.
-func WithRouterObserver(o Observer) RouterOption {
-	return routerOptionFunc(func(r *Router) error { r.observers = append(r.observers, o); return nil })
+// NewRouter returns a router serving the routes of pkgs (their generated
+// Register functions return them). opts may be nil. A route registered
+// twice or two default routes are an error. When there is exactly one
+// route, it is the default.
+func NewRouter(opts *RouterOptions, pkgs ...*Package) (*Router, error) {
+	opts = opts.cloneWithDefaults()
+	r := &Router{
+		routes:   map[string]*RouteSpec{},
+		byRoute:  map[string][]CatchSpec{},
+		logger:   opts.Logger,
+		observer: opts.Observer,
+	}
+	var errs []error
+	for _, p := range pkgs {
+		errs = append(errs, r.add(p))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	for name, c := range r.byRoute {
+		if _, ok := r.routes[name]; !ok {
+			return nil, fmt.Errorf("chat: an error handler (%s) names the unknown route %q", c[0].Type, name)
+		}
+	}
+	if r.def == "" && len(r.routes) == 1 {
+		for name := range r.routes {
+			r.def = name
+		}
+	}
+	concreteFirst := func(cs []CatchSpec) {
+		sort.SliceStable(cs, func(i, j int) bool { return !cs[i].Interface && cs[j].Interface })
+	}
+	concreteFirst(r.global)
+	for _, cs := range r.byRoute {
+		concreteFirst(cs)
+	}
+	r.providers = mergeProviders(nil, pkgs)
+	return r, nil
 }
 
-func (p *Package) applyRouter(r *Router) error {
+// add adds the routes and error handlers of p.
+func (r *Router) add(p *Package) error {
+	if p == nil {
+		return errors.New("chat: a nil *Package was passed to NewRouter")
+	}
 	var errs []error
 	for i := range p.routes {
 		spec := &p.routes[i]
@@ -83,45 +128,7 @@ func (p *Package) applyRouter(r *Router) error {
 			r.byRoute[c.Route] = append(r.byRoute[c.Route], c)
 		}
 	}
-	r.providers = mergeProviders(r.providers, []*Package{p})
 	return errors.Join(errs...)
-}
-
-// NewRouter returns a router serving the routes of the given packages
-// (their generated Register functions return them). A route registered
-// twice or two default routes are an error. When there is exactly one
-// route, it is the default.
-func NewRouter(opts ...RouterOption) (*Router, error) {
-	r := &Router{
-		routes:  map[string]*RouteSpec{},
-		byRoute: map[string][]CatchSpec{},
-		logger:  slog.Default(),
-	}
-	var errs []error
-	for _, o := range opts {
-		errs = append(errs, o.applyRouter(r))
-	}
-	if err := errors.Join(errs...); err != nil {
-		return nil, err
-	}
-	for name, c := range r.byRoute {
-		if _, ok := r.routes[name]; !ok {
-			return nil, fmt.Errorf("chat: an error handler (%s) names the unknown route %q", c[0].Type, name)
-		}
-	}
-	if r.def == "" && len(r.routes) == 1 {
-		for name := range r.routes {
-			r.def = name
-		}
-	}
-	concreteFirst := func(cs []CatchSpec) {
-		sort.SliceStable(cs, func(i, j int) bool { return !cs[i].Interface && cs[j].Interface })
-	}
-	concreteFirst(r.global)
-	for _, cs := range r.byRoute {
-		concreteFirst(cs)
-	}
-	return r, nil
 }
 
 // Routes returns the names of the routes, sorted.
@@ -162,11 +169,7 @@ func (r *Router) Connect(ctx context.Context, route string) (*Conversation, erro
 	if _, ok := r.routes[route]; !ok || route == "" {
 		return nil, fail(ErrRouteNotFound, fmt.Errorf("route %q", route))
 	}
-	opts := []Option{WithLogger(r.logger), func(c *conversation) { c.router = r }}
-	for _, o := range r.observers {
-		opts = append(opts, WithObserver(o))
-	}
-	bctx, err := Begin(context.Background(), opts...)
+	bctx, err := begin(context.Background(), &BeginOptions{Logger: r.logger, Observer: r.observer}, r)
 	if err != nil {
 		return nil, err
 	}

@@ -14,11 +14,11 @@ import (
 // A conversation is one stack of scopes. Its current scope changes with
 // Push, Pop and End; the scopes below the current one are its parents.
 type conversation struct {
-	mu        sync.Mutex // serialises structural changes and bean creation
-	current   atomic.Pointer[scope]
-	observers []Observer
-	logger    *slog.Logger
-	router    *Router // the router that started it, or nil
+	mu       sync.Mutex // serialises structural changes and bean creation
+	current  atomic.Pointer[scope]
+	observer Observer // nil for none
+	logger   *slog.Logger
+	router   *Router // the router that started it, or nil
 }
 
 // A scope is one level of a conversation.
@@ -39,32 +39,44 @@ type scope struct {
 	ended    bool
 }
 
-// An Option configures a conversation started with [Begin].
-type Option func(*conversation)
-
-// WithObserver adds an observer of the conversation's scope lifecycle.
-func WithObserver(o Observer) Option {
-	return func(c *conversation) { c.observers = append(c.observers, o) }
+// BeginOptions configures a conversation started with [Begin]. A nil
+// *BeginOptions, like the zero value, gives the defaults.
+type BeginOptions struct {
+	// Logger logs the errors that have no caller to return to (a bean's
+	// Close failing at the end of an invocation, for example). Nil means
+	// [slog.Default].
+	Logger *slog.Logger
+	// Observer, when not nil, is told about the conversation's scope
+	// lifecycle.
+	Observer Observer
 }
 
-// WithLogger sets the logger for errors that have no caller to return to
-// (a bean's Close failing at the end of an invocation, for example).
-// The default is [slog.Default].
-func WithLogger(l *slog.Logger) Option {
-	return func(c *conversation) { c.logger = l }
+// cloneWithDefaults returns a copy of opts with the defaults filled in.
+func (opts *BeginOptions) cloneWithDefaults() *BeginOptions {
+	var o BeginOptions
+	if opts != nil {
+		o = *opts
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	return &o
 }
 
 // Begin starts a conversation and returns a context carrying it, with a new
-// top scope as its current scope. It fails with [ErrActive] when ctx already
-// carries an active conversation.
-func Begin(ctx context.Context, opts ...Option) (context.Context, error) {
+// top scope as its current scope. opts may be nil. It fails with
+// [ErrActive] when ctx already carries an active conversation.
+func Begin(ctx context.Context, opts *BeginOptions) (context.Context, error) {
+	return begin(ctx, opts, nil)
+}
+
+// begin is Begin for a conversation started by router (nil for none).
+func begin(ctx context.Context, opts *BeginOptions, router *Router) (context.Context, error) {
 	if c := conversationFrom(ctx); c != nil && c.current.Load() != nil {
 		return ctx, ErrActive
 	}
-	c := &conversation{logger: slog.Default()}
-	for _, o := range opts {
-		o(c)
-	}
+	opts = opts.cloneWithDefaults()
+	c := &conversation{logger: opts.Logger, observer: opts.Observer, router: router}
 	s := c.newScope(nil, "")
 	c.current.Store(s)
 	ctx = rebind(ctx, func(b *binding) { b.conv = c })
@@ -212,27 +224,25 @@ func (c *conversation) notify(ctx context.Context, kind ScopeEventKind, s *scope
 			c.router.scopes.Add(-1)
 		}
 	}
-	if len(c.observers) == 0 {
+	if c.observer == nil {
 		return
 	}
 	ev := ScopeEvent{Kind: kind, ScopeID: s.id, Depth: s.depth}
 	if s.parent != nil {
 		ev.ParentID = s.parent.id
 	}
-	for _, o := range c.observers {
-		c.observe(ctx, o, ev)
-	}
+	c.observe(ctx, ev)
 }
 
-// observe calls one observer, recovering its panic: a broken observer must
+// observe calls the observer, recovering its panic: a broken observer must
 // not take the scope machinery (or a server) down with it.
-func (c *conversation) observe(ctx context.Context, o Observer, ev ScopeEvent) {
+func (c *conversation) observe(ctx context.Context, ev ScopeEvent) {
 	defer func() {
 		if r := recover(); r != nil {
 			c.logger.ErrorContext(ctx, "chat: a scope observer panicked", "event", ev.Kind.String(), "scope", ev.ScopeID, "panic", r)
 		}
 	}()
-	o(ctx, ev)
+	c.observer(ctx, ev)
 }
 
 // onDestroy registers fn to run when s is destroyed, after its beans are
