@@ -330,9 +330,10 @@ func SendStream(ctx context.Context, seq iter.Seq[string]) error {
 	return err
 }
 
-// SendStream2 sends each chunk of seq as a Stream event. An error from the
-// sequence stops it and fails the request with StreamingFailure.
-func SendStream2(ctx context.Context, seq iter.Seq2[string, error]) error {
+// SendStreamWithErrors sends each chunk of seq as a Stream event. The
+// sequence yields an error instead of a chunk when the stream fails: that
+// stops it and fails the request with StreamingFailure.
+func SendStreamWithErrors(ctx context.Context, seq iter.Seq2[string, error]) error {
 	if seq == nil {
 		return nil
 	}

@@ -347,7 +347,7 @@ func TestResponseOutsideARoute(t *testing.T) {
 		check("SendValue", chat.SendValue(ctx, "x"))
 		check("SendValue", chat.SendValue(ctx, weapon{}))
 		check("SendStream", chat.SendStream(ctx, chunks("a")))
-		check("SendStream2", chat.SendStream2(ctx, failingChunks(errors.New("x"), "a")))
+		check("SendStreamWithErrors", chat.SendStreamWithErrors(ctx, failingChunks(errors.New("x"), "a")))
 		// Nothing to send is not an error, even outside a route.
 		wantNoErr(t, chat.SendValue(ctx, ""))
 		wantNoErr(t, chat.SendValue(ctx, nil))

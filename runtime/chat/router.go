@@ -21,7 +21,7 @@ type Router struct {
 	def       string
 	byRoute   map[string][]CatchSpec // route-specific handlers, concrete types first
 	global    []CatchSpec            // global handlers, concrete types first
-	providers map[*beanInfo]func(context.Context) (any, error)
+	providers providerMap
 	logger    *slog.Logger
 	observer  Observer // nil for none
 
@@ -173,8 +173,8 @@ func (r *Router) Connect(ctx context.Context, route string) (*Conversation, erro
 	if err != nil {
 		return nil, err
 	}
-	c := &Conversation{router: r, conv: conversationFrom(bctx), principal: PrincipalFrom(ctx)}
-	c.conv.current.Load().route = route
+	c := &Conversation{router: r, stack: stackFrom(bctx), principal: PrincipalFrom(ctx)}
+	c.stack.current.Load().route = route
 	r.conversations.Add(1)
 	return c, nil
 }
@@ -184,7 +184,7 @@ func (r *Router) Connect(ctx context.Context, route string) (*Conversation, erro
 // handled one at a time.
 type Conversation struct {
 	router    *Router
-	conv      *conversation
+	stack     *scopeStack
 	principal Principal
 
 	mu     sync.Mutex // one request at a time; Close waits for it
@@ -194,7 +194,7 @@ type Conversation struct {
 // ScopeID returns the id of the conversation's current scope, or "" once
 // it ended.
 func (c *Conversation) ScopeID() string {
-	if s := c.conv.current.Load(); s != nil {
+	if s := c.stack.current.Load(); s != nil {
 		return s.id
 	}
 	return ""
@@ -209,7 +209,7 @@ func (c *Conversation) ScopeID() string {
 func (c *Conversation) Handle(ctx context.Context, scopeID string, req *RouteRequest, sink func(Event) error) (string, *Failure) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	cur := c.conv.current.Load()
+	cur := c.stack.current.Load()
 	if c.closed || cur == nil {
 		return "", fail(ErrSessionNotActive, errors.New("the conversation has ended"))
 	}
@@ -227,7 +227,7 @@ func (c *Conversation) Handle(ctx context.Context, scopeID string, req *RouteReq
 	if b := bindingFrom(ctx); b != nil {
 		rs.bind = *b
 	}
-	rs.bind.conv = c.conv
+	rs.bind.stack = c.stack
 	rs.bind.providers = c.router.providers
 	rs.bind.req = rs
 	if rs.bind.principal == nil {
@@ -235,15 +235,15 @@ func (c *Conversation) Handle(ctx context.Context, scopeID string, req *RouteReq
 	}
 	rs.ctx = requestContext{Context: ctx, bind: &rs.bind}
 	ctx = &rs.ctx
-	for s := c.conv.current.Load(); s != nil && s != target; s = c.conv.current.Load() {
+	for s := c.stack.current.Load(); s != nil && s != target; s = c.stack.current.Load() {
 		if err := Pop(ctx); err != nil {
 			c.router.logger.ErrorContext(ctx, "chat: popping scopes above the requested one", "scope", s.id, "err", err)
 		}
 	}
 
-	c.conv.mu.Lock()
+	c.stack.mu.Lock()
 	route := target.route
-	c.conv.mu.Unlock()
+	c.stack.mu.Unlock()
 	// A route that cannot run (unknown, or forbidden to the principal)
 	// fails as such: error handlers only see errors of routes that ran.
 	spec, err := c.router.check(ctx, route)
@@ -277,10 +277,10 @@ func (c *Conversation) Close(ctx context.Context) error {
 	}
 	c.closed = true
 	c.router.conversations.Add(-1)
-	if c.conv.current.Load() == nil {
+	if c.stack.current.Load() == nil {
 		return nil
 	}
-	return End(rebind(ctx, func(b *binding) { b.conv = c.conv; b.providers = c.router.providers }))
+	return End(rebind(ctx, func(b *binding) { b.stack = c.stack; b.providers = c.router.providers }))
 }
 
 // run runs one route of a request (for [ExecuteRoute]), recovering panics.

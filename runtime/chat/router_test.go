@@ -412,12 +412,12 @@ func returnRoutes() []chat.RouteSpec {
 			return chat.SendStream(ctx, chunks("a", "b", "c"))
 		}},
 		{Name: "seq2", Handle: func(ctx context.Context, req *chat.RouteRequest) error {
-			return chat.SendStream2(ctx, func(yield func(string, error) bool) {
+			return chat.SendStreamWithErrors(ctx, func(yield func(string, error) bool) {
 				_ = yield("x", nil) && yield("y", nil)
 			})
 		}},
 		{Name: "seq2fail", Handle: func(ctx context.Context, req *chat.RouteRequest) error {
-			return chat.SendStream2(ctx, failingChunks(errors.New("model went away"), "a", "b"))
+			return chat.SendStreamWithErrors(ctx, failingChunks(errors.New("model went away"), "a", "b"))
 		}},
 		textRoute("error", func(ctx context.Context, msg string) (string, error) {
 			return "ignored", errors.New("secret sauce: " + msg)
