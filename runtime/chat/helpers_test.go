@@ -41,15 +41,6 @@ func (l *evlog) take() []string {
 	return out
 }
 
-// takeEvents returns the events received so far and forgets them.
-func (l *evlog) takeEvents() []chat.Event {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	out := l.evs
-	l.evs = nil
-	return out
-}
-
 func wantEvents(t *testing.T, got []string, want ...string) {
 	t.Helper()
 	if want == nil {
