@@ -84,7 +84,7 @@ func reflectRoute(method any, names ...string) chat.RouteSpec {
 	}
 }
 
-func benchSession(b *testing.B, spec chat.RouteSpec) chat.Session {
+func benchSession(b testing.TB, spec chat.RouteSpec) chat.Session {
 	b.Helper()
 	p := chat.NewPackage("example.com/bench")
 	p.AddRoute(spec)
@@ -131,6 +131,16 @@ func benchData(b *testing.B, spec chat.RouteSpec) {
 // BenchmarkLocalTurn is one chat turn (text) on an echo route through the
 // local client, dispatched as generated code does.
 func BenchmarkLocalTurn(b *testing.B) { benchText(b, typedEchoRoute()) }
+
+// A text turn through the local client allocates one object: the
+// request's state, which holds its context, data and response channel.
+func TestLocalTurnAllocatesOnce(t *testing.T) {
+	s := benchSession(t, typedEchoRoute())
+	ctx := context.Background()
+	if n := testing.AllocsPerRun(100, func() { _ = s.Chat(ctx, "hello") }); n > 1 {
+		t.Fatalf("%v allocations per turn, want 1", n)
+	}
+}
 
 // BenchmarkLocalTurnReflect is the same turn dispatched with reflection.
 func BenchmarkLocalTurnReflect(b *testing.B) {

@@ -44,6 +44,9 @@ func providerFor(ctx context.Context, info *beanInfo) providerFunc {
 }
 
 func requestFrom(ctx context.Context) *requestState {
+	if rc, ok := ctx.(*requestContext); ok {
+		return rc.bind.req // a route's own context: no Value call
+	}
 	if b := bindingFrom(ctx); b != nil {
 		return b.req
 	}

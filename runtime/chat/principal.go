@@ -41,6 +41,7 @@ func PrincipalFrom(ctx context.Context) Principal {
 	return nil
 }
 
+// allowed reports whether p may use a route with roles.
 func allowed(p Principal, roles []string) bool {
 	if len(roles) == 0 {
 		return true

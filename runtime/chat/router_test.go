@@ -406,7 +406,7 @@ func returnRoutes() []chat.RouteSpec {
 			return chat.SendValue(ctx, res)
 		}},
 		{Name: "nil", Handle: func(ctx context.Context, req *chat.RouteRequest) error {
-			return chat.SendValue(ctx, nil)
+			return chat.SendValue[any](ctx, nil)
 		}},
 		{Name: "seq", Handle: func(ctx context.Context, req *chat.RouteRequest) error {
 			return chat.SendStream(ctx, chunks("a", "b", "c"))
@@ -1037,4 +1037,31 @@ func TestExecuteRecursionIsBounded(t *testing.T) {
 	}
 	wantNoErr(t, s.Chat(bg, "fine"))
 	wantEvents(t, l.take(), "Message:ok")
+}
+
+// A transport's Handle gets events as Events (text in Data), and a nil
+// request is an empty one.
+func TestHandleWithAFuncSinkAndANilRequest(t *testing.T) {
+	e := newEnv(t, []chat.RouteSpec{{Name: "r", Handle: func(ctx context.Context, req *chat.RouteRequest) error {
+		if err := chat.Response(ctx).Thinking("t"); err != nil {
+			return err
+		}
+		return chat.SendValue(ctx, fmt.Sprintf("has text: %v, keys: %d", chat.Request(ctx).HasUserMessage(), len(req.Keys())))
+	}}}, nil)
+	c, err := e.router.Connect(bg, "")
+	wantNoErr(t, err)
+	defer func() { _ = c.Close(bg) }()
+	var evs []chat.Event
+	if _, f := c.Handle(bg, c.ScopeID(), nil, func(ev chat.Event) error { evs = append(evs, ev); return nil }); f != nil {
+		t.Fatal(f)
+	}
+	want := []chat.Event{{Type: chat.EventThinking, Data: "t"}, {Type: chat.EventMessage, Data: "has text: false, keys: 0"}}
+	if len(evs) != len(want) {
+		t.Fatalf("events %+v, want %+v", evs, want)
+	}
+	for i, ev := range evs {
+		if ev.Type != want[i].Type || ev.Data != want[i].Data {
+			t.Fatalf("event %d: %+v, want %+v", i, ev, want[i])
+		}
+	}
 }

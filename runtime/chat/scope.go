@@ -20,6 +20,10 @@ type scopeStack struct {
 	observer Observer // nil for none
 	logger   *slog.Logger
 	router   *Router // the router that started it, or nil
+	// wipes is set when a scope's wipe flag is set, and cleared when the
+	// flags are reset at the end of a request: requests that schedule no
+	// wipe skip that step. Changed with mu held.
+	wipes atomic.Bool
 }
 
 // A scope is one level of a scope stack.

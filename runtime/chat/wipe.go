@@ -79,6 +79,7 @@ func ScheduleWipe(ctx context.Context) error {
 		return nil
 	}
 	s.wipe = true
+	st.wipes.Store(true)
 	return nil
 }
 
@@ -117,6 +118,9 @@ func WipeScheduled(ctx context.Context) bool {
 // scope and of every parent that scheduled a wipe, then resets the flags.
 func (r *Router) runWipes(ctx context.Context, rs *requestState) {
 	st := rs.conv.stack
+	if !st.wipes.Load() {
+		return // nothing was scheduled: most requests
+	}
 	st.mu.Lock()
 	var due []*scope
 	for s := st.current.Load(); s != nil; s = s.parent {
@@ -125,6 +129,7 @@ func (r *Router) runWipes(ctx context.Context, rs *requestState) {
 		}
 		s.wipe = false
 	}
+	st.wipes.Store(false)
 	st.mu.Unlock()
 	for _, s := range due {
 		if err := s.clearMemory(ctx); err != nil {
