@@ -134,7 +134,7 @@ func (h *Handlers) set(typ string, fn handler) {
 	h.byType[typ] = fn
 }
 
-// A handler handles the events of one type. Exactly one field is set.
+// A handler handles the events of one type. At most one field is set.
 type handler struct {
 	event func(Event)
 	text  func(string) // OnMessage and the other handlers of text
