@@ -186,7 +186,12 @@ func (s *minimalSession) Chat(ctx context.Context, text string) error {
 }
 
 // BenchmarkLocalTurnPeerMinimalRouter is BenchmarkLocalTurn's turn on
-// minimalRouter: the ratio of the two is what chat's semantics cost.
+// minimalRouter: the ratio of the two is what chat's semantics cost. The
+// machine-independent ratio is in instructions: run the test binary under
+// valgrind --tool=callgrind with GOMAXPROCS=1 and
+// GODEBUG=asyncpreemptoff=1,cpu.rdtscp=off (GOGC=off leaves out the
+// collector) for -test.benchtime Nx and 2Nx; the difference divided by N
+// is the cost of a turn.
 func BenchmarkLocalTurnPeerMinimalRouter(b *testing.B) {
 	r := &minimalRouter{routes: map[string]func(context.Context, string, func(string)) error{
 		"echo": func(ctx context.Context, text string, reply func(string)) error {
