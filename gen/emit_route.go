@@ -94,7 +94,7 @@ func (e *emitter) routeBody(r *routeModel) []jen.Code {
 	case resultSeq:
 		return append(body, jen.Return(jen.Qual(chatPkg, "SendStream").Call(jen.Id("ctx"), jen.Id("res"))))
 	case resultSeq2:
-		return append(body, jen.Return(jen.Qual(chatPkg, "SendStream2").Call(jen.Id("ctx"), jen.Id("res"))))
+		return append(body, jen.Return(jen.Qual(chatPkg, "SendStreamWithErrors").Call(jen.Id("ctx"), jen.Id("res"))))
 	case resultAI:
 		return append(body, jen.Return(jen.Id("res").Dot("Send").Call(jen.Id("ctx"))))
 	}

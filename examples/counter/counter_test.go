@@ -34,7 +34,7 @@ func TestChatScopedConversation1(t *testing.T) {
 		t.Fatalf("CounterFrom without scope: %v", err)
 	}
 
-	ctx, err := chat.Begin(ctx)
+	ctx, err := chat.Begin(ctx, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -59,7 +59,7 @@ func TestChatScopedConversation1(t *testing.T) {
 
 func TestChatScopedConversation2(t *testing.T) {
 	var counter CounterProxy
-	ctx, _ := chat.Begin(context.Background())
+	ctx, _ := chat.Begin(context.Background(), nil)
 	_ = chat.Push(ctx)
 	counter.Increment(ctx)
 	counter.Increment(ctx)
@@ -75,7 +75,7 @@ func TestChatScopedConversation2(t *testing.T) {
 
 func TestPerChatScoped(t *testing.T) {
 	var counter PerChatCounterProxy
-	ctx, _ := chat.Begin(context.Background())
+	ctx, _ := chat.Begin(context.Background(), nil)
 	counter.Increment(ctx)
 	if got := counter.Get(ctx); got != 1 {
 		t.Fatalf("top: %d, want 1", got)
@@ -105,7 +105,7 @@ func TestInvocationScoped(t *testing.T) {
 		t.Fatalf("a new top-level call: %d, want 0", got)
 	}
 	// Invocation scope needs no chat scope, and works inside one too.
-	cctx, _ := chat.Begin(ctx)
+	cctx, _ := chat.Begin(ctx, nil)
 	counter.Increment(cctx)
 	if got := counter.Get(cctx); got != 0 {
 		t.Fatalf("inside a chat scope: %d, want 0", got)
@@ -129,14 +129,14 @@ func TestCalculateBean(t *testing.T) {
 func TestBeanWithDependenciesAndClose(t *testing.T) {
 	var buf bytes.Buffer
 	var tally TallyProxy
-	ctx, _ := chat.Begin(context.Background())
+	ctx, _ := chat.Begin(context.Background(), nil)
 	// Without the package registration the constructor's dependency is missing.
 	if _, err := TallyFrom(ctx); !errors.Is(err, chat.ErrNoProvider) {
 		t.Fatalf("TallyFrom without registration: %v", err)
 	}
 	_ = chat.End(ctx)
 
-	ctx, _ = chat.Begin(chat.WithPackages(context.Background(), Register(Deps{Journal: &Journal{W: &buf}})))
+	ctx, _ = chat.Begin(chat.WithPackages(context.Background(), Register(Deps{Journal: &Journal{W: &buf}})), nil)
 	_ = chat.Push(ctx)
 	tally.Add(ctx, "sword")
 	_ = chat.Push(ctx)
@@ -175,7 +175,7 @@ func TestDemoOutput(t *testing.T) {
 // three levels deep through its generated proxy.
 func BenchmarkBeanLookup(b *testing.B) {
 	var counter CounterProxy
-	ctx, _ := chat.Begin(context.Background())
+	ctx, _ := chat.Begin(context.Background(), nil)
 	counter.Increment(ctx) // created in the top scope
 	for range 3 {
 		_ = chat.Push(ctx)

@@ -29,7 +29,7 @@ func run(ctx context.Context, w io.Writer) error {
 	if _, err := CounterFrom(ctx); err != nil {
 		fmt.Fprintf(w, "  before Begin: %v\n", err)
 	}
-	ctx1, err := chat.Begin(ctx)
+	ctx1, err := chat.Begin(ctx, nil)
 	if err != nil {
 		return err
 	}
@@ -49,7 +49,7 @@ func run(ctx context.Context, w io.Writer) error {
 	}
 
 	fmt.Fprintln(w, "chat-scoped: a bean first used in a nested scope dies with it")
-	ctx2, _ := chat.Begin(ctx)
+	ctx2, _ := chat.Begin(ctx, nil)
 	_ = chat.Push(ctx2)
 	counter.Increment(ctx2)
 	counter.Increment(ctx2)
@@ -59,7 +59,7 @@ func run(ctx context.Context, w io.Writer) error {
 	_ = chat.End(ctx2)
 
 	fmt.Fprintln(w, "per-chat: every scope has its own")
-	ctx3, _ := chat.Begin(ctx)
+	ctx3, _ := chat.Begin(ctx, nil)
 	perChat.Increment(ctx3)
 	fmt.Fprintf(w, "  top scope: %d\n", perChat.Get(ctx3))
 	_ = chat.Push(ctx3)
@@ -79,7 +79,7 @@ func run(ctx context.Context, w io.Writer) error {
 
 	fmt.Fprintln(w, "a bean with a dependency and a Close method")
 	journal := &Journal{W: w}
-	ctx4, _ := chat.Begin(chat.WithPackages(ctx, Register(Deps{Journal: journal})))
+	ctx4, _ := chat.Begin(chat.WithPackages(ctx, Register(Deps{Journal: journal})), nil)
 	var tally TallyProxy
 	_ = chat.Push(ctx4)
 	tally.Add(ctx4, "sword")

@@ -29,7 +29,7 @@ func newApp(model llms.Model, logger *slog.Logger) (*app, error) {
 		memory: memory.NewManager(memory.Config{Policy: memory.Window(40)}),
 	}
 	cfg := ai.Config{Model: model, Memory: a.memory, Logger: logger}
-	router, err := chat.NewRouter(
+	router, err := chat.NewRouter(&chat.RouterOptions{Logger: logger},
 		Register(Deps{
 			Armory:        a.armory,
 			MainMenu:      cfg,
@@ -37,7 +37,6 @@ func newApp(model llms.Model, logger *slog.Logger) (*app, error) {
 			Enchanter:     cfg,
 			ArmorBuilder:  cfg,
 		}),
-		chat.WithRouterLogger(logger),
 	)
 	if err != nil {
 		return nil, err

@@ -105,7 +105,7 @@ func runScoped(t testing.TB) (usage, *app, []int) {
 func runFlat(t testing.TB) usage {
 	model := llmtest.NewModel(llmtest.ScriptFunc(flat.Play))
 	cfg := ai.Config{Model: model, Memory: memory.NewManager(memory.Config{Policy: memory.Window(40)}), Logger: slog.New(slog.DiscardHandler)}
-	router, err := chat.NewRouter(flat.Register(flat.Deps{Armorer: cfg}), chat.WithRouterLogger(slog.New(slog.DiscardHandler)))
+	router, err := chat.NewRouter(&chat.RouterOptions{Logger: slog.New(slog.DiscardHandler)}, flat.Register(flat.Deps{Armorer: cfg}))
 	if err != nil {
 		t.Fatal(err)
 	}

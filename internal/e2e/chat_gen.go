@@ -82,7 +82,7 @@ func Register() *chat.Package {
 		Name: "stream",
 		Handle: func(ctx context.Context, req *chat.RouteRequest) error {
 			res := Stream(req.UserMessage())
-			return chat.SendStream2(ctx, res)
+			return chat.SendStreamWithErrors(ctx, res)
 		},
 	})
 	p.AddRoute(chat.RouteSpec{

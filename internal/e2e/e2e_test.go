@@ -47,7 +47,7 @@ type fixture struct {
 func newFixture(t *testing.T) *fixture {
 	t.Helper()
 	var log bytes.Buffer
-	r, err := chat.NewRouter(Register(), chat.WithRouterLogger(slog.New(slog.NewTextHandler(&syncWriter{w: &log}, nil))))
+	r, err := chat.NewRouter(&chat.RouterOptions{Logger: slog.New(slog.NewTextHandler(&syncWriter{w: &log}, nil))}, Register())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -311,7 +311,7 @@ func TestConcurrentSessions(t *testing.T) {
 // BenchmarkLocalTurn is one chat turn on the generated echo route through
 // the local client.
 func BenchmarkLocalTurn(b *testing.B) {
-	r, err := chat.NewRouter(Register(), chat.WithRouterLogger(slog.New(slog.DiscardHandler)))
+	r, err := chat.NewRouter(&chat.RouterOptions{Logger: slog.New(slog.DiscardHandler)}, Register())
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -341,7 +341,7 @@ func BenchmarkLocalTurnReflect(b *testing.B) {
 		out := fn.Call(args)
 		return chat.SendValue(ctx, out[0].Interface())
 	}})
-	r, err := chat.NewRouter(p, chat.WithRouterLogger(slog.New(slog.DiscardHandler)))
+	r, err := chat.NewRouter(&chat.RouterOptions{Logger: slog.New(slog.DiscardHandler)}, p)
 	if err != nil {
 		b.Fatal(err)
 	}

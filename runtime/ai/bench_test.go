@@ -112,7 +112,7 @@ func BenchmarkAITurn(b *testing.B) {
 			Model:  model,
 			Memory: memory.NewManager(memory.Config{Policy: memory.Window(memory.DefaultMaxMessages)}),
 		})
-		ctx, err := chat.Begin(context.Background())
+		ctx, err := chat.Begin(context.Background(), nil)
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -78,7 +78,7 @@ func Example() {
 	memories := memory.NewManager(memory.Config{})
 	assistant := &assistantImpl{svc: ai.NewService("example.com/app.Assistant", ai.Config{Model: model, Memory: memories})}
 
-	ctx, err := chat.Begin(context.Background())
+	ctx, err := chat.Begin(context.Background(), nil)
 	if err != nil {
 		log.Fatal(err)
 	}

@@ -308,7 +308,7 @@ func must[T any](t *testing.T) func(T, error) T {
 // begin starts a conversation that the test ends.
 func begin(t *testing.T) context.Context {
 	t.Helper()
-	ctx, err := chat.Begin(context.Background())
+	ctx, err := chat.Begin(context.Background(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

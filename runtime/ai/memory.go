@@ -14,7 +14,7 @@ import (
 // a generation that clears and deletion bump so that a turn running
 // across one does not commit.
 //
-// It is the chat.MemoryOwner registered with the scope.
+// It is the chat.ScopedMemory registered with the scope.
 type memState struct {
 	svc  *Service
 	id   string
@@ -29,7 +29,7 @@ type memState struct {
 	gen uint64     // guarded by mu
 }
 
-var _ chat.MemoryOwner = (*memState)(nil)
+var _ chat.ScopedMemory = (*memState)(nil)
 
 // memoryKind is where a memory id comes from.
 type memoryKind uint8
@@ -174,7 +174,7 @@ func (st *memState) generation() uint64 {
 	return st.gen
 }
 
-// ClearMemory implements chat.MemoryOwner: it empties the memory now. A
+// ClearMemory implements chat.ScopedMemory: it empties the memory now. A
 // turn running on it meanwhile commits nothing. It does not wait for that
 // turn (a tool of the turn may be the caller).
 func (st *memState) ClearMemory(ctx context.Context) error {
@@ -198,7 +198,7 @@ func (st *memState) ClearMemory(ctx context.Context) error {
 	return nil
 }
 
-// DeleteMemory implements chat.MemoryOwner: the memory's scope (or
+// DeleteMemory implements chat.ScopedMemory: the memory's scope (or
 // invocation) ended, and the provider deletes the id. A turn running on it
 // meanwhile commits nothing.
 func (st *memState) DeleteMemory(ctx context.Context) error {

@@ -180,7 +180,7 @@ func newRouteEnv(t *testing.T, f *fixture, routes ...chat.RouteSpec) *routeEnv {
 	for _, r := range routes {
 		p.AddRoute(r)
 	}
-	router, err := chat.NewRouter(p, chat.WithRouterLogger(f.logs.logger()))
+	router, err := chat.NewRouter(&chat.RouterOptions{Logger: f.logs.logger()}, p)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -79,10 +79,10 @@ func Lookup[T any](ctx context.Context, b *Bean[T]) (T, error) {
 	if b.info.kind == KindInvocation {
 		return lookupInvocation(ctx, b)
 	}
-	c := conversationFrom(ctx)
+	st := stackFrom(ctx)
 	var s *scope
-	if c != nil {
-		s = c.current.Load()
+	if st != nil {
+		s = st.current.Load()
 	}
 	if s == nil {
 		var zero T
@@ -129,16 +129,16 @@ func createInScope[T any](ctx context.Context, s *scope, b *Bean[T]) (T, error) 
 	if err != nil {
 		return zero, err
 	}
-	c := s.conv
-	c.mu.Lock()
+	st := s.stack
+	st.mu.Lock()
 	if s.ended {
-		c.mu.Unlock()
+		st.mu.Unlock()
 		closeDiscarded(ctx, v)
 		return zero, &BeanError{Bean: b.info.name, Err: ErrNotActive}
 	}
 	// Another goroutine of this conversation may have created it meanwhile.
 	if existing, ok := s.find(&b.info); ok {
-		c.mu.Unlock()
+		st.mu.Unlock()
 		closeDiscarded(ctx, v)
 		return existing.(T), nil
 	}
@@ -148,7 +148,7 @@ func createInScope[T any](ctx context.Context, s *scope, b *Bean[T]) (T, error) 
 	}
 	beans = append(beans, beanEntry{info: &b.info, value: v})
 	s.beans.Store(&beans)
-	c.mu.Unlock()
+	st.mu.Unlock()
 	return v, nil
 }
 

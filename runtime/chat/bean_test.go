@@ -42,7 +42,7 @@ func mustLookup[T any](t testing.TB, ctx context.Context, b *chat.Bean[T]) T {
 }
 
 func TestChatScopedInheritance(t *testing.T) {
-	ctx, _ := chat.Begin(context.Background())
+	ctx, _ := chat.Begin(context.Background(), nil)
 	top := mustLookup(t, ctx, counterBean)
 	top.n = 2
 	_ = chat.Push(ctx)
@@ -52,7 +52,7 @@ func TestChatScopedInheritance(t *testing.T) {
 	_ = chat.End(ctx)
 
 	// A bean first touched in a child dies with the child.
-	ctx, _ = chat.Begin(context.Background())
+	ctx, _ = chat.Begin(context.Background(), nil)
 	_ = chat.Push(ctx)
 	child := mustLookup(t, ctx, counterBean)
 	child.n = 5
@@ -64,7 +64,7 @@ func TestChatScopedInheritance(t *testing.T) {
 }
 
 func TestPerChatNeverInherited(t *testing.T) {
-	ctx, _ := chat.Begin(context.Background())
+	ctx, _ := chat.Begin(context.Background(), nil)
 	top := mustLookup(t, ctx, perChatBean)
 	_ = chat.Push(ctx)
 	if mustLookup(t, ctx, perChatBean) == top {
@@ -104,7 +104,7 @@ func TestCloseOrderInnermostFirst(t *testing.T) {
 		})
 	}
 	a, b, c := mk("a"), mk("b"), mk("c")
-	ctx, _ := chat.Begin(context.Background())
+	ctx, _ := chat.Begin(context.Background(), nil)
 	mustLookup(t, ctx, a)
 	mustLookup(t, ctx, b)
 	_ = chat.Push(ctx)
@@ -128,7 +128,7 @@ func (panickingCloser) Destroy() { panic("boom") }
 func TestCloseErrorsAreReturnedAndPanicsRecovered(t *testing.T) {
 	fb := chat.NewBean("f", chat.KindChat, func(context.Context) (failingCloser, error) { return failingCloser{}, nil })
 	pb := chat.NewBean("p", chat.KindChat, func(context.Context) (panickingCloser, error) { return panickingCloser{}, nil })
-	ctx, _ := chat.Begin(context.Background())
+	ctx, _ := chat.Begin(context.Background(), nil)
 	mustLookup(t, ctx, fb)
 	mustLookup(t, ctx, pb)
 	err := chat.End(ctx)
@@ -150,7 +150,7 @@ func containsAll(s string, subs ...string) bool {
 }
 
 func TestProviders(t *testing.T) {
-	ctx, _ := chat.Begin(context.Background())
+	ctx, _ := chat.Begin(context.Background(), nil)
 	if _, err := chat.Lookup(ctx, depsBean); !errors.Is(err, chat.ErrNoProvider) {
 		t.Fatalf("Lookup without provider: %v, want ErrNoProvider", err)
 	}
@@ -198,7 +198,7 @@ func TestConcurrentCreationInOneScope(t *testing.T) {
 		built.Add(1)
 		return &counter{}, nil
 	})
-	ctx, _ := chat.Begin(context.Background())
+	ctx, _ := chat.Begin(context.Background(), nil)
 	var wg sync.WaitGroup
 	got := make([]*counter, 8)
 	for i := range got {
@@ -214,7 +214,7 @@ func TestConcurrentCreationInOneScope(t *testing.T) {
 }
 
 func BenchmarkLookupDepth3(b *testing.B) {
-	ctx, _ := chat.Begin(context.Background())
+	ctx, _ := chat.Begin(context.Background(), nil)
 	mustLookup(b, ctx, counterBean)
 	_ = chat.Push(ctx)
 	_ = chat.Push(ctx)

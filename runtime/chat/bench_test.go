@@ -2,8 +2,10 @@ package chat_test
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"reflect"
+	"sync"
 	"testing"
 
 	"github.com/chatscopes/chatgen/runtime/chat"
@@ -82,11 +84,11 @@ func reflectRoute(method any, names ...string) chat.RouteSpec {
 	}
 }
 
-func benchSession(b *testing.B, spec chat.RouteSpec) chat.Session {
+func benchSession(b testing.TB, spec chat.RouteSpec) chat.Session {
 	b.Helper()
 	p := chat.NewPackage("example.com/bench")
 	p.AddRoute(spec)
-	r, err := chat.NewRouter(p, chat.WithRouterLogger(slog.New(slog.DiscardHandler)))
+	r, err := chat.NewRouter(&chat.RouterOptions{Logger: slog.New(slog.DiscardHandler)}, p)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -130,6 +132,16 @@ func benchData(b *testing.B, spec chat.RouteSpec) {
 // local client, dispatched as generated code does.
 func BenchmarkLocalTurn(b *testing.B) { benchText(b, typedEchoRoute()) }
 
+// A text turn through the local client allocates one object: the
+// request's state, which holds its context, data and response channel.
+func TestLocalTurnAllocatesOnce(t *testing.T) {
+	s := benchSession(t, typedEchoRoute())
+	ctx := context.Background()
+	if n := testing.AllocsPerRun(100, func() { _ = s.Chat(ctx, "hello") }); n > 1 {
+		t.Fatalf("%v allocations per turn, want 1", n)
+	}
+}
+
 // BenchmarkLocalTurnReflect is the same turn dispatched with reflection.
 func BenchmarkLocalTurnReflect(b *testing.B) {
 	benchText(b, reflectRoute(echo, "ctx", chat.UserMessageKey))
@@ -143,4 +155,60 @@ func BenchmarkLocalTurnData(b *testing.B) { benchData(b, typedEchoCountRoute()) 
 // reflection.
 func BenchmarkLocalTurnDataReflect(b *testing.B) {
 	benchData(b, reflectRoute(echoCount, "ctx", chat.UserMessageKey, "count"))
+}
+
+// minimalRouter is the floor a local turn is compared with: a hand-written
+// session router with none of chat's semantics (no scopes, no request
+// context, no error handlers, no wipes). A turn is a map lookup under a
+// session mutex and two indirect calls, the route and the reply handler,
+// delivering the same string reply as BenchmarkLocalTurn.
+type minimalRouter struct {
+	routes map[string]func(ctx context.Context, text string, reply func(string)) error
+}
+
+type minimalSession struct {
+	router  *minimalRouter
+	mu      sync.Mutex
+	route   string
+	onReply func(string)
+}
+
+var errMinimalNoRoute = errors.New("no such route")
+
+func (s *minimalSession) Chat(ctx context.Context, text string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	h := s.router.routes[s.route]
+	if h == nil {
+		return errMinimalNoRoute
+	}
+	return h(ctx, text, s.onReply)
+}
+
+// BenchmarkLocalTurnPeerMinimalRouter is BenchmarkLocalTurn's turn on
+// minimalRouter: the ratio of the two is what chat's semantics cost. The
+// machine-independent ratio is in instructions: run the test binary under
+// valgrind --tool=callgrind with GOMAXPROCS=1 and
+// GODEBUG=asyncpreemptoff=1,cpu.rdtscp=off (GOGC=off leaves out the
+// collector) for -test.benchtime Nx and 2Nx; the difference divided by N
+// is the cost of a turn.
+func BenchmarkLocalTurnPeerMinimalRouter(b *testing.B) {
+	r := &minimalRouter{routes: map[string]func(context.Context, string, func(string)) error{
+		"echo": func(ctx context.Context, text string, reply func(string)) error {
+			reply(echo(ctx, text))
+			return nil
+		},
+	}}
+	var got string
+	s := &minimalSession{router: r, route: "echo", onReply: func(text string) { got = text }}
+	ctx := context.Background()
+	if err := s.Chat(ctx, "ping"); err != nil || got != "ping" {
+		b.Fatalf("warm-up turn: %v, got %q", err, got)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if err := s.Chat(ctx, "hello"); err != nil {
+			b.Fatal(err)
+		}
+	}
 }

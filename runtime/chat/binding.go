@@ -6,8 +6,8 @@ import "context"
 // value so that a lookup is one ctx.Value call and a request adds one
 // context layer. It is immutable: changes copy it.
 type binding struct {
-	conv      *conversation
-	providers map[*beanInfo]func(context.Context) (any, error)
+	stack     *scopeStack
+	providers providerMap
 	req       *requestState
 	principal Principal
 }
@@ -29,14 +29,14 @@ func rebind(ctx context.Context, fn func(*binding)) context.Context {
 	return context.WithValue(ctx, bindingKey{}, &nb)
 }
 
-func conversationFrom(ctx context.Context) *conversation {
+func stackFrom(ctx context.Context) *scopeStack {
 	if b := bindingFrom(ctx); b != nil {
-		return b.conv
+		return b.stack
 	}
 	return nil
 }
 
-func providerFor(ctx context.Context, info *beanInfo) func(context.Context) (any, error) {
+func providerFor(ctx context.Context, info *beanInfo) providerFunc {
 	if b := bindingFrom(ctx); b != nil {
 		return b.providers[info]
 	}
@@ -44,6 +44,9 @@ func providerFor(ctx context.Context, info *beanInfo) func(context.Context) (any
 }
 
 func requestFrom(ctx context.Context) *requestState {
+	if rc, ok := ctx.(*requestContext); ok {
+		return rc.bind.req // a route's own context: no Value call
+	}
 	if b := bindingFrom(ctx); b != nil {
 		return b.req
 	}

@@ -89,24 +89,85 @@ type Connector interface {
 
 // Handlers are the event handlers of a session, by event type.
 type Handlers struct {
-	byType map[string]func(Event)
-	def    func(Event)
+	builtin [numBuiltinEvents]handler // by builtinEvent: no map lookup
+	byType  map[string]handler        // the other types (//chat:event)
+	def     func(Event)
+}
+
+// numBuiltinEvents is the number of builtinEvent indexes.
+const numBuiltinEvents = 6
+
+// builtinEvent returns the index in Handlers.builtin of an event type of
+// the protocol that handlers take, or -1 for any other type.
+func builtinEvent(typ string) int {
+	switch typ {
+	case EventMessage:
+		return 0
+	case EventStream:
+		return 1
+	case EventThinking:
+		return 2
+	case EventObject:
+		return 3
+	case EventConsole:
+		return 4
+	case EventError:
+		return 5
+	}
+	return -1
+}
+
+// get returns the handler of typ (the zero handler when there is none).
+func (h *Handlers) get(typ string) handler {
+	if i := builtinEvent(typ); i >= 0 {
+		return h.builtin[i]
+	}
+	return h.byType[typ]
+}
+
+// set makes fn the handler of typ.
+func (h *Handlers) set(typ string, fn handler) {
+	if i := builtinEvent(typ); i >= 0 {
+		h.builtin[i] = fn
+		return
+	}
+	h.byType[typ] = fn
+}
+
+// A handler handles the events of one type. At most one field is set.
+type handler struct {
+	event func(Event)
+	text  func(string) // OnMessage and the other handlers of text
 }
 
 // Dispatch calls the handler of ev's type, or the default handler. Events
 // without either are dropped. Transports call it in event order.
 func (h *Handlers) Dispatch(ev Event) {
-	if fn := h.byType[ev.Type]; fn != nil {
-		fn(ev)
-		return
-	}
-	if h.def != nil {
+	switch fn := h.get(ev.Type); {
+	case fn.text != nil:
+		fn.text(ev.Text())
+	case fn.event != nil:
+		fn.event(ev)
+	case h.def != nil:
 		h.def(ev)
 	}
 }
 
+// dispatchText is Dispatch(Event{Type: typ, Data: text}) that builds the
+// Event only for a handler that takes one.
+func (h *Handlers) dispatchText(typ, text string) {
+	switch fn := h.get(typ); {
+	case fn.text != nil:
+		fn.text(text)
+	case fn.event != nil:
+		fn.event(Event{Type: typ, Data: text})
+	case h.def != nil:
+		h.def(Event{Type: typ, Data: text})
+	}
+}
+
 func (h *Handlers) clone() *Handlers {
-	c := &Handlers{byType: make(map[string]func(Event), len(h.byType)), def: h.def}
+	c := &Handlers{builtin: h.builtin, byType: make(map[string]handler, len(h.byType)), def: h.def}
 	for k, v := range h.byType {
 		c.byType[k] = v
 	}
@@ -124,11 +185,11 @@ type SessionBuilder struct {
 // NewSessionBuilder returns a builder connecting through conn. Transports
 // call it from their Builder method.
 func NewSessionBuilder(conn Connector) *SessionBuilder {
-	return &SessionBuilder{conn: conn, h: Handlers{byType: map[string]func(Event){}}}
+	return &SessionBuilder{conn: conn, h: Handlers{byType: map[string]handler{}}}
 }
 
 func (b *SessionBuilder) text(typ string, fn func(string)) *SessionBuilder {
-	b.h.byType[typ] = func(ev Event) { fn(ev.Text()) }
+	b.h.set(typ, handler{text: fn})
 	return b
 }
 
@@ -164,7 +225,7 @@ func (b *SessionBuilder) OnObject(fn func(Event)) *SessionBuilder {
 
 // On handles events of type typ (for example a //chat:event type).
 func (b *SessionBuilder) On(typ string, fn func(Event)) *SessionBuilder {
-	b.h.byType[typ] = fn
+	b.h.set(typ, handler{event: fn})
 	return b
 }
 

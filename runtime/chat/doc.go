@@ -1,12 +1,61 @@
 // Package chat is the core runtime of chatgen: nestable chat scopes carried
-// by context.Context, scoped beans, and (with the routes) the router, events,
-// the route context and the local client.
+// by context.Context, scoped beans, and the router that serves chat routes
+// to clients.
+//
+// The examples are the quickest way in. Applications need only the first
+// section below; the other two list what generated code and transports
+// call, which applications do not need to.
+//
+// # For applications
 //
 // A conversation is a stack of scopes. [Begin] starts one and returns a
 // context that carries it; [Push] and [PushRoute] start nested scopes;
 // [Pop] destroys the innermost scope; [End] ends the whole conversation.
-// Beans declared with //chat:scoped live in those scopes and are reached
-// through generated proxies and accessors that call [Lookup].
+// [ID], [Depth] and [Active] describe the current scope, and the
+// [Observer] of [BeginOptions] is told about each scope's lifecycle. Beans
+// declared with //chat:scoped live in those scopes, for as long as their
+// [Kind] says, and are reached through generated proxies and accessors.
+// [WithPackages] gives a conversation the registrations (a [Package] per
+// Go package) that build beans needing application dependencies.
+//
+// A [Router], from [NewRouter], serves the routes of the packages it is
+// given. Inside a route, [Response] sends events to the client, [Request]
+// holds the request data, [Route], [CurrentRoute], [Execute] and
+// [ExecuteRoute] move between routes, and [ScheduleWipe], [AbortWipe] and
+// [ClearMemory] act on the scope's chat memory. A route error that no
+// //chat:catch handler takes fails the request with a [Failure]; the Err*
+// failures match it with errors.Is.
+//
+// A [Client] opens sessions ([Session]) on a router: [NewLocalClient] in the
+// same process, ws.Dial over a websocket. A [SessionBuilder] registers the
+// session's event handlers. Authentication puts a [Principal] (a [User],
+// for example) in the context with [WithPrincipal]; routes with roles check
+// it.
+//
+// # For generated code
+//
+// chatgen's output registers a package with [NewPackage],
+// [Package.AddRoute] ([RouteSpec]) and [Package.AddCatch] ([CatchSpec]);
+// declares beans with [NewBean] and binds their dependencies with
+// [Provide]; reaches them with [Lookup] and [MustLookup], around
+// [BeginInvocation] for invocation-scoped beans; sends route results with
+// [SendValue], [SendStream] and [SendStreamWithErrors]; implements
+// [EventTyper] for //chat:event types; and asserts
+// [SupportPackageIsVersion1]. The AI services of runtime/ai register their
+// chat memory with [AttachMemory] (it is a [ScopedMemory]) and use
+// [InvocationID] and [OnInvocationEnd] for invocation-scoped memory.
+//
+// # For transports
+//
+// A server transport (runtime/ws is one) calls [Router.Connect] for each
+// client session and [Conversation.Handle] for each request, built with
+// [NewJSONRequest] or [NewDataRequest], and writes out the events handed
+// to its sink. A client transport implements [Connector] and [Session],
+// starts sessions with [NewSessionBuilder], turns received data into
+// events with [NewWireEvent], delivers them with [Handlers.Dispatch], and
+// ends asynchronous requests with [NewCall] and [Call.Finish].
+//
+// # Concurrency
 //
 // Everything here is safe for concurrent use. Different conversations never
 // see each other's scopes or beans.

@@ -41,15 +41,6 @@ func (l *evlog) take() []string {
 	return out
 }
 
-// takeEvents returns the events received so far and forgets them.
-func (l *evlog) takeEvents() []chat.Event {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	out := l.evs
-	l.evs = nil
-	return out
-}
-
 func wantEvents(t *testing.T, got []string, want ...string) {
 	t.Helper()
 	if want == nil {
@@ -144,7 +135,13 @@ type env struct {
 
 // newEnv builds a router of one package holding routes and catches, as
 // generated code registers them.
-func newEnv(t *testing.T, routes []chat.RouteSpec, catches []chat.CatchSpec, opts ...chat.RouterOption) *env {
+func newEnv(t *testing.T, routes []chat.RouteSpec, catches []chat.CatchSpec) *env {
+	t.Helper()
+	return newObservedEnv(t, nil, routes, catches)
+}
+
+// newObservedEnv is newEnv with obs observing the router's scopes.
+func newObservedEnv(t *testing.T, obs chat.Observer, routes []chat.RouteSpec, catches []chat.CatchSpec) *env {
 	t.Helper()
 	p := chat.NewPackage("example.com/app")
 	for _, r := range routes {
@@ -154,7 +151,7 @@ func newEnv(t *testing.T, routes []chat.RouteSpec, catches []chat.CatchSpec, opt
 		p.AddCatch(c)
 	}
 	lc := &logCapture{}
-	r, err := chat.NewRouter(append([]chat.RouterOption{p, chat.WithRouterLogger(lc.logger())}, opts...)...)
+	r, err := chat.NewRouter(&chat.RouterOptions{Logger: lc.logger(), Observer: obs}, p)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -93,8 +93,8 @@ func (inv *invocation) end(ctx context.Context) {
 	}
 	if err := errors.Join(errs...); err != nil {
 		logger := slog.Default()
-		if c := conversationFrom(ctx); c != nil {
-			logger = c.logger
+		if st := stackFrom(ctx); st != nil {
+			logger = st.logger
 		}
 		logger.ErrorContext(ctx, "chat: ending invocation", "err", err)
 	}
@@ -141,8 +141,8 @@ func lookupInvocation[T any](ctx context.Context, b *Bean[T]) (T, error) {
 func closeDiscarded(ctx context.Context, v any) {
 	if err := closeBean(v); err != nil {
 		logger := slog.Default()
-		if c := conversationFrom(ctx); c != nil {
-			logger = c.logger
+		if st := stackFrom(ctx); st != nil {
+			logger = st.logger
 		}
 		logger.ErrorContext(ctx, "chat: closing a discarded bean", "err", err)
 	}

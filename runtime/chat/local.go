@@ -47,7 +47,6 @@ func (c *LocalClient) Connect(ctx context.Context, route string, h *Handlers) (S
 		return nil, err
 	}
 	s := &localSession{client: c, conv: conv, h: h, scopeID: conv.ScopeID()}
-	s.sink = s.deliver // once, not a method value per request
 	c.mu.Lock()
 	if c.closed {
 		c.mu.Unlock()
@@ -76,16 +75,17 @@ func (c *LocalClient) Close() error {
 
 // localSession runs requests in arrival order. An idle session runs a
 // synchronous request on the caller's goroutine; queued requests are run
-// by one goroutine that exists only while the queue is not empty.
+// by one goroutine that exists only while the queue is not empty. It is
+// the eventSink of its requests: events go to its handlers on the
+// goroutine that sends them.
 type localSession struct {
 	client *LocalClient
 	conv   *Conversation
 	h      *Handlers
-	sink   func(Event) error // s.deliver
 
 	mu      sync.Mutex
 	queue   []*localCall
-	running bool
+	running bool // a goroutine is running the session's requests
 	closed  bool
 	scopeID string
 	// closeAfterRun: Close was called while a handler ran; the request in
@@ -108,7 +108,8 @@ func (s *localSession) ScopeID() string {
 }
 
 func (s *localSession) Chat(ctx context.Context, text string) error {
-	return s.do(ctx, NewTextRequest(text))
+	req := RouteRequest{userMessage: text, hasUser: true} // not escaping: no allocation
+	return s.do(ctx, &req)
 }
 
 func (s *localSession) Send(ctx context.Context, data any) error {
@@ -133,7 +134,8 @@ func (s *localSession) SendAsync(ctx context.Context, data any) *Call {
 	return s.enqueue(ctx, req)
 }
 
-// do runs a request and waits for it.
+// do runs a request and waits for it. An idle session runs it on the
+// caller's goroutine, with one lock to start and one to finish.
 func (s *localSession) do(ctx context.Context, req *RouteRequest) error {
 	if err := ctx.Err(); err != nil {
 		return err
@@ -143,18 +145,31 @@ func (s *localSession) do(ctx context.Context, req *RouteRequest) error {
 		s.mu.Unlock()
 		return ErrSessionClosed
 	}
-	if !s.running {
-		s.running = true
+	if s.running {
+		queued := *req // req may live on the caller's stack
+		lc := &localCall{ctx: ctx, req: &queued, call: NewCall()}
+		s.queue = append(s.queue, lc)
 		s.mu.Unlock()
-		err := s.run(ctx, req)
-		s.closeIfAsked()
-		s.next()
-		return err
+		return lc.call.Wait(ctx)
 	}
-	lc := &localCall{ctx: ctx, req: req, call: NewCall()}
-	s.queue = append(s.queue, lc)
+	s.running = true
+	scope := s.scopeID
 	s.mu.Unlock()
-	return lc.call.Wait(ctx)
+
+	after, err := s.run(ctx, scope, req)
+
+	s.mu.Lock()
+	closeConv := s.ended(after)
+	more := len(s.queue) > 0
+	s.running = more
+	s.mu.Unlock()
+	if closeConv {
+		s.closeConversation()
+	}
+	if more {
+		go s.drain()
+	}
+	return err
 }
 
 func (s *localSession) enqueue(ctx context.Context, req *RouteRequest) *Call {
@@ -175,19 +190,7 @@ func (s *localSession) enqueue(ctx context.Context, req *RouteRequest) *Call {
 	return lc.call
 }
 
-// next hands the queue, if any, to a draining goroutine after a request
-// ran on its caller's goroutine.
-func (s *localSession) next() {
-	s.mu.Lock()
-	if len(s.queue) == 0 {
-		s.running = false
-		s.mu.Unlock()
-		return
-	}
-	s.mu.Unlock()
-	go s.drain()
-}
-
+// drain runs the queued requests, then stops being the running goroutine.
 func (s *localSession) drain() {
 	for {
 		s.mu.Lock()
@@ -199,52 +202,67 @@ func (s *localSession) drain() {
 		lc := s.queue[0]
 		s.queue[0] = nil
 		s.queue = s.queue[1:]
+		scope := s.scopeID
 		s.mu.Unlock()
 		if err := lc.ctx.Err(); err != nil {
 			lc.call.Finish(err)
 			continue
 		}
-		err := s.run(lc.ctx, lc.req)
-		s.closeIfAsked()
+		after, err := s.run(lc.ctx, scope, lc.req)
+		s.mu.Lock()
+		closeConv := s.ended(after)
+		s.mu.Unlock()
+		if closeConv {
+			s.closeConversation()
+		}
 		lc.call.Finish(err)
 	}
 }
 
-// closeIfAsked ends the conversation after a request during which a
-// handler closed the session.
-func (s *localSession) closeIfAsked() {
-	s.mu.Lock()
-	pending := s.closeAfterRun
-	s.closeAfterRun = false
-	s.mu.Unlock()
-	if pending {
-		if err := s.conv.Close(context.Background()); err != nil {
-			s.client.router.logger.Error("chat: closing a session", "err", err)
-		}
-	}
-}
-
-// run handles one request; only the running goroutine calls it.
-func (s *localSession) run(ctx context.Context, req *RouteRequest) error {
-	s.mu.Lock()
-	scope := s.scopeID
-	s.mu.Unlock()
-	after, f := s.conv.Handle(ctx, scope, req, s.sink)
+// ended records the end of a request that left the session in the scope
+// after ("" when there is none) and reports whether a handler closed the
+// session during it, so that the conversation must be closed now. s.mu is
+// held.
+func (s *localSession) ended(after string) (closeConv bool) {
 	if after != "" {
-		s.mu.Lock()
 		s.scopeID = after
-		s.mu.Unlock()
 	}
-	if f != nil {
-		return &Failure{Reason: f.Reason} // the cause stays on the server side
-	}
-	return nil
+	closeConv = s.closeAfterRun
+	s.closeAfterRun = false
+	return closeConv
 }
 
-func (s *localSession) deliver(ev Event) error {
+// closeConversation ends the conversation of a session that a handler
+// closed during a request.
+func (s *localSession) closeConversation() {
+	if err := s.conv.Close(context.Background()); err != nil {
+		s.client.router.logger.Error("chat: closing a session", "err", err)
+	}
+}
+
+// run handles one request on scope; only the running goroutine calls it.
+// It returns the scope the request left the session in.
+func (s *localSession) run(ctx context.Context, scope string, req *RouteRequest) (string, error) {
+	after, f := s.conv.handle(ctx, scope, req, s)
+	if f != nil {
+		return after, &Failure{Reason: f.Reason} // the cause stays on the server side
+	}
+	return after, nil
+}
+
+// event implements eventSink.
+func (s *localSession) event(ev Event) error {
 	s.inHandler.Add(1)
 	defer s.inHandler.Add(-1)
 	s.h.Dispatch(ev)
+	return nil
+}
+
+// text implements eventSink.
+func (s *localSession) text(typ, text string) error {
+	s.inHandler.Add(1)
+	defer s.inHandler.Add(-1)
+	s.h.dispatchText(typ, text)
 	return nil
 }
 

@@ -10,7 +10,7 @@ import (
 func TestClosedSessionsLeaveTheClient(t *testing.T) {
 	p := NewPackage("example.com/internal")
 	p.AddRoute(RouteSpec{Name: "r", Handle: func(ctx context.Context, req *RouteRequest) error { return nil }})
-	r, err := NewRouter(p)
+	r, err := NewRouter(nil, p)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -493,3 +493,76 @@ func TestBuilderGivesEachSessionItsOwnHandlers(t *testing.T) {
 		t.Fatalf("%d thinking events, want 40", n)
 	}
 }
+
+// A text event reaches a text handler (OnMessage…) as its text, and an
+// On or OnDefault handler as an Event whose Data is the string the route
+// sent; the handler registered last for a type wins.
+func TestHandlersOfTextEvents(t *testing.T) {
+	e := newEnv(t, []chat.RouteSpec{{Name: "r", Handle: func(ctx context.Context, req *chat.RouteRequest) error {
+		res := chat.Response(ctx)
+		for _, err := range []error{
+			res.Message("m"), res.Thinking("t"), res.Console("c"), res.Error("e"),
+			chat.SendStream(ctx, func(yield func(string) bool) { yield("s") }),
+			res.Event("Custom", "x"),
+			chat.SendValue(ctx, "v"),
+		} {
+			if err != nil {
+				return err
+			}
+		}
+		return nil
+	}}}, nil)
+	var got []string
+	var dataTypes []string
+	record := func(ev chat.Event) {
+		got = append(got, "event "+ev.Type+":"+ev.Text())
+		dataTypes = append(dataTypes, fmt.Sprintf("%T", ev.Data))
+	}
+	s, err := e.client.Builder().
+		On(chat.EventThinking, record). // replaced below
+		OnThinking(func(text string) { got = append(got, "thinking "+text) }).
+		OnMessage(func(text string) { got = append(got, "message "+text) }).
+		On(chat.EventMessage, record). // replaces OnMessage
+		OnStream(func(text string) { got = append(got, "stream "+text) }).
+		On("Custom", record).
+		OnDefault(record).
+		Connect(bg, "")
+	wantNoErr(t, err)
+	wantNoErr(t, s.Chat(bg, "go"))
+	wantEvents(t, got,
+		"event Message:m", "thinking t", "event Console:c", "event Error:e",
+		"stream s", "event Custom:x", "event Message:v")
+	if !slices.Equal(dataTypes, []string{"string", "string", "string", "string", "string"}) {
+		t.Fatalf("event data types %v, want strings", dataTypes)
+	}
+}
+
+// Handlers.Dispatch, which client transports call, routes events the same
+// way.
+func TestHandlersDispatch(t *testing.T) {
+	var got []string
+	var conn connector
+	b := chat.NewSessionBuilder(&conn).
+		OnMessage(func(text string) { got = append(got, "message "+text) }).
+		On("Custom", func(ev chat.Event) { got = append(got, "custom "+ev.Text()) }).
+		OnDefault(func(ev chat.Event) { got = append(got, "default "+ev.Type) })
+	if _, err := b.Connect(bg, ""); err != nil {
+		t.Fatal(err)
+	}
+	for _, ev := range []chat.Event{
+		chat.NewWireEvent(chat.EventMessage, []byte(`"hi"`)),
+		{Type: "Custom", Data: 1},
+		{Type: chat.EventThinking, Data: "t"},
+	} {
+		conn.h.Dispatch(ev)
+	}
+	wantEvents(t, got, "message hi", "custom 1", "default Thinking")
+}
+
+// connector is a chat.Connector that keeps the handlers it was given.
+type connector struct{ h *chat.Handlers }
+
+func (c *connector) Connect(_ context.Context, _ string, h *chat.Handlers) (chat.Session, error) {
+	c.h = h
+	return nil, nil
+}

@@ -15,8 +15,15 @@ type Package struct {
 
 type provider struct {
 	info *beanInfo
-	fn   func(context.Context) (any, error)
+	fn   providerFunc
 }
+
+// A providerFunc builds an instance of a bean, with the application
+// dependencies its package's registration bound into it.
+type providerFunc func(context.Context) (any, error)
+
+// A providerMap holds the provider of each bean that has one.
+type providerMap map[*beanInfo]providerFunc
 
 // NewPackage starts the registration of the package with import path path.
 // Generated code calls it.
@@ -44,8 +51,8 @@ func WithPackages(ctx context.Context, pkgs ...*Package) context.Context {
 	return rebind(ctx, func(b *binding) { b.providers = mergeProviders(b.providers, pkgs) })
 }
 
-func mergeProviders(old map[*beanInfo]func(context.Context) (any, error), pkgs []*Package) map[*beanInfo]func(context.Context) (any, error) {
-	m := make(map[*beanInfo]func(context.Context) (any, error), len(old))
+func mergeProviders(old providerMap, pkgs []*Package) providerMap {
+	m := make(providerMap, len(old))
 	for k, v := range old {
 		m[k] = v
 	}

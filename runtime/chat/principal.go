@@ -14,13 +14,14 @@ type Principal interface {
 	HasRole(role string) bool
 }
 
-// User is a simple [Principal]: a name and a set of roles.
+// User is a simple [Principal]: an id and a set of roles. A User has no
+// separate display name: its id is what [Principal.Name] reports.
 type User struct {
 	ID    string
 	Roles []string
 }
 
-// Name returns the user's id.
+// Name returns u.ID: the id is the name a User is known by in logs.
 func (u User) Name() string { return u.ID }
 
 // HasRole reports whether role is one of the user's roles.
@@ -40,6 +41,7 @@ func PrincipalFrom(ctx context.Context) Principal {
 	return nil
 }
 
+// allowed reports whether p may use a route with roles.
 func allowed(p Principal, roles []string) bool {
 	if len(roles) == 0 {
 		return true

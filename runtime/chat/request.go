@@ -181,36 +181,39 @@ func (r *RouteRequest) Decode(key string, v any) error {
 // or nil outside a route (the nil request has no data).
 func Request(ctx context.Context) *RouteRequest {
 	if rs := requestFrom(ctx); rs != nil {
-		return rs.req
+		return &rs.req
 	}
 	return nil
 }
 
-// requestState is one request in progress.
+// requestState is one request in progress. It is the one allocation of a
+// request: the request data, the response channel and the request's
+// context are held in it by value.
+//
+// Its size is part of the cost of every request: the garbage collector
+// runs in proportion to the bytes allocated.
 type requestState struct {
-	req       *RouteRequest
-	resp      ResponseChannel
-	conv      *Conversation
-	bind      binding // the binding of the request's context
-	ctx       requestContext
-	failed    string // the route the request's error came from
-	failedErr error  // the error it returned
-	depth     int    // routes running: 1 for the request's own, more under Execute
-	aborted   bool   // AbortWipe was called: no wipe this request
+	ctx     requestContext
+	req     RouteRequest // a copy of the transport's: requests are immutable
+	resp    ResponseChannel
+	conv    *Conversation
+	failure *routeError // the request's error and its route, once one failed
+	depth   int32       // routes running: 1 for the request's own, more under Execute
+	aborted bool        // AbortWipe was called: no wipe this request
 }
 
 // requestContext is a request's context: its parent plus the request's
 // binding, allocated with the request instead of as another context layer.
 type requestContext struct {
 	context.Context
-	bind *binding
+	bind binding
 }
 
 // Value returns the request's binding for bindingKey and asks the parent
 // for every other key.
 func (c *requestContext) Value(key any) any {
-	if key == (bindingKey{}) {
-		return c.bind
+	if _, ok := key.(bindingKey); ok { // cheaper than comparing interfaces
+		return &c.bind
 	}
 	return c.Context.Value(key)
 }
@@ -221,9 +224,27 @@ func (c *requestContext) Value(key any) any {
 // and once the request is over.
 type ResponseChannel struct {
 	mu   sync.Mutex
-	sink func(Event) error
+	sink eventSink
 	done bool
 }
+
+// An eventSink is where the events of a request go: to the transport.
+type eventSink interface {
+	// event delivers ev.
+	event(ev Event) error
+	// text delivers an event whose data is text. It exists so that a
+	// transport that hands text straight to a handler (the local client)
+	// need not box it into an Event's Data first.
+	text(typ, text string) error
+}
+
+// funcSink is the eventSink of a transport that takes events through a
+// func, as [Conversation.Handle] does.
+type funcSink func(Event) error
+
+func (f funcSink) event(ev Event) error { return f(ev) }
+
+func (f funcSink) text(typ, text string) error { return f(Event{Type: typ, Data: text}) }
 
 // Response returns the response channel of the request being handled in
 // ctx. Outside a route it returns a channel whose methods fail with
@@ -245,26 +266,40 @@ func (c *ResponseChannel) Event(typ string, v any) error {
 	if c.done {
 		return fmt.Errorf("chat: sending %s event: the request is over: %w", typ, ErrNotActive)
 	}
-	return c.sink(Event{Type: typ, Data: v})
+	return c.sink.event(Event{Type: typ, Data: v})
+}
+
+// text sends an event of type typ whose data is text: Event(typ, text)
+// without boxing text.
+func (c *ResponseChannel) text(typ, text string) error {
+	if c == nil {
+		return fmt.Errorf("chat: sending %s event: %w", typ, errNoRequest)
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.done {
+		return fmt.Errorf("chat: sending %s event: the request is over: %w", typ, ErrNotActive)
+	}
+	return c.sink.text(typ, text)
 }
 
 var errNoRequest = fmt.Errorf("no route request in the context: %w", ErrNotActive)
 
 // Message sends text as a Message event.
-func (c *ResponseChannel) Message(text string) error { return c.Event(EventMessage, text) }
+func (c *ResponseChannel) Message(text string) error { return c.text(EventMessage, text) }
 
 // Object sends v as an Object event.
 func (c *ResponseChannel) Object(v any) error { return c.Event(EventObject, v) }
 
 // Thinking sends text as a Thinking event: progress while the route works.
-func (c *ResponseChannel) Thinking(text string) error { return c.Event(EventThinking, text) }
+func (c *ResponseChannel) Thinking(text string) error { return c.text(EventThinking, text) }
 
 // Console sends text as a Console event.
-func (c *ResponseChannel) Console(text string) error { return c.Event(EventConsole, text) }
+func (c *ResponseChannel) Console(text string) error { return c.text(EventConsole, text) }
 
 // Error sends text as an Error event. The request still completes; return
 // an error from the route to fail it.
-func (c *ResponseChannel) Error(text string) error { return c.Event(EventError, text) }
+func (c *ResponseChannel) Error(text string) error { return c.text(EventError, text) }
 
 // Send sends v as an event of the type it names: v must implement
 // [EventTyper], as types annotated with //chat:event do.
@@ -286,18 +321,21 @@ func (c *ResponseChannel) close() {
 // SendValue sends a route's result as generated code maps it: nothing for
 // nil (a nil pointer, map, slice, func or channel too), a string as Message
 // ("" sends nothing), an [EventTyper] as its own type, anything else as
-// Object.
-func SendValue(ctx context.Context, v any) error {
-	switch s := v.(type) {
-	case nil:
-		return nil
-	case string:
+// Object. It is generic so that a string result is sent without being
+// boxed into an interface on the way.
+func SendValue[T any](ctx context.Context, v T) error {
+	if s, ok := any(v).(string); ok {
 		if s == "" {
 			return nil
 		}
-		return Response(ctx).Event(EventMessage, v) // v, not s: no new boxing
+		return Response(ctx).text(EventMessage, s)
 	}
-	if isNilValue(v) {
+	return sendAny(ctx, any(v))
+}
+
+// sendAny is SendValue for a value that is not a string.
+func sendAny(ctx context.Context, v any) error {
+	if v == nil || isNilValue(v) {
 		return nil
 	}
 	if t, ok := v.(EventTyper); ok {
@@ -323,16 +361,17 @@ func SendStream(ctx context.Context, seq iter.Seq[string]) error {
 	}
 	var err error
 	for chunk := range seq {
-		if err = Response(ctx).Event(EventStream, chunk); err != nil {
+		if err = Response(ctx).text(EventStream, chunk); err != nil {
 			break
 		}
 	}
 	return err
 }
 
-// SendStream2 sends each chunk of seq as a Stream event. An error from the
-// sequence stops it and fails the request with StreamingFailure.
-func SendStream2(ctx context.Context, seq iter.Seq2[string, error]) error {
+// SendStreamWithErrors sends each chunk of seq as a Stream event. The
+// sequence yields an error instead of a chunk when the stream fails: that
+// stops it and fails the request with StreamingFailure.
+func SendStreamWithErrors(ctx context.Context, seq iter.Seq2[string, error]) error {
 	if seq == nil {
 		return nil
 	}
@@ -340,7 +379,7 @@ func SendStream2(ctx context.Context, seq iter.Seq2[string, error]) error {
 		if err != nil {
 			return &StreamError{Err: err}
 		}
-		if err := Response(ctx).Event(EventStream, chunk); err != nil {
+		if err := Response(ctx).text(EventStream, chunk); err != nil {
 			return err
 		}
 	}

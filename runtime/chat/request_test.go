@@ -347,16 +347,16 @@ func TestResponseOutsideARoute(t *testing.T) {
 		check("SendValue", chat.SendValue(ctx, "x"))
 		check("SendValue", chat.SendValue(ctx, weapon{}))
 		check("SendStream", chat.SendStream(ctx, chunks("a")))
-		check("SendStream2", chat.SendStream2(ctx, failingChunks(errors.New("x"), "a")))
+		check("SendStreamWithErrors", chat.SendStreamWithErrors(ctx, failingChunks(errors.New("x"), "a")))
 		// Nothing to send is not an error, even outside a route.
 		wantNoErr(t, chat.SendValue(ctx, ""))
-		wantNoErr(t, chat.SendValue(ctx, nil))
+		wantNoErr(t, chat.SendValue[any](ctx, nil))
 	}
 }
 
 func mustBegin(t *testing.T) context.Context {
 	t.Helper()
-	ctx, err := chat.Begin(bg)
+	ctx, err := chat.Begin(bg, nil)
 	wantNoErr(t, err)
 	t.Cleanup(func() { _ = chat.End(ctx) })
 	return ctx
@@ -430,4 +430,29 @@ func TestEventHelpers(t *testing.T) {
 	if (chat.Event{}).Text() != "" {
 		t.Fatal("empty event text")
 	}
+}
+
+// SendValue sends a string as a Message; a value of a named string type is
+// not a string: it is sent as an Object, as before SendValue was generic.
+func TestSendValueOfStringsAndOtherValues(t *testing.T) {
+	type mood string
+	var nilWeapon *weapon
+	e := newEnv(t, []chat.RouteSpec{{Name: "r", Handle: func(ctx context.Context, req *chat.RouteRequest) error {
+		for _, err := range []error{
+			chat.SendValue(ctx, "text"),
+			chat.SendValue(ctx, mood("calm")),
+			chat.SendValue[any](ctx, "boxed text"),
+			chat.SendValue(ctx, nilWeapon),
+			chat.SendValue[any](ctx, nilWeapon),
+			chat.SendValue(ctx, ""),
+		} {
+			if err != nil {
+				return err
+			}
+		}
+		return nil
+	}}}, nil)
+	s, l := e.connect(bg, "")
+	wantNoErr(t, s.Chat(bg, "go"))
+	wantEvents(t, l.take(), "Message:text", `Object:"calm"`, "Message:boxed text")
 }

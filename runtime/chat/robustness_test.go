@@ -24,7 +24,7 @@ func (m *ctxMemory) DeleteMemory(ctx context.Context) error {
 
 func TestScopeCleanupSurvivesACancelledContext(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
-	ctx, err := chat.Begin(ctx)
+	ctx, err := chat.Begin(ctx, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -43,10 +43,10 @@ func TestScopeCleanupSurvivesACancelledContext(t *testing.T) {
 
 func TestPanickingObserverIsContained(t *testing.T) {
 	var log bytes.Buffer
-	ctx, err := chat.Begin(context.Background(),
-		chat.WithLogger(slog.New(slog.NewTextHandler(&log, nil))),
-		chat.WithObserver(func(context.Context, chat.ScopeEvent) { panic("observer bug") }),
-	)
+	ctx, err := chat.Begin(context.Background(), &chat.BeginOptions{
+		Logger:   slog.New(slog.NewTextHandler(&log, nil)),
+		Observer: func(context.Context, chat.ScopeEvent) { panic("observer bug") },
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -82,7 +82,7 @@ func TestHandlerMayCloseItsSessionAndClient(t *testing.T) {
 	p.AddRoute(chat.RouteSpec{Name: "echo", Handle: func(ctx context.Context, req *chat.RouteRequest) error {
 		return chat.SendValue(ctx, req.UserMessage())
 	}})
-	r, err := chat.NewRouter(p)
+	r, err := chat.NewRouter(nil, p)
 	if err != nil {
 		t.Fatal(err)
 	}

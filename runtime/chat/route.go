@@ -50,22 +50,22 @@ func (p *Package) AddCatch(c CatchSpec) {
 // CurrentRoute returns the route the current scope will run for the next
 // request.
 func CurrentRoute(ctx context.Context) (string, error) {
-	c, s, err := lockCurrent(ctx, "current route")
+	st, s, err := lockCurrent(ctx, "current route")
 	if err != nil {
 		return "", err
 	}
-	defer c.mu.Unlock()
+	defer st.mu.Unlock()
 	return s.route, nil
 }
 
 // Route changes the route of the current scope: the next request runs
 // route.
 func Route(ctx context.Context, route string) error {
-	c, s, err := lockCurrent(ctx, "route")
+	st, s, err := lockCurrent(ctx, "route")
 	if err != nil {
 		return err
 	}
-	defer c.mu.Unlock()
+	defer st.mu.Unlock()
 	s.route = route
 	return nil
 }

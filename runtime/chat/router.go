@@ -21,37 +21,82 @@ type Router struct {
 	def       string
 	byRoute   map[string][]CatchSpec // route-specific handlers, concrete types first
 	global    []CatchSpec            // global handlers, concrete types first
-	providers map[*beanInfo]func(context.Context) (any, error)
+	providers providerMap
 	logger    *slog.Logger
-	observers []Observer
+	observer  Observer // nil for none
 
 	conversations atomic.Int64
 	scopes        atomic.Int64
 }
 
-// A RouterOption configures a Router. A *[Package] is one: it adds the
-// package's routes, error handlers and bean providers.
-type RouterOption interface {
-	applyRouter(*Router) error
+// RouterOptions configures a [Router]. A nil *RouterOptions, like the zero
+// value, gives the defaults.
+type RouterOptions struct {
+	// Logger logs failed requests and cleanup errors. Nil means
+	// [slog.Default].
+	Logger *slog.Logger
+	// Observer, when not nil, is told about the scope lifecycle of every
+	// conversation the router starts.
+	Observer Observer
 }
 
-type routerOptionFunc func(*Router) error
-
-func (f routerOptionFunc) applyRouter(r *Router) error { return f(r) }
-
-// WithRouterLogger sets the logger for failed requests and cleanup errors.
-// The default is [slog.Default].
-func WithRouterLogger(l *slog.Logger) RouterOption {
-	return routerOptionFunc(func(r *Router) error { r.logger = l; return nil })
+// cloneWithDefaults returns a copy of opts with the defaults filled in.
+func (opts *RouterOptions) cloneWithDefaults() *RouterOptions {
+	var o RouterOptions
+	if opts != nil {
+		o = *opts
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	return &o
 }
 
-// WithRouterObserver adds an observer of the scope lifecycle of every
-// conversation the router starts.
-func WithRouterObserver(o Observer) RouterOption {
-	return routerOptionFunc(func(r *Router) error { r.observers = append(r.observers, o); return nil })
+// NewRouter returns a router serving the routes of pkgs (their generated
+// Register functions return them). opts may be nil. A route registered
+// twice or two default routes are an error. When there is exactly one
+// route, it is the default.
+func NewRouter(opts *RouterOptions, pkgs ...*Package) (*Router, error) {
+	opts = opts.cloneWithDefaults()
+	r := &Router{
+		routes:   map[string]*RouteSpec{},
+		byRoute:  map[string][]CatchSpec{},
+		logger:   opts.Logger,
+		observer: opts.Observer,
+	}
+	var errs []error
+	for _, p := range pkgs {
+		errs = append(errs, r.add(p))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	for name, c := range r.byRoute {
+		if _, ok := r.routes[name]; !ok {
+			return nil, fmt.Errorf("chat: an error handler (%s) names the unknown route %q", c[0].Type, name)
+		}
+	}
+	if r.def == "" && len(r.routes) == 1 {
+		for name := range r.routes {
+			r.def = name
+		}
+	}
+	concreteFirst := func(cs []CatchSpec) {
+		sort.SliceStable(cs, func(i, j int) bool { return !cs[i].Interface && cs[j].Interface })
+	}
+	concreteFirst(r.global)
+	for _, cs := range r.byRoute {
+		concreteFirst(cs)
+	}
+	r.providers = mergeProviders(nil, pkgs)
+	return r, nil
 }
 
-func (p *Package) applyRouter(r *Router) error {
+// add adds the routes and error handlers of p.
+func (r *Router) add(p *Package) error {
+	if p == nil {
+		return errors.New("chat: a nil *Package was passed to NewRouter")
+	}
 	var errs []error
 	for i := range p.routes {
 		spec := &p.routes[i]
@@ -83,45 +128,7 @@ func (p *Package) applyRouter(r *Router) error {
 			r.byRoute[c.Route] = append(r.byRoute[c.Route], c)
 		}
 	}
-	r.providers = mergeProviders(r.providers, []*Package{p})
 	return errors.Join(errs...)
-}
-
-// NewRouter returns a router serving the routes of the given packages
-// (their generated Register functions return them). A route registered
-// twice or two default routes are an error. When there is exactly one
-// route, it is the default.
-func NewRouter(opts ...RouterOption) (*Router, error) {
-	r := &Router{
-		routes:  map[string]*RouteSpec{},
-		byRoute: map[string][]CatchSpec{},
-		logger:  slog.Default(),
-	}
-	var errs []error
-	for _, o := range opts {
-		errs = append(errs, o.applyRouter(r))
-	}
-	if err := errors.Join(errs...); err != nil {
-		return nil, err
-	}
-	for name, c := range r.byRoute {
-		if _, ok := r.routes[name]; !ok {
-			return nil, fmt.Errorf("chat: an error handler (%s) names the unknown route %q", c[0].Type, name)
-		}
-	}
-	if r.def == "" && len(r.routes) == 1 {
-		for name := range r.routes {
-			r.def = name
-		}
-	}
-	concreteFirst := func(cs []CatchSpec) {
-		sort.SliceStable(cs, func(i, j int) bool { return !cs[i].Interface && cs[j].Interface })
-	}
-	concreteFirst(r.global)
-	for _, cs := range r.byRoute {
-		concreteFirst(cs)
-	}
-	return r, nil
 }
 
 // Routes returns the names of the routes, sorted.
@@ -160,18 +167,14 @@ func (r *Router) Connect(ctx context.Context, route string) (*Conversation, erro
 		route = r.def
 	}
 	if _, ok := r.routes[route]; !ok || route == "" {
-		return nil, fail(ErrRouteNotFound, fmt.Errorf("route %q", route))
+		return nil, routeNotFound(route)
 	}
-	opts := []Option{WithLogger(r.logger), func(c *conversation) { c.router = r }}
-	for _, o := range r.observers {
-		opts = append(opts, WithObserver(o))
-	}
-	bctx, err := Begin(context.Background(), opts...)
+	bctx, err := begin(context.Background(), &BeginOptions{Logger: r.logger, Observer: r.observer}, r)
 	if err != nil {
 		return nil, err
 	}
-	c := &Conversation{router: r, conv: conversationFrom(bctx), principal: PrincipalFrom(ctx)}
-	c.conv.current.Load().route = route
+	c := &Conversation{router: r, stack: stackFrom(bctx), principal: PrincipalFrom(ctx)}
+	c.stack.current.Load().route = route
 	r.conversations.Add(1)
 	return c, nil
 }
@@ -181,17 +184,21 @@ func (r *Router) Connect(ctx context.Context, route string) (*Conversation, erro
 // handled one at a time.
 type Conversation struct {
 	router    *Router
-	conv      *conversation
+	stack     *scopeStack
 	principal Principal
 
 	mu     sync.Mutex // one request at a time; Close waits for it
 	closed bool
+	// The route of the last request and its spec (guarded by mu): most
+	// requests run the route the one before ran, and need no lookup.
+	lastRoute string
+	lastSpec  *RouteSpec
 }
 
 // ScopeID returns the id of the conversation's current scope, or "" once
 // it ended.
 func (c *Conversation) ScopeID() string {
-	if s := c.conv.current.Load(); s != nil {
+	if s := c.stack.current.Load(); s != nil {
 		return s.id
 	}
 	return ""
@@ -202,11 +209,19 @@ func (c *Conversation) ScopeID() string {
 // are popped first: the client is where it says it is). Events go to sink,
 // in order, before Handle returns. It returns the id of the scope current
 // after the route ran and, when the request failed, the failure; Handle
-// never panics because of a route.
+// never panics because of a route. The route sees a copy of req (nil is an
+// empty request): Handle keeps no reference to it.
 func (c *Conversation) Handle(ctx context.Context, scopeID string, req *RouteRequest, sink func(Event) error) (string, *Failure) {
+	return c.handle(ctx, scopeID, req, funcSink(sink))
+}
+
+// handle is Handle with the events going to sink. req is copied (nil is
+// an empty request): it does not escape, so a caller may keep it on its
+// stack.
+func (c *Conversation) handle(ctx context.Context, scopeID string, req *RouteRequest, sink eventSink) (string, *Failure) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	cur := c.conv.current.Load()
+	cur := c.stack.current.Load()
 	if c.closed || cur == nil {
 		return "", fail(ErrSessionNotActive, errors.New("the conversation has ended"))
 	}
@@ -219,35 +234,42 @@ func (c *Conversation) Handle(ctx context.Context, scopeID string, req *RouteReq
 	}
 
 	// One allocation holds the request and the context binding it adds.
-	rs := &requestState{req: req, conv: c}
+	rs := &requestState{conv: c}
+	if req != nil {
+		rs.req = *req
+	}
 	rs.resp.sink = sink
+	bind := &rs.ctx.bind
 	if b := bindingFrom(ctx); b != nil {
-		rs.bind = *b
+		*bind = *b
 	}
-	rs.bind.conv = c.conv
-	rs.bind.providers = c.router.providers
-	rs.bind.req = rs
-	if rs.bind.principal == nil {
-		rs.bind.principal = c.principal
+	bind.stack = c.stack
+	bind.providers = c.router.providers
+	bind.req = rs
+	if bind.principal == nil {
+		bind.principal = c.principal
 	}
-	rs.ctx = requestContext{Context: ctx, bind: &rs.bind}
+	rs.ctx.Context = ctx
 	ctx = &rs.ctx
-	for s := c.conv.current.Load(); s != nil && s != target; s = c.conv.current.Load() {
+	for s := c.stack.current.Load(); s != nil && s != target; s = c.stack.current.Load() {
 		if err := Pop(ctx); err != nil {
 			c.router.logger.ErrorContext(ctx, "chat: popping scopes above the requested one", "scope", s.id, "err", err)
 		}
 	}
 
-	c.conv.mu.Lock()
+	c.stack.mu.Lock()
 	route := target.route
-	c.conv.mu.Unlock()
+	c.stack.mu.Unlock()
 	// A route that cannot run (unknown, or forbidden to the principal)
 	// fails as such: error handlers only see errors of routes that ran.
-	spec, err := c.router.check(ctx, route)
-	if err != nil {
-		rs.failed = route
-	} else if err = c.router.call(ctx, rs, spec); err != nil {
-		err = c.router.handleError(ctx, rs, err)
+	if route != c.lastRoute || c.lastSpec == nil {
+		c.lastRoute, c.lastSpec = route, c.router.routes[route]
+	}
+	spec, err := c.router.check(ctx, route, c.lastSpec)
+	if err == nil {
+		if err = c.router.call(ctx, rs, spec); err != nil {
+			err = c.router.handleError(ctx, rs, err)
+		}
 	}
 	c.router.runWipes(ctx, rs)
 	rs.resp.close()
@@ -274,15 +296,15 @@ func (c *Conversation) Close(ctx context.Context) error {
 	}
 	c.closed = true
 	c.router.conversations.Add(-1)
-	if c.conv.current.Load() == nil {
+	if c.stack.current.Load() == nil {
 		return nil
 	}
-	return End(rebind(ctx, func(b *binding) { b.conv = c.conv; b.providers = c.router.providers }))
+	return End(rebind(ctx, func(b *binding) { b.stack = c.stack; b.providers = c.router.providers }))
 }
 
 // run runs one route of a request (for [ExecuteRoute]), recovering panics.
 func (r *Router) run(ctx context.Context, rs *requestState, name string) error {
-	spec, err := r.check(ctx, name)
+	spec, err := r.check(ctx, name, r.routes[name])
 	if err != nil {
 		rs.noteFailure(name, err)
 		return err
@@ -290,22 +312,30 @@ func (r *Router) run(ctx context.Context, rs *requestState, name string) error {
 	return r.call(ctx, rs, spec)
 }
 
-// check returns the route called name if there is one and the principal
-// in ctx may use it; otherwise a RouteNotFound or Forbidden failure.
-func (r *Router) check(ctx context.Context, name string) (*RouteSpec, error) {
-	spec := r.routes[name]
+// check returns spec, the route called name (nil when there is none), if
+// the principal in ctx may use it; otherwise a RouteNotFound or Forbidden
+// failure.
+func (r *Router) check(ctx context.Context, name string, spec *RouteSpec) (*RouteSpec, error) {
 	if spec == nil || name == "" {
-		return nil, fail(ErrRouteNotFound, fmt.Errorf("route %q", name))
+		return nil, routeNotFound(name)
 	}
-	if !allowed(PrincipalFrom(ctx), spec.Roles) {
-		return nil, fail(ErrForbidden, fmt.Errorf("route %q needs one of the roles %v", name, spec.Roles))
+	if len(spec.Roles) > 0 && !allowed(PrincipalFrom(ctx), spec.Roles) {
+		return nil, forbidden(spec)
 	}
 	return spec, nil
 }
 
+func routeNotFound(name string) error {
+	return fail(ErrRouteNotFound, fmt.Errorf("route %q", name))
+}
+
+func forbidden(spec *RouteSpec) error {
+	return fail(ErrForbidden, fmt.Errorf("route %q needs one of the roles %v", spec.Name, spec.Roles))
+}
+
 // call runs a route, recovering panics, and notes which route an error
 // came from.
-func (r *Router) call(ctx context.Context, rs *requestState, spec *RouteSpec) error {
+func (r *Router) call(ctx context.Context, rs *requestState, spec *RouteSpec) (err error) {
 	if rs.depth >= maxExecuteDepth {
 		// A route executing itself, directly or not, would overflow the
 		// stack, which kills the process instead of failing the request.
@@ -314,12 +344,16 @@ func (r *Router) call(ctx context.Context, rs *requestState, spec *RouteSpec) er
 		return err
 	}
 	rs.depth++
-	err := callRoute(ctx, spec, rs.req)
-	rs.depth--
-	if err != nil {
-		rs.noteFailure(spec.Name, err)
-	}
-	return err
+	defer func() {
+		rs.depth--
+		if v := recover(); v != nil {
+			err = &PanicError{Value: v, Stack: debug.Stack()}
+		}
+		if err != nil {
+			rs.noteFailure(spec.Name, err)
+		}
+	}()
+	return spec.Handle(ctx, &rs.req)
 }
 
 // maxExecuteDepth bounds how deeply [Execute] calls may nest in a request.
@@ -329,9 +363,16 @@ const maxExecuteDepth = 64
 // from keeps it when routes that executed it pass it on (wrapped or not);
 // a new error is the returning route's own.
 func (rs *requestState) noteFailure(route string, err error) {
-	if rs.failed == "" || rs.failedErr == nil || !errors.Is(err, rs.failedErr) {
-		rs.failed, rs.failedErr = route, err
+	if f := rs.failure; f == nil || f.route == "" || !errors.Is(err, f.err) {
+		rs.failure = &routeError{route: route, err: err}
 	}
+}
+
+// A routeError is the error a request failed with and the route that
+// returned it.
+type routeError struct {
+	route string
+	err   error
 }
 
 // A PanicError is a panic recovered from a route, tool or handler.
@@ -342,18 +383,11 @@ type PanicError struct {
 
 func (e *PanicError) Error() string { return fmt.Sprintf("panic: %v", e.Value) }
 
-func callRoute(ctx context.Context, spec *RouteSpec, req *RouteRequest) (err error) {
-	defer func() {
-		if v := recover(); v != nil {
-			err = &PanicError{Value: v, Stack: debug.Stack()}
-		}
-	}()
-	return spec.Handle(ctx, req)
-}
-
+// failedRoute returns the route the request's error came from, or
+// fallback when no route returned one.
 func (rs *requestState) failedRoute(fallback string) string {
-	if rs.failed != "" {
-		return rs.failed
+	if rs.failure != nil && rs.failure.route != "" {
+		return rs.failure.route
 	}
 	return fallback
 }
@@ -364,7 +398,7 @@ func (rs *requestState) failedRoute(fallback string) string {
 // the error, the handler's error when it failed, or err.
 func (r *Router) handleError(ctx context.Context, rs *requestState, err error) error {
 	links := errorChain(err)
-	for _, group := range [][]CatchSpec{r.byRoute[rs.failed], r.global} {
+	for _, group := range [][]CatchSpec{r.byRoute[rs.failedRoute("")], r.global} {
 		for _, link := range links {
 			for _, h := range group {
 				handled, herr := callCatch(ctx, h, link)

@@ -206,7 +206,7 @@ func TestExecuteOutsideARequest(t *testing.T) {
 	if err := chat.Execute(bg); !errors.Is(err, chat.ErrNotActive) {
 		t.Fatalf("Execute without a scope: %v", err)
 	}
-	ctx, err := chat.Begin(bg)
+	ctx, err := chat.Begin(bg, nil)
 	wantNoErr(t, err)
 	defer func() { _ = chat.End(ctx) }()
 	wantNoErr(t, chat.Route(ctx, "x"))
@@ -285,49 +285,50 @@ func TestNewRouterErrors(t *testing.T) {
 	}
 	cases := []struct {
 		name string
-		opts []chat.RouterOption
+		pkgs []*chat.Package
 		want string
 	}{
-		{"two defaults", []chat.RouterOption{pkg("p",
+		{"two defaults", []*chat.Package{pkg("p",
 			chat.RouteSpec{Name: "a", Default: true, Handle: ok},
 			chat.RouteSpec{Name: "b", Default: true, Handle: ok})}, `routes "a" and "b" are both the default route`},
-		{"two defaults in two packages", []chat.RouterOption{
+		{"two defaults in two packages", []*chat.Package{
 			pkg("p", chat.RouteSpec{Name: "a", Default: true, Handle: ok}),
 			pkg("q", chat.RouteSpec{Name: "b", Default: true, Handle: ok})}, `both the default route`},
-		{"duplicate in one package", []chat.RouterOption{pkg("p",
+		{"duplicate in one package", []*chat.Package{pkg("p",
 			chat.RouteSpec{Name: "a", Handle: ok},
 			chat.RouteSpec{Name: "a", Handle: ok})}, `route "a" is registered twice (again by p)`},
-		{"duplicate in two packages", []chat.RouterOption{
+		{"duplicate in two packages", []*chat.Package{
 			pkg("p", chat.RouteSpec{Name: "a", Handle: ok}),
 			pkg("q", chat.RouteSpec{Name: "a", Handle: ok})}, `route "a" is registered twice (again by q)`},
-		{"no name", []chat.RouterOption{pkg("p", chat.RouteSpec{Handle: ok})}, "no name or no Handle"},
-		{"no handle", []chat.RouterOption{pkg("p", chat.RouteSpec{Name: "a"})}, "no name or no Handle"},
+		{"no name", []*chat.Package{pkg("p", chat.RouteSpec{Handle: ok})}, "no name or no Handle"},
+		{"no handle", []*chat.Package{pkg("p", chat.RouteSpec{Name: "a"})}, "no name or no Handle"},
+		{"nil package", []*chat.Package{nil}, "a nil *Package"},
 	}
 	p := pkg("p", chat.RouteSpec{Name: "a", Handle: ok})
 	p.AddCatch(chat.CatchSpec{Route: "ghost", Type: "*E", Handle: func(context.Context, error) (bool, error) { return false, nil }})
 	cases = append(cases, struct {
 		name string
-		opts []chat.RouterOption
+		pkgs []*chat.Package
 		want string
-	}{"catch for an unknown route", []chat.RouterOption{p}, `names the unknown route "ghost"`})
+	}{"catch for an unknown route", []*chat.Package{p}, `names the unknown route "ghost"`})
 	p2 := pkg("p", chat.RouteSpec{Name: "a", Handle: ok})
 	p2.AddCatch(chat.CatchSpec{Type: "*E"})
 	cases = append(cases, struct {
 		name string
-		opts []chat.RouterOption
+		pkgs []*chat.Package
 		want string
-	}{"catch without Handle", []chat.RouterOption{p2}, "(*E) of p has no Handle"})
+	}{"catch without Handle", []*chat.Package{p2}, "(*E) of p has no Handle"})
 
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			r, err := chat.NewRouter(tc.opts...)
+			r, err := chat.NewRouter(nil, tc.pkgs...)
 			if err == nil || r != nil || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("NewRouter: %v, %v; want an error containing %q", r, err, tc.want)
 			}
 		})
 	}
 	// Two packages with distinct routes and one default are fine.
-	r, err := chat.NewRouter(
+	r, err := chat.NewRouter(nil,
 		pkg("p", chat.RouteSpec{Name: "a", Handle: ok}),
 		pkg("q", chat.RouteSpec{Name: "b", Default: true, Handle: ok}))
 	if err != nil || r.DefaultRoute() != "b" {
@@ -405,18 +406,18 @@ func returnRoutes() []chat.RouteSpec {
 			return chat.SendValue(ctx, res)
 		}},
 		{Name: "nil", Handle: func(ctx context.Context, req *chat.RouteRequest) error {
-			return chat.SendValue(ctx, nil)
+			return chat.SendValue[any](ctx, nil)
 		}},
 		{Name: "seq", Handle: func(ctx context.Context, req *chat.RouteRequest) error {
 			return chat.SendStream(ctx, chunks("a", "b", "c"))
 		}},
 		{Name: "seq2", Handle: func(ctx context.Context, req *chat.RouteRequest) error {
-			return chat.SendStream2(ctx, func(yield func(string, error) bool) {
+			return chat.SendStreamWithErrors(ctx, func(yield func(string, error) bool) {
 				_ = yield("x", nil) && yield("y", nil)
 			})
 		}},
 		{Name: "seq2fail", Handle: func(ctx context.Context, req *chat.RouteRequest) error {
-			return chat.SendStream2(ctx, failingChunks(errors.New("model went away"), "a", "b"))
+			return chat.SendStreamWithErrors(ctx, failingChunks(errors.New("model went away"), "a", "b"))
 		}},
 		textRoute("error", func(ctx context.Context, msg string) (string, error) {
 			return "ignored", errors.New("secret sauce: " + msg)
@@ -758,7 +759,8 @@ func TestPanickingRouteFailsOnlyThatRequest(t *testing.T) {
 			}
 			if msg == "nilmap" {
 				var m map[string]int
-				m["x"] = 1 // a runtime error panic
+				//lint:ignore SA5000 the assignment to a nil map is the point: it panics with a runtime error.
+				m["x"] = 1
 			}
 			return fmt.Sprint("n=", c.n), nil
 		}),
@@ -940,7 +942,7 @@ func TestHandleParentScopePopsNestedScopes(t *testing.T) {
 	obs := func(ctx context.Context, ev chat.ScopeEvent) {
 		observed = append(observed, fmt.Sprintf("%s@%d", ev.Kind, ev.Depth))
 	}
-	e := newEnv(t, []chat.RouteSpec{
+	e := newObservedEnv(t, obs, []chat.RouteSpec{
 		textRoute("top", func(ctx context.Context, msg string) (string, error) {
 			if _, err := chat.Lookup(ctx, bean); err != nil {
 				return "", err
@@ -967,7 +969,7 @@ func TestHandleParentScopePopsNestedScopes(t *testing.T) {
 			}
 			return "sub:" + msg + where(ctx), nil
 		}),
-	}, nil, chat.WithRouterObserver(obs))
+	}, nil)
 	c, err := e.router.Connect(bg, "top")
 	wantNoErr(t, err)
 	defer func() { _ = c.Close(bg) }()
@@ -1035,4 +1037,31 @@ func TestExecuteRecursionIsBounded(t *testing.T) {
 	}
 	wantNoErr(t, s.Chat(bg, "fine"))
 	wantEvents(t, l.take(), "Message:ok")
+}
+
+// A transport's Handle gets events as Events (text in Data), and a nil
+// request is an empty one.
+func TestHandleWithAFuncSinkAndANilRequest(t *testing.T) {
+	e := newEnv(t, []chat.RouteSpec{{Name: "r", Handle: func(ctx context.Context, req *chat.RouteRequest) error {
+		if err := chat.Response(ctx).Thinking("t"); err != nil {
+			return err
+		}
+		return chat.SendValue(ctx, fmt.Sprintf("has text: %v, keys: %d", chat.Request(ctx).HasUserMessage(), len(req.Keys())))
+	}}}, nil)
+	c, err := e.router.Connect(bg, "")
+	wantNoErr(t, err)
+	defer func() { _ = c.Close(bg) }()
+	var evs []chat.Event
+	if _, f := c.Handle(bg, c.ScopeID(), nil, func(ev chat.Event) error { evs = append(evs, ev); return nil }); f != nil {
+		t.Fatal(f)
+	}
+	want := []chat.Event{{Type: chat.EventThinking, Data: "t"}, {Type: chat.EventMessage, Data: "has text: false, keys: 0"}}
+	if len(evs) != len(want) {
+		t.Fatalf("events %+v, want %+v", evs, want)
+	}
+	for i, ev := range evs {
+		if ev.Type != want[i].Type || ev.Data != want[i].Data {
+			t.Fatalf("event %d: %+v, want %+v", i, ev, want[i])
+		}
+	}
 }

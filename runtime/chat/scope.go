@@ -11,19 +11,24 @@ import (
 	"github.com/google/uuid"
 )
 
-// A conversation is one stack of scopes. Its current scope changes with
-// Push, Pop and End; the scopes below the current one are its parents.
-type conversation struct {
-	mu        sync.Mutex // serialises structural changes and bean creation
-	current   atomic.Pointer[scope]
-	observers []Observer
-	logger    *slog.Logger
-	router    *Router // the router that started it, or nil
+// A scopeStack is the stack of scopes of one conversation. Its current
+// scope changes with Push, Pop and End; the scopes below the current one
+// are its parents. (A [Conversation] is a router's session: it owns one.)
+type scopeStack struct {
+	mu       sync.Mutex // serialises structural changes and bean creation
+	current  atomic.Pointer[scope]
+	observer Observer // nil for none
+	logger   *slog.Logger
+	router   *Router // the router that started it, or nil
+	// wipes is set when a scope's wipe flag is set, and cleared when the
+	// flags are reset at the end of a request: requests that schedule no
+	// wipe skip that step. Changed with mu held.
+	wipes atomic.Bool
 }
 
-// A scope is one level of a conversation.
+// A scope is one level of a scope stack.
 type scope struct {
-	conv   *conversation
+	stack  *scopeStack
 	parent *scope
 	id     string
 	depth  int
@@ -31,45 +36,56 @@ type scope struct {
 	// beans is replaced, never mutated, so lookups need no lock.
 	beans atomic.Pointer[[]beanEntry]
 
-	// Guarded by conv.mu.
+	// Guarded by stack.mu.
 	route    string
-	cleanups []func(context.Context) error
 	memories []memoryEntry
 	wipe     bool // a memory wipe is scheduled for the end of the request
 	ended    bool
 }
 
-// An Option configures a conversation started with [Begin].
-type Option func(*conversation)
-
-// WithObserver adds an observer of the conversation's scope lifecycle.
-func WithObserver(o Observer) Option {
-	return func(c *conversation) { c.observers = append(c.observers, o) }
+// BeginOptions configures a conversation started with [Begin]. A nil
+// *BeginOptions, like the zero value, gives the defaults.
+type BeginOptions struct {
+	// Logger logs the errors that have no caller to return to (a bean's
+	// Close failing at the end of an invocation, for example). Nil means
+	// [slog.Default].
+	Logger *slog.Logger
+	// Observer, when not nil, is told about the conversation's scope
+	// lifecycle.
+	Observer Observer
 }
 
-// WithLogger sets the logger for errors that have no caller to return to
-// (a bean's Close failing at the end of an invocation, for example).
-// The default is [slog.Default].
-func WithLogger(l *slog.Logger) Option {
-	return func(c *conversation) { c.logger = l }
+// cloneWithDefaults returns a copy of opts with the defaults filled in.
+func (opts *BeginOptions) cloneWithDefaults() *BeginOptions {
+	var o BeginOptions
+	if opts != nil {
+		o = *opts
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	return &o
 }
 
 // Begin starts a conversation and returns a context carrying it, with a new
-// top scope as its current scope. It fails with [ErrActive] when ctx already
-// carries an active conversation.
-func Begin(ctx context.Context, opts ...Option) (context.Context, error) {
-	if c := conversationFrom(ctx); c != nil && c.current.Load() != nil {
+// top scope as its current scope. opts may be nil. It fails with
+// [ErrActive] when ctx already carries an active conversation.
+func Begin(ctx context.Context, opts *BeginOptions) (context.Context, error) {
+	return begin(ctx, opts, nil)
+}
+
+// begin is Begin for a conversation started by router (nil for none).
+func begin(ctx context.Context, opts *BeginOptions, router *Router) (context.Context, error) {
+	if st := stackFrom(ctx); st != nil && st.current.Load() != nil {
 		return ctx, ErrActive
 	}
-	c := &conversation{logger: slog.Default()}
-	for _, o := range opts {
-		o(c)
-	}
-	s := c.newScope(nil, "")
-	c.current.Store(s)
-	ctx = rebind(ctx, func(b *binding) { b.conv = c })
-	c.notify(ctx, ScopeStarted, s)
-	c.notify(ctx, ScopeActivated, s)
+	opts = opts.cloneWithDefaults()
+	st := &scopeStack{logger: opts.Logger, observer: opts.Observer, router: router}
+	s := st.newScope(nil, "")
+	st.current.Store(s)
+	ctx = rebind(ctx, func(b *binding) { b.stack = st })
+	st.notify(ctx, ScopeStarted, s)
+	st.notify(ctx, ScopeActivated, s)
 	return ctx, nil
 }
 
@@ -85,25 +101,19 @@ func PushRoute(ctx context.Context, route string) error {
 }
 
 func push(ctx context.Context, route string, setRoute bool) error {
-	c := conversationFrom(ctx)
-	if c == nil {
-		return notActive("push")
-	}
-	c.mu.Lock()
-	parent := c.current.Load()
-	if parent == nil {
-		c.mu.Unlock()
-		return notActive("push")
+	st, parent, err := lockCurrent(ctx, "push")
+	if err != nil {
+		return err
 	}
 	if !setRoute {
 		route = parent.route
 	}
-	child := c.newScope(parent, route)
-	c.current.Store(child)
-	c.mu.Unlock()
-	c.notify(ctx, ScopeDeactivated, parent)
-	c.notify(ctx, ScopeStarted, child)
-	c.notify(ctx, ScopeActivated, child)
+	child := st.newScope(parent, route)
+	st.current.Store(child)
+	st.mu.Unlock()
+	st.notify(ctx, ScopeDeactivated, parent)
+	st.notify(ctx, ScopeStarted, child)
+	st.notify(ctx, ScopeActivated, child)
 	return nil
 }
 
@@ -112,25 +122,19 @@ func push(ctx context.Context, route string, setRoute bool) error {
 // the top scope ends the conversation. The error joins the errors of the
 // beans' Close methods and memory cleanups; the scope is gone either way.
 func Pop(ctx context.Context) error {
-	c := conversationFrom(ctx)
-	if c == nil {
-		return notActive("pop")
-	}
-	c.mu.Lock()
-	s := c.current.Load()
-	if s == nil {
-		c.mu.Unlock()
-		return notActive("pop")
+	st, s, err := lockCurrent(ctx, "pop")
+	if err != nil {
+		return err
 	}
 	s.ended = true
-	c.current.Store(s.parent)
-	c.mu.Unlock()
+	st.current.Store(s.parent)
+	st.mu.Unlock()
 
-	c.notify(ctx, ScopeDeactivated, s)
-	err := s.destroy(ctx)
-	c.notify(ctx, ScopeEnded, s)
+	st.notify(ctx, ScopeDeactivated, s)
+	err = s.destroy(ctx)
+	st.notify(ctx, ScopeEnded, s)
 	if s.parent != nil {
-		c.notify(ctx, ScopeActivated, s.parent)
+		st.notify(ctx, ScopeActivated, s.parent)
 	}
 	return err
 }
@@ -139,27 +143,21 @@ func Pop(ctx context.Context) error {
 // first. The error joins the errors of the beans' Close methods and memory
 // cleanups; the conversation is over either way.
 func End(ctx context.Context) error {
-	c := conversationFrom(ctx)
-	if c == nil {
-		return notActive("end")
-	}
-	c.mu.Lock()
-	top := c.current.Load()
-	if top == nil {
-		c.mu.Unlock()
-		return notActive("end")
+	st, top, err := lockCurrent(ctx, "end")
+	if err != nil {
+		return err
 	}
 	for s := top; s != nil; s = s.parent {
 		s.ended = true
 	}
-	c.current.Store(nil)
-	c.mu.Unlock()
+	st.current.Store(nil)
+	st.mu.Unlock()
 
-	c.notify(ctx, ScopeDeactivated, top)
+	st.notify(ctx, ScopeDeactivated, top)
 	var errs []error
 	for s := top; s != nil; s = s.parent {
 		errs = append(errs, s.destroy(ctx))
-		c.notify(ctx, ScopeEnded, s)
+		st.notify(ctx, ScopeEnded, s)
 	}
 	return errors.Join(errs...)
 }
@@ -189,76 +187,62 @@ func Depth(ctx context.Context) (int, error) {
 }
 
 func currentScope(ctx context.Context) *scope {
-	if c := conversationFrom(ctx); c != nil {
-		return c.current.Load()
+	if st := stackFrom(ctx); st != nil {
+		return st.current.Load()
 	}
 	return nil
 }
 
-func (c *conversation) newScope(parent *scope, route string) *scope {
-	s := &scope{conv: c, parent: parent, id: uuid.NewString(), route: route}
+func (st *scopeStack) newScope(parent *scope, route string) *scope {
+	s := &scope{stack: st, parent: parent, id: uuid.NewString(), route: route}
 	if parent != nil {
 		s.depth = parent.depth + 1
 	}
 	return s
 }
 
-func (c *conversation) notify(ctx context.Context, kind ScopeEventKind, s *scope) {
-	if c.router != nil {
+func (st *scopeStack) notify(ctx context.Context, kind ScopeEventKind, s *scope) {
+	if st.router != nil {
 		switch kind {
 		case ScopeStarted:
-			c.router.scopes.Add(1)
+			st.router.scopes.Add(1)
 		case ScopeEnded:
-			c.router.scopes.Add(-1)
+			st.router.scopes.Add(-1)
 		}
 	}
-	if len(c.observers) == 0 {
+	if st.observer == nil {
 		return
 	}
 	ev := ScopeEvent{Kind: kind, ScopeID: s.id, Depth: s.depth}
 	if s.parent != nil {
 		ev.ParentID = s.parent.id
 	}
-	for _, o := range c.observers {
-		c.observe(ctx, o, ev)
-	}
+	st.observe(ctx, ev)
 }
 
-// observe calls one observer, recovering its panic: a broken observer must
+// observe calls the observer, recovering its panic: a broken observer must
 // not take the scope machinery (or a server) down with it.
-func (c *conversation) observe(ctx context.Context, o Observer, ev ScopeEvent) {
+func (st *scopeStack) observe(ctx context.Context, ev ScopeEvent) {
 	defer func() {
 		if r := recover(); r != nil {
-			c.logger.ErrorContext(ctx, "chat: a scope observer panicked", "event", ev.Kind.String(), "scope", ev.ScopeID, "panic", r)
+			st.logger.ErrorContext(ctx, "chat: a scope observer panicked", "event", ev.Kind.String(), "scope", ev.ScopeID, "panic", r)
 		}
 	}()
-	o(ctx, ev)
+	st.observer(ctx, ev)
 }
 
-// onDestroy registers fn to run when s is destroyed, after its beans are
-// closed. It reports false, without registering, when s has already ended.
-func (s *scope) onDestroy(fn func(context.Context) error) bool {
-	s.conv.mu.Lock()
-	defer s.conv.mu.Unlock()
-	if s.ended {
-		return false
-	}
-	s.cleanups = append(s.cleanups, fn)
-	return true
-}
-
-// destroy closes the beans of an ended scope, newest first, then runs its
-// cleanups, newest first. It must be called once, after s.ended was set.
+// destroy closes the beans of an ended scope, newest first, then deletes
+// its chat memories, newest first. It must be called once, after s.ended
+// was set.
 func (s *scope) destroy(ctx context.Context) error {
 	// Cleanup must finish even when the request that ends the scope was
 	// cancelled: a memory left in its store would never be deleted.
 	ctx = context.WithoutCancel(ctx)
-	s.conv.mu.Lock()
+	s.stack.mu.Lock()
 	beans := s.beans.Swap(nil)
-	cleanups := s.cleanups
 	memories := s.memories
-	s.cleanups, s.memories = nil, nil
-	s.conv.mu.Unlock()
+	s.memories = nil
+	s.stack.mu.Unlock()
 
 	var errs []error
 	if beans != nil {
@@ -267,14 +251,11 @@ func (s *scope) destroy(ctx context.Context) error {
 	for i := len(memories) - 1; i >= 0; i-- {
 		m := memories[i]
 		errs = append(errs, callCleanup(ctx, func(ctx context.Context) error {
-			if err := m.owner.DeleteMemory(ctx); err != nil {
+			if err := m.mem.DeleteMemory(ctx); err != nil {
 				return fmt.Errorf("deleting memory %s: %w", m.key, err)
 			}
 			return nil
 		}))
-	}
-	for i := len(cleanups) - 1; i >= 0; i-- {
-		errs = append(errs, callCleanup(ctx, cleanups[i]))
 	}
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("chat: destroying scope %s: %w", s.id, err)
@@ -291,19 +272,19 @@ func callCleanup(ctx context.Context, fn func(context.Context) error) (err error
 	return fn(ctx)
 }
 
-// lockCurrent locks the conversation in ctx and returns it with its current
-// scope; the caller unlocks c.mu. Without an active scope it returns the
+// lockCurrent locks the scope stack in ctx and returns it with its current
+// scope; the caller unlocks st.mu. Without an active scope it returns the
 // notActive error of op, with nothing locked.
-func lockCurrent(ctx context.Context, op string) (*conversation, *scope, error) {
-	c := conversationFrom(ctx)
-	if c == nil {
+func lockCurrent(ctx context.Context, op string) (*scopeStack, *scope, error) {
+	st := stackFrom(ctx)
+	if st == nil {
 		return nil, nil, notActive(op)
 	}
-	c.mu.Lock()
-	s := c.current.Load()
+	st.mu.Lock()
+	s := st.current.Load()
 	if s == nil {
-		c.mu.Unlock()
+		st.mu.Unlock()
 		return nil, nil, notActive(op)
 	}
-	return c, s, nil
+	return st, s, nil
 }

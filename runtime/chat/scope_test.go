@@ -41,7 +41,7 @@ func (r *recorder) take() []string {
 
 func TestLifecycleEventOrder(t *testing.T) {
 	var rec recorder
-	ctx, err := chat.Begin(context.Background(), chat.WithObserver(rec.observe))
+	ctx, err := chat.Begin(context.Background(), &chat.BeginOptions{Observer: rec.observe})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -69,7 +69,7 @@ func TestLifecycleEventOrder(t *testing.T) {
 	}
 	check("end", "Deactivated s1", "Ended s1", "Ended s0")
 
-	ctx, _ = chat.Begin(context.Background(), chat.WithObserver(rec.observe))
+	ctx, _ = chat.Begin(context.Background(), &chat.BeginOptions{Observer: rec.observe})
 	rec.take()
 	if err := chat.Pop(ctx); err != nil {
 		t.Fatal(err)
@@ -96,7 +96,7 @@ func TestNotActive(t *testing.T) {
 			t.Errorf("%s on bare context: %v, want ErrNotActive", name, err)
 		}
 	}
-	ctx, _ = chat.Begin(ctx)
+	ctx, _ = chat.Begin(ctx, nil)
 	if err := chat.End(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -108,16 +108,16 @@ func TestNotActive(t *testing.T) {
 }
 
 func TestBeginTwice(t *testing.T) {
-	ctx, err := chat.Begin(context.Background())
+	ctx, err := chat.Begin(context.Background(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := chat.Begin(ctx); !errors.Is(err, chat.ErrActive) {
+	if _, err := chat.Begin(ctx, nil); !errors.Is(err, chat.ErrActive) {
 		t.Fatalf("second Begin: %v, want ErrActive", err)
 	}
 	_ = chat.End(ctx)
 	// An ended conversation does not block a new one.
-	ctx2, err := chat.Begin(ctx)
+	ctx2, err := chat.Begin(ctx, nil)
 	if err != nil {
 		t.Fatalf("Begin after End: %v", err)
 	}
@@ -125,7 +125,7 @@ func TestBeginTwice(t *testing.T) {
 }
 
 func TestIDsAreDistinctAndFollowTheStack(t *testing.T) {
-	ctx, _ := chat.Begin(context.Background())
+	ctx, _ := chat.Begin(context.Background(), nil)
 	top, _ := chat.ID(ctx)
 	_ = chat.Push(ctx)
 	child, _ := chat.ID(ctx)
@@ -153,7 +153,7 @@ func TestObserverMayChangeTheStack(t *testing.T) {
 			}
 		}
 	}
-	ctx, _ = chat.Begin(context.Background(), chat.WithObserver(obs))
+	ctx, _ = chat.Begin(context.Background(), &chat.BeginOptions{Observer: obs})
 	_ = chat.Push(ctx)
 	_ = chat.Pop(ctx) // activates the top scope: the observer pushes
 	if d, _ := chat.Depth(ctx); d != 1 || !pushed {
@@ -168,7 +168,7 @@ func TestConversationsAreIsolated(t *testing.T) {
 	var wg sync.WaitGroup
 	for i := range 16 {
 		wg.Go(func() {
-			ctx, err := chat.Begin(context.Background())
+			ctx, err := chat.Begin(context.Background(), nil)
 			if err != nil {
 				t.Error(err)
 				return

@@ -6,10 +6,10 @@ import (
 	"fmt"
 )
 
-// A MemoryOwner is chat memory kept for a scope: the AI services register
+// A ScopedMemory is chat memory kept for a scope: the AI services register
 // theirs with [AttachMemory] so that wipes and the end of the scope reach
 // it.
-type MemoryOwner interface {
+type ScopedMemory interface {
 	// ClearMemory empties the memory, which stays in use.
 	ClearMemory(ctx context.Context) error
 	// DeleteMemory removes the memory for good: its scope is gone.
@@ -17,26 +17,26 @@ type MemoryOwner interface {
 }
 
 type memoryEntry struct {
-	key   string
-	owner MemoryOwner
+	key string
+	mem ScopedMemory
 }
 
-// AttachMemory registers owner, under key, with the current scope (once:
-// later calls with the same key keep the first owner). The scope clears it
+// AttachMemory registers mem, under key, with the current scope (once:
+// later calls with the same key keep the first memory). The scope clears it
 // on [ClearMemory] and scheduled wipes, and deletes it when the scope is
 // destroyed, after its beans. It returns the scope id.
-func AttachMemory(ctx context.Context, key string, owner MemoryOwner) (string, error) {
-	c, s, err := lockCurrent(ctx, "attach memory")
+func AttachMemory(ctx context.Context, key string, mem ScopedMemory) (string, error) {
+	st, s, err := lockCurrent(ctx, "attach memory")
 	if err != nil {
 		return "", err
 	}
-	defer c.mu.Unlock()
+	defer st.mu.Unlock()
 	for _, m := range s.memories {
 		if m.key == key {
 			return s.id, nil
 		}
 	}
-	s.memories = append(s.memories, memoryEntry{key: key, owner: owner})
+	s.memories = append(s.memories, memoryEntry{key: key, mem: mem})
 	return s.id, nil
 }
 
@@ -51,13 +51,13 @@ func ClearMemory(ctx context.Context) error {
 }
 
 func (s *scope) clearMemory(ctx context.Context) error {
-	s.conv.mu.Lock()
+	s.stack.mu.Lock()
 	memories := append([]memoryEntry(nil), s.memories...)
-	s.conv.mu.Unlock()
+	s.stack.mu.Unlock()
 	var errs []error
 	for _, m := range memories {
 		errs = append(errs, callCleanup(ctx, func(ctx context.Context) error {
-			if err := m.owner.ClearMemory(ctx); err != nil {
+			if err := m.mem.ClearMemory(ctx); err != nil {
 				return fmt.Errorf("clearing memory %s: %w", m.key, err)
 			}
 			return nil
@@ -70,26 +70,27 @@ func (s *scope) clearMemory(ctx context.Context) error {
 // when the request ends (on success or failure). It does nothing once
 // [AbortWipe] was called in the request.
 func ScheduleWipe(ctx context.Context) error {
-	c, s, err := lockCurrent(ctx, "schedule wipe")
+	st, s, err := lockCurrent(ctx, "schedule wipe")
 	if err != nil {
 		return err
 	}
-	defer c.mu.Unlock()
+	defer st.mu.Unlock()
 	if rs := requestFrom(ctx); rs != nil && rs.aborted {
 		return nil
 	}
 	s.wipe = true
+	st.wipes.Store(true)
 	return nil
 }
 
 // AbortWipe cancels the wipes scheduled in the conversation and blocks
 // further scheduling for the rest of the request.
 func AbortWipe(ctx context.Context) error {
-	c, s, err := lockCurrent(ctx, "abort wipe")
+	st, s, err := lockCurrent(ctx, "abort wipe")
 	if err != nil {
 		return err
 	}
-	defer c.mu.Unlock()
+	defer st.mu.Unlock()
 	if rs := requestFrom(ctx); rs != nil {
 		rs.aborted = true
 	}
@@ -102,11 +103,11 @@ func AbortWipe(ctx context.Context) error {
 // WipeScheduled reports whether a wipe of the current scope's memory is
 // scheduled and not aborted.
 func WipeScheduled(ctx context.Context) bool {
-	c, s, err := lockCurrent(ctx, "wipe scheduled")
+	st, s, err := lockCurrent(ctx, "wipe scheduled")
 	if err != nil {
 		return false
 	}
-	defer c.mu.Unlock()
+	defer st.mu.Unlock()
 	if rs := requestFrom(ctx); rs != nil && rs.aborted {
 		return false
 	}
@@ -116,16 +117,20 @@ func WipeScheduled(ctx context.Context) bool {
 // runWipes clears, at the end of a request, the memory of the current
 // scope and of every parent that scheduled a wipe, then resets the flags.
 func (r *Router) runWipes(ctx context.Context, rs *requestState) {
-	c := rs.conv.conv
-	c.mu.Lock()
+	st := rs.conv.stack
+	if !st.wipes.Load() {
+		return // nothing was scheduled: most requests
+	}
+	st.mu.Lock()
 	var due []*scope
-	for s := c.current.Load(); s != nil; s = s.parent {
+	for s := st.current.Load(); s != nil; s = s.parent {
 		if s.wipe && !rs.aborted {
 			due = append(due, s)
 		}
 		s.wipe = false
 	}
-	c.mu.Unlock()
+	st.wipes.Store(false)
+	st.mu.Unlock()
 	for _, s := range due {
 		if err := s.clearMemory(ctx); err != nil {
 			r.logger.ErrorContext(ctx, "chat: scheduled memory wipe", "scope", s.id, "err", err)

@@ -152,7 +152,7 @@ func FuzzFrames(f *testing.F) {
 	} {
 		f.Add([]byte(seed))
 	}
-	router, err := chat.NewRouter(e2e.Register(), chat.WithRouterLogger(slog.New(slog.NewTextHandler(io.Discard, nil))))
+	router, err := chat.NewRouter(&chat.RouterOptions{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}, e2e.Register())
 	if err != nil {
 		f.Fatal(err)
 	}

@@ -113,7 +113,7 @@ func (tr *testRoutes) pkg() *chat.Package {
 func newTestRouter(t testing.TB) (*chat.Router, *testRoutes) {
 	t.Helper()
 	tr := newTestRoutes()
-	r, err := chat.NewRouter(e2e.Register(), tr.pkg(), chat.WithRouterLogger(quietLogger()))
+	r, err := chat.NewRouter(&chat.RouterOptions{Logger: quietLogger()}, e2e.Register(), tr.pkg())
 	if err != nil {
 		t.Fatal(err)
 	}

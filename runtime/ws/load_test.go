@@ -69,7 +69,7 @@ func echoRouter(tb testing.TB) *chat.Router {
 	p.AddRoute(chat.RouteSpec{Name: "echo", Default: true, Handle: func(ctx context.Context, req *chat.RouteRequest) error {
 		return chat.SendValue(ctx, req.UserMessage())
 	}})
-	r, err := chat.NewRouter(p, chat.WithRouterLogger(quietLogger()))
+	r, err := chat.NewRouter(&chat.RouterOptions{Logger: quietLogger()}, p)
 	if err != nil {
 		tb.Fatal(err)
 	}

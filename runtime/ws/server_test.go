@@ -56,7 +56,7 @@ func TestConnect(t *testing.T) {
 
 func TestConnectNoDefaultRoute(t *testing.T) {
 	tr := newTestRoutes()
-	router, err := chat.NewRouter(tr.pkg())
+	router, err := chat.NewRouter(nil, tr.pkg())
 	if err != nil {
 		t.Fatal(err)
 	}

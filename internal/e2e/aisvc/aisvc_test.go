@@ -40,9 +40,8 @@ func newHarness(t *testing.T, route string, replies ...llmtest.Reply) *harness {
 		t.Fatal(err)
 	}
 	h.mem = memory.NewManager(memory.Config{Policy: memory.Window(20)})
-	h.router, err = chat.NewRouter(
+	h.router, err = chat.NewRouter(&chat.RouterOptions{Logger: slog.New(slog.DiscardHandler)},
 		Register(Deps{Smith: ai.Config{Model: llm, Memory: h.mem, Logger: slog.New(slog.DiscardHandler)}}),
-		chat.WithRouterLogger(slog.New(slog.DiscardHandler)),
 	)
 	if err != nil {
 		t.Fatal(err)

@@ -57,7 +57,7 @@ func Register(deps Deps) *chat.Package {
 				return err
 			}
 			res := bean.Tell(ctx, req.UserMessage())
-			return chat.SendStream2(ctx, res)
+			return chat.SendStreamWithErrors(ctx, res)
 		},
 	})
 	p.AddRoute(chat.RouteSpec{
