@@ -241,10 +241,15 @@ func (s *localSession) closeConversation() {
 }
 
 // run handles one request on scope; only the running goroutine calls it.
-// It returns the scope the request left the session in.
+// It returns the scope the request left the session in. A request that
+// failed because ctx ended fails with ctx's error, as a call on any
+// context-aware API does.
 func (s *localSession) run(ctx context.Context, scope string, req *RouteRequest) (string, error) {
 	after, f := s.conv.handle(ctx, scope, req, s)
 	if f != nil {
+		if err := ctx.Err(); err != nil {
+			return after, err
+		}
 		return after, &Failure{Reason: f.Reason} // the cause stays on the server side
 	}
 	return after, nil

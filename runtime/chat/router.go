@@ -277,7 +277,12 @@ func (c *Conversation) handle(ctx context.Context, scopeID string, req *RouteReq
 	after := c.ScopeID()
 	if err != nil {
 		f := reasonOf(err)
-		c.router.logger.ErrorContext(ctx, "chat: request failed", "scope", target.id, "route", rs.failedRoute(route), "reason", f.Reason, "err", err)
+		if rs.ctx.Context.Err() != nil {
+			// The caller gave up (its context ended): not a server error.
+			c.router.logger.InfoContext(ctx, "chat: request abandoned: the caller's context ended", "scope", target.id, "route", rs.failedRoute(route), "reason", f.Reason, "err", err)
+		} else {
+			c.router.logger.ErrorContext(ctx, "chat: request failed", "scope", target.id, "route", rs.failedRoute(route), "reason", f.Reason, "err", err)
+		}
 		return after, f
 	}
 	if after == "" {
