@@ -38,7 +38,9 @@ func (e *BeanError) Unwrap() error { return e.Err }
 // scope: it matches [ErrNotActive] and names the operation.
 type notActiveError struct{ op string }
 
-func (e notActiveError) Error() string { return "chat: " + e.op + ": no active chat scope" }
+func (e notActiveError) Error() string {
+	return "chat: " + e.op + ": no active chat scope (call it from a route, a tool or a bean method, or start one with chat.Begin)"
+}
 
 // Is reports whether target is ErrNotActive.
 func (e notActiveError) Is(target error) bool { return target == ErrNotActive }
