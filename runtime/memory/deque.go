@@ -22,8 +22,6 @@ func (d *deque[T]) len() int { return len(d.items) - d.head }
 // live returns the live items, not copied.
 func (d *deque[T]) live() []T { return d.items[d.head:] }
 
-func (d *deque[T]) at(i int) *T { return &d.items[d.head+i] }
-
 // drop removes the n items that follow the first keep ones, which move up
 // to take their place. It does not compact.
 func (d *deque[T]) drop(keep, n int) {

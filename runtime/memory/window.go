@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 
 	"github.com/tmc/langchaingo/llms"
@@ -138,7 +139,7 @@ func (p windowPolicy) New(ctx context.Context, store Store, id string) (Memory, 
 		w.meta.items = append(w.meta.items, msgCost{cost: c, tool: isToolResult(m)})
 		w.total += c
 	}
-	e, total := w.evictions(w.total, w.meta.len(), func(i int) msgCost { return *w.meta.at(i) })
+	e, total := w.evictions(w.total, w.meta.live(), nil)
 	if e > 0 {
 		changed = true
 		w.meta.drop(0, e)
@@ -186,8 +187,8 @@ type window struct {
 
 	// Scratch space of Add, reused to keep it free of allocations beyond
 	// the copies of the added messages. Stores never retain what they get.
-	added []llms.MessageContent // the messages of an Add, not copied
-	costs []msgCost
+	added []llms.MessageContent // the messages of an Add but the system ones, when copied
+	costs []msgCost             // the costs of those messages
 	head  [1]llms.MessageContent
 }
 
@@ -204,10 +205,18 @@ func (w *window) cost(m llms.MessageContent) int {
 	return max(0, w.tok.CountTokens(m))
 }
 
-// evictions returns how many of the n oldest non-system messages (read
-// through at) must go for total to fit, and the total after that.
-func (w *window) evictions(total, n int, at func(i int) msgCost) (int, int) {
+// evictions returns how many of the oldest non-system messages, whose
+// costs are those of kept followed by those of added, must go for total to
+// fit, and the total after that.
+func (w *window) evictions(total int, kept, added []msgCost) (int, int) {
 	e := 0
+	at := func(i int) msgCost {
+		if i < len(kept) {
+			return kept[i]
+		}
+		return added[i-len(kept)]
+	}
+	n := len(kept) + len(added)
 	for ; total > w.max && e < n; e++ {
 		total -= at(e).cost
 	}
@@ -248,40 +257,31 @@ func (w *window) Add(ctx context.Context, msgs ...llms.MessageContent) error {
 	// Stage the change without touching the memory. The messages are
 	// copied once, by the write: into the InMemoryStore, or into msgs.
 	sys, sysCost, total := w.sys, w.sysCost, w.total
-	added, costs := w.added[:0], w.costs[:0]
-	defer func() {
-		clear(added) // drop references to the caller's messages
-		w.added, w.costs = added[:0], costs[:0]
-	}()
 	for _, m := range msgs {
-		if isSystem(m) {
-			if sys != nil && equalMessages(*sys, m) {
-				continue
-			}
-			if sys != nil {
-				total -= sysCost
-			}
-			c := cloneMessage(m)
-			sys, sysCost = &c, w.cost(c)
-			total += sysCost
+		if !isSystem(m) || sys != nil && equalMessages(*sys, m) {
 			continue
 		}
-		e := msgCost{cost: w.cost(m), tool: isToolResult(m)}
-		added = append(added, m)
-		costs = append(costs, e)
-		total += e.cost
+		if sys != nil {
+			total -= sysCost
+		}
+		c := cloneMessage(m)
+		sys, sysCost = &c, w.cost(c)
+		total += sysCost
 	}
 	sysChanged := sys != w.sys
+	body := w.nonSystem(msgs)
+	defer w.release()
+	costs := w.costs[:0]
+	for _, m := range body {
+		c := msgCost{cost: w.cost(m), tool: isToolResult(m)}
+		costs = append(costs, c)
+		total += c.cost
+	}
+	w.costs = costs
 
-	n := w.meta.len()
-	e, total := w.evictions(total, n+len(added), func(i int) msgCost {
-		if i < n {
-			return *w.meta.at(i)
-		}
-		return costs[i-n]
-	})
-	drop := min(e, n)
-	tail, tailCosts := added[e-drop:], costs[e-drop:]
+	e, total := w.evictions(total, w.meta.live(), costs)
+	drop := min(e, w.meta.len())
+	tail, tailCosts := body[e-drop:], costs[e-drop:]
 	if !sysChanged && drop == 0 && len(tail) == 0 {
 		return nil // nothing to store: a repeated system message, or all evicted at once
 	}
@@ -297,6 +297,35 @@ func (w *window) Add(ctx context.Context, msgs ...llms.MessageContent) error {
 		w.msgs.items = appendClones(w.msgs.items, tail)
 	}
 	return nil
+}
+
+// nonSystem returns the messages of msgs that are not system messages, in
+// order: msgs itself or a subslice of it when the system messages come
+// first (as an AI turn adds them), else a copy in the scratch space of Add,
+// which release empties.
+func (w *window) nonSystem(msgs []llms.MessageContent) []llms.MessageContent {
+	lead := 0
+	for lead < len(msgs) && isSystem(msgs[lead]) {
+		lead++
+	}
+	if !slices.ContainsFunc(msgs[lead:], isSystem) {
+		return msgs[lead:]
+	}
+	body := w.added[:0]
+	for _, m := range msgs {
+		if !isSystem(m) {
+			body = append(body, m)
+		}
+	}
+	w.added = body
+	return body
+}
+
+// release empties the scratch space of Add, dropping its references to the
+// caller's messages.
+func (w *window) release() {
+	clear(w.added)
+	w.added, w.costs = w.added[:0], w.costs[:0]
 }
 
 // write stores the staged state: sys first, the other messages without
