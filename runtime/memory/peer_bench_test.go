@@ -2,6 +2,7 @@ package memory_test
 
 import (
 	"fmt"
+	"runtime"
 	"testing"
 
 	"github.com/chatscopes/chatgen/runtime/memory"
@@ -166,4 +167,36 @@ func BenchmarkWindowMessages(b *testing.B) {
 			}
 		})
 	}
+}
+
+// BenchmarkWindowHeld reports the heap a full window memory of 10,000
+// messages holds, per message (heap-B/msg), beyond the texts, which both
+// share with the caller: chatgen's memory and its InMemoryStore together,
+// and langchaingo's buffer.
+func BenchmarkWindowHeld(b *testing.B) {
+	const n = 10_000
+	measure := func(b *testing.B, fill func() any) {
+		var held uint64
+		for b.Loop() {
+			before := heapAlloc()
+			m := fill()
+			held = heapAlloc() - before
+			runtime.KeepAlive(m)
+		}
+		b.ReportMetric(float64(held)/n, "heap-B/msg")
+	}
+	b.Run("impl=chatgen", func(b *testing.B) {
+		measure(b, func() any { m, _ := newPeerWindow(b, n); return m })
+	})
+	b.Run("impl=langchaingo", func(b *testing.B) {
+		measure(b, func() any { wb, _, _ := newPeerBuffer(b, n); return wb })
+	})
+}
+
+// heapAlloc returns the bytes of live heap objects after a collection.
+func heapAlloc() uint64 {
+	runtime.GC()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	return ms.HeapAlloc
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"sync"
 
@@ -136,7 +137,7 @@ func (p windowPolicy) New(ctx context.Context, store Store, id string) (Memory, 
 			continue
 		}
 		w.msgs.items = append(w.msgs.items, m)
-		w.meta.items = append(w.meta.items, msgCost{cost: c, tool: isToolResult(m)})
+		w.meta.items = append(w.meta.items, msgCost{cost: int32(c), tool: isToolResult(m)})
 		w.total += c
 	}
 	e, total := w.evictions(w.total, w.meta.live(), nil)
@@ -192,17 +193,20 @@ type window struct {
 	head  [1]llms.MessageContent
 }
 
-// msgCost is what a window keeps of a message besides the message itself.
+// msgCost is what a window keeps of a message besides the message itself:
+// 8 bytes.
 type msgCost struct {
-	cost int
-	tool bool // a tool result
+	cost int32 // see window.cost
+	tool bool  // a tool result
 }
 
+// cost returns the cost of m: 1 for a message window, its tokens,
+// clamped to [0, math.MaxInt32], for a token window.
 func (w *window) cost(m llms.MessageContent) int {
 	if w.tok == nil {
 		return 1
 	}
-	return max(0, w.tok.CountTokens(m))
+	return min(max(0, w.tok.CountTokens(m)), math.MaxInt32)
 }
 
 // evictions returns how many of the oldest non-system messages, whose
@@ -218,7 +222,7 @@ func (w *window) evictions(total int, kept, added []msgCost) (int, int) {
 	}
 	n := len(kept) + len(added)
 	for ; total > w.max && e < n; e++ {
-		total -= at(e).cost
+		total -= int(at(e).cost)
 	}
 	if e > 0 {
 		for ; e < n; e++ {
@@ -226,7 +230,7 @@ func (w *window) evictions(total int, kept, added []msgCost) (int, int) {
 			if !m.tool {
 				break
 			}
-			total -= m.cost
+			total -= int(m.cost)
 		}
 	}
 	return e, total
@@ -273,9 +277,9 @@ func (w *window) Add(ctx context.Context, msgs ...llms.MessageContent) error {
 	defer w.release()
 	costs := w.costs[:0]
 	for _, m := range body {
-		c := msgCost{cost: w.cost(m), tool: isToolResult(m)}
+		c := msgCost{cost: int32(w.cost(m)), tool: isToolResult(m)}
 		costs = append(costs, c)
-		total += c.cost
+		total += int(c.cost)
 	}
 	w.costs = costs
 
