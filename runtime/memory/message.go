@@ -15,7 +15,7 @@ func cloneMessages(msgs []llms.MessageContent) []llms.MessageContent {
 	if msgs == nil {
 		return nil
 	}
-	c := newCopier(msgs)
+	c := newCopier(msgs, nil)
 	out := make([]llms.MessageContent, len(msgs))
 	for i, m := range msgs {
 		out[i] = c.message(m)
@@ -25,7 +25,7 @@ func cloneMessages(msgs []llms.MessageContent) []llms.MessageContent {
 
 // appendClones appends deep copies of msgs (see cloneMessages) to dst.
 func appendClones(dst, msgs []llms.MessageContent) []llms.MessageContent {
-	c := newCopier(msgs)
+	c := newCopier(msgs, nil)
 	dst = slices.Grow(dst, len(msgs))
 	for _, m := range msgs {
 		dst = append(dst, c.message(m))
@@ -53,28 +53,34 @@ type copier struct {
 }
 
 // newCopier returns a copier with room for the parts and function calls of
-// the messages of groups. It copies other messages too, allocating for
+// the messages of a and b. It copies other messages too, allocating for
 // them.
-func newCopier(groups ...[]llms.MessageContent) copier {
-	parts, calls := 0, 0
-	for _, g := range groups {
-		for i := range g {
-			parts += len(g[i].Parts)
-			for _, p := range g[i].Parts {
-				if hasFunctionCall(p) {
-					calls++
-				}
+func newCopier(a, b []llms.MessageContent) copier {
+	parts, calls := countParts(a)
+	p, c := countParts(b)
+	parts, calls = parts+p, calls+c
+	var cp copier
+	if parts > 0 {
+		cp.parts = make([]llms.ContentPart, parts)
+	}
+	if calls > 0 {
+		cp.calls = make([]llms.FunctionCall, calls)
+	}
+	return cp
+}
+
+// countParts returns the number of parts of msgs, and how many of them
+// are tool calls with a function call.
+func countParts(msgs []llms.MessageContent) (parts, calls int) {
+	for i := range msgs {
+		parts += len(msgs[i].Parts)
+		for _, p := range msgs[i].Parts {
+			if hasFunctionCall(p) {
+				calls++
 			}
 		}
 	}
-	var c copier
-	if parts > 0 {
-		c.parts = make([]llms.ContentPart, parts)
-	}
-	if calls > 0 {
-		c.calls = make([]llms.FunctionCall, calls)
-	}
-	return c
+	return parts, calls
 }
 
 // message returns a deep copy of m.
@@ -94,6 +100,10 @@ func (c *copier) message(m llms.MessageContent) llms.MessageContent {
 		parts = make([]llms.ContentPart, n)
 	}
 	for i, p := range m.Parts {
+		if _, ok := p.(llms.TextContent); ok {
+			parts[i] = p // the common case, without a call
+			continue
+		}
 		parts[i] = c.part(p)
 	}
 	m.Parts = parts

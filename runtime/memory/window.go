@@ -125,7 +125,7 @@ func (p windowPolicy) New(ctx context.Context, store Store, id string) (Memory, 
 	// InMemoryStore, let the messages go: the store has them.
 	changed := false
 	for i, m := range list {
-		c := w.cost(m)
+		c := w.cost(&m)
 		if isSystem(m) {
 			if w.sys != nil || i != 0 {
 				changed = true // a second system message, or one not first
@@ -202,11 +202,11 @@ type msgCost struct {
 
 // cost returns the cost of m: 1 for a message window, its tokens,
 // clamped to [0, math.MaxInt32], for a token window.
-func (w *window) cost(m llms.MessageContent) int {
+func (w *window) cost(m *llms.MessageContent) int {
 	if w.tok == nil {
 		return 1
 	}
-	return min(max(0, w.tok.CountTokens(m)), math.MaxInt32)
+	return min(max(0, w.tok.CountTokens(*m)), math.MaxInt32)
 }
 
 // evictions returns how many of the oldest non-system messages, whose
@@ -261,23 +261,24 @@ func (w *window) Add(ctx context.Context, msgs ...llms.MessageContent) error {
 	// Stage the change without touching the memory. The messages are
 	// copied once, by the write: into the InMemoryStore, or into msgs.
 	sys, sysCost, total := w.sys, w.sysCost, w.total
-	for _, m := range msgs {
-		if !isSystem(m) || sys != nil && equalMessages(*sys, m) {
+	for i := range msgs {
+		m := &msgs[i]
+		if !isSystem(*m) || sys != nil && equalMessages(*sys, *m) {
 			continue
 		}
 		if sys != nil {
 			total -= sysCost
 		}
-		c := cloneMessage(m)
-		sys, sysCost = &c, w.cost(c)
+		c := cloneMessage(*m)
+		sys, sysCost = &c, w.cost(&c)
 		total += sysCost
 	}
 	sysChanged := sys != w.sys
 	body := w.nonSystem(msgs)
 	defer w.release()
 	costs := w.costs[:0]
-	for _, m := range body {
-		c := msgCost{cost: int32(w.cost(m)), tool: isToolResult(m)}
+	for i := range body {
+		c := msgCost{cost: int32(w.cost(&body[i])), tool: isToolResult(body[i])}
 		costs = append(costs, c)
 		total += int(c.cost)
 	}
