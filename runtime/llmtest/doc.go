@@ -24,8 +24,10 @@
 //
 // The in-process Model is used the same way: llmtest.NewModel(script).
 //
-// Token counts are estimated with [EstimateTokens] (one token per 4 bytes),
-// never with a real tokenizer, so they are deterministic and comparable.
+// Token counts are estimated, never counted with a real tokenizer, so they
+// are deterministic and comparable: one token per 4 bytes of what a provider
+// bills (see [EstimatePromptTokens], [EstimateBilledTokens] and
+// [EstimateTextTokens]), the rule of runtime/memory's default estimator.
 //
 // Quirks of langchaingo v0.1.14's OpenAI client, pinned by this package's
 // tests: its streaming callback also receives empty chunks and JSON-encoded

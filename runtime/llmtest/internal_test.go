@@ -7,32 +7,39 @@ import (
 	"unicode/utf8"
 
 	"github.com/tmc/langchaingo/llms"
+
+	"github.com/chatscopes/chatgen/runtime/memory"
 )
 
-func TestEstimateTokens(t *testing.T) {
+func TestEstimateTextTokens(t *testing.T) {
 	for _, tc := range []struct {
 		s    string
 		want int
 	}{
 		{"", 0}, {"a", 1}, {"abcd", 1}, {"abcde", 2}, {strings.Repeat("x", 400), 100}, {"héllo", 2},
 	} {
-		if got := EstimateTokens(tc.s); got != tc.want {
-			t.Errorf("EstimateTokens(%q) = %d, want %d", tc.s, got, tc.want)
+		if got := EstimateTextTokens(tc.s); got != tc.want {
+			t.Errorf("EstimateTextTokens(%q) = %d, want %d", tc.s, got, tc.want)
 		}
 	}
+}
+
+func TestEstimateBilledTokens(t *testing.T) {
 	m := llms.MessageContent{Role: llms.ChatMessageTypeAI, Parts: []llms.ContentPart{
-		llms.TextContent{Text: "abcdefgh"}, // 2
-		llms.ToolCall{ID: "ignored", FunctionCall: &llms.FunctionCall{Name: "abc", Arguments: "{}"}}, // 1 + 1
-		llms.ImageURLContent{URL: "http://x"},                                                        // 85
+		llms.TextContent{Text: "abcdefgh"}, // 8 bytes
+		llms.ToolCall{ID: "ignored", Type: "ignored", FunctionCall: &llms.FunctionCall{Name: "abc", Arguments: "{}"}}, // 5
+		llms.ImageURLContent{URL: "http://x"},                                                   // an image: 85
+		llms.BinaryContent{MIMEType: "image/png", Data: make([]byte, 10_000)},                   // an image: 85
+		llms.CachedContent{ContentPart: llms.ToolCallResponse{Name: "ignored", Content: "xyz"}}, // 3
 	}}
-	if got := EstimateMessageTokens(m); got != 4+2+2+85 {
-		t.Errorf("EstimateMessageTokens = %d", got)
+	if got, want := EstimateBilledTokens(m), 4+16/4+2*85; got != want { // 16 bytes: 4 tokens
+		t.Errorf("EstimateBilledTokens = %d, want %d", got, want)
 	}
 	tr := llms.MessageContent{Role: llms.ChatMessageTypeTool, Parts: []llms.ContentPart{
 		llms.ToolCallResponse{ToolCallID: "id", Name: "ignored", Content: "12345"},
 	}}
-	if got := EstimateMessageTokens(tr); got != 4+2 {
-		t.Errorf("EstimateMessageTokens(tool) = %d", got)
+	if got := EstimateBilledTokens(tr); got != 4+2 {
+		t.Errorf("EstimateBilledTokens(tool) = %d", got)
 	}
 	tool := llms.Tool{Type: "function", Function: &llms.FunctionDefinition{
 		Name: "abcd", Description: "abcdefgh", Parameters: map[string]any{"type": "object"},
@@ -40,6 +47,27 @@ func TestEstimateTokens(t *testing.T) {
 	// {"type":"object"} is 17 bytes: 5 tokens.
 	if got := EstimatePromptTokens([]llms.MessageContent{tr}, []llms.Tool{tool}); got != 6+4+1+2+5 {
 		t.Errorf("EstimatePromptTokens = %d", got)
+	}
+}
+
+// TestBilledTokensAgreeWithMemory pins the relation documented in
+// tokens.go: the billed estimate is memory.EstimateTokens of what is
+// billed. It agrees on text, and on messages without what it leaves out.
+func TestBilledTokensAgreeWithMemory(t *testing.T) {
+	for _, m := range []llms.MessageContent{
+		{Role: llms.ChatMessageTypeHuman},
+		llms.TextParts(llms.ChatMessageTypeHuman, ""),
+		llms.TextParts(llms.ChatMessageTypeHuman, "héllo wörld, a longer text of several tokens"),
+		llms.TextParts(llms.ChatMessageTypeSystem, "a", "bc", "def"),
+		{Role: llms.ChatMessageTypeAI, Parts: []llms.ContentPart{
+			llms.TextContent{Text: "Let me look."},
+			llms.ToolCall{FunctionCall: &llms.FunctionCall{Name: "weather", Arguments: `{"city":"Paris"}`}},
+		}},
+		{Role: llms.ChatMessageTypeTool, Parts: []llms.ContentPart{llms.ToolCallResponse{Content: "sunny"}}},
+	} {
+		if got, want := EstimateBilledTokens(m), memory.EstimateTokens(m); got != want {
+			t.Errorf("%v: EstimateBilledTokens = %d, memory.EstimateTokens = %d", m, got, want)
+		}
 	}
 }
 

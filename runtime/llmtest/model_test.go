@@ -99,7 +99,7 @@ func TestModelReasoning(t *testing.T) {
 		t.Fatalf("reasoning func calls = %q, want %q", calls, want)
 	}
 	if c.ReasoningContent != "Think hard." || c.GenerationInfo["ThinkingContent"] != "Think hard." ||
-		c.GenerationInfo["ReasoningTokens"] != llmtest.EstimateTokens("Think hard.") {
+		c.GenerationInfo["ReasoningTokens"] != llmtest.EstimateTextTokens("Think hard.") {
 		t.Fatalf("choice %+v", c)
 	}
 }

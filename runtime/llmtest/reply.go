@@ -16,7 +16,7 @@ import (
 // become call_1, call_2, … (numbered per Model or Server across all its
 // calls, so IDs never repeat within one conversation), an empty StopReason
 // becomes "tool_calls" or "stop", and zero usage counts are estimated with
-// [EstimateTokens].
+// [EstimateTextTokens] and [EstimatePromptTokens].
 type Reply struct {
 	// Text is the answer's content. When Chunks is set too, Text must equal
 	// the concatenation of Chunks (or be empty).
@@ -179,11 +179,11 @@ func resolve(req *Request, reply Reply, nextID func() string) (*resolved, error)
 	if r.Usage.PromptTokens == 0 {
 		r.Usage.PromptTokens = req.PromptTokens
 	}
-	r.reasoningTokens = EstimateTokens(r.Reasoning)
+	r.reasoningTokens = EstimateTextTokens(r.Reasoning)
 	if r.Usage.CompletionTokens == 0 {
-		n := EstimateTokens(r.content) + r.reasoningTokens
+		n := EstimateTextTokens(r.content) + r.reasoningTokens
 		for _, tc := range r.ToolCalls {
-			n += EstimateTokens(tc.Name) + EstimateTokens(tc.Arguments)
+			n += EstimateTextTokens(tc.Name) + EstimateTextTokens(tc.Arguments)
 		}
 		r.Usage.CompletionTokens = n
 	}

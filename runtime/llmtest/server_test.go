@@ -38,8 +38,8 @@ func TestServerText(t *testing.T) {
 			req := srv.Requests()[0]
 			wantInfo := map[string]int{
 				"PromptTokens":     req.PromptTokens,
-				"CompletionTokens": llmtest.EstimateTokens(text),
-				"TotalTokens":      req.PromptTokens + llmtest.EstimateTokens(text),
+				"CompletionTokens": llmtest.EstimateTextTokens(text),
+				"TotalTokens":      req.PromptTokens + llmtest.EstimateTextTokens(text),
 			}
 			for k, v := range wantInfo {
 				if c.GenerationInfo[k] != v {
@@ -110,7 +110,7 @@ func TestServerReasoning(t *testing.T) {
 	if !reflect.DeepEqual(reasoning, []string{"Think ", "hard."}) || !reflect.DeepEqual(content, []string{"42"}) {
 		t.Fatalf("reasoning chunks %q, content chunks %q", reasoning, content)
 	}
-	if c.GenerationInfo["ReasoningTokens"] != llmtest.EstimateTokens("Think hard.") {
+	if c.GenerationInfo["ReasoningTokens"] != llmtest.EstimateTextTokens("Think hard.") {
 		t.Fatalf("ReasoningTokens = %v", c.GenerationInfo["ReasoningTokens"])
 	}
 	resp, err = llm.GenerateContent(context.Background(), []llms.MessageContent{human("?")})
@@ -153,7 +153,7 @@ func TestServerToolCalls(t *testing.T) {
 				}
 				wantCompletion := 0
 				for _, tc := range two[:n] {
-					wantCompletion += llmtest.EstimateTokens(tc.Name) + llmtest.EstimateTokens(tc.Arguments)
+					wantCompletion += llmtest.EstimateTextTokens(tc.Name) + llmtest.EstimateTextTokens(tc.Arguments)
 				}
 				if c.GenerationInfo["CompletionTokens"] != wantCompletion {
 					t.Errorf("CompletionTokens = %v, want %d", c.GenerationInfo["CompletionTokens"], wantCompletion)

@@ -55,9 +55,3 @@ func BenchmarkTokenWindowAdd(b *testing.B) {
 		return memory.TokenWindow(memory.EstimateTokens(sys)+n*memory.EstimateTokens(msg), nil)
 	})
 }
-
-func BenchmarkWindowAdd(b *testing.B) {
-	benchAdd(b, func(n int, _ llms.MessageContent) memory.Policy {
-		return memory.Window(n + 1)
-	})
-}

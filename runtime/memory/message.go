@@ -2,6 +2,7 @@ package memory
 
 import (
 	"bytes"
+	"slices"
 
 	"github.com/tmc/langchaingo/llms"
 )
@@ -14,48 +15,106 @@ func cloneMessages(msgs []llms.MessageContent) []llms.MessageContent {
 	if msgs == nil {
 		return nil
 	}
+	c := newCopier(msgs, nil)
 	out := make([]llms.MessageContent, len(msgs))
-	n := 0
-	for i := range msgs {
-		n += len(msgs[i].Parts)
-	}
-	// One backing array for all parts; each message gets a capacity-capped
-	// window of it, so appending to one message's parts never spills into
-	// the next one.
-	parts := make([]llms.ContentPart, n)
 	for i, m := range msgs {
-		out[i].Role = m.Role
-		if m.Parts == nil {
-			continue
-		}
-		p := parts[:len(m.Parts):len(m.Parts)]
-		parts = parts[len(m.Parts):]
-		for j, part := range m.Parts {
-			p[j] = clonePart(part)
-		}
-		out[i].Parts = p
+		out[i] = c.message(m)
 	}
 	return out
 }
 
+// appendClones appends deep copies of msgs (see cloneMessages) to dst.
+func appendClones(dst, msgs []llms.MessageContent) []llms.MessageContent {
+	c := newCopier(msgs, nil)
+	dst = slices.Grow(dst, len(msgs))
+	for _, m := range msgs {
+		dst = append(dst, c.message(m))
+	}
+	return dst
+}
+
 // cloneMessage returns a deep copy of m (see cloneMessages).
 func cloneMessage(m llms.MessageContent) llms.MessageContent {
-	if m.Parts == nil {
+	c := copier{}
+	return c.message(m)
+}
+
+// A copier deep-copies messages (see cloneMessages). It takes their parts,
+// and their tool calls' function calls, from two arrays it allocates once
+// for all the messages of a copy, instead of allocating per message and
+// per call; each message gets a capacity-capped window of the parts, so
+// appending to one message's parts never spills into the next one. The
+// arrays are shared by the messages of one copy (one read, one Add): a
+// message kept after the others are dropped keeps them alive, which costs
+// at most the size of that copy.
+type copier struct {
+	parts []llms.ContentPart
+	calls []llms.FunctionCall
+}
+
+// newCopier returns a copier with room for the parts and function calls of
+// the messages of a and b. It copies other messages too, allocating for
+// them.
+func newCopier(a, b []llms.MessageContent) copier {
+	parts, calls := countParts(a)
+	p, c := countParts(b)
+	parts, calls = parts+p, calls+c
+	var cp copier
+	if parts > 0 {
+		cp.parts = make([]llms.ContentPart, parts)
+	}
+	if calls > 0 {
+		cp.calls = make([]llms.FunctionCall, calls)
+	}
+	return cp
+}
+
+// countParts returns the number of parts of msgs, and how many of them
+// are tool calls with a function call.
+func countParts(msgs []llms.MessageContent) (parts, calls int) {
+	for i := range msgs {
+		parts += len(msgs[i].Parts)
+		for _, p := range msgs[i].Parts {
+			if hasFunctionCall(p) {
+				calls++
+			}
+		}
+	}
+	return parts, calls
+}
+
+// message returns a deep copy of m.
+func (c *copier) message(m llms.MessageContent) llms.MessageContent {
+	n := len(m.Parts)
+	switch {
+	case m.Parts == nil:
+		return m
+	case n == 0:
+		m.Parts = []llms.ContentPart{}
 		return m
 	}
-	parts := make([]llms.ContentPart, len(m.Parts))
+	var parts []llms.ContentPart
+	if n <= len(c.parts) {
+		parts, c.parts = c.parts[:n:n], c.parts[n:]
+	} else {
+		parts = make([]llms.ContentPart, n)
+	}
 	for i, p := range m.Parts {
-		parts[i] = clonePart(p)
+		if _, ok := p.(llms.TextContent); ok {
+			parts[i] = p // the common case, without a call
+			continue
+		}
+		parts[i] = c.part(p)
 	}
 	m.Parts = parts
 	return m
 }
 
-// clonePart returns a deep copy of p. Pointer parts become values; a nil
+// part returns a deep copy of p. Pointer parts become values; a nil
 // pointer becomes a nil part. Parts that hold only strings (text, image
 // URLs, tool results) are immutable inside an interface value and are
 // returned as they are, which saves an allocation per part.
-func clonePart(p llms.ContentPart) llms.ContentPart {
+func (c *copier) part(p llms.ContentPart) llms.ContentPart {
 	switch p.(type) {
 	case nil, llms.TextContent, llms.ImageURLContent, llms.ToolCallResponse:
 		return p
@@ -66,12 +125,11 @@ func clonePart(p llms.ContentPart) llms.ContentPart {
 		return q
 	case llms.ToolCall:
 		if q.FunctionCall != nil {
-			fc := *q.FunctionCall
-			q.FunctionCall = &fc
+			q.FunctionCall = c.functionCall(q.FunctionCall)
 		}
 		return q
 	case llms.CachedContent:
-		q.ContentPart = clonePart(q.ContentPart)
+		q.ContentPart = c.part(q.ContentPart)
 		if q.CacheControl != nil {
 			cc := *q.CacheControl
 			q.CacheControl = &cc
@@ -80,6 +138,29 @@ func clonePart(p llms.ContentPart) llms.ContentPart {
 	default:
 		return q // a value made from a pointer part
 	}
+}
+
+// functionCall returns a fresh copy of fc.
+func (c *copier) functionCall(fc *llms.FunctionCall) *llms.FunctionCall {
+	if len(c.calls) == 0 {
+		cp := *fc
+		return &cp
+	}
+	p := &c.calls[0]
+	*p, c.calls = *fc, c.calls[1:]
+	return p
+}
+
+// hasFunctionCall reports whether p is a tool call (or a pointer to one)
+// with a function call: the parts whose copy takes one from a copier.
+func hasFunctionCall(p llms.ContentPart) bool {
+	switch q := p.(type) {
+	case llms.ToolCall:
+		return q.FunctionCall != nil
+	case *llms.ToolCall:
+		return q != nil && q.FunctionCall != nil
+	}
+	return false
 }
 
 // derefPart turns a pointer to one of langchaingo's part types into the

@@ -7,6 +7,13 @@ import (
 	"github.com/tmc/langchaingo/llms"
 )
 
+// clonePart copies p with a copier that has no room reserved, as a copier
+// does for parts it was not sized for.
+func clonePart(p llms.ContentPart) llms.ContentPart {
+	var c copier
+	return c.part(p)
+}
+
 func partsForEquality() []llms.ContentPart {
 	return []llms.ContentPart{
 		llms.TextContent{Text: "t"},

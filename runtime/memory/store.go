@@ -63,28 +63,21 @@ type Change struct {
 // process only. It is safe for concurrent use and never aliases the slices
 // callers pass or get. It is an [IncrementalStore]: Apply costs amortised
 // O(size of the change), whatever the length of the list.
+//
+// A [Window] or [TokenWindow] memory over an InMemoryStore keeps its
+// messages in the store only (it keeps their token counts), so the process
+// holds one copy of each message, and its reads are reads of the store.
 type InMemoryStore struct {
 	mu    sync.RWMutex
-	lists map[string]*memList
+	lists map[string]*deque[llms.MessageContent]
 }
 
 // NewInMemoryStore returns an empty in-memory store.
 func NewInMemoryStore() *InMemoryStore {
-	return &InMemoryStore{lists: make(map[string]*memList)}
+	return &InMemoryStore{lists: make(map[string]*deque[llms.MessageContent])}
 }
 
 var _ IncrementalStore = (*InMemoryStore)(nil)
-
-// memList is one stored list: the live messages are buf[head:]. Dropping
-// from the front moves head; the dead prefix is reclaimed (by copying the
-// live messages down) once it is at least as long as the live part, so each
-// dropped message pays O(1) for its share of the copy.
-type memList struct {
-	buf  []llms.MessageContent
-	head int
-}
-
-func (l *memList) live() []llms.MessageContent { return l.buf[l.head:] }
 
 // Get implements [Store].
 func (s *InMemoryStore) Get(ctx context.Context, id string) ([]llms.MessageContent, error) {
@@ -108,7 +101,7 @@ func (s *InMemoryStore) Update(ctx context.Context, id string, msgs []llms.Messa
 	if len(msgs) == 0 {
 		return s.Delete(ctx, id)
 	}
-	l := &memList{buf: cloneMessages(msgs)}
+	l := &deque[llms.MessageContent]{items: cloneMessages(msgs)}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.lists[id] = l
@@ -141,11 +134,17 @@ func (s *InMemoryStore) IDs(ctx context.Context) ([]string, error) {
 	return ids, nil
 }
 
-// compactMin is the smallest dead prefix worth reclaiming.
-const compactMin = 16
-
 // Apply implements [IncrementalStore].
 func (s *InMemoryStore) Apply(ctx context.Context, id string, c Change) error {
+	return s.apply(ctx, id, c, 0)
+}
+
+// apply is Apply, except that the first keep messages of the list stay
+// first: c.Drop counts the messages after them, and c.Head goes in front
+// of them. A window memory uses it to evict messages without rewriting its
+// system message. It copies c's messages, taking their parts from one
+// allocation.
+func (s *InMemoryStore) apply(ctx context.Context, id string, c Change, keep int) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -154,41 +153,33 @@ func (s *InMemoryStore) Apply(ctx context.Context, id string, c Change) error {
 	l := s.lists[id]
 	n := 0
 	if l != nil {
-		n = len(l.buf) - l.head
+		n = l.len()
 	}
-	if c.Drop < 0 || c.Drop > n {
-		return fmt.Errorf("memory: change of %q drops %d of %d messages", id, c.Drop, n)
+	if c.Drop < 0 || keep < 0 || keep+c.Drop > n {
+		return fmt.Errorf("memory: change of %q drops %d of %d messages", id, c.Drop, n-max(keep, 0))
 	}
 	if n-c.Drop+len(c.Head)+len(c.Tail) == 0 {
 		delete(s.lists, id)
 		return nil
 	}
 	if l == nil {
-		l = &memList{}
+		l = &deque[llms.MessageContent]{}
 		s.lists[id] = l
 	}
-	// Drop, clearing the slots so the messages can be collected.
-	clear(l.buf[l.head : l.head+c.Drop])
-	l.head += c.Drop
+	l.drop(keep, c.Drop)
+	cp := newCopier(c.Head, c.Tail)
 	// Head goes into the dead prefix when it fits (always, when a window
 	// rewrites its system message after evicting), else the list is rebuilt.
-	if len(c.Head) <= l.head {
-		l.head -= len(c.Head)
-	} else {
-		buf := make([]llms.MessageContent, len(c.Head), len(c.Head)+len(l.buf)-l.head+len(c.Tail))
-		l.buf = append(buf, l.live()...)
-		l.head = 0
+	if len(c.Head) > 0 {
+		head := l.prepend(len(c.Head), len(c.Tail))
+		for i, m := range c.Head {
+			head[i] = cp.message(m)
+		}
 	}
-	for i, m := range c.Head {
-		l.buf[l.head+i] = cloneMessage(m)
-	}
+	l.items = slices.Grow(l.items, len(c.Tail))
 	for _, m := range c.Tail {
-		l.buf = append(l.buf, cloneMessage(m))
+		l.items = append(l.items, cp.message(m))
 	}
-	if live := len(l.buf) - l.head; l.head >= compactMin && l.head >= live {
-		copy(l.buf, l.buf[l.head:])
-		clear(l.buf[live:])
-		l.buf, l.head = l.buf[:live], 0
-	}
+	l.compact()
 	return nil
 }

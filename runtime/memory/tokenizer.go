@@ -4,7 +4,8 @@ import "github.com/tmc/langchaingo/llms"
 
 // A Tokenizer counts the tokens of one message, for [TokenWindow]. It must
 // be deterministic (the same message always counts the same) and safe for
-// concurrent use. Counts below zero are taken as zero.
+// concurrent use. Counts below zero are taken as zero, and counts above
+// math.MaxInt32 as math.MaxInt32.
 //
 // To count with a real tokenizer, wrap it in a [TokenizerFunc], for example
 // with langchaingo's llms.CountTokens (tiktoken, which needs its BPE files).

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
+	"slices"
 	"sync"
 
 	"github.com/tmc/langchaingo/llms"
@@ -75,10 +77,16 @@ func Window(maxMessages int) Policy {
 // history — when the store is an [IncrementalStore]; over a plain Store, Add
 // writes the whole list with Update.
 //
-// Consistency: a memory reads its store once, in New, and then keeps the
-// list and the counts in process; the store is the source of truth only at
-// construction. Use one memory per id per process ([Manager] ensures it) and
-// do not change the id's list through the store while the memory is in use.
+// Memory held: each message is copied once, when it is added, and held
+// once. Over an [InMemoryStore] the memory keeps its messages in the store
+// only, and keeps the counts; over any other store it keeps the list and the
+// counts in process.
+//
+// Consistency: a memory reads its store in New, and then relies on its
+// counts (and, over a store other than an InMemoryStore, on its own list);
+// the store is the source of truth only at construction. Use one memory per
+// id per process ([Manager] ensures it) and do not change the id's list
+// through the store while the memory is in use.
 // When New finds a list that breaks the rules (for example written under a
 // bigger budget, or with several system messages, of which the first is
 // kept), it normalises it and writes it back.
@@ -111,10 +119,13 @@ func (p windowPolicy) New(ctx context.Context, store Store, id string) (Memory, 
 	}
 	w := &window{id: id, store: store, max: p.max, tok: p.tok}
 	w.inc, _ = store.(IncrementalStore)
+	w.mem, _ = store.(*InMemoryStore)
 
+	// Load into the window's own deques, normalise, and then, over an
+	// InMemoryStore, let the messages go: the store has them.
 	changed := false
 	for i, m := range list {
-		c := w.cost(m)
+		c := w.cost(&m)
 		if isSystem(m) {
 			if w.sys != nil || i != 0 {
 				changed = true // a second system message, or one not first
@@ -125,72 +136,115 @@ func (p windowPolicy) New(ctx context.Context, store Store, id string) (Memory, 
 			}
 			continue
 		}
-		w.body.push(m, c)
+		w.msgs.items = append(w.msgs.items, m)
+		w.meta.items = append(w.meta.items, msgCost{cost: int32(c), tool: isToolResult(m)})
 		w.total += c
 	}
-	n := w.body.len()
-	e, total := w.evictions(w.total, n, func(i int) (*llms.MessageContent, int) {
-		return w.body.at(i)
-	})
+	e, total := w.evictions(w.total, w.meta.live(), nil)
 	if e > 0 {
 		changed = true
-		w.body.popFront(e)
+		w.meta.drop(0, e)
+		w.msgs.drop(0, e)
 		w.total = total
 	}
 	if changed {
-		if err := store.Update(ctx, id, w.list()); err != nil {
+		list := make([]llms.MessageContent, 0, 1+w.msgs.len())
+		if w.sys != nil {
+			list = append(list, *w.sys)
+		}
+		list = append(list, w.msgs.live()...)
+		if err := store.Update(ctx, id, list); err != nil {
 			return nil, fmt.Errorf("memory: normalising %q: %w", id, err)
 		}
+	}
+	if w.mem != nil {
+		w.msgs = deque[llms.MessageContent]{}
 	}
 	return w, nil
 }
 
 // window is the memory of both window policies.
+//
+// It keeps the system message and, for the other messages, their costs
+// and whether they are tool results: all that eviction needs. Over an
+// [InMemoryStore] (mem) it keeps no other message, and reads and writes
+// the store's list, which holds the one copy of each message; over any
+// other store it keeps the messages too (msgs), and the store is written
+// through and read only in New.
 type window struct {
 	id    string
 	store Store
 	inc   IncrementalStore // store, when it is one
+	mem   *InMemoryStore   // store, when it is one
 	max   int
 	tok   Tokenizer
 
 	mu      sync.Mutex
-	sys     *llms.MessageContent // the system message, kept first
+	sys     *llms.MessageContent // the system message, kept first: the window's own copy
 	sysCost int
-	body    deque // the other messages, oldest first
-	total   int   // cost of sys and body
+	meta    deque[msgCost]             // the other messages' costs, oldest first
+	msgs    deque[llms.MessageContent] // the other messages, oldest first, unless mem holds them
+	total   int                        // cost of sys and the other messages
 
 	// Scratch space of Add, reused to keep it free of allocations beyond
 	// the copies of the added messages. Stores never retain what they get.
-	added []llms.MessageContent
-	costs []int
+	added []llms.MessageContent // the messages of an Add but the system ones, when copied
+	costs []msgCost             // the costs of those messages
 	head  [1]llms.MessageContent
 }
 
-func (w *window) cost(m llms.MessageContent) int {
+// msgCost is what a window keeps of a message besides the message itself:
+// 8 bytes.
+type msgCost struct {
+	cost int32 // see window.cost
+	tool bool  // a tool result
+}
+
+// cost returns the cost of m: 1 for a message window, its tokens,
+// clamped to [0, math.MaxInt32], for a token window.
+func (w *window) cost(m *llms.MessageContent) int {
 	if w.tok == nil {
 		return 1
 	}
-	return max(0, w.tok.CountTokens(m))
+	return min(max(0, w.tok.CountTokens(*m)), math.MaxInt32)
 }
 
-// evictions returns how many of the n oldest non-system messages (read
-// through at) must go for total to fit, and the total after that.
-func (w *window) evictions(total, n int, at func(i int) (*llms.MessageContent, int)) (int, int) {
+// evictions returns how many of the oldest non-system messages, whose
+// costs are those of kept followed by those of added, must go for total to
+// fit, and the total after that.
+func (w *window) evictions(total int, kept, added []msgCost) (int, int) {
 	e := 0
+	at := func(i int) msgCost {
+		if i < len(kept) {
+			return kept[i]
+		}
+		return added[i-len(kept)]
+	}
+	n := len(kept) + len(added)
 	for ; total > w.max && e < n; e++ {
-		_, c := at(e)
-		total -= c
+		total -= int(at(e).cost)
 	}
 	if e > 0 {
 		for ; e < n; e++ {
-			m, c := at(e)
-			if !isToolResult(*m) {
+			m := at(e)
+			if !m.tool {
 				break
 			}
-			total -= c
+			total -= int(m.cost)
 		}
 	}
 	return e, total
+}
+
+// pop removes the n oldest non-system messages from the window's deques
+// (after New, msgs holds messages only when mem does not).
+func (w *window) pop(n int) {
+	w.meta.drop(0, n)
+	w.meta.compact()
+	if w.mem == nil {
+		w.msgs.drop(0, n)
+		w.msgs.compact()
+	}
 }
 
 // ID implements [Memory].
@@ -204,42 +258,35 @@ func (w *window) Add(ctx context.Context, msgs ...llms.MessageContent) error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 
-	// Stage the change without touching the memory.
+	// Stage the change without touching the memory. The messages are
+	// copied once, by the write: into the InMemoryStore, or into msgs.
 	sys, sysCost, total := w.sys, w.sysCost, w.total
-	added, costs := w.added[:0], w.costs[:0]
-	defer func() {
-		clear(added) // drop references; the memory keeps its own
-		w.added, w.costs = added[:0], costs[:0]
-	}()
-	for _, m := range msgs {
-		if isSystem(m) {
-			if sys != nil && equalMessages(*sys, m) {
-				continue
-			}
-			if sys != nil {
-				total -= sysCost
-			}
-			c := cloneMessage(m)
-			sys, sysCost = &c, w.cost(c)
-			total += sysCost
+	for i := range msgs {
+		m := &msgs[i]
+		if !isSystem(*m) || sys != nil && equalMessages(*sys, *m) {
 			continue
 		}
-		c := w.cost(m)
-		added = append(added, cloneMessage(m))
-		costs = append(costs, c)
-		total += c
+		if sys != nil {
+			total -= sysCost
+		}
+		c := cloneMessage(*m)
+		sys, sysCost = &c, w.cost(&c)
+		total += sysCost
 	}
 	sysChanged := sys != w.sys
+	body := w.nonSystem(msgs)
+	defer w.release()
+	costs := w.costs[:0]
+	for i := range body {
+		c := msgCost{cost: int32(w.cost(&body[i])), tool: isToolResult(body[i])}
+		costs = append(costs, c)
+		total += int(c.cost)
+	}
+	w.costs = costs
 
-	n := w.body.len()
-	e, total := w.evictions(total, n+len(added), func(i int) (*llms.MessageContent, int) {
-		if i < n {
-			return w.body.at(i)
-		}
-		return &added[i-n], costs[i-n]
-	})
-	drop := min(e, n)
-	tail, tailCosts := added[e-drop:], costs[e-drop:]
+	e, total := w.evictions(total, w.meta.live(), costs)
+	drop := min(e, w.meta.len())
+	tail, tailCosts := body[e-drop:], costs[e-drop:]
 	if !sysChanged && drop == 0 && len(tail) == 0 {
 		return nil // nothing to store: a repeated system message, or all evicted at once
 	}
@@ -249,56 +296,83 @@ func (w *window) Add(ctx context.Context, msgs ...llms.MessageContent) error {
 	}
 
 	w.sys, w.sysCost, w.total = sys, sysCost, total
-	w.body.popFront(drop)
-	for i := range tail {
-		w.body.push(tail[i], tailCosts[i])
+	w.pop(drop)
+	w.meta.items = append(w.meta.items, tailCosts...)
+	if w.mem == nil {
+		w.msgs.items = appendClones(w.msgs.items, tail)
 	}
 	return nil
 }
 
-// write stores the staged state: sys first, the body without its drop
-// oldest messages, then tail.
-func (w *window) write(ctx context.Context, sys *llms.MessageContent, sysChanged bool, drop int, tail []llms.MessageContent) error {
-	if w.inc != nil {
-		c := Change{Tail: tail}
-		if sysChanged || drop > 0 {
-			c.Drop = drop
-			if w.sys != nil {
-				c.Drop++ // the old system message, rewritten through Head
-			}
-			if sys != nil {
-				w.head[0] = *sys
-				c.Head = w.head[:]
-				defer clear(w.head[:])
-			}
+// nonSystem returns the messages of msgs that are not system messages, in
+// order: msgs itself or a subslice of it when the system messages come
+// first (as an AI turn adds them), else a copy in the scratch space of Add,
+// which release empties.
+func (w *window) nonSystem(msgs []llms.MessageContent) []llms.MessageContent {
+	lead := 0
+	for lead < len(msgs) && isSystem(msgs[lead]) {
+		lead++
+	}
+	if !slices.ContainsFunc(msgs[lead:], isSystem) {
+		return msgs[lead:]
+	}
+	body := w.added[:0]
+	for _, m := range msgs {
+		if !isSystem(m) {
+			body = append(body, m)
 		}
-		return w.inc.Apply(ctx, w.id, c)
 	}
-	n := w.body.len()
-	list := make([]llms.MessageContent, 0, 1+n-drop+len(tail))
-	if sys != nil {
-		list = append(list, *sys)
-	}
-	for i := drop; i < n; i++ {
-		m, _ := w.body.at(i)
-		list = append(list, *m)
-	}
-	list = append(list, tail...)
-	return w.store.Update(ctx, w.id, list)
+	w.added = body
+	return body
 }
 
-// list returns the memory's messages, not copied.
-func (w *window) list() []llms.MessageContent {
-	n := w.body.len()
-	out := make([]llms.MessageContent, 0, n+1)
-	if w.sys != nil {
-		out = append(out, *w.sys)
+// release empties the scratch space of Add, dropping its references to the
+// caller's messages.
+func (w *window) release() {
+	clear(w.added)
+	w.added, w.costs = w.added[:0], w.costs[:0]
+}
+
+// write stores the staged state: sys first, the other messages without
+// their drop oldest, then tail.
+func (w *window) write(ctx context.Context, sys *llms.MessageContent, sysChanged bool, drop int, tail []llms.MessageContent) error {
+	if w.inc == nil {
+		n := w.msgs.len()
+		list := make([]llms.MessageContent, 0, 1+n-drop+len(tail))
+		if sys != nil {
+			list = append(list, *sys)
+		}
+		list = append(list, w.msgs.live()[drop:]...)
+		list = append(list, tail...)
+		return w.store.Update(ctx, w.id, list)
 	}
-	for i := range n {
-		m, _ := w.body.at(i)
-		out = append(out, *m)
+	c := Change{Drop: drop, Tail: tail}
+	keep := 0
+	switch {
+	case sysChanged:
+		if w.sys != nil {
+			c.Drop++ // the old system message
+		}
+		if sys != nil {
+			w.head[0] = *sys
+			c.Head = w.head[:]
+			defer clear(w.head[:])
+		}
+	case sys != nil && drop > 0:
+		if w.mem != nil {
+			keep = 1 // the system message stays first
+			break
+		}
+		// Drop counts from the front: rewrite the system message.
+		c.Drop++
+		w.head[0] = *sys
+		c.Head = w.head[:]
+		defer clear(w.head[:])
 	}
-	return out
+	if w.mem != nil {
+		return w.mem.apply(ctx, w.id, c, keep)
+	}
+	return w.inc.Apply(ctx, w.id, c)
 }
 
 // Messages implements [Memory].
@@ -308,7 +382,31 @@ func (w *window) Messages(ctx context.Context) ([]llms.MessageContent, error) {
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	return cloneMessages(w.list()), nil
+	if w.mem != nil {
+		msgs, err := w.mem.Get(ctx, w.id)
+		if err != nil {
+			return nil, fmt.Errorf("memory: reading %q: %w", w.id, err)
+		}
+		if msgs == nil {
+			msgs = []llms.MessageContent{} // as over other stores
+		}
+		return msgs, nil
+	}
+	var one [1]llms.MessageContent
+	sys := one[:0]
+	if w.sys != nil {
+		sys = append(sys, *w.sys)
+	}
+	live := w.msgs.live()
+	c := newCopier(sys, live)
+	out := make([]llms.MessageContent, 0, len(sys)+len(live))
+	for _, m := range sys {
+		out = append(out, c.message(m))
+	}
+	for _, m := range live {
+		out = append(out, c.message(m))
+	}
+	return out, nil
 }
 
 // Clear implements [Memory].
@@ -319,41 +417,6 @@ func (w *window) Clear(ctx context.Context) error {
 		return fmt.Errorf("memory: clearing %q: %w", w.id, err)
 	}
 	w.sys, w.sysCost, w.total = nil, 0, 0
-	w.body = deque{}
+	w.meta, w.msgs = deque[msgCost]{}, deque[llms.MessageContent]{}
 	return nil
-}
-
-// deque is a queue of messages and their costs: the live entries are
-// msgs[head:] and costs[head:]. Popping moves head; the dead prefix is
-// reclaimed by copying the live entries down once it is at least as long as
-// them, so each pop pays O(1) for its share of the copy.
-type deque struct {
-	msgs  []llms.MessageContent
-	costs []int
-	head  int
-}
-
-func (d *deque) len() int { return len(d.msgs) - d.head }
-
-func (d *deque) at(i int) (*llms.MessageContent, int) {
-	return &d.msgs[d.head+i], d.costs[d.head+i]
-}
-
-func (d *deque) push(m llms.MessageContent, cost int) {
-	d.msgs = append(d.msgs, m)
-	d.costs = append(d.costs, cost)
-}
-
-func (d *deque) popFront(n int) {
-	if n == 0 {
-		return
-	}
-	clear(d.msgs[d.head : d.head+n]) // let the messages be collected
-	d.head += n
-	if live := len(d.msgs) - d.head; d.head >= compactMin && d.head >= live {
-		copy(d.msgs, d.msgs[d.head:])
-		clear(d.msgs[live:])
-		copy(d.costs, d.costs[d.head:])
-		d.msgs, d.costs, d.head = d.msgs[:live], d.costs[:live], 0
-	}
 }

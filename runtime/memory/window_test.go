@@ -460,6 +460,22 @@ func TestLoadNormalises(t *testing.T) {
 	}
 }
 
+// TestLoadNormalisesInMemory loads, over an InMemoryStore, a list written
+// under a bigger window.
+func TestLoadNormalisesInMemory(t *testing.T) {
+	for _, pc := range policies() {
+		t.Run(pc.name, func(t *testing.T) {
+			s := memory.NewInMemoryStore()
+			m := newMemory(t, pc.policy(6), s)
+			add(t, m, sys("s"), human("1"), aiCalls("a"), result("a"), ai("2"), human("3"))
+			m = newMemory(t, pc.policy(3), s)
+			check(t, m, s, "system:s ai:2 human:3")
+			add(t, m, ai("4"))
+			check(t, m, s, "system:s human:3 ai:4")
+		})
+	}
+}
+
 func TestInvalidArguments(t *testing.T) {
 	ctx := t.Context()
 	s := memory.NewInMemoryStore()
