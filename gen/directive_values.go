@@ -90,7 +90,8 @@ type paramDirective struct {
 // eventDirective is //chat:event TYPE.
 type eventDirective struct {
 	directiveCommon
-	typ string // TYPE: the event type clients dispatch on
+	typ    string    // TYPE: the event type clients dispatch on
+	typPos token.Pos // where TYPE is written
 }
 
 // catchDirective is //chat:catch [route=NAME].

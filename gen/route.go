@@ -185,7 +185,7 @@ func (m *pkgModel) analyzeRoute(a *annotated, d *routeDirective, diags *Diagnost
 			return
 		}
 	}
-	if ev, ok := first[*eventDirective](a); ok {
+	if ev, ok := first[*eventDirective](a); ok && m.checkEventType(ev, diags) {
 		r.event = ev.typ
 	}
 
@@ -322,6 +322,9 @@ func (m *pkgModel) analyzeEvent(a *annotated, d *eventDirective, diags *Diagnost
 		return
 	}
 	pos := m.fset.Position(d.pos)
+	if !m.checkEventType(d, diags) {
+		return
+	}
 	if _, isIface := obj.Type().Underlying().(*types.Interface); isIface {
 		diags.errorf(pos, "//chat:event cannot annotate the interface %s: put it on the types that implement it", obj.Name())
 		return
@@ -335,6 +338,17 @@ func (m *pkgModel) analyzeEvent(a *annotated, d *eventDirective, diags *Diagnost
 		return
 	}
 	m.events = append(m.events, &eventModel{obj: obj, name: d.typ, pos: d.pos})
+}
+
+// checkEventType reports whether the type of a //chat:event may be sent
+// by routes: Completed and Failed end a request and only the transport
+// sends them (the runtime refuses them too, with chat.ErrReservedEvent).
+func (m *pkgModel) checkEventType(d *eventDirective, diags *Diagnostics) bool {
+	if d.typ != "Completed" && d.typ != "Failed" {
+		return true
+	}
+	diags.errorf(m.fset.Position(d.typPos), "//chat:event %s: Completed and Failed are reserved: they end a request, and only the transport sends them; choose another event type", d.typ)
+	return false
 }
 
 // analyzeCatch checks a //chat:catch error handler: func([ctx,] err E) [error].

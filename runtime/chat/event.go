@@ -2,6 +2,7 @@ package chat
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"reflect"
 )
@@ -17,6 +18,16 @@ const (
 	EventCompleted = "Completed" // terminator: data is the current scope id
 	EventFailed    = "Failed"    // terminator: data is the failure reason
 )
+
+// ErrReservedEvent is the error of a route that sends an event of a
+// terminator type (Completed or Failed): only the transport ends a
+// request, so that a client never takes a route's event for the reply.
+var ErrReservedEvent = errors.New("chat: Completed and Failed are reserved: they end a request, and only the transport sends them")
+
+// IsReservedEvent reports whether typ is a terminator type, which routes
+// may not send: [EventCompleted] or [EventFailed]. chatgen refuses them in
+// //chat:event at generate time.
+func IsReservedEvent(typ string) bool { return typ == EventCompleted || typ == EventFailed }
 
 // An Event is one event of a request: a type and its data.
 //

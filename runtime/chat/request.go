@@ -256,8 +256,13 @@ func Response(ctx context.Context) *ResponseChannel {
 	return nil
 }
 
-// Event sends an event of type typ with data v.
+// Event sends an event of type typ with data v. The terminator types
+// Completed and Failed are the transport's to send: they fail with
+// [ErrReservedEvent].
 func (c *ResponseChannel) Event(typ string, v any) error {
+	if IsReservedEvent(typ) {
+		return fmt.Errorf("chat: sending %s event: %w", typ, ErrReservedEvent)
+	}
 	if c == nil {
 		return fmt.Errorf("chat: sending %s event: %w", typ, errNoRequest)
 	}
