@@ -90,8 +90,7 @@ type paramDirective struct {
 // eventDirective is //chat:event TYPE.
 type eventDirective struct {
 	directiveCommon
-	typ    string    // TYPE: the event type clients dispatch on
-	typPos token.Pos // where TYPE is written
+	typ arg // TYPE: the event type clients dispatch on
 }
 
 // catchDirective is //chat:catch [route=NAME].

@@ -544,7 +544,7 @@ type Progress struct {
 		Args: []argSpec{
 			{Name: "TYPE", Kind: argString, Required: true,
 				Doc: "the event type string clients dispatch on",
-				Set: setArg(func(d *eventDirective, a arg) { d.typ, d.typPos = a.value, a.pos })},
+				Set: setArg(func(d *eventDirective, a arg) { d.typ = a })},
 		},
 		New: func() directive { return new(eventDirective) },
 	},

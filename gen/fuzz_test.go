@@ -148,7 +148,7 @@ func checkComplete(t *testing.T, d directive) {
 	case *paramDirective:
 		ok = d.param.value != "" && d.text != ""
 	case *eventDirective:
-		ok = d.typ != ""
+		ok = d.typ.value != ""
 	}
 	if !ok {
 		t.Errorf("directive %s is incomplete: %+v", d, d)

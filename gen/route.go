@@ -186,7 +186,7 @@ func (m *pkgModel) analyzeRoute(a *annotated, d *routeDirective, diags *Diagnost
 		}
 	}
 	if ev, ok := first[*eventDirective](a); ok && m.checkEventType(ev, diags) {
-		r.event = ev.typ
+		r.event = ev.typ.value
 	}
 
 	// Parameters.
@@ -337,17 +337,17 @@ func (m *pkgModel) analyzeEvent(a *annotated, d *eventDirective, diags *Diagnost
 		diags.errorf(pos, "//chat:event on %s: the type already has a ChatEventType method", obj.Name())
 		return
 	}
-	m.events = append(m.events, &eventModel{obj: obj, name: d.typ, pos: d.pos})
+	m.events = append(m.events, &eventModel{obj: obj, name: d.typ.value, pos: d.pos})
 }
 
 // checkEventType reports whether the type of a //chat:event may be sent
 // by routes: Completed and Failed end a request and only the transport
 // sends them (the runtime refuses them too, with chat.ErrReservedEvent).
 func (m *pkgModel) checkEventType(d *eventDirective, diags *Diagnostics) bool {
-	if d.typ != "Completed" && d.typ != "Failed" {
+	if d.typ.value != "Completed" && d.typ.value != "Failed" {
 		return true
 	}
-	diags.errorf(m.fset.Position(d.typPos), "//chat:event %s: Completed and Failed are reserved: they end a request, and only the transport sends them; choose another event type", d.typ)
+	diags.errorf(m.fset.Position(d.typ.pos), "//chat:event %s: Completed and Failed are reserved: they end a request, and only the transport sends them; choose another event type", d.typ.value)
 	return false
 }
 
