@@ -108,7 +108,7 @@ type loadServer struct {
 
 // startChatgen serves the echo route with chatgen's server.
 func startChatgen(tb testing.TB) loadServer {
-	srv := Handler(echoRouter(tb), WithLogger(quietLogger()), WithMaxQueued(4))
+	srv := NewServer(echoRouter(tb), &ServerOptions{Logger: quietLogger(), MaxQueued: 4})
 	hs := httptest.NewServer(srv)
 	return loadServer{name: "chatgen", url: "ws" + strings.TrimPrefix(hs.URL, "http") + RoutesPath, stop: func() {
 		srv.Close()
@@ -359,7 +359,7 @@ var idleModes = []idleMode{
 // child process, less the same without them.
 func measureIdle(tb testing.TB, mode idleMode) idleResult {
 	router := echoRouter(tb)
-	srv := Handler(router, WithLogger(quietLogger()), WithMaxSessions(64))
+	srv := NewServer(router, &ServerOptions{Logger: quietLogger(), MaxSessions: 64})
 	hs := httptest.NewServer(srv)
 	defer hs.Close()
 	defer srv.Close()
@@ -377,9 +377,11 @@ func measureIdle(tb testing.TB, mode idleMode) idleResult {
 	helper.stop()
 	waitNoConversations(tb, router)
 
+	waitNoWorkers(tb, srv)
 	heap0, stack0, g0 := measure()
 	helper = startHelper(tb, "^TestHelperClients$", env(mode.conns, idleSessions)...)
 	defer helper.stop()
+	waitNoWorkers(tb, srv)
 	heap1, stack1, g1 := measure()
 	if got := router.Stats().Conversations; got != idleSessions {
 		tb.Fatalf("%d conversations", got)
@@ -418,6 +420,25 @@ func TestIdleMemory(t *testing.T) {
 		r := measureIdle(t, mode)
 		t.Logf("%s: %d sessions on %d connections: %.2f KiB per idle session (heap %.2f KiB + stacks %.2f KiB), %.2f goroutines per session",
 			mode.name, r.sessions, r.conns, r.kib(), r.heap/1024, r.stack/1024, r.goroutinesPerSess)
+	}
+}
+
+// waitNoWorkers waits until the server's pool has retired its workers,
+// as it does workerIdleTime after their last task: they belong to the
+// last turns, not to the idle sessions.
+func waitNoWorkers(tb testing.TB, srv *Server) {
+	deadline := time.Now().Add(5 * workerIdleTime)
+	for {
+		srv.workers.mu.Lock()
+		n := len(srv.workers.idle)
+		srv.workers.mu.Unlock()
+		if n == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			tb.Fatalf("%d workers still idle", n)
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
 }
 
