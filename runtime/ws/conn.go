@@ -62,7 +62,7 @@ type conn struct {
 
 	readFramesFn func() // c.readFrames, made once
 
-	// The read role; rmu is taken after mu, never before.
+	// The read role; rmu is never held with mu.
 	rmu         sync.Mutex
 	rcond       sync.Cond // signalled when a worker gives the read role back
 	reading     bool      // a worker holds the read role

@@ -70,6 +70,7 @@ type loadResult struct {
 	elapsed  time.Duration // as the client measured it
 	p50, p99 time.Duration
 	cpu      time.Duration // CPU time of this process (the server) during the run
+	client   time.Duration // CPU time of the load client during the run
 }
 
 func (r loadResult) perSecond() float64 { return float64(r.turns) / r.elapsed.Seconds() }
@@ -159,11 +160,11 @@ func runLoad(tb testing.TB, srv loadServer, sessions, turns int) loadResult {
 	line := h.command("go")
 	cpu := cpuTime() - cpu0
 	var r loadResult
-	var elapsed, p50, p99 int64
-	if _, err := fmt.Sscan(line, &r.turns, &elapsed, &p50, &p99); err != nil || r.turns == 0 {
+	var elapsed, p50, p99, client int64
+	if _, err := fmt.Sscan(line, &r.turns, &elapsed, &p50, &p99, &client); err != nil || r.turns == 0 {
 		tb.Fatalf("load client: %q: %v", line, err)
 	}
-	r.elapsed, r.p50, r.p99, r.cpu = time.Duration(elapsed), time.Duration(p50), time.Duration(p99), cpu
+	r.elapsed, r.p50, r.p99, r.cpu, r.client = time.Duration(elapsed), time.Duration(p50), time.Duration(p99), cpu, time.Duration(client)
 	return r
 }
 
@@ -205,7 +206,7 @@ func TestLoad(t *testing.T) {
 	runLoad(t, echo, 100, 10) // warm up
 	runLoad(t, chatgen, 100, 10)
 	t.Logf("%d sessions x %d turns (GOMAXPROCS %d); CPU is the server's", loadSessions, turns, runtime.GOMAXPROCS(0))
-	t.Logf("%-10s %10s %10s %10s %12s", "", "turns/s", "p50", "p99", "CPU/turn")
+	t.Logf("%-10s %10s %10s %10s %12s %12s", "", "turns/s", "p50", "p99", "CPU/turn", "client CPU")
 	var tput, cpu []float64
 	for range 3 {
 		e := runLoad(t, echo, loadSessions, turns)
@@ -214,7 +215,8 @@ func TestLoad(t *testing.T) {
 			name string
 			loadResult
 		}{{"raw echo", e}, {"chatgen", c}} {
-			t.Logf("%-10s %10.0f %10v %10v %12v", r.name, r.perSecond(), r.p50.Round(time.Microsecond), r.p99.Round(time.Microsecond), r.cpuPerTurn().Round(100*time.Nanosecond))
+			t.Logf("%-10s %10.0f %10v %10v %12v %12v", r.name, r.perSecond(), r.p50.Round(time.Microsecond), r.p99.Round(time.Microsecond),
+				r.cpuPerTurn().Round(100*time.Nanosecond), (r.client / time.Duration(r.turns)).Round(100*time.Nanosecond))
 		}
 		tput = append(tput, c.perSecond()/e.perSecond())
 		cpu = append(cpu, float64(c.cpuPerTurn())/float64(e.cpuPerTurn()))
@@ -227,8 +229,8 @@ func TestLoad(t *testing.T) {
 // TestHelperLoadClient is the load client of runLoad, in a child process:
 // it connects WS_HELPER_SESSIONS sessions, says "ready", and on "go" runs
 // WS_HELPER_TURNS turns on each at once and answers with the number of
-// turns, the elapsed time and the median and 99th percentile latencies
-// (in ns).
+// turns, the elapsed time, the median and 99th percentile latencies and
+// its own CPU time (in ns).
 func TestHelperLoadClient(t *testing.T) {
 	url := os.Getenv("WS_HELPER_URL")
 	if url == "" || os.Getenv("WS_HELPER_TURNS") == "" {
@@ -271,7 +273,7 @@ func TestHelperLoadClient(t *testing.T) {
 	}
 	lats := make([][]time.Duration, sessions)
 	var wg sync.WaitGroup
-	start := time.Now()
+	start, cpu0 := time.Now(), cpuTime()
 	for i, wc := range wcs {
 		wg.Go(func() {
 			var buf bytes.Buffer
@@ -306,13 +308,13 @@ func TestHelperLoadClient(t *testing.T) {
 		})
 	}
 	wg.Wait()
-	elapsed := time.Since(start)
+	elapsed, cpu := time.Since(start), cpuTime()-cpu0
 	all := slices.Concat(lats...)
 	slices.Sort(all)
 	if len(all) == 0 {
 		t.Fatal("no turns")
 	}
-	fmt.Println(len(all), elapsed.Nanoseconds(), all[len(all)/2].Nanoseconds(), all[len(all)*99/100].Nanoseconds())
+	fmt.Println(len(all), elapsed.Nanoseconds(), all[len(all)/2].Nanoseconds(), all[len(all)*99/100].Nanoseconds(), cpu.Nanoseconds())
 	in.Scan() // until stdin closes
 	for _, wc := range wcs {
 		wc.Close(websocket.StatusNormalClosure, "")

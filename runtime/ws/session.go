@@ -45,7 +45,7 @@ type session struct {
 
 type request struct {
 	scopeID   string
-	data      json.RawMessage // parsed by the worker, not the reader
+	data      json.RawMessage // parsed by the session's worker (routeRequest)
 	requestID json.RawMessage
 }
 
