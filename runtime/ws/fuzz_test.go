@@ -29,8 +29,9 @@ type fakeWS struct {
 	closeOnce sync.Once
 	intr      chan struct{} // interrupt's signal
 
-	pending []byte // the frame wait took; used by the read role only
-	eof     bool
+	pending    []byte // the frame wait took; used by the read role only
+	hasPending bool
+	eof        bool
 
 	mu    sync.Mutex
 	out   [][]byte
@@ -43,7 +44,7 @@ func newFakeWS() *fakeWS {
 }
 
 func (f *fakeWS) wait() error {
-	if f.pending != nil {
+	if f.hasPending {
 		return nil
 	}
 	if f.eof {
@@ -55,7 +56,7 @@ func (f *fakeWS) wait() error {
 			f.eof = true
 			return io.EOF
 		}
-		f.pending = b
+		f.pending, f.hasPending = b, true
 		return nil
 	case <-f.closed:
 		return errors.New("closed")
@@ -64,7 +65,7 @@ func (f *fakeWS) wait() error {
 	}
 }
 
-func (f *fakeWS) buffered() bool { return f.pending != nil }
+func (f *fakeWS) buffered() bool { return f.hasPending }
 
 func (f *fakeWS) interrupt() {
 	select {
@@ -84,8 +85,9 @@ func (f *fakeWS) cork()         {}
 func (f *fakeWS) uncork() error { return nil }
 
 func (f *fakeWS) Reader(ctx context.Context) (websocket.MessageType, io.Reader, error) {
-	if b := f.pending; b != nil {
-		f.pending = nil
+	if f.hasPending {
+		b := f.pending
+		f.pending, f.hasPending = nil, false
 		return websocket.MessageText, bytes.NewReader(b), nil
 	}
 	select {
@@ -189,6 +191,7 @@ func FuzzFrames(f *testing.F) {
 		`{"type":"Connect","chatId":"a","requestId":{"x":1}}`,
 		`{"chatId":"a"}`,
 		`not json`,
+		``, // an empty frame
 		`[]`,
 		`null`,
 		`{"chatId":1}`,
