@@ -64,7 +64,7 @@ func (s *session) enqueue(r *request) (start bool, reason, detail string) {
 	if s.closing {
 		return false, chat.ErrSessionNotActive.Reason, "the session has ended"
 	}
-	// The request running and those waiting: one may run, maxQueued wait.
+	// The request running and those waiting: one may run, MaxQueued wait.
 	outstanding := len(s.queue)
 	if s.busy {
 		outstanding++
