@@ -24,7 +24,7 @@ func (a *app) handler(logger *slog.Logger) (http.Handler, *ws.Server, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	chatServer := ws.Handler(a.router, ws.WithLogger(logger))
+	chatServer := ws.NewServer(a.router, &ws.ServerOptions{Logger: logger})
 	mux := http.NewServeMux()
 	mux.Handle("/_chat/", chatServer)
 	mux.Handle("/", http.FileServerFS(page))

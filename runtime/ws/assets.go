@@ -6,7 +6,6 @@ import (
 	_ "embed"
 	"encoding/hex"
 	"net/http"
-	"strings"
 	"time"
 )
 
@@ -67,21 +66,4 @@ func (as *assets) serve(w http.ResponseWriter, r *http.Request, k assetKind) {
 	h.Set("Cache-Control", "no-cache")
 	h.Set("X-Content-Type-Options", "nosniff")
 	http.ServeContent(w, r, a.name, time.Time{}, bytes.NewReader(a.body))
-}
-
-// classicScript returns the classic-script form of the ES module source:
-// the same code with its top-level exports turned into global
-// declarations. It is how js/chatscopes.js is made.
-func classicScript(module []byte) []byte {
-	var b strings.Builder
-	b.WriteString("// Generated from chatscopes.mjs by runtime/ws (TestClassicScriptInSync -update): do not edit.\n")
-	b.WriteString("// The classic-script form of the chat scopes client: ChatScopesClient, SessionBuilder,\n")
-	b.WriteString("// Session, ChatFailure and chatRoutesEndpoint become globals, as in Quarkus.\n")
-	for _, line := range strings.SplitAfter(string(module), "\n") {
-		if rest, ok := strings.CutPrefix(line, "export "); ok {
-			line = rest
-		}
-		b.WriteString(line)
-	}
-	return []byte(b.String())
 }

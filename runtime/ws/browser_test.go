@@ -254,7 +254,7 @@ func checkLog(t *testing.T, got, want []string) {
 func TestBrowser(t *testing.T) {
 	checkGoroutines(t)
 	b := browsertest.Start(t)
-	ts := startServer(t)
+	ts := startServer(t, nil)
 	mux := http.NewServeMux()
 	mux.Handle("/_chat/", ts.Server)
 	page := func(html string) http.HandlerFunc {

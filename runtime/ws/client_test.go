@@ -13,11 +13,11 @@ import (
 	"github.com/chatscopes/chatgen/runtime/chat"
 )
 
-func dialTest(t testing.TB, ts *testServer, opts ...DialOption) *Client {
+func dialTest(t testing.TB, ts *testServer) *Client {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	c, err := Dial(ctx, ts.url, append([]DialOption{WithClientLogger(quietLogger())}, opts...)...)
+	c, err := Dial(ctx, ts.url, &DialOptions{Logger: quietLogger()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -144,7 +144,7 @@ func scenario(t *testing.T, c chat.Client) string {
 
 func TestClientMatchesLocalClient(t *testing.T) {
 	checkGoroutines(t)
-	ts := startServer(t)
+	ts := startServer(t, nil)
 
 	local := chat.NewLocalClient(ts.router)
 	want := scenario(t, local)
@@ -178,7 +178,7 @@ func TestClientMatchesLocalClient(t *testing.T) {
 
 func TestClientAsyncInOrder(t *testing.T) {
 	checkGoroutines(t)
-	ts := startServer(t)
+	ts := startServer(t, nil)
 	c := dialTest(t, ts)
 	var rec recorder
 	s, err := rec.builder(c).Connect(context.Background(), "")
@@ -210,7 +210,7 @@ func TestClientAsyncInOrder(t *testing.T) {
 
 func TestClientSessionClose(t *testing.T) {
 	checkGoroutines(t)
-	ts := startServer(t)
+	ts := startServer(t, nil)
 	c := dialTest(t, ts)
 	ctx := context.Background()
 	s, err := c.Builder().Connect(ctx, "gate")
@@ -246,7 +246,7 @@ func TestClientSessionClose(t *testing.T) {
 
 func TestClientCloseDoesNotHang(t *testing.T) {
 	checkGoroutines(t)
-	ts := startServer(t)
+	ts := startServer(t, nil)
 	c := dialTest(t, ts)
 	ctx := context.Background()
 	s, err := c.Builder().Connect(ctx, "gate")
@@ -280,7 +280,7 @@ func TestClientCloseDoesNotHang(t *testing.T) {
 
 func TestClientContextCancellation(t *testing.T) {
 	checkGoroutines(t)
-	ts := startServer(t)
+	ts := startServer(t, nil)
 	c := dialTest(t, ts)
 	s, err := c.Builder().Connect(context.Background(), "gate")
 	if err != nil {
@@ -321,7 +321,7 @@ func TestClientContextCancellation(t *testing.T) {
 
 func TestClientConnectionLoss(t *testing.T) {
 	checkGoroutines(t)
-	ts := startServer(t)
+	ts := startServer(t, nil)
 	c := dialTest(t, ts)
 	ctx := context.Background()
 	s, err := c.Builder().Connect(ctx, "gate")
@@ -354,7 +354,7 @@ func TestClientConnectionLoss(t *testing.T) {
 }
 
 func TestClientFailedConnect(t *testing.T) {
-	ts := startServer(t, WithMaxSessions(1))
+	ts := startServer(t, &ServerOptions{MaxSessions: 1})
 	c := dialTest(t, ts)
 	ctx := context.Background()
 	if _, err := c.Builder().Connect(ctx, "nowhere"); !errors.Is(err, chat.ErrRouteNotFound) {
@@ -373,7 +373,7 @@ func TestClientFailedConnect(t *testing.T) {
 }
 
 func TestClientHandlerPanic(t *testing.T) {
-	ts := startServer(t)
+	ts := startServer(t, nil)
 	c := dialTest(t, ts)
 	ctx := context.Background()
 	s, err := c.Builder().OnMessage(func(string) { panic("handler bug") }).Connect(ctx, "echo")
@@ -388,9 +388,9 @@ func TestClientHandlerPanic(t *testing.T) {
 }
 
 func TestDialURL(t *testing.T) {
-	ts := startServer(t)
+	ts := startServer(t, nil)
 	// A URL without a path gets the endpoint's path.
-	c, err := Dial(context.Background(), strings.TrimSuffix(ts.url, RoutesPath), WithClientLogger(quietLogger()))
+	c, err := Dial(context.Background(), strings.TrimSuffix(ts.url, RoutesPath), &DialOptions{Logger: quietLogger()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -398,7 +398,7 @@ func TestDialURL(t *testing.T) {
 	if _, err := c.Builder().Connect(context.Background(), "echo"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := Dial(context.Background(), strings.TrimSuffix(ts.http.URL, "/")+"/nothing"); err == nil {
+	if _, err := Dial(context.Background(), strings.TrimSuffix(ts.http.URL, "/")+"/nothing", nil); err == nil {
 		t.Fatal("dialled a path that is not the endpoint")
 	}
 }
@@ -426,7 +426,7 @@ func TestFinishedCall(t *testing.T) {
 
 func TestClientCloseFromHandler(t *testing.T) {
 	checkGoroutines(t)
-	ts := startServer(t)
+	ts := startServer(t, nil)
 	c := dialTest(t, ts)
 	ctx := context.Background()
 	s, err := c.Builder().OnMessage(func(string) { c.Close() }).Connect(ctx, "echo")

@@ -27,27 +27,52 @@ type wsConn interface {
 	CloseNow() error
 }
 
-// conn is one websocket connection: one reader goroutine and the sessions
-// the client started. There is no writer goroutine: whoever sends a frame
-// while no one is writing becomes the writer and writes every frame queued
-// meanwhile (in one TCP write when corked), so frames never interleave and
-// an idle connection costs one goroutine.
+// A socket is what a conn needs of the connection under its websocket:
+// *tcpConn, or a fake in tests.
+type socket interface {
+	wait() error    // blocks until bytes are received, or reading failed
+	buffered() bool // bytes received are not read yet
+	interrupt()     // makes a wait in progress, or the next one, return
+	resume()        // undoes interrupt
+	cork()          // collects writes from now on
+	uncork() error  // writes what was collected
+}
+
+// conn is one websocket connection and the sessions the client started
+// on it.
+//
+// Reading has two roles. The connection's waiter goroutine (serve) waits
+// for bytes from the client and does nothing else, so that its stack
+// stays minimal; when bytes arrive it hands the read role to a pool
+// worker (readFrames), which decodes and handles the frames received and
+// gives the role back. Only the holder of the read role reads the
+// websocket, so coder/websocket's reader is never used concurrently.
+//
+// There is no writer goroutine: whoever sends frames while no one is
+// writing writes them and those queued meanwhile (see writeQueue).
 type conn struct {
 	srv    *Server
 	ws     wsConn
-	nc     *corkConn       // the TCP connection, or nil (tests)
+	sock   socket
 	ctx    context.Context // carries the principal; cancelled when the connection ends
 	cancel context.CancelFunc
-	io     context.Context // ctx without cancellation, for reads and writes
-	log    *slog.Logger
+	ioCtx  context.Context // ctx without cancellation, for reads and writes
+	remote string
+	out    writeQueue
+
+	readFramesFn func() // c.readFrames, made once
+
+	// The read role; rmu is never held with mu.
+	rmu         sync.Mutex
+	rcond       sync.Cond // signalled when a worker gives the read role back
+	reading     bool      // a worker holds the read role
+	waiting     bool      // the waiter is in sock.wait
+	interrupted bool      // sock.interrupt was called during the wait
+	closeReq    bool      // the writer asks for the close handshake
+	readErr     error     // why reading the websocket ended
+	drops       int       // frames dropped (by the read role)
 
 	workers sync.WaitGroup // session workers running
-
-	wmu     sync.Mutex
-	wcond   sync.Cond // signalled when the queue shrinks or writing ends
-	wq      [][]byte  // frames waiting for the writer; nil asks it to close
-	writing bool      // a goroutine is writing
-	wdone   bool      // no more writes: closed or failed
 
 	mu          sync.Mutex // guards what follows; taken before session.mu
 	sessions    map[string]*session
@@ -57,49 +82,155 @@ type conn struct {
 	closeCode   websocket.StatusCode
 	closeReason string
 	idleTimer   *time.Timer // armed while live == 0
-
-	drops int // frames dropped (the reader's own)
 }
 
-func newConn(srv *Server, wc wsConn, nc *corkConn, ctx context.Context, remote string) *conn {
+// outLimit is the number of frames queued for a connection beyond which
+// senders wait for the writer.
+const outLimit = 64
+
+func newConn(ctx context.Context, srv *Server, wc wsConn, sock socket, remote string) *conn {
 	ctx, cancel := context.WithCancel(ctx)
 	c := &conn{
 		srv:      srv,
 		ws:       wc,
-		nc:       nc,
+		sock:     sock,
 		ctx:      ctx,
 		cancel:   cancel,
-		io:       context.WithoutCancel(ctx),
-		log:      srv.cfg.logger.With("remote", remote),
+		ioCtx:    context.WithoutCancel(ctx),
+		remote:   remote,
 		sessions: map[string]*session{},
 	}
-	c.wcond.L = &c.wmu
+	c.readFramesFn = c.readFrames
+	c.rcond.L = &c.rmu
+	c.out.init(c, outLimit)
 	return c
 }
 
-// serve runs the connection until it ends, then frees everything.
+// serve is the connection's waiter: it runs until the connection ends,
+// then frees everything. It waits for bytes at a shallow depth and leaves
+// the rest to workers, so that an idle connection costs a goroutine with
+// the minimal stack (see tcpConn).
 func (c *conn) serve() {
 	c.mu.Lock()
 	c.armIdleLocked()
 	c.mu.Unlock()
-	err := c.readLoop()
+	var err error
+	for {
+		c.rmu.Lock()
+		if c.closeReq {
+			c.closeReq = false
+			c.rmu.Unlock()
+			c.closeHandshake()
+			continue
+		}
+		c.waiting = true
+		c.rmu.Unlock()
+		err = c.sock.wait()
+		c.rmu.Lock()
+		c.waiting = false
+		if c.interrupted {
+			// A close request: the next round does it, and finds any
+			// error again.
+			c.interrupted = false
+			c.sock.resume()
+			c.rmu.Unlock()
+			continue
+		}
+		if err != nil {
+			if c.readErr == nil {
+				c.readErr = err
+			}
+			err = c.readErr
+			c.rmu.Unlock()
+			break
+		}
+		c.reading = true
+		c.srv.workers.do(c.readFramesFn)
+		for c.reading {
+			c.rcond.Wait()
+		}
+		err = c.readErr
+		c.rmu.Unlock()
+		if err != nil {
+			break
+		}
+	}
 	c.teardown(err)
 }
 
-func (c *conn) readLoop() error {
+// readFrames reads and handles the frames received, on a pool worker,
+// then gives the read role back. A request for an idle session is run on
+// this worker afterwards, instead of on another one.
+func (c *conn) readFrames() {
+	var run *session // a session whose requests this worker runs
+	var err error
 	for {
-		_, r, err := c.ws.Reader(c.io) // abort closes the connection
-		if err != nil {
-			return err
+		var s *session
+		if s, err = c.readFrame(); err != nil {
+			break
 		}
-		buf := c.srv.getBuf()
-		_, err = buf.ReadFrom(r)
-		if err != nil {
-			c.srv.putBuf(buf)
-			return err
+		if s != nil {
+			if run != nil {
+				c.srv.workers.do(run.work)
+			}
+			run = s
 		}
-		c.handleFrame(buf.Bytes())
-		c.srv.putBuf(buf)
+		if !c.sock.buffered() {
+			break
+		}
+	}
+	if err != nil {
+		// The close handshake, if the client started it, is done; the
+		// waiter's next wait fails.
+		c.ws.CloseNow()
+	}
+	c.rmu.Lock()
+	if err != nil && c.readErr == nil {
+		c.readErr = err
+	}
+	c.reading = false
+	c.rcond.Signal()
+	c.rmu.Unlock()
+	if run != nil {
+		run.work()
+	}
+}
+
+// readFrame reads one frame and handles it. It returns the session whose
+// worker the frame asks to start, if any.
+func (c *conn) readFrame() (*session, error) {
+	_, r, err := c.ws.Reader(c.ioCtx) // abort closes the connection
+	if err != nil {
+		return nil, err
+	}
+	buf := c.srv.getBuf()
+	defer c.srv.putBuf(buf)
+	if _, err := buf.ReadFrom(r); err != nil {
+		return nil, err
+	}
+	return c.handleFrame(buf.Bytes()), nil
+}
+
+// requestClose asks the waiter for the close handshake, which reads the
+// websocket: the writer cannot do it while the waiter may be reading.
+func (c *conn) requestClose() {
+	c.rmu.Lock()
+	defer c.rmu.Unlock()
+	c.closeReq = true
+	if c.waiting && !c.interrupted {
+		c.interrupted = true
+		c.sock.interrupt()
+	}
+}
+
+// closeHandshake closes the websocket with the code set by
+// closeGracefully; it waits for the client's close frame.
+func (c *conn) closeHandshake() {
+	c.mu.Lock()
+	code, reason := c.closeCode, c.closeReason
+	c.mu.Unlock()
+	if err := c.ws.Close(code, reason); err != nil {
+		c.log(slog.LevelDebug, "ws: closing the connection", "err", err)
 	}
 }
 
@@ -108,108 +239,53 @@ func (c *conn) readLoop() error {
 // and whatever others queue meanwhile; otherwise it returns at once, or
 // waits while the queue is full.
 func (c *conn) send(frames ...[]byte) error {
-	c.wmu.Lock()
-	for c.writing && len(c.wq) >= c.srv.cfg.outBuffer && !c.wdone {
-		c.wcond.Wait()
-	}
-	if c.wdone {
-		c.wmu.Unlock()
-		for _, b := range frames {
-			c.srv.putFrame(b)
-		}
+	write, ok := c.out.push(frames...)
+	if !ok {
 		return errConnClosed
 	}
-	c.wq = append(c.wq, frames...)
-	if c.writing {
-		c.wmu.Unlock()
-		return nil
+	if write {
+		return c.out.flush()
 	}
-	c.writing = true
-	c.wmu.Unlock()
-	return c.flush(0)
+	return nil
 }
 
-// flush writes the queue until it is empty; only the writer calls it.
-// After many rounds it hands the writing to a new goroutine, so that a
-// route's goroutine does not write for others forever.
-func (c *conn) flush(rounds int) error {
-	for ; ; rounds++ {
-		c.wmu.Lock()
-		batch := c.wq
-		c.wq = nil
-		if len(batch) == 0 {
-			c.writing = false
-			c.wcond.Broadcast()
-			c.wmu.Unlock()
-			return nil
-		}
-		c.wcond.Broadcast()
-		c.wmu.Unlock()
-		if rounds == 32 {
-			c.wmu.Lock()
-			c.wq = append(batch, c.wq...)
-			c.wmu.Unlock()
-			go c.flush(0) //nolint:errcheck // failures end the connection
-			return nil
-		}
-		if err := c.writeBatch(batch); err != nil {
-			c.wmu.Lock()
-			c.wdone, c.writing = true, false
-			for _, b := range c.wq {
-				c.srv.putFrame(b)
-			}
-			c.wq = nil
-			c.wcond.Broadcast()
-			c.wmu.Unlock()
-			if !errors.Is(err, errConnClosed) && c.ctx.Err() == nil {
-				c.log.Info("ws: write failed; closing the connection", "err", err)
-			}
-			c.abort() // the reader stops; teardown follows
-			return err
-		}
-	}
-}
-
-// writeBatch writes frames, corked: one TCP write for the batch. A nil
-// frame closes the connection with the close handshake.
-func (c *conn) writeBatch(batch [][]byte) error {
-	if c.nc != nil {
-		c.nc.cork()
-	}
+// writeFrames writes frames for c.out, corked: one TCP write for the
+// batch. A nil frame ends the writing and starts the close handshake. A
+// failure aborts the connection.
+func (c *conn) writeFrames(batch [][]byte) error {
+	c.sock.cork()
 	var err error
 	for i, b := range batch {
 		if b == nil {
-			if c.nc != nil {
-				if err = c.nc.uncork(); err != nil {
-					break
-				}
-			}
-			c.mu.Lock()
-			code, reason := c.closeCode, c.closeReason
-			c.mu.Unlock()
-			c.wmu.Lock()
-			c.wdone = true
-			c.wmu.Unlock()
+			err = c.sock.uncork()
 			for _, rest := range batch[i+1:] {
-				c.srv.putFrame(rest)
+				c.dropFrame(rest)
 			}
-			if cerr := c.ws.Close(code, reason); cerr != nil {
-				c.log.Debug("ws: closing the connection", "err", cerr)
+			if err == nil {
+				c.requestClose()
+				return errConnClosed
 			}
-			return nil
+			break
 		}
 		if err == nil {
-			err = c.ws.Write(c.io, websocket.MessageText, b)
+			err = c.ws.Write(c.ioCtx, websocket.MessageText, b)
 		}
-		c.srv.putFrame(b)
+		c.dropFrame(b)
 	}
-	if c.nc != nil {
-		if uerr := c.nc.uncork(); err == nil {
-			err = uerr
+	if uerr := c.sock.uncork(); err == nil {
+		err = uerr
+	}
+	if err != nil {
+		if !errors.Is(err, errConnClosed) && c.ctx.Err() == nil {
+			c.log(slog.LevelInfo, "ws: write failed; closing the connection", "err", err)
 		}
+		c.abort() // the waiter stops; teardown follows
 	}
 	return err
 }
+
+// dropFrame returns a frame's buffer to the pool once written or dropped.
+func (c *conn) dropFrame(b []byte) { c.srv.putFrame(b) }
 
 // buildText returns a server frame whose data is text, in a pooled buffer.
 func (c *conn) buildText(chatID []byte, typ, text string, requestID []byte, scopeID, detail string) []byte {
@@ -223,26 +299,34 @@ func (c *conn) failed(chatID []byte, requestID []byte, reason, scopeID, detail s
 	_ = c.send(c.buildText(chatID, chat.EventFailed, reason, requestID, scopeID, detail))
 }
 
-func (c *conn) handleFrame(b []byte) {
+// log logs with the connection's remote address.
+func (c *conn) log(level slog.Level, msg string, args ...any) {
+	c.srv.opts.Logger.Log(c.ctx, level, msg, append(args, "remote", c.remote)...)
+}
+
+// handleFrame handles one client frame; it returns the session whose
+// worker must start, if any.
+func (c *conn) handleFrame(b []byte) *session {
 	f, err := decodeFrame(b)
 	if err != nil {
 		var fe *frameError
 		if !errors.As(err, &fe) || fe.chatID == "" {
 			c.logDrop("ws: dropped a frame", "err", err, "frame", truncate(b, 200))
-			return
+			return nil
 		}
 		c.logDrop("ws: bad frame", "chat", fe.chatID, "err", err)
 		c.failed(quote(fe.chatID), fe.requestID, chat.ErrBadRequest.Reason, "", fe.detail)
-		return
+		return nil
 	}
 	switch f.Type {
 	case TypeConnect:
 		c.connect(f)
 	case TypeChatRouteMessage:
-		c.request(f)
+		return c.request(f)
 	case TypeDisconnect:
 		c.disconnect(f)
 	}
+	return nil
 }
 
 // logDrop logs a frame the server could not serve: the first ones of a
@@ -254,7 +338,7 @@ func (c *conn) logDrop(msg string, args ...any) {
 	if c.drops > 10 {
 		level = slog.LevelDebug
 	}
-	c.log.Log(c.ctx, level, msg, append(args, "drops", c.drops)...)
+	c.log(level, msg, append(args, "drops", c.drops)...)
 }
 
 func (c *conn) connect(f *inFrame) {
@@ -266,7 +350,7 @@ func (c *conn) connect(f *inFrame) {
 		reason = ErrShuttingDown.Reason
 	case c.sessions[f.ChatID] != nil:
 		reason, detail = chat.ErrBadRequest.Reason, "chatId is already connected on this connection"
-	case c.live >= c.srv.cfg.maxSessions:
+	case c.live >= c.srv.opts.MaxSessions:
 		reason, detail = ErrTooManySessions.Reason, "too many sessions on this connection"
 	}
 	c.mu.Unlock()
@@ -282,7 +366,7 @@ func (c *conn) connect(f *inFrame) {
 		if errors.As(err, &fl) {
 			reason = fl.Reason
 		}
-		c.log.Info("ws: connect failed", "chat", f.ChatID, "route", f.Route, "reason", reason, "err", err)
+		c.log(slog.LevelInfo, "ws: connect failed", "chat", f.ChatID, "route", f.Route, "reason", reason, "err", err)
 		c.failed(id, f.RequestID, reason, "", "")
 		return
 	}
@@ -304,22 +388,29 @@ func (c *conn) connect(f *inFrame) {
 	_ = c.send(c.buildText(id, chat.EventCompleted, conv.ScopeID(), f.RequestID, "", ""))
 }
 
-func (c *conn) request(f *inFrame) {
+// request queues a request on its session; it returns the session if its
+// worker must start.
+func (c *conn) request(f *inFrame) *session {
 	c.mu.Lock()
 	s := c.sessions[f.ChatID]
 	var reason, detail string
+	start := false
 	switch {
 	case c.draining:
 		reason = ErrShuttingDown.Reason
 	case s == nil:
 		reason, detail = chat.ErrSessionNotActive.Reason, "no session with this chatId on this connection"
 	default:
-		reason, detail = s.enqueue(&request{scopeID: f.ScopeID, data: f.Data, requestID: f.RequestID})
+		start, reason, detail = s.enqueue(&request{scopeID: f.ScopeID, data: f.Data, requestID: f.RequestID})
 	}
 	c.mu.Unlock()
 	if reason != "" {
 		c.failed(quote(f.ChatID), f.RequestID, reason, "", detail)
 	}
+	if start {
+		return s
+	}
+	return nil
 }
 
 func (c *conn) disconnect(f *inFrame) {
@@ -330,7 +421,7 @@ func (c *conn) disconnect(f *inFrame) {
 	}
 	c.mu.Unlock()
 	if s == nil {
-		c.log.Debug("ws: disconnect of an unknown chat", "chat", f.ChatID)
+		c.log(slog.LevelDebug, "ws: disconnect of an unknown chat", "chat", f.ChatID)
 		return
 	}
 	s.close()
@@ -347,96 +438,6 @@ func (c *conn) sessionFinished(s *session) {
 	if c.live == 0 && !c.closing {
 		c.armIdleLocked()
 	}
-}
-
-// armIdleLocked starts the timer closing a connection with no session.
-func (c *conn) armIdleLocked() {
-	if c.srv.cfg.idle <= 0 {
-		return
-	}
-	if c.idleTimer == nil {
-		c.idleTimer = time.AfterFunc(c.srv.cfg.idle, c.expireIdle)
-		return
-	}
-	c.idleTimer.Reset(c.srv.cfg.idle)
-}
-
-func (c *conn) expireIdle() {
-	c.mu.Lock()
-	if c.live > 0 || c.closing || c.draining {
-		c.mu.Unlock()
-		return
-	}
-	c.mu.Unlock()
-	c.log.Info("ws: closing a connection with no session", "idle", c.srv.cfg.idle)
-	c.closeGracefully(websocket.StatusNormalClosure, "idle")
-}
-
-// closeGracefully writes the frames queued so far, then closes the
-// connection with code.
-func (c *conn) closeGracefully(code websocket.StatusCode, reason string) {
-	c.mu.Lock()
-	if c.closeCode != 0 {
-		c.mu.Unlock()
-		return
-	}
-	c.closeCode, c.closeReason = code, reason
-	c.mu.Unlock()
-	_ = c.send(nil)
-}
-
-// drain starts a graceful shutdown of the connection: new requests fail,
-// running and queued ones finish, then the connection closes.
-func (c *conn) drain() {
-	c.mu.Lock()
-	c.draining = true
-	c.mu.Unlock()
-	go func() {
-		c.workers.Wait()
-		c.closeGracefully(websocket.StatusGoingAway, "server shutting down")
-	}()
-}
-
-// abort cancels the requests in progress and closes the connection now.
-func (c *conn) abort() {
-	c.cancel()
-	c.ws.CloseNow()
-}
-
-// teardown ends every session of the connection and releases it.
-func (c *conn) teardown(err error) {
-	c.cancel()
-	// The reader is done (a close frame has been answered, if any): what
-	// the sessions still write has nowhere to go.
-	c.ws.CloseNow()
-	if status := websocket.CloseStatus(err); status == -1 && !errors.Is(err, context.Canceled) && !errors.Is(err, io.EOF) {
-		c.log.Debug("ws: connection lost", "err", err)
-	}
-	c.mu.Lock()
-	c.closing = true
-	if c.idleTimer != nil {
-		c.idleTimer.Stop()
-	}
-	sessions := make([]*session, 0, len(c.sessions))
-	for _, s := range c.sessions {
-		sessions = append(sessions, s)
-	}
-	clear(c.sessions)
-	c.mu.Unlock()
-	for _, s := range sessions {
-		s.close()
-	}
-	c.workers.Wait()
-	c.wmu.Lock()
-	for c.writing {
-		c.wcond.Wait()
-	}
-	c.wdone = true
-	for _, b := range c.wq {
-		c.srv.putFrame(b)
-	}
-	c.wq = nil
-	c.wmu.Unlock()
 }
 
 func truncate(b []byte, n int) string {

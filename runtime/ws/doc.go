@@ -4,13 +4,13 @@
 //
 // # Server
 //
-// [Handler] returns a [Server], an http.Handler serving the endpoint
+// [NewServer] returns a [Server], an http.Handler serving the endpoint
 // [RoutesPath] (/_chat/routes) and the JavaScript client: the classic
 // script at [ScriptPath] (/_chat/javascript/chatscopes.js, the Quarkus
 // URL), the ES module at [ModulePath] and TypeScript declarations at
 // [TypeScriptPath]. Mount it on any mux:
 //
-//	srv := ws.Handler(router, ws.WithAuthenticator(auth))
+//	srv := ws.NewServer(router, &ws.ServerOptions{Authenticator: auth})
 //	mux.Handle("/_chat/", srv)
 //	...
 //	httpServer.Shutdown(ctx)
@@ -18,21 +18,23 @@
 //
 // The protocol is the one of Quarkus LangChain4j Chat Scopes (see
 // docs/protocol.md): a page written for the Quarkus JavaScript client works
-// unchanged. Per connection there is one reader goroutine; per session a
-// FIFO of requests run one at a time by a goroutine that exists only while
-// the queue is not empty, so idle sessions cost no goroutine and sessions
-// of one connection run independently. Frames are written by whichever
-// goroutine finds the connection idle, in order and never interleaved,
-// batched into one TCP write when several are ready.
+// unchanged. Per connection there is one goroutine, which only waits for
+// the client's bytes; the frames are decoded, and the requests run, by a
+// pool of worker goroutines shared by the server. Each session has a FIFO
+// of requests run one at a time, by a worker only while the queue is not
+// empty, so idle sessions cost no goroutine and sessions of one
+// connection run independently. Frames are written by whichever goroutine
+// finds the connection idle, in order and never interleaved, batched into
+// one TCP write when several are ready.
 //
 // Security and limits: an [Authenticator] puts the principal of the
 // connection in the context of its requests (routes with roles= are
 // checked against it: Failed "Forbidden"); a scope id is honoured only in
 // the session that created it (another session's or connection's scope id
 // fails with "SessionNotActive"); browser origins must be the page's own
-// unless allowed by [WithOriginPatterns]; [WithMaxFrameSize],
-// [WithMaxSessions], [WithMaxQueued], [WithIdleTimeout] and
-// [WithWriteTimeout] bound what a client can make the server hold.
+// unless allowed by [ServerOptions].OriginPatterns; its MaxFrameSize,
+// MaxSessions, MaxQueued, IdleTimeout and WriteTimeout bound what a client
+// can make the server hold.
 // Malformed frames get a Failed "BadRequest" with a detail when they name
 // a chatId, and are logged and dropped when they do not; the connection
 // keeps working.

@@ -20,12 +20,18 @@ import (
 	"github.com/chatscopes/chatgen/runtime/chat"
 )
 
-// fakeWS is a websocket fed by a test: Reader returns the frames sent on
-// in, Write records the server's frames.
+// fakeWS is a websocket fed by a test, and its socket: wait takes the
+// next frame sent on in, Reader returns it, Write records the server's
+// frames.
 type fakeWS struct {
 	in        chan []byte
 	closed    chan struct{}
 	closeOnce sync.Once
+	intr      chan struct{} // interrupt's signal
+
+	pending    []byte // the frame wait took; used by the read role only
+	hasPending bool
+	eof        bool
 
 	mu    sync.Mutex
 	out   [][]byte
@@ -34,16 +40,57 @@ type fakeWS struct {
 }
 
 func newFakeWS() *fakeWS {
-	return &fakeWS{in: make(chan []byte), closed: make(chan struct{}), wrote: make(chan struct{}, 1)}
+	return &fakeWS{in: make(chan []byte), closed: make(chan struct{}), intr: make(chan struct{}, 1), wrote: make(chan struct{}, 1)}
 }
 
-func (f *fakeWS) Reader(ctx context.Context) (websocket.MessageType, io.Reader, error) {
+func (f *fakeWS) wait() error {
+	if f.hasPending {
+		return nil
+	}
+	if f.eof {
+		return io.EOF
+	}
 	select {
 	case b, ok := <-f.in:
 		if !ok {
-			return 0, nil, io.EOF
+			f.eof = true
+			return io.EOF
 		}
+		f.pending, f.hasPending = b, true
+		return nil
+	case <-f.closed:
+		return errors.New("closed")
+	case <-f.intr:
+		return errors.New("interrupted")
+	}
+}
+
+func (f *fakeWS) buffered() bool { return f.hasPending }
+
+func (f *fakeWS) interrupt() {
+	select {
+	case f.intr <- struct{}{}:
+	default:
+	}
+}
+
+func (f *fakeWS) resume() {
+	select {
+	case <-f.intr:
+	default:
+	}
+}
+
+func (f *fakeWS) cork()         {}
+func (f *fakeWS) uncork() error { return nil }
+
+func (f *fakeWS) Reader(ctx context.Context) (websocket.MessageType, io.Reader, error) {
+	if f.hasPending {
+		b := f.pending
+		f.pending, f.hasPending = nil, false
 		return websocket.MessageText, bytes.NewReader(b), nil
+	}
+	select {
 	case <-f.closed:
 		return 0, nil, errors.New("closed")
 	case <-ctx.Done():
@@ -144,6 +191,7 @@ func FuzzFrames(f *testing.F) {
 		`{"type":"Connect","chatId":"a","requestId":{"x":1}}`,
 		`{"chatId":"a"}`,
 		`not json`,
+		``, // an empty frame
 		`[]`,
 		`null`,
 		`{"chatId":1}`,
@@ -156,7 +204,7 @@ func FuzzFrames(f *testing.F) {
 	if err != nil {
 		f.Fatal(err)
 	}
-	srv := Handler(router, WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil))), WithMaxSessions(4), WithIdleTimeout(0))
+	srv := NewServer(router, &ServerOptions{Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), MaxSessions: 4, IdleTimeout: -1})
 
 	f.Fuzz(func(t *testing.T, input []byte) {
 		lines := bytes.Split(input, []byte("\n"))
@@ -164,7 +212,7 @@ func FuzzFrames(f *testing.F) {
 			lines = lines[:16]
 		}
 		ws := newFakeWS()
-		c := newConn(srv, ws, nil, context.Background(), "fuzz")
+		c := newConn(context.Background(), srv, ws, ws, "fuzz")
 		served := make(chan struct{})
 		go func() {
 			c.serve()
@@ -223,8 +271,13 @@ func TestDecodeFrame(t *testing.T) {
 	}
 }
 
+// TestAppendFrame: a server frame built as session.deliver builds it.
 func TestAppendFrame(t *testing.T) {
-	b := appendFrame(nil, quote("c\"1"), "Mess\u00e9age", []byte(`{"a":1}`), []byte(`"r"`), "scope", "a \"detail\"\n")
+	b, err := appendData(appendHead(nil, quote("c\"1"), "Mess\u00e9age"), chat.Event{Type: "Mess\u00e9age", Data: map[string]int{"a": 1}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b = appendTail(b, []byte(`"r"`), "scope", "a \"detail\"\n")
 	var fr frame
 	if err := json.Unmarshal(b, &fr); err != nil {
 		t.Fatalf("%s: %v", b, err)

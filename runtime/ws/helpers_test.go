@@ -129,15 +129,24 @@ type testServer struct {
 	url    string // ws://…/_chat/routes
 }
 
-func startServer(t testing.TB, opts ...Option) *testServer {
+// startServer starts an endpoint of the test router; opts may be nil,
+// and its Logger is quietLogger unless set.
+func startServer(t testing.TB, opts *ServerOptions) *testServer {
 	t.Helper()
 	router, routes := newTestRouter(t)
-	return startServerFor(t, router, routes, opts...)
+	return startServerFor(t, router, routes, opts)
 }
 
-func startServerFor(t testing.TB, router *chat.Router, routes *testRoutes, opts ...Option) *testServer {
+func startServerFor(t testing.TB, router *chat.Router, routes *testRoutes, opts *ServerOptions) *testServer {
 	t.Helper()
-	srv := Handler(router, append([]Option{WithLogger(quietLogger())}, opts...)...)
+	o := ServerOptions{Logger: quietLogger()}
+	if opts != nil {
+		o = *opts
+		if o.Logger == nil {
+			o.Logger = quietLogger()
+		}
+	}
+	srv := NewServer(router, &o)
 	hs := httptest.NewServer(srv)
 	ts := &testServer{Server: srv, router: router, routes: routes, http: hs, url: "ws" + strings.TrimPrefix(hs.URL, "http") + RoutesPath}
 	t.Cleanup(func() {

@@ -2,6 +2,7 @@ package ws
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -24,9 +25,25 @@ import (
 	"github.com/chatscopes/chatgen/runtime/chat"
 )
 
-// The load test and the memory measurement take a while: they run when
-// WS_LOAD=1 is set (WS_LOAD=1 go test ./runtime/ws -run 'TestLoad|TestIdleMemory' -v),
-// and the load as BenchmarkLoad1000Sessions (make bench).
+// The load measurements compare chatgen's server with its peer, a raw
+// coder/websocket echo server, driven by the same load client:
+//
+//   - BenchmarkLoad (make bench) runs both, interleaved, and reports each
+//     one's turns/s and server CPU per turn and the ratios between them.
+//   - BenchmarkIdleMemory reports the server's memory per idle session.
+//   - TestLoad and TestIdleMemory print the same figures as tables; they
+//     run when WS_LOAD=1 is set:
+//     WS_LOAD=1 go test ./runtime/ws -run 'TestLoad|TestIdleMemory' -v
+//
+// The load client runs in a child process (the test binary re-run as
+// TestHelperLoadClient), so that this process holds nothing but the
+// server: its CPU time (getrusage RUSAGE_SELF: user + system, so the
+// socket syscalls count) over the turns is the server's CPU, and its heap
+// and stacks are the server's memory. The client is a bare coder/websocket
+// client speaking the chat protocol. A turn is one ChatRouteMessage and
+// the frames up to its reply: chatgen answers the echo route with a
+// Message and a Completed frame (written together), the echo server with
+// the request itself.
 
 func needLoadEnv(t *testing.T) {
 	if os.Getenv("WS_LOAD") == "" {
@@ -34,33 +51,39 @@ func needLoadEnv(t *testing.T) {
 	}
 }
 
+// loadSessions is the number of concurrent sessions of a load run, one per
+// connection.
+const loadSessions = 1000
+
+// loadTurns is the number of turns of each session in a load run
+// (WS_LOAD_TURNS, default 30).
+func loadTurns() int {
+	if n, err := strconv.Atoi(os.Getenv("WS_LOAD_TURNS")); err == nil && n > 0 {
+		return n
+	}
+	return 30
+}
+
 // loadResult is the outcome of one load run.
 type loadResult struct {
 	turns    int
-	elapsed  time.Duration
+	elapsed  time.Duration // as the client measured it
 	p50, p99 time.Duration
-	cpu      time.Duration // user+system CPU time of the process during the run
+	cpu      time.Duration // CPU time of this process (the server) during the run
+	client   time.Duration // CPU time of the load client during the run
 }
 
 func (r loadResult) perSecond() float64 { return float64(r.turns) / r.elapsed.Seconds() }
 
+func (r loadResult) cpuPerTurn() time.Duration { return r.cpu / time.Duration(r.turns) }
+
+// cpuTime returns the user and system CPU time of the process so far.
 func cpuTime() time.Duration {
 	var ru syscall.Rusage
 	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
 		return 0
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-}
-
-func summarize(lat []time.Duration, elapsed, cpu time.Duration) loadResult {
-	slices.Sort(lat)
-	return loadResult{
-		cpu:     cpu,
-		turns:   len(lat),
-		elapsed: elapsed,
-		p50:     lat[len(lat)*50/100],
-		p99:     lat[len(lat)*99/100],
-	}
 }
 
 // echoRouter has the one route of the load test.
@@ -76,60 +99,28 @@ func echoRouter(tb testing.TB) *chat.Router {
 	return r
 }
 
-// loadChatscopes runs sessions Go clients (one connection and one session
-// each) against the endpoint, each chatting turns times with the echo
-// route.
-func loadChatscopes(tb testing.TB, sessions, turns int) loadResult {
-	router := echoRouter(tb)
-	srv := Handler(router, WithLogger(quietLogger()), WithMaxQueued(4))
-	hs := httptest.NewServer(srv)
-	defer hs.Close()
-	defer srv.Close()
-	url := "ws" + strings.TrimPrefix(hs.URL, "http") + RoutesPath
-	ctx := context.Background()
-	clients := make([]*Client, sessions)
-	ss := make([]chat.Session, sessions)
-	for i := range clients {
-		c, err := Dial(ctx, url, WithClientLogger(quietLogger()))
-		if err != nil {
-			tb.Fatal(err)
-		}
-		clients[i] = c
-		if ss[i], err = c.Builder().Connect(ctx, ""); err != nil {
-			tb.Fatal(err)
-		}
-	}
-	defer func() {
-		for _, c := range clients {
-			c.Close()
-		}
-	}()
-	msg := "hello, this is a chat turn of a typical length"
-	lats := make([][]time.Duration, sessions)
-	var wg sync.WaitGroup
-	start, cpu0 := time.Now(), cpuTime()
-	for i := range sessions {
-		wg.Go(func() {
-			lat := make([]time.Duration, 0, turns)
-			for range turns {
-				t0 := time.Now()
-				if err := ss[i].Chat(ctx, msg); err != nil {
-					tb.Error(err)
-					return
-				}
-				lat = append(lat, time.Since(t0))
-			}
-			lats[i] = lat
-		})
-	}
-	wg.Wait()
-	elapsed := time.Since(start)
-	return summarize(slices.Concat(lats...), elapsed, cpuTime()-cpu0)
+// A loadServer is a server under load: its websocket URL and how to stop
+// it.
+type loadServer struct {
+	name string
+	url  string
+	stop func()
 }
 
-// loadRawEcho does the same round trips against a bare coder/websocket
-// echo server: the ceiling of the transport.
-func loadRawEcho(tb testing.TB, conns, turns int) loadResult {
+// startChatgen serves the echo route with chatgen's server.
+func startChatgen(tb testing.TB) loadServer {
+	srv := NewServer(echoRouter(tb), &ServerOptions{Logger: quietLogger(), MaxQueued: 4})
+	hs := httptest.NewServer(srv)
+	return loadServer{name: "chatgen", url: "ws" + strings.TrimPrefix(hs.URL, "http") + RoutesPath, stop: func() {
+		srv.Close()
+		hs.Close()
+	}}
+}
+
+// startRawEcho serves a bare coder/websocket echo: the ceiling of the
+// transport. Each connection has a goroutine reading a message and writing
+// it back.
+func startRawEcho(tb testing.TB) loadServer {
 	var handlers sync.WaitGroup
 	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		wc, err := websocket.Accept(w, r, nil)
@@ -150,33 +141,166 @@ func loadRawEcho(tb testing.TB, conns, turns int) loadResult {
 			}
 		}
 	}))
-	defer hs.Close()
-	url := "ws" + strings.TrimPrefix(hs.URL, "http")
+	return loadServer{name: "raw echo", url: "ws" + strings.TrimPrefix(hs.URL, "http"), stop: func() {
+		hs.CloseClientConnections()
+		hs.Close()
+		handlers.Wait()
+	}}
+}
+
+// runLoad drives srv with sessions sessions (one connection each) chatting
+// turns times, from a load client in a child process.
+func runLoad(tb testing.TB, srv loadServer, sessions, turns int) loadResult {
+	tb.Helper()
+	h := startHelper(tb, "^TestHelperLoadClient$", "WS_HELPER_URL="+srv.url,
+		"WS_HELPER_SESSIONS="+strconv.Itoa(sessions), "WS_HELPER_TURNS="+strconv.Itoa(turns))
+	defer h.stop()
+	runtime.GC()
+	cpu0 := cpuTime()
+	line := h.command("go")
+	cpu := cpuTime() - cpu0
+	var r loadResult
+	var elapsed, p50, p99, client int64
+	if _, err := fmt.Sscan(line, &r.turns, &elapsed, &p50, &p99, &client); err != nil || r.turns == 0 {
+		tb.Fatalf("load client: %q: %v", line, err)
+	}
+	r.elapsed, r.p50, r.p99, r.cpu, r.client = time.Duration(elapsed), time.Duration(p50), time.Duration(p99), cpu, time.Duration(client)
+	return r
+}
+
+// BenchmarkLoad runs 1,000 concurrent sessions chatting with chatgen's
+// echo route and the same load against a raw coder/websocket echo server,
+// one after the other in each iteration, and reports for each its turns/s
+// and server CPU per turn, and chatgen's ratios to the echo server. The
+// targets (issue 9): throughput ratio ≥ 0.8, CPU ratio ≤ 1.5. Use
+// -count (each iteration is one pair of runs of about a second each).
+func BenchmarkLoad(b *testing.B) {
+	turns := loadTurns()
+	chatgen, echo := startChatgen(b), startRawEcho(b)
+	defer chatgen.stop()
+	defer echo.stop()
+	var c, e loadResult
+	for range b.N {
+		er := runLoad(b, echo, loadSessions, turns)
+		cr := runLoad(b, chatgen, loadSessions, turns)
+		e.turns, e.elapsed, e.cpu = e.turns+er.turns, e.elapsed+er.elapsed, e.cpu+er.cpu
+		c.turns, c.elapsed, c.cpu = c.turns+cr.turns, c.elapsed+cr.elapsed, c.cpu+cr.cpu
+	}
+	b.ReportMetric(0, "ns/op")
+	b.ReportMetric(c.perSecond(), "turns/s")
+	b.ReportMetric(e.perSecond(), "echo-turns/s")
+	b.ReportMetric(c.perSecond()/e.perSecond(), "throughput-ratio")
+	b.ReportMetric(float64(c.cpuPerTurn().Nanoseconds())/1e3, "cpu-µs/turn")
+	b.ReportMetric(float64(e.cpuPerTurn().Nanoseconds())/1e3, "echo-cpu-µs/turn")
+	b.ReportMetric(float64(c.cpuPerTurn())/float64(e.cpuPerTurn()), "cpu-ratio")
+}
+
+// TestLoad prints the side-by-side figures of BenchmarkLoad as a table
+// (WS_LOAD=1): three interleaved pairs of runs, and the median ratios.
+func TestLoad(t *testing.T) {
+	needLoadEnv(t)
+	turns := loadTurns()
+	chatgen, echo := startChatgen(t), startRawEcho(t)
+	defer chatgen.stop()
+	defer echo.stop()
+	runLoad(t, echo, 100, 10) // warm up
+	runLoad(t, chatgen, 100, 10)
+	t.Logf("%d sessions x %d turns (GOMAXPROCS %d); CPU is the server's", loadSessions, turns, runtime.GOMAXPROCS(0))
+	t.Logf("%-10s %10s %10s %10s %12s %12s", "", "turns/s", "p50", "p99", "CPU/turn", "client CPU")
+	var tput, cpu []float64
+	for range 3 {
+		e := runLoad(t, echo, loadSessions, turns)
+		c := runLoad(t, chatgen, loadSessions, turns)
+		for _, r := range []struct {
+			name string
+			loadResult
+		}{{"raw echo", e}, {"chatgen", c}} {
+			t.Logf("%-10s %10.0f %10v %10v %12v %12v", r.name, r.perSecond(), r.p50.Round(time.Microsecond), r.p99.Round(time.Microsecond),
+				r.cpuPerTurn().Round(100*time.Nanosecond), (r.client / time.Duration(r.turns)).Round(100*time.Nanosecond))
+		}
+		tput = append(tput, c.perSecond()/e.perSecond())
+		cpu = append(cpu, float64(c.cpuPerTurn())/float64(e.cpuPerTurn()))
+	}
+	slices.Sort(tput)
+	slices.Sort(cpu)
+	t.Logf("chatgen / raw echo: throughput %.2f×, CPU per turn %.2f× (medians; targets ≥ 0.8×, ≤ 1.5×)", tput[1], cpu[1])
+}
+
+// TestHelperLoadClient is the load client of runLoad, in a child process:
+// it connects WS_HELPER_SESSIONS sessions, says "ready", and on "go" runs
+// WS_HELPER_TURNS turns on each at once and answers with the number of
+// turns, the elapsed time, the median and 99th percentile latencies and
+// its own CPU time (in ns).
+func TestHelperLoadClient(t *testing.T) {
+	url := os.Getenv("WS_HELPER_URL")
+	if url == "" || os.Getenv("WS_HELPER_TURNS") == "" {
+		t.Skip("the load client of BenchmarkLoad and TestLoad")
+	}
+	sessions, _ := strconv.Atoi(os.Getenv("WS_HELPER_SESSIONS"))
+	turns, _ := strconv.Atoi(os.Getenv("WS_HELPER_TURNS"))
 	ctx := context.Background()
-	wcs := make([]*websocket.Conn, conns)
+	wcs := make([]*websocket.Conn, sessions)
+	frames := make([][]byte, sessions)
 	for i := range wcs {
 		wc, _, err := websocket.Dial(ctx, url, nil)
 		if err != nil {
-			tb.Fatal(err)
+			t.Fatal(err)
 		}
 		wcs[i] = wc
+		if err := wc.Write(ctx, websocket.MessageText, []byte(`{"type":"Connect","chatId":"load"}`)); err != nil {
+			t.Fatal(err)
+		}
 	}
-	msg := []byte(`{"type":"ChatRouteMessage","chatId":"go-1","scopeId":"3f1c7a52-9d7e-4c55-8c0a-0d51f6c1e2ab","data":{"userMessage":"hello, this is a chat turn of a typical length"},"requestId":1}`)
-	lats := make([][]time.Duration, conns)
+	for i, wc := range wcs {
+		_, b, err := wc.Read(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		scope := "3f1c7a52-9d7e-4c55-8c0a-0d51f6c1e2ab" // the echo server's
+		if loadFrameType(b) == chat.EventCompleted {
+			var f frame
+			if err := json.Unmarshal(b, &f); err != nil {
+				t.Fatal(err)
+			}
+			scope = f.text()
+		}
+		frames[i] = fmt.Appendf(nil, `{"type":"ChatRouteMessage","chatId":"load","scopeId":%q,"data":{"userMessage":"hello, this is a chat turn of a typical length"},"requestId":1}`, scope)
+	}
+	in := bufio.NewScanner(os.Stdin)
+	fmt.Println("ready")
+	if !in.Scan() {
+		return
+	}
+	lats := make([][]time.Duration, sessions)
 	var wg sync.WaitGroup
 	start, cpu0 := time.Now(), cpuTime()
-	for i := range conns {
+	for i, wc := range wcs {
 		wg.Go(func() {
+			var buf bytes.Buffer
 			lat := make([]time.Duration, 0, turns)
 			for range turns {
 				t0 := time.Now()
-				if err := wcs[i].Write(ctx, websocket.MessageText, msg); err != nil {
-					tb.Error(err)
+				if err := wc.Write(ctx, websocket.MessageText, frames[i]); err != nil {
+					t.Error(err)
 					return
 				}
-				if _, _, err := wcs[i].Read(ctx); err != nil {
-					tb.Error(err)
-					return
+				for done := false; !done; {
+					_, r, err := wc.Reader(ctx)
+					if err == nil {
+						buf.Reset()
+						_, err = buf.ReadFrom(r)
+					}
+					if err != nil {
+						t.Error(err)
+						return
+					}
+					switch loadFrameType(buf.Bytes()) {
+					case chat.EventCompleted, TypeChatRouteMessage: // chatgen's terminator, the echo
+						done = true
+					case chat.EventFailed:
+						t.Errorf("failed: %s", buf.Bytes())
+						return
+					}
 				}
 				lat = append(lat, time.Since(t0))
 			}
@@ -184,105 +308,139 @@ func loadRawEcho(tb testing.TB, conns, turns int) loadResult {
 		})
 	}
 	wg.Wait()
-	elapsed := time.Since(start)
+	elapsed, cpu := time.Since(start), cpuTime()-cpu0
+	all := slices.Concat(lats...)
+	slices.Sort(all)
+	if len(all) == 0 {
+		t.Fatal("no turns")
+	}
+	fmt.Println(len(all), elapsed.Nanoseconds(), all[len(all)/2].Nanoseconds(), all[len(all)*99/100].Nanoseconds(), cpu.Nanoseconds())
+	in.Scan() // until stdin closes
 	for _, wc := range wcs {
 		wc.Close(websocket.StatusNormalClosure, "")
 	}
-	handlers.Wait()
-	return summarize(slices.Concat(lats...), elapsed, cpuTime()-cpu0)
 }
 
-// BenchmarkLoad1000Sessions: 1,000 concurrent sessions chatting with an
-// echo route, and a raw coder/websocket echo server doing the same round
-// trips. b.N is the number of turns (round trips) in all.
-func BenchmarkLoad1000Sessions(b *testing.B) {
-	const sessions = 1000
-	for _, kind := range []string{"chatscopes", "raw-echo"} {
-		b.Run(kind, func(b *testing.B) {
-			turns := max(1, b.N/sessions)
-			var r loadResult
-			if kind == "chatscopes" {
-				r = loadChatscopes(b, sessions, turns)
-			} else {
-				r = loadRawEcho(b, sessions, turns)
+// loadFrameType returns the type of a frame written without spaces, as
+// both servers and the load client write them.
+func loadFrameType(b []byte) string {
+	_, after, ok := bytes.Cut(b, []byte(`"type":"`))
+	if !ok {
+		return ""
+	}
+	typ, _, _ := bytes.Cut(after, []byte(`"`))
+	return string(typ)
+}
+
+// idleResult is the server's memory per idle session.
+type idleResult struct {
+	sessions, conns   int
+	heap, stack       float64 // bytes per session
+	goroutinesPerSess float64
+}
+
+func (r idleResult) kib() float64 { return (r.heap + r.stack) / 1024 }
+
+// An idleMode is a way of holding idle sessions.
+type idleMode struct {
+	name  string
+	conns int  // connections carrying the sessions
+	chat  bool // each session had one turn before idling
+}
+
+const idleSessions = 2000
+
+var idleModes = []idleMode{
+	{"conn-per-session", idleSessions, false},           // a browser tab each
+	{"conn-per-session-after-turn", idleSessions, true}, // the same, after a turn each
+	{"50-sessions-per-conn", idleSessions / 50, false},  // many sessions on one connection
+}
+
+// measureIdle measures the server's memory per idle connected session:
+// the heap and stacks of this process with the sessions held open by a
+// child process, less the same without them.
+func measureIdle(tb testing.TB, mode idleMode) idleResult {
+	router := echoRouter(tb)
+	srv := NewServer(router, &ServerOptions{Logger: quietLogger(), MaxSessions: 64})
+	hs := httptest.NewServer(srv)
+	defer hs.Close()
+	defer srv.Close()
+	url := "ws" + strings.TrimPrefix(hs.URL, "http") + RoutesPath
+	env := func(conns, sessions int) []string {
+		e := []string{"WS_HELPER_URL=" + url, "WS_HELPER_CONNS=" + strconv.Itoa(conns), "WS_HELPER_SESSIONS=" + strconv.Itoa(sessions)}
+		if mode.chat {
+			e = append(e, "WS_HELPER_CHAT=1")
+		}
+		return e
+	}
+
+	// The listener and the first connections' lazy allocations.
+	helper := startHelper(tb, "^TestHelperClients$", env(10, 10)...)
+	helper.stop()
+	waitNoConversations(tb, router)
+
+	waitNoWorkers(tb, srv)
+	heap0, stack0, g0 := measure()
+	helper = startHelper(tb, "^TestHelperClients$", env(mode.conns, idleSessions)...)
+	defer helper.stop()
+	waitNoWorkers(tb, srv)
+	heap1, stack1, g1 := measure()
+	if got := router.Stats().Conversations; got != idleSessions {
+		tb.Fatalf("%d conversations", got)
+	}
+	n := float64(idleSessions)
+	return idleResult{
+		sessions:          idleSessions,
+		conns:             mode.conns,
+		heap:              float64(int64(heap1)-int64(heap0)) / n,
+		stack:             float64(int64(stack1)-int64(stack0)) / n,
+		goroutinesPerSess: float64(g1-g0) / n,
+	}
+}
+
+// BenchmarkIdleMemory reports the server's memory per idle connected
+// session, in KiB (target ≤ 8 KiB with one connection per session, issue
+// 9).
+func BenchmarkIdleMemory(b *testing.B) {
+	for _, mode := range idleModes {
+		b.Run(mode.name, func(b *testing.B) {
+			var kib float64
+			for range b.N {
+				kib += measureIdle(b, mode).kib()
 			}
 			b.ReportMetric(0, "ns/op")
-			b.ReportMetric(r.perSecond(), "turns/s")
-			b.ReportMetric(float64(r.p50.Microseconds()), "p50-µs")
-			b.ReportMetric(float64(r.p99.Microseconds()), "p99-µs")
-			b.ReportMetric(float64(r.cpu.Microseconds())/float64(r.turns), "cpu-µs/turn")
+			b.ReportMetric(kib/float64(b.N), "KiB/session")
 		})
 	}
 }
 
-// TestLoad prints the side-by-side figures of the issue (WS_LOAD=1).
-func TestLoad(t *testing.T) {
-	needLoadEnv(t)
-	const sessions = 1000
-	turns := 30
-	if s := os.Getenv("WS_LOAD_TURNS"); s != "" {
-		turns, _ = strconv.Atoi(s)
-	}
-	// Warm up, then alternate to even out the machine's noise.
-	loadRawEcho(t, 100, 10)
-	loadChatscopes(t, 100, 10)
-	var ws, raw []loadResult
-	for range 2 {
-		raw = append(raw, loadRawEcho(t, sessions, turns))
-		ws = append(ws, loadChatscopes(t, sessions, turns))
-	}
-	best := func(rs []loadResult) loadResult {
-		return slices.MaxFunc(rs, func(a, b loadResult) int {
-			return int(a.perSecond() - b.perSecond())
-		})
-	}
-	w, r := best(ws), best(raw)
-	t.Logf("%d sessions x %d turns (GOMAXPROCS %d)", sessions, turns, runtime.GOMAXPROCS(0))
-	t.Logf("%-12s %12s %10s %10s", "", "turns/s", "p50", "p99")
-	t.Logf("%-12s %12.0f %10v %10v", "chatscopes", w.perSecond(), w.p50.Round(time.Microsecond), w.p99.Round(time.Microsecond))
-	t.Logf("%-12s %12.0f %10v %10v", "raw echo", r.perSecond(), r.p50.Round(time.Microsecond), r.p99.Round(time.Microsecond))
-	t.Logf("chatscopes / raw echo throughput: %.0f%%", 100*w.perSecond()/r.perSecond())
-}
-
-// TestIdleMemory measures the server's memory per idle connected session
-// (WS_LOAD=1). The clients run in a child process, so that only the
-// server's memory is counted: one connection per session (a browser tab
-// each), then many sessions on one connection.
+// TestIdleMemory prints the server's memory per idle connected session
+// (WS_LOAD=1) in each of the idle modes.
 func TestIdleMemory(t *testing.T) {
 	needLoadEnv(t)
-	const n = 2000
-	for _, mode := range []struct {
-		name  string
-		conns int
-		chat  bool
-	}{
-		{"one connection per session", n, false},
-		{"one connection per session, after a turn", n, true},
-		{"50 sessions per connection", n / 50, false},
-	} {
-		router := echoRouter(t)
-		srv := Handler(router, WithLogger(quietLogger()), WithMaxSessions(64))
-		hs := httptest.NewServer(srv)
-		url := "ws" + strings.TrimPrefix(hs.URL, "http") + RoutesPath
+	for _, mode := range idleModes {
+		r := measureIdle(t, mode)
+		t.Logf("%s: %d sessions on %d connections: %.2f KiB per idle session (heap %.2f KiB + stacks %.2f KiB), %.2f goroutines per session",
+			mode.name, r.sessions, r.conns, r.kib(), r.heap/1024, r.stack/1024, r.goroutinesPerSess)
+	}
+}
 
-		// The listener and the first connections' lazy allocations.
-		helper := startHelper(t, url, 10, 10, mode.chat)
-		helper.stop()
-		waitNoConversations(t, router)
-
-		heap0, stack0, g0 := measure()
-		helper = startHelper(t, url, mode.conns, n, mode.chat)
-		heap1, stack1, g1 := measure()
-		if got := router.Stats().Conversations; got != n {
-			t.Fatalf("%d conversations", got)
+// waitNoWorkers waits until the server's pool has retired its workers,
+// as it does workerIdleTime after their last task: they belong to the
+// last turns, not to the idle sessions.
+func waitNoWorkers(tb testing.TB, srv *Server) {
+	deadline := time.Now().Add(5 * workerIdleTime)
+	for {
+		srv.workers.mu.Lock()
+		n := len(srv.workers.idle)
+		srv.workers.mu.Unlock()
+		if n == 0 {
+			return
 		}
-		per := float64(heap1-heap0+stack1-stack0) / n
-		t.Logf("%s: %d sessions on %d connections: %.0f B per idle session (heap %.0f B + stacks %.0f B), %.2f goroutines per session",
-			mode.name, n, mode.conns, per, float64(heap1-heap0)/n, float64(stack1-stack0)/n, float64(g1-g0)/n)
-		helper.stop()
-		waitNoConversations(t, router)
-		srv.Close()
-		hs.Close()
+		if time.Now().After(deadline) {
+			tb.Fatalf("%d workers still idle", n)
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
 }
 
@@ -296,55 +454,70 @@ func measure() (heap, stack uint64, goroutines int) {
 	return ms.HeapAlloc, ms.StackInuse, runtime.NumGoroutine()
 }
 
+// helperProc is a child process running one of the helper tests: it
+// prints "ready" when set up, answers each line of its stdin with one line
+// of stdout, and ends when its stdin closes.
 type helperProc struct {
-	t     *testing.T
-	cmd   *exec.Cmd
-	stdin io.WriteCloser
+	tb     testing.TB
+	cmd    *exec.Cmd
+	stdin  io.WriteCloser
+	stdout *bufio.Scanner
 }
 
-// startHelper runs TestHelperClients in a child process: conns
-// connections carrying sessions sessions, all connected and idle.
-func startHelper(t *testing.T, url string, conns, sessions int, chat bool) *helperProc {
-	cmd := exec.Command(os.Args[0], "-test.run=^TestHelperClients$")
-	cmd.Env = append(os.Environ(), "WS_HELPER_URL="+url, "WS_HELPER_CONNS="+strconv.Itoa(conns), "WS_HELPER_SESSIONS="+strconv.Itoa(sessions))
-	if chat {
-		cmd.Env = append(cmd.Env, "WS_HELPER_CHAT=1")
-	}
+// startHelper runs the test binary's tests matching run in a child
+// process with env added, and waits until it is ready.
+func startHelper(tb testing.TB, run string, env ...string) *helperProc {
+	tb.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run="+run)
+	cmd.Env = append(os.Environ(), env...)
 	cmd.Stderr = os.Stderr
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
-		t.Fatal(err)
+		tb.Fatal(err)
 	}
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
-		t.Fatal(err)
+		tb.Fatal(err)
 	}
 	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
+		tb.Fatal(err)
 	}
-	sc := bufio.NewScanner(stdout)
-	for sc.Scan() {
-		if sc.Text() == "ready" {
-			go func() { _, _ = io.Copy(io.Discard, stdout) }()
-			return &helperProc{t: t, cmd: cmd, stdin: stdin}
+	h := &helperProc{tb: tb, cmd: cmd, stdin: stdin, stdout: bufio.NewScanner(stdout)}
+	for h.stdout.Scan() {
+		if h.stdout.Text() == "ready" {
+			return h
 		}
 	}
 	_ = cmd.Wait()
-	t.Fatal("the helper process did not get ready")
+	tb.Fatal("the helper process did not get ready")
 	return nil
 }
 
+// command sends a line to the helper and returns its answer.
+func (h *helperProc) command(line string) string {
+	h.tb.Helper()
+	if _, err := io.WriteString(h.stdin, line+"\n"); err != nil {
+		h.tb.Fatal(err)
+	}
+	if !h.stdout.Scan() {
+		h.tb.Fatalf("helper: no answer to %q", line)
+	}
+	return h.stdout.Text()
+}
+
 func (h *helperProc) stop() {
-	h.stdin.Close()
+	h.stdin.Close() // what the helper still prints fits in the pipe
 	if err := h.cmd.Wait(); err != nil {
-		h.t.Fatalf("helper: %v", err)
+		h.tb.Fatalf("helper: %v", err)
 	}
 }
 
-// TestHelperClients is the child process of startHelper.
+// TestHelperClients is the child process of measureIdle: WS_HELPER_CONNS
+// connections carrying WS_HELPER_SESSIONS sessions, all connected and
+// idle.
 func TestHelperClients(t *testing.T) {
 	url := os.Getenv("WS_HELPER_URL")
-	if url == "" {
+	if url == "" || os.Getenv("WS_HELPER_CONNS") == "" {
 		t.Skip("a helper process of TestIdleMemory")
 	}
 	conns, _ := strconv.Atoi(os.Getenv("WS_HELPER_CONNS"))

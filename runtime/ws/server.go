@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -36,71 +37,95 @@ const (
 // anonymous connection; an error rejects the upgrade with 401.
 type Authenticator func(r *http.Request) (chat.Principal, error)
 
-// An Option configures the handler returned by [Handler].
-type Option func(*config)
+// ServerOptions configures a [Server]. A nil *ServerOptions, like the zero
+// value, gives the defaults.
+type ServerOptions struct {
+	// Authenticator establishes the principal of each connection; it is
+	// in the context of every request of the connection
+	// ([chat.PrincipalFrom]) and checked against the roles of routes
+	// (Failed "Forbidden"). Nil: every connection is anonymous.
+	Authenticator Authenticator
 
-type config struct {
-	auth         Authenticator
-	origins      []string
-	maxFrame     int64
-	maxSessions  int
-	maxQueued    int
-	idle         time.Duration
-	writeTimeout time.Duration
-	outBuffer    int
-	logger       *slog.Logger
+	// OriginPatterns allows cross-origin browser connections from
+	// origins matching the patterns (host patterns for path.Match, such as
+	// "example.com" or "*.example.com"; a pattern with "://" is matched
+	// against scheme://host). By default only same-origin pages (and
+	// non-browser clients, which send no Origin) may connect.
+	OriginPatterns []string
+
+	// MaxFrameSize limits the size of a client frame in bytes (0:
+	// [DefaultMaxFrameSize]; negative: no limit). A larger frame closes
+	// the connection with status 1009 (message too big).
+	MaxFrameSize int64
+
+	// MaxSessions limits the sessions of one connection (0 or negative:
+	// [DefaultMaxSessions]); a Connect beyond it fails with
+	// "TooManySessions".
+	MaxSessions int
+
+	// MaxQueued limits the requests of one session waiting behind the one
+	// running (0: [DefaultMaxQueued]; negative: none may wait); a request
+	// beyond it fails at once with "TooManyRequests".
+	MaxQueued int
+
+	// IdleTimeout ends sessions that had no request for that long (0:
+	// [DefaultIdleTimeout]; negative: never); their next request fails
+	// with "SessionNotActive". A connection left with no session for that
+	// long is closed.
+	IdleTimeout time.Duration
+
+	// WriteTimeout bounds the time to write to a client (0 or negative:
+	// [DefaultWriteTimeout]); a client that does not read is disconnected.
+	WriteTimeout time.Duration
+
+	// Logger is the server's logger (nil: [slog.Default]).
+	Logger *slog.Logger
 }
 
-// WithAuthenticator sets the authentication hook. The principal it returns
-// is in the context of every request of the connection ([chat.PrincipalFrom])
-// and is checked against the roles of routes (Failed "Forbidden").
-func WithAuthenticator(a Authenticator) Option { return func(c *config) { c.auth = a } }
-
-// WithOriginPatterns allows cross-origin browser connections from origins
-// matching the patterns (host patterns for path.Match, such as
-// "example.com" or "*.example.com"; a pattern with "://" is matched
-// against scheme://host). By default only same-origin pages (and
-// non-browser clients, which send no Origin) may connect.
-func WithOriginPatterns(patterns ...string) Option {
-	return func(c *config) { c.origins = append(c.origins, patterns...) }
+// withDefaults returns a copy of opts with the defaults filled in.
+func (opts *ServerOptions) withDefaults() ServerOptions {
+	var o ServerOptions
+	if opts != nil {
+		o = *opts
+	}
+	o.OriginPatterns = slices.Clone(o.OriginPatterns)
+	switch {
+	case o.MaxFrameSize == 0:
+		o.MaxFrameSize = DefaultMaxFrameSize
+	case o.MaxFrameSize < 0:
+		o.MaxFrameSize = -1
+	}
+	if o.MaxSessions <= 0 {
+		o.MaxSessions = DefaultMaxSessions
+	}
+	switch {
+	case o.MaxQueued == 0:
+		o.MaxQueued = DefaultMaxQueued
+	case o.MaxQueued < 0:
+		o.MaxQueued = 0
+	}
+	if o.IdleTimeout == 0 {
+		o.IdleTimeout = DefaultIdleTimeout
+	}
+	if o.WriteTimeout <= 0 {
+		o.WriteTimeout = DefaultWriteTimeout
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	return o
 }
-
-// WithMaxFrameSize limits the size of a client frame in bytes (default
-// [DefaultMaxFrameSize]). A larger frame closes the connection with status
-// 1009 (message too big).
-func WithMaxFrameSize(n int64) Option { return func(c *config) { c.maxFrame = n } }
-
-// WithMaxSessions limits the sessions of one connection (default
-// [DefaultMaxSessions]); a Connect beyond it fails with "TooManySessions".
-func WithMaxSessions(n int) Option { return func(c *config) { c.maxSessions = n } }
-
-// WithMaxQueued limits the requests of one session waiting behind the one
-// running (default [DefaultMaxQueued]); a request beyond it fails at once
-// with "TooManyRequests".
-func WithMaxQueued(n int) Option { return func(c *config) { c.maxQueued = n } }
-
-// WithIdleTimeout ends sessions that had no request for d (default
-// [DefaultIdleTimeout]); their next request fails with "SessionNotActive".
-// A connection left with no session for d is closed. d <= 0 disables
-// both.
-func WithIdleTimeout(d time.Duration) Option { return func(c *config) { c.idle = d } }
-
-// WithWriteTimeout bounds the time to write one frame to a client (default
-// [DefaultWriteTimeout]); a client that does not read is disconnected.
-func WithWriteTimeout(d time.Duration) Option { return func(c *config) { c.writeTimeout = d } }
-
-// WithLogger sets the logger (default [slog.Default]).
-func WithLogger(l *slog.Logger) Option { return func(c *config) { c.logger = l } }
 
 // A Server is the websocket endpoint of a [chat.Router] and the server of
 // the JavaScript client. It is an [http.Handler]: mount it on any mux, at
 // the root or under a prefix (it matches the ends of paths, so
-// http.StripPrefix is optional). Create it with [Handler].
+// http.StripPrefix is optional). Create it with [NewServer].
 type Server struct {
-	router *chat.Router
-	cfg    config
-	pools  pools
-	assets *assets
+	router  *chat.Router
+	opts    ServerOptions // with the defaults filled in
+	pools   pools
+	workers workerPool
+	assets  *assets
 
 	mu       sync.Mutex
 	conns    map[*conn]struct{}
@@ -108,27 +133,16 @@ type Server struct {
 	wg       sync.WaitGroup // one per connection being served
 }
 
-// Handler returns the websocket endpoint of router, serving [RoutesPath]
-// and the JavaScript client ([ScriptPath], [ModulePath], [TypeScriptPath]).
-func Handler(router *chat.Router, opts ...Option) *Server {
-	s := &Server{
+// NewServer returns the websocket endpoint of router, serving
+// [RoutesPath] and the JavaScript client ([ScriptPath], [ModulePath],
+// [TypeScriptPath]). opts may be nil.
+func NewServer(router *chat.Router, opts *ServerOptions) *Server {
+	return &Server{
 		router: router,
-		cfg: config{
-			maxFrame:     DefaultMaxFrameSize,
-			maxSessions:  DefaultMaxSessions,
-			maxQueued:    DefaultMaxQueued,
-			idle:         DefaultIdleTimeout,
-			writeTimeout: DefaultWriteTimeout,
-			outBuffer:    64,
-			logger:       slog.Default(),
-		},
+		opts:   opts.withDefaults(),
 		conns:  map[*conn]struct{}{},
 		assets: newAssets(),
 	}
-	for _, o := range opts {
-		o(&s.cfg)
-	}
-	return s
 }
 
 // ServeHTTP serves the websocket endpoint and the JavaScript client.
@@ -150,10 +164,10 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) serveWebsocket(w http.ResponseWriter, r *http.Request) {
 	var principal chat.Principal
-	if s.cfg.auth != nil {
-		p, err := s.cfg.auth(r)
+	if s.opts.Authenticator != nil {
+		p, err := s.opts.Authenticator(r)
 		if err != nil {
-			s.cfg.logger.InfoContext(r.Context(), "ws: authentication failed", "remote", r.RemoteAddr, "err", err)
+			s.opts.Logger.InfoContext(r.Context(), "ws: authentication failed", "remote", r.RemoteAddr, "err", err)
 			http.Error(w, "unauthorized", http.StatusUnauthorized)
 			return
 		}
@@ -169,20 +183,20 @@ func (s *Server) serveWebsocket(w http.ResponseWriter, r *http.Request) {
 	s.mu.Unlock()
 	defer s.wg.Done()
 
-	hw := &hijackCapture{ResponseWriter: w, pool: &s.pools.corks, timeout: s.cfg.writeTimeout}
-	wc, err := websocket.Accept(hw, r, &websocket.AcceptOptions{OriginPatterns: s.cfg.origins})
+	hw := &hijackCapture{ResponseWriter: w, corks: &s.pools.corks, timeout: s.opts.WriteTimeout}
+	wc, err := websocket.Accept(hw, r, &websocket.AcceptOptions{OriginPatterns: s.opts.OriginPatterns})
 	if err != nil {
 		// Accept has answered (403 for a foreign origin, 400 for a bad handshake).
-		s.cfg.logger.InfoContext(r.Context(), "ws: upgrade refused", "remote", r.RemoteAddr, "origin", r.Header.Get("Origin"), "err", err)
+		s.opts.Logger.InfoContext(r.Context(), "ws: upgrade refused", "remote", r.RemoteAddr, "origin", r.Header.Get("Origin"), "err", err)
 		return
 	}
-	wc.SetReadLimit(s.cfg.maxFrame)
+	wc.SetReadLimit(s.opts.MaxFrameSize)
 
 	ctx := context.Background()
 	if principal != nil {
 		ctx = chat.WithPrincipal(ctx, principal)
 	}
-	c := newConn(s, wc, hw.conn, ctx, r.RemoteAddr)
+	c := newConn(ctx, s, wc, hw.conn, r.RemoteAddr)
 	s.mu.Lock()
 	if s.shutdown { // Shutdown began during the handshake
 		s.mu.Unlock()
@@ -193,8 +207,8 @@ func (s *Server) serveWebsocket(w http.ResponseWriter, r *http.Request) {
 	s.wg.Add(1)
 	s.mu.Unlock()
 
-	// The connection is served on a goroutine of its own, so that the
-	// HTTP server's state for this request is freed.
+	// The connection is served on a goroutine of its own (its waiter), so
+	// that the HTTP server's state for this request is freed.
 	go func() {
 		defer s.wg.Done()
 		c.serve()
@@ -225,6 +239,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	}()
 	select {
 	case <-done:
+		s.workers.close()
 		return nil
 	case <-ctx.Done():
 	}
@@ -232,6 +247,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		c.abort()
 	}
 	<-done
+	s.workers.close()
 	return fmt.Errorf("ws: shutdown: %w", ctx.Err())
 }
 
@@ -243,10 +259,11 @@ func (s *Server) Close() error {
 		c.abort()
 	}
 	s.wg.Wait()
+	s.workers.close()
 	return nil
 }
 
-// stop refuses new connections and returns the open ones.
+// stopConns refuses new connections and returns the open ones.
 func (s *Server) stopConns() []*conn {
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -19,7 +19,7 @@ import (
 
 func TestConnect(t *testing.T) {
 	checkGoroutines(t)
-	ts := startServer(t)
+	ts := startServer(t, nil)
 	c := dialRaw(t, ts.url, nil)
 
 	// A missing route, a null route and a named route.
@@ -60,7 +60,7 @@ func TestConnectNoDefaultRoute(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ts := startServerFor(t, router, tr)
+	ts := startServerFor(t, router, tr, nil)
 	c := dialRaw(t, ts.url, nil)
 	c.send(map[string]any{"type": "Connect", "chatId": "a"})
 	if f := c.expectNext("a", "Failed"); f.text() != "RouteNotFound" {
@@ -70,7 +70,7 @@ func TestConnectNoDefaultRoute(t *testing.T) {
 
 func TestChatEventsAndTerminator(t *testing.T) {
 	checkGoroutines(t)
-	ts := startServer(t)
+	ts := startServer(t, nil)
 	c := dialRaw(t, ts.url, nil)
 	scope := c.connect("s", "events")
 	c.send(map[string]any{"type": "ChatRouteMessage", "chatId": "s", "scopeId": scope, "requestId": 7, "data": map[string]any{"userMessage": "x"}})
@@ -95,7 +95,7 @@ func TestChatEventsAndTerminator(t *testing.T) {
 }
 
 func TestPushAndPop(t *testing.T) {
-	ts := startServer(t)
+	ts := startServer(t, nil)
 	c := dialRaw(t, ts.url, nil)
 	top := c.connect("m", "")
 
@@ -131,7 +131,7 @@ func TestPushAndPop(t *testing.T) {
 }
 
 func TestFailuresKeepTheSession(t *testing.T) {
-	ts := startServer(t)
+	ts := startServer(t, nil)
 	c := dialRaw(t, ts.url, nil)
 	cases := []struct {
 		route, text, reason string
@@ -167,7 +167,7 @@ func TestFailuresKeepTheSession(t *testing.T) {
 }
 
 func TestEndingTheConversation(t *testing.T) {
-	ts := startServer(t)
+	ts := startServer(t, nil)
 	c := dialRaw(t, ts.url, nil)
 	scope := c.connect("b", "bye")
 	if f := last(c.chat("b", scope, "")); f.Type != "Failed" || f.text() != "SessionNotActive" {
@@ -180,7 +180,7 @@ func TestEndingTheConversation(t *testing.T) {
 }
 
 func TestDisconnect(t *testing.T) {
-	ts := startServer(t)
+	ts := startServer(t, nil)
 	c := dialRaw(t, ts.url, nil)
 	scope := c.connect("a", "echo")
 	c.connect("b", "echo")
@@ -204,7 +204,7 @@ func TestDisconnect(t *testing.T) {
 }
 
 func TestScopeIDOfAnotherConnection(t *testing.T) {
-	ts := startServer(t)
+	ts := startServer(t, nil)
 	a := dialRaw(t, ts.url, nil)
 	b := dialRaw(t, ts.url, nil)
 	scopeA := a.connect("s", "echo")
@@ -229,7 +229,7 @@ func TestScopeIDOfAnotherConnection(t *testing.T) {
 }
 
 func TestMalformedFrames(t *testing.T) {
-	ts := startServer(t)
+	ts := startServer(t, nil)
 	c := dialRaw(t, ts.url, nil)
 	scope := c.connect("ok", "echo")
 
@@ -268,7 +268,7 @@ func TestMalformedFrames(t *testing.T) {
 }
 
 func TestMalformedFrameWithRequestID(t *testing.T) {
-	ts := startServer(t)
+	ts := startServer(t, nil)
 	c := dialRaw(t, ts.url, nil)
 	c.sendRaw(`{"chatId":"x","type":"ChatRouteMessage","requestId":"r9"}`)
 	if f := c.read(); f.text() != "BadRequest" || string(f.RequestID) != `"r9"` {
@@ -294,7 +294,7 @@ func TestRolesAndAuthentication(t *testing.T) {
 		}
 		return nil, errors.New("bad token")
 	}
-	ts := startServer(t, WithAuthenticator(auth))
+	ts := startServer(t, &ServerOptions{Authenticator: auth})
 
 	for _, tc := range []struct{ token, who, admin string }{
 		{"", "anonymous", "Forbidden"},
@@ -323,10 +323,10 @@ func TestRolesAndAuthentication(t *testing.T) {
 		t.Fatalf("forged token: %v %v", resp, err)
 	}
 	// The Go client: same.
-	if _, err := Dial(context.Background(), ts.url, WithHeader(http.Header{"Authorization": {"Bearer forged"}})); err == nil {
+	if _, err := Dial(context.Background(), ts.url, &DialOptions{Header: http.Header{"Authorization": {"Bearer forged"}}}); err == nil {
 		t.Fatal("Dial with a forged token succeeded")
 	}
-	client, err := Dial(context.Background(), ts.url, WithHeader(http.Header{"Authorization": {"Bearer admin"}}))
+	client, err := Dial(context.Background(), ts.url, &DialOptions{Header: http.Header{"Authorization": {"Bearer admin"}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -353,7 +353,7 @@ func TestOriginCheck(t *testing.T) {
 		}
 		return resp, err
 	}
-	ts := startServer(t)
+	ts := startServer(t, nil)
 	host := strings.TrimPrefix(ts.http.URL, "http://")
 	if _, err := dial(ts.url, "http://"+host); err != nil {
 		t.Errorf("same origin: %v", err)
@@ -365,7 +365,7 @@ func TestOriginCheck(t *testing.T) {
 		t.Errorf("foreign origin: %v %v", resp, err)
 	}
 
-	ts2 := startServer(t, WithOriginPatterns("*.example.com"))
+	ts2 := startServer(t, &ServerOptions{OriginPatterns: []string{"*.example.com"}})
 	if _, err := dial(ts2.url, "https://app.example.com"); err != nil {
 		t.Errorf("allowed origin: %v", err)
 	}
@@ -376,7 +376,7 @@ func TestOriginCheck(t *testing.T) {
 
 func TestMaxFrameSize(t *testing.T) {
 	checkGoroutines(t)
-	ts := startServer(t, WithMaxFrameSize(1024))
+	ts := startServer(t, &ServerOptions{MaxFrameSize: 1024})
 	other := dialRaw(t, ts.url, nil)
 	otherScope := other.connect("o", "echo")
 	c := dialRaw(t, ts.url, nil)
@@ -405,7 +405,7 @@ func TestMaxFrameSize(t *testing.T) {
 }
 
 func TestMaxSessions(t *testing.T) {
-	ts := startServer(t, WithMaxSessions(2))
+	ts := startServer(t, &ServerOptions{MaxSessions: 2})
 	c := dialRaw(t, ts.url, nil)
 	c.connect("a", "echo")
 	c.connect("b", "echo")
@@ -422,7 +422,7 @@ func TestMaxSessions(t *testing.T) {
 
 func TestMaxQueued(t *testing.T) {
 	checkGoroutines(t)
-	ts := startServer(t, WithMaxQueued(1))
+	ts := startServer(t, &ServerOptions{MaxQueued: 1})
 	c := dialRaw(t, ts.url, nil)
 	scope := c.connect("g", "gate")
 	for i, text := range []string{"one", "two", "three"} {
@@ -451,7 +451,7 @@ func TestMaxQueued(t *testing.T) {
 }
 
 func TestSessionsRunIndependently(t *testing.T) {
-	ts := startServer(t)
+	ts := startServer(t, nil)
 	c := dialRaw(t, ts.url, nil)
 	slow := c.connect("slow", "gate")
 	fast := c.connect("fast", "echo")
@@ -470,7 +470,7 @@ func TestSessionsRunIndependently(t *testing.T) {
 }
 
 func TestRequestsOfASessionInOrder(t *testing.T) {
-	ts := startServer(t, WithMaxQueued(100))
+	ts := startServer(t, &ServerOptions{MaxQueued: 100})
 	c := dialRaw(t, ts.url, nil)
 	scope := c.connect("s", "count")
 	const n = 50
@@ -491,7 +491,7 @@ func jsonInt(i int) string { b, _ := json.Marshal(i); return string(b) }
 // TestFramesNeverInterleave runs many streaming sessions on one connection
 // at once: every frame must parse and each session's frames stay in order.
 func TestFramesNeverInterleave(t *testing.T) {
-	ts := startServer(t, WithMaxSessions(64))
+	ts := startServer(t, &ServerOptions{MaxSessions: 64})
 	c := dialRaw(t, ts.url, nil)
 	const sessions, words = 32, 40
 	scopes := map[string]string{}
@@ -522,7 +522,7 @@ func TestFramesNeverInterleave(t *testing.T) {
 
 func TestIdleExpiry(t *testing.T) {
 	checkGoroutines(t)
-	ts := startServer(t, WithIdleTimeout(400*time.Millisecond))
+	ts := startServer(t, &ServerOptions{IdleTimeout: 400 * time.Millisecond})
 	c := dialRaw(t, ts.url, nil)
 	scope := c.connect("s", "echo")
 	// Activity keeps it alive past the idle time.
@@ -547,7 +547,7 @@ func (f frame) Text() string { return f.text() }
 
 func TestConnectionCloseEndsEverything(t *testing.T) {
 	checkGoroutines(t)
-	ts := startServer(t)
+	ts := startServer(t, nil)
 	c := dialRaw(t, ts.url, nil)
 	top := c.connect("m", "")
 	c.chat("m", top, "build bow") // a nested scope
@@ -571,7 +571,7 @@ func TestConnectionCloseEndsEverything(t *testing.T) {
 
 func TestGracefulShutdown(t *testing.T) {
 	checkGoroutines(t)
-	ts := startServer(t)
+	ts := startServer(t, nil)
 	c := dialRaw(t, ts.url, nil)
 	g := c.connect("g", "gate")
 	e := c.connect("e", "echo")
@@ -611,7 +611,7 @@ func TestGracefulShutdown(t *testing.T) {
 
 func TestShutdownDeadline(t *testing.T) {
 	checkGoroutines(t)
-	ts := startServer(t)
+	ts := startServer(t, nil)
 	c := dialRaw(t, ts.url, nil)
 	g := c.connect("g", "gate")
 	c.send(map[string]any{"type": "ChatRouteMessage", "chatId": "g", "scopeId": g, "data": map[string]any{"userMessage": "stuck"}})
@@ -630,7 +630,7 @@ func TestShutdownDeadline(t *testing.T) {
 
 func TestAssets(t *testing.T) {
 	router, _ := newTestRouter(t)
-	srv := Handler(router, WithLogger(quietLogger()))
+	srv := NewServer(router, &ServerOptions{Logger: quietLogger()})
 	mux := http.NewServeMux()
 	mux.Handle("/", srv)
 	mux.Handle("/app/", srv)                               // a prefix, kept
@@ -695,12 +695,12 @@ func TestAssets(t *testing.T) {
 
 func TestConcurrentConnections(t *testing.T) {
 	checkGoroutines(t)
-	ts := startServer(t)
+	ts := startServer(t, nil)
 	ctx := context.Background()
 	var wg sync.WaitGroup
 	for i := range 20 {
 		wg.Go(func() {
-			c, err := Dial(ctx, ts.url, WithClientLogger(quietLogger()))
+			c, err := Dial(ctx, ts.url, &DialOptions{Logger: quietLogger()})
 			if err != nil {
 				t.Error(err)
 				return
@@ -732,7 +732,7 @@ func TestConcurrentConnections(t *testing.T) {
 // TestLoneEventIsNotHeldBack: an event is held back only briefly waiting
 // for the next one or the terminator.
 func TestLoneEventIsNotHeldBack(t *testing.T) {
-	ts := startServer(t)
+	ts := startServer(t, nil)
 	c := dialRaw(t, ts.url, nil)
 	scope := c.connect("t", "thinkgate")
 	c.send(map[string]any{"type": "ChatRouteMessage", "chatId": "t", "scopeId": scope, "data": map[string]any{}})
@@ -749,7 +749,7 @@ func TestLoneEventIsNotHeldBack(t *testing.T) {
 // after the write timeout, and everything it held is freed.
 func TestSlowClientIsDisconnected(t *testing.T) {
 	checkGoroutines(t)
-	ts := startServer(t, WithWriteTimeout(300*time.Millisecond))
+	ts := startServer(t, &ServerOptions{WriteTimeout: 300 * time.Millisecond})
 	other := dialRaw(t, ts.url, nil)
 	otherScope := other.connect("o", "echo")
 	c := dialRaw(t, ts.url, nil)

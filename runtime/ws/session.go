@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"sync"
 	"time"
 
@@ -12,8 +13,8 @@ import (
 )
 
 // session is one chatId of a connection: its conversation and a FIFO of
-// requests. A worker goroutine exists only while the queue is not empty,
-// so an idle session costs no goroutine.
+// requests. The requests are run by a pool worker while the queue is not
+// empty, so an idle session costs no goroutine.
 type session struct {
 	c      *conn
 	id     string
@@ -26,14 +27,16 @@ type session struct {
 	requestID json.RawMessage
 
 	// The last event of the running request is held back briefly, so that
-	// it goes out with the next event or the terminator in one write.
-	hmu    sync.Mutex
-	held   []byte
-	flushT *time.Timer
+	// it goes out with the next event or the terminator in one write
+	// (BenchmarkLoad: a turn's Message and Completed frames cost one
+	// write(2), not two).
+	heldMu    sync.Mutex
+	heldEvent []byte      // the frame held back
+	heldTimer *time.Timer // sends heldEvent after heldDelay
 
 	mu       sync.Mutex
 	queue    []*request
-	running  bool // a worker exists
+	running  bool // a worker runs the queue
 	busy     bool // the worker is running a request
 	closing  bool // Disconnect, expiry, the conversation ended or the connection closed
 	finished bool // the conversation is closed
@@ -42,7 +45,7 @@ type session struct {
 
 type request struct {
 	scopeID   string
-	data      json.RawMessage // parsed by the worker, not the reader
+	data      json.RawMessage // parsed by the session's worker (routeRequest)
 	requestID json.RawMessage
 }
 
@@ -53,31 +56,32 @@ func newSession(c *conn, id string, idJSON []byte, conv *chat.Conversation) *ses
 }
 
 // enqueue queues r; the caller holds c.mu. It returns a failure reason
-// and detail when the request is refused.
-func (s *session) enqueue(r *request) (reason, detail string) {
+// and detail when the request is refused, and start = true when the
+// caller must run s.work (on a pool worker): the session was idle.
+func (s *session) enqueue(r *request) (start bool, reason, detail string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closing {
-		return chat.ErrSessionNotActive.Reason, "the session has ended"
+		return false, chat.ErrSessionNotActive.Reason, "the session has ended"
 	}
-	// The request running and those waiting: one may run, maxQueued wait.
+	// The request running and those waiting: one may run, MaxQueued wait.
 	outstanding := len(s.queue)
 	if s.busy {
 		outstanding++
 	}
-	if outstanding > s.c.srv.cfg.maxQueued {
-		return ErrTooManyRequests.Reason, fmt.Sprintf("more than %d requests queued", s.c.srv.cfg.maxQueued)
+	if limit := s.c.srv.opts.MaxQueued; outstanding > limit {
+		return false, ErrTooManyRequests.Reason, fmt.Sprintf("more than %d requests queued", limit)
 	}
 	s.queue = append(s.queue, r)
-	if !s.running {
-		s.running = true
-		s.c.workers.Add(1)
-		go s.work()
+	if s.running {
+		return false, "", ""
 	}
-	return "", ""
+	s.running = true
+	s.c.workers.Add(1)
+	return true, "", ""
 }
 
-// work runs the queued requests, in order, and exits when the queue is
+// work runs the queued requests, in order, and returns when the queue is
 // empty.
 func (s *session) work() {
 	defer s.c.workers.Done()
@@ -109,12 +113,13 @@ func (s *session) work() {
 	}
 }
 
-// heldDelay is the longest an event is held back waiting for company.
+// heldDelay is the longest an event is held back waiting for company: a
+// lone event is not delayed noticeably (TestLoneEventIsNotHeldBack).
 const heldDelay = time.Millisecond
 
 // run handles one request and sends its terminator.
 func (s *session) run(r *request) {
-	req, err := chat.NewJSONRequest(r.data)
+	req, err := routeRequest(r.data)
 	if err != nil {
 		detail := err.Error()
 		var fl *chat.Failure
@@ -133,15 +138,15 @@ func (s *session) run(r *request) {
 	} else {
 		term = s.c.buildText(s.idJSON, chat.EventCompleted, after, r.requestID, "", "")
 	}
-	s.hmu.Lock()
-	if held := s.held; held != nil {
-		s.held = nil
-		s.flushT.Stop()
+	s.heldMu.Lock()
+	if held := s.heldEvent; held != nil {
+		s.heldEvent = nil
+		s.heldTimer.Stop()
 		_ = s.c.send(held, term)
 	} else {
 		_ = s.c.send(term)
 	}
-	s.hmu.Unlock()
+	s.heldMu.Unlock()
 	if after != "" {
 		return
 	}
@@ -171,32 +176,32 @@ func (s *session) deliver(ev chat.Event) error {
 		return err
 	}
 	b = appendTail(b, s.requestID, "", "")
-	s.hmu.Lock()
-	defer s.hmu.Unlock()
-	prev := s.held
-	s.held = b
+	s.heldMu.Lock()
+	defer s.heldMu.Unlock()
+	prev := s.heldEvent
+	s.heldEvent = b
 	if prev != nil {
 		if err := s.c.send(prev); err != nil {
-			s.held = nil
+			s.heldEvent = nil
 			s.c.srv.putFrame(b)
 			return fmt.Errorf("ws: sending %s event: %w", ev.Type, err)
 		}
 		return nil
 	}
-	if s.flushT == nil {
-		s.flushT = time.AfterFunc(heldDelay, s.flushHeld)
+	if s.heldTimer == nil {
+		s.heldTimer = time.AfterFunc(heldDelay, s.sendHeld)
 	} else {
-		s.flushT.Reset(heldDelay)
+		s.heldTimer.Reset(heldDelay)
 	}
 	return nil
 }
 
-// flushHeld sends the event held back, if any.
-func (s *session) flushHeld() {
-	s.hmu.Lock()
-	defer s.hmu.Unlock()
-	if b := s.held; b != nil {
-		s.held = nil
+// sendHeld sends the event held back, if any.
+func (s *session) sendHeld() {
+	s.heldMu.Lock()
+	defer s.heldMu.Unlock()
+	if b := s.heldEvent; b != nil {
+		s.heldEvent = nil
 		_ = s.c.send(b)
 	}
 }
@@ -227,21 +232,21 @@ func (s *session) finishConv() {
 	if timer != nil {
 		timer.Stop()
 	}
-	s.flushHeld()
-	s.hmu.Lock()
-	if s.flushT != nil {
-		s.flushT.Stop()
+	s.sendHeld()
+	s.heldMu.Lock()
+	if s.heldTimer != nil {
+		s.heldTimer.Stop()
 	}
-	s.hmu.Unlock()
+	s.heldMu.Unlock()
 	if err := s.conv.Close(context.WithoutCancel(s.c.ctx)); err != nil {
-		s.c.log.Error("ws: ending a conversation", "chat", s.id, "err", err)
+		s.c.log(slog.LevelError, "ws: ending a conversation", "chat", s.id, "err", err)
 	}
 	s.c.sessionFinished(s)
 }
 
 // armTimer starts the idle expiry.
 func (s *session) armTimer() {
-	if d := s.c.srv.cfg.idle; d > 0 {
+	if d := s.c.srv.opts.IdleTimeout; d > 0 {
 		s.mu.Lock()
 		s.timer = time.AfterFunc(d, s.expire)
 		s.mu.Unlock()
@@ -249,7 +254,7 @@ func (s *session) armTimer() {
 }
 
 func (s *session) expire() {
-	idle := s.c.srv.cfg.idle
+	idle := s.c.srv.opts.IdleTimeout
 	s.mu.Lock()
 	if s.closing {
 		s.mu.Unlock()
@@ -267,7 +272,7 @@ func (s *session) expire() {
 	}
 	s.closing = true
 	s.mu.Unlock()
-	s.c.log.Info("ws: session expired", "chat", s.id, "idle", idle)
+	s.c.log(slog.LevelInfo, "ws: session expired", "chat", s.id, "idle", idle)
 	s.c.mu.Lock()
 	if s.c.sessions[s.id] == s {
 		delete(s.c.sessions, s.id)

@@ -21,7 +21,7 @@ func TestSoak(t *testing.T) {
 		timeBudget = 40 * time.Second
 	)
 	router := echoRouter(t)
-	ts := startServerFor(t, router, nil)
+	ts := startServerFor(t, router, nil, nil)
 	ctx := context.Background()
 
 	soak := func(n int, deadline time.Time) int64 {
@@ -30,7 +30,7 @@ func TestSoak(t *testing.T) {
 		for range workers {
 			wg.Go(func() {
 				for done.Load() < int64(n) && time.Now().Before(deadline) {
-					c, err := Dial(ctx, ts.url, WithClientLogger(quietLogger()))
+					c, err := Dial(ctx, ts.url, &DialOptions{Logger: quietLogger()})
 					if err != nil {
 						t.Error(err)
 						return

@@ -1,0 +1,269 @@
+package ws
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"sync"
+
+	"github.com/chatscopes/chatgen/runtime/chat"
+)
+
+// clientSession is one session of a Client. Its requests are sent one at
+// a time: each waits for the terminator of the one before, so it is sent
+// with the scope id current after it.
+type clientSession struct {
+	c      *Client
+	id     string
+	idJSON []byte
+	h      *chat.Handlers
+
+	mu       sync.Mutex
+	scopeID  string
+	queue    []*clientCall
+	inflight *clientCall
+	closed   bool
+}
+
+type clientCall struct {
+	ctx       context.Context
+	connect   bool
+	route     string
+	data      []byte // the request data, a JSON object
+	requestID uint64
+	call      *chat.Call
+}
+
+var _ chat.Session = (*clientSession)(nil)
+
+func (s *clientSession) ScopeID() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.scopeID
+}
+
+func (s *clientSession) Chat(ctx context.Context, text string) error {
+	return s.ChatAsync(ctx, text).Wait(ctx)
+}
+
+func (s *clientSession) Send(ctx context.Context, data any) error {
+	return s.SendAsync(ctx, data).Wait(ctx)
+}
+
+func (s *clientSession) ChatAsync(ctx context.Context, text string) *chat.Call {
+	b := make([]byte, 0, len(text)+20)
+	b = append(b, `{"userMessage":`...)
+	b = appendString(b, text)
+	b = append(b, '}')
+	return s.request(ctx, b)
+}
+
+func (s *clientSession) SendAsync(ctx context.Context, data any) *chat.Call {
+	if text, ok := data.(string); ok {
+		return s.ChatAsync(ctx, text)
+	}
+	b, err := json.Marshal(data)
+	if err != nil {
+		return finishedCall(fmt.Errorf("ws: encoding request data: %w", err))
+	}
+	if len(b) == 0 || (b[0] != '{' && string(b) != "null") {
+		return finishedCall(&chat.Failure{Reason: chat.ErrBadRequest.Reason, Err: fmt.Errorf("request data %T is not a JSON object", data)})
+	}
+	return s.request(ctx, b)
+}
+
+func (s *clientSession) request(ctx context.Context, data []byte) *chat.Call {
+	if err := ctx.Err(); err != nil {
+		return finishedCall(err)
+	}
+	cc := &clientCall{ctx: ctx, data: data, call: chat.NewCall()}
+	s.enqueue(cc)
+	return cc.call
+}
+
+// enqueue queues cc and sends it if no request is in flight.
+func (s *clientSession) enqueue(cc *clientCall) {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		cc.call.Finish(chat.ErrSessionClosed)
+		return
+	}
+	s.queue = append(s.queue, cc)
+	s.mu.Unlock()
+	s.next(true)
+}
+
+// next sends the next queued request unless one is in flight. inline
+// says whether the caller may write (not the reader goroutine).
+func (s *clientSession) next(inline bool) {
+	for {
+		var failed *clientCall
+		var ferr error
+		var frame []byte
+		s.mu.Lock()
+		if s.inflight != nil || len(s.queue) == 0 {
+			s.mu.Unlock()
+			return
+		}
+		cc := s.queue[0]
+		s.queue[0] = nil
+		s.queue = s.queue[1:]
+		if err := cc.ctx.Err(); err != nil {
+			failed, ferr = cc, err
+		} else {
+			s.c.mu.Lock()
+			s.c.nextReq++
+			cc.requestID = s.c.nextReq
+			s.c.mu.Unlock()
+			frame = s.frame(cc)
+			s.inflight = cc
+		}
+		s.mu.Unlock()
+		if failed != nil {
+			failed.call.Finish(ferr)
+			continue
+		}
+		if err := s.c.write(frame, inline); err != nil {
+			s.mu.Lock()
+			if s.inflight == cc {
+				s.inflight = nil
+			}
+			s.mu.Unlock()
+			cc.call.Finish(err)
+			continue
+		}
+		return
+	}
+}
+
+// frame returns the wire frame of cc; s.mu is held.
+func (s *clientSession) frame(cc *clientCall) []byte {
+	b := make([]byte, 0, 96+len(cc.data)+len(s.scopeID))
+	b = append(b, `{"chatId":`...)
+	b = append(b, s.idJSON...)
+	if cc.connect {
+		b = append(b, `,"type":"Connect"`...)
+		if cc.route != "" {
+			b = append(b, `,"route":`...)
+			b = appendString(b, cc.route)
+		}
+	} else {
+		b = append(b, `,"type":"ChatRouteMessage","scopeId":`...)
+		b = appendString(b, s.scopeID)
+		b = append(b, `,"data":`...)
+		b = append(b, cc.data...)
+	}
+	b = append(b, `,"requestId":`...)
+	b = strconv.AppendUint(b, cc.requestID, 10)
+	return append(b, '}')
+}
+
+// receive handles a frame of this session, on the reader goroutine.
+func (s *clientSession) receive(f *serverFrame) {
+	typ := eventType(f.typ)
+	if typ != chat.EventCompleted && typ != chat.EventFailed {
+		s.dispatch(chat.NewWireEvent(typ, bytes.Clone(f.data)))
+		return
+	}
+	s.mu.Lock()
+	cc := s.inflight
+	if cc == nil || (len(f.requestID) > 0 && !bytes.Equal(f.requestID, strconv.AppendUint(make([]byte, 0, 20), cc.requestID, 10))) {
+		s.mu.Unlock()
+		s.c.log.Debug("ws: a terminator matches no request", "chat", s.id, "type", typ, "requestId", string(f.requestID))
+		return
+	}
+	s.inflight = nil
+	var err error
+	if typ == chat.EventCompleted {
+		if len(f.data) < 2 || string(f.data[1:len(f.data)-1]) != s.scopeID {
+			if scope := text(f.data); scope != "" {
+				s.scopeID = scope
+			}
+		}
+	} else {
+		data := text(f.data)
+		if scope := text(f.scopeID); scope != "" {
+			s.scopeID = scope
+		}
+		fl := &chat.Failure{Reason: data}
+		if detail := text(f.detail); detail != "" {
+			fl.Err = errors.New(detail)
+		}
+		err = fl
+		if cc.connect {
+			s.closed = true
+		}
+	}
+	done := s.closed && len(s.queue) == 0
+	s.mu.Unlock()
+	cc.call.Finish(err)
+	if done {
+		s.c.forget(s)
+		return
+	}
+	s.next(false)
+}
+
+func (s *clientSession) dispatch(ev chat.Event) {
+	s.c.dispatching.Store(true)
+	defer s.c.dispatching.Store(false)
+	defer func() {
+		if v := recover(); v != nil {
+			s.c.log.Error("ws: an event handler panicked", "chat", s.id, "type", ev.Type, "panic", v)
+		}
+	}()
+	s.h.Dispatch(ev)
+}
+
+// Close ends the session: queued requests fail with [chat.ErrSessionClosed],
+// Disconnect is sent, and the request in flight, if any, still ends with
+// its own terminator.
+func (s *clientSession) Close() error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return nil
+	}
+	s.closed = true
+	queued := s.queue
+	s.queue = nil
+	idle := s.inflight == nil
+	s.mu.Unlock()
+	for _, cc := range queued {
+		cc.call.Finish(chat.ErrSessionClosed)
+	}
+	b := make([]byte, 0, 40+len(s.idJSON))
+	b = append(b, `{"type":"Disconnect","chatId":`...)
+	b = append(b, s.idJSON...)
+	b = append(b, '}')
+	_ = s.c.write(b, true)
+	if idle {
+		s.c.forget(s)
+	}
+	return nil
+}
+
+// fail ends every pending request of the session with err.
+func (s *clientSession) fail(err error) {
+	s.mu.Lock()
+	pending := s.queue
+	if s.inflight != nil {
+		pending = append([]*clientCall{s.inflight}, pending...)
+	}
+	s.inflight, s.queue, s.closed = nil, nil, true
+	s.mu.Unlock()
+	for _, cc := range pending {
+		cc.call.Finish(err)
+	}
+}
+
+// finishedCall returns a Call that has already ended with err.
+func finishedCall(err error) *chat.Call {
+	c := chat.NewCall()
+	c.Finish(err)
+	return c
+}
