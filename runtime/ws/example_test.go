@@ -21,7 +21,7 @@ func newRouter() *chat.Router {
 		}
 		return chat.SendValue(ctx, "we have "+req.UserMessage())
 	}})
-	router, err := chat.NewRouter(p)
+	router, err := chat.NewRouter(nil, p)
 	if err != nil {
 		log.Fatal(err)
 	}
