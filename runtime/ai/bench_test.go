@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"testing"
+	"text/template"
 
 	"github.com/tmc/langchaingo/llms"
 
@@ -144,4 +145,89 @@ func BenchmarkAITurn(b *testing.B) {
 	b.Run("bare-model", func(b *testing.B) {
 		run(b, newFastModel(), nil)
 	})
+	b.Run("generated", func(b *testing.B) {
+		benchGeneratedTurn(b, newFastModel())
+	})
+}
+
+// benchWeather is the chat-scoped tool bean of benchGeneratedTurn.
+type benchWeather struct{}
+
+func (*benchWeather) Weather(_ context.Context, city string) (string, error) {
+	return "sunny in " + city, nil
+}
+
+var benchWeatherBean = chat.NewBean[*benchWeather]("example.com/app.Weather", chat.KindChat, func(context.Context) (*benchWeather, error) {
+	return new(benchWeather), nil
+})
+
+var (
+	benchGenSystem = template.Must(template.New("Assistant.Ask system").Parse("You are terse."))
+	benchGenUser   = template.Must(template.New("Assistant.Ask user").Parse("{{.userMessage}}"))
+	benchGenTools  = []Invoker{{Invoke: func(ctx context.Context, arguments string) (any, error) {
+		var args struct {
+			City string `json:"city"`
+		}
+		if err := json.Unmarshal([]byte(arguments), &args); err != nil {
+			return nil, &ArgumentsError{Err: err}
+		}
+		bean, err := chat.Lookup(ctx, benchWeatherBean)
+		if err != nil {
+			return nil, err
+		}
+		return bean.Weather(ctx, args.City)
+	}}, {Immediate: true, Invoke: func(context.Context, string) (any, error) { return 10, nil }}}
+)
+
+// benchGeneratedAsk is what chatgen generates for
+// Ask(ctx context.Context, userMessage string) (string, error) with a
+// constant system message and the tools of benchWeather.
+func benchGeneratedAsk(ctx context.Context, svc *Service, userMessage string) (string, error) {
+	var zero string
+	data := map[string]any{"userMessage": userMessage}
+	system, err := Render(benchGenSystem, data)
+	if err != nil {
+		return zero, err
+	}
+	user, err := Render(benchGenUser, data)
+	if err != nil {
+		return zero, err
+	}
+	req := &Request{
+		Invokers: benchGenTools,
+		Kind:     chat.KindChat,
+		Method:   "Ask",
+		System:   system,
+		Tools:    benchTools,
+		User:     user,
+	}
+	reply, err := svc.Chat(ctx, req)
+	if err != nil {
+		return zero, err
+	}
+	return reply.Content, nil
+}
+
+// benchGeneratedTurn measures BenchmarkAITurn's turn made through the
+// generated method: its prompt and tool code included.
+func benchGeneratedTurn(b *testing.B, model llms.Model) {
+	s := NewService("example.com/app.Assistant", Config{
+		Model:  model,
+		Memory: memory.NewManager(memory.Config{Policy: memory.Window(memory.DefaultMaxMessages)}),
+	})
+	ctx, err := chat.Begin(context.Background())
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer chat.End(ctx)
+	b.ReportAllocs()
+	for b.Loop() {
+		answer, err := benchGeneratedAsk(ctx, s, "Weather in Paris?")
+		if err != nil {
+			b.Fatal(err)
+		}
+		if answer != "It is sunny in Paris." {
+			b.Fatalf("answer %q", answer)
+		}
+	}
 }
