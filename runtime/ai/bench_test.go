@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"testing"
-	"text/template"
 
 	"github.com/tmc/langchaingo/llms"
 
@@ -13,50 +12,53 @@ import (
 	"github.com/chatscopes/chatgen/runtime/memory"
 )
 
-// benchTools is a generated-style package-level tool literal.
-var benchTools = []llms.Tool{
-	{Type: "function", Function: &llms.FunctionDefinition{
-		Name:        "weather",
-		Description: "Weather tells the weather in a city.",
-		Parameters:  json.RawMessage(`{"type":"object","properties":{"city":{"type":"string","description":"the city"}},"required":["city"],"additionalProperties":false}`),
-	}},
-	{Type: "function", Function: &llms.FunctionDefinition{
-		Name:        "price",
-		Description: "Price tells the price of a metal, in gold coins.",
-		Parameters:  json.RawMessage(`{"type":"object","properties":{"metal":{"type":"string","enum":["iron","steel","mithril"]}},"required":["metal"],"additionalProperties":false}`),
-	}},
-}
-
-var benchInvokers = []Invoker{
-	{Invoke: func(_ context.Context, arguments string) (any, error) {
-		var args struct {
-			City string `json:"city"`
-		}
-		if err := json.Unmarshal([]byte(arguments), &args); err != nil {
-			return nil, &ArgumentsError{Err: err}
-		}
-		return "sunny in " + args.City, nil
-	}},
-	{Immediate: true, Invoke: func(context.Context, string) (any, error) { return 10, nil }},
+// benchTools is a generated-style package-level tool table.
+var benchTools = []Tool{
+	{
+		Definition: llms.Tool{Type: "function", Function: &llms.FunctionDefinition{
+			Name:        "weather",
+			Description: "Weather tells the weather in a city.",
+			Parameters:  json.RawMessage(`{"type":"object","properties":{"city":{"type":"string","description":"the city"}},"required":["city"],"additionalProperties":false}`),
+		}},
+		Invoke: func(_ context.Context, arguments string) (any, error) {
+			var args struct {
+				City string `json:"city"`
+			}
+			if err := json.Unmarshal([]byte(arguments), &args); err != nil {
+				return nil, &ArgumentsError{Err: err}
+			}
+			return "sunny in " + args.City, nil
+		},
+	},
+	{
+		Definition: llms.Tool{Type: "function", Function: &llms.FunctionDefinition{
+			Name:        "price",
+			Description: "Price tells the price of a metal, in gold coins.",
+			Parameters:  json.RawMessage(`{"type":"object","properties":{"metal":{"type":"string","enum":["iron","steel","mithril"]}},"required":["metal"],"additionalProperties":false}`),
+		}},
+		Immediate: true,
+		Invoke:    func(context.Context, string) (any, error) { return 10, nil },
+	},
 }
 
 var sinkTools []llms.Tool
 
 // BenchmarkToolSchemas measures what a request costs for its tool schemas:
-// the slice is the generated literal itself (slice), and the service
-// passes it to the model as llms.WithTools(slice) (call-options: the
-// options of a turn, made once per turn and reused by its model calls).
+// the definitions are one slice per Method, made on first use (slice), and
+// the service passes it to the model as llms.WithTools(slice)
+// (call-options: the options of a turn, made once per turn and reused by
+// its model calls).
 func BenchmarkToolSchemas(b *testing.B) {
-	req := &Request{Method: "Ask", Tools: benchTools, Invokers: benchInvokers}
+	m := &Method{Name: "Ask", Tools: benchTools}
 	b.Run("slice", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
-			sinkTools = req.Tools
+			sinkTools = m.definitions()
 		}
 	})
 	b.Run("call-options", func(b *testing.B) {
 		s := NewService("example.com/app.Assistant", Config{Model: llmtest.NewModel(llmtest.Sequence())})
-		t := &turn{s: s, req: req}
+		t := &turn{s: s, m: m}
 		var o llms.CallOptions
 		b.ReportAllocs()
 		for b.Loop() {
@@ -64,7 +66,7 @@ func BenchmarkToolSchemas(b *testing.B) {
 			for _, opt := range t.opts {
 				opt(&o)
 			}
-			if &o.Tools[0] != &benchTools[0] {
+			if &o.Tools[0] != &m.definitions()[0] {
 				b.Fatal("the tools were copied")
 			}
 		}
@@ -118,8 +120,7 @@ func BenchmarkAITurn(b *testing.B) {
 			b.Fatal(err)
 		}
 		defer chat.End(ctx)
-		req := &Request{Method: "Ask", Kind: chat.KindChat, System: "You are terse.", User: "Weather in Paris?",
-			Tools: benchTools, Invokers: benchInvokers}
+		req := &Request{Method: &Method{Name: "Ask", Kind: chat.KindChat, System: "You are terse.", Tools: benchTools}, User: "Weather in Paris?"}
 		b.ReportAllocs()
 		i := 0
 		for b.Loop() {
@@ -161,49 +162,33 @@ var benchWeatherBean = chat.NewBean[*benchWeather]("example.com/app.Weather", ch
 	return new(benchWeather), nil
 })
 
-var (
-	benchGenSystem = template.Must(template.New("Assistant.Ask system").Parse("You are terse."))
-	benchGenUser   = template.Must(template.New("Assistant.Ask user").Parse("{{.userMessage}}"))
-	benchGenTools  = []Invoker{{Invoke: func(ctx context.Context, arguments string) (any, error) {
-		var args struct {
-			City string `json:"city"`
-		}
-		if err := json.Unmarshal([]byte(arguments), &args); err != nil {
-			return nil, &ArgumentsError{Err: err}
-		}
-		bean, err := chat.Lookup(ctx, benchWeatherBean)
-		if err != nil {
-			return nil, err
-		}
-		return bean.Weather(ctx, args.City)
-	}}, {Immediate: true, Invoke: func(context.Context, string) (any, error) { return 10, nil }}}
-)
-
-// benchGeneratedAsk is what chatgen generates for
+// benchAsk is what chatgen generates for
 // Ask(ctx context.Context, userMessage string) (string, error) with a
 // constant system message and the tools of benchWeather.
+var benchAsk = Method{
+	Name:   "Ask",
+	Kind:   chat.KindChat,
+	System: "You are terse.",
+	Tools: []Tool{{
+		Definition: benchTools[0].Definition,
+		Invoke: BeanTool(benchWeatherBean, func(ctx context.Context, w *benchWeather, args struct {
+			City string `json:"city"`
+		}) (any, error) {
+			return w.Weather(ctx, args.City)
+		}),
+	}, {
+		Definition: benchTools[1].Definition,
+		Immediate:  true,
+		Invoke: BeanToolNoArgs(benchWeatherBean, func(context.Context, *benchWeather) (any, error) {
+			return 10, nil
+		}),
+	}},
+}
+
 func benchGeneratedAsk(ctx context.Context, svc *Service, userMessage string) (string, error) {
-	var zero string
-	data := map[string]any{"userMessage": userMessage}
-	system, err := Render(benchGenSystem, data)
+	reply, err := svc.Chat(ctx, &Request{Method: &benchAsk, User: userMessage})
 	if err != nil {
-		return zero, err
-	}
-	user, err := Render(benchGenUser, data)
-	if err != nil {
-		return zero, err
-	}
-	req := &Request{
-		Invokers: benchGenTools,
-		Kind:     chat.KindChat,
-		Method:   "Ask",
-		System:   system,
-		Tools:    benchTools,
-		User:     user,
-	}
-	reply, err := svc.Chat(ctx, req)
-	if err != nil {
-		return zero, err
+		return "", err
 	}
 	return reply.Content, nil
 }
