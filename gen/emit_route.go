@@ -63,8 +63,10 @@ func (e *emitter) routeFuncsAndCatches() {
 }
 
 func (e *emitter) routeFunc(r *routeModel, name string) {
-	names := e.names("ctx", "req")
-	errV := names.fresh("err")
+	// The parameters and locals avoid every name the function refers to:
+	// a func route called req keeps its name.
+	names := e.names()
+	ctx, req, errV := names.fresh("ctx"), names.fresh("req"), names.fresh("err")
 	// The parameters decoded from the request data keep their names.
 	locals := make([]string, len(r.params))
 	for i, p := range r.params {
@@ -78,10 +80,10 @@ func (e *emitter) routeFunc(r *routeModel, name string) {
 	what := r.fn.Name()
 	if r.bean != nil {
 		if invocationScoped(r.bean) {
-			body = append(body, beginInvocation("ctx", names.fresh("end"))...)
+			body = append(body, beginInvocation(ctx, names.fresh("end"))...)
 		}
 		bv := names.forType(r.bean.obj.Name())
-		body = append(body, lookup(bv, errV, "ctx", r.bean), ifErr(errV, jen.Id(errV)))
+		body = append(body, lookup(bv, errV, ctx, r.bean), ifErr(errV, jen.Id(errV)))
 		callee = jen.Id(bv).Dot(r.fn.Name())
 		what = r.bean.obj.Name() + "." + r.fn.Name()
 	} else {
@@ -91,33 +93,33 @@ func (e *emitter) routeFunc(r *routeModel, name string) {
 	for i, p := range r.params {
 		switch p.kind {
 		case paramContext:
-			args = append(args, jen.Id("ctx"))
+			args = append(args, jen.Id(ctx))
 		case paramUser:
-			args = append(args, jen.Id("req").Dot("UserMessage").Call())
+			args = append(args, jen.Id(req).Dot("UserMessage").Call())
 		case paramRequest:
-			args = append(args, jen.Id("req"))
+			args = append(args, jen.Id(req))
 		case paramResponse:
-			args = append(args, jen.Qual(chatPkg, "Response").Call(jen.Id("ctx")))
+			args = append(args, jen.Qual(chatPkg, "Response").Call(jen.Id(ctx)))
 		default:
 			v := locals[i]
 			body = append(body,
 				jen.Var().Id(v).Add(e.typ(p.typ)),
-				jen.If(jen.Id(errV).Op(":=").Id("req").Dot("Decode").Call(jen.Lit(p.name), jen.Op("&").Id(v)), jen.Id(errV).Op("!=").Nil()).Block(jen.Return(jen.Id(errV))),
+				jen.If(jen.Id(errV).Op(":=").Id(req).Dot("Decode").Call(jen.Lit(p.name), jen.Op("&").Id(v)), jen.Id(errV).Op("!=").Nil()).Block(jen.Return(jen.Id(errV))),
 			)
 			args = append(args, jen.Id(v))
 		}
 	}
-	body = append(body, e.routeCall(r, callee.Call(args...), names, errV)...)
+	body = append(body, e.routeCall(r, callee.Call(args...), names, ctx, errV)...)
 
 	e.doc(fmt.Sprintf("%s runs the route %s: it calls %s.", name, r.name, what))
 	e.f.Func().Id(name).Params(
-		jen.Id("ctx").Add(ctxType()), jen.Id("req").Op("*").Qual(chatPkg, "RouteRequest"),
+		jen.Id(ctx).Add(ctxType()), jen.Id(req).Op("*").Qual(chatPkg, "RouteRequest"),
 	).Error().Block(body...)
 	e.f.Line()
 }
 
 // routeCall makes the route's call and sends its result.
-func (e *emitter) routeCall(r *routeModel, call *jen.Statement, names *funcNames, errV string) []jen.Code {
+func (e *emitter) routeCall(r *routeModel, call *jen.Statement, names *funcNames, ctx, errV string) []jen.Code {
 	switch {
 	case r.result == nil && !r.errRes:
 		return []jen.Code{call, jen.Return(jen.Nil())}
@@ -133,11 +135,11 @@ func (e *emitter) routeCall(r *routeModel, call *jen.Statement, names *funcNames
 	}
 	switch r.result.kind {
 	case resultSeq:
-		return append(body, jen.Return(jen.Qual(chatPkg, "SendStream").Call(jen.Id("ctx"), jen.Id(res))))
+		return append(body, jen.Return(jen.Qual(chatPkg, "SendStream").Call(jen.Id(ctx), jen.Id(res))))
 	case resultSeq2:
-		return append(body, jen.Return(jen.Qual(chatPkg, "SendStream2").Call(jen.Id("ctx"), jen.Id(res))))
+		return append(body, jen.Return(jen.Qual(chatPkg, "SendStream2").Call(jen.Id(ctx), jen.Id(res))))
 	case resultAI:
-		return append(body, jen.Return(jen.Id(res).Dot("Send").Call(jen.Id("ctx"))))
+		return append(body, jen.Return(jen.Id(res).Dot("Send").Call(jen.Id(ctx))))
 	}
 	if r.result.nilable {
 		body = append(body, jen.If(jen.Id(res).Op("==").Nil()).Block(jen.Return(jen.Nil())))
@@ -146,22 +148,23 @@ func (e *emitter) routeCall(r *routeModel, call *jen.Statement, names *funcNames
 		if isString(r.result.typ) {
 			body = append(body, jen.If(jen.Id(res).Op("==").Lit("")).Block(jen.Return(jen.Nil())))
 		}
-		return append(body, jen.Return(jen.Qual(chatPkg, "Response").Call(jen.Id("ctx")).Dot("Event").Call(jen.Lit(r.event), jen.Id(res))))
+		return append(body, jen.Return(jen.Qual(chatPkg, "Response").Call(jen.Id(ctx)).Dot("Event").Call(jen.Lit(r.event), jen.Id(res))))
 	}
-	return append(body, jen.Return(jen.Qual(chatPkg, "SendValue").Call(jen.Id("ctx"), jen.Id(res))))
+	return append(body, jen.Return(jen.Qual(chatPkg, "SendValue").Call(jen.Id(ctx), jen.Id(res))))
 }
 
 func (e *emitter) catchFunc(c *catchModel, name string) {
-	names := e.names("ctx", "err")
+	names := e.names()
+	ctx, errV := names.fresh("ctx"), names.fresh("err")
 	target, ok := names.fresh("target"), names.fresh("ok")
 	var args []jen.Code
 	if c.takesCtx {
-		args = append(args, jen.Id("ctx"))
+		args = append(args, jen.Id(ctx))
 	}
 	args = append(args, jen.Id(target))
 	call := jen.Id(c.fn.Name()).Call(args...)
 	body := []jen.Code{
-		jen.List(jen.Id(target), jen.Id(ok)).Op(":=").Err().Assert(e.typ(c.errType)),
+		jen.List(jen.Id(target), jen.Id(ok)).Op(":=").Id(errV).Assert(e.typ(c.errType)),
 		jen.If(jen.Op("!").Id(ok)).Block(jen.Return(jen.False(), jen.Nil())),
 	}
 	if c.returnsEr {
@@ -174,7 +177,7 @@ func (e *emitter) catchFunc(c *catchModel, name string) {
 		scope = "the route " + c.route
 	}
 	e.doc(fmt.Sprintf("%s hands the %s errors of %s to %s.", name, e.m.typeString(c.errType), scope, c.fn.Name()))
-	e.f.Func().Id(name).Params(jen.Id("ctx").Add(ctxType()), jen.Err().Error()).Params(jen.Bool(), jen.Error()).Block(body...)
+	e.f.Func().Id(name).Params(jen.Id(ctx).Add(ctxType()), jen.Id(errV).Error()).Params(jen.Bool(), jen.Error()).Block(body...)
 	e.f.Line()
 }
 
