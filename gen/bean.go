@@ -365,7 +365,7 @@ func (m *pkgModel) proxyMethods(b *beanModel, named *types.Named, diags *Diagnos
 			}
 			mm.names = append(mm.names, n)
 		}
-		mm.names = m.unshadow(mm.names)
+		mm.names = m.unshadow(mm.names, packageNames(sig)...)
 		mm.ctxName = mm.names[0] // the method's own context, or the one the proxy adds
 		res := sig.Results()
 		mm.err = res.Len() > 0 && isError(res.At(res.Len()-1).Type())
@@ -456,6 +456,52 @@ func (m *pkgModel) referable(t types.Type, seen map[types.Type]bool) bool {
 	return true
 }
 
+// packageNames lists the names of the packages whose types sig refers to.
+func packageNames(sig *types.Signature) []string {
+	var names []string
+	seen := map[types.Type]bool{}
+	var walk func(t types.Type)
+	walk = func(t types.Type) {
+		if seen[t] {
+			return
+		}
+		seen[t] = true
+		switch t := t.(type) {
+		case *types.Named, *types.Alias:
+			obj, args := typeNameOf(t)
+			if obj.Pkg() != nil {
+				names = append(names, obj.Pkg().Name())
+			}
+			for i := range args.Len() {
+				walk(args.At(i))
+			}
+		case *types.Pointer:
+			walk(t.Elem())
+		case *types.Slice:
+			walk(t.Elem())
+		case *types.Array:
+			walk(t.Elem())
+		case *types.Chan:
+			walk(t.Elem())
+		case *types.Map:
+			walk(t.Key())
+			walk(t.Elem())
+		case *types.Signature:
+			for _, tup := range []*types.Tuple{t.Params(), t.Results()} {
+				for i := range tup.Len() {
+					walk(tup.At(i).Type())
+				}
+			}
+		case *types.Struct:
+			for i := range t.NumFields() {
+				walk(t.Field(i).Type())
+			}
+		}
+	}
+	walk(sig)
+	return names
+}
+
 // typeNameOf returns the type name and type arguments of a named type or
 // alias.
 func typeNameOf(t types.Type) (*types.TypeName, *types.TypeList) {
@@ -494,10 +540,15 @@ func (m *pkgModel) beanNamed(name string) *beanModel {
 
 // unshadow renames the parameters whose names would hide a package the
 // generated file uses (a parameter called chat, say), keeping the others.
-func (m *pkgModel) unshadow(names []string) []string {
+// extra names more packages: those of a promoted method's signature, which
+// this package need not import itself.
+func (m *pkgModel) unshadow(names []string, extra ...string) []string {
 	reserved := map[string]bool{"chat": true, "context": true, "ai": true, "json": true, "llms": true, "template": true, "iter": true}
 	for _, p := range m.pkg.Types.Imports() {
 		reserved[p.Name()] = true
+	}
+	for _, n := range extra {
+		reserved[n] = true
 	}
 	used := newLocals(names)
 	for n := range reserved {
