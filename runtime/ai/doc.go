@@ -49,8 +49,9 @@
 // # Example
 //
 // What generated code does for a method
-// Ask(ctx context.Context, userMessage string) (string, error) with a
-// system template and one tool, a method of the chat-scoped Weather:
+// Ask(ctx context.Context, day, userMessage string) (string, error) with a
+// system template over day and one tool, a method of the chat-scoped
+// Weather:
 //
 //	var assistantAsk = ai.Method{
 //		Name:           "Ask",
