@@ -61,7 +61,7 @@ func (e *emitter) aiServices() {
 // model and the function that calls the method on the bean of the current
 // scope.
 func (e *emitter) tool(t *toolModel) {
-	names := e.names("args")
+	names := e.names("ctx", "args") // the closure's own parameters
 	ctx := "_"
 	var fields, args []jen.Code
 	fieldNames := locals{}
@@ -79,7 +79,6 @@ func (e *emitter) tool(t *toolModel) {
 		fields = append(fields, jen.Id(f).Add(e.typ(p.typ)).Tag(map[string]string{"json": p.name}))
 		args = append(args, jen.Id("args").Dot(f))
 	}
-	names.fresh(ctx)
 	bv := names.forType(t.bean.obj.Name())
 	call := jen.Id(bv).Dot(t.fn.Name()).Call(args...)
 	var body []jen.Code
