@@ -55,9 +55,7 @@ type aiMethod struct {
 
 	// tools are the tools offered to the model: those of the method's own
 	// //chat:tools boxes, else of the interface's, in order.
-	tools    []*toolModel
-	toolsVar string // the generated []llms.Tool; "" without tools
-	tmplVar  string // the prefix of the generated template variables
+	tools []*toolModel
 }
 
 // toolModel is one //chat:tool method.
@@ -226,7 +224,6 @@ func (m *pkgModel) analyzeAIMethod(s *aiModel, fn *types.Func, ma *annotated, ty
 	sig := fn.Type().(*types.Signature)
 	pos := m.fset.Position(fn.Pos())
 	am := &aiMethod{fn: fn, sig: sig, system: typeSystem}
-	am.tmplVar = "chatTmpl" + s.bean.obj.Name() + fn.Name()
 	params := sig.Params()
 	if params.Len() == 0 || !isContext(params.At(0).Type()) {
 		diags.errorf(pos, "//chat:ai %s.%s must take a context.Context first: it calls the model", s.bean.obj.Name(), fn.Name())
@@ -343,9 +340,6 @@ func (m *pkgModel) analyzeAIMethod(s *aiModel, fn *types.Func, ma *annotated, ty
 				am.tools = append(am.tools, t)
 			}
 		}
-	}
-	if len(am.tools) > 0 {
-		am.toolsVar = "chatTools" + s.bean.obj.Name() + fn.Name()
 	}
 	if !ok {
 		return nil

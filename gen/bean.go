@@ -312,24 +312,29 @@ func upperFirst(name string) string {
 	return string(unicode.ToUpper(r)) + name[size:]
 }
 
-// proxyMethods lists the methods a bean's proxy forwards: the declared
-// methods of a struct (in source order) or the methods of an interface,
-// except the lifecycle methods Close and Destroy.
+// proxyMethods lists the methods a bean's proxy forwards, except the
+// lifecycle methods Close and Destroy: the methods of an interface (all of
+// them: the proxy implements it), or the exported methods of a struct
+// pointer, as a caller sees them: its own in source order, then those
+// promoted from its embedded fields, in field order. A struct's unexported
+// methods are helpers, not proxied (changing one needs no go generate).
 func (m *pkgModel) proxyMethods(b *beanModel, named *types.Named, diags *Diagnostics) []*methodModel {
 	var fns []*types.Func
+	var sigs []*types.Signature
 	if iface, ok := named.Underlying().(*types.Interface); ok {
 		for i := range iface.NumMethods() {
 			fns = append(fns, iface.Method(i))
+			sigs = append(sigs, iface.Method(i).Type().(*types.Signature))
 		}
 	} else {
-		for i := range named.NumMethods() {
-			fns = append(fns, named.Method(i))
+		for _, sel := range m.structMethods(named) {
+			fns = append(fns, sel.Obj().(*types.Func))
+			sigs = append(sigs, sel.Type().(*types.Signature))
 		}
-		slices.SortFunc(fns, func(a, b *types.Func) int { return comparePos(m.fset, a.Pos(), b.Pos()) })
 	}
 	var out []*methodModel
-	for _, fn := range fns {
-		sig := fn.Type().(*types.Signature)
+	for i, fn := range fns {
+		sig := sigs[i]
 		if isLifecycle(fn.Name(), sig) {
 			continue
 		}
@@ -357,13 +362,153 @@ func (m *pkgModel) proxyMethods(b *beanModel, named *types.Named, diags *Diagnos
 			}
 			mm.names = append(mm.names, n)
 		}
-		mm.names = m.unshadow(mm.names)
+		mm.names = m.unshadow(mm.names, packageNames(sig)...)
 		mm.ctxName = mm.names[0] // the method's own context, or the one the proxy adds
 		res := sig.Results()
 		mm.err = res.Len() > 0 && isError(res.At(res.Len()-1).Type())
 		out = append(out, mm)
 	}
 	return out
+}
+
+// structMethods returns the exported methods in the method set of *named:
+// its own in source order, then the promoted ones by the path of embedded
+// fields that reaches them. A promoted method whose signature names a type
+// this package cannot refer to (unexported, of another package) is left
+// out: the proxy could not declare it.
+func (m *pkgModel) structMethods(named *types.Named) []*types.Selection {
+	mset := types.NewMethodSet(types.NewPointer(named))
+	var own, promoted []*types.Selection
+	for i := range mset.Len() {
+		sel := mset.At(i)
+		if !sel.Obj().Exported() {
+			continue
+		}
+		if len(sel.Index()) == 1 {
+			own = append(own, sel)
+		} else if m.referable(sel.Type(), map[types.Type]bool{}) {
+			promoted = append(promoted, sel)
+		}
+	}
+	slices.SortFunc(own, func(a, b *types.Selection) int { return comparePos(m.fset, a.Obj().Pos(), b.Obj().Pos()) })
+	slices.SortFunc(promoted, func(a, b *types.Selection) int { return slices.Compare(a.Index(), b.Index()) })
+	return append(own, promoted...)
+}
+
+// referable reports whether code in this package can write t: every type
+// it names is exported or declared here.
+func (m *pkgModel) referable(t types.Type, seen map[types.Type]bool) bool {
+	if seen[t] {
+		return true
+	}
+	seen[t] = true
+	switch t := t.(type) {
+	case *types.Named, *types.Alias:
+		obj, args := typeNameOf(t)
+		if obj.Pkg() != nil && obj.Pkg() != m.pkg.Types && !obj.Exported() {
+			return false
+		}
+		for i := range args.Len() {
+			if !m.referable(args.At(i), seen) {
+				return false
+			}
+		}
+		return true
+	case *types.Pointer:
+		return m.referable(t.Elem(), seen)
+	case *types.Slice:
+		return m.referable(t.Elem(), seen)
+	case *types.Array:
+		return m.referable(t.Elem(), seen)
+	case *types.Chan:
+		return m.referable(t.Elem(), seen)
+	case *types.Map:
+		return m.referable(t.Key(), seen) && m.referable(t.Elem(), seen)
+	case *types.Signature:
+		for _, tup := range []*types.Tuple{t.Params(), t.Results()} {
+			for i := range tup.Len() {
+				if !m.referable(tup.At(i).Type(), seen) {
+					return false
+				}
+			}
+		}
+		return true
+	case *types.Struct:
+		for i := range t.NumFields() {
+			f := t.Field(i)
+			if f.Pkg() != nil && f.Pkg() != m.pkg.Types && !f.Exported() || !m.referable(f.Type(), seen) {
+				return false
+			}
+		}
+		return true
+	case *types.Interface:
+		for i := range t.NumMethods() {
+			f := t.Method(i)
+			if f.Pkg() != nil && f.Pkg() != m.pkg.Types && !f.Exported() || !m.referable(f.Type(), seen) {
+				return false
+			}
+		}
+		return true
+	}
+	return true
+}
+
+// packageNames lists the names of the packages whose types sig refers to.
+func packageNames(sig *types.Signature) []string {
+	var names []string
+	seen := map[types.Type]bool{}
+	var walk func(t types.Type)
+	walk = func(t types.Type) {
+		if seen[t] {
+			return
+		}
+		seen[t] = true
+		switch t := t.(type) {
+		case *types.Named, *types.Alias:
+			obj, args := typeNameOf(t)
+			if obj.Pkg() != nil {
+				names = append(names, obj.Pkg().Name())
+			}
+			for i := range args.Len() {
+				walk(args.At(i))
+			}
+		case *types.Pointer:
+			walk(t.Elem())
+		case *types.Slice:
+			walk(t.Elem())
+		case *types.Array:
+			walk(t.Elem())
+		case *types.Chan:
+			walk(t.Elem())
+		case *types.Map:
+			walk(t.Key())
+			walk(t.Elem())
+		case *types.Signature:
+			for _, tup := range []*types.Tuple{t.Params(), t.Results()} {
+				for i := range tup.Len() {
+					walk(tup.At(i).Type())
+				}
+			}
+		case *types.Struct:
+			for i := range t.NumFields() {
+				walk(t.Field(i).Type())
+			}
+		}
+	}
+	walk(sig)
+	return names
+}
+
+// typeNameOf returns the type name and type arguments of a named type or
+// alias.
+func typeNameOf(t types.Type) (*types.TypeName, *types.TypeList) {
+	switch t := t.(type) {
+	case *types.Named:
+		return t.Obj(), t.TypeArgs()
+	case *types.Alias:
+		return t.Obj(), t.TypeArgs()
+	}
+	return nil, nil
 }
 
 // isLifecycle reports whether a method is Close or Destroy with no
@@ -392,10 +537,15 @@ func (m *pkgModel) beanNamed(name string) *beanModel {
 
 // unshadow renames the parameters whose names would hide a package the
 // generated file uses (a parameter called chat, say), keeping the others.
-func (m *pkgModel) unshadow(names []string) []string {
+// extra names more packages: those of a promoted method's signature, which
+// this package need not import itself.
+func (m *pkgModel) unshadow(names []string, extra ...string) []string {
 	reserved := map[string]bool{"chat": true, "context": true, "ai": true, "json": true, "llms": true, "template": true, "iter": true}
 	for _, p := range m.pkg.Types.Imports() {
 		reserved[p.Name()] = true
+	}
+	for _, n := range extra {
+		reserved[n] = true
 	}
 	used := newLocals(names)
 	for n := range reserved {

@@ -3,11 +3,11 @@ package gen
 import (
 	"bytes"
 	"fmt"
+	"go/format"
 	"go/types"
 	"strings"
 
 	"github.com/dave/jennifer/jen"
-	"golang.org/x/tools/imports"
 )
 
 const (
@@ -21,37 +21,50 @@ type emitter struct {
 	f   *jen.File
 	tc  *typeCoder
 	err error // the first type that could not be rendered
+
+	// reserved are the identifiers generated locals avoid, and the
+	// package-level ones taken (see reservedNames and topName).
+	reserved map[string]bool
+	// routeFuncs and catchFuncs name the generated functions of the
+	// routes and error handlers, in the model's order.
+	routeFuncs, catchFuncs []string
 }
 
 // emit renders the package's output, formatted like goimports.
+//
+// The file reads top-down: the guards a stale file trips first (the
+// runtime version and the compile-time assertions), then Deps and
+// Register, the route and error-handler functions, the scoped beans and
+// their proxies, the event types and the AI services.
 func emit(m *pkgModel) ([]byte, error) {
 	f := jen.NewFilePathName(m.pkg.PkgPath, m.pkg.Name)
+	f.NoFormat = true // formatted once, below
 	f.HeaderComment(header)
 	f.ImportName(chatPkg, "chat")
 	f.ImportName(contextPkg, "context")
-	e := &emitter{m: m, f: f, tc: newTypeCoder(f, m.pkg.PkgPath)}
+	e := &emitter{m: m, f: f, tc: newTypeCoder(f, m.pkg.PkgPath), reserved: reservedNames(m)}
 	e.tc.names["chat"] = chatPkg
 	e.tc.names["context"] = contextPkg
 	if len(m.ais) > 0 {
-		for path, name := range map[string]string{aiPkg: "ai", llmsPkg: "llms"} {
-			f.ImportName(path, name)
-			e.tc.names[name] = path
+		for _, imp := range []struct{ path, name string }{{aiPkg, "ai"}, {llmsPkg, "llms"}} {
+			f.ImportName(imp.path, imp.name)
+			e.tc.names[imp.name] = imp.path
 		}
 	}
+	e.nameFuncs()
 
-	f.Comment("This file needs a chatgen runtime that supports version 1 of the generated code.")
+	e.doc("This file needs a chatgen runtime that supports generated code version 1.")
 	f.Const().Id("_").Op("=").Qual(chatPkg, "SupportPackageIsVersion1")
 	f.Line()
+	e.assertions()
 	e.deps()
 	e.register()
+	e.routeFuncsAndCatches()
 	for _, b := range m.beans {
 		e.bean(b)
 	}
 	e.eventTypes()
-	if len(m.ais) > 0 {
-		e.aiServices()
-	}
-	e.assertions()
+	e.aiServices()
 	if e.err != nil {
 		return nil, e.err
 	}
@@ -60,11 +73,47 @@ func emit(m *pkgModel) ([]byte, error) {
 	if err := f.Render(&buf); err != nil {
 		return nil, fmt.Errorf("rendering %s: %w", outputName, err)
 	}
-	out, err := imports.Process(outputName, buf.Bytes(), &imports.Options{FormatOnly: true, Comments: true, TabIndent: true, TabWidth: 8})
+	src := groupImports(buf.Bytes())
+	out, err := format.Source(src)
 	if err != nil {
-		return nil, fmt.Errorf("formatting %s: %w\n%s", outputName, err, buf.Bytes())
+		return nil, fmt.Errorf("formatting %s: %w\n%s", outputName, err, src)
 	}
 	return out, nil
+}
+
+// groupImports splits the import block jennifer writes (one block, sorted
+// by path) into the standard library and the rest, as goimports groups
+// them, so that one go/format pass gives goimports' output.
+func groupImports(src []byte) []byte {
+	const open = "\nimport (\n"
+	start := bytes.Index(src, []byte(open))
+	if start < 0 {
+		return src // one import or none: nothing to group
+	}
+	start += len(open)
+	end := bytes.Index(src[start:], []byte("\n)\n"))
+	if end < 0 {
+		return src
+	}
+	end += start + 1
+	var std, other []byte
+	for line := range bytes.Lines(src[start:end]) {
+		path := line[bytes.IndexByte(line, '"')+1:]
+		if first, _, _ := bytes.Cut(path, []byte("/")); bytes.ContainsRune(first, '.') {
+			other = append(other, line...)
+		} else {
+			std = append(std, line...)
+		}
+	}
+	if len(std) == 0 || len(other) == 0 {
+		return src
+	}
+	out := make([]byte, 0, len(src)+1)
+	out = append(out, src[:start]...)
+	out = append(out, std...)
+	out = append(out, '\n')
+	out = append(out, other...)
+	return append(out, src[end:]...)
 }
 
 // typ renders t, remembering the first failure.
@@ -79,27 +128,60 @@ func (e *emitter) typ(t types.Type) jen.Code {
 	return c
 }
 
-func (e *emitter) ctxType() *jen.Statement { return jen.Qual(contextPkg, "Context") }
+// ctxType is context.Context.
+func ctxType() *jen.Statement { return jen.Qual(contextPkg, "Context") }
+
+// ctxParam is the context parameter of a generated function: named ctx
+// when the function uses it.
+func ctxParam(used bool) *jen.Statement {
+	if used {
+		return jen.Id("ctx").Add(ctxType())
+	}
+	return ctxType()
+}
 
 // instanceType is the type a bean's instances have: *T for structs, T for
 // interfaces.
-func (e *emitter) instanceType(b *beanModel) *jen.Statement {
+func instanceType(b *beanModel) *jen.Statement {
 	if b.iface {
 		return jen.Id(b.obj.Name())
 	}
 	return jen.Op("*").Id(b.obj.Name())
 }
 
+// invocationScoped reports whether calls into b need an invocation.
+func invocationScoped(b *beanModel) bool { return b.kind == kindInvocation }
+
+// beginInvocation is the prologue of a call into an invocation-scoped
+// bean: it starts an invocation unless ctx carries one, and ends it when
+// the function returns.
+func beginInvocation(ctx, end string) []jen.Code {
+	return []jen.Code{
+		jen.List(jen.Id(ctx), jen.Id(end)).Op(":=").Qual(chatPkg, "BeginInvocation").Call(jen.Id(ctx)),
+		jen.Defer().Id(end).Call(),
+	}
+}
+
+// ifErr is "if err != nil { return results }".
+func ifErr(err string, results ...jen.Code) jen.Code {
+	return jen.If(jen.Id(err).Op("!=").Nil()).Block(jen.Return(results...))
+}
+
+// lookup is "v, err := chat.Lookup(ctx, bean)".
+func lookup(v, err, ctx string, b *beanModel) jen.Code {
+	return jen.List(jen.Id(v), jen.Id(err)).Op(":=").Qual(chatPkg, "Lookup").Call(jen.Id(ctx), jen.Id(b.beanVar))
+}
+
 func (e *emitter) deps() {
 	if !e.m.hasDeps() {
 		return
 	}
-	fields := make([]jen.Code, 0, len(e.m.deps))
+	fields := make([]jen.Code, 0, len(e.m.deps)+len(e.m.ais))
 	for _, d := range e.m.deps {
-		fields = append(fields, jen.Comment(fmt.Sprintf("%s is passed to %s.", d.field, joinAnd(d.users))).Line().Id(d.field).Add(e.typ(d.typ)))
+		fields = append(fields, fieldDoc(fmt.Sprintf("%s is passed to %s.", d.field, joinAnd(d.users))), jen.Id(d.field).Add(e.typ(d.typ)))
 	}
 	for _, s := range e.m.ais {
-		fields = append(fields, jen.Comment(fmt.Sprintf("%s configures the //chat:ai service %s: its model, memory and", s.field, s.bean.obj.Name())).Line().Comment("tool-loop limits.").Line().Id(s.field).Qual(aiPkg, "Config"))
+		fields = append(fields, fieldDoc(fmt.Sprintf("%s configures the //chat:ai service %s: its model, memory and tool-loop limits.", s.field, s.bean.obj.Name())), jen.Id(s.field).Qual(aiPkg, "Config"))
 	}
 	e.doc("Deps holds the application dependencies of this package's scoped beans and the configuration of its AI services: each dependency is passed to the constructors that take its type. Give it to Register.")
 	e.f.Type().Id("Deps").Struct(fields...)
@@ -129,8 +211,8 @@ func (e *emitter) register() {
 		}
 		body = append(body, jen.Qual(chatPkg, "Provide").Call(
 			jen.Id("p"), jen.Id(b.beanVar),
-			jen.Func().Params(jen.Id("ctx").Add(e.ctxType())).Params(e.instanceType(b), jen.Error()).Block(
-				e.ctorReturn(b, args)...,
+			jen.Func().Params(ctxParam(b.ctor.takesCtx)).Params(instanceType(b), jen.Error()).Block(
+				ctorReturn(b, args)...,
 			),
 		))
 	}
@@ -142,7 +224,7 @@ func (e *emitter) register() {
 
 // ctorReturn is the body of a function returning (instance, error) by
 // calling the bean's constructor with args.
-func (e *emitter) ctorReturn(b *beanModel, args []jen.Code) []jen.Code {
+func ctorReturn(b *beanModel, args []jen.Code) []jen.Code {
 	call := jen.Id(b.ctor.fn.Name()).Call(args...)
 	if b.ctor.err {
 		return []jen.Code{jen.Return(call)}
@@ -153,8 +235,7 @@ func (e *emitter) ctorReturn(b *beanModel, args []jen.Code) []jen.Code {
 func (e *emitter) bean(b *beanModel) {
 	name := b.obj.Name()
 	where := "the chat scope active in ctx"
-	switch b.kind {
-	case kindInvocation:
+	if invocationScoped(b) {
 		where = "the invocation active in ctx"
 	}
 
@@ -164,7 +245,7 @@ func (e *emitter) bean(b *beanModel) {
 	case b.ai != nil:
 		newFn = jen.Nil()
 	case b.ctor == nil:
-		newFn = jen.Func().Params(e.ctxType()).Params(e.instanceType(b), jen.Error()).Block(
+		newFn = jen.Func().Params(ctxType()).Params(instanceType(b), jen.Error()).Block(
 			jen.Return(jen.New(jen.Id(name)), jen.Nil()),
 		)
 	case len(b.ctor.deps) > 0:
@@ -176,7 +257,7 @@ func (e *emitter) bean(b *beanModel) {
 		if b.ctor.takesCtx {
 			args = append(args, jen.Id("ctx"))
 		}
-		newFn = jen.Func().Params(jen.Id("ctx").Add(e.ctxType())).Params(e.instanceType(b), jen.Error()).Block(e.ctorReturn(b, args)...)
+		newFn = jen.Func().Params(ctxParam(b.ctor.takesCtx)).Params(instanceType(b), jen.Error()).Block(ctorReturn(b, args)...)
 	}
 	kindDoc := map[beanKind]string{
 		kindChat:       "one instance per chat scope, inherited by nested scopes",
@@ -184,27 +265,27 @@ func (e *emitter) bean(b *beanModel) {
 		kindInvocation: "one instance per top-level call through " + b.proxy,
 	}[b.kind]
 	e.doc(fmt.Sprintf("%s describes the scoped type %s: %s.", b.beanVar, name, kindDoc))
-	e.f.Var().Id(b.beanVar).Op("=").Qual(chatPkg, "NewBean").Types(e.instanceType(b)).Call(
+	e.f.Var().Id(b.beanVar).Op("=").Qual(chatPkg, "NewBean").Types(instanceType(b)).Call(
 		jen.Lit(b.qualified), jen.Qual(chatPkg, b.kind.ident()), newFn,
 	)
 	e.f.Line()
 
 	// The accessor.
 	accessorDoc := fmt.Sprintf("%s returns the %s of %s, creating it on first use. ", b.accessor, name, where)
-	if b.kind == kindInvocation {
+	if invocationScoped(b) {
 		accessorDoc += fmt.Sprintf("Calls through %s start invocations; the error matches chat.ErrNotActive outside one.", b.proxy)
 	} else {
 		accessorDoc += "Without an active chat scope the error matches chat.ErrNotActive."
 	}
 	e.doc(accessorDoc)
-	e.f.Func().Id(b.accessor).Params(jen.Id("ctx").Add(e.ctxType())).Params(e.instanceType(b), jen.Error()).Block(
+	e.f.Func().Id(b.accessor).Params(jen.Id("ctx").Add(ctxType())).Params(instanceType(b), jen.Error()).Block(
 		jen.Return(jen.Qual(chatPkg, "Lookup").Call(jen.Id("ctx"), jen.Id(b.beanVar))),
 	)
 	e.f.Line()
 
 	// The proxy.
 	proxyDoc := fmt.Sprintf("%s forwards each call to the %s of %s. ", b.proxy, name, where)
-	if b.kind == kindInvocation {
+	if invocationScoped(b) {
 		proxyDoc += "A call made with a context that carries no invocation starts one and ends it (closing its beans) when the call returns; calls made with the context a method is handed share its invocation. "
 	}
 	proxyDoc += "Methods without an error result panic with an error matching chat.ErrNotActive when there is no instance to call. The zero value is ready to use."
@@ -221,7 +302,7 @@ func (e *emitter) proxyMethod(b *beanModel, mm *methodModel) {
 	params := sig.Params()
 	var decl []jen.Code
 	if !mm.takesCtx {
-		decl = append(decl, jen.Id(mm.ctxName).Add(e.ctxType()))
+		decl = append(decl, jen.Id(mm.ctxName).Add(ctxType()))
 	}
 	off := len(mm.names) - params.Len()
 	for i := range params.Len() {
@@ -237,16 +318,11 @@ func (e *emitter) proxyMethod(b *beanModel, mm *methodModel) {
 		e.err = err
 	}
 
-	local := newLocals(mm.names).fresh
-
+	names := e.names(mm.names...)
 	var body []jen.Code
 	ctx := mm.ctxName
-	if b.kind == kindInvocation {
-		end := local("end")
-		body = append(body,
-			jen.List(jen.Id(ctx), jen.Id(end)).Op(":=").Qual(chatPkg, "BeginInvocation").Call(jen.Id(ctx)),
-			jen.Defer().Id(end).Call(),
-		)
+	if invocationScoped(b) {
+		body = append(body, beginInvocation(ctx, names.fresh("end"))...)
 	}
 	var args []jen.Code
 	for i := range params.Len() {
@@ -258,17 +334,12 @@ func (e *emitter) proxyMethod(b *beanModel, mm *methodModel) {
 	}
 	var target *jen.Statement
 	if mm.err {
-		bv, ev := local("b"), local("err")
-		body = append(body, jen.List(jen.Id(bv), jen.Id(ev)).Op(":=").Qual(chatPkg, "Lookup").Call(jen.Id(ctx), jen.Id(b.beanVar)))
-		var zeros []jen.Code
+		bv, ev := names.forType(b.obj.Name()), names.fresh("err")
 		var rets []jen.Code
 		for i := range sig.Results().Len() - 1 {
-			z := local(fmt.Sprintf("r%d", i))
-			zeros = append(zeros, jen.Var().Id(z).Add(e.typ(sig.Results().At(i).Type())))
-			rets = append(rets, jen.Id(z))
+			rets = append(rets, e.zero(sig.Results().At(i).Type()))
 		}
-		rets = append(rets, jen.Id(ev))
-		body = append(body, jen.If(jen.Id(ev).Op("!=").Nil()).Block(append(zeros, jen.Return(rets...))...))
+		body = append(body, lookup(bv, ev, ctx, b), ifErr(ev, append(rets, jen.Id(ev))...))
 		target = jen.Id(bv)
 	} else {
 		target = jen.Qual(chatPkg, "MustLookup").Call(jen.Id(ctx), jen.Id(b.beanVar))
@@ -280,8 +351,11 @@ func (e *emitter) proxyMethod(b *beanModel, mm *methodModel) {
 		body = append(body, call)
 	}
 
-	verb := "calls"
-	e.doc(fmt.Sprintf("%s %s %s on the %s of %s.", mm.fn.Name(), verb, mm.fn.Name(), b.obj.Name(), map[bool]string{true: "the invocation in ctx", false: "the chat scope in ctx"}[b.kind == kindInvocation]))
+	where := "the chat scope in ctx"
+	if invocationScoped(b) {
+		where = "the invocation in ctx"
+	}
+	e.doc(fmt.Sprintf("%s calls %s on the %s of %s.", mm.fn.Name(), mm.fn.Name(), b.obj.Name(), where))
 	e.f.Func().Params(jen.Id(b.proxy)).Id(mm.fn.Name()).Params(decl...).Add(resultList(results)).Block(body...)
 	e.f.Line()
 }
@@ -297,7 +371,7 @@ func (e *emitter) assertions() {
 		allCtx := b.iface
 		for _, mm := range b.methods {
 			allCtx = allCtx && mm.takesCtx
-			recv := jen.Parens(e.instanceType(b))
+			recv := jen.Parens(instanceType(b))
 			if b.iface {
 				recv = jen.Id(b.obj.Name())
 			}
@@ -312,6 +386,7 @@ func (e *emitter) assertions() {
 	}
 	e.doc("Compile-time assertions: a compiler error here means the annotated source changed since this file was generated. Re-run go generate.")
 	e.f.Func().Id("_").Params().Block(checks...)
+	e.f.Line()
 }
 
 // methodExprType is the type of the method expression T.M or (*T).M: the
@@ -361,11 +436,28 @@ func (l locals) fresh(base string) string {
 	return n
 }
 
-// doc writes text as a comment wrapped at 77 columns.
+// docWidth is the column generated comments wrap at.
+const docWidth = 77
+
+// doc writes text as a top-level comment wrapped at docWidth columns.
 func (e *emitter) doc(text string) {
-	for _, line := range wrap(text, 77-len("// ")) {
+	for _, line := range wrap(text, docWidth-len("// ")) {
 		e.f.Comment(line)
 	}
+}
+
+// fieldDoc is the comment of a struct field, indented by one tab (eight
+// columns), wrapped at docWidth columns.
+func fieldDoc(text string) jen.Code {
+	var s *jen.Statement
+	for _, line := range wrap(text, docWidth-8-len("// ")) {
+		if s == nil {
+			s = jen.Comment(line)
+		} else {
+			s.Line().Comment(line)
+		}
+	}
+	return s
 }
 
 // wrap splits text into lines of at most width bytes, breaking at spaces

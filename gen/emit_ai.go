@@ -2,7 +2,10 @@ package gen
 
 import (
 	"fmt"
+	"go/token"
 	"strings"
+	"text/template"
+	"text/template/parse"
 
 	"github.com/dave/jennifer/jen"
 )
@@ -22,16 +25,17 @@ func (e *emitter) aiRegister() []jen.Code {
 		out = append(out,
 			jen.Id(svc).Op(":=").Qual(aiPkg, "NewService").Call(jen.Lit(s.bean.qualified), jen.Id("deps").Dot(s.field)),
 			jen.Qual(chatPkg, "Provide").Call(jen.Id("p"), jen.Id(s.bean.beanVar),
-				jen.Func().Params(e.ctxType()).Params(jen.Id(s.bean.obj.Name()), jen.Error()).Block(
-					jen.Return(jen.Op("&").Id(s.impl).Values(jen.Dict{jen.Id("svc"): jen.Id(svc)}), jen.Nil()),
+				jen.Func().Params(ctxType()).Params(jen.Id(s.bean.obj.Name()), jen.Error()).Block(
+					jen.Return(jen.Op("&").Id(s.impl).Values(inline("svc", jen.Id(svc))), jen.Nil()),
 				)),
 		)
 	}
 	return out
 }
 
-// aiServices writes the implementation of every //chat:ai interface, the
-// tool invokers, tool definitions and templates.
+// aiServices writes, per //chat:ai interface, the tools its methods offer
+// (each once), its implementation type and, per method, the ai.Method
+// that describes it and the method itself.
 func (e *emitter) aiServices() {
 	written := map[*toolModel]bool{}
 	for _, s := range e.m.ais {
@@ -39,126 +43,183 @@ func (e *emitter) aiServices() {
 			for _, t := range am.tools {
 				if !written[t] {
 					written[t] = true
-					e.toolInvoker(t)
+					e.tool(t)
 				}
 			}
 		}
-	}
-	for _, s := range e.m.ais {
-		e.aiService(s)
+		name := s.bean.obj.Name()
+		e.doc(fmt.Sprintf("%s is the generated implementation of the //chat:ai interface %s.", s.impl, name))
+		e.f.Type().Id(s.impl).Struct(jen.Id("svc").Op("*").Qual(aiPkg, "Service"))
+		e.f.Line()
+		for _, am := range s.methods {
+			e.aiMethod(s, am, e.methodVar(s, am))
+		}
 	}
 }
 
-func (e *emitter) toolInvoker(t *toolModel) {
-	e.doc(fmt.Sprintf("%s runs the tool %s: it decodes the model's arguments and calls %s.%s on the %s of the current scope.", t.funcName, t.name, t.bean.obj.Name(), t.fn.Name(), t.bean.obj.Name()))
-	var fields []jen.Code
-	var args []jen.Code
+// tool writes the ai.Tool of a //chat:tool method: its definition for the
+// model and the function that calls the method on the bean of the current
+// scope.
+func (e *emitter) tool(t *toolModel) {
+	names := e.names("ctx", "args") // the closure's own parameters
+	ctx := "_"
+	var fields, args []jen.Code
+	fieldNames := locals{}
 	for _, p := range t.params {
 		if p.isCtx {
+			ctx = "ctx"
 			args = append(args, jen.Id("ctx"))
 			continue
 		}
-		fields = append(fields, jen.Id(upperFirst(p.name)).Add(e.typ(p.typ)).Tag(map[string]string{"json": p.name}))
-		args = append(args, jen.Id("args").Dot(upperFirst(p.name)))
+		f := upperFirst(p.name)
+		if !token.IsExported(f) {
+			f = "Arg" + f
+		}
+		f = fieldNames.fresh(f)
+		fields = append(fields, jen.Id(f).Add(e.typ(p.typ)).Tag(map[string]string{"json": p.name}))
+		args = append(args, jen.Id("args").Dot(f))
 	}
+	bv := names.forType(t.bean.obj.Name())
+	call := jen.Id(bv).Dot(t.fn.Name()).Call(args...)
 	var body []jen.Code
-	if len(fields) > 0 {
-		body = append(body,
-			jen.Var().Id("args").Struct(fields...),
-			jen.If(jen.Err().Op(":=").Qual(jsonPkg, "Unmarshal").Call(jen.Index().Byte().Parens(jen.Id("arguments")), jen.Op("&").Id("args")), jen.Err().Op("!=").Nil()).Block(
-				jen.Return(jen.Nil(), jen.Op("&").Qual(aiPkg, "ArgumentsError").Values(jen.Dict{jen.Id("Err"): jen.Err()})),
-			),
-		)
-	}
-	if t.bean.kind == kindInvocation {
-		body = append(body,
-			jen.List(jen.Id("ctx"), jen.Id("end")).Op(":=").Qual(chatPkg, "BeginInvocation").Call(jen.Id("ctx")),
-			jen.Defer().Id("end").Call(),
-		)
-	}
-	body = append(body,
-		jen.List(jen.Id("bean"), jen.Err()).Op(":=").Qual(chatPkg, "Lookup").Call(jen.Id("ctx"), jen.Id(t.bean.beanVar)),
-		jen.If(jen.Err().Op("!=").Nil()).Block(jen.Return(jen.Nil(), jen.Err())),
-	)
-	call := jen.Id("bean").Dot(t.fn.Name()).Call(args...)
 	switch {
 	case t.hasResult && t.errResult:
-		body = append(body, jen.Return(call))
+		body = []jen.Code{jen.Return(call)}
 	case t.hasResult:
-		body = append(body, jen.Return(call, jen.Nil()))
+		body = []jen.Code{jen.Return(call, jen.Nil())}
 	case t.errResult:
-		body = append(body, jen.Return(jen.Nil(), call))
+		body = []jen.Code{jen.Return(jen.Nil(), call)}
 	default:
-		body = append(body, call, jen.Return(jen.Nil(), jen.Nil()))
+		body = []jen.Code{call, jen.Return(jen.Nil(), jen.Nil())}
 	}
-	argsName := "arguments"
-	if len(fields) == 0 {
-		argsName = "_"
+	params := []jen.Code{jen.Id(ctx).Add(ctxType()), jen.Id(bv).Add(instanceType(t.bean))}
+	helper, what := "BeanToolNoArgs", "it calls"
+	if len(fields) > 0 {
+		params = append(params, jen.Id("args").Struct(fields...))
+		helper, what = "BeanTool", "it decodes the model's arguments and calls"
 	}
-	e.f.Func().Id(t.funcName).Params(jen.Id("ctx").Add(e.ctxType()), jen.Id(argsName).String()).Params(jen.Any(), jen.Error()).Block(body...)
+	invoke := jen.Qual(aiPkg, helper).Call(jen.Id(t.bean.beanVar), jen.Func().Params(params...).Params(jen.Any(), jen.Error()).Block(body...))
+
+	def := jen.Qual(llmsPkg, "Tool").Values(
+		inline("Type", jen.Lit("function")),
+		inline("Function", jen.Op("&").Qual(llmsPkg, "FunctionDefinition").Values(
+			field("Name", jen.Lit(t.name)),
+			field("Description", jen.Lit(t.desc)),
+			field("Parameters", jen.Qual(jsonPkg, "RawMessage").Call(rawLit(t.schema))),
+			jen.Line(),
+		)),
+	)
+	tool := []jen.Code{field("Definition", def)}
+	if t.immediate {
+		tool = append(tool, field("Immediate", jen.True()))
+	}
+	tool = append(tool, field("Invoke", invoke), jen.Line())
+
+	e.doc(fmt.Sprintf("%s is the tool %s: %s %s.%s on the %s of the current scope.", t.funcName, t.name, what, t.bean.obj.Name(), t.fn.Name(), t.bean.obj.Name()))
+	e.f.Var().Id(t.funcName).Op("=").Qual(aiPkg, "Tool").Values(tool...)
 	e.f.Line()
 }
 
-func (e *emitter) aiService(s *aiModel) {
-	name := s.bean.obj.Name()
-	for _, am := range s.methods {
-		if am.toolsVar != "" {
-			var defs, invokers []jen.Code
-			for _, t := range am.tools {
-				defs = append(defs, jen.Values(
-					field("Type", jen.Lit("function")),
-					field("Function", jen.Op("&").Qual(llmsPkg, "FunctionDefinition").Values(
-						field("Name", jen.Lit(t.name)),
-						field("Description", jen.Lit(t.desc)),
-						field("Parameters", jen.Qual(jsonPkg, "RawMessage").Call(rawLit(t.schema))),
-						jen.Line(),
-					)),
-					jen.Line(),
-				))
-				inv := []jen.Code{}
-				if t.immediate {
-					inv = append(inv, field("Immediate", jen.True()))
+// prompt is how a method makes one prompt message.
+type prompt struct {
+	text  string // the constant message, when not a template
+	param int    // > 0: the message is this string parameter as it is
+	tmpl  bool   // a template executed with the parameters
+}
+
+// promptOf classifies a message template: a text without actions is a
+// constant, {{.p}} for a string parameter p is that parameter, anything
+// else a template.
+func promptOf(text string, am *aiMethod) prompt {
+	t, err := template.New("").Parse(text)
+	if err != nil || t.Tree == nil {
+		return prompt{tmpl: true}
+	}
+	nodes := t.Tree.Root.Nodes
+	var constant strings.Builder
+	for _, n := range nodes {
+		tn, ok := n.(*parse.TextNode)
+		if !ok {
+			constant.Reset()
+			break
+		}
+		constant.Write(tn.Text)
+	}
+	if constant.Len() > 0 || len(nodes) == 0 {
+		return prompt{text: constant.String()}
+	}
+	if len(nodes) == 1 {
+		if a, ok := nodes[0].(*parse.ActionNode); ok && len(a.Pipe.Decl) == 0 && len(a.Pipe.Cmds) == 1 && len(a.Pipe.Cmds[0].Args) == 1 {
+			if f, ok := a.Pipe.Cmds[0].Args[0].(*parse.FieldNode); ok && len(f.Ident) == 1 {
+				for i := 1; i < len(am.params); i++ {
+					if am.params[i] == f.Ident[0] && isString(am.sig.Params().At(i).Type()) {
+						return prompt{param: i}
+					}
 				}
-				inv = append(inv, field("Invoke", jen.Id(t.funcName)), jen.Line())
-				invokers = append(invokers, jen.Values(inv...))
 			}
-			e.doc(fmt.Sprintf("%s are the tools %s.%s offers the model.", am.toolsVar, name, am.fn.Name()))
-			e.f.Var().Id(am.toolsVar).Op("=").Index().Qual(llmsPkg, "Tool").Values(defs...)
-			e.f.Line()
-			e.doc(fmt.Sprintf("%sInvokers run the tools of %s, in the same order.", am.toolsVar, am.toolsVar))
-			e.f.Var().Id(am.toolsVar+"Invokers").Op("=").Index().Qual(aiPkg, "Invoker").Values(invokers...)
-			e.f.Line()
-		}
-		for _, tm := range []struct{ suffix, text string }{{"System", am.system}, {"User", am.user}} {
-			if tm.text == "" {
-				continue
-			}
-			e.doc(fmt.Sprintf("%s%s is the %s message template of %s.%s.", am.tmplVar, tm.suffix, lower(tm.suffix), name, am.fn.Name()))
-			e.f.Var().Id(am.tmplVar+tm.suffix).Op("=").Qual(templatePkg, "Must").Call(
-				jen.Qual(templatePkg, "New").Call(jen.Lit(name + "." + am.fn.Name() + " " + lower(tm.suffix))).Dot("Parse").Call(jen.Lit(tm.text)),
-			)
-			e.f.Line()
 		}
 	}
-	e.doc(fmt.Sprintf("%s is the generated implementation of the //chat:ai interface %s.", s.impl, name))
-	e.f.Type().Id(s.impl).Struct(jen.Id("svc").Op("*").Qual(aiPkg, "Service"))
+	return prompt{tmpl: true}
+}
+
+// systemPrompt is how a method makes its system message: a constant
+// (possibly none) or a template, which a lone parameter is too.
+func systemPrompt(am *aiMethod) prompt {
+	if am.system == "" {
+		return prompt{}
+	}
+	p := promptOf(am.system, am)
+	if p.param > 0 {
+		return prompt{tmpl: true}
+	}
+	return p
+}
+
+// methodVar writes the ai.Method describing one method and returns its
+// name.
+func (e *emitter) methodVar(s *aiModel, am *aiMethod) string {
+	iface := s.bean.obj.Name()
+	v := e.topName("chatMethod" + iface + am.fn.Name())
+	fields := []jen.Code{
+		field("Name", jen.Lit(am.fn.Name())),
+		field("Kind", jen.Qual(chatPkg, s.bean.kind.ident())),
+	}
+	tmpl := func(what, text string) jen.Code {
+		return jen.Qual(templatePkg, "Must").Call(
+			jen.Qual(templatePkg, "New").Call(jen.Lit(iface + "." + am.fn.Name() + " " + what)).Dot("Parse").Call(jen.Lit(text)),
+		)
+	}
+	if system := systemPrompt(am); system.tmpl {
+		fields = append(fields, field("SystemTemplate", tmpl("system", am.system)))
+	} else if system.text != "" {
+		fields = append(fields, field("System", jen.Lit(system.text)))
+	}
+	if promptOf(am.user, am).tmpl {
+		fields = append(fields, field("UserTemplate", tmpl("user", am.user)))
+	}
+	if len(am.tools) > 0 {
+		var tools []jen.Code
+		for _, t := range am.tools {
+			tools = append(tools, jen.Line().Id(t.funcName))
+		}
+		fields = append(fields, field("Tools", jen.Index().Qual(aiPkg, "Tool").Values(append(tools, jen.Line())...)))
+	}
+	if am.content != nil && !isString(am.content) {
+		fields = append(fields,
+			field("Schema", jen.Qual(jsonPkg, "RawMessage").Call(rawLit(am.schema))),
+			field("Output", jen.Qual(aiPkg, "OutputJSON")),
+		)
+	}
+	e.doc(fmt.Sprintf("%s describes %s.%s to the AI service.", v, iface, am.fn.Name()))
+	e.f.Var().Id(v).Op("=").Qual(aiPkg, "Method").Values(append(fields, jen.Line())...)
 	e.f.Line()
-	for _, am := range s.methods {
-		e.aiMethod(s, am)
-	}
+	return v
 }
 
-func lower(s string) string {
-	if s == "" {
-		return s
-	}
-	return string(s[0]|0x20) + s[1:]
-}
-
-func (e *emitter) aiMethod(s *aiModel, am *aiMethod) {
+func (e *emitter) aiMethod(s *aiModel, am *aiMethod, methodVar string) {
 	sig := am.sig
-	local := newLocals(am.idents).fresh
-	recv := local("x")
+	names := e.names(am.idents...)
+	recv := names.fresh("x")
 	var params []jen.Code
 	for i, n := range am.idents {
 		params = append(params, jen.Id(n).Add(e.typ(sig.Params().At(i).Type())))
@@ -168,77 +229,58 @@ func (e *emitter) aiMethod(s *aiModel, am *aiMethod) {
 		e.err = err
 	}
 	ctx := am.idents[0]
-	dataV, reqV, errV := local("data"), local("req"), local("err")
 
-	// fail returns the zero results with err.
-	var zeroDecls []jen.Code
-	zero := ""
-	if am.output != aiStream {
-		zero = local("zero")
-		zeroDecls = []jen.Code{jen.Var().Id(zero).Add(e.typ(sig.Results().At(0).Type()))}
+	// The request: the method, the user message unless a template makes
+	// it, the parameters when a template needs them.
+	reqFields := []jen.Code{inline("Method", jen.Op("&").Id(methodVar))}
+	user := promptOf(am.user, am)
+	switch {
+	case user.param > 0:
+		reqFields = append(reqFields, inline("User", jen.Id(am.idents[user.param])))
+	case !user.tmpl && user.text != "":
+		reqFields = append(reqFields, inline("User", jen.Lit(user.text)))
 	}
-	fail := func() jen.Code {
-		if am.output == aiStream {
-			return jen.Return(jen.Func().Params(jen.Id("yield").Func().Params(jen.String(), jen.Error()).Bool()).Block(
-				jen.Id("yield").Call(jen.Lit(""), jen.Id(errV)),
-			))
+	var req jen.Code
+	if user.tmpl || systemPrompt(am).tmpl {
+		var data []jen.Code
+		for i, n := range am.params[1:] {
+			data = append(data, jen.Lit(n).Op(":").Id(am.idents[i+1]))
 		}
-		return jen.Return(jen.Id(zero), jen.Id(errV))
+		reqFields = append(reqFields, inline("Data", jen.Map(jen.String()).Any().Values(data...)))
+		lines := make([]jen.Code, 0, len(reqFields)+1)
+		for _, f := range reqFields {
+			lines = append(lines, jen.Line().Add(f))
+		}
+		req = jen.Op("&").Qual(aiPkg, "Request").Values(append(lines, jen.Line())...)
+	} else {
+		req = jen.Op("&").Qual(aiPkg, "Request").Values(reqFields...)
 	}
 
-	body := append([]jen.Code{}, zeroDecls...)
-	dict := jen.Dict{}
-	for i, n := range am.params[1:] {
-		dict[jen.Lit(n)] = jen.Id(am.idents[i+1])
-	}
-	body = append(body, jen.Id(dataV).Op(":=").Map(jen.String()).Any().Values(dict))
-	reqFields := jen.Dict{
-		jen.Id("Method"): jen.Lit(am.fn.Name()),
-		jen.Id("Kind"):   jen.Qual(chatPkg, s.bean.kind.ident()),
-	}
-	for _, tm := range []struct{ suffix, field, text string }{{"System", "System", am.system}, {"User", "User", am.user}} {
-		if tm.text == "" {
-			continue
-		}
-		v := local(lower(tm.suffix))
-		body = append(body,
-			jen.List(jen.Id(v), jen.Id(errV)).Op(":=").Qual(aiPkg, "Render").Call(jen.Id(am.tmplVar+tm.suffix), jen.Id(dataV)),
-			jen.If(jen.Id(errV).Op("!=").Nil()).Block(fail()),
-		)
-		reqFields[jen.Id(tm.field)] = jen.Id(v)
-	}
-	if am.toolsVar != "" {
-		reqFields[jen.Id("Tools")] = jen.Id(am.toolsVar)
-		reqFields[jen.Id("Invokers")] = jen.Id(am.toolsVar + "Invokers")
-	}
-	structured := am.content != nil && !isString(am.content)
-	if structured {
-		reqFields[jen.Id("Output")] = jen.Qual(aiPkg, "OutputJSON")
-		reqFields[jen.Id("Schema")] = jen.Qual(jsonPkg, "RawMessage").Call(rawLit(am.schema))
-	}
-	body = append(body, jen.Id(reqV).Op(":=").Op("&").Qual(aiPkg, "Request").Values(reqFields))
-	svc := jen.Id(recv).Dot("svc")
+	svc := func() *jen.Statement { return jen.Id(recv).Dot("svc") }
+	errV := names.fresh("err")
+	var body []jen.Code
 	switch {
 	case am.output == aiStream:
-		body = append(body, jen.Return(svc.Clone().Dot("Stream").Call(jen.Id(ctx), jen.Id(reqV))))
-	case structured:
-		v, reply := local("v"), "_"
+		body = []jen.Code{jen.Return(svc().Dot("Stream").Call(jen.Id(ctx), req))}
+	case am.content != nil && !isString(am.content):
+		v, reply := names.forType(typeNameFor(am.content)), "_"
 		if am.output == aiResult {
-			reply = local("reply")
+			reply = names.fresh("reply")
 		}
-		call := jen.List(jen.Id(v), jen.Id(reply), jen.Id(errV)).Op(":=").Qual(aiPkg, "Structured").Types(e.typ(am.content)).Call(jen.Id(ctx), svc.Clone(), jen.Id(reqV))
-		body = append(body, call, jen.If(jen.Id(errV).Op("!=").Nil()).Block(fail()))
+		body = []jen.Code{jen.List(jen.Id(v), jen.Id(reply), jen.Id(errV)).Op(":=").Qual(aiPkg, "Structured").Types(e.typ(am.content)).Call(jen.Id(ctx), svc(), req)}
 		if am.output == aiResult {
-			body = append(body, jen.Return(jen.Qual(aiPkg, "NewResult").Call(jen.Id(v), jen.Id(reply)), jen.Nil()))
+			body = append(body,
+				ifErr(errV, e.zero(sig.Results().At(0).Type()), jen.Id(errV)),
+				jen.Return(jen.Qual(aiPkg, "NewResult").Call(jen.Id(v), jen.Id(reply)), jen.Nil()))
 		} else {
-			body = append(body, jen.Return(jen.Id(v), jen.Nil()))
+			body = append(body, jen.Return(jen.Id(v), jen.Id(errV))) // Structured returns the zero T with an error
 		}
 	default:
-		reply := local("reply")
-		body = append(body,
-			jen.List(jen.Id(reply), jen.Id(errV)).Op(":=").Add(svc.Clone().Dot("Chat").Call(jen.Id(ctx), jen.Id(reqV))),
-			jen.If(jen.Id(errV).Op("!=").Nil()).Block(fail()),
-		)
+		reply := names.fresh("reply")
+		body = []jen.Code{
+			jen.List(jen.Id(reply), jen.Id(errV)).Op(":=").Add(svc().Dot("Chat").Call(jen.Id(ctx), req)),
+			ifErr(errV, e.zero(sig.Results().At(0).Type()), jen.Id(errV)),
+		}
 		if am.output == aiResult {
 			body = append(body, jen.Return(jen.Qual(aiPkg, "NewResult").Call(jen.Id(reply).Dot("Content"), jen.Id(reply)), jen.Nil()))
 		} else {

@@ -6,52 +6,86 @@ import (
 	"github.com/dave/jennifer/jen"
 )
 
+// nameFuncs names the generated functions of the routes
+// (chatRoute<Name>) and the error handlers (chatCatch<Func>), so that
+// stack traces and profiles show them.
+func (e *emitter) nameFuncs() {
+	for _, r := range e.m.routes {
+		e.routeFuncs = append(e.routeFuncs, e.topName("chatRoute"+routeIdent(r.name)))
+	}
+	for _, c := range e.m.catches {
+		e.catchFuncs = append(e.catchFuncs, e.topName("chatCatch"+upperFirst(c.fn.Name())))
+	}
+}
+
 // routes returns the statements of Register that add the routes and error
 // handlers to p.
 func (e *emitter) routes() []jen.Code {
 	var out []jen.Code
-	for _, r := range e.m.routes {
-		out = append(out, e.route(r))
+	for i, r := range e.m.routes {
+		fields := []jen.Code{inline("Name", jen.Lit(r.name))}
+		if r.isDefault {
+			fields = append(fields, inline("Default", jen.True()))
+		}
+		if len(r.roles) > 0 {
+			roles := make([]jen.Code, len(r.roles))
+			for i, role := range r.roles {
+				roles[i] = jen.Lit(role)
+			}
+			fields = append(fields, inline("Roles", jen.Index().String().Values(roles...)))
+		}
+		fields = append(fields, inline("Handle", jen.Id(e.routeFuncs[i])))
+		out = append(out, jen.Id("p").Dot("AddRoute").Call(jen.Qual(chatPkg, "RouteSpec").Values(fields...)))
 	}
-	for _, c := range e.m.catches {
-		out = append(out, e.catch(c))
+	for i, c := range e.m.catches {
+		var fields []jen.Code
+		if c.route != "" {
+			fields = append(fields, inline("Route", jen.Lit(c.route)))
+		}
+		fields = append(fields, inline("Type", jen.Lit(e.m.typeString(c.errType))))
+		if c.iface {
+			fields = append(fields, inline("Interface", jen.True()))
+		}
+		fields = append(fields, inline("Handle", jen.Id(e.catchFuncs[i])))
+		out = append(out, jen.Id("p").Dot("AddCatch").Call(jen.Qual(chatPkg, "CatchSpec").Values(fields...)))
 	}
 	return out
 }
 
-func (e *emitter) route(r *routeModel) jen.Code {
-	fields := []jen.Code{field("Name", jen.Lit(r.name))}
-	if r.isDefault {
-		fields = append(fields, field("Default", jen.True()))
+// routeFuncsAndCatches writes the functions Register hands the router.
+func (e *emitter) routeFuncsAndCatches() {
+	for i, r := range e.m.routes {
+		e.routeFunc(r, e.routeFuncs[i])
 	}
-	if len(r.roles) > 0 {
-		roles := make([]jen.Code, len(r.roles))
-		for i, role := range r.roles {
-			roles[i] = jen.Lit(role)
-		}
-		fields = append(fields, field("Roles", jen.Index().String().Values(roles...)))
+	for i, c := range e.m.catches {
+		e.catchFunc(c, e.catchFuncs[i])
 	}
-	fields = append(fields, field("Handle", jen.Func().Params(
-		jen.Id("ctx").Add(e.ctxType()), jen.Id("req").Op("*").Qual(chatPkg, "RouteRequest"),
-	).Error().Block(e.routeBody(r)...)))
-	return jen.Id("p").Dot("AddRoute").Call(jen.Qual(chatPkg, "RouteSpec").Values(append(fields, jen.Line())...))
 }
 
-func (e *emitter) routeBody(r *routeModel) []jen.Code {
-	var body []jen.Code
-	if r.bean != nil && r.bean.kind == kindInvocation {
-		body = append(body,
-			jen.List(jen.Id("ctx"), jen.Id("end")).Op(":=").Qual(chatPkg, "BeginInvocation").Call(jen.Id("ctx")),
-			jen.Defer().Id("end").Call(),
-		)
+func (e *emitter) routeFunc(r *routeModel, name string) {
+	// The parameters and locals avoid every name the function refers to:
+	// a func route called req keeps its name.
+	names := e.names()
+	ctx, req, errV := names.fresh("ctx"), names.fresh("req"), names.fresh("err")
+	// The parameters decoded from the request data keep their names.
+	locals := make([]string, len(r.params))
+	for i, p := range r.params {
+		if p.kind == paramData {
+			locals[i] = names.fresh(p.name)
+		}
 	}
+
+	var body []jen.Code
 	var callee *jen.Statement
+	what := r.fn.Name()
 	if r.bean != nil {
-		body = append(body,
-			jen.List(jen.Id("bean"), jen.Err()).Op(":=").Qual(chatPkg, "Lookup").Call(jen.Id("ctx"), jen.Id(r.bean.beanVar)),
-			jen.If(jen.Err().Op("!=").Nil()).Block(jen.Return(jen.Err())),
-		)
-		callee = jen.Id("bean").Dot(r.fn.Name())
+		if invocationScoped(r.bean) {
+			body = append(body, beginInvocation(ctx, names.fresh("end"))...)
+		}
+		bv := names.forType(r.bean.obj.Name())
+		body = append(body, lookup(bv, errV, ctx, r.bean), ifErr(errV, jen.Id(errV)))
+		callee = jen.Id(bv).Dot(r.fn.Name())
+		what = r.bean.obj.Name() + "." + r.fn.Name()
 	} else {
 		callee = jen.Id(r.fn.Name())
 	}
@@ -59,84 +93,92 @@ func (e *emitter) routeBody(r *routeModel) []jen.Code {
 	for i, p := range r.params {
 		switch p.kind {
 		case paramContext:
-			args = append(args, jen.Id("ctx"))
+			args = append(args, jen.Id(ctx))
 		case paramUser:
-			args = append(args, jen.Id("req").Dot("UserMessage").Call())
+			args = append(args, jen.Id(req).Dot("UserMessage").Call())
 		case paramRequest:
-			args = append(args, jen.Id("req"))
+			args = append(args, jen.Id(req))
 		case paramResponse:
-			args = append(args, jen.Qual(chatPkg, "Response").Call(jen.Id("ctx")))
+			args = append(args, jen.Qual(chatPkg, "Response").Call(jen.Id(ctx)))
 		default:
-			v := fmt.Sprintf("arg%d", i)
+			v := locals[i]
 			body = append(body,
 				jen.Var().Id(v).Add(e.typ(p.typ)),
-				jen.If(jen.Err().Op(":=").Id("req").Dot("Decode").Call(jen.Lit(p.name), jen.Op("&").Id(v)), jen.Err().Op("!=").Nil()).Block(jen.Return(jen.Err())),
+				jen.If(jen.Id(errV).Op(":=").Id(req).Dot("Decode").Call(jen.Lit(p.name), jen.Op("&").Id(v)), jen.Id(errV).Op("!=").Nil()).Block(jen.Return(jen.Id(errV))),
 			)
 			args = append(args, jen.Id(v))
 		}
 	}
-	call := callee.Call(args...)
+	body = append(body, e.routeCall(r, callee.Call(args...), names, ctx, errV)...)
+
+	e.doc(fmt.Sprintf("%s runs the route %s: it calls %s.", name, r.name, what))
+	e.f.Func().Id(name).Params(
+		jen.Id(ctx).Add(ctxType()), jen.Id(req).Op("*").Qual(chatPkg, "RouteRequest"),
+	).Error().Block(body...)
+	e.f.Line()
+}
+
+// routeCall makes the route's call and sends its result.
+func (e *emitter) routeCall(r *routeModel, call *jen.Statement, names *funcNames, ctx, errV string) []jen.Code {
 	switch {
 	case r.result == nil && !r.errRes:
-		return append(body, call, jen.Return(jen.Nil()))
+		return []jen.Code{call, jen.Return(jen.Nil())}
 	case r.result == nil:
-		return append(body, jen.Return(call))
+		return []jen.Code{jen.Return(call)}
 	}
+	res := names.fresh("res")
+	var body []jen.Code
 	if r.errRes {
-		body = append(body,
-			jen.List(jen.Id("res"), jen.Err()).Op(":=").Add(call),
-			jen.If(jen.Err().Op("!=").Nil()).Block(jen.Return(jen.Err())),
-		)
+		body = append(body, jen.List(jen.Id(res), jen.Id(errV)).Op(":=").Add(call), ifErr(errV, jen.Id(errV)))
 	} else {
-		body = append(body, jen.Id("res").Op(":=").Add(call))
+		body = append(body, jen.Id(res).Op(":=").Add(call))
 	}
 	switch r.result.kind {
 	case resultSeq:
-		return append(body, jen.Return(jen.Qual(chatPkg, "SendStream").Call(jen.Id("ctx"), jen.Id("res"))))
+		return append(body, jen.Return(jen.Qual(chatPkg, "SendStream").Call(jen.Id(ctx), jen.Id(res))))
 	case resultSeq2:
-		return append(body, jen.Return(jen.Qual(chatPkg, "SendStreamWithErrors").Call(jen.Id("ctx"), jen.Id("res"))))
+		return append(body, jen.Return(jen.Qual(chatPkg, "SendStreamWithErrors").Call(jen.Id(ctx), jen.Id(res))))
 	case resultAI:
-		return append(body, jen.Return(jen.Id("res").Dot("Send").Call(jen.Id("ctx"))))
+		return append(body, jen.Return(jen.Id(res).Dot("Send").Call(jen.Id(ctx))))
 	}
 	if r.result.nilable {
-		body = append(body, jen.If(jen.Id("res").Op("==").Nil()).Block(jen.Return(jen.Nil())))
+		body = append(body, jen.If(jen.Id(res).Op("==").Nil()).Block(jen.Return(jen.Nil())))
 	}
 	if r.event != "" {
 		if isString(r.result.typ) {
-			body = append(body, jen.If(jen.Id("res").Op("==").Lit("")).Block(jen.Return(jen.Nil())))
+			body = append(body, jen.If(jen.Id(res).Op("==").Lit("")).Block(jen.Return(jen.Nil())))
 		}
-		return append(body, jen.Return(jen.Qual(chatPkg, "Response").Call(jen.Id("ctx")).Dot("Event").Call(jen.Lit(r.event), jen.Id("res"))))
+		return append(body, jen.Return(jen.Qual(chatPkg, "Response").Call(jen.Id(ctx)).Dot("Event").Call(jen.Lit(r.event), jen.Id(res))))
 	}
-	return append(body, jen.Return(jen.Qual(chatPkg, "SendValue").Call(jen.Id("ctx"), jen.Id("res"))))
+	return append(body, jen.Return(jen.Qual(chatPkg, "SendValue").Call(jen.Id(ctx), jen.Id(res))))
 }
 
-func (e *emitter) catch(c *catchModel) jen.Code {
-	var fields []jen.Code
-	if c.route != "" {
-		fields = append(fields, field("Route", jen.Lit(c.route)))
-	}
-	fields = append(fields, field("Type", jen.Lit(e.m.typeString(c.errType))))
-	if c.iface {
-		fields = append(fields, field("Interface", jen.True()))
-	}
+func (e *emitter) catchFunc(c *catchModel, name string) {
+	names := e.names()
+	ctx, errV := names.fresh("ctx"), names.fresh("err")
+	target, ok := names.fresh("target"), names.fresh("ok")
 	var args []jen.Code
 	if c.takesCtx {
-		args = append(args, jen.Id("ctx"))
+		args = append(args, jen.Id(ctx))
 	}
-	args = append(args, jen.Id("target"))
+	args = append(args, jen.Id(target))
 	call := jen.Id(c.fn.Name()).Call(args...)
-	var tail []jen.Code
-	if c.returnsErr {
-		tail = []jen.Code{jen.Return(jen.True(), call)}
-	} else {
-		tail = []jen.Code{call, jen.Return(jen.True(), jen.Nil())}
+	body := []jen.Code{
+		jen.List(jen.Id(target), jen.Id(ok)).Op(":=").Id(errV).Assert(e.typ(c.errType)),
+		jen.If(jen.Op("!").Id(ok)).Block(jen.Return(jen.False(), jen.Nil())),
 	}
-	body := append([]jen.Code{
-		jen.List(jen.Id("target"), jen.Id("ok")).Op(":=").Err().Assert(e.typ(c.errType)),
-		jen.If(jen.Op("!").Id("ok")).Block(jen.Return(jen.False(), jen.Nil())),
-	}, tail...)
-	fields = append(fields, field("Handle", jen.Func().Params(jen.Id("ctx").Add(e.ctxType()), jen.Err().Error()).Params(jen.Bool(), jen.Error()).Block(body...)))
-	return jen.Id("p").Dot("AddCatch").Call(jen.Qual(chatPkg, "CatchSpec").Values(append(fields, jen.Line())...))
+	if c.returnsErr {
+		body = append(body, jen.Return(jen.True(), call))
+	} else {
+		body = append(body, call, jen.Return(jen.True(), jen.Nil()))
+	}
+	scope := "every route"
+	if c.route != "" {
+		scope = "the route " + c.route
+	}
+	e.doc(fmt.Sprintf("%s hands the %s errors of %s to %s.", name, e.m.typeString(c.errType), scope, c.fn.Name()))
+	e.f.Func().Id(name).Params(jen.Id(ctx).Add(ctxType()), jen.Id(errV).Error()).Params(jen.Bool(), jen.Error()).Block(body...)
+	e.f.Line()
 }
 
 // eventTypes writes the ChatEventType methods of //chat:event types.
@@ -164,7 +206,13 @@ func (e *emitter) routeAssertions() []jen.Code {
 	return out
 }
 
-// field renders one "Name: value," line of a composite literal.
+// field renders one "Name: value," line of a composite literal; the
+// fields keep the order they are given in (jen.Dict would sort them).
 func field(name string, value jen.Code) jen.Code {
 	return jen.Line().Id(name).Op(":").Add(value)
+}
+
+// inline renders "Name: value" in a composite literal written on one line.
+func inline(name string, value jen.Code) jen.Code {
+	return jen.Id(name).Op(":").Add(value)
 }

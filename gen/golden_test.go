@@ -12,6 +12,7 @@ import (
 	"sync"
 	"testing"
 
+	"golang.org/x/tools/imports"
 	"golang.org/x/tools/txtar"
 )
 
@@ -187,6 +188,9 @@ func TestGolden(t *testing.T) {
 				dir := filepath.Join(mod.dir, c.name)
 				c.materialize(t, dir)
 				got := runGenerator(t, mod, dir)
+				if got.output != nil {
+					checkGoimportsClean(t, got.output)
+				}
 				if *update {
 					c.update(t, got)
 				} else {
@@ -214,6 +218,20 @@ func TestGolden(t *testing.T) {
 	cmd.Env = mod.env
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("go vet of the generated outputs failed: %v\n%s", err, out)
+	}
+}
+
+// checkGoimportsClean fails when goimports would change src: the
+// generator formats its output once, and must still match goimports
+// (gofmt, plus standard-library imports grouped apart).
+func checkGoimportsClean(t *testing.T, src []byte) {
+	t.Helper()
+	want, err := imports.Process(outputName, src, &imports.Options{FormatOnly: true, Comments: true, TabIndent: true, TabWidth: 8})
+	if err != nil {
+		t.Fatalf("goimports: %v", err)
+	}
+	if !bytes.Equal(src, want) {
+		t.Errorf("the output is not goimports-clean:\n%s", lineDiff(string(want), string(src)))
 	}
 }
 

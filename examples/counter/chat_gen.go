@@ -8,8 +8,23 @@ import (
 	"github.com/chatscopes/chatgen/runtime/chat"
 )
 
-// This file needs a chatgen runtime that supports version 1 of the generated code.
+// This file needs a chatgen runtime that supports generated code version 1.
 const _ = chat.SupportPackageIsVersion1
+
+// Compile-time assertions: a compiler error here means the annotated source
+// changed since this file was generated. Re-run go generate.
+func _() {
+	var _ func(*Counter) int = (*Counter).Get
+	var _ func(*Counter) = (*Counter).Increment
+	var _ func(*PerChatCounter) int = (*PerChatCounter).Get
+	var _ func(*PerChatCounter) = (*PerChatCounter).Increment
+	var _ func(*InvocationCounter) int = (*InvocationCounter).Get
+	var _ func(*InvocationCounter) = (*InvocationCounter).Increment
+	var _ func(*Calculator, context.Context) int = (*Calculator).Add
+	var _ func(context.Context, *Journal) (*Tally, error) = NewTally
+	var _ func(*Tally, string) = (*Tally).Add
+	var _ func(*Tally) []string = (*Tally).Items
+}
 
 // Deps holds the application dependencies of this package's scoped beans and
 // the configuration of its AI services: each dependency is passed to the
@@ -179,19 +194,4 @@ func (TallyProxy) Add(ctx context.Context, item string) {
 // Items calls Items on the Tally of the chat scope in ctx.
 func (TallyProxy) Items(ctx context.Context) []string {
 	return chat.MustLookup(ctx, chatBeanTally).Items()
-}
-
-// Compile-time assertions: a compiler error here means the annotated source
-// changed since this file was generated. Re-run go generate.
-func _() {
-	var _ func(*Counter) int = (*Counter).Get
-	var _ func(*Counter) = (*Counter).Increment
-	var _ func(*PerChatCounter) int = (*PerChatCounter).Get
-	var _ func(*PerChatCounter) = (*PerChatCounter).Increment
-	var _ func(*InvocationCounter) int = (*InvocationCounter).Get
-	var _ func(*InvocationCounter) = (*InvocationCounter).Increment
-	var _ func(*Calculator, context.Context) int = (*Calculator).Add
-	var _ func(context.Context, *Journal) (*Tally, error) = NewTally
-	var _ func(*Tally, string) = (*Tally).Add
-	var _ func(*Tally) []string = (*Tally).Items
 }

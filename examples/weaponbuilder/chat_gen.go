@@ -5,15 +5,46 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"text/template"
 
 	"github.com/chatscopes/chatgen/runtime/ai"
 	"github.com/chatscopes/chatgen/runtime/chat"
 	"github.com/tmc/langchaingo/llms"
 )
 
-// This file needs a chatgen runtime that supports version 1 of the generated code.
+// This file needs a chatgen runtime that supports generated code version 1.
 const _ = chat.SupportPackageIsVersion1
+
+// Compile-time assertions: a compiler error here means the annotated source
+// changed since this file was generated. Re-run go generate.
+func _() {
+	var _ func(ArmorBuilder, context.Context, string) (ai.Result[string], error) = ArmorBuilder.Chat
+	var _ ArmorBuilder = ArmorBuilderProxy{}
+	var _ func(*Armory) *Anvil = NewAnvil
+	var _ func(*Anvil, context.Context, Piece) (Armor, error) = (*Anvil).SetPiece
+	var _ func(*Anvil, context.Context, Material) (Armor, error) = (*Anvil).SetMaterial
+	var _ func(*Anvil, context.Context) (string, error) = (*Anvil).FinishArmor
+	var _ func(Enchanter, context.Context, string) (ai.Result[string], error) = Enchanter.Chat
+	var _ Enchanter = EnchanterProxy{}
+	var _ func(*Runes, context.Context, Element) (Enchantment, error) = (*Runes).SetElement
+	var _ func(*Runes, context.Context, int) (Enchantment, error) = (*Runes).SetPower
+	var _ func(*Runes, context.Context) (string, error) = (*Runes).Bind
+	var _ func(MainMenu, context.Context, string) (ai.Result[string], error) = MainMenu.Chat
+	var _ MainMenu = MainMenuProxy{}
+	var _ func(*Armory) *Counter = NewCounter
+	var _ func(*Counter, context.Context) error = (*Counter).BuildWeapon
+	var _ func(*Counter, context.Context) error = (*Counter).BuildArmor
+	var _ func(*Counter) Inventory = (*Counter).ListArmory
+	var _ func(WeaponBuilder, context.Context, string) (ai.Result[string], error) = WeaponBuilder.Chat
+	var _ WeaponBuilder = WeaponBuilderProxy{}
+	var _ func(*Armory) *Workbench = NewWorkbench
+	var _ func(*Workbench, context.Context, Kind) (Weapon, error) = (*Workbench).SetKind
+	var _ func(*Workbench, context.Context, string) (Weapon, error) = (*Workbench).SetName
+	var _ func(*Workbench, context.Context, int) (Weapon, error) = (*Workbench).SetDamage
+	var _ func(*Workbench) Weapon = (*Workbench).ShowWeapon
+	var _ func(*Workbench, context.Context) error = (*Workbench).Enchant
+	var _ func(*Workbench, Enchantment) Weapon = (*Workbench).ApplyEnchantment
+	var _ func(*Workbench, context.Context) (string, error) = (*Workbench).Finish
+}
 
 // Deps holds the application dependencies of this package's scoped beans and
 // the configuration of its AI services: each dependency is passed to the
@@ -21,17 +52,17 @@ const _ = chat.SupportPackageIsVersion1
 type Deps struct {
 	// Armory is passed to NewAnvil, NewWorkbench and NewCounter.
 	Armory *Armory
-	// ArmorBuilder configures the //chat:ai service ArmorBuilder: its model, memory and
-	// tool-loop limits.
+	// ArmorBuilder configures the //chat:ai service ArmorBuilder: its
+	// model, memory and tool-loop limits.
 	ArmorBuilder ai.Config
-	// Enchanter configures the //chat:ai service Enchanter: its model, memory and
-	// tool-loop limits.
+	// Enchanter configures the //chat:ai service Enchanter: its model,
+	// memory and tool-loop limits.
 	Enchanter ai.Config
-	// MainMenu configures the //chat:ai service MainMenu: its model, memory and
-	// tool-loop limits.
+	// MainMenu configures the //chat:ai service MainMenu: its model,
+	// memory and tool-loop limits.
 	MainMenu ai.Config
-	// WeaponBuilder configures the //chat:ai service WeaponBuilder: its model, memory and
-	// tool-loop limits.
+	// WeaponBuilder configures the //chat:ai service WeaponBuilder: its
+	// model, memory and tool-loop limits.
 	WeaponBuilder ai.Config
 }
 
@@ -56,73 +87,72 @@ func Register(deps Deps) *chat.Package {
 	chat.Provide(p, chatBeanWeaponBuilder, func(context.Context) (WeaponBuilder, error) {
 		return &chatAIWeaponBuilder{svc: svcWeaponBuilder}, nil
 	})
-	p.AddRoute(chat.RouteSpec{
-		Name: "armor",
-		Handle: func(ctx context.Context, req *chat.RouteRequest) error {
-			bean, err := chat.Lookup(ctx, chatBeanArmorBuilder)
-			if err != nil {
-				return err
-			}
-			res, err := bean.Chat(ctx, req.UserMessage())
-			if err != nil {
-				return err
-			}
-			return res.Send(ctx)
-		},
-	})
-	p.AddRoute(chat.RouteSpec{
-		Name: "enchant",
-		Handle: func(ctx context.Context, req *chat.RouteRequest) error {
-			bean, err := chat.Lookup(ctx, chatBeanEnchanter)
-			if err != nil {
-				return err
-			}
-			res, err := bean.Chat(ctx, req.UserMessage())
-			if err != nil {
-				return err
-			}
-			return res.Send(ctx)
-		},
-	})
-	p.AddRoute(chat.RouteSpec{
-		Name:    "menu",
-		Default: true,
-		Handle: func(ctx context.Context, req *chat.RouteRequest) error {
-			bean, err := chat.Lookup(ctx, chatBeanMainMenu)
-			if err != nil {
-				return err
-			}
-			res, err := bean.Chat(ctx, req.UserMessage())
-			if err != nil {
-				return err
-			}
-			return res.Send(ctx)
-		},
-	})
-	p.AddRoute(chat.RouteSpec{
-		Name: "weapon",
-		Handle: func(ctx context.Context, req *chat.RouteRequest) error {
-			bean, err := chat.Lookup(ctx, chatBeanWeaponBuilder)
-			if err != nil {
-				return err
-			}
-			res, err := bean.Chat(ctx, req.UserMessage())
-			if err != nil {
-				return err
-			}
-			return res.Send(ctx)
-		},
-	})
-	chat.Provide(p, chatBeanAnvil, func(ctx context.Context) (*Anvil, error) {
+	p.AddRoute(chat.RouteSpec{Name: "armor", Handle: chatRouteArmor})
+	p.AddRoute(chat.RouteSpec{Name: "enchant", Handle: chatRouteEnchant})
+	p.AddRoute(chat.RouteSpec{Name: "menu", Default: true, Handle: chatRouteMenu})
+	p.AddRoute(chat.RouteSpec{Name: "weapon", Handle: chatRouteWeapon})
+	chat.Provide(p, chatBeanAnvil, func(context.Context) (*Anvil, error) {
 		return NewAnvil(deps.Armory), nil
 	})
-	chat.Provide(p, chatBeanCounter, func(ctx context.Context) (*Counter, error) {
+	chat.Provide(p, chatBeanCounter, func(context.Context) (*Counter, error) {
 		return NewCounter(deps.Armory), nil
 	})
-	chat.Provide(p, chatBeanWorkbench, func(ctx context.Context) (*Workbench, error) {
+	chat.Provide(p, chatBeanWorkbench, func(context.Context) (*Workbench, error) {
 		return NewWorkbench(deps.Armory), nil
 	})
 	return p
+}
+
+// chatRouteArmor runs the route armor: it calls ArmorBuilder.Chat.
+func chatRouteArmor(ctx context.Context, req *chat.RouteRequest) error {
+	armorBuilder, err := chat.Lookup(ctx, chatBeanArmorBuilder)
+	if err != nil {
+		return err
+	}
+	res, err := armorBuilder.Chat(ctx, req.UserMessage())
+	if err != nil {
+		return err
+	}
+	return res.Send(ctx)
+}
+
+// chatRouteEnchant runs the route enchant: it calls Enchanter.Chat.
+func chatRouteEnchant(ctx context.Context, req *chat.RouteRequest) error {
+	enchanter, err := chat.Lookup(ctx, chatBeanEnchanter)
+	if err != nil {
+		return err
+	}
+	res, err := enchanter.Chat(ctx, req.UserMessage())
+	if err != nil {
+		return err
+	}
+	return res.Send(ctx)
+}
+
+// chatRouteMenu runs the route menu: it calls MainMenu.Chat.
+func chatRouteMenu(ctx context.Context, req *chat.RouteRequest) error {
+	mainMenu, err := chat.Lookup(ctx, chatBeanMainMenu)
+	if err != nil {
+		return err
+	}
+	res, err := mainMenu.Chat(ctx, req.UserMessage())
+	if err != nil {
+		return err
+	}
+	return res.Send(ctx)
+}
+
+// chatRouteWeapon runs the route weapon: it calls WeaponBuilder.Chat.
+func chatRouteWeapon(ctx context.Context, req *chat.RouteRequest) error {
+	weaponBuilder, err := chat.Lookup(ctx, chatBeanWeaponBuilder)
+	if err != nil {
+		return err
+	}
+	res, err := weaponBuilder.Chat(ctx, req.UserMessage())
+	if err != nil {
+		return err
+	}
+	return res.Send(ctx)
 }
 
 // chatBeanArmorBuilder describes the scoped type ArmorBuilder: one instance
@@ -144,12 +174,11 @@ type ArmorBuilderProxy struct{}
 
 // Chat calls Chat on the ArmorBuilder of the chat scope in ctx.
 func (ArmorBuilderProxy) Chat(ctx context.Context, userMessage string) (ai.Result[string], error) {
-	b, err := chat.Lookup(ctx, chatBeanArmorBuilder)
+	armorBuilder, err := chat.Lookup(ctx, chatBeanArmorBuilder)
 	if err != nil {
-		var r0 ai.Result[string]
-		return r0, err
+		return ai.Result[string]{}, err
 	}
-	return b.Chat(ctx, userMessage)
+	return armorBuilder.Chat(ctx, userMessage)
 }
 
 // chatBeanAnvil describes the scoped type Anvil: one instance per chat
@@ -171,32 +200,29 @@ type AnvilProxy struct{}
 
 // SetPiece calls SetPiece on the Anvil of the chat scope in ctx.
 func (AnvilProxy) SetPiece(ctx context.Context, piece Piece) (Armor, error) {
-	b, err := chat.Lookup(ctx, chatBeanAnvil)
+	anvil, err := chat.Lookup(ctx, chatBeanAnvil)
 	if err != nil {
-		var r0 Armor
-		return r0, err
+		return Armor{}, err
 	}
-	return b.SetPiece(ctx, piece)
+	return anvil.SetPiece(ctx, piece)
 }
 
 // SetMaterial calls SetMaterial on the Anvil of the chat scope in ctx.
 func (AnvilProxy) SetMaterial(ctx context.Context, material Material) (Armor, error) {
-	b, err := chat.Lookup(ctx, chatBeanAnvil)
+	anvil, err := chat.Lookup(ctx, chatBeanAnvil)
 	if err != nil {
-		var r0 Armor
-		return r0, err
+		return Armor{}, err
 	}
-	return b.SetMaterial(ctx, material)
+	return anvil.SetMaterial(ctx, material)
 }
 
 // FinishArmor calls FinishArmor on the Anvil of the chat scope in ctx.
 func (AnvilProxy) FinishArmor(ctx context.Context) (string, error) {
-	b, err := chat.Lookup(ctx, chatBeanAnvil)
+	anvil, err := chat.Lookup(ctx, chatBeanAnvil)
 	if err != nil {
-		var r0 string
-		return r0, err
+		return "", err
 	}
-	return b.FinishArmor(ctx)
+	return anvil.FinishArmor(ctx)
 }
 
 // chatBeanEnchanter describes the scoped type Enchanter: one instance per
@@ -218,12 +244,11 @@ type EnchanterProxy struct{}
 
 // Chat calls Chat on the Enchanter of the chat scope in ctx.
 func (EnchanterProxy) Chat(ctx context.Context, userMessage string) (ai.Result[string], error) {
-	b, err := chat.Lookup(ctx, chatBeanEnchanter)
+	enchanter, err := chat.Lookup(ctx, chatBeanEnchanter)
 	if err != nil {
-		var r0 ai.Result[string]
-		return r0, err
+		return ai.Result[string]{}, err
 	}
-	return b.Chat(ctx, userMessage)
+	return enchanter.Chat(ctx, userMessage)
 }
 
 // chatBeanRunes describes the scoped type Runes: one instance per chat
@@ -247,32 +272,29 @@ type RunesProxy struct{}
 
 // SetElement calls SetElement on the Runes of the chat scope in ctx.
 func (RunesProxy) SetElement(ctx context.Context, element Element) (Enchantment, error) {
-	b, err := chat.Lookup(ctx, chatBeanRunes)
+	runes, err := chat.Lookup(ctx, chatBeanRunes)
 	if err != nil {
-		var r0 Enchantment
-		return r0, err
+		return Enchantment{}, err
 	}
-	return b.SetElement(ctx, element)
+	return runes.SetElement(ctx, element)
 }
 
 // SetPower calls SetPower on the Runes of the chat scope in ctx.
 func (RunesProxy) SetPower(ctx context.Context, power int) (Enchantment, error) {
-	b, err := chat.Lookup(ctx, chatBeanRunes)
+	runes, err := chat.Lookup(ctx, chatBeanRunes)
 	if err != nil {
-		var r0 Enchantment
-		return r0, err
+		return Enchantment{}, err
 	}
-	return b.SetPower(ctx, power)
+	return runes.SetPower(ctx, power)
 }
 
 // Bind calls Bind on the Runes of the chat scope in ctx.
 func (RunesProxy) Bind(ctx context.Context) (string, error) {
-	b, err := chat.Lookup(ctx, chatBeanRunes)
+	runes, err := chat.Lookup(ctx, chatBeanRunes)
 	if err != nil {
-		var r0 string
-		return r0, err
+		return "", err
 	}
-	return b.Bind(ctx)
+	return runes.Bind(ctx)
 }
 
 // chatBeanMainMenu describes the scoped type MainMenu: one instance per chat
@@ -294,12 +316,11 @@ type MainMenuProxy struct{}
 
 // Chat calls Chat on the MainMenu of the chat scope in ctx.
 func (MainMenuProxy) Chat(ctx context.Context, userMessage string) (ai.Result[string], error) {
-	b, err := chat.Lookup(ctx, chatBeanMainMenu)
+	mainMenu, err := chat.Lookup(ctx, chatBeanMainMenu)
 	if err != nil {
-		var r0 ai.Result[string]
-		return r0, err
+		return ai.Result[string]{}, err
 	}
-	return b.Chat(ctx, userMessage)
+	return mainMenu.Chat(ctx, userMessage)
 }
 
 // chatBeanCounter describes the scoped type Counter: one instance per chat
@@ -321,20 +342,20 @@ type CounterProxy struct{}
 
 // BuildWeapon calls BuildWeapon on the Counter of the chat scope in ctx.
 func (CounterProxy) BuildWeapon(ctx context.Context) error {
-	b, err := chat.Lookup(ctx, chatBeanCounter)
+	counter, err := chat.Lookup(ctx, chatBeanCounter)
 	if err != nil {
 		return err
 	}
-	return b.BuildWeapon(ctx)
+	return counter.BuildWeapon(ctx)
 }
 
 // BuildArmor calls BuildArmor on the Counter of the chat scope in ctx.
 func (CounterProxy) BuildArmor(ctx context.Context) error {
-	b, err := chat.Lookup(ctx, chatBeanCounter)
+	counter, err := chat.Lookup(ctx, chatBeanCounter)
 	if err != nil {
 		return err
 	}
-	return b.BuildArmor(ctx)
+	return counter.BuildArmor(ctx)
 }
 
 // ListArmory calls ListArmory on the Counter of the chat scope in ctx.
@@ -361,12 +382,11 @@ type WeaponBuilderProxy struct{}
 
 // Chat calls Chat on the WeaponBuilder of the chat scope in ctx.
 func (WeaponBuilderProxy) Chat(ctx context.Context, userMessage string) (ai.Result[string], error) {
-	b, err := chat.Lookup(ctx, chatBeanWeaponBuilder)
+	weaponBuilder, err := chat.Lookup(ctx, chatBeanWeaponBuilder)
 	if err != nil {
-		var r0 ai.Result[string]
-		return r0, err
+		return ai.Result[string]{}, err
 	}
-	return b.Chat(ctx, userMessage)
+	return weaponBuilder.Chat(ctx, userMessage)
 }
 
 // chatBeanWorkbench describes the scoped type Workbench: one instance per
@@ -386,44 +406,31 @@ func WorkbenchFrom(ctx context.Context) (*Workbench, error) {
 // value is ready to use.
 type WorkbenchProxy struct{}
 
-// show calls show on the Workbench of the chat scope in ctx.
-func (WorkbenchProxy) show(ctx context.Context, thinking string) (Weapon, error) {
-	b, err := chat.Lookup(ctx, chatBeanWorkbench)
-	if err != nil {
-		var r0 Weapon
-		return r0, err
-	}
-	return b.show(ctx, thinking)
-}
-
 // SetKind calls SetKind on the Workbench of the chat scope in ctx.
 func (WorkbenchProxy) SetKind(ctx context.Context, kind Kind) (Weapon, error) {
-	b, err := chat.Lookup(ctx, chatBeanWorkbench)
+	workbench, err := chat.Lookup(ctx, chatBeanWorkbench)
 	if err != nil {
-		var r0 Weapon
-		return r0, err
+		return Weapon{}, err
 	}
-	return b.SetKind(ctx, kind)
+	return workbench.SetKind(ctx, kind)
 }
 
 // SetName calls SetName on the Workbench of the chat scope in ctx.
 func (WorkbenchProxy) SetName(ctx context.Context, name string) (Weapon, error) {
-	b, err := chat.Lookup(ctx, chatBeanWorkbench)
+	workbench, err := chat.Lookup(ctx, chatBeanWorkbench)
 	if err != nil {
-		var r0 Weapon
-		return r0, err
+		return Weapon{}, err
 	}
-	return b.SetName(ctx, name)
+	return workbench.SetName(ctx, name)
 }
 
 // SetDamage calls SetDamage on the Workbench of the chat scope in ctx.
 func (WorkbenchProxy) SetDamage(ctx context.Context, damage int) (Weapon, error) {
-	b, err := chat.Lookup(ctx, chatBeanWorkbench)
+	workbench, err := chat.Lookup(ctx, chatBeanWorkbench)
 	if err != nil {
-		var r0 Weapon
-		return r0, err
+		return Weapon{}, err
 	}
-	return b.SetDamage(ctx, damage)
+	return workbench.SetDamage(ctx, damage)
 }
 
 // ShowWeapon calls ShowWeapon on the Workbench of the chat scope in ctx.
@@ -433,11 +440,11 @@ func (WorkbenchProxy) ShowWeapon(ctx context.Context) Weapon {
 
 // Enchant calls Enchant on the Workbench of the chat scope in ctx.
 func (WorkbenchProxy) Enchant(ctx context.Context) error {
-	b, err := chat.Lookup(ctx, chatBeanWorkbench)
+	workbench, err := chat.Lookup(ctx, chatBeanWorkbench)
 	if err != nil {
 		return err
 	}
-	return b.Enchant(ctx)
+	return workbench.Enchant(ctx)
 }
 
 // ApplyEnchantment calls ApplyEnchantment on the Workbench of the chat scope
@@ -448,12 +455,11 @@ func (WorkbenchProxy) ApplyEnchantment(ctx context.Context, e Enchantment) Weapo
 
 // Finish calls Finish on the Workbench of the chat scope in ctx.
 func (WorkbenchProxy) Finish(ctx context.Context) (string, error) {
-	b, err := chat.Lookup(ctx, chatBeanWorkbench)
+	workbench, err := chat.Lookup(ctx, chatBeanWorkbench)
 	if err != nil {
-		var r0 string
-		return r0, err
+		return "", err
 	}
-	return b.Finish(ctx)
+	return workbench.Finish(ctx)
 }
 
 // ChatEventType returns "weapon": Weapon values are sent as events of that
@@ -480,250 +486,49 @@ func (Inventory) ChatEventType() string {
 	return "inventory"
 }
 
-// chatToolAnvilSetPiece runs the tool setPiece: it decodes the model's
+// chatToolAnvilSetPiece is the tool setPiece: it decodes the model's
 // arguments and calls Anvil.SetPiece on the Anvil of the current scope.
-func chatToolAnvilSetPiece(ctx context.Context, arguments string) (any, error) {
-	var args struct {
-		Piece Piece `json:"piece"`
-	}
-	if err := json.Unmarshal([]byte(arguments), &args); err != nil {
-		return nil, &ai.ArgumentsError{Err: err}
-	}
-	bean, err := chat.Lookup(ctx, chatBeanAnvil)
-	if err != nil {
-		return nil, err
-	}
-	return bean.SetPiece(ctx, args.Piece)
-}
-
-// chatToolAnvilSetMaterial runs the tool setMaterial: it decodes the model's
-// arguments and calls Anvil.SetMaterial on the Anvil of the current scope.
-func chatToolAnvilSetMaterial(ctx context.Context, arguments string) (any, error) {
-	var args struct {
-		Material Material `json:"material"`
-	}
-	if err := json.Unmarshal([]byte(arguments), &args); err != nil {
-		return nil, &ai.ArgumentsError{Err: err}
-	}
-	bean, err := chat.Lookup(ctx, chatBeanAnvil)
-	if err != nil {
-		return nil, err
-	}
-	return bean.SetMaterial(ctx, args.Material)
-}
-
-// chatToolAnvilFinishArmor runs the tool finishArmor: it decodes the model's
-// arguments and calls Anvil.FinishArmor on the Anvil of the current scope.
-func chatToolAnvilFinishArmor(ctx context.Context, _ string) (any, error) {
-	bean, err := chat.Lookup(ctx, chatBeanAnvil)
-	if err != nil {
-		return nil, err
-	}
-	return bean.FinishArmor(ctx)
-}
-
-// chatToolRunesSetElement runs the tool setElement: it decodes the model's
-// arguments and calls Runes.SetElement on the Runes of the current scope.
-func chatToolRunesSetElement(ctx context.Context, arguments string) (any, error) {
-	var args struct {
-		Element Element `json:"element"`
-	}
-	if err := json.Unmarshal([]byte(arguments), &args); err != nil {
-		return nil, &ai.ArgumentsError{Err: err}
-	}
-	bean, err := chat.Lookup(ctx, chatBeanRunes)
-	if err != nil {
-		return nil, err
-	}
-	return bean.SetElement(ctx, args.Element)
-}
-
-// chatToolRunesSetPower runs the tool setPower: it decodes the model's
-// arguments and calls Runes.SetPower on the Runes of the current scope.
-func chatToolRunesSetPower(ctx context.Context, arguments string) (any, error) {
-	var args struct {
-		Power int `json:"power"`
-	}
-	if err := json.Unmarshal([]byte(arguments), &args); err != nil {
-		return nil, &ai.ArgumentsError{Err: err}
-	}
-	bean, err := chat.Lookup(ctx, chatBeanRunes)
-	if err != nil {
-		return nil, err
-	}
-	return bean.SetPower(ctx, args.Power)
-}
-
-// chatToolRunesBind runs the tool bind: it decodes the model's arguments and
-// calls Runes.Bind on the Runes of the current scope.
-func chatToolRunesBind(ctx context.Context, _ string) (any, error) {
-	bean, err := chat.Lookup(ctx, chatBeanRunes)
-	if err != nil {
-		return nil, err
-	}
-	return bean.Bind(ctx)
-}
-
-// chatToolCounterBuildWeapon runs the tool buildWeapon: it decodes the
-// model's arguments and calls Counter.BuildWeapon on the Counter of the
-// current scope.
-func chatToolCounterBuildWeapon(ctx context.Context, _ string) (any, error) {
-	bean, err := chat.Lookup(ctx, chatBeanCounter)
-	if err != nil {
-		return nil, err
-	}
-	return nil, bean.BuildWeapon(ctx)
-}
-
-// chatToolCounterBuildArmor runs the tool buildArmor: it decodes the model's
-// arguments and calls Counter.BuildArmor on the Counter of the current
-// scope.
-func chatToolCounterBuildArmor(ctx context.Context, _ string) (any, error) {
-	bean, err := chat.Lookup(ctx, chatBeanCounter)
-	if err != nil {
-		return nil, err
-	}
-	return nil, bean.BuildArmor(ctx)
-}
-
-// chatToolCounterListArmory runs the tool listArmory: it decodes the model's
-// arguments and calls Counter.ListArmory on the Counter of the current
-// scope.
-func chatToolCounterListArmory(ctx context.Context, _ string) (any, error) {
-	bean, err := chat.Lookup(ctx, chatBeanCounter)
-	if err != nil {
-		return nil, err
-	}
-	return bean.ListArmory(), nil
-}
-
-// chatToolWorkbenchSetKind runs the tool setKind: it decodes the model's
-// arguments and calls Workbench.SetKind on the Workbench of the current
-// scope.
-func chatToolWorkbenchSetKind(ctx context.Context, arguments string) (any, error) {
-	var args struct {
-		Kind Kind `json:"kind"`
-	}
-	if err := json.Unmarshal([]byte(arguments), &args); err != nil {
-		return nil, &ai.ArgumentsError{Err: err}
-	}
-	bean, err := chat.Lookup(ctx, chatBeanWorkbench)
-	if err != nil {
-		return nil, err
-	}
-	return bean.SetKind(ctx, args.Kind)
-}
-
-// chatToolWorkbenchSetName runs the tool setName: it decodes the model's
-// arguments and calls Workbench.SetName on the Workbench of the current
-// scope.
-func chatToolWorkbenchSetName(ctx context.Context, arguments string) (any, error) {
-	var args struct {
-		Name string `json:"name"`
-	}
-	if err := json.Unmarshal([]byte(arguments), &args); err != nil {
-		return nil, &ai.ArgumentsError{Err: err}
-	}
-	bean, err := chat.Lookup(ctx, chatBeanWorkbench)
-	if err != nil {
-		return nil, err
-	}
-	return bean.SetName(ctx, args.Name)
-}
-
-// chatToolWorkbenchSetDamage runs the tool setDamage: it decodes the model's
-// arguments and calls Workbench.SetDamage on the Workbench of the current
-// scope.
-func chatToolWorkbenchSetDamage(ctx context.Context, arguments string) (any, error) {
-	var args struct {
-		Damage int `json:"damage"`
-	}
-	if err := json.Unmarshal([]byte(arguments), &args); err != nil {
-		return nil, &ai.ArgumentsError{Err: err}
-	}
-	bean, err := chat.Lookup(ctx, chatBeanWorkbench)
-	if err != nil {
-		return nil, err
-	}
-	return bean.SetDamage(ctx, args.Damage)
-}
-
-// chatToolWorkbenchShowWeapon runs the tool showWeapon: it decodes the
-// model's arguments and calls Workbench.ShowWeapon on the Workbench of the
-// current scope.
-func chatToolWorkbenchShowWeapon(ctx context.Context, _ string) (any, error) {
-	bean, err := chat.Lookup(ctx, chatBeanWorkbench)
-	if err != nil {
-		return nil, err
-	}
-	return bean.ShowWeapon(), nil
-}
-
-// chatToolWorkbenchEnchant runs the tool enchant: it decodes the model's
-// arguments and calls Workbench.Enchant on the Workbench of the current
-// scope.
-func chatToolWorkbenchEnchant(ctx context.Context, _ string) (any, error) {
-	bean, err := chat.Lookup(ctx, chatBeanWorkbench)
-	if err != nil {
-		return nil, err
-	}
-	return nil, bean.Enchant(ctx)
-}
-
-// chatToolWorkbenchFinish runs the tool finish: it decodes the model's
-// arguments and calls Workbench.Finish on the Workbench of the current
-// scope.
-func chatToolWorkbenchFinish(ctx context.Context, _ string) (any, error) {
-	bean, err := chat.Lookup(ctx, chatBeanWorkbench)
-	if err != nil {
-		return nil, err
-	}
-	return bean.Finish(ctx)
-}
-
-// chatToolsArmorBuilderChat are the tools ArmorBuilder.Chat offers the
-// model.
-var chatToolsArmorBuilderChat = []llms.Tool{{
-	Type: "function",
-	Function: &llms.FunctionDefinition{
+var chatToolAnvilSetPiece = ai.Tool{
+	Definition: llms.Tool{Type: "function", Function: &llms.FunctionDefinition{
 		Name:        "setPiece",
 		Description: "SetPiece sets which piece of armour to make.",
 		Parameters:  json.RawMessage(`{"type":"object","properties":{"piece":{"type":"string","enum":["helm","breastplate","gauntlets","greaves","shield"]}},"required":["piece"],"additionalProperties":false}`),
-	},
-}, {
-	Type: "function",
-	Function: &llms.FunctionDefinition{
+	}},
+	Invoke: ai.BeanTool(chatBeanAnvil, func(ctx context.Context, anvil *Anvil, args struct {
+		Piece Piece `json:"piece"`
+	}) (any, error) {
+		return anvil.SetPiece(ctx, args.Piece)
+	}),
+}
+
+// chatToolAnvilSetMaterial is the tool setMaterial: it decodes the model's
+// arguments and calls Anvil.SetMaterial on the Anvil of the current scope.
+var chatToolAnvilSetMaterial = ai.Tool{
+	Definition: llms.Tool{Type: "function", Function: &llms.FunctionDefinition{
 		Name:        "setMaterial",
 		Description: "SetMaterial sets the material of the armour.",
 		Parameters:  json.RawMessage(`{"type":"object","properties":{"material":{"type":"string","enum":["leather","iron","steel","mithril"]}},"required":["material"],"additionalProperties":false}`),
-	},
-}, {
-	Type: "function",
-	Function: &llms.FunctionDefinition{
+	}},
+	Invoke: ai.BeanTool(chatBeanAnvil, func(ctx context.Context, anvil *Anvil, args struct {
+		Material Material `json:"material"`
+	}) (any, error) {
+		return anvil.SetMaterial(ctx, args.Material)
+	}),
+}
+
+// chatToolAnvilFinishArmor is the tool finishArmor: it calls
+// Anvil.FinishArmor on the Anvil of the current scope.
+var chatToolAnvilFinishArmor = ai.Tool{
+	Definition: llms.Tool{Type: "function", Function: &llms.FunctionDefinition{
 		Name:        "finishArmor",
 		Description: "FinishArmor saves the armour and goes back to the main menu.",
 		Parameters:  json.RawMessage(`{"type":"object","properties":{},"additionalProperties":false}`),
-	},
-}}
-
-// chatToolsArmorBuilderChatInvokers run the tools of
-// chatToolsArmorBuilderChat, in the same order.
-var chatToolsArmorBuilderChatInvokers = []ai.Invoker{{
-	Invoke: chatToolAnvilSetPiece,
-}, {
-	Invoke: chatToolAnvilSetMaterial,
-}, {
+	}},
 	Immediate: true,
-	Invoke:    chatToolAnvilFinishArmor,
-}}
-
-// chatTmplArmorBuilderChatSystem is the system message template of
-// ArmorBuilder.Chat.
-var chatTmplArmorBuilderChatSystem = template.Must(template.New("ArmorBuilder.Chat system").Parse("You are the armorer, building a piece of armour with the player. Find out the piece\nand its material, set them with the tools, then call finishArmor."))
-
-// chatTmplArmorBuilderChatUser is the user message template of
-// ArmorBuilder.Chat.
-var chatTmplArmorBuilderChatUser = template.Must(template.New("ArmorBuilder.Chat user").Parse("{{.userMessage}}"))
+	Invoke: ai.BeanToolNoArgs(chatBeanAnvil, func(ctx context.Context, anvil *Anvil) (any, error) {
+		return anvil.FinishArmor(ctx)
+	}),
+}
 
 // chatAIArmorBuilder is the generated implementation of the //chat:ai
 // interface ArmorBuilder.
@@ -731,74 +536,70 @@ type chatAIArmorBuilder struct {
 	svc *ai.Service
 }
 
+// chatMethodArmorBuilderChat describes ArmorBuilder.Chat to the AI service.
+var chatMethodArmorBuilderChat = ai.Method{
+	Name:   "Chat",
+	Kind:   chat.KindChat,
+	System: "You are the armorer, building a piece of armour with the player. Find out the piece\nand its material, set them with the tools, then call finishArmor.",
+	Tools: []ai.Tool{
+		chatToolAnvilSetPiece,
+		chatToolAnvilSetMaterial,
+		chatToolAnvilFinishArmor,
+	},
+}
+
 // Chat asks the model, as ArmorBuilder.Chat describes.
 func (x *chatAIArmorBuilder) Chat(ctx context.Context, userMessage string) (ai.Result[string], error) {
-	var zero ai.Result[string]
-	data := map[string]any{"userMessage": userMessage}
-	system, err := ai.Render(chatTmplArmorBuilderChatSystem, data)
+	reply, err := x.svc.Chat(ctx, &ai.Request{Method: &chatMethodArmorBuilderChat, User: userMessage})
 	if err != nil {
-		return zero, err
-	}
-	user, err := ai.Render(chatTmplArmorBuilderChatUser, data)
-	if err != nil {
-		return zero, err
-	}
-	req := &ai.Request{
-		Invokers: chatToolsArmorBuilderChatInvokers,
-		Kind:     chat.KindChat,
-		Method:   "Chat",
-		System:   system,
-		Tools:    chatToolsArmorBuilderChat,
-		User:     user,
-	}
-	reply, err := x.svc.Chat(ctx, req)
-	if err != nil {
-		return zero, err
+		return ai.Result[string]{}, err
 	}
 	return ai.NewResult(reply.Content, reply), nil
 }
 
-// chatToolsEnchanterChat are the tools Enchanter.Chat offers the model.
-var chatToolsEnchanterChat = []llms.Tool{{
-	Type: "function",
-	Function: &llms.FunctionDefinition{
+// chatToolRunesSetElement is the tool setElement: it decodes the model's
+// arguments and calls Runes.SetElement on the Runes of the current scope.
+var chatToolRunesSetElement = ai.Tool{
+	Definition: llms.Tool{Type: "function", Function: &llms.FunctionDefinition{
 		Name:        "setElement",
 		Description: "SetElement sets the element of the enchantment.",
 		Parameters:  json.RawMessage(`{"type":"object","properties":{"element":{"type":"string","enum":["fire","frost","lightning"]}},"required":["element"],"additionalProperties":false}`),
-	},
-}, {
-	Type: "function",
-	Function: &llms.FunctionDefinition{
+	}},
+	Invoke: ai.BeanTool(chatBeanRunes, func(ctx context.Context, runes *Runes, args struct {
+		Element Element `json:"element"`
+	}) (any, error) {
+		return runes.SetElement(ctx, args.Element)
+	}),
+}
+
+// chatToolRunesSetPower is the tool setPower: it decodes the model's
+// arguments and calls Runes.SetPower on the Runes of the current scope.
+var chatToolRunesSetPower = ai.Tool{
+	Definition: llms.Tool{Type: "function", Function: &llms.FunctionDefinition{
 		Name:        "setPower",
 		Description: "SetPower sets the power of the enchantment.",
 		Parameters:  json.RawMessage(`{"type":"object","properties":{"power":{"type":"integer","description":"from 1 to 10"}},"required":["power"],"additionalProperties":false}`),
-	},
-}, {
-	Type: "function",
-	Function: &llms.FunctionDefinition{
+	}},
+	Invoke: ai.BeanTool(chatBeanRunes, func(ctx context.Context, runes *Runes, args struct {
+		Power int `json:"power"`
+	}) (any, error) {
+		return runes.SetPower(ctx, args.Power)
+	}),
+}
+
+// chatToolRunesBind is the tool bind: it calls Runes.Bind on the Runes of
+// the current scope.
+var chatToolRunesBind = ai.Tool{
+	Definition: llms.Tool{Type: "function", Function: &llms.FunctionDefinition{
 		Name:        "bind",
 		Description: "Bind binds the enchantment to the weapon on the workbench and returns to\nthe weapon builder.",
 		Parameters:  json.RawMessage(`{"type":"object","properties":{},"additionalProperties":false}`),
-	},
-}}
-
-// chatToolsEnchanterChatInvokers run the tools of chatToolsEnchanterChat, in
-// the same order.
-var chatToolsEnchanterChatInvokers = []ai.Invoker{{
-	Invoke: chatToolRunesSetElement,
-}, {
-	Invoke: chatToolRunesSetPower,
-}, {
+	}},
 	Immediate: true,
-	Invoke:    chatToolRunesBind,
-}}
-
-// chatTmplEnchanterChatSystem is the system message template of
-// Enchanter.Chat.
-var chatTmplEnchanterChatSystem = template.Must(template.New("Enchanter.Chat system").Parse("You are the armorer's enchanter. Find out the element (fire, frost or lightning) and\nthe power (1 to 10) of the enchantment and set them with the tools. Then call bind."))
-
-// chatTmplEnchanterChatUser is the user message template of Enchanter.Chat.
-var chatTmplEnchanterChatUser = template.Must(template.New("Enchanter.Chat user").Parse("{{.userMessage}}"))
+	Invoke: ai.BeanToolNoArgs(chatBeanRunes, func(ctx context.Context, runes *Runes) (any, error) {
+		return runes.Bind(ctx)
+	}),
+}
 
 // chatAIEnchanter is the generated implementation of the //chat:ai interface
 // Enchanter.
@@ -806,76 +607,68 @@ type chatAIEnchanter struct {
 	svc *ai.Service
 }
 
+// chatMethodEnchanterChat describes Enchanter.Chat to the AI service.
+var chatMethodEnchanterChat = ai.Method{
+	Name:   "Chat",
+	Kind:   chat.KindChat,
+	System: "You are the armorer's enchanter. Find out the element (fire, frost or lightning) and\nthe power (1 to 10) of the enchantment and set them with the tools. Then call bind.",
+	Tools: []ai.Tool{
+		chatToolRunesSetElement,
+		chatToolRunesSetPower,
+		chatToolRunesBind,
+	},
+}
+
 // Chat asks the model, as Enchanter.Chat describes.
 func (x *chatAIEnchanter) Chat(ctx context.Context, userMessage string) (ai.Result[string], error) {
-	var zero ai.Result[string]
-	data := map[string]any{"userMessage": userMessage}
-	system, err := ai.Render(chatTmplEnchanterChatSystem, data)
+	reply, err := x.svc.Chat(ctx, &ai.Request{Method: &chatMethodEnchanterChat, User: userMessage})
 	if err != nil {
-		return zero, err
-	}
-	user, err := ai.Render(chatTmplEnchanterChatUser, data)
-	if err != nil {
-		return zero, err
-	}
-	req := &ai.Request{
-		Invokers: chatToolsEnchanterChatInvokers,
-		Kind:     chat.KindChat,
-		Method:   "Chat",
-		System:   system,
-		Tools:    chatToolsEnchanterChat,
-		User:     user,
-	}
-	reply, err := x.svc.Chat(ctx, req)
-	if err != nil {
-		return zero, err
+		return ai.Result[string]{}, err
 	}
 	return ai.NewResult(reply.Content, reply), nil
 }
 
-// chatToolsMainMenuChat are the tools MainMenu.Chat offers the model.
-var chatToolsMainMenuChat = []llms.Tool{{
-	Type: "function",
-	Function: &llms.FunctionDefinition{
+// chatToolCounterBuildWeapon is the tool buildWeapon: it calls
+// Counter.BuildWeapon on the Counter of the current scope.
+var chatToolCounterBuildWeapon = ai.Tool{
+	Definition: llms.Tool{Type: "function", Function: &llms.FunctionDefinition{
 		Name:        "buildWeapon",
 		Description: "BuildWeapon starts building a new weapon with the player.",
 		Parameters:  json.RawMessage(`{"type":"object","properties":{},"additionalProperties":false}`),
-	},
-}, {
-	Type: "function",
-	Function: &llms.FunctionDefinition{
+	}},
+	Immediate: true,
+	Invoke: ai.BeanToolNoArgs(chatBeanCounter, func(ctx context.Context, counter *Counter) (any, error) {
+		return nil, counter.BuildWeapon(ctx)
+	}),
+}
+
+// chatToolCounterBuildArmor is the tool buildArmor: it calls
+// Counter.BuildArmor on the Counter of the current scope.
+var chatToolCounterBuildArmor = ai.Tool{
+	Definition: llms.Tool{Type: "function", Function: &llms.FunctionDefinition{
 		Name:        "buildArmor",
 		Description: "BuildArmor starts building a new piece of armour with the player.",
 		Parameters:  json.RawMessage(`{"type":"object","properties":{},"additionalProperties":false}`),
-	},
-}, {
-	Type: "function",
-	Function: &llms.FunctionDefinition{
+	}},
+	Immediate: true,
+	Invoke: ai.BeanToolNoArgs(chatBeanCounter, func(ctx context.Context, counter *Counter) (any, error) {
+		return nil, counter.BuildArmor(ctx)
+	}),
+}
+
+// chatToolCounterListArmory is the tool listArmory: it calls
+// Counter.ListArmory on the Counter of the current scope.
+var chatToolCounterListArmory = ai.Tool{
+	Definition: llms.Tool{Type: "function", Function: &llms.FunctionDefinition{
 		Name:        "listArmory",
 		Description: "ListArmory shows the weapons and armour the player has built.",
 		Parameters:  json.RawMessage(`{"type":"object","properties":{},"additionalProperties":false}`),
-	},
-}}
-
-// chatToolsMainMenuChatInvokers run the tools of chatToolsMainMenuChat, in
-// the same order.
-var chatToolsMainMenuChatInvokers = []ai.Invoker{{
+	}},
 	Immediate: true,
-	Invoke:    chatToolCounterBuildWeapon,
-}, {
-	Immediate: true,
-	Invoke:    chatToolCounterBuildArmor,
-}, {
-	Immediate: true,
-	Invoke:    chatToolCounterListArmory,
-}}
-
-// chatTmplMainMenuChatSystem is the system message template of
-// MainMenu.Chat.
-var chatTmplMainMenuChatSystem = template.Must(template.New("MainMenu.Chat system").Parse("You are the armorer of a fantasy video game, at the counter of your forge.\nTo build a weapon call buildWeapon, to build armour call buildArmor,\nto show what the player has built call listArmory. Otherwise answer in one or two sentences."))
-
-// chatTmplMainMenuChatUser is the user message template of MainMenu.Chat.
-var chatTmplMainMenuChatUser = template.Must(template.New("MainMenu.Chat user").Parse("{{.userMessage}}"))
+	Invoke: ai.BeanToolNoArgs(chatBeanCounter, func(_ context.Context, counter *Counter) (any, error) {
+		return counter.ListArmory(), nil
+	}),
+}
 
 // chatAIMainMenu is the generated implementation of the //chat:ai interface
 // MainMenu.
@@ -883,105 +676,116 @@ type chatAIMainMenu struct {
 	svc *ai.Service
 }
 
+// chatMethodMainMenuChat describes MainMenu.Chat to the AI service.
+var chatMethodMainMenuChat = ai.Method{
+	Name:   "Chat",
+	Kind:   chat.KindChat,
+	System: "You are the armorer of a fantasy video game, at the counter of your forge.\nTo build a weapon call buildWeapon, to build armour call buildArmor,\nto show what the player has built call listArmory. Otherwise answer in one or two sentences.",
+	Tools: []ai.Tool{
+		chatToolCounterBuildWeapon,
+		chatToolCounterBuildArmor,
+		chatToolCounterListArmory,
+	},
+}
+
 // Chat asks the model, as MainMenu.Chat describes.
 func (x *chatAIMainMenu) Chat(ctx context.Context, userMessage string) (ai.Result[string], error) {
-	var zero ai.Result[string]
-	data := map[string]any{"userMessage": userMessage}
-	system, err := ai.Render(chatTmplMainMenuChatSystem, data)
+	reply, err := x.svc.Chat(ctx, &ai.Request{Method: &chatMethodMainMenuChat, User: userMessage})
 	if err != nil {
-		return zero, err
-	}
-	user, err := ai.Render(chatTmplMainMenuChatUser, data)
-	if err != nil {
-		return zero, err
-	}
-	req := &ai.Request{
-		Invokers: chatToolsMainMenuChatInvokers,
-		Kind:     chat.KindChat,
-		Method:   "Chat",
-		System:   system,
-		Tools:    chatToolsMainMenuChat,
-		User:     user,
-	}
-	reply, err := x.svc.Chat(ctx, req)
-	if err != nil {
-		return zero, err
+		return ai.Result[string]{}, err
 	}
 	return ai.NewResult(reply.Content, reply), nil
 }
 
-// chatToolsWeaponBuilderChat are the tools WeaponBuilder.Chat offers the
-// model.
-var chatToolsWeaponBuilderChat = []llms.Tool{{
-	Type: "function",
-	Function: &llms.FunctionDefinition{
+// chatToolWorkbenchSetKind is the tool setKind: it decodes the model's
+// arguments and calls Workbench.SetKind on the Workbench of the current
+// scope.
+var chatToolWorkbenchSetKind = ai.Tool{
+	Definition: llms.Tool{Type: "function", Function: &llms.FunctionDefinition{
 		Name:        "setKind",
 		Description: "SetKind sets the kind of the weapon.",
 		Parameters:  json.RawMessage(`{"type":"object","properties":{"kind":{"type":"string","enum":["sword","axe","bow","dagger","staff"]}},"required":["kind"],"additionalProperties":false}`),
-	},
-}, {
-	Type: "function",
-	Function: &llms.FunctionDefinition{
+	}},
+	Invoke: ai.BeanTool(chatBeanWorkbench, func(ctx context.Context, workbench *Workbench, args struct {
+		Kind Kind `json:"kind"`
+	}) (any, error) {
+		return workbench.SetKind(ctx, args.Kind)
+	}),
+}
+
+// chatToolWorkbenchSetName is the tool setName: it decodes the model's
+// arguments and calls Workbench.SetName on the Workbench of the current
+// scope.
+var chatToolWorkbenchSetName = ai.Tool{
+	Definition: llms.Tool{Type: "function", Function: &llms.FunctionDefinition{
 		Name:        "setName",
 		Description: "SetName names the weapon.",
 		Parameters:  json.RawMessage(`{"type":"object","properties":{"name":{"type":"string","description":"the weapon's name, one to three words"}},"required":["name"],"additionalProperties":false}`),
-	},
-}, {
-	Type: "function",
-	Function: &llms.FunctionDefinition{
+	}},
+	Invoke: ai.BeanTool(chatBeanWorkbench, func(ctx context.Context, workbench *Workbench, args struct {
+		Name string `json:"name"`
+	}) (any, error) {
+		return workbench.SetName(ctx, args.Name)
+	}),
+}
+
+// chatToolWorkbenchSetDamage is the tool setDamage: it decodes the model's
+// arguments and calls Workbench.SetDamage on the Workbench of the current
+// scope.
+var chatToolWorkbenchSetDamage = ai.Tool{
+	Definition: llms.Tool{Type: "function", Function: &llms.FunctionDefinition{
 		Name:        "setDamage",
 		Description: "SetDamage sets how much damage the weapon deals.",
 		Parameters:  json.RawMessage(`{"type":"object","properties":{"damage":{"type":"integer","description":"damage points, from 1 to 100"}},"required":["damage"],"additionalProperties":false}`),
-	},
-}, {
-	Type: "function",
-	Function: &llms.FunctionDefinition{
+	}},
+	Invoke: ai.BeanTool(chatBeanWorkbench, func(ctx context.Context, workbench *Workbench, args struct {
+		Damage int `json:"damage"`
+	}) (any, error) {
+		return workbench.SetDamage(ctx, args.Damage)
+	}),
+}
+
+// chatToolWorkbenchShowWeapon is the tool showWeapon: it calls
+// Workbench.ShowWeapon on the Workbench of the current scope.
+var chatToolWorkbenchShowWeapon = ai.Tool{
+	Definition: llms.Tool{Type: "function", Function: &llms.FunctionDefinition{
 		Name:        "showWeapon",
 		Description: "ShowWeapon shows the weapon as it is now.",
 		Parameters:  json.RawMessage(`{"type":"object","properties":{},"additionalProperties":false}`),
-	},
-}, {
-	Type: "function",
-	Function: &llms.FunctionDefinition{
+	}},
+	Immediate: true,
+	Invoke: ai.BeanToolNoArgs(chatBeanWorkbench, func(_ context.Context, workbench *Workbench) (any, error) {
+		return workbench.ShowWeapon(), nil
+	}),
+}
+
+// chatToolWorkbenchEnchant is the tool enchant: it calls Workbench.Enchant
+// on the Workbench of the current scope.
+var chatToolWorkbenchEnchant = ai.Tool{
+	Definition: llms.Tool{Type: "function", Function: &llms.FunctionDefinition{
 		Name:        "enchant",
 		Description: "Enchant starts enchanting the weapon.",
 		Parameters:  json.RawMessage(`{"type":"object","properties":{},"additionalProperties":false}`),
-	},
-}, {
-	Type: "function",
-	Function: &llms.FunctionDefinition{
+	}},
+	Immediate: true,
+	Invoke: ai.BeanToolNoArgs(chatBeanWorkbench, func(ctx context.Context, workbench *Workbench) (any, error) {
+		return nil, workbench.Enchant(ctx)
+	}),
+}
+
+// chatToolWorkbenchFinish is the tool finish: it calls Workbench.Finish on
+// the Workbench of the current scope.
+var chatToolWorkbenchFinish = ai.Tool{
+	Definition: llms.Tool{Type: "function", Function: &llms.FunctionDefinition{
 		Name:        "finish",
 		Description: "Finish validates the weapon, saves it in the armory and goes back to the\nmain menu.",
 		Parameters:  json.RawMessage(`{"type":"object","properties":{},"additionalProperties":false}`),
-	},
-}}
-
-// chatToolsWeaponBuilderChatInvokers run the tools of
-// chatToolsWeaponBuilderChat, in the same order.
-var chatToolsWeaponBuilderChatInvokers = []ai.Invoker{{
-	Invoke: chatToolWorkbenchSetKind,
-}, {
-	Invoke: chatToolWorkbenchSetName,
-}, {
-	Invoke: chatToolWorkbenchSetDamage,
-}, {
+	}},
 	Immediate: true,
-	Invoke:    chatToolWorkbenchShowWeapon,
-}, {
-	Immediate: true,
-	Invoke:    chatToolWorkbenchEnchant,
-}, {
-	Immediate: true,
-	Invoke:    chatToolWorkbenchFinish,
-}}
-
-// chatTmplWeaponBuilderChatSystem is the system message template of
-// WeaponBuilder.Chat.
-var chatTmplWeaponBuilderChatSystem = template.Must(template.New("WeaponBuilder.Chat system").Parse("You are the armorer, building a weapon with the player. Find out its kind, its name\nand its damage, one at a time, and set each with the tools. Offer an enchantment\n(call enchant). When the player is happy, call finish."))
-
-// chatTmplWeaponBuilderChatUser is the user message template of
-// WeaponBuilder.Chat.
-var chatTmplWeaponBuilderChatUser = template.Must(template.New("WeaponBuilder.Chat user").Parse("{{.userMessage}}"))
+	Invoke: ai.BeanToolNoArgs(chatBeanWorkbench, func(ctx context.Context, workbench *Workbench) (any, error) {
+		return workbench.Finish(ctx)
+	}),
+}
 
 // chatAIWeaponBuilder is the generated implementation of the //chat:ai
 // interface WeaponBuilder.
@@ -989,62 +793,27 @@ type chatAIWeaponBuilder struct {
 	svc *ai.Service
 }
 
-// Chat asks the model, as WeaponBuilder.Chat describes.
-func (x *chatAIWeaponBuilder) Chat(ctx context.Context, userMessage string) (ai.Result[string], error) {
-	var zero ai.Result[string]
-	data := map[string]any{"userMessage": userMessage}
-	system, err := ai.Render(chatTmplWeaponBuilderChatSystem, data)
-	if err != nil {
-		return zero, err
-	}
-	user, err := ai.Render(chatTmplWeaponBuilderChatUser, data)
-	if err != nil {
-		return zero, err
-	}
-	req := &ai.Request{
-		Invokers: chatToolsWeaponBuilderChatInvokers,
-		Kind:     chat.KindChat,
-		Method:   "Chat",
-		System:   system,
-		Tools:    chatToolsWeaponBuilderChat,
-		User:     user,
-	}
-	reply, err := x.svc.Chat(ctx, req)
-	if err != nil {
-		return zero, err
-	}
-	return ai.NewResult(reply.Content, reply), nil
+// chatMethodWeaponBuilderChat describes WeaponBuilder.Chat to the AI
+// service.
+var chatMethodWeaponBuilderChat = ai.Method{
+	Name:   "Chat",
+	Kind:   chat.KindChat,
+	System: "You are the armorer, building a weapon with the player. Find out its kind, its name\nand its damage, one at a time, and set each with the tools. Offer an enchantment\n(call enchant). When the player is happy, call finish.",
+	Tools: []ai.Tool{
+		chatToolWorkbenchSetKind,
+		chatToolWorkbenchSetName,
+		chatToolWorkbenchSetDamage,
+		chatToolWorkbenchShowWeapon,
+		chatToolWorkbenchEnchant,
+		chatToolWorkbenchFinish,
+	},
 }
 
-// Compile-time assertions: a compiler error here means the annotated source
-// changed since this file was generated. Re-run go generate.
-func _() {
-	var _ func(ArmorBuilder, context.Context, string) (ai.Result[string], error) = ArmorBuilder.Chat
-	var _ ArmorBuilder = ArmorBuilderProxy{}
-	var _ func(*Armory) *Anvil = NewAnvil
-	var _ func(*Anvil, context.Context, Piece) (Armor, error) = (*Anvil).SetPiece
-	var _ func(*Anvil, context.Context, Material) (Armor, error) = (*Anvil).SetMaterial
-	var _ func(*Anvil, context.Context) (string, error) = (*Anvil).FinishArmor
-	var _ func(Enchanter, context.Context, string) (ai.Result[string], error) = Enchanter.Chat
-	var _ Enchanter = EnchanterProxy{}
-	var _ func(*Runes, context.Context, Element) (Enchantment, error) = (*Runes).SetElement
-	var _ func(*Runes, context.Context, int) (Enchantment, error) = (*Runes).SetPower
-	var _ func(*Runes, context.Context) (string, error) = (*Runes).Bind
-	var _ func(MainMenu, context.Context, string) (ai.Result[string], error) = MainMenu.Chat
-	var _ MainMenu = MainMenuProxy{}
-	var _ func(*Armory) *Counter = NewCounter
-	var _ func(*Counter, context.Context) error = (*Counter).BuildWeapon
-	var _ func(*Counter, context.Context) error = (*Counter).BuildArmor
-	var _ func(*Counter) Inventory = (*Counter).ListArmory
-	var _ func(WeaponBuilder, context.Context, string) (ai.Result[string], error) = WeaponBuilder.Chat
-	var _ WeaponBuilder = WeaponBuilderProxy{}
-	var _ func(*Armory) *Workbench = NewWorkbench
-	var _ func(*Workbench, context.Context, string) (Weapon, error) = (*Workbench).show
-	var _ func(*Workbench, context.Context, Kind) (Weapon, error) = (*Workbench).SetKind
-	var _ func(*Workbench, context.Context, string) (Weapon, error) = (*Workbench).SetName
-	var _ func(*Workbench, context.Context, int) (Weapon, error) = (*Workbench).SetDamage
-	var _ func(*Workbench) Weapon = (*Workbench).ShowWeapon
-	var _ func(*Workbench, context.Context) error = (*Workbench).Enchant
-	var _ func(*Workbench, Enchantment) Weapon = (*Workbench).ApplyEnchantment
-	var _ func(*Workbench, context.Context) (string, error) = (*Workbench).Finish
+// Chat asks the model, as WeaponBuilder.Chat describes.
+func (x *chatAIWeaponBuilder) Chat(ctx context.Context, userMessage string) (ai.Result[string], error) {
+	reply, err := x.svc.Chat(ctx, &ai.Request{Method: &chatMethodWeaponBuilderChat, User: userMessage})
+	if err != nil {
+		return ai.Result[string]{}, err
+	}
+	return ai.NewResult(reply.Content, reply), nil
 }

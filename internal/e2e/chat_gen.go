@@ -9,125 +9,138 @@ import (
 	"github.com/chatscopes/chatgen/runtime/chat"
 )
 
-// This file needs a chatgen runtime that supports version 1 of the generated code.
+// This file needs a chatgen runtime that supports generated code version 1.
 const _ = chat.SupportPackageIsVersion1
+
+// Compile-time assertions: a compiler error here means the annotated source
+// changed since this file was generated. Re-run go generate.
+func _() {
+	var _ func(string) string = Echo
+	var _ func(int, string) map[string]any = Count
+	var _ func(string) iter.Seq2[string, error] = Stream
+	var _ func(string) string = Panic
+	var _ func(context.Context, string) (string, error) = Shop
+	var _ func() string = Admin
+	var _ func(context.Context) error = Bye
+	var _ func(context.Context, *StockError) error = OnStock
+	var _ func(*Menu, context.Context, string) (string, error) = (*Menu).Chat
+	var _ func(*Builder, context.Context, string, int) (*Weapon, error) = (*Builder).Build
+}
 
 // Register returns the chat registration of package e2e: its routes, error
 // handlers and the providers of its scoped beans. Pass it to chat.NewRouter,
 // or to chat.WithPackages to use the beans without a router.
 func Register() *chat.Package {
 	p := chat.NewPackage("github.com/chatscopes/chatgen/internal/e2e")
-	p.AddRoute(chat.RouteSpec{
-		Name:    "menu",
-		Default: true,
-		Handle: func(ctx context.Context, req *chat.RouteRequest) error {
-			bean, err := chat.Lookup(ctx, chatBeanMenu)
-			if err != nil {
-				return err
-			}
-			res, err := bean.Chat(ctx, req.UserMessage())
-			if err != nil {
-				return err
-			}
-			return chat.SendValue(ctx, res)
-		},
-	})
-	p.AddRoute(chat.RouteSpec{
-		Name: "builder",
-		Handle: func(ctx context.Context, req *chat.RouteRequest) error {
-			bean, err := chat.Lookup(ctx, chatBeanBuilder)
-			if err != nil {
-				return err
-			}
-			var arg2 int
-			if err := req.Decode("damage", &arg2); err != nil {
-				return err
-			}
-			res, err := bean.Build(ctx, req.UserMessage(), arg2)
-			if err != nil {
-				return err
-			}
-			if res == nil {
-				return nil
-			}
-			return chat.SendValue(ctx, res)
-		},
-	})
-	p.AddRoute(chat.RouteSpec{
-		Name: "echo",
-		Handle: func(ctx context.Context, req *chat.RouteRequest) error {
-			res := Echo(req.UserMessage())
-			return chat.SendValue(ctx, res)
-		},
-	})
-	p.AddRoute(chat.RouteSpec{
-		Name: "count",
-		Handle: func(ctx context.Context, req *chat.RouteRequest) error {
-			var arg0 int
-			if err := req.Decode("count", &arg0); err != nil {
-				return err
-			}
-			var arg1 string
-			if err := req.Decode("label", &arg1); err != nil {
-				return err
-			}
-			res := Count(arg0, arg1)
-			if res == nil {
-				return nil
-			}
-			return chat.SendValue(ctx, res)
-		},
-	})
-	p.AddRoute(chat.RouteSpec{
-		Name: "stream",
-		Handle: func(ctx context.Context, req *chat.RouteRequest) error {
-			res := Stream(req.UserMessage())
-			return chat.SendStreamWithErrors(ctx, res)
-		},
-	})
-	p.AddRoute(chat.RouteSpec{
-		Name: "panic",
-		Handle: func(ctx context.Context, req *chat.RouteRequest) error {
-			res := Panic(req.UserMessage())
-			return chat.SendValue(ctx, res)
-		},
-	})
-	p.AddRoute(chat.RouteSpec{
-		Name: "shop",
-		Handle: func(ctx context.Context, req *chat.RouteRequest) error {
-			res, err := Shop(ctx, req.UserMessage())
-			if err != nil {
-				return err
-			}
-			return chat.SendValue(ctx, res)
-		},
-	})
-	p.AddRoute(chat.RouteSpec{
-		Name:  "admin",
-		Roles: []string{"admin"},
-		Handle: func(ctx context.Context, req *chat.RouteRequest) error {
-			res := Admin()
-			return chat.SendValue(ctx, res)
-		},
-	})
-	p.AddRoute(chat.RouteSpec{
-		Name: "bye",
-		Handle: func(ctx context.Context, req *chat.RouteRequest) error {
-			return Bye(ctx)
-		},
-	})
-	p.AddCatch(chat.CatchSpec{
-		Route: "shop",
-		Type:  "*StockError",
-		Handle: func(ctx context.Context, err error) (bool, error) {
-			target, ok := err.(*StockError)
-			if !ok {
-				return false, nil
-			}
-			return true, OnStock(ctx, target)
-		},
-	})
+	p.AddRoute(chat.RouteSpec{Name: "menu", Default: true, Handle: chatRouteMenu})
+	p.AddRoute(chat.RouteSpec{Name: "builder", Handle: chatRouteBuilder})
+	p.AddRoute(chat.RouteSpec{Name: "echo", Handle: chatRouteEcho})
+	p.AddRoute(chat.RouteSpec{Name: "count", Handle: chatRouteCount})
+	p.AddRoute(chat.RouteSpec{Name: "stream", Handle: chatRouteStream})
+	p.AddRoute(chat.RouteSpec{Name: "panic", Handle: chatRoutePanic})
+	p.AddRoute(chat.RouteSpec{Name: "shop", Handle: chatRouteShop})
+	p.AddRoute(chat.RouteSpec{Name: "admin", Roles: []string{"admin"}, Handle: chatRouteAdmin})
+	p.AddRoute(chat.RouteSpec{Name: "bye", Handle: chatRouteBye})
+	p.AddCatch(chat.CatchSpec{Route: "shop", Type: "*StockError", Handle: chatCatchOnStock})
 	return p
+}
+
+// chatRouteMenu runs the route menu: it calls Menu.Chat.
+func chatRouteMenu(ctx context.Context, req *chat.RouteRequest) error {
+	menu, err := chat.Lookup(ctx, chatBeanMenu)
+	if err != nil {
+		return err
+	}
+	res, err := menu.Chat(ctx, req.UserMessage())
+	if err != nil {
+		return err
+	}
+	return chat.SendValue(ctx, res)
+}
+
+// chatRouteBuilder runs the route builder: it calls Builder.Build.
+func chatRouteBuilder(ctx context.Context, req *chat.RouteRequest) error {
+	builder, err := chat.Lookup(ctx, chatBeanBuilder)
+	if err != nil {
+		return err
+	}
+	var damage int
+	if err := req.Decode("damage", &damage); err != nil {
+		return err
+	}
+	res, err := builder.Build(ctx, req.UserMessage(), damage)
+	if err != nil {
+		return err
+	}
+	if res == nil {
+		return nil
+	}
+	return chat.SendValue(ctx, res)
+}
+
+// chatRouteEcho runs the route echo: it calls Echo.
+func chatRouteEcho(ctx context.Context, req *chat.RouteRequest) error {
+	res := Echo(req.UserMessage())
+	return chat.SendValue(ctx, res)
+}
+
+// chatRouteCount runs the route count: it calls Count.
+func chatRouteCount(ctx context.Context, req *chat.RouteRequest) error {
+	var count int
+	if err := req.Decode("count", &count); err != nil {
+		return err
+	}
+	var label string
+	if err := req.Decode("label", &label); err != nil {
+		return err
+	}
+	res := Count(count, label)
+	if res == nil {
+		return nil
+	}
+	return chat.SendValue(ctx, res)
+}
+
+// chatRouteStream runs the route stream: it calls Stream.
+func chatRouteStream(ctx context.Context, req *chat.RouteRequest) error {
+	res := Stream(req.UserMessage())
+	return chat.SendStreamWithErrors(ctx, res)
+}
+
+// chatRoutePanic runs the route panic: it calls Panic.
+func chatRoutePanic(ctx context.Context, req *chat.RouteRequest) error {
+	res := Panic(req.UserMessage())
+	return chat.SendValue(ctx, res)
+}
+
+// chatRouteShop runs the route shop: it calls Shop.
+func chatRouteShop(ctx context.Context, req *chat.RouteRequest) error {
+	res, err := Shop(ctx, req.UserMessage())
+	if err != nil {
+		return err
+	}
+	return chat.SendValue(ctx, res)
+}
+
+// chatRouteAdmin runs the route admin: it calls Admin.
+func chatRouteAdmin(ctx context.Context, req *chat.RouteRequest) error {
+	res := Admin()
+	return chat.SendValue(ctx, res)
+}
+
+// chatRouteBye runs the route bye: it calls Bye.
+func chatRouteBye(ctx context.Context, req *chat.RouteRequest) error {
+	return Bye(ctx)
+}
+
+// chatCatchOnStock hands the *StockError errors of the route shop to
+// OnStock.
+func chatCatchOnStock(ctx context.Context, err error) (bool, error) {
+	target, ok := err.(*StockError)
+	if !ok {
+		return false, nil
+	}
+	return true, OnStock(ctx, target)
 }
 
 // chatBeanMenu describes the scoped type Menu: one instance per chat scope,
@@ -151,12 +164,11 @@ type MenuProxy struct{}
 
 // Chat calls Chat on the Menu of the chat scope in ctx.
 func (MenuProxy) Chat(ctx context.Context, msg string) (string, error) {
-	b, err := chat.Lookup(ctx, chatBeanMenu)
+	menu, err := chat.Lookup(ctx, chatBeanMenu)
 	if err != nil {
-		var r0 string
-		return r0, err
+		return "", err
 	}
-	return b.Chat(ctx, msg)
+	return menu.Chat(ctx, msg)
 }
 
 // chatBeanBuilder describes the scoped type Builder: one instance per chat
@@ -180,31 +192,15 @@ type BuilderProxy struct{}
 
 // Build calls Build on the Builder of the chat scope in ctx.
 func (BuilderProxy) Build(ctx context.Context, message string, damage int) (*Weapon, error) {
-	b, err := chat.Lookup(ctx, chatBeanBuilder)
+	builder, err := chat.Lookup(ctx, chatBeanBuilder)
 	if err != nil {
-		var r0 *Weapon
-		return r0, err
+		return nil, err
 	}
-	return b.Build(ctx, message, damage)
+	return builder.Build(ctx, message, damage)
 }
 
 // ChatEventType returns "weapon": Weapon values are sent as events of that
 // type (//chat:event).
 func (Weapon) ChatEventType() string {
 	return "weapon"
-}
-
-// Compile-time assertions: a compiler error here means the annotated source
-// changed since this file was generated. Re-run go generate.
-func _() {
-	var _ func(string) string = Echo
-	var _ func(int, string) map[string]any = Count
-	var _ func(string) iter.Seq2[string, error] = Stream
-	var _ func(string) string = Panic
-	var _ func(context.Context, string) (string, error) = Shop
-	var _ func() string = Admin
-	var _ func(context.Context) error = Bye
-	var _ func(context.Context, *StockError) error = OnStock
-	var _ func(*Menu, context.Context, string) (string, error) = (*Menu).Chat
-	var _ func(*Builder, context.Context, string, int) (*Weapon, error) = (*Builder).Build
 }

@@ -367,3 +367,35 @@ func benchmarkTurn(b *testing.B, r *chat.Router) {
 		b.Fatalf("echo got %q", got)
 	}
 }
+
+// TestPanicStackNamesTheRoute checks that a route's panic stack names the
+// generated route function, not an anonymous closure of Register.
+func TestPanicStackNamesTheRoute(t *testing.T) {
+	stacks := make(chan string, 1)
+	catcher := chat.NewPackage("example.com/catcher")
+	catcher.AddCatch(chat.CatchSpec{Type: "*chat.PanicError", Handle: func(_ context.Context, err error) (bool, error) {
+		pe, ok := err.(*chat.PanicError)
+		if ok {
+			stacks <- string(pe.Stack)
+		}
+		return ok, nil
+	}})
+	r, err := chat.NewRouter(nil, Register(), catcher)
+	if err != nil {
+		t.Fatal(err)
+	}
+	client := chat.NewLocalClient(r)
+	defer client.Close()
+	ctx := context.Background()
+	s, err := client.Builder().Connect(ctx, "panic")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Chat(ctx, "boom"); err != nil {
+		t.Fatalf("the catch-all handled the panic: %v", err)
+	}
+	stack := <-stacks
+	if !strings.Contains(stack, "e2e.chatRoutePanic(") || strings.Contains(stack, "Register.func") {
+		t.Fatalf("the stack does not name the route function:\n%s", stack)
+	}
+}

@@ -12,50 +12,53 @@ import (
 	"github.com/chatscopes/chatgen/runtime/memory"
 )
 
-// benchTools is a generated-style package-level tool literal.
-var benchTools = []llms.Tool{
-	{Type: "function", Function: &llms.FunctionDefinition{
-		Name:        "weather",
-		Description: "Weather tells the weather in a city.",
-		Parameters:  json.RawMessage(`{"type":"object","properties":{"city":{"type":"string","description":"the city"}},"required":["city"],"additionalProperties":false}`),
-	}},
-	{Type: "function", Function: &llms.FunctionDefinition{
-		Name:        "price",
-		Description: "Price tells the price of a metal, in gold coins.",
-		Parameters:  json.RawMessage(`{"type":"object","properties":{"metal":{"type":"string","enum":["iron","steel","mithril"]}},"required":["metal"],"additionalProperties":false}`),
-	}},
-}
-
-var benchInvokers = []Invoker{
-	{Invoke: func(_ context.Context, arguments string) (any, error) {
-		var args struct {
-			City string `json:"city"`
-		}
-		if err := json.Unmarshal([]byte(arguments), &args); err != nil {
-			return nil, &ArgumentsError{Err: err}
-		}
-		return "sunny in " + args.City, nil
-	}},
-	{Immediate: true, Invoke: func(context.Context, string) (any, error) { return 10, nil }},
+// benchTools is a generated-style package-level tool table.
+var benchTools = []Tool{
+	{
+		Definition: llms.Tool{Type: "function", Function: &llms.FunctionDefinition{
+			Name:        "weather",
+			Description: "Weather tells the weather in a city.",
+			Parameters:  json.RawMessage(`{"type":"object","properties":{"city":{"type":"string","description":"the city"}},"required":["city"],"additionalProperties":false}`),
+		}},
+		Invoke: func(_ context.Context, arguments string) (any, error) {
+			var args struct {
+				City string `json:"city"`
+			}
+			if err := json.Unmarshal([]byte(arguments), &args); err != nil {
+				return nil, &ArgumentsError{Err: err}
+			}
+			return "sunny in " + args.City, nil
+		},
+	},
+	{
+		Definition: llms.Tool{Type: "function", Function: &llms.FunctionDefinition{
+			Name:        "price",
+			Description: "Price tells the price of a metal, in gold coins.",
+			Parameters:  json.RawMessage(`{"type":"object","properties":{"metal":{"type":"string","enum":["iron","steel","mithril"]}},"required":["metal"],"additionalProperties":false}`),
+		}},
+		Immediate: true,
+		Invoke:    func(context.Context, string) (any, error) { return 10, nil },
+	},
 }
 
 var sinkTools []llms.Tool
 
 // BenchmarkToolSchemas measures what a request costs for its tool schemas:
-// the slice is the generated literal itself (slice), and the service
-// passes it to the model as llms.WithTools(slice) (call-options: the
-// options of a turn, made once per turn and reused by its model calls).
+// the definitions are one slice per Method, made on first use (slice), and
+// the service passes it to the model as llms.WithTools(slice)
+// (call-options: the options of a turn, made once per turn and reused by
+// its model calls).
 func BenchmarkToolSchemas(b *testing.B) {
-	req := &Request{Method: "Ask", Tools: benchTools, Invokers: benchInvokers}
+	m := &Method{Name: "Ask", Tools: benchTools}
 	b.Run("slice", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
-			sinkTools = req.Tools
+			sinkTools = m.definitions()
 		}
 	})
 	b.Run("call-options", func(b *testing.B) {
 		s := NewService("example.com/app.Assistant", Config{Model: llmtest.NewModel(llmtest.Sequence())})
-		t := &turn{s: s, req: req}
+		t := &turn{s: s, m: m}
 		var o llms.CallOptions
 		b.ReportAllocs()
 		for b.Loop() {
@@ -63,7 +66,7 @@ func BenchmarkToolSchemas(b *testing.B) {
 			for _, opt := range t.opts {
 				opt(&o)
 			}
-			if &o.Tools[0] != &benchTools[0] {
+			if &o.Tools[0] != &m.definitions()[0] {
 				b.Fatal("the tools were copied")
 			}
 		}
@@ -117,8 +120,7 @@ func BenchmarkAITurn(b *testing.B) {
 			b.Fatal(err)
 		}
 		defer chat.End(ctx)
-		req := &Request{Method: "Ask", Kind: chat.KindChat, System: "You are terse.", User: "Weather in Paris?",
-			Tools: benchTools, Invokers: benchInvokers}
+		req := &Request{Method: &Method{Name: "Ask", Kind: chat.KindChat, System: "You are terse.", Tools: benchTools}, User: "Weather in Paris?"}
 		b.ReportAllocs()
 		i := 0
 		for b.Loop() {
@@ -144,4 +146,73 @@ func BenchmarkAITurn(b *testing.B) {
 	b.Run("bare-model", func(b *testing.B) {
 		run(b, newFastModel(), nil)
 	})
+	b.Run("generated", func(b *testing.B) {
+		benchGeneratedTurn(b, newFastModel())
+	})
+}
+
+// benchWeather is the chat-scoped tool bean of benchGeneratedTurn.
+type benchWeather struct{}
+
+func (*benchWeather) Weather(_ context.Context, city string) (string, error) {
+	return "sunny in " + city, nil
+}
+
+var benchWeatherBean = chat.NewBean[*benchWeather]("example.com/app.Weather", chat.KindChat, func(context.Context) (*benchWeather, error) {
+	return new(benchWeather), nil
+})
+
+// benchAsk is what chatgen generates for
+// Ask(ctx context.Context, userMessage string) (string, error) with a
+// constant system message and the tools of benchWeather.
+var benchAsk = Method{
+	Name:   "Ask",
+	Kind:   chat.KindChat,
+	System: "You are terse.",
+	Tools: []Tool{{
+		Definition: benchTools[0].Definition,
+		Invoke: BeanTool(benchWeatherBean, func(ctx context.Context, w *benchWeather, args struct {
+			City string `json:"city"`
+		}) (any, error) {
+			return w.Weather(ctx, args.City)
+		}),
+	}, {
+		Definition: benchTools[1].Definition,
+		Immediate:  true,
+		Invoke: BeanToolNoArgs(benchWeatherBean, func(context.Context, *benchWeather) (any, error) {
+			return 10, nil
+		}),
+	}},
+}
+
+func benchGeneratedAsk(ctx context.Context, svc *Service, userMessage string) (string, error) {
+	reply, err := svc.Chat(ctx, &Request{Method: &benchAsk, User: userMessage})
+	if err != nil {
+		return "", err
+	}
+	return reply.Content, nil
+}
+
+// benchGeneratedTurn measures BenchmarkAITurn's turn made through the
+// generated method: its prompt and tool code included.
+func benchGeneratedTurn(b *testing.B, model llms.Model) {
+	s := NewService("example.com/app.Assistant", Config{
+		Model:  model,
+		Memory: memory.NewManager(memory.Config{Policy: memory.Window(memory.DefaultMaxMessages)}),
+	})
+	ctx, err := chat.Begin(context.Background(), nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer chat.End(ctx)
+	b.ReportAllocs()
+	for b.Loop() {
+		answer, err := benchGeneratedAsk(ctx, s, "Weather in Paris?")
+		if err != nil {
+			b.Fatal(err)
+		}
+		if answer != "It is sunny in Paris." {
+			b.Fatalf("answer %q", answer)
+		}
+	}
 }

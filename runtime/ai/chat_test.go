@@ -58,10 +58,10 @@ func TestSystemMessageReplaced(t *testing.T) {
 	ctx := begin(t)
 	must[*ai.Reply](t)(f.svc.Chat(ctx, f.req("one")))
 	r := f.req("two")
-	r.System = "You are verbose."
+	r.Method.System = "You are verbose."
 	must[*ai.Reply](t)(f.svc.Chat(ctx, r))
 	r = f.req("three")
-	r.System = "" // no system message: the stored one is kept and sent
+	r.Method.System = "" // no system message: the stored one is kept and sent
 	must[*ai.Reply](t)(f.svc.Chat(ctx, r))
 	reqs := f.requests()
 	wantStrings(t, "second request", describe(reqs[1].Messages),
@@ -374,7 +374,7 @@ func TestNoScopeNoModel(t *testing.T) {
 		t.Fatalf("no scope: %v", err)
 	}
 	r := f.req("hi")
-	r.Kind = chat.KindInvocation
+	r.Method.Kind = chat.KindInvocation
 	if _, err := f.svc.Chat(context.Background(), r); !errors.Is(err, chat.ErrNotActive) {
 		t.Fatalf("no invocation: %v", err)
 	}
@@ -388,9 +388,9 @@ func TestNoScopeNoModel(t *testing.T) {
 		}
 	}
 	bad := f.req("hi")
-	bad.Invokers = bad.Invokers[:1]
+	bad.Method = nil
 	if _, err := f.svc.Chat(begin(t), bad); !errors.Is(err, ai.ErrInvalidRequest) {
-		t.Fatalf("invokers: %v", err)
+		t.Fatalf("no method: %v", err)
 	}
 	if _, err := f.svc.Chat(begin(t), nil); !errors.Is(err, ai.ErrInvalidRequest) {
 		t.Fatalf("nil request: %v", err)
@@ -515,7 +515,7 @@ func TestDefaultMemory(t *testing.T) {
 	}))})
 	ctx := begin(t)
 	for range 8 {
-		must[*ai.Reply](t)(svc.Chat(ctx, &ai.Request{Method: "Ask", System: "sys", User: "hi"}))
+		must[*ai.Reply](t)(svc.Chat(ctx, &ai.Request{Method: &ai.Method{Name: "Ask", System: "sys"}, User: "hi"}))
 	}
 	mem := must[memory.Memory](t)(svc.Memory().Memory(ctx, memID(t, ctx)))
 	msgs := must[[]llms.MessageContent](t)(mem.Messages(ctx))

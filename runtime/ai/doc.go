@@ -6,9 +6,11 @@
 //
 // An application configures each AI service with a [Config] (the model,
 // the memory provider, limits) passed in the generated Deps; generated code
-// makes one [Service] per interface with [NewService] and, per method call,
-// renders its templates with [Render], builds a [Request] and calls
-// [Service.Chat], [Service.Stream] or [Structured].
+// makes one [Service] per interface with [NewService], declares one
+// [Method] per interface method (its prompts, its [Tool] table, the form of
+// its answer) and, per method call, passes a [Request] to [Service.Chat],
+// [Service.Stream] or [Structured]. [BeanTool] and [BeanToolNoArgs] make
+// the tools that are methods of scoped beans.
 //
 // # A turn
 //
@@ -30,7 +32,7 @@
 //     are told to the model, never returned: an unknown tool, arguments
 //     that do not decode ([ArgumentsError]), the tool's error, a panic. The
 //     loop ends when a reply calls no tool, or when every tool it called is
-//     immediate and succeeded ([Invoker.Immediate]: no further model call;
+//     immediate and succeeded ([Tool.Immediate]: no further model call;
 //     [Reply.Immediate]), and fails with [ErrTooManyModelCalls] past
 //     [Config.MaxModelCalls].
 //  4. The commit: only a turn that completes is remembered, in one
@@ -47,34 +49,33 @@
 // # Example
 //
 // What generated code does for a method
-// Ask(ctx context.Context, userMessage string) (string, error) with a
-// system template and one tool:
+// Ask(ctx context.Context, day, userMessage string) (string, error) with a
+// system template over day and one tool, a method of the chat-scoped
+// Weather:
 //
-//	var askSystem = template.Must(template.New("Assistant.Ask system").Parse("You are terse. Today is {{.day}}."))
+//	var assistantAsk = ai.Method{
+//		Name:           "Ask",
+//		Kind:           chat.KindChat,
+//		SystemTemplate: template.Must(template.New("Assistant.Ask system").Parse("You are terse. Today is {{.day}}.")),
+//		Tools: []ai.Tool{{
+//			Definition: llms.Tool{Type: "function", Function: &llms.FunctionDefinition{
+//				Name:        "weather",
+//				Description: "Weather tells the weather in a city.",
+//				Parameters:  json.RawMessage(`{"type":"object","properties":{"city":{"type":"string"}},"required":["city"]}`),
+//			}},
+//			Invoke: ai.BeanTool(weatherBean, func(ctx context.Context, w *Weather, args struct {
+//				City string `json:"city"`
+//			}) (any, error) {
+//				return w.Weather(ctx, args.City)
+//			}),
+//		}},
+//	}
 //
-//	var askTools = []llms.Tool{{Type: "function", Function: &llms.FunctionDefinition{
-//		Name:        "weather",
-//		Description: "Weather tells the weather in a city.",
-//		Parameters:  json.RawMessage(`{"type":"object","properties":{"city":{"type":"string"}},"required":["city"]}`),
-//	}}}
-//
-//	var askInvokers = []ai.Invoker{{Invoke: func(ctx context.Context, arguments string) (any, error) {
-//		var args struct{ City string `json:"city"` }
-//		if err := json.Unmarshal([]byte(arguments), &args); err != nil {
-//			return nil, &ai.ArgumentsError{Err: err}
-//		}
-//		return weather(ctx, args.City)
-//	}}}
-//
-//	func (x *assistantImpl) Ask(ctx context.Context, userMessage string) (string, error) {
-//		system, err := ai.Render(askSystem, map[string]any{"day": "Monday"})
-//		if err != nil {
-//			return "", err
-//		}
+//	func (x *assistantImpl) Ask(ctx context.Context, day, userMessage string) (string, error) {
 //		reply, err := x.svc.Chat(ctx, &ai.Request{
-//			Method: "Ask", Kind: chat.KindChat,
-//			System: system, User: userMessage,
-//			Tools: askTools, Invokers: askInvokers,
+//			Method: &assistantAsk,
+//			User:   userMessage,
+//			Data:   map[string]any{"day": day, "userMessage": userMessage},
 //		})
 //		if err != nil {
 //			return "", err
@@ -82,7 +83,10 @@
 //		return reply.Content, nil
 //	}
 //
-// with x.svc = ai.NewService("example.com/app.Assistant", ai.Config{Model: llm}).
+// with x.svc = ai.NewService("example.com/app.Assistant", ai.Config{Model: llm})
+// and weatherBean the chat.Bean of Weather. A constant system message is
+// Method.System rather than a template; a user message that is a parameter
+// as it is is Request.User, and Data stays nil when no template needs it.
 // See the package's Example for a complete program against a scripted
 // model.
 //

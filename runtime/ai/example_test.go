@@ -15,53 +15,56 @@ import (
 	"github.com/chatscopes/chatgen/runtime/memory"
 )
 
+// Weather is a chat-scoped bean whose method is a tool.
+type Weather struct{}
+
+// Weather tells the weather in a city.
+func (*Weather) Weather(_ context.Context, city string) (map[string]string, error) {
+	return map[string]string{"city": city, "sky": "sunny"}, nil
+}
+
 // What chatgen generates for
 //
 //	//chat:ai
 //	//chat:tools Weather
 //	type Assistant interface {
 //		//chat:system You are terse. The user's name is {{.name}}.
-//		//chat:user {{.userMessage}}
 //		Ask(ctx context.Context, name, userMessage string) (string, error)
 //	}
 //
-// written by hand.
+// written by hand: the system message is a template, the user message is
+// userMessage as it is.
 var (
-	askSystem = template.Must(template.New("Assistant.Ask system").Parse("You are terse. The user's name is {{.name}}."))
-	askUser   = template.Must(template.New("Assistant.Ask user").Parse("{{.userMessage}}"))
+	weatherBean = chat.NewBean("example.com/app.Weather", chat.KindChat, func(context.Context) (*Weather, error) {
+		return new(Weather), nil
+	})
 
-	askTools = []llms.Tool{{Type: "function", Function: &llms.FunctionDefinition{
-		Name:        "weather",
-		Description: "Weather tells the weather in a city.",
-		Parameters:  json.RawMessage(`{"type":"object","properties":{"city":{"type":"string"}},"required":["city"]}`),
-	}}}
-	askInvokers = []ai.Invoker{{Invoke: func(ctx context.Context, arguments string) (any, error) {
-		var args struct {
-			City string `json:"city"`
-		}
-		if err := json.Unmarshal([]byte(arguments), &args); err != nil {
-			return nil, &ai.ArgumentsError{Err: err}
-		}
-		return map[string]string{"city": args.City, "sky": "sunny"}, nil
-	}}}
+	assistantAsk = ai.Method{
+		Name:           "Ask",
+		Kind:           chat.KindChat,
+		SystemTemplate: template.Must(template.New("Assistant.Ask system").Parse("You are terse. The user's name is {{.name}}.")),
+		Tools: []ai.Tool{{
+			Definition: llms.Tool{Type: "function", Function: &llms.FunctionDefinition{
+				Name:        "weather",
+				Description: "Weather tells the weather in a city.",
+				Parameters:  json.RawMessage(`{"type":"object","properties":{"city":{"type":"string"}},"required":["city"]}`),
+			}},
+			Invoke: ai.BeanTool(weatherBean, func(ctx context.Context, w *Weather, args struct {
+				City string `json:"city"`
+			}) (any, error) {
+				return w.Weather(ctx, args.City)
+			}),
+		}},
+	}
 )
 
 type assistantImpl struct{ svc *ai.Service }
 
 func (x *assistantImpl) Ask(ctx context.Context, name, userMessage string) (string, error) {
-	data := map[string]any{"name": name, "userMessage": userMessage}
-	system, err := ai.Render(askSystem, data)
-	if err != nil {
-		return "", err
-	}
-	user, err := ai.Render(askUser, data)
-	if err != nil {
-		return "", err
-	}
 	reply, err := x.svc.Chat(ctx, &ai.Request{
-		Method: "Ask", Kind: chat.KindChat,
-		System: system, User: user,
-		Tools: askTools, Invokers: askInvokers,
+		Method: &assistantAsk,
+		User:   userMessage,
+		Data:   map[string]any{"name": name, "userMessage": userMessage},
 	})
 	if err != nil {
 		return "", err

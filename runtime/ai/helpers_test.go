@@ -32,8 +32,8 @@ func tool(name, desc, params string) llms.Tool {
 	}}
 }
 
-// testTools are the tools of the tests, as generated code declares them:
-// a package-level literal.
+// testTools are the definitions of the tests' tools, in the order of
+// toolbox.tools.
 var testTools = []llms.Tool{
 	tool("weather", "Weather tells the weather in a city.", `{"type":"object","properties":{"city":{"type":"string"}},"required":["city"],"additionalProperties":false}`),
 	tool("add", "Add adds two numbers.", `{"type":"object","properties":{"a":{"type":"integer"},"b":{"type":"integer"}},"required":["a","b"]}`),
@@ -95,9 +95,9 @@ func decode(arguments string, v any) error {
 	return nil
 }
 
-// invokers returns the invokers of testTools, in the same order.
-func (b *toolbox) invokers() []ai.Invoker {
-	return []ai.Invoker{
+// tools returns the tools of testTools, with the functions that run them.
+func (b *toolbox) tools() []ai.Tool {
+	invokers := []ai.Tool{
 		{Invoke: func(ctx context.Context, arguments string) (any, error) {
 			var args struct {
 				City string `json:"city"`
@@ -157,6 +157,10 @@ func (b *toolbox) invokers() []ai.Invoker {
 			return nil, nil
 		}},
 	}
+	for i := range invokers {
+		invokers[i].Definition = testTools[i]
+	}
+	return invokers
 }
 
 // fixture is a service with its model, memory and tools.
@@ -168,7 +172,7 @@ type fixture struct {
 	mem   *memory.Manager
 	svc   *ai.Service
 	box   *toolbox
-	inv   []ai.Invoker
+	tools []ai.Tool
 	logs  *logBuffer
 }
 
@@ -207,19 +211,21 @@ func newFixture(t *testing.T, llm llms.Model, cfg ai.Config) *fixture {
 		cfg.Logger = f.logs.logger()
 	}
 	f.svc = ai.NewService(svcName, cfg)
-	f.inv = f.box.invokers()
+	f.tools = f.box.tools()
 	return f
 }
 
-// req returns a request of method Ask with the test tools.
+// req returns a request of method Ask with the test tools. Its Method is
+// its own: tests may change it.
 func (f *fixture) req(user string) *ai.Request {
 	return &ai.Request{
-		Method:   "Ask",
-		Kind:     chat.KindChat,
-		System:   "You are terse.",
-		User:     user,
-		Tools:    testTools,
-		Invokers: f.inv,
+		Method: &ai.Method{
+			Name:   "Ask",
+			Kind:   chat.KindChat,
+			System: "You are terse.",
+			Tools:  f.tools,
+		},
+		User: user,
 	}
 }
 

@@ -45,18 +45,18 @@ func (s *Service) memoryID(ctx context.Context, req *Request) (string, memoryKin
 	if req.MemoryID != "" {
 		return req.MemoryID, memExplicit, nil
 	}
-	if req.Kind == chat.KindInvocation {
+	if req.Method.Kind == chat.KindInvocation {
 		inv, ok := chat.InvocationID(ctx)
 		if !ok {
 			return "", 0, fmt.Errorf("memory id of an invocation-scoped service: %w", chat.ErrNotActive)
 		}
-		return s.defaultID(inv, req.Method), memInvocation, nil
+		return s.defaultID(inv, req.Method.Name), memInvocation, nil
 	}
 	scope, err := chat.ID(ctx)
 	if err != nil {
 		return "", 0, fmt.Errorf("memory id: %w", err)
 	}
-	return s.defaultID(scope, req.Method), memScope, nil
+	return s.defaultID(scope, req.Method.Name), memScope, nil
 }
 
 // defaultID returns "<owner>#<service>.<method>".

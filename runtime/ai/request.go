@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+	"sync"
 	"text/template"
 
 	"github.com/tmc/langchaingo/llms"
@@ -20,7 +21,7 @@ const (
 	OutputText Output = iota
 	// OutputJSON: the answer is JSON (structured results): the model call
 	// uses JSON mode and the system message asks for JSON conforming to
-	// [Request.Schema].
+	// [Method.Schema].
 	OutputJSON
 )
 
@@ -35,48 +36,73 @@ func (o Output) String() string {
 	return fmt.Sprintf("Output(%d)", uint8(o))
 }
 
-// Request is one call of an AI service method, as generated code builds
-// it.
-type Request struct {
-	// Method is the interface method: it names the default memory id and
-	// appears in logs and errors.
-	Method string
+// Method describes one method of an AI service: its prompts, its tools
+// and the form of its answer. Generated code declares one per interface
+// method, as a package-level variable, and passes its address in every
+// [Request]. A Method is read-only once used, and must not be copied.
+type Method struct {
+	// Name is the interface method's name: it names the default memory id
+	// and appears in logs and errors.
+	Name string
 	// Kind is how the default memory id is made (see [Service.Chat]):
 	// chat.KindChat and chat.KindPerChat use the current chat scope,
 	// chat.KindInvocation the current invocation.
 	Kind chat.Kind
-	// MemoryID is an explicit memory id; "" means the default one.
-	// Memory under an explicit id belongs to the application: it is not
-	// attached to a scope, so no wipe or scope end reaches it; delete it
-	// with the provider's Delete.
-	MemoryID string
-	// System is the rendered system message; "" means none (a system
-	// message already in the memory is then kept and sent).
+	// System is the system message when SystemTemplate is nil; "" means
+	// none (a system message already in the memory is then kept and sent).
 	System string
-	// User is the rendered user message; "" sends none.
-	User string
-	// Tools are the static tool definitions the model may call. Generated
-	// code passes package-level literals: the service never copies them.
-	Tools []llms.Tool
-	// Invokers run the tools: Invokers[i] runs Tools[i].
-	Invokers []Invoker
+	// SystemTemplate, when set, is executed with [Request.Data] to make the
+	// system message.
+	SystemTemplate *template.Template
+	// UserTemplate, when set, is executed with [Request.Data] to make the
+	// user message; otherwise the user message is [Request.User].
+	UserTemplate *template.Template
+	// Tools are the tools the model may call, with the functions that run
+	// them.
+	Tools []Tool
 	// Schema is the JSON schema of the result type for [OutputJSON]; it is
 	// quoted in the instruction to the model.
 	Schema json.RawMessage
 	// Output is the form of the answer.
 	Output Output
+
+	defsOnce sync.Once
+	defs     []llms.Tool // the Definitions of Tools, made once
 }
 
-// Invoker runs one tool.
-type Invoker struct {
+// Tool is one tool a method offers the model.
+type Tool struct {
+	// Definition is what the model is told of the tool: its name,
+	// description and the JSON schema of its arguments.
+	Definition llms.Tool
 	// Immediate marks a tool whose result ends the tool loop: when every
 	// tool call of a model reply is to an immediate tool and succeeds, the
 	// method returns with the executions and no further model call.
 	Immediate bool
-	// Invoke decodes arguments (raw JSON from the model; "{}" when the
-	// model sent none) and calls the tool. Generated code returns an
-	// *[ArgumentsError] when the arguments do not decode.
+	// Invoke runs the tool with the model's arguments (raw JSON; "{}" when
+	// the model sent none). It returns an *[ArgumentsError] when the
+	// arguments do not decode. [BeanTool] and [BeanToolNoArgs] make it for
+	// the methods of scoped beans.
 	Invoke func(ctx context.Context, arguments string) (any, error)
+}
+
+// Request is one call of an AI service method, as generated code builds
+// it.
+type Request struct {
+	// Method describes the method called. Required.
+	Method *Method
+	// MemoryID is an explicit memory id; "" means the default one.
+	// Memory under an explicit id belongs to the application: it is not
+	// attached to a scope, so no wipe or scope end reaches it; delete it
+	// with the provider's Delete.
+	MemoryID string
+	// User is the user message when the method has no UserTemplate; ""
+	// sends none.
+	User string
+	// Data is what the method's templates are executed with (generated
+	// code passes the method's parameters by name); unused without
+	// templates.
+	Data any
 }
 
 // An ArgumentsError reports tool arguments that do not decode into the
@@ -89,35 +115,63 @@ func (e *ArgumentsError) Error() string { return "invalid tool arguments: " + e.
 // Unwrap returns the decoding error.
 func (e *ArgumentsError) Unwrap() error { return e.Err }
 
-// Render executes the template t, which generated code parses once (and
-// checks at generate time), with data. A nil t renders "".
-func Render(t *template.Template, data any) (string, error) {
-	if t == nil {
-		return "", nil
+// prompt returns the system and user messages of r: its method's
+// templates executed with r.Data, or the constant texts.
+func (r *Request) prompt() (system, user string, err error) {
+	m := r.Method
+	system, user = m.System, r.User
+	if m.SystemTemplate != nil {
+		if system, err = render(m.SystemTemplate, r.Data); err != nil {
+			return "", "", fmt.Errorf("rendering the system message: %w", err)
+		}
 	}
+	if m.UserTemplate != nil {
+		if user, err = render(m.UserTemplate, r.Data); err != nil {
+			return "", "", fmt.Errorf("rendering the user message: %w", err)
+		}
+	}
+	return system, user, nil
+}
+
+func render(t *template.Template, data any) (string, error) {
 	var b strings.Builder
 	if err := t.Execute(&b, data); err != nil {
-		return "", fmt.Errorf("ai: rendering a prompt: %w", err)
+		return "", err
 	}
 	return b.String(), nil
 }
 
-// invoker returns the invoker of the tool name.
-func (r *Request) invoker(name string) (Invoker, bool) {
-	for i := range r.Tools {
-		if f := r.Tools[i].Function; f != nil && f.Name == name {
-			return r.Invokers[i], true
+// definitions returns the Definitions of m's tools, for the model call
+// options: one slice per Method, made on first use.
+func (m *Method) definitions() []llms.Tool {
+	m.defsOnce.Do(func() {
+		if len(m.Tools) == 0 {
+			return
+		}
+		m.defs = make([]llms.Tool, len(m.Tools))
+		for i := range m.Tools {
+			m.defs[i] = m.Tools[i].Definition
+		}
+	})
+	return m.defs
+}
+
+// tool returns the tool called name.
+func (m *Method) tool(name string) (*Tool, bool) {
+	for i := range m.Tools {
+		if f := m.Tools[i].Definition.Function; f != nil && f.Name == name {
+			return &m.Tools[i], true
 		}
 	}
-	return Invoker{}, false
+	return nil, false
 }
 
 // toolNames lists the names of the offered tools for a message to the
 // model: "a, b".
-func (r *Request) toolNames() string {
+func (m *Method) toolNames() string {
 	var b strings.Builder
-	for i := range r.Tools {
-		f := r.Tools[i].Function
+	for i := range m.Tools {
+		f := m.Tools[i].Definition.Function
 		if f == nil {
 			continue
 		}

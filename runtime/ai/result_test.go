@@ -38,7 +38,7 @@ func TestResultSend(t *testing.T) {
 	}}
 	structured := chat.RouteSpec{Name: "structured", Handle: func(ctx context.Context, req *chat.RouteRequest) error {
 		r := f.weaponReq(req.UserMessage())
-		r.Tools, r.Invokers = testTools, f.inv
+		r.Method.Tools = f.tools
 		w, reply, err := ai.Structured[Weapon](ctx, f.svc, r)
 		if err != nil {
 			return err
@@ -101,17 +101,38 @@ func TestResultSend(t *testing.T) {
 
 var errBoom = errors.New("boom")
 
-func TestRender(t *testing.T) {
-	tmpl := template.Must(template.New("Assistant.Ask system").Parse("You talk about {{.topic}}."))
-	got, err := ai.Render(tmpl, map[string]any{"topic": "swords"})
-	if err != nil || got != "You talk about swords." {
-		t.Fatalf("%q, %v", got, err)
+func TestTemplates(t *testing.T) {
+	f := newModelFixture(t, echo(), ai.Config{})
+	ctx := begin(t)
+	req := f.req("ignored: the user template wins")
+	req.Method.System = "ignored: the system template wins"
+	req.Method.SystemTemplate = template.Must(template.New("Assistant.Ask system").Parse("You talk about {{.topic}}."))
+	req.Method.UserTemplate = template.Must(template.New("Assistant.Ask user").Parse("Tell me about {{.topic}}."))
+	req.Data = map[string]any{"topic": "swords"}
+	r := must[*ai.Reply](t)(f.svc.Chat(ctx, req))
+	if r.Content != "re: Tell me about swords." {
+		t.Fatalf("reply %+v", r)
 	}
-	bad := template.Must(template.New("bad").Parse("{{.x.y}}"))
-	if _, err := ai.Render(bad, map[string]any{"x": 1}); err == nil || !strings.Contains(err.Error(), "bad") {
-		t.Fatalf("err %v", err)
+	wantStrings(t, "request", describe(f.requests()[0].Messages),
+		"system: You talk about swords.", "human: Tell me about swords.")
+
+	// A template that fails to execute fails the call before the model or
+	// the memory are reached.
+	for _, which := range []string{"system", "user"} {
+		bad := f.req("hi")
+		tmpl := template.Must(template.New("bad " + which).Parse("{{.x.y}}"))
+		if which == "system" {
+			bad.Method.SystemTemplate = tmpl
+		} else {
+			bad.Method.UserTemplate = tmpl
+		}
+		bad.Data = map[string]any{"x": 1}
+		_, err := f.svc.Chat(ctx, bad)
+		if err == nil || !strings.Contains(err.Error(), "rendering the "+which+" message") || !strings.Contains(err.Error(), "bad "+which) {
+			t.Fatalf("%s: err %v", which, err)
+		}
 	}
-	if got, err := ai.Render(nil, nil); got != "" || err != nil {
-		t.Fatalf("nil template: %q, %v", got, err)
+	if n := len(f.requests()); n != 1 {
+		t.Fatalf("%d model calls", n)
 	}
 }

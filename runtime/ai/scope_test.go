@@ -98,7 +98,7 @@ func TestPerChatAndTwoMethods(t *testing.T) {
 	ctx := begin(t)
 	a := f.req("a")
 	b := f.req("b")
-	b.Method, b.Kind = "Other", chat.KindPerChat
+	b.Method.Name, b.Method.Kind = "Other", chat.KindPerChat
 	must[*ai.Reply](t)(f.svc.Chat(ctx, a))
 	must[*ai.Reply](t)(f.svc.Chat(ctx, b))
 	scope := must[string](t)(chat.ID(ctx))
@@ -145,7 +145,7 @@ func TestInvocationMemory(t *testing.T) {
 	f := newModelFixture(t, echo(), ai.Config{})
 	req := func(user string) *ai.Request {
 		r := f.req(user)
-		r.Kind = chat.KindInvocation
+		r.Method.Kind = chat.KindInvocation
 		return r
 	}
 	for i := range 2 {

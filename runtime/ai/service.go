@@ -35,8 +35,8 @@ var (
 	// ErrUnknownTool is the [ToolExecution.Err] of a call of a tool the
 	// request does not offer. It never ends a request: the model is told.
 	ErrUnknownTool = errors.New("unknown tool")
-	// ErrInvalidRequest: the [Request] is malformed (nil, or Tools and
-	// Invokers of different lengths).
+	// ErrInvalidRequest: the [Request] is malformed (nil, or without a
+	// Method).
 	ErrInvalidRequest = errors.New("invalid request")
 	// ErrReentrant: a tool called the AI service method that is running it,
 	// on the same memory: waiting for the memory would deadlock.
@@ -129,11 +129,12 @@ func (s *Service) log() *slog.Logger {
 // returns the model's final answer. With [OutputJSON] the answer must be
 // JSON (see [Structured]); Reply.Content is then the JSON text.
 func (s *Service) Chat(ctx context.Context, req *Request) (*Reply, error) {
+	asJSON := req != nil && req.Method != nil && req.Method.Output == OutputJSON
 	var check func(string) (string, error)
-	if req != nil && req.Output == OutputJSON {
+	if asJSON {
 		check = checkJSON
 	}
-	return s.run(ctx, req, runMode{json: req != nil && req.Output == OutputJSON, check: check})
+	return s.run(ctx, req, runMode{json: asJSON, check: check})
 }
 
 // Stream runs one turn like [Service.Chat] but streams the model's text as
@@ -152,16 +153,18 @@ func (s *Service) Chat(ctx context.Context, req *Request) (*Reply, error) {
 func (s *Service) Stream(ctx context.Context, req *Request) iter.Seq2[string, error] {
 	return func(yield func(string, error) bool) {
 		sink := &streamSink{yield: yield}
-		_, err := s.run(ctx, req, runMode{json: req != nil && req.Output == OutputJSON, stream: sink})
+		asJSON := req != nil && req.Method != nil && req.Method.Output == OutputJSON
+		_, err := s.run(ctx, req, runMode{json: asJSON, stream: sink})
 		if err != nil && !sink.stopped.Load() {
 			yield("", err)
 		}
 	}
 }
 
-// Structured runs one turn like [Service.Chat] whatever req.Output says,
-// asking for JSON: the model call gets llms.WithJSONMode() and the system
-// message an instruction to answer with JSON conforming to req.Schema.
+// Structured runs one turn like [Service.Chat] whatever the method's
+// Output says, asking for JSON: the model call gets llms.WithJSONMode() and
+// the system message an instruction to answer with JSON conforming to the
+// method's Schema.
 // The answer is decoded into T (a ```json fence around it is tolerated).
 // When it does not decode, the model gets one corrective retry: a
 // follow-up user message with the error, asking for only the JSON; a

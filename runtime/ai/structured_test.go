@@ -21,9 +21,12 @@ const weaponSchema = `{"type":"object","properties":{"name":{"type":"string"},"d
 
 func (f *fixture) weaponReq(user string) *ai.Request {
 	return &ai.Request{
-		Method: "Forge", Kind: chat.KindChat,
-		System: "You forge weapons.", User: user,
-		Schema: json.RawMessage(weaponSchema), Output: ai.OutputJSON,
+		Method: &ai.Method{
+			Name: "Forge", Kind: chat.KindChat,
+			System: "You forge weapons.",
+			Schema: json.RawMessage(weaponSchema), Output: ai.OutputJSON,
+		},
+		User: user,
 	}
 }
 
@@ -85,7 +88,7 @@ func TestStructuredNoCallLeftForRetry(t *testing.T) {
 func TestStructuredImmediate(t *testing.T) {
 	f := newModelFixture(t, llmtest.Sequence(calls(call("show", `{"card":"Ace"}`))), ai.Config{})
 	req := f.weaponReq("Show me.")
-	req.Tools, req.Invokers = testTools, f.inv
+	req.Method.Tools = f.tools
 	w, r, err := ai.Structured[Weapon](begin(t), f.svc, req)
 	if err != nil || w != (Weapon{}) || !r.Immediate || r.Executions[0].Result != (Card{Title: "Ace"}) {
 		t.Fatalf("weapon %+v, reply %+v, err %v", w, r, err)
@@ -100,7 +103,7 @@ func TestChatJSONOutput(t *testing.T) {
 	), ai.Config{})
 	ctx := begin(t)
 	req := f.weaponReq("list")
-	req.Schema = nil
+	req.Method.Schema = nil
 	r := must[*ai.Reply](t)(f.svc.Chat(ctx, req))
 	if r.Content != "[1, 2]" || r.ModelCalls != 1 || !f.requests()[0].JSONMode {
 		t.Fatalf("reply %+v", r)

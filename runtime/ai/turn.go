@@ -27,7 +27,7 @@ type runMode struct {
 // turn is one request in progress.
 type turn struct {
 	s      *Service
-	req    *Request
+	m      *Method
 	mode   runMode
 	prompt []llms.MessageContent // what the model is sent
 	msgs   []llms.MessageContent // what the memory gets if the turn completes
@@ -42,40 +42,45 @@ func (s *Service) run(ctx context.Context, req *Request, mode runMode) (*Reply, 
 	if req == nil {
 		return nil, fmt.Errorf("ai: %s: %w: nil request", s.name, ErrInvalidRequest)
 	}
-	if s.model == nil {
-		return nil, s.errorf(req.Method, "%w", ErrNoModel)
+	m := req.Method
+	if m == nil {
+		return nil, fmt.Errorf("ai: %s: %w: no method", s.name, ErrInvalidRequest)
 	}
-	if len(req.Invokers) != len(req.Tools) {
-		return nil, s.errorf(req.Method, "%w: %d tools but %d invokers", ErrInvalidRequest, len(req.Tools), len(req.Invokers))
+	if s.model == nil {
+		return nil, s.errorf(m.Name, "%w", ErrNoModel)
+	}
+	system, user, err := req.prompt()
+	if err != nil {
+		return nil, s.errorf(m.Name, "%w", err)
 	}
 	id, kind, err := s.memoryID(ctx, req)
 	if err != nil {
-		return nil, s.errorf(req.Method, "%w", err)
+		return nil, s.errorf(m.Name, "%w", err)
 	}
 	st, err := s.acquire(ctx, id)
 	if err != nil {
-		return nil, s.errorf(req.Method, "%w", err)
+		return nil, s.errorf(m.Name, "%w", err)
 	}
 	defer s.release(st)
 	if err := s.attach(ctx, st, kind); err != nil {
-		return nil, s.errorf(req.Method, "%w", err)
+		return nil, s.errorf(m.Name, "%w", err)
 	}
 	mem, err := s.memory.Memory(ctx, id)
 	if err != nil {
-		return nil, s.errorf(req.Method, "memory %q: %w", id, err)
+		return nil, s.errorf(m.Name, "memory %q: %w", id, err)
 	}
 	gen := st.generation()
 	history, err := mem.Messages(ctx)
 	if err != nil {
-		return nil, s.errorf(req.Method, "reading memory %q: %w", id, err)
+		return nil, s.errorf(m.Name, "reading memory %q: %w", id, err)
 	}
 
-	t := &turn{s: s, req: req, mode: mode, reply: new(Reply)}
+	t := &turn{s: s, m: m, mode: mode, reply: new(Reply)}
 	t.held = heldTurn{st: st}
 	t.held.next, _ = ctx.Value(heldKey{}).(*heldTurn)
 	ctx = context.WithValue(ctx, heldKey{}, &t.held)
 	t.setOptions()
-	t.start(history)
+	t.start(system, user, history)
 	if err := t.loop(ctx); err != nil {
 		return nil, err
 	}
@@ -87,7 +92,7 @@ func (s *Service) run(ctx context.Context, req *Request, mode runMode) (*Reply, 
 	}
 	if l := s.log(); l.Enabled(ctx, slog.LevelDebug) {
 		l.LogAttrs(ctx, slog.LevelDebug, "ai: turn completed",
-			slog.String("service", s.name), slog.String("method", req.Method), slog.String("memory", id),
+			slog.String("service", s.name), slog.String("method", m.Name), slog.String("memory", id),
 			slog.Int("model_calls", t.reply.ModelCalls), slog.Int("tool_calls", len(t.reply.Executions)),
 			slog.Bool("immediate", t.reply.Immediate), slog.Int("total_tokens", t.reply.Usage.TotalTokens))
 	}
@@ -95,8 +100,8 @@ func (s *Service) run(ctx context.Context, req *Request, mode runMode) (*Reply, 
 }
 
 // setOptions prepares the call options of every model call of the turn:
-// the service's, then the tools (the request's slice itself), JSON mode and
-// streaming.
+// the service's, then the tools (one slice per Method, made once), JSON
+// mode and streaming.
 func (t *turn) setOptions() {
 	n := len(t.s.options) + 3
 	if n <= len(t.optBuf) {
@@ -105,8 +110,8 @@ func (t *turn) setOptions() {
 		t.opts = make([]llms.CallOption, 0, n)
 	}
 	t.opts = append(t.opts, t.s.options...)
-	if len(t.req.Tools) > 0 {
-		t.opts = append(t.opts, llms.WithTools(t.req.Tools))
+	if defs := t.m.definitions(); len(defs) > 0 {
+		t.opts = append(t.opts, llms.WithTools(defs))
 	}
 	if t.mode.json {
 		t.opts = append(t.opts, llms.WithJSONMode())
@@ -118,10 +123,9 @@ func (t *turn) setOptions() {
 
 // start builds the first prompt: the system message, the memory, the user
 // message.
-func (t *turn) start(history []llms.MessageContent) {
-	system := t.req.System
+func (t *turn) start(system, user string, history []llms.MessageContent) {
 	if t.mode.json {
-		system = withJSONInstruction(system, t.req.Schema)
+		system = withJSONInstruction(system, t.m.Schema)
 	}
 	t.prompt = make([]llms.MessageContent, 0, len(history)+6)
 	t.msgs = make([]llms.MessageContent, 0, 6)
@@ -134,8 +138,8 @@ func (t *turn) start(history []llms.MessageContent) {
 		}
 		t.prompt = append(t.prompt, m)
 	}
-	if t.req.User != "" {
-		t.add(llms.TextParts(llms.ChatMessageTypeHuman, t.req.User))
+	if user != "" {
+		t.add(llms.TextParts(llms.ChatMessageTypeHuman, user))
 	}
 }
 
@@ -173,7 +177,7 @@ func (t *turn) loop(ctx context.Context) error {
 					}
 					retried = true
 					t.s.log().WarnContext(ctx, "ai: the model's answer is not valid JSON; asking again",
-						"service", t.s.name, "method", t.req.Method, "err", cerr)
+						"service", t.s.name, "method", t.m.Name, "err", cerr)
 					// Sent, never committed: the memory gets the valid exchange.
 					t.prompt = append(t.prompt, answer, llms.TextParts(llms.ChatMessageTypeHuman, correction(cerr)))
 					continue
@@ -194,7 +198,7 @@ func (t *turn) loop(ctx context.Context) error {
 		}
 		t.add(call)
 		first := len(t.reply.Executions)
-		t.reply.Executions = t.s.runTools(ctx, t.req, calls, t.reply.Executions)
+		t.reply.Executions = t.s.runTools(ctx, t.m, calls, t.reply.Executions)
 		immediate := true
 		for i := first; i < len(t.reply.Executions); i++ {
 			ex := &t.reply.Executions[i]
@@ -252,7 +256,7 @@ func (t *turn) call(ctx context.Context) (*llms.ContentChoice, error) {
 	t.reply.FinishReason = choice.StopReason
 	if l := t.s.log(); l.Enabled(ctx, slog.LevelDebug) {
 		l.LogAttrs(ctx, slog.LevelDebug, "ai: model call",
-			slog.String("service", t.s.name), slog.String("method", t.req.Method), slog.Int("call", n),
+			slog.String("service", t.s.name), slog.String("method", t.m.Name), slog.Int("call", n),
 			slog.Int("tool_calls", len(choice.ToolCalls)), slog.String("finish_reason", choice.StopReason))
 	}
 	return choice, nil
@@ -266,7 +270,7 @@ func (t *turn) commit(ctx context.Context, st *memState, mem memory.Memory, gen 
 	defer st.mu.Unlock()
 	if st.gen != gen {
 		t.s.log().DebugContext(ctx, "ai: memory cleared or deleted during the turn; the turn is not remembered",
-			"service", t.s.name, "method", t.req.Method, "memory", st.id)
+			"service", t.s.name, "method", t.m.Name, "memory", st.id)
 		return nil
 	}
 	if err := mem.Add(ctx, t.msgs...); err != nil {
@@ -279,7 +283,7 @@ func (t *turn) commit(ctx context.Context, st *memState, mem memory.Memory, gen 
 }
 
 func (t *turn) errorf(format string, args ...any) error {
-	return t.s.errorf(t.req.Method, format, args...)
+	return t.s.errorf(t.m.Name, format, args...)
 }
 
 // pickChoice returns the choice a turn goes on with: the first one, or,

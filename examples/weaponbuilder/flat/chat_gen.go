@@ -5,22 +5,40 @@ package flat
 import (
 	"context"
 	"encoding/json"
-	"text/template"
 
 	"github.com/chatscopes/chatgen/runtime/ai"
 	"github.com/chatscopes/chatgen/runtime/chat"
 	"github.com/tmc/langchaingo/llms"
 )
 
-// This file needs a chatgen runtime that supports version 1 of the generated code.
+// This file needs a chatgen runtime that supports generated code version 1.
 const _ = chat.SupportPackageIsVersion1
+
+// Compile-time assertions: a compiler error here means the annotated source
+// changed since this file was generated. Re-run go generate.
+func _() {
+	var _ func(Armorer, context.Context, string) (string, error) = Armorer.Chat
+	var _ Armorer = ArmorerProxy{}
+	var _ func(*Shop, string) Weapon = (*Shop).SetKind
+	var _ func(*Shop, string) Weapon = (*Shop).SetName
+	var _ func(*Shop, int) Weapon = (*Shop).SetDamage
+	var _ func(*Shop) Weapon = (*Shop).ShowWeapon
+	var _ func(*Shop, string) Weapon = (*Shop).SetElement
+	var _ func(*Shop, int) Weapon = (*Shop).SetPower
+	var _ func(*Shop) (Weapon, error) = (*Shop).Bind
+	var _ func(*Shop) (string, error) = (*Shop).FinishWeapon
+	var _ func(*Shop, string) Armor = (*Shop).SetPiece
+	var _ func(*Shop, string) Armor = (*Shop).SetMaterial
+	var _ func(*Shop) (string, error) = (*Shop).FinishArmor
+	var _ func(*Shop) string = (*Shop).ListArmory
+}
 
 // Deps holds the application dependencies of this package's scoped beans and
 // the configuration of its AI services: each dependency is passed to the
 // constructors that take its type. Give it to Register.
 type Deps struct {
-	// Armorer configures the //chat:ai service Armorer: its model, memory and
-	// tool-loop limits.
+	// Armorer configures the //chat:ai service Armorer: its model,
+	// memory and tool-loop limits.
 	Armorer ai.Config
 }
 
@@ -33,22 +51,21 @@ func Register(deps Deps) *chat.Package {
 	chat.Provide(p, chatBeanArmorer, func(context.Context) (Armorer, error) {
 		return &chatAIArmorer{svc: svcArmorer}, nil
 	})
-	p.AddRoute(chat.RouteSpec{
-		Name:    "armorer",
-		Default: true,
-		Handle: func(ctx context.Context, req *chat.RouteRequest) error {
-			bean, err := chat.Lookup(ctx, chatBeanArmorer)
-			if err != nil {
-				return err
-			}
-			res, err := bean.Chat(ctx, req.UserMessage())
-			if err != nil {
-				return err
-			}
-			return chat.SendValue(ctx, res)
-		},
-	})
+	p.AddRoute(chat.RouteSpec{Name: "armorer", Default: true, Handle: chatRouteArmorer})
 	return p
+}
+
+// chatRouteArmorer runs the route armorer: it calls Armorer.Chat.
+func chatRouteArmorer(ctx context.Context, req *chat.RouteRequest) error {
+	armorer, err := chat.Lookup(ctx, chatBeanArmorer)
+	if err != nil {
+		return err
+	}
+	res, err := armorer.Chat(ctx, req.UserMessage())
+	if err != nil {
+		return err
+	}
+	return chat.SendValue(ctx, res)
 }
 
 // chatBeanArmorer describes the scoped type Armorer: one instance per chat
@@ -70,12 +87,11 @@ type ArmorerProxy struct{}
 
 // Chat calls Chat on the Armorer of the chat scope in ctx.
 func (ArmorerProxy) Chat(ctx context.Context, userMessage string) (string, error) {
-	b, err := chat.Lookup(ctx, chatBeanArmorer)
+	armorer, err := chat.Lookup(ctx, chatBeanArmorer)
 	if err != nil {
-		var r0 string
-		return r0, err
+		return "", err
 	}
-	return b.Chat(ctx, userMessage)
+	return armorer.Chat(ctx, userMessage)
 }
 
 // chatBeanShop describes the scoped type Shop: one instance per chat scope,
@@ -129,22 +145,20 @@ func (ShopProxy) SetPower(ctx context.Context, power int) Weapon {
 
 // Bind calls Bind on the Shop of the chat scope in ctx.
 func (ShopProxy) Bind(ctx context.Context) (Weapon, error) {
-	b, err := chat.Lookup(ctx, chatBeanShop)
+	shop, err := chat.Lookup(ctx, chatBeanShop)
 	if err != nil {
-		var r0 Weapon
-		return r0, err
+		return Weapon{}, err
 	}
-	return b.Bind()
+	return shop.Bind()
 }
 
 // FinishWeapon calls FinishWeapon on the Shop of the chat scope in ctx.
 func (ShopProxy) FinishWeapon(ctx context.Context) (string, error) {
-	b, err := chat.Lookup(ctx, chatBeanShop)
+	shop, err := chat.Lookup(ctx, chatBeanShop)
 	if err != nil {
-		var r0 string
-		return r0, err
+		return "", err
 	}
-	return b.FinishWeapon()
+	return shop.FinishWeapon()
 }
 
 // SetPiece calls SetPiece on the Shop of the chat scope in ctx.
@@ -159,12 +173,11 @@ func (ShopProxy) SetMaterial(ctx context.Context, material string) Armor {
 
 // FinishArmor calls FinishArmor on the Shop of the chat scope in ctx.
 func (ShopProxy) FinishArmor(ctx context.Context) (string, error) {
-	b, err := chat.Lookup(ctx, chatBeanShop)
+	shop, err := chat.Lookup(ctx, chatBeanShop)
 	if err != nil {
-		var r0 string
-		return r0, err
+		return "", err
 	}
-	return b.FinishArmor()
+	return shop.FinishArmor()
 }
 
 // ListArmory calls ListArmory on the Shop of the chat scope in ctx.
@@ -172,289 +185,175 @@ func (ShopProxy) ListArmory(ctx context.Context) string {
 	return chat.MustLookup(ctx, chatBeanShop).ListArmory()
 }
 
-// chatToolShopSetKind runs the tool setKind: it decodes the model's
-// arguments and calls Shop.SetKind on the Shop of the current scope.
-func chatToolShopSetKind(ctx context.Context, arguments string) (any, error) {
-	var args struct {
-		Kind string `json:"kind"`
-	}
-	if err := json.Unmarshal([]byte(arguments), &args); err != nil {
-		return nil, &ai.ArgumentsError{Err: err}
-	}
-	bean, err := chat.Lookup(ctx, chatBeanShop)
-	if err != nil {
-		return nil, err
-	}
-	return bean.SetKind(args.Kind), nil
-}
-
-// chatToolShopSetName runs the tool setName: it decodes the model's
-// arguments and calls Shop.SetName on the Shop of the current scope.
-func chatToolShopSetName(ctx context.Context, arguments string) (any, error) {
-	var args struct {
-		Name string `json:"name"`
-	}
-	if err := json.Unmarshal([]byte(arguments), &args); err != nil {
-		return nil, &ai.ArgumentsError{Err: err}
-	}
-	bean, err := chat.Lookup(ctx, chatBeanShop)
-	if err != nil {
-		return nil, err
-	}
-	return bean.SetName(args.Name), nil
-}
-
-// chatToolShopSetDamage runs the tool setDamage: it decodes the model's
-// arguments and calls Shop.SetDamage on the Shop of the current scope.
-func chatToolShopSetDamage(ctx context.Context, arguments string) (any, error) {
-	var args struct {
-		Damage int `json:"damage"`
-	}
-	if err := json.Unmarshal([]byte(arguments), &args); err != nil {
-		return nil, &ai.ArgumentsError{Err: err}
-	}
-	bean, err := chat.Lookup(ctx, chatBeanShop)
-	if err != nil {
-		return nil, err
-	}
-	return bean.SetDamage(args.Damage), nil
-}
-
-// chatToolShopShowWeapon runs the tool showWeapon: it decodes the model's
-// arguments and calls Shop.ShowWeapon on the Shop of the current scope.
-func chatToolShopShowWeapon(ctx context.Context, _ string) (any, error) {
-	bean, err := chat.Lookup(ctx, chatBeanShop)
-	if err != nil {
-		return nil, err
-	}
-	return bean.ShowWeapon(), nil
-}
-
-// chatToolShopSetElement runs the tool setElement: it decodes the model's
-// arguments and calls Shop.SetElement on the Shop of the current scope.
-func chatToolShopSetElement(ctx context.Context, arguments string) (any, error) {
-	var args struct {
-		Element string `json:"element"`
-	}
-	if err := json.Unmarshal([]byte(arguments), &args); err != nil {
-		return nil, &ai.ArgumentsError{Err: err}
-	}
-	bean, err := chat.Lookup(ctx, chatBeanShop)
-	if err != nil {
-		return nil, err
-	}
-	return bean.SetElement(args.Element), nil
-}
-
-// chatToolShopSetPower runs the tool setPower: it decodes the model's
-// arguments and calls Shop.SetPower on the Shop of the current scope.
-func chatToolShopSetPower(ctx context.Context, arguments string) (any, error) {
-	var args struct {
-		Power int `json:"power"`
-	}
-	if err := json.Unmarshal([]byte(arguments), &args); err != nil {
-		return nil, &ai.ArgumentsError{Err: err}
-	}
-	bean, err := chat.Lookup(ctx, chatBeanShop)
-	if err != nil {
-		return nil, err
-	}
-	return bean.SetPower(args.Power), nil
-}
-
-// chatToolShopBind runs the tool bind: it decodes the model's arguments and
-// calls Shop.Bind on the Shop of the current scope.
-func chatToolShopBind(ctx context.Context, _ string) (any, error) {
-	bean, err := chat.Lookup(ctx, chatBeanShop)
-	if err != nil {
-		return nil, err
-	}
-	return bean.Bind()
-}
-
-// chatToolShopFinishWeapon runs the tool finishWeapon: it decodes the
-// model's arguments and calls Shop.FinishWeapon on the Shop of the current
-// scope.
-func chatToolShopFinishWeapon(ctx context.Context, _ string) (any, error) {
-	bean, err := chat.Lookup(ctx, chatBeanShop)
-	if err != nil {
-		return nil, err
-	}
-	return bean.FinishWeapon()
-}
-
-// chatToolShopSetPiece runs the tool setPiece: it decodes the model's
-// arguments and calls Shop.SetPiece on the Shop of the current scope.
-func chatToolShopSetPiece(ctx context.Context, arguments string) (any, error) {
-	var args struct {
-		Piece string `json:"piece"`
-	}
-	if err := json.Unmarshal([]byte(arguments), &args); err != nil {
-		return nil, &ai.ArgumentsError{Err: err}
-	}
-	bean, err := chat.Lookup(ctx, chatBeanShop)
-	if err != nil {
-		return nil, err
-	}
-	return bean.SetPiece(args.Piece), nil
-}
-
-// chatToolShopSetMaterial runs the tool setMaterial: it decodes the model's
-// arguments and calls Shop.SetMaterial on the Shop of the current scope.
-func chatToolShopSetMaterial(ctx context.Context, arguments string) (any, error) {
-	var args struct {
-		Material string `json:"material"`
-	}
-	if err := json.Unmarshal([]byte(arguments), &args); err != nil {
-		return nil, &ai.ArgumentsError{Err: err}
-	}
-	bean, err := chat.Lookup(ctx, chatBeanShop)
-	if err != nil {
-		return nil, err
-	}
-	return bean.SetMaterial(args.Material), nil
-}
-
-// chatToolShopFinishArmor runs the tool finishArmor: it decodes the model's
-// arguments and calls Shop.FinishArmor on the Shop of the current scope.
-func chatToolShopFinishArmor(ctx context.Context, _ string) (any, error) {
-	bean, err := chat.Lookup(ctx, chatBeanShop)
-	if err != nil {
-		return nil, err
-	}
-	return bean.FinishArmor()
-}
-
-// chatToolShopListArmory runs the tool listArmory: it decodes the model's
-// arguments and calls Shop.ListArmory on the Shop of the current scope.
-func chatToolShopListArmory(ctx context.Context, _ string) (any, error) {
-	bean, err := chat.Lookup(ctx, chatBeanShop)
-	if err != nil {
-		return nil, err
-	}
-	return bean.ListArmory(), nil
-}
-
-// chatToolsArmorerChat are the tools Armorer.Chat offers the model.
-var chatToolsArmorerChat = []llms.Tool{{
-	Type: "function",
-	Function: &llms.FunctionDefinition{
+// chatToolShopSetKind is the tool setKind: it decodes the model's arguments
+// and calls Shop.SetKind on the Shop of the current scope.
+var chatToolShopSetKind = ai.Tool{
+	Definition: llms.Tool{Type: "function", Function: &llms.FunctionDefinition{
 		Name:        "setKind",
 		Description: "SetKind sets the kind of the weapon: sword, axe, bow, dagger or staff.",
 		Parameters:  json.RawMessage(`{"type":"object","properties":{"kind":{"type":"string"}},"required":["kind"],"additionalProperties":false}`),
-	},
-}, {
-	Type: "function",
-	Function: &llms.FunctionDefinition{
+	}},
+	Invoke: ai.BeanTool(chatBeanShop, func(_ context.Context, shop *Shop, args struct {
+		Kind string `json:"kind"`
+	}) (any, error) {
+		return shop.SetKind(args.Kind), nil
+	}),
+}
+
+// chatToolShopSetName is the tool setName: it decodes the model's arguments
+// and calls Shop.SetName on the Shop of the current scope.
+var chatToolShopSetName = ai.Tool{
+	Definition: llms.Tool{Type: "function", Function: &llms.FunctionDefinition{
 		Name:        "setName",
 		Description: "SetName names the weapon.",
 		Parameters:  json.RawMessage(`{"type":"object","properties":{"name":{"type":"string","description":"the weapon's name, one to three words"}},"required":["name"],"additionalProperties":false}`),
-	},
-}, {
-	Type: "function",
-	Function: &llms.FunctionDefinition{
+	}},
+	Invoke: ai.BeanTool(chatBeanShop, func(_ context.Context, shop *Shop, args struct {
+		Name string `json:"name"`
+	}) (any, error) {
+		return shop.SetName(args.Name), nil
+	}),
+}
+
+// chatToolShopSetDamage is the tool setDamage: it decodes the model's
+// arguments and calls Shop.SetDamage on the Shop of the current scope.
+var chatToolShopSetDamage = ai.Tool{
+	Definition: llms.Tool{Type: "function", Function: &llms.FunctionDefinition{
 		Name:        "setDamage",
 		Description: "SetDamage sets how much damage the weapon deals, from 1 to 100.",
 		Parameters:  json.RawMessage(`{"type":"object","properties":{"damage":{"type":"integer"}},"required":["damage"],"additionalProperties":false}`),
-	},
-}, {
-	Type: "function",
-	Function: &llms.FunctionDefinition{
+	}},
+	Invoke: ai.BeanTool(chatBeanShop, func(_ context.Context, shop *Shop, args struct {
+		Damage int `json:"damage"`
+	}) (any, error) {
+		return shop.SetDamage(args.Damage), nil
+	}),
+}
+
+// chatToolShopShowWeapon is the tool showWeapon: it calls Shop.ShowWeapon on
+// the Shop of the current scope.
+var chatToolShopShowWeapon = ai.Tool{
+	Definition: llms.Tool{Type: "function", Function: &llms.FunctionDefinition{
 		Name:        "showWeapon",
 		Description: "ShowWeapon shows the weapon as it is now.",
 		Parameters:  json.RawMessage(`{"type":"object","properties":{},"additionalProperties":false}`),
-	},
-}, {
-	Type: "function",
-	Function: &llms.FunctionDefinition{
+	}},
+	Invoke: ai.BeanToolNoArgs(chatBeanShop, func(_ context.Context, shop *Shop) (any, error) {
+		return shop.ShowWeapon(), nil
+	}),
+}
+
+// chatToolShopSetElement is the tool setElement: it decodes the model's
+// arguments and calls Shop.SetElement on the Shop of the current scope.
+var chatToolShopSetElement = ai.Tool{
+	Definition: llms.Tool{Type: "function", Function: &llms.FunctionDefinition{
 		Name:        "setElement",
 		Description: "SetElement sets the element of the enchantment: fire, frost or lightning.",
 		Parameters:  json.RawMessage(`{"type":"object","properties":{"element":{"type":"string"}},"required":["element"],"additionalProperties":false}`),
-	},
-}, {
-	Type: "function",
-	Function: &llms.FunctionDefinition{
+	}},
+	Invoke: ai.BeanTool(chatBeanShop, func(_ context.Context, shop *Shop, args struct {
+		Element string `json:"element"`
+	}) (any, error) {
+		return shop.SetElement(args.Element), nil
+	}),
+}
+
+// chatToolShopSetPower is the tool setPower: it decodes the model's
+// arguments and calls Shop.SetPower on the Shop of the current scope.
+var chatToolShopSetPower = ai.Tool{
+	Definition: llms.Tool{Type: "function", Function: &llms.FunctionDefinition{
 		Name:        "setPower",
 		Description: "SetPower sets the power of the enchantment, from 1 to 10.",
 		Parameters:  json.RawMessage(`{"type":"object","properties":{"power":{"type":"integer"}},"required":["power"],"additionalProperties":false}`),
-	},
-}, {
-	Type: "function",
-	Function: &llms.FunctionDefinition{
+	}},
+	Invoke: ai.BeanTool(chatBeanShop, func(_ context.Context, shop *Shop, args struct {
+		Power int `json:"power"`
+	}) (any, error) {
+		return shop.SetPower(args.Power), nil
+	}),
+}
+
+// chatToolShopBind is the tool bind: it calls Shop.Bind on the Shop of the
+// current scope.
+var chatToolShopBind = ai.Tool{
+	Definition: llms.Tool{Type: "function", Function: &llms.FunctionDefinition{
 		Name:        "bind",
 		Description: "Bind binds the enchantment to the weapon.",
 		Parameters:  json.RawMessage(`{"type":"object","properties":{},"additionalProperties":false}`),
-	},
-}, {
-	Type: "function",
-	Function: &llms.FunctionDefinition{
+	}},
+	Invoke: ai.BeanToolNoArgs(chatBeanShop, func(_ context.Context, shop *Shop) (any, error) {
+		return shop.Bind()
+	}),
+}
+
+// chatToolShopFinishWeapon is the tool finishWeapon: it calls
+// Shop.FinishWeapon on the Shop of the current scope.
+var chatToolShopFinishWeapon = ai.Tool{
+	Definition: llms.Tool{Type: "function", Function: &llms.FunctionDefinition{
 		Name:        "finishWeapon",
 		Description: "FinishWeapon saves the weapon.",
 		Parameters:  json.RawMessage(`{"type":"object","properties":{},"additionalProperties":false}`),
-	},
-}, {
-	Type: "function",
-	Function: &llms.FunctionDefinition{
+	}},
+	Invoke: ai.BeanToolNoArgs(chatBeanShop, func(_ context.Context, shop *Shop) (any, error) {
+		return shop.FinishWeapon()
+	}),
+}
+
+// chatToolShopSetPiece is the tool setPiece: it decodes the model's
+// arguments and calls Shop.SetPiece on the Shop of the current scope.
+var chatToolShopSetPiece = ai.Tool{
+	Definition: llms.Tool{Type: "function", Function: &llms.FunctionDefinition{
 		Name:        "setPiece",
 		Description: "SetPiece sets the piece of armour: helm, breastplate, gauntlets, greaves or shield.",
 		Parameters:  json.RawMessage(`{"type":"object","properties":{"piece":{"type":"string"}},"required":["piece"],"additionalProperties":false}`),
-	},
-}, {
-	Type: "function",
-	Function: &llms.FunctionDefinition{
+	}},
+	Invoke: ai.BeanTool(chatBeanShop, func(_ context.Context, shop *Shop, args struct {
+		Piece string `json:"piece"`
+	}) (any, error) {
+		return shop.SetPiece(args.Piece), nil
+	}),
+}
+
+// chatToolShopSetMaterial is the tool setMaterial: it decodes the model's
+// arguments and calls Shop.SetMaterial on the Shop of the current scope.
+var chatToolShopSetMaterial = ai.Tool{
+	Definition: llms.Tool{Type: "function", Function: &llms.FunctionDefinition{
 		Name:        "setMaterial",
 		Description: "SetMaterial sets the material of the armour: leather, iron, steel or mithril.",
 		Parameters:  json.RawMessage(`{"type":"object","properties":{"material":{"type":"string"}},"required":["material"],"additionalProperties":false}`),
-	},
-}, {
-	Type: "function",
-	Function: &llms.FunctionDefinition{
+	}},
+	Invoke: ai.BeanTool(chatBeanShop, func(_ context.Context, shop *Shop, args struct {
+		Material string `json:"material"`
+	}) (any, error) {
+		return shop.SetMaterial(args.Material), nil
+	}),
+}
+
+// chatToolShopFinishArmor is the tool finishArmor: it calls Shop.FinishArmor
+// on the Shop of the current scope.
+var chatToolShopFinishArmor = ai.Tool{
+	Definition: llms.Tool{Type: "function", Function: &llms.FunctionDefinition{
 		Name:        "finishArmor",
 		Description: "FinishArmor saves the armour.",
 		Parameters:  json.RawMessage(`{"type":"object","properties":{},"additionalProperties":false}`),
-	},
-}, {
-	Type: "function",
-	Function: &llms.FunctionDefinition{
+	}},
+	Invoke: ai.BeanToolNoArgs(chatBeanShop, func(_ context.Context, shop *Shop) (any, error) {
+		return shop.FinishArmor()
+	}),
+}
+
+// chatToolShopListArmory is the tool listArmory: it calls Shop.ListArmory on
+// the Shop of the current scope.
+var chatToolShopListArmory = ai.Tool{
+	Definition: llms.Tool{Type: "function", Function: &llms.FunctionDefinition{
 		Name:        "listArmory",
 		Description: "ListArmory lists what the player has built.",
 		Parameters:  json.RawMessage(`{"type":"object","properties":{},"additionalProperties":false}`),
-	},
-}}
-
-// chatToolsArmorerChatInvokers run the tools of chatToolsArmorerChat, in the
-// same order.
-var chatToolsArmorerChatInvokers = []ai.Invoker{{
-	Invoke: chatToolShopSetKind,
-}, {
-	Invoke: chatToolShopSetName,
-}, {
-	Invoke: chatToolShopSetDamage,
-}, {
-	Invoke: chatToolShopShowWeapon,
-}, {
-	Invoke: chatToolShopSetElement,
-}, {
-	Invoke: chatToolShopSetPower,
-}, {
-	Invoke: chatToolShopBind,
-}, {
-	Invoke: chatToolShopFinishWeapon,
-}, {
-	Invoke: chatToolShopSetPiece,
-}, {
-	Invoke: chatToolShopSetMaterial,
-}, {
-	Invoke: chatToolShopFinishArmor,
-}, {
-	Invoke: chatToolShopListArmory,
-}}
-
-// chatTmplArmorerChatSystem is the system message template of Armorer.Chat.
-var chatTmplArmorerChatSystem = template.Must(template.New("Armorer.Chat system").Parse("You are the armorer of a fantasy video game, at the counter of your forge.\nYou build weapons and armour with the player and show what they have built.\nTo build a weapon, find out its kind, its name and its damage, one at a time, and set each\nwith the tools. Offer an enchantment: find out its element (fire, frost or lightning) and its\npower (1 to 10), set them, then bind the enchantment to the weapon. When the player is happy,\ncall finishWeapon. To build armour, find out the piece and its material, set them, then call\nfinishArmor. To show what the player has built, call listArmory.\nOtherwise answer in one or two sentences."))
-
-// chatTmplArmorerChatUser is the user message template of Armorer.Chat.
-var chatTmplArmorerChatUser = template.Must(template.New("Armorer.Chat user").Parse("{{.userMessage}}"))
+	}},
+	Invoke: ai.BeanToolNoArgs(chatBeanShop, func(_ context.Context, shop *Shop) (any, error) {
+		return shop.ListArmory(), nil
+	}),
+}
 
 // chatAIArmorer is the generated implementation of the //chat:ai interface
 // Armorer.
@@ -462,48 +361,32 @@ type chatAIArmorer struct {
 	svc *ai.Service
 }
 
-// Chat asks the model, as Armorer.Chat describes.
-func (x *chatAIArmorer) Chat(ctx context.Context, userMessage string) (string, error) {
-	var zero string
-	data := map[string]any{"userMessage": userMessage}
-	system, err := ai.Render(chatTmplArmorerChatSystem, data)
-	if err != nil {
-		return zero, err
-	}
-	user, err := ai.Render(chatTmplArmorerChatUser, data)
-	if err != nil {
-		return zero, err
-	}
-	req := &ai.Request{
-		Invokers: chatToolsArmorerChatInvokers,
-		Kind:     chat.KindChat,
-		Method:   "Chat",
-		System:   system,
-		Tools:    chatToolsArmorerChat,
-		User:     user,
-	}
-	reply, err := x.svc.Chat(ctx, req)
-	if err != nil {
-		return zero, err
-	}
-	return reply.Content, nil
+// chatMethodArmorerChat describes Armorer.Chat to the AI service.
+var chatMethodArmorerChat = ai.Method{
+	Name:   "Chat",
+	Kind:   chat.KindChat,
+	System: "You are the armorer of a fantasy video game, at the counter of your forge.\nYou build weapons and armour with the player and show what they have built.\nTo build a weapon, find out its kind, its name and its damage, one at a time, and set each\nwith the tools. Offer an enchantment: find out its element (fire, frost or lightning) and its\npower (1 to 10), set them, then bind the enchantment to the weapon. When the player is happy,\ncall finishWeapon. To build armour, find out the piece and its material, set them, then call\nfinishArmor. To show what the player has built, call listArmory.\nOtherwise answer in one or two sentences.",
+	Tools: []ai.Tool{
+		chatToolShopSetKind,
+		chatToolShopSetName,
+		chatToolShopSetDamage,
+		chatToolShopShowWeapon,
+		chatToolShopSetElement,
+		chatToolShopSetPower,
+		chatToolShopBind,
+		chatToolShopFinishWeapon,
+		chatToolShopSetPiece,
+		chatToolShopSetMaterial,
+		chatToolShopFinishArmor,
+		chatToolShopListArmory,
+	},
 }
 
-// Compile-time assertions: a compiler error here means the annotated source
-// changed since this file was generated. Re-run go generate.
-func _() {
-	var _ func(Armorer, context.Context, string) (string, error) = Armorer.Chat
-	var _ Armorer = ArmorerProxy{}
-	var _ func(*Shop, string) Weapon = (*Shop).SetKind
-	var _ func(*Shop, string) Weapon = (*Shop).SetName
-	var _ func(*Shop, int) Weapon = (*Shop).SetDamage
-	var _ func(*Shop) Weapon = (*Shop).ShowWeapon
-	var _ func(*Shop, string) Weapon = (*Shop).SetElement
-	var _ func(*Shop, int) Weapon = (*Shop).SetPower
-	var _ func(*Shop) (Weapon, error) = (*Shop).Bind
-	var _ func(*Shop) (string, error) = (*Shop).FinishWeapon
-	var _ func(*Shop, string) Armor = (*Shop).SetPiece
-	var _ func(*Shop, string) Armor = (*Shop).SetMaterial
-	var _ func(*Shop) (string, error) = (*Shop).FinishArmor
-	var _ func(*Shop) string = (*Shop).ListArmory
+// Chat asks the model, as Armorer.Chat describes.
+func (x *chatAIArmorer) Chat(ctx context.Context, userMessage string) (string, error) {
+	reply, err := x.svc.Chat(ctx, &ai.Request{Method: &chatMethodArmorerChat, User: userMessage})
+	if err != nil {
+		return "", err
+	}
+	return reply.Content, nil
 }

@@ -6,22 +6,35 @@ import (
 	"context"
 	"encoding/json"
 	"iter"
-	"text/template"
 
 	"github.com/chatscopes/chatgen/runtime/ai"
 	"github.com/chatscopes/chatgen/runtime/chat"
 	"github.com/tmc/langchaingo/llms"
 )
 
-// This file needs a chatgen runtime that supports version 1 of the generated code.
+// This file needs a chatgen runtime that supports generated code version 1.
 const _ = chat.SupportPackageIsVersion1
+
+// Compile-time assertions: a compiler error here means the annotated source
+// changed since this file was generated. Re-run go generate.
+func _() {
+	var _ func(*Workbench, context.Context, Kind) (Weapon, error) = (*Workbench).SetKind
+	var _ func(*Workbench, string) Weapon = (*Workbench).SetName
+	var _ func(*Workbench) Weapon = (*Workbench).Inspect
+	var _ func(*Workbench) string = (*Workbench).Explode
+	var _ func(Smith, context.Context, string) (Weapon, error) = Smith.Appraise
+	var _ func(Smith, context.Context, string) (string, error) = Smith.Ask
+	var _ func(Smith, context.Context, string) (ai.Result[string], error) = Smith.Build
+	var _ func(Smith, context.Context, string) iter.Seq2[string, error] = Smith.Tell
+	var _ Smith = SmithProxy{}
+}
 
 // Deps holds the application dependencies of this package's scoped beans and
 // the configuration of its AI services: each dependency is passed to the
 // constructors that take its type. Give it to Register.
 type Deps struct {
-	// Smith configures the //chat:ai service Smith: its model, memory and
-	// tool-loop limits.
+	// Smith configures the //chat:ai service Smith: its model, memory
+	// and tool-loop limits.
 	Smith ai.Config
 }
 
@@ -34,61 +47,60 @@ func Register(deps Deps) *chat.Package {
 	chat.Provide(p, chatBeanSmith, func(context.Context) (Smith, error) {
 		return &chatAISmith{svc: svcSmith}, nil
 	})
-	p.AddRoute(chat.RouteSpec{
-		Name:    "smith",
-		Default: true,
-		Handle: func(ctx context.Context, req *chat.RouteRequest) error {
-			bean, err := chat.Lookup(ctx, chatBeanSmith)
-			if err != nil {
-				return err
-			}
-			res, err := bean.Build(ctx, req.UserMessage())
-			if err != nil {
-				return err
-			}
-			return res.Send(ctx)
-		},
-	})
-	p.AddRoute(chat.RouteSpec{
-		Name: "story",
-		Handle: func(ctx context.Context, req *chat.RouteRequest) error {
-			bean, err := chat.Lookup(ctx, chatBeanSmith)
-			if err != nil {
-				return err
-			}
-			res := bean.Tell(ctx, req.UserMessage())
-			return chat.SendStreamWithErrors(ctx, res)
-		},
-	})
-	p.AddRoute(chat.RouteSpec{
-		Name: "appraise",
-		Handle: func(ctx context.Context, req *chat.RouteRequest) error {
-			bean, err := chat.Lookup(ctx, chatBeanSmith)
-			if err != nil {
-				return err
-			}
-			res, err := bean.Appraise(ctx, req.UserMessage())
-			if err != nil {
-				return err
-			}
-			return chat.SendValue(ctx, res)
-		},
-	})
-	p.AddRoute(chat.RouteSpec{
-		Name: "ask",
-		Handle: func(ctx context.Context, req *chat.RouteRequest) error {
-			bean, err := chat.Lookup(ctx, chatBeanSmith)
-			if err != nil {
-				return err
-			}
-			res, err := bean.Ask(ctx, req.UserMessage())
-			if err != nil {
-				return err
-			}
-			return chat.SendValue(ctx, res)
-		},
-	})
+	p.AddRoute(chat.RouteSpec{Name: "smith", Default: true, Handle: chatRouteSmith})
+	p.AddRoute(chat.RouteSpec{Name: "story", Handle: chatRouteStory})
+	p.AddRoute(chat.RouteSpec{Name: "appraise", Handle: chatRouteAppraise})
+	p.AddRoute(chat.RouteSpec{Name: "ask", Handle: chatRouteAsk})
 	return p
+}
+
+// chatRouteSmith runs the route smith: it calls Smith.Build.
+func chatRouteSmith(ctx context.Context, req *chat.RouteRequest) error {
+	smith, err := chat.Lookup(ctx, chatBeanSmith)
+	if err != nil {
+		return err
+	}
+	res, err := smith.Build(ctx, req.UserMessage())
+	if err != nil {
+		return err
+	}
+	return res.Send(ctx)
+}
+
+// chatRouteStory runs the route story: it calls Smith.Tell.
+func chatRouteStory(ctx context.Context, req *chat.RouteRequest) error {
+	smith, err := chat.Lookup(ctx, chatBeanSmith)
+	if err != nil {
+		return err
+	}
+	res := smith.Tell(ctx, req.UserMessage())
+	return chat.SendStreamWithErrors(ctx, res)
+}
+
+// chatRouteAppraise runs the route appraise: it calls Smith.Appraise.
+func chatRouteAppraise(ctx context.Context, req *chat.RouteRequest) error {
+	smith, err := chat.Lookup(ctx, chatBeanSmith)
+	if err != nil {
+		return err
+	}
+	res, err := smith.Appraise(ctx, req.UserMessage())
+	if err != nil {
+		return err
+	}
+	return chat.SendValue(ctx, res)
+}
+
+// chatRouteAsk runs the route ask: it calls Smith.Ask.
+func chatRouteAsk(ctx context.Context, req *chat.RouteRequest) error {
+	smith, err := chat.Lookup(ctx, chatBeanSmith)
+	if err != nil {
+		return err
+	}
+	res, err := smith.Ask(ctx, req.UserMessage())
+	if err != nil {
+		return err
+	}
+	return chat.SendValue(ctx, res)
 }
 
 // chatBeanWorkbench describes the scoped type Workbench: one instance per
@@ -112,12 +124,11 @@ type WorkbenchProxy struct{}
 
 // SetKind calls SetKind on the Workbench of the chat scope in ctx.
 func (WorkbenchProxy) SetKind(ctx context.Context, kind Kind) (Weapon, error) {
-	b, err := chat.Lookup(ctx, chatBeanWorkbench)
+	workbench, err := chat.Lookup(ctx, chatBeanWorkbench)
 	if err != nil {
-		var r0 Weapon
-		return r0, err
+		return Weapon{}, err
 	}
-	return b.SetKind(ctx, kind)
+	return workbench.SetKind(ctx, kind)
 }
 
 // SetName calls SetName on the Workbench of the chat scope in ctx.
@@ -154,32 +165,29 @@ type SmithProxy struct{}
 
 // Appraise calls Appraise on the Smith of the chat scope in ctx.
 func (SmithProxy) Appraise(ctx context.Context, userMessage string) (Weapon, error) {
-	b, err := chat.Lookup(ctx, chatBeanSmith)
+	smith, err := chat.Lookup(ctx, chatBeanSmith)
 	if err != nil {
-		var r0 Weapon
-		return r0, err
+		return Weapon{}, err
 	}
-	return b.Appraise(ctx, userMessage)
+	return smith.Appraise(ctx, userMessage)
 }
 
 // Ask calls Ask on the Smith of the chat scope in ctx.
 func (SmithProxy) Ask(ctx context.Context, question string) (string, error) {
-	b, err := chat.Lookup(ctx, chatBeanSmith)
+	smith, err := chat.Lookup(ctx, chatBeanSmith)
 	if err != nil {
-		var r0 string
-		return r0, err
+		return "", err
 	}
-	return b.Ask(ctx, question)
+	return smith.Ask(ctx, question)
 }
 
 // Build calls Build on the Smith of the chat scope in ctx.
 func (SmithProxy) Build(ctx context.Context, userMessage string) (ai.Result[string], error) {
-	b, err := chat.Lookup(ctx, chatBeanSmith)
+	smith, err := chat.Lookup(ctx, chatBeanSmith)
 	if err != nil {
-		var r0 ai.Result[string]
-		return r0, err
+		return ai.Result[string]{}, err
 	}
-	return b.Build(ctx, userMessage)
+	return smith.Build(ctx, userMessage)
 }
 
 // Tell calls Tell on the Smith of the chat scope in ctx.
@@ -193,262 +201,64 @@ func (Weapon) ChatEventType() string {
 	return "weapon"
 }
 
-// chatToolWorkbenchSetKind runs the tool SetKind: it decodes the model's
+// chatToolWorkbenchSetKind is the tool SetKind: it decodes the model's
 // arguments and calls Workbench.SetKind on the Workbench of the current
 // scope.
-func chatToolWorkbenchSetKind(ctx context.Context, arguments string) (any, error) {
-	var args struct {
+var chatToolWorkbenchSetKind = ai.Tool{
+	Definition: llms.Tool{Type: "function", Function: &llms.FunctionDefinition{
+		Name:        "SetKind",
+		Description: "SetKind sets the kind of weapon.",
+		Parameters:  json.RawMessage(`{"type":"object","properties":{"kind":{"type":"string","enum":["sword","axe","bow"]}},"required":["kind"],"additionalProperties":false}`),
+	}},
+	Invoke: ai.BeanTool(chatBeanWorkbench, func(ctx context.Context, workbench *Workbench, args struct {
 		Kind Kind `json:"kind"`
-	}
-	if err := json.Unmarshal([]byte(arguments), &args); err != nil {
-		return nil, &ai.ArgumentsError{Err: err}
-	}
-	bean, err := chat.Lookup(ctx, chatBeanWorkbench)
-	if err != nil {
-		return nil, err
-	}
-	return bean.SetKind(ctx, args.Kind)
+	}) (any, error) {
+		return workbench.SetKind(ctx, args.Kind)
+	}),
 }
 
-// chatToolWorkbenchSetName runs the tool SetName: it decodes the model's
+// chatToolWorkbenchSetName is the tool SetName: it decodes the model's
 // arguments and calls Workbench.SetName on the Workbench of the current
 // scope.
-func chatToolWorkbenchSetName(ctx context.Context, arguments string) (any, error) {
-	var args struct {
+var chatToolWorkbenchSetName = ai.Tool{
+	Definition: llms.Tool{Type: "function", Function: &llms.FunctionDefinition{
+		Name:        "SetName",
+		Description: "SetName names the weapon.",
+		Parameters:  json.RawMessage(`{"type":"object","properties":{"name":{"type":"string","description":"the weapon's name, at most three words"}},"required":["name"],"additionalProperties":false}`),
+	}},
+	Invoke: ai.BeanTool(chatBeanWorkbench, func(_ context.Context, workbench *Workbench, args struct {
 		Name string `json:"name"`
-	}
-	if err := json.Unmarshal([]byte(arguments), &args); err != nil {
-		return nil, &ai.ArgumentsError{Err: err}
-	}
-	bean, err := chat.Lookup(ctx, chatBeanWorkbench)
-	if err != nil {
-		return nil, err
-	}
-	return bean.SetName(args.Name), nil
+	}) (any, error) {
+		return workbench.SetName(args.Name), nil
+	}),
 }
 
-// chatToolWorkbenchInspect runs the tool Inspect: it decodes the model's
-// arguments and calls Workbench.Inspect on the Workbench of the current
-// scope.
-func chatToolWorkbenchInspect(ctx context.Context, _ string) (any, error) {
-	bean, err := chat.Lookup(ctx, chatBeanWorkbench)
-	if err != nil {
-		return nil, err
-	}
-	return bean.Inspect(), nil
+// chatToolWorkbenchInspect is the tool Inspect: it calls Workbench.Inspect
+// on the Workbench of the current scope.
+var chatToolWorkbenchInspect = ai.Tool{
+	Definition: llms.Tool{Type: "function", Function: &llms.FunctionDefinition{
+		Name:        "Inspect",
+		Description: "Inspect shows the weapon as it is now.",
+		Parameters:  json.RawMessage(`{"type":"object","properties":{},"additionalProperties":false}`),
+	}},
+	Immediate: true,
+	Invoke: ai.BeanToolNoArgs(chatBeanWorkbench, func(_ context.Context, workbench *Workbench) (any, error) {
+		return workbench.Inspect(), nil
+	}),
 }
 
-// chatToolWorkbenchExplode runs the tool Explode: it decodes the model's
-// arguments and calls Workbench.Explode on the Workbench of the current
-// scope.
-func chatToolWorkbenchExplode(ctx context.Context, _ string) (any, error) {
-	bean, err := chat.Lookup(ctx, chatBeanWorkbench)
-	if err != nil {
-		return nil, err
-	}
-	return bean.Explode(), nil
+// chatToolWorkbenchExplode is the tool Explode: it calls Workbench.Explode
+// on the Workbench of the current scope.
+var chatToolWorkbenchExplode = ai.Tool{
+	Definition: llms.Tool{Type: "function", Function: &llms.FunctionDefinition{
+		Name:        "Explode",
+		Description: "Explode always panics.",
+		Parameters:  json.RawMessage(`{"type":"object","properties":{},"additionalProperties":false}`),
+	}},
+	Invoke: ai.BeanToolNoArgs(chatBeanWorkbench, func(_ context.Context, workbench *Workbench) (any, error) {
+		return workbench.Explode(), nil
+	}),
 }
-
-// chatToolsSmithAppraise are the tools Smith.Appraise offers the model.
-var chatToolsSmithAppraise = []llms.Tool{{
-	Type: "function",
-	Function: &llms.FunctionDefinition{
-		Name:        "SetKind",
-		Description: "SetKind sets the kind of weapon.",
-		Parameters:  json.RawMessage(`{"type":"object","properties":{"kind":{"type":"string","enum":["sword","axe","bow"]}},"required":["kind"],"additionalProperties":false}`),
-	},
-}, {
-	Type: "function",
-	Function: &llms.FunctionDefinition{
-		Name:        "SetName",
-		Description: "SetName names the weapon.",
-		Parameters:  json.RawMessage(`{"type":"object","properties":{"name":{"type":"string","description":"the weapon's name, at most three words"}},"required":["name"],"additionalProperties":false}`),
-	},
-}, {
-	Type: "function",
-	Function: &llms.FunctionDefinition{
-		Name:        "Inspect",
-		Description: "Inspect shows the weapon as it is now.",
-		Parameters:  json.RawMessage(`{"type":"object","properties":{},"additionalProperties":false}`),
-	},
-}, {
-	Type: "function",
-	Function: &llms.FunctionDefinition{
-		Name:        "Explode",
-		Description: "Explode always panics.",
-		Parameters:  json.RawMessage(`{"type":"object","properties":{},"additionalProperties":false}`),
-	},
-}}
-
-// chatToolsSmithAppraiseInvokers run the tools of chatToolsSmithAppraise, in
-// the same order.
-var chatToolsSmithAppraiseInvokers = []ai.Invoker{{
-	Invoke: chatToolWorkbenchSetKind,
-}, {
-	Invoke: chatToolWorkbenchSetName,
-}, {
-	Immediate: true,
-	Invoke:    chatToolWorkbenchInspect,
-}, {
-	Invoke: chatToolWorkbenchExplode,
-}}
-
-// chatTmplSmithAppraiseSystem is the system message template of
-// Smith.Appraise.
-var chatTmplSmithAppraiseSystem = template.Must(template.New("Smith.Appraise system").Parse("Describe the weapon the user wants as JSON."))
-
-// chatTmplSmithAppraiseUser is the user message template of Smith.Appraise.
-var chatTmplSmithAppraiseUser = template.Must(template.New("Smith.Appraise user").Parse("{{.userMessage}}"))
-
-// chatToolsSmithAsk are the tools Smith.Ask offers the model.
-var chatToolsSmithAsk = []llms.Tool{{
-	Type: "function",
-	Function: &llms.FunctionDefinition{
-		Name:        "SetKind",
-		Description: "SetKind sets the kind of weapon.",
-		Parameters:  json.RawMessage(`{"type":"object","properties":{"kind":{"type":"string","enum":["sword","axe","bow"]}},"required":["kind"],"additionalProperties":false}`),
-	},
-}, {
-	Type: "function",
-	Function: &llms.FunctionDefinition{
-		Name:        "SetName",
-		Description: "SetName names the weapon.",
-		Parameters:  json.RawMessage(`{"type":"object","properties":{"name":{"type":"string","description":"the weapon's name, at most three words"}},"required":["name"],"additionalProperties":false}`),
-	},
-}, {
-	Type: "function",
-	Function: &llms.FunctionDefinition{
-		Name:        "Inspect",
-		Description: "Inspect shows the weapon as it is now.",
-		Parameters:  json.RawMessage(`{"type":"object","properties":{},"additionalProperties":false}`),
-	},
-}, {
-	Type: "function",
-	Function: &llms.FunctionDefinition{
-		Name:        "Explode",
-		Description: "Explode always panics.",
-		Parameters:  json.RawMessage(`{"type":"object","properties":{},"additionalProperties":false}`),
-	},
-}}
-
-// chatToolsSmithAskInvokers run the tools of chatToolsSmithAsk, in the same
-// order.
-var chatToolsSmithAskInvokers = []ai.Invoker{{
-	Invoke: chatToolWorkbenchSetKind,
-}, {
-	Invoke: chatToolWorkbenchSetName,
-}, {
-	Immediate: true,
-	Invoke:    chatToolWorkbenchInspect,
-}, {
-	Invoke: chatToolWorkbenchExplode,
-}}
-
-// chatTmplSmithAskSystem is the system message template of Smith.Ask.
-var chatTmplSmithAskSystem = template.Must(template.New("Smith.Ask system").Parse("You answer questions about weapons."))
-
-// chatTmplSmithAskUser is the user message template of Smith.Ask.
-var chatTmplSmithAskUser = template.Must(template.New("Smith.Ask user").Parse("{{.question}}"))
-
-// chatToolsSmithBuild are the tools Smith.Build offers the model.
-var chatToolsSmithBuild = []llms.Tool{{
-	Type: "function",
-	Function: &llms.FunctionDefinition{
-		Name:        "SetKind",
-		Description: "SetKind sets the kind of weapon.",
-		Parameters:  json.RawMessage(`{"type":"object","properties":{"kind":{"type":"string","enum":["sword","axe","bow"]}},"required":["kind"],"additionalProperties":false}`),
-	},
-}, {
-	Type: "function",
-	Function: &llms.FunctionDefinition{
-		Name:        "SetName",
-		Description: "SetName names the weapon.",
-		Parameters:  json.RawMessage(`{"type":"object","properties":{"name":{"type":"string","description":"the weapon's name, at most three words"}},"required":["name"],"additionalProperties":false}`),
-	},
-}, {
-	Type: "function",
-	Function: &llms.FunctionDefinition{
-		Name:        "Inspect",
-		Description: "Inspect shows the weapon as it is now.",
-		Parameters:  json.RawMessage(`{"type":"object","properties":{},"additionalProperties":false}`),
-	},
-}, {
-	Type: "function",
-	Function: &llms.FunctionDefinition{
-		Name:        "Explode",
-		Description: "Explode always panics.",
-		Parameters:  json.RawMessage(`{"type":"object","properties":{},"additionalProperties":false}`),
-	},
-}}
-
-// chatToolsSmithBuildInvokers run the tools of chatToolsSmithBuild, in the
-// same order.
-var chatToolsSmithBuildInvokers = []ai.Invoker{{
-	Invoke: chatToolWorkbenchSetKind,
-}, {
-	Invoke: chatToolWorkbenchSetName,
-}, {
-	Immediate: true,
-	Invoke:    chatToolWorkbenchInspect,
-}, {
-	Invoke: chatToolWorkbenchExplode,
-}}
-
-// chatTmplSmithBuildSystem is the system message template of Smith.Build.
-var chatTmplSmithBuildSystem = template.Must(template.New("Smith.Build system").Parse("You are a weapon-smith. Use the tools to build the weapon."))
-
-// chatTmplSmithBuildUser is the user message template of Smith.Build.
-var chatTmplSmithBuildUser = template.Must(template.New("Smith.Build user").Parse("{{.userMessage}}"))
-
-// chatToolsSmithTell are the tools Smith.Tell offers the model.
-var chatToolsSmithTell = []llms.Tool{{
-	Type: "function",
-	Function: &llms.FunctionDefinition{
-		Name:        "SetKind",
-		Description: "SetKind sets the kind of weapon.",
-		Parameters:  json.RawMessage(`{"type":"object","properties":{"kind":{"type":"string","enum":["sword","axe","bow"]}},"required":["kind"],"additionalProperties":false}`),
-	},
-}, {
-	Type: "function",
-	Function: &llms.FunctionDefinition{
-		Name:        "SetName",
-		Description: "SetName names the weapon.",
-		Parameters:  json.RawMessage(`{"type":"object","properties":{"name":{"type":"string","description":"the weapon's name, at most three words"}},"required":["name"],"additionalProperties":false}`),
-	},
-}, {
-	Type: "function",
-	Function: &llms.FunctionDefinition{
-		Name:        "Inspect",
-		Description: "Inspect shows the weapon as it is now.",
-		Parameters:  json.RawMessage(`{"type":"object","properties":{},"additionalProperties":false}`),
-	},
-}, {
-	Type: "function",
-	Function: &llms.FunctionDefinition{
-		Name:        "Explode",
-		Description: "Explode always panics.",
-		Parameters:  json.RawMessage(`{"type":"object","properties":{},"additionalProperties":false}`),
-	},
-}}
-
-// chatToolsSmithTellInvokers run the tools of chatToolsSmithTell, in the
-// same order.
-var chatToolsSmithTellInvokers = []ai.Invoker{{
-	Invoke: chatToolWorkbenchSetKind,
-}, {
-	Invoke: chatToolWorkbenchSetName,
-}, {
-	Immediate: true,
-	Invoke:    chatToolWorkbenchInspect,
-}, {
-	Invoke: chatToolWorkbenchExplode,
-}}
-
-// chatTmplSmithTellSystem is the system message template of Smith.Tell.
-var chatTmplSmithTellSystem = template.Must(template.New("Smith.Tell system").Parse("You tell short stories."))
-
-// chatTmplSmithTellUser is the user message template of Smith.Tell.
-var chatTmplSmithTellUser = template.Must(template.New("Smith.Tell user").Parse("{{.userMessage}}"))
 
 // chatAISmith is the generated implementation of the //chat:ai interface
 // Smith.
@@ -456,125 +266,85 @@ type chatAISmith struct {
 	svc *ai.Service
 }
 
+// chatMethodSmithAppraise describes Smith.Appraise to the AI service.
+var chatMethodSmithAppraise = ai.Method{
+	Name:   "Appraise",
+	Kind:   chat.KindChat,
+	System: "Describe the weapon the user wants as JSON.",
+	Tools: []ai.Tool{
+		chatToolWorkbenchSetKind,
+		chatToolWorkbenchSetName,
+		chatToolWorkbenchInspect,
+		chatToolWorkbenchExplode,
+	},
+	Schema: json.RawMessage(`{"type":"object","properties":{"name":{"type":"string","description":"Name of the weapon."},"kind":{"type":"string","enum":["sword","axe","bow"],"description":"Kind of the weapon."},"damage":{"type":"integer","description":"Damage it deals, from 1 to 100."}},"required":["name","kind","damage"],"additionalProperties":false}`),
+	Output: ai.OutputJSON,
+}
+
 // Appraise asks the model, as Smith.Appraise describes.
 func (x *chatAISmith) Appraise(ctx context.Context, userMessage string) (Weapon, error) {
-	var zero Weapon
-	data := map[string]any{"userMessage": userMessage}
-	system, err := ai.Render(chatTmplSmithAppraiseSystem, data)
-	if err != nil {
-		return zero, err
-	}
-	user, err := ai.Render(chatTmplSmithAppraiseUser, data)
-	if err != nil {
-		return zero, err
-	}
-	req := &ai.Request{
-		Invokers: chatToolsSmithAppraiseInvokers,
-		Kind:     chat.KindChat,
-		Method:   "Appraise",
-		Output:   ai.OutputJSON,
-		Schema:   json.RawMessage(`{"type":"object","properties":{"name":{"type":"string","description":"Name of the weapon."},"kind":{"type":"string","enum":["sword","axe","bow"],"description":"Kind of the weapon."},"damage":{"type":"integer","description":"Damage it deals, from 1 to 100."}},"required":["name","kind","damage"],"additionalProperties":false}`),
-		System:   system,
-		Tools:    chatToolsSmithAppraise,
-		User:     user,
-	}
-	v, _, err := ai.Structured[Weapon](ctx, x.svc, req)
-	if err != nil {
-		return zero, err
-	}
-	return v, nil
+	weapon, _, err := ai.Structured[Weapon](ctx, x.svc, &ai.Request{Method: &chatMethodSmithAppraise, User: userMessage})
+	return weapon, err
+}
+
+// chatMethodSmithAsk describes Smith.Ask to the AI service.
+var chatMethodSmithAsk = ai.Method{
+	Name:   "Ask",
+	Kind:   chat.KindChat,
+	System: "You answer questions about weapons.",
+	Tools: []ai.Tool{
+		chatToolWorkbenchSetKind,
+		chatToolWorkbenchSetName,
+		chatToolWorkbenchInspect,
+		chatToolWorkbenchExplode,
+	},
 }
 
 // Ask asks the model, as Smith.Ask describes.
 func (x *chatAISmith) Ask(ctx context.Context, question string) (string, error) {
-	var zero string
-	data := map[string]any{"question": question}
-	system, err := ai.Render(chatTmplSmithAskSystem, data)
+	reply, err := x.svc.Chat(ctx, &ai.Request{Method: &chatMethodSmithAsk, User: question})
 	if err != nil {
-		return zero, err
-	}
-	user, err := ai.Render(chatTmplSmithAskUser, data)
-	if err != nil {
-		return zero, err
-	}
-	req := &ai.Request{
-		Invokers: chatToolsSmithAskInvokers,
-		Kind:     chat.KindChat,
-		Method:   "Ask",
-		System:   system,
-		Tools:    chatToolsSmithAsk,
-		User:     user,
-	}
-	reply, err := x.svc.Chat(ctx, req)
-	if err != nil {
-		return zero, err
+		return "", err
 	}
 	return reply.Content, nil
 }
 
+// chatMethodSmithBuild describes Smith.Build to the AI service.
+var chatMethodSmithBuild = ai.Method{
+	Name:   "Build",
+	Kind:   chat.KindChat,
+	System: "You are a weapon-smith. Use the tools to build the weapon.",
+	Tools: []ai.Tool{
+		chatToolWorkbenchSetKind,
+		chatToolWorkbenchSetName,
+		chatToolWorkbenchInspect,
+		chatToolWorkbenchExplode,
+	},
+}
+
 // Build asks the model, as Smith.Build describes.
 func (x *chatAISmith) Build(ctx context.Context, userMessage string) (ai.Result[string], error) {
-	var zero ai.Result[string]
-	data := map[string]any{"userMessage": userMessage}
-	system, err := ai.Render(chatTmplSmithBuildSystem, data)
+	reply, err := x.svc.Chat(ctx, &ai.Request{Method: &chatMethodSmithBuild, User: userMessage})
 	if err != nil {
-		return zero, err
-	}
-	user, err := ai.Render(chatTmplSmithBuildUser, data)
-	if err != nil {
-		return zero, err
-	}
-	req := &ai.Request{
-		Invokers: chatToolsSmithBuildInvokers,
-		Kind:     chat.KindChat,
-		Method:   "Build",
-		System:   system,
-		Tools:    chatToolsSmithBuild,
-		User:     user,
-	}
-	reply, err := x.svc.Chat(ctx, req)
-	if err != nil {
-		return zero, err
+		return ai.Result[string]{}, err
 	}
 	return ai.NewResult(reply.Content, reply), nil
 }
 
-// Tell asks the model, as Smith.Tell describes.
-func (x *chatAISmith) Tell(ctx context.Context, userMessage string) iter.Seq2[string, error] {
-	data := map[string]any{"userMessage": userMessage}
-	system, err := ai.Render(chatTmplSmithTellSystem, data)
-	if err != nil {
-		return func(yield func(string, error) bool) {
-			yield("", err)
-		}
-	}
-	user, err := ai.Render(chatTmplSmithTellUser, data)
-	if err != nil {
-		return func(yield func(string, error) bool) {
-			yield("", err)
-		}
-	}
-	req := &ai.Request{
-		Invokers: chatToolsSmithTellInvokers,
-		Kind:     chat.KindChat,
-		Method:   "Tell",
-		System:   system,
-		Tools:    chatToolsSmithTell,
-		User:     user,
-	}
-	return x.svc.Stream(ctx, req)
+// chatMethodSmithTell describes Smith.Tell to the AI service.
+var chatMethodSmithTell = ai.Method{
+	Name:   "Tell",
+	Kind:   chat.KindChat,
+	System: "You tell short stories.",
+	Tools: []ai.Tool{
+		chatToolWorkbenchSetKind,
+		chatToolWorkbenchSetName,
+		chatToolWorkbenchInspect,
+		chatToolWorkbenchExplode,
+	},
 }
 
-// Compile-time assertions: a compiler error here means the annotated source
-// changed since this file was generated. Re-run go generate.
-func _() {
-	var _ func(*Workbench, context.Context, Kind) (Weapon, error) = (*Workbench).SetKind
-	var _ func(*Workbench, string) Weapon = (*Workbench).SetName
-	var _ func(*Workbench) Weapon = (*Workbench).Inspect
-	var _ func(*Workbench) string = (*Workbench).Explode
-	var _ func(Smith, context.Context, string) (Weapon, error) = Smith.Appraise
-	var _ func(Smith, context.Context, string) (string, error) = Smith.Ask
-	var _ func(Smith, context.Context, string) (ai.Result[string], error) = Smith.Build
-	var _ func(Smith, context.Context, string) iter.Seq2[string, error] = Smith.Tell
-	var _ Smith = SmithProxy{}
+// Tell asks the model, as Smith.Tell describes.
+func (x *chatAISmith) Tell(ctx context.Context, userMessage string) iter.Seq2[string, error] {
+	return x.svc.Stream(ctx, &ai.Request{Method: &chatMethodSmithTell, User: userMessage})
 }
