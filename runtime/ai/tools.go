@@ -145,12 +145,8 @@ func BeanTool[B, A any](bean *chat.Bean[B], fn func(ctx context.Context, b B, ar
 		if err := json.Unmarshal([]byte(arguments), &args); err != nil {
 			return nil, &ArgumentsError{Err: err}
 		}
-		if bean.Kind() == chat.KindInvocation {
-			var end func()
-			ctx, end = chat.BeginInvocation(ctx)
-			defer end()
-		}
-		b, err := chat.Lookup(ctx, bean)
+		ctx, b, end, err := lookupBean(ctx, bean)
+		defer end()
 		if err != nil {
 			return nil, err
 		}
@@ -162,15 +158,23 @@ func BeanTool[B, A any](bean *chat.Bean[B], fn func(ctx context.Context, b B, ar
 // arguments are ignored.
 func BeanToolNoArgs[B any](bean *chat.Bean[B], fn func(ctx context.Context, b B) (any, error)) func(context.Context, string) (any, error) {
 	return func(ctx context.Context, _ string) (any, error) {
-		if bean.Kind() == chat.KindInvocation {
-			var end func()
-			ctx, end = chat.BeginInvocation(ctx)
-			defer end()
-		}
-		b, err := chat.Lookup(ctx, bean)
+		ctx, b, end, err := lookupBean(ctx, bean)
+		defer end()
 		if err != nil {
 			return nil, err
 		}
 		return fn(ctx, b)
 	}
+}
+
+// lookupBean returns the instance of bean a tool call uses, with the
+// context to call it with: for an invocation-scoped bean, that of an
+// invocation begun for the call, which end (never nil) ends.
+func lookupBean[B any](ctx context.Context, bean *chat.Bean[B]) (context.Context, B, func(), error) {
+	end := func() {}
+	if bean.Kind() == chat.KindInvocation {
+		ctx, end = chat.BeginInvocation(ctx)
+	}
+	b, err := chat.Lookup(ctx, bean)
+	return ctx, b, end, err
 }
