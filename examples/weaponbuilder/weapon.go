@@ -51,7 +51,7 @@ func (w *Workbench) SetKind(ctx context.Context, kind Kind) (Weapon, error) {
 	switch kind {
 	case Sword, Axe, Bow, Dagger, Staff:
 	default:
-		return Weapon{}, fmt.Errorf("I cannot forge a %q", kind)
+		return Weapon{}, fmt.Errorf("cannot forge a %q: the kinds are sword, axe, bow, dagger and staff", kind)
 	}
 	w.weapon.Kind = kind
 	return w.show(ctx, fmt.Sprintf("Laying out %s %s blank on the anvil…", article(string(kind)), kind))

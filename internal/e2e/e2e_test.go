@@ -208,7 +208,7 @@ func TestFailuresKeepTheConversation(t *testing.T) {
 	defer f.client.Close()
 	ctx := context.Background()
 
-	s, tr := f.connect(t, ctx, "panic")
+	s, _ := f.connect(t, ctx, "panic")
 	scope := s.ScopeID()
 	expectFailure(t, s.Chat(ctx, "boom"), chat.ErrServerError)
 	expectFailure(t, s.Chat(ctx, "again"), chat.ErrServerError)
@@ -219,7 +219,7 @@ func TestFailuresKeepTheConversation(t *testing.T) {
 		t.Fatalf("the log lacks the panic or the scope id:\n%s", f.log.String())
 	}
 
-	s, tr = f.connect(t, ctx, "shop")
+	s, tr := f.connect(t, ctx, "shop")
 	// Handled by the shop's own handler: Completed, with its Error event.
 	if err := s.Chat(ctx, "sword"); err != nil {
 		t.Fatalf("handled error: %v", err)

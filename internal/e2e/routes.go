@@ -49,7 +49,6 @@ type Weapon struct {
 //chat:scoped
 type Builder struct {
 	weapon Weapon
-	closed *int
 }
 
 // Build sets the weapon's name from the user's text; "done" pops back to

@@ -11,7 +11,6 @@ import (
 	"runtime"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -382,8 +381,3 @@ func checkGoroutines(t *testing.T) {
 	})
 }
 
-// counter counts calls.
-type counter struct{ n atomic.Int64 }
-
-func (c *counter) inc()       { c.n.Add(1) }
-func (c *counter) get() int64 { return c.n.Load() }
