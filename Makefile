@@ -2,7 +2,7 @@
 
 GO ?= go
 
-.PHONY: demo terminal counter test fmt-check vet generate-check gotest golden bench numbers fuzz
+.PHONY: demo terminal counter test fmt-check vet lint generate-check gotest golden bench bench-peers numbers fuzz
 
 ## demo: generate the weaponbuilder example and serve it offline (Ctrl-C stops it).
 demo:
@@ -19,7 +19,7 @@ counter:
 	$(GO) run ./examples/counter
 
 ## test: everything CI checks.
-test: fmt-check vet generate-check gotest
+test: fmt-check vet lint generate-check gotest
 
 # gofmt -l is given directories, never an empty list (which would read stdin),
 # so this also works outside a git checkout.
@@ -29,6 +29,11 @@ fmt-check:
 
 vet:
 	$(GO) vet ./...
+
+## lint: staticcheck, dead code (U1000) included.
+STATICCHECK ?= honnef.co/go/tools/cmd/staticcheck@v0.8.2
+lint:
+	$(GO) run $(STATICCHECK) ./...
 
 generate-check:
 	$(GO) generate ./...
@@ -45,9 +50,20 @@ gotest:
 golden:
 	$(GO) test ./gen -run 'TestGolden|TestDirectivesDoc' -update
 
-## bench: the benchmarks quoted in the issue notes.
+## bench: every benchmark once.
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./...
+
+## bench-peers: chatgen beside what users would write instead, in one run
+## per package, interleaved (-count): the ratios of docs/numbers.md.
+## Feed the output to benchstat to read medians.
+PEERCOUNT ?= 5
+bench-peers:
+	$(GO) test ./gen -run '^$$' -bench 'BenchmarkGeneratePeers' -count $(PEERCOUNT)
+	$(GO) test ./runtime/chat -run '^$$' -bench 'BenchmarkLocalTurn$$|BenchmarkLocalTurnPeerMinimalRouter' -benchmem -count $(PEERCOUNT)
+	$(GO) test ./runtime/ai -run '^$$' -bench 'BenchmarkAITurn' -benchmem -count $(PEERCOUNT)
+	$(GO) test ./runtime/memory -run '^$$' -bench 'BenchmarkWindowAdd|BenchmarkWindowMessages|BenchmarkWindowHeld' -benchmem -count $(PEERCOUNT)
+	$(GO) test ./runtime/ws -run '^$$' -bench 'BenchmarkLoad$$|BenchmarkIdleMemory' -benchtime 1x -count $(PEERCOUNT)
 
 ## numbers: the token and round-trip comparison of docs/numbers.md.
 numbers:
