@@ -73,13 +73,10 @@ func (t target) list(plural bool) string {
 			parts = append(parts, one)
 		}
 	}
-	switch len(parts) {
-	case 0:
+	if len(parts) == 0 {
 		return "nothing"
-	case 1:
-		return parts[0]
 	}
-	return strings.Join(parts[:len(parts)-1], ", ") + " or " + parts[len(parts)-1]
+	return joinWords(parts, "or")
 }
 
 // withArticle returns t.String() with "a" or "an" before it, such as

@@ -403,14 +403,18 @@ func methodExprType(b *beanModel, mm *methodModel) types.Type {
 	return types.NewSignatureType(nil, nil, nil, types.NewTuple(params...), mm.sig.Results(), mm.sig.Variadic())
 }
 
-func joinAnd(names []string) string {
-	switch len(names) {
+func joinAnd(names []string) string { return joinWords(names, "and") }
+
+// joinWords joins words as a sentence lists them: "a", "a or b",
+// "a, b or c" for the conjunction "or".
+func joinWords(words []string, conj string) string {
+	switch len(words) {
 	case 0:
 		return ""
 	case 1:
-		return names[0]
+		return words[0]
 	}
-	return strings.Join(names[:len(names)-1], ", ") + " and " + names[len(names)-1]
+	return strings.Join(words[:len(words)-1], ", ") + " " + conj + " " + words[len(words)-1]
 }
 
 // locals hands out local identifiers that do not collide with the
