@@ -250,8 +250,9 @@ var directiveTable = []directiveSpec{
 		Name:  "scoped",
 		Usage: "//chat:scoped [chat | per-chat | invocation]",
 		Doc: "Makes the type a scoped bean: one instance per chat scope, per scope or per call. " +
-			"The generator writes a scope proxy with the same methods (each with a leading " +
-			"`context.Context` where the method has none) and an accessor such as " +
+			"The generator writes a scope proxy with the methods a caller can call — a struct's exported " +
+			"methods, promoted ones included, or all of an interface's — each with a leading " +
+			"`context.Context` where the method has none, and an accessor such as " +
 			"`CounterFrom(ctx) (*Counter, error)`. " +
 			"With no flag or `chat`, there is one instance per chat scope, inherited by nested scopes; " +
 			"a bean first used in a nested scope lives and dies with that scope. " +
