@@ -16,27 +16,20 @@ func cloneMessages(msgs []llms.MessageContent) []llms.MessageContent {
 		return nil
 	}
 	c := newCopier(msgs, nil)
-	out := make([]llms.MessageContent, len(msgs))
-	for i, m := range msgs {
-		out[i] = c.message(m)
-	}
-	return out
+	return c.appendTo(make([]llms.MessageContent, 0, len(msgs)), msgs)
 }
 
 // appendClones appends deep copies of msgs (see cloneMessages) to dst.
 func appendClones(dst, msgs []llms.MessageContent) []llms.MessageContent {
 	c := newCopier(msgs, nil)
-	dst = slices.Grow(dst, len(msgs))
-	for _, m := range msgs {
-		dst = append(dst, c.message(m))
-	}
-	return dst
+	return c.appendTo(dst, msgs)
 }
 
 // cloneMessage returns a deep copy of m (see cloneMessages).
 func cloneMessage(m llms.MessageContent) llms.MessageContent {
-	c := copier{}
-	return c.message(m)
+	var c copier
+	c.copy(&m, &m)
+	return m
 }
 
 // A copier deep-copies messages (see cloneMessages). It takes their parts,
@@ -83,15 +76,27 @@ func countParts(msgs []llms.MessageContent) (parts, calls int) {
 	return parts, calls
 }
 
-// message returns a deep copy of m.
-func (c *copier) message(m llms.MessageContent) llms.MessageContent {
+// appendTo appends deep copies of msgs to dst.
+func (c *copier) appendTo(dst, msgs []llms.MessageContent) []llms.MessageContent {
+	n := len(dst)
+	dst = slices.Grow(dst, len(msgs))[:n+len(msgs)]
+	for i := range msgs {
+		c.copy(&dst[n+i], &msgs[i])
+	}
+	return dst
+}
+
+// copy sets *dst to a deep copy of *m (dst may be m).
+func (c *copier) copy(dst, m *llms.MessageContent) {
+	dst.Role = m.Role
 	n := len(m.Parts)
 	switch {
 	case m.Parts == nil:
-		return m
+		dst.Parts = nil
+		return
 	case n == 0:
-		m.Parts = []llms.ContentPart{}
-		return m
+		dst.Parts = []llms.ContentPart{}
+		return
 	}
 	var parts []llms.ContentPart
 	if n <= len(c.parts) {
@@ -106,8 +111,7 @@ func (c *copier) message(m llms.MessageContent) llms.MessageContent {
 		}
 		parts[i] = c.part(p)
 	}
-	m.Parts = parts
-	return m
+	dst.Parts = parts
 }
 
 // part returns a deep copy of p. Pointer parts become values; a nil

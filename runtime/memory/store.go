@@ -172,14 +172,11 @@ func (s *InMemoryStore) apply(ctx context.Context, id string, c Change, keep int
 	// rewrites its system message after evicting), else the list is rebuilt.
 	if len(c.Head) > 0 {
 		head := l.prepend(len(c.Head), len(c.Tail))
-		for i, m := range c.Head {
-			head[i] = cp.message(m)
+		for i := range c.Head {
+			cp.copy(&head[i], &c.Head[i])
 		}
 	}
-	l.items = slices.Grow(l.items, len(c.Tail))
-	for _, m := range c.Tail {
-		l.items = append(l.items, cp.message(m))
-	}
+	l.items = cp.appendTo(l.items, c.Tail)
 	l.compact()
 	return nil
 }

@@ -400,13 +400,7 @@ func (w *window) Messages(ctx context.Context) ([]llms.MessageContent, error) {
 	live := w.msgs.live()
 	c := newCopier(sys, live)
 	out := make([]llms.MessageContent, 0, len(sys)+len(live))
-	for _, m := range sys {
-		out = append(out, c.message(m))
-	}
-	for _, m := range live {
-		out = append(out, c.message(m))
-	}
-	return out, nil
+	return c.appendTo(c.appendTo(out, sys), live), nil
 }
 
 // Clear implements [Memory].
