@@ -68,6 +68,8 @@ type Method struct {
 
 	defsOnce sync.Once
 	defs     []llms.Tool // the Definitions of Tools, made once
+	sysOnce  sync.Once
+	sysMsg   llms.MessageContent // the constant System as a message, made once
 }
 
 // Tool is one tool a method offers the model.
@@ -154,6 +156,18 @@ func (m *Method) definitions() []llms.Tool {
 		}
 	})
 	return m.defs
+}
+
+// systemMessage returns the system message of a call whose system text is
+// system. A method's constant system message is built once and shared by
+// its calls: models only read their prompts, and memory copies what it
+// keeps.
+func (m *Method) systemMessage(system string) llms.MessageContent {
+	if m.SystemTemplate != nil || system != m.System {
+		return llms.TextParts(llms.ChatMessageTypeSystem, system)
+	}
+	m.sysOnce.Do(func() { m.sysMsg = llms.TextParts(llms.ChatMessageTypeSystem, m.System) })
+	return m.sysMsg
 }
 
 // tool returns the tool called name.

@@ -130,7 +130,7 @@ func (t *turn) start(system, user string, history []llms.MessageContent) {
 	t.prompt = make([]llms.MessageContent, 0, len(history)+6)
 	t.msgs = make([]llms.MessageContent, 0, 6)
 	if system != "" {
-		t.add(llms.TextParts(llms.ChatMessageTypeSystem, system))
+		t.add(t.m.systemMessage(system))
 	}
 	for _, m := range history {
 		if system != "" && m.Role == llms.ChatMessageTypeSystem {
