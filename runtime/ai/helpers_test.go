@@ -380,4 +380,3 @@ func checkGoroutines(t *testing.T) {
 		}
 	})
 }
-
