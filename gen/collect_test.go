@@ -451,7 +451,7 @@ func (s *S) R() {}
 	if fd, ok := anns[2].node.(*ast.FuncDecl); !ok || fd.Name.Name != "R" || anns[2].recv != "S" {
 		t.Errorf("anns[2] = %+v", anns[2])
 	}
-	if d, ok := first[*routeDirective](anns[2]); !ok || d.name != "s" {
+	if d, ok := first[*routeDirective](anns[2]); !ok || d.name.value != "s" {
 		t.Errorf("first route = %+v, %v", d, ok)
 	}
 	if _, ok := first[*toolDirective](anns[2]); ok || all[*toolDirective](anns[2]) != nil {

@@ -37,7 +37,12 @@ type Diagnostic struct {
 // message of a warning), file names made relative to dir when possible, and
 // each related position on its own tab-indented line.
 func (d Diagnostic) Format(dir string) string {
-	s := fmt.Sprintf("%s: ", formatPos(d.Pos, dir))
+	// A problem of the whole run (a pattern matching nothing, say) has no
+	// position: it is said as chatgen's own.
+	s := "chatgen: "
+	if d.Pos.Filename != "" || d.Pos.Line > 0 {
+		s = formatPos(d.Pos, dir) + ": "
+	}
 	if d.Severity == Warning {
 		s += "warning: "
 	}

@@ -48,7 +48,7 @@ type aiDirective struct {
 // routeDirective is //chat:route NAME [default] [roles=a,b] [user=PARAM].
 type routeDirective struct {
 	directiveCommon
-	name      string   // NAME
+	name      arg      // NAME
 	isDefault bool     // the default flag
 	roles     []string // roles=, each trimmed; nil without the key
 	user      arg      // user=: the parameter that receives the user's text

@@ -348,7 +348,7 @@ func (m *Menu) Restock(ctx context.Context, item string, count int) (string, err
 		Args: []argSpec{
 			{Name: "NAME", Kind: argWord, Required: true,
 				Doc: "the route name: letters, digits, `-`, `_`, `.` and `/`",
-				Set: setArg(func(d *routeDirective, a arg) { d.name = a.value })},
+				Set: setArg(func(d *routeDirective, a arg) { d.name = a })},
 		},
 		Flags: []flagSpec{
 			{Name: "default", Doc: "the route a new conversation starts on; at most one per package",

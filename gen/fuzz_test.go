@@ -138,7 +138,7 @@ func checkComplete(t *testing.T, d directive) {
 	ok := true
 	switch d := d.(type) {
 	case *routeDirective:
-		ok = d.name != ""
+		ok = d.name.value != ""
 	case *systemDirective:
 		ok = (d.text == "") != (d.file.value == "")
 	case *userDirective:

@@ -7,8 +7,11 @@ package gen
 
 import (
 	"context"
+	"fmt"
 	"go/token"
 	"go/types"
+	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -51,6 +54,9 @@ func Generate(ctx context.Context, cfg Config) (*Result, error) {
 	pkgs, fset, err := load(ctx, cfg)
 	if err != nil {
 		return nil, err
+	}
+	if len(pkgs) == 0 {
+		return nil, noPackages(ctx, cfg)
 	}
 	res := &Result{}
 	var files []File
@@ -117,6 +123,27 @@ func generatePackage(fset *token.FileSet, pkg *packages.Package, diags *Diagnost
 		return File{}, false
 	}
 	return File{Path: out, Content: src}, true
+}
+
+// noPackages is the error of a run whose patterns matched no package,
+// saying what to run: go list found no module, or nothing in it matched.
+func noPackages(ctx context.Context, cfg Config) error {
+	patterns := strings.Join(cfg.Patterns, " ")
+	if patterns == "" {
+		patterns = "."
+	}
+	dir := cfg.Dir
+	if dir == "" {
+		dir = "the current directory"
+	}
+	cmd := exec.CommandContext(ctx, "go", "env", "GOMOD")
+	cmd.Dir, cmd.Env = cfg.Dir, cfg.Env
+	if out, err := cmd.Output(); err == nil {
+		if gomod := strings.TrimSpace(string(out)); gomod == "" || gomod == os.DevNull {
+			return fmt.Errorf("no Go module in %s or its parents: create one with go mod init MODULE-PATH and go get -tool github.com/chatscopes/chatgen/cmd/chatgen, then run go generate ./...", dir)
+		}
+	}
+	return fmt.Errorf("no Go package matches %s in %s: run chatgen in a package's directory (go generate does), or give patterns that match packages, such as ./...", patterns, dir)
 }
 
 func packageDir(pkg *packages.Package) string {

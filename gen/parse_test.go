@@ -120,15 +120,15 @@ func TestParseDirectiveValid(t *testing.T) {
 		{"//chat:scoped per-chat", `scoped@1 kind=KindPerChat`},
 		{"//chat:scoped   invocation  ", `scoped@1 kind=KindInvocation`},
 		{"//chat:ai", "ai@1"},
-		{"//chat:route menu", `route@1 name="menu"`},
-		{"//chat:route\tmenu", `route@1 name="menu"`},
+		{"//chat:route menu", `route@1 name="menu"@14`},
+		{"//chat:route\tmenu", `route@1 name="menu"@14`},
 		{"//chat:route menu default roles=a,b user=text",
-			`route@1 name="menu" isDefault=true roles=["a" "b"] user="text"@42`},
-		{"//chat:route default menu", `route@1 name="menu" isDefault=true`},
-		{`//chat:route menu roles="admin, ops"`, `route@1 name="menu" roles=["admin" "ops"]`},
-		{"//chat:route menu roles=`a,b`", `route@1 name="menu" roles=["a" "b"]`},
-		{`//chat:route "main/menu.v2"`, `route@1 name="main/menu.v2"`},
-		{"//chat:route 菜单", `route@1 name="菜单"`},
+			`route@1 name="menu"@14 isDefault=true roles=["a" "b"] user="text"@42`},
+		{"//chat:route default menu", `route@1 name="menu"@22 isDefault=true`},
+		{`//chat:route menu roles="admin, ops"`, `route@1 name="menu"@14 roles=["admin" "ops"]`},
+		{"//chat:route menu roles=`a,b`", `route@1 name="menu"@14 roles=["a" "b"]`},
+		{`//chat:route "main/menu.v2"`, `route@1 name="main/menu.v2"@14`},
+		{"//chat:route 菜单", `route@1 name="菜单"@14`},
 		{"//chat:system You are a {{.kind}} smith: \"quoted\" `raw` a=b  ", "system@1 text=\"You are a {{.kind}} smith: \\\"quoted\\\" `raw` a=b\""},
 		{"//chat:system \"unbalanced", `system@1 text="\"unbalanced"`},
 		{"//chat:system file=prompts/a.txt", `system@1 file="prompts/a.txt"@20`},
@@ -299,7 +299,7 @@ func TestTypedDirectives(t *testing.T) {
 		t.Fatal(diags)
 	}
 	r, ok := d.(*routeDirective)
-	if !ok || r.name != "menu" || !r.isDefault || !slices.Equal(r.roles, []string{"a", "b"}) || r.user != (arg{}) {
+	if !ok || r.name.value != "menu" || !r.isDefault || !slices.Equal(r.roles, []string{"a", "b"}) || r.user != (arg{}) {
 		t.Errorf("got %T %+v", d, d)
 	}
 	if d.String() != "//chat:route" || d.common().spec.Name != "route" {
@@ -321,7 +321,7 @@ func TestParseDirectiveSynthesized(t *testing.T) {
 	fset := token.NewFileSet()
 	var diags Diagnostics
 	d, ok := parseDirective(fset, &ast.Comment{Text: "//chat:route menu\nextra"}, &diags)
-	if r, isRoute := d.(*routeDirective); !ok || !isRoute || r.name != "menu" || r.malformed || len(diags) != 0 {
+	if r, isRoute := d.(*routeDirective); !ok || !isRoute || r.name.value != "menu" || r.malformed || len(diags) != 0 {
 		t.Errorf("got %+v, %v, %v", d, ok, diags)
 	}
 	d, ok = parseDirective(fset, &ast.Comment{Text: "//chat:route"}, &diags)

@@ -15,6 +15,7 @@ type routeModel struct {
 	isDefault bool      // the default flag: a new conversation starts here
 	roles     []string  // roles=: the caller needs one of them; nil for anyone
 	dirPos    token.Pos // the //chat:route directive, for messages
+	namePos   token.Pos // the route's NAME in the directive
 	fn        *types.Func
 	sig       *types.Signature
 
@@ -123,10 +124,10 @@ func (m *pkgModel) findTextParam(fn *types.Func, route *routeDirective, who stri
 		i := paramIndex(params, user.value)
 		switch {
 		case i < 0:
-			diags.errorf(m.fset.Position(user.pos), "//chat:route %s: user=%s names no parameter of %s", route.name, user.value, fn.Name())
+			diags.errorf(m.fset.Position(user.pos), "//chat:route %s: user=%s names no parameter of %s", route.name.value, user.value, fn.Name())
 			return "", false
 		case !isString(params.At(i).Type()):
-			diags.errorf(m.fset.Position(user.pos), "//chat:route %s: user=%s names a parameter of type %s; the user's text is a string", route.name, user.value, m.typeString(params.At(i).Type()))
+			diags.errorf(m.fset.Position(user.pos), "//chat:route %s: user=%s names a parameter of type %s; the user's text is a string", route.name.value, user.value, m.typeString(params.At(i).Type()))
 			return "", false
 		}
 		return user.value, true
@@ -152,7 +153,7 @@ func (m *pkgModel) findTextParam(fn *types.Func, route *routeDirective, who stri
 		verb = "all"
 	}
 	if route != nil {
-		diags.errorf(m.fset.Position(cands[1].Pos()), "route %s: %s could %s be the user's text; choose one with user=NAME on //chat:route", route.name, joinAnd(names), verb)
+		diags.errorf(m.fset.Position(cands[1].Pos()), "route %s: %s could %s be the user's text; choose one with user=NAME on //chat:route", route.name.value, joinAnd(names), verb)
 	} else {
 		diags.errorf(m.fset.Position(cands[1].Pos()), "%s: %s could %s be the user's text; choose one with //chat:user {{.NAME}}", who, joinAnd(names), verb)
 	}
@@ -161,7 +162,7 @@ func (m *pkgModel) findTextParam(fn *types.Func, route *routeDirective, who stri
 
 // analyzeRoute checks a //chat:route on a method or func.
 func (m *pkgModel) analyzeRoute(a *annotated, d *routeDirective, diags *Diagnostics) {
-	r := &routeModel{name: d.name, isDefault: d.isDefault, roles: d.roles, dirPos: d.pos}
+	r := &routeModel{name: d.name.value, namePos: d.name.pos, isDefault: d.isDefault, roles: d.roles, dirPos: d.pos}
 	pos := m.fset.Position(d.pos)
 	var obj types.Object
 	switch n := a.node.(type) {
@@ -396,8 +397,8 @@ func (m *pkgModel) checkRoutes(diags *Diagnostics) {
 	var def *routeModel
 	for _, r := range m.routes {
 		if prev, dup := seen[r.name]; dup {
-			diags.errorf(m.fset.Position(r.dirPos), "route %s is declared twice", r.name).Related = []Related{
-				{Pos: m.fset.Position(prev.dirPos), Message: "first declared here"},
+			diags.errorf(m.fset.Position(r.namePos), "route %s is declared twice", r.name).Related = []Related{
+				{Pos: m.fset.Position(prev.namePos), Message: "first declared here"},
 			}
 			continue
 		}
