@@ -371,6 +371,21 @@ func noTextParamHint(params *types.Tuple, isRoute bool) string {
 	return hint
 }
 
+// suggestToolBox returns the type with //chat:tool methods whose name is
+// closest to name, if one is close enough to be a typo of it.
+func (m *pkgModel) suggestToolBox(name string) (string, bool) {
+	byLower := map[string]string{}
+	var cands []string
+	for box := range m.tools {
+		l := strings.ToLower(box)
+		byLower[l] = box
+		cands = append(cands, l)
+	}
+	slices.Sort(cands)
+	s, ok := suggest(name, cands)
+	return byLower[s], ok
+}
+
 // toolBox resolves a //chat:tools argument: a type of this package with
 // //chat:tool methods, used as a scoped bean (chat-scoped unless it says
 // otherwise).
@@ -379,7 +394,10 @@ func (m *pkgModel) toolBox(arg arg, diags *Diagnostics) []*toolModel {
 	tools := m.tools[name]
 	if len(tools) == 0 {
 		if m.pkg.Types.Scope().Lookup(name) == nil {
-			diags.errorf(m.fset.Position(arg.pos), "//chat:tools: no type %s in this package", name)
+			d := diags.errorf(m.fset.Position(arg.pos), "//chat:tools: no type %s in this package", name)
+			if s, ok := m.suggestToolBox(name); ok {
+				d.Message += "; did you mean " + s + "?"
+			}
 		} else if !m.badTools[name] {
 			diags.errorf(m.fset.Position(arg.pos), "//chat:tools: %s has no //chat:tool methods", name)
 		}

@@ -185,6 +185,11 @@ func (m *pkgModel) analyzeRoute(a *annotated, d *routeDirective, diags *Diagnost
 		if r.bean == nil {
 			return
 		}
+		if recv := r.sig.Recv(); a.target == targetMethod && !r.bean.iface && recv != nil {
+			if _, isPtr := recv.Type().(*types.Pointer); !isPtr {
+				diags.warnf(m.fset.Position(fn.Pos()), "route %s: %s has a value receiver, so what it changes in %s is lost when it returns: the scope keeps a *%s; use a pointer receiver", r.name, fn.Name(), a.recv, a.recv)
+			}
+		}
 	}
 	if ev, ok := first[*eventDirective](a); ok && m.checkEventType(ev, diags) {
 		r.event = ev.typ.value

@@ -12,7 +12,7 @@ func TestSuggest(t *testing.T) {
 	}{
 		{"rout", "route"}, {"Route", "route"}, {"roote", "route"}, {"sys", "system"}, {"tool", "tool"},
 		{"toolz", "tools"}, {"eventtype", "event"}, {"x", ""}, {"banana", ""}, {"", ""},
-		{"a", "ai"}, {"ia", ""}, {"us", "user"}, {"defualt", ""}, {strings.Repeat("x", 100), ""},
+		{"a", "ai"}, {"ia", "ai"}, {"sytsem", "system"}, {"us", "user"}, {"defualt", ""}, {strings.Repeat("x", 100), ""},
 		{strings.Repeat("route", 100), "route"},
 	}
 	for _, tt := range tests {
@@ -29,7 +29,7 @@ func TestEditDistance(t *testing.T) {
 		want int
 	}{
 		{"", "", 0}, {"a", "", 1}, {"", "abc", 3}, {"route", "rout", 1}, {"route", "roote", 1},
-		{"kitten", "sitting", 3}, {"héllo", "hello", 1},
+		{"kitten", "sitting", 3}, {"héllo", "hello", 1}, {"dsek", "desk", 1}, {"ab", "ba", 1}, {"abc", "ca", 3},
 	}
 	for _, tt := range tests {
 		if got := editDistance(tt.a, tt.b); got != tt.want {
