@@ -32,6 +32,10 @@ var (
 	ErrInvalidOutput = errors.New("invalid structured output")
 	// ErrEmptyResponse: the model answered with no choice at all.
 	ErrEmptyResponse = errors.New("the model returned no choices")
+	// ErrIncompleteStream: a streamed answer ended without its finish
+	// reason (the body closed early, or held nothing a model sends), so
+	// it is not a complete turn: nothing of it is committed to memory.
+	ErrIncompleteStream = errors.New("the model's stream ended without a finish reason")
 	// ErrUnknownTool is the [ToolExecution.Err] of a call of a tool the
 	// request does not offer. It never ends a request: the model is told.
 	ErrUnknownTool = errors.New("unknown tool")

@@ -246,6 +246,14 @@ func (t *turn) call(ctx context.Context) (*llms.ContentChoice, error) {
 	if choice == nil {
 		return nil, t.errorf("model call %d: %w", n, ErrEmptyResponse)
 	}
+	// A streamed answer ends with a finish reason. Without one, the stream
+	// was cut or held no model output: fail rather than commit part of an
+	// answer (a provider that ignores streaming and answers whole, with no
+	// finish reason, is still taken at its word).
+	if k := t.mode.stream; k != nil && choice.StopReason == "" &&
+		(k.yielded.Load() || choice.Content == "" && len(choice.ToolCalls) == 0) {
+		return nil, t.errorf("model call %d: %w", n, ErrIncompleteStream)
+	}
 	if k := t.mode.stream; k != nil && !k.yielded.Load() && choice.Content != "" {
 		// The provider does not stream: pass its answer on whole.
 		if err := k.onChunk(ctx, []byte(choice.Content)); err != nil {
