@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"slices"
 	"strings"
 	"sync"
@@ -14,6 +15,17 @@ import (
 
 	"github.com/chatscopes/chatgen/runtime/chat"
 )
+
+// crossOrigin reports whether a browser's Origin header names another host
+// than the request's Host: a connection coder/websocket refuses unless
+// ServerOptions.OriginPatterns allows it.
+func crossOrigin(origin, host string) bool {
+	if origin == "" {
+		return false
+	}
+	u, err := url.Parse(origin)
+	return err != nil || !strings.EqualFold(u.Host, host)
+}
 
 // Paths the handler serves, relative to where it is mounted.
 const (
@@ -187,6 +199,13 @@ func (s *Server) serveWebsocket(w http.ResponseWriter, r *http.Request) {
 	wc, err := websocket.Accept(hw, r, &websocket.AcceptOptions{OriginPatterns: s.opts.OriginPatterns})
 	if err != nil {
 		// Accept has answered (403 for a foreign origin, 400 for a bad handshake).
+		if origin := r.Header.Get("Origin"); crossOrigin(origin, r.Host) {
+			// Most often a page served from another host or port than
+			// the endpoint, which the application meant to allow.
+			s.opts.Logger.WarnContext(r.Context(), "ws: refused a cross-origin connection; allow its origin with ServerOptions.OriginPatterns",
+				"origin", origin, "host", r.Host, "remote", r.RemoteAddr, "err", err)
+			return
+		}
 		s.opts.Logger.InfoContext(r.Context(), "ws: upgrade refused", "remote", r.RemoteAddr, "origin", r.Header.Get("Origin"), "err", err)
 		return
 	}
