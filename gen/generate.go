@@ -140,10 +140,10 @@ func noPackages(ctx context.Context, cfg Config) error {
 	cmd.Dir, cmd.Env = cfg.Dir, cfg.Env
 	if out, err := cmd.Output(); err == nil {
 		if gomod := strings.TrimSpace(string(out)); gomod == "" || gomod == os.DevNull {
-			return fmt.Errorf("no Go module in %s or its parents: create one with go mod init MODULE-PATH and go get -tool github.com/chatscopes/chatgen/cmd/chatgen, then run go generate ./...", dir)
+			return fmt.Errorf("no Go module in %s or its parents: create one with go mod init MODULE-PATH and go get -tool github.com/chatscopes/chatgen/cmd/chatgen, then run go generate ./... in its directory", dir)
 		}
 	}
-	return fmt.Errorf("no Go package matches %s in %s: run chatgen in a package's directory (go generate does), or give patterns that match packages, such as ./...", patterns, dir)
+	return fmt.Errorf("no Go package matches %s in %s: run chatgen in a package's directory (go generate does), or give patterns that match packages (./... for every package of the module)", patterns, dir)
 }
 
 func packageDir(pkg *packages.Package) string {
