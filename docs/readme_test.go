@@ -1,0 +1,68 @@
+package docs
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"golang.org/x/tools/imports"
+)
+
+// TestReadmeTastePrintsWhatItSays runs the README's taste as a program in a
+// fresh module, set up as docs/module.md says, and compares what it prints
+// with the output the README shows.
+func TestReadmeTastePrintsWhatItSays(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds a module outside the repository")
+	}
+	raw, err := os.ReadFile("../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	blocks := sectionBlocks(t, string(raw), "A taste")
+	if len(blocks) != 3 || blocks[0][0] != "go" || blocks[1][0] != "go" || blocks[2][0] != "text" {
+		t.Fatalf("the taste changed shape: %d blocks", len(blocks))
+	}
+	decls := strings.Replace(blocks[0][1], "//go:generate go run github.com/chatscopes/chatgen/cmd/chatgen", "//go:generate go tool chatgen", 1)
+	body := strings.ReplaceAll(strings.TrimRight(blocks[1][1], "\n"), "\n", "\n\t")
+	src := "package main\n\nimport (\n\t\"context\"\n\t\"fmt\"\n\t\"log\"\n\t\"strings\"\n\n\t\"github.com/chatscopes/chatgen/runtime/chat\"\n)\n\n" +
+		decls + "\nfunc main() {\n\tif err := run(context.Background()); err != nil {\n\t\tlog.Fatal(err)\n\t}\n}\n\n" +
+		"func run(ctx context.Context) error {\n\t" + body + "\n}\n"
+	formatted, err := imports.Process("main.go", []byte(src), nil)
+	if err != nil {
+		t.Fatalf("the taste does not parse as a program: %v\n%s", err, src)
+	}
+
+	root, err := filepath.Abs("..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	mod := t.TempDir()
+	if err := os.WriteFile(filepath.Join(mod, "main.go"), formatted, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	env := append(os.Environ(), "GOWORK=off", "GOFLAGS=")
+	for _, c := range []string{
+		"go mod init example.com/taste",
+		"go mod edit -require=github.com/chatscopes/chatgen@v0.0.0 -replace=github.com/chatscopes/chatgen=" + root + " -tool=github.com/chatscopes/chatgen/cmd/chatgen",
+		"go mod tidy",
+		"go generate ./...",
+	} {
+		cmd := exec.Command("sh", "-e", "-c", c)
+		cmd.Dir, cmd.Env = mod, env
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("%s: %v\n%s", c, err, out)
+		}
+	}
+	cmd := exec.Command("go", "run", ".")
+	cmd.Dir, cmd.Env = mod, env
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("go run: %v\n%s", err, out)
+	}
+	if got, want := string(out), blocks[2][1]; got != want {
+		t.Errorf("the taste printed\n%s\nthe README says\n%s", got, want)
+	}
+}
