@@ -50,7 +50,7 @@ func NewJSONRequest(data json.RawMessage) (*RouteRequest, error) {
 		}
 	}
 	if raw, ok := r.data[UserMessageKey]; ok {
-		if err := json.Unmarshal(raw, &r.userMessage); err != nil {
+		if err := decodeCoerced(raw, &r.userMessage); err != nil {
 			return nil, fail(ErrBadRequest, &BadRequestError{Param: UserMessageKey, Err: errors.New("must be a string")})
 		}
 		r.hasUser = true
@@ -94,7 +94,7 @@ func newMapRequest(m map[string]any) (*RouteRequest, error) {
 			continue
 		}
 		if k == UserMessageKey {
-			if err := json.Unmarshal(raw, &r.userMessage); err != nil {
+			if err := decodeCoerced(raw, &r.userMessage); err != nil {
 				return nil, fail(ErrBadRequest, &BadRequestError{Param: UserMessageKey, Err: errors.New("must be a string")})
 			}
 			r.hasUser = true
@@ -167,7 +167,7 @@ func (r *RouteRequest) Decode(key string, v any) error {
 			return nil
 		}
 	}
-	if err := json.Unmarshal(raw, v); err != nil {
+	if err := decodeCoerced(raw, v); err != nil {
 		var te *json.UnmarshalTypeError
 		if errors.As(err, &te) {
 			err = fmt.Errorf("cannot use JSON %s as %s", te.Value, te.Type)

@@ -85,11 +85,11 @@ func TestUserMessageMustBeAString(t *testing.T) {
 	e := newEnv(t, []chat.RouteSpec{countRoute()}, nil)
 	s, l := e.connect(bg, "")
 	for _, data := range []any{
-		map[string]any{"userMessage": 5},
+		map[string]any{"userMessage": map[string]int{"a": 5}},
 		map[string]any{"userMessage": []string{"a"}},
 		struct {
-			M bool `json:"userMessage"`
-		}{true},
+			M []bool `json:"userMessage"`
+		}{[]bool{true}},
 	} {
 		err := s.Send(bg, data)
 		var bad *chat.BadRequestError
@@ -97,7 +97,7 @@ func TestUserMessageMustBeAString(t *testing.T) {
 			t.Fatalf("Send(%v): %v", data, err)
 		}
 	}
-	for _, raw := range []string{`{"userMessage": 5}`, `{"userMessage": {}}`, `{"userMessage": false}`} {
+	for _, raw := range []string{`{"userMessage": [5]}`, `{"userMessage": {}}`, `{"userMessage": {"text": "a"}}`} {
 		_, err := chat.NewJSONRequest(json.RawMessage(raw))
 		var bad *chat.BadRequestError
 		if !errors.Is(err, chat.ErrBadRequest) || !errors.As(err, &bad) || bad.Param != "userMessage" {

@@ -255,7 +255,7 @@ func TestMalformedFrames(t *testing.T) {
 		{`{"chatId":"ok","type":"ChatRouteMessage","scopeId":1,"data":{}}`, "missing or invalid scopeId"},
 		{`{"chatId":"ok","type":"ChatRouteMessage","scopeId":"s","data":[1]}`, "data must be a JSON object"},
 		{`{"chatId":"ok","type":"ChatRouteMessage","scopeId":"s","data":"text"}`, "data must be a JSON object"},
-		{`{"chatId":"ok","type":"ChatRouteMessage","scopeId":"s","data":{"userMessage":3}}`, `must be a string`},
+		{`{"chatId":"ok","type":"ChatRouteMessage","scopeId":"s","data":{"userMessage":[3]}}`, `must be a string`},
 		{`{"chatId":"x","type":"Connect","requestId":{"a":1}}`, "requestId must be a string or a number"},
 	}
 	for _, tc := range failed {
