@@ -24,6 +24,7 @@ func (e *emitter) aiRegister() []jen.Code {
 		svc := "svc" + s.field
 		out = append(out,
 			jen.Id(svc).Op(":=").Qual(aiPkg, "NewService").Call(jen.Lit(s.bean.qualified), jen.Id("deps").Dot(s.field)),
+			jen.Id("p").Dot("AddCheck").Call(jen.Id(svc).Dot("Check")),
 			jen.Qual(chatPkg, "Provide").Call(jen.Id("p"), jen.Id(s.bean.beanVar),
 				jen.Func().Params(ctxType()).Params(jen.Id(s.bean.obj.Name()), jen.Error()).Block(
 					jen.Return(jen.Op("&").Id(s.impl).Values(inline("svc", jen.Id(svc))), jen.Nil()),

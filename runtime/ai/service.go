@@ -93,7 +93,8 @@ type Service struct {
 }
 
 // NewService returns the service name ("import/path.Type") configured by
-// cfg. It never fails: a missing model is reported by each call.
+// cfg. It never fails: a missing model is reported by [Service.Check] (which
+// generated code registers, so that chat.NewRouter fails) and by each call.
 func NewService(name string, cfg Config) *Service {
 	s := &Service{
 		name:     name,
@@ -112,6 +113,17 @@ func NewService(name string, cfg Config) *Service {
 		s.maxCalls = DefaultMaxModelCalls
 	}
 	return s
+}
+
+// Check reports a service that cannot answer: without a model it returns
+// an error matching [ErrNoModel]. Generated code registers it with the
+// package (chat.Package.AddCheck), so a router built with such a service
+// fails at chat.NewRouter rather than on its first request.
+func (s *Service) Check() error {
+	if s.model == nil {
+		return fmt.Errorf("ai: %s: %w: set the Model of its ai.Config", s.name, ErrNoModel)
+	}
+	return nil
 }
 
 // Name returns the service's name, "import/path.Type".

@@ -11,6 +11,7 @@ type Package struct {
 	providers []provider
 	routes    []RouteSpec
 	catches   []CatchSpec
+	checks    []func() error
 }
 
 type provider struct {
@@ -33,6 +34,13 @@ func NewPackage(path string) *Package {
 
 // Path returns the import path of the registered package.
 func (p *Package) Path() string { return p.path }
+
+// AddCheck registers a check that [NewRouter] runs: an error fails
+// NewRouter. Generated code adds one per AI service, refusing a service
+// without a model before it serves a request.
+func (p *Package) AddCheck(check func() error) {
+	p.checks = append(p.checks, check)
+}
 
 // Provide registers fn as the constructor of bean b: generated code binds
 // the application dependencies of b's constructor into fn.

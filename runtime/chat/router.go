@@ -98,6 +98,11 @@ func (r *Router) add(p *Package) error {
 		return errors.New("chat: a nil *Package was passed to NewRouter")
 	}
 	var errs []error
+	for _, check := range p.checks {
+		if err := check(); err != nil {
+			errs = append(errs, fmt.Errorf("chat: %s: %w", p.path, err))
+		}
+	}
 	for i := range p.routes {
 		spec := &p.routes[i]
 		if spec.Name == "" || spec.Handle == nil {
