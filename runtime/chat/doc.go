@@ -35,7 +35,8 @@
 // # For generated code
 //
 // chatgen's output registers a package with [NewPackage],
-// [Package.AddRoute] ([RouteSpec]) and [Package.AddCatch] ([CatchSpec]);
+// [Package.AddRoute] ([RouteSpec]), [Package.AddCatch] ([CatchSpec]) and
+// [Package.AddCheck] (what [NewRouter] must refuse);
 // declares beans with [NewBean] and binds their dependencies with
 // [Provide]; reaches them with [Lookup] and [MustLookup], around
 // [BeginInvocation] for invocation-scoped beans; sends route results with
