@@ -1,4 +1,4 @@
-package ai_test
+package ai
 
 import (
 	"context"
@@ -62,24 +62,13 @@ func BenchmarkAITurnPeerLangchaingo(b *testing.B) {
 		run(b, m, m.Reset)
 	})
 	b.Run("bare-model", func(b *testing.B) {
-		run(b, newPeerFastModel(), nil)
+		run(b, newFastModel(), nil) // BenchmarkAITurn's bare model
 	})
 }
 
-// peerTools are the tools BenchmarkAITurn offers, as a langchaingo user
-// writes them.
-var peerTools = []llms.Tool{
-	{Type: "function", Function: &llms.FunctionDefinition{
-		Name:        "weather",
-		Description: "Weather tells the weather in a city.",
-		Parameters:  json.RawMessage(`{"type":"object","properties":{"city":{"type":"string","description":"the city"}},"required":["city"],"additionalProperties":false}`),
-	}},
-	{Type: "function", Function: &llms.FunctionDefinition{
-		Name:        "price",
-		Description: "Price tells the price of a metal, in gold coins.",
-		Parameters:  json.RawMessage(`{"type":"object","properties":{"metal":{"type":"string","enum":["iron","steel","mithril"]}},"required":["metal"],"additionalProperties":false}`),
-	}},
-}
+// peerTools are the definitions of the tools BenchmarkAITurn offers, the
+// []llms.Tool a langchaingo user passes to llms.WithTools.
+var peerTools = []llms.Tool{benchTools[0].Definition, benchTools[1].Definition}
 
 const (
 	// peerWindow is how many messages besides the system message the
@@ -160,36 +149,4 @@ func peerDispatch(fc *llms.FunctionCall) string {
 		return "10"
 	}
 	return fmt.Sprintf("error: unknown tool %q", fc.Name)
-}
-
-// peerFastModel is BenchmarkAITurn's bare model: it answers a tool call and
-// then a text, alternately, from prebuilt responses, recording nothing.
-type peerFastModel struct {
-	n     int
-	call  *llms.ContentResponse
-	final *llms.ContentResponse
-}
-
-func newPeerFastModel() *peerFastModel {
-	info := map[string]any{"PromptTokens": 100, "CompletionTokens": 10, "TotalTokens": 110}
-	return &peerFastModel{
-		call: &llms.ContentResponse{Choices: []*llms.ContentChoice{{StopReason: "tool_calls", GenerationInfo: info,
-			ToolCalls: []llms.ToolCall{{ID: "call_1", Type: "function", FunctionCall: &llms.FunctionCall{Name: "weather", Arguments: `{"city":"Paris"}`}}}}}},
-		final: &llms.ContentResponse{Choices: []*llms.ContentChoice{{Content: "It is sunny in Paris.", StopReason: "stop", GenerationInfo: info}}},
-	}
-}
-
-func (m *peerFastModel) GenerateContent(context.Context, []llms.MessageContent, ...llms.CallOption) (*llms.ContentResponse, error) {
-	m.n++
-	if m.n%2 == 1 {
-		// A fresh copy of the tool call, as BenchmarkAITurn's model makes.
-		c := *m.call.Choices[0]
-		c.ToolCalls = append([]llms.ToolCall(nil), c.ToolCalls...)
-		return &llms.ContentResponse{Choices: []*llms.ContentChoice{&c}}, nil
-	}
-	return m.final, nil
-}
-
-func (m *peerFastModel) Call(ctx context.Context, prompt string, options ...llms.CallOption) (string, error) {
-	return llms.GenerateFromSinglePrompt(ctx, m, prompt, options...)
 }
