@@ -30,24 +30,20 @@ func sectionBlocks(t *testing.T, doc, title string) [][2]string {
 	return blocks
 }
 
-// TestUseInYourModule follows docs/module.md verbatim on a fresh module
-// outside this repository: the local-checkout recipe, go generate, go
-// build, go vet, and the program's output.
-func TestUseInYourModule(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds a module outside the repository")
-	}
+// newModule makes a fresh module outside the repository set up as
+// module.md's "From a local checkout" says, with main.go holding src, and
+// returns a func running shell commands in it (failing the test on an
+// error) and returning their output.
+func newModule(t *testing.T, src string) (sh func(script string) string) {
+	t.Helper()
 	raw, err := os.ReadFile("module.md")
 	if err != nil {
 		t.Fatal(err)
 	}
-	doc := string(raw)
-	recipe := sectionBlocks(t, doc, "From a local checkout")
-	run := sectionBlocks(t, doc, "Generate and run")
-	if len(recipe) != 1 || recipe[0][0] != "sh" || len(run) != 3 || run[0][0] != "go" || run[1][0] != "sh" {
-		t.Fatalf("module.md changed shape: recipe %d blocks, run %d blocks", len(recipe), len(run))
+	recipe := sectionBlocks(t, string(raw), "From a local checkout")
+	if len(recipe) != 1 || recipe[0][0] != "sh" {
+		t.Fatalf("module.md changed shape: the recipe has %d blocks", len(recipe))
 	}
-
 	// The layout the doc assumes: the checkout in ../chatgen.
 	root, err := filepath.Abs("..")
 	if err != nil {
@@ -62,7 +58,7 @@ func TestUseInYourModule(t *testing.T) {
 		t.Fatal(err)
 	}
 	env := append(os.Environ(), "GOWORK=off", "GOFLAGS=")
-	sh := func(script string) string {
+	sh = func(script string) string {
 		t.Helper()
 		cmd := exec.Command("sh", "-e", "-c", script)
 		cmd.Dir, cmd.Env = mod, env
@@ -73,10 +69,29 @@ func TestUseInYourModule(t *testing.T) {
 		return string(out)
 	}
 	sh("go mod init example.com/hello")
-	if err := os.WriteFile(filepath.Join(mod, "main.go"), []byte(run[0][1]), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(mod, "main.go"), []byte(src), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	sh(recipe[0][1])
+	return sh
+}
+
+// TestUseInYourModule follows docs/module.md verbatim on a fresh module
+// outside this repository: the local-checkout recipe, go generate, go
+// build, go vet, and the program's output.
+func TestUseInYourModule(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds a module outside the repository")
+	}
+	raw, err := os.ReadFile("module.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	run := sectionBlocks(t, string(raw), "Generate and run")
+	if len(run) != 3 || run[0][0] != "go" || run[1][0] != "sh" {
+		t.Fatalf("module.md changed shape: run has %d blocks", len(run))
+	}
+	sh := newModule(t, run[0][1])
 
 	// The commands of the doc, the last one (go run .) printing the
 	// doc's output.
@@ -84,8 +99,8 @@ func TestUseInYourModule(t *testing.T) {
 	for _, c := range cmds[:len(cmds)-1] {
 		sh(c)
 	}
-	if _, err := os.Stat(filepath.Join(mod, "chat_gen.go")); err != nil {
-		t.Fatalf("go generate wrote no chat_gen.go: %v", err)
+	if out := sh("test -f chat_gen.go && echo yes || echo no"); out != "yes\n" {
+		t.Fatal("go generate wrote no chat_gen.go")
 	}
 	got := sh(cmds[len(cmds)-1])
 	if want := run[2][1]; got != want {

@@ -2,8 +2,6 @@ package docs
 
 import (
 	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -35,34 +33,10 @@ func TestReadmeTastePrintsWhatItSays(t *testing.T) {
 		t.Fatalf("the taste does not parse as a program: %v\n%s", err, src)
 	}
 
-	root, err := filepath.Abs("..")
-	if err != nil {
-		t.Fatal(err)
-	}
-	mod := t.TempDir()
-	if err := os.WriteFile(filepath.Join(mod, "main.go"), formatted, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	env := append(os.Environ(), "GOWORK=off", "GOFLAGS=")
-	for _, c := range []string{
-		"go mod init example.com/taste",
-		"go mod edit -require=github.com/chatscopes/chatgen@v0.0.0 -replace=github.com/chatscopes/chatgen=" + root + " -tool=github.com/chatscopes/chatgen/cmd/chatgen",
-		"go mod tidy",
-		"go generate ./...",
-	} {
-		cmd := exec.Command("sh", "-e", "-c", c)
-		cmd.Dir, cmd.Env = mod, env
-		if out, err := cmd.CombinedOutput(); err != nil {
-			t.Fatalf("%s: %v\n%s", c, err, out)
-		}
-	}
-	cmd := exec.Command("go", "run", ".")
-	cmd.Dir, cmd.Env = mod, env
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		t.Fatalf("go run: %v\n%s", err, out)
-	}
-	if got, want := string(out), blocks[2][1]; got != want {
+	sh := newModule(t, string(formatted))
+	sh("go generate ./...")
+	out := sh("go run .")
+	if got, want := out, blocks[2][1]; got != want {
 		t.Errorf("the taste printed\n%s\nthe README says\n%s", got, want)
 	}
 }
