@@ -291,6 +291,10 @@ type compressing struct {
 	meta     deque[msgCost]             // the other messages' costs, oldest first
 	msgs     deque[llms.MessageContent] // the other messages, oldest first, unless mem holds them
 	body     int                        // the other messages' total cost
+
+	// Scratch space of Add, reused across calls.
+	added []llms.MessageContent // the non-system messages of an Add, not copied
+	costs []msgCost             // their costs
 }
 
 // cut returns how many of the oldest messages, whose costs are those of a
@@ -347,7 +351,11 @@ func (c *compressing) Add(ctx context.Context, msgs ...llms.MessageContent) erro
 
 	// Stage the change without touching the memory, as window does.
 	sys, sysCost := c.sys, c.sysCost
-	added := make([]llms.MessageContent, 0, len(msgs))
+	added := c.added[:0]
+	defer func() {
+		clear(added) // drop the references to the caller's messages
+		c.added, c.costs = added[:0], c.costs[:0]
+	}()
 	for i := range msgs {
 		m := &msgs[i]
 		if !isSystem(*m) {
@@ -361,12 +369,13 @@ func (c *compressing) Add(ctx context.Context, msgs ...llms.MessageContent) erro
 		sys, sysCost = &cp, p.cost(&cp)
 	}
 	sysChanged := sys != c.sys
-	costs := make([]msgCost, len(added))
+	costs := c.costs[:0]
 	total := c.body
 	for i := range added {
-		costs[i] = msgCost{cost: int32(p.cost(&added[i])), tool: isToolResult(added[i])}
+		costs = append(costs, msgCost{cost: int32(p.cost(&added[i])), tool: isToolResult(added[i])})
 		total += int(costs[i].cost)
 	}
+	c.costs = costs
 	old := c.meta.live()
 	at := func(i int) msgCost {
 		if i < len(old) {
@@ -410,6 +419,8 @@ func (c *compressing) Add(ctx context.Context, msgs ...llms.MessageContent) erro
 	}
 	if summ != nil && sysCost+summCost > p.max {
 		// A new, bigger system message leaves no room for the summary.
+		p.log().WarnContext(ctx, "memory: the system message leaves no room for the summary; the summary is dropped",
+			"memory", c.id, "system_tokens", sysCost, "summary_tokens", summCost, "max_tokens", p.max)
 		summ, summText, summCost, summChanged = nil, "", 0, true
 	}
 

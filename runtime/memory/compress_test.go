@@ -747,3 +747,17 @@ func TestCompressingWithManager(t *testing.T) {
 		t.Fatalf("ids after Delete: %q (the summary must go with the messages)", ids)
 	}
 }
+
+func TestCompressingBiggerSystemMessage(t *testing.T) {
+	s := memory.NewInMemoryStore()
+	m := newMemory(t, memory.Compressing(10, &joiner{}, compressOpts(4, 2)), s)
+	add(t, m, sys("s"), human("1"), ai("2"))
+	add(t, m, human("3"), ai("4"))
+	checkShown(t, m, s, "system:s summary:[human:1 ai:2] human:3 ai:4")
+	// A system message that leaves no room for the summary: it goes, and
+	// the oldest messages too, as TokenWindow would evict them.
+	add(t, m, sys(strings.Repeat("S", 9)))
+	checkShown(t, m, s, "system:SSSSSSSSS ai:4")
+	add(t, m, sys("s"), human("5"))
+	checkShown(t, m, s, "system:s ai:4 human:5")
+}
