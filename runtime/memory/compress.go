@@ -73,8 +73,9 @@ type CompressionStats struct {
 	// Summarized is the number of messages folded into summaries.
 	Summarized int64
 	// Dropped is the number of messages evicted without being summarised:
-	// at the MaxTokens cap while the Summarizer was failing, and the
-	// oldest messages of an Add that alone exceeds the cap.
+	// at the cap while the Summarizer was failing, the oldest messages of
+	// an Add that alone exceeds the cap, and the oldest messages of a
+	// stored list found over the cap when a memory loads it.
 	Dropped int64
 }
 
