@@ -65,9 +65,10 @@ bench-peers:
 	$(GO) test ./runtime/memory -run '^$$' -bench 'BenchmarkWindowAdd|BenchmarkWindowMessages|BenchmarkWindowHeld' -benchmem -count $(PEERCOUNT)
 	$(GO) test ./runtime/ws -run '^$$' -bench 'BenchmarkLoad$$|BenchmarkIdleMemory' -benchtime 1x -count $(PEERCOUNT)
 
-## numbers: the token and round-trip comparison of docs/numbers.md.
+## numbers: the token and round-trip comparisons of docs/numbers.md.
 numbers:
 	CHATGEN_NUMBERS=1 $(GO) test ./examples/weaponbuilder -run TestTokenEfficiency -count=1 -v
+	$(GO) test ./runtime/memory -run '^$$' -bench LongConversation -benchtime 1x
 
 ## fuzz: a short run of each fuzz target.
 fuzz:

@@ -36,6 +36,7 @@ const snippetImports = `import (
 
 	"github.com/chatscopes/chatgen/runtime/ai"
 	"github.com/chatscopes/chatgen/runtime/chat"
+	"github.com/chatscopes/chatgen/runtime/memory"
 )
 `
 

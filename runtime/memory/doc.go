@@ -10,9 +10,15 @@
 //
 //   - [Window](n) keeps the last n messages;
 //   - [TokenWindow](max, tokenizer) keeps the newest messages that fit in max
-//     tokens, counting each message once ([EstimateTokens] by default).
+//     tokens, counting each message once ([EstimateTokens] by default);
+//   - [Compressing](max, summarizer, opts) is a token memory that, instead
+//     of forgetting its oldest messages, folds them into a summary written
+//     by a [Summarizer] ([NewModelSummarizer]: a language model), pinned
+//     after the system message and stored with the messages. It summarises
+//     in batches, when the messages cross a high-water mark, down to a
+//     low-water mark, and a failing summarizer loses nothing.
 //
-// Both keep one system message, first; an identical one is ignored and a
+// All keep one system message, first; an identical one is ignored and a
 // different one replaces it; evicting an AI message that called tools also
 // evicts the tool results that follow it. [Memory.Add] is a transaction: an
 // AI turn (user message, tool calls, tool results, answer) goes in whole or

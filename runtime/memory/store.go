@@ -180,3 +180,21 @@ func (s *InMemoryStore) apply(ctx context.Context, id string, c Change, keep int
 	l.compact()
 	return nil
 }
+
+// slice returns copies of the n messages of id's list that start at index
+// from. A compressing memory reads the messages it summarises with it.
+func (s *InMemoryStore) slice(ctx context.Context, id string, from, n int) ([]llms.MessageContent, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	var live []llms.MessageContent
+	if l := s.lists[id]; l != nil {
+		live = l.live()
+	}
+	if from < 0 || n < 0 || from+n > len(live) {
+		return nil, fmt.Errorf("memory: messages %d to %d of %q: the list has %d", from, from+n, id, len(live))
+	}
+	return cloneMessages(live[from : from+n]), nil
+}

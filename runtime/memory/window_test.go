@@ -46,10 +46,15 @@ var testTokens = memory.TokenizerFunc(func(m llms.MessageContent) int {
 	return max(n, 1)
 })
 
-// summary renders messages as "role:text", "ai:calls(a,b)", "tool:a".
+// summary renders messages as "role:text", "ai:calls(a,b)", "tool:a",
+// leaving out the summary message of a compressing memory: the contract
+// tests run against it too, and check the messages it keeps word for word.
 func summary(msgs []llms.MessageContent) string {
 	var out []string
 	for _, m := range msgs {
+		if _, ok := memory.SummaryText(m); ok {
+			continue
+		}
 		var parts []string
 		var calls []string
 		for _, p := range m.Parts {
@@ -179,12 +184,16 @@ type policyCase struct {
 	policy func(size int) memory.Policy
 }
 
-// policies returns both policies, sized so that every test message (one
-// character of text, or one tool call or result) costs 1 under both.
+// policies returns the policies, sized so that every test message (one
+// character of text, or one tool call or result) costs 1 under each. The
+// compressing memory has both its marks at its size and a summary that
+// costs nothing, so that it keeps word for word what a token window keeps
+// (and summarises what the window forgets).
 func policies() []policyCase {
 	return []policyCase{
 		{"Window", func(n int) memory.Policy { return memory.Window(n) }},
 		{"TokenWindow", func(n int) memory.Policy { return memory.TokenWindow(n, testTokens) }},
+		{"Compressing", func(n int) memory.Policy { return contractCompressing(n) }},
 	}
 }
 

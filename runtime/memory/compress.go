@@ -1,0 +1,587 @@
+package memory
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/tmc/langchaingo/llms"
+)
+
+// DefaultSummaryTimeout bounds each [Summarizer] call of a [Compressing]
+// memory whose [CompressOptions.Timeout] is 0.
+const DefaultSummaryTimeout = time.Minute
+
+// Errors of a failed compression. Add never returns them (a failed
+// compression keeps the messages, see [Compressing]); they reach the
+// policy's logger.
+var (
+	// ErrSummaryTooLong: the new summary and the system message alone
+	// exceed the memory's MaxTokens.
+	ErrSummaryTooLong = errors.New("memory: the summary does not fit in the memory")
+	// ErrSummarizerPanicked: the Summarizer panicked; the panic was
+	// recovered.
+	ErrSummarizerPanicked = errors.New("memory: the summarizer panicked")
+)
+
+// CompressOptions configures a [Compressing] policy. Token counts are
+// those of Tokenizer.
+type CompressOptions struct {
+	// Tokenizer counts the tokens of each message; nil means
+	// [EstimateTokens].
+	Tokenizer Tokenizer
+	// TriggerTokens is the high-water mark: an Add that leaves the system
+	// message and the other messages (the summary not counted) over
+	// TriggerTokens compresses the memory. 0 means MaxTokens/2.
+	TriggerTokens int
+	// KeepTokens is the low-water mark: a compression folds the oldest
+	// messages into the summary until the system message and the messages
+	// kept word for word fit in KeepTokens. 0 means TriggerTokens/2. The
+	// gap between the two marks is what makes compressions rare: at least
+	// TriggerTokens-KeepTokens tokens of new messages between two of them.
+	KeepTokens int
+	// SummaryTokens is the size the summary should keep within, passed to
+	// the Summarizer ([SummaryRequest.MaxTokens]). 0 means MaxTokens/4.
+	SummaryTokens int
+	// Timeout bounds each Summarizer call; 0 means
+	// [DefaultSummaryTimeout], a negative value no bound but the
+	// context's.
+	Timeout time.Duration
+	// Logger receives a warning for each failed compression and a debug
+	// record for each compression; nil means slog.Default().
+	Logger *slog.Logger
+}
+
+// CompressionStats counts what the memories of a [Compressing] policy did,
+// since the policy was made.
+type CompressionStats struct {
+	// Adds is the number of Add calls.
+	Adds int64
+	// Compressions is the number of summaries written: each a Summarizer
+	// call that succeeded and replaced messages.
+	Compressions int64
+	// Failures is the number of compressions that failed (the Summarizer
+	// returned an error, timed out, panicked, or wrote a summary that does
+	// not fit); the messages were kept.
+	Failures int64
+	// Summarized is the number of messages folded into summaries.
+	Summarized int64
+	// Dropped is the number of messages evicted without being summarised:
+	// at the cap while the Summarizer was failing, the oldest messages of
+	// an Add that alone exceeds the cap, and the oldest messages of a
+	// stored list found over the cap when a memory loads it.
+	Dropped int64
+}
+
+// CompressingPolicy is the [Policy] returned by [Compressing].
+type CompressingPolicy struct {
+	max, trigger, keep, summaryTokens int
+	tok                               Tokenizer
+	sum                               Summarizer
+	timeout                           time.Duration
+	logger                            *slog.Logger
+
+	adds, compressions, failures, summarized, dropped atomic.Int64
+}
+
+var _ Policy = (*CompressingPolicy)(nil)
+
+// Compressing returns the policy of a memory that, instead of forgetting
+// its oldest messages, replaces them by a summary written by s: an
+// AI service's own model, or another ([NewModelSummarizer]). opts may be
+// nil. It is AgentScope's AutoContextMemory (compress when a threshold is
+// crossed, keep the newest messages) with langchain4j's memory contract.
+//
+// The memory holds the system message, then the summary message (see
+// [SummaryText]), then the newest messages word for word, and sends the
+// model exactly that. It works with token counts, like [TokenWindow]:
+//
+//   - When an Add leaves the system message and the messages over
+//     TriggerTokens (the high-water mark), or everything over maxTokens,
+//     the oldest messages are summarised until the system message and the
+//     rest fit in KeepTokens (the low-water mark). The Summarizer gets the
+//     old summary and only those messages: the summary is updated
+//     incrementally, and only when messages leave, once per crossing of
+//     the high-water mark rather than on every Add. [CompressionStats]
+//     counts how often.
+//   - Never summarised: the system message, the messages of the Add in
+//     progress (the current turn: they can only be evicted, as by
+//     TokenWindow, when they alone exceed maxTokens), and an AI message
+//     whose tool results are not all old (a tool call is never separated
+//     from its results; it waits for the next compression).
+//   - maxTokens is a hard cap on everything, summary included: when the
+//     memory would still exceed it, the oldest messages are evicted
+//     without being summarised, as by TokenWindow.
+//   - langchain4j's contract holds as for [TokenWindow]: one system
+//     message, first, never evicted or summarised (an identical one is
+//     ignored, a different one replaces it); no orphan tool results;
+//     Add is one transaction, with one store write.
+//
+// The summary is stored with the messages, as the message after the system
+// message, so it survives a restart with any [Store] and any encoding
+// (it is an ordinary human message starting with [SummaryPrefix]).
+//
+// Failures: when the Summarizer returns an error, times out
+// ([CompressOptions.Timeout]), panics, or writes a summary that with the
+// system message exceeds maxTokens, nothing is summarised and nothing is
+// lost: the messages stay and the next Add tries again (one Summarizer
+// call per Add at most, so a failing Summarizer costs a call, bounded by
+// the timeout, per turn). The room between TriggerTokens and maxTokens is
+// what the memory may grow into meanwhile; at maxTokens it evicts the
+// oldest messages as TokenWindow would, so the memory stays bounded. A
+// failure is logged as a warning and counted in CompressionStats.Failures.
+// Add itself fails only when its store does, and then changes nothing.
+//
+// The Summarizer is called inside Add, with Add's context: the turn that
+// crosses the high-water mark waits for it. Over an [InMemoryStore] the
+// memory holds its messages in the store only, as the window memories do.
+// Consistency is that of TokenWindow: one memory per id per process (a
+// [Manager] ensures it). Loading a list whose total exceeds maxTokens
+// (written under a bigger budget) evicts its oldest messages without
+// summarising them.
+func Compressing(maxTokens int, s Summarizer, opts *CompressOptions) *CompressingPolicy {
+	var o CompressOptions
+	if opts != nil {
+		o = *opts
+	}
+	p := &CompressingPolicy{
+		max:           maxTokens,
+		trigger:       o.TriggerTokens,
+		keep:          o.KeepTokens,
+		summaryTokens: o.SummaryTokens,
+		tok:           o.Tokenizer,
+		sum:           s,
+		timeout:       o.Timeout,
+		logger:        o.Logger,
+	}
+	if p.tok == nil {
+		p.tok = TokenizerFunc(EstimateTokens)
+	}
+	if p.trigger == 0 {
+		p.trigger = max(1, maxTokens/2)
+	}
+	if p.keep == 0 {
+		p.keep = p.trigger / 2
+	}
+	if p.summaryTokens == 0 {
+		p.summaryTokens = max(1, maxTokens/4)
+	}
+	if p.timeout == 0 {
+		p.timeout = DefaultSummaryTimeout
+	}
+	return p
+}
+
+// Stats returns what the policy's memories did so far.
+func (p *CompressingPolicy) Stats() CompressionStats {
+	return CompressionStats{
+		Adds:         p.adds.Load(),
+		Compressions: p.compressions.Load(),
+		Failures:     p.failures.Load(),
+		Summarized:   p.summarized.Load(),
+		Dropped:      p.dropped.Load(),
+	}
+}
+
+func (p *CompressingPolicy) log() *slog.Logger {
+	if p.logger != nil {
+		return p.logger
+	}
+	return slog.Default()
+}
+
+// cost returns the tokens of m, clamped to [0, math.MaxInt32].
+func (p *CompressingPolicy) cost(m *llms.MessageContent) int {
+	return min(max(0, p.tok.CountTokens(*m)), math.MaxInt32)
+}
+
+// New implements [Policy].
+func (p *CompressingPolicy) New(ctx context.Context, store Store, id string) (Memory, error) {
+	switch {
+	case p.max <= 0:
+		return nil, fmt.Errorf("%w: compressing memory size %d is not positive", ErrInvalid, p.max)
+	case p.trigger <= 0 || p.trigger > p.max:
+		return nil, fmt.Errorf("%w: compressing memory trigger %d is not in (0, %d]", ErrInvalid, p.trigger, p.max)
+	case p.keep < 0 || p.keep > p.trigger:
+		return nil, fmt.Errorf("%w: compressing memory keep %d is not in [0, trigger %d]", ErrInvalid, p.keep, p.trigger)
+	case p.summaryTokens <= 0:
+		return nil, fmt.Errorf("%w: compressing memory summary size %d is not positive", ErrInvalid, p.summaryTokens)
+	case p.sum == nil:
+		return nil, fmt.Errorf("%w: compressing memory without a summarizer", ErrInvalid)
+	case store == nil:
+		return nil, fmt.Errorf("%w: nil store", ErrInvalid)
+	case id == "":
+		return nil, fmt.Errorf("%w: empty memory id", ErrInvalid)
+	}
+	list, err := store.Get(ctx, id)
+	if err != nil {
+		return nil, fmt.Errorf("memory: loading %q: %w", id, err)
+	}
+	c := &compressing{p: p, id: id, store: store}
+	c.inc, _ = store.(IncrementalStore)
+	c.mem, _ = store.(*InMemoryStore)
+
+	changed := false
+	for i, m := range list {
+		switch {
+		case isSystem(m):
+			if c.sys != nil || i != 0 {
+				changed = true // a second system message, or one not first
+			}
+			if c.sys == nil {
+				c.sys, c.sysCost = &m, p.cost(&m)
+			}
+			continue
+		case c.summ == nil && c.msgs.len() == 0:
+			if text, ok := SummaryText(m); ok {
+				c.summ, c.summText, c.summCost = &m, text, p.cost(&m)
+				continue
+			}
+		}
+		c.msgs.items = append(c.msgs.items, m)
+		cost := p.cost(&m)
+		c.meta.items = append(c.meta.items, msgCost{cost: int32(cost), tool: isToolResult(m)})
+		c.body += cost
+	}
+	if c.summ != nil && c.sysCost+c.summCost > p.max {
+		changed = true // written under a bigger budget: it no longer fits
+		c.summ, c.summText, c.summCost = nil, "", 0
+	}
+	if e, rest := cut(c.meta.live(), nil, c.sysCost+c.summCost, c.body, p.max); e > 0 {
+		changed = true
+		c.meta.drop(0, e)
+		c.msgs.drop(0, e)
+		c.body = rest
+		p.dropped.Add(int64(e))
+	}
+	if changed {
+		if err := store.Update(ctx, id, c.list(c.sys, c.summ, 0, nil)); err != nil {
+			return nil, fmt.Errorf("memory: normalising %q: %w", id, err)
+		}
+	}
+	if c.mem != nil {
+		c.msgs = deque[llms.MessageContent]{}
+	}
+	return c, nil
+}
+
+// compressing is the memory of the Compressing policy.
+//
+// Like window, it keeps the costs of its messages and, unless its store is
+// an InMemoryStore (mem), the messages; the system message and the summary
+// message are kept apart. The stored list is sys, summ, then the others.
+type compressing struct {
+	p     *CompressingPolicy
+	id    string
+	store Store
+	inc   IncrementalStore // store, when it is one
+	mem   *InMemoryStore   // store, when it is one
+
+	mu       sync.Mutex
+	sys      *llms.MessageContent // the system message: the memory's own copy
+	sysCost  int
+	summ     *llms.MessageContent // the summary message, nil when there is none
+	summText string               // the summary, without SummaryPrefix
+	summCost int
+	meta     deque[msgCost]             // the other messages' costs, oldest first
+	msgs     deque[llms.MessageContent] // the other messages, oldest first, unless mem holds them
+	body     int                        // the other messages' total cost
+
+	// Scratch space of Add, reused across calls.
+	added []llms.MessageContent // the non-system messages of an Add, not copied
+	costs []msgCost             // their costs
+}
+
+// cut returns how many of the oldest messages, whose costs are those of a
+// followed by those of b, must go for fixed plus the cost of the rest
+// (total, before the cut) to fit budget, and the cost of the rest after
+// that. When it is not 0 it also covers the tool results that follow, so
+// that no tool result outlives its call.
+func cut(a, b []msgCost, fixed, total, budget int) (int, int) {
+	at := func(i int) msgCost {
+		if i < len(a) {
+			return a[i]
+		}
+		return b[i-len(a)]
+	}
+	n := len(a) + len(b)
+	e := 0
+	for ; fixed+total > budget && e < n; e++ {
+		total -= int(at(e).cost)
+	}
+	if e > 0 {
+		for ; e < n && at(e).tool; e++ {
+			total -= int(at(e).cost)
+		}
+	}
+	return e, total
+}
+
+// list returns the stored list of the state sys, summ, the other messages
+// without their drop oldest, then tail.
+func (c *compressing) list(sys, summ *llms.MessageContent, drop int, tail []llms.MessageContent) []llms.MessageContent {
+	list := make([]llms.MessageContent, 0, 2+c.msgs.len()-drop+len(tail))
+	if sys != nil {
+		list = append(list, *sys)
+	}
+	if summ != nil {
+		list = append(list, *summ)
+	}
+	list = append(list, c.msgs.live()[drop:]...)
+	return append(list, tail...)
+}
+
+// ID implements [Memory].
+func (c *compressing) ID() string { return c.id }
+
+// Add implements [Memory].
+func (c *compressing) Add(ctx context.Context, msgs ...llms.MessageContent) error {
+	if len(msgs) == 0 {
+		return nil
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	p := c.p
+	p.adds.Add(1)
+
+	// Stage the change without touching the memory, as window does.
+	sys, sysCost := c.sys, c.sysCost
+	added := c.added[:0]
+	defer func() {
+		clear(added) // drop the references to the caller's messages
+		c.added, c.costs = added[:0], c.costs[:0]
+	}()
+	for i := range msgs {
+		m := &msgs[i]
+		if !isSystem(*m) {
+			added = append(added, *m)
+			continue
+		}
+		if sys != nil && equalMessages(*sys, *m) {
+			continue
+		}
+		cp := cloneMessage(*m)
+		sys, sysCost = &cp, p.cost(&cp)
+	}
+	sysChanged := sys != c.sys
+	costs := c.costs[:0]
+	total := c.body
+	for i := range added {
+		costs = append(costs, msgCost{cost: int32(p.cost(&added[i])), tool: isToolResult(added[i])})
+		total += int(costs[i].cost)
+	}
+	c.costs = costs
+	old := c.meta.live()
+	at := func(i int) msgCost {
+		if i < len(old) {
+			return old[i]
+		}
+		return costs[i-len(old)]
+	}
+	n := len(old) + len(added)
+
+	// Compress: fold the oldest messages, up to the low-water mark but
+	// never into this Add, into the summary.
+	summ, summText, summCost := c.summ, c.summText, c.summCost
+	summChanged := false
+	k, folded := 0, 0
+	if sysCost+total > p.trigger || sysCost+total+summCost > p.max {
+		k, _ = cut(old, costs, sysCost, total, p.keep)
+		k = min(k, len(old))
+		for k > 0 && k < n && at(k).tool {
+			k-- // the call's results are in this Add: keep the call with them
+		}
+	}
+	if k > 0 {
+		text, err := c.summarize(ctx, k)
+		if err == nil {
+			m := summaryMessage(text)
+			if cost := p.cost(&m); sysCost+cost > p.max {
+				err = fmt.Errorf("%w: %d tokens with the system message, over %d", ErrSummaryTooLong, sysCost+cost, p.max)
+			} else {
+				summ, summText, summCost, summChanged = &m, text, cost, true
+			}
+		}
+		if err != nil {
+			p.failures.Add(1)
+			p.log().WarnContext(ctx, "memory: compressing failed; the messages are kept and the next Add tries again",
+				"memory", c.id, "messages", k, "err", err)
+			k = 0
+		}
+		for i := range k {
+			folded += int(at(i).cost)
+		}
+	}
+	if summ != nil && sysCost+summCost > p.max {
+		// A new, bigger system message leaves no room for the summary.
+		p.log().WarnContext(ctx, "memory: the system message leaves no room for the summary; the summary is dropped",
+			"memory", c.id, "system_tokens", sysCost, "summary_tokens", summCost, "max_tokens", p.max)
+		summ, summText, summCost, summChanged = nil, "", 0, true
+	}
+
+	// Enforce the cap, evicting without summarising.
+	rest := total - folded
+	e := 0
+	if sysCost+summCost+rest > p.max {
+		var a, b []msgCost
+		if k < len(old) {
+			a, b = old[k:], costs
+		} else {
+			b = costs[k-len(old):]
+		}
+		e, rest = cut(a, b, sysCost+summCost, rest, p.max)
+	}
+
+	drop := k + e
+	dropOld := min(drop, len(old))
+	tail, tailCosts := added[drop-dropOld:], costs[drop-dropOld:]
+	if !sysChanged && !summChanged && drop == 0 && len(tail) == 0 {
+		return nil // a repeated system message, or all evicted at once
+	}
+	if err := c.write(ctx, sys, sysChanged, summ, summChanged, dropOld, tail); err != nil {
+		return fmt.Errorf("memory: adding to %q: %w", c.id, err)
+	}
+
+	c.sys, c.sysCost = sys, sysCost
+	c.summ, c.summText, c.summCost = summ, summText, summCost
+	c.meta.drop(0, dropOld)
+	c.meta.compact()
+	c.meta.items = append(c.meta.items, tailCosts...)
+	if c.mem == nil {
+		c.msgs.drop(0, dropOld)
+		c.msgs.compact()
+		c.msgs.items = appendClones(c.msgs.items, tail)
+	}
+	c.body = rest
+	if k > 0 {
+		p.compressions.Add(1)
+		p.summarized.Add(int64(k))
+		p.log().DebugContext(ctx, "memory: compressed", "memory", c.id, "messages", k,
+			"summary_tokens", summCost, "kept_tokens", sysCost+rest)
+	}
+	if e > 0 {
+		p.dropped.Add(int64(e))
+	}
+	return nil
+}
+
+// summarize asks the Summarizer for the summary of the current one and the
+// k oldest messages, with the policy's timeout, turning a panic or an
+// empty summary into an error.
+func (c *compressing) summarize(ctx context.Context, k int) (text string, err error) {
+	msgs, err := c.oldest(ctx, k)
+	if err != nil {
+		return "", err
+	}
+	if c.p.timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, c.p.timeout)
+		defer cancel()
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			text, err = "", fmt.Errorf("%w: %v", ErrSummarizerPanicked, r)
+		}
+	}()
+	text, err = c.p.sum.Summarize(ctx, SummaryRequest{Previous: c.summText, Messages: msgs, MaxTokens: c.p.summaryTokens})
+	if err != nil {
+		return "", err
+	}
+	if err := ctx.Err(); err != nil {
+		return "", err // a summarizer that ignored its deadline is not trusted
+	}
+	text = strings.TrimSpace(text)
+	if text == "" {
+		return "", ErrEmptySummary
+	}
+	return text, nil
+}
+
+// oldest returns copies of the k oldest messages after the system message
+// and the summary.
+func (c *compressing) oldest(ctx context.Context, k int) ([]llms.MessageContent, error) {
+	if c.mem == nil {
+		return cloneMessages(c.msgs.live()[:k]), nil
+	}
+	from := 0
+	if c.sys != nil {
+		from++
+	}
+	if c.summ != nil {
+		from++
+	}
+	msgs, err := c.mem.slice(ctx, c.id, from, k)
+	if err != nil {
+		return nil, fmt.Errorf("memory: reading %q: %w", c.id, err)
+	}
+	return msgs, nil
+}
+
+// write stores the staged state: sys, summ, the other messages without
+// their drop oldest, then tail.
+func (c *compressing) write(ctx context.Context, sys *llms.MessageContent, sysChanged bool, summ *llms.MessageContent, summChanged bool, drop int, tail []llms.MessageContent) error {
+	if c.inc == nil {
+		return c.store.Update(ctx, c.id, c.list(sys, summ, drop, tail))
+	}
+	ch := Change{Drop: drop, Tail: tail}
+	if sysChanged || summChanged || drop > 0 {
+		// Drop counts from the front: rewrite the system message and the
+		// summary.
+		if c.sys != nil {
+			ch.Drop++
+		}
+		if c.summ != nil {
+			ch.Drop++
+		}
+		ch.Head = make([]llms.MessageContent, 0, 2)
+		if sys != nil {
+			ch.Head = append(ch.Head, *sys)
+		}
+		if summ != nil {
+			ch.Head = append(ch.Head, *summ)
+		}
+	}
+	if c.mem != nil {
+		return c.mem.apply(ctx, c.id, ch, 0)
+	}
+	return c.inc.Apply(ctx, c.id, ch)
+}
+
+// Messages implements [Memory].
+func (c *compressing) Messages(ctx context.Context) ([]llms.MessageContent, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.mem != nil {
+		msgs, err := c.mem.Get(ctx, c.id)
+		if err != nil {
+			return nil, fmt.Errorf("memory: reading %q: %w", c.id, err)
+		}
+		if msgs == nil {
+			msgs = []llms.MessageContent{}
+		}
+		return msgs, nil
+	}
+	return cloneMessages(c.list(c.sys, c.summ, 0, nil)), nil
+}
+
+// Clear implements [Memory].
+func (c *compressing) Clear(ctx context.Context) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if err := c.store.Delete(ctx, c.id); err != nil {
+		return fmt.Errorf("memory: clearing %q: %w", c.id, err)
+	}
+	c.sys, c.sysCost = nil, 0
+	c.summ, c.summText, c.summCost = nil, "", 0
+	c.meta, c.msgs, c.body = deque[msgCost]{}, deque[llms.MessageContent]{}, 0
+	return nil
+}

@@ -1,0 +1,208 @@
+package memory
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/tmc/langchaingo/llms"
+)
+
+// SummaryPrefix starts the text of the summary message of a [Compressing]
+// memory. The summary message is a human message with one text part,
+// SummaryPrefix followed by the summary; it is what the memory stores
+// (right after the system message, so it survives a restart with any
+// store) and what the model is sent, where the prefix tells the model what
+// the message is.
+const SummaryPrefix = "[Summary of the earlier conversation, which replaces its older messages]\n"
+
+// SummaryText reports whether msg is the summary message of a
+// [Compressing] memory and returns the summary without [SummaryPrefix].
+// User interfaces that show a memory's messages can use it to render the
+// summary apart; tokenizers, to count it apart.
+//
+// Only the first message after the system message is taken as a summary
+// when a memory loads its list, so an ordinary message that happens to
+// start with SummaryPrefix is a summary only there.
+func SummaryText(msg llms.MessageContent) (string, bool) {
+	if msg.Role != llms.ChatMessageTypeHuman || len(msg.Parts) != 1 {
+		return "", false
+	}
+	t, ok := derefPart(msg.Parts[0]).(llms.TextContent)
+	if !ok {
+		return "", false
+	}
+	return strings.CutPrefix(t.Text, SummaryPrefix)
+}
+
+// summaryMessage returns the summary message of text.
+func summaryMessage(text string) llms.MessageContent {
+	return llms.TextParts(llms.ChatMessageTypeHuman, SummaryPrefix+text)
+}
+
+// A Summarizer writes the summary of a [Compressing] memory. It must honour
+// ctx (the memory gives each call a deadline) and be safe for concurrent
+// use: one Summarizer serves every memory of a policy.
+type Summarizer interface {
+	// Summarize returns the new summary: req.Previous updated with what
+	// req.Messages add. An error, or a panic, leaves the memory as it was
+	// before the messages were to be summarised (see [Compressing]).
+	Summarize(ctx context.Context, req SummaryRequest) (string, error)
+}
+
+// A SummaryRequest is what a [Summarizer] folds into a summary.
+type SummaryRequest struct {
+	// Previous is the current summary; "" when there is none yet.
+	Previous string
+	// Messages are the oldest messages of the memory, oldest first, that
+	// the new summary replaces: never the system message, never the
+	// messages of the Add in progress (the current turn), and never an AI
+	// message calling tools without the tool results that follow it.
+	Messages []llms.MessageContent
+	// MaxTokens is the size the summary should keep within, counted by
+	// the memory's tokenizer ([CompressOptions.SummaryTokens]).
+	MaxTokens int
+}
+
+// SummarizerFunc adapts a function to a [Summarizer].
+type SummarizerFunc func(ctx context.Context, req SummaryRequest) (string, error)
+
+// Summarize returns f(ctx, req).
+func (f SummarizerFunc) Summarize(ctx context.Context, req SummaryRequest) (string, error) {
+	return f(ctx, req)
+}
+
+// ErrEmptySummary is returned by [ModelSummarizer.Summarize] when the model
+// answers with no text.
+var ErrEmptySummary = errors.New("memory: the model wrote an empty summary")
+
+// DefaultSummaryInstructions is the system message of a [ModelSummarizer]
+// with no Instructions of its own.
+const DefaultSummaryInstructions = "You keep the running summary of a conversation between a user and an assistant. " +
+	"You are given the current summary and the oldest messages of the conversation, which are about to be " +
+	"replaced by the summary. Write the new summary: the current one updated with what those messages add. " +
+	"Keep every fact the conversation may need later (names, numbers, dates, choices, preferences, promises, " +
+	"open questions, what tools were used for and what they returned) and drop small talk and repetition. " +
+	"Answer with the summary only, in plain text, without a preamble."
+
+// ModelSummarizer is a [Summarizer] that asks a language model: the AI
+// service's own model, or a cheaper one. Create one with
+// [NewModelSummarizer].
+//
+// The model gets a system message (the instructions) and one user message
+// holding the current summary, the messages to fold in as a transcript
+// ("User: …", "Assistant: …", "Assistant called tool f with {…}",
+// "Tool f returned: …"), and the size to keep within. Tool calls are sent
+// as text, not as tool messages, so any model can summarise them and no
+// tool definitions are needed.
+type ModelSummarizer struct {
+	model        llms.Model
+	instructions string
+	options      []llms.CallOption
+}
+
+// ModelSummarizerOptions configures a [ModelSummarizer].
+type ModelSummarizerOptions struct {
+	// Instructions is the system message; "" means
+	// [DefaultSummaryInstructions].
+	Instructions string
+	// CallOptions are passed to every model call, for example
+	// llms.WithModel to pick a small model, or llms.WithTemperature.
+	CallOptions []llms.CallOption
+}
+
+var _ Summarizer = (*ModelSummarizer)(nil)
+
+// NewModelSummarizer returns a ModelSummarizer asking model. opts may be
+// nil.
+func NewModelSummarizer(model llms.Model, opts *ModelSummarizerOptions) *ModelSummarizer {
+	s := &ModelSummarizer{model: model, instructions: DefaultSummaryInstructions}
+	if opts != nil {
+		if opts.Instructions != "" {
+			s.instructions = opts.Instructions
+		}
+		s.options = append([]llms.CallOption(nil), opts.CallOptions...)
+	}
+	return s
+}
+
+// Summarize implements [Summarizer]: one model call. It fails with the
+// model's error, or with [ErrEmptySummary] when the answer has no text.
+func (s *ModelSummarizer) Summarize(ctx context.Context, req SummaryRequest) (string, error) {
+	if s.model == nil {
+		return "", fmt.Errorf("%w: ModelSummarizer without a model", ErrInvalid)
+	}
+	prompt := []llms.MessageContent{
+		llms.TextParts(llms.ChatMessageTypeSystem, s.instructions),
+		llms.TextParts(llms.ChatMessageTypeHuman, SummaryPrompt(req)),
+	}
+	resp, err := s.model.GenerateContent(ctx, prompt, s.options...)
+	if err != nil {
+		return "", fmt.Errorf("memory: summarizing: %w", err)
+	}
+	if resp == nil || len(resp.Choices) == 0 || resp.Choices[0] == nil {
+		return "", ErrEmptySummary
+	}
+	text := strings.TrimSpace(resp.Choices[0].Content)
+	if text == "" {
+		return "", ErrEmptySummary
+	}
+	return text, nil
+}
+
+// SummaryPrompt returns the user message a [ModelSummarizer] sends for
+// req: the current summary, the transcript of req.Messages and the size to
+// keep within. Summarizers of other kinds may reuse it.
+func SummaryPrompt(req SummaryRequest) string {
+	var b strings.Builder
+	b.WriteString("Current summary:\n")
+	if req.Previous == "" {
+		b.WriteString("(none yet)\n")
+	} else {
+		b.WriteString(req.Previous)
+		b.WriteString("\n")
+	}
+	b.WriteString("\nMessages to fold into it, oldest first:\n")
+	for _, m := range req.Messages {
+		writeTranscript(&b, m)
+	}
+	if req.MaxTokens > 0 {
+		// One token is about three quarters of an English word.
+		fmt.Fprintf(&b, "\nWrite the updated summary in at most %d words.", max(1, req.MaxTokens*3/4))
+	} else {
+		b.WriteString("\nWrite the updated summary.")
+	}
+	return b.String()
+}
+
+// writeTranscript writes one line per part of m.
+func writeTranscript(b *strings.Builder, m llms.MessageContent) {
+	speaker := "User"
+	switch m.Role {
+	case llms.ChatMessageTypeAI:
+		speaker = "Assistant"
+	case llms.ChatMessageTypeSystem:
+		speaker = "System"
+	case llms.ChatMessageTypeTool, llms.ChatMessageTypeFunction:
+		speaker = "Tool"
+	}
+	for _, p := range m.Parts {
+		switch p := derefPart(p).(type) {
+		case llms.TextContent:
+			fmt.Fprintf(b, "%s: %s\n", speaker, p.Text)
+		case llms.ToolCall:
+			if p.FunctionCall != nil {
+				fmt.Fprintf(b, "%s called tool %s with %s\n", speaker, p.FunctionCall.Name, p.FunctionCall.Arguments)
+			}
+		case llms.ToolCallResponse:
+			fmt.Fprintf(b, "Tool %s returned: %s\n", p.Name, p.Content)
+		case llms.ImageURLContent:
+			fmt.Fprintf(b, "%s: [an image]\n", speaker)
+		case llms.BinaryContent:
+			fmt.Fprintf(b, "%s: [%s data, %d bytes]\n", speaker, p.MIMEType, len(p.Data))
+		case llms.CachedContent:
+			writeTranscript(b, llms.MessageContent{Role: m.Role, Parts: []llms.ContentPart{p.ContentPart}})
+		}
+	}
+}
