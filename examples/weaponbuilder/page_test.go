@@ -224,6 +224,17 @@ func (h *pageHarness) down() {
 	h.srv, h.chat = nil, nil
 }
 
+// wait waits for ch to be closed, or fails the test when the test's
+// time is up.
+func (h *pageHarness) wait(ch <-chan struct{}, what string) {
+	h.t.Helper()
+	select {
+	case <-ch:
+	case <-h.ctx.Done():
+		h.t.Fatalf("waiting for %s: %v\nthe page shows:\n%s", what, h.ctx.Err(), h.text())
+	}
+}
+
 func (h *pageHarness) eval(expr string) string {
 	h.t.Helper()
 	out, err := h.page.Eval(h.ctx, expr)
@@ -405,7 +416,7 @@ func (h *pageHarness) streamedMarkdownWelcome() {
 	held, release := h.model.holdNextStream(4)
 	defer release()
 	h.start("hello")
-	<-held
+	h.wait(held, "the model to hold its stream")
 	h.waitFor(`(() => { const s = document.querySelector("#log .msg.armorer .bubble.streaming"); return s && s.textContent.startsWith("Welcome to my forge,"); })()`, "the first chunks of the answer")
 	var s struct {
 		Text     string `json:"text"`
@@ -641,7 +652,7 @@ func (h *pageHarness) reconnects() {
 	held, release := h.model.holdNextStream(2)
 	defer release()
 	h.start("hello again")
-	<-held
+	h.wait(held, "the model to hold its stream")
 	h.waitFor(`!document.getElementById("thinking").hidden`, "the thinking indicator")
 	h.down()
 	h.waitFor(`document.getElementById("banner").dataset.kind === "lost"`, "the page to notice the lost connection")
