@@ -7,6 +7,7 @@ require (
 	github.com/dave/jennifer v1.7.1
 	github.com/google/uuid v1.6.0
 	github.com/tmc/langchaingo v0.1.14
+	github.com/yuin/goldmark v1.8.7
 	golang.org/x/tools v0.52.0
 )
 

@@ -93,6 +93,11 @@ type eventDirective struct {
 	typ arg // TYPE: the event type clients dispatch on
 }
 
+// markdownDirective is //chat:markdown.
+type markdownDirective struct {
+	directiveCommon
+}
+
 // catchDirective is //chat:catch [route=NAME].
 type catchDirective struct {
 	directiveCommon

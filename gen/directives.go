@@ -547,6 +547,43 @@ type Progress struct {
 		New: func() directive { return new(eventDirective) },
 	},
 	{
+		Name:  "markdown",
+		Usage: "//chat:markdown",
+		Doc: "Renders the route's text answers from markdown to safe HTML for web pages. " +
+			"On a route method or func, that route; on a type, every route of the type that answers with " +
+			"text. The text answers are a `string` result, the content and the string tool results of an " +
+			"`ai.Result[string]`, and the chunks of an `iter.Seq[string]` or `iter.Seq2[string, error]`. " +
+			"They are rendered with goldmark (CommonMark with GitHub's extensions) by package " +
+			"`runtime/markdown`: raw HTML is escaped, links keep only http, https, mailto and relative " +
+			"targets, images only http, https and relative sources. " +
+			"A Message event keeps its text and carries the HTML beside it (`chat.Event.HTML`); over the " +
+			"websocket its `data` is the HTML, as Quarkus pages expect, and the frame's `markdown` field the " +
+			"text. A stream goes out as it comes, chunk by chunk as text, then one more `Stream` event with " +
+			"no text carries the whole answer rendered (the frame's `html` field). " +
+			"Other events (objects, `Thinking`, what tools send themselves) are not rendered.",
+		Quarkus: "@MarkdownToHtml",
+		Example: `// Smith answers questions about weapons, in markdown.
+//
+//chat:ai
+//chat:markdown
+type Smith interface {
+	// Ask answers one question.
+	//
+	//chat:route ask
+	Ask(ctx context.Context, userMessage string) (string, error)
+}
+
+// Lore tells the legend of a weapon, streamed as it is written.
+//
+//chat:route lore
+//chat:markdown
+func Lore(ctx context.Context, userMessage string) iter.Seq[string] {
+	return slices.Values([]string{"# The legend\n", "of *Dawnbreaker*"})
+}`,
+		Targets: targetStruct | targetInterface | targetMethod | targetInterfaceMethod | targetFunc,
+		New:     func() directive { return new(markdownDirective) },
+	},
+	{
 		Name:  "catch",
 		Usage: "//chat:catch [route=NAME]",
 		Doc: "Makes the func an error handler for routes. " +

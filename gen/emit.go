@@ -5,14 +5,16 @@ import (
 	"fmt"
 	"go/format"
 	"go/types"
+	"slices"
 	"strings"
 
 	"github.com/dave/jennifer/jen"
 )
 
 const (
-	chatPkg    = "github.com/chatscopes/chatgen/runtime/chat"
-	contextPkg = "context"
+	chatPkg     = "github.com/chatscopes/chatgen/runtime/chat"
+	contextPkg  = "context"
+	markdownPkg = "github.com/chatscopes/chatgen/runtime/markdown"
 )
 
 // emitter writes the chat_gen.go of one package.
@@ -50,6 +52,10 @@ func emit(m *pkgModel) ([]byte, error) {
 			f.ImportName(imp.path, imp.name)
 			e.tc.names[imp.name] = imp.path
 		}
+	}
+	if slices.ContainsFunc(m.routes, func(r *routeModel) bool { return r.markdown }) {
+		f.ImportName(markdownPkg, "markdown")
+		e.tc.names["markdown"] = markdownPkg
 	}
 	e.nameFuncs()
 

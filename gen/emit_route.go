@@ -111,7 +111,11 @@ func (e *emitter) routeFunc(r *routeModel, name string) {
 	}
 	body = append(body, e.routeCall(r, callee.Call(args...), names, ctx, errV)...)
 
-	e.doc(fmt.Sprintf("%s runs the route %s: it calls %s.", name, r.name, what))
+	doc := fmt.Sprintf("%s runs the route %s: it calls %s.", name, r.name, what)
+	if r.markdown {
+		doc = fmt.Sprintf("%s runs the route %s: it calls %s and sends its text answers rendered from markdown (//chat:markdown).", name, r.name, what)
+	}
+	e.doc(doc)
 	e.f.Func().Id(name).Params(
 		jen.Id(ctx).Add(ctxType()), jen.Id(req).Op("*").Qual(chatPkg, "RouteRequest"),
 	).Error().Block(body...)
@@ -132,6 +136,18 @@ func (e *emitter) routeCall(r *routeModel, call *jen.Statement, names *funcNames
 		body = append(body, jen.List(jen.Id(res), jen.Id(errV)).Op(":=").Add(call), ifErr(errV, jen.Id(errV)))
 	} else {
 		body = append(body, jen.Id(res).Op(":=").Add(call))
+	}
+	if r.markdown {
+		// //chat:markdown: the text answers go out rendered.
+		switch r.result.kind {
+		case resultSeq:
+			return append(body, jen.Return(jen.Qual(markdownPkg, "SendStream").Call(jen.Id(ctx), jen.Id(res))))
+		case resultSeq2:
+			return append(body, jen.Return(jen.Qual(markdownPkg, "SendStreamWithErrors").Call(jen.Id(ctx), jen.Id(res))))
+		case resultAI:
+			return append(body, jen.Return(jen.Id(res).Dot("SendText").Call(jen.Id(ctx), jen.Qual(markdownPkg, "Message"))))
+		}
+		return append(body, jen.Return(jen.Qual(markdownPkg, "Message").Call(jen.Id(ctx), jen.Id(res))))
 	}
 	switch r.result.kind {
 	case resultSeq:

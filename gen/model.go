@@ -22,6 +22,9 @@ type pkgModel struct {
 	tools   map[string][]*toolModel // the //chat:tool methods, by receiver type name
 	sb      *schemaBuilder          // shared by tools and AI results; see schemas
 	aiTypes map[string]bool         // the names of the //chat:ai types
+	// markdownTypes are the types with //chat:markdown, by name: their
+	// routes that answer with text render it.
+	markdownTypes map[string]*markdownDirective
 	// badTools are the types with a //chat:tool that failed its checks.
 	badTools map[string]bool
 	// textParams memoizes textParam: a route that is also an AI method
@@ -72,9 +75,13 @@ func analyze(fset *token.FileSet, pkg *packages.Package, anns []*annotated, diag
 		m.declare("Register", anns[0].node.Pos(), "this package's //chat: directives", diags)
 	}
 	m.aiTypes = map[string]bool{}
+	m.markdownTypes = map[string]*markdownDirective{}
 	for _, a := range anns {
 		if _, ok := first[*aiDirective](a); ok {
 			m.aiTypes[a.name] = true
+		}
+		if d, ok := first[*markdownDirective](a); ok && a.target&targetTypes != 0 {
+			m.markdownTypes[a.name] = d
 		}
 	}
 	// Scoped types first, then tools and AI services: routes look their
@@ -115,6 +122,11 @@ func analyze(fset *token.FileSet, pkg *packages.Package, anns []*annotated, diag
 				}
 			case *catchDirective:
 				m.analyzeCatch(a, d, diags)
+			case *markdownDirective:
+				// Read by analyzeRoute; checked by checkMarkdown.
+				if a.target&targetTypes == 0 && !isRoute {
+					diags.errorf(fset.Position(d.pos), "//chat:markdown on %s needs //chat:route: it renders the text answers a route sends", a.name)
+				}
 			default:
 				diags.errorf(fset.Position(d.common().pos), "%s is not supported by this version of chatgen yet", d)
 			}
@@ -127,6 +139,7 @@ func analyze(fset *token.FileSet, pkg *packages.Package, anns []*annotated, diag
 	}
 	slices.SortFunc(m.beans, func(a, b *beanModel) int { return comparePos(fset, a.obj.Pos(), b.obj.Pos()) })
 	m.checkRoutes(diags)
+	m.checkMarkdown(diags)
 	m.analyzeDeps(diags)
 	return m
 }

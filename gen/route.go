@@ -27,6 +27,10 @@ type routeModel struct {
 	result *routeResult // the value result; nil when there is none
 	errRes bool         // the last result is an error, which fails the request
 	event  string       // the route's own //chat:event type; "" for none
+
+	// markdown means the route's text answers are rendered from markdown
+	// (//chat:markdown on the route or its type).
+	markdown bool
 }
 
 // paramKind says where a route parameter's argument comes from.
@@ -267,10 +271,69 @@ func (m *pkgModel) analyzeRoute(a *annotated, d *routeDirective, diags *Diagnost
 		}
 		r.result = rr
 	}
+	if ok {
+		ok = m.routeMarkdown(a, r, diags)
+	}
 	if !ok {
 		return
 	}
 	m.routes = append(m.routes, r)
+}
+
+// routeMarkdown decides whether the route renders its text answers from
+// markdown: //chat:markdown on the route needs a route that answers with
+// text; on its type, it applies to the type's routes that do.
+func (m *pkgModel) routeMarkdown(a *annotated, r *routeModel, diags *Diagnostics) bool {
+	own, onRoute := first[*markdownDirective](a)
+	_, onType := m.markdownTypes[a.recv]
+	if !onRoute && (!onType || r.bean == nil) {
+		return true
+	}
+	text := r.result != nil && r.event == "" && m.textResult(r.result)
+	if !onRoute {
+		r.markdown = text
+		return true
+	}
+	pos := m.fset.Position(own.pos)
+	switch {
+	case r.event != "":
+		diags.errorf(pos, "//chat:markdown on route %s: the route sends its result as %s events (//chat:event), not as text", r.name, r.event)
+		return false
+	case r.result == nil:
+		diags.errorf(pos, "//chat:markdown on route %s: %s returns no answer to render", r.name, r.fn.Name())
+		return false
+	case !text:
+		diags.errorf(pos, "//chat:markdown on route %s: %s returns %s; markdown renders text answers: a string, ai.Result[string], iter.Seq[string] or iter.Seq2[string, error]", r.name, r.fn.Name(), m.typeString(r.result.typ))
+		return false
+	}
+	r.markdown = true
+	return true
+}
+
+// textResult reports whether a route's result is text: a string, an
+// ai.Result[string], or a stream of strings.
+func (m *pkgModel) textResult(rr *routeResult) bool {
+	switch rr.kind {
+	case resultSeq, resultSeq2:
+		return true
+	case resultAI:
+		n, _ := types.Unalias(rr.typ).(*types.Named)
+		return n != nil && n.TypeArgs().Len() == 1 && isString(n.TypeArgs().At(0))
+	}
+	return isString(rr.typ)
+}
+
+// checkMarkdown checks the //chat:markdown of types: a type must have a
+// route that answers with text, or the directive does nothing.
+func (m *pkgModel) checkMarkdown(diags *Diagnostics) {
+	for name, d := range m.markdownTypes {
+		used := slices.ContainsFunc(m.routes, func(r *routeModel) bool {
+			return r.markdown && r.bean != nil && r.bean.obj.Name() == name
+		})
+		if !used {
+			diags.errorf(m.fset.Position(d.pos), "//chat:markdown on %s: it has no route that answers with text (a string, ai.Result[string], iter.Seq[string] or iter.Seq2[string, error])", name)
+		}
+	}
 }
 
 // routeBean returns the bean of a route method's receiver. A struct with

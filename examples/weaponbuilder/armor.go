@@ -12,8 +12,10 @@ import (
 // ArmorBuilder is the wizard that builds a piece of armour.
 //
 //chat:ai
+//chat:markdown
 //chat:system You are the armorer, building a piece of armour with the player. Find out the piece
-//chat:system and its material, set them with the tools, then call finishArmor.
+//chat:system and its material, set them with the tools, then call finishArmor. If the player wants
+//chat:system to stop or go back without the armour, call cancel.
 //chat:tools Anvil
 type ArmorBuilder interface {
 	// Chat talks with the player about the armour.
@@ -87,8 +89,22 @@ func (a *Anvil) FinishArmor(ctx context.Context) (string, error) {
 	if err := chat.Response(ctx).Send(a.armor); err != nil {
 		return "", err
 	}
+	if err := chat.Response(ctx).Send(inventory(a.armory, a.armor.Material+" "+a.armor.Piece)); err != nil {
+		return "", err
+	}
 	if err := handBack(ctx); err != nil {
 		return "", err
 	}
-	return fmt.Sprintf("Your %s %s is in your armory. What next?", a.armor.Material, a.armor.Piece), nil
+	return fmt.Sprintf("Your **%s %s** is in your armory. What next?", a.armor.Material, a.armor.Piece), nil
+}
+
+// Cancel leaves the armour builder without saving the armour and goes back
+// to the main menu.
+//
+//chat:tool immediate name=cancel
+func (a *Anvil) Cancel(ctx context.Context) (string, error) {
+	if err := handBack(ctx); err != nil {
+		return "", err
+	}
+	return "I put the armour aside, unfinished. Back at the counter: what next?", nil
 }

@@ -5,9 +5,11 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"iter"
 
 	"github.com/chatscopes/chatgen/runtime/ai"
 	"github.com/chatscopes/chatgen/runtime/chat"
+	"github.com/chatscopes/chatgen/runtime/markdown"
 	"github.com/tmc/langchaingo/llms"
 )
 
@@ -23,17 +25,19 @@ func _() {
 	var _ func(*Anvil, context.Context, Piece) (Armor, error) = (*Anvil).SetPiece
 	var _ func(*Anvil, context.Context, Material) (Armor, error) = (*Anvil).SetMaterial
 	var _ func(*Anvil, context.Context) (string, error) = (*Anvil).FinishArmor
+	var _ func(*Anvil, context.Context) (string, error) = (*Anvil).Cancel
 	var _ func(Enchanter, context.Context, string) (ai.Result[string], error) = Enchanter.Chat
 	var _ Enchanter = EnchanterProxy{}
 	var _ func(*Runes, context.Context, Element) (Enchantment, error) = (*Runes).SetElement
 	var _ func(*Runes, context.Context, int) (Enchantment, error) = (*Runes).SetPower
 	var _ func(*Runes, context.Context) (string, error) = (*Runes).Bind
-	var _ func(MainMenu, context.Context, string) (ai.Result[string], error) = MainMenu.Chat
+	var _ func(*Runes, context.Context) (string, error) = (*Runes).Cancel
+	var _ func(MainMenu, context.Context, string) iter.Seq2[string, error] = MainMenu.Chat
 	var _ MainMenu = MainMenuProxy{}
 	var _ func(*Armory) *Counter = NewCounter
 	var _ func(*Counter, context.Context) error = (*Counter).BuildWeapon
 	var _ func(*Counter, context.Context) error = (*Counter).BuildArmor
-	var _ func(*Counter) Inventory = (*Counter).ListArmory
+	var _ func(*Counter, context.Context) (Inventory, error) = (*Counter).ListArmory
 	var _ func(WeaponBuilder, context.Context, string) (ai.Result[string], error) = WeaponBuilder.Chat
 	var _ WeaponBuilder = WeaponBuilderProxy{}
 	var _ func(*Armory) *Workbench = NewWorkbench
@@ -44,6 +48,7 @@ func _() {
 	var _ func(*Workbench, context.Context) error = (*Workbench).Enchant
 	var _ func(*Workbench, Enchantment) Weapon = (*Workbench).ApplyEnchantment
 	var _ func(*Workbench, context.Context) (string, error) = (*Workbench).Finish
+	var _ func(*Workbench, context.Context) (string, error) = (*Workbench).Cancel
 }
 
 // Deps holds the application dependencies of this package's scoped beans and
@@ -107,7 +112,8 @@ func Register(deps Deps) *chat.Package {
 	return p
 }
 
-// chatRouteArmor runs the route armor: it calls ArmorBuilder.Chat.
+// chatRouteArmor runs the route armor: it calls ArmorBuilder.Chat and sends
+// its text answers rendered from markdown (//chat:markdown).
 func chatRouteArmor(ctx context.Context, req *chat.RouteRequest) error {
 	armorBuilder, err := chat.Lookup(ctx, chatBeanArmorBuilder)
 	if err != nil {
@@ -117,10 +123,11 @@ func chatRouteArmor(ctx context.Context, req *chat.RouteRequest) error {
 	if err != nil {
 		return err
 	}
-	return res.Send(ctx)
+	return res.SendText(ctx, markdown.Message)
 }
 
-// chatRouteEnchant runs the route enchant: it calls Enchanter.Chat.
+// chatRouteEnchant runs the route enchant: it calls Enchanter.Chat and sends
+// its text answers rendered from markdown (//chat:markdown).
 func chatRouteEnchant(ctx context.Context, req *chat.RouteRequest) error {
 	enchanter, err := chat.Lookup(ctx, chatBeanEnchanter)
 	if err != nil {
@@ -130,23 +137,22 @@ func chatRouteEnchant(ctx context.Context, req *chat.RouteRequest) error {
 	if err != nil {
 		return err
 	}
-	return res.Send(ctx)
+	return res.SendText(ctx, markdown.Message)
 }
 
-// chatRouteMenu runs the route menu: it calls MainMenu.Chat.
+// chatRouteMenu runs the route menu: it calls MainMenu.Chat and sends its
+// text answers rendered from markdown (//chat:markdown).
 func chatRouteMenu(ctx context.Context, req *chat.RouteRequest) error {
 	mainMenu, err := chat.Lookup(ctx, chatBeanMainMenu)
 	if err != nil {
 		return err
 	}
-	res, err := mainMenu.Chat(ctx, req.UserMessage())
-	if err != nil {
-		return err
-	}
-	return res.Send(ctx)
+	res := mainMenu.Chat(ctx, req.UserMessage())
+	return markdown.SendStreamWithErrors(ctx, res)
 }
 
-// chatRouteWeapon runs the route weapon: it calls WeaponBuilder.Chat.
+// chatRouteWeapon runs the route weapon: it calls WeaponBuilder.Chat and
+// sends its text answers rendered from markdown (//chat:markdown).
 func chatRouteWeapon(ctx context.Context, req *chat.RouteRequest) error {
 	weaponBuilder, err := chat.Lookup(ctx, chatBeanWeaponBuilder)
 	if err != nil {
@@ -156,7 +162,7 @@ func chatRouteWeapon(ctx context.Context, req *chat.RouteRequest) error {
 	if err != nil {
 		return err
 	}
-	return res.Send(ctx)
+	return res.SendText(ctx, markdown.Message)
 }
 
 // chatBeanArmorBuilder describes the scoped type ArmorBuilder: one instance
@@ -227,6 +233,15 @@ func (AnvilProxy) FinishArmor(ctx context.Context) (string, error) {
 		return "", err
 	}
 	return anvil.FinishArmor(ctx)
+}
+
+// Cancel calls Cancel on the Anvil of the chat scope in ctx.
+func (AnvilProxy) Cancel(ctx context.Context) (string, error) {
+	anvil, err := chat.Lookup(ctx, chatBeanAnvil)
+	if err != nil {
+		return "", err
+	}
+	return anvil.Cancel(ctx)
 }
 
 // chatBeanEnchanter describes the scoped type Enchanter: one instance per
@@ -301,6 +316,15 @@ func (RunesProxy) Bind(ctx context.Context) (string, error) {
 	return runes.Bind(ctx)
 }
 
+// Cancel calls Cancel on the Runes of the chat scope in ctx.
+func (RunesProxy) Cancel(ctx context.Context) (string, error) {
+	runes, err := chat.Lookup(ctx, chatBeanRunes)
+	if err != nil {
+		return "", err
+	}
+	return runes.Cancel(ctx)
+}
+
 // chatBeanMainMenu describes the scoped type MainMenu: one instance per chat
 // scope, inherited by nested scopes.
 var chatBeanMainMenu = chat.NewBean[MainMenu]("github.com/chatscopes/chatgen/examples/weaponbuilder.MainMenu", chat.KindChat, nil)
@@ -319,12 +343,8 @@ func MainMenuFrom(ctx context.Context) (MainMenu, error) {
 type MainMenuProxy struct{}
 
 // Chat calls Chat on the MainMenu of the chat scope in ctx.
-func (MainMenuProxy) Chat(ctx context.Context, userMessage string) (ai.Result[string], error) {
-	mainMenu, err := chat.Lookup(ctx, chatBeanMainMenu)
-	if err != nil {
-		return ai.Result[string]{}, err
-	}
-	return mainMenu.Chat(ctx, userMessage)
+func (MainMenuProxy) Chat(ctx context.Context, userMessage string) iter.Seq2[string, error] {
+	return chat.MustLookup(ctx, chatBeanMainMenu).Chat(ctx, userMessage)
 }
 
 // chatBeanCounter describes the scoped type Counter: one instance per chat
@@ -363,8 +383,12 @@ func (CounterProxy) BuildArmor(ctx context.Context) error {
 }
 
 // ListArmory calls ListArmory on the Counter of the chat scope in ctx.
-func (CounterProxy) ListArmory(ctx context.Context) Inventory {
-	return chat.MustLookup(ctx, chatBeanCounter).ListArmory()
+func (CounterProxy) ListArmory(ctx context.Context) (Inventory, error) {
+	counter, err := chat.Lookup(ctx, chatBeanCounter)
+	if err != nil {
+		return Inventory{}, err
+	}
+	return counter.ListArmory(ctx)
 }
 
 // chatBeanWeaponBuilder describes the scoped type WeaponBuilder: one
@@ -466,6 +490,15 @@ func (WorkbenchProxy) Finish(ctx context.Context) (string, error) {
 	return workbench.Finish(ctx)
 }
 
+// Cancel calls Cancel on the Workbench of the chat scope in ctx.
+func (WorkbenchProxy) Cancel(ctx context.Context) (string, error) {
+	workbench, err := chat.Lookup(ctx, chatBeanWorkbench)
+	if err != nil {
+		return "", err
+	}
+	return workbench.Cancel(ctx)
+}
+
 // ChatEventType returns "weapon": Weapon values are sent as events of that
 // type (//chat:event).
 func (Weapon) ChatEventType() string {
@@ -534,6 +567,20 @@ var chatToolAnvilFinishArmor = ai.Tool{
 	}),
 }
 
+// chatToolAnvilCancel is the tool cancel: it calls Anvil.Cancel on the Anvil
+// of the current scope.
+var chatToolAnvilCancel = ai.Tool{
+	Definition: llms.Tool{Type: "function", Function: &llms.FunctionDefinition{
+		Name:        "cancel",
+		Description: "Cancel leaves the armour builder without saving the armour and goes back\nto the main menu.",
+		Parameters:  json.RawMessage(`{"type":"object","properties":{},"additionalProperties":false}`),
+	}},
+	Immediate: true,
+	Invoke: ai.BeanToolNoArgs(chatBeanAnvil, func(ctx context.Context, anvil *Anvil) (any, error) {
+		return anvil.Cancel(ctx)
+	}),
+}
+
 // chatAIArmorBuilder is the generated implementation of the //chat:ai
 // interface ArmorBuilder.
 type chatAIArmorBuilder struct {
@@ -544,11 +591,12 @@ type chatAIArmorBuilder struct {
 var chatMethodArmorBuilderChat = ai.Method{
 	Name:   "Chat",
 	Kind:   chat.KindChat,
-	System: "You are the armorer, building a piece of armour with the player. Find out the piece\nand its material, set them with the tools, then call finishArmor.",
+	System: "You are the armorer, building a piece of armour with the player. Find out the piece\nand its material, set them with the tools, then call finishArmor. If the player wants\nto stop or go back without the armour, call cancel.",
 	Tools: []ai.Tool{
 		chatToolAnvilSetPiece,
 		chatToolAnvilSetMaterial,
 		chatToolAnvilFinishArmor,
+		chatToolAnvilCancel,
 	},
 }
 
@@ -605,6 +653,20 @@ var chatToolRunesBind = ai.Tool{
 	}),
 }
 
+// chatToolRunesCancel is the tool cancel: it calls Runes.Cancel on the Runes
+// of the current scope.
+var chatToolRunesCancel = ai.Tool{
+	Definition: llms.Tool{Type: "function", Function: &llms.FunctionDefinition{
+		Name:        "cancel",
+		Description: "Cancel leaves the enchantment without binding it and goes back to the\nweapon builder.",
+		Parameters:  json.RawMessage(`{"type":"object","properties":{},"additionalProperties":false}`),
+	}},
+	Immediate: true,
+	Invoke: ai.BeanToolNoArgs(chatBeanRunes, func(ctx context.Context, runes *Runes) (any, error) {
+		return runes.Cancel(ctx)
+	}),
+}
+
 // chatAIEnchanter is the generated implementation of the //chat:ai interface
 // Enchanter.
 type chatAIEnchanter struct {
@@ -615,11 +677,12 @@ type chatAIEnchanter struct {
 var chatMethodEnchanterChat = ai.Method{
 	Name:   "Chat",
 	Kind:   chat.KindChat,
-	System: "You are the armorer's enchanter. Find out the element (fire, frost or lightning) and\nthe power (1 to 10) of the enchantment and set them with the tools. Then call bind.",
+	System: "You are the armorer's enchanter. Find out the element (fire, frost or lightning) and\nthe power (1 to 10) of the enchantment and set them with the tools. Then call bind.\nIf the player wants to stop or go back without the enchantment, call cancel.",
 	Tools: []ai.Tool{
 		chatToolRunesSetElement,
 		chatToolRunesSetPower,
 		chatToolRunesBind,
+		chatToolRunesCancel,
 	},
 }
 
@@ -669,8 +732,8 @@ var chatToolCounterListArmory = ai.Tool{
 		Parameters:  json.RawMessage(`{"type":"object","properties":{},"additionalProperties":false}`),
 	}},
 	Immediate: true,
-	Invoke: ai.BeanToolNoArgs(chatBeanCounter, func(_ context.Context, counter *Counter) (any, error) {
-		return counter.ListArmory(), nil
+	Invoke: ai.BeanToolNoArgs(chatBeanCounter, func(ctx context.Context, counter *Counter) (any, error) {
+		return counter.ListArmory(ctx)
 	}),
 }
 
@@ -684,7 +747,7 @@ type chatAIMainMenu struct {
 var chatMethodMainMenuChat = ai.Method{
 	Name:   "Chat",
 	Kind:   chat.KindChat,
-	System: "You are the armorer of a fantasy video game, at the counter of your forge.\nTo build a weapon call buildWeapon, to build armour call buildArmor,\nto show what the player has built call listArmory. Otherwise answer in one or two sentences.",
+	System: "You are the armorer of a fantasy video game, at the counter of your forge.\nTo build a weapon call buildWeapon, to build armour call buildArmor,\nto show what the player has built call listArmory. Otherwise answer in one or two sentences;\nyou may use markdown.",
 	Tools: []ai.Tool{
 		chatToolCounterBuildWeapon,
 		chatToolCounterBuildArmor,
@@ -693,12 +756,8 @@ var chatMethodMainMenuChat = ai.Method{
 }
 
 // Chat asks the model, as MainMenu.Chat describes.
-func (x *chatAIMainMenu) Chat(ctx context.Context, userMessage string) (ai.Result[string], error) {
-	reply, err := x.svc.Chat(ctx, &ai.Request{Method: &chatMethodMainMenuChat, User: userMessage})
-	if err != nil {
-		return ai.Result[string]{}, err
-	}
-	return ai.NewResult(reply.Content, reply), nil
+func (x *chatAIMainMenu) Chat(ctx context.Context, userMessage string) iter.Seq2[string, error] {
+	return x.svc.Stream(ctx, &ai.Request{Method: &chatMethodMainMenuChat, User: userMessage})
 }
 
 // chatToolWorkbenchSetKind is the tool setKind: it decodes the model's
@@ -791,6 +850,20 @@ var chatToolWorkbenchFinish = ai.Tool{
 	}),
 }
 
+// chatToolWorkbenchCancel is the tool cancel: it calls Workbench.Cancel on
+// the Workbench of the current scope.
+var chatToolWorkbenchCancel = ai.Tool{
+	Definition: llms.Tool{Type: "function", Function: &llms.FunctionDefinition{
+		Name:        "cancel",
+		Description: "Cancel leaves the weapon builder without saving the weapon and goes back\nto the main menu.",
+		Parameters:  json.RawMessage(`{"type":"object","properties":{},"additionalProperties":false}`),
+	}},
+	Immediate: true,
+	Invoke: ai.BeanToolNoArgs(chatBeanWorkbench, func(ctx context.Context, workbench *Workbench) (any, error) {
+		return workbench.Cancel(ctx)
+	}),
+}
+
 // chatAIWeaponBuilder is the generated implementation of the //chat:ai
 // interface WeaponBuilder.
 type chatAIWeaponBuilder struct {
@@ -802,7 +875,7 @@ type chatAIWeaponBuilder struct {
 var chatMethodWeaponBuilderChat = ai.Method{
 	Name:   "Chat",
 	Kind:   chat.KindChat,
-	System: "You are the armorer, building a weapon with the player. Find out its kind, its name\nand its damage, one at a time, and set each with the tools. Offer an enchantment\n(call enchant). When the player is happy, call finish.",
+	System: "You are the armorer, building a weapon with the player. Find out its kind, its name\nand its damage, one at a time, and set each with the tools. Offer an enchantment\n(call enchant). When the player is happy, call finish. If the player wants to stop\nor go back without the weapon, call cancel. You may use markdown.",
 	Tools: []ai.Tool{
 		chatToolWorkbenchSetKind,
 		chatToolWorkbenchSetName,
@@ -810,6 +883,7 @@ var chatMethodWeaponBuilderChat = ai.Method{
 		chatToolWorkbenchShowWeapon,
 		chatToolWorkbenchEnchant,
 		chatToolWorkbenchFinish,
+		chatToolWorkbenchCancel,
 	},
 }
 

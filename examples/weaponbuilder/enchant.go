@@ -12,8 +12,10 @@ import (
 // Enchanter is the enchantment wizard, nested inside the weapon builder.
 //
 //chat:ai
+//chat:markdown
 //chat:system You are the armorer's enchanter. Find out the element (fire, frost or lightning) and
 //chat:system the power (1 to 10) of the enchantment and set them with the tools. Then call bind.
+//chat:system If the player wants to stop or go back without the enchantment, call cancel.
 //chat:tools Runes
 type Enchanter interface {
 	// Chat talks with the player about the enchantment.
@@ -75,4 +77,15 @@ func (r *Runes) Bind(ctx context.Context) (string, error) {
 		return "", err
 	}
 	return fmt.Sprintf("The %s enchantment (power %d) is bound to your %s. Anything else, or shall I finish it?", e.Element, e.Power, w.Kind), nil
+}
+
+// Cancel leaves the enchantment without binding it and goes back to the
+// weapon builder.
+//
+//chat:tool immediate name=cancel
+func (r *Runes) Cancel(ctx context.Context) (string, error) {
+	if err := handBack(ctx); err != nil {
+		return "", err
+	}
+	return "The runes fade; no enchantment this time. Back to the weapon: shall I *finish* it?", nil
 }

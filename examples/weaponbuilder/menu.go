@@ -2,23 +2,27 @@ package main
 
 import (
 	"context"
+	"iter"
 
-	"github.com/chatscopes/chatgen/runtime/ai"
+	"github.com/chatscopes/chatgen/runtime/chat"
 )
 
 // MainMenu is the armorer at the counter: the conversation every session
-// starts in. Its tools hand the player over to nested conversations.
+// starts in. Its tools hand the player over to nested conversations. Its
+// answers stream to the page as the model writes them, in markdown.
 //
 //chat:ai
+//chat:markdown
 //chat:system You are the armorer of a fantasy video game, at the counter of your forge.
 //chat:system To build a weapon call buildWeapon, to build armour call buildArmor,
-//chat:system to show what the player has built call listArmory. Otherwise answer in one or two sentences.
+//chat:system to show what the player has built call listArmory. Otherwise answer in one or two sentences;
+//chat:system you may use markdown.
 //chat:tools Counter
 type MainMenu interface {
 	// Chat answers the player at the counter.
 	//
 	//chat:route menu default
-	Chat(ctx context.Context, userMessage string) (ai.Result[string], error)
+	Chat(ctx context.Context, userMessage string) iter.Seq2[string, error]
 }
 
 // Counter holds the main menu's tools. They are immediate: the model only
@@ -42,17 +46,28 @@ func (c *Counter) BuildArmor(ctx context.Context) error {
 	return handOff(ctx, "armor", conversationName("armor"))
 }
 
-// Inventory is what the player has built.
+// Inventory is what the player has built. The page keeps its armory list
+// from it: it comes when the player asks, and after every finished item.
 //
 //chat:event inventory
 type Inventory struct {
 	Weapons []Weapon `json:"weapons"`
 	Armor   []Armor  `json:"armor"`
+	// Latest names the item just saved, when a builder sends the inventory
+	// on finishing one; "" when the player asked for the list.
+	Latest string `json:"latest,omitempty"`
+}
+
+// inventory returns what the armory holds, with latest as the item just
+// saved ("" for none).
+func inventory(armory *Armory, latest string) Inventory {
+	return Inventory{Weapons: armory.Weapons(), Armor: armory.ArmorPieces(), Latest: latest}
 }
 
 // ListArmory shows the weapons and armour the player has built.
 //
 //chat:tool immediate name=listArmory
-func (c *Counter) ListArmory() Inventory {
-	return Inventory{Weapons: c.armory.Weapons(), Armor: c.armory.ArmorPieces()}
+func (c *Counter) ListArmory(ctx context.Context) (Inventory, error) {
+	inv := inventory(c.armory, "")
+	return inv, chat.Response(ctx).Send(inv)
 }

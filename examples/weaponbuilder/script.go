@@ -66,9 +66,17 @@ var (
 	wordsShow    = regexp.MustCompile(`(?i)\b(show|status|how does it look|what have we)\b`)
 	wordsElement = regexp.MustCompile(`(?i)\b(fire|frost|lightning)\b`)
 	wordsBind    = regexp.MustCompile(`(?i)\b(bind|apply|done|finish)\b`)
+	wordsCancel  = regexp.MustCompile(`(?i)\b(cancel|go back|back to|never ?mind|abandon|forget it|leave it)\b`)
 	wordsPiece   = regexp.MustCompile(`(?i)\b(helm|breastplate|gauntlets|greaves|shield)\b`)
 	wordsMetal   = regexp.MustCompile(`(?i)\b(leather|iron|steel|mithril)\b`)
 )
+
+// welcome is the main menu's answer to anything else, in markdown.
+const welcome = "Welcome to my forge, traveller! I can:\n\n" +
+	"- **build** you a weapon: a sword, an axe, a bow, a dagger or a staff,\n" +
+	"- make you a piece of **armour**,\n" +
+	"- or **list** what you have built.\n\n" +
+	"What shall it be?"
 
 func playMenu(req *llmtest.Request) llmtest.Reply {
 	if r, ok := failure(req); ok {
@@ -83,7 +91,7 @@ func playMenu(req *llmtest.Request) llmtest.Reply {
 	case wordsWeapon.MatchString(u):
 		return calls(tool("buildWeapon", nil))
 	}
-	return say("Welcome to my forge, traveller! I can build you a weapon or a piece of armour, or show you what you have built.")
+	return say(welcome)
 }
 
 func playWeapon(req *llmtest.Request) llmtest.Reply {
@@ -98,6 +106,9 @@ func playWeapon(req *llmtest.Request) llmtest.Reply {
 		return say(nextWeaponQuestion(w))
 	}
 	u := req.LastUserText()
+	if wordsCancel.MatchString(u) {
+		return calls(tool("cancel", nil))
+	}
 	var cs []llmtest.ToolCall
 	if m := wordsKind.FindStringSubmatch(u); m != nil {
 		cs = append(cs, tool("setKind", map[string]any{"kind": strings.ToLower(m[1])}))
@@ -145,9 +156,9 @@ func nextWeaponQuestion(w Weapon) string {
 	case w.Name == "":
 		return fmt.Sprintf("A fine %s! What shall we call it?", w.Kind)
 	case w.Damage == 0:
-		return fmt.Sprintf("%s, a worthy name. How much damage should it deal, from 1 to 100?", w.Name)
+		return fmt.Sprintf("**%s**, a worthy name. How much damage should it deal, from 1 to 100?", w.Name)
 	}
-	return fmt.Sprintf("%s is taking shape: a %s dealing %d damage. Shall I enchant it, or finish it?", w.Name, w.Kind, w.Damage)
+	return fmt.Sprintf("**%s** is taking shape: a %s dealing %d damage. Shall I enchant it, or finish it?", w.Name, w.Kind, w.Damage)
 }
 
 func playEnchanter(req *llmtest.Request) llmtest.Reply {
@@ -166,6 +177,9 @@ func playEnchanter(req *llmtest.Request) llmtest.Reply {
 		return say(fmt.Sprintf("The runes glow with %s at power %d. Say bind and I will bind them to the weapon.", e.Element, e.Power))
 	}
 	u := req.LastUserText()
+	if wordsCancel.MatchString(u) {
+		return calls(tool("cancel", nil))
+	}
 	var cs []llmtest.ToolCall
 	if m := wordsElement.FindStringSubmatch(u); m != nil {
 		cs = append(cs, tool("setElement", map[string]any{"element": strings.ToLower(m[1])}))
@@ -199,6 +213,9 @@ func playArmor(req *llmtest.Request) llmtest.Reply {
 		return say(fmt.Sprintf("A %s %s. Shall I finish it?", a.Material, a.Piece))
 	}
 	u := req.LastUserText()
+	if wordsCancel.MatchString(u) {
+		return calls(tool("cancel", nil))
+	}
 	var cs []llmtest.ToolCall
 	if m := wordsPiece.FindStringSubmatch(u); m != nil {
 		cs = append(cs, tool("setPiece", map[string]any{"piece": strings.ToLower(m[1])}))

@@ -27,6 +27,9 @@ func runTerminal(ctx context.Context, router *chat.Router, in io.Reader, out io.
 		OnMessage(func(m string) { endStream(); fmt.Fprintf(out, "armorer: %s\n", m) }).
 		OnThinking(func(m string) { endStream(); fmt.Fprintf(out, "  … %s\n", m) }).
 		OnStream(func(c string) {
+			if c == "" {
+				return // the rendering that closes a markdown stream: for web pages
+			}
 			if !streaming {
 				fmt.Fprint(out, "armorer: ")
 				streaming = true
@@ -50,10 +53,15 @@ func runTerminal(ctx context.Context, router *chat.Router, in io.Reader, out io.
 		}).
 		On("inventory", func(ev chat.Event) {
 			var inv Inventory
-			if ev.Decode(&inv) == nil {
-				endStream()
-				fmt.Fprint(out, inventoryText(inv))
+			if ev.Decode(&inv) != nil {
+				return
 			}
+			endStream()
+			if inv.Latest != "" {
+				fmt.Fprintf(out, "  (%s added to your armory)\n", inv.Latest)
+				return
+			}
+			fmt.Fprint(out, inventoryText(inv))
 		}).
 		On("conversation", func(ev chat.Event) {
 			var c Conversation

@@ -51,7 +51,7 @@ func TestTerminalWalkthrough(t *testing.T) {
 		"… Laying out a sword blank on the anvil…",
 		"armorer: A fine sword! What shall we call it?",
 		"┌ Dawnbreaker",
-		"armorer: Dawnbreaker, a worthy name. How much damage",
+		"armorer: **Dawnbreaker**, a worthy name. How much damage",
 		"kind: sword   damage: 40",
 		"Shall I enchant it, or finish it?",
 		"── » » Enchantment ──",
@@ -63,8 +63,9 @@ func TestTerminalWalkthrough(t *testing.T) {
 		"── » Weapon builder ──",
 		"armorer: The fire enchantment (power 7) is bound to your sword.",
 		"┌ Dawnbreaker  ✔ saved",
+		"(Dawnbreaker added to your armory)",
 		"── Main menu ──",
-		"armorer: Dawnbreaker is in your armory. What next?",
+		"armorer: **Dawnbreaker** is in your armory. What next?",
 		"• Dawnbreaker, a sword (40 damage) with fire 7",
 	}
 	rest := got
@@ -87,6 +88,44 @@ func TestTerminalWalkthrough(t *testing.T) {
 	}
 	if ids, _ := a.memory.Store().IDs(context.Background()); len(ids) != 0 {
 		t.Fatalf("chat memory left: %v", ids)
+	}
+}
+
+// TestCancelLeavesNestedConversations: the builder and the enchanter have a
+// way back without finishing — cancel (the page's breadcrumbs send it
+// too) — that pops one conversation and saves nothing.
+func TestCancelLeavesNestedConversations(t *testing.T) {
+	a := newOfflineApp(t)
+	var out strings.Builder
+	in := strings.NewReader("build a sword\ncall it Nightfall\nenchant it\ngo back to the Weapon builder\ncancel\nI need armour\nnever mind\nlist my armory\n")
+	if err := runTerminal(context.Background(), a.router, in, &out); err != nil {
+		t.Fatal(err)
+	}
+	got := out.String()
+	rest := got
+	for _, w := range []string{
+		"── » Weapon builder ──",
+		"── » » Enchantment ──",
+		"── » Weapon builder ──",
+		"armorer: The runes fade; no enchantment this time.",
+		"── Main menu ──",
+		"armorer: I put the sword aside, unfinished. Back at the counter: what next?",
+		"── » Armour builder ──",
+		"── Main menu ──",
+		"armorer: I put the armour aside, unfinished.",
+		"(your armory is empty)",
+	} {
+		i := strings.Index(rest, w)
+		if i < 0 {
+			t.Fatalf("the terminal did not show %q (in order); it showed:\n%s", w, got)
+		}
+		rest = rest[i+len(w):]
+	}
+	if len(a.armory.Weapons()) != 0 || len(a.armory.ArmorPieces()) != 0 {
+		t.Fatal("a cancelled build was saved")
+	}
+	if st := a.router.Stats(); st.Conversations != 0 || st.Scopes != 0 {
+		t.Fatalf("router stats after the session: %+v", st)
 	}
 }
 

@@ -13,9 +13,11 @@ import (
 // WeaponBuilder is the wizard that builds a weapon with the player.
 //
 //chat:ai
+//chat:markdown
 //chat:system You are the armorer, building a weapon with the player. Find out its kind, its name
 //chat:system and its damage, one at a time, and set each with the tools. Offer an enchantment
-//chat:system (call enchant). When the player is happy, call finish.
+//chat:system (call enchant). When the player is happy, call finish. If the player wants to stop
+//chat:system or go back without the weapon, call cancel. You may use markdown.
 //chat:tools Workbench
 type WeaponBuilder interface {
 	// Chat talks with the player about the weapon.
@@ -115,10 +117,28 @@ func (w *Workbench) Finish(ctx context.Context) (string, error) {
 	if err := chat.Response(ctx).Send(w.weapon); err != nil {
 		return "", err
 	}
+	if err := chat.Response(ctx).Send(inventory(w.armory, w.weapon.Name)); err != nil {
+		return "", err
+	}
 	if err := handBack(ctx); err != nil {
 		return "", err
 	}
-	return fmt.Sprintf("%s is in your armory. What next?", w.weapon.Name), nil
+	return fmt.Sprintf("**%s** is in your armory. What next?", w.weapon.Name), nil
+}
+
+// Cancel leaves the weapon builder without saving the weapon and goes back
+// to the main menu.
+//
+//chat:tool immediate name=cancel
+func (w *Workbench) Cancel(ctx context.Context) (string, error) {
+	if err := handBack(ctx); err != nil {
+		return "", err
+	}
+	what := "the weapon"
+	if w.weapon.Kind != "" {
+		what = "the " + string(w.weapon.Kind)
+	}
+	return fmt.Sprintf("I put %s aside, unfinished. Back at the counter: what next?", what), nil
 }
 
 // article is "an" before a vowel, else "a".

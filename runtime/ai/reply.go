@@ -137,14 +137,36 @@ func NewResult[T any](content T, r *Reply) Result[T] {
 // one event per tool execution whose Result is not nil, in order (the
 // immediate-tools pattern). It stops at the first error.
 func (r Result[T]) Send(ctx context.Context) error {
+	return r.SendText(ctx, nil)
+}
+
+// SendText is [Result.Send] with text sending the text values — a string
+// Content and the string results of tools — in place of chat.SendValue;
+// the other values go through chat.SendValue. Routes marked
+// //chat:markdown pass markdown.Message, so that their text answers reach
+// the client rendered. A nil text is chat.SendValue.
+func (r Result[T]) SendText(ctx context.Context, text func(context.Context, string) error) error {
 	if !reflect.ValueOf(&r.Content).Elem().IsZero() {
+		if text != nil {
+			if s, ok := any(r.Content).(string); ok {
+				return text(ctx, s)
+			}
+		}
 		return chat.SendValue(ctx, r.Content)
 	}
 	for i := range r.Executions {
-		if v := r.Executions[i].Result; v != nil {
-			if err := chat.SendValue(ctx, v); err != nil {
-				return err
-			}
+		v := r.Executions[i].Result
+		if v == nil {
+			continue
+		}
+		var err error
+		if s, ok := v.(string); ok && text != nil {
+			err = text(ctx, s)
+		} else {
+			err = chat.SendValue(ctx, v)
+		}
+		if err != nil {
+			return err
 		}
 	}
 	return nil

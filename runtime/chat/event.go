@@ -37,6 +37,13 @@ func IsReservedEvent(typ string) bool { return typ == EventCompleted || typ == E
 type Event struct {
 	Type string
 	Data any
+	// HTML is the event's text rendered from markdown to safe HTML, set
+	// for the text answers of routes marked //chat:markdown (package
+	// chatgen/runtime/markdown renders them): on a Message, the rendering
+	// of its text (Data); on the Stream event with no text that closes a
+	// rendered stream, the rendering of the whole streamed answer. It is
+	// "" on every other event. Package chat carries it and never renders.
+	HTML string
 	// raw is the JSON form of Data, when the event came over the wire.
 	raw json.RawMessage
 }

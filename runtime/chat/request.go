@@ -290,6 +290,24 @@ func (c *ResponseChannel) text(typ, text string) error {
 
 var errNoRequest = fmt.Errorf("no route request in the context: %w", ErrNotActive)
 
+// SendEvent sends ev as it is: its type, its data and, for a text
+// rendered from markdown, its HTML. The terminator types Completed and
+// Failed fail with [ErrReservedEvent].
+func (c *ResponseChannel) SendEvent(ev Event) error {
+	if IsReservedEvent(ev.Type) {
+		return fmt.Errorf("chat: sending %s event: %w", ev.Type, ErrReservedEvent)
+	}
+	if c == nil {
+		return fmt.Errorf("chat: sending %s event: %w", ev.Type, errNoRequest)
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.done {
+		return fmt.Errorf("chat: sending %s event: the request is over: %w", ev.Type, ErrNotActive)
+	}
+	return c.sink.event(ev)
+}
+
 // Message sends text as a Message event.
 func (c *ResponseChannel) Message(text string) error { return c.text(EventMessage, text) }
 

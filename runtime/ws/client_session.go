@@ -166,7 +166,7 @@ func (s *clientSession) frame(cc *clientCall) []byte {
 func (s *clientSession) receive(f *serverFrame) {
 	typ := eventType(f.typ)
 	if typ != chat.EventCompleted && typ != chat.EventFailed {
-		s.dispatch(chat.NewWireEvent(typ, bytes.Clone(f.data)))
+		s.dispatch(wireEvent(typ, f))
 		return
 	}
 	s.mu.Lock()
@@ -206,6 +206,23 @@ func (s *clientSession) receive(f *serverFrame) {
 		return
 	}
 	s.next(false)
+}
+
+// wireEvent returns the event of a frame. An event rendered from markdown
+// becomes what the local client gets: its text as the data and the
+// rendering in HTML (a Message's frame has them the other way round, see
+// appendRendered).
+func wireEvent(typ string, f *serverFrame) chat.Event {
+	if len(f.markdown) > 0 && typ == chat.EventMessage {
+		ev := chat.NewWireEvent(typ, bytes.Clone(f.markdown))
+		ev.HTML = text(f.data)
+		return ev
+	}
+	ev := chat.NewWireEvent(typ, bytes.Clone(f.data))
+	if len(f.html) > 0 {
+		ev.HTML = text(f.html)
+	}
+	return ev
 }
 
 func (s *clientSession) dispatch(ev chat.Event) {

@@ -191,6 +191,9 @@ func validRequestID(v []byte) bool {
 // frame's bytes, valid until the next frame is read.
 type serverFrame struct {
 	chatID, typ, data, requestID, scopeID, detail []byte
+	// markdown and html are the fields of an event rendered from
+	// markdown (see appendRendered).
+	markdown, html []byte
 }
 
 // decodeServerFrame parses a server frame.
@@ -209,6 +212,10 @@ func decodeServerFrame(b []byte, f *serverFrame) error {
 			f.scopeID = val
 		case "detail":
 			f.detail = val
+		case "markdown":
+			f.markdown = val
+		case "html":
+			f.html = val
 		}
 	})
 	if err != nil {

@@ -80,8 +80,13 @@ func quote(s string) []byte {
 	return b
 }
 
-// appendData appends the JSON of an event's data to dst.
+// appendData appends the JSON of an event's data to dst. The data of a
+// Message rendered from markdown is its HTML, as pages written for
+// Quarkus' @MarkdownToHtml expect (see appendRendered).
 func appendData(dst []byte, ev chat.Event) ([]byte, error) {
+	if ev.HTML != "" && ev.Type == chat.EventMessage {
+		return appendString(dst, ev.HTML), nil
+	}
 	switch d := ev.Data.(type) {
 	case string:
 		return appendString(dst, d), nil
@@ -96,4 +101,21 @@ func appendData(dst []byte, ev chat.Event) ([]byte, error) {
 		return dst, fmt.Errorf("ws: encoding %s event: %w", ev.Type, err)
 	}
 	return append(dst, b...), nil
+}
+
+// appendRendered appends the fields of an event rendered from markdown
+// (chat.Event.HTML set): a Message, whose data is the HTML, carries its
+// markdown source in "markdown"; any other event (the Stream event that
+// closes a rendered stream) keeps its data and carries the HTML in "html".
+// Other events get nothing: old clients see the frames they know.
+func appendRendered(dst []byte, ev chat.Event) []byte {
+	if ev.HTML == "" {
+		return dst
+	}
+	if ev.Type == chat.EventMessage {
+		dst = append(dst, `,"markdown":`...)
+		return appendString(dst, ev.Text())
+	}
+	dst = append(dst, `,"html":`...)
+	return appendString(dst, ev.HTML)
 }

@@ -175,7 +175,7 @@ func (s *session) deliver(ev chat.Event) error {
 		s.c.srv.putFrame(b)
 		return err
 	}
-	b = appendTail(b, s.requestID, "", "")
+	b = appendTail(appendRendered(b, ev), s.requestID, "", "")
 	s.heldMu.Lock()
 	defer s.heldMu.Unlock()
 	prev := s.heldEvent

@@ -30,6 +30,7 @@ func _() {
 	var _ func(*Shop, string) Armor = (*Shop).SetPiece
 	var _ func(*Shop, string) Armor = (*Shop).SetMaterial
 	var _ func(*Shop) (string, error) = (*Shop).FinishArmor
+	var _ func(*Shop) string = (*Shop).Cancel
 	var _ func(*Shop) string = (*Shop).ListArmory
 }
 
@@ -179,6 +180,11 @@ func (ShopProxy) FinishArmor(ctx context.Context) (string, error) {
 		return "", err
 	}
 	return shop.FinishArmor()
+}
+
+// Cancel calls Cancel on the Shop of the chat scope in ctx.
+func (ShopProxy) Cancel(ctx context.Context) string {
+	return chat.MustLookup(ctx, chatBeanShop).Cancel()
 }
 
 // ListArmory calls ListArmory on the Shop of the chat scope in ctx.
@@ -343,6 +349,19 @@ var chatToolShopFinishArmor = ai.Tool{
 	}),
 }
 
+// chatToolShopCancel is the tool cancel: it calls Shop.Cancel on the Shop of
+// the current scope.
+var chatToolShopCancel = ai.Tool{
+	Definition: llms.Tool{Type: "function", Function: &llms.FunctionDefinition{
+		Name:        "cancel",
+		Description: "Cancel abandons the weapon, enchantment or armour being built, without\nsaving it.",
+		Parameters:  json.RawMessage(`{"type":"object","properties":{},"additionalProperties":false}`),
+	}},
+	Invoke: ai.BeanToolNoArgs(chatBeanShop, func(_ context.Context, shop *Shop) (any, error) {
+		return shop.Cancel(), nil
+	}),
+}
+
 // chatToolShopListArmory is the tool listArmory: it calls Shop.ListArmory on
 // the Shop of the current scope.
 var chatToolShopListArmory = ai.Tool{
@@ -366,7 +385,7 @@ type chatAIArmorer struct {
 var chatMethodArmorerChat = ai.Method{
 	Name:   "Chat",
 	Kind:   chat.KindChat,
-	System: "You are the armorer of a fantasy video game, at the counter of your forge.\nYou build weapons and armour with the player and show what they have built.\nTo build a weapon, find out its kind, its name and its damage, one at a time, and set each\nwith the tools. Offer an enchantment: find out its element (fire, frost or lightning) and its\npower (1 to 10), set them, then bind the enchantment to the weapon. When the player is happy,\ncall finishWeapon. To build armour, find out the piece and its material, set them, then call\nfinishArmor. To show what the player has built, call listArmory.\nOtherwise answer in one or two sentences.",
+	System: "You are the armorer of a fantasy video game, at the counter of your forge.\nYou build weapons and armour with the player and show what they have built.\nTo build a weapon, find out its kind, its name and its damage, one at a time, and set each\nwith the tools. Offer an enchantment: find out its element (fire, frost or lightning) and its\npower (1 to 10), set them, then bind the enchantment to the weapon. When the player is happy,\ncall finishWeapon. To build armour, find out the piece and its material, set them, then call\nfinishArmor. If the player wants to stop building without saving, call cancel. To show what\nthe player has built, call listArmory.\nOtherwise answer in one or two sentences.",
 	Tools: []ai.Tool{
 		chatToolShopSetKind,
 		chatToolShopSetName,
@@ -379,6 +398,7 @@ var chatMethodArmorerChat = ai.Method{
 		chatToolShopSetPiece,
 		chatToolShopSetMaterial,
 		chatToolShopFinishArmor,
+		chatToolShopCancel,
 		chatToolShopListArmory,
 	},
 }

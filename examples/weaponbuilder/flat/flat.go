@@ -23,7 +23,8 @@ import (
 //chat:system with the tools. Offer an enchantment: find out its element (fire, frost or lightning) and its
 //chat:system power (1 to 10), set them, then bind the enchantment to the weapon. When the player is happy,
 //chat:system call finishWeapon. To build armour, find out the piece and its material, set them, then call
-//chat:system finishArmor. To show what the player has built, call listArmory.
+//chat:system finishArmor. If the player wants to stop building without saving, call cancel. To show what
+//chat:system the player has built, call listArmory.
 //chat:system Otherwise answer in one or two sentences.
 //chat:tools Shop
 type Armorer interface {
@@ -134,6 +135,15 @@ func (s *Shop) FinishArmor() (string, error) {
 	a := s.armor
 	s.armor = Armor{}
 	return fmt.Sprintf("the %s %s is saved", a.Material, a.Piece), nil
+}
+
+// Cancel abandons the weapon, enchantment or armour being built, without
+// saving it.
+//
+//chat:tool name=cancel
+func (s *Shop) Cancel() string {
+	s.weapon, s.rune, s.armor = Weapon{}, Weapon{}, Armor{}
+	return "abandoned"
 }
 
 // ListArmory lists what the player has built.

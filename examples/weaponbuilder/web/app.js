@@ -1,26 +1,160 @@
 // The armorer's page: written against the Quarkus-compatible ChatScopesClient
 // served by chatgen's websocket handler at /_chat/javascript/chatscopes.js.
+//
+// It shows the armorer's answers as they stream in, inserts the answers the
+// server rendered from markdown (//chat:markdown: the frame says so) as HTML
+// and everything else as text, says in sentences what went wrong, and when
+// the connection is lost it says so, stops sending and reconnects by itself,
+// waiting longer after each failed attempt.
 (function () {
   "use strict";
-  const log = document.getElementById("log");
-  const form = document.getElementById("form");
-  const input = document.getElementById("input");
-  const send = document.getElementById("send");
-  let streamEl = null;
+  const $ = (id) => document.getElementById(id);
+  const log = $("log"), form = $("form"), input = $("input"), send = $("send");
+  const banner = $("banner"), bannerText = $("banner-text"), retry = $("retry");
+  const thinking = $("thinking"), thinkingText = $("thinking-text");
+  const crumbs = $("crumbs");
 
-  function add(cls, text) {
+  const endpoint = (location.protocol === "https:" ? "wss://" : "ws://") + location.host + "/_chat/routes";
+  // The waits before reconnecting, in milliseconds; the last one repeats.
+  const backoff = [500, 1000, 2000, 4000, 8000, 15000];
+  const thinkingDefault = "The armorer is thinking…";
+
+  const state = {
+    client: null,   // the ChatScopesClient of the current connection
+    session: null,  // the conversation, while connected
+    attempt: 0,     // reconnection attempts since the last success
+    timer: null,    // the pending reconnection
+    connected: false,
+    everConnected: false,
+    busy: 0,        // requests sent and not yet settled
+    names: ["Main menu"], // the conversations, outermost first
+    streamEl: null, // the answer being streamed
+    refocus: false, // the form had the focus when sending was disabled
+  };
+
+  // What the player reads for each reason a request can fail (the server's
+  // Failed reasons and the client's own): sentences, not codes.
+  const failures = {
+    RouteNotFound: "The armorer does not know that part of the forge. Reload the page to start over.",
+    SessionNotActive: "That conversation had already ended, so a new one has started; please say it again.",
+    BadRequest: "The armorer could not make sense of that request; try saying it another way.",
+    Forbidden: "You are not allowed to do that at this forge.",
+    ServerError: "The armorer could not reach the model; try again.",
+    StreamingFailure: "The armorer's answer broke off before the end (the model stopped or could not be reached); try again.",
+    TooManySessions: "Too many conversations are open on this connection; close another tab and reload.",
+    TooManyRequests: "You are sending faster than the armorer can answer; wait for the answer, then try again.",
+    ShuttingDown: "The forge is closing (the server is shutting down); the page will reconnect when it is back.",
+    ConnectionLost: "The connection to the forge was lost before the armorer answered; your message may not have arrived.",
+    ConnectionClosed: "The connection to the forge was closed.",
+    ConnectionFailed: "The forge could not be reached.",
+    SessionClosed: "That conversation was closed before the armorer answered.",
+  };
+
+  function failureText(reason) {
+    return failures[reason] || "Something went wrong at the forge (" + reason + "); try again.";
+  }
+
+  function reasonOf(err) {
+    return err && err.reason ? err.reason : String(err && err.message ? err.message : err);
+  }
+
+  // ---- the log
+
+  // The log follows what is added unless the player scrolled up to read.
+  let follow = true;
+  log.addEventListener("scroll", () => {
+    follow = log.scrollHeight - log.scrollTop - log.clientHeight < 48;
+  });
+
+  function toEnd() {
+    if (follow) log.scrollTop = log.scrollHeight;
+  }
+
+  function append(el) {
+    log.appendChild(el);
+    toEnd();
+  }
+
+  // line adds a line of text to the log.
+  function line(cls, text) {
     const div = document.createElement("div");
     div.className = "msg " + cls;
     const span = document.createElement("span");
+    span.className = "bubble";
     span.textContent = text;
     div.appendChild(span);
-    log.appendChild(div);
-    log.scrollTop = log.scrollHeight;
+    append(div);
     return span;
   }
 
+  // answer adds an empty answer of the armorer to the log.
+  function answer() {
+    const div = document.createElement("div");
+    div.className = "msg armorer";
+    const bubble = document.createElement("div");
+    bubble.className = "bubble";
+    div.appendChild(bubble);
+    append(div);
+    return bubble;
+  }
+
+  // onMessage shows a Message: HTML when the server rendered it from
+  // markdown (the frame carries the source in "markdown"), else text.
+  function onMessage(data, frame) {
+    endStream();
+    const bubble = answer();
+    if (frame && typeof frame.markdown === "string") {
+      bubble.innerHTML = data; // safe HTML, rendered and checked by the server
+      bubble.classList.add("rendered");
+    } else {
+      bubble.textContent = String(data);
+    }
+  }
+
+  // onStream shows the chunks of a streamed answer as they arrive, as text;
+  // the Stream event that closes a markdown stream carries the whole answer
+  // rendered, which replaces them.
+  function onStream(chunk, frame) {
+    if (frame && typeof frame.html === "string") {
+      const bubble = state.streamEl || answer();
+      bubble.innerHTML = frame.html;
+      bubble.classList.add("rendered");
+      endStream();
+      toEnd();
+      return;
+    }
+    if (!chunk) {
+      return;
+    }
+    if (!state.streamEl) {
+      state.streamEl = answer();
+      state.streamEl.classList.add("streaming");
+      state.streamEl.setAttribute("aria-busy", "true"); // announced once complete
+      thinkingText.textContent = "The armorer is answering…";
+    }
+    state.streamEl.textContent += chunk;
+    toEnd();
+  }
+
+  // endStream ends the answer being streamed; cut marks one that broke off.
+  function endStream(cut) {
+    if (state.streamEl) {
+      if (cut) state.streamEl.classList.add("cut");
+      state.streamEl.classList.remove("streaming");
+      state.streamEl.removeAttribute("aria-busy");
+      state.streamEl = null;
+    }
+  }
+
+  function onThinking(text) {
+    line("thinking", text);
+    thinkingText.textContent = text;
+  }
+
+  // ---- the cards and the armory
+
   function weaponCard(w) {
-    const card = document.getElementById("card");
+    const card = $("card");
     card.className = "card weapon";
     card.innerHTML = "";
     const name = document.createElement("div");
@@ -46,77 +180,250 @@
   }
 
   function armorCard(a) {
-    const card = document.getElementById("card");
+    const card = $("card");
     card.className = "card armor";
     card.textContent = (a.material || "—") + " " + (a.piece || "armour") + (a.saved ? " ✔ saved" : "");
   }
 
+  function emptyCard() {
+    const card = $("card");
+    card.className = "card empty";
+    card.textContent = "Nothing yet.";
+  }
+
+  // inventory keeps the armory list: it comes when the player asks, and
+  // after every finished item (with latest naming it).
   function inventory(inv) {
-    const ul = document.getElementById("armory");
+    const ul = $("armory");
     ul.innerHTML = "";
-    const items = (inv.weapons || []).map(w => w.name + ", a " + w.kind + " (" + w.damage + " damage" + (w.enchantment ? ", " + w.enchantment.element + " " + w.enchantment.power : "") + ")")
-      .concat((inv.armor || []).map(a => "a " + a.material + " " + a.piece));
+    const items = (inv.weapons || []).map((w) => ({
+      key: w.name,
+      text: w.name + ", a " + w.kind + " (" + w.damage + " damage" + (w.enchantment ? ", " + w.enchantment.element + " " + w.enchantment.power : "") + ")",
+    })).concat((inv.armor || []).map((a) => ({ key: a.material + " " + a.piece, text: "a " + a.material + " " + a.piece })));
     if (items.length === 0) {
       ul.innerHTML = '<li class="muted">Empty.</li>';
     }
-    for (const text of items) {
+    for (const item of items) {
       const li = document.createElement("li");
-      li.textContent = text;
+      li.textContent = item.text;
+      if (inv.latest && item.key === inv.latest) li.className = "new";
       ul.appendChild(li);
     }
-    add("armorer", items.length ? "Here is your armory." : "Your armory is empty.");
+    if (!inv.latest) {
+      line("armorer", items.length ? "Here is your armory." : "Your armory is empty.");
+    }
   }
+
+  // ---- where the player is: the breadcrumbs
 
   function conversation(c) {
-    const nav = document.getElementById("conversation");
-    const crumbs = Array.from(nav.children).slice(0, c.depth);
-    nav.innerHTML = "";
-    for (const el of crumbs) nav.appendChild(el);
-    const span = document.createElement("span");
-    span.className = "crumb";
-    span.textContent = c.name;
-    nav.appendChild(span);
-    add("system", "— " + c.name + " —");
+    state.names = state.names.slice(0, c.depth);
+    state.names[c.depth] = c.name;
+    renderCrumbs();
+    line("system", "— " + c.name + " —");
   }
 
-  const url = (location.protocol === "https:" ? "wss://" : "ws://") + location.host + "/_chat/routes";
-  const client = new ChatScopesClient();
-  client.open(url).then(function () {
+  function renderCrumbs() {
+    crumbs.innerHTML = "";
+    state.names.forEach((name, depth) => {
+      const li = document.createElement("li");
+      if (depth === state.names.length - 1) {
+        const span = document.createElement("span");
+        span.className = "crumb current";
+        span.setAttribute("aria-current", "step");
+        span.textContent = name;
+        li.appendChild(span);
+      } else {
+        const b = document.createElement("button");
+        b.type = "button";
+        b.className = "crumb";
+        b.textContent = name;
+        b.title = "Go back to the " + name + " without finishing";
+        b.disabled = !state.connected;
+        b.addEventListener("click", () => goBack(depth));
+        li.appendChild(b);
+      }
+      crumbs.appendChild(li);
+    });
+  }
+
+  // goBack asks the armorer to leave the nested conversations down to the
+  // one at depth, one at a time, with the cancel tools of the builder and
+  // the enchanter; it stops when a request leaves the player where he was.
+  async function goBack(depth) {
+    const name = state.names[depth];
+    while (state.session && state.names.length - 1 > depth) {
+      const before = state.names.length;
+      await say("Go back to the " + name + ", without finishing.");
+      if (state.names.length >= before) break;
+    }
+    if (state.connected) input.focus();
+  }
+
+  // ---- requests
+
+  function setBusy(delta) {
+    state.busy = Math.max(0, state.busy + delta);
+    if (state.busy > 0) {
+      form.dataset.busy = String(state.busy);
+      thinking.hidden = false;
+    } else {
+      delete form.dataset.busy;
+      thinking.hidden = true;
+      thinkingText.textContent = thinkingDefault;
+    }
+  }
+
+  // say sends the player's text and shows what happens to it.
+  function say(text) {
+    const session = state.session;
+    if (!session) {
+      return Promise.resolve();
+    }
+    if (banner.dataset.kind === "back") hideBanner();
+    endStream();
+    follow = true; // the player's own message brings the log to its end
+    line("user", text);
+    setBusy(+1);
+    return session.chat(text)
+      .catch((err) => failed(reasonOf(err), session))
+      .finally(() => {
+        endStream();
+        setBusy(-1);
+      });
+  }
+
+  function failed(reason, session) {
+    endStream(true);
+    line("error", failureText(reason));
+    if (reason === "SessionNotActive" && session === state.session && state.client) {
+      startSession(state.client, "A new conversation has started.");
+    }
+  }
+
+  form.addEventListener("submit", (ev) => {
+    ev.preventDefault();
+    const text = input.value.trim();
+    if (!text || !state.session) return;
+    input.value = "";
+    say(text);
+  });
+
+  // ---- the connection
+
+  function setConnected(on) {
+    if (!on) {
+      const f = document.activeElement;
+      state.refocus = state.refocus || f === input || f === send;
+    }
+    state.connected = on;
+    input.disabled = !on;
+    send.disabled = !on;
+    form.setAttribute("aria-disabled", String(!on));
+    for (const b of crumbs.querySelectorAll("button")) b.disabled = !on;
+    if (on && state.refocus) {
+      state.refocus = false;
+      input.focus();
+    }
+  }
+
+  function showBanner(kind, text, withRetry) {
+    banner.dataset.kind = kind;
+    banner.hidden = false;
+    bannerText.textContent = text;
+    retry.hidden = !withRetry;
+  }
+
+  function hideBanner() {
+    banner.hidden = true;
+    delete banner.dataset.kind;
+    retry.hidden = true;
+  }
+
+  function builder(client) {
     return client.builder()
-      .messageHandler(function (m) { streamEl = null; add("armorer", m); })
-      .thinkingHandler(function (m) { add("thinking", m); })
-      .streamHandler(function (chunk) {
-        if (!streamEl) streamEl = add("armorer", "");
-        streamEl.textContent += chunk;
-      })
-      .errorHandler(function (m) { add("error", m); })
+      .messageHandler(onMessage)
+      .thinkingHandler(onThinking)
+      .streamHandler(onStream)
+      .errorHandler((m) => line("error", String(m)))
       .eventHandler("weapon", weaponCard)
       .eventHandler("armor", armorCard)
       .eventHandler("inventory", inventory)
-      .eventHandler("conversation", conversation)
-      .connect();
-  }).then(function (session) {
-    window.armorerSession = session;
-    input.disabled = false;
-    send.disabled = false;
-    input.focus();
-    add("system", "Connected. Try: I want to build a sword.");
-    form.addEventListener("submit", function (ev) {
-      ev.preventDefault();
-      const text = input.value.trim();
-      if (!text) return;
-      input.value = "";
-      streamEl = null;
-      add("user", text);
-      form.dataset.busy = String((Number(form.dataset.busy) || 0) + 1);
-      session.chat(text)
-        .catch(function (err) { add("error", "The request failed: " + err.message); })
-        .finally(function () {
-          const left = Number(form.dataset.busy) - 1;
-          if (left > 0) form.dataset.busy = String(left); else delete form.dataset.busy;
-        });
+      .eventHandler("conversation", conversation);
+  }
+
+  // open connects, then starts a conversation. A connection that closes
+  // (or never opens) schedules the next attempt.
+  function open() {
+    clearTimeout(state.timer);
+    state.timer = null;
+    const client = new ChatScopesClient();
+    state.client = client;
+    client.closeHandler(() => {
+      if (state.client === client) lost();
     });
-  }).catch(function (err) {
-    add("error", "Could not connect: " + (err && err.message ? err.message : err));
+    showBanner("connecting", state.everConnected ? "Reconnecting to the forge…" : "Connecting to the forge…", false);
+    client.open(endpoint)
+      .then(() => startSession(client))
+      .catch((err) => {
+        // A connection that never opened is handled by the close handler.
+        if (state.client === client && reasonOf(err) !== "ConnectionFailed") {
+          line("error", failureText(reasonOf(err)));
+          client.close();
+        }
+      });
+  }
+
+  function startSession(client, why) {
+    return builder(client).connect().then((session) => {
+      if (state.client !== client) {
+        session.close();
+        return;
+      }
+      if (state.session) state.session.close();
+      state.session = session;
+      window.armorerSession = session; // for tests and the console
+      const again = state.everConnected;
+      state.everConnected = true;
+      state.attempt = 0;
+      state.names = ["Main menu"];
+      renderCrumbs();
+      emptyCard();
+      setConnected(true);
+      if (why) {
+        line("system", why);
+      } else if (again) {
+        showBanner("back", "Back online. The earlier conversation could not be resumed, so this is a new one, at the main menu.", false);
+        line("system", "Reconnected: a new conversation has started at the main menu.");
+      } else {
+        hideBanner();
+        line("system", "Connected. Try: I want to build a sword.");
+      }
+    });
+  }
+
+  function lost() {
+    const wasOnline = state.session !== null;
+    state.session = null;
+    window.armorerSession = null;
+    setConnected(false);
+    endStream(true);
+    setBusy(-state.busy); // nothing is pending any more: the indicator goes
+    if (wasOnline) line("system", "The connection to the forge was lost.");
+    const wait = backoff[Math.min(state.attempt, backoff.length - 1)] * (1 + 0.2 * Math.random());
+    state.attempt++;
+    showBanner("lost", "The connection to the forge was lost. Sending is paused; trying again in " + Math.max(1, Math.round(wait / 1000)) + " s…", true);
+    clearTimeout(state.timer);
+    state.timer = setTimeout(open, wait);
+  }
+
+  retry.addEventListener("click", () => {
+    state.refocus = true;
+    open();
   });
+
+  // For tests and the console.
+  window.armorer = { failureText: failureText, failures: Object.keys(failures), state: state };
+
+  open();
 })();

@@ -4,11 +4,31 @@
 /** The data of an event: any JSON value. */
 export type EventData = any;
 
-/** A handler of one event type. */
-export type EventHandler = (data: EventData) => void;
+/** A frame the server sends: an event of a session, or a terminator. */
+export interface ServerFrame {
+    chatId: string;
+    type: string;
+    data: EventData;
+    requestId?: number;
+    scopeId?: string;
+    detail?: string;
+    /**
+     * On a Message rendered from markdown (//chat:markdown): the markdown
+     * source; data is then its safe HTML.
+     */
+    markdown?: string;
+    /**
+     * On the Stream event (with data "") that closes a stream rendered from
+     * markdown: the whole streamed answer as safe HTML.
+     */
+    html?: string;
+}
+
+/** A handler of one event type; frame is the whole server frame. */
+export type EventHandler = (data: EventData, frame: ServerFrame) => void;
 
 /** A handler of events without a handler of their own. */
-export type DefaultHandler = (eventType: string, data: EventData) => void;
+export type DefaultHandler = (eventType: string, data: EventData, frame: ServerFrame) => void;
 
 /**
  * The websocket endpoint of the chat routes on the server that served the

@@ -151,11 +151,11 @@ export class Session {
         const handler = this.eventHandlers.get(type);
         try {
             if (handler) {
-                handler(data);
+                handler(data, message);
             } else if (type === "Completed" || type === "Failed") {
                 // settled above
             } else if (this.defaultHandler) {
-                this.defaultHandler(type, data);
+                this.defaultHandler(type, data, message);
             } else {
                 console.log("Handler not found for eventType: " + type);
             }
@@ -226,6 +226,12 @@ export class SessionBuilder {
         });
     }
 
+    /**
+     * Handles events of eventType: handler(data, frame). The frame is the
+     * whole server frame, for its extensions: an event rendered from
+     * markdown has frame.markdown (a Message, whose data is then HTML) or
+     * frame.html (the Stream event that closes a rendered stream).
+     */
     eventHandler(eventType, handler) {
         this.eventHandlers.set(eventType, handler);
         return this;
@@ -255,7 +261,7 @@ export class SessionBuilder {
         return this.eventHandler("Object", handler);
     }
 
-    /** Handles events of every type without a handler: fn(type, data). */
+    /** Handles events of every type without a handler: fn(type, data, frame). */
     defaultHandler(handler) {
         this._defaultHandler = handler;
         return this;
