@@ -169,30 +169,3 @@ func (m *Method) systemMessage(system string) llms.MessageContent {
 	m.sysOnce.Do(func() { m.sysMsg = llms.TextParts(llms.ChatMessageTypeSystem, m.System) })
 	return m.sysMsg
 }
-
-// tool returns the tool called name.
-func (m *Method) tool(name string) (*Tool, bool) {
-	for i := range m.Tools {
-		if f := m.Tools[i].Definition.Function; f != nil && f.Name == name {
-			return &m.Tools[i], true
-		}
-	}
-	return nil, false
-}
-
-// toolNames lists the names of the offered tools for a message to the
-// model: "a, b".
-func (m *Method) toolNames() string {
-	var b strings.Builder
-	for i := range m.Tools {
-		f := m.Tools[i].Definition.Function
-		if f == nil {
-			continue
-		}
-		if b.Len() > 0 {
-			b.WriteString(", ")
-		}
-		b.WriteString(f.Name)
-	}
-	return b.String()
-}
