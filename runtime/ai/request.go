@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"text/template"
 
 	"github.com/tmc/langchaingo/llms"
@@ -69,7 +70,8 @@ type Method struct {
 	defsOnce sync.Once
 	defs     []llms.Tool // the Definitions of Tools, made once
 	sysOnce  sync.Once
-	sysMsg   llms.MessageContent // the constant System as a message, made once
+	sysMsg   llms.MessageContent         // the constant System as a message, made once
+	merged   atomic.Pointer[mergedTools] // Tools and a service's sources', last made
 }
 
 // Tool is one tool a method offers the model.

@@ -26,7 +26,9 @@ type ToolSource interface {
 	// Tools returns the tools the source offers to the turn running in
 	// ctx; ctx carries the turn's chat scope when it has one. The service
 	// calls it once per turn, before the first model call, and only reads
-	// the slice. An error fails the turn before any model call.
+	// the slice; it may reuse what it made of a slice it has seen, so a
+	// source whose tools change returns a new slice rather than changing
+	// the old one. An error fails the turn before any model call.
 	Tools(ctx context.Context) ([]Tool, error)
 }
 
@@ -78,33 +80,80 @@ func (s *Service) checkSources() error {
 }
 
 // sourceTools returns the tools of a turn of m on a service with sources:
-// m's tools then the sources', and their definitions.
+// m's tools then the sources', and their definitions. What it makes is
+// kept on m and reused while the sources return the same slices.
 func (s *Service) sourceTools(ctx context.Context, m *Method) ([]Tool, []llms.Tool, error) {
-	lists := make([][]Tool, len(s.sources))
-	names := make([]string, len(s.sources))
-	n := len(m.Tools)
-	for i, src := range s.sources {
-		names[i] = src.Name()
+	var buf [4][]Tool
+	lists := buf[:0]
+	for _, src := range s.sources {
 		tools, err := src.Tools(ctx)
 		if err != nil {
-			return nil, nil, fmt.Errorf("the tools of %s: %w", names[i], err)
+			return nil, nil, fmt.Errorf("the tools of %s: %w", src.Name(), err)
 		}
-		lists[i] = tools
-		n += len(tools)
+		lists = append(lists, tools)
+	}
+	if mt := m.merged.Load(); mt != nil && mt.from(s, lists) {
+		return mt.tools, mt.defs, nil
+	}
+	names := make([]string, len(s.sources))
+	for i, src := range s.sources {
+		names[i] = src.Name()
 	}
 	if err := clash(m, names, lists); err != nil {
 		return nil, nil, err
 	}
-	tools := make([]Tool, 0, n)
-	tools = append(tools, m.Tools...)
+	mt := &mergedTools{svc: s, lists: make([]listID, len(lists))}
+	n := len(m.Tools)
+	for i, l := range lists {
+		mt.lists[i] = idOf(l)
+		n += len(l)
+	}
+	mt.tools = make([]Tool, 0, n)
+	mt.tools = append(mt.tools, m.Tools...)
 	for _, l := range lists {
-		tools = append(tools, l...)
+		mt.tools = append(mt.tools, l...)
 	}
-	defs := make([]llms.Tool, len(tools))
-	for i := range tools {
-		defs[i] = tools[i].Definition
+	mt.defs = make([]llms.Tool, len(mt.tools))
+	for i := range mt.tools {
+		mt.defs[i] = mt.tools[i].Definition
 	}
-	return tools, defs, nil
+	m.merged.Store(mt)
+	return mt.tools, mt.defs, nil
+}
+
+// mergedTools is the tool table of a method on a service with sources,
+// and the source slices it was made from.
+type mergedTools struct {
+	svc   *Service
+	lists []listID
+	tools []Tool
+	defs  []llms.Tool
+}
+
+// listID identifies a slice returned by a source.
+type listID struct {
+	first *Tool
+	n     int
+}
+
+func idOf(l []Tool) listID {
+	if len(l) == 0 {
+		return listID{}
+	}
+	return listID{first: &l[0], n: len(l)}
+}
+
+// from reports whether mt was made by s from lists.
+func (mt *mergedTools) from(s *Service, lists [][]Tool) bool {
+	if mt.svc != s || len(mt.lists) != len(lists) {
+		return false
+	}
+	for i, l := range lists {
+		if idOf(l) != mt.lists[i] {
+			return false
+		}
+	}
+	return true
 }
 
 // clash reports the first tool of the lists (of the sources named names)

@@ -145,3 +145,31 @@ func TestToolSourceClash(t *testing.T) {
 		}
 	})
 }
+
+// TestToolSourceChanges: a source that returns a new slice has its new
+// tools offered (and checked) from the next turn on.
+func TestToolSourceChanges(t *testing.T) {
+	noop := func(context.Context, string) (any, error) { return "ok", nil }
+	src := &source{name: `source "s"`, tools: []ai.Tool{sourceTool("lore", noop)}}
+	f := newModelFixture(t, llmtest.Sequence(llmtest.Reply{Text: "1"}, llmtest.Reply{Text: "2"}, llmtest.Reply{Text: "3"}),
+		ai.Config{ToolSources: []ai.ToolSource{src}})
+	ctx := begin(t)
+	m := f.req("").Method
+	for range 2 {
+		if _, err := f.svc.Chat(ctx, &ai.Request{Method: m, User: "hi"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	src.tools = []ai.Tool{sourceTool("lore", noop), sourceTool("oracle", noop)}
+	if _, err := f.svc.Chat(ctx, &ai.Request{Method: m, User: "hi"}); err != nil {
+		t.Fatal(err)
+	}
+	reqs := f.requests()
+	wantStrings(t, "second turn", reqs[1].ToolNames()[len(testTools):], "lore")
+	wantStrings(t, "third turn", reqs[2].ToolNames()[len(testTools):], "lore", "oracle")
+
+	src.tools = []ai.Tool{sourceTool("weather", noop)}
+	if _, err := f.svc.Chat(ctx, &ai.Request{Method: m, User: "hi"}); !errors.Is(err, ai.ErrToolClash) {
+		t.Fatalf("a clash after a change: %v", err)
+	}
+}
