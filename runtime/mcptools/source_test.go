@@ -560,3 +560,53 @@ func checkGoroutines(t *testing.T) {
 		}
 	})
 }
+
+// TestPerInvocation: a session per invocation closes when the invocation
+// ends.
+func TestPerInvocation(t *testing.T) {
+	checkGoroutines(t)
+	h := newHTTPServer(t, "lore")
+	src, err := mcptools.PerScope(chat.KindInvocation, &mcptools.Options{Name: "lore", Transport: h.transport()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer src.Close()
+	ctx, end := chat.BeginInvocation(context.Background())
+	tools, err := src.Tools(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	again, err := src.Tools(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(tools) != 3 || &tools[0] != &again[0] || src.Sessions() != 1 || h.sessions() != 1 {
+		t.Fatalf("%d tools, %d sessions, %d on the server", len(tools), src.Sessions(), h.sessions())
+	}
+	end()
+	if src.Sessions() != 0 || h.sessions() != 0 {
+		t.Fatalf("after the invocation: %d sessions, %d on the server", src.Sessions(), h.sessions())
+	}
+}
+
+// TestParallelCalls: the calls of one model reply run concurrently on
+// the shared session.
+func TestParallelCalls(t *testing.T) {
+	checkGoroutines(t)
+	src := connect(t, &mcptools.Options{Name: "lore", Transport: stdio("lore")})
+	f := newFixture(t, llmtest.Sequence(
+		calls(call("legend", `{"topic":"a"}`), call("count", `{}`), call("legend", `{"topic":"b"}`), call("count", `{}`)),
+		say("done"),
+	), src)
+	client := must(f.llm.Client())
+	svc := ai.NewService("example.com/lore.Parallel", ai.Config{Model: client, ToolSources: []ai.ToolSource{src}, ParallelTools: true})
+	reply, err := svc.Chat(begin(t), &ai.Request{Method: &ask, User: "all at once"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := results(reply)
+	if got[0] != "legend: The legend of a: forged in starfire." || got[2] != "legend: The legend of b: forged in starfire." ||
+		!slices.Contains([]string{"count: 1", "count: 2"}, got[1]) || !slices.Contains([]string{"count: 1", "count: 2"}, got[3]) || got[1] == got[3] {
+		t.Fatalf("results %q", got)
+	}
+}
