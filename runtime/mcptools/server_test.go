@@ -101,7 +101,7 @@ type httpServer struct {
 	client *http.Client // the clients' own, whose idle connections the test closes
 }
 
-func newHTTPServer(t *testing.T, variant string) *httpServer {
+func newHTTPServer(t testing.TB, variant string) *httpServer {
 	t.Helper()
 	srv := newServer(variant, false)
 	h := &httpServer{mcp: srv}
