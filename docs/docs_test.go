@@ -31,12 +31,14 @@ const snippetImports = `import (
 	"fmt"
 	"iter"
 	"strings"
+	"time"
 
 	"github.com/tmc/langchaingo/llms"
 
 	"github.com/chatscopes/chatgen/runtime/ai"
 	"github.com/chatscopes/chatgen/runtime/chat"
 	"github.com/chatscopes/chatgen/runtime/memory"
+	"github.com/chatscopes/chatgen/runtime/mcptools"
 )
 `
 

@@ -56,6 +56,8 @@ type aiMethod struct {
 	// tools are the tools offered to the model: those of the method's own
 	// //chat:tools boxes, else of the interface's, in order.
 	tools []*toolModel
+
+	varName string // the generated ai.Method, named by the emitter
 }
 
 // toolModel is one //chat:tool method.

@@ -17,13 +17,21 @@ const (
 )
 
 // aiRegister returns the statements of Register that create the AI
-// services and provide their beans.
+// services, declare their methods (for the check of tool-name clashes
+// with their tool sources) and provide their beans.
 func (e *emitter) aiRegister() []jen.Code {
 	var out []jen.Code
 	for _, s := range e.m.ais {
 		svc := "svc" + s.field
+		methods := make([]jen.Code, len(s.methods))
+		for i, am := range s.methods {
+			methods[i] = jen.Op("&").Id(am.varName)
+		}
+		out = append(out, jen.Id(svc).Op(":=").Qual(aiPkg, "NewService").Call(jen.Lit(s.bean.qualified), jen.Id("deps").Dot(s.field)))
+		if len(methods) > 0 {
+			out = append(out, jen.Id(svc).Dot("AddMethods").Call(methods...))
+		}
 		out = append(out,
-			jen.Id(svc).Op(":=").Qual(aiPkg, "NewService").Call(jen.Lit(s.bean.qualified), jen.Id("deps").Dot(s.field)),
 			jen.Id("p").Dot("AddCheck").Call(jen.Id(svc).Dot("Check")),
 			jen.Qual(chatPkg, "Provide").Call(jen.Id("p"), jen.Id(s.bean.beanVar),
 				jen.Func().Params(ctxType()).Params(jen.Id(s.bean.obj.Name()), jen.Error()).Block(
@@ -180,7 +188,7 @@ func systemPrompt(am *aiMethod) prompt {
 // name.
 func (e *emitter) methodVar(s *aiModel, am *aiMethod) string {
 	iface := s.bean.obj.Name()
-	v := e.topName("chatMethod" + iface + am.fn.Name())
+	v := am.varName
 	fields := []jen.Code{
 		field("Name", jen.Lit(am.fn.Name())),
 		field("Kind", jen.Qual(chatPkg, s.bean.kind.ident())),

@@ -16,6 +16,11 @@ func (e *emitter) nameFuncs() {
 	for _, c := range e.m.catches {
 		e.catchFuncs = append(e.catchFuncs, e.topName("chatCatch"+upperFirst(c.fn.Name())))
 	}
+	for _, s := range e.m.ais {
+		for _, am := range s.methods {
+			am.varName = e.topName("chatMethod" + s.bean.obj.Name() + am.fn.Name())
+		}
+	}
 }
 
 // routes returns the statements of Register that add the routes and error

@@ -22,17 +22,21 @@ type app struct {
 	memory *memory.Manager
 }
 
-// newApp wires the generated registration to a model.
-func newApp(model llms.Model, logger *slog.Logger) (*app, error) {
+// newApp wires the generated registration to a model. The Main Menu also
+// offers the tools of menuTools (the lore MCP server's, with -mcp-lore);
+// the nested conversations offer only their own.
+func newApp(model llms.Model, logger *slog.Logger, menuTools ...ai.ToolSource) (*app, error) {
 	a := &app{
 		armory: &Armory{},
 		memory: memory.NewManager(memory.Config{Policy: memory.Window(40)}),
 	}
 	cfg := ai.Config{Model: model, Memory: a.memory, Logger: logger}
+	menu := cfg
+	menu.ToolSources = menuTools
 	router, err := chat.NewRouter(&chat.RouterOptions{Logger: logger},
 		Register(Deps{
 			Armory:        a.armory,
-			MainMenu:      cfg,
+			MainMenu:      menu,
 			WeaponBuilder: cfg,
 			Enchanter:     cfg,
 			ArmorBuilder:  cfg,

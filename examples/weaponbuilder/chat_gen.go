@@ -77,21 +77,25 @@ type Deps struct {
 func Register(deps Deps) *chat.Package {
 	p := chat.NewPackage("github.com/chatscopes/chatgen/examples/weaponbuilder")
 	svcArmorBuilder := ai.NewService("github.com/chatscopes/chatgen/examples/weaponbuilder.ArmorBuilder", deps.ArmorBuilder)
+	svcArmorBuilder.AddMethods(&chatMethodArmorBuilderChat)
 	p.AddCheck(svcArmorBuilder.Check)
 	chat.Provide(p, chatBeanArmorBuilder, func(context.Context) (ArmorBuilder, error) {
 		return &chatAIArmorBuilder{svc: svcArmorBuilder}, nil
 	})
 	svcEnchanter := ai.NewService("github.com/chatscopes/chatgen/examples/weaponbuilder.Enchanter", deps.Enchanter)
+	svcEnchanter.AddMethods(&chatMethodEnchanterChat)
 	p.AddCheck(svcEnchanter.Check)
 	chat.Provide(p, chatBeanEnchanter, func(context.Context) (Enchanter, error) {
 		return &chatAIEnchanter{svc: svcEnchanter}, nil
 	})
 	svcMainMenu := ai.NewService("github.com/chatscopes/chatgen/examples/weaponbuilder.MainMenu", deps.MainMenu)
+	svcMainMenu.AddMethods(&chatMethodMainMenuChat)
 	p.AddCheck(svcMainMenu.Check)
 	chat.Provide(p, chatBeanMainMenu, func(context.Context) (MainMenu, error) {
 		return &chatAIMainMenu{svc: svcMainMenu}, nil
 	})
 	svcWeaponBuilder := ai.NewService("github.com/chatscopes/chatgen/examples/weaponbuilder.WeaponBuilder", deps.WeaponBuilder)
+	svcWeaponBuilder.AddMethods(&chatMethodWeaponBuilderChat)
 	p.AddCheck(svcWeaponBuilder.Check)
 	chat.Provide(p, chatBeanWeaponBuilder, func(context.Context) (WeaponBuilder, error) {
 		return &chatAIWeaponBuilder{svc: svcWeaponBuilder}, nil

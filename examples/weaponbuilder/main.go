@@ -6,7 +6,10 @@
 //
 // It serves a web page (the JavaScript client over the websocket endpoint)
 // and, with -terminal, chats in the terminal through the local client. It
-// runs offline on a scripted model unless OPENAI_API_KEY is set.
+// runs offline on a scripted model unless OPENAI_API_KEY is set. With
+// -mcp-lore the Main Menu also offers the tools of a small MCP server, the
+// lore server, which the program runs as its own child process
+// (`weaponbuilder lore-server`).
 package main
 
 import (
@@ -17,30 +20,50 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+
+	"github.com/chatscopes/chatgen/runtime/ai"
 )
 
 //go:generate go run github.com/chatscopes/chatgen/cmd/chatgen
 
 func main() {
+	if len(os.Args) == 2 && os.Args[1] == loreCommand {
+		if err := serveLore(context.Background()); err != nil {
+			fmt.Fprintln(os.Stderr, "weaponbuilder lore-server:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	addr := flag.String("addr", "localhost:8080", "address to serve the web page on")
 	terminal := flag.Bool("terminal", false, "chat in the terminal instead of serving the web page")
+	lore := flag.Bool("mcp-lore", false, "offer the tools of the lore MCP server (run as a child process) at the Main Menu")
 	flag.Parse()
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	if err := run(ctx, *addr, *terminal, logger); err != nil {
+	if err := run(ctx, *addr, *terminal, *lore, logger); err != nil {
 		fmt.Fprintln(os.Stderr, "weaponbuilder:", err)
 		os.Exit(1)
 	}
 }
 
-func run(ctx context.Context, addr string, terminal bool, logger *slog.Logger) error {
+func run(ctx context.Context, addr string, terminal, lore bool, logger *slog.Logger) error {
 	model, about, err := modelFromEnv()
 	if err != nil {
 		return err
 	}
-	a, err := newApp(model, logger)
+	var menuTools []ai.ToolSource
+	if lore {
+		src, err := connectLore(ctx, logger)
+		if err != nil {
+			return err
+		}
+		defer src.Close()
+		menuTools = append(menuTools, src)
+		about += ", with the lore MCP server"
+	}
+	a, err := newApp(model, logger, menuTools...)
 	if err != nil {
 		return err
 	}

@@ -69,6 +69,8 @@ var (
 	wordsCancel  = regexp.MustCompile(`(?i)\b(cancel|go back|back to|never ?mind|abandon|forget it|leave it)\b`)
 	wordsPiece   = regexp.MustCompile(`(?i)\b(helm|breastplate|gauntlets|greaves|shield)\b`)
 	wordsMetal   = regexp.MustCompile(`(?i)\b(leather|iron|steel|mithril)\b`)
+	wordsLegend  = regexp.MustCompile(`(?i)\b(legends?|lore|tales?|stor(?:y|ies))\b`)
+	wordsTopic   = regexp.MustCompile(`(?i)\b(iron|steel|mithril|leather|fire|frost|lightning|sword|axe|bow|dagger|staff|[a-z]+ium)\b`)
 )
 
 // welcome is the main menu's answer to anything else, in markdown.
@@ -79,10 +81,24 @@ const welcome = "Welcome to my forge, traveller! I can:\n\n" +
 	"What shall it be?"
 
 func playMenu(req *llmtest.Request) llmtest.Reply {
+	if results := req.LastToolResults(); len(results) > 0 && results[0].Name == "legend" {
+		// The lore server answered (with -mcp-lore).
+		if msg, ok := strings.CutPrefix(results[0].Content, "error: "); ok {
+			return say("The old books are silent: " + msg + ".")
+		}
+		return say(results[0].Content)
+	}
 	if r, ok := failure(req); ok {
 		return r
 	}
 	u := req.LastUserText()
+	if slices.Contains(req.ToolNames(), "legend") && wordsLegend.MatchString(u) {
+		topic := "the forge"
+		if m := wordsTopic.FindStringSubmatch(u); m != nil {
+			topic = strings.ToLower(m[1])
+		}
+		return calls(tool("legend", map[string]any{"topic": topic}))
+	}
 	switch {
 	case wordsList.MatchString(u):
 		return calls(tool("listArmory", nil))

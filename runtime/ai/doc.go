@@ -10,7 +10,9 @@
 // [Method] per interface method (its prompts, its [Tool] table, the form of
 // its answer) and, per method call, passes a [Request] to [Service.Chat],
 // [Service.Stream] or [Structured]. [BeanTool] and [BeanToolNoArgs] make
-// the tools that are methods of scoped beans.
+// the tools that are methods of scoped beans. [Config.ToolSources] add
+// tools made at run time to every method of a service — the tools of MCP
+// servers (package runtime/mcptools), for example: see [ToolSource].
 //
 // # A turn
 //
@@ -26,9 +28,12 @@
 //     chat.ErrNotActive.
 //  2. The prompt: the system message (a new one replaces a different one
 //     in the memory), the memory's messages, the user message.
-//  3. The tool loop: while the model's reply calls tools, the service runs
-//     them (in order, or concurrently with [Config.ParallelTools]), sends
-//     one tool message per result and calls the model again. Tool failures
+//  3. The tool loop: the model is offered the method's tools, then those
+//     of the service's tool sources (asked once per turn; a name clash
+//     fails the turn with [ErrToolClash]). While the model's reply calls
+//     tools, the service runs them (in order, or concurrently with
+//     [Config.ParallelTools]), sends one tool message per result and calls
+//     the model again. Tool failures
 //     are told to the model, never returned: an unknown tool, arguments
 //     that do not decode ([ArgumentsError]), the tool's error, a panic. The
 //     loop ends when a reply calls no tool, or when every tool it called is

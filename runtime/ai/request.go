@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"text/template"
 
 	"github.com/tmc/langchaingo/llms"
@@ -69,7 +70,8 @@ type Method struct {
 	defsOnce sync.Once
 	defs     []llms.Tool // the Definitions of Tools, made once
 	sysOnce  sync.Once
-	sysMsg   llms.MessageContent // the constant System as a message, made once
+	sysMsg   llms.MessageContent         // the constant System as a message, made once
+	merged   atomic.Pointer[mergedTools] // Tools and a service's sources', last made
 }
 
 // Tool is one tool a method offers the model.
@@ -168,31 +170,4 @@ func (m *Method) systemMessage(system string) llms.MessageContent {
 	}
 	m.sysOnce.Do(func() { m.sysMsg = llms.TextParts(llms.ChatMessageTypeSystem, m.System) })
 	return m.sysMsg
-}
-
-// tool returns the tool called name.
-func (m *Method) tool(name string) (*Tool, bool) {
-	for i := range m.Tools {
-		if f := m.Tools[i].Definition.Function; f != nil && f.Name == name {
-			return &m.Tools[i], true
-		}
-	}
-	return nil, false
-}
-
-// toolNames lists the names of the offered tools for a message to the
-// model: "a, b".
-func (m *Method) toolNames() string {
-	var b strings.Builder
-	for i := range m.Tools {
-		f := m.Tools[i].Definition.Function
-		if f == nil {
-			continue
-		}
-		if b.Len() > 0 {
-			b.WriteString(", ")
-		}
-		b.WriteString(f.Name)
-	}
-	return b.String()
 }

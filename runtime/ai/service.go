@@ -68,6 +68,10 @@ type Config struct {
 	Options []llms.CallOption
 	// Logger receives the service's logs; nil means slog.Default().
 	Logger *slog.Logger
+	// ToolSources add tools to every method of the service, after its
+	// generated ones: the tools of MCP servers (package runtime/mcptools),
+	// for example. See [ToolSource].
+	ToolSources []ToolSource
 }
 
 // Service is one configured AI service (one //chat:ai interface): it runs
@@ -87,6 +91,8 @@ type Service struct {
 	parallel bool
 	options  []llms.CallOption
 	logger   *slog.Logger // nil: slog.Default() at the time of use
+	sources  []ToolSource
+	methods  []*Method // declared by AddMethods, for Check
 
 	mu  sync.Mutex
 	ids map[string]*memState // memory ids in use or attached to a scope
@@ -104,6 +110,7 @@ func NewService(name string, cfg Config) *Service {
 		parallel: cfg.ParallelTools,
 		options:  slices.Clip(slices.Clone(cfg.Options)),
 		logger:   cfg.Logger,
+		sources:  slices.Clip(slices.Clone(cfg.ToolSources)),
 		ids:      make(map[string]*memState),
 	}
 	if s.memory == nil {
@@ -116,14 +123,17 @@ func NewService(name string, cfg Config) *Service {
 }
 
 // Check reports a service that cannot answer: without a model it returns
-// an error matching [ErrNoModel]. Generated code registers it with the
+// an error matching [ErrNoModel]; when a tool of a [ToolLister] among its
+// tool sources has the name of a tool of a method declared with
+// [Service.AddMethods] (or of another source's), an error matching
+// [ErrToolClash] that names both. Generated code registers it with the
 // package (chat.Package.AddCheck), so a router built with such a service
 // fails at chat.NewRouter rather than on its first request.
 func (s *Service) Check() error {
 	if s.model == nil {
 		return fmt.Errorf("ai: %s: %w: set the Model of its ai.Config", s.name, ErrNoModel)
 	}
-	return nil
+	return s.checkSources()
 }
 
 // Name returns the service's name, "import/path.Type".

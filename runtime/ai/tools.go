@@ -15,36 +15,36 @@ import (
 	"github.com/chatscopes/chatgen/runtime/chat"
 )
 
-// runTools runs the tool calls of one model reply and appends their
-// executions, in call order, to execs. With ParallelTools the calls run
-// concurrently.
-func (s *Service) runTools(ctx context.Context, m *Method, calls []llms.ToolCall, execs []ToolExecution) []ToolExecution {
+// runTools runs the tool calls of one model reply of a turn of m, which
+// offers tools, and appends their executions, in call order, to execs.
+// With ParallelTools the calls run concurrently.
+func (s *Service) runTools(ctx context.Context, m *Method, tools []Tool, calls []llms.ToolCall, execs []ToolExecution) []ToolExecution {
 	first := len(execs)
 	execs = append(execs, make([]ToolExecution, len(calls))...)
 	out := execs[first:]
 	if s.parallel && len(calls) > 1 {
 		var wg sync.WaitGroup
 		for i := range calls {
-			wg.Go(func() { out[i] = s.runTool(ctx, m, calls[i]) })
+			wg.Go(func() { out[i] = s.runTool(ctx, m, tools, calls[i]) })
 		}
 		wg.Wait()
 		return execs
 	}
 	for i := range calls {
-		out[i] = s.runTool(ctx, m, calls[i])
+		out[i] = s.runTool(ctx, m, tools, calls[i])
 	}
 	return execs
 }
 
 // runTool runs one tool call. It never fails: whatever goes wrong becomes
 // the text the model is told ("error: …") and the execution's Err.
-func (s *Service) runTool(ctx context.Context, m *Method, call llms.ToolCall) ToolExecution {
+func (s *Service) runTool(ctx context.Context, m *Method, tools []Tool, call llms.ToolCall) ToolExecution {
 	name, args := call.FunctionCall.Name, call.FunctionCall.Arguments
 	ex := ToolExecution{ID: call.ID, Name: name, Arguments: args}
-	tool, ok := m.tool(name)
+	tool, ok := findTool(tools, name)
 	if !ok || tool.Invoke == nil {
 		ex.Err = fmt.Errorf("%w %q", ErrUnknownTool, name)
-		if names := m.toolNames(); names != "" {
+		if names := toolNames(tools); names != "" {
 			ex.Text = fmt.Sprintf("error: unknown tool %q; the tools are %s", name, names)
 		} else {
 			ex.Text = fmt.Sprintf("error: unknown tool %q; there are no tools", name)

@@ -31,6 +31,8 @@ type turn struct {
 	mode   runMode
 	prompt []llms.MessageContent // what the model is sent
 	msgs   []llms.MessageContent // what the memory gets if the turn completes
+	tools  []Tool                // what the model may call: m.Tools, then the sources'
+	defs   []llms.Tool           // the definitions of tools
 	opts   []llms.CallOption
 	optBuf [6]llms.CallOption
 	held   heldTurn
@@ -52,6 +54,12 @@ func (s *Service) run(ctx context.Context, req *Request, mode runMode) (*Reply, 
 	system, user, err := req.prompt()
 	if err != nil {
 		return nil, s.errorf(m.Name, "%w", err)
+	}
+	tools, defs := m.Tools, m.definitions()
+	if len(s.sources) > 0 {
+		if tools, defs, err = s.sourceTools(ctx, m); err != nil {
+			return nil, s.errorf(m.Name, "%w", err)
+		}
 	}
 	id, kind, err := s.memoryID(ctx, req)
 	if err != nil {
@@ -75,7 +83,7 @@ func (s *Service) run(ctx context.Context, req *Request, mode runMode) (*Reply, 
 		return nil, s.errorf(m.Name, "reading memory %q: %w", id, err)
 	}
 
-	t := &turn{s: s, m: m, mode: mode, reply: new(Reply)}
+	t := &turn{s: s, m: m, mode: mode, tools: tools, defs: defs, reply: new(Reply)}
 	t.held = heldTurn{st: st}
 	t.held.next, _ = ctx.Value(heldKey{}).(*heldTurn)
 	ctx = context.WithValue(ctx, heldKey{}, &t.held)
@@ -100,8 +108,8 @@ func (s *Service) run(ctx context.Context, req *Request, mode runMode) (*Reply, 
 }
 
 // setOptions prepares the call options of every model call of the turn:
-// the service's, then the tools (one slice per Method, made once), JSON
-// mode and streaming.
+// the service's, then the tools (one slice per Method, made once, unless
+// the service has tool sources), JSON mode and streaming.
 func (t *turn) setOptions() {
 	n := len(t.s.options) + 3
 	if n <= len(t.optBuf) {
@@ -110,8 +118,8 @@ func (t *turn) setOptions() {
 		t.opts = make([]llms.CallOption, 0, n)
 	}
 	t.opts = append(t.opts, t.s.options...)
-	if defs := t.m.definitions(); len(defs) > 0 {
-		t.opts = append(t.opts, llms.WithTools(defs))
+	if len(t.defs) > 0 {
+		t.opts = append(t.opts, llms.WithTools(t.defs))
 	}
 	if t.mode.json {
 		t.opts = append(t.opts, llms.WithJSONMode())
@@ -198,7 +206,7 @@ func (t *turn) loop(ctx context.Context) error {
 		}
 		t.add(call)
 		first := len(t.reply.Executions)
-		t.reply.Executions = t.s.runTools(ctx, t.m, calls, t.reply.Executions)
+		t.reply.Executions = t.s.runTools(ctx, t.m, t.tools, calls, t.reply.Executions)
 		immediate := true
 		for i := first; i < len(t.reply.Executions); i++ {
 			ex := &t.reply.Executions[i]

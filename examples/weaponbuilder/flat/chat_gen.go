@@ -49,6 +49,7 @@ type Deps struct {
 func Register(deps Deps) *chat.Package {
 	p := chat.NewPackage("github.com/chatscopes/chatgen/examples/weaponbuilder/flat")
 	svcArmorer := ai.NewService("github.com/chatscopes/chatgen/examples/weaponbuilder/flat.Armorer", deps.Armorer)
+	svcArmorer.AddMethods(&chatMethodArmorerChat)
 	p.AddCheck(svcArmorer.Check)
 	chat.Provide(p, chatBeanArmorer, func(context.Context) (Armorer, error) {
 		return &chatAIArmorer{svc: svcArmorer}, nil

@@ -44,6 +44,7 @@ type Deps struct {
 func Register(deps Deps) *chat.Package {
 	p := chat.NewPackage("github.com/chatscopes/chatgen/internal/e2e/aisvc")
 	svcSmith := ai.NewService("github.com/chatscopes/chatgen/internal/e2e/aisvc.Smith", deps.Smith)
+	svcSmith.AddMethods(&chatMethodSmithAppraise, &chatMethodSmithAsk, &chatMethodSmithBuild, &chatMethodSmithTell)
 	p.AddCheck(svcSmith.Check)
 	chat.Provide(p, chatBeanSmith, func(context.Context) (Smith, error) {
 		return &chatAISmith{svc: svcSmith}, nil

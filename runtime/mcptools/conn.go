@@ -1,0 +1,227 @@
+package mcptools
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/chatscopes/chatgen/runtime/ai"
+)
+
+// A conn is one client of the server: the application's, or a scope's
+// (then it is the scope's bean, which the scope closes). It holds one
+// session at a time and opens a new one when the last ended.
+type conn struct {
+	src *Source
+
+	mu     sync.Mutex // held while a session opens: the turns that need it wait
+	tools  []ai.Tool  // of the current session; guarded by mu
+	closed bool       // guarded by mu
+
+	sess  atomic.Pointer[session] // the current session; nil before the first
+	stale atomic.Bool             // the server said its tool list changed
+}
+
+// session is one MCP client session and what watches it.
+type session struct {
+	cs      *mcp.ClientSession
+	done    chan struct{} // closed when the session has ended
+	closing atomic.Bool   // ended by us, not by the server
+	lost    atomic.Bool   // a call found the connection gone
+}
+
+// ended reports whether the session is over, or known to be.
+func (s *session) ended() bool {
+	if s.lost.Load() {
+		return true
+	}
+	select {
+	case <-s.done:
+		return true
+	default:
+		return false
+	}
+}
+
+// connectionLost reports whether err, of a call, says that the connection
+// is gone: closed, or its stream ended.
+func connectionLost(err error) bool {
+	return errors.Is(err, mcp.ErrConnectionClosed) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF)
+}
+
+// live reports whether c holds a session that has not ended.
+func (c *conn) live() bool {
+	s := c.sess.Load()
+	return s != nil && !s.ended()
+}
+
+// listed returns the tools of the current session.
+func (c *conn) listed() []ai.Tool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.tools
+}
+
+// get returns the tools of a live session: the current one, its tools
+// listed again when the server said they changed, or a new one when it
+// ended.
+func (c *conn) get(ctx context.Context) ([]ai.Tool, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return nil, fmt.Errorf("%s: %w", c.src.name, ErrClosed)
+	}
+	if s := c.sess.Load(); s != nil && !s.ended() {
+		if !c.stale.Load() {
+			return c.tools, nil
+		}
+		c.stale.Store(false) // before listing: a change meanwhile lists again
+		ctx, cancel := context.WithTimeout(ctx, c.src.opts.ConnectTimeout)
+		tools, err := c.src.list(ctx, s.cs, c)
+		cancel()
+		if err == nil {
+			c.tools = tools
+			return tools, nil
+		}
+		if ctx.Err() != nil {
+			return nil, err
+		}
+		c.src.opts.Logger.WarnContext(ctx, "mcptools: listing the tools again failed; opening a new session",
+			"server", c.src.opts.Name, "err", err)
+		c.end(s)
+	} else if s != nil {
+		c.end(s)
+	}
+	s, tools, err := c.open(ctx)
+	if err != nil {
+		return nil, err
+	}
+	c.sess.Store(s)
+	c.tools = tools
+	return tools, nil
+}
+
+// open opens a session and lists its tools.
+func (c *conn) open(ctx context.Context) (*session, []ai.Tool, error) {
+	src := c.src
+	ctx, cancel := context.WithTimeout(ctx, src.opts.ConnectTimeout)
+	defer cancel()
+	t, err := src.opts.Transport(ctx)
+	if err != nil {
+		return nil, nil, fmt.Errorf("%s: %w: its transport: %w", src.name, ErrUnavailable, err)
+	}
+	client := mcp.NewClient(src.opts.Client, &mcp.ClientOptions{
+		Logger:                 src.opts.Logger,
+		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) { c.stale.Store(true) },
+	})
+	c.stale.Store(false)
+	cs, err := client.Connect(ctx, t, nil)
+	if err != nil {
+		return nil, nil, fmt.Errorf("%s: %w: connecting: %w", src.name, ErrUnavailable, err)
+	}
+	tools, err := src.list(ctx, cs, c)
+	if err != nil {
+		_ = cs.Close()
+		return nil, nil, err
+	}
+	s := &session{cs: cs, done: make(chan struct{})}
+	go func() {
+		err := cs.Wait()
+		close(s.done)
+		if !s.closing.Load() && !s.lost.Load() {
+			src.opts.Logger.Warn("mcptools: the MCP session ended; the next turn opens a new one",
+				"server", src.opts.Name, "err", err)
+		}
+	}()
+	src.opts.Logger.Debug("mcptools: session opened", "server", src.opts.Name, "session", cs.ID(), "tools", len(tools))
+	return s, tools, nil
+}
+
+// end closes the session s. c.mu is held or c is being closed.
+func (c *conn) end(s *session) {
+	s.closing.Store(true)
+	if err := s.cs.Close(); err != nil && !s.ended() {
+		c.src.opts.Logger.Debug("mcptools: closing a session", "server", c.src.opts.Name, "err", err)
+	}
+}
+
+// close ends the connection for good: its scope ended, or its source
+// was closed. It implements the Close of a scoped bean.
+func (c *conn) close() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return nil
+	}
+	c.closed = true
+	c.tools = nil
+	c.src.forget(c)
+	s := c.sess.Load()
+	if s == nil {
+		return nil
+	}
+	ended := s.ended() // then the error of Close is the server's exit status
+	s.closing.Store(true)
+	err := s.cs.Close()
+	<-s.done
+	if err != nil && !ended && !errors.Is(err, mcp.ErrConnectionClosed) {
+		return fmt.Errorf("%s: closing the session: %w", c.src.name, err)
+	}
+	return nil
+}
+
+// Close closes the connection: a scope's session ends with its scope.
+func (c *conn) Close() error { return c.close() }
+
+// call calls the tool the server names name with the model's arguments.
+func (c *conn) call(ctx context.Context, name, args string) (any, error) {
+	src := c.src
+	if !isObject(args) {
+		return nil, &ai.ArgumentsError{Err: errors.New("the arguments are not a JSON object")}
+	}
+	s := c.sess.Load()
+	if s == nil || s.ended() {
+		return nil, &CallError{Server: src.opts.Name, Tool: name, Err: fmt.Errorf("%w: the session has ended", ErrUnavailable)}
+	}
+	callCtx := ctx
+	if d := src.opts.CallTimeout; d > 0 {
+		var cancel context.CancelFunc
+		callCtx, cancel = context.WithTimeout(ctx, d)
+		defer cancel()
+	}
+	res, err := s.cs.CallTool(callCtx, &mcp.CallToolParams{Name: name, Arguments: json.RawMessage(args)})
+	if err != nil {
+		switch {
+		case ctx.Err() == nil && callCtx.Err() != nil:
+			err = fmt.Errorf("no answer within %v: %w", src.opts.CallTimeout, callCtx.Err())
+		case ctx.Err() == nil && (s.ended() || connectionLost(err)):
+			if s.lost.CompareAndSwap(false, true) {
+				src.opts.Logger.WarnContext(ctx, "mcptools: the MCP session ended during a call; the next turn opens a new one",
+					"server", src.opts.Name, "tool", name, "err", err)
+			}
+			err = fmt.Errorf("%w: the session ended during the call: %w", ErrUnavailable, err)
+		}
+		return nil, &CallError{Server: src.opts.Name, Tool: name, Err: err}
+	}
+	text := resultText(res)
+	if res.IsError {
+		return nil, &ToolError{Server: src.opts.Name, Tool: name, Text: text}
+	}
+	if text == "" {
+		return nil, nil
+	}
+	return text, nil
+}
+
+// isObject reports whether args is a JSON object.
+func isObject(args string) bool {
+	args = strings.TrimSpace(args)
+	return strings.HasPrefix(args, "{") && json.Valid([]byte(args))
+}

@@ -1,0 +1,70 @@
+// Package mcptools offers the tools of Model Context Protocol servers to
+// chatgen AI services, next to their generated tools. It uses the
+// official Go SDK (github.com/modelcontextprotocol/go-sdk) and its stdio
+// ([Command]) and streamable HTTP ([StreamableHTTP]) transports.
+//
+// A [Source] is one server. Put it in the ai.Config.ToolSources of the
+// services that may use it, in the generated Deps; generated code needs
+// no change:
+//
+//	lore, err := mcptools.Connect(ctx, &mcptools.Options{
+//		Name:      "lore",
+//		Transport: mcptools.Command("lore-server"),
+//		Deny:      []string{"delete_scroll"},
+//	})
+//	if err != nil {
+//		return err
+//	}
+//	defer lore.Close()
+//	router, err := chat.NewRouter(nil, Register(Deps{
+//		Smith: ai.Config{Model: llm, ToolSources: []ai.ToolSource{lore}},
+//	}))
+//
+// Tools are scoped like everything else: a service offers its own
+// sources' tools and no others, so a nested conversation whose service
+// has no MCP source offers none.
+//
+// # Two lifetimes
+//
+// [Connect] opens one application-wide session now and shares it among
+// all conversations; [Source.Close] closes it when the application
+// stops. Pick it for stateless servers (lookups, search, documentation):
+// one process or HTTP session serves everyone, and the first turn pays
+// nothing. Its tools are known before the router is built, so a clash
+// with a generated tool fails chat.NewRouter.
+//
+// [PerScope] opens a session on first use in a chat scope (or per
+// invocation) and closes it when that scope ends, like a scoped bean. Pick
+// it when the server keeps state per session (a shopping cart, a game, a
+// sandbox) or acts with the user's credentials (a Transport built from
+// the turn's context, which carries the chat.Principal): each
+// conversation gets its own session, and nothing is left open after it.
+// The first turn of a scope pays for opening the session (over stdio, a
+// new process per scope).
+//
+// A session that ends (a crashed or restarted server) is opened again on
+// the next turn; the state the server kept for it is lost.
+//
+// # Tools and failures
+//
+// [Options.Allow] and [Options.Deny] filter the tools by the names the
+// server gives them; [Options.Prefix] renames them for the model. The
+// input schemas are passed to the model as the server gives them. A tool
+// a model cannot use — an input schema that is not the JSON Schema of an
+// object, or a name a provider rejects — is left out and logged at Error
+// level, and the server's other tools stay usable; naming it in Allow
+// makes it an error instead (wrapping [ErrUnusableTool]).
+//
+// Failures are told to the model as the tool's result, as for generated
+// tools, and the turn goes on: a result the server marks as an error
+// ([ToolError]), a protocol error, a call past [Options.CallTimeout], a
+// server that dies during the call ([CallError]). A server that cannot be
+// reached when a turn starts leaves the turn without its tools (logged),
+// unless [Options.Required] makes the turn fail.
+//
+// # Dependencies
+//
+// This package imports runtime/ai and runtime/chat, never the reverse:
+// runtime/ai defines the ai.ToolSource interface it implements, so an
+// application that does not use MCP does not link the SDK.
+package mcptools

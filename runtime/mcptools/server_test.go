@@ -1,0 +1,129 @@
+package mcptools_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"sync"
+	"testing"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/chatscopes/chatgen/runtime/mcptools"
+)
+
+// The tests' MCP servers are real ones, built with the SDK: over stdio the
+// test binary runs itself as the server (TestMain), over streamable HTTP
+// an httptest server on loopback serves one.
+
+// serverArg is the first argument that makes the test binary an MCP
+// server over stdio; the second is the variant.
+const serverArg = "mcptools-test-server"
+
+func TestMain(m *testing.M) {
+	if len(os.Args) == 3 && os.Args[1] == serverArg {
+		srv := newServer(os.Args[2], true)
+		if err := srv.Run(context.Background(), &mcp.StdioTransport{}); err != nil {
+			fmt.Fprintln(os.Stderr, "test server:", err)
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
+// stdio returns the transport of the test binary run as the server
+// variant.
+func stdio(variant string) func(context.Context) (mcp.Transport, error) {
+	return mcptools.Command(os.Args[0], serverArg, variant)
+}
+
+type legendArgs struct {
+	Topic string `json:"topic" jsonschema:"what the legend is about"`
+}
+
+// newServer returns the lore server: "legend" tells a legend (an error
+// result for an unknown topic), "count" counts its calls per session,
+// "slow" answers when cancelled; over stdio, "die" makes the process
+// exit during the call. The variant "bad" adds a tool with a broken input
+// schema and one whose name models reject.
+func newServer(variant string, stdio bool) *mcp.Server {
+	srv := mcp.NewServer(&mcp.Implementation{Name: "lore", Version: "v1"}, nil)
+	mcp.AddTool(srv, &mcp.Tool{Name: "legend", Description: "Legend tells the legend of a topic."},
+		func(_ context.Context, _ *mcp.CallToolRequest, args legendArgs) (*mcp.CallToolResult, any, error) {
+			if args.Topic == "unknown" {
+				return nil, nil, errors.New("no legend speaks of that")
+			}
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "The legend of " + args.Topic + ": forged in starfire."}}}, nil, nil
+		})
+	var mu sync.Mutex
+	counts := map[*mcp.ServerSession]int{}
+	mcp.AddTool(srv, &mcp.Tool{Name: "count", Description: "Count counts its calls in this session."},
+		func(_ context.Context, req *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, any, error) {
+			mu.Lock()
+			counts[req.Session]++
+			n := counts[req.Session]
+			mu.Unlock()
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: fmt.Sprint(n)}}}, nil, nil
+		})
+	mcp.AddTool(srv, &mcp.Tool{Name: "slow", Description: "Slow answers when it is cancelled."},
+		func(ctx context.Context, _ *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, any, error) {
+			<-ctx.Done()
+			return nil, nil, ctx.Err()
+		})
+	if stdio {
+		mcp.AddTool(srv, &mcp.Tool{Name: "die", Description: "Die ends the server's process."},
+			func(context.Context, *mcp.CallToolRequest, struct{}) (*mcp.CallToolResult, any, error) {
+				os.Exit(3)
+				return nil, nil, nil
+			})
+	}
+	if variant == "bad" {
+		noop := func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "ran"}}}, nil
+		}
+		srv.AddTool(&mcp.Tool{Name: "broken", Description: "Broken has a broken schema.",
+			InputSchema: json.RawMessage(`{"type":"object","properties":{"x":{"type":7}}}`)}, noop)
+		srv.AddTool(&mcp.Tool{Name: "read.scroll", Description: "A name with a dot.",
+			InputSchema: json.RawMessage(`{"type":"object"}`)}, noop)
+	}
+	return srv
+}
+
+// httpServer serves the lore server over streamable HTTP on loopback.
+type httpServer struct {
+	*httptest.Server
+	mcp    *mcp.Server
+	client *http.Client // the clients' own, whose idle connections the test closes
+}
+
+func newHTTPServer(t testing.TB, variant string) *httpServer {
+	t.Helper()
+	srv := newServer(variant, false)
+	h := &httpServer{mcp: srv}
+	h.Server = httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil))
+	h.client = &http.Client{Transport: &http.Transport{}}
+	t.Cleanup(func() {
+		h.client.CloseIdleConnections()
+		h.Close()
+	})
+	return h
+}
+
+// transport returns the transport of a client of h.
+func (h *httpServer) transport() func(context.Context) (mcp.Transport, error) {
+	return mcptools.StreamableHTTP(h.URL, h.client)
+}
+
+// sessions counts the sessions the server holds.
+func (h *httpServer) sessions() int {
+	n := 0
+	for range h.mcp.Sessions() {
+		n++
+	}
+	return n
+}

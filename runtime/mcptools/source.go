@@ -1,0 +1,292 @@
+package mcptools
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/chatscopes/chatgen/runtime/ai"
+	"github.com/chatscopes/chatgen/runtime/chat"
+)
+
+// DefaultConnectTimeout bounds the opening of a session (starting the
+// server, the MCP handshake and the listing of its tools) when
+// [Options.ConnectTimeout] is 0.
+const DefaultConnectTimeout = 30 * time.Second
+
+// Errors of this package, for errors.Is.
+var (
+	// ErrClosed: the [Source] was closed.
+	ErrClosed = errors.New("mcptools: source closed")
+	// ErrUnavailable: the server cannot be reached: a session did not
+	// open, or ended and could not be opened again.
+	ErrUnavailable = errors.New("MCP server unavailable")
+	// ErrUnusableTool: a tool the server lists cannot be offered to a
+	// model (its input schema or its name); see [Options.Allow].
+	ErrUnusableTool = errors.New("unusable MCP tool")
+)
+
+// Options configures a [Source]. Name and Transport are required.
+type Options struct {
+	// Name names the server in errors, logs and the tool failures the
+	// model is told about: the source is `MCP server "<Name>"`.
+	Name string
+	// Transport returns the transport of a new session. Each session
+	// gets a new one, so a server that ended can be started again.
+	// [Command] (stdio) and [StreamableHTTP] make it.
+	Transport func(ctx context.Context) (mcp.Transport, error)
+	// Allow, when not empty, lists the only tools offered, by the names
+	// the server gives them. An allowed tool the server does not list, or
+	// lists in a form a model cannot use, is an error (wrapping
+	// [ErrUnusableTool]) rather than a tool left out.
+	Allow []string
+	// Deny lists tools never offered, by the names the server gives them.
+	Deny []string
+	// Prefix is put before the name of each tool as the model sees it
+	// ("lore_"), a way out of a clash with a generated tool's name; the
+	// server is called with its own name.
+	Prefix string
+	// CallTimeout bounds each tool call; 0 leaves only the turn's own
+	// deadline. A call that times out is cancelled on the server and told
+	// to the model as a failure; the turn goes on.
+	CallTimeout time.Duration
+	// ConnectTimeout bounds the opening of a session; 0 means
+	// [DefaultConnectTimeout].
+	ConnectTimeout time.Duration
+	// Required makes a turn fail when the server cannot be reached. By
+	// default such a turn goes on without the server's tools, and the
+	// failure is logged (the next turn tries again).
+	Required bool
+	// Client is how the client introduces itself to the server; nil means
+	// {Name: "chatgen"}.
+	Client *mcp.Implementation
+	// Logger receives the source's logs (and the MCP client's); nil means
+	// slog.Default().
+	Logger *slog.Logger
+}
+
+// A Source offers the tools of one MCP server to AI services: put it in
+// their ai.Config.ToolSources. It is an ai.ToolSource (and an
+// ai.ToolLister). See the package documentation for its two lifetimes.
+//
+// A Source is safe for concurrent use.
+type Source struct {
+	name        string // `MCP server "lore"`
+	opts        Options
+	allow, deny map[string]bool
+	kind        chat.Kind
+	shared      *conn             // Connect: the session of the application
+	bean        *chat.Bean[*conn] // PerScope: a session per scope
+
+	mu     sync.Mutex
+	conns  map[*conn]struct{} // not closed
+	closed bool
+}
+
+var _ ai.ToolLister = (*Source)(nil)
+
+// Connect opens an application-wide session with the server: one session
+// that every conversation shares, opened now (its tools listed) and
+// closed by [Source.Close]. A session that ends (the server exits) is
+// opened again on the next turn. opts must have a Name and a Transport.
+func Connect(ctx context.Context, opts *Options) (*Source, error) {
+	s, err := newSource(opts)
+	if err != nil {
+		return nil, err
+	}
+	c := s.newConn()
+	if c == nil {
+		return nil, ErrClosed
+	}
+	if _, err := c.get(ctx); err != nil {
+		c.close()
+		return nil, err
+	}
+	s.shared = c
+	return s, nil
+}
+
+// PerScope returns a source that opens a session with the server on first
+// use in a scope of the given kind, and closes it when that scope ends:
+// chat.KindChat for a session per chat scope that nested scopes share
+// (like a //chat:scoped bean), chat.KindPerChat for a session per scope,
+// nested ones included, chat.KindInvocation for a session per top-level
+// call. Nothing is opened until then. [Source.Close] closes the sessions
+// still open. opts must have a Name and a Transport.
+func PerScope(kind chat.Kind, opts *Options) (*Source, error) {
+	switch kind {
+	case chat.KindChat, chat.KindPerChat, chat.KindInvocation:
+	default:
+		return nil, fmt.Errorf("mcptools: %v is not a scope kind", kind)
+	}
+	s, err := newSource(opts)
+	if err != nil {
+		return nil, err
+	}
+	s.kind = kind
+	s.bean = chat.NewBean(s.name+" session", kind, func(ctx context.Context) (*conn, error) {
+		c := s.newConn()
+		if c == nil {
+			return nil, ErrClosed
+		}
+		if _, err := c.get(ctx); err != nil {
+			c.close()
+			return nil, err
+		}
+		return c, nil
+	})
+	return s, nil
+}
+
+func newSource(opts *Options) (*Source, error) {
+	if opts == nil || opts.Name == "" {
+		return nil, errors.New("mcptools: the Options need a Name")
+	}
+	name := "MCP server " + strconv.Quote(opts.Name)
+	if opts.Transport == nil {
+		return nil, fmt.Errorf("mcptools: %s: the Options need a Transport (mcptools.Command or mcptools.StreamableHTTP)", name)
+	}
+	s := &Source{name: name, opts: *opts, conns: make(map[*conn]struct{})}
+	s.opts.Allow = slices.Clone(opts.Allow)
+	s.opts.Deny = slices.Clone(opts.Deny)
+	if s.opts.ConnectTimeout <= 0 {
+		s.opts.ConnectTimeout = DefaultConnectTimeout
+	}
+	if s.opts.Client == nil {
+		s.opts.Client = &mcp.Implementation{Name: "chatgen"}
+	}
+	if s.opts.Logger == nil {
+		s.opts.Logger = slog.Default()
+	}
+	if len(opts.Allow) > 0 {
+		s.allow = make(map[string]bool, len(opts.Allow))
+		for _, n := range opts.Allow {
+			s.allow[n] = true
+		}
+	}
+	s.deny = make(map[string]bool, len(opts.Deny))
+	for _, n := range opts.Deny {
+		if s.allow[n] {
+			return nil, fmt.Errorf("mcptools: %s: tool %q is both allowed and denied", name, n)
+		}
+		s.deny[n] = true
+	}
+	return s, nil
+}
+
+// Name returns `MCP server "<Options.Name>"`.
+func (s *Source) Name() string { return s.name }
+
+// Tools returns the tools offered to the turn running in ctx: those of
+// the application-wide session, or of the session of ctx's scope (opened
+// now on first use). A session that ended is opened again. When the
+// server cannot be reached the turn goes on without its tools, unless
+// [Options.Required]. It implements ai.ToolSource.
+func (s *Source) Tools(ctx context.Context) ([]ai.Tool, error) {
+	c := s.shared
+	if s.bean != nil {
+		var err error
+		if c, err = chat.Lookup(ctx, s.bean); err != nil {
+			if errors.Is(err, chat.ErrNotActive) {
+				return nil, fmt.Errorf("mcptools: %s opens a session per %s scope, and the turn has none: %w", s.name, s.kind, err)
+			}
+			if be := (*chat.BeanError)(nil); errors.As(err, &be) {
+				err = be.Err // the session's own error says it all
+			}
+			return s.unavailable(ctx, err)
+		}
+	}
+	tools, err := c.get(ctx)
+	if err != nil {
+		return s.unavailable(ctx, err)
+	}
+	return tools, nil
+}
+
+// unavailable returns what Tools returns when no session opens: err when
+// the source is closed or Required, else no tools.
+func (s *Source) unavailable(ctx context.Context, err error) ([]ai.Tool, error) {
+	if s.opts.Required || errors.Is(err, ErrClosed) || ctx.Err() != nil {
+		return nil, err
+	}
+	s.opts.Logger.WarnContext(ctx, "mcptools: the MCP server is unavailable; the turn goes on without its tools",
+		"server", s.opts.Name, "err", err)
+	return nil, nil
+}
+
+// ListTools returns the tools of the application-wide session as last
+// listed; nil for a [PerScope] source. It implements ai.ToolLister, so
+// that a router built with a clash between these and a generated tool
+// fails at chat.NewRouter.
+func (s *Source) ListTools() []ai.Tool {
+	if s.shared == nil {
+		return nil
+	}
+	return s.shared.listed()
+}
+
+// Sessions returns the number of sessions open now.
+func (s *Source) Sessions() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := 0
+	for c := range s.conns {
+		if c.live() {
+			n++
+		}
+	}
+	return n
+}
+
+// Close closes the source's sessions: the application-wide one, or those
+// of the scopes that have not ended. Tools then fails with [ErrClosed].
+// It is idempotent.
+func (s *Source) Close() error {
+	s.mu.Lock()
+	s.closed = true
+	conns := make([]*conn, 0, len(s.conns))
+	for c := range s.conns {
+		conns = append(conns, c)
+	}
+	s.mu.Unlock()
+	var errs []error
+	for _, c := range conns {
+		errs = append(errs, c.close())
+	}
+	return errors.Join(errs...)
+}
+
+// newConn returns a new connection of the source, or nil once the source
+// is closed.
+func (s *Source) newConn() *conn {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return nil
+	}
+	c := &conn{src: s}
+	s.conns[c] = struct{}{}
+	return c
+}
+
+// forget drops a closed connection.
+func (s *Source) forget(c *conn) {
+	s.mu.Lock()
+	delete(s.conns, c)
+	s.mu.Unlock()
+}
+
+// offered reports whether the tool the server calls name is offered.
+func (s *Source) offered(name string) bool {
+	if s.deny[name] {
+		return false
+	}
+	return s.allow == nil || s.allow[name]
+}
