@@ -106,10 +106,12 @@ var (
 // concurrent use by the nodes of a cluster (a store shared between
 // processes enforces leases and versions itself, atomically).
 //
-// A store is also where the conversations' chat memories live: it
-// implements memory.Store (package memory) for them, and commits the memory
-// writes a request staged in its [Batch] in the same transaction as the
-// conversation's state.
+// A store also keeps its conversations' chat memories, behind a
+// memory.Store (package memory) of its own: a value apart from the
+// ConversationStore, since both interfaces have a Delete method, with
+// different meanings. That memory store stages the writes made with a
+// request's context in the request's [Batch], and Save commits them in
+// the same transaction as the conversation's state.
 type ConversationStore interface {
 	// Load returns the saved state of the conversation id. An unknown,
 	// deleted or expired conversation is an error matching
