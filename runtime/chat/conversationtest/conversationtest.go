@@ -1,9 +1,10 @@
 // Package conversationtest is a conformance suite for implementations of
-// chat.ConversationStore. A store passes if
+// chat.ConversationStore and of the memory.Store that keeps their
+// conversations' chat memories. A store passes if
 //
 //	func TestMyStore(t *testing.T) {
-//		conversationtest.Run(t, func(t *testing.T) chat.ConversationStore { return newMyStore(t, 0) })
-//		conversationtest.RunExpiry(t, func(t *testing.T, ttl time.Duration) chat.ConversationStore {
+//		conversationtest.Run(t, func(t *testing.T) conversationtest.Store { return newMyStore(t, 0) })
+//		conversationtest.RunExpiry(t, func(t *testing.T, ttl time.Duration) conversationtest.Store {
 //			return newMyStore(t, ttl)
 //		})
 //	}
@@ -17,9 +18,6 @@
 // batch, plus a model-based walk of staged memory changes committed by
 // saves). RunExpiry checks that idle conversations expire with their
 // memories.
-//
-// A store is also the memory.Store of its conversations' chat memories;
-// the suite fails a store that is not one.
 package conversationtest
 
 import (
@@ -40,15 +38,22 @@ import (
 	"github.com/tmc/langchaingo/llms"
 )
 
+// A Store is what the suite tests: a conversation store and the memory
+// store of its conversations' chat memories.
+type Store struct {
+	Conversations chat.ConversationStore
+	Memories      memory.Store
+}
+
 // Run runs the suite. newStore must return a new store for each call, in
 // which no conversation and no memory exists yet; the suite calls it once
 // per subtest. The store may have a time to live, as long as it is longer
 // than a minute.
-func Run(t *testing.T, newStore func(t *testing.T) chat.ConversationStore) {
+func Run(t *testing.T, newStore func(t *testing.T) Store) {
 	t.Helper()
 	tests := []struct {
 		name string
-		fn   func(t *testing.T, s chat.ConversationStore)
+		fn   func(t *testing.T, s Store)
 	}{
 		{"LoadUnknown", testLoadUnknown},
 		{"CreateAndLoad", testCreateAndLoad},
@@ -74,10 +79,10 @@ func Run(t *testing.T, newStore func(t *testing.T) chat.ConversationStore) {
 		})
 	}
 	t.Run("Memory", func(t *testing.T) {
-		storetest.Run(t, func(t *testing.T) memory.Store { return memoryStore(t, newStore(t)) })
+		storetest.Run(t, func(t *testing.T) memory.Store { return newStore(t).Memories })
 	})
 	t.Run("MemoryInBatch", func(t *testing.T) {
-		storetest.Run(t, func(t *testing.T) memory.Store { return batched(memoryStore(t, newStore(t))) })
+		storetest.Run(t, func(t *testing.T) memory.Store { return batched(newStore(t).Memories) })
 	})
 }
 
@@ -86,7 +91,7 @@ func Run(t *testing.T, newStore func(t *testing.T) chat.ConversationStore) {
 // store whose time to live is ttl (and which sweeps expired data within a
 // few seconds, if it sweeps). The test waits for the expiry, polling for up
 // to a minute.
-func RunExpiry(t *testing.T, newStore func(t *testing.T, ttl time.Duration) chat.ConversationStore) {
+func RunExpiry(t *testing.T, newStore func(t *testing.T, ttl time.Duration) Store) {
 	t.Helper()
 	t.Run("Expiry", func(t *testing.T) { testExpiry(t, newStore(t, 300*time.Millisecond)) })
 }
@@ -185,15 +190,6 @@ func cloneBytesMap(m map[string][]byte) map[string][]byte {
 	return c
 }
 
-func memoryStore(t *testing.T, s chat.ConversationStore) memory.Store {
-	t.Helper()
-	ms, ok := s.(memory.Store)
-	if !ok {
-		t.Fatalf("%T is not a memory.Store: a conversation store keeps its conversations' chat memories", s)
-	}
-	return ms
-}
-
 func load(t *testing.T, s chat.ConversationStore, id string) *chat.ConversationState {
 	t.Helper()
 	st, err := s.Load(t.Context(), id)
@@ -285,7 +281,8 @@ func memIDs(t *testing.T, ms memory.Store) []string {
 	return ids
 }
 
-func testLoadUnknown(t *testing.T, s chat.ConversationStore) {
+func testLoadUnknown(t *testing.T, x Store) {
+	s := x.Conversations
 	requireNotFound(t, s, "unknown")
 	if err := s.Delete(t.Context(), "unknown"); err != nil {
 		t.Fatalf("Delete of an unknown conversation: %v", err)
@@ -295,7 +292,8 @@ func testLoadUnknown(t *testing.T, s chat.ConversationStore) {
 	}
 }
 
-func testCreateAndLoad(t *testing.T, s chat.ConversationStore) {
+func testCreateAndLoad(t *testing.T, x Store) {
+	s := x.Conversations
 	st, l := create(t, s, "c1")
 	want := State("c1")
 	want.Version = 1
@@ -321,7 +319,8 @@ func testCreateAndLoad(t *testing.T, s chat.ConversationStore) {
 	requireNotFound(t, s, "c2")
 }
 
-func testRoundTrip(t *testing.T, s chat.ConversationStore) {
+func testRoundTrip(t *testing.T, x Store) {
+	s := x.Conversations
 	ctx := t.Context()
 	cases := []*chat.ConversationState{
 		State("full"),
@@ -351,9 +350,10 @@ func testRoundTrip(t *testing.T, s chat.ConversationStore) {
 	}
 }
 
-func testVersionConflict(t *testing.T, s chat.ConversationStore) {
+func testVersionConflict(t *testing.T, x Store) {
+	s := x.Conversations
 	ctx := t.Context()
-	ms := memoryStore(t, s)
+	ms := x.Memories
 	st, l := create(t, s, "c")
 	mem := st.Scopes[0].Memories[0]
 	first, second := load(t, s, "c"), load(t, s, "c")
@@ -391,7 +391,8 @@ func testVersionConflict(t *testing.T, s chat.ConversationStore) {
 	}
 }
 
-func testSaveDeleted(t *testing.T, s chat.ConversationStore) {
+func testSaveDeleted(t *testing.T, x Store) {
+	s := x.Conversations
 	st, _ := create(t, s, "gone")
 	if err := s.Delete(t.Context(), "gone"); err != nil {
 		t.Fatal(err)
@@ -407,7 +408,8 @@ func testSaveDeleted(t *testing.T, s chat.ConversationStore) {
 	requireNotFound(t, s, "gone")
 }
 
-func testLeaseAcquireRenewHeld(t *testing.T, s chat.ConversationStore) {
+func testLeaseAcquireRenewHeld(t *testing.T, x Store) {
+	s := x.Conversations
 	ctx := t.Context()
 	// The conversation need not exist.
 	a := acquire(t, s, "c", "node-a")
@@ -449,9 +451,10 @@ func waitExpired(l chat.Lease) {
 	time.Sleep(time.Until(l.Expires) + 50*time.Millisecond)
 }
 
-func testLeaseExpiryTakeover(t *testing.T, s chat.ConversationStore) {
+func testLeaseExpiryTakeover(t *testing.T, x Store) {
+	s := x.Conversations
 	ctx := t.Context()
-	ms := memoryStore(t, s)
+	ms := x.Memories
 	st, a := create(t, s, "c")
 	a, err := s.Acquire(ctx, "c", "node-a", 100*time.Millisecond)
 	if err != nil {
@@ -489,7 +492,8 @@ func testLeaseExpiryTakeover(t *testing.T, s chat.ConversationStore) {
 	save(t, s, next, b, nil)
 }
 
-func testLeaseExpiredNotTakenOver(t *testing.T, s chat.ConversationStore) {
+func testLeaseExpiredNotTakenOver(t *testing.T, x Store) {
+	s := x.Conversations
 	ctx := t.Context()
 	st, _ := create(t, s, "c")
 	a, err := s.Acquire(ctx, "c", "node-a", 100*time.Millisecond)
@@ -506,7 +510,8 @@ func testLeaseExpiredNotTakenOver(t *testing.T, s chat.ConversationStore) {
 	}
 }
 
-func testRelease(t *testing.T, s chat.ConversationStore) {
+func testRelease(t *testing.T, x Store) {
+	s := x.Conversations
 	ctx := t.Context()
 	st, a := create(t, s, "c")
 	if err := s.Release(ctx, "c", a); err != nil {
@@ -544,9 +549,10 @@ func testRelease(t *testing.T, s chat.ConversationStore) {
 	}
 }
 
-func testDelete(t *testing.T, s chat.ConversationStore) {
+func testDelete(t *testing.T, x Store) {
+	s := x.Conversations
 	ctx := t.Context()
-	ms := memoryStore(t, s)
+	ms := x.Memories
 	l := acquire(t, s, "c", "node-a")
 	st := State("c")
 	b := chat.NewBatch()
@@ -579,9 +585,10 @@ func testDelete(t *testing.T, s chat.ConversationStore) {
 	save(t, s, State("c"), acquire(t, s, "c", "node-c"), nil)
 }
 
-func testDroppedMemories(t *testing.T, s chat.ConversationStore) {
+func testDroppedMemories(t *testing.T, x Store) {
+	s := x.Conversations
 	ctx := t.Context()
-	ms := memoryStore(t, s)
+	ms := x.Memories
 	l := acquire(t, s, "c", "node-a")
 	st := State("c")
 	top, nested := st.Scopes[0].Memories[0], st.Scopes[1].Memories[0]
@@ -618,9 +625,10 @@ func testDroppedMemories(t *testing.T, s chat.ConversationStore) {
 	requireMem(t, "after moving a memory", ctx, ms, "moving", msgs("moves"))
 }
 
-func testBatchAtomic(t *testing.T, s chat.ConversationStore) {
+func testBatchAtomic(t *testing.T, x Store) {
+	s := x.Conversations
 	ctx := t.Context()
-	ms := memoryStore(t, s)
+	ms := x.Memories
 	st, l := create(t, s, "c")
 	top, nested := st.Scopes[0].Memories[0], st.Scopes[1].Memories[0]
 	updateMem(t, ctx, ms, top, msgs("t1"))
@@ -645,9 +653,10 @@ func testBatchAtomic(t *testing.T, s chat.ConversationStore) {
 	requireState(t, "after the save", load(t, s, "c"), st)
 }
 
-func testBatchReadYourWrites(t *testing.T, s chat.ConversationStore) {
+func testBatchReadYourWrites(t *testing.T, x Store) {
+	s := x.Conversations
 	ctx := t.Context()
-	ms := memoryStore(t, s)
+	ms := x.Memories
 	is, ok := ms.(memory.IncrementalStore)
 	updateMem(t, ctx, ms, "m", msgs("1", "2", "3"))
 	updateMem(t, ctx, ms, "gone", msgs("x"))
@@ -687,14 +696,21 @@ func testBatchReadYourWrites(t *testing.T, s chat.ConversationStore) {
 	if b.Len() == 0 {
 		t.Fatal("the store staged nothing in the batch")
 	}
+	// The save commits what the batch showed.
+	st := &chat.ConversationState{ID: "c", Scopes: []chat.ScopeState{{ID: "c", Memories: []string{"m", "new"}}}}
+	save(t, s, st, acquire(t, s, "c", "node-a"), b)
+	requireMem(t, "after the save", ctx, ms, "m", msgs("2", "3", "4"))
+	requireMem(t, "after the save", ctx, ms, "gone", nil)
+	requireMem(t, "after the save", ctx, ms, "new", msgs("n"))
 }
 
 // testBatchModel runs turns of random memory changes staged in a batch
 // and committed by a save, checked against a model before and after each
 // save, through the batch and directly.
-func testBatchModel(t *testing.T, s chat.ConversationStore) {
+func testBatchModel(t *testing.T, x Store) {
+	s := x.Conversations
 	ctx := t.Context()
-	ms := memoryStore(t, s)
+	ms := x.Memories
 	is, incremental := ms.(memory.IncrementalStore)
 	r := rand.New(rand.NewPCG(3, 4))
 	l := acquire(t, s, "c", "node-a")
@@ -768,7 +784,8 @@ func testBatchModel(t *testing.T, s chat.ConversationStore) {
 	}
 }
 
-func testNoAliasing(t *testing.T, s chat.ConversationStore) {
+func testNoAliasing(t *testing.T, x Store) {
+	s := x.Conversations
 	l := acquire(t, s, "c", "node-a")
 	st := State("c")
 	save(t, s, st, l, nil)
@@ -794,13 +811,14 @@ func testNoAliasing(t *testing.T, s chat.ConversationStore) {
 	requireState(t, "after mutating a loaded state", load(t, s, "c"), want)
 }
 
-func testConcurrentSavers(t *testing.T, s chat.ConversationStore) {
+func testConcurrentSavers(t *testing.T, x Store) {
+	s := x.Conversations
 	const (
 		savers = 8
 		rounds = 5
 	)
 	ctx := t.Context()
-	ms := memoryStore(t, s)
+	ms := x.Memories
 	_, l := create(t, s, "c")
 	for round := range rounds {
 		var wg sync.WaitGroup
@@ -842,9 +860,10 @@ func testConcurrentSavers(t *testing.T, s chat.ConversationStore) {
 	}
 }
 
-func testConcurrentConversations(t *testing.T, s chat.ConversationStore) {
+func testConcurrentConversations(t *testing.T, x Store) {
+	s := x.Conversations
 	ctx := t.Context()
-	ms := memoryStore(t, s)
+	ms := x.Memories
 	var wg sync.WaitGroup
 	for g := range 6 {
 		wg.Go(func() {
@@ -879,9 +898,10 @@ func testConcurrentConversations(t *testing.T, s chat.ConversationStore) {
 	wg.Wait()
 }
 
-func testExpiry(t *testing.T, s chat.ConversationStore) {
+func testExpiry(t *testing.T, x Store) {
+	s := x.Conversations
 	ctx := t.Context()
-	ms := memoryStore(t, s)
+	ms := x.Memories
 	st := State("c")
 	b := chat.NewBatch()
 	bctx := chat.WithBatch(ctx, b)
