@@ -587,7 +587,7 @@ func (s *Store) sweepOnce() (n int, more bool, err error) {
 		now := uint64(time.Now().UnixNano())
 		c := tx.Bucket(bucketExpiry).Cursor()
 		var ids [][]byte
-		for k, _ := c.First(); k != nil && len(k) >= 8 && binary.BigEndian.Uint64(k) <= now; k, _ = c.Next() {
+		for k, _ := c.First(); len(k) >= 8 && binary.BigEndian.Uint64(k) <= now; k, _ = c.Next() {
 			if len(ids) == sweepBatch {
 				more = true
 				break

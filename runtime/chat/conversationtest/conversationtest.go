@@ -455,7 +455,8 @@ func testLeaseExpiryTakeover(t *testing.T, x Store) {
 	s := x.Conversations
 	ctx := t.Context()
 	ms := x.Memories
-	st, a := create(t, s, "c")
+	st, _ := create(t, s, "c")
+	// Renewed for a short time.
 	a, err := s.Acquire(ctx, "c", "node-a", 100*time.Millisecond)
 	if err != nil {
 		t.Fatal(err)
