@@ -32,7 +32,8 @@ type ConversationState struct {
 	Principal string
 	// Created is when the conversation started; Used when a request last
 	// completed in it. Stores expire conversations idle for longer than
-	// their time to live, counted from Used.
+	// their time to live, counted by the store's clock from the last save
+	// (which normally is at Used).
 	Created, Used time.Time
 	// Scopes is the scope stack, the top scope first and the current scope
 	// last.
@@ -69,6 +70,13 @@ type ScopeState struct {
 // A Lease gives one node the right to serve a conversation until Expires.
 // Token is a fencing token: it grows with every new holder, and a store
 // refuses a save made under a lease that is no longer the current one.
+//
+// A lease is the conversation's current lease from the Acquire that
+// granted it until it is released or another owner acquires the
+// conversation, which another owner can do once the lease has expired. So
+// a lease that expired while nobody took the conversation over is still
+// current: saves under it succeed, and its owner's Acquire renews it with
+// the same token.
 type Lease struct {
 	Owner   string    // the node holding the lease
 	Token   uint64    // the fencing token, > 0 for a lease that was granted
@@ -87,9 +95,10 @@ var (
 	// ErrLeaseHeld reports that another node holds an unexpired lease on
 	// the conversation.
 	ErrLeaseHeld = errors.New("chat: another node serves the conversation")
-	// ErrLeaseLost reports a save or renewal under a lease that is no
-	// longer the current one (it expired and another node took the
-	// conversation over). Nothing was written.
+	// ErrLeaseLost reports a save under a lease that is not the
+	// conversation's current one: it was released, or it expired and
+	// another node took the conversation over (or it was never granted).
+	// Nothing was written.
 	ErrLeaseLost = errors.New("chat: the lease on the conversation was lost")
 )
 
@@ -97,10 +106,12 @@ var (
 // concurrent use by the nodes of a cluster (a store shared between
 // processes enforces leases and versions itself, atomically).
 //
-// A store is also where the conversations' chat memories live: it
-// implements memory.Store (package memory) for them, and commits the memory
-// writes a request staged in its [Batch] in the same transaction as the
-// conversation's state.
+// A store also keeps its conversations' chat memories, behind a
+// memory.Store (package memory) of its own: a value apart from the
+// ConversationStore, since both interfaces have a Delete method, with
+// different meanings. That memory store stages the writes made with a
+// request's context in the request's [Batch], and Save commits them in
+// the same transaction as the conversation's state.
 type ConversationStore interface {
 	// Load returns the saved state of the conversation id. An unknown,
 	// deleted or expired conversation is an error matching
@@ -114,7 +125,10 @@ type ConversationStore interface {
 	// when lease is not the conversation's current lease. On success it
 	// sets st.Version to the new version and restarts the conversation's
 	// time to live. Memory ids listed by the stored state and not by st are
-	// deleted.
+	// deleted. The lease matches when its owner and token are those of the
+	// current lease; its Expires is not consulted. When st.Version > 0 and
+	// the conversation no longer exists (deleted or expired), the error
+	// matches both [ErrVersionConflict] and [ErrConversationNotFound].
 	Save(ctx context.Context, st *ConversationState, lease Lease, b *Batch) error
 
 	// Delete removes the conversation id, its chat memories and its lease.
@@ -125,7 +139,9 @@ type ConversationStore interface {
 	// fails with [ErrLeaseHeld] when another owner holds an unexpired
 	// lease. When owner already holds it, the lease is renewed with the
 	// same token; otherwise the new lease gets a greater token than any
-	// before. The conversation need not exist yet.
+	// before. The conversation need not exist yet. A renewal that returns
+	// another token than the caller's lease had means that lease was lost
+	// meanwhile.
 	Acquire(ctx context.Context, id, owner string, ttl time.Duration) (Lease, error)
 
 	// Release ends lease early, so that another node can take the
@@ -137,8 +153,9 @@ type ConversationStore interface {
 // A Batch collects the writes a request makes to a conversation's durable
 // data other than its state (its chat memories), to be committed with the
 // state by [ConversationStore.Save]. Keys are memory ids; a nil value
-// deletes the key. A batch is safe for concurrent use; reads see the
-// batch's own writes first ([Batch.Get]).
+// deletes the key; other values are in the store's own encoding, read only
+// by the store that staged them. A batch is safe for concurrent use; reads
+// see the batch's own writes first ([Batch.Get]).
 //
 // The runtime puts a batch in the context of each request of a durable
 // conversation ([WithBatch]); stores stage memory writes made with that

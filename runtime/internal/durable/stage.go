@@ -1,0 +1,355 @@
+package durable
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"sync"
+
+	"github.com/chatscopes/chatgen/runtime/chat"
+)
+
+// A Staged is a memory write staged in a [chat.Batch], in the encoding of
+// the batch's values (a nil value, a deletion, is not a Staged). Messages
+// are elements written by [EncodeMessages].
+//
+// A replacement holds the whole new list, in List. An edit changes the
+// stored list without having read it: drop Drop messages from its front,
+// put Head in front of what remains, append Tail. Staging edits is what
+// lets a request add to a memory without first reading the memory's list
+// from the store.
+type Staged struct {
+	Replace bool     // whether List replaces the stored list
+	List    [][]byte // a replacement's list
+	// BaseLen is, for an edit that had to know it, the length of the
+	// stored list when the edit was staged; -1 when it was not read. A
+	// save checks that the stored list still has this length, or at least
+	// Drop messages when it was not read.
+	BaseLen    int
+	Drop       int
+	Head, Tail [][]byte
+}
+
+const (
+	kindReplace = 'R'
+	kindEdit    = 'E'
+)
+
+// Marshal encodes s as a batch value.
+func (s *Staged) Marshal() []byte {
+	n := 1 + 3*binary.MaxVarintLen64
+	for _, l := range [][][]byte{s.List, s.Head, s.Tail} {
+		for _, e := range l {
+			n += binary.MaxVarintLen64 + len(e)
+		}
+	}
+	buf := make([]byte, 0, n)
+	if s.Replace {
+		buf = append(buf, kindReplace)
+		return appendElems(buf, s.List)
+	}
+	buf = append(buf, kindEdit)
+	buf = binary.AppendVarint(buf, int64(s.BaseLen))
+	buf = binary.AppendUvarint(buf, uint64(s.Drop))
+	buf = appendElems(buf, s.Head)
+	return appendElems(buf, s.Tail)
+}
+
+func appendElems(buf []byte, elems [][]byte) []byte {
+	buf = binary.AppendUvarint(buf, uint64(len(elems)))
+	for _, e := range elems {
+		buf = binary.AppendUvarint(buf, uint64(len(e)))
+		buf = append(buf, e...)
+	}
+	return buf
+}
+
+var errCorrupt = errors.New("corrupt staged memory write")
+
+// UnmarshalStaged decodes a batch value written by [Staged.Marshal]. The
+// result's elements share v's memory.
+func UnmarshalStaged(v []byte) (Staged, error) {
+	var s Staged
+	if len(v) == 0 {
+		return s, errCorrupt
+	}
+	kind, rest := v[0], v[1:]
+	var ok bool
+	switch kind {
+	case kindReplace:
+		s.Replace = true
+		if s.List, rest, ok = readElems(rest); !ok {
+			return s, errCorrupt
+		}
+	case kindEdit:
+		base, n := binary.Varint(rest)
+		if n <= 0 || base < -1 {
+			return s, errCorrupt
+		}
+		rest = rest[n:]
+		drop, n := binary.Uvarint(rest)
+		if n <= 0 || drop > math.MaxInt32 || base >= 0 && drop > uint64(base) {
+			return s, errCorrupt
+		}
+		rest = rest[n:]
+		s.BaseLen, s.Drop = int(base), int(drop)
+		if s.Head, rest, ok = readElems(rest); !ok {
+			return s, errCorrupt
+		}
+		if s.Tail, rest, ok = readElems(rest); !ok {
+			return s, errCorrupt
+		}
+	default:
+		return s, errCorrupt
+	}
+	if len(rest) != 0 {
+		return s, errCorrupt
+	}
+	return s, nil
+}
+
+func readElems(buf []byte) ([][]byte, []byte, bool) {
+	count, n := binary.Uvarint(buf)
+	if n <= 0 || count > uint64(len(buf)) {
+		return nil, nil, false
+	}
+	buf = buf[n:]
+	var elems [][]byte
+	if count > 0 {
+		elems = make([][]byte, count)
+	}
+	for i := range elems {
+		l, n := binary.Uvarint(buf)
+		if n <= 0 || l > uint64(len(buf)-n) {
+			return nil, nil, false
+		}
+		elems[i] = buf[n : n+int(l) : n+int(l)]
+		buf = buf[n+int(l):]
+	}
+	return elems, buf, true
+}
+
+// Len returns the length of the list s leaves, given the length of the
+// stored list.
+func (s *Staged) Len(stored int) int {
+	if s.Replace {
+		return len(s.List)
+	}
+	return len(s.Head) + stored - s.Drop + len(s.Tail)
+}
+
+// ApplyTo returns the list s leaves of the stored list. It fails when the
+// stored list is not the one s was staged against.
+func (s *Staged) ApplyTo(id string, stored [][]byte) ([][]byte, error) {
+	if s.Replace {
+		return s.List, nil
+	}
+	if err := s.Check(id, len(stored)); err != nil {
+		return nil, err
+	}
+	return slices.Concat(s.Head, stored[s.Drop:], s.Tail), nil
+}
+
+// ErrChanged reports that a memory's stored list changed after a request
+// staged an edit of it, and before the request's save. It matches
+// chat.ErrVersionConflict.
+var ErrChanged = fmt.Errorf("%w: a memory changed since the request staged its change", chat.ErrVersionConflict)
+
+// Check returns an error matching [ErrChanged] unless s can be applied to
+// a stored list of n messages.
+func (s *Staged) Check(id string, n int) error {
+	if s.Replace || s.BaseLen == n || s.BaseLen < 0 && n >= s.Drop {
+		return nil
+	}
+	want := fmt.Sprint(s.BaseLen)
+	if s.BaseLen < 0 {
+		want = fmt.Sprint("at least ", s.Drop)
+	}
+	return fmt.Errorf("%w: memory %q holds %d messages, the change needs %s", ErrChanged, id, n, want)
+}
+
+// A Base reads a store's memories as they are stored, outside of any batch.
+type Base interface {
+	// StoredLen returns the number of messages stored for id.
+	StoredLen(ctx context.Context, id string) (int, error)
+	// StoredElems returns the messages stored for id, as elements.
+	StoredElems(ctx context.Context, id string) ([][]byte, error)
+}
+
+// A Stager stages memory writes in batches, for a store. Its methods
+// behave as the methods of a memory.IncrementalStore whose contents are
+// the store's as changed by the batch. Its zero value is ready to use.
+type Stager struct {
+	// locks serialise the read-modify-write of one id's staged value;
+	// an id always uses the same one.
+	locks [32]sync.Mutex
+}
+
+func (s *Stager) lock(id string) *sync.Mutex {
+	h := uint32(2166136261) // FNV-1a
+	for i := 0; i < len(id); i++ {
+		h = (h ^ uint32(id[i])) * 16777619
+	}
+	return &s.locks[h%uint32(len(s.locks))]
+}
+
+// Get returns the list of id as the batch leaves it.
+func (s *Stager) Get(ctx context.Context, b *chat.Batch, base Base, id string) ([][]byte, error) {
+	v, ok := b.Get(id)
+	if !ok {
+		return base.StoredElems(ctx, id)
+	}
+	if v == nil {
+		return nil, nil
+	}
+	st, err := UnmarshalStaged(v)
+	if err != nil {
+		return nil, fmt.Errorf("memory %q: %w", id, err)
+	}
+	if st.Replace {
+		return st.List, nil
+	}
+	stored, err := base.StoredElems(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	return st.ApplyTo(id, stored)
+}
+
+// Update stages the replacement of the list of id by elems.
+func (s *Stager) Update(b *chat.Batch, id string, elems [][]byte) {
+	mu := s.lock(id)
+	mu.Lock()
+	defer mu.Unlock()
+	put(b, id, &Staged{Replace: true, List: elems})
+}
+
+// Delete stages the deletion of id.
+func (s *Stager) Delete(b *chat.Batch, id string) {
+	mu := s.lock(id)
+	mu.Lock()
+	defer mu.Unlock()
+	b.Put(id, nil)
+}
+
+func put(b *chat.Batch, id string, st *Staged) {
+	if st.Replace && len(st.List) == 0 {
+		b.Put(id, nil)
+		return
+	}
+	b.Put(id, st.Marshal())
+}
+
+// Apply stages a memory.Change of the list of id: drop messages from its
+// front, put head in front of what remains, append tail. It reads the
+// stored list's length only when the change drops messages the batch has
+// not put there itself, and fails, staging nothing, when drop is negative
+// or greater than the list's length.
+func (s *Stager) Apply(ctx context.Context, b *chat.Batch, base Base, id string, drop int, head, tail [][]byte) error {
+	if drop < 0 {
+		return fmt.Errorf("memory: change of %q drops %d messages", id, drop)
+	}
+	mu := s.lock(id)
+	mu.Lock()
+	defer mu.Unlock()
+	st := Staged{BaseLen: -1}
+	switch v, ok := b.Get(id); {
+	case !ok:
+	case v == nil:
+		st = Staged{Replace: true}
+	default:
+		var err error
+		if st, err = UnmarshalStaged(v); err != nil {
+			return fmt.Errorf("memory %q: %w", id, err)
+		}
+	}
+	if st.Replace {
+		if drop > len(st.List) {
+			return fmt.Errorf("memory: change of %q drops %d of %d messages", id, drop, len(st.List))
+		}
+		put(b, id, &Staged{Replace: true, List: slices.Concat(head, st.List[drop:], tail)})
+		return nil
+	}
+	if drop <= len(st.Head) {
+		st.Head = st.Head[drop:]
+	} else {
+		if st.BaseLen < 0 {
+			n, err := base.StoredLen(ctx, id)
+			if err != nil {
+				return err
+			}
+			if n < st.Drop {
+				return fmt.Errorf("%w: memory %q holds %d messages, the change needs at least %d", ErrChanged, id, n, st.Drop)
+			}
+			st.BaseLen = n
+		}
+		k := drop - len(st.Head)
+		remaining := st.BaseLen - st.Drop
+		switch {
+		case k <= remaining:
+			st.Drop += k
+		case k-remaining <= len(st.Tail):
+			st.Drop = st.BaseLen
+			st.Tail = st.Tail[k-remaining:]
+		default:
+			return fmt.Errorf("memory: change of %q drops %d of %d messages", id, drop, st.Len(st.BaseLen))
+		}
+		st.Head = nil
+	}
+	st.Head = slices.Concat(head, st.Head)
+	st.Tail = slices.Concat(st.Tail, tail)
+	if st.BaseLen >= 0 && st.Drop == st.BaseLen {
+		// All of the stored list is gone: the edit is a replacement.
+		st = Staged{Replace: true, List: slices.Concat(st.Head, st.Tail)}
+	}
+	put(b, id, &st)
+	return nil
+}
+
+// IDs returns the ids with messages as the batch leaves them, given those
+// the store holds.
+func (s *Stager) IDs(ctx context.Context, b *chat.Batch, base Base, stored []string) ([]string, error) {
+	type staged struct {
+		id string
+		v  []byte
+	}
+	var all []staged
+	b.All(func(id string, v []byte) { all = append(all, staged{id, v}) })
+	if len(all) == 0 {
+		return stored, nil
+	}
+	set := make(map[string]bool, len(stored)+len(all))
+	for _, id := range stored {
+		set[id] = true
+	}
+	for _, e := range all {
+		if e.v == nil {
+			delete(set, e.id)
+			continue
+		}
+		st, err := UnmarshalStaged(e.v)
+		if err != nil {
+			return nil, fmt.Errorf("memory %q: %w", e.id, err)
+		}
+		n := st.BaseLen
+		if !st.Replace && n < 0 {
+			if n, err = base.StoredLen(ctx, e.id); err != nil {
+				return nil, err
+			}
+		}
+		if st.Len(n) > 0 {
+			set[e.id] = true
+		} else {
+			delete(set, e.id)
+		}
+	}
+	ids := make([]string, 0, len(set))
+	for id := range set {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	return ids, nil
+}

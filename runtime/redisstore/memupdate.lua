@@ -1,0 +1,14 @@
+-- Replaces a memory's list, keeping the key's time to live.
+-- KEYS: the memory. ARGV: elems...
+local ttl = redis.call('PTTL', KEYS[1])
+redis.call('DEL', KEYS[1])
+local j = 1
+while j <= #ARGV do
+  local k = math.min(j + 999, #ARGV)
+  redis.call('RPUSH', KEYS[1], unpack(ARGV, j, k))
+  j = k + 1
+end
+if ttl > 0 and #ARGV > 0 then
+  redis.call('PEXPIRE', KEYS[1], ttl)
+end
+return 0

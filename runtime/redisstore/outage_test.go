@@ -1,0 +1,244 @@
+package redisstore_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/chatscopes/chatgen/runtime/chat"
+	"github.com/chatscopes/chatgen/runtime/memory"
+	"github.com/chatscopes/chatgen/runtime/redisstore"
+	"github.com/redis/go-redis/v9"
+	"github.com/tmc/langchaingo/llms"
+)
+
+// server is a redis-server of the test's own, persisting to an append-only
+// file synced on every write, so that a restart finds what it
+// acknowledged.
+type server struct {
+	t    *testing.T
+	port int
+	dir  string
+	cmd  *exec.Cmd
+}
+
+func startServer(t *testing.T) *server {
+	t.Helper()
+	if _, err := exec.LookPath("redis-server"); err != nil {
+		msg := "redis-server is not installed (apt-get install redis-server): " + err.Error()
+		if os.Getenv("CI") == "true" {
+			t.Fatal(msg)
+		}
+		t.Skip(msg)
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := l.Addr().(*net.TCPAddr).Port
+	l.Close()
+	s := &server{t: t, port: port, dir: t.TempDir()}
+	s.start()
+	t.Cleanup(s.kill)
+	return s
+}
+
+func (s *server) addr() string { return "127.0.0.1:" + strconv.Itoa(s.port) }
+
+func (s *server) start() {
+	s.t.Helper()
+	s.cmd = exec.Command("redis-server", "--port", strconv.Itoa(s.port), "--bind", "127.0.0.1",
+		"--dir", s.dir, "--save", "", "--appendonly", "yes", "--appendfsync", "always",
+		"--logfile", filepath.Join(s.dir, "redis.log"))
+	if err := s.cmd.Start(); err != nil {
+		s.t.Fatal(err)
+	}
+	c := redis.NewClient(&redis.Options{Addr: s.addr()})
+	defer c.Close()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		err := c.Ping(context.Background()).Err()
+		if err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			log, _ := os.ReadFile(filepath.Join(s.dir, "redis.log"))
+			s.t.Fatalf("redis-server on port %d does not answer: %v\n%s", s.port, err, log)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// kill stops the server with SIGKILL: no shutdown, no last write.
+func (s *server) kill() {
+	if s.cmd == nil {
+		return
+	}
+	s.cmd.Process.Kill()
+	s.cmd.Wait()
+	s.cmd = nil
+}
+
+func (s *server) signal(sig syscall.Signal) {
+	s.t.Helper()
+	if err := s.cmd.Process.Signal(sig); err != nil {
+		s.t.Fatal(err)
+	}
+}
+
+// saver saves turns of one conversation: each turn appends "turn N" to a
+// memory, in the request's batch, and saves.
+type saver struct {
+	s   *redisstore.Store
+	l   chat.Lease
+	st  *chat.ConversationState
+	mem string
+}
+
+func (v *saver) turn(ctx context.Context) error {
+	b := chat.NewBatch()
+	err := v.s.Memories().Apply(chat.WithBatch(ctx, b), v.mem, memory.Change{
+		Tail: []llms.MessageContent{llms.TextParts(llms.ChatMessageTypeHuman, fmt.Sprint("turn ", v.st.Version+1))},
+	})
+	if err != nil {
+		return err
+	}
+	v.st.Principal = fmt.Sprint("turn ", v.st.Version+1)
+	return v.s.Save(ctx, v.st, v.l, b)
+}
+
+// requireConsistent checks that the stored state and memory are those of
+// one and the same turn, at least turn min, and returns the state.
+func requireConsistent(t *testing.T, s *redisstore.Store, mem string, min uint64) *chat.ConversationState {
+	t.Helper()
+	st, err := s.Load(t.Context(), "c")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := s.Memories().Get(t.Context(), mem)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := fmt.Sprint("turn ", st.Version)
+	if st.Version < min || st.Principal != want || len(m) != int(st.Version) ||
+		m[len(m)-1].Parts[0].(llms.TextContent).Text != want {
+		t.Fatalf("state %q at version %d (at least %d expected), memory of %d messages ending %v",
+			st.Principal, st.Version, min, len(m), m[len(m)-1])
+	}
+	return st
+}
+
+// TestOutage stops the Redis of a conversation in the middle of it, twice:
+// frozen (SIGSTOP: requests time out) and killed (SIGKILL: connections are
+// refused) then started again. Each failed call returns an error that
+// names the operation and wraps the network error; no save is
+// half-written (the state and the memory are always of the same turn);
+// and the conversation goes on when Redis is back.
+func TestOutage(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts redis-server")
+	}
+	srv := startServer(t)
+	c := redis.NewClient(&redis.Options{Addr: srv.addr(), MaxRetries: -1,
+		DialTimeout: 500 * time.Millisecond, ReadTimeout: 300 * time.Millisecond, WriteTimeout: 300 * time.Millisecond})
+	defer c.Close()
+	s, err := redisstore.New(c, &redisstore.Options{TTL: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := t.Context()
+	l, err := s.Acquire(ctx, "c", "node-a", time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v := &saver{s: s, l: l, mem: "c#memory",
+		st: &chat.ConversationState{ID: "c", Scopes: []chat.ScopeState{{ID: "c", Memories: []string{"c#memory"}}}}}
+	for range 5 {
+		if err := v.turn(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	t.Run("Frozen", func(t *testing.T) {
+		srv.signal(syscall.SIGSTOP)
+		err := v.turn(ctx)
+		var ne net.Error
+		if !errors.As(err, &ne) || !ne.Timeout() || !strings.Contains(err.Error(), `redisstore: saving conversation "c"`) {
+			srv.signal(syscall.SIGCONT)
+			t.Fatalf("Save to a frozen Redis: %v, want a wrapped timeout", err)
+		}
+		if _, err := s.Load(ctx, "c"); !errors.As(err, &ne) || errors.Is(err, chat.ErrConversationNotFound) {
+			srv.signal(syscall.SIGCONT)
+			t.Fatalf("Load from a frozen Redis: %v, want a wrapped timeout", err)
+		}
+		srv.signal(syscall.SIGCONT)
+		// The save that timed out was sent: Redis may have run it after
+		// waking up, or not. Either way it ran whole or not at all, and the
+		// version tells which.
+		v.st = requireConsistent(t, s, v.mem, 5)
+		t.Logf("the save that timed out was applied: %v", v.st.Version == 6)
+		if err := v.turn(ctx); err != nil {
+			t.Fatalf("the turn after Redis woke up: %v", err)
+		}
+		requireConsistent(t, s, v.mem, v.st.Version)
+	})
+
+	t.Run("Killed", func(t *testing.T) {
+		// Save turns until Redis dies under them.
+		acked := make(chan uint64, 1000)
+		failed := make(chan error, 1)
+		go func() {
+			for {
+				if err := v.turn(ctx); err != nil {
+					failed <- err
+					return
+				}
+				acked <- v.st.Version
+			}
+		}()
+		start := v.st.Version
+		var last uint64
+		for last < start+20 {
+			last = <-acked
+		}
+		srv.kill()
+		err := <-failed
+		close(acked)
+		for n := range acked {
+			last = n
+		}
+		var ne net.Error
+		if !errors.As(err, &ne) && !errors.Is(err, io.EOF) || !strings.Contains(err.Error(), `redisstore: saving conversation "c"`) {
+			t.Fatalf("Save when Redis died: %v, want a wrapped network error", err)
+		}
+		t.Logf("Redis killed after turn %d: %v", last, err)
+		_, err = s.Acquire(ctx, "c", "node-a", time.Hour)
+		if !errors.As(err, &ne) || !strings.Contains(err.Error(), `redisstore: acquiring conversation "c"`) {
+			t.Fatalf("Acquire while Redis is down: %v", err)
+		}
+
+		srv.start()
+		st := requireConsistent(t, s, v.mem, last)
+		// The conversation goes on: the lease survived in the file, and
+		// renewing it keeps its token.
+		l, err := s.Acquire(ctx, "c", "node-a", time.Hour)
+		if err != nil || l.Token != v.l.Token {
+			t.Fatalf("Acquire after the restart: %+v, %v; want token %d", l, err, v.l.Token)
+		}
+		v.st = st
+		if err := v.turn(ctx); err != nil {
+			t.Fatalf("the turn after the restart: %v", err)
+		}
+		requireConsistent(t, s, v.mem, st.Version) // st is v.st: its Version is the new one
+	})
+}

@@ -1,0 +1,520 @@
+// Package redisstore is the conversation store for several servers: the
+// conversations and their chat memories in Redis (github.com/redis/go-redis/v9),
+// shared by every node. A [Store] is a chat.ConversationStore; its
+// [Store.Memories] is the memory.IncrementalStore of the conversations'
+// chat memories.
+//
+// # Round trips
+//
+// [Store.Save] is one Lua script call, so one round trip: it checks the
+// lease's fencing token and the version, applies the memory writes the
+// request staged in its [chat.Batch], deletes the memories the new state
+// no longer lists, writes the state and restarts the time to live of the
+// conversation's keys. A request's memory writes cost no round trip of
+// their own: they are staged in the batch as edits (drop so many messages,
+// add these), without reading the memory; only a change that drops
+// messages the request did not add itself reads the memory's length first,
+// once per memory and request. A turn is thus saved in one round trip, two
+// when it evicts messages from a full memory. (The first call of each
+// script on a Redis server costs one more: EVALSHA, then EVAL.)
+//
+// # Keys
+//
+// Every key starts with [Options.Prefix] (default "chatgen:"):
+//
+//	<prefix>conv:<id>     hash: "v" the version, "s" the state as JSON
+//	<prefix>mids:<id>     set: the memory ids the state lists
+//	<prefix>lease:<id>    hash: "o" the owner, "t" the fencing token, "e" the expiry (ms since 1970, Redis's clock)
+//	<prefix>fence:<id>    the counter fencing tokens are drawn from (INCR)
+//	<prefix>mem:<memory>  list: a memory's messages, one JSON object each
+//
+// The state's JSON records its format version ("format": 1); a state of a
+// format this package does not know is refused rather than misread. A
+// message is the JSON object memory.MarshalMessages writes for it.
+//
+// # Time to live
+//
+// With [Options.TTL] set, each save sets the expiry (PEXPIRE) of the
+// conversation's state, its memory id set and its memories to the TTL, so
+// they expire together when the conversation is idle. The lease and its
+// counter live at least as long. Memories that no saved conversation lists
+// (those written directly, outside a request of a durable conversation)
+// keep the expiry they have, none for new ones.
+//
+// # Redis Cluster
+//
+// A save touches a conversation's keys and its memories' keys in one
+// script, which Redis Cluster allows only within one hash slot. To use a
+// cluster, give the prefix a hash tag ("{chatgen}:"): all keys of the
+// store then live in one slot, and so on one shard.
+package redisstore
+
+import (
+	"context"
+	_ "embed"
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/chatscopes/chatgen/runtime/chat"
+	"github.com/chatscopes/chatgen/runtime/internal/durable"
+	"github.com/chatscopes/chatgen/runtime/memory"
+	"github.com/redis/go-redis/v9"
+	"github.com/tmc/langchaingo/llms"
+)
+
+// Options configure a [Store]. The zero value (or nil) is a store with the
+// prefix "chatgen:" whose conversations never expire.
+type Options struct {
+	// Prefix starts every key of the store; "" means "chatgen:". Stores
+	// with different prefixes share a Redis database without meeting.
+	Prefix string
+	// TTL is how long a conversation may go without a save before it
+	// expires with its memories; 0 means never. Redis counts it in
+	// milliseconds.
+	TTL time.Duration
+}
+
+// Store is a [chat.ConversationStore] in Redis, with the chat memories of
+// its conversations ([Store.Memories]). It is safe for concurrent use, by
+// the goroutines of one process and by the processes sharing the Redis.
+type Store struct {
+	c      redis.UniversalClient
+	prefix string
+	ttl    time.Duration
+	stage  durable.Stager
+}
+
+var _ chat.ConversationStore = (*Store)(nil)
+
+var (
+	//go:embed save.lua
+	saveSrc string
+	//go:embed acquire.lua
+	acquireSrc string
+	//go:embed release.lua
+	releaseSrc string
+	//go:embed delete.lua
+	deleteSrc string
+	//go:embed memupdate.lua
+	memUpdateSrc string
+	//go:embed memapply.lua
+	memApplySrc string
+
+	saveScript      = redis.NewScript(saveSrc)
+	acquireScript   = redis.NewScript(acquireSrc)
+	releaseScript   = redis.NewScript(releaseSrc)
+	deleteScript    = redis.NewScript(deleteSrc)
+	memUpdateScript = redis.NewScript(memUpdateSrc)
+	memApplyScript  = redis.NewScript(memApplySrc)
+)
+
+// New returns a store in the Redis that client reaches. It makes no call
+// to Redis.
+func New(client redis.UniversalClient, opts *Options) (*Store, error) {
+	var o Options
+	if opts != nil {
+		o = *opts
+	}
+	if client == nil {
+		return nil, errors.New("redisstore: nil client")
+	}
+	if o.TTL < 0 || o.TTL > 0 && o.TTL < time.Millisecond {
+		return nil, fmt.Errorf("redisstore: time to live %v is neither 0 nor at least a millisecond", o.TTL)
+	}
+	if o.Prefix == "" {
+		o.Prefix = "chatgen:"
+	}
+	return &Store{c: client, prefix: o.Prefix, ttl: o.TTL}, nil
+}
+
+// Prefix returns the prefix of the store's keys.
+func (s *Store) Prefix() string { return s.prefix }
+
+func (s *Store) key(kind, id string) string { return s.prefix + kind + ":" + id }
+
+func (s *Store) convKeys(id string) []string {
+	return []string{s.key("conv", id), s.key("mids", id), s.key("lease", id), s.key("fence", id)}
+}
+
+func (s *Store) memPrefix() string { return s.prefix + "mem:" }
+
+// Load implements [chat.ConversationStore]: one round trip.
+func (s *Store) Load(ctx context.Context, id string) (*chat.ConversationState, error) {
+	data, err := s.c.HGet(ctx, s.key("conv", id), "s").Bytes()
+	if errors.Is(err, redis.Nil) {
+		return nil, fmt.Errorf("redisstore: loading conversation %q: %w", id, chat.ErrConversationNotFound)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("redisstore: loading conversation %q: %w", id, describe(err))
+	}
+	st, err := durable.DecodeState(data)
+	if err != nil {
+		return nil, fmt.Errorf("redisstore: loading conversation %q: %w", id, err)
+	}
+	return st, nil
+}
+
+// Save implements [chat.ConversationStore]: one round trip (see the
+// package documentation).
+//
+// When Redis cannot be reached, or the connection fails during the call,
+// Save returns that error, and the save may or may not have happened (it
+// happened whole or not at all: the script is atomic). A Load tells which,
+// by the version.
+func (s *Store) Save(ctx context.Context, st *chat.ConversationState, lease chat.Lease, b *chat.Batch) error {
+	if st == nil || st.ID == "" {
+		return errors.New("redisstore: saving a conversation without an id")
+	}
+	next := st.Version + 1
+	data, err := durable.EncodeState(st, next)
+	if err != nil {
+		return fmt.Errorf("redisstore: %w", err)
+	}
+	mids := durable.MemoryIDs(st)
+	staged := 0
+	if b != nil {
+		staged = b.Len()
+	}
+	args := make([]any, 0, 9+len(mids)+6*staged)
+	args = append(args,
+		strconv.FormatUint(st.Version, 10), strconv.FormatUint(next, 10),
+		lease.Owner, strconv.FormatUint(lease.Token, 10),
+		s.ttl.Milliseconds(), data, s.memPrefix(), len(mids))
+	for _, m := range mids {
+		args = append(args, m)
+	}
+	if args, err = appendWrites(args, b); err != nil {
+		return fmt.Errorf("redisstore: saving conversation %q: %w", st.ID, err)
+	}
+	res, err := saveScript.Run(ctx, s.c, s.convKeys(st.ID), args...).Slice()
+	if err != nil {
+		return fmt.Errorf("redisstore: saving conversation %q: %w", st.ID, describe(err))
+	}
+	switch code(res) {
+	case 0:
+		st.Version = next
+		return nil
+	case 1:
+		stored := fmt.Sprint(res[1])
+		if stored == "0" {
+			return fmt.Errorf("%w: conversation %q is at version %d: %w", chat.ErrVersionConflict, st.ID, st.Version, chat.ErrConversationNotFound)
+		}
+		return fmt.Errorf("%w: conversation %q is at version %s, the save is from version %d", chat.ErrVersionConflict, st.ID, stored, st.Version)
+	case 2:
+		return fmt.Errorf("redisstore: saving conversation %q: %w: %q's lease with token %d is not the current one", st.ID, chat.ErrLeaseLost, lease.Owner, lease.Token)
+	case 3:
+		return fmt.Errorf("redisstore: saving conversation %q: %w: memory %q holds %v messages", st.ID, durable.ErrChanged, res[1], res[2])
+	}
+	return fmt.Errorf("redisstore: saving conversation %q: unexpected reply %v", st.ID, res)
+}
+
+// code returns the status code a script put first in its reply.
+func code(res []any) int64 {
+	if len(res) == 0 {
+		return -1
+	}
+	c, ok := res[0].(int64)
+	if !ok {
+		return -1
+	}
+	return c
+}
+
+// appendWrites appends to args the writes staged in b, in save.lua's
+// encoding.
+func appendWrites(args []any, b *chat.Batch) ([]any, error) {
+	if b == nil {
+		return append(args, 0), nil
+	}
+	countAt := len(args)
+	args = append(args, 0)
+	n := 0
+	var err error
+	b.All(func(id string, v []byte) {
+		n++
+		if v == nil {
+			args = append(args, id, "D")
+			return
+		}
+		st, e := durable.UnmarshalStaged(v)
+		if e != nil {
+			if err == nil {
+				err = fmt.Errorf("memory %q: %w", id, e)
+			}
+			return
+		}
+		if st.Replace {
+			args = append(args, id, "R", len(st.List))
+			args = appendElems(args, st.List)
+			return
+		}
+		args = append(args, id, "E", st.BaseLen, st.Drop, len(st.Head))
+		args = appendElems(args, st.Head)
+		args = append(args, len(st.Tail))
+		args = appendElems(args, st.Tail)
+	})
+	args[countAt] = n
+	return args, err
+}
+
+func appendElems(args []any, elems [][]byte) []any {
+	for _, e := range elems {
+		args = append(args, e)
+	}
+	return args
+}
+
+// Delete implements [chat.ConversationStore]: one round trip. The
+// conversation's token counter goes too, so the tokens of a conversation
+// id used again start over; a stale lease still matches no new one, since
+// a save compares owner and token.
+func (s *Store) Delete(ctx context.Context, id string) error {
+	if err := deleteScript.Run(ctx, s.c, s.convKeys(id), s.memPrefix()).Err(); err != nil {
+		return fmt.Errorf("redisstore: deleting conversation %q: %w", id, describe(err))
+	}
+	return nil
+}
+
+// Acquire implements [chat.ConversationStore]: one round trip. Lease
+// expiry is measured by the Redis server's clock, and the lease's Expires
+// is in that clock.
+func (s *Store) Acquire(ctx context.Context, id, owner string, ttl time.Duration) (chat.Lease, error) {
+	if ttl < time.Millisecond || owner == "" {
+		return chat.Lease{}, fmt.Errorf("redisstore: acquiring conversation %q: a lease needs an owner and a time to live of a millisecond or more (got %q, %v)", id, owner, ttl)
+	}
+	keys := []string{s.key("lease", id), s.key("fence", id)}
+	res, err := acquireScript.Run(ctx, s.c, keys, owner, ttl.Milliseconds(), s.ttl.Milliseconds()).Slice()
+	if err != nil {
+		return chat.Lease{}, fmt.Errorf("redisstore: acquiring conversation %q: %w", id, describe(err))
+	}
+	if len(res) != 3 {
+		return chat.Lease{}, fmt.Errorf("redisstore: acquiring conversation %q: unexpected reply %v", id, res)
+	}
+	exp, err := strconv.ParseInt(fmt.Sprint(res[2]), 10, 64)
+	if err != nil {
+		return chat.Lease{}, fmt.Errorf("redisstore: acquiring conversation %q: reply %v: %w", id, res, err)
+	}
+	if code(res) == 1 {
+		return chat.Lease{}, fmt.Errorf("redisstore: acquiring conversation %q: %w: %q holds it until %v",
+			id, chat.ErrLeaseHeld, res[1], time.UnixMilli(exp).Format(time.RFC3339Nano))
+	}
+	token, err := strconv.ParseUint(fmt.Sprint(res[1]), 10, 64)
+	if code(res) != 0 || err != nil {
+		return chat.Lease{}, fmt.Errorf("redisstore: acquiring conversation %q: unexpected reply %v", id, res)
+	}
+	return chat.Lease{Owner: owner, Token: token, Expires: time.UnixMilli(exp)}, nil
+}
+
+// Release implements [chat.ConversationStore]: one round trip.
+func (s *Store) Release(ctx context.Context, id string, lease chat.Lease) error {
+	err := releaseScript.Run(ctx, s.c, []string{s.key("lease", id)}, lease.Owner, strconv.FormatUint(lease.Token, 10)).Err()
+	if err != nil {
+		return fmt.Errorf("redisstore: releasing conversation %q: %w", id, describe(err))
+	}
+	return nil
+}
+
+// Memories is the memory.Store of the chat memories of a [Store]'s
+// conversations; [Store.Memories] returns it. (It is a value of its own
+// because chat.ConversationStore and memory.Store both have a Delete
+// method.) It is a [memory.IncrementalStore]: a change sends only the
+// messages it adds.
+//
+// A call whose context carries a [chat.Batch] (chat.WithBatch), as the
+// calls made in a request of a durable conversation do, stages its write
+// in the batch instead of writing, for [Store.Save] to commit with the
+// conversation's state, and reads see the batch's writes first. Other
+// calls write at once, one round trip each.
+type Memories struct{ s *Store }
+
+var _ memory.IncrementalStore = (*Memories)(nil)
+
+// Memories returns the memory store of the store's conversations.
+func (s *Store) Memories() *Memories { return &Memories{s} }
+
+// base reads the stored memories for the stager.
+type base struct{ s *Store }
+
+func (b base) StoredLen(ctx context.Context, id string) (int, error) {
+	n, err := b.s.c.LLen(ctx, b.s.memPrefix()+id).Result()
+	return int(n), err
+}
+
+func (b base) StoredElems(ctx context.Context, id string) ([][]byte, error) {
+	strs, err := b.s.c.LRange(ctx, b.s.memPrefix()+id, 0, -1).Result()
+	if err != nil || len(strs) == 0 {
+		return nil, err
+	}
+	elems := make([][]byte, len(strs))
+	for i, e := range strs {
+		elems[i] = []byte(e)
+	}
+	return elems, nil
+}
+
+// Get implements [memory.Store]: one round trip, none for a memory the
+// batch in ctx replaced.
+func (m *Memories) Get(ctx context.Context, id string) ([]llms.MessageContent, error) {
+	var elems [][]byte
+	var err error
+	if b := chat.BatchFrom(ctx); b != nil {
+		elems, err = m.s.stage.Get(ctx, b, base{m.s}, id)
+	} else {
+		elems, err = base{m.s}.StoredElems(ctx, id)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("redisstore: reading memory %q: %w", id, describe(err))
+	}
+	msgs, err := durable.DecodeMessages(elems)
+	if err != nil {
+		return nil, fmt.Errorf("redisstore: reading memory %q: %w", id, err)
+	}
+	return msgs, nil
+}
+
+// Update implements [memory.Store]. With a [chat.Batch] in ctx, the write is
+// staged in the batch, for [Store.Save] to commit.
+func (m *Memories) Update(ctx context.Context, id string, msgs []llms.MessageContent) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if id == "" {
+		return errors.New("redisstore: memory id is empty")
+	}
+	elems, err := durable.EncodeMessages(msgs)
+	if err != nil {
+		return fmt.Errorf("redisstore: updating memory %q: %w", id, err)
+	}
+	if b := chat.BatchFrom(ctx); b != nil {
+		m.s.stage.Update(b, id, elems)
+		return nil
+	}
+	if err := memUpdateScript.Run(ctx, m.s.c, []string{m.s.memPrefix() + id}, appendElems(nil, elems)...).Err(); err != nil {
+		return fmt.Errorf("redisstore: updating memory %q: %w", id, describe(err))
+	}
+	return nil
+}
+
+// Delete implements [memory.Store]. With a [chat.Batch] in ctx, the
+// deletion is staged in the batch, for [Store.Save] to commit.
+func (m *Memories) Delete(ctx context.Context, id string) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if b := chat.BatchFrom(ctx); b != nil {
+		m.s.stage.Delete(b, id)
+		return nil
+	}
+	if err := m.s.c.Del(ctx, m.s.memPrefix()+id).Err(); err != nil {
+		return fmt.Errorf("redisstore: deleting memory %q: %w", id, describe(err))
+	}
+	return nil
+}
+
+// Apply implements [memory.IncrementalStore]. With a [chat.Batch] in ctx,
+// the change is staged in the batch, for [Store.Save] to commit.
+func (m *Memories) Apply(ctx context.Context, id string, c memory.Change) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if id == "" {
+		return errors.New("redisstore: memory id is empty")
+	}
+	if c.Drop < 0 {
+		return fmt.Errorf("redisstore: memory: change of %q drops %d messages", id, c.Drop)
+	}
+	head, err := durable.EncodeMessages(c.Head)
+	if err != nil {
+		return fmt.Errorf("redisstore: changing memory %q: %w", id, err)
+	}
+	tail, err := durable.EncodeMessages(c.Tail)
+	if err != nil {
+		return fmt.Errorf("redisstore: changing memory %q: %w", id, err)
+	}
+	if b := chat.BatchFrom(ctx); b != nil {
+		if err := m.s.stage.Apply(ctx, b, base{m.s}, id, c.Drop, head, tail); err != nil {
+			return fmt.Errorf("redisstore: %w", err)
+		}
+		return nil
+	}
+	args := make([]any, 0, 2+len(head)+len(tail))
+	args = append(args, c.Drop, len(head))
+	args = appendElems(args, head)
+	args = appendElems(args, tail)
+	res, err := memApplyScript.Run(ctx, m.s.c, []string{m.s.memPrefix() + id}, args...).Slice()
+	if err != nil {
+		return fmt.Errorf("redisstore: changing memory %q: %w", id, describe(err))
+	}
+	if code(res) != 0 {
+		n := "?"
+		if len(res) > 1 {
+			n = fmt.Sprint(res[1])
+		}
+		return fmt.Errorf("redisstore: memory: change of %q drops %d of %s messages", id, c.Drop, n)
+	}
+	return nil
+}
+
+// IDs implements [memory.Store]: the ids of all memories under the store's
+// prefix, found with SCAN (on every master of a cluster), so in time
+// proportional to the size of the database. With a [chat.Batch] in ctx, it
+// lists them as the batch leaves them.
+func (m *Memories) IDs(ctx context.Context) ([]string, error) {
+	prefix := m.s.memPrefix()
+	pattern := globEscape(prefix) + "*"
+	var (
+		mu  sync.Mutex
+		ids []string
+	)
+	scan := func(ctx context.Context, c redis.UniversalClient) error {
+		it := c.Scan(ctx, 0, pattern, 1000).Iterator()
+		for it.Next(ctx) {
+			mu.Lock()
+			ids = append(ids, strings.TrimPrefix(it.Val(), prefix))
+			mu.Unlock()
+		}
+		return it.Err()
+	}
+	var err error
+	if cc, ok := m.s.c.(*redis.ClusterClient); ok {
+		err = cc.ForEachMaster(ctx, func(ctx context.Context, c *redis.Client) error { return scan(ctx, c) })
+	} else {
+		err = scan(ctx, m.s.c)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("redisstore: listing memories: %w", describe(err))
+	}
+	if b := chat.BatchFrom(ctx); b != nil {
+		if ids, err = m.s.stage.IDs(ctx, b, base{m.s}, ids); err != nil {
+			return nil, fmt.Errorf("redisstore: listing memories: %w", err)
+		}
+	}
+	return ids, nil
+}
+
+// describe adds to err, when it is the end of a connection, that the
+// connection to Redis closed: go-redis reports it as a bare EOF.
+func describe(err error) error {
+	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+		return fmt.Errorf("the connection to Redis closed: %w", err)
+	}
+	return err
+}
+
+// globEscape escapes the characters SCAN's MATCH pattern gives a meaning.
+func globEscape(s string) string {
+	var b strings.Builder
+	for _, r := range s {
+		switch r {
+		case '*', '?', '[', ']', '\\', '^', '-':
+			b.WriteByte('\\')
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}

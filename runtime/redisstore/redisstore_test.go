@@ -1,0 +1,337 @@
+package redisstore_test
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"net"
+	"os"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/chatscopes/chatgen/runtime/chat"
+	"github.com/chatscopes/chatgen/runtime/chat/conversationtest"
+	"github.com/chatscopes/chatgen/runtime/memory"
+	"github.com/chatscopes/chatgen/runtime/redisstore"
+	"github.com/redis/go-redis/v9"
+	"github.com/tmc/langchaingo/llms"
+)
+
+// turnMessages returns n messages of a typical turn, alternately the
+// user's and the AI's.
+func turnMessages(n int) []llms.MessageContent {
+	msgs := make([]llms.MessageContent, n)
+	for i := range msgs {
+		if i%2 == 0 {
+			msgs[i] = llms.TextParts(llms.ChatMessageTypeHuman, "Make the blade longer and give it a steel hilt, please.")
+		} else {
+			msgs[i] = llms.TextParts(llms.ChatMessageTypeAI, strings.Repeat("The blade is now 90 cm long, with a steel hilt. ", 6))
+		}
+	}
+	return msgs
+}
+
+// redisAddr is the Redis of the development and CI machines.
+const redisAddr = "127.0.0.1:6379"
+
+// client returns a client of the Redis at redisAddr. The test fails under
+// CI=true when that Redis is unreachable, and is skipped otherwise.
+func client(t testing.TB) *redis.Client {
+	t.Helper()
+	c := redis.NewClient(&redis.Options{Addr: redisAddr})
+	t.Cleanup(func() { c.Close() })
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	if err := c.Ping(ctx).Err(); err != nil {
+		msg := "Redis at " + redisAddr + " is unreachable (" + err.Error() + "); start it with " +
+			`redis-server --daemonize yes --bind 127.0.0.1 -::1 --port 6379 --save "" --appendonly no`
+		if os.Getenv("CI") == "true" {
+			t.Fatal(msg)
+		}
+		t.Skip(msg)
+	}
+	return c
+}
+
+// prefix returns a key prefix no other test uses, and deletes its keys
+// when the test ends.
+func prefix(t testing.TB, c redis.UniversalClient) string {
+	t.Helper()
+	var b [8]byte
+	rand.Read(b[:])
+	p := "chatgen-test:" + hex.EncodeToString(b[:]) + ":"
+	t.Cleanup(func() { deleteKeys(t, c, p) })
+	return p
+}
+
+func deleteKeys(t testing.TB, c redis.UniversalClient, prefix string) {
+	ctx := context.Background()
+	it := c.Scan(ctx, 0, prefix+"*", 1000).Iterator()
+	var keys []string
+	for it.Next(ctx) {
+		keys = append(keys, it.Val())
+	}
+	if err := it.Err(); err != nil {
+		t.Errorf("cleaning up %s*: %v", prefix, err)
+		return
+	}
+	if len(keys) > 0 {
+		if err := c.Del(ctx, keys...).Err(); err != nil {
+			t.Errorf("cleaning up %s*: %v", prefix, err)
+		}
+	}
+}
+
+func keys(t testing.TB, c redis.UniversalClient, prefix string) []string {
+	t.Helper()
+	ks, err := c.Keys(t.Context(), prefix+"*").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ks
+}
+
+func newStore(t testing.TB, c redis.UniversalClient, ttl time.Duration) *redisstore.Store {
+	t.Helper()
+	s, err := redisstore.New(c, &redisstore.Options{Prefix: prefix(t, c), TTL: ttl})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func pair(s *redisstore.Store) conversationtest.Store {
+	return conversationtest.Store{Conversations: s, Memories: s.Memories()}
+}
+
+func TestConformance(t *testing.T) {
+	c := client(t)
+	conversationtest.Run(t, func(t *testing.T) conversationtest.Store { return pair(newStore(t, c, time.Hour)) })
+}
+
+func TestConformanceNoTTL(t *testing.T) {
+	c := client(t)
+	conversationtest.Run(t, func(t *testing.T) conversationtest.Store { return pair(newStore(t, c, 0)) })
+}
+
+func TestExpiry(t *testing.T) {
+	c := client(t)
+	conversationtest.RunExpiry(t, func(t *testing.T, ttl time.Duration) conversationtest.Store {
+		return pair(newStore(t, c, ttl))
+	})
+}
+
+// TestTTLs checks the expiry of every key of a saved conversation.
+func TestTTLs(t *testing.T) {
+	c := client(t)
+	ctx := t.Context()
+	s := newStore(t, c, time.Hour)
+	l, err := s.Acquire(ctx, "c", "node", time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := conversationtest.State("c")
+	b := chat.NewBatch()
+	for _, sc := range st.Scopes {
+		if err := s.Memories().Update(chat.WithBatch(ctx, b), sc.Memories[0], turnMessages(2)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.Save(ctx, st, l, b); err != nil {
+		t.Fatal(err)
+	}
+	ks := keys(t, c, s.Prefix())
+	if len(ks) != 6 { // conv, mids, lease, fence, two memories
+		t.Fatalf("keys %q, want 6", ks)
+	}
+	for _, k := range ks {
+		ttl, err := c.PTTL(ctx, k).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ttl <= 50*time.Minute || ttl > time.Hour {
+			t.Errorf("%s expires in %v, want about an hour", k, ttl)
+		}
+	}
+	if err := s.Delete(ctx, "c"); err != nil {
+		t.Fatal(err)
+	}
+	if ks := keys(t, c, s.Prefix()); len(ks) != 0 {
+		t.Fatalf("keys after Delete: %q", ks)
+	}
+}
+
+// counter is a redis.Hook that counts round trips: commands and
+// pipelines sent.
+type counter struct{ n atomic.Int64 }
+
+func (c *counter) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (c *counter) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		c.n.Add(1)
+		return next(ctx, cmd)
+	}
+}
+
+func (c *counter) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		c.n.Add(1)
+		return next(ctx, cmds)
+	}
+}
+
+// TestRoundTripsPerTurn counts the round trips of turns as the runtime
+// makes them: a memory that gets the user's message and the AI's answer
+// (and, once full, evicts the oldest messages), staged in the request's
+// batch, then the save.
+func TestRoundTripsPerTurn(t *testing.T) {
+	c := client(t)
+	var cnt counter
+	c.AddHook(&cnt)
+	ctx := t.Context()
+	s := newStore(t, c, time.Hour)
+	l, err := s.Acquire(ctx, "c", "node", time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := conversationtest.State("c")
+	mem := st.Scopes[1].Memories[0]
+	mw, err := memory.Window(10).New(ctx, s.Memories(), mem)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := mw.Add(ctx, llms.TextParts(llms.ChatMessageTypeSystem, "You build weapons.")); err != nil {
+		t.Fatal(err)
+	}
+	turn := func() int64 {
+		b := chat.NewBatch()
+		bctx := chat.WithBatch(ctx, b)
+		before := cnt.n.Load()
+		if err := mw.Add(bctx, turnMessages(2)...); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Save(ctx, st, l, b); err != nil {
+			t.Fatal(err)
+		}
+		return cnt.n.Load() - before
+	}
+	turn() // loads the scripts into Redis: EVALSHA fails, EVAL runs
+	// The window holds 10 messages: the system message and 2 per turn.
+	for i := range 3 {
+		if n := turn(); n != 1 {
+			t.Fatalf("turn %d, memory not full: %d round trips, want 1", i, n)
+		}
+	}
+	// Now the window is full: each turn evicts two messages, which reads
+	// the memory's length first.
+	for i := range 4 {
+		if n := turn(); n != 2 {
+			t.Fatalf("turn %d, evicting: %d round trips, want 2", i, n)
+		}
+	}
+	got, err := s.Memories().Get(ctx, mem)
+	if err != nil || len(got) != 10 {
+		t.Fatalf("memory after the turns: %d messages, %v", len(got), err)
+	}
+	loads := cnt.n.Load()
+	if _, err := s.Load(ctx, "c"); err != nil {
+		t.Fatal(err)
+	}
+	if n := cnt.n.Load() - loads; n != 1 {
+		t.Fatalf("Load: %d round trips, want 1", n)
+	}
+}
+
+// TestHashTagPrefix shows the store's keys all in one slot when the prefix
+// carries a hash tag, which is what a Redis Cluster needs.
+func TestHashTagPrefix(t *testing.T) {
+	c := client(t)
+	ctx := t.Context()
+	p := "{" + strings.TrimSuffix(prefix(t, c), ":") + "}:"
+	t.Cleanup(func() { deleteKeys(t, c, p) })
+	s, err := redisstore.New(c, &redisstore.Options{Prefix: p, TTL: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := s.Acquire(ctx, "c", "node", time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := conversationtest.State("c")
+	b := chat.NewBatch()
+	if err := s.Memories().Update(chat.WithBatch(ctx, b), st.Scopes[0].Memories[0], turnMessages(2)); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Save(ctx, st, l, b); err != nil {
+		t.Fatal(err)
+	}
+	slots := map[int64]bool{}
+	for _, k := range keys(t, c, globEscape(p)) {
+		slot, err := c.ClusterKeySlot(ctx, k).Result()
+		if err != nil {
+			t.Skipf("CLUSTER KEYSLOT: %v", err)
+		}
+		slots[slot] = true
+	}
+	if len(slots) != 1 {
+		t.Fatalf("keys in %d slots, want 1", len(slots))
+	}
+}
+
+func globEscape(s string) string {
+	r := strings.NewReplacer("[", `\[`, "]", `\]`, "*", `\*`, "?", `\?`)
+	return r.Replace(s)
+}
+
+func TestNewErrors(t *testing.T) {
+	if _, err := redisstore.New(nil, nil); err == nil {
+		t.Error("New(nil) succeeded")
+	}
+	c := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"})
+	defer c.Close()
+	for _, ttl := range []time.Duration{-time.Second, time.Microsecond} {
+		if _, err := redisstore.New(c, &redisstore.Options{TTL: ttl}); err == nil {
+			t.Errorf("New with TTL %v succeeded", ttl)
+		}
+	}
+}
+
+// TestUnreachable shows the errors of a store whose Redis is not there:
+// each names the operation and wraps the network error.
+func TestUnreachable(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close() // nothing listens there now
+	c := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1, DialTimeout: time.Second})
+	defer c.Close()
+	s, err := redisstore.New(c, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := t.Context()
+	var opErr *net.OpError
+	_, err = s.Load(ctx, "c")
+	if !errors.As(err, &opErr) || !strings.Contains(err.Error(), `redisstore: loading conversation "c"`) {
+		t.Errorf("Load: %v", err)
+	}
+	if errors.Is(err, chat.ErrConversationNotFound) {
+		t.Errorf("Load of an unreachable store reports the conversation not found: %v", err)
+	}
+	err = s.Save(ctx, conversationtest.State("c"), chat.Lease{Owner: "n", Token: 1}, nil)
+	if !errors.As(err, &opErr) || !strings.Contains(err.Error(), `redisstore: saving conversation "c"`) {
+		t.Errorf("Save: %v", err)
+	}
+	if _, err := s.Acquire(ctx, "c", "n", time.Second); !errors.As(err, &opErr) {
+		t.Errorf("Acquire: %v", err)
+	}
+	if _, err := s.Memories().Get(ctx, "m"); !errors.As(err, &opErr) {
+		t.Errorf("memory Get: %v", err)
+	}
+}
