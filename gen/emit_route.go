@@ -16,6 +16,9 @@ func (e *emitter) nameFuncs() {
 	for _, c := range e.m.catches {
 		e.catchFuncs = append(e.catchFuncs, e.topName("chatCatch"+upperFirst(c.fn.Name())))
 	}
+	if e.manifest = e.m.manifest(); e.manifest != nil {
+		e.manifestFn = e.topName("chatManifest")
+	}
 }
 
 // routes returns the statements of Register that add the routes and error
