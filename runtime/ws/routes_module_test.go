@@ -306,3 +306,17 @@ func TestGeneratedAssets(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkRoutesModule measures what a server does once, on the first
+// request for the routes module: merge the manifest and write the module
+// and its declarations (the test router: internal/e2e's typed routes and
+// the hand-registered ones).
+func BenchmarkRoutesModule(b *testing.B) {
+	router, _ := newTestRouter(b)
+	b.ReportAllocs()
+	for b.Loop() {
+		m := router.Manifest()
+		_ = routesModule(m, "./chatscopes.mjs", "../routes")
+		_ = routesDeclarations(m)
+	}
+}
