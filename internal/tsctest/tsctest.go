@@ -85,7 +85,9 @@ func Compiler(t testing.TB) string {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, npm, "ci", "--ignore-scripts", "--no-audit", "--no-fund", "--prefer-offline")
+	// Few retries: offline, the test is skipped in seconds, not minutes.
+	cmd := exec.CommandContext(ctx, npm, "ci", "--ignore-scripts", "--no-audit", "--no-fund", "--prefer-offline",
+		"--fetch-retries=1", "--fetch-retry-mintimeout=1000", "--fetch-retry-maxtimeout=5000")
 	cmd.Dir = tmp
 	out, err := cmd.CombinedOutput()
 	if err != nil {
