@@ -30,6 +30,10 @@ type emitter struct {
 	// routeFuncs and catchFuncs name the generated functions of the
 	// routes and error handlers, in the model's order.
 	routeFuncs, catchFuncs []string
+	// manifest is the package's route manifest (nil without routes) and
+	// manifestFn the name of the function returning it.
+	manifest   *manifestModel
+	manifestFn string
 }
 
 // emit renders the package's output, formatted like goimports.
@@ -66,6 +70,7 @@ func emit(m *pkgModel) ([]byte, error) {
 	e.deps()
 	e.register()
 	e.routeFuncsAndCatches()
+	e.manifestFunc()
 	for _, b := range m.beans {
 		e.bean(b)
 	}
@@ -204,6 +209,9 @@ func (e *emitter) register() {
 	}
 	body = append(body, e.aiRegister()...)
 	body = append(body, e.routes()...)
+	if e.manifest != nil {
+		body = append(body, jen.Id("p").Dot("Describe").Call(jen.Id(e.manifestFn).Call()))
+	}
 	for _, b := range e.m.beans {
 		if b.ctor == nil || len(b.ctor.deps) == 0 {
 			continue

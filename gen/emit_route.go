@@ -21,6 +21,9 @@ func (e *emitter) nameFuncs() {
 			am.varName = e.topName("chatMethod" + s.bean.obj.Name() + am.fn.Name())
 		}
 	}
+	if e.manifest = e.m.manifest(); e.manifest != nil {
+		e.manifestFn = e.topName("chatManifest")
+	}
 }
 
 // routes returns the statements of Register that add the routes and error

@@ -104,6 +104,7 @@ func Register(deps Deps) *chat.Package {
 	p.AddRoute(chat.RouteSpec{Name: "enchant", Handle: chatRouteEnchant})
 	p.AddRoute(chat.RouteSpec{Name: "menu", Default: true, Handle: chatRouteMenu})
 	p.AddRoute(chat.RouteSpec{Name: "weapon", Handle: chatRouteWeapon})
+	p.Describe(chatManifest())
 	chat.Provide(p, chatBeanAnvil, func(context.Context) (*Anvil, error) {
 		return NewAnvil(deps.Armory), nil
 	})
@@ -167,6 +168,72 @@ func chatRouteWeapon(ctx context.Context, req *chat.RouteRequest) error {
 		return err
 	}
 	return res.SendText(ctx, markdown.Message)
+}
+
+// chatManifest describes the routes of this package to clients: the request
+// data each route takes and the events it sends, with their JSON Schemas.
+// Register hands it to chat.Package.Describe; runtime/ws serves it to
+// browsers as a typed module.
+func chatManifest() *chat.Manifest {
+	return &chat.Manifest{
+		Routes: []chat.RouteInfo{
+			{
+				Name: "armor",
+				Params: []chat.ParamInfo{
+					{Name: "userMessage", Schema: `{"type":"string"}`},
+				},
+				Events: []chat.EventInfo{
+					{Type: "Message", Schema: `{"type":"string"}`},
+					{Type: "armor", Schema: `{"$ref":"#/$defs/Armor"}`},
+				},
+			},
+			{
+				Name: "enchant",
+				Params: []chat.ParamInfo{
+					{Name: "userMessage", Schema: `{"type":"string"}`},
+				},
+				Events: []chat.EventInfo{
+					{Type: "Message", Schema: `{"type":"string"}`},
+					{Type: "Object", Schema: `{"$ref":"#/$defs/Enchantment"}`},
+				},
+			},
+			{
+				Name:      "menu",
+				Streaming: true,
+				Params: []chat.ParamInfo{
+					{Name: "userMessage", Schema: `{"type":"string"}`},
+				},
+				Events: []chat.EventInfo{
+					{Type: "Stream", Schema: `{"type":"string"}`},
+				},
+			},
+			{
+				Name: "weapon",
+				Params: []chat.ParamInfo{
+					{Name: "userMessage", Schema: `{"type":"string"}`},
+				},
+				Events: []chat.EventInfo{
+					{Type: "Message", Schema: `{"type":"string"}`},
+					{Type: "weapon", Schema: `{"$ref":"#/$defs/Weapon"}`},
+				},
+			},
+		},
+		Events: []chat.EventInfo{
+			{Type: "weapon", Schema: `{"$ref":"#/$defs/Weapon"}`},
+			{Type: "armor", Schema: `{"$ref":"#/$defs/Armor"}`},
+			{Type: "conversation", Schema: `{"$ref":"#/$defs/Conversation"}`},
+			{Type: "inventory", Schema: `{"$ref":"#/$defs/Inventory"}`},
+		},
+		Types: []chat.TypeInfo{
+			{Name: "Armor", Schema: `{"type":"object","properties":{"piece":{"type":"string"},"material":{"type":"string"},"saved":{"type":"boolean"}},"required":["piece","material","saved"],"description":"Armor is a piece of armour."}`},
+			{Name: "Conversation", Schema: `{"type":"object","properties":{"name":{"type":"string"},"depth":{"type":"integer"}},"required":["name","depth"],"description":"Conversation tells the page which conversation the user is in."}`},
+			{Name: "Element", Schema: `{"type":"string","enum":["fire","frost","lightning"],"description":"Element is the element of an enchantment."}`},
+			{Name: "Enchantment", Schema: `{"type":"object","properties":{"element":{"$ref":"#/$defs/Element","description":"Element of the enchantment."},"power":{"type":"integer","description":"Power from 1 to 10."}},"required":["element","power"],"description":"Enchantment is magic bound to a weapon."}`},
+			{Name: "Inventory", Schema: `{"type":"object","properties":{"weapons":{"anyOf":[{"type":"array","items":{"$ref":"#/$defs/Weapon"}},{"type":"null"}]},"armor":{"anyOf":[{"type":"array","items":{"$ref":"#/$defs/Armor"}},{"type":"null"}]},"latest":{"type":"string","description":"Latest names the item just saved, when a builder sends the inventory on finishing one; \"\" when the player asked for the list."}},"required":["weapons","armor"],"description":"Inventory is what the player has built."}`},
+			{Name: "Kind", Schema: `{"type":"string","enum":["sword","axe","bow","dagger","staff"],"description":"Kind is a kind of weapon."}`},
+			{Name: "Weapon", Schema: `{"type":"object","properties":{"name":{"type":"string"},"kind":{"$ref":"#/$defs/Kind"},"damage":{"type":"integer"},"enchantment":{"$ref":"#/$defs/Enchantment"},"saved":{"type":"boolean"}},"required":["name","kind","damage","saved"],"description":"Weapon is the weapon being built: the web page shows it as a card."}`},
+		},
+	}
 }
 
 // chatBeanArmorBuilder describes the scoped type ArmorBuilder: one instance

@@ -5,6 +5,7 @@ package e2e
 import (
 	"context"
 	"iter"
+	"time"
 
 	"github.com/chatscopes/chatgen/runtime/chat"
 )
@@ -15,6 +16,7 @@ const _ = chat.SupportPackageIsVersion1
 // Compile-time assertions: a compiler error here means the annotated source
 // changed since this file was generated. Re-run go generate.
 func _() {
+	var _ func([]Line, *Customer, time.Time, bool, float64, map[string][]int) (*Receipt, error) = Order
 	var _ func(string) string = Echo
 	var _ func(int, string) map[string]any = Count
 	var _ func(string) iter.Seq2[string, error] = Stream
@@ -32,6 +34,7 @@ func _() {
 // or to chat.WithPackages to use the beans without a router.
 func Register() *chat.Package {
 	p := chat.NewPackage("github.com/chatscopes/chatgen/internal/e2e")
+	p.AddRoute(chat.RouteSpec{Name: "order", Handle: chatRouteOrder})
 	p.AddRoute(chat.RouteSpec{Name: "menu", Default: true, Handle: chatRouteMenu})
 	p.AddRoute(chat.RouteSpec{Name: "builder", Handle: chatRouteBuilder})
 	p.AddRoute(chat.RouteSpec{Name: "echo", Handle: chatRouteEcho})
@@ -42,7 +45,44 @@ func Register() *chat.Package {
 	p.AddRoute(chat.RouteSpec{Name: "admin", Roles: []string{"admin"}, Handle: chatRouteAdmin})
 	p.AddRoute(chat.RouteSpec{Name: "bye", Handle: chatRouteBye})
 	p.AddCatch(chat.CatchSpec{Route: "shop", Type: "*StockError", Handle: chatCatchOnStock})
+	p.Describe(chatManifest())
 	return p
+}
+
+// chatRouteOrder runs the route order: it calls Order.
+func chatRouteOrder(ctx context.Context, req *chat.RouteRequest) error {
+	var lines []Line
+	if err := req.Decode("lines", &lines); err != nil {
+		return err
+	}
+	var customer *Customer
+	if err := req.Decode("customer", &customer); err != nil {
+		return err
+	}
+	var due time.Time
+	if err := req.Decode("due", &due); err != nil {
+		return err
+	}
+	var gift bool
+	if err := req.Decode("gift", &gift); err != nil {
+		return err
+	}
+	var rate float64
+	if err := req.Decode("rate", &rate); err != nil {
+		return err
+	}
+	var notes map[string][]int
+	if err := req.Decode("notes", &notes); err != nil {
+		return err
+	}
+	res, err := Order(lines, customer, due, gift, rate, notes)
+	if err != nil {
+		return err
+	}
+	if res == nil {
+		return nil
+	}
+	return chat.SendValue(ctx, res)
 }
 
 // chatRouteMenu runs the route menu: it calls Menu.Chat.
@@ -143,6 +183,115 @@ func chatCatchOnStock(ctx context.Context, err error) (bool, error) {
 	return true, OnStock(ctx, target)
 }
 
+// chatManifest describes the routes of this package to clients: the request
+// data each route takes and the events it sends, with their JSON Schemas.
+// Register hands it to chat.Package.Describe; runtime/ws serves it to
+// browsers as a typed module.
+func chatManifest() *chat.Manifest {
+	return &chat.Manifest{
+		Routes: []chat.RouteInfo{
+			{
+				Name: "order",
+				Params: []chat.ParamInfo{
+					{Name: "lines", Schema: `{"anyOf":[{"type":"array","items":{"$ref":"#/$defs/Line"}},{"type":"null"}]}`},
+					{Name: "customer", Schema: `{"anyOf":[{"$ref":"#/$defs/Customer"},{"type":"null"}]}`},
+					{Name: "due", Schema: `{"type":"string","format":"date-time"}`},
+					{Name: "gift", Schema: `{"type":"boolean"}`},
+					{Name: "rate", Schema: `{"type":"number"}`},
+					{Name: "notes", Schema: `{"anyOf":[{"type":"object","additionalProperties":{"anyOf":[{"type":"array","items":{"type":"integer"}},{"type":"null"}]}},{"type":"null"}]}`},
+				},
+				Events: []chat.EventInfo{
+					{Type: "receipt", Schema: `{"$ref":"#/$defs/Receipt"}`},
+				},
+			},
+			{
+				Name: "menu",
+				Params: []chat.ParamInfo{
+					{Name: "userMessage", Schema: `{"type":"string"}`},
+				},
+				Events: []chat.EventInfo{
+					{Type: "Message", Schema: `{"type":"string"}`},
+				},
+			},
+			{
+				Name: "builder",
+				Params: []chat.ParamInfo{
+					{Name: "userMessage", Schema: `{"type":"string"}`},
+					{Name: "damage", Schema: `{"type":"integer"}`},
+				},
+				Events: []chat.EventInfo{
+					{Type: "weapon", Schema: `{"$ref":"#/$defs/Weapon"}`},
+				},
+			},
+			{
+				Name: "echo",
+				Params: []chat.ParamInfo{
+					{Name: "userMessage", Schema: `{"type":"string"}`},
+				},
+				Events: []chat.EventInfo{
+					{Type: "Message", Schema: `{"type":"string"}`},
+				},
+			},
+			{
+				Name: "count",
+				Params: []chat.ParamInfo{
+					{Name: "count", Schema: `{"type":"integer"}`},
+					{Name: "label", Schema: `{"type":"string"}`},
+				},
+				Events: []chat.EventInfo{
+					{Type: "Object", Schema: `{"type":"object","additionalProperties":{}}`},
+				},
+			},
+			{
+				Name:      "stream",
+				Streaming: true,
+				Params: []chat.ParamInfo{
+					{Name: "userMessage", Schema: `{"type":"string"}`},
+				},
+				Events: []chat.EventInfo{
+					{Type: "Stream", Schema: `{"type":"string"}`},
+				},
+			},
+			{
+				Name: "panic",
+				Params: []chat.ParamInfo{
+					{Name: "userMessage", Schema: `{"type":"string"}`},
+				},
+				Events: []chat.EventInfo{
+					{Type: "Message", Schema: `{"type":"string"}`},
+				},
+			},
+			{
+				Name: "shop",
+				Params: []chat.ParamInfo{
+					{Name: "userMessage", Schema: `{"type":"string"}`},
+				},
+				Events: []chat.EventInfo{
+					{Type: "Message", Schema: `{"type":"string"}`},
+				},
+			},
+			{
+				Name: "admin",
+				Events: []chat.EventInfo{
+					{Type: "Message", Schema: `{"type":"string"}`},
+				},
+			},
+			{Name: "bye"},
+		},
+		Events: []chat.EventInfo{
+			{Type: "receipt", Schema: `{"$ref":"#/$defs/Receipt"}`},
+			{Type: "weapon", Schema: `{"$ref":"#/$defs/Weapon"}`},
+		},
+		Types: []chat.TypeInfo{
+			{Name: "Customer", Schema: `{"type":"object","properties":{"name":{"type":"string"},"street":{"type":"string"},"city":{"type":"string"},"tags":{"anyOf":[{"type":"array","items":{"type":"string"}},{"type":"null"}]},"extras":{"type":"object","additionalProperties":{"type":"string"}}},"required":["name","tags"],"description":"Customer is who orders; Address fields are promoted."}`},
+			{Name: "Line", Schema: `{"type":"object","properties":{"item":{"type":"string","description":"Item is what is ordered."},"quantity":{"type":"integer"},"size":{"$ref":"#/$defs/Size"},"price":{"type":"string","description":"Price is in cents, sent as a string."}},"required":["item","quantity","price"],"description":"Line is one line of an order."}`},
+			{Name: "Receipt", Schema: `{"type":"object","properties":{"lines":{"anyOf":[{"type":"array","items":{"$ref":"#/$defs/Line"}},{"type":"null"}]},"total":{"type":"number"},"customer":{"anyOf":[{"$ref":"#/$defs/Customer"},{"type":"null"}]},"at":{"type":"string","format":"date-time"},"gift":{"type":"boolean"},"note":{"type":"string"},"Counts":{"anyOf":[{"type":"object","additionalProperties":{"type":"integer"}},{"type":"null"}]}},"required":["lines","total","customer","at","Counts"],"description":"Receipt answers an order."}`},
+			{Name: "Size", Schema: `{"type":"string","enum":["small","large"],"description":"Size is the size of an order line."}`},
+			{Name: "Weapon", Schema: `{"type":"object","properties":{"name":{"type":"string"},"damage":{"type":"integer"}},"required":["name","damage"],"description":"Weapon is what the builder builds."}`},
+		},
+	}
+}
+
 // chatBeanMenu describes the scoped type Menu: one instance per chat scope,
 // inherited by nested scopes.
 var chatBeanMenu = chat.NewBean[*Menu]("github.com/chatscopes/chatgen/internal/e2e.Menu", chat.KindChat, func(context.Context) (*Menu, error) {
@@ -197,6 +346,12 @@ func (BuilderProxy) Build(ctx context.Context, message string, damage int) (*Wea
 		return nil, err
 	}
 	return builder.Build(ctx, message, damage)
+}
+
+// ChatEventType returns "receipt": Receipt values are sent as events of that
+// type (//chat:event).
+func (Receipt) ChatEventType() string {
+	return "receipt"
 }
 
 // ChatEventType returns "weapon": Weapon values are sent as events of that

@@ -35,8 +35,9 @@
 // # For generated code
 //
 // chatgen's output registers a package with [NewPackage],
-// [Package.AddRoute] ([RouteSpec]), [Package.AddCatch] ([CatchSpec]) and
-// [Package.AddCheck] (what [NewRouter] must refuse);
+// [Package.AddRoute] ([RouteSpec]), [Package.AddCatch] ([CatchSpec]),
+// [Package.AddCheck] (what [NewRouter] must refuse) and
+// [Package.Describe] (the [Manifest] of its routes, for clients);
 // declares beans with [NewBean] and binds their dependencies with
 // [Provide]; reaches them with [Lookup] and [MustLookup], around
 // [BeginInvocation] for invocation-scoped beans; sends route results with
@@ -55,6 +56,8 @@
 // starts sessions with [NewSessionBuilder], turns received data into
 // events with [NewWireEvent], delivers them with [Handlers.Dispatch], and
 // ends asynchronous requests with [NewCall] and [Call.Finish].
+// [Router.Manifest] describes the routes to clients (runtime/ws serves it
+// to browsers as a typed module).
 //
 // # Concurrency
 //

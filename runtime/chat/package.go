@@ -12,6 +12,7 @@ type Package struct {
 	routes    []RouteSpec
 	catches   []CatchSpec
 	checks    []func() error
+	manifest  *Manifest // see Describe
 }
 
 type provider struct {

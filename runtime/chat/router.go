@@ -24,6 +24,7 @@ type Router struct {
 	providers providerMap
 	logger    *slog.Logger
 	observer  Observer // nil for none
+	pkgs      []*Package
 
 	conversations atomic.Int64
 	scopes        atomic.Int64
@@ -89,6 +90,7 @@ func NewRouter(opts *RouterOptions, pkgs ...*Package) (*Router, error) {
 		concreteFirst(cs)
 	}
 	r.providers = mergeProviders(nil, pkgs)
+	r.pkgs = slices.Clone(pkgs)
 	return r, nil
 }
 

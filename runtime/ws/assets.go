@@ -6,7 +6,10 @@ import (
 	_ "embed"
 	"encoding/hex"
 	"net/http"
+	"sync"
 	"time"
+
+	"github.com/chatscopes/chatgen/runtime/chat"
 )
 
 // The JavaScript client, written by hand. chatscopes.mjs is the source;
@@ -19,7 +22,18 @@ var (
 	scriptSource []byte
 	//go:embed js/chatscopes.d.ts
 	typesSource []byte
+	//go:embed js/importmap.js
+	importMapSource []byte
 )
+
+// scriptModuleSource is what ScriptPath serves to a module script: newer
+// Quarkus versions serve chatscopes.js as an ES module. It re-exports
+// chatscopes.mjs, so that every module of a page shares one client.
+var scriptModuleSource = []byte(`// The chat scopes client as an ES module, for pages that import
+// /_chat/javascript/chatscopes.js as newer Quarkus versions serve it: the
+// same module as chatscopes.mjs. A classic <script> gets the classic script.
+export * from "./chatscopes.mjs";
+`)
 
 type asset struct {
 	name, contentType string
@@ -32,38 +46,82 @@ func newAsset(name, contentType string, body []byte) asset {
 	return asset{name: name, contentType: contentType, body: body, etag: `"` + hex.EncodeToString(sum[:12]) + `"`}
 }
 
-// assets are the files of the JavaScript client, by kind.
-type assets [3]asset
-
+// assetKind names a file the server serves.
 type assetKind int
 
 const (
-	assetScript assetKind = iota
-	assetModule
-	assetTypes
+	assetScript       assetKind = iota // chatscopes.js as a classic script
+	assetScriptModule                  // chatscopes.js as an ES module
+	assetModule                        // chatscopes.mjs
+	assetTypes                         // chatscopes.d.ts
+	assetImportMap                     // the import map script
+	assetRoutes                        // routes.mjs, generated
+	assetRoutesTypes                   // routes.d.ts, generated
+	assetQuarkusAPI                    // routes.mjs at Quarkus' URL, generated
+	numAssets
 )
 
-func newAssets() *assets {
-	return &assets{
-		assetScript: newAsset("chatscopes.js", "text/javascript; charset=utf-8", scriptSource),
-		assetModule: newAsset("chatscopes.mjs", "text/javascript; charset=utf-8", moduleSource),
-		assetTypes:  newAsset("chatscopes.d.ts", "application/typescript; charset=utf-8", typesSource),
-	}
+const (
+	jsType = "text/javascript; charset=utf-8"
+	tsType = "application/typescript; charset=utf-8"
+)
+
+// assets are the files of the JavaScript client and of the routes
+// module. Those made from the router's manifest are made on first use.
+type assets struct {
+	router *chat.Router
+	once   sync.Once
+	files  [numAssets]asset
 }
 
-// serveAsset serves one file of the JavaScript client, with an ETag so
-// browsers revalidate cheaply.
-func (as *assets) serve(w http.ResponseWriter, r *http.Request, k assetKind) {
+func newAssets(router *chat.Router) *assets {
+	as := &assets{router: router}
+	as.files[assetScript] = newAsset("chatscopes.js", jsType, scriptSource)
+	as.files[assetScriptModule] = newAsset("chatscopes.js", jsType, scriptModuleSource)
+	as.files[assetModule] = newAsset("chatscopes.mjs", jsType, moduleSource)
+	as.files[assetTypes] = newAsset("chatscopes.d.ts", tsType, typesSource)
+	as.files[assetImportMap] = newAsset("generated_importmap.js", jsType, importMapSource)
+	return as
+}
+
+// get returns the file of kind k, making the generated ones on first use.
+func (as *assets) get(k assetKind) *asset {
+	if k >= assetRoutes {
+		as.once.Do(func() {
+			m := as.router.Manifest()
+			as.files[assetRoutes] = newAsset("routes.mjs", jsType, routesModule(m, "./chatscopes.mjs", "../routes"))
+			as.files[assetRoutesTypes] = newAsset("routes.d.ts", tsType, routesDeclarations(m))
+			as.files[assetQuarkusAPI] = newAsset("chatscopes-api.js", jsType, routesModule(m, "../../_chat/javascript/chatscopes.mjs", "../../_chat/routes"))
+		})
+	}
+	return &as.files[k]
+}
+
+// wantsModule reports whether a request for ScriptPath comes from a module
+// script (or import): browsers fetch those in CORS mode, and classic
+// scripts in no-cors mode (Sec-Fetch-Mode). A fetch() (destination
+// "empty") and a client that sends no Sec-Fetch headers get the classic
+// script.
+func wantsModule(r *http.Request) bool {
+	return r.Header.Get("Sec-Fetch-Mode") == "cors" && r.Header.Get("Sec-Fetch-Dest") != "empty"
+}
+
+// serve serves one file, with an ETag so browsers revalidate cheaply.
+// vary names the request headers the choice of the file depends on.
+func (as *assets) serve(w http.ResponseWriter, r *http.Request, k assetKind, vary string) {
 	if r.Method != http.MethodGet && r.Method != http.MethodHead {
 		w.Header().Set("Allow", "GET, HEAD")
 		http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
 		return
 	}
-	a := &as[k]
+	a := as.get(k)
 	h := w.Header()
 	h.Set("Content-Type", a.contentType)
 	h.Set("ETag", a.etag)
 	h.Set("Cache-Control", "no-cache")
 	h.Set("X-Content-Type-Options", "nosniff")
+	if vary != "" {
+		h.Set("Vary", vary)
+	}
 	http.ServeContent(w, r, a.name, time.Time{}, bytes.NewReader(a.body))
 }

@@ -14,11 +14,9 @@ import (
 	"github.com/chatscopes/chatgen/internal/browsertest"
 )
 
-// classicPage is written for the Quarkus JavaScript client: the classic
-// script at the Quarkus URL and only the Quarkus API.
-const classicPage = `<!DOCTYPE html>
-<html><head><script src="/_chat/javascript/chatscopes.js"></script></head>
-<body><script>
+// quarkusFlow uses only the Quarkus API of the client. The pages written
+// for either form of the Quarkus client run it.
+const quarkusFlow = `
 window.testResult = (async () => {
     const log = [];
     const client = new ChatScopesClient();
@@ -50,7 +48,81 @@ window.testResult = (async () => {
     await shop.chat("sword");
     return log;
 })().then((log) => ({ ok: true, log }), (e) => ({ ok: false, error: String(e && e.stack || e) }));
+`
+
+// classicPage is written for the Quarkus JavaScript client: the classic
+// script at the Quarkus URL.
+const classicPage = `<!DOCTYPE html>
+<html><head><script src="/_chat/javascript/chatscopes.js"></script></head>
+<body><script>` + quarkusFlow + `</script></body></html>`
+
+// importMapPage is written for newer Quarkus versions: the import map
+// script of the web-dependency-locator, and the client imported as an ES
+// module by its bare specifier.
+const importMapPage = `<!DOCTYPE html>
+<html><head><script src="/_importmap/generated_importmap.js"></script></head>
+<body><script type="module">
+import { ChatScopesClient } from "@quarkiverse/chat-scopes";
+` + quarkusFlow + `</script></body></html>`
+
+// bothFormsPage loads chatscopes.js twice, as a classic script and as a
+// module: each gets its own form.
+const bothFormsPage = `<!DOCTYPE html>
+<html><head><script src="/_chat/javascript/chatscopes.js"></script>
+<script>window.classicClient = ChatScopesClient;</script></head>
+<body><script type="module">
+import { ChatScopesClient, chatRoutesEndpoint } from "/_chat/javascript/chatscopes.js";
+const forms = typeof window.classicClient === "function" && typeof ChatScopesClient === "function" &&
+    window.classicClient !== ChatScopesClient && typeof chatRoutesEndpoint === "function";
+` + quarkusFlow + `
+window.testResult = window.testResult.then((r) => (r.ok && r.log.unshift("two forms " + forms), r));
 </script></body></html>`
+
+// quarkusAPIPage is written for the route module newer Quarkus versions
+// generate: routes, defaultRoute, client, endpoint, with the handler names
+// of the SessionBuilder. Routes registered by hand are in it too.
+const quarkusAPIPage = `<!DOCTYPE html>
+<html><head><script src="/_importmap/generated_importmap.js"></script></head>
+<body><script type="module">
+import { routes, defaultRoute, client, endpoint } from "@quarkiverse/chat-scopes-api";
+import * as atQuarkusURL from "/_static/quarkus-chat-scopes-api/chatscopes-api.js";
+
+window.testResult = (async () => {
+    const log = [];
+    log.push("default " + defaultRoute.name + ", endpoint " + (endpoint === "ws://" + location.host + "/_chat/routes"));
+    log.push("same routes at the Quarkus URL " + (Object.keys(atQuarkusURL.routes).join() === Object.keys(routes).join()) +
+        " " + (atQuarkusURL.endpoint === endpoint));
+    const session = await routes.events.connect({
+        thinkingHandler: (m) => log.push("thinking " + m),
+        consoleHandler: (m) => log.push("console " + m),
+        objectHandler: (o) => log.push("object " + JSON.stringify(o)),
+        streamHandler: (c) => log.push("stream " + c),
+        messageHandler: (m) => log.push("message " + m),
+        eventHandlers: { custom: (d) => log.push("custom " + JSON.stringify(d)) },
+    });
+    await session.chat("x");
+    const count = await routes["count"].connect({ defaultHandler: (type, data) => log.push("default " + type + " " + JSON.stringify(data)) });
+    await count.sendData({ count: 2, label: "x" });
+    log.push("sessions " + client.sessions.size);
+    await client.close();
+    return log;
+})().then((log) => ({ ok: true, log }), (e) => ({ ok: false, error: String(e && e.stack || e) }));
+</script></body></html>`
+
+var quarkusAPIWant = []string{
+	"default menu, endpoint true",
+	"same routes at the Quarkus URL true true",
+	"thinking thinking about x",
+	"console console line",
+	`object {"n":1,"text":"x"}`,
+	"stream one",
+	"stream two",
+	"stream three",
+	"custom [1,2,3]",
+	"message done: x",
+	`default Object {"double":4,"label":"x"}`,
+	"sessions 2",
+}
 
 var classicWant = []string{
 	"message menu 1: hello",
@@ -257,6 +329,8 @@ func TestBrowser(t *testing.T) {
 	ts := startServer(t, nil)
 	mux := http.NewServeMux()
 	mux.Handle("/_chat/", ts.Server)
+	mux.Handle(ImportMapPath, ts.Server)
+	mux.Handle("/_static/quarkus-chat-scopes-api/", ts.Server)
 	page := func(html string) http.HandlerFunc {
 		return func(w http.ResponseWriter, r *http.Request) {
 			w.Header().Set("Content-Type", "text/html; charset=utf-8")
@@ -265,6 +339,9 @@ func TestBrowser(t *testing.T) {
 	}
 	mux.Handle("/classic.html", page(classicPage))
 	mux.Handle("/module.html", page(modulePage))
+	mux.Handle("/importmap.html", page(importMapPage))
+	mux.Handle("/both.html", page(bothFormsPage))
+	mux.Handle("/api.html", page(quarkusAPIPage))
 	mux.HandleFunc("/stats", func(w http.ResponseWriter, r *http.Request) {
 		_ = json.NewEncoder(w).Encode(ts.router.Stats())
 	})
@@ -279,6 +356,10 @@ func TestBrowser(t *testing.T) {
 		want       []string
 	}{
 		{"quarkus page, classic script", "/classic.html", classicWant},
+		{"newer quarkus page, import map", "/importmap.html", classicWant},
+		{"classic script and module from one URL", "/both.html", append([]string{"two forms true"}, classicWant...)},
+		{"newer quarkus route module", "/api.html", quarkusAPIWant},
+		// Last: it closes the server.
 		{"module", "/module.html", moduleWant},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

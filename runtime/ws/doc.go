@@ -5,13 +5,19 @@
 // # Server
 //
 // [NewServer] returns a [Server], an http.Handler serving the endpoint
-// [RoutesPath] (/_chat/routes) and the JavaScript client: the classic
-// script at [ScriptPath] (/_chat/javascript/chatscopes.js, the Quarkus
-// URL), the ES module at [ModulePath] and TypeScript declarations at
-// [TypeScriptPath]. Mount it on any mux:
+// [RoutesPath] (/_chat/routes) and the JavaScript client: at [ScriptPath]
+// (/_chat/javascript/chatscopes.js, the Quarkus URL) the classic script,
+// or an ES module for a module script, as newer Quarkus versions serve it;
+// the ES module at [ModulePath] and TypeScript declarations at
+// [TypeScriptPath]. From the router's [chat.Router.Manifest] it serves the
+// routes as an ES module typed from the Go code ([RoutesModulePath], with
+// declarations at [RoutesTypeScriptPath]), and it serves the import map
+// script of newer Quarkus pages ([ImportMapPath]); see docs/browser.md.
+// Mount it on any mux:
 //
 //	srv := ws.NewServer(router, &ws.ServerOptions{Authenticator: auth})
 //	mux.Handle("/_chat/", srv)
+//	mux.Handle(ws.ImportMapPath, srv) // for pages written for newer Quarkus
 //	...
 //	httpServer.Shutdown(ctx)
 //	srv.Shutdown(ctx) // hijacked connections are not the http.Server's

@@ -33,6 +33,11 @@ const (
 	ScriptPath     = "/_chat/javascript/chatscopes.js"   // the classic-script JavaScript client (the Quarkus URL)
 	ModulePath     = "/_chat/javascript/chatscopes.mjs"  // the JavaScript client as an ES module
 	TypeScriptPath = "/_chat/javascript/chatscopes.d.ts" // TypeScript declarations of the module
+
+	RoutesModulePath     = "/_chat/javascript/routes.mjs"                       // the routes as an ES module, from the router's manifest
+	RoutesTypeScriptPath = "/_chat/javascript/routes.d.ts"                      // TypeScript declarations of the routes module
+	QuarkusAPIPath       = "/_static/quarkus-chat-scopes-api/chatscopes-api.js" // the routes module at the URL of Quarkus' generated module
+	ImportMapPath        = "/_importmap/generated_importmap.js"                 // the import map script, at the Quarkus URL
 )
 
 // Defaults of the limits.
@@ -146,14 +151,17 @@ type Server struct {
 }
 
 // NewServer returns the websocket endpoint of router, serving
-// [RoutesPath] and the JavaScript client ([ScriptPath], [ModulePath],
-// [TypeScriptPath]). opts may be nil.
+// [RoutesPath], the JavaScript client ([ScriptPath], [ModulePath],
+// [TypeScriptPath]), the routes module made from the router's
+// [chat.Router.Manifest] ([RoutesModulePath], [RoutesTypeScriptPath],
+// [QuarkusAPIPath]) and the import map script ([ImportMapPath]). opts may
+// be nil.
 func NewServer(router *chat.Router, opts *ServerOptions) *Server {
 	return &Server{
 		router: router,
 		opts:   opts.withDefaults(),
 		conns:  map[*conn]struct{}{},
-		assets: newAssets(),
+		assets: newAssets(router),
 	}
 }
 
@@ -164,11 +172,25 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case strings.HasSuffix(p, RoutesPath):
 		s.serveWebsocket(w, r)
 	case strings.HasSuffix(p, ScriptPath):
-		s.assets.serve(w, r, assetScript)
+		// One URL, two forms: the classic script of the Quarkus client,
+		// or the ES module newer Quarkus versions serve there.
+		k := assetScript
+		if wantsModule(r) {
+			k = assetScriptModule
+		}
+		s.assets.serve(w, r, k, "Sec-Fetch-Mode, Sec-Fetch-Dest")
 	case strings.HasSuffix(p, ModulePath):
-		s.assets.serve(w, r, assetModule)
+		s.assets.serve(w, r, assetModule, "")
 	case strings.HasSuffix(p, TypeScriptPath):
-		s.assets.serve(w, r, assetTypes)
+		s.assets.serve(w, r, assetTypes, "")
+	case strings.HasSuffix(p, RoutesModulePath):
+		s.assets.serve(w, r, assetRoutes, "")
+	case strings.HasSuffix(p, RoutesTypeScriptPath):
+		s.assets.serve(w, r, assetRoutesTypes, "")
+	case strings.HasSuffix(p, QuarkusAPIPath):
+		s.assets.serve(w, r, assetQuarkusAPI, "")
+	case strings.HasSuffix(p, ImportMapPath):
+		s.assets.serve(w, r, assetImportMap, "")
 	default:
 		http.NotFound(w, r)
 	}

@@ -55,6 +55,7 @@ func Register(deps Deps) *chat.Package {
 		return &chatAIArmorer{svc: svcArmorer}, nil
 	})
 	p.AddRoute(chat.RouteSpec{Name: "armorer", Default: true, Handle: chatRouteArmorer})
+	p.Describe(chatManifest())
 	return p
 }
 
@@ -69,6 +70,26 @@ func chatRouteArmorer(ctx context.Context, req *chat.RouteRequest) error {
 		return err
 	}
 	return chat.SendValue(ctx, res)
+}
+
+// chatManifest describes the routes of this package to clients: the request
+// data each route takes and the events it sends, with their JSON Schemas.
+// Register hands it to chat.Package.Describe; runtime/ws serves it to
+// browsers as a typed module.
+func chatManifest() *chat.Manifest {
+	return &chat.Manifest{
+		Routes: []chat.RouteInfo{
+			{
+				Name: "armorer",
+				Params: []chat.ParamInfo{
+					{Name: "userMessage", Schema: `{"type":"string"}`},
+				},
+				Events: []chat.EventInfo{
+					{Type: "Message", Schema: `{"type":"string"}`},
+				},
+			},
+		},
+	}
 }
 
 // chatBeanArmorer describes the scoped type Armorer: one instance per chat

@@ -53,6 +53,7 @@ func Register(deps Deps) *chat.Package {
 	p.AddRoute(chat.RouteSpec{Name: "story", Handle: chatRouteStory})
 	p.AddRoute(chat.RouteSpec{Name: "appraise", Handle: chatRouteAppraise})
 	p.AddRoute(chat.RouteSpec{Name: "ask", Handle: chatRouteAsk})
+	p.Describe(chatManifest())
 	return p
 }
 
@@ -103,6 +104,62 @@ func chatRouteAsk(ctx context.Context, req *chat.RouteRequest) error {
 		return err
 	}
 	return chat.SendValue(ctx, res)
+}
+
+// chatManifest describes the routes of this package to clients: the request
+// data each route takes and the events it sends, with their JSON Schemas.
+// Register hands it to chat.Package.Describe; runtime/ws serves it to
+// browsers as a typed module.
+func chatManifest() *chat.Manifest {
+	return &chat.Manifest{
+		Routes: []chat.RouteInfo{
+			{
+				Name: "smith",
+				Params: []chat.ParamInfo{
+					{Name: "userMessage", Schema: `{"type":"string"}`},
+				},
+				Events: []chat.EventInfo{
+					{Type: "Message", Schema: `{"type":"string"}`},
+					{Type: "weapon", Schema: `{"$ref":"#/$defs/Weapon"}`},
+				},
+			},
+			{
+				Name:      "story",
+				Streaming: true,
+				Params: []chat.ParamInfo{
+					{Name: "userMessage", Schema: `{"type":"string"}`},
+				},
+				Events: []chat.EventInfo{
+					{Type: "Stream", Schema: `{"type":"string"}`},
+				},
+			},
+			{
+				Name: "appraise",
+				Params: []chat.ParamInfo{
+					{Name: "userMessage", Schema: `{"type":"string"}`},
+				},
+				Events: []chat.EventInfo{
+					{Type: "weapon", Schema: `{"$ref":"#/$defs/Weapon"}`},
+				},
+			},
+			{
+				Name: "ask",
+				Params: []chat.ParamInfo{
+					{Name: "userMessage", Schema: `{"type":"string"}`},
+				},
+				Events: []chat.EventInfo{
+					{Type: "Message", Schema: `{"type":"string"}`},
+				},
+			},
+		},
+		Events: []chat.EventInfo{
+			{Type: "weapon", Schema: `{"$ref":"#/$defs/Weapon"}`},
+		},
+		Types: []chat.TypeInfo{
+			{Name: "Kind", Schema: `{"type":"string","enum":["sword","axe","bow"],"description":"Kind is a kind of weapon."}`},
+			{Name: "Weapon", Schema: `{"type":"object","properties":{"name":{"type":"string","description":"Name of the weapon."},"kind":{"$ref":"#/$defs/Kind","description":"Kind of the weapon."},"damage":{"type":"integer","description":"Damage it deals, from 1 to 100."}},"required":["name","kind","damage"],"description":"Weapon is the weapon being built."}`},
+		},
+	}
 }
 
 // chatBeanWorkbench describes the scoped type Workbench: one instance per

@@ -73,6 +73,8 @@ export class Session {
     chat(userMessage: string): Promise<string>;
     /** Sends data whose keys name route parameters. */
     sendData(data: Record<string, unknown>): Promise<string>;
+    /** The same as sendData (routes.d.ts types it per route). */
+    send(data: Record<string, unknown>): Promise<string>;
     /** Sends a request of the given frame type with data. */
     sendEvent(type: string, data: Record<string, unknown>): Promise<string>;
     /** Ends the session (Disconnect); queued requests reject with "SessionClosed". */

@@ -69,6 +69,11 @@ export class Session {
         return this.sendEvent("ChatRouteMessage", data);
     }
 
+    /** The same as sendData (the routes module types it per route). */
+    send(data) {
+        return this.sendData(data);
+    }
+
     /** Sends a request of the given frame type with data. */
     sendEvent(type, data) {
         return this._request({ type: type, data: data });

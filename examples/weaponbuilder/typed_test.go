@@ -1,0 +1,50 @@
+package main
+
+import (
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+
+	"github.com/chatscopes/chatgen/internal/tsctest"
+	"github.com/chatscopes/chatgen/runtime/ws"
+)
+
+// TestTypedRoutesTypeCheck type-checks a page's TypeScript against the
+// declarations the example's server generates from its routes:
+// testdata/tsc/ok.ts must compile with tsc --strict, and each error of
+// testdata/tsc/bad.ts (a wrong parameter type, a parameter the route does
+// not take, event data used wrongly, a kind that is not one) must be
+// reported.
+func TestTypedRoutesTypeCheck(t *testing.T) {
+	a := newOfflineApp(t)
+	h, chatServer, err := a.handler(slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(h)
+	defer srv.Close()
+	defer chatServer.Close()
+	get := func(path string) string {
+		t.Helper()
+		resp, err := http.Get(srv.URL + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, err := io.ReadAll(resp.Body)
+		if err != nil || resp.StatusCode != http.StatusOK {
+			t.Fatalf("GET %s: %d %v", path, resp.StatusCode, err)
+		}
+		return string(b)
+	}
+	files := tsctest.ReadFiles(t, "testdata/tsc/ok.ts", "testdata/tsc/bad.ts")
+	files["routes.d.ts"] = get(ws.RoutesTypeScriptPath)
+	files["chatscopes.d.ts"] = get(ws.TypeScriptPath)
+	res := tsctest.Check(t, files, map[string]string{"@quarkiverse/chat-scopes-api": "routes.d.ts"})
+	if errs := res.Errors("ok.ts"); len(errs) > 0 {
+		t.Errorf("ok.ts does not compile:\n%s", res.Output)
+	}
+	res.ExpectErrors(t, "bad.ts", files["bad.ts"])
+}

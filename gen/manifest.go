@@ -1,0 +1,544 @@
+package gen
+
+import (
+	"cmp"
+	"fmt"
+	"go/ast"
+	"go/doc"
+	"go/types"
+	"reflect"
+	"slices"
+	"strings"
+	"unicode"
+)
+
+// The manifest: what the generated registration tells clients about the
+// package's routes (chat.Manifest). Its types are JSON Schemas of the JSON
+// encoding/json reads and writes for the Go types, computed here; named
+// structs and enums are listed once and referred to by name, so that
+// runtime/ws can declare them as TypeScript interfaces.
+
+// defsRef is chat.DefsRef: the prefix of a reference to a named type.
+const defsRef = "#/$defs/"
+
+// manifestModel is the manifest of one package.
+type manifestModel struct {
+	routes []manifestRoute
+	events []manifestEvent // the //chat:event types
+	types  []*manifestDef  // sorted by name
+}
+
+type manifestRoute struct {
+	name      string
+	streaming bool
+	params    []manifestParam
+	events    []manifestEvent
+}
+
+type manifestParam struct{ name, schema string }
+
+type manifestEvent struct{ typ, schema string }
+
+// manifestDef is a named type of the manifest.
+type manifestDef struct {
+	name   string
+	t      types.Type
+	schema string // "" while it is being computed
+}
+
+// manifestBuilder computes the schemas of a manifest.
+type manifestBuilder struct {
+	m      *pkgModel
+	sb     *schemaBuilder
+	defs   []*manifestDef
+	byName map[string]*manifestDef
+	// inline are the named types being inlined (those without a def), to
+	// stop at a recursive one.
+	inline []types.Type
+}
+
+// manifest computes the manifest of the package's routes; nil when there
+// are no routes.
+func (m *pkgModel) manifest() *manifestModel {
+	if len(m.routes) == 0 {
+		return nil
+	}
+	b := &manifestBuilder{m: m, sb: m.schemas(), byName: map[string]*manifestDef{}}
+	out := &manifestModel{}
+	for _, r := range m.routes {
+		out.routes = append(out.routes, b.route(r))
+	}
+	for _, ev := range m.events {
+		out.events = append(out.events, manifestEvent{typ: ev.name, schema: jsonText(b.payload(ev.obj.Type()))})
+	}
+	out.types = slices.Clone(b.defs)
+	slices.SortFunc(out.types, func(a, b *manifestDef) int { return strings.Compare(a.name, b.name) })
+	return out
+}
+
+func (b *manifestBuilder) route(r *routeModel) manifestRoute {
+	mr := manifestRoute{name: r.name}
+	for _, p := range r.params {
+		switch p.kind {
+		case paramUser:
+			mr.params = append(mr.params, manifestParam{name: "userMessage", schema: `{"type":"string"}`})
+		case paramData:
+			mr.params = append(mr.params, manifestParam{name: p.name, schema: jsonText(b.schemaOf(p.typ))})
+		}
+	}
+	var evs []manifestEvent
+	if res := r.result; res != nil {
+		switch {
+		case res.kind == resultSeq || res.kind == resultSeq2:
+			mr.streaming = true
+			evs = append(evs, manifestEvent{typ: "Stream", schema: `{"type":"string"}`})
+		case res.kind == resultAI:
+			// ai.Result[T].Send sends the content, or else the results
+			// of the tools the model called.
+			evs = append(evs, b.valueEvents(aiResultContent(res.typ))...)
+			if am := b.aiMethod(r.fn); am != nil {
+				for _, t := range am.tools {
+					if t.hasResult {
+						evs = append(evs, b.valueEvents(t.sig.Results().At(0).Type())...)
+					}
+				}
+			}
+		case r.event != "":
+			evs = append(evs, manifestEvent{typ: r.event, schema: jsonText(b.payload(res.typ))})
+		default:
+			evs = append(evs, b.valueEvents(res.typ)...)
+		}
+	}
+	slices.SortFunc(evs, func(x, y manifestEvent) int {
+		return cmp.Or(strings.Compare(x.typ, y.typ), strings.Compare(x.schema, y.schema))
+	})
+	mr.events = slices.Compact(evs)
+	return mr
+}
+
+// aiMethod returns the AI method fn is, or nil.
+func (b *manifestBuilder) aiMethod(fn *types.Func) *aiMethod {
+	for _, s := range b.m.ais {
+		for _, am := range s.methods {
+			if am.fn == fn {
+				return am
+			}
+		}
+	}
+	return nil
+}
+
+// aiResultContent is T of ai.Result[T].
+func aiResultContent(t types.Type) types.Type {
+	if n, ok := types.Unalias(t).(*types.Named); ok && n.TypeArgs().Len() == 1 {
+		return n.TypeArgs().At(0)
+	}
+	return types.NewInterfaceType(nil, nil)
+}
+
+// valueEvents returns the event a value of type t is sent as by
+// chat.SendValue: a string as Message, a //chat:event type as its event,
+// anything else as Object. An interface, or a type whose ChatEventType
+// method is not generated here, gives no event: its event type is only
+// known when it is sent.
+func (b *manifestBuilder) valueEvents(t types.Type) []manifestEvent {
+	if types.Identical(t, types.Typ[types.String]) {
+		return []manifestEvent{{typ: "Message", schema: `{"type":"string"}`}}
+	}
+	if _, isIface := t.Underlying().(*types.Interface); isIface {
+		return nil
+	}
+	// The package's own //chat:event types have no ChatEventType method
+	// yet: it is generated.
+	if typ, ok := b.eventType(t); ok {
+		return []manifestEvent{{typ: typ, schema: jsonText(b.payload(t))}}
+	}
+	if obj, _, _ := types.LookupFieldOrMethod(t, false, nil, "ChatEventType"); obj != nil {
+		return nil
+	}
+	return []manifestEvent{{typ: "Object", schema: jsonText(b.payload(t))}}
+}
+
+// eventType returns the //chat:event type of t (or of *t's element), when
+// this package declares it.
+func (b *manifestBuilder) eventType(t types.Type) (string, bool) {
+	if p, ok := t.(*types.Pointer); ok {
+		t = p.Elem()
+	}
+	n, ok := types.Unalias(t).(*types.Named)
+	if !ok {
+		return "", false
+	}
+	for _, ev := range b.m.events {
+		if ev.obj == n.Obj() {
+			return ev.name, true
+		}
+	}
+	return "", false
+}
+
+// payload is the schema of event data of type t: a nil value sends no
+// event, so the data is never null.
+func (b *manifestBuilder) payload(t types.Type) *schema {
+	return nonNull(b.schemaOf(t))
+}
+
+// nullable is s or null.
+func nullable(s *schema) *schema {
+	if len(s.keys) == 0 || isNullable(s) {
+		return s // {} allows null already
+	}
+	return newSchema("anyOf", []any{s, newSchema("type", "null")})
+}
+
+func isNullable(s *schema) bool {
+	if len(s.keys) != 1 || s.keys[0] != "anyOf" {
+		return false
+	}
+	alts, _ := s.vals[0].([]any)
+	if len(alts) != 2 {
+		return false
+	}
+	n, _ := alts[1].(*schema)
+	return n != nil && len(n.keys) == 1 && n.keys[0] == "type" && n.vals[0] == "null"
+}
+
+// nonNull is s without its null alternative.
+func nonNull(s *schema) *schema {
+	if isNullable(s) {
+		return s.vals[0].([]any)[0].(*schema)
+	}
+	return s
+}
+
+// schemaOf returns the schema of the JSON form of t: nil pointers, slices
+// and maps are null.
+func (b *manifestBuilder) schemaOf(t types.Type) *schema {
+	t = types.Unalias(t)
+	if s, ok := b.special(t); ok {
+		return s
+	}
+	if n, ok := t.(*types.Named); ok {
+		if b.wantsDef(n) {
+			return newSchema("$ref", defsRef+b.def(n).name)
+		}
+		if slices.ContainsFunc(b.inline, func(u types.Type) bool { return types.Identical(u, t) }) {
+			return newSchema() // a recursive unnamed shape: any JSON
+		}
+		b.inline = append(b.inline, t)
+		defer func() { b.inline = b.inline[:len(b.inline)-1] }()
+	}
+	switch u := t.Underlying().(type) {
+	case *types.Basic:
+		switch {
+		case u.Info()&types.IsBoolean != 0:
+			return newSchema("type", "boolean")
+		case u.Info()&types.IsInteger != 0:
+			return newSchema("type", "integer")
+		case u.Info()&types.IsFloat != 0:
+			return newSchema("type", "number")
+		case u.Info()&types.IsString != 0:
+			return newSchema("type", "string")
+		}
+		return newSchema()
+	case *types.Pointer:
+		return nullable(b.schemaOf(u.Elem()))
+	case *types.Slice:
+		if e, ok := u.Elem().Underlying().(*types.Basic); ok && e.Kind() == types.Byte {
+			return nullable(newSchema("type", "string", "contentEncoding", "base64"))
+		}
+		return nullable(newSchema("type", "array", "items", b.schemaOf(u.Elem())))
+	case *types.Array:
+		return newSchema("type", "array", "items", b.schemaOf(u.Elem()), "minItems", int(u.Len()), "maxItems", int(u.Len()))
+	case *types.Map:
+		return nullable(newSchema("type", "object", "additionalProperties", b.schemaOf(u.Elem())))
+	case *types.Struct:
+		return b.structSchema(u)
+	}
+	return newSchema() // interfaces: any JSON
+}
+
+// special returns the schema of the types encoding/json treats apart:
+// time.Time, time.Duration, json.RawMessage and json.Number, and types
+// with their own MarshalJSON (any JSON) or MarshalText (a string).
+func (b *manifestBuilder) special(t types.Type) (*schema, bool) {
+	if n, ok := t.(*types.Named); ok && n.Obj().Pkg() != nil {
+		switch n.Obj().Pkg().Path() + "." + n.Obj().Name() {
+		case "time.Time":
+			return newSchema("type", "string", "format", "date-time"), true
+		case "time.Duration":
+			return newSchema("type", "integer", "description", "a duration in nanoseconds"), true
+		case "encoding/json.RawMessage":
+			return newSchema(), true
+		case "encoding/json.Number":
+			return newSchema("type", "number"), true
+		}
+	}
+	switch t.Underlying().(type) {
+	case *types.Pointer, *types.Interface:
+		return nil, false
+	}
+	ms := types.NewMethodSet(types.NewPointer(t))
+	if ms.Lookup(nil, "MarshalJSON") != nil {
+		return newSchema(), true
+	}
+	if ms.Lookup(nil, "MarshalText") != nil {
+		return newSchema("type", "string"), true
+	}
+	return nil, false
+}
+
+// wantsDef reports whether named type n is listed in the manifest's types:
+// structs, and basic types with a typed const block (enums).
+func (b *manifestBuilder) wantsDef(n *types.Named) bool {
+	switch n.Underlying().(type) {
+	case *types.Struct:
+		return true
+	case *types.Basic:
+		return len(b.sb.enum(n)) > 0
+	}
+	return false
+}
+
+// def returns the def of n, computing it on first use.
+func (b *manifestBuilder) def(n *types.Named) *manifestDef {
+	for _, d := range b.defs {
+		if types.Identical(d.t, n) {
+			return d
+		}
+	}
+	d := &manifestDef{name: b.defName(n), t: n}
+	b.defs = append(b.defs, d)
+	b.byName[d.name] = d
+	var s *schema
+	if st, ok := n.Underlying().(*types.Struct); ok {
+		s = b.structSchema(st)
+	} else {
+		s = b.schemaOf(n.Underlying())
+		s.set("enum", b.sb.enum(n))
+	}
+	if text := b.typeDoc(n.Obj()); text != "" {
+		s.set("description", text)
+	}
+	d.schema = jsonText(s)
+	return d
+}
+
+// defName names the def of n: its Go name (with its type arguments for an
+// instance of a generic type), prefixed with its package's name when
+// another type has that name.
+func (b *manifestBuilder) defName(n *types.Named) string {
+	name := n.Obj().Name()
+	for i := range n.TypeArgs().Len() {
+		name += typeArgName(n.TypeArgs().At(i))
+	}
+	pkg := n.Obj().Pkg()
+	if pkg != nil && pkg != b.m.pkg.Types {
+		if _, local := b.m.pkg.Types.Scope().Lookup(name).(*types.TypeName); local || b.byName[name] != nil {
+			name = upperFirst(pkg.Name()) + name
+		}
+	}
+	base := name
+	for i := 2; b.byName[name] != nil; i++ {
+		name = fmt.Sprintf("%s%d", base, i)
+	}
+	return name
+}
+
+// typeArgName renders a type argument as letters and digits: []Item gives
+// "SliceItem", map[string]int "MapStringInt".
+func typeArgName(t types.Type) string {
+	s := types.TypeString(t, func(*types.Package) string { return "" })
+	s = strings.NewReplacer("[]", "Slice ", "*", "Ptr ", "map[", "Map ", "]", " ").Replace(s)
+	var out strings.Builder
+	for _, w := range strings.FieldsFunc(s, func(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsDigit(r) }) {
+		out.WriteString(upperFirst(w))
+	}
+	return out.String()
+}
+
+// typeDoc is the first sentence of the doc comment of a type declared in
+// this package.
+func (b *manifestBuilder) typeDoc(obj *types.TypeName) string {
+	if obj.Pkg() != b.m.pkg.Types {
+		return ""
+	}
+	for _, f := range b.m.pkg.Syntax {
+		for _, decl := range f.Decls {
+			gd, ok := decl.(*ast.GenDecl)
+			if !ok {
+				continue
+			}
+			for _, spec := range gd.Specs {
+				ts, ok := spec.(*ast.TypeSpec)
+				if !ok || ts.Name.Pos() != obj.Pos() {
+					continue
+				}
+				text := ts.Doc.Text()
+				if text == "" && len(gd.Specs) == 1 {
+					text = gd.Doc.Text()
+				}
+				return synopsis(text)
+			}
+		}
+	}
+	return ""
+}
+
+// synopsis is the first sentence of a doc comment.
+func synopsis(text string) string {
+	return (&doc.Package{}).Synopsis(text)
+}
+
+// jsonField is one field of a struct's JSON object.
+type jsonField struct {
+	name     string
+	f        *types.Var
+	depth    int
+	tagged   bool
+	opts     string // the options of the json tag
+	embedPtr bool   // the field is promoted through an embedded pointer
+}
+
+// structSchema is the schema of a struct's JSON object, with the fields
+// encoding/json writes: exported, renamed by their json tags, promoted
+// from embedded structs by Go's rules.
+func (b *manifestBuilder) structSchema(st *types.Struct) *schema {
+	props := &schema{}
+	var required []string
+	for _, jf := range jsonFields(st) {
+		ft := jf.f.Type()
+		fs := b.schemaOf(ft)
+		omitEmpty := strings.Contains(","+jf.opts+",", ",omitempty,")
+		omitZero := strings.Contains(","+jf.opts+",", ",omitzero,")
+		optional := jf.embedPtr || omitZero || (omitEmpty && emptyable(ft))
+		if omitEmpty || omitZero {
+			fs = nonNull(fs) // nil is left out, not null
+		}
+		if strings.Contains(","+jf.opts+",", ",string,") && quotable(ft) {
+			fs = newSchema("type", "string")
+		}
+		if text := synopsis(b.sb.fieldDocs[jf.f.Pos()]); text != "" {
+			fs = cloneSchema(fs)
+			fs.set("description", text)
+		}
+		props.set(jf.name, fs)
+		if !optional {
+			required = append(required, jf.name)
+		}
+	}
+	s := newSchema("type", "object", "properties", props)
+	if len(required) > 0 {
+		s.set("required", required)
+	}
+	return s
+}
+
+func cloneSchema(s *schema) *schema {
+	return &schema{keys: slices.Clone(s.keys), vals: slices.Clone(s.vals)}
+}
+
+// emptyable reports whether omitempty can leave out a value of type t:
+// false, 0, "", nil and empty slices, maps and arrays; never a struct.
+func emptyable(t types.Type) bool {
+	switch u := t.Underlying().(type) {
+	case *types.Struct:
+		return false
+	case *types.Array:
+		return u.Len() == 0
+	}
+	return true
+}
+
+// quotable reports whether the ",string" tag option applies to t: it
+// quotes strings, numbers and booleans.
+func quotable(t types.Type) bool {
+	if p, ok := t.Underlying().(*types.Pointer); ok {
+		t = p.Elem()
+	}
+	_, ok := t.Underlying().(*types.Basic)
+	return ok
+}
+
+// jsonFields lists the fields encoding/json encodes for st, in its order.
+func jsonFields(st *types.Struct) []jsonField {
+	var all []jsonField
+	var visit func(st *types.Struct, depth int, embedPtr bool, seen []*types.Struct)
+	visit = func(st *types.Struct, depth int, embedPtr bool, seen []*types.Struct) {
+		if slices.Contains(seen, st) {
+			return
+		}
+		seen = append(seen, st)
+		for i := range st.NumFields() {
+			f := st.Field(i)
+			tag := reflect.StructTag(st.Tag(i)).Get("json")
+			if tag == "-" {
+				continue
+			}
+			name, opts, _ := strings.Cut(tag, ",")
+			if !validTagName(name) {
+				name = ""
+			}
+			if f.Embedded() {
+				t := f.Type()
+				ptr := false
+				if p, ok := t.(*types.Pointer); ok {
+					t, ptr = p.Elem(), true
+				}
+				est, isStruct := t.Underlying().(*types.Struct)
+				if !f.Exported() && (!isStruct || ptr) {
+					continue
+				}
+				if name == "" && isStruct {
+					visit(est, depth+1, embedPtr || ptr, seen)
+					continue
+				}
+			} else if !f.Exported() {
+				continue
+			}
+			jf := jsonField{name: name, f: f, depth: depth, tagged: name != "", opts: opts, embedPtr: embedPtr}
+			if jf.name == "" {
+				jf.name = f.Name()
+			}
+			all = append(all, jf)
+		}
+	}
+	visit(st, 0, false, nil)
+	// Go's rules for fields of the same name: the shallowest wins, then
+	// the one tagged; a tie hides them all.
+	var out []jsonField
+	for _, jf := range all {
+		dominant := true
+		rivals := 0
+		for _, o := range all {
+			if o.name != jf.name || o.f == jf.f {
+				continue
+			}
+			switch {
+			case o.depth < jf.depth, o.depth == jf.depth && o.tagged && !jf.tagged:
+				dominant = false
+			case o.depth == jf.depth && o.tagged == jf.tagged:
+				rivals++
+			}
+		}
+		if dominant && rivals == 0 {
+			out = append(out, jf)
+		}
+	}
+	return out
+}
+
+// validTagName reports whether encoding/json accepts name as a key.
+func validTagName(name string) bool {
+	if name == "" {
+		return false
+	}
+	for _, c := range name {
+		switch {
+		case strings.ContainsRune("!#$%&()*+-./:;<=>?@[]^_{|}~ ", c):
+		case !unicode.IsLetter(c) && !unicode.IsDigit(c):
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,322 @@
+package ws
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/chatscopes/chatgen/internal/tsctest"
+	"github.com/chatscopes/chatgen/runtime/chat"
+)
+
+// awkwardManifest has what a routes module must survive: route names that
+// are reserved words, the module's own exports, globals it uses,
+// "__proto__" and non-identifiers; event types whose handler names clash
+// or are not identifiers; type names that are TypeScript's own or the
+// declarations' helpers.
+func awkwardManifest(t *testing.T) *chat.Manifest {
+	t.Helper()
+	p := chat.NewPackage("example.com/awkward")
+	for _, name := range []string{"menu", "public", "client", "Object", "__proto__", "weird-name", "connect", "__cs_route", "plain"} {
+		p.AddRoute(chat.RouteSpec{Name: name, Default: name == "menu", Handle: func(context.Context, *chat.RouteRequest) error { return nil }})
+	}
+	p.Describe(&chat.Manifest{
+		Routes: []chat.RouteInfo{
+			{Name: "menu", Params: []chat.ParamInfo{{Name: "userMessage", Schema: `{"type":"string"}`}, {Name: "kind", Schema: `{"$ref":"#/$defs/number"}`}},
+				Events: []chat.EventInfo{{Type: "Message", Schema: `{"type":"string"}`}, {Type: "weapon", Schema: `{"$ref":"#/$defs/Weapon"}`}}},
+			{Name: "public", Streaming: true, Events: []chat.EventInfo{{Type: "Stream", Schema: `{"type":"string"}`}}},
+			{Name: "client"}, {Name: "Object"}, {Name: "__proto__"}, {Name: "connect"}, {Name: "__cs_route"},
+			{Name: "weird-name", Params: []chat.ParamInfo{{Name: "odd key", Schema: `{"type":"array","items":{"anyOf":[{"type":"integer"},{"type":"null"}]}}`}}},
+		},
+		Events: []chat.EventInfo{
+			{Type: "weapon", Schema: `{"$ref":"#/$defs/Weapon"}`},
+			{Type: "Weapon", Schema: `{"$ref":"#/$defs/ChatEvents"}`},
+			{Type: "odd-type", Schema: `{"type":"object","properties":{"a b":{"type":"boolean"},"c":{"type":"object","additionalProperties":{"type":"number"}}},"required":["c"]}`},
+		},
+		Types: []chat.TypeInfo{
+			{Name: "ChatEvents", Schema: `{"type":"object","properties":{"x":{"type":"string","description":"A comment */ that ends early."}},"required":["x"]}`},
+			{Name: "Weapon", Schema: `{"type":"object","properties":{"name":{"type":"string"},"at":{"type":"string","format":"date-time"},"self":{"anyOf":[{"$ref":"#/$defs/Weapon"},{"type":"null"}]}},"required":["name","self"],"description":"Weapon is recursive."}`},
+			{Name: "number", Schema: `{"type":"integer","enum":[1,2,3]}`},
+		},
+	})
+	r, err := chat.NewRouter(&chat.RouterOptions{Logger: quietLogger()}, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r.Manifest()
+}
+
+func TestRoutesModuleNames(t *testing.T) {
+	m := awkwardManifest(t)
+	mod := string(routesModule(m, "./chatscopes.mjs", "../routes"))
+	dts := string(routesDeclarations(m))
+	if again := string(routesModule(awkwardManifest(t), "./chatscopes.mjs", "../routes")); again != mod {
+		t.Error("the module differs from one build to the next")
+	}
+	if again := string(routesDeclarations(awkwardManifest(t))); again != dts {
+		t.Error("the declarations differ from one build to the next")
+	}
+	for _, want := range []string{
+		`export const defaultRoute = routes["menu"];`,
+		`export const connect = routes["connect"];`,
+		`export const plain = routes["plain"];`,
+		`["__proto__"]: __cs_route("__proto__", false, [], []),`,
+		`"weird-name": __cs_route("weird-name", false, ["odd key"], []),`,
+		`"public": __cs_route("public", true, [], ["Stream"]),`,
+		`onMessage: "Message",`,
+	} {
+		if !strings.Contains(mod, want) {
+			t.Errorf("the module lacks %s", want)
+		}
+	}
+	for _, bad := range []string{"export const public", "export const client = routes", "export const Object", "export const __cs_route", "onWeapon", "onOdd"} {
+		if strings.Contains(mod, bad) {
+			t.Errorf("the module has %s", bad)
+		}
+	}
+	for _, want := range []string{
+		"export interface ChatEvents_ {",
+		"export type number_ = 1 | 2 | 3;",
+		"    /** A comment *\u2215 that ends early. */",
+		"    self: Weapon | null;",
+		"    /** A time, in RFC 3339 format. */\n    at?: string;",
+		`    weapon: Weapon;`,
+		`    Weapon: ChatEvents_;`,
+		`    "odd-type": { "a b"?: boolean; c: Record<string, number>; };`,
+		`    readonly menu: ChatRoute<"menu", { userMessage?: string; kind?: number_; }>;`,
+		`    readonly "weird-name": ChatRoute<"weird-name", { "odd key"?: (number | null)[]; }>;`,
+		`    readonly client: ChatRoute<"client", Record<string, never>>;`,
+		`export declare const defaultRoute: ChatRoutes["menu"];`,
+	} {
+		if !strings.Contains(dts, want) {
+			t.Errorf("the declarations lack %s", want)
+		}
+	}
+	if strings.Contains(dts, "onWeapon") {
+		t.Error("weapon and Weapon both have the handler onWeapon")
+	}
+}
+
+// TestRoutesModuleRuns imports the module in node: its exports and
+// routes are what the manifest says, and "__proto__" is a route.
+func TestRoutesModuleRuns(t *testing.T) {
+	node, err := exec.LookPath("node")
+	if err != nil {
+		t.Skip("node is not installed")
+	}
+	dir := t.TempDir()
+	write := func(name string, b []byte) {
+		if err := os.WriteFile(filepath.Join(dir, name), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("chatscopes.mjs", moduleSource)
+	write("routes.mjs", routesModule(awkwardManifest(t), "./chatscopes.mjs", "../routes"))
+	write("check.mjs", []byte(`
+import * as m from "./routes.mjs";
+const out = {
+    exports: Object.keys(m).sort(),
+    routes: Object.keys(m.routes).sort(),
+    proto: m.routes["__proto__"].name + " " + (Object.getPrototypeOf(m.routes) === Object.prototype),
+    def: m.defaultRoute.name,
+    menu: m.routes.menu.params.join(",") + " " + m.routes.menu.events.join(","),
+    frozen: Object.isFrozen(m.routes) && Object.isFrozen(m.routes.menu.params),
+};
+let refused = "";
+try {
+    await m.routes.menu.connect({ onNothing() {} });
+} catch (e) {
+    refused = e.message;
+}
+out.refused = refused.includes("onNothing is not a handler");
+console.log(JSON.stringify(out));
+`))
+	cmd := exec.Command(node, "check.mjs")
+	cmd.Dir = dir
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	var got struct {
+		Exports, Routes []string
+		Proto, Def      string
+		Menu            string
+		Frozen, Refused bool
+	}
+	if err := json.Unmarshal(out, &got); err != nil {
+		t.Fatalf("%s: %v", out, err)
+	}
+	wantExports := "__proto__ client connect defaultRoute endpoint menu plain routes"
+	if strings.Join(got.Exports, " ") != wantExports {
+		t.Errorf("exports %v, want %s", got.Exports, wantExports)
+	}
+	if len(got.Routes) != 9 || got.Proto != "__proto__ true" || got.Def != "menu" || got.Menu != "userMessage,kind Message,weapon" || !got.Frozen || !got.Refused {
+		t.Errorf("%s", out)
+	}
+}
+
+// TestRoutesDeclarationsCompile checks that the declarations of the test
+// router (typed routes of internal/e2e, routes registered by hand) and of
+// the awkward manifest are valid TypeScript, usable with tsc --strict.
+func TestRoutesDeclarationsCompile(t *testing.T) {
+	ts := startServer(t, nil)
+	files := map[string]string{
+		"routes.d.ts":     get(t, ts.http.URL+RoutesTypeScriptPath),
+		"awkward.d.ts":    string(routesDeclarations(awkwardManifest(t))),
+		"chatscopes.d.ts": string(typesSource),
+		"use.ts": `import { routes, client } from "./routes.js";
+import * as awkward from "./awkward.js";
+const gate = await routes.gate.connect({ onMessage(text) { console.log(text.length); } });
+await gate.send({ userMessage: "anything", goes: 1 });
+const menu = await awkward.defaultRoute.connect({ onMessage(text) { console.log(text); } });
+await menu.send({ kind: 2 });
+await awkward.routes["weird-name"].connect().then((s) => s.send({ "odd key": [1, null] }));
+await awkward.routes.__proto__.connect();
+const w: awkward.Weapon = { name: "w", self: { name: "v", self: null } };
+const e: awkward.ChatEvents_ = { x: "" };
+awkward.client.close();
+console.log(w, e, client.sessions.size);
+`,
+	}
+	res := tsctest.Check(t, files, nil)
+	if !res.OK {
+		t.Fatalf("tsc:\n%s", res.Output)
+	}
+}
+
+func get(t *testing.T, url string) string {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET %s: %d %v", url, resp.StatusCode, err)
+	}
+	return string(b)
+}
+
+// TestScriptForms checks that /_chat/javascript/chatscopes.js is the
+// classic script for a classic <script> (no-cors) and the ES module for a
+// module script (cors), with Vary so that caches keep them apart.
+func TestScriptForms(t *testing.T) {
+	ts := startServer(t, nil)
+	fetch := func(mode, dest, etag string) *http.Response {
+		t.Helper()
+		req, _ := http.NewRequest(http.MethodGet, ts.http.URL+ScriptPath, nil)
+		if mode != "" {
+			req.Header.Set("Sec-Fetch-Mode", mode)
+			req.Header.Set("Sec-Fetch-Dest", dest)
+		}
+		if etag != "" {
+			req.Header.Set("If-None-Match", etag)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { resp.Body.Close() })
+		return resp
+	}
+	body := func(resp *http.Response) []byte {
+		b, err := io.ReadAll(resp.Body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	classic := fetch("no-cors", "script", "")
+	if b := body(classic); !bytes.Equal(b, scriptSource) {
+		t.Errorf("a classic script got %.80q", b)
+	}
+	module := fetch("cors", "script", "")
+	if b := body(module); !bytes.Equal(b, scriptModuleSource) {
+		t.Errorf("a module script got %.80q", b)
+	}
+	for _, resp := range []*http.Response{classic, module} {
+		if v := resp.Header.Get("Vary"); !strings.Contains(v, "Sec-Fetch-Mode") {
+			t.Errorf("Vary: %q", v)
+		}
+	}
+	if classic.Header.Get("ETag") == module.Header.Get("ETag") {
+		t.Error("both forms have the same ETag")
+	}
+	if b := body(fetch("", "", "")); !bytes.Equal(b, scriptSource) {
+		t.Error("a client without Sec-Fetch headers did not get the classic script")
+	}
+	if b := body(fetch("cors", "empty", "")); !bytes.Equal(b, scriptSource) {
+		t.Error("a fetch() did not get the classic script")
+	}
+	// A cache revalidating one form never gets a 304 for the other.
+	if resp := fetch("cors", "script", classic.Header.Get("ETag")); resp.StatusCode != http.StatusOK {
+		t.Errorf("revalidating the classic script's ETag as a module: %d", resp.StatusCode)
+	}
+	if resp := fetch("cors", "script", module.Header.Get("ETag")); resp.StatusCode != http.StatusNotModified {
+		t.Errorf("revalidating the module's ETag: %d", resp.StatusCode)
+	}
+}
+
+// TestGeneratedAssets checks what the server serves from its router's
+// manifest and the import map: types, and JavaScript that parses.
+func TestGeneratedAssets(t *testing.T) {
+	ts := startServer(t, nil)
+	node, _ := exec.LookPath("node")
+	for _, tc := range []struct {
+		path, contentType, has string
+		module                 bool
+	}{
+		{RoutesModulePath, jsType, `import { ChatScopesClient as __cs_Client } from "./chatscopes.mjs";`, true},
+		{QuarkusAPIPath, jsType, `import { ChatScopesClient as __cs_Client } from "../../_chat/javascript/chatscopes.mjs";`, true},
+		{RoutesTypeScriptPath, tsType, `readonly gate: ChatRoute<"gate", Record<string, unknown>>;`, false},
+		{ImportMapPath, jsType, `"@quarkiverse/chat-scopes-api": new URL("../_chat/javascript/routes.mjs", base).href`, false},
+	} {
+		resp, err := http.Get(ts.http.URL + tc.path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK || resp.Header.Get("Content-Type") != tc.contentType || resp.Header.Get("ETag") == "" {
+			t.Errorf("%s: %d %v", tc.path, resp.StatusCode, resp.Header)
+		}
+		if !strings.Contains(string(b), tc.has) {
+			t.Errorf("%s lacks %s", tc.path, tc.has)
+		}
+		if node == "" || tc.path == RoutesTypeScriptPath {
+			continue
+		}
+		f := filepath.Join(t.TempDir(), "asset.js")
+		if tc.module {
+			f += ".mjs"
+		}
+		if err := os.WriteFile(f, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if out, err := exec.Command(node, "--check", f).CombinedOutput(); err != nil {
+			t.Errorf("%s: %v\n%s", tc.path, err, out)
+		}
+	}
+}
+
+// BenchmarkRoutesModule measures what a server does once, on the first
+// request for the routes module: merge the manifest and write the module
+// and its declarations (the test router: internal/e2e's typed routes and
+// the hand-registered ones).
+func BenchmarkRoutesModule(b *testing.B) {
+	router, _ := newTestRouter(b)
+	b.ReportAllocs()
+	for b.Loop() {
+		m := router.Manifest()
+		_ = routesModule(m, "./chatscopes.mjs", "../routes")
+		_ = routesDeclarations(m)
+	}
+}
