@@ -11,6 +11,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"log/slog"
@@ -24,12 +25,23 @@ import (
 func main() {
 	addr := flag.String("addr", "localhost:8080", "address to serve the web page on")
 	terminal := flag.Bool("terminal", false, "chat in the terminal instead of serving the web page")
+	withOTel := flag.Bool("otel", false, "export OpenTelemetry traces and metrics to standard output")
 	flag.Parse()
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	if err := run(ctx, *addr, *terminal, logger); err != nil {
+	err := func() (err error) {
+		if *withOTel {
+			shutdown, err := setupOTel(os.Stdout)
+			if err != nil {
+				return err
+			}
+			defer func() { err = errors.Join(err, shutdown(context.Background())) }()
+		}
+		return run(ctx, *addr, *terminal, logger)
+	}()
+	if err != nil {
 		fmt.Fprintln(os.Stderr, "weaponbuilder:", err)
 		os.Exit(1)
 	}
