@@ -30,12 +30,17 @@ const snippetImports = `import (
 	"context"
 	"fmt"
 	"iter"
+	"log/slog"
+	"net/http"
 	"strings"
+	"time"
 
 	"github.com/tmc/langchaingo/llms"
+	"github.com/tmc/langchaingo/llms/openai"
 
 	"github.com/chatscopes/chatgen/runtime/ai"
 	"github.com/chatscopes/chatgen/runtime/chat"
+	"github.com/chatscopes/chatgen/runtime/otelchat"
 )
 `
 
