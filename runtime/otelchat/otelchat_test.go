@@ -82,7 +82,7 @@ func (s *sdk) span(t *testing.T, name string) []sdktrace.ReadOnlySpan {
 func attrs(kvs []attribute.KeyValue) []string {
 	out := make([]string, 0, len(kvs))
 	for _, kv := range kvs {
-		out = append(out, string(kv.Key)+"="+kv.Value.Emit())
+		out = append(out, string(kv.Key)+"="+kv.Value.String())
 	}
 	slices.Sort(out)
 	return out
