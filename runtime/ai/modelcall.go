@@ -55,18 +55,18 @@ func (t *turn) attempts(ctx context.Context, msgs []llms.MessageContent, opts []
 		if serr := t.s.sleep(ctx, wait); serr != nil {
 			return nil, err
 		}
+		// Nothing of the failed attempt reached the client.
+		if k := t.mode.stream; k != nil {
+			k.yielded.Store(false)
+		}
+		t.resetFlags()
 	}
 }
 
 // attempt makes one attempt of a model call, with the model call's
-// timeout and telemetry. It returns what Transport saw of it when the
+// timeout and telemetry; the caller resets the turn's flags first. It returns what Transport saw of it when the
 // service retries.
 func (t *turn) attempt(ctx context.Context, msgs []llms.MessageContent, opts []llms.CallOption) (*llms.ContentResponse, *httpRecord, error) {
-	if k := t.mode.stream; k != nil {
-		k.yielded.Store(false)
-	}
-	t.streamed.Store(false)
-	t.thought.Store(false)
 	actx := ctx
 	var rec *httpRecord
 	if t.s.retry.MaxRetries > 0 {
@@ -127,6 +127,15 @@ func (t *turn) onReasoning(ctx context.Context, reasoning, chunk []byte) error {
 func (t *turn) think(ctx context.Context, text string) {
 	if err := chat.Response(ctx).Thinking(text); err != nil && !errors.Is(err, chat.ErrNotActive) {
 		t.s.log().DebugContext(ctx, "ai: forwarding the model's reasoning", "service", t.s.name, "method", t.m.Name, "err", err)
+	}
+}
+
+// resetFlags clears the flags for a new model call (or attempt). Only
+// onReasoning sets them: without ForwardThinking there is nothing to do.
+func (t *turn) resetFlags() {
+	if t.s.thinking {
+		t.streamed.Store(false)
+		t.thought.Store(false)
 	}
 }
 

@@ -15,6 +15,7 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/metric"
+	metricnoop "go.opentelemetry.io/otel/metric/noop"
 	semconv "go.opentelemetry.io/otel/semconv/v1.41.0"
 	"go.opentelemetry.io/otel/trace"
 
@@ -92,6 +93,9 @@ func newTelemetry(cfg Telemetry, model llms.Model) *telemetry {
 		t.provider = providerName(model)
 	}
 	mp := cfg.MeterProvider
+	if _, noop := mp.(metricnoop.MeterProvider); noop {
+		return t // no instruments: nothing to check per call
+	}
 	if mp == nil {
 		mp = otel.GetMeterProvider()
 	}

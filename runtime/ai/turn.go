@@ -239,8 +239,7 @@ func (t *turn) call(ctx context.Context) (*llms.ContentChoice, error) {
 	if k := t.mode.stream; k != nil {
 		k.yielded.Store(false)
 	}
-	t.streamed.Store(false)
-	t.thought.Store(false)
+	t.resetFlags()
 	resp, err := t.generate(ctx)
 	t.reply.ModelCalls++
 	n := t.reply.ModelCalls
