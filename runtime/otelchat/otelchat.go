@@ -19,8 +19,8 @@
 // ones — the globals before an SDK is installed — the hook starts no span
 // and measures nothing.
 //
-// Package chat imports nothing but the standard library, so it offers
-// hooks ([chat.RouteHook]) and counts ([chat.Router.Stats]); this package
+// Package chat imports nothing but the standard library and google/uuid,
+// so it offers hooks ([chat.RouteHook]) and counts ([chat.Router.Stats]); this package
 // turns them into telemetry.
 package otelchat
 
