@@ -30,15 +30,19 @@ const snippetImports = `import (
 	"context"
 	"fmt"
 	"iter"
+	"log/slog"
+	"net/http"
 	"strings"
 	"time"
 
 	"github.com/tmc/langchaingo/llms"
+	"github.com/tmc/langchaingo/llms/openai"
 
 	"github.com/chatscopes/chatgen/runtime/ai"
 	"github.com/chatscopes/chatgen/runtime/chat"
 	"github.com/chatscopes/chatgen/runtime/memory"
 	"github.com/chatscopes/chatgen/runtime/mcptools"
+	"github.com/chatscopes/chatgen/runtime/otelchat"
 )
 `
 

@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"text/template/parse"
+	"time"
 )
 
 const aiPkg = "github.com/chatscopes/chatgen/runtime/ai"
@@ -75,6 +76,10 @@ type toolModel struct {
 	funcName  string      // the generated invoker
 	hasResult bool        // it returns a value, sent back to the model
 	errResult bool        // its last result is an error
+
+	// timeout is timeout=: the longest a call may run; 0 for the
+	// service's default.
+	timeout time.Duration
 }
 
 // toolParam is one parameter of a tool method.
@@ -95,7 +100,7 @@ func (m *pkgModel) analyzeTool(a *annotated, d *toolDirective, diags *Diagnostic
 	if fn == nil {
 		return
 	}
-	t := &toolModel{fn: fn, sig: fn.Type().(*types.Signature), name: fn.Name(), immediate: d.immediate}
+	t := &toolModel{fn: fn, sig: fn.Type().(*types.Signature), name: fn.Name(), immediate: d.immediate, timeout: d.timeout}
 	if d.name != "" {
 		t.name = d.name
 	}

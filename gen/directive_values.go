@@ -1,6 +1,9 @@
 package gen
 
-import "go/token"
+import (
+	"go/token"
+	"time"
+)
 
 // A directive is one well-parsed //chat: directive as the typed value of
 // its kind: *scopedDirective for //chat:scoped, *routeDirective for
@@ -73,11 +76,12 @@ type toolsDirective struct {
 	types []arg // the tool boxes, in order, at least one
 }
 
-// toolDirective is //chat:tool [immediate] [name=NAME].
+// toolDirective is //chat:tool [immediate] [name=NAME] [timeout=DURATION].
 type toolDirective struct {
 	directiveCommon
-	immediate bool   // the immediate flag
-	name      string // name=; "" means the method's name
+	immediate bool          // the immediate flag
+	name      string        // name=; "" means the method's name
+	timeout   time.Duration // timeout=; 0 means the service's default
 }
 
 // paramDirective is //chat:param NAME TEXT.

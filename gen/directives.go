@@ -1,6 +1,9 @@
 package gen
 
-import "strings"
+import (
+	"strings"
+	"time"
+)
 
 // target is a bit set of the kinds of declaration a directive may annotate.
 type target uint16
@@ -132,6 +135,8 @@ const (
 	// keyWord is a word of letters, digits, '-', '_', '.' and '/', like a
 	// route name.
 	keyWord
+	// keyDuration is a positive Go duration, such as 10s or 1m30s.
+	keyDuration
 )
 
 // String returns the name of the kind used in the documentation.
@@ -145,6 +150,8 @@ func (k keyKind) String() string {
 		return "file path"
 	case keyWord:
 		return "word"
+	case keyDuration:
+		return "duration"
 	}
 	return "unknown"
 }
@@ -456,7 +463,7 @@ type Smith interface {
 	},
 	{
 		Name:  "tool",
-		Usage: "//chat:tool [immediate] [name=NAME]",
+		Usage: "//chat:tool [immediate] [name=NAME] [timeout=DURATION]",
 		Doc: "Makes the method a tool that AI services may call. " +
 			"AI services whose `//chat:tools` name the method's type offer it to the model. " +
 			"The tool's description is the method's doc comment, and its parameters (after an optional " +
@@ -465,14 +472,17 @@ type Smith interface {
 			"The model calls the tool by the method's name unless `name=` sets another. " +
 			"An error, or arguments that do not decode, go back to the model as the tool result. " +
 			"With `immediate`, when every tool the model called in a step is immediate, the tool loop ends " +
-			"without another model call and the AI method returns an `ai.Result[T]` with the tool executions.",
+			"without another model call and the AI method returns an `ai.Result[T]` with the tool executions. " +
+			"With `timeout=`, a call that runs longer is told to the model as timed out and the turn goes on " +
+			"(its context is cancelled; a tool that ignores it is left to finish, its result discarded); " +
+			"without it, the service's `ai.Config.ToolTimeout` applies.",
 		Quarkus: "@Tool, ReturnBehavior.IMMEDIATE",
 		Example: `// Forge works metal.
 type Forge struct{ draft *Draft }
 
 // SetMaterial sets the material of the weapon being built.
 //
-//chat:tool name=set_material
+//chat:tool name=set_material timeout=5s
 //chat:param material one of iron, steel or mithril
 func (f *Forge) SetMaterial(ctx context.Context, material string) error {
 	f.draft.Material = material
@@ -494,6 +504,9 @@ func (f *Forge) Finish(ctx context.Context) error {
 		Keys: []keySpec{
 			{Name: "name", Kind: keyIdent, Value: "NAME", Doc: "the name the model calls the tool by; the method name by default",
 				Set: setArg(func(d *toolDirective, a arg) { d.name = a.value })},
+			{Name: "timeout", Kind: keyDuration, Value: "DURATION",
+				Doc: "the longest a call may run, a Go duration such as `10s` or `1m30s`; the service's `ToolTimeout` by default",
+				Set: setArg(func(d *toolDirective, a arg) { d.timeout, _ = time.ParseDuration(a.value) })},
 		},
 		New: func() directive { return new(toolDirective) },
 	},

@@ -122,6 +122,9 @@ func (e *emitter) tool(t *toolModel) {
 	if t.immediate {
 		tool = append(tool, field("Immediate", jen.True()))
 	}
+	if t.timeout > 0 {
+		tool = append(tool, field("Timeout", durationCode(t.timeout)))
+	}
 	tool = append(tool, field("Invoke", invoke), jen.Line())
 
 	e.doc(fmt.Sprintf("%s is the tool %s: %s %s.%s on the %s of the current scope.", t.funcName, t.name, what, t.bean.obj.Name(), t.fn.Name(), t.bean.obj.Name()))

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 	"unicode"
 	"unicode/utf8"
 )
@@ -275,6 +276,16 @@ func (p *directiveParser) keyValue(t argToken) {
 	case keyWord:
 		if !isWord(v) {
 			p.errorf(t.valuePos, "invalid value %q for key %q in %s: %s", v, t.key, p.d, wordRule)
+			return
+		}
+	case keyDuration:
+		d, err := time.ParseDuration(v)
+		switch {
+		case err != nil:
+			p.errorf(t.valuePos, "invalid value %q for key %q in %s: not a duration; write one such as 10s, 1m30s or 500ms", v, t.key, p.d)
+			return
+		case d <= 0:
+			p.errorf(t.valuePos, "invalid value %q for key %q in %s: the duration must be positive", v, t.key, p.d)
 			return
 		}
 	case keyList:

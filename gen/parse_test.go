@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 )
 
 // parseLine parses text as the only comment of a small file, on line 1, and
@@ -92,6 +93,8 @@ func directiveFields(d directive) []directiveField {
 			for j := range f.Len() {
 				out = append(out, argField(f.Index(j)))
 			}
+		case sf.Type == reflect.TypeFor[time.Duration]():
+			out = append(out, directiveField{name: sf.Name, text: time.Duration(f.Int()).String()})
 		case sf.Type == reflect.TypeFor[beanKind]():
 			out = append(out, directiveField{name: sf.Name, text: beanKind(f.Uint()).ident()})
 		case sf.Type == reflect.TypeFor[[]string]():
@@ -144,6 +147,7 @@ func TestParseDirectiveValid(t *testing.T) {
 		{"//chat:tools Forge Inventory _x", `tools@1 types="Forge"@14 types="Inventory"@20 types="_x"@30`},
 		{"//chat:tool", "tool@1"},
 		{"//chat:tool immediate name=set_material", `tool@1 immediate=true name="set_material"`},
+		{"//chat:tool timeout=1m30s immediate", `tool@1 immediate=true timeout=1m30s`},
 		{"//chat:event BuildProgress", `event@1 typ="BuildProgress"@14`},
 		{`//chat:event "weapon updated"`, `event@1 typ="weapon updated"@14`},
 		{"//chat:event `raw`", `event@1 typ="raw"@14`},
@@ -248,6 +252,8 @@ func TestParseDirectiveErrors(t *testing.T) {
 		{`//chat:route menu roles="a b"`, []string{`1:25: invalid element "a b" in roles list in //chat:route: no spaces allowed`}},
 		{"//chat:route menu user=1x", []string{`1:24: invalid value "1x" for key "user" in //chat:route: not a Go identifier`}},
 		{"//chat:tool name=set-material", []string{`1:18: invalid value "set-material" for key "name" in //chat:tool: not a Go identifier`}},
+		{"//chat:tool timeout=soon", []string{`1:21: invalid value "soon" for key "timeout" in //chat:tool: not a duration; write one such as 10s, 1m30s or 500ms`}},
+		{"//chat:tool timeout=-1s", []string{`1:21: invalid value "-1s" for key "timeout" in //chat:tool: the duration must be positive`}},
 		{`//chat:catch route="a b"`, []string{`1:20: invalid value "a b" for key "route" in //chat:catch: use only letters, digits, '-', '_', '.' and '/'`}},
 		{"//chat:catch route=", []string{`1:20: empty value for key "route" in //chat:catch`}},
 

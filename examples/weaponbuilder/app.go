@@ -12,7 +12,26 @@ import (
 	"github.com/chatscopes/chatgen/runtime/chat"
 	"github.com/chatscopes/chatgen/runtime/llmtest"
 	"github.com/chatscopes/chatgen/runtime/memory"
+	"github.com/chatscopes/chatgen/runtime/otelchat"
 )
+
+// realModelName is the model asked for when OPENAI_API_KEY is set:
+// CHATGEN_MODEL, else gpt-4o-mini.
+func realModelName() string {
+	if name := os.Getenv("CHATGEN_MODEL"); name != "" {
+		return name
+	}
+	return "gpt-4o-mini"
+}
+
+// modelName names model in the telemetry (langchaingo's clients do not
+// tell).
+func modelName(model llms.Model) string {
+	if _, offline := model.(*llmtest.Model); offline {
+		return llmtest.DefaultModelName
+	}
+	return realModelName()
+}
 
 // app is the armorer: its router, its armory and the memory of its AI
 // services.
@@ -31,9 +50,12 @@ func newApp(model llms.Model, logger *slog.Logger, menuTools ...ai.ToolSource) (
 		memory: memory.NewManager(memory.Config{Policy: memory.Window(40)}),
 	}
 	cfg := ai.Config{Model: model, Memory: a.memory, Logger: logger}
+	// Spans and metrics go to the global OpenTelemetry providers: no-op
+	// (and free) unless main installs an SDK (-otel).
+	cfg.Telemetry.ModelName = modelName(model)
 	menu := cfg
 	menu.ToolSources = menuTools
-	router, err := chat.NewRouter(&chat.RouterOptions{Logger: logger},
+	router, err := chat.NewRouter(&chat.RouterOptions{Logger: logger, RouteHooks: []chat.RouteHook{otelchat.RouteHook(nil)}},
 		Register(Deps{
 			Armory:        a.armory,
 			MainMenu:      menu,
@@ -58,10 +80,7 @@ func modelFromEnv() (llms.Model, string, error) {
 	if key == "" {
 		return llmtest.NewModel(llmtest.ScriptFunc(playArmorer)), "the offline scripted armorer (set OPENAI_API_KEY for a real model)", nil
 	}
-	name := os.Getenv("CHATGEN_MODEL")
-	if name == "" {
-		name = "gpt-4o-mini"
-	}
+	name := realModelName()
 	opts := []openai.Option{openai.WithToken(key), openai.WithModel(name)}
 	where := "OpenAI"
 	if base := os.Getenv("OPENAI_BASE_URL"); base != "" {

@@ -14,6 +14,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"log/slog"
@@ -37,12 +38,23 @@ func main() {
 	addr := flag.String("addr", "localhost:8080", "address to serve the web page on")
 	terminal := flag.Bool("terminal", false, "chat in the terminal instead of serving the web page")
 	lore := flag.Bool("mcp-lore", false, "offer the tools of the lore MCP server (run as a child process) at the Main Menu")
+	withOTel := flag.Bool("otel", false, "export OpenTelemetry traces and metrics to standard output")
 	flag.Parse()
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	if err := run(ctx, *addr, *terminal, *lore, logger); err != nil {
+	err := func() (err error) {
+		if *withOTel {
+			shutdown, err := setupOTel(os.Stdout)
+			if err != nil {
+				return err
+			}
+			defer func() { err = errors.Join(err, shutdown(context.Background())) }()
+		}
+		return run(ctx, *addr, *terminal, *lore, logger)
+	}()
+	if err != nil {
 		fmt.Fprintln(os.Stderr, "weaponbuilder:", err)
 		os.Exit(1)
 	}

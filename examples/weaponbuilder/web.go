@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/chatscopes/chatgen/runtime/otelchat"
 	"github.com/chatscopes/chatgen/runtime/ws"
 )
 
@@ -42,6 +43,13 @@ func serve(ctx context.Context, a *app, addr, about string, logger *slog.Logger)
 	if err != nil {
 		return err
 	}
+	// The gauges of the live conversations, scopes and connections (read
+	// only when metrics are collected: free without -otel).
+	gauges, err := otelchat.Observe(a.router, chatServer, nil)
+	if err != nil {
+		return err
+	}
+	defer gauges.Unregister()
 	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
 	fmt.Printf("weaponbuilder: talking to %s\n", about)
 	fmt.Printf("weaponbuilder: open http://%s/ in your browser\n", ln.Addr())

@@ -6,6 +6,10 @@ import (
 	"testing"
 
 	"github.com/tmc/langchaingo/llms"
+	metricnoop "go.opentelemetry.io/otel/metric/noop"
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	tracenoop "go.opentelemetry.io/otel/trace/noop"
 
 	"github.com/chatscopes/chatgen/runtime/chat"
 	"github.com/chatscopes/chatgen/runtime/llmtest"
@@ -110,11 +114,15 @@ func (m *fastModel) Call(ctx context.Context, prompt string, options ...llms.Cal
 // BenchmarkAITurn measures one chat-scoped turn with one tool call (two
 // model calls, one tool, one memory commit into a window of 10 messages).
 func BenchmarkAITurn(b *testing.B) {
-	run := func(b *testing.B, model llms.Model, reset func()) {
-		s := NewService("example.com/app.Assistant", Config{
+	run := func(b *testing.B, model llms.Model, reset func(), tel ...Telemetry) {
+		cfg := Config{
 			Model:  model,
 			Memory: memory.NewManager(memory.Config{Policy: memory.Window(memory.DefaultMaxMessages)}),
-		})
+		}
+		if len(tel) > 0 {
+			cfg.Telemetry = tel[0]
+		}
+		s := NewService("example.com/app.Assistant", cfg)
 		ctx, err := chat.Begin(context.Background(), nil)
 		if err != nil {
 			b.Fatal(err)
@@ -148,6 +156,18 @@ func BenchmarkAITurn(b *testing.B) {
 	})
 	b.Run("generated", func(b *testing.B) {
 		benchGeneratedTurn(b, newFastModel())
+	})
+	// The bare-model turn with OpenTelemetry's no-op providers given
+	// explicitly (the default, above, is the globals with no SDK: no-op
+	// too), and with the SDK recording every span (exported nowhere) and
+	// every metric (read by nobody).
+	b.Run("bare-model/otel-noop", func(b *testing.B) {
+		run(b, newFastModel(), nil, Telemetry{TracerProvider: tracenoop.NewTracerProvider(), MeterProvider: metricnoop.NewMeterProvider()})
+	})
+	b.Run("bare-model/otel-sdk", func(b *testing.B) {
+		tp := sdktrace.NewTracerProvider()
+		mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(sdkmetric.NewManualReader()))
+		run(b, newFastModel(), nil, Telemetry{TracerProvider: tp, MeterProvider: mp})
 	})
 }
 

@@ -95,6 +95,20 @@
 // See the package's Example for a complete program against a scripted
 // model.
 //
+// # Steering and observing
+//
+// [Config.ModelHooks] and [Config.ToolHooks] wrap every model call and tool
+// call in the net/http middleware style ([ModelHook], [ToolHook]): they
+// see and change the messages, options and arguments, answer in the
+// model's place, veto a tool call ([Veto]) or replace its result.
+// [Config.ToolTimeout] (or a tool's own [Tool.Timeout], //chat:tool
+// timeout=) and [Config.ModelTimeout] bound the calls ([ErrToolTimeout],
+// [ErrModelTimeout]); [Config.Retry] retries model calls that failed with
+// 429, 5xx or a transport error, honouring Retry-After when the provider's
+// client goes through [Transport]. [Config.ForwardThinking] sends the
+// model's reasoning to the client as Thinking events. [Config.Telemetry]
+// configures the OpenTelemetry spans and metrics ([Telemetry]).
+//
 // # Streaming
 //
 // langchaingo's OpenAI client passes text, empty chunks and JSON tool-call

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"text/template"
+	"time"
 
 	"github.com/tmc/langchaingo/llms"
 
@@ -88,6 +89,9 @@ type Tool struct {
 	// arguments do not decode. [BeanTool] and [BeanToolNoArgs] make it for
 	// the methods of scoped beans.
 	Invoke func(ctx context.Context, arguments string) (any, error)
+	// Timeout bounds a call of the tool (//chat:tool timeout=10s); 0
+	// means [Config.ToolTimeout]. See [ErrToolTimeout].
+	Timeout time.Duration
 }
 
 // Request is one call of an AI service method, as generated code builds

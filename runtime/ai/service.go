@@ -9,6 +9,7 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/tmc/langchaingo/llms"
 
@@ -72,6 +73,30 @@ type Config struct {
 	// generated ones: the tools of MCP servers (package runtime/mcptools),
 	// for example. See [ToolSource].
 	ToolSources []ToolSource
+
+	// ToolTimeout bounds each call of a tool without a timeout of its own
+	// ([Tool.Timeout]); 0 means none. See [ErrToolTimeout].
+	ToolTimeout time.Duration
+	// ModelTimeout bounds each model call (each attempt, with Retry); 0
+	// means none. See [ErrModelTimeout].
+	ModelTimeout time.Duration
+	// Retry retries model calls that failed for a reason that may pass
+	// (429, 5xx, a transport error); the zero value retries none.
+	Retry Retry
+	// ModelHooks wrap every model call, the first outermost (see
+	// [ModelHook]).
+	ModelHooks []ModelHook
+	// ToolHooks wrap every tool call, the first outermost (see
+	// [ToolHook]).
+	ToolHooks []ToolHook
+	// ForwardThinking sends the model's reasoning (ContentChoice's
+	// ReasoningContent, streamed as it comes when the provider streams
+	// it) to the client as Thinking events of the request the turn runs
+	// in. Reasoning is never remembered.
+	ForwardThinking bool
+	// Telemetry configures the OpenTelemetry spans and metrics of the
+	// service; the zero value uses the global providers.
+	Telemetry Telemetry
 }
 
 // Service is one configured AI service (one //chat:ai interface): it runs
@@ -94,6 +119,15 @@ type Service struct {
 	sources  []ToolSource
 	methods  []*Method // declared by AddMethods, for Check
 
+	toolTimeout, modelTimeout time.Duration
+	retry                     Retry
+	modelHooks                ModelHandler // nil without hooks
+	toolHooks                 ToolHandler  // nil without hooks
+	thinking                  bool
+	tel                       *telemetry
+	// sleep waits between retries; tests replace it.
+	sleep func(ctx context.Context, d time.Duration) error
+
 	mu  sync.Mutex
 	ids map[string]*memState // memory ids in use or attached to a scope
 }
@@ -112,6 +146,15 @@ func NewService(name string, cfg Config) *Service {
 		logger:   cfg.Logger,
 		sources:  slices.Clip(slices.Clone(cfg.ToolSources)),
 		ids:      make(map[string]*memState),
+
+		toolTimeout:  cfg.ToolTimeout,
+		modelTimeout: cfg.ModelTimeout,
+		retry:        cfg.Retry.withDefaults(),
+		modelHooks:   chainModelHooks(cfg.ModelHooks),
+		toolHooks:    chainToolHooks(cfg.ToolHooks),
+		thinking:     cfg.ForwardThinking,
+		tel:          newTelemetry(cfg.Telemetry, cfg.Model),
+		sleep:        sleep,
 	}
 	if s.memory == nil {
 		s.memory = memory.NewManager(memory.Config{Policy: memory.Window(memory.DefaultMaxMessages)})

@@ -15,30 +15,46 @@ import (
 	"github.com/chatscopes/chatgen/runtime/chat"
 )
 
-// runTools runs the tool calls of one model reply of a turn of m, which
-// offers tools, and appends their executions, in call order, to execs.
-// With ParallelTools the calls run concurrently.
-func (s *Service) runTools(ctx context.Context, m *Method, tools []Tool, calls []llms.ToolCall, execs []ToolExecution) []ToolExecution {
+// runTools runs the tool calls of one model reply and appends their
+// executions, in call order, to the reply's. With ParallelTools the calls
+// run concurrently. Tool failures are told to the model; the error is a
+// hook's panic, which fails the request.
+func (t *turn) runTools(ctx context.Context, calls []llms.ToolCall) error {
+	execs := t.reply.Executions
 	first := len(execs)
 	execs = append(execs, make([]ToolExecution, len(calls))...)
+	t.reply.Executions = execs
 	out := execs[first:]
-	if s.parallel && len(calls) > 1 {
+	if t.s.parallel && len(calls) > 1 {
+		errs := make([]error, len(calls))
 		var wg sync.WaitGroup
 		for i := range calls {
-			wg.Go(func() { out[i] = s.runTool(ctx, m, tools, calls[i]) })
+			wg.Go(func() { out[i], errs[i] = t.runTool(ctx, calls[i]) })
 		}
 		wg.Wait()
-		return execs
+		return errors.Join(errs...)
 	}
 	for i := range calls {
-		out[i] = s.runTool(ctx, m, tools, calls[i])
+		var err error
+		if out[i], err = t.runTool(ctx, calls[i]); err != nil {
+			return err
+		}
 	}
-	return execs
+	return nil
 }
 
-// runTool runs one tool call. It never fails: whatever goes wrong becomes
-// the text the model is told ("error: …") and the execution's Err.
-func (s *Service) runTool(ctx context.Context, m *Method, tools []Tool, call llms.ToolCall) ToolExecution {
+// runTool runs one tool call, in a span of its own when tracing is on. It
+// fails only when a hook panics: whatever else goes wrong becomes the text
+// the model is told ("error: …") and the execution's Err.
+func (t *turn) runTool(ctx context.Context, call llms.ToolCall) (ToolExecution, error) {
+	if tr, ok := t.s.tel.tracer(); ok {
+		return t.runToolTraced(ctx, tr, call)
+	}
+	return t.s.runTool(ctx, t.m, t.tools, call)
+}
+
+// runTool runs one tool call: see [turn.runTool].
+func (s *Service) runTool(ctx context.Context, m *Method, tools []Tool, call llms.ToolCall) (ToolExecution, error) {
 	name, args := call.FunctionCall.Name, call.FunctionCall.Arguments
 	ex := ToolExecution{ID: call.ID, Name: name, Arguments: args}
 	tool, ok := findTool(tools, name)
@@ -51,41 +67,34 @@ func (s *Service) runTool(ctx context.Context, m *Method, tools []Tool, call llm
 		}
 		s.log().WarnContext(ctx, "ai: the model called an unknown tool",
 			"service", s.name, "method", m.Name, "tool", name, "call", call.ID)
-		return ex
+		return ex, nil
 	}
 	ex.Immediate = tool.Immediate
 	if strings.TrimSpace(args) == "" {
 		args = "{}"
 	}
-	res, panicked, err := invoke(ctx, tool.Invoke, args)
-	var argErr *ArgumentsError
-	switch {
-	case panicked:
-		ex.Err = err
-		ex.Text = fmt.Sprintf("error: tool %q failed", name)
-		pe := err.(*chat.PanicError)
-		s.log().ErrorContext(ctx, "ai: tool panicked",
-			"service", s.name, "method", m.Name, "tool", name, "call", call.ID,
-			"panic", fmt.Sprint(pe.Value), "stack", string(pe.Stack))
-	case errors.As(err, &argErr):
-		ex.Err = err
-		ex.Text = fmt.Sprintf("error: invalid arguments for tool %q: %v", name, argErr.cause())
-		s.log().WarnContext(ctx, "ai: the model called a tool with invalid arguments",
-			"service", s.name, "method", m.Name, "tool", name, "call", call.ID, "err", argErr.cause())
-	case err != nil:
-		ex.Err = err
-		ex.Text = "error: " + err.Error()
-		s.log().WarnContext(ctx, "ai: tool failed",
-			"service", s.name, "method", m.Name, "tool", name, "call", call.ID, "err", err)
-	default:
-		text, err := resultText(res)
-		if err != nil {
-			ex.Err = fmt.Errorf("encoding the result of tool %q: %w", name, err)
-			ex.Text = fmt.Sprintf("error: tool %q returned a result that cannot be encoded", name)
-			s.log().ErrorContext(ctx, "ai: tool result cannot be encoded",
-				"service", s.name, "method", m.Name, "tool", name, "call", call.ID, "err", err)
-			break
+	var res any
+	var err error
+	if s.toolHooks != nil {
+		res, err = s.callToolHooks(ctx, &ToolCall{Service: s.name, Method: m.Name, ID: call.ID, Name: name, Arguments: args, Tool: tool, svc: s})
+		if hp, ok := err.(*hookPanic); ok {
+			s.log().ErrorContext(ctx, "ai: tool hook panicked",
+				"service", s.name, "method", m.Name, "tool", name, "call", call.ID,
+				"panic", fmt.Sprint(hp.pe.Value), "stack", string(hp.pe.Stack))
+			return ex, fmt.Errorf("tool %q: %w", name, err)
 		}
+	} else {
+		res, err = s.invokeTool(ctx, tool, name, args)
+	}
+	if err != nil {
+		ex.Err = err
+		ex.Text = s.toolFailed(ctx, m, call, err)
+	} else if text, err := resultText(res); err != nil {
+		ex.Err = fmt.Errorf("encoding the result of tool %q: %w", name, err)
+		ex.Text = fmt.Sprintf("error: tool %q returned a result that cannot be encoded", name)
+		s.log().ErrorContext(ctx, "ai: tool result cannot be encoded",
+			"service", s.name, "method", m.Name, "tool", name, "call", call.ID, "err", err)
+	} else {
 		ex.Result, ex.Text = res, text
 	}
 	if l := s.log(); l.Enabled(ctx, slog.LevelDebug) {
@@ -93,18 +102,49 @@ func (s *Service) runTool(ctx context.Context, m *Method, tools []Tool, call llm
 			slog.String("service", s.name), slog.String("method", m.Name),
 			slog.String("tool", name), slog.String("call", call.ID), slog.Bool("failed", ex.Err != nil))
 	}
-	return ex
+	return ex, nil
+}
+
+// toolFailed logs the failure of a tool call and returns what the model
+// is told of it.
+func (s *Service) toolFailed(ctx context.Context, m *Method, call llms.ToolCall, err error) string {
+	name := call.FunctionCall.Name
+	var argErr *ArgumentsError
+	var veto *VetoError
+	var pe *chat.PanicError
+	var timeout *toolTimeoutError
+	switch {
+	case errors.As(err, &veto):
+		s.log().InfoContext(ctx, "ai: a tool hook vetoed a tool call",
+			"service", s.name, "method", m.Name, "tool", name, "call", call.ID, "message", veto.Message)
+		return veto.Message
+	case errors.As(err, &pe):
+		s.log().ErrorContext(ctx, "ai: tool panicked",
+			"service", s.name, "method", m.Name, "tool", name, "call", call.ID,
+			"panic", fmt.Sprint(pe.Value), "stack", string(pe.Stack))
+		return fmt.Sprintf("error: tool %q failed", name)
+	case errors.As(err, &timeout):
+		s.log().WarnContext(ctx, "ai: tool timed out; a tool that ignores its context is left to finish, its result discarded",
+			"service", s.name, "method", m.Name, "tool", name, "call", call.ID, "timeout", timeout.after)
+		return fmt.Sprintf("error: tool %q timed out after %v", name, timeout.after)
+	case errors.As(err, &argErr):
+		s.log().WarnContext(ctx, "ai: the model called a tool with invalid arguments",
+			"service", s.name, "method", m.Name, "tool", name, "call", call.ID, "err", argErr.cause())
+		return fmt.Sprintf("error: invalid arguments for tool %q: %v", name, argErr.cause())
+	}
+	s.log().WarnContext(ctx, "ai: tool failed",
+		"service", s.name, "method", m.Name, "tool", name, "call", call.ID, "err", err)
+	return "error: " + err.Error()
 }
 
 // invoke calls fn, recovering a panic as a *chat.PanicError.
-func invoke(ctx context.Context, fn func(context.Context, string) (any, error), args string) (res any, panicked bool, err error) {
+func invoke(ctx context.Context, fn func(context.Context, string) (any, error), args string) (res any, err error) {
 	defer func() {
 		if v := recover(); v != nil {
-			res, panicked, err = nil, true, &chat.PanicError{Value: v, Stack: debug.Stack()}
+			res, err = nil, &chat.PanicError{Value: v, Stack: debug.Stack()}
 		}
 	}()
-	res, err = fn(ctx, args)
-	return res, false, err
+	return fn(ctx, args)
 }
 
 // cause returns the decoding error of e, never nil.

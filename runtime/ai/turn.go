@@ -37,10 +37,21 @@ type turn struct {
 	optBuf [6]llms.CallOption
 	held   heldTurn
 	reply  *Reply
+	turnFlags
+	convID string // the conversation's id, for telemetry (when it is on)
 }
 
 // run runs one turn of req: see [Service.Chat].
 func (s *Service) run(ctx context.Context, req *Request, mode runMode) (*Reply, error) {
+	if tr, ok := s.tel.tracer(); ok {
+		return s.runTraced(ctx, tr, req, mode)
+	}
+	return s.runTurn(ctx, req, mode, "")
+}
+
+// runTurn runs one turn of req: see [Service.Chat]. convID is the
+// conversation's id when the turn is traced.
+func (s *Service) runTurn(ctx context.Context, req *Request, mode runMode, convID string) (*Reply, error) {
 	if req == nil {
 		return nil, fmt.Errorf("ai: %s: %w: nil request", s.name, ErrInvalidRequest)
 	}
@@ -83,7 +94,7 @@ func (s *Service) run(ctx context.Context, req *Request, mode runMode) (*Reply, 
 		return nil, s.errorf(m.Name, "reading memory %q: %w", id, err)
 	}
 
-	t := &turn{s: s, m: m, mode: mode, tools: tools, defs: defs, reply: new(Reply)}
+	t := &turn{s: s, m: m, mode: mode, tools: tools, defs: defs, reply: new(Reply), convID: convID}
 	t.held = heldTurn{st: st}
 	t.held.next, _ = ctx.Value(heldKey{}).(*heldTurn)
 	ctx = context.WithValue(ctx, heldKey{}, &t.held)
@@ -111,7 +122,7 @@ func (s *Service) run(ctx context.Context, req *Request, mode runMode) (*Reply, 
 // the service's, then the tools (one slice per Method, made once, unless
 // the service has tool sources), JSON mode and streaming.
 func (t *turn) setOptions() {
-	n := len(t.s.options) + 3
+	n := len(t.s.options) + 4
 	if n <= len(t.optBuf) {
 		t.opts = t.optBuf[:0]
 	} else {
@@ -126,6 +137,9 @@ func (t *turn) setOptions() {
 	}
 	if t.mode.stream != nil {
 		t.opts = append(t.opts, llms.WithStreamingFunc(t.mode.stream.onChunk))
+	}
+	if t.s.thinking {
+		t.opts = append(t.opts, llms.WithStreamingReasoningFunc(t.onReasoning))
 	}
 }
 
@@ -206,7 +220,9 @@ func (t *turn) loop(ctx context.Context) error {
 		}
 		t.add(call)
 		first := len(t.reply.Executions)
-		t.reply.Executions = t.s.runTools(ctx, t.m, t.tools, calls, t.reply.Executions)
+		if err := t.runTools(ctx, calls); err != nil {
+			return t.errorf("%w", err)
+		}
 		immediate := true
 		for i := first; i < len(t.reply.Executions); i++ {
 			ex := &t.reply.Executions[i]
@@ -231,7 +247,8 @@ func (t *turn) call(ctx context.Context) (*llms.ContentChoice, error) {
 	if k := t.mode.stream; k != nil {
 		k.yielded.Store(false)
 	}
-	resp, err := t.s.model.GenerateContent(ctx, t.prompt, t.opts...)
+	t.resetFlags()
+	resp, err := t.generate(ctx)
 	t.reply.ModelCalls++
 	n := t.reply.ModelCalls
 	if k := t.mode.stream; k != nil && k.stopped.Load() {
@@ -258,9 +275,13 @@ func (t *turn) call(ctx context.Context) (*llms.ContentChoice, error) {
 	// was cut or held no model output: fail rather than commit part of an
 	// answer (a provider that ignores streaming and answers whole, with no
 	// finish reason, is still taken at its word).
-	if k := t.mode.stream; k != nil && choice.StopReason == "" &&
-		(k.yielded.Load() || choice.Content == "" && len(choice.ToolCalls) == 0) {
+	if k := t.mode.stream; (k != nil || t.s.thinking) && choice.StopReason == "" &&
+		(k != nil && k.yielded.Load() || t.streamed.Load() || choice.Content == "" && len(choice.ToolCalls) == 0) {
 		return nil, t.errorf("model call %d: %w", n, ErrIncompleteStream)
+	}
+	if t.s.thinking && !t.thought.Load() && choice.ReasoningContent != "" {
+		// The provider did not stream its reasoning: forward it whole.
+		t.think(ctx, choice.ReasoningContent)
 	}
 	if k := t.mode.stream; k != nil && !k.yielded.Load() && choice.Content != "" {
 		// The provider does not stream: pass its answer on whole.

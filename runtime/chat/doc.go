@@ -24,7 +24,9 @@
 // [ExecuteRoute] move between routes, and [ScheduleWipe], [AbortWipe] and
 // [ClearMemory] act on the scope's chat memory. A route error that no
 // //chat:catch handler takes fails the request with a [Failure]; the Err*
-// failures match it with errors.Is.
+// failures match it with errors.Is. [RouterOptions] RouteHooks ([RouteHook])
+// wrap every request, seeing its route, data and outcome ([FailureOf]);
+// [ConversationID] names a conversation by its top scope.
 //
 // A [Client] opens sessions ([Session]) on a router: [NewLocalClient] in the
 // same process, ws.Dial over a websocket. A [SessionBuilder] registers the

@@ -26,6 +26,10 @@ type Router struct {
 	observer  Observer // nil for none
 	pkgs      []*Package
 
+	// hooked is RouterOptions.RouteHooks around serveRoute; nil without
+	// hooks.
+	hooked RouteHandler
+
 	conversations atomic.Int64
 	scopes        atomic.Int64
 }
@@ -39,6 +43,9 @@ type RouterOptions struct {
 	// Observer, when not nil, is told about the scope lifecycle of every
 	// conversation the router starts.
 	Observer Observer
+	// RouteHooks wrap the handling of every request, the first outermost
+	// (see [RouteHook]).
+	RouteHooks []RouteHook
 }
 
 // cloneWithDefaults returns a copy of opts with the defaults filled in.
@@ -64,6 +71,9 @@ func NewRouter(opts *RouterOptions, pkgs ...*Package) (*Router, error) {
 		byRoute:  map[string][]CatchSpec{},
 		logger:   opts.Logger,
 		observer: opts.Observer,
+	}
+	if len(opts.RouteHooks) > 0 {
+		r.hooked = chainRouteHooks(opts.RouteHooks)
 	}
 	var errs []error
 	for _, p := range pkgs {
@@ -267,16 +277,11 @@ func (c *Conversation) handle(ctx context.Context, scopeID string, req *RouteReq
 	c.stack.mu.Lock()
 	route := target.route
 	c.stack.mu.Unlock()
-	// A route that cannot run (unknown, or forbidden to the principal)
-	// fails as such: error handlers only see errors of routes that ran.
-	if route != c.lastRoute || c.lastSpec == nil {
-		c.lastRoute, c.lastSpec = route, c.router.routes[route]
-	}
-	spec, err := c.router.check(ctx, route, c.lastSpec)
-	if err == nil {
-		if err = c.router.call(ctx, rs, spec); err != nil {
-			err = c.router.handleError(ctx, rs, err)
-		}
+	var err error
+	if c.router.hooked != nil {
+		err = c.router.runHooked(ctx, rs, route)
+	} else {
+		err = serveRoute(ctx, route, &rs.req)
 	}
 	c.router.runWipes(ctx, rs)
 	rs.resp.close()

@@ -90,8 +90,11 @@ func (m *Model) GenerateContent(ctx context.Context, messages []llms.MessageCont
 	if err := wait(ctx, r.Delay, nil); err != nil {
 		return nil, err
 	}
+	if r.Disconnect {
+		return nil, ErrDisconnected
+	}
 	if r.failing() {
-		return nil, &StatusError{StatusCode: r.Status, Message: r.statusMessage()}
+		return nil, &StatusError{StatusCode: r.Status, Message: r.statusMessage(), RetryAfter: r.RetryAfter}
 	}
 	if r.Err != nil && !req.Stream {
 		return nil, r.Err

@@ -3,6 +3,7 @@ package llmtest
 import (
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"strings"
 	"time"
@@ -57,6 +58,16 @@ type Reply struct {
 	Status int
 	// ErrorMessage is the error message sent with Status.
 	ErrorMessage string
+	// RetryAfter, with Status, is the wait the server asks for before a
+	// retry: over HTTP the headers Retry-After (whole seconds, rounded up)
+	// and retry-after-ms (milliseconds, as OpenAI sends it); in-process
+	// the [StatusError]'s RetryAfter.
+	RetryAfter time.Duration
+	// Disconnect makes the call fail with a transport error: over HTTP
+	// the server drops the connection without answering (after the
+	// Delay); in-process GenerateContent returns an error matching
+	// [ErrDisconnected]. It takes precedence over Status and Err.
+	Disconnect bool
 
 	// Delay is how long to wait before answering (also before failing).
 	// The wait ends early, with the context's error, when the caller's
@@ -96,6 +107,9 @@ type StatusError struct {
 	StatusCode int
 	// Message is the error message the API would send.
 	Message string
+	// RetryAfter is the Reply's RetryAfter: the wait the server asked
+	// for, zero when it did not.
+	RetryAfter time.Duration
 }
 
 // Error implements error.
@@ -137,8 +151,8 @@ func resolve(req *Request, reply Reply, nextID func() string) (*resolved, error)
 	if reply.Status != 0 && (reply.Status < 400 || reply.Status > 599) {
 		return nil, bad("Status %d is not an error status (want 400–599, or 0)", reply.Status)
 	}
-	if reply.Delay < 0 || reply.ChunkDelay < 0 {
-		return nil, bad("negative Delay or ChunkDelay")
+	if reply.Delay < 0 || reply.ChunkDelay < 0 || reply.RetryAfter < 0 {
+		return nil, bad("negative Delay, ChunkDelay or RetryAfter")
 	}
 	r := &resolved{Reply: reply}
 	r.ToolCalls = make([]ToolCall, len(reply.ToolCalls))
@@ -230,6 +244,11 @@ func splitFragments(s string) []string {
 	}
 	return out
 }
+
+// ErrDisconnected is the error of an in-process call whose [Reply] has
+// Disconnect set: the connection was lost before an answer. It wraps
+// io.ErrUnexpectedEOF, as a connection dropped mid-exchange does.
+var ErrDisconnected = fmt.Errorf("llmtest: connection lost: %w", io.ErrUnexpectedEOF)
 
 // errServerClosed ends a wait when the server shuts down.
 var errServerClosed = errors.New("llmtest: server closed")

@@ -7,7 +7,9 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"sync"
+	"time"
 
 	"github.com/tmc/langchaingo/llms/openai"
 )
@@ -87,6 +89,11 @@ func (s *Server) Client(opts ...openai.Option) (*openai.LLM, error) {
 	}
 	return llm, nil
 }
+
+// HTTPClient returns the HTTP client [Server.Client] gives langchaingo's
+// client: one whose idle connections Close closes. Wrap its Transport to
+// observe or alter the exchanges.
+func (s *Server) HTTPClient() *http.Client { return s.ts.Client() }
 
 // Close shuts the server down. Requests waiting in a Delay end at once with
 // a 503; a stream waiting in a ChunkDelay is cut off. Close returns when
@@ -177,7 +184,14 @@ func (s *Server) handleChat(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	switch {
+	case rep.Disconnect:
+		panic(http.ErrAbortHandler) // the client sees the connection drop
 	case rep.failing():
+		if rep.RetryAfter > 0 {
+			secs := (rep.RetryAfter + time.Second - 1) / time.Second
+			w.Header().Set("Retry-After", strconv.FormatInt(int64(secs), 10))
+			w.Header().Set("Retry-After-Ms", strconv.FormatInt(rep.RetryAfter.Milliseconds(), 10))
+		}
 		writeError(w, rep.Status, rep.statusMessage())
 	case rep.Err != nil && (!req.Stream || len(rep.chunks) == 0 && len(rep.reasoningChunks) == 0):
 		writeError(w, http.StatusInternalServerError, rep.Err.Error())

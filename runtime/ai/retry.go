@@ -1,0 +1,300 @@
+package ai
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/tmc/langchaingo/llms"
+)
+
+// Retry configures the retries of failed model calls ([Config.Retry]).
+//
+// A model call is tried again when it failed with HTTP status 429 or 5xx,
+// with a transport error (a connection refused or reset, a response cut
+// short), or by timing out ([Config.ModelTimeout]); never after part of
+// its answer reached the client (a streamed chunk, a Thinking event),
+// never when the request's own context ended, and never for other errors
+// (400, 401, a bad tool call…). Between attempts it waits the server's
+// Retry-After (or retry-after-ms) when the server said, otherwise an
+// exponential backoff with jitter: a random wait between half and all of
+// InitialBackoff, doubling per attempt up to MaxBackoff. The wait ends
+// early, failing the request, when the request's context ends.
+//
+// langchaingo's clients report neither the HTTP status nor the headers of
+// a failed call: wrap the HTTP transport of the provider's client with
+// [Transport] so that the service sees them. Without it, the service
+// recognises the status in the error's text ("status code: 429", as
+// langchaingo's OpenAI and Anthropic clients write it), llms.Error codes
+// and transport errors, and cannot honour Retry-After.
+type Retry struct {
+	// MaxRetries is the most times one model call is tried again; 0
+	// means never.
+	MaxRetries int
+	// InitialBackoff is the wait before the first retry; 0 means
+	// [DefaultInitialBackoff].
+	InitialBackoff time.Duration
+	// MaxBackoff bounds the backoff (not a server's Retry-After); 0
+	// means [DefaultMaxBackoff].
+	MaxBackoff time.Duration
+}
+
+// The default backoff of [Retry].
+const (
+	DefaultInitialBackoff = 500 * time.Millisecond
+	DefaultMaxBackoff     = 30 * time.Second
+)
+
+// withDefaults returns r with its zero fields filled in.
+func (r Retry) withDefaults() Retry {
+	if r.MaxRetries < 0 {
+		r.MaxRetries = 0
+	}
+	if r.InitialBackoff <= 0 {
+		r.InitialBackoff = DefaultInitialBackoff
+	}
+	if r.MaxBackoff <= 0 {
+		r.MaxBackoff = DefaultMaxBackoff
+	}
+	if r.MaxBackoff < r.InitialBackoff {
+		r.MaxBackoff = r.InitialBackoff
+	}
+	return r
+}
+
+// backoff returns the wait before retry n (from 1): the server's
+// Retry-After when it sent one, else the jittered exponential backoff.
+func (r Retry) backoff(n int, rec *httpRecord) time.Duration {
+	if after, ok := rec.retryAfter(); ok {
+		return after
+	}
+	d := r.InitialBackoff
+	for i := 1; i < n && d < r.MaxBackoff; i++ {
+		d *= 2
+	}
+	d = min(d, r.MaxBackoff)
+	half := d / 2
+	return half + rand.N(d-half+1)
+}
+
+// sleep waits d, or until ctx ends (returning its error).
+func sleep(ctx context.Context, d time.Duration) error {
+	if d <= 0 {
+		return ctx.Err()
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// Transport returns an http.RoundTripper over base (nil means
+// http.DefaultTransport) that lets an AI service see the HTTP status and
+// the Retry-After header of its model calls, which langchaingo's clients
+// do not report, so that [Retry] honours them. Give it to the provider's
+// client:
+//
+//	llm, err := openai.New(openai.WithHTTPClient(&http.Client{Transport: ai.Transport(nil)}))
+//
+// It changes nothing in the requests and responses it carries, and calls
+// made outside an AI service pass through it untouched.
+func Transport(base http.RoundTripper) http.RoundTripper {
+	if base == nil {
+		base = http.DefaultTransport
+	}
+	return &transport{base: base}
+}
+
+type transport struct{ base http.RoundTripper }
+
+// RoundTrip implements http.RoundTripper.
+func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
+	resp, err := t.base.RoundTrip(req)
+	if rec, ok := req.Context().Value(httpRecordKey{}).(*httpRecord); ok {
+		rec.record(resp, err)
+	}
+	return resp, err
+}
+
+// httpRecordKey is the context key of the httpRecord of a model call.
+type httpRecordKey struct{}
+
+// httpRecord is what [Transport] saw of the last HTTP exchange of a model
+// call.
+type httpRecord struct {
+	mu         sync.Mutex
+	seen       bool
+	status     int
+	after      time.Duration
+	hasAfter   bool
+	transportE error
+}
+
+func (r *httpRecord) record(resp *http.Response, err error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.seen, r.status, r.after, r.hasAfter, r.transportE = true, 0, 0, false, err
+	if resp == nil {
+		return
+	}
+	r.status = resp.StatusCode
+	r.after, r.hasAfter = parseRetryAfter(resp.Header, time.Now())
+}
+
+// retryAfter returns the wait the server asked for, if it did.
+func (r *httpRecord) retryAfter() (time.Duration, bool) {
+	if r == nil {
+		return 0, false
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.after, r.hasAfter
+}
+
+// outcome returns the recorded status and transport error.
+func (r *httpRecord) outcome() (seen bool, status int, err error) {
+	if r == nil {
+		return false, 0, nil
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.seen, r.status, r.transportE
+}
+
+// parseRetryAfter reads retry-after-ms (OpenAI's, in milliseconds) or
+// Retry-After (seconds, or an HTTP date).
+func parseRetryAfter(h http.Header, now time.Time) (time.Duration, bool) {
+	if v := h.Get("Retry-After-Ms"); v != "" {
+		if ms, err := strconv.ParseFloat(v, 64); err == nil && ms >= 0 {
+			return time.Duration(ms * float64(time.Millisecond)), true
+		}
+	}
+	v := h.Get("Retry-After")
+	if v == "" {
+		return 0, false
+	}
+	if secs, err := strconv.ParseFloat(v, 64); err == nil && secs >= 0 {
+		return time.Duration(secs * float64(time.Second)), true
+	}
+	if at, err := http.ParseTime(v); err == nil {
+		return max(at.Sub(now), 0), true
+	}
+	return 0, false
+}
+
+// statusInText finds the HTTP status langchaingo's clients (and the
+// in-process llmtest.Model) write in their errors.
+var statusInText = regexp.MustCompile(`status code: (\d{3})\b`)
+
+// httpStatus returns the HTTP status of a failed model call: the one
+// [Transport] saw, else the one in the error's text; 0 when unknown.
+func httpStatus(err error, rec *httpRecord) int {
+	if seen, status, _ := rec.outcome(); seen && status != 0 {
+		return status
+	}
+	if err == nil {
+		return 0
+	}
+	if m := statusInText.FindStringSubmatch(err.Error()); m != nil {
+		n, _ := strconv.Atoi(m[1])
+		return n
+	}
+	return 0
+}
+
+// retryableStatus reports whether an HTTP status is worth another try.
+func retryableStatus(status int) bool {
+	return status == http.StatusTooManyRequests || status >= 500 && status <= 599
+}
+
+// retryable reports whether a model call that failed with err may be
+// tried again (see [Retry]); ctx is the request's.
+func retryable(ctx context.Context, err error, rec *httpRecord) bool {
+	if ctx.Err() != nil || errors.Is(err, errStopped) {
+		return false
+	}
+	if errors.Is(err, ErrModelTimeout) {
+		return true
+	}
+	if seen, status, terr := rec.outcome(); seen {
+		if terr != nil {
+			return !errors.Is(terr, context.Canceled)
+		}
+		if status != http.StatusOK {
+			return retryableStatus(status)
+		}
+		// 200: the body failed to arrive whole (a cut stream, before
+		// anything of it reached the client).
+		return transportError(err)
+	}
+	if status := httpStatus(err, nil); status != 0 {
+		return retryableStatus(status)
+	}
+	var le *llms.Error
+	if errors.As(err, &le) {
+		switch le.Code {
+		case llms.ErrCodeRateLimit, llms.ErrCodeProviderUnavailable, llms.ErrCodeTimeout:
+			return true
+		}
+	}
+	return transportError(err)
+}
+
+// transportError reports whether err is a failure to reach the model or
+// to read its whole answer.
+func transportError(err error) bool {
+	var ne net.Error
+	if errors.As(err, &ne) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) ||
+		errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.EPIPE) {
+		return true
+	}
+	// langchaingo's OpenAI client replaces transport errors with errors
+	// of its own text.
+	msg := err.Error()
+	for _, s := range []string{
+		"network error: failed to reach API server",
+		"request timeout: network operation exceeded timeout",
+		"error reading streaming response",
+	} {
+		if strings.Contains(msg, s) {
+			return true
+		}
+	}
+	return false
+}
+
+// modelTimeoutError is the error of a model call that timed out.
+type modelTimeoutError struct {
+	after time.Duration
+	err   error // the provider's error, if any
+}
+
+func (e *modelTimeoutError) Error() string {
+	if e.err != nil {
+		return fmt.Sprintf("timed out after %v: %v", e.after, e.err)
+	}
+	return fmt.Sprintf("timed out after %v", e.after)
+}
+
+// Is makes the error match ErrModelTimeout and context.DeadlineExceeded.
+func (e *modelTimeoutError) Is(target error) bool {
+	return target == ErrModelTimeout || target == context.DeadlineExceeded
+}
+
+// errModelDeadline is the cause of the context of a model call that
+// timed out, telling its timeout from the caller's deadline.
+var errModelDeadline = errors.New("ai: the model call's timeout expired")
