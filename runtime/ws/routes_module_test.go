@@ -94,6 +94,9 @@ func TestRoutesModuleNames(t *testing.T) {
 		`    readonly "weird-name": ChatRoute<"weird-name", { "odd key"?: (number | null)[]; }>;`,
 		`    readonly client: ChatRoute<"client", Record<string, never>>;`,
 		`export declare const defaultRoute: ChatRoutes["menu"];`,
+		"    Object: unknown;",
+		`    onMessage?: (data: ChatEvents["Message"], frame: __cs_Frame) => void;`,
+		"    defaultHandler?: (type: string, data: unknown, frame: __cs_Frame) => void;",
 	} {
 		if !strings.Contains(dts, want) {
 			t.Errorf("the declarations lack %s", want)
