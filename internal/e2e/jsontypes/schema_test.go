@@ -44,6 +44,7 @@ func resolve(t *testing.T, m *chat.Manifest, s chat.JSONSchema) *jsonschema.Reso
 		defs[ti.Name] = d
 	}
 	root["$defs"] = defs
+	closeObjects(root)
 	b, err := json.Marshal(root)
 	if err != nil {
 		t.Fatal(err)
@@ -57,6 +58,27 @@ func resolve(t *testing.T, m *chat.Manifest, s chat.JSONSchema) *jsonschema.Reso
 		t.Fatalf("the schema does not resolve: %v\n%s", err, b)
 	}
 	return rs
+}
+
+// closeObjects adds "additionalProperties": false to every object schema
+// with properties: the JSON may then have no key the schema leaves out,
+// so a field encoding/json writes and the manifest misses fails too.
+func closeObjects(v any) {
+	switch v := v.(type) {
+	case map[string]any:
+		if _, ok := v["properties"].(map[string]any); ok {
+			if _, set := v["additionalProperties"]; !set {
+				v["additionalProperties"] = false
+			}
+		}
+		for _, e := range v {
+			closeObjects(e)
+		}
+	case []any:
+		for _, e := range v {
+			closeObjects(e)
+		}
+	}
 }
 
 func eventSchema(t *testing.T, m *chat.Manifest, route, typ string) chat.JSONSchema {
@@ -114,45 +136,46 @@ func full() Everything {
 	root := Tree{Name: "root", Children: []*Tree{leaf, nil}}
 	leaf.Children = []*Tree{}
 	return Everything{
-		Base:     &Base{ID: 7, Note: "base"},
-		Meta:     Meta{Tags: []string{"a"}},
-		hidden:   hidden{Secret: "s", Visible: 2},
-		Named:    Meta{Tags: []string{}},
-		Skip:     "skipped",
-		Dash:     "dash",
-		Inline:   Meta{Tags: []string{"i"}},
-		ByInt:    map[int]string{1: "one", -2: "minus two"},
-		ByLevel:  map[Level]int{Debug: 1},
-		Bytes:    []byte{0, 1, 2, 255},
-		Octets:   []Octet{1, 2},
-		Raw:      json.RawMessage(`{"free":["form",1]}`),
-		Any:      []any{1, "two", nil},
-		Iface:    map[string]any{"k": true},
-		Dur:      1500 * time.Millisecond,
-		When:     time.Date(2025, 1, 2, 3, 4, 5, 6, time.UTC),
-		Arr:      [4]uint8{1, 2, 3, 4},
-		Page:     Page[Item]{Items: []Item{{SKU: "x"}}, Next: &Item{SKU: "y"}},
-		Point:    image.Point{X: 1, Y: -1},
-		Addr:     netip.MustParseAddr("192.0.2.1"),
-		Quoted:   1 << 60,
-		QuotePtr: &one,
-		LitStr:   Literal(5),
-		Opt:      &s,
-		Zero:     Item{SKU: "z"},
-		Kept:     Item{},
-		Level:    Info,
-		Prio:     High,
-		Num:      json.Number("3.25"),
-		Upper:    "shout",
-		Lazy:     Lazy{V: "lazy"},
-		LazyPtr:  &Lazy{V: "ptr"},
-		Ptrs:     []*Item{{SKU: "p"}, nil},
-		Nested:   map[string][]*Tree{"t": {&root}, "none": nil},
-		Big:      1<<64 - 1,
-		F:        -0.5,
-		Diamond:  Diamond{Left: Left{Shared: Shared{X: 1}, L: 2}, Right: Right{Shared: Shared{X: 3}, R: 4}},
-		Clash:    Clash{ClashA: ClashA{Same: "a"}, ClashB: ClashB{Same: "b", U: "u"}, U: 5, Kept: "k"},
-		Tree:     root,
+		Base:      &Base{ID: 7, Note: "base"},
+		Meta:      Meta{Tags: []string{"a"}},
+		hidden:    hidden{Secret: "s", Visible: 2},
+		ptrHidden: &ptrHidden{Deep: "deep"},
+		Named:     Meta{Tags: []string{}},
+		Skip:      "skipped",
+		Dash:      "dash",
+		Inline:    Meta{Tags: []string{"i"}},
+		ByInt:     map[int]string{1: "one", -2: "minus two"},
+		ByLevel:   map[Level]int{Debug: 1},
+		Bytes:     []byte{0, 1, 2, 255},
+		Octets:    []Octet{1, 2},
+		Raw:       json.RawMessage(`{"free":["form",1]}`),
+		Any:       []any{1, "two", nil},
+		Iface:     map[string]any{"k": true},
+		Dur:       1500 * time.Millisecond,
+		When:      time.Date(2025, 1, 2, 3, 4, 5, 6, time.UTC),
+		Arr:       [4]uint8{1, 2, 3, 4},
+		Page:      Page[Item]{Items: []Item{{SKU: "x"}}, Next: &Item{SKU: "y"}},
+		Point:     image.Point{X: 1, Y: -1},
+		Addr:      netip.MustParseAddr("192.0.2.1"),
+		Quoted:    1 << 60,
+		QuotePtr:  &one,
+		LitStr:    Literal(5),
+		Opt:       &s,
+		Zero:      Item{SKU: "z"},
+		Kept:      Item{},
+		Level:     Info,
+		Prio:      High,
+		Num:       json.Number("3.25"),
+		Upper:     "shout",
+		Lazy:      Lazy{V: "lazy"},
+		LazyPtr:   &Lazy{V: "ptr"},
+		Ptrs:      []*Item{{SKU: "p"}, nil},
+		Nested:    map[string][]*Tree{"t": {&root}, "none": nil},
+		Big:       1<<64 - 1,
+		F:         -0.5,
+		Diamond:   Diamond{Left: Left{Shared: Shared{X: 1}, L: 2}, Right: Right{Shared: Shared{X: 3}, R: 4}},
+		Clash:     Clash{ClashA: ClashA{Same: "a"}, ClashB: ClashB{Same: "b", U: "u"}, U: 5, Kept: "k"},
+		Tree:      root,
 	}
 }
 
@@ -236,6 +259,12 @@ func TestManifestSchemasReject(t *testing.T) {
 	for _, absent := range []string{"Skip", "unexported", "private", "Base", "Meta", "hidden"} {
 		if _, ok := props[absent]; ok {
 			t.Errorf("Everything's schema has the property %s, which encoding/json never writes", absent)
+		}
+	}
+	// And those it writes are, promoted ones included.
+	for _, present := range []string{"id", "Note", "tags", "secret", "Visible", "deep", "-", "Inline"} {
+		if _, ok := props[present]; !ok {
+			t.Errorf("Everything's schema lacks the property %s, which encoding/json writes", present)
 		}
 	}
 	for _, ti := range m.Types {

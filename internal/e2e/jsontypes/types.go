@@ -65,6 +65,12 @@ type hidden struct {
 	private int
 }
 
+// ptrHidden is an unexported struct embedded by pointer: encoding/json
+// writes its exported fields when the pointer is not nil.
+type ptrHidden struct {
+	Deep string `json:"deep"`
+}
+
 // Left and Right both embed Shared, so Shared's field X is at the same
 // depth twice in Diamond: encoding/json leaves it out.
 type Shared struct{ X int }
@@ -144,6 +150,7 @@ type Everything struct {
 	*Base
 	Meta
 	hidden
+	*ptrHidden
 	Named Meta `json:"named"`
 
 	Skip     string          `json:"-"`
