@@ -153,7 +153,8 @@ type Everything struct {
 	*ptrHidden
 	Named Meta `json:"named"`
 
-	Skip     string          `json:"-"`
+	Skip string `json:"-"`
+	//lint:ignore SA5008 the key "-", which encoding/json writes for this tag, is the case under test
 	Dash     string          `json:"-,"`
 	Inline   Meta            `json:",inline"`
 	ByInt    map[int]string  `json:"byInt"`
