@@ -36,7 +36,7 @@ func TestServesEveryBrowserFile(t *testing.T) {
 		{ws.TypeScriptPath, "application/typescript", "export class ChatScopesClient"},
 		{ws.RoutesModulePath, "text/javascript", `export const defaultRoute = routes["menu"];`},
 		{ws.RoutesTypeScriptPath, "application/typescript", "export interface Weapon {"},
-		{ws.QuarkusAPIPath, "text/javascript", `export const defaultRoute = routes["menu"];`},
+		{ws.QuarkusAPIPath, "text/javascript", `export * from "../../_chat/javascript/routes.mjs";`},
 		{ws.ImportMapPath, "text/javascript", `"@quarkiverse/chat-scopes-api"`},
 	} {
 		resp, err := http.Get(srv.URL + tc.path)
@@ -74,7 +74,7 @@ import * as atQuarkusURL from "/_static/quarkus-chat-scopes-api/chatscopes-api.j
 window.testResult = (async () => {
     const log = [];
     log.push("default " + defaultRoute.name + " " + (client instanceof ChatScopesClient) + " " +
-        (endpoint === "ws://" + location.host + "/_chat/routes") + " " + (atQuarkusURL.defaultRoute.name));
+        (endpoint === "ws://" + location.host + "/_chat/routes") + " " + (atQuarkusURL.client === client));
     const session = await defaultRoute.connect({
         streamHandler: (chunk, frame) => { if (frame.html !== undefined) log.push("rendered " + frame.html.startsWith("<p>")); },
     });
@@ -122,7 +122,7 @@ func TestNewerQuarkusPage(t *testing.T) {
 	if !res.OK {
 		t.Fatalf("the page failed: %s\nconsole:\n%s", res.Error, b.ConsoleLog())
 	}
-	want := []string{"default menu true true menu", "rendered true", "routes armor,enchant,menu,weapon"}
+	want := []string{"default menu true true true", "rendered true", "routes armor,enchant,menu,weapon"}
 	if strings.Join(res.Log, "\n") != strings.Join(want, "\n") {
 		t.Errorf("the page logged\n%s\nwant\n%s", strings.Join(res.Log, "\n"), strings.Join(want, "\n"))
 	}

@@ -281,7 +281,7 @@ func TestGeneratedAssets(t *testing.T) {
 		module                 bool
 	}{
 		{RoutesModulePath, jsType, `import { ChatScopesClient as __cs_Client } from "./chatscopes.mjs";`, true},
-		{QuarkusAPIPath, jsType, `import { ChatScopesClient as __cs_Client } from "../../_chat/javascript/chatscopes.mjs";`, true},
+		{QuarkusAPIPath, jsType, `export * from "../../_chat/javascript/routes.mjs";`, true},
 		{RoutesTypeScriptPath, tsType, `readonly gate: ChatRoute<"gate", Record<string, unknown>>;`, false},
 		{ImportMapPath, jsType, `"@quarkiverse/chat-scopes-api": new URL("../_chat/javascript/routes.mjs", base).href`, false},
 	} {
