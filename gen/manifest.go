@@ -218,6 +218,12 @@ func (b *manifestBuilder) schemaOf(t types.Type) *schema {
 	if s, ok := b.special(t); ok {
 		return s
 	}
+	return b.plainSchemaOf(t)
+}
+
+// plainSchemaOf is schemaOf for a type written as encoding/json writes it
+// when its own marshalers do not apply.
+func (b *manifestBuilder) plainSchemaOf(t types.Type) *schema {
 	if n, ok := t.(*types.Named); ok {
 		if b.wantsDef(n) {
 			return newSchema("$ref", defsRef+b.def(n).name)
@@ -242,9 +248,19 @@ func (b *manifestBuilder) schemaOf(t types.Type) *schema {
 		}
 		return newSchema()
 	case *types.Pointer:
+		// A pointer's own marshalers always apply (or null).
+		ms := types.NewMethodSet(t)
+		switch {
+		case ms.Lookup(nil, "MarshalJSON") != nil:
+			return newSchema()
+		case ms.Lookup(nil, "MarshalText") != nil:
+			return nullable(newSchema("type", "string"))
+		}
 		return nullable(b.schemaOf(u.Elem()))
 	case *types.Slice:
-		if e, ok := u.Elem().Underlying().(*types.Basic); ok && e.Kind() == types.Byte {
+		// A slice of bytes is base64, unless its element type has a
+		// marshaler of its own.
+		if e, ok := u.Elem().Underlying().(*types.Basic); ok && e.Kind() == types.Byte && !hasMarshaler(u.Elem()) {
 			return nullable(newSchema("type", "string", "contentEncoding", "base64"))
 		}
 		return nullable(newSchema("type", "array", "items", b.schemaOf(u.Elem())))
@@ -278,14 +294,30 @@ func (b *manifestBuilder) special(t types.Type) (*schema, bool) {
 	case *types.Pointer, *types.Interface:
 		return nil, false
 	}
-	ms := types.NewMethodSet(types.NewPointer(t))
-	if ms.Lookup(nil, "MarshalJSON") != nil {
+	ptr := types.NewMethodSet(types.NewPointer(t))
+	switch {
+	case ptr.Lookup(nil, "MarshalJSON") != nil:
 		return newSchema(), true
-	}
-	if ms.Lookup(nil, "MarshalText") != nil {
+	case types.NewMethodSet(t).Lookup(nil, "MarshalText") != nil:
 		return newSchema("type", "string"), true
+	case ptr.Lookup(nil, "MarshalText") != nil:
+		// Only *T has MarshalText: encoding/json calls it when it can take
+		// the value's address (behind a pointer, in a slice), and writes
+		// the value as it is otherwise (in a value sent as an event, in a
+		// map).
+		return newSchema("anyOf", []any{newSchema("type", "string"), b.plainSchemaOf(t)}), true
 	}
 	return nil, false
+}
+
+// hasMarshaler reports whether t or *t has a MarshalJSON or MarshalText
+// method, which encoding/json uses instead of its own encoding.
+func hasMarshaler(t types.Type) bool {
+	if p, ok := types.Unalias(t).(*types.Pointer); ok {
+		t = p.Elem()
+	}
+	ms := types.NewMethodSet(types.NewPointer(t))
+	return ms.Lookup(nil, "MarshalJSON") != nil || ms.Lookup(nil, "MarshalText") != nil
 }
 
 // wantsDef reports whether named type n is listed in the manifest's types:
@@ -315,7 +347,7 @@ func (b *manifestBuilder) def(n *types.Named) *manifestDef {
 		s = b.structSchema(st)
 	} else {
 		s = b.schemaOf(n.Underlying())
-		s.set("enum", b.sb.enum(n))
+		s.set("enum", withZero(b.sb.enum(n), n))
 	}
 	if text := b.typeDoc(n.Obj()); text != "" {
 		s.set("description", text)
@@ -394,7 +426,7 @@ func synopsis(text string) string {
 type jsonField struct {
 	name     string
 	f        *types.Var
-	depth    int
+	index    []int // the field's index path from the outer struct
 	tagged   bool
 	opts     string // the options of the json tag
 	embedPtr bool   // the field is promoted through an embedded pointer
@@ -416,7 +448,12 @@ func (b *manifestBuilder) structSchema(st *types.Struct) *schema {
 			fs = nonNull(fs) // nil is left out, not null
 		}
 		if strings.Contains(","+jf.opts+",", ",string,") && quotable(ft) {
+			// The value is written as a JSON string; a nil pointer is
+			// still null.
 			fs = newSchema("type", "string")
+			if _, isPtr := types.Unalias(ft).(*types.Pointer); isPtr && !omitEmpty && !omitZero {
+				fs = nullable(fs)
+			}
 		}
 		if text := synopsis(b.sb.fieldDocs[jf.f.Pos()]); text != "" {
 			fs = cloneSchema(fs)
@@ -450,74 +487,132 @@ func emptyable(t types.Type) bool {
 	return true
 }
 
-// quotable reports whether the ",string" tag option applies to t: it
-// quotes strings, numbers and booleans.
+// quotable reports whether the ",string" tag option applies to a field of
+// type t: strings, numbers and booleans, or unnamed pointers to them,
+// without a marshaler of their own (which writes them as it likes).
 func quotable(t types.Type) bool {
-	if p, ok := t.Underlying().(*types.Pointer); ok {
+	t = types.Unalias(t)
+	if p, ok := t.(*types.Pointer); ok {
 		t = p.Elem()
 	}
-	_, ok := t.Underlying().(*types.Basic)
-	return ok
+	u, ok := t.Underlying().(*types.Basic)
+	return ok && u.Info()&(types.IsBoolean|types.IsInteger|types.IsFloat|types.IsString) != 0 && !hasMarshaler(t)
+}
+
+// withZero is the values of enum type t and its zero value, which a field
+// of type t holds until it is set: "" for a string type, 0 for a number.
+func withZero(values []any, t types.Type) []any {
+	var zero any
+	if u, ok := t.Underlying().(*types.Basic); ok {
+		switch {
+		case u.Info()&types.IsString != 0:
+			zero = ""
+		case u.Info()&types.IsBoolean != 0:
+			zero = false
+		case u.Info()&types.IsNumeric != 0:
+			zero = int64(0)
+		}
+	}
+	if zero == nil {
+		return values
+	}
+	for _, v := range values {
+		if v == zero || v == 0.0 && zero == int64(0) {
+			return values
+		}
+	}
+	return append(values, zero)
 }
 
 // jsonFields lists the fields encoding/json encodes for st, in its order.
+// It follows encoding/json's typeFields: a breadth-first walk of the
+// embedded structs, each struct type expanded once, at its shallowest
+// depth, and its fields counted twice when it is embedded more than once
+// at that depth (so that they annihilate each other); then, for each name,
+// the shallowest field wins, then the tagged one, and a tie hides them all.
 func jsonFields(st *types.Struct) []jsonField {
+	type embedded struct {
+		typ      types.Type // the struct type, as the map key of typeFields
+		st       *types.Struct
+		index    []int
+		embedPtr bool
+	}
+	var visited []types.Type
+	seen := func(ts []types.Type, t types.Type) bool {
+		return slices.ContainsFunc(ts, func(u types.Type) bool { return types.Identical(u, t) })
+	}
 	var all []jsonField
-	var visit func(st *types.Struct, depth int, embedPtr bool, seen []*types.Struct)
-	visit = func(st *types.Struct, depth int, embedPtr bool, seen []*types.Struct) {
-		if slices.Contains(seen, st) {
-			return
-		}
-		seen = append(seen, st)
-		for i := range st.NumFields() {
-			f := st.Field(i)
-			tag := reflect.StructTag(st.Tag(i)).Get("json")
-			if tag == "-" {
+	next := []embedded{{typ: st, st: st}}
+	var nextCount []types.Type // one entry per embedding in the next level
+	for len(next) > 0 {
+		current := next
+		count := nextCount
+		next, nextCount = nil, nil
+		for _, e := range current {
+			if seen(visited, e.typ) {
 				continue
 			}
-			name, opts, _ := strings.Cut(tag, ",")
-			if !validTagName(name) {
-				name = ""
+			visited = append(visited, e.typ)
+			times := 0
+			for _, c := range count {
+				if types.Identical(c, e.typ) {
+					times++
+				}
 			}
-			if f.Embedded() {
+			for i := range e.st.NumFields() {
+				f := e.st.Field(i)
+				tag := reflect.StructTag(e.st.Tag(i)).Get("json")
+				if tag == "-" {
+					continue
+				}
+				name, opts, _ := strings.Cut(tag, ",")
+				if !validTagName(name) {
+					name = ""
+				}
+				index := append(slices.Clip(e.index), i)
 				t := f.Type()
 				ptr := false
-				if p, ok := t.(*types.Pointer); ok {
-					t, ptr = p.Elem(), true
+				if f.Embedded() {
+					if p, ok := t.Underlying().(*types.Pointer); ok {
+						t, ptr = p.Elem(), true
+					}
+					if _, isStruct := t.Underlying().(*types.Struct); !f.Exported() && !isStruct {
+						continue // an unexported non-struct type
+					}
+				} else if !f.Exported() {
+					continue
 				}
 				est, isStruct := t.Underlying().(*types.Struct)
-				if !f.Exported() && (!isStruct || ptr) {
+				if name != "" || !f.Embedded() || !isStruct {
+					jf := jsonField{name: name, f: f, index: index, tagged: name != "", opts: opts, embedPtr: e.embedPtr}
+					if jf.name == "" {
+						jf.name = f.Name()
+					}
+					all = append(all, jf)
+					if times > 1 {
+						all = append(all, jf) // its twin annihilates it
+					}
 					continue
 				}
-				if name == "" && isStruct {
-					visit(est, depth+1, embedPtr || ptr, seen)
-					continue
+				if !seen(nextCount, t) {
+					next = append(next, embedded{typ: t, st: est, index: index, embedPtr: e.embedPtr || ptr})
 				}
-			} else if !f.Exported() {
-				continue
+				nextCount = append(nextCount, t)
 			}
-			jf := jsonField{name: name, f: f, depth: depth, tagged: name != "", opts: opts, embedPtr: embedPtr}
-			if jf.name == "" {
-				jf.name = f.Name()
-			}
-			all = append(all, jf)
 		}
 	}
-	visit(st, 0, false, nil)
-	// Go's rules for fields of the same name: the shallowest wins, then
-	// the one tagged; a tie hides them all.
 	var out []jsonField
-	for _, jf := range all {
+	for i, jf := range all {
 		dominant := true
 		rivals := 0
-		for _, o := range all {
-			if o.name != jf.name || o.f == jf.f {
+		for j, o := range all {
+			if o.name != jf.name || i == j {
 				continue
 			}
 			switch {
-			case o.depth < jf.depth, o.depth == jf.depth && o.tagged && !jf.tagged:
+			case len(o.index) < len(jf.index), len(o.index) == len(jf.index) && o.tagged && !jf.tagged:
 				dominant = false
-			case o.depth == jf.depth && o.tagged == jf.tagged:
+			case len(o.index) == len(jf.index) && o.tagged == jf.tagged:
 				rivals++
 			}
 		}
@@ -525,6 +620,7 @@ func jsonFields(st *types.Struct) []jsonField {
 			out = append(out, jf)
 		}
 	}
+	slices.SortFunc(out, func(a, b jsonField) int { return slices.Compare(a.index, b.index) })
 	return out
 }
 

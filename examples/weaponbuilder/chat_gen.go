@@ -227,10 +227,10 @@ func chatManifest() *chat.Manifest {
 		Types: []chat.TypeInfo{
 			{Name: "Armor", Schema: `{"type":"object","properties":{"piece":{"type":"string"},"material":{"type":"string"},"saved":{"type":"boolean"}},"required":["piece","material","saved"],"description":"Armor is a piece of armour."}`},
 			{Name: "Conversation", Schema: `{"type":"object","properties":{"name":{"type":"string"},"depth":{"type":"integer"}},"required":["name","depth"],"description":"Conversation tells the page which conversation the user is in."}`},
-			{Name: "Element", Schema: `{"type":"string","enum":["fire","frost","lightning"],"description":"Element is the element of an enchantment."}`},
+			{Name: "Element", Schema: `{"type":"string","enum":["fire","frost","lightning",""],"description":"Element is the element of an enchantment."}`},
 			{Name: "Enchantment", Schema: `{"type":"object","properties":{"element":{"$ref":"#/$defs/Element","description":"Element of the enchantment."},"power":{"type":"integer","description":"Power from 1 to 10."}},"required":["element","power"],"description":"Enchantment is magic bound to a weapon."}`},
 			{Name: "Inventory", Schema: `{"type":"object","properties":{"weapons":{"anyOf":[{"type":"array","items":{"$ref":"#/$defs/Weapon"}},{"type":"null"}]},"armor":{"anyOf":[{"type":"array","items":{"$ref":"#/$defs/Armor"}},{"type":"null"}]},"latest":{"type":"string","description":"Latest names the item just saved, when a builder sends the inventory on finishing one; \"\" when the player asked for the list."}},"required":["weapons","armor"],"description":"Inventory is what the player has built."}`},
-			{Name: "Kind", Schema: `{"type":"string","enum":["sword","axe","bow","dagger","staff"],"description":"Kind is a kind of weapon."}`},
+			{Name: "Kind", Schema: `{"type":"string","enum":["sword","axe","bow","dagger","staff",""],"description":"Kind is a kind of weapon."}`},
 			{Name: "Weapon", Schema: `{"type":"object","properties":{"name":{"type":"string"},"kind":{"$ref":"#/$defs/Kind"},"damage":{"type":"integer"},"enchantment":{"$ref":"#/$defs/Enchantment"},"saved":{"type":"boolean"}},"required":["name","kind","damage","saved"],"description":"Weapon is the weapon being built: the web page shows it as a card."}`},
 		},
 	}

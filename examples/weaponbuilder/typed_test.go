@@ -5,6 +5,9 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"regexp"
+	"strings"
 	"testing"
 
 	"github.com/chatscopes/chatgen/internal/tsctest"
@@ -47,4 +50,46 @@ func TestTypedRoutesTypeCheck(t *testing.T) {
 		t.Errorf("ok.ts does not compile:\n%s", res.Output)
 	}
 	res.ExpectErrors(t, "bad.ts", files["bad.ts"])
+}
+
+// TestBrowserDocShowsTheDeclarations checks that the TypeScript that
+// docs/browser.md shows as generated for this example is what its server
+// generates: every line of the doc's ts blocks is a line of routes.d.ts.
+func TestBrowserDocShowsTheDeclarations(t *testing.T) {
+	doc, err := os.ReadFile("../../docs/browser.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := newOfflineApp(t)
+	h, chatServer, err := a.handler(slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(h)
+	defer srv.Close()
+	defer chatServer.Close()
+	resp, err := http.Get(srv.URL + ws.RoutesTypeScriptPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dts, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := map[string]bool{}
+	for _, l := range strings.Split(string(dts), "\n") {
+		lines[strings.TrimSpace(l)] = true
+	}
+	blocks := regexp.MustCompile("(?s)```ts\n(.*?)```").FindAllStringSubmatch(string(doc), -1)
+	if len(blocks) == 0 {
+		t.Fatal("docs/browser.md has no ts block")
+	}
+	for _, b := range blocks {
+		for _, l := range strings.Split(b[1], "\n") {
+			if l = strings.TrimSpace(l); l != "" && !lines[l] {
+				t.Errorf("docs/browser.md shows %q, which routes.d.ts does not have", l)
+			}
+		}
+	}
 }

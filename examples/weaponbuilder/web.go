@@ -19,7 +19,9 @@ import (
 var webFiles embed.FS
 
 // handler serves the page and the chat endpoint (with the JavaScript
-// client) on one mux.
+// client and the routes module) on one mux, and what pages written for
+// newer Quarkus versions load besides: the import map script and the
+// routes module at the URL Quarkus serves it on.
 func (a *app) handler(logger *slog.Logger) (http.Handler, *ws.Server, error) {
 	page, err := fs.Sub(webFiles, "web")
 	if err != nil {
@@ -28,6 +30,8 @@ func (a *app) handler(logger *slog.Logger) (http.Handler, *ws.Server, error) {
 	chatServer := ws.NewServer(a.router, &ws.ServerOptions{Logger: logger})
 	mux := http.NewServeMux()
 	mux.Handle("/_chat/", chatServer)
+	mux.Handle(ws.ImportMapPath, chatServer)
+	mux.Handle(ws.QuarkusAPIPath, chatServer)
 	mux.Handle("/", http.FileServerFS(page))
 	return mux, chatServer, nil
 }

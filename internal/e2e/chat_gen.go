@@ -286,7 +286,7 @@ func chatManifest() *chat.Manifest {
 			{Name: "Customer", Schema: `{"type":"object","properties":{"name":{"type":"string"},"street":{"type":"string"},"city":{"type":"string"},"tags":{"anyOf":[{"type":"array","items":{"type":"string"}},{"type":"null"}]},"extras":{"type":"object","additionalProperties":{"type":"string"}}},"required":["name","tags"],"description":"Customer is who orders; Address fields are promoted."}`},
 			{Name: "Line", Schema: `{"type":"object","properties":{"item":{"type":"string","description":"Item is what is ordered."},"quantity":{"type":"integer"},"size":{"$ref":"#/$defs/Size"},"price":{"type":"string","description":"Price is in cents, sent as a string."}},"required":["item","quantity","price"],"description":"Line is one line of an order."}`},
 			{Name: "Receipt", Schema: `{"type":"object","properties":{"lines":{"anyOf":[{"type":"array","items":{"$ref":"#/$defs/Line"}},{"type":"null"}]},"total":{"type":"number"},"customer":{"anyOf":[{"$ref":"#/$defs/Customer"},{"type":"null"}]},"at":{"type":"string","format":"date-time"},"gift":{"type":"boolean"},"note":{"type":"string"},"Counts":{"anyOf":[{"type":"object","additionalProperties":{"type":"integer"}},{"type":"null"}]}},"required":["lines","total","customer","at","Counts"],"description":"Receipt answers an order."}`},
-			{Name: "Size", Schema: `{"type":"string","enum":["small","large"],"description":"Size is the size of an order line."}`},
+			{Name: "Size", Schema: `{"type":"string","enum":["small","large",""],"description":"Size is the size of an order line."}`},
 			{Name: "Weapon", Schema: `{"type":"object","properties":{"name":{"type":"string"},"damage":{"type":"integer"}},"required":["name","damage"],"description":"Weapon is what the builder builds."}`},
 		},
 	}

@@ -148,7 +148,9 @@ func safeURL(s string, schemes ...string) bool {
 		return false
 	}
 	if u.Scheme == "" {
-		return true // relative: a path, query or fragment of the page's own site
+		// Relative: a path, query or fragment of the page's own site, or
+		// a protocol-relative //host/path, http or https like the page.
+		return true
 	}
 	for _, ok := range schemes {
 		if strings.EqualFold(u.Scheme, ok) {
@@ -209,8 +211,9 @@ func (linkPolicy) Transform(doc *ast.Document, reader text.Reader, _ parser.Cont
 		parent.RemoveChild(parent, n)
 	}
 	for _, n := range images {
+		// Not raw: the renderer resolves the references and escapes of
+		// the alt text's source, as it does for any text, then escapes it.
 		alt := ast.NewString(plainText(n, source))
-		alt.SetRaw(true)
 		n.Parent().ReplaceChild(n.Parent(), n, alt)
 	}
 	for _, n := range autos {

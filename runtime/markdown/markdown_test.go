@@ -83,6 +83,19 @@ var xssAttempts = []string{
 	"> <script>alert(1)</script>",
 	"**<script>**alert(1)**</script>**",
 	"\x00<script>alert(1)</script>",
+	"<svg><script>alert(1)</script></svg>",
+	"<http://a\"onmouseover=\"alert(1)>",
+	"<http://a&#34;onmouseover=&#34;alert(1)>",
+	"[x][r]\n\n[r]: https://ok.example 'a\" onmouseover=\"alert(1)'",
+	"[x][r]\n\n[r]: <javascript:alert(1)> \"t\"",
+	"[x](<java\nscript:alert(1)>)",
+	"[x](ja\u00advascript:alert(1))",
+	"[x](\u200bjavascript:alert(1))",
+	"[x](jav&#x09;ascript:alert(1))",
+	"[x](javascript://%0aalert(1))",
+	"![<img src=x onerror=alert(1)>](javascript:alert(1))",
+	"![a&#60;script&#62;alert(1)&#60;/script&#62;](javascript:alert(1))",
+	"[x](//evil.example/a)",
 }
 
 func TestHTMLIsSafe(t *testing.T) {
@@ -104,6 +117,10 @@ func TestHTMLShowsWhatWasEscaped(t *testing.T) {
 		{"[**bold** click](data:text/html,x)", "<p><strong>bold</strong> click</p>\n"},
 		{"![a *red* gem](javascript:alert(1))", "<p>a red gem</p>\n"},
 		{"<javascript:alert(1)>", "<p>javascript:alert(1)</p>\n"},
+		// The alt text of a dropped image reads as the model meant it:
+		// references and escapes resolved, as in any text.
+		{"![fire &amp; ice \\*rare\\*](javascript:alert(1))", "<p>fire &amp; ice *rare*</p>\n"},
+		{"![a&#60;b&#62;](data:x)", "<p>a&lt;b&gt;</p>\n"},
 	} {
 		if got := markdown.HTML(tc.in); got != tc.want {
 			t.Errorf("HTML(%q)\n got %q\nwant %q", tc.in, got, tc.want)

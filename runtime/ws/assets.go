@@ -35,6 +35,14 @@ var scriptModuleSource = []byte(`// The chat scopes client as an ES module, for 
 export * from "./chatscopes.mjs";
 `)
 
+// quarkusAPISource is what QuarkusAPIPath serves: the routes module, by
+// re-export, so that a page importing it from both URLs (by the import
+// map's name and by Quarkus' path) gets one module, one client.
+var quarkusAPISource = []byte(`// The chat routes of this server at the URL of Quarkus' generated module:
+// the same module as /_chat/javascript/routes.mjs.
+export * from "../../_chat/javascript/routes.mjs";
+`)
+
 type asset struct {
 	name, contentType string
 	body              []byte
@@ -55,9 +63,9 @@ const (
 	assetModule                        // chatscopes.mjs
 	assetTypes                         // chatscopes.d.ts
 	assetImportMap                     // the import map script
+	assetQuarkusAPI                    // routes.mjs at Quarkus' URL, by re-export
 	assetRoutes                        // routes.mjs, generated
 	assetRoutesTypes                   // routes.d.ts, generated
-	assetQuarkusAPI                    // routes.mjs at Quarkus' URL, generated
 	numAssets
 )
 
@@ -81,6 +89,7 @@ func newAssets(router *chat.Router) *assets {
 	as.files[assetModule] = newAsset("chatscopes.mjs", jsType, moduleSource)
 	as.files[assetTypes] = newAsset("chatscopes.d.ts", tsType, typesSource)
 	as.files[assetImportMap] = newAsset("generated_importmap.js", jsType, importMapSource)
+	as.files[assetQuarkusAPI] = newAsset("chatscopes-api.js", jsType, quarkusAPISource)
 	return as
 }
 
@@ -91,7 +100,7 @@ func (as *assets) get(k assetKind) *asset {
 			m := as.router.Manifest()
 			as.files[assetRoutes] = newAsset("routes.mjs", jsType, routesModule(m, "./chatscopes.mjs", "../routes"))
 			as.files[assetRoutesTypes] = newAsset("routes.d.ts", tsType, routesDeclarations(m))
-			as.files[assetQuarkusAPI] = newAsset("chatscopes-api.js", jsType, routesModule(m, "../../_chat/javascript/chatscopes.mjs", "../../_chat/routes"))
+
 		})
 	}
 	return &as.files[k]

@@ -91,7 +91,7 @@ window.testResult = (async () => {
     const log = [];
     log.push("default " + defaultRoute.name + ", endpoint " + (endpoint === "ws://" + location.host + "/_chat/routes"));
     log.push("same routes at the Quarkus URL " + (Object.keys(atQuarkusURL.routes).join() === Object.keys(routes).join()) +
-        " " + (atQuarkusURL.endpoint === endpoint));
+        " " + (atQuarkusURL.endpoint === endpoint) + " " + (atQuarkusURL.routes === routes && atQuarkusURL.client === client));
     const session = await routes.events.connect({
         thinkingHandler: (m) => log.push("thinking " + m),
         consoleHandler: (m) => log.push("console " + m),
@@ -111,7 +111,7 @@ window.testResult = (async () => {
 
 var quarkusAPIWant = []string{
 	"default menu, endpoint true",
-	"same routes at the Quarkus URL true true",
+	"same routes at the Quarkus URL true true true",
 	"thinking thinking about x",
 	"console console line",
 	`object {"n":1,"text":"x"}`,

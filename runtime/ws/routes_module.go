@@ -16,11 +16,14 @@ import (
 // declarations, built from the router's chat.Manifest.
 
 // builtinEvents are the event types every route may send, with their data.
+// Object events carry any value a route sends (ResponseChannel.Object, or
+// Send of a type without an event type of its own), whatever its results
+// are: their data is unknown.
 var builtinEvents = map[string]string{
 	chat.EventConsole:  "string",
 	chat.EventError:    "string",
 	chat.EventMessage:  "string",
-	chat.EventObject:   "",
+	chat.EventObject:   "unknown",
 	chat.EventStream:   "string",
 	chat.EventThinking: "string",
 }
@@ -275,7 +278,7 @@ func routesDeclarations(m *chat.Manifest) []byte {
 // their parameters, and the data of each event type, from the Go types.
 // Keep this file next to chatscopes.d.ts (/_chat/javascript/chatscopes.d.ts).
 
-import type { ChatScopesClient as __cs_Client, Session as __cs_Session } from "./chatscopes.js";
+import type { ChatScopesClient as __cs_Client, ServerFrame as __cs_Frame, Session as __cs_Session } from "./chatscopes.js";
 `)
 	if len(m.Types) > 0 {
 		b.WriteString("\n// The named Go types of parameters and event data.\n")
@@ -305,28 +308,30 @@ import type { ChatScopesClient as __cs_Client, Session as __cs_Session } from ".
 	}
 	b.WriteString(`}
 
-/** Handlers by event type. */
-export type ChatEventHandlers = { [T in keyof ChatEvents]?: (data: ChatEvents[T]) => void };
+/** Handlers by event type; frame is the whole server frame. */
+export type ChatEventHandlers = { [T in keyof ChatEvents]?: (data: ChatEvents[T], frame: __cs_Frame) => void };
 
 /**
  * The handlers a session is connected with: on<Type> for each event type
  * (when that is an identifier), eventHandlers by type, and the
  * SessionBuilder names Quarkus' route module takes (messageHandler, …).
- * A session follows its conversation from route to route, so every
- * handler may be called whichever route it connected to.
+ * Each gets the event's data and the whole frame (frame.markdown and
+ * frame.html carry answers rendered from markdown). A session follows its
+ * conversation from route to route, so every handler may be called
+ * whichever route it connected to.
  */
 export interface ChatHandlers {
 `)
 	for _, h := range et.sortedHandlers() {
 		typ := et.handlers[h]
 		docComment(&b, "    ", fmt.Sprintf("Handles %s events.", typ))
-		fmt.Fprintf(&b, "    %s?: (data: ChatEvents[%s]) => void;\n", h, jsString(typ))
+		fmt.Fprintf(&b, "    %s?: (data: ChatEvents[%s], frame: __cs_Frame) => void;\n", h, jsString(typ))
 	}
 	b.WriteString("    /** Handlers by event type, for any type. */\n    eventHandlers?: ChatEventHandlers;\n")
-	b.WriteString("    /** Handles the events that have no handler. */\n    defaultHandler?: (type: string, data: unknown) => void;\n")
+	b.WriteString("    /** Handles the events that have no handler. */\n    defaultHandler?: (type: string, data: unknown, frame: __cs_Frame) => void;\n")
 	for _, q := range quarkusHandlers {
 		fmt.Fprintf(&b, "    /** Handles %s events (the SessionBuilder name). */\n", q.event)
-		fmt.Fprintf(&b, "    %s?: (data: ChatEvents[%s]) => void;\n", q.method, jsString(q.event))
+		fmt.Fprintf(&b, "    %s?: (data: ChatEvents[%s], frame: __cs_Frame) => void;\n", q.method, jsString(q.event))
 	}
 	b.WriteString(`}
 
@@ -434,10 +439,22 @@ func routeDoc(r chat.RouteInfo) string {
 }
 
 func eventDoc(et *eventTable, typ string) string {
+	doc := typ + " events."
 	if rs := et.senders[typ]; len(rs) > 0 {
-		return fmt.Sprintf("%s events, which the results of %s are sent as.", typ, joinWords(rs, "and"))
+		doc = fmt.Sprintf("%s events, which the results of %s are sent as.", typ, joinWords(rs, "and"))
 	}
-	return typ + " events."
+	if et.payload(typ) == "unknown" {
+		var known []string
+		for _, p := range et.payloads[typ] {
+			if p != "unknown" {
+				known = append(known, p)
+			}
+		}
+		if len(known) > 0 {
+			doc += fmt.Sprintf(" Their data is %s, or any other value a route sends as %s.", joinWords(known, "or"), typ)
+		}
+	}
+	return doc
 }
 
 // joinWords joins words as a sentence lists them.

@@ -24,7 +24,7 @@ import (
 func awkwardManifest(t *testing.T) *chat.Manifest {
 	t.Helper()
 	p := chat.NewPackage("example.com/awkward")
-	for _, name := range []string{"menu", "public", "client", "Object", "__proto__", "weird-name", "connect", "__cs_route", "plain"} {
+	for _, name := range []string{"menu", "public", "client", "Object", "__proto__", "weird-name", "connect", "__cs_route", "plain", "string", "any", "undefined"} {
 		p.AddRoute(chat.RouteSpec{Name: name, Default: name == "menu", Handle: func(context.Context, *chat.RouteRequest) error { return nil }})
 	}
 	p.Describe(&chat.Manifest{
@@ -67,6 +67,9 @@ func TestRoutesModuleNames(t *testing.T) {
 		`export const defaultRoute = routes["menu"];`,
 		`export const connect = routes["connect"];`,
 		`export const plain = routes["plain"];`,
+		// Quarkus exports these too: they are names, not reserved words.
+		`export const string = routes["string"];`,
+		`export const any = routes["any"];`,
 		`["__proto__"]: __cs_route("__proto__", false, [], []),`,
 		`"weird-name": __cs_route("weird-name", false, ["odd key"], []),`,
 		`"public": __cs_route("public", true, [], ["Stream"]),`,
@@ -76,7 +79,7 @@ func TestRoutesModuleNames(t *testing.T) {
 			t.Errorf("the module lacks %s", want)
 		}
 	}
-	for _, bad := range []string{"export const public", "export const client = routes", "export const Object", "export const __cs_route", "onWeapon", "onOdd"} {
+	for _, bad := range []string{"export const undefined", "export const public", "export const client = routes", "export const Object", "export const __cs_route", "onWeapon", "onOdd"} {
 		if strings.Contains(mod, bad) {
 			t.Errorf("the module has %s", bad)
 		}
@@ -94,6 +97,9 @@ func TestRoutesModuleNames(t *testing.T) {
 		`    readonly "weird-name": ChatRoute<"weird-name", { "odd key"?: (number | null)[]; }>;`,
 		`    readonly client: ChatRoute<"client", Record<string, never>>;`,
 		`export declare const defaultRoute: ChatRoutes["menu"];`,
+		"    Object: unknown;",
+		`    onMessage?: (data: ChatEvents["Message"], frame: __cs_Frame) => void;`,
+		"    defaultHandler?: (type: string, data: unknown, frame: __cs_Frame) => void;",
 	} {
 		if !strings.Contains(dts, want) {
 			t.Errorf("the declarations lack %s", want)
@@ -153,11 +159,11 @@ console.log(JSON.stringify(out));
 	if err := json.Unmarshal(out, &got); err != nil {
 		t.Fatalf("%s: %v", out, err)
 	}
-	wantExports := "__proto__ client connect defaultRoute endpoint menu plain routes"
+	wantExports := "__proto__ any client connect defaultRoute endpoint menu plain routes string"
 	if strings.Join(got.Exports, " ") != wantExports {
 		t.Errorf("exports %v, want %s", got.Exports, wantExports)
 	}
-	if len(got.Routes) != 9 || got.Proto != "__proto__ true" || got.Def != "menu" || got.Menu != "userMessage,kind Message,weapon" || !got.Frozen || !got.Refused {
+	if len(got.Routes) != 12 || got.Proto != "__proto__ true" || got.Def != "menu" || got.Menu != "userMessage,kind Message,weapon" || !got.Frozen || !got.Refused {
 		t.Errorf("%s", out)
 	}
 }
@@ -275,7 +281,7 @@ func TestGeneratedAssets(t *testing.T) {
 		module                 bool
 	}{
 		{RoutesModulePath, jsType, `import { ChatScopesClient as __cs_Client } from "./chatscopes.mjs";`, true},
-		{QuarkusAPIPath, jsType, `import { ChatScopesClient as __cs_Client } from "../../_chat/javascript/chatscopes.mjs";`, true},
+		{QuarkusAPIPath, jsType, `export * from "../../_chat/javascript/routes.mjs";`, true},
 		{RoutesTypeScriptPath, tsType, `readonly gate: ChatRoute<"gate", Record<string, unknown>>;`, false},
 		{ImportMapPath, jsType, `"@quarkiverse/chat-scopes-api": new URL("../_chat/javascript/routes.mjs", base).href`, false},
 	} {

@@ -17,13 +17,17 @@ import (
 
 var jsIdent = regexp.MustCompile(`^[A-Za-z_$][A-Za-z0-9_$]*$`)
 
-// jsReserved are the words a declaration cannot be named: JavaScript's
-// reserved words (strict mode included) and TypeScript's predefined types.
+// jsReserved are the words a const cannot be named in a module:
+// JavaScript's reserved words (strict mode included), and undefined,
+// which TypeScript does not let a declaration shadow.
 var jsReserved = wordSet(`await break case catch class const continue debugger default delete do
 	else enum export extends false finally for function if import in instanceof new null return super
 	switch this throw true try typeof var void while with implements interface let package private
-	protected public static yield arguments eval any unknown never string number boolean symbol object
-	bigint undefined`)
+	protected public static yield arguments eval undefined`)
+
+// tsReserved are the words a type cannot be named besides: TypeScript's
+// predefined types.
+var tsReserved = wordSet(`any unknown never string number boolean symbol object bigint`)
 
 func wordSet(words string) map[string]bool {
 	m := map[string]bool{}
@@ -61,7 +65,7 @@ func newTSTypes(m *chat.Manifest) *tsTypes {
 				n = "T" + n
 			}
 		}
-		for taken[n] || jsReserved[n] || strings.HasPrefix(n, "__cs_") {
+		for taken[n] || jsReserved[n] || tsReserved[n] || strings.HasPrefix(n, "__cs_") {
 			n += "_"
 		}
 		taken[n] = true

@@ -156,7 +156,7 @@ func chatManifest() *chat.Manifest {
 			{Type: "weapon", Schema: `{"$ref":"#/$defs/Weapon"}`},
 		},
 		Types: []chat.TypeInfo{
-			{Name: "Kind", Schema: `{"type":"string","enum":["sword","axe","bow"],"description":"Kind is a kind of weapon."}`},
+			{Name: "Kind", Schema: `{"type":"string","enum":["sword","axe","bow",""],"description":"Kind is a kind of weapon."}`},
 			{Name: "Weapon", Schema: `{"type":"object","properties":{"name":{"type":"string","description":"Name of the weapon."},"kind":{"$ref":"#/$defs/Kind","description":"Kind of the weapon."},"damage":{"type":"integer","description":"Damage it deals, from 1 to 100."}},"required":["name","kind","damage"],"description":"Weapon is the weapon being built."}`},
 		},
 	}

@@ -8,6 +8,9 @@ const session = await routes.weapon.connect({
         const damage: string = w.damage; // want: Type 'number' is not assignable to type 'string'
         console.log(damage, w.enchantment.power); // want: 'w.enchantment' is possibly 'undefined'
     },
+    onObject(o) {
+        console.log(o.power); // want: 'o' is of type 'unknown'
+    },
     onInventory(inv) {
         console.log(inv.weapons.length); // want: 'inv.weapons' is possibly 'null'
     },

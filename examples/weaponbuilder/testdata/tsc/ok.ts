@@ -17,8 +17,17 @@ function armory(inv: Inventory): string[] {
 }
 
 const session = await defaultRoute.connect({
-    onMessage(text) {
-        console.log(text.trim());
+    // The routes render their answers from markdown (//chat:markdown):
+    // the frame says when the data is HTML, and carries the rendering of
+    // a whole stream.
+    onMessage(text, frame) {
+        console.log(frame.markdown !== undefined ? "html: " + text : text.trim());
+    },
+    onStream(chunk, frame) {
+        console.log(frame.html ?? chunk);
+    },
+    defaultHandler(type, data, frame) {
+        console.log(type, data, frame.chatId);
     },
     onThinking(text) {
         console.log("…" + text);
