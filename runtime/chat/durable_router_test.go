@@ -648,3 +648,83 @@ func TestDurableLeaseIsRenewedDuringALongRequest(t *testing.T) {
 	}
 	wantNoErr(t, c.Close(bg))
 }
+
+func TestDurableBeanThatNoLongerDecodes(t *testing.T) {
+	store := chat.NewInMemoryConversationStore(nil)
+	app := newDurableApp(store)
+	r := app.router(t, "a", &chat.RouterOptions{Logger: (&logCapture{}).logger()})
+	c, err := r.Connect(bg, "")
+	wantNoErr(t, err)
+	mustTurn(t, c, "build")
+	mustTurn(t, c, "name bow")
+	id, token := c.ID(), c.ResumeToken()
+	wantNoErr(t, c.Detach(bg))
+
+	// A new version of the application changed the bean's type: the
+	// saved state no longer decodes.
+	st, err := store.Load(bg, id)
+	wantNoErr(t, err)
+	st.Scopes[1].Beans["example.com/app.draft"] = []byte(`{"Damage":"high"}`)
+	l := mustAcquire(t, store, id, "migration")
+	wantNoErr(t, store.Save(bg, st, l, nil))
+	wantNoErr(t, store.Release(bg, id, l))
+
+	c, err = r.Resume(bg, id, token)
+	wantNoErr(t, err)
+	_, _, f := turn(t, c, c.ScopeID(), "show")
+	if !errors.Is(f, chat.ErrServerError) || !strings.Contains(f.Err.Error(), "restoring its saved state") {
+		t.Fatalf("a bean that does not decode: %v", f)
+	}
+	var be *chat.BeanError
+	if !errors.As(f, &be) || be.Bean != "example.com/app.draft" {
+		t.Fatalf("the failure does not name the bean: %v", f)
+	}
+	// Its saved state is kept, not replaced by a fresh bean.
+	st, _ = store.Load(bg, id)
+	if got := string(st.Scopes[1].Beans["example.com/app.draft"]); got != `{"Damage":"high"}` {
+		t.Fatalf("saved state after the failure: %s", got)
+	}
+	wantNoErr(t, c.Close(bg))
+}
+
+func TestDurablePerChatBean(t *testing.T) {
+	store := chat.NewInMemoryConversationStore(nil)
+	tally := chat.NewDurableBean("example.com/app.tally", chat.KindPerChat, func(context.Context) (*scratch, error) {
+		return &scratch{}, nil
+	})
+	if !tally.Durable() || chat.NewDurableBean("x", chat.KindInvocation, func(context.Context) (*scratch, error) { return nil, nil }).Durable() {
+		t.Fatal("Durable: per-chat beans may be durable, invocation beans may not")
+	}
+	p := chat.NewPackage("example.com/app")
+	p.AddRoute(asDefault(textRoute("count", func(ctx context.Context, msg string) (string, error) {
+		if msg == "push" {
+			return "pushed", chat.Push(ctx)
+		}
+		t, err := chat.Lookup(ctx, tally)
+		if err != nil {
+			return "", err
+		}
+		t.N++
+		return fmt.Sprint(t.N, where(ctx)), nil
+	})))
+	newRouter := func() *chat.Router {
+		r, err := chat.NewRouter(&chat.RouterOptions{Store: store}, p)
+		wantNoErr(t, err)
+		return r
+	}
+	c, err := newRouter().Connect(bg, "")
+	wantNoErr(t, err)
+	mustTurn(t, c, "count")
+	mustTurn(t, c, "count")
+	mustTurn(t, c, "push")
+	wantEvents(t, mustTurn(t, c, "count"), "1@1/count")
+	wantNoErr(t, c.Detach(bg))
+	c, err = newRouter().Resume(bg, c.ID(), c.ResumeToken())
+	wantNoErr(t, err)
+	wantEvents(t, mustTurn(t, c, "count"), "2@1/count")
+	if _, _, f := turn(t, c, c.ID(), "count"); f != nil { // pops back to the top scope
+		t.Fatal(f)
+	}
+	wantEvents(t, mustTurn(t, c, "count"), "4@0/count")
+	wantNoErr(t, c.Close(bg))
+}
