@@ -23,6 +23,8 @@ type clientSession struct {
 
 	mu       sync.Mutex
 	scopeID  string
+	convID   string // the top scope id, from Connect's Completed
+	token    string // the resume token, when the server keeps conversations
 	queue    []*clientCall
 	inflight *clientCall
 	closed   bool
@@ -183,6 +185,9 @@ func (s *clientSession) receive(f *serverFrame) {
 			if scope := text(f.data); scope != "" {
 				s.scopeID = scope
 			}
+		}
+		if cc.connect {
+			s.convID = s.scopeID
 		}
 	} else {
 		data := text(f.data)
