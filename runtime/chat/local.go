@@ -24,7 +24,10 @@ type LocalClient struct {
 	closed   bool
 }
 
-var _ Client = (*LocalClient)(nil)
+var (
+	_ Client  = (*LocalClient)(nil)
+	_ Resumer = (*LocalClient)(nil)
+)
 
 // NewLocalClient returns a client of router.
 func NewLocalClient(router *Router) *LocalClient {

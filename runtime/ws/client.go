@@ -131,7 +131,10 @@ type link struct {
 	readerDone chan struct{}
 }
 
-var _ chat.Client = (*Client)(nil)
+var (
+	_ chat.Client  = (*Client)(nil)
+	_ chat.Resumer = (*Client)(nil)
+)
 
 // Dial connects to the endpoint at url (ws://, wss://, http:// or https://;
 // a URL with no path, or "/", gets [RoutesPath]). ctx bounds the handshake

@@ -2,8 +2,10 @@ package ws
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
+	"strconv"
 	"time"
 
 	"github.com/chatscopes/chatgen/runtime/chat"
@@ -235,9 +237,47 @@ func (s *clientSession) appendResume(b []byte) []byte {
 	return append(b, '}')
 }
 
-// resumeAnswered handles the terminator of a resuming Connect: typ and f
-// are the frame. s.mu is held; resumeAnswered releases it.
-func (s *clientSession) resumeAnswered(typ string, f *serverFrame) {
+// Resume implements [chat.Resumer]; use Builder().Resume. It sends a
+// Connect resuming the conversation and waits for the server's reply: a
+// refusal is an error matching [chat.ErrResumeRefused], a conversation
+// another server still serves [chat.ErrConversationBusy].
+func (c *Client) Resume(ctx context.Context, conversationID, token string, h *chat.Handlers) (chat.Session, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	c.mu.Lock()
+	if c.closed || c.err != nil {
+		err := c.err
+		if err == nil || c.closed {
+			err = chat.ErrSessionClosed
+		}
+		c.mu.Unlock()
+		return nil, err
+	}
+	c.nextChat++
+	s := &clientSession{c: c, id: "go-" + strconv.FormatUint(c.nextChat, 10), h: h, convID: conversationID, token: token}
+	s.idJSON = quote(s.id)
+	c.sessions[s.id] = s
+	c.mu.Unlock()
+
+	cc := &clientCall{ctx: ctx, connect: true, resume: true, initial: true, call: chat.NewCall()}
+	s.enqueue(cc)
+	select {
+	case <-cc.call.Done():
+		if err := cc.call.Err(); err != nil {
+			c.forget(s)
+			return nil, err
+		}
+		return s, nil
+	case <-ctx.Done():
+		_ = s.Close()
+		return nil, ctx.Err()
+	}
+}
+
+// resumeAnswered handles the terminator of the resuming Connect cc: typ
+// and f are the frame. s.mu is held; resumeAnswered releases it.
+func (s *clientSession) resumeAnswered(cc *clientCall, typ string, f *serverFrame) {
 	if typ == chat.EventCompleted {
 		s.resuming = false
 		s.resumeFailures = 0
@@ -249,10 +289,22 @@ func (s *clientSession) resumeAnswered(typ string, f *serverFrame) {
 		}
 		s.mu.Unlock()
 		s.c.log.Debug("ws: session resumed", "chat", s.id, "scope", s.ScopeID())
+		cc.call.Finish(nil)
 		s.next(false)
 		return
 	}
 	reason := text(f.data)
+	fl := &chat.Failure{Reason: reason}
+	if detail := text(f.detail); detail != "" {
+		fl.Err = errors.New(detail)
+	}
+	if cc.initial || s.c.recon == nil {
+		// Builder().Resume: the caller decides what to do.
+		s.mu.Unlock()
+		cc.call.Finish(fl)
+		s.fail(fl)
+		return
+	}
 	s.resumeFailures++
 	limit := s.c.recon.MaxAttempts
 	retry := reason == chat.ErrConversationBusy.Reason || reason == chat.ErrUnavailable.Reason || reason == ErrShuttingDown.Reason
@@ -274,6 +326,7 @@ func (s *clientSession) resumeAnswered(typ string, f *serverFrame) {
 	}
 	s.mu.Unlock()
 	s.c.log.Info("ws: resuming a session failed", "chat", s.id, "reason", reason)
-	s.fail(&chat.Failure{Reason: reason})
+	cc.call.Finish(fl)
+	s.fail(fl)
 	s.c.forget(s)
 }

@@ -444,3 +444,43 @@ func TestClientGivesUp(t *testing.T) {
 	}
 	_ = c.Close()
 }
+
+func TestClientResumesAfterItsProcessRestarted(t *testing.T) {
+	checkGoroutines(t)
+	nodes := &durableNodes{store: chat.NewInMemoryConversationStore(nil)}
+	a := nodes.start(t, "a", nil)
+	proxy := startProxy(t, a)
+	c := dialTest(t, &testServer{url: proxy.url()})
+	s, err := c.Builder().Connect(context.Background(), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Chat(context.Background(), "build mace"); err != nil {
+		t.Fatal(err)
+	}
+	id, token, nested := s.ConversationID(), s.ResumeToken(), s.ScopeID()
+	// The client's process dies: its connection drops, it sends nothing.
+	proxy.cut()
+	<-c.Done()
+	waitNoConversations(t, a.router)
+
+	// The restarted process resumes the conversation by id and token.
+	c2 := dialTest(t, a)
+	if _, err := c2.Builder().Resume(context.Background(), id, "x"+token); !errors.Is(err, chat.ErrResumeRefused) {
+		t.Fatalf("resume with a wrong token: %v", err)
+	}
+	var rec recorder
+	s2, err := rec.builder(c2).Resume(context.Background(), id, token)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s2.ScopeID() != nested || s2.ConversationID() != id || s2.ResumeToken() == token {
+		t.Fatalf("resumed session: scope %q (want %q), conversation %q", s2.ScopeID(), nested, s2.ConversationID())
+	}
+	if err := s2.Chat(context.Background(), "build flail"); err != nil {
+		t.Fatal(err)
+	}
+	if got := rec.take(); !strings.Contains(got, "weapon flail") {
+		t.Fatalf("after the resume: %q", got)
+	}
+}

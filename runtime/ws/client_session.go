@@ -38,6 +38,7 @@ type clientCall struct {
 	ctx       context.Context
 	connect   bool
 	resume    bool // a Connect resuming the session's conversation
+	initial   bool // the resume of Builder().Resume, not of a reconnection
 	route     string
 	data      []byte // the request data, a JSON object
 	requestID uint64
@@ -198,7 +199,7 @@ func (s *clientSession) receive(f *serverFrame) {
 	}
 	s.inflight = nil
 	if cc.resume {
-		s.resumeAnswered(typ, f) // unlocks s.mu
+		s.resumeAnswered(cc, typ, f) // unlocks s.mu
 		return
 	}
 	var err error
