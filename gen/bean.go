@@ -17,6 +17,7 @@ type beanModel struct {
 	spec      *ast.TypeSpec
 	obj       *types.TypeName
 	kind      beanKind // how long its instances live
+	durable   bool     // saved with durable conversations (//chat:scoped durable)
 	iface     bool     // an interface type: instances come from its constructor or AI service
 	ctor      *ctorModel
 	methods   []*methodModel // the methods its proxy forwards
@@ -59,7 +60,11 @@ func (m *pkgModel) analyzeBean(a *annotated, d *scopedDirective, diags *Diagnost
 	if !ok {
 		return // collect already reported the wrong target
 	}
-	m.addBean(spec, d.kind, "//chat:scoped "+spec.Name.Name, diags)
+	b := m.addBean(spec, d.kind, "//chat:scoped "+spec.Name.Name, diags)
+	if b != nil && d.durable {
+		m.checkDurable(b, d, diags)
+		b.durable = true
+	}
 }
 
 // addBean adds the scoped type declared by spec. what names the reason in
@@ -335,7 +340,7 @@ func (m *pkgModel) proxyMethods(b *beanModel, named *types.Named, diags *Diagnos
 	var out []*methodModel
 	for i, fn := range fns {
 		sig := sigs[i]
-		if isLifecycle(fn.Name(), sig) {
+		if isLifecycle(fn.Name(), sig) || isEncoding(fn.Name()) {
 			continue
 		}
 		mm := &methodModel{fn: fn, sig: sig}
@@ -523,6 +528,18 @@ func isLifecycle(name string, sig *types.Signature) bool {
 	}
 	r := sig.Results()
 	return r.Len() == 0 || (r.Len() == 1 && isError(r.At(0).Type()))
+}
+
+// isEncoding reports whether a method is one of the encoding methods the
+// standard library calls (json.Marshaler and the like, which durable beans
+// implement to save unexported state): the proxy does not forward them,
+// and vet would reject them with the context parameter a proxy adds.
+func isEncoding(name string) bool {
+	switch name {
+	case "MarshalJSON", "UnmarshalJSON", "MarshalText", "UnmarshalText", "MarshalBinary", "UnmarshalBinary", "GobEncode", "GobDecode":
+		return true
+	}
+	return false
 }
 
 // beanNamed returns the scoped bean of the type called name, or nil.

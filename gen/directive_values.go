@@ -37,10 +37,11 @@ type arg struct {
 	pos   token.Pos
 }
 
-// scopedDirective is //chat:scoped [chat | per-chat | invocation].
+// scopedDirective is //chat:scoped [chat | per-chat | invocation] [durable].
 type scopedDirective struct {
 	directiveCommon
-	kind beanKind // kindChat unless a flag says otherwise
+	kind    beanKind // kindChat unless a flag says otherwise
+	durable bool     // the durable flag
 }
 
 // aiDirective is //chat:ai.

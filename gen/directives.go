@@ -119,6 +119,9 @@ type flagSpec struct {
 	Name string
 	Doc  string
 	Set  func(directive) // records the flag in the typed directive
+	// Independent means the flag combines with any other: ExclusiveFlags
+	// does not count it.
+	Independent bool
 }
 
 // keyKind says what the value of a key=value argument may hold.
@@ -177,7 +180,7 @@ type directiveSpec struct {
 	Targets        target     // the declarations it may annotate
 	Args           []argSpec  // positional arguments, in order
 	Flags          []flagSpec // allowed bare-word flags
-	ExclusiveFlags bool       // at most one of Flags
+	ExclusiveFlags bool       // at most one of Flags (not counting Independent ones)
 	Keys           []keySpec  // allowed key=value arguments
 	// Text means the rest of the line after the positional Args is free
 	// text, taken verbatim. A Text directive without Args may instead carry
@@ -222,6 +225,18 @@ func (s *directiveSpec) flagNames() []string {
 	return names
 }
 
+// exclusiveFlagNames returns the names of the flags of which a directive
+// with ExclusiveFlags takes at most one, in table order.
+func (s *directiveSpec) exclusiveFlagNames() []string {
+	var names []string
+	for _, f := range s.Flags {
+		if !f.Independent {
+			names = append(names, f.Name)
+		}
+	}
+	return names
+}
+
 // keyNames returns the names of the keys in table order.
 func (s *directiveSpec) keyNames() []string {
 	names := make([]string, len(s.Keys))
@@ -255,7 +270,7 @@ func directiveNames() []string {
 var directiveTable = []directiveSpec{
 	{
 		Name:  "scoped",
-		Usage: "//chat:scoped [chat | per-chat | invocation]",
+		Usage: "//chat:scoped [chat | per-chat | invocation] [durable]",
 		Doc: "Makes the type a scoped bean: one instance per chat scope, per scope or per call. " +
 			"The generator writes a scope proxy with the methods a caller can call — a struct's exported " +
 			"methods, promoted ones included, or all of an interface's — each with a leading " +
@@ -267,7 +282,11 @@ var directiveTable = []directiveSpec{
 			"With `invocation`, an instance lives for one top-level call through its proxy, and nested " +
 			"proxy calls made with the `ctx` they are handed share it. " +
 			"A bean may have a constructor taking `ctx` and its dependencies, and a `Close` or `Destroy` " +
-			"method, called when its scope is destroyed.",
+			"method, called when its scope is destroyed. " +
+			"With `durable`, a chat or per-chat bean is saved with its conversation when the router has a " +
+			"conversation store, and restored when the conversation is resumed (after a reconnect, a restart, " +
+			"on another node): its type must round-trip through `encoding/json`, which the generator checks; " +
+			"beans that are not durable are built afresh after a resume.",
 		Quarkus: "@ChatScoped, @PerChatScoped, @InvocationScoped",
 		Example: `// Counter counts the messages of one conversation.
 //
@@ -276,9 +295,10 @@ type Counter struct {
 	n int
 }
 
-// Draft holds the weapon being built in one builder scope only.
+// Draft holds the weapon being built in one builder scope only, and
+// survives restarts.
 //
-//chat:scoped per-chat
+//chat:scoped per-chat durable
 type Draft struct {
 	Material, Kind string
 }`,
@@ -290,6 +310,9 @@ type Draft struct {
 				Set: setFlag(func(d *scopedDirective) { d.kind = kindPerChat })},
 			{Name: "invocation", Doc: "one instance per top-level call through the scope proxy",
 				Set: setFlag(func(d *scopedDirective) { d.kind = kindInvocation })},
+			{Name: "durable", Doc: "saved with durable conversations and restored on resume, as its `encoding/json` form " +
+				"(with `chat` or `per-chat`)",
+				Set: setFlag(func(d *scopedDirective) { d.durable = true }), Independent: true},
 		},
 		ExclusiveFlags: true,
 		New:            func() directive { return new(scopedDirective) },

@@ -102,7 +102,9 @@ func writeDirectiveSection(b *bytes.Buffer, s *directiveSpec) {
 	}
 	if len(s.Flags) > 0 {
 		b.WriteString("\nFlags")
-		if s.ExclusiveFlags {
+		if names := s.exclusiveFlagNames(); s.ExclusiveFlags && len(names) < len(s.Flags) {
+			fmt.Fprintf(b, " (at most one of `%s`)", strings.Join(names, "`, `"))
+		} else if s.ExclusiveFlags {
 			b.WriteString(" (at most one)")
 		}
 		b.WriteString(":\n\n")

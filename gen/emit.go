@@ -278,8 +278,13 @@ func (e *emitter) bean(b *beanModel) {
 		kindPerChat:    "one instance per chat scope, never inherited",
 		kindInvocation: "one instance per top-level call through " + b.proxy,
 	}[b.kind]
+	newBean := "NewBean"
+	if b.durable {
+		kindDoc += ", saved with durable conversations as its encoding/json form"
+		newBean = "NewDurableBean"
+	}
 	e.doc(fmt.Sprintf("%s describes the scoped type %s: %s.", b.beanVar, name, kindDoc))
-	e.f.Var().Id(b.beanVar).Op("=").Qual(chatPkg, "NewBean").Types(instanceType(b)).Call(
+	e.f.Var().Id(b.beanVar).Op("=").Qual(chatPkg, newBean).Types(instanceType(b)).Call(
 		jen.Lit(b.qualified), jen.Qual(chatPkg, b.kind.ident()), newFn,
 	)
 	e.f.Line()

@@ -211,12 +211,15 @@ func (p *directiveParser) flag(t argToken) {
 		p.errorf(t.pos, "duplicate flag %q in %s", t.value, p.d)
 		return
 	}
-	if p.spec.ExclusiveFlags && len(p.flags) > 0 {
-		p.errorf(t.pos, "%s takes at most one of %s", p.d, strings.Join(p.spec.flagNames(), ", "))
+	fs, _ := p.spec.flag(t.value)
+	if p.spec.ExclusiveFlags && !fs.Independent && slices.ContainsFunc(p.flags, func(f string) bool {
+		prev, _ := p.spec.flag(f)
+		return !prev.Independent
+	}) {
+		p.errorf(t.pos, "%s takes at most one of %s", p.d, strings.Join(p.spec.exclusiveFlagNames(), ", "))
 		return
 	}
 	p.flags = append(p.flags, t.value)
-	fs, _ := p.spec.flag(t.value)
 	fs.Set(p.d)
 }
 

@@ -122,6 +122,8 @@ func TestParseDirectiveValid(t *testing.T) {
 		{"//chat:scoped", "scoped@1"},
 		{"//chat:scoped per-chat", `scoped@1 kind=KindPerChat`},
 		{"//chat:scoped   invocation  ", `scoped@1 kind=KindInvocation`},
+		{"//chat:scoped durable", `scoped@1 durable=true`},
+		{"//chat:scoped durable per-chat", `scoped@1 kind=KindPerChat durable=true`},
 		{"//chat:ai", "ai@1"},
 		{"//chat:route menu", `route@1 name="menu"@14`},
 		{"//chat:route\tmenu", `route@1 name="menu"@14`},
@@ -225,6 +227,8 @@ func TestParseDirectiveErrors(t *testing.T) {
 			"1:24: //chat:scoped takes at most one of chat, per-chat, invocation",
 			`1:29: duplicate flag "per-chat" in //chat:scoped`,
 		}},
+		{"//chat:scoped durable chat invocation", []string{"1:28: //chat:scoped takes at most one of chat, per-chat, invocation"}},
+		{"//chat:scoped durable chat durable", []string{`1:28: duplicate flag "durable" in //chat:scoped`}},
 		{"//chat:route menu =x", []string{`1:19: missing key before "=" in //chat:route`}},
 		{`//chat:route menu ="x"`, []string{`1:19: missing key before "=" in //chat:route`}},
 

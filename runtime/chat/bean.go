@@ -45,8 +45,9 @@ type Bean[T any] struct {
 
 // beanInfo is the untyped part of a Bean; its address is the bean's key.
 type beanInfo struct {
-	name string
-	kind Kind
+	name    string
+	kind    Kind
+	durable bool // saved with a durable conversation (//chat:scoped durable)
 }
 
 type beanEntry struct {
@@ -92,6 +93,11 @@ func Lookup[T any](ctx context.Context, b *Bean[T]) (T, error) {
 		if v, ok := p.find(&b.info); ok {
 			return v.(T), nil
 		}
+		if b.info.durable {
+			if raw := p.saved(b.info.name); raw != nil {
+				return restoreInScope(ctx, p, b, raw)
+			}
+		}
 		if b.info.kind == KindPerChat {
 			break
 		}
@@ -129,6 +135,13 @@ func createInScope[T any](ctx context.Context, s *scope, b *Bean[T]) (T, error) 
 	if err != nil {
 		return zero, err
 	}
+	return install(ctx, s, b, v)
+}
+
+// install makes v the instance of b in s, unless s ended or another
+// goroutine installed one first.
+func install[T any](ctx context.Context, s *scope, b *Bean[T], v T) (T, error) {
+	var zero T
 	st := s.stack
 	st.mu.Lock()
 	if s.ended {
@@ -148,6 +161,9 @@ func createInScope[T any](ctx context.Context, s *scope, b *Bean[T]) (T, error) 
 	}
 	beans = append(beans, beanEntry{info: &b.info, value: v})
 	s.beans.Store(&beans)
+	if b.info.durable {
+		delete(s.pending, b.info.name) // its saved state now lives in v
+	}
 	st.mu.Unlock()
 	return v, nil
 }

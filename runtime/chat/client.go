@@ -3,6 +3,7 @@ package chat
 import (
 	"context"
 	"errors"
+	"fmt"
 )
 
 // A Client opens chat sessions. The local client ([NewLocalClient]) and the
@@ -31,6 +32,14 @@ type Session interface {
 	SendAsync(ctx context.Context, data any) *Call
 	// ScopeID returns the id of the scope the session is in.
 	ScopeID() string
+	// ConversationID returns the id of the session's conversation (the id
+	// of its top scope), with which a client resumes it.
+	ConversationID() string
+	// ResumeToken returns the token with which a client resumes the
+	// session's conversation after a reconnect or a restart (see
+	// [SessionBuilder.Resume]), or "" when the server keeps no
+	// conversations. It changes with every resume.
+	ResumeToken() string
 	// Close ends the session's conversation. Queued requests fail with
 	// [ErrSessionClosed].
 	Close() error
@@ -239,4 +248,26 @@ func (b *SessionBuilder) OnDefault(fn func(Event)) *SessionBuilder {
 // unknown route is an error matching [ErrRouteNotFound].
 func (b *SessionBuilder) Connect(ctx context.Context, route string) (Session, error) {
 	return b.conn.Connect(ctx, route, b.h.clone())
+}
+
+// A Resumer is a [Connector] that can resume a durable conversation. The
+// local client and the websocket client implement it.
+type Resumer interface {
+	Resume(ctx context.Context, conversationID, token string, h *Handlers) (Session, error)
+}
+
+// Resume opens a session on the durable conversation conversationID,
+// saved by a server with a [ConversationStore] (see [Router.Resume]): the
+// session goes on where the conversation was, in the same scope and route,
+// with its durable beans and chat memories. token is the session's last
+// [Session.ResumeToken]; the new session has a new one. An unknown,
+// expired or foreign conversation, or a wrong token, is an error matching
+// [ErrResumeRefused]; a conversation another node still serves,
+// [ErrConversationBusy] (try again later).
+func (b *SessionBuilder) Resume(ctx context.Context, conversationID, token string) (Session, error) {
+	r, ok := b.conn.(Resumer)
+	if !ok {
+		return nil, fmt.Errorf("chat: %T cannot resume conversations", b.conn)
+	}
+	return r.Resume(ctx, conversationID, token, b.h.clone())
 }

@@ -24,7 +24,10 @@ type LocalClient struct {
 	closed   bool
 }
 
-var _ Client = (*LocalClient)(nil)
+var (
+	_ Client  = (*LocalClient)(nil)
+	_ Resumer = (*LocalClient)(nil)
+)
 
 // NewLocalClient returns a client of router.
 func NewLocalClient(router *Router) *LocalClient {
@@ -46,6 +49,31 @@ func (c *LocalClient) Connect(ctx context.Context, route string, h *Handlers) (S
 	if err != nil {
 		return nil, err
 	}
+	return c.add(ctx, conv, h)
+}
+
+// Resume implements [Resumer]; use Builder().Resume. Failures are
+// *[Failure]s without their server-side cause, like those of requests.
+func (c *LocalClient) Resume(ctx context.Context, conversationID, token string, h *Handlers) (Session, error) {
+	c.mu.Lock()
+	closed := c.closed
+	c.mu.Unlock()
+	if closed {
+		return nil, ErrSessionClosed
+	}
+	conv, err := c.router.Resume(ctx, conversationID, token)
+	if err != nil {
+		var f *Failure
+		if errors.As(err, &f) {
+			return nil, &Failure{Reason: f.Reason} // the cause stays on the server side
+		}
+		return nil, err
+	}
+	return c.add(ctx, conv, h)
+}
+
+// add makes a session of conv.
+func (c *LocalClient) add(ctx context.Context, conv *Conversation, h *Handlers) (Session, error) {
 	s := &localSession{client: c, conv: conv, h: h, scopeID: conv.ScopeID()}
 	c.mu.Lock()
 	if c.closed {
@@ -73,6 +101,26 @@ func (c *LocalClient) Close() error {
 	return errors.Join(errs...)
 }
 
+// Detach ends every session without ending their conversations: with a
+// router that has a [ConversationStore], they stay in the store, to be
+// resumed (by this process after a restart, say) with
+// Builder().Resume and each session's ConversationID and ResumeToken.
+// Without a store it is Close.
+func (c *LocalClient) Detach() error {
+	c.mu.Lock()
+	c.closed = true
+	sessions := make([]*localSession, 0, len(c.sessions))
+	for s := range c.sessions {
+		sessions = append(sessions, s)
+	}
+	c.mu.Unlock()
+	var errs []error
+	for _, s := range sessions {
+		errs = append(errs, s.end(true))
+	}
+	return errors.Join(errs...)
+}
+
 // localSession runs requests in arrival order. An idle session runs a
 // synchronous request on the caller's goroutine; queued requests are run
 // by one goroutine that exists only while the queue is not empty. It is
@@ -91,6 +139,7 @@ type localSession struct {
 	// closeAfterRun: Close was called while a handler ran; the request in
 	// progress closes the conversation when it ends.
 	closeAfterRun bool
+	detach        bool // the session ends by detaching its conversation (LocalClient.Detach)
 
 	inHandler atomic.Int32 // handlers running now
 }
@@ -106,6 +155,10 @@ func (s *localSession) ScopeID() string {
 	defer s.mu.Unlock()
 	return s.scopeID
 }
+
+func (s *localSession) ConversationID() string { return s.conv.ID() }
+
+func (s *localSession) ResumeToken() string { return s.conv.ResumeToken() }
 
 func (s *localSession) Chat(ctx context.Context, text string) error {
 	req := RouteRequest{userMessage: text, hasUser: true} // not escaping: no allocation
@@ -235,7 +288,7 @@ func (s *localSession) ended(after string) (closeConv bool) {
 // closeConversation ends the conversation of a session that a handler
 // closed during a request.
 func (s *localSession) closeConversation() {
-	if err := s.conv.Close(context.Background()); err != nil {
+	if err := s.finish(); err != nil {
 		s.client.router.logger.Error("chat: closing a session", "err", err)
 	}
 }
@@ -275,7 +328,11 @@ func (s *localSession) text(typ, text string) error {
 // queued requests fail with ErrSessionClosed. Called from one of the
 // session's own handlers, it returns at once and the conversation ends
 // when the request that is delivering the event does.
-func (s *localSession) Close() error {
+func (s *localSession) Close() error { return s.end(false) }
+
+// end is Close, or, with detach, the same without ending the conversation
+// (see [LocalClient.Detach]).
+func (s *localSession) end(detach bool) error {
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()
@@ -286,6 +343,7 @@ func (s *localSession) Close() error {
 	s.queue = nil
 	deferClose := s.running && s.inHandler.Load() > 0
 	s.closeAfterRun = deferClose
+	s.detach = detach
 	s.mu.Unlock()
 	for _, lc := range queued {
 		lc.call.Finish(ErrSessionClosed)
@@ -295,6 +353,17 @@ func (s *localSession) Close() error {
 	s.client.mu.Unlock()
 	if deferClose {
 		return nil
+	}
+	return s.finish()
+}
+
+// finish closes or detaches the conversation of an ended session.
+func (s *localSession) finish() error {
+	s.mu.Lock()
+	detach := s.detach
+	s.mu.Unlock()
+	if detach {
+		return s.conv.Detach(context.Background())
 	}
 	return s.conv.Close(context.Background())
 }

@@ -16,6 +16,16 @@ const (
 	ScopeDeactivated
 	// ScopeEnded: a scope was destroyed, after its beans and chat memory.
 	ScopeEnded
+	// ScopeDetached: a scope of a durable conversation left this process
+	// without ending (its connection was lost, another node took the
+	// conversation over, or a failed save rolled it back): its beans were
+	// closed and its chat memory released here; its saved state stays in
+	// the store.
+	ScopeDetached
+	// ScopeResumed: a scope of a durable conversation was rebuilt in this
+	// process from its saved state ([Router.Resume], or the rollback of a
+	// failed save).
+	ScopeResumed
 )
 
 var scopeEventNames = [...]string{
@@ -23,9 +33,12 @@ var scopeEventNames = [...]string{
 	ScopeActivated:   "Activated",
 	ScopeDeactivated: "Deactivated",
 	ScopeEnded:       "Ended",
+	ScopeDetached:    "Detached",
+	ScopeResumed:     "Resumed",
 }
 
-// String returns "Started", "Activated", "Deactivated" or "Ended".
+// String returns "Started", "Activated", "Deactivated", "Ended",
+// "Detached" or "Resumed".
 func (k ScopeEventKind) String() string {
 	if int(k) < len(scopeEventNames) && scopeEventNames[k] != "" {
 		return scopeEventNames[k]
@@ -40,6 +53,10 @@ func (k ScopeEventKind) String() string {
 // scope reports Deactivated (child), Ended (child), Activated (parent); [Pop]
 // of the top scope reports Deactivated then Ended; [End] reports Deactivated
 // for the current scope and then Ended for every scope, innermost first.
+// Detaching a durable conversation reports Deactivated for the current
+// scope and then Detached for every scope, innermost first; resuming one
+// reports Resumed for every scope, outermost first, then Activated for the
+// current scope.
 type ScopeEvent struct {
 	Kind     ScopeEventKind
 	ScopeID  string

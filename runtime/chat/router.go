@@ -10,6 +10,7 @@ import (
 	"sort"
 	"sync"
 	"sync/atomic"
+	"time"
 )
 
 // A Router serves chat routes: it starts conversations on a route and runs
@@ -30,6 +31,13 @@ type Router struct {
 	// hooks.
 	hooked RouteHandler
 
+	// Durable conversations (durable_router.go).
+	store    ConversationStore // nil: conversations live in this process only
+	node     string
+	leaseTTL time.Duration
+	liveMu   sync.Mutex
+	live     map[string]*Conversation // the durable conversations served here, by id
+
 	conversations atomic.Int64
 	scopes        atomic.Int64
 }
@@ -46,6 +54,26 @@ type RouterOptions struct {
 	// RouteHooks wrap the handling of every request, the first outermost
 	// (see [RouteHook]).
 	RouteHooks []RouteHook
+
+	// Store, when not nil, makes the router's conversations durable: each
+	// is saved there when it starts and after every request, before the
+	// request's terminator, and can be resumed by a client holding its
+	// resume token, on this router or any other over the same store, after
+	// a reconnect or a restart ([Router.Resume]). Nil keeps conversations
+	// in this process only.
+	Store ConversationStore
+	// Node names this router as the holder of the leases that give one
+	// router at a time the right to serve a conversation. Empty means a
+	// random name. Routers sharing a store need distinct names; a stable
+	// name (the host's, say) lets a restarted process take its
+	// conversations back at once instead of waiting for their leases to
+	// end.
+	Node string
+	// LeaseTTL is how long a lease lasts; it is renewed before a request
+	// when half of it has passed, and every third of it while a request
+	// runs. After a crash, another node can take a conversation over once
+	// its lease has ended. Zero means [DefaultLeaseTTL].
+	LeaseTTL time.Duration
 }
 
 // cloneWithDefaults returns a copy of opts with the defaults filled in.
@@ -56,6 +84,12 @@ func (opts *RouterOptions) cloneWithDefaults() *RouterOptions {
 	}
 	if o.Logger == nil {
 		o.Logger = slog.Default()
+	}
+	if o.Node == "" {
+		o.Node = newNodeName()
+	}
+	if o.LeaseTTL <= 0 {
+		o.LeaseTTL = DefaultLeaseTTL
 	}
 	return &o
 }
@@ -71,6 +105,10 @@ func NewRouter(opts *RouterOptions, pkgs ...*Package) (*Router, error) {
 		byRoute:  map[string][]CatchSpec{},
 		logger:   opts.Logger,
 		observer: opts.Observer,
+		store:    opts.Store,
+		node:     opts.Node,
+		leaseTTL: opts.LeaseTTL,
+		live:     map[string]*Conversation{},
 	}
 	if len(opts.RouteHooks) > 0 {
 		r.hooked = chainRouteHooks(opts.RouteHooks)
@@ -179,6 +217,10 @@ func (r *Router) Stats() Stats {
 // principal in ctx (see [WithPrincipal]) is kept for its requests. Roles
 // are checked per request, as Quarkus does: connecting to a route the
 // principal may not use succeeds, and its requests fail with Forbidden.
+//
+// With a [ConversationStore] the new conversation is saved before Connect
+// returns (a failing store is an error matching [ErrUnavailable]), and its
+// [Conversation.ResumeToken] lets the client resume it.
 func (r *Router) Connect(ctx context.Context, route string) (*Conversation, error) {
 	if route == "" {
 		route = r.def
@@ -191,8 +233,15 @@ func (r *Router) Connect(ctx context.Context, route string) (*Conversation, erro
 		return nil, err
 	}
 	c := &Conversation{router: r, stack: stackFrom(bctx), principal: PrincipalFrom(ctx)}
-	c.stack.current.Load().route = route
+	top := c.stack.current.Load()
+	top.route = route
+	c.id = top.id
 	r.conversations.Add(1)
+	if r.store != nil {
+		if err := r.connectDurable(ctx, c); err != nil {
+			return nil, errors.Join(fail(ErrUnavailable, err), c.Close(context.WithoutCancel(ctx)))
+		}
+	}
 	return c, nil
 }
 
@@ -201,8 +250,10 @@ func (r *Router) Connect(ctx context.Context, route string) (*Conversation, erro
 // handled one at a time.
 type Conversation struct {
 	router    *Router
+	id        string
 	stack     *scopeStack
 	principal Principal
+	dur       *durableConv // nil without a store
 
 	mu     sync.Mutex // one request at a time; Close waits for it
 	closed bool
@@ -249,6 +300,17 @@ func (c *Conversation) handle(ctx context.Context, scopeID string, req *RouteReq
 	if target == nil {
 		return cur.id, fail(ErrSessionNotActive, fmt.Errorf("scope %q is not active in this conversation", scopeID))
 	}
+	var batch *Batch
+	if c.dur != nil {
+		if after, f := c.beforeRequest(ctx); f != nil {
+			return after, f
+		}
+		defer c.dur.stopRenewing()
+		// The request's memory writes are staged in the batch, to be
+		// committed with its state.
+		batch = NewBatch()
+		ctx = WithBatch(ctx, batch)
+	}
 
 	// One allocation holds the request and the context binding it adds.
 	rs := &requestState{conv: c}
@@ -287,6 +349,12 @@ func (c *Conversation) handle(ctx context.Context, scopeID string, req *RouteReq
 	rs.resp.close()
 
 	after := c.ScopeID()
+	if c.dur != nil {
+		c.dur.stopRenewing()
+		if scope, f, ok := c.save(ctx, batch, after, err); !ok {
+			return scope, f // the save failed: that is the request's failure
+		}
+	}
 	if err != nil {
 		f := reasonOf(err)
 		if rs.ctx.Context.Err() != nil {
@@ -313,6 +381,9 @@ func (c *Conversation) Close(ctx context.Context) error {
 	}
 	c.closed = true
 	c.router.conversations.Add(-1)
+	if c.dur != nil {
+		return c.closeDurable(ctx)
+	}
 	if c.stack.current.Load() == nil {
 		return nil
 	}

@@ -41,6 +41,9 @@ type scope struct {
 	memories []memoryEntry
 	wipe     bool // a memory wipe is scheduled for the end of the request
 	ended    bool
+	// pending holds the saved state of the durable beans of a scope
+	// restored from a store, by bean name, until each is first used.
+	pending map[string][]byte
 }
 
 // BeginOptions configures a conversation started with [Begin]. A nil
@@ -204,9 +207,9 @@ func (st *scopeStack) newScope(parent *scope, route string) *scope {
 func (st *scopeStack) notify(ctx context.Context, kind ScopeEventKind, s *scope) {
 	if st.router != nil {
 		switch kind {
-		case ScopeStarted:
+		case ScopeStarted, ScopeResumed:
 			st.router.scopes.Add(1)
-		case ScopeEnded:
+		case ScopeEnded, ScopeDetached:
 			st.router.scopes.Add(-1)
 		}
 	}

@@ -25,14 +25,26 @@ type memoryEntry struct {
 // later calls with the same key keep the first memory). The scope clears it
 // on [ClearMemory] and scheduled wipes, and deletes it when the scope is
 // destroyed, after its beans. It returns the scope id.
+//
+// In a durable conversation key is the memory id in the
+// [ConversationStore], saved with the scope: after a resume the scope
+// clears and deletes it through the store until the memory is attached
+// again, and mem's ReleaseMemory method, when it has one (see
+// [ReleasableMemory]), is called when the scope leaves the process without
+// ending.
 func AttachMemory(ctx context.Context, key string, mem ScopedMemory) (string, error) {
 	st, s, err := lockCurrent(ctx, "attach memory")
 	if err != nil {
 		return "", err
 	}
 	defer st.mu.Unlock()
-	for _, m := range s.memories {
+	for i, m := range s.memories {
 		if m.key == key {
+			if _, ok := m.mem.(storedMemory); ok {
+				// A memory of a scope restored from a store, in use again:
+				// its owner takes over the wipes and the deletion.
+				s.memories[i].mem = mem
+			}
 			return s.id, nil
 		}
 	}

@@ -49,6 +49,17 @@ type DialOptions struct {
 
 	// Logger is the client's logger (nil: [slog.Default]).
 	Logger *slog.Logger
+
+	// Reconnect, when not nil, makes the client replace a lost connection
+	// (see [ReconnectOptions]). Nil: a lost connection ends the client and
+	// fails what is pending with [ErrConnectionLost].
+	Reconnect *ReconnectOptions
+
+	// OnConnectionState, when not nil, is called when the client's
+	// connection changes state: Reconnecting (with the cause), Connected
+	// (again), Closed (with why). It runs on the client's goroutines and
+	// must not block.
+	OnConnectionState func(state ConnectionState, err error)
 }
 
 // withDefaults returns a copy of opts with the defaults filled in.
@@ -70,6 +81,10 @@ func (opts *DialOptions) withDefaults() DialOptions {
 	if o.Logger == nil {
 		o.Logger = slog.Default()
 	}
+	if o.Reconnect != nil {
+		r := o.Reconnect.withDefaults()
+		o.Reconnect = &r
+	}
 	return o
 }
 
@@ -79,28 +94,47 @@ func (opts *DialOptions) withDefaults() DialOptions {
 // client's reader goroutine, in event order; all events of a request are
 // handled before its Chat or Send returns. A handler must not wait for
 // another request of the same client (use ChatAsync).
+//
+// With [DialOptions.Reconnect], a lost connection is replaced: see
+// [ReconnectOptions].
 type Client struct {
-	ws      *websocket.Conn
 	log     *slog.Logger
 	timeout time.Duration // of each write
+	dial    func(ctx context.Context) (*websocket.Conn, error)
+	recon   *ReconnectOptions            // nil: no reconnection
+	onState func(ConnectionState, error) // nil for none
+	done    chan struct{}                // closed when the client has ended for good
+	stop    chan struct{}                // closed by Close: stops reconnecting
 
-	// Writes: whoever writes while no one is writing writes the queue;
-	// the reader goroutine never writes (it queues and, if needed, starts
-	// a goroutine), so it never blocks on the network.
-	out         writeQueue
-	wtimer      *time.Timer // closes the connection when a write takes too long
-	readerDone  chan struct{}
 	dispatching atomic.Bool // the reader is running an event handler
 
 	mu       sync.Mutex
+	link     *link // the connection; nil while reconnecting
+	state    ConnectionState
 	sessions map[string]*clientSession
 	nextChat uint64
 	nextReq  uint64
 	closed   bool
-	err      error // why the connection ended
+	err      error // why the client ended
 }
 
-var _ chat.Client = (*Client)(nil)
+// A link is one websocket connection of a Client.
+//
+// Writes: whoever writes while no one is writing writes the queue; the
+// reader goroutine never writes (it queues and, if needed, starts a
+// goroutine), so it never blocks on the network.
+type link struct {
+	c          *Client
+	ws         *websocket.Conn
+	out        writeQueue
+	wtimer     *time.Timer // closes the connection when a write takes too long
+	readerDone chan struct{}
+}
+
+var (
+	_ chat.Client  = (*Client)(nil)
+	_ chat.Resumer = (*Client)(nil)
+)
 
 // Dial connects to the endpoint at url (ws://, wss://, http:// or https://;
 // a URL with no path, or "/", gets [RoutesPath]). ctx bounds the handshake
@@ -111,36 +145,54 @@ func Dial(ctx context.Context, url string, opts *DialOptions) (*Client, error) {
 		u.Path = RoutesPath
 		url = u.String()
 	}
-	wc, _, err := websocket.Dial(ctx, url, &websocket.DialOptions{HTTPHeader: o.Header, HTTPClient: o.HTTPClient})
-	if err != nil {
-		return nil, fmt.Errorf("ws: dial %s: %w", url, err)
-	}
-	wc.SetReadLimit(o.ReadLimit)
 	c := &Client{
-		ws:         wc,
-		log:        o.Logger,
-		timeout:    o.WriteTimeout,
-		readerDone: make(chan struct{}),
-		sessions:   map[string]*clientSession{},
+		log:      o.Logger,
+		timeout:  o.WriteTimeout,
+		recon:    o.Reconnect,
+		onState:  o.OnConnectionState,
+		done:     make(chan struct{}),
+		stop:     make(chan struct{}),
+		sessions: map[string]*clientSession{},
 	}
-	c.out.init(c, 0)
-	c.wtimer = time.AfterFunc(time.Hour, func() {
-		c.log.Warn("ws: a write timed out; closing the connection", "timeout", c.timeout)
-		c.ws.CloseNow()
-	})
-	c.wtimer.Stop()
-	go c.readLoop()
+	c.dial = func(ctx context.Context) (*websocket.Conn, error) {
+		wc, _, err := websocket.Dial(ctx, url, &websocket.DialOptions{HTTPHeader: o.Header, HTTPClient: o.HTTPClient})
+		if err != nil {
+			return nil, fmt.Errorf("ws: dial %s: %w", url, err)
+		}
+		wc.SetReadLimit(o.ReadLimit)
+		return wc, nil
+	}
+	wc, err := c.dial(ctx)
+	if err != nil {
+		return nil, err
+	}
+	c.link = c.newLink(wc)
+	go c.link.readLoop()
 	return c, nil
+}
+
+// newLink returns a link over wc; its reader is not started.
+func (c *Client) newLink(wc *websocket.Conn) *link {
+	l := &link{c: c, ws: wc, readerDone: make(chan struct{})}
+	l.out.init(l, 0)
+	l.wtimer = time.AfterFunc(time.Hour, func() {
+		c.log.Warn("ws: a write timed out; closing the connection", "timeout", c.timeout)
+		wc.CloseNow()
+	})
+	l.wtimer.Stop()
+	return l
 }
 
 // Builder returns a builder for a new session.
 func (c *Client) Builder() *chat.SessionBuilder { return chat.NewSessionBuilder(c) }
 
-// Done is closed when the connection has ended (after Close, or when it
-// was lost).
-func (c *Client) Done() <-chan struct{} { return c.readerDone }
+// Done is closed when the client has ended: after Close, or when its
+// connection was lost (and, with [DialOptions.Reconnect], could not be
+// replaced).
+func (c *Client) Done() <-chan struct{} { return c.done }
 
-// Err returns why the connection ended, or nil while it is open.
+// Err returns why the client ended, or nil while it is open (or
+// reconnecting).
 func (c *Client) Err() error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -190,39 +242,47 @@ func (c *Client) Connect(ctx context.Context, route string, h *chat.Handlers) (c
 func (c *Client) Close() error {
 	c.mu.Lock()
 	if c.closed {
+		l := c.link
 		c.mu.Unlock()
-		if !c.dispatching.Load() {
-			<-c.readerDone
+		if l != nil && !c.dispatching.Load() {
+			<-l.readerDone
 		}
 		return nil
 	}
 	c.closed = true
+	close(c.stop)
 	sessions := c.allSessions()
+	l := c.link
 	c.mu.Unlock()
 	for _, s := range sessions {
 		_ = s.Close()
 	}
+	if l == nil {
+		// Reconnecting: there is no connection to close.
+		c.lost(nil, nil)
+		return nil
+	}
 	// Let the Disconnects go out (each write is bounded), then close with
 	// the handshake; the reader sees the server's close frame.
-	if !c.out.stop() {
-		if err := c.ws.Close(websocket.StatusNormalClosure, ""); err != nil {
+	if !l.out.stop() {
+		if err := l.ws.Close(websocket.StatusNormalClosure, ""); err != nil {
 			c.log.Debug("ws: closing the client connection", "err", err)
 		}
 	}
 	if c.dispatching.Load() {
 		// Close was called from an event handler (or while one runs): the
 		// reader ends when the handler returns.
-		c.ws.CloseNow()
-		c.lost(nil)
+		l.ws.CloseNow()
+		c.lost(l, nil)
 		return nil
 	}
 	select {
-	case <-c.readerDone:
+	case <-l.readerDone:
 	case <-time.After(2 * c.timeout):
-		c.ws.CloseNow()
-		<-c.readerDone
+		l.ws.CloseNow()
+		<-l.readerDone
 	}
-	c.lost(nil)
+	c.lost(l, nil)
 	return nil
 }
 
@@ -242,36 +302,90 @@ func (c *Client) forget(s *clientSession) {
 	c.mu.Unlock()
 }
 
-// lost records that the connection ended and fails every pending request.
-func (c *Client) lost(cause error) {
+// lost records that the connection l ended with cause (nil l: the client
+// was closed while reconnecting). Without reconnection, or once the client
+// is closed, the client is over and every pending request fails;
+// otherwise the sessions that can be resumed wait for a new connection.
+func (c *Client) lost(l *link, cause error) {
 	c.mu.Lock()
-	if c.err == nil {
-		switch {
-		case c.closed:
-			c.err = chat.ErrSessionClosed
-		case cause == nil:
-			c.err = ErrConnectionLost
-		default:
-			c.err = fmt.Errorf("%w: %w", ErrConnectionLost, cause)
-		}
+	if l != nil && c.link != l {
+		c.mu.Unlock()
+		return // an old connection
 	}
-	err := c.err
-	sessions := c.allSessions()
-	clear(c.sessions)
+	c.link = nil
+	if l != nil {
+		l.wtimer.Stop()
+		l.ws.CloseNow()
+	}
+	closed := c.closed
+	reconnect := c.recon != nil && !closed && c.err == nil
 	c.mu.Unlock()
-	c.wtimer.Stop()
-	c.ws.CloseNow()
-	for _, s := range sessions {
-		s.fail(err)
+	switch {
+	case reconnect:
+		c.reconnect(cause)
+	case closed:
+		c.finish(chat.ErrSessionClosed)
+	case cause == nil:
+		c.finish(ErrConnectionLost)
+	default:
+		c.finish(fmt.Errorf("%w: %w", ErrConnectionLost, cause))
 	}
 }
 
-// write sends a frame: inline, the caller writes it (and what others
-// queue meanwhile) unless someone is writing; otherwise a goroutine does.
+// finish ends the client for good with err (unless it ended already) and
+// fails every pending request.
+func (c *Client) finish(err error) {
+	c.mu.Lock()
+	first := c.err == nil
+	if first {
+		c.err = err
+		c.state = StateClosed
+	}
+	err = c.err
+	sessions := c.allSessions()
+	clear(c.sessions)
+	c.mu.Unlock()
+	for _, s := range sessions {
+		s.fail(err)
+	}
+	if first {
+		close(c.done)
+		c.notify(StateClosed, err)
+	}
+}
+
+// write sends a frame on the current connection: see writeOn.
 func (c *Client) write(b []byte, inline bool) error {
-	write, ok := c.out.push(b)
+	c.mu.Lock()
+	l := c.link
+	c.mu.Unlock()
+	return c.writeOn(l, b, inline)
+}
+
+// writeOn sends a frame on l: inline, the caller writes it (and what
+// others queue meanwhile) unless someone is writing; otherwise a goroutine
+// does. Without a connection (l is nil, or l was lost) the frame is
+// dropped with no error while the client reconnects: the sessions send
+// their requests again once resumed.
+func (c *Client) writeOn(l *link, b []byte, inline bool) error {
+	c.mu.Lock()
+	closed, err, recon := c.closed, c.err, c.recon != nil
+	c.mu.Unlock()
+	if l == nil {
+		switch {
+		case err != nil:
+			return err
+		case closed || !recon:
+			return chat.ErrSessionClosed
+		}
+		return nil
+	}
+	write, ok := l.out.push(b)
 	if !ok {
-		if err := c.Err(); err != nil {
+		switch {
+		case recon && !closed && err == nil:
+			return nil // the connection is being replaced
+		case err != nil:
 			return err
 		}
 		return chat.ErrSessionClosed
@@ -279,21 +393,29 @@ func (c *Client) write(b []byte, inline bool) error {
 	switch {
 	case !write:
 	case inline:
-		_ = c.out.flush() // a failure closes the connection: the reader fails what is pending
+		_ = l.out.flush() // a failure closes the connection: the reader fails what is pending
 	default:
-		go c.out.flush() //nolint:errcheck // as above
+		go l.out.flush() //nolint:errcheck // as above
 	}
 	return nil
 }
 
-// writeFrames writes frames for c.out, each within the write timeout.
-func (c *Client) writeFrames(batch [][]byte) error {
+// currentLink returns the connection (nil once the client has ended), and
+// whether the client is replacing it (then there is none).
+func (c *Client) currentLink() (l *link, reconnecting bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.link, c.link == nil && c.recon != nil && !c.closed && c.err == nil
+}
+
+// writeFrames writes frames for l.out, each within the write timeout.
+func (l *link) writeFrames(batch [][]byte) error {
 	for _, b := range batch {
-		c.wtimer.Reset(c.timeout)
-		err := c.ws.Write(context.Background(), websocket.MessageText, b)
-		c.wtimer.Stop()
+		l.wtimer.Reset(l.c.timeout)
+		err := l.ws.Write(context.Background(), websocket.MessageText, b)
+		l.wtimer.Stop()
 		if err != nil {
-			c.ws.CloseNow() // the reader sees it and fails what is pending
+			l.ws.CloseNow() // the reader sees it and fails what is pending
 			return err
 		}
 	}
@@ -301,13 +423,14 @@ func (c *Client) writeFrames(batch [][]byte) error {
 }
 
 // dropFrame implements frameWriter; the client's frames are not pooled.
-func (c *Client) dropFrame([]byte) {}
+func (l *link) dropFrame([]byte) {}
 
-func (c *Client) readLoop() {
-	defer close(c.readerDone)
+func (l *link) readLoop() {
+	c := l.c
+	defer close(l.readerDone)
 	var buf bytes.Buffer
 	for {
-		_, r, err := c.ws.Reader(context.Background()) // Close and lost close the connection
+		_, r, err := l.ws.Reader(context.Background()) // Close and lost close the connection
 		if err == nil {
 			buf.Reset()
 			_, err = buf.ReadFrom(r)
@@ -315,9 +438,9 @@ func (c *Client) readLoop() {
 		b := buf.Bytes()
 		if err != nil {
 			if websocket.CloseStatus(err) == -1 {
-				c.lost(err)
+				c.lost(l, err)
 			} else {
-				c.lost(fmt.Errorf("closed by the server: %w", err))
+				c.lost(l, fmt.Errorf("closed by the server: %w", err))
 			}
 			return
 		}

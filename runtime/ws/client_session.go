@@ -21,16 +21,24 @@ type clientSession struct {
 	idJSON []byte
 	h      *chat.Handlers
 
-	mu       sync.Mutex
-	scopeID  string
-	queue    []*clientCall
-	inflight *clientCall
-	closed   bool
+	mu      sync.Mutex
+	scopeID string
+	convID  string // the top scope id, from Connect's Completed
+	token   string // the resume token, when the server keeps conversations
+	// resuming: the session waits for the resuming Connect at the head of
+	// its queue (client_reconnect.go).
+	resuming       bool
+	resumeFailures int // resumes refused in a row, for the delays
+	queue          []*clientCall
+	inflight       *clientCall
+	closed         bool
 }
 
 type clientCall struct {
 	ctx       context.Context
 	connect   bool
+	resume    bool // a Connect resuming the session's conversation
+	initial   bool // the resume of Builder().Resume, not of a reconnection
 	route     string
 	data      []byte // the request data, a JSON object
 	requestID uint64
@@ -104,8 +112,9 @@ func (s *clientSession) next(inline bool) {
 		var failed *clientCall
 		var ferr error
 		var frame []byte
+		var l *link // the connection the request goes out on
 		s.mu.Lock()
-		if s.inflight != nil || len(s.queue) == 0 {
+		if s.inflight != nil || len(s.queue) == 0 || (s.resuming && !s.queue[0].resume) {
 			s.mu.Unlock()
 			return
 		}
@@ -115,10 +124,19 @@ func (s *clientSession) next(inline bool) {
 		if err := cc.ctx.Err(); err != nil {
 			failed, ferr = cc, err
 		} else {
-			s.c.mu.Lock()
-			s.c.nextReq++
-			cc.requestID = s.c.nextReq
-			s.c.mu.Unlock()
+			var reconnecting bool
+			if l, reconnecting = s.c.currentLink(); reconnecting {
+				// No connection: the request waits for the new one.
+				s.queue = append([]*clientCall{cc}, s.queue...)
+				s.mu.Unlock()
+				return
+			}
+			if cc.requestID == 0 { // else sent again after a reconnect, with its id
+				s.c.mu.Lock()
+				s.c.nextReq++
+				cc.requestID = s.c.nextReq
+				s.c.mu.Unlock()
+			}
 			frame = s.frame(cc)
 			s.inflight = cc
 		}
@@ -127,7 +145,7 @@ func (s *clientSession) next(inline bool) {
 			failed.call.Finish(ferr)
 			continue
 		}
-		if err := s.c.write(frame, inline); err != nil {
+		if err := s.c.writeOn(l, frame, inline); err != nil {
 			s.mu.Lock()
 			if s.inflight == cc {
 				s.inflight = nil
@@ -145,7 +163,10 @@ func (s *clientSession) frame(cc *clientCall) []byte {
 	b := make([]byte, 0, 96+len(cc.data)+len(s.scopeID))
 	b = append(b, `{"chatId":`...)
 	b = append(b, s.idJSON...)
-	if cc.connect {
+	if cc.resume {
+		b = append(b, `,"type":"Connect"`...)
+		b = s.appendResume(b)
+	} else if cc.connect {
 		b = append(b, `,"type":"Connect"`...)
 		if cc.route != "" {
 			b = append(b, `,"route":`...)
@@ -177,12 +198,23 @@ func (s *clientSession) receive(f *serverFrame) {
 		return
 	}
 	s.inflight = nil
+	if cc.resume {
+		s.resumeAnswered(cc, typ, f) // unlocks s.mu
+		return
+	}
 	var err error
 	if typ == chat.EventCompleted {
 		if len(f.data) < 2 || string(f.data[1:len(f.data)-1]) != s.scopeID {
 			if scope := text(f.data); scope != "" {
 				s.scopeID = scope
 			}
+		}
+		if cc.connect {
+			s.convID = s.scopeID
+			if id := text(f.conversationID); id != "" {
+				s.convID = id
+			}
+			s.token = text(f.resumeToken)
 		}
 	} else {
 		data := text(f.data)

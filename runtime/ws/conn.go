@@ -359,7 +359,7 @@ func (c *conn) connect(f *inFrame) {
 		return
 	}
 
-	conv, err := c.srv.router.Connect(c.ctx, f.Route)
+	conv, err := c.open(f)
 	if err != nil {
 		reason := chat.ErrServerError.Reason
 		var fl *chat.Failure
@@ -371,9 +371,11 @@ func (c *conn) connect(f *inFrame) {
 		return
 	}
 	s := newSession(c, f.ChatID, id, conv)
+	c.setupDurable(s, f.Resume != nil)
 	c.mu.Lock()
 	if c.closing || c.draining {
 		c.mu.Unlock()
+		s.keep = true // not shared yet; a resumed conversation stays in the store
 		s.finishConv()
 		c.failed(id, f.RequestID, ErrShuttingDown.Reason, "", "")
 		return
@@ -385,7 +387,7 @@ func (c *conn) connect(f *inFrame) {
 	}
 	c.mu.Unlock()
 	s.armTimer()
-	_ = c.send(c.buildText(id, chat.EventCompleted, conv.ScopeID(), f.RequestID, "", ""))
+	_ = c.send(c.connected(id, conv, f.RequestID))
 }
 
 // request queues a request on its session; it returns the session if its

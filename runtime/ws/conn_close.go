@@ -92,7 +92,7 @@ func (c *conn) teardown(err error) {
 	clear(c.sessions)
 	c.mu.Unlock()
 	for _, s := range sessions {
-		s.close()
+		s.closeKeeping() // lost, not closed by the client: a durable conversation stays resumable
 	}
 	c.workers.Wait()
 	c.out.stop()

@@ -25,6 +25,7 @@ type inFrame struct {
 	ScopeID   string
 	Data      json.RawMessage // nil when missing
 	RequestID json.RawMessage // a JSON string or number, echoed verbatim; nil when missing
+	Resume    *resumeRef      // Connect's resume, nil when missing or null
 }
 
 // A frameError is a client frame the server cannot serve. When chatID is
@@ -51,6 +52,7 @@ type rawFrame struct {
 	ScopeID   json.RawMessage `json:"scopeId"`
 	Data      json.RawMessage `json:"data"`
 	RequestID json.RawMessage `json:"requestId"`
+	Resume    json.RawMessage `json:"resume"`
 }
 
 // decodeFrame parses one client frame. It never panics; any problem is a
@@ -71,6 +73,8 @@ func decodeFrame(b []byte) (*inFrame, error) {
 			raw.Data = val
 		case "requestId":
 			raw.RequestID = val
+		case "resume":
+			raw.Resume = val
 		}
 	})
 	if err != nil {
@@ -106,6 +110,11 @@ func decodeFrame(b []byte) (*inFrame, error) {
 			return nil, bad("route must be a string or null")
 		}
 		f.Route = route
+		if r := raw.Resume; r != nil && !isNull(r) {
+			if f.Resume, err = decodeResume(r); err != nil {
+				return nil, bad("%v", err)
+			}
+		}
 	case TypeChatRouteMessage:
 		scope, ok, err := stringField(raw.ScopeID, "scopeId")
 		if err != nil || !ok {
@@ -193,7 +202,9 @@ type serverFrame struct {
 	chatID, typ, data, requestID, scopeID, detail []byte
 	// markdown and html are the fields of an event rendered from
 	// markdown (see appendRendered).
-	markdown, html []byte
+	markdown, html              []byte
+	conversationID, resumeToken []byte // on Connect's Completed, from a durable server
+	replayed                    bool   // a terminator replayed for a re-sent request
 }
 
 // decodeServerFrame parses a server frame.
@@ -216,6 +227,12 @@ func decodeServerFrame(b []byte, f *serverFrame) error {
 			f.markdown = val
 		case "html":
 			f.html = val
+		case "conversationId":
+			f.conversationID = val
+		case "resumeToken":
+			f.resumeToken = val
+		case "replayed":
+			f.replayed = string(val) == "true"
 		}
 	})
 	if err != nil {

@@ -22,6 +22,7 @@ type session struct {
 	conv   *chat.Conversation
 	sink   func(chat.Event) error // s.deliver, made once
 	timer  *time.Timer            // idle expiry
+	dur    *durableSession        // nil unless the conversation is durable (durable.go)
 
 	// Owned by the worker while running.
 	requestID json.RawMessage
@@ -40,6 +41,7 @@ type session struct {
 	busy     bool // the worker is running a request
 	closing  bool // Disconnect, expiry, the conversation ended or the connection closed
 	finished bool // the conversation is closed
+	keep     bool // detach the conversation rather than close it (durable.go)
 	last     time.Time
 }
 
@@ -128,6 +130,9 @@ func (s *session) run(r *request) {
 		}
 		s.c.failed(s.idJSON, r.requestID, chat.ErrBadRequest.Reason, "", detail)
 		return
+	}
+	if s.beforeRun(r) {
+		return // a re-sent request: its saved answer was replayed
 	}
 	s.requestID = r.requestID
 	after, f := s.conv.Handle(s.c.ctx, r.scopeID, req, s.sink)
@@ -238,7 +243,7 @@ func (s *session) finishConv() {
 		s.heldTimer.Stop()
 	}
 	s.heldMu.Unlock()
-	if err := s.conv.Close(context.WithoutCancel(s.c.ctx)); err != nil {
+	if err := s.endConv(context.WithoutCancel(s.c.ctx)); err != nil {
 		s.c.log(slog.LevelError, "ws: ending a conversation", "chat", s.id, "err", err)
 	}
 	s.c.sessionFinished(s)
@@ -271,6 +276,7 @@ func (s *session) expire() {
 		return
 	}
 	s.closing = true
+	s.keep = true // a durable conversation stays resumable
 	s.mu.Unlock()
 	s.c.log(slog.LevelInfo, "ws: session expired", "chat", s.id, "idle", idle)
 	s.c.mu.Lock()

@@ -1,0 +1,342 @@
+package chat
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+	"sort"
+	"sync"
+	"time"
+)
+
+// InMemoryConversationStore is a [ConversationStore] that keeps
+// conversations in this process: they outlive a connection and move
+// between the routers of the process, not a restart. It is the reference
+// implementation of the contract (versions, fenced leases, time to live,
+// deletion of dropped memories) and the store of tests; use an embedded or
+// shared store (runtime/boltstore, runtime/redisstore) to survive restarts.
+//
+// It also keeps chat memories, as opaque bytes by memory id
+// ([InMemoryConversationStore.GetMemory], [InMemoryConversationStore.PutMemory]):
+// a memory.Store adapter over those methods stages its writes in the
+// request's [Batch], so that they are committed with the conversation's
+// state or not at all.
+//
+// It is safe for concurrent use.
+type InMemoryConversationStore struct {
+	ttl time.Duration
+	now func() time.Time
+
+	mu        sync.Mutex
+	convs     map[string]*storedConversation
+	leases    map[string]Lease
+	memories  map[string][]byte
+	token     uint64    // the last fencing token granted
+	lastSweep time.Time // when expired conversations were last removed
+}
+
+// storedConversation is a conversation held by the store.
+type storedConversation struct {
+	state   *ConversationState // owned by the store
+	expires time.Time          // zero: never
+}
+
+// InMemoryConversationStoreOptions configures an
+// [InMemoryConversationStore]. A nil *InMemoryConversationStoreOptions,
+// like the zero value, gives the defaults.
+type InMemoryConversationStoreOptions struct {
+	// TTL is how long a conversation is kept after its last save; then it
+	// expires with its chat memories. Zero or negative means never.
+	TTL time.Duration
+	// Now returns the current time. Nil means [time.Now]. Tests set it to
+	// move a clock of their own.
+	Now func() time.Time
+}
+
+var _ ConversationStore = (*InMemoryConversationStore)(nil)
+
+// NewInMemoryConversationStore returns an empty store. opts may be nil.
+func NewInMemoryConversationStore(opts *InMemoryConversationStoreOptions) *InMemoryConversationStore {
+	var o InMemoryConversationStoreOptions
+	if opts != nil {
+		o = *opts
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	return &InMemoryConversationStore{
+		ttl:      o.TTL,
+		now:      o.Now,
+		convs:    map[string]*storedConversation{},
+		leases:   map[string]Lease{},
+		memories: map[string][]byte{},
+	}
+}
+
+// Load implements [ConversationStore].
+func (s *InMemoryConversationStore) Load(ctx context.Context, id string) (*ConversationState, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	c := s.live(id, s.now())
+	if c == nil {
+		return nil, fmt.Errorf("chat: loading conversation %q: %w", id, ErrConversationNotFound)
+	}
+	return cloneState(c.state), nil
+}
+
+// Save implements [ConversationStore].
+func (s *InMemoryConversationStore) Save(ctx context.Context, st *ConversationState, lease Lease, b *Batch) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if st == nil || st.ID == "" {
+		return fmt.Errorf("chat: saving a conversation without an id")
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	now := s.now()
+	s.sweep(now)
+	if cur, ok := s.leases[st.ID]; !ok || cur.Token != lease.Token || cur.Owner != lease.Owner || !now.Before(cur.Expires) {
+		return fmt.Errorf("chat: saving conversation %q under lease %d of %q: %w", st.ID, lease.Token, lease.Owner, ErrLeaseLost)
+	}
+	c := s.live(st.ID, now)
+	var version uint64
+	if c != nil {
+		version = c.state.Version
+	}
+	if version != st.Version {
+		return fmt.Errorf("chat: saving conversation %q from version %d, stored %d: %w", st.ID, st.Version, version, ErrVersionConflict)
+	}
+
+	saved := cloneState(st)
+	saved.Version = version + 1
+	if c != nil {
+		for _, id := range memoryIDs(c.state) {
+			if !slices.Contains(memoryIDs(saved), id) {
+				delete(s.memories, id)
+			}
+		}
+	}
+	if b != nil {
+		b.All(func(key string, value []byte) {
+			if value == nil {
+				delete(s.memories, key)
+			} else {
+				s.memories[key] = slices.Clone(value)
+			}
+		})
+	}
+	sc := &storedConversation{state: saved}
+	if s.ttl > 0 {
+		sc.expires = now.Add(s.ttl)
+	}
+	s.convs[st.ID] = sc
+	st.Version = saved.Version
+	return nil
+}
+
+// Delete implements [ConversationStore].
+func (s *InMemoryConversationStore) Delete(ctx context.Context, id string) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.remove(id)
+	delete(s.leases, id)
+	return nil
+}
+
+// Acquire implements [ConversationStore].
+func (s *InMemoryConversationStore) Acquire(ctx context.Context, id, owner string, ttl time.Duration) (Lease, error) {
+	if err := ctx.Err(); err != nil {
+		return Lease{}, err
+	}
+	if owner == "" || ttl <= 0 {
+		return Lease{}, fmt.Errorf("chat: acquiring conversation %q: an owner and a positive ttl are needed", id)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	now := s.now()
+	cur, ok := s.leases[id]
+	live := ok && now.Before(cur.Expires)
+	switch {
+	case live && cur.Owner != owner:
+		return Lease{}, fmt.Errorf("chat: acquiring conversation %q: %w (until %s)", id, ErrLeaseHeld, cur.Expires.Format(time.RFC3339))
+	case live:
+		cur.Expires = now.Add(ttl)
+	default:
+		s.token++
+		cur = Lease{Owner: owner, Token: s.token, Expires: now.Add(ttl)}
+	}
+	s.leases[id] = cur
+	return cur, nil
+}
+
+// Release implements [ConversationStore].
+func (s *InMemoryConversationStore) Release(ctx context.Context, id string, lease Lease) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if cur, ok := s.leases[id]; ok && cur.Token == lease.Token && cur.Owner == lease.Owner {
+		delete(s.leases, id)
+	}
+	return nil
+}
+
+// GetMemory returns the bytes stored under the memory id, or nil when
+// there are none. A [Batch] in ctx is read first: its staged value (nil for
+// a staged deletion) wins over the stored one.
+func (s *InMemoryConversationStore) GetMemory(ctx context.Context, id string) ([]byte, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if b := BatchFrom(ctx); b != nil {
+		if v, ok := b.Get(id); ok {
+			return v, nil
+		}
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.sweep(s.now())
+	return slices.Clone(s.memories[id]), nil
+}
+
+// PutMemory stores value under the memory id; nil (or empty) deletes it.
+// With a [Batch] in ctx the write is staged in it, to be committed by the
+// next [InMemoryConversationStore.Save] of the request; without one it is
+// made at once.
+func (s *InMemoryConversationStore) PutMemory(ctx context.Context, id string, value []byte) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if id == "" {
+		return fmt.Errorf("chat: writing a memory with an empty id")
+	}
+	if len(value) == 0 {
+		value = nil
+	}
+	if b := BatchFrom(ctx); b != nil {
+		b.Put(id, value)
+		return nil
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if value == nil {
+		delete(s.memories, id)
+	} else {
+		s.memories[id] = slices.Clone(value)
+	}
+	return nil
+}
+
+// MemoryIDs returns the ids of the stored memories, sorted.
+func (s *InMemoryConversationStore) MemoryIDs(ctx context.Context) ([]string, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.sweep(s.now())
+	return slices.Sorted(maps.Keys(s.memories)), nil
+}
+
+// ConversationIDs returns the ids of the stored conversations that have not
+// expired, sorted.
+func (s *InMemoryConversationStore) ConversationIDs(ctx context.Context) ([]string, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.sweep(s.now())
+	ids := slices.Collect(maps.Keys(s.convs))
+	sort.Strings(ids)
+	return ids, nil
+}
+
+// live returns the stored conversation id, or nil when there is none or it
+// expired (it is then removed, with its memories). s.mu is held.
+func (s *InMemoryConversationStore) live(id string, now time.Time) *storedConversation {
+	c := s.convs[id]
+	if c == nil {
+		return nil
+	}
+	if !c.expires.IsZero() && !now.Before(c.expires) {
+		s.remove(id)
+		return nil
+	}
+	return c
+}
+
+// remove deletes the conversation id and its memories (not its lease).
+// s.mu is held.
+func (s *InMemoryConversationStore) remove(id string) {
+	c := s.convs[id]
+	if c == nil {
+		return
+	}
+	for _, m := range memoryIDs(c.state) {
+		delete(s.memories, m)
+	}
+	delete(s.convs, id)
+}
+
+// sweep removes the expired conversations, at most once per half time to
+// live: expiry is also checked on every access, so a sweep only bounds the
+// memory that conversations nobody comes back to hold. s.mu is held.
+func (s *InMemoryConversationStore) sweep(now time.Time) {
+	if s.ttl <= 0 || now.Sub(s.lastSweep) < s.ttl/2 {
+		return
+	}
+	s.lastSweep = now
+	for id := range s.convs {
+		s.live(id, now)
+	}
+	for id, l := range s.leases {
+		if !now.Before(l.Expires) {
+			delete(s.leases, id)
+		}
+	}
+}
+
+// memoryIDs lists the memory ids of every scope of st.
+func memoryIDs(st *ConversationState) []string {
+	var ids []string
+	for _, sc := range st.Scopes {
+		ids = append(ids, sc.Memories...)
+	}
+	return ids
+}
+
+// cloneState returns a deep copy of st.
+func cloneState(st *ConversationState) *ConversationState {
+	c := *st
+	c.ResumeTokenHash = slices.Clone(st.ResumeTokenHash)
+	if st.Extra != nil {
+		c.Extra = make(map[string][]byte, len(st.Extra))
+		for k, v := range st.Extra {
+			c.Extra[k] = slices.Clone(v)
+		}
+	}
+	if st.Scopes != nil {
+		c.Scopes = make([]ScopeState, len(st.Scopes))
+		for i, sc := range st.Scopes {
+			c.Scopes[i] = sc
+			c.Scopes[i].Memories = slices.Clone(sc.Memories)
+			if sc.Beans != nil {
+				c.Scopes[i].Beans = make(map[string][]byte, len(sc.Beans))
+				for k, v := range sc.Beans {
+					c.Scopes[i].Beans[k] = slices.Clone(v)
+				}
+			}
+		}
+	}
+	return &c
+}

@@ -1,0 +1,229 @@
+package ws
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"sync"
+
+	"github.com/chatscopes/chatgen/runtime/chat"
+)
+
+// The server side of durable conversations (docs/durability.md): a Connect
+// may resume a conversation saved by this server or another one over the
+// same store; a connection that is lost (rather than closed by the client's
+// Disconnect) lets go of its conversations without ending them; and each
+// session remembers, with its conversation's state, the answer of its last
+// completed request, so that a request re-sent after a reconnect is
+// answered again instead of run twice.
+
+// A resumeRef is the resume of a Connect frame:
+// {"conversationId": "…", "token": "…"}.
+type resumeRef struct {
+	ConversationID string `json:"conversationId"`
+	Token          string `json:"token"`
+}
+
+// decodeResume parses the resume of a Connect frame.
+func decodeResume(raw []byte) (*resumeRef, error) {
+	var r resumeRef
+	if t := bytes.TrimSpace(raw); len(t) == 0 || t[0] != '{' || json.Unmarshal(t, &r) != nil || r.ConversationID == "" || r.Token == "" {
+		return nil, errors.New("resume must be an object with the strings conversationId and token")
+	}
+	return &r, nil
+}
+
+// open starts the conversation of a Connect: a new one, or the one it
+// resumes. The errors of a resume are failures whose reason the client
+// gets: ResumeRefused (one reason for an unknown, expired or foreign
+// conversation and a wrong token), ConversationBusy, Unavailable.
+func (c *conn) open(f *inFrame) (*chat.Conversation, error) {
+	if f.Resume == nil {
+		return c.srv.router.Connect(c.ctx, f.Route)
+	}
+	return c.srv.router.Resume(c.ctx, f.Resume.ConversationID, f.Resume.Token)
+}
+
+// connected returns the Completed frame of a Connect: the current scope
+// id and, for a durable conversation, its id and resume token.
+func (c *conn) connected(chatID []byte, conv *chat.Conversation, requestID []byte) []byte {
+	token := conv.ResumeToken()
+	if token == "" {
+		return c.buildText(chatID, chat.EventCompleted, conv.ScopeID(), requestID, "", "")
+	}
+	b := appendHead(c.srv.getFrame(), chatID, chat.EventCompleted)
+	b = appendString(b, conv.ScopeID())
+	b = appendTail(b, requestID, "", "")
+	b = b[:len(b)-1]
+	b = append(b, `,"conversationId":`...)
+	b = appendString(b, conv.ID())
+	b = append(b, `,"resumeToken":`...)
+	b = appendString(b, token)
+	return append(b, '}')
+}
+
+// replayKey is the key of a session's last answer in its conversation's
+// saved state (chat.ConversationState.Extra).
+const replayKey = "ws.lastAnswer"
+
+// MaxReplaySize bounds the events kept, per session, of the last completed
+// request, for a replay (JSON bytes of their data). The answer of a
+// request whose events are larger is replayed as its terminator alone.
+const MaxReplaySize = 64 << 10
+
+// durableSession is the durable side of a session: the events of the
+// request running, kept to be saved with the conversation, and the answer
+// to replay, loaded when the session resumed.
+type durableSession struct {
+	mu      sync.Mutex // events are delivered from any goroutine of the route
+	events  []answerEvent
+	size    int
+	partial bool
+
+	replay *answer // owned by the session's worker; consumed by the first request
+}
+
+// An answer is what a session answered to its last completed request, as
+// saved: its events and terminator, without the chatId (a resumed
+// session may have another one).
+type answer struct {
+	RequestID json.RawMessage `json:"requestId"`
+	Events    []answerEvent   `json:"events,omitempty"`
+	Partial   bool            `json:"partial,omitempty"` // the events were too large to keep
+	Type      string          `json:"type"`              // Completed or Failed
+	Data      string          `json:"data"`              // the scope id or the reason
+	ScopeID   string          `json:"scopeId,omitempty"` // Failed's scope
+}
+
+type answerEvent struct {
+	Type string          `json:"type"`
+	Data json.RawMessage `json:"data"`
+}
+
+// setupDurable makes a session of a durable conversation record its
+// answers; a resumed one loads the answer to replay.
+func (c *conn) setupDurable(s *session, resumed bool) {
+	if s.conv.ResumeToken() == "" {
+		return
+	}
+	d := &durableSession{}
+	s.dur = d
+	if resumed {
+		if raw := s.conv.Extra(replayKey); raw != nil {
+			var a answer
+			if err := json.Unmarshal(raw, &a); err == nil && len(a.RequestID) > 0 {
+				d.replay = &a
+			} else if err != nil {
+				c.log(slog.LevelWarn, "ws: the saved answer of a resumed session does not decode", "chat", s.id, "err", err)
+			}
+		}
+	}
+	deliver := s.sink
+	s.sink = func(ev chat.Event) error {
+		d.record(ev)
+		return deliver(ev)
+	}
+	s.conv.SetExtra(replayKey, func(scopeID string, f *chat.Failure) []byte {
+		return d.save(s.requestID, scopeID, f)
+	})
+}
+
+// record keeps ev for the answer of the running request.
+func (d *durableSession) record(ev chat.Event) {
+	data, err := appendData(nil, ev)
+	if err != nil {
+		return // the delivery fails the same way
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.partial {
+		return
+	}
+	if d.size += len(data) + len(ev.Type); d.size > MaxReplaySize {
+		d.events, d.partial = nil, true
+		return
+	}
+	d.events = append(d.events, answerEvent{Type: ev.Type, Data: data})
+}
+
+// save returns the saved form of the answer of the request ending (whose
+// id is requestID) with scopeID and f, as the session sends it; nil when
+// the request has no id (it cannot be re-sent).
+func (d *durableSession) save(requestID json.RawMessage, scopeID string, f *chat.Failure) []byte {
+	if len(requestID) == 0 {
+		return nil
+	}
+	d.mu.Lock()
+	a := answer{RequestID: requestID, Events: d.events, Partial: d.partial, Type: chat.EventCompleted, Data: scopeID}
+	d.mu.Unlock()
+	if f != nil {
+		a.Type, a.Data, a.ScopeID = chat.EventFailed, f.Reason, scopeID
+	}
+	b, err := json.Marshal(&a)
+	if err != nil {
+		return nil
+	}
+	return b
+}
+
+// beforeRun is called by the session's worker before it runs r: it
+// replays the saved answer when r re-sends the request it answers (the
+// first request of a resumed session, with the same requestId), and
+// reports whether it did; otherwise it starts recording r's answer.
+func (s *session) beforeRun(r *request) bool {
+	d := s.dur
+	if d == nil {
+		return false
+	}
+	a := d.replay
+	d.replay = nil
+	if a != nil && bytes.Equal(a.RequestID, r.requestID) {
+		s.sendReplay(a, r.requestID)
+		return true
+	}
+	d.mu.Lock()
+	d.events, d.size, d.partial = nil, 0, false
+	d.mu.Unlock()
+	return false
+}
+
+// sendReplay sends a saved answer again, its terminator marked
+// "replayed":true.
+func (s *session) sendReplay(a *answer, requestID json.RawMessage) {
+	frames := make([][]byte, 0, len(a.Events)+1)
+	for _, ev := range a.Events {
+		b := appendHead(s.c.srv.getFrame(), s.idJSON, ev.Type)
+		b = append(b, ev.Data...)
+		frames = append(frames, appendTail(b, requestID, "", ""))
+	}
+	term := s.c.buildText(s.idJSON, a.Type, a.Data, requestID, a.ScopeID, "")
+	term = append(term[:len(term)-1], `,"replayed":true}`...)
+	frames = append(frames, term)
+	s.c.log(slog.LevelInfo, "ws: replayed the answer of a re-sent request", "chat", s.id, "requestId", string(requestID), "events", len(a.Events), "partial", a.Partial)
+	_ = s.c.send(frames...)
+}
+
+// closeKeeping ends the session because its connection was lost (or the
+// session expired, or the server shuts down), not because the client
+// closed it: a durable conversation is detached, kept in the store for the
+// client to resume, here or elsewhere.
+func (s *session) closeKeeping() {
+	s.mu.Lock()
+	s.keep = true
+	s.mu.Unlock()
+	s.close()
+}
+
+// endConv ends the conversation of a finished session: Close, or Detach
+// when the session ended without the client closing it.
+func (s *session) endConv(ctx context.Context) error {
+	s.mu.Lock()
+	keep := s.keep
+	s.mu.Unlock()
+	if keep {
+		return s.conv.Detach(ctx)
+	}
+	return s.conv.Close(ctx)
+}
