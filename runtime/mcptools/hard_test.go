@@ -1,0 +1,221 @@
+package mcptools_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+	"unicode/utf8"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/chatscopes/chatgen/runtime/chat"
+	"github.com/chatscopes/chatgen/runtime/llmtest"
+	"github.com/chatscopes/chatgen/runtime/mcptools"
+)
+
+// The tests of this file attack the sources as a hostile or broken server
+// would.
+
+// TestHugeResult: a result longer than MaxResultBytes reaches the model cut
+// (at a character boundary, saying so); MaxResultBytes -1 lifts the bound.
+func TestHugeResult(t *testing.T) {
+	checkGoroutines(t)
+	h := newHTTPServer(t, "hard")
+	for _, c := range []struct {
+		max, n int
+		want   int // bytes of the result shown, -1 for all
+	}{
+		{0, 1 << 20, mcptools.DefaultMaxResultBytes},
+		{1001, 4000, 1000}, // 'é' is two bytes: the cut falls before the last one
+		{-1, 1 << 20, -1},
+		{5000, 4000, -1},
+	} {
+		src := connect(t, &mcptools.Options{Name: "lore", Transport: h.transport(), MaxResultBytes: c.max})
+		f := newFixture(t, llmtest.Sequence(calls(call("tome", fmt.Sprintf(`{"n":%d}`, c.n))), say("ok")), src)
+		ex := f.chat(begin(t), "recite").Executions[0]
+		if ex.Err != nil {
+			t.Fatalf("%+v: %v", c, ex.Err)
+		}
+		full := strings.Repeat("é", c.n/2)
+		if c.want < 0 {
+			if ex.Text != full {
+				t.Fatalf("%+v: %d bytes, want all %d", c, len(ex.Text), len(full))
+			}
+			continue
+		}
+		shown, note, ok := strings.Cut(ex.Text, "\n[")
+		wantNote := fmt.Sprintf("the result was cut to %d of its %d bytes]", c.want, len(full))
+		if !ok || shown != full[:c.want] || note != wantNote || !utf8.ValidString(ex.Text) {
+			t.Fatalf("%+v: %d bytes shown, note %q; want %d bytes, note %q", c, len(shown), note, c.want, wantNote)
+		}
+	}
+}
+
+// TestOversizedFrame: a result over the stdio transport's frame limit (16
+// MiB) fails its call, and breaks the connection; the next turn notices
+// and opens a new session instead of failing on the broken one.
+func TestOversizedFrame(t *testing.T) {
+	if testing.Short() {
+		t.Skip("sends 17 MiB")
+	}
+	checkGoroutines(t)
+	src := connect(t, &mcptools.Options{Name: "lore", Transport: stdio("hard"), Logger: discard()})
+	f := newFixture(t, llmtest.Sequence(
+		calls(call("tome", fmt.Sprintf(`{"n":%d}`, 17<<20))), say("too long"),
+		calls(call("count", `{}`)), say("counted"),
+	), src)
+	ctx := begin(t)
+	ex := f.chat(ctx, "recite").Executions[0]
+	var callErr *mcptools.CallError
+	if !errors.As(ex.Err, &callErr) {
+		t.Fatalf("the oversized result: %q, %v", ex.Text, ex.Err)
+	}
+	want(t, "the next turn", results(f.chat(ctx, "count")), []string{"count: 1"})
+}
+
+// TestDeadSessionReopensForTheNextCall: the server's process exits during
+// a call; a later call of the same turn opens a new session rather than
+// failing on the ended one.
+func TestDeadSessionReopensForTheNextCall(t *testing.T) {
+	checkGoroutines(t)
+	src := connect(t, &mcptools.Options{Name: "lore", Transport: stdio("lore"), Logger: discard()})
+	f := newFixture(t, llmtest.Sequence(
+		calls(call("die", `{}`)),
+		calls(call("count", `{}`)),
+		say("Back."),
+	), src)
+	reply := f.chat(begin(t), "die, then count")
+	if !errors.Is(reply.Executions[0].Err, mcptools.ErrUnavailable) {
+		t.Fatalf("the dying call: %v", reply.Executions[0].Err)
+	}
+	want(t, "the call after", results(reply)[1:], []string{"count: 1"})
+	if src.Sessions() != 1 {
+		t.Fatalf("%d sessions", src.Sessions())
+	}
+}
+
+// TestHTTPSessionGone: the server forgets the session (it restarted, or
+// expired it) between turns. It answers 404, so the call never ran: it
+// is made again on a new session, and the model sees only its result.
+func TestHTTPSessionGone(t *testing.T) {
+	checkGoroutines(t)
+	h := newHTTPServer(t, "lore")
+	src := connect(t, &mcptools.Options{Name: "lore", Transport: h.transport(), Logger: discard()})
+	f := newFixture(t, llmtest.Sequence(
+		calls(call("count", `{}`)), say("one"),
+		calls(call("count", `{}`)), say("again"),
+	), src)
+	ctx := begin(t)
+	want(t, "first turn", results(f.chat(ctx, "count")), []string{"count: 1"})
+	for ss := range h.mcp.Sessions() {
+		if err := ss.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want(t, "after the server forgot the session", results(f.chat(ctx, "count")), []string{"count: 1"})
+	if src.Sessions() != 1 || h.sessions() != 1 {
+		t.Fatalf("%d sessions, %d on the server", src.Sessions(), h.sessions())
+	}
+}
+
+// TestMuteServer: a server that never answers fails Connect after
+// ConnectTimeout, and its process does not outlive the attempt.
+func TestMuteServer(t *testing.T) {
+	checkGoroutines(t)
+	mark := fmt.Sprintf("mute-%d", time.Now().UnixNano())
+	_, err := mcptools.Connect(context.Background(), &mcptools.Options{
+		Name: "lore", Transport: stdio("mute", mark), ConnectTimeout: 200 * time.Millisecond,
+	})
+	if !errors.Is(err, mcptools.ErrUnavailable) || !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Connect: %v", err)
+	}
+	if p := processes(mark); len(p) > 0 {
+		t.Fatalf("the mute server still runs: %v", p)
+	}
+}
+
+// processes returns the ids of the processes whose command line holds
+// mark.
+func processes(mark string) []string {
+	paths, _ := filepath.Glob("/proc/[0-9]*/cmdline")
+	var ids []string
+	for _, p := range paths {
+		b, err := os.ReadFile(p)
+		if err == nil && strings.Contains(string(b), mark) {
+			ids = append(ids, filepath.Base(filepath.Dir(p)))
+		}
+	}
+	return ids
+}
+
+func discard() *slog.Logger { return slog.New(slog.DiscardHandler) }
+
+// TestTransientHTTPError: a call fails in the transport (a proxy answers
+// 502) but the session lives on: the next turn keeps it, with the state
+// the server holds for it.
+func TestTransientHTTPError(t *testing.T) {
+	checkGoroutines(t)
+	srv := newServer("lore", false)
+	var failNext atomic.Bool
+	handler := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil)
+	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodPost && failNext.CompareAndSwap(true, false) {
+			http.Error(w, "the proxy lost its way", http.StatusBadGateway)
+			return
+		}
+		handler.ServeHTTP(w, r)
+	}))
+	client := &http.Client{Transport: &http.Transport{}}
+	t.Cleanup(func() {
+		client.CloseIdleConnections()
+		hs.Close()
+	})
+	src := connect(t, &mcptools.Options{Name: "lore", Transport: mcptools.StreamableHTTP(hs.URL, client), Logger: discard()})
+	f := newFixture(t, llmtest.Sequence(
+		calls(call("count", `{}`)), say("one"),
+		calls(call("count", `{}`)), say("failed"),
+		calls(call("count", `{}`)), say("two"),
+	), src)
+	ctx := begin(t)
+	want(t, "first turn", results(f.chat(ctx, "count")), []string{"count: 1"})
+	failNext.Store(true)
+	ex := f.chat(ctx, "count").Executions[0]
+	if !strings.Contains(ex.Text, "Bad Gateway") {
+		t.Fatalf("the failed call: %q", ex.Text)
+	}
+	want(t, "the session lives on", results(f.chat(ctx, "count")), []string{"count: 2"})
+}
+
+// TestBadOptions: nonsense options fail Connect and PerScope clearly.
+func TestBadOptions(t *testing.T) {
+	for _, c := range []struct {
+		opts mcptools.Options
+		want string
+	}{
+		{mcptools.Options{CallTimeout: -time.Second}, `mcptools: MCP server "lore": negative CallTimeout -1s`},
+		{mcptools.Options{ConnectTimeout: -time.Second}, `mcptools: MCP server "lore": negative ConnectTimeout -1s`},
+		{mcptools.Options{MaxResultBytes: -2}, `mcptools: MCP server "lore": MaxResultBytes -2 is neither -1 (no bound), 0 (the default) nor positive`},
+		{mcptools.Options{Prefix: "lore."}, `mcptools: MCP server "lore": Prefix "lore." cannot start a tool name: models accept 1 to 64 letters, digits, '_' and '-', starting with a letter or '_'`},
+		{mcptools.Options{Prefix: "9_"}, `mcptools: MCP server "lore": Prefix "9_" cannot start a tool name`},
+		{mcptools.Options{Prefix: strings.Repeat("p", 64)}, `mcptools: MCP server "lore": Prefix "ppp`},
+	} {
+		c.opts.Name, c.opts.Transport = "lore", stdio("lore")
+		_, err := mcptools.Connect(context.Background(), &c.opts)
+		if err == nil || !strings.HasPrefix(err.Error(), c.want) {
+			t.Errorf("Connect %+v: %v", c.opts, err)
+		}
+		_, err = mcptools.PerScope(chat.KindChat, &c.opts)
+		if err == nil || !strings.HasPrefix(err.Error(), c.want) {
+			t.Errorf("PerScope %+v: %v", c.opts, err)
+		}
+	}
+}
