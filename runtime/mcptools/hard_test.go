@@ -2,6 +2,7 @@ package mcptools_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -10,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -17,6 +19,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/chatscopes/chatgen/runtime/ai"
 	"github.com/chatscopes/chatgen/runtime/chat"
 	"github.com/chatscopes/chatgen/runtime/llmtest"
 	"github.com/chatscopes/chatgen/runtime/mcptools"
@@ -217,5 +220,106 @@ func TestBadOptions(t *testing.T) {
 		if err == nil || !strings.HasPrefix(err.Error(), c.want) {
 			t.Errorf("PerScope %+v: %v", c.opts, err)
 		}
+	}
+}
+
+// TestManyConversations: twenty conversations run their turns at once,
+// each with its own session of a per-scope server over stdio (its own
+// process); when they end, every process has exited.
+func TestManyConversations(t *testing.T) {
+	checkGoroutines(t)
+	mark := fmt.Sprintf("many-%d", time.Now().UnixNano())
+	src, err := mcptools.PerScope(chat.KindChat, &mcptools.Options{Name: "lore", Transport: stdio("lore", mark)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer src.Close()
+	script := llmtest.ScriptFunc(func(req *llmtest.Request) (llmtest.Reply, error) {
+		if r := req.LastToolResults(); len(r) > 0 {
+			return say("count " + r[0].Content), nil
+		}
+		return calls(call("count", `{}`)), nil
+	})
+	f := newFixture(t, script, src)
+	var wg sync.WaitGroup
+	for i := range 20 {
+		wg.Go(func() {
+			ctx, err := chat.Begin(context.Background(), nil)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			for turn := range 3 {
+				reply, err := f.svc.Chat(ctx, &ai.Request{Method: &ask, User: "count"})
+				if err != nil || reply.Content != fmt.Sprintf("count %d", turn+1) {
+					t.Errorf("conversation %d, turn %d: %v, %v", i, turn, reply, err)
+				}
+			}
+			if err := chat.End(ctx); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	wg.Wait()
+	if n, p := src.Sessions(), processes(mark); n != 0 || len(p) != 0 {
+		t.Fatalf("after the conversations: %d sessions, processes %v", n, p)
+	}
+}
+
+// TestCancelledDuringCall: the request is cancelled while a tool runs on
+// the server. The server's handler is cancelled too, the turn fails with
+// the cancellation, and the session stays: the next turn uses it.
+func TestCancelledDuringCall(t *testing.T) {
+	checkGoroutines(t)
+	h := newHTTPServer(t, "lore")
+	started, cancelled := make(chan struct{}), make(chan struct{})
+	h.mcp.AddTool(&mcp.Tool{Name: "block", InputSchema: json.RawMessage(`{"type":"object"}`)},
+		func(ctx context.Context, _ *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			close(started)
+			<-ctx.Done()
+			close(cancelled)
+			return nil, ctx.Err()
+		})
+	src := connect(t, &mcptools.Options{Name: "lore", Transport: h.transport(), Logger: discard()})
+	f := newFixture(t, llmtest.Sequence(
+		calls(call("count", `{}`)), calls(call("block", `{}`)),
+		calls(call("count", `{}`)), say("counted"),
+	), src)
+	ctx := begin(t)
+	turn, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go func() {
+		<-started
+		cancel()
+	}()
+	if _, err := f.svc.Chat(turn, &ai.Request{Method: &ask, User: "block"}); !errors.Is(err, context.Canceled) {
+		t.Fatalf("the cancelled turn: %v", err)
+	}
+	select {
+	case <-cancelled:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the server's handler was not cancelled")
+	}
+	want(t, "the next turn", results(f.chat(ctx, "count")), []string{"count: 2"})
+}
+
+// TestPerScopeAllowsAMissingTool: a per-scope source whose Allow names a
+// tool the server does not have fails the turn, as Connect fails, rather
+// than leaving the turn without its tools as if the server were down.
+func TestPerScopeAllowsAMissingTool(t *testing.T) {
+	checkGoroutines(t)
+	h := newHTTPServer(t, "lore")
+	src, err := mcptools.PerScope(chat.KindChat, &mcptools.Options{Name: "lore", Transport: h.transport(), Allow: []string{"oracle"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer src.Close()
+	f := newFixture(t, llmtest.Sequence(say("unused")), src)
+	_, err = f.svc.Chat(begin(t), &ai.Request{Method: &ask, User: "lore?"})
+	if !errors.Is(err, mcptools.ErrUnusableTool) || !strings.Contains(err.Error(), `it has no tool "oracle"`) {
+		t.Fatalf("the turn: %v", err)
+	}
+	if f.llm.Calls() != 0 || h.sessions() != 0 {
+		t.Fatalf("%d model calls, %d sessions on the server", f.llm.Calls(), h.sessions())
 	}
 }

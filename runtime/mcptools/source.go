@@ -49,7 +49,8 @@ type Options struct {
 	// Allow, when not empty, lists the only tools offered, by the names
 	// the server gives them. An allowed tool the server does not list, or
 	// lists in a form a model cannot use, is an error (wrapping
-	// [ErrUnusableTool]) rather than a tool left out.
+	// [ErrUnusableTool]) rather than a tool left out: Connect fails, or,
+	// for a [PerScope] source, the turn.
 	Allow []string
 	// Deny lists tools never offered, by the names the server gives them.
 	Deny []string
@@ -236,9 +237,10 @@ func (s *Source) Tools(ctx context.Context) ([]ai.Tool, error) {
 }
 
 // unavailable returns what Tools returns when no session opens: err when
-// the source is closed or Required, else no tools.
+// the source is closed or Required, or when the server lacks a tool of
+// Allow (a mistake of configuration, not an outage), else no tools.
 func (s *Source) unavailable(ctx context.Context, err error) ([]ai.Tool, error) {
-	if s.opts.Required || errors.Is(err, ErrClosed) || ctx.Err() != nil {
+	if s.opts.Required || errors.Is(err, ErrClosed) || errors.Is(err, ErrUnusableTool) || ctx.Err() != nil {
 		return nil, err
 	}
 	s.opts.Logger.WarnContext(ctx, "mcptools: the MCP server is unavailable; the turn goes on without its tools",
