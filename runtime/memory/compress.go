@@ -145,6 +145,12 @@ var _ Policy = (*CompressingPolicy)(nil)
 // [Manager] ensures it). Loading a list whose total exceeds maxTokens
 // (written under a bigger budget) evicts its oldest messages without
 // summarising them.
+//
+// Arguments are checked when a memory is made (by [CompressingPolicy.New],
+// so on an AI service's first turn): a maxTokens that is not positive, a
+// nil Summarizer, or options out of their ranges (1 ≤ TriggerTokens ≤
+// maxTokens, 0 ≤ KeepTokens ≤ TriggerTokens, 1 ≤ SummaryTokens ≤
+// maxTokens) fail it with an error wrapping [ErrInvalid] that names them.
 func Compressing(maxTokens int, s Summarizer, opts *CompressOptions) *CompressingPolicy {
 	var o CompressOptions
 	if opts != nil {
@@ -205,15 +211,15 @@ func (p *CompressingPolicy) cost(m *llms.MessageContent) int {
 func (p *CompressingPolicy) New(ctx context.Context, store Store, id string) (Memory, error) {
 	switch {
 	case p.max <= 0:
-		return nil, fmt.Errorf("%w: compressing memory size %d is not positive", ErrInvalid, p.max)
-	case p.trigger <= 0 || p.trigger > p.max:
-		return nil, fmt.Errorf("%w: compressing memory trigger %d is not in (0, %d]", ErrInvalid, p.trigger, p.max)
-	case p.keep < 0 || p.keep > p.trigger:
-		return nil, fmt.Errorf("%w: compressing memory keep %d is not in [0, trigger %d]", ErrInvalid, p.keep, p.trigger)
-	case p.summaryTokens <= 0:
-		return nil, fmt.Errorf("%w: compressing memory summary size %d is not positive", ErrInvalid, p.summaryTokens)
+		return nil, fmt.Errorf("%w: Compressing: maxTokens %d is not positive", ErrInvalid, p.max)
 	case p.sum == nil:
-		return nil, fmt.Errorf("%w: compressing memory without a summarizer", ErrInvalid)
+		return nil, fmt.Errorf("%w: Compressing: no Summarizer", ErrInvalid)
+	case p.trigger <= 0 || p.trigger > p.max:
+		return nil, fmt.Errorf("%w: Compressing: CompressOptions.TriggerTokens %d is not in [1, maxTokens %d]", ErrInvalid, p.trigger, p.max)
+	case p.keep < 0 || p.keep > p.trigger:
+		return nil, fmt.Errorf("%w: Compressing: CompressOptions.KeepTokens %d is not in [0, TriggerTokens %d]", ErrInvalid, p.keep, p.trigger)
+	case p.summaryTokens <= 0 || p.summaryTokens > p.max:
+		return nil, fmt.Errorf("%w: Compressing: CompressOptions.SummaryTokens %d is not in [1, maxTokens %d]", ErrInvalid, p.summaryTokens, p.max)
 	case store == nil:
 		return nil, fmt.Errorf("%w: nil store", ErrInvalid)
 	case id == "":

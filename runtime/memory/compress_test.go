@@ -509,16 +509,24 @@ func TestCompressingInvalidArguments(t *testing.T) {
 	ctx := t.Context()
 	s := memory.NewInMemoryStore()
 	j := &joiner{}
-	for name, p := range map[string]memory.Policy{
-		"size 0":          memory.Compressing(0, j, nil),
-		"no summarizer":   memory.Compressing(10, nil, nil),
-		"trigger > size":  memory.Compressing(10, j, &memory.CompressOptions{TriggerTokens: 11}),
-		"keep > trigger":  memory.Compressing(10, j, &memory.CompressOptions{TriggerTokens: 5, KeepTokens: 6}),
-		"negative keep":   memory.Compressing(10, j, &memory.CompressOptions{KeepTokens: -1}),
-		"negative budget": memory.Compressing(10, j, &memory.CompressOptions{SummaryTokens: -1}),
+	for _, c := range []struct {
+		p    memory.Policy
+		want string
+	}{
+		{memory.Compressing(0, j, nil), "Compressing: maxTokens 0 is not positive"},
+		{memory.Compressing(-3, j, &memory.CompressOptions{TriggerTokens: 1}), "Compressing: maxTokens -3 is not positive"},
+		{memory.Compressing(10, nil, nil), "Compressing: no Summarizer"},
+		{memory.Compressing(10, j, &memory.CompressOptions{TriggerTokens: 11}), "Compressing: CompressOptions.TriggerTokens 11 is not in [1, maxTokens 10]"},
+		{memory.Compressing(10, j, &memory.CompressOptions{TriggerTokens: -1}), "Compressing: CompressOptions.TriggerTokens -1 is not in [1, maxTokens 10]"},
+		{memory.Compressing(10, j, &memory.CompressOptions{TriggerTokens: 5, KeepTokens: 6}), "Compressing: CompressOptions.KeepTokens 6 is not in [0, TriggerTokens 5]"},
+		{memory.Compressing(10, j, &memory.CompressOptions{KeepTokens: -1}), "Compressing: CompressOptions.KeepTokens -1 is not in [0, TriggerTokens 5]"},
+		{memory.Compressing(10, j, &memory.CompressOptions{SummaryTokens: -1}), "Compressing: CompressOptions.SummaryTokens -1 is not in [1, maxTokens 10]"},
+		// A summary bigger than the whole memory can never be kept.
+		{memory.Compressing(10, j, &memory.CompressOptions{SummaryTokens: 11}), "Compressing: CompressOptions.SummaryTokens 11 is not in [1, maxTokens 10]"},
 	} {
-		if _, err := p.New(ctx, s, "id"); !errors.Is(err, memory.ErrInvalid) {
-			t.Errorf("%s: %v, want ErrInvalid", name, err)
+		_, err := c.p.New(ctx, s, "id")
+		if !errors.Is(err, memory.ErrInvalid) || err.Error() != "memory: invalid argument: "+c.want {
+			t.Errorf("got %v, want %s", err, c.want)
 		}
 	}
 	if _, err := memory.Compressing(10, j, nil).New(ctx, nil, "id"); !errors.Is(err, memory.ErrInvalid) {
