@@ -204,7 +204,6 @@ func TestBadOptions(t *testing.T) {
 		opts mcptools.Options
 		want string
 	}{
-		{mcptools.Options{CallTimeout: -time.Second}, `mcptools: MCP server "lore": negative CallTimeout -1s`},
 		{mcptools.Options{ConnectTimeout: -time.Second}, `mcptools: MCP server "lore": negative ConnectTimeout -1s`},
 		{mcptools.Options{MaxResultBytes: -2}, `mcptools: MCP server "lore": MaxResultBytes -2 is neither -1 (no bound), 0 (the default) nor positive`},
 		{mcptools.Options{Prefix: "lore."}, `mcptools: MCP server "lore": Prefix "lore." cannot start a tool name: models accept 1 to 64 letters, digits, '_' and '-', starting with a letter or '_'`},

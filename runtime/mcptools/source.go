@@ -16,6 +16,10 @@ import (
 	"github.com/chatscopes/chatgen/runtime/chat"
 )
 
+// DefaultCallTimeout bounds each tool call when [Options.CallTimeout] is
+// 0: a minute, the default of MCP's TypeScript SDK.
+const DefaultCallTimeout = time.Minute
+
 // DefaultConnectTimeout bounds the opening of a session (starting the
 // server, the MCP handshake and the listing of its tools) when
 // [Options.ConnectTimeout] is 0.
@@ -60,9 +64,10 @@ type Options struct {
 	// its own name. It must be a valid start of a tool name (see the
 	// package documentation).
 	Prefix string
-	// CallTimeout bounds each tool call; 0 leaves only the turn's own
-	// deadline. A call that times out is cancelled on the server and told
-	// to the model as a failure; the turn goes on.
+	// CallTimeout bounds each tool call; 0 means [DefaultCallTimeout], a
+	// negative value no bound but the turn's own deadline. A call that
+	// times out is cancelled on the server and told to the model as a
+	// failure; the turn goes on.
 	CallTimeout time.Duration
 	// ConnectTimeout bounds the opening of a session; 0 means
 	// [DefaultConnectTimeout].
@@ -167,8 +172,6 @@ func newSource(opts *Options) (*Source, error) {
 		return nil, fmt.Errorf("mcptools: %s: the Options need a Transport (mcptools.Command or mcptools.StreamableHTTP)", name)
 	}
 	switch {
-	case opts.CallTimeout < 0:
-		return nil, fmt.Errorf("mcptools: %s: negative CallTimeout %v", name, opts.CallTimeout)
 	case opts.ConnectTimeout < 0:
 		return nil, fmt.Errorf("mcptools: %s: negative ConnectTimeout %v", name, opts.ConnectTimeout)
 	case opts.MaxResultBytes < -1:
@@ -181,6 +184,9 @@ func newSource(opts *Options) (*Source, error) {
 	s.opts.Deny = slices.Clone(opts.Deny)
 	if s.opts.ConnectTimeout == 0 {
 		s.opts.ConnectTimeout = DefaultConnectTimeout
+	}
+	if s.opts.CallTimeout == 0 {
+		s.opts.CallTimeout = DefaultCallTimeout
 	}
 	if s.maxResult == 0 {
 		s.maxResult = DefaultMaxResultBytes
