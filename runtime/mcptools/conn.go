@@ -142,6 +142,13 @@ func (c *conn) open(ctx context.Context) (*session, []ai.Tool, error) {
 	if err != nil {
 		return nil, nil, fmt.Errorf("%s: %w: its transport: %w", src.name, ErrUnavailable, err)
 	}
+	var stderr *stderrTail
+	if ct, ok := t.(*commandTransport); ok && ct.Command.Stderr == nil {
+		stderr = &stderrTail{log: func(line string) {
+			src.opts.Logger.Debug("mcptools: the MCP server's stderr", "server", src.opts.Name, "line", line)
+		}}
+		ct.Command.Stderr = stderr
+	}
 	client := mcp.NewClient(src.opts.Client, &mcp.ClientOptions{
 		Logger:                 src.opts.Logger,
 		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) { c.stale.Store(true) },
@@ -149,11 +156,14 @@ func (c *conn) open(ctx context.Context) (*session, []ai.Tool, error) {
 	c.stale.Store(false)
 	cs, err := client.Connect(ctx, t, nil)
 	if err != nil {
-		return nil, nil, fmt.Errorf("%s: %w: connecting: %w", src.name, ErrUnavailable, err)
+		return nil, nil, fmt.Errorf("%s: %w: connecting: %w%s", src.name, ErrUnavailable, err, stderr.suffix())
 	}
 	tools, err := src.list(ctx, cs, c)
 	if err != nil {
 		_ = cs.Close()
+		if errors.Is(err, ErrUnavailable) {
+			err = fmt.Errorf("%w%s", err, stderr.suffix())
+		}
 		return nil, nil, err
 	}
 	s := &session{cs: cs, done: make(chan struct{})}
@@ -162,7 +172,7 @@ func (c *conn) open(ctx context.Context) (*session, []ai.Tool, error) {
 		close(s.done)
 		if !s.closing.Load() && !s.lost.Load() {
 			src.opts.Logger.Warn("mcptools: the MCP session ended; the next turn opens a new one",
-				"server", src.opts.Name, "err", err)
+				"server", src.opts.Name, "err", fmt.Sprintf("%v%s", err, stderr.suffix()))
 		}
 	}()
 	src.opts.Logger.Debug("mcptools: session opened", "server", src.opts.Name, "session", cs.ID(), "tools", len(tools))

@@ -322,3 +322,18 @@ func TestPerScopeAllowsAMissingTool(t *testing.T) {
 		t.Fatalf("%d model calls, %d sessions on the server", f.llm.Calls(), h.sessions())
 	}
 }
+
+// TestServerStderr: a stdio server that fails to start says why on its
+// stderr; Connect's error ends with it, and the source's logger has each
+// line at debug level.
+func TestServerStderr(t *testing.T) {
+	checkGoroutines(t)
+	logs := &logBuffer{}
+	_, err := mcptools.Connect(context.Background(), &mcptools.Options{Name: "lore", Transport: stdio("crash"), Logger: logs.logger()})
+	if !errors.Is(err, mcptools.ErrUnavailable) || !strings.HasSuffix(err.Error(), `(its stderr ends: "lore: cannot read /etc/lore.yaml\nlore: giving up")`) {
+		t.Fatalf("Connect: %v", err)
+	}
+	if !strings.Contains(logs.String(), `level=DEBUG msg="mcptools: the MCP server's stderr" server=lore line="lore: cannot read /etc/lore.yaml"`) {
+		t.Fatalf("the stderr is not logged:\n%s", logs)
+	}
+}

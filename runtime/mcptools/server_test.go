@@ -28,6 +28,10 @@ const serverArg = "mcptools-test-server"
 
 func TestMain(m *testing.M) {
 	if len(os.Args) >= 3 && os.Args[1] == serverArg {
+		if os.Args[2] == "crash" {
+			fmt.Fprint(os.Stderr, strings.Repeat("x", 5000)+"\nlore: cannot read /etc/lore.yaml\nlore: giving up\n")
+			os.Exit(2)
+		}
 		if os.Args[2] == "mute" {
 			// A server that reads and never answers.
 			_, _ = io.Copy(io.Discard, os.Stdin)
@@ -61,7 +65,8 @@ type legendArgs struct {
 // schema and one whose name models reject. The variant "hard" adds "tome",
 // which answers with n bytes, and "stuck", which never answers, even when
 // cancelled. Over stdio the variant "mute" is a process that reads its
-// input and never answers.
+// input and never answers, and "crash" one that writes to its stderr and
+// exits.
 func newServer(variant string, stdio bool) *mcp.Server {
 	srv := mcp.NewServer(&mcp.Implementation{Name: "lore", Version: "v1"}, nil)
 	mcp.AddTool(srv, &mcp.Tool{Name: "legend", Description: "Legend tells the legend of a topic."},
