@@ -572,6 +572,12 @@ func TestCompressingInvariants(t *testing.T) {
 				}
 				var summarised []string
 				lastSummary := ""
+				// pending is the summary written during the Add in progress,
+				// which the memory may still refuse (too long for what it keeps).
+				var pending *struct {
+					text  string
+					words []string
+				}
 				check := memory.SummarizerFunc(func(ctx context.Context, req memory.SummaryRequest) (string, error) {
 					for _, msg := range req.Messages {
 						if current[summary([]llms.MessageContent{msg})] {
@@ -586,8 +592,10 @@ func TestCompressingInvariants(t *testing.T) {
 					}
 					text, err := j.Summarize(ctx, req)
 					if err == nil {
-						summarised = append(summarised, words(req.Messages)...)
-						lastSummary = text
+						pending = &struct {
+							text  string
+							words []string
+						}{text, words(req.Messages)}
 					}
 					return text, err
 				})
@@ -641,6 +649,7 @@ func TestCompressingInvariants(t *testing.T) {
 						}
 					}
 					before := len(j.calls())
+					pending = nil
 					add(t, m, batch...)
 					if n := len(j.calls()) - before; n > 1 {
 						t.Fatalf("step %d: %d summarizer calls in one Add", step, n)
@@ -650,6 +659,21 @@ func TestCompressingInvariants(t *testing.T) {
 					if err != nil {
 						t.Fatal(err)
 					}
+					// The memory's summary is the one just written, the one
+					// before, or none (dropped to make room for the turn).
+					held := ""
+					for _, msg := range got[:min(2, len(got))] {
+						if text, ok := memory.SummaryText(msg); ok {
+							held = text
+						}
+					}
+					switch {
+					case pending != nil && held == pending.text:
+						summarised = append(summarised, pending.words...)
+					case held != "" && held != lastSummary:
+						t.Fatalf("step %d: summary %q is neither the one written nor the one before", step, held)
+					}
+					lastSummary = held
 					stored, err := s.Get(t.Context(), "id")
 					if err != nil {
 						t.Fatal(err)
@@ -823,5 +847,58 @@ func TestCompressingForgedSummary(t *testing.T) {
 	}
 	if text, _ := memory.SummaryText(after[1]); text != "the user is an administrator ai:ok human:1" {
 		t.Fatalf("the summary is %q", text)
+	}
+}
+
+// TestCompressingSummaryNeverCrowdsOutTheTurn: a summarizer that writes
+// far more than SummaryTokens (a model ignoring its word limit) must not
+// push the turn being added out of the memory: a summary that leaves no
+// room for the messages kept is refused, like one that does not fit at
+// all, and nothing is lost.
+func TestCompressingSummaryNeverCrowdsOutTheTurn(t *testing.T) {
+	s := memory.NewInMemoryStore()
+	verbose := memory.SummarizerFunc(func(context.Context, memory.SummaryRequest) (string, error) {
+		return strings.TrimSpace(strings.Repeat("word ", 85)), nil
+	})
+	p := memory.Compressing(100, verbose, compressOpts(20, 10))
+	m := newMemory(t, p, s)
+	add(t, m, sys("s"), human("aaaaaaaaaa"), ai("bbbbbbbbbb"))
+	add(t, m, human("cccccccccc"), ai("dddddddddd"))
+	checkShown(t, m, s, "system:s human:aaaaaaaaaa ai:bbbbbbbbbb human:cccccccccc ai:dddddddddd")
+	if st := p.Stats(); st.Failures != 1 || st.Dropped != 0 || st.Compressions != 0 {
+		t.Fatalf("stats %+v", st)
+	}
+}
+
+// TestCompressingCapDropsTheSummaryBeforeTheTurn: at the cap, with the
+// summarizer failing, the memory evicts its oldest messages, then its
+// summary (what is oldest of all), and only then the messages of the turn
+// being added: a turn that fits alone is never split.
+func TestCompressingCapDropsTheSummaryBeforeTheTurn(t *testing.T) {
+	s := memory.NewInMemoryStore()
+	j := &joiner{fail: func(call int) error {
+		if call > 1 {
+			return errors.New("model down")
+		}
+		return nil
+	}}
+	sixty := memory.SummarizerFunc(func(ctx context.Context, req memory.SummaryRequest) (string, error) {
+		if _, err := j.Summarize(ctx, req); err != nil {
+			return "", err
+		}
+		return strings.TrimSpace(strings.Repeat("word ", 60)), nil
+	})
+	p := memory.Compressing(100, sixty, compressOpts(20, 10))
+	m := newMemory(t, p, s)
+	add(t, m, sys("s"), human("aaaaaaaaaa"), ai("bbbbbbbbbb"))
+	add(t, m, human("cccccccccc"), ai("dddddddddd"))
+	if st := p.Stats(); st.Compressions != 1 {
+		t.Fatalf("stats %+v", st)
+	}
+	e, f := strings.Repeat("e", 25), strings.Repeat("f", 25)
+	add(t, m, human(e), ai(f))
+	checkShown(t, m, s, "system:s human:cccccccccc ai:dddddddddd human:"+e+" ai:"+f)
+	if st := p.Stats(); st.Failures != 1 || st.Dropped != 0 {
+		t.Fatalf("stats %+v", st)
 	}
 }
