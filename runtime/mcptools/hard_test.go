@@ -337,3 +337,38 @@ func TestServerStderr(t *testing.T) {
 		t.Fatalf("the stderr is not logged:\n%s", logs)
 	}
 }
+
+// TestClashBetweenSources: two servers offering a tool of the same name to
+// one service fail chat.NewRouter, naming both; a Prefix on one resolves
+// it, and each tool then calls its own server.
+func TestClashBetweenSources(t *testing.T) {
+	checkGoroutines(t)
+	h := newHTTPServer(t, "lore")
+	lore := connect(t, &mcptools.Options{Name: "lore", Transport: h.transport(), Allow: []string{"legend"}})
+	sagas := connect(t, &mcptools.Options{Name: "sagas", Transport: stdio("lore"), Allow: []string{"legend", "count"}})
+	newService := func(sources ...ai.ToolSource) *ai.Service {
+		svc := ai.NewService("example.com/lore.Bard", ai.Config{Model: llmtest.NewModel(nil), ToolSources: sources})
+		svc.AddMethods(&ask)
+		return svc
+	}
+	pkg := chat.NewPackage("example.com/lore")
+	pkg.AddCheck(newService(lore, sagas).Check)
+	_, err := chat.NewRouter(nil, pkg)
+	if !errors.Is(err, ai.ErrToolClash) || !strings.Contains(err.Error(), `tool "legend" of MCP server "sagas" clashes with tool "legend" of MCP server "lore"`) {
+		t.Fatalf("NewRouter: %v", err)
+	}
+
+	sagas = connect(t, &mcptools.Options{Name: "sagas", Transport: stdio("lore"), Allow: []string{"legend", "count"}, Prefix: "saga_"})
+	if err := newService(lore, sagas).Check(); err != nil {
+		t.Fatal(err)
+	}
+	f := newFixture(t, llmtest.Sequence(calls(call("legend", `{"topic":"ash"}`), call("saga_count", `{}`), call("saga_legend", `{"topic":"oak"}`)), say("ok")), lore, sagas)
+	want(t, "results", results(f.chat(begin(t), "both")), []string{
+		"legend: The legend of ash: forged in starfire.",
+		"saga_count: 1",
+		"saga_legend: The legend of oak: forged in starfire.",
+	})
+	if h.sessions() != 1 || sagas.Sessions() != 1 {
+		t.Fatalf("%d sessions on the HTTP server, %d over stdio", h.sessions(), sagas.Sessions())
+	}
+}
