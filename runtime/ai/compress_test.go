@@ -145,3 +145,81 @@ func TestCompressingMemory(t *testing.T) {
 		t.Fatalf("after a restart the model is sent %q, want the summary %q", again, summary)
 	}
 }
+
+// TestCompressingMemoryWipes: in a chat scope, a compressing memory over a
+// FileStore is summarised, then chat.ClearMemory empties it, summary
+// included (the next turn is sent no summary); a nested scope's summarised
+// memory is deleted from the store when the scope is popped, and nothing
+// is left when the conversation ends.
+func TestCompressingMemoryWipes(t *testing.T) {
+	srv := llmtest.NewServer(summaryScript(), llmtest.WithHistoryValidation(true))
+	t.Cleanup(srv.Close)
+	llm := must[llms.Model](t)(srv.Client())
+	store, err := memory.NewFileStore(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	policy := memory.Compressing(240, memory.NewModelSummarizer(llm, nil), &memory.CompressOptions{TriggerTokens: 120, KeepTokens: 60})
+	svc := ai.NewService(svcName, ai.Config{Model: llm, Memory: memory.NewManager(memory.Config{Store: store, Policy: policy})})
+	ask := &ai.Method{Name: "Ask", Kind: chat.KindChat, System: "You are terse."}
+	ctx := begin(t)
+	chatUntilSummarised := func() string {
+		t.Helper()
+		start := policy.Stats().Compressions
+		for i := 0; policy.Stats().Compressions == start; i++ {
+			if i == 20 {
+				t.Fatal("no compression in 20 turns")
+			}
+			if _, err := svc.Chat(ctx, &ai.Request{Method: ask, User: fmt.Sprintf("fact %d: the blade is %d cm long", i, 60+i)}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		id := memID(t, ctx)
+		stored, err := store.Get(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(stored) < 2 {
+			t.Fatalf("memory %s holds %d messages", id, len(stored))
+		}
+		if _, ok := memory.SummaryText(stored[1]); !ok {
+			t.Fatalf("memory %s holds no summary", id)
+		}
+		return id
+	}
+	lastSent := func() []llms.MessageContent {
+		reqs := srv.Requests()
+		return reqs[len(reqs)-1].Messages
+	}
+
+	top := chatUntilSummarised()
+	if err := chat.ClearMemory(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if stored, err := store.Get(ctx, top); err != nil || len(stored) != 0 {
+		t.Fatalf("after ClearMemory the store holds %d messages (%v)", len(stored), err)
+	}
+	if _, err := svc.Chat(ctx, &ai.Request{Method: ask, User: "what do you remember?"}); err != nil {
+		t.Fatal(err)
+	}
+	if sent := lastSent(); len(sent) != 2 {
+		t.Fatalf("after ClearMemory the model was sent %d messages:\n%s", len(sent), strings.Join(describe(sent), "\n"))
+	}
+
+	if err := chat.Push(ctx); err != nil {
+		t.Fatal(err)
+	}
+	nested := chatUntilSummarised()
+	if err := chat.Pop(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if stored, err := store.Get(ctx, nested); err != nil || len(stored) != 0 {
+		t.Fatalf("after Pop the store holds %d messages of the nested memory (%v)", len(stored), err)
+	}
+	if err := chat.End(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if ids, err := store.IDs(context.Background()); err != nil || len(ids) != 0 {
+		t.Fatalf("after End the store holds %q (%v)", ids, err)
+	}
+}

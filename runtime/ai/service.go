@@ -169,7 +169,8 @@ func NewService(name string, cfg Config) *Service {
 // an error matching [ErrNoModel]; when a tool of a [ToolLister] among its
 // tool sources has the name of a tool of a method declared with
 // [Service.AddMethods] (or of another source's), an error matching
-// [ErrToolClash] that names both. Generated code registers it with the
+// [ErrToolClash] that names both; for a nil tool source, an error matching
+// [ErrNilToolSource]. Generated code registers it with the
 // package (chat.Package.AddCheck), so a router built with such a service
 // fails at chat.NewRouter rather than on its first request.
 func (s *Service) Check() error {

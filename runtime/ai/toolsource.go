@@ -48,6 +48,20 @@ type ToolLister interface {
 // turn that meets it fails.
 var ErrToolClash = errors.New("tool name clash")
 
+// ErrNilToolSource: an entry of [Config.ToolSources] is nil. Check
+// reports it, and so does each turn, before any model call.
+var ErrNilToolSource = errors.New("nil tool source")
+
+// nilSource reports the first nil entry of the service's sources.
+func (s *Service) nilSource() error {
+	for i, src := range s.sources {
+		if src == nil {
+			return fmt.Errorf("%w: ToolSources[%d]", ErrNilToolSource, i)
+		}
+	}
+	return nil
+}
+
 // AddMethods tells the service the methods generated code calls it with,
 // so that [Service.Check] can compare their tools with those of the
 // service's tool sources. Generated code calls it once, in Register,
@@ -59,6 +73,9 @@ func (s *Service) AddMethods(methods ...*Method) {
 // checkSources reports the clashes between the tools of the declared
 // methods and those of the sources that list their tools.
 func (s *Service) checkSources() error {
+	if err := s.nilSource(); err != nil {
+		return fmt.Errorf("ai: %s: %w", s.name, err)
+	}
 	var lists [][]Tool
 	var names []string
 	for _, src := range s.sources {
@@ -85,7 +102,10 @@ func (s *Service) checkSources() error {
 func (s *Service) sourceTools(ctx context.Context, m *Method) ([]Tool, []llms.Tool, error) {
 	var buf [4][]Tool
 	lists := buf[:0]
-	for _, src := range s.sources {
+	for i, src := range s.sources {
+		if src == nil {
+			return nil, nil, fmt.Errorf("%w: ToolSources[%d]", ErrNilToolSource, i)
+		}
 		tools, err := src.Tools(ctx)
 		if err != nil {
 			return nil, nil, fmt.Errorf("the tools of %s: %w", src.Name(), err)

@@ -173,3 +173,23 @@ func TestToolSourceChanges(t *testing.T) {
 		t.Fatalf("a clash after a change: %v", err)
 	}
 }
+
+// TestToolSourceNil: a nil source (a slot left empty) fails Check and each
+// turn with a clear error instead of a panic.
+func TestToolSourceNil(t *testing.T) {
+	model := llmtest.NewModel(llmtest.Sequence(llmtest.Reply{Text: "unused"}))
+	a := &source{name: `MCP server "a"`}
+	svc := ai.NewService(svcName, ai.Config{Model: model, ToolSources: []ai.ToolSource{a, nil}})
+	want := "ai: example.com/app.Assistant: nil tool source: ToolSources[1]"
+	if err := svc.Check(); !errors.Is(err, ai.ErrNilToolSource) || err.Error() != want {
+		t.Fatalf("Check: %v, want %s", err, want)
+	}
+	m := &ai.Method{Name: "Ask"}
+	_, err := svc.Chat(begin(t), &ai.Request{Method: m, User: "hi"})
+	if !errors.Is(err, ai.ErrNilToolSource) || !strings.Contains(err.Error(), "nil tool source: ToolSources[1]") {
+		t.Fatalf("Chat: %v", err)
+	}
+	if model.Calls() != 0 {
+		t.Fatal("the model was called")
+	}
+}

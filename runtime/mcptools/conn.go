@@ -10,6 +10,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/chatscopes/chatgen/runtime/ai"
@@ -35,6 +36,7 @@ type session struct {
 	done    chan struct{} // closed when the session has ended
 	closing atomic.Bool   // ended by us, not by the server
 	lost    atomic.Bool   // a call found the connection gone
+	suspect atomic.Bool   // a call failed in the transport: ping before reuse
 }
 
 // ended reports whether the session is over, or known to be.
@@ -51,9 +53,18 @@ func (s *session) ended() bool {
 }
 
 // connectionLost reports whether err, of a call, says that the connection
-// is gone: closed, or its stream ended.
+// is gone: closed, its stream ended, or the server no longer knows the
+// session (streamable HTTP's 404).
 func connectionLost(err error) bool {
-	return errors.Is(err, mcp.ErrConnectionClosed) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF)
+	return errors.Is(err, mcp.ErrConnectionClosed) || errors.Is(err, mcp.ErrSessionMissing) ||
+		errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF)
+}
+
+// protocolError reports whether err is an error the server answered with:
+// the session is fine.
+func protocolError(err error) bool {
+	var we *jsonrpc.Error
+	return errors.As(err, &we)
 }
 
 // live reports whether c holds a session that has not ended.
@@ -77,6 +88,20 @@ func (c *conn) get(ctx context.Context) ([]ai.Tool, error) {
 	defer c.mu.Unlock()
 	if c.closed {
 		return nil, fmt.Errorf("%s: %w", c.src.name, ErrClosed)
+	}
+	if s := c.sess.Load(); s != nil && !s.ended() && s.suspect.Load() {
+		// A call failed in the transport: make sure the session still
+		// answers before offering its tools again.
+		pctx, cancel := context.WithTimeout(ctx, c.src.opts.ConnectTimeout)
+		err := s.cs.Ping(pctx, nil)
+		cancel()
+		if err != nil && ctx.Err() == nil {
+			c.src.opts.Logger.WarnContext(ctx, "mcptools: the MCP session does not answer; opening a new one",
+				"server", c.src.opts.Name, "err", err)
+			s.lost.Store(true)
+		} else if err == nil {
+			s.suspect.Store(false)
+		}
 	}
 	if s := c.sess.Load(); s != nil && !s.ended() {
 		if !c.stale.Load() {
@@ -117,6 +142,13 @@ func (c *conn) open(ctx context.Context) (*session, []ai.Tool, error) {
 	if err != nil {
 		return nil, nil, fmt.Errorf("%s: %w: its transport: %w", src.name, ErrUnavailable, err)
 	}
+	var stderr *stderrTail
+	if ct, ok := t.(*commandTransport); ok && ct.Command.Stderr == nil {
+		stderr = &stderrTail{log: func(line string) {
+			src.opts.Logger.Debug("mcptools: the MCP server's stderr", "server", src.opts.Name, "line", line)
+		}}
+		ct.Command.Stderr = stderr
+	}
 	client := mcp.NewClient(src.opts.Client, &mcp.ClientOptions{
 		Logger:                 src.opts.Logger,
 		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) { c.stale.Store(true) },
@@ -124,11 +156,14 @@ func (c *conn) open(ctx context.Context) (*session, []ai.Tool, error) {
 	c.stale.Store(false)
 	cs, err := client.Connect(ctx, t, nil)
 	if err != nil {
-		return nil, nil, fmt.Errorf("%s: %w: connecting: %w", src.name, ErrUnavailable, err)
+		return nil, nil, fmt.Errorf("%s: %w: connecting: %w%s", src.name, ErrUnavailable, err, stderr.suffix())
 	}
 	tools, err := src.list(ctx, cs, c)
 	if err != nil {
 		_ = cs.Close()
+		if errors.Is(err, ErrUnavailable) {
+			err = fmt.Errorf("%w%s", err, stderr.suffix())
+		}
 		return nil, nil, err
 	}
 	s := &session{cs: cs, done: make(chan struct{})}
@@ -137,7 +172,7 @@ func (c *conn) open(ctx context.Context) (*session, []ai.Tool, error) {
 		close(s.done)
 		if !s.closing.Load() && !s.lost.Load() {
 			src.opts.Logger.Warn("mcptools: the MCP session ended; the next turn opens a new one",
-				"server", src.opts.Name, "err", err)
+				"server", src.opts.Name, "err", fmt.Sprintf("%v%s", err, stderr.suffix()))
 		}
 	}()
 	src.opts.Logger.Debug("mcptools: session opened", "server", src.opts.Name, "session", cs.ID(), "tools", len(tools))
@@ -181,36 +216,30 @@ func (c *conn) close() error {
 func (c *conn) Close() error { return c.close() }
 
 // call calls the tool the server names name with the model's arguments.
+// When the session has ended since the turn began (the server exited, or
+// an earlier call broke the connection), nothing has been sent: it opens a
+// new session and calls there. When the server answers that it no longer
+// knows the session (it restarted), the call did not run: it is made
+// again, once, on a new session.
 func (c *conn) call(ctx context.Context, name, args string) (any, error) {
 	src := c.src
 	if !isObject(args) {
 		return nil, &ai.ArgumentsError{Err: errors.New("the arguments are not a JSON object")}
 	}
-	s := c.sess.Load()
-	if s == nil || s.ended() {
-		return nil, &CallError{Server: src.opts.Name, Tool: name, Err: fmt.Errorf("%w: the session has ended", ErrUnavailable)}
-	}
-	callCtx := ctx
-	if d := src.opts.CallTimeout; d > 0 {
-		var cancel context.CancelFunc
-		callCtx, cancel = context.WithTimeout(ctx, d)
-		defer cancel()
-	}
-	res, err := s.cs.CallTool(callCtx, &mcp.CallToolParams{Name: name, Arguments: json.RawMessage(args)})
+	s, err := c.current(ctx)
 	if err != nil {
-		switch {
-		case ctx.Err() == nil && callCtx.Err() != nil:
-			err = fmt.Errorf("no answer within %v: %w", src.opts.CallTimeout, callCtx.Err())
-		case ctx.Err() == nil && (s.ended() || connectionLost(err)):
-			if s.lost.CompareAndSwap(false, true) {
-				src.opts.Logger.WarnContext(ctx, "mcptools: the MCP session ended during a call; the next turn opens a new one",
-					"server", src.opts.Name, "tool", name, "err", err)
-			}
-			err = fmt.Errorf("%w: the session ended during the call: %w", ErrUnavailable, err)
-		}
 		return nil, &CallError{Server: src.opts.Name, Tool: name, Err: err}
 	}
-	text := resultText(res)
+	res, err := c.callOn(ctx, s, name, args)
+	if err != nil && errors.Is(err, mcp.ErrSessionMissing) && ctx.Err() == nil {
+		if s, err = c.current(ctx); err == nil {
+			res, err = c.callOn(ctx, s, name, args)
+		}
+	}
+	if err != nil {
+		return nil, &CallError{Server: src.opts.Name, Tool: name, Err: err}
+	}
+	text := clipResult(resultText(res), src.maxResult)
 	if res.IsError {
 		return nil, &ToolError{Server: src.opts.Name, Tool: name, Text: text}
 	}
@@ -218,6 +247,51 @@ func (c *conn) call(ctx context.Context, name, args string) (any, error) {
 		return nil, nil
 	}
 	return text, nil
+}
+
+// current returns the session to call: the current one, or a new one
+// when it has ended.
+func (c *conn) current(ctx context.Context) (*session, error) {
+	if s := c.sess.Load(); s != nil && !s.ended() {
+		return s, nil
+	}
+	if _, err := c.get(ctx); err != nil {
+		return nil, err
+	}
+	s := c.sess.Load()
+	if s == nil || s.ended() {
+		return nil, fmt.Errorf("%w: the session has ended", ErrUnavailable)
+	}
+	return s, nil
+}
+
+// callOn makes the call on s, noting what its failure says of s.
+func (c *conn) callOn(ctx context.Context, s *session, name, args string) (*mcp.CallToolResult, error) {
+	src := c.src
+	callCtx := ctx
+	if d := src.opts.CallTimeout; d > 0 {
+		var cancel context.CancelFunc
+		callCtx, cancel = context.WithTimeout(ctx, d)
+		defer cancel()
+	}
+	res, err := s.cs.CallTool(callCtx, &mcp.CallToolParams{Name: name, Arguments: json.RawMessage(args)})
+	if err == nil {
+		return res, nil
+	}
+	switch {
+	case ctx.Err() != nil:
+	case callCtx.Err() != nil:
+		err = fmt.Errorf("no answer within %v: %w", src.opts.CallTimeout, callCtx.Err())
+	case s.ended() || connectionLost(err):
+		if s.lost.CompareAndSwap(false, true) {
+			src.opts.Logger.WarnContext(ctx, "mcptools: the MCP session ended during a call; the next call opens a new one",
+				"server", src.opts.Name, "tool", name, "err", err)
+		}
+		err = fmt.Errorf("%w: the session ended during the call: %w", ErrUnavailable, err)
+	case !protocolError(err):
+		s.suspect.Store(true) // the next turn checks the session first
+	}
+	return nil, err
 }
 
 // isObject reports whether args is a JSON object.

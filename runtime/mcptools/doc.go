@@ -42,8 +42,8 @@
 // The first turn of a scope pays for opening the session (over stdio, a
 // new process per scope).
 //
-// A session that ends (a crashed or restarted server) is opened again on
-// the next turn; the state the server kept for it is lost.
+// A session that ends (a crashed or restarted server) is opened again for
+// the next call; the state the server kept for it is lost.
 //
 // # Tools and failures
 //
@@ -55,12 +55,19 @@
 // level, and the server's other tools stay usable; naming it in Allow
 // makes it an error instead (wrapping [ErrUnusableTool]).
 //
+// A tool name every provider accepts has 1 to 64 letters, digits, '_' and
+// '-', and starts with a letter or '_' (Gemini's rule); a Prefix must be
+// a valid start of one.
+//
 // Failures are told to the model as the tool's result, as for generated
 // tools, and the turn goes on: a result the server marks as an error
 // ([ToolError]), a protocol error, a call past [Options.CallTimeout], a
-// server that dies during the call ([CallError]). A server that cannot be
-// reached when a turn starts leaves the turn without its tools (logged),
-// unless [Options.Required] makes the turn fail.
+// server that dies during the call ([CallError]). A call the server
+// refuses because it no longer knows the session (a restarted HTTP
+// server) did not run: it is made again, once, on a new session. A server
+// that cannot be reached when a turn starts leaves the turn without its
+// tools (logged), unless [Options.Required] makes the turn fail. A result
+// longer than [Options.MaxResultBytes] is cut.
 //
 // # Dependencies
 //

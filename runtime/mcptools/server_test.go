@@ -5,9 +5,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"strings"
 	"sync"
 	"testing"
 
@@ -25,7 +27,16 @@ import (
 const serverArg = "mcptools-test-server"
 
 func TestMain(m *testing.M) {
-	if len(os.Args) == 3 && os.Args[1] == serverArg {
+	if len(os.Args) >= 3 && os.Args[1] == serverArg {
+		if os.Args[2] == "crash" {
+			fmt.Fprint(os.Stderr, strings.Repeat("x", 5000)+"\nlore: cannot read /etc/lore.yaml\nlore: giving up\n")
+			os.Exit(2)
+		}
+		if os.Args[2] == "mute" {
+			// A server that reads and never answers.
+			_, _ = io.Copy(io.Discard, os.Stdin)
+			os.Exit(0)
+		}
 		srv := newServer(os.Args[2], true)
 		if err := srv.Run(context.Background(), &mcp.StdioTransport{}); err != nil {
 			fmt.Fprintln(os.Stderr, "test server:", err)
@@ -37,9 +48,10 @@ func TestMain(m *testing.M) {
 }
 
 // stdio returns the transport of the test binary run as the server
-// variant.
-func stdio(variant string) func(context.Context) (mcp.Transport, error) {
-	return mcptools.Command(os.Args[0], serverArg, variant)
+// variant; more arguments, such as a mark to find the process by, are
+// passed on and ignored.
+func stdio(variant string, more ...string) func(context.Context) (mcp.Transport, error) {
+	return mcptools.Command(os.Args[0], append([]string{serverArg, variant}, more...)...)
 }
 
 type legendArgs struct {
@@ -50,7 +62,11 @@ type legendArgs struct {
 // result for an unknown topic), "count" counts its calls per session,
 // "slow" answers when cancelled; over stdio, "die" makes the process
 // exit during the call. The variant "bad" adds a tool with a broken input
-// schema and one whose name models reject.
+// schema and one whose name models reject. The variant "hard" adds "tome",
+// which answers with n bytes, and "stuck", which never answers, even when
+// cancelled. Over stdio the variant "mute" is a process that reads its
+// input and never answers, and "crash" one that writes to its stderr and
+// exits.
 func newServer(variant string, stdio bool) *mcp.Server {
 	srv := mcp.NewServer(&mcp.Implementation{Name: "lore", Version: "v1"}, nil)
 	mcp.AddTool(srv, &mcp.Tool{Name: "legend", Description: "Legend tells the legend of a topic."},
@@ -82,6 +98,20 @@ func newServer(variant string, stdio bool) *mcp.Server {
 				return nil, nil, nil
 			})
 	}
+	if variant == "hard" {
+		mcp.AddTool(srv, &mcp.Tool{Name: "tome", Description: "Tome recites a tome of n bytes."},
+			func(_ context.Context, _ *mcp.CallToolRequest, args struct {
+				N int `json:"n"`
+			}) (*mcp.CallToolResult, any, error) {
+				return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: strings.Repeat("é", args.N/2)}}}, nil, nil
+			})
+	}
+	if variant == "hard" {
+		mcp.AddTool(srv, &mcp.Tool{Name: "stuck", Description: "Stuck never answers, even when cancelled."},
+			func(context.Context, *mcp.CallToolRequest, struct{}) (*mcp.CallToolResult, any, error) {
+				select {}
+			})
+	}
 	if variant == "bad" {
 		noop := func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "ran"}}}, nil
@@ -89,6 +119,8 @@ func newServer(variant string, stdio bool) *mcp.Server {
 		srv.AddTool(&mcp.Tool{Name: "broken", Description: "Broken has a broken schema.",
 			InputSchema: json.RawMessage(`{"type":"object","properties":{"x":{"type":7}}}`)}, noop)
 		srv.AddTool(&mcp.Tool{Name: "read.scroll", Description: "A name with a dot.",
+			InputSchema: json.RawMessage(`{"type":"object"}`)}, noop)
+		srv.AddTool(&mcp.Tool{Name: "3d_scroll", Description: "A name Gemini rejects: it starts with a digit.",
 			InputSchema: json.RawMessage(`{"type":"object"}`)}, noop)
 	}
 	return srv

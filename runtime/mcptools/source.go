@@ -16,10 +16,18 @@ import (
 	"github.com/chatscopes/chatgen/runtime/chat"
 )
 
+// DefaultCallTimeout bounds each tool call when [Options.CallTimeout] is
+// 0: a minute, the default of MCP's TypeScript SDK.
+const DefaultCallTimeout = time.Minute
+
 // DefaultConnectTimeout bounds the opening of a session (starting the
 // server, the MCP handshake and the listing of its tools) when
 // [Options.ConnectTimeout] is 0.
 const DefaultConnectTimeout = 30 * time.Second
+
+// DefaultMaxResultBytes bounds the text of a tool's result told to the
+// model when [Options.MaxResultBytes] is 0: about 25,000 tokens.
+const DefaultMaxResultBytes = 100_000
 
 // Errors of this package, for errors.Is.
 var (
@@ -45,21 +53,30 @@ type Options struct {
 	// Allow, when not empty, lists the only tools offered, by the names
 	// the server gives them. An allowed tool the server does not list, or
 	// lists in a form a model cannot use, is an error (wrapping
-	// [ErrUnusableTool]) rather than a tool left out.
+	// [ErrUnusableTool]) rather than a tool left out: Connect fails, or,
+	// for a [PerScope] source, the turn.
 	Allow []string
 	// Deny lists tools never offered, by the names the server gives them.
 	Deny []string
 	// Prefix is put before the name of each tool as the model sees it
-	// ("lore_"), a way out of a clash with a generated tool's name; the
-	// server is called with its own name.
+	// ("lore_"), a way out of a clash with a generated tool's name, or of
+	// a name a model would reject ("3d_print"); the server is called with
+	// its own name. It must be a valid start of a tool name (see the
+	// package documentation).
 	Prefix string
-	// CallTimeout bounds each tool call; 0 leaves only the turn's own
-	// deadline. A call that times out is cancelled on the server and told
-	// to the model as a failure; the turn goes on.
+	// CallTimeout bounds each tool call; 0 means [DefaultCallTimeout], a
+	// negative value no bound but the turn's own deadline. A call that
+	// times out is cancelled on the server and told to the model as a
+	// failure; the turn goes on.
 	CallTimeout time.Duration
 	// ConnectTimeout bounds the opening of a session; 0 means
 	// [DefaultConnectTimeout].
 	ConnectTimeout time.Duration
+	// MaxResultBytes bounds the text of a result (or of an error result)
+	// told to the model, and kept in its memory: a longer one is cut, at
+	// a character boundary, and ends with a line saying so. 0 means
+	// [DefaultMaxResultBytes]; -1 means no bound.
+	MaxResultBytes int
 	// Required makes a turn fail when the server cannot be reached. By
 	// default such a turn goes on without the server's tools, and the
 	// failure is logged (the next turn tries again).
@@ -84,6 +101,7 @@ type Source struct {
 	kind        chat.Kind
 	shared      *conn             // Connect: the session of the application
 	bean        *chat.Bean[*conn] // PerScope: a session per scope
+	maxResult   int               // the bound on a result's text; -1 for none
 
 	mu     sync.Mutex
 	conns  map[*conn]struct{} // not closed
@@ -153,11 +171,25 @@ func newSource(opts *Options) (*Source, error) {
 	if opts.Transport == nil {
 		return nil, fmt.Errorf("mcptools: %s: the Options need a Transport (mcptools.Command or mcptools.StreamableHTTP)", name)
 	}
-	s := &Source{name: name, opts: *opts, conns: make(map[*conn]struct{})}
+	switch {
+	case opts.ConnectTimeout < 0:
+		return nil, fmt.Errorf("mcptools: %s: negative ConnectTimeout %v", name, opts.ConnectTimeout)
+	case opts.MaxResultBytes < -1:
+		return nil, fmt.Errorf("mcptools: %s: MaxResultBytes %d is neither -1 (no bound), 0 (the default) nor positive", name, opts.MaxResultBytes)
+	case opts.Prefix != "" && !validPrefix.MatchString(opts.Prefix):
+		return nil, fmt.Errorf("mcptools: %s: Prefix %q cannot start a tool name: models accept %s", name, opts.Prefix, nameRule)
+	}
+	s := &Source{name: name, opts: *opts, conns: make(map[*conn]struct{}), maxResult: opts.MaxResultBytes}
 	s.opts.Allow = slices.Clone(opts.Allow)
 	s.opts.Deny = slices.Clone(opts.Deny)
-	if s.opts.ConnectTimeout <= 0 {
+	if s.opts.ConnectTimeout == 0 {
 		s.opts.ConnectTimeout = DefaultConnectTimeout
+	}
+	if s.opts.CallTimeout == 0 {
+		s.opts.CallTimeout = DefaultCallTimeout
+	}
+	if s.maxResult == 0 {
+		s.maxResult = DefaultMaxResultBytes
 	}
 	if s.opts.Client == nil {
 		s.opts.Client = &mcp.Implementation{Name: "chatgen"}
@@ -211,9 +243,10 @@ func (s *Source) Tools(ctx context.Context) ([]ai.Tool, error) {
 }
 
 // unavailable returns what Tools returns when no session opens: err when
-// the source is closed or Required, else no tools.
+// the source is closed or Required, or when the server lacks a tool of
+// Allow (a mistake of configuration, not an outage), else no tools.
 func (s *Source) unavailable(ctx context.Context, err error) ([]ai.Tool, error) {
-	if s.opts.Required || errors.Is(err, ErrClosed) || ctx.Err() != nil {
+	if s.opts.Required || errors.Is(err, ErrClosed) || errors.Is(err, ErrUnusableTool) || ctx.Err() != nil {
 		return nil, err
 	}
 	s.opts.Logger.WarnContext(ctx, "mcptools: the MCP server is unavailable; the turn goes on without its tools",

@@ -309,7 +309,7 @@ func TestDyingServer(t *testing.T) {
 	}
 	reply = f.chat(ctx, "count")
 	want(t, "after a new session", results(reply), []string{"count: 1"})
-	if !strings.Contains(logs.String(), `msg="mcptools: the MCP session ended during a call; the next turn opens a new one" server=lore tool=die`) {
+	if !strings.Contains(logs.String(), `msg="mcptools: the MCP session ended during a call; the next call opens a new one" server=lore tool=die`) {
 		t.Fatalf("the end of the session is not logged:\n%s", logs)
 	}
 }
@@ -340,7 +340,8 @@ func TestBadSchema(t *testing.T) {
 	want(t, "tools", names(src.ListTools()), []string{"count", "legend", "slow"})
 	for _, msg := range []string{
 		`MCP server \"lore\": unusable MCP tool \"broken\": its input schema {\"properties\":{\"x\":{\"type\":7}},\"type\":\"object\"}`,
-		`MCP server \"lore\": unusable MCP tool \"read.scroll\": models accept tool names of 1 to 64 letters, digits, '_' and '-'`,
+		`MCP server \"lore\": unusable MCP tool \"read.scroll\": models accept tool names of 1 to 64 letters, digits, '_' and '-', starting with a letter or '_'`,
+		`MCP server \"lore\": unusable MCP tool \"3d_scroll\": models accept tool names of 1 to 64 letters, digits, '_' and '-', starting with a letter or '_'`,
 	} {
 		if !strings.Contains(logs.String(), msg) {
 			t.Errorf("the log does not say %s:\n%s", msg, logs)

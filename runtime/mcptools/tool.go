@@ -7,6 +7,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -44,9 +45,17 @@ func (e *CallError) Error() string {
 // Unwrap returns the cause.
 func (e *CallError) Unwrap() error { return e.Err }
 
-// validName is what model providers accept as a tool name (OpenAI's rule,
-// the strictest of them).
-var validName = regexp.MustCompile(`^[a-zA-Z0-9_-]{1,64}$`)
+// validName is what every model provider accepts as a tool name: OpenAI's,
+// Anthropic's and Mistral's rule (letters, digits, '_' and '-', 64 at
+// most), and Gemini's (a letter or '_' first).
+var validName = regexp.MustCompile(`^[a-zA-Z_][a-zA-Z0-9_-]{0,63}$`)
+
+// validPrefix is what may start a valid name and leave room for one more
+// character.
+var validPrefix = regexp.MustCompile(`^[a-zA-Z_][a-zA-Z0-9_-]{0,62}$`)
+
+// nameRule says what validName accepts.
+const nameRule = "1 to 64 letters, digits, '_' and '-', starting with a letter or '_'"
 
 // list lists the tools of the session cs, keeps those offered and makes
 // them ai.Tools that call through c.
@@ -90,7 +99,7 @@ func (s *Source) list(ctx context.Context, cs *mcp.ClientSession, c *conn) ([]ai
 func (s *Source) definition(t *mcp.Tool) (llms.Tool, error) {
 	name := s.opts.Prefix + t.Name
 	if !validName.MatchString(name) {
-		return llms.Tool{}, fmt.Errorf("%s: %w %q: models accept tool names of 1 to 64 letters, digits, '_' and '-'", s.name, ErrUnusableTool, name)
+		return llms.Tool{}, fmt.Errorf("%s: %w %q: models accept tool names of %s", s.name, ErrUnusableTool, name, nameRule)
 	}
 	raw, err := json.Marshal(t.InputSchema)
 	if err != nil {
@@ -165,6 +174,19 @@ func resultText(res *mcp.CallToolResult) string {
 		}
 	}
 	return strings.Join(parts, "\n")
+}
+
+// clipResult cuts text to max bytes at a character boundary, and says so
+// on a last line; max -1 means no bound.
+func clipResult(text string, max int) string {
+	if max < 0 || len(text) <= max {
+		return text
+	}
+	n := max
+	for n > 0 && !utf8.RuneStart(text[n]) {
+		n--
+	}
+	return fmt.Sprintf("%s\n[the result was cut to %d of its %d bytes]", text[:n], n, len(text))
 }
 
 // quoted lists names for a message: "a", "b"; "no tools" for none.

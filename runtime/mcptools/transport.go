@@ -1,9 +1,15 @@
 package mcptools
 
 import (
+	"bytes"
 	"context"
+	"fmt"
 	"net/http"
 	"os/exec"
+	"slices"
+	"strings"
+	"sync"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -12,13 +18,100 @@ import (
 // command and talks MCP over its stdin and stdout: each session starts
 // name with args, and closing the session closes the command's stdin and
 // waits for it to exit (signalling it after a few seconds). The process
-// lives as long as its session, not as the context that opened it. Its
-// stderr is discarded; for another set-up (environment, directory,
-// stderr), return an &mcp.CommandTransport of your own exec.Cmd.
+// lives as long as its session, not as the context that opened it. What
+// it writes to its stderr is logged by the source at Debug level, line by
+// line, and its last lines end the error of a session that fails to open.
+// For another set-up (environment, directory, stderr), return an
+// &mcp.CommandTransport of your own exec.Cmd.
 func Command(name string, args ...string) func(context.Context) (mcp.Transport, error) {
 	return func(context.Context) (mcp.Transport, error) {
-		return &mcp.CommandTransport{Command: exec.Command(name, args...)}, nil
+		cmd := exec.Command(name, args...)
+		// A process the server started may hold its stderr open: do not
+		// wait for it long once the server has exited.
+		cmd.WaitDelay = time.Second
+		return &commandTransport{&mcp.CommandTransport{Command: cmd}}, nil
 	}
+}
+
+// commandTransport is the transport Command makes: the SDK's, whose
+// process's stderr the source reads (see stderrTail).
+type commandTransport struct {
+	*mcp.CommandTransport
+}
+
+// stderrTail is the stderr of a server's process: it logs each line and
+// keeps the last ones for errors.
+type stderrTail struct {
+	log func(line string)
+
+	mu      sync.Mutex
+	partial []byte   // the line being written
+	lines   []string // the last lines, at most tailBytes in all
+	size    int      // their bytes
+}
+
+const (
+	tailBytes    = 256  // what the error of a session shows of the stderr
+	maxLineBytes = 4096 // a longer line is logged in pieces
+)
+
+// Write implements io.Writer.
+func (w *stderrTail) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	n := len(p)
+	for len(p) > 0 {
+		i := bytes.IndexByte(p, '\n')
+		if i < 0 {
+			w.partial = append(w.partial, p...)
+			if len(w.partial) >= maxLineBytes {
+				w.line()
+			}
+			break
+		}
+		w.partial = append(w.partial, p[:i]...)
+		w.line()
+		p = p[i+1:]
+	}
+	return n, nil
+}
+
+// line ends the partial line: logs it and keeps it.
+func (w *stderrTail) line() {
+	line := strings.TrimRight(string(w.partial), "\r")
+	w.partial = w.partial[:0]
+	if line == "" {
+		return
+	}
+	w.log(line)
+	w.lines = append(w.lines, line)
+	w.size += len(line) + 1
+	for len(w.lines) > 1 && w.size > tailBytes {
+		w.size -= len(w.lines[0]) + 1
+		w.lines = w.lines[1:]
+	}
+}
+
+// suffix returns what ends an error of the session: " (its stderr ends:
+// "…")", or "" when the process wrote nothing.
+func (w *stderrTail) suffix() string {
+	if w == nil {
+		return ""
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	lines := w.lines
+	if p := strings.TrimSpace(string(w.partial)); p != "" {
+		lines = append(slices.Clip(lines), p)
+	}
+	if len(lines) == 0 {
+		return ""
+	}
+	tail := strings.Join(lines, "\n")
+	if len(tail) > tailBytes {
+		tail = "…" + strings.ToValidUTF8(tail[len(tail)-tailBytes:], "")
+	}
+	return fmt.Sprintf(" (its stderr ends: %q)", tail)
 }
 
 // StreamableHTTP returns the [Options.Transport] of a server at endpoint

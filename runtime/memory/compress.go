@@ -22,8 +22,10 @@ const DefaultSummaryTimeout = time.Minute
 // compression keeps the messages, see [Compressing]); they reach the
 // policy's logger.
 var (
-	// ErrSummaryTooLong: the new summary and the system message alone
-	// exceed the memory's MaxTokens.
+	// ErrSummaryTooLong: the new summary does not fit: with the system
+	// message it exceeds the memory's maxTokens, or it leaves no room for
+	// the turn being added (a summarizer writing far more than
+	// SummaryTokens).
 	ErrSummaryTooLong = errors.New("memory: the summary does not fit in the memory")
 	// ErrSummarizerPanicked: the Summarizer panicked; the panic was
 	// recovered.
@@ -117,7 +119,10 @@ var _ Policy = (*CompressingPolicy)(nil)
 //     from its results; it waits for the next compression).
 //   - maxTokens is a hard cap on everything, summary included: when the
 //     memory would still exceed it, the oldest messages are evicted
-//     without being summarised, as by TokenWindow.
+//     without being summarised, as by TokenWindow, then the summary (it
+//     stands for older messages still), and only then the oldest
+//     messages of the Add in progress: a turn that fits alone is never
+//     split.
 //   - langchain4j's contract holds as for [TokenWindow]: one system
 //     message, first, never evicted or summarised (an identical one is
 //     ignored, a different one replaces it); no orphan tool results;
@@ -128,9 +133,10 @@ var _ Policy = (*CompressingPolicy)(nil)
 // (it is an ordinary human message starting with [SummaryPrefix]).
 //
 // Failures: when the Summarizer returns an error, times out
-// ([CompressOptions.Timeout]), panics, or writes a summary that with the
-// system message exceeds maxTokens, nothing is summarised and nothing is
-// lost: the messages stay and the next Add tries again (one Summarizer
+// ([CompressOptions.Timeout]), panics, or writes a summary that does not
+// fit (with the system message and what the cap keeps of the turn being
+// added, it exceeds maxTokens: [ErrSummaryTooLong]), nothing is summarised
+// and nothing is lost: the messages stay and the next Add tries again (one Summarizer
 // call per Add at most, so a failing Summarizer costs a call, bounded by
 // the timeout, per turn). The room between TriggerTokens and maxTokens is
 // what the memory may grow into meanwhile; at maxTokens it evicts the
@@ -145,6 +151,12 @@ var _ Policy = (*CompressingPolicy)(nil)
 // [Manager] ensures it). Loading a list whose total exceeds maxTokens
 // (written under a bigger budget) evicts its oldest messages without
 // summarising them.
+//
+// Arguments are checked when a memory is made (by [CompressingPolicy.New],
+// so on an AI service's first turn): a maxTokens that is not positive, a
+// nil Summarizer, or options out of their ranges (1 ≤ TriggerTokens ≤
+// maxTokens, 0 ≤ KeepTokens ≤ TriggerTokens, 1 ≤ SummaryTokens ≤
+// maxTokens) fail it with an error wrapping [ErrInvalid] that names them.
 func Compressing(maxTokens int, s Summarizer, opts *CompressOptions) *CompressingPolicy {
 	var o CompressOptions
 	if opts != nil {
@@ -205,15 +217,15 @@ func (p *CompressingPolicy) cost(m *llms.MessageContent) int {
 func (p *CompressingPolicy) New(ctx context.Context, store Store, id string) (Memory, error) {
 	switch {
 	case p.max <= 0:
-		return nil, fmt.Errorf("%w: compressing memory size %d is not positive", ErrInvalid, p.max)
-	case p.trigger <= 0 || p.trigger > p.max:
-		return nil, fmt.Errorf("%w: compressing memory trigger %d is not in (0, %d]", ErrInvalid, p.trigger, p.max)
-	case p.keep < 0 || p.keep > p.trigger:
-		return nil, fmt.Errorf("%w: compressing memory keep %d is not in [0, trigger %d]", ErrInvalid, p.keep, p.trigger)
-	case p.summaryTokens <= 0:
-		return nil, fmt.Errorf("%w: compressing memory summary size %d is not positive", ErrInvalid, p.summaryTokens)
+		return nil, fmt.Errorf("%w: Compressing: maxTokens %d is not positive", ErrInvalid, p.max)
 	case p.sum == nil:
-		return nil, fmt.Errorf("%w: compressing memory without a summarizer", ErrInvalid)
+		return nil, fmt.Errorf("%w: Compressing: no Summarizer", ErrInvalid)
+	case p.trigger <= 0 || p.trigger > p.max:
+		return nil, fmt.Errorf("%w: Compressing: CompressOptions.TriggerTokens %d is not in [1, maxTokens %d]", ErrInvalid, p.trigger, p.max)
+	case p.keep < 0 || p.keep > p.trigger:
+		return nil, fmt.Errorf("%w: Compressing: CompressOptions.KeepTokens %d is not in [0, TriggerTokens %d]", ErrInvalid, p.keep, p.trigger)
+	case p.summaryTokens <= 0 || p.summaryTokens > p.max:
+		return nil, fmt.Errorf("%w: Compressing: CompressOptions.SummaryTokens %d is not in [1, maxTokens %d]", ErrInvalid, p.summaryTokens, p.max)
 	case store == nil:
 		return nil, fmt.Errorf("%w: nil store", ErrInvalid)
 	case id == "":
@@ -399,12 +411,22 @@ func (c *compressing) Add(ctx context.Context, msgs ...llms.MessageContent) erro
 		}
 	}
 	if k > 0 {
+		for i := range k {
+			folded += int(at(i).cost)
+		}
 		text, err := c.summarize(ctx, k)
 		if err == nil {
+			// The summary must leave room for the turn being added (what
+			// the cap would keep of it): a bigger one would push it out.
+			_, turn := cut(nil, costs, sysCost, total-c.body, p.max)
 			m := summaryMessage(text)
-			if cost := p.cost(&m); sysCost+cost > p.max {
+			switch cost := p.cost(&m); {
+			case sysCost+cost > p.max:
 				err = fmt.Errorf("%w: %d tokens with the system message, over %d", ErrSummaryTooLong, sysCost+cost, p.max)
-			} else {
+			case sysCost+cost+turn > p.max:
+				err = fmt.Errorf("%w: %d tokens with the system message, and %d of the turn being added, over %d",
+					ErrSummaryTooLong, sysCost+cost, turn, p.max)
+			default:
 				summ, summText, summCost, summChanged = &m, text, cost, true
 			}
 		}
@@ -412,10 +434,7 @@ func (c *compressing) Add(ctx context.Context, msgs ...llms.MessageContent) erro
 			p.failures.Add(1)
 			p.log().WarnContext(ctx, "memory: compressing failed; the messages are kept and the next Add tries again",
 				"memory", c.id, "messages", k, "err", err)
-			k = 0
-		}
-		for i := range k {
-			folded += int(at(i).cost)
+			k, folded = 0, 0
 		}
 	}
 	if summ != nil && sysCost+summCost > p.max {
@@ -425,7 +444,9 @@ func (c *compressing) Add(ctx context.Context, msgs ...llms.MessageContent) erro
 		summ, summText, summCost, summChanged = nil, "", 0, true
 	}
 
-	// Enforce the cap, evicting without summarising.
+	// Enforce the cap, evicting without summarising: the oldest messages,
+	// then the summary (older than any of them), and only then messages
+	// of this Add.
 	rest := total - folded
 	e := 0
 	if sysCost+summCost+rest > p.max {
@@ -435,7 +456,16 @@ func (c *compressing) Add(ctx context.Context, msgs ...llms.MessageContent) erro
 		} else {
 			b = costs[k-len(old):]
 		}
-		e, rest = cut(a, b, sysCost+summCost, rest, p.max)
+		e, rest = cut(a, b, sysCost+summCost, total-folded, p.max)
+		if e > len(a) && summ != nil {
+			// The cut reaches this Add: does the summary cost it messages?
+			if e2, rest2 := cut(a, b, sysCost, total-folded, p.max); e2 < e {
+				p.log().WarnContext(ctx, "memory: the summary leaves no room for the turn being added; the summary is dropped",
+					"memory", c.id, "summary_tokens", summCost, "max_tokens", p.max)
+				summ, summText, summCost, summChanged = nil, "", 0, true
+				e, rest = e2, rest2
+			}
+		}
 	}
 
 	drop := k + e

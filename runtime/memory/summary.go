@@ -24,7 +24,12 @@ const SummaryPrefix = "[Summary of the earlier conversation, which replaces its 
 //
 // Only the first message after the system message is taken as a summary
 // when a memory loads its list, so an ordinary message that happens to
-// start with SummaryPrefix is a summary only there.
+// start with SummaryPrefix is a summary only there: a user message typed
+// with the prefix, as the first message of a memory without a summary,
+// is taken for the summary after a restart. The model is sent the same
+// messages and nothing is lost, but the Summarizer gets that text as the
+// summary to update; applications that must rule it out strip the prefix
+// from user input.
 func SummaryText(msg llms.MessageContent) (string, bool) {
 	if msg.Role != llms.ChatMessageTypeHuman || len(msg.Parts) != 1 {
 		return "", false

@@ -10,7 +10,8 @@
 // it): unknown ids, update, replace, delete, listing, isolation of ids,
 // lossless round trips of every langchaingo content part (tool calls and
 // tool results especially), independence from the slices callers pass and
-// get, and concurrent use.
+// get, and concurrent use; and that a memory.Compressing memory over the
+// store finds its summary again when it is made anew (as after a restart).
 package storetest
 
 import (
@@ -48,6 +49,7 @@ func Run(t *testing.T, newStore func(t *testing.T) memory.Store) {
 		{"NoAliasing", testNoAliasing},
 		{"Concurrent", testConcurrent},
 		{"Incremental", testIncremental},
+		{"CompressingMemory", testCompressingMemory},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -578,4 +580,81 @@ func testIncremental(t *testing.T, s memory.Store) {
 
 func showChange(c memory.Change) string {
 	return fmt.Sprintf("{Drop: %d, Head: %s, Tail: %s}", c.Drop, show(c.Head), show(c.Tail))
+}
+
+// testCompressingMemory plays turns (with tool calls) through a
+// compressing memory over s until it has summarised twice, then makes the
+// memory anew, as a restart does: it must find the summary, pinned after
+// the system message, and update it from there; clearing the memory
+// deletes the summary with the rest.
+func testCompressingMemory(t *testing.T, s memory.Store) {
+	c := t.Context()
+	var calls []memory.SummaryRequest
+	var mu sync.Mutex
+	summarizer := memory.SummarizerFunc(func(_ context.Context, req memory.SummaryRequest) (string, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		calls = append(calls, req)
+		return fmt.Sprintf("summary %d (%d messages after %q)", len(calls), len(req.Messages), req.Previous), nil
+	})
+	policy := func() *memory.CompressingPolicy {
+		return memory.Compressing(400, summarizer, &memory.CompressOptions{TriggerTokens: 200, KeepTokens: 100})
+	}
+	newMemory := func(p *memory.CompressingPolicy) memory.Memory {
+		t.Helper()
+		m, err := p.New(c, s, "compressing")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return m
+	}
+	p := policy()
+	m := newMemory(p)
+	conv := Conversation()
+	for i := 0; p.Stats().Compressions < 2; i++ {
+		if i == 30 {
+			t.Fatalf("no two compressions in 30 turns: %+v", p.Stats())
+		}
+		if err := m.Add(c, conv...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	before, err := m.Messages(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	text, ok := memory.SummaryText(before[1])
+	if before[0].Role != llms.ChatMessageTypeSystem || !ok || !strings.HasPrefix(text, "summary 2 ") {
+		t.Fatalf("the memory does not hold the system message then the summary: %s", show(before[:2]))
+	}
+	requireEqual(t, "the store", get(t, s, "compressing"), before)
+
+	// A restart: a new policy and memory over the same store.
+	p = policy()
+	m = newMemory(p)
+	after, err := m.Messages(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	requireEqual(t, "the memory made anew", after, before)
+	for i := 0; p.Stats().Compressions < 1; i++ {
+		if i == 30 {
+			t.Fatalf("no compression in 30 turns after the restart: %+v", p.Stats())
+		}
+		if err := m.Add(c, conv[1:]...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	mu.Lock()
+	last := calls[len(calls)-1]
+	mu.Unlock()
+	if last.Previous != text {
+		t.Fatalf("after the restart the summary was updated from %q, want %q", last.Previous, text)
+	}
+	if err := m.Clear(c); err != nil {
+		t.Fatal(err)
+	}
+	if got := get(t, s, "compressing"); len(got) != 0 {
+		t.Fatalf("a cleared compressing memory left %s", show(got))
+	}
 }
