@@ -85,6 +85,7 @@ func (c *conn) teardown(err error) {
 	if c.idleTimer != nil {
 		c.idleTimer.Stop()
 	}
+	c.stopKeepaliveLocked()
 	sessions := make([]*session, 0, len(c.sessions))
 	for _, s := range c.sessions {
 		sessions = append(sessions, s)

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"sync"
 	"time"
 
@@ -17,24 +18,31 @@ import (
 // empty, so an idle session costs no goroutine.
 type session struct {
 	c      *conn
+	ctx    context.Context // the connection's, cancelled when the session ends: its requests' parent
+	cancel context.CancelFunc
 	id     string
 	idJSON []byte // id as a JSON string
 	conv   *chat.Conversation
 	sink   func(chat.Event) error // s.deliver, made once
 	timer  *time.Timer            // idle expiry
 
-	// Owned by the worker while running.
-	requestID json.RawMessage
+	// Sends the RequestTimeout terminator of the request running (armed
+	// and stopped by the worker): one timer for all the requests of the
+	// session, as a context.AfterFunc per request would cost more than
+	// the rest of the request's bookkeeping.
+	deadlineTimer *time.Timer
 
-	// The last event of the running request is held back briefly, so that
-	// it goes out with the next event or the terminator in one write
-	// (BenchmarkLoad: a turn's Message and Completed frames cost one
-	// write(2), not two).
+	// The frames of the running request go out under heldMu. The last
+	// event is held back briefly, so that it goes out with the next event
+	// or the terminator in one write (BenchmarkLoad: a turn's Message and
+	// Completed frames cost one write(2), not two).
 	heldMu    sync.Mutex
-	heldEvent []byte      // the frame held back
-	heldTimer *time.Timer // sends heldEvent after heldDelay
+	current   *request        // the request whose frames may be sent; nil once it is cut off
+	requestID json.RawMessage // current's requestId
+	heldEvent []byte          // the frame held back
+	heldTimer *time.Timer     // sends heldEvent after heldDelay
 
-	mu       sync.Mutex
+	mu       sync.Mutex // taken before heldMu
 	queue    []*request
 	running  bool // a worker runs the queue
 	busy     bool // the worker is running a request
@@ -47,10 +55,17 @@ type request struct {
 	scopeID   string
 	data      json.RawMessage // parsed by the session's worker (routeRequest)
 	requestID json.RawMessage
+	size      int64     // counted in the connection's queued bytes while it waits
+	deadline  time.Time // when it runs, with RequestTimeout: its context's deadline
 }
 
+// errCutOff is returned to a route sending an event after its request was
+// cut off: it timed out, or its session was disconnected.
+var errCutOff = errors.New("ws: the request has ended (timed out or disconnected): its events are dropped")
+
 func newSession(c *conn, id string, idJSON []byte, conv *chat.Conversation) *session {
-	s := &session{c: c, id: id, idJSON: idJSON, conv: conv, last: time.Now()}
+	ctx, cancel := context.WithCancel(c.ctx)
+	s := &session{c: c, ctx: ctx, cancel: cancel, id: id, idJSON: idJSON, conv: conv, last: time.Now()}
 	s.sink = s.deliver
 	return s
 }
@@ -72,13 +87,36 @@ func (s *session) enqueue(r *request) (start bool, reason, detail string) {
 	if limit := s.c.srv.opts.MaxQueued; outstanding > limit {
 		return false, ErrTooManyRequests.Reason, fmt.Sprintf("more than %d requests queued", limit)
 	}
-	s.queue = append(s.queue, r)
-	if s.running {
-		return false, "", ""
+	if !s.running {
+		// The session is idle: the request runs at once, it does not
+		// wait.
+		s.queue = append(s.queue, r)
+		s.running = true
+		s.c.workers.Add(1)
+		return true, "", ""
 	}
-	s.running = true
-	s.c.workers.Add(1)
-	return true, "", ""
+	// The connection's waiting bytes only grow under c.mu: checking then
+	// adding is exact.
+	r.size = int64(len(r.data) + len(r.requestID) + len(r.scopeID))
+	if limit := s.c.srv.opts.MaxQueuedBytes; limit > 0 {
+		if q := s.c.queued.Load(); q > 0 && q+r.size > limit {
+			return false, ErrTooManyRequests.Reason, fmt.Sprintf("more than %d bytes of requests waiting on this connection", limit)
+		}
+	}
+	s.c.queued.Add(r.size)
+	s.queue = append(s.queue, r)
+	return false, "", ""
+}
+
+// dropQueueLocked empties the queue and returns what it held; s.mu is
+// held.
+func (s *session) dropQueueLocked() []*request {
+	q := s.queue
+	s.queue = nil
+	for _, r := range q {
+		s.c.queued.Add(-r.size)
+	}
+	return q
 }
 
 // work runs the queued requests, in order, and returns when the queue is
@@ -107,46 +145,73 @@ func (s *session) work() {
 		if n == 0 && cap(s.queue) > 4 {
 			s.queue = nil
 		}
+		s.c.queued.Add(-r.size)
 		s.busy = true
+		ctx, cancel := s.requestContext(r)
+		// Under s.mu, so that close either sees the request or keeps it
+		// from starting.
+		s.heldMu.Lock()
+		s.current, s.requestID = r, r.requestID
+		s.heldMu.Unlock()
 		s.mu.Unlock()
-		s.run(r)
+		s.run(ctx, r)
+		cancel()
 	}
+}
+
+// requestContext returns the context of request r, starting now: the
+// session's, with the deadline of ServerOptions.RequestTimeout (set in
+// r.deadline). Without a deadline it is the session's context itself, at
+// no cost: a session runs one request at a time, and ending the session
+// is what cancels its request.
+func (s *session) requestContext(r *request) (context.Context, context.CancelFunc) {
+	if d := s.c.srv.opts.RequestTimeout; d > 0 {
+		r.deadline = time.Now().Add(d)
+		return context.WithDeadline(s.ctx, r.deadline)
+	}
+	return s.ctx, func() {}
 }
 
 // heldDelay is the longest an event is held back waiting for company: a
 // lone event is not delayed noticeably (TestLoneEventIsNotHeldBack).
 const heldDelay = time.Millisecond
 
-// run handles one request and sends its terminator.
-func (s *session) run(r *request) {
+// run handles one request and sends its terminator, unless the request
+// was cut off meanwhile.
+func (s *session) run(ctx context.Context, r *request) {
 	req, err := routeRequest(r.data)
 	if err != nil {
 		detail := err.Error()
 		var fl *chat.Failure
 		if errors.As(err, &fl) && fl.Err != nil {
-			detail = fl.Err.Error()
+			detail = strings.TrimPrefix(fl.Err.Error(), "chat: ")
 		}
-		s.c.failed(s.idJSON, r.requestID, chat.ErrBadRequest.Reason, "", detail)
+		s.done()
+		s.terminate(r, s.c.buildText(s.idJSON, chat.EventFailed, chat.ErrBadRequest.Reason, r.requestID, s.conv.ScopeID(), detail))
 		return
 	}
-	s.requestID = r.requestID
-	after, f := s.conv.Handle(s.c.ctx, r.scopeID, req, s.sink)
-	s.requestID = nil
+	if !r.deadline.IsZero() {
+		if s.deadlineTimer == nil {
+			s.deadlineTimer = time.AfterFunc(time.Until(r.deadline), s.deadlinePassed)
+		} else {
+			s.deadlineTimer.Reset(time.Until(r.deadline))
+		}
+	}
+	after, f := s.conv.Handle(ctx, r.scopeID, req, s.sink)
+	if !r.deadline.IsZero() {
+		s.deadlineTimer.Stop()
+	}
+	s.done()
 	var term []byte
-	if f != nil {
-		term = s.c.buildText(s.idJSON, chat.EventFailed, f.Reason, r.requestID, after, "")
-	} else {
+	switch {
+	case f != nil && ctx.Err() == context.DeadlineExceeded:
+		term = s.timeoutFrame(r)
+	case f != nil:
+		term = s.c.buildText(s.idJSON, chat.EventFailed, f.Reason, r.requestID, after, failureDetail(f))
+	default:
 		term = s.c.buildText(s.idJSON, chat.EventCompleted, after, r.requestID, "", "")
 	}
-	s.heldMu.Lock()
-	if held := s.heldEvent; held != nil {
-		s.heldEvent = nil
-		s.heldTimer.Stop()
-		_ = s.c.send(held, term)
-	} else {
-		_ = s.c.send(term)
-	}
-	s.heldMu.Unlock()
+	s.terminate(r, term)
 	if after != "" {
 		return
 	}
@@ -154,8 +219,7 @@ func (s *session) run(r *request) {
 	// requests queued behind fail.
 	s.mu.Lock()
 	s.closing = true
-	queued := s.queue
-	s.queue = nil
+	queued := s.dropQueueLocked()
 	s.mu.Unlock()
 	for _, q := range queued {
 		s.c.failed(s.idJSON, q.requestID, chat.ErrSessionNotActive.Reason, "", "the conversation has ended")
@@ -167,6 +231,84 @@ func (s *session) run(r *request) {
 	s.c.mu.Unlock()
 }
 
+// done records that the running request has returned, before its
+// terminator is sent: a client that sends its next request on the
+// terminator finds the session idle, not busy (with MaxQueued -1 it would
+// be refused).
+func (s *session) done() {
+	s.mu.Lock()
+	s.busy = false
+	s.mu.Unlock()
+}
+
+// failureDetail is the detail sent with a failure: what was wrong with the
+// request's data, for BadRequest; nothing for the other reasons, whose
+// causes stay on the server.
+func failureDetail(f *chat.Failure) string {
+	var bad *chat.BadRequestError
+	if f.Reason == chat.ErrBadRequest.Reason && errors.As(f.Err, &bad) {
+		return strings.TrimPrefix(bad.Error(), "chat: ")
+	}
+	return ""
+}
+
+// timeoutFrame is the terminator of a request that ran out of time.
+func (s *session) timeoutFrame(r *request) []byte {
+	d := s.c.srv.opts.RequestTimeout
+	return s.c.buildText(s.idJSON, chat.EventFailed, ErrRequestTimeout.Reason, r.requestID, s.conv.ScopeID(),
+		fmt.Sprintf("the request ran longer than %v", d))
+}
+
+// deadlinePassed runs on the deadline timer: if the deadline of the
+// request running has passed (its context ends too), the client gets the
+// RequestTimeout terminator now, whether the route returns or not, and
+// the rest of the request is cut off.
+func (s *session) deadlinePassed() {
+	s.heldMu.Lock()
+	r := s.current
+	s.heldMu.Unlock()
+	if r == nil || r.deadline.IsZero() || time.Now().Before(r.deadline) {
+		return // a late run for a request that has ended
+	}
+	if s.terminate(r, s.timeoutFrame(r)) {
+		s.c.log(slog.LevelWarn, "ws: request timed out; its context is cancelled", "chat", s.id, "timeout", s.c.srv.opts.RequestTimeout)
+	}
+}
+
+// terminate sends term, the terminator of r, after the event held back,
+// and cuts r off; if r was cut off already, it drops term. It reports
+// whether term was sent.
+func (s *session) terminate(r *request, term []byte) bool {
+	s.heldMu.Lock()
+	defer s.heldMu.Unlock()
+	if s.current != r {
+		s.c.srv.putFrame(term)
+		return false
+	}
+	s.current = nil
+	if held := s.heldEvent; held != nil {
+		s.heldEvent = nil
+		s.heldTimer.Stop()
+		_ = s.c.send(held, term)
+	} else {
+		_ = s.c.send(term)
+	}
+	return true
+}
+
+// cutOff drops the rest of the running request: the event held back,
+// later events and its terminator.
+func (s *session) cutOff() {
+	s.heldMu.Lock()
+	defer s.heldMu.Unlock()
+	s.current = nil
+	if held := s.heldEvent; held != nil {
+		s.heldEvent = nil
+		s.heldTimer.Stop()
+		s.c.srv.putFrame(held)
+	}
+}
+
 // deliver sends one event of the running request: it holds it back and
 // sends the one it held before.
 func (s *session) deliver(ev chat.Event) error {
@@ -175,9 +317,13 @@ func (s *session) deliver(ev chat.Event) error {
 		s.c.srv.putFrame(b)
 		return err
 	}
-	b = appendTail(b, s.requestID, "", "")
 	s.heldMu.Lock()
 	defer s.heldMu.Unlock()
+	if s.current == nil {
+		s.c.srv.putFrame(b)
+		return errCutOff
+	}
+	b = appendTail(b, s.requestID, "", "")
 	prev := s.heldEvent
 	s.heldEvent = b
 	if prev != nil {
@@ -207,13 +353,17 @@ func (s *session) sendHeld() {
 }
 
 // close ends the session: queued requests are dropped (no reply, as for
-// Disconnect), the running one finishes, then the conversation is closed.
+// Disconnect), the running one is cut off (nothing more of it is sent)
+// and its context cancelled, then, once it returned, the conversation is
+// closed.
 func (s *session) close() {
 	s.mu.Lock()
 	s.closing = true
-	s.queue = nil
+	s.dropQueueLocked()
 	running := s.running
 	s.mu.Unlock()
+	s.cutOff()
+	s.cancel() // the request running, if any
 	if !running {
 		s.finishConv() // else the worker does, when the request ends
 	}
@@ -229,6 +379,7 @@ func (s *session) finishConv() {
 	s.finished = true
 	timer := s.timer
 	s.mu.Unlock()
+	s.cancel() // releases the context from the connection's
 	if timer != nil {
 		timer.Stop()
 	}

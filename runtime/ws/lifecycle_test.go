@@ -1,0 +1,171 @@
+package ws
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/coder/websocket"
+)
+
+// Adversarial checks of how requests end: the per-request deadline,
+// Disconnect during a request, and Shutdown while a route ignores its
+// context.
+
+// A route that honours its context fails with RequestTimeout when the
+// deadline passes, not ServerError; the session goes on.
+func TestRequestTimeout(t *testing.T) {
+	checkGoroutines(t)
+	ts := startServer(t, &ServerOptions{RequestTimeout: 100 * time.Millisecond})
+	c := dialRaw(t, ts.url, nil)
+	g := c.connect("g", "gate")
+	c.send(map[string]any{"type": "ChatRouteMessage", "chatId": "g", "scopeId": g, "requestId": 1, "data": map[string]any{"userMessage": "slow"}})
+	recv(t, ts.routes.entered)
+	f := c.expectNext("g", "Failed")
+	if f.text() != "RequestTimeout" || string(f.RequestID) != "1" || f.ScopeID != g || !strings.Contains(f.Detail, "longer than 100ms") {
+		t.Fatalf("got %v", f)
+	}
+	// The conversation keeps working.
+	c.send(map[string]any{"type": "ChatRouteMessage", "chatId": "g", "scopeId": g, "requestId": 2, "data": map[string]any{"userMessage": "again"}})
+	recv(t, ts.routes.entered)
+	ts.routes.gate <- struct{}{}
+	if fs := c.until("g"); fs[0].text() != "passed again" || last(fs).Type != "Completed" || string(last(fs).RequestID) != "2" {
+		t.Fatalf("got %v", fs)
+	}
+	if f := c.chat("g", g, "x"); last(f).text() != "RequestTimeout" {
+		t.Fatalf("got %v", f) // the gate stays closed: times out again
+	}
+}
+
+// A route that ignores its context still gets its client an answer at the
+// deadline: RequestTimeout is sent while the route is blocked, what the
+// route sends afterwards is dropped (its send fails), and the session's
+// next request runs once the route returns.
+func TestRequestTimeoutOfARouteIgnoringItsContext(t *testing.T) {
+	checkGoroutines(t)
+	ts, st := startStubborn(t, &ServerOptions{RequestTimeout: 100 * time.Millisecond})
+	c := dialRaw(t, ts.url, nil)
+	s := c.connect("s", "stubborn")
+	c.send(map[string]any{"type": "ChatRouteMessage", "chatId": "s", "scopeId": s, "requestId": 1, "data": map[string]any{"userMessage": "block"}})
+	if f := c.expectNext("s", "Thinking"); f.text() != "started" {
+		t.Fatalf("got %v", f)
+	}
+	recv(t, st.entered)
+	// The route is blocked (not released yet) and the client has its answer.
+	if f := c.expectNext("s", "Failed"); f.text() != "RequestTimeout" || string(f.RequestID) != "1" || f.ScopeID != s {
+		t.Fatalf("got %v", f)
+	}
+	c.send(map[string]any{"type": "ChatRouteMessage", "chatId": "s", "scopeId": s, "requestId": 2, "data": map[string]any{"userMessage": "next"}})
+	st.release <- struct{}{}
+	if err := recv(t, st.ctxErr); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("the route's context: %v", err)
+	}
+	if err := recv(t, st.late); !errors.Is(err, errCutOff) {
+		t.Fatalf("the late event was sent: %v", err)
+	}
+	// Nothing of request 1 comes after its terminator: the next frames are
+	// request 2's.
+	fs := c.until("s")
+	if len(fs) != 2 || fs[0].text() != "quick next" || string(fs[0].RequestID) != "2" || fs[1].Type != "Completed" {
+		t.Fatalf("got %v", fs)
+	}
+}
+
+// Disconnect cancels the request running in that session, and the server
+// sends nothing more for that chatId, even when the route goes on sending.
+func TestDisconnectCancelsTheRunningRequest(t *testing.T) {
+	checkGoroutines(t)
+	ts, st := startStubborn(t, nil)
+	c := dialRaw(t, ts.url, nil)
+	s := c.connect("s", "stubborn")
+	c.send(map[string]any{"type": "ChatRouteMessage", "chatId": "s", "scopeId": s, "data": map[string]any{"userMessage": "block"}})
+	c.expectNext("s", "Thinking")
+	recv(t, st.entered)
+	c.send(map[string]any{"type": "ChatRouteMessage", "chatId": "s", "scopeId": s, "data": map[string]any{"userMessage": "queued"}})
+	c.send(map[string]any{"type": "Disconnect", "chatId": "s"})
+	// Frames are handled in order: the reply to this Connect is sent
+	// after the Disconnect was handled.
+	c.connect("m1", "echo")
+	st.release <- struct{}{}
+	if err := recv(t, st.ctxErr); !errors.Is(err, context.Canceled) {
+		t.Fatalf("the route's context: %v", err)
+	}
+	if err := recv(t, st.late); !errors.Is(err, errCutOff) {
+		t.Fatalf("the late event was sent: %v", err)
+	}
+	// The stubborn route has returned; the next frame is still the reply
+	// to the next Connect: nothing for "s" (no late event, no terminator,
+	// no reply to the queued request).
+	c.connect("m2", "echo")
+	// A route that honours its context ends at once.
+	g := c.connect("g", "gate")
+	c.send(map[string]any{"type": "ChatRouteMessage", "chatId": "g", "scopeId": g, "data": map[string]any{"userMessage": "x"}})
+	recv(t, ts.routes.entered)
+	c.send(map[string]any{"type": "Disconnect", "chatId": "g"})
+	m3 := c.connect("m3", "echo")
+	deadline := time.Now().Add(5 * time.Second)
+	for ts.router.Stats().Conversations != 3 { // m1, m2, m3
+		if time.Now().After(deadline) {
+			t.Fatalf("stats %+v", ts.router.Stats())
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	if f := c.chat("m3", m3, "hi"); f[0].text() != "hi" {
+		t.Fatalf("got %v", f)
+	}
+}
+
+// Shutdown returns when its context ends even though a route ignores its
+// context, like http.Server.Shutdown. When the route finally returns,
+// nothing it sends goes anywhere and its session is cleaned up.
+func TestShutdownReturnsWhileARouteIgnoresItsContext(t *testing.T) {
+	checkGoroutines(t)
+	ts, st := startStubborn(t, nil)
+	c := dialRaw(t, ts.url, nil)
+	s := c.connect("s", "stubborn")
+	c.send(map[string]any{"type": "ChatRouteMessage", "chatId": "s", "scopeId": s, "data": map[string]any{"userMessage": "block"}})
+	c.expectNext("s", "Thinking")
+	recv(t, st.entered)
+
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- ts.Shutdown(ctx) }()
+	if err := recv(t, done); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("shutdown: %v", err)
+	}
+	// The route is still blocked: its conversation lives on.
+	if n := ts.router.Stats().Conversations; n != 1 {
+		t.Fatalf("%d conversations", n)
+	}
+	// The client has lost the connection, and got nothing more.
+	if f, err := c.readErr(5 * time.Second); err == nil {
+		t.Fatalf("got %v after shutdown", f)
+	}
+	// New connections are refused.
+	if _, resp, err := websocket.Dial(context.Background(), ts.url, nil); err == nil || resp == nil || resp.StatusCode != 503 {
+		t.Fatalf("dial after shutdown: %v", err)
+	}
+
+	st.release <- struct{}{}
+	if err := recv(t, st.ctxErr); !errors.Is(err, context.Canceled) {
+		t.Fatalf("the route's context: %v", err)
+	}
+	if err := recv(t, st.late); err == nil {
+		t.Fatal("the route's late event was sent")
+	}
+	waitNoConversations(t, ts.router)
+	deadline := time.Now().Add(5 * time.Second)
+	for ts.Connections() != 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("connection not released")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	// Once everything is released, Shutdown completes.
+	if err := ts.Shutdown(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+}
