@@ -30,12 +30,15 @@ const snippetImports = `import (
 	"context"
 	"fmt"
 	"iter"
+	"net/http"
 	"strings"
+	"time"
 
 	"github.com/tmc/langchaingo/llms"
 
 	"github.com/chatscopes/chatgen/runtime/ai"
 	"github.com/chatscopes/chatgen/runtime/chat"
+	"github.com/chatscopes/chatgen/runtime/ws"
 )
 `
 
