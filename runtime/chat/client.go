@@ -32,7 +32,9 @@ type Session interface {
 	// ScopeID returns the id of the scope the session is in.
 	ScopeID() string
 	// Close ends the session's conversation. Queued requests fail with
-	// [ErrSessionClosed].
+	// [ErrSessionClosed]. The local client lets the request in progress
+	// finish; the websocket client fails it with ErrSessionClosed at once
+	// and the server cancels it.
 	Close() error
 }
 
