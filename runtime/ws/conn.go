@@ -42,6 +42,7 @@ type socket interface {
 	// nothing behind it, fail with errNoFrame rather than wait (see
 	// tcpConn.stopAtBoundary).
 	stopAtBoundary(on bool)
+	closeNet() error // closes the network connection
 }
 
 // conn is one websocket connection and the sessions the client started

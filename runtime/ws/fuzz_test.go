@@ -84,6 +84,7 @@ func (f *fakeWS) resume() {
 func (f *fakeWS) cork()               {}
 func (f *fakeWS) uncork() error       { return nil }
 func (f *fakeWS) stopAtBoundary(bool) {}
+func (f *fakeWS) closeNet() error     { return f.CloseNow() }
 
 func (f *fakeWS) Ping(context.Context) error { return nil }
 

@@ -57,6 +57,7 @@ type request struct {
 	requestID json.RawMessage
 	size      int64     // counted in the connection's queued bytes while it waits
 	deadline  time.Time // when it runs, with RequestTimeout: its context's deadline
+	ctx       context.Context
 }
 
 // errCutOff is returned to a route sending an event after its request was
@@ -148,6 +149,7 @@ func (s *session) work() {
 		s.c.queued.Add(-r.size)
 		s.busy = true
 		ctx, cancel := s.requestContext(r)
+		r.ctx = ctx
 		// Under s.mu, so that close either sees the request or keeps it
 		// from starting.
 		s.heldMu.Lock()
@@ -270,6 +272,9 @@ func (s *session) deadlinePassed() {
 	if r == nil || r.deadline.IsZero() || time.Now().Before(r.deadline) {
 		return // a late run for a request that has ended
 	}
+	// The context's own timer is due at the same time: once the client
+	// has its answer, the route's context has ended.
+	<-r.ctx.Done()
 	if s.terminate(r, s.timeoutFrame(r)) {
 		s.c.log(slog.LevelWarn, "ws: request timed out; its context is cancelled", "chat", s.id, "timeout", s.c.srv.opts.RequestTimeout)
 	}
@@ -319,7 +324,7 @@ func (s *session) deliver(ev chat.Event) error {
 	}
 	s.heldMu.Lock()
 	defer s.heldMu.Unlock()
-	if s.current == nil {
+	if s.current == nil || s.ctx.Err() != nil { // cut off, or the session or connection is ending
 		s.c.srv.putFrame(b)
 		return errCutOff
 	}

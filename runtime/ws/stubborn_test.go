@@ -12,7 +12,8 @@ import (
 // stubborn is a route that ignores its context, as a route calling a tool
 // that never looks at it would: on "block" it sends Thinking "started",
 // reports that it entered, waits for release whatever happens to its
-// context, then tries to send Message "late". Other texts are answered at
+// context, then tries to send Message "late". On "wait" it honours its
+// context: it returns its error when it ends. Other texts are answered at
 // once with "quick <text>".
 type stubborn struct {
 	entered chan string
@@ -27,7 +28,12 @@ func (st *stubborn) pkg() *chat.Package {
 	p := chat.NewPackage("github.com/chatscopes/chatgen/runtime/ws/stubborn")
 	p.AddRoute(chat.RouteSpec{Name: "stubborn", Handle: func(ctx context.Context, req *chat.RouteRequest) error {
 		text := req.UserMessage()
-		if text != "block" {
+		switch text {
+		case "block":
+		case "wait":
+			<-ctx.Done()
+			return ctx.Err()
+		default:
 			return chat.SendValue(ctx, "quick "+text)
 		}
 		r := chat.Response(ctx)

@@ -140,6 +140,9 @@ func (t *tcpConn) Read(p []byte) (int, error) {
 	return n, nil
 }
 
+// closeNet closes the network connection under coder/websocket's.
+func (t *tcpConn) closeNet() error { return t.Conn.Close() }
+
 // interrupt makes a wait in progress, or the next one, return at once;
 // resume undoes it.
 func (t *tcpConn) interrupt() { _ = t.Conn.SetReadDeadline(time.Unix(1, 0)) }

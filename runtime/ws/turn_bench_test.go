@@ -42,6 +42,7 @@ func (f *turnWS) resume()                    {}
 func (f *turnWS) cork()                      {}
 func (f *turnWS) uncork() error              { return nil }
 func (f *turnWS) stopAtBoundary(bool)        {}
+func (f *turnWS) closeNet() error            { return f.CloseNow() }
 func (f *turnWS) Ping(context.Context) error { return nil }
 
 func (f *turnWS) Reader(context.Context) (websocket.MessageType, io.Reader, error) {
