@@ -36,6 +36,32 @@ func TestRequestTimeout(t *testing.T) {
 	}
 }
 
+// Each request has its own deadline, counted from its start: a request
+// started while the session's timer is armed for an earlier request's
+// deadline is not cut off at that earlier deadline.
+func TestRequestTimeoutIsPerRequest(t *testing.T) {
+	checkGoroutines(t)
+	const timeout = 300 * time.Millisecond
+	ts, st := startStubborn(t, &ServerOptions{RequestTimeout: timeout})
+	c := dialRaw(t, ts.url, nil)
+	s := c.connect("s", "stubborn")
+	if fs := c.chat("s", s, "first"); last(fs).Type != "Completed" {
+		t.Fatalf("got %v", fs)
+	}
+	time.Sleep(timeout / 2) // the first request's deadline is now nearer than a new one's
+	start := time.Now()
+	c.send(map[string]any{"type": "ChatRouteMessage", "chatId": "s", "scopeId": s, "requestId": 2, "data": map[string]any{"userMessage": "block"}})
+	c.expectNext("s", "Thinking")
+	recv(t, st.entered)
+	f := c.expectNext("s", "Failed")
+	if elapsed := time.Since(start); f.text() != "RequestTimeout" || elapsed < timeout {
+		t.Fatalf("got %v after %v, want RequestTimeout after %v", f, elapsed, timeout)
+	}
+	st.release <- struct{}{}
+	recv(t, st.ctxErr)
+	recv(t, st.late)
+}
+
 // A route that ignores its context still gets its client an answer at the
 // deadline: RequestTimeout is sent while the route is blocked, what the
 // route sends afterwards is dropped (its send fails), and the session's

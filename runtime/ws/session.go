@@ -26,12 +26,6 @@ type session struct {
 	sink   func(chat.Event) error // s.deliver, made once
 	timer  *time.Timer            // idle expiry
 
-	// Sends the RequestTimeout terminator of the request running (armed
-	// and stopped by the worker): one timer for all the requests of the
-	// session, as a context.AfterFunc per request would cost more than
-	// the rest of the request's bookkeeping.
-	deadlineTimer *time.Timer
-
 	// The frames of the running request go out under heldMu. The last
 	// event is held back briefly, so that it goes out with the next event
 	// or the terminator in one write (BenchmarkLoad: a turn's Message and
@@ -41,6 +35,16 @@ type session struct {
 	requestID json.RawMessage // current's requestId
 	heldEvent []byte          // the frame held back
 	heldTimer *time.Timer     // sends heldEvent after heldDelay
+
+	// deadlineTimer sends the RequestTimeout terminator of the request
+	// running when its route does not return in time. It is armed when a
+	// request starts and it is not, and left running when the request
+	// ends: when it fires, it re-arms itself for the deadline of the
+	// request running then, if any. A busy session thus arms it about
+	// once per RequestTimeout, not twice per request (timer operations
+	// contend on the runtime's timer heap under load).
+	deadlineTimer *time.Timer
+	deadlineArmed bool
 
 	mu       sync.Mutex // taken before heldMu
 	queue    []*request
@@ -154,6 +158,14 @@ func (s *session) work() {
 		// from starting.
 		s.heldMu.Lock()
 		s.current, s.requestID = r, r.requestID
+		if !r.deadline.IsZero() && !s.deadlineArmed {
+			s.deadlineArmed = true
+			if s.deadlineTimer == nil {
+				s.deadlineTimer = time.AfterFunc(time.Until(r.deadline), s.deadlinePassed)
+			} else {
+				s.deadlineTimer.Reset(time.Until(r.deadline))
+			}
+		}
 		s.heldMu.Unlock()
 		s.mu.Unlock()
 		s.run(ctx, r)
@@ -192,17 +204,7 @@ func (s *session) run(ctx context.Context, r *request) {
 		s.terminate(r, s.c.buildText(s.idJSON, chat.EventFailed, chat.ErrBadRequest.Reason, r.requestID, s.conv.ScopeID(), detail))
 		return
 	}
-	if !r.deadline.IsZero() {
-		if s.deadlineTimer == nil {
-			s.deadlineTimer = time.AfterFunc(time.Until(r.deadline), s.deadlinePassed)
-		} else {
-			s.deadlineTimer.Reset(time.Until(r.deadline))
-		}
-	}
 	after, f := s.conv.Handle(ctx, r.scopeID, req, s.sink)
-	if !r.deadline.IsZero() {
-		s.deadlineTimer.Stop()
-	}
 	s.done()
 	var term []byte
 	switch {
@@ -264,14 +266,23 @@ func (s *session) timeoutFrame(r *request) []byte {
 // deadlinePassed runs on the deadline timer: if the deadline of the
 // request running has passed (its context ends too), the client gets the
 // RequestTimeout terminator now, whether the route returns or not, and
-// the rest of the request is cut off.
+// the rest of the request is cut off. Otherwise it waits for the deadline
+// of the request running, if any.
 func (s *session) deadlinePassed() {
 	s.heldMu.Lock()
 	r := s.current
-	s.heldMu.Unlock()
-	if r == nil || r.deadline.IsZero() || time.Now().Before(r.deadline) {
-		return // a late run for a request that has ended
+	if r == nil || r.deadline.IsZero() {
+		s.deadlineArmed = false // idle: the next request arms it
+		s.heldMu.Unlock()
+		return
 	}
+	if wait := time.Until(r.deadline); wait > 0 {
+		s.deadlineTimer.Reset(wait)
+		s.heldMu.Unlock()
+		return
+	}
+	s.deadlineArmed = false // r is cut off below: the next request arms it
+	s.heldMu.Unlock()
 	// The context's own timer is due at the same time: once the client
 	// has its answer, the route's context has ended.
 	<-r.ctx.Done()
@@ -392,6 +403,10 @@ func (s *session) finishConv() {
 	s.heldMu.Lock()
 	if s.heldTimer != nil {
 		s.heldTimer.Stop()
+	}
+	if s.deadlineTimer != nil {
+		s.deadlineTimer.Stop() // else it would hold the session until it fires
+		s.deadlineArmed = false
 	}
 	s.heldMu.Unlock()
 	if err := s.conv.Close(context.WithoutCancel(s.c.ctx)); err != nil {
