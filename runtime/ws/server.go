@@ -106,10 +106,13 @@ type ServerOptions struct {
 	MaxConnections int
 
 	// RequestTimeout bounds the time a request may run (0:
-	// [DefaultRequestTimeout]; negative: no limit). When it passes, the
-	// request's context ends and the client gets Failed "RequestTimeout"
-	// at once; the events the route sends afterwards are dropped. The
-	// session's next request runs once the route has returned.
+	// [DefaultRequestTimeout]; negative: no limit): the request's context
+	// has a deadline RequestTimeout after the request starts (up to a
+	// sixteenth more: the requests of a session share a context while
+	// its deadline is far enough). When it passes, the client gets Failed
+	// "RequestTimeout" at once; the events the route sends afterwards are
+	// dropped. The session's next request runs once the route has
+	// returned.
 	RequestTimeout time.Duration
 
 	// PingInterval is the time between the websocket pings the server

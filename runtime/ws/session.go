@@ -36,32 +36,26 @@ type session struct {
 	heldEvent []byte          // the frame held back
 	heldTimer *time.Timer     // sends heldEvent after heldDelay
 
-	// deadlineTimer sends the RequestTimeout terminator of the request
-	// running when its route does not return in time. It is armed when a
-	// request starts and it is not, and left running when the request
-	// ends: when it fires, it re-arms itself for the deadline of the
-	// request running then, if any. A busy session thus arms it about
-	// once per RequestTimeout, not twice per request (timer operations
-	// contend on the runtime's timer heap under load).
-	deadlineTimer *time.Timer
-	deadlineArmed bool
-
-	mu       sync.Mutex // taken before heldMu
-	queue    []*request
-	running  bool // a worker runs the queue
-	busy     bool // the worker is running a request
-	closing  bool // Disconnect, expiry, the conversation ended or the connection closed
-	finished bool // the conversation is closed
-	last     time.Time
+	mu    sync.Mutex // taken before heldMu
+	queue []*request
+	// The context of the requests with RequestTimeout, shared by those
+	// that start early enough for its deadline (see requestContext).
+	reqCtx      context.Context
+	reqCancel   context.CancelFunc
+	reqDeadline time.Time
+	running     bool // a worker runs the queue
+	busy        bool // the worker is running a request
+	closing     bool // Disconnect, expiry, the conversation ended or the connection closed
+	finished    bool // the conversation is closed
+	last        time.Time
 }
 
 type request struct {
 	scopeID   string
 	data      json.RawMessage // parsed by the session's worker (routeRequest)
 	requestID json.RawMessage
-	size      int64     // counted in the connection's queued bytes while it waits
-	deadline  time.Time // when it runs, with RequestTimeout: its context's deadline
-	ctx       context.Context
+	size      int64           // counted in the connection's queued bytes while it waits
+	ctx       context.Context // its context, once it runs
 }
 
 // errCutOff is returned to a route sending an event after its request was
@@ -152,38 +146,45 @@ func (s *session) work() {
 		}
 		s.c.queued.Add(-r.size)
 		s.busy = true
-		ctx, cancel := s.requestContext(r)
-		r.ctx = ctx
+		r.ctx = s.requestContext()
 		// Under s.mu, so that close either sees the request or keeps it
 		// from starting.
 		s.heldMu.Lock()
 		s.current, s.requestID = r, r.requestID
-		if !r.deadline.IsZero() && !s.deadlineArmed {
-			s.deadlineArmed = true
-			if s.deadlineTimer == nil {
-				s.deadlineTimer = time.AfterFunc(time.Until(r.deadline), s.deadlinePassed)
-			} else {
-				s.deadlineTimer.Reset(time.Until(r.deadline))
-			}
-		}
 		s.heldMu.Unlock()
 		s.mu.Unlock()
-		s.run(ctx, r)
-		cancel()
+		s.run(r.ctx, r)
 	}
 }
 
-// requestContext returns the context of request r, starting now: the
-// session's, with the deadline of ServerOptions.RequestTimeout (set in
-// r.deadline). Without a deadline it is the session's context itself, at
-// no cost: a session runs one request at a time, and ending the session
-// is what cancels its request.
-func (s *session) requestContext(r *request) (context.Context, context.CancelFunc) {
-	if d := s.c.srv.opts.RequestTimeout; d > 0 {
-		r.deadline = time.Now().Add(d)
-		return context.WithDeadline(s.ctx, r.deadline)
+// requestContext returns the context of a request starting now; s.mu
+// is held. Without RequestTimeout it is the session's context, which
+// ends with the session (Disconnect, the connection closing). With it,
+// the context also has a deadline between RequestTimeout and
+// RequestTimeout + RequestTimeout/16 after the request starts: the
+// requests of a session share one context while its deadline is far
+// enough, as a context with a deadline per request (a timer, an
+// AfterFunc and their allocations) cost a fifth of the server's work
+// for a turn (BenchmarkWSTurn). When the shared context's deadline
+// passes, the request running then is answered RequestTimeout
+// (deadlinePassed).
+func (s *session) requestContext() context.Context {
+	d := s.c.srv.opts.RequestTimeout
+	if d <= 0 {
+		return s.ctx
 	}
-	return s.ctx, func() {}
+	now := time.Now()
+	if s.reqCtx != nil && s.reqCtx.Err() == nil && !s.reqDeadline.Before(now.Add(d)) {
+		return s.reqCtx
+	}
+	if s.reqCancel != nil {
+		s.reqCancel() // the requests that used it have ended
+	}
+	s.reqDeadline = now.Add(d + d/16)
+	ctx, cancel := context.WithDeadline(s.ctx, s.reqDeadline)
+	s.reqCtx, s.reqCancel = ctx, cancel
+	context.AfterFunc(ctx, func() { s.deadlinePassed(ctx) })
+	return ctx
 }
 
 // heldDelay is the longest an event is held back waiting for company: a
@@ -263,29 +264,21 @@ func (s *session) timeoutFrame(r *request) []byte {
 		fmt.Sprintf("the request ran longer than %v", d))
 }
 
-// deadlinePassed runs on the deadline timer: if the deadline of the
-// request running has passed (its context ends too), the client gets the
-// RequestTimeout terminator now, whether the route returns or not, and
-// the rest of the request is cut off. Otherwise it waits for the deadline
-// of the request running, if any.
-func (s *session) deadlinePassed() {
+// deadlinePassed runs when a request context of the session ends. If
+// its deadline passed, the request running with it, if any, has run for
+// RequestTimeout at least: the client gets the RequestTimeout terminator
+// now, whether the route returns or not, and the rest of the request is
+// cut off.
+func (s *session) deadlinePassed(ctx context.Context) {
+	if ctx.Err() != context.DeadlineExceeded {
+		return // cancelled: replaced, or the session ended
+	}
 	s.heldMu.Lock()
 	r := s.current
-	if r == nil || r.deadline.IsZero() {
-		s.deadlineArmed = false // idle: the next request arms it
-		s.heldMu.Unlock()
-		return
-	}
-	if wait := time.Until(r.deadline); wait > 0 {
-		s.deadlineTimer.Reset(wait)
-		s.heldMu.Unlock()
-		return
-	}
-	s.deadlineArmed = false // r is cut off below: the next request arms it
 	s.heldMu.Unlock()
-	// The context's own timer is due at the same time: once the client
-	// has its answer, the route's context has ended.
-	<-r.ctx.Done()
+	if r == nil || r.ctx != ctx {
+		return
+	}
 	if s.terminate(r, s.timeoutFrame(r)) {
 		s.c.log(slog.LevelWarn, "ws: request timed out; its context is cancelled", "chat", s.id, "timeout", s.c.srv.opts.RequestTimeout)
 	}
@@ -403,10 +396,6 @@ func (s *session) finishConv() {
 	s.heldMu.Lock()
 	if s.heldTimer != nil {
 		s.heldTimer.Stop()
-	}
-	if s.deadlineTimer != nil {
-		s.deadlineTimer.Stop() // else it would hold the session until it fires
-		s.deadlineArmed = false
 	}
 	s.heldMu.Unlock()
 	if err := s.conv.Close(context.WithoutCancel(s.c.ctx)); err != nil {
