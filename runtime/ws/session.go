@@ -18,8 +18,6 @@ import (
 // empty, so an idle session costs no goroutine.
 type session struct {
 	c      *conn
-	ctx    context.Context // the connection's, cancelled when the session ends: its requests' parent
-	cancel context.CancelFunc
 	id     string
 	idJSON []byte // id as a JSON string
 	conv   *chat.Conversation
@@ -38,15 +36,17 @@ type session struct {
 
 	mu    sync.Mutex // taken before heldMu
 	queue []*request
-	// The context of the requests with RequestTimeout, shared by those
-	// that start early enough for its deadline (see requestContext).
+	// The context of the session's requests (see requestContext), made
+	// when a request starts; with RequestTimeout, shared by the requests
+	// that start early enough for its deadline.
 	reqCtx      context.Context
 	reqCancel   context.CancelFunc
 	reqDeadline time.Time
-	running     bool // a worker runs the queue
-	busy        bool // the worker is running a request
-	closing     bool // Disconnect, expiry, the conversation ended or the connection closed
-	finished    bool // the conversation is closed
+	reqTimer    *time.Timer // answers RequestTimeout at reqDeadline
+	running     bool        // a worker runs the queue
+	busy        bool        // the worker is running a request
+	closing     bool        // Disconnect, expiry, the conversation ended or the connection closed
+	finished    bool        // the conversation is closed
 	last        time.Time
 }
 
@@ -63,8 +63,7 @@ type request struct {
 var errCutOff = errors.New("ws: the request has ended (timed out or disconnected): its events are dropped")
 
 func newSession(c *conn, id string, idJSON []byte, conv *chat.Conversation) *session {
-	ctx, cancel := context.WithCancel(c.ctx)
-	s := &session{c: c, ctx: ctx, cancel: cancel, id: id, idJSON: idJSON, conv: conv, last: time.Now()}
+	s := &session{c: c, id: id, idJSON: idJSON, conv: conv, last: time.Now()}
 	s.sink = s.deliver
 	return s
 }
@@ -158,33 +157,51 @@ func (s *session) work() {
 }
 
 // requestContext returns the context of a request starting now; s.mu
-// is held. Without RequestTimeout it is the session's context, which
-// ends with the session (Disconnect, the connection closing). With it,
-// the context also has a deadline between RequestTimeout and
-// RequestTimeout + RequestTimeout/16 after the request starts: the
-// requests of a session share one context while its deadline is far
-// enough, as a context with a deadline per request (a timer, an
-// AfterFunc and their allocations) cost a fifth of the server's work
-// for a turn (BenchmarkWSTurn). When the shared context's deadline
-// passes, the request running then is answered RequestTimeout
-// (deadlinePassed).
+// is held. It is the connection's, cancelled when the session ends
+// (Disconnect), made once per session. With RequestTimeout, it also has
+// a deadline between RequestTimeout and RequestTimeout + RequestTimeout/16
+// after the request starts: the requests of a session share one context
+// while its deadline is far enough, as a context with a deadline per
+// request (its timer, the one answering RequestTimeout, their
+// allocations) cost a fifth of the server's work for a turn
+// (BenchmarkWSTurn). When its deadline passes, the request running with
+// it is answered RequestTimeout (deadlinePassed).
 func (s *session) requestContext() context.Context {
 	d := s.c.srv.opts.RequestTimeout
 	if d <= 0 {
-		return s.ctx
+		if s.reqCtx == nil {
+			s.reqCtx, s.reqCancel = context.WithCancel(s.c.ctx)
+		}
+		return s.reqCtx
 	}
 	now := time.Now()
 	if s.reqCtx != nil && s.reqCtx.Err() == nil && !s.reqDeadline.Before(now.Add(d)) {
 		return s.reqCtx
 	}
-	if s.reqCancel != nil {
-		s.reqCancel() // the requests that used it have ended
-	}
+	s.takeRequestContextLocked()() // the requests that used it have ended
 	s.reqDeadline = now.Add(d + d/16)
-	ctx, cancel := context.WithDeadline(s.ctx, s.reqDeadline)
+	ctx, cancel := context.WithDeadline(s.c.ctx, s.reqDeadline)
 	s.reqCtx, s.reqCancel = ctx, cancel
-	context.AfterFunc(ctx, func() { s.deadlinePassed(ctx) })
+	s.reqTimer = time.AfterFunc(time.Until(s.reqDeadline), func() {
+		<-ctx.Done() // its own timer is due at the same time
+		s.deadlinePassed(ctx)
+	})
 	return ctx
+}
+
+// takeRequestContextLocked forgets the requests' context and returns
+// the function that cancels it; s.mu is held.
+func (s *session) takeRequestContextLocked() (cancel func()) {
+	c, t := s.reqCancel, s.reqTimer
+	s.reqCtx, s.reqCancel, s.reqTimer = nil, nil, nil
+	return func() {
+		if c != nil {
+			c()
+		}
+		if t != nil {
+			t.Stop()
+		}
+	}
 }
 
 // heldDelay is the longest an event is held back waiting for company: a
@@ -328,7 +345,7 @@ func (s *session) deliver(ev chat.Event) error {
 	}
 	s.heldMu.Lock()
 	defer s.heldMu.Unlock()
-	if s.current == nil || s.ctx.Err() != nil { // cut off, or the session or connection is ending
+	if s.current == nil || s.c.ctx.Err() != nil { // cut off, or the connection is ending
 		s.c.srv.putFrame(b)
 		return errCutOff
 	}
@@ -370,9 +387,10 @@ func (s *session) close() {
 	s.closing = true
 	s.dropQueueLocked()
 	running := s.running
+	cancel := s.takeRequestContextLocked()
 	s.mu.Unlock()
 	s.cutOff()
-	s.cancel() // the request running, if any
+	cancel() // the request running, if any: after cutOff, so that nothing it sends goes out
 	if !running {
 		s.finishConv() // else the worker does, when the request ends
 	}
@@ -387,8 +405,9 @@ func (s *session) finishConv() {
 	}
 	s.finished = true
 	timer := s.timer
+	cancel := s.takeRequestContextLocked()
 	s.mu.Unlock()
-	s.cancel() // releases the context from the connection's
+	cancel() // releases the context and its timers
 	if timer != nil {
 		timer.Stop()
 	}
