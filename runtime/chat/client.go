@@ -41,7 +41,9 @@ type Session interface {
 	// conversations. It changes with every resume.
 	ResumeToken() string
 	// Close ends the session's conversation. Queued requests fail with
-	// [ErrSessionClosed].
+	// [ErrSessionClosed]. The local client lets the request in progress
+	// finish; the websocket client fails it with ErrSessionClosed at once
+	// and the server cancels it.
 	Close() error
 }
 

@@ -219,6 +219,17 @@ window.testResult = (async () => {
         log.push("after close " + e.reason);
     }
 
+    // Closing a session with a request in progress rejects it at once: the
+    // server cancels the request and answers nothing more.
+    const busy = (await stats()).Conversations;
+    const held = await client.builder().connect("gate");
+    const inflight = held.chat("held");
+    const waiting = held.chat("waiting");
+    held.close();
+    const closed = await Promise.allSettled([inflight, waiting]);
+    log.push("close in flight " + closed.map((o) => o.status + " " + (o.reason && o.reason.reason)).join(", "));
+    log.push("in flight disconnected " + await waitConversations(busy));
+
     // Closing the client ends every session on the server.
     await client.close();
     log.push("client closed " + await waitConversations(base));
@@ -279,6 +290,8 @@ var moduleWant = []string{
 	"panic ServerError ServerError ServerError",
 	"disconnected true",
 	"after close SessionClosed",
+	"close in flight rejected SessionClosed, rejected SessionClosed",
+	"in flight disconnected true",
 	"client closed true",
 	"after client close SessionClosed",
 	"lost ConnectionLost",

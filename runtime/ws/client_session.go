@@ -268,9 +268,10 @@ func (s *clientSession) dispatch(ev chat.Event) {
 	s.h.Dispatch(ev)
 }
 
-// Close ends the session: queued requests fail with [chat.ErrSessionClosed],
-// Disconnect is sent, and the request in flight, if any, still ends with
-// its own terminator.
+// Close ends the session: Disconnect is sent, which cancels the request
+// running on the server, and the requests pending (queued or in flight)
+// fail with [chat.ErrSessionClosed]. The server sends nothing for the
+// session after Disconnect.
 func (s *clientSession) Close() error {
 	s.mu.Lock()
 	if s.closed {
@@ -278,11 +279,14 @@ func (s *clientSession) Close() error {
 		return nil
 	}
 	s.closed = true
-	queued := s.queue
-	s.queue = nil
-	idle := s.inflight == nil
+	pending := s.queue
+	if s.inflight != nil {
+		pending = append([]*clientCall{s.inflight}, pending...)
+	}
+	s.inflight, s.queue = nil, nil
 	s.mu.Unlock()
-	for _, cc := range queued {
+	s.c.forget(s)
+	for _, cc := range pending {
 		cc.call.Finish(chat.ErrSessionClosed)
 	}
 	b := make([]byte, 0, 40+len(s.idJSON))
@@ -290,9 +294,6 @@ func (s *clientSession) Close() error {
 	b = append(b, s.idJSON...)
 	b = append(b, '}')
 	_ = s.c.write(b, true)
-	if idle {
-		s.c.forget(s)
-	}
 	return nil
 }
 

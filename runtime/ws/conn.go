@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/coder/websocket"
@@ -25,6 +26,7 @@ type wsConn interface {
 	Write(ctx context.Context, typ websocket.MessageType, p []byte) error
 	Close(code websocket.StatusCode, reason string) error
 	CloseNow() error
+	Ping(ctx context.Context) error
 }
 
 // A socket is what a conn needs of the connection under its websocket:
@@ -36,6 +38,11 @@ type socket interface {
 	resume()        // undoes interrupt
 	cork()          // collects writes from now on
 	uncork() error  // writes what was collected
+	// stopAtBoundary(true) makes a read after a control frame, with
+	// nothing behind it, fail with errNoFrame rather than wait (see
+	// tcpConn.stopAtBoundary).
+	stopAtBoundary(on bool)
+	closeNet() error // closes the network connection
 }
 
 // conn is one websocket connection and the sessions the client started
@@ -73,6 +80,9 @@ type conn struct {
 	drops       int       // frames dropped (by the read role)
 
 	workers sync.WaitGroup // session workers running
+	queued  atomic.Int64   // bytes of the requests waiting in the sessions' queues
+
+	pingTimer *time.Timer // the next keepalive ping (see keepalive.go)
 
 	mu          sync.Mutex // guards what follows; taken before session.mu
 	sessions    map[string]*session
@@ -114,6 +124,7 @@ func (c *conn) serve() {
 	c.mu.Lock()
 	c.armIdleLocked()
 	c.mu.Unlock()
+	c.startKeepalive()
 	var err error
 	for {
 		c.rmu.Lock()
@@ -164,9 +175,13 @@ func (c *conn) serve() {
 func (c *conn) readFrames() {
 	var run *session // a session whose requests this worker runs
 	var err error
+	c.sock.stopAtBoundary(true)
 	for {
 		var s *session
 		if s, err = c.readFrame(); err != nil {
+			if errors.Is(err, errNoFrame) {
+				err = nil // control frames only: back to waiting
+			}
 			break
 		}
 		if s != nil {
@@ -179,6 +194,7 @@ func (c *conn) readFrames() {
 			break
 		}
 	}
+	c.sock.stopAtBoundary(false)
 	if err != nil {
 		// The close handshake, if the client started it, is done; the
 		// waiter's next wait fails.
@@ -304,18 +320,30 @@ func (c *conn) log(level slog.Level, msg string, args ...any) {
 	c.srv.opts.Logger.Log(c.ctx, level, msg, append(args, "remote", c.remote)...)
 }
 
+// scopeOf returns the current scope of the session chatID, or "" when
+// the connection has no such session.
+func (c *conn) scopeOf(chatID string) string {
+	c.mu.Lock()
+	s := c.sessions[chatID]
+	c.mu.Unlock()
+	if s == nil {
+		return ""
+	}
+	return s.conv.ScopeID()
+}
+
 // handleFrame handles one client frame; it returns the session whose
 // worker must start, if any.
 func (c *conn) handleFrame(b []byte) *session {
 	f, err := decodeFrame(b)
 	if err != nil {
 		var fe *frameError
-		if !errors.As(err, &fe) || fe.chatID == "" {
+		if !errors.As(err, &fe) || !fe.answer {
 			c.logDrop("ws: dropped a frame", "err", err, "frame", truncate(b, 200))
 			return nil
 		}
 		c.logDrop("ws: bad frame", "chat", fe.chatID, "err", err)
-		c.failed(quote(fe.chatID), fe.requestID, chat.ErrBadRequest.Reason, "", fe.detail)
+		c.failed(quote(fe.chatID), fe.requestID, chat.ErrBadRequest.Reason, c.scopeOf(fe.chatID), fe.detail)
 		return nil
 	}
 	switch f.Type {
@@ -407,7 +435,11 @@ func (c *conn) request(f *inFrame) *session {
 	}
 	c.mu.Unlock()
 	if reason != "" {
-		c.failed(quote(f.ChatID), f.RequestID, reason, "", detail)
+		scope := ""
+		if s != nil {
+			scope = s.conv.ScopeID()
+		}
+		c.failed(quote(f.ChatID), f.RequestID, reason, scope, detail)
 	}
 	if start {
 		return s

@@ -65,8 +65,12 @@ func (c *conn) drain() {
 }
 
 // abort cancels the requests in progress and closes the connection now.
+// It does not wait: closing the network connection first makes a close
+// handshake in progress (which waits up to 5 s for a client that does not
+// read) fail at once, so that CloseNow, which waits for it, returns.
 func (c *conn) abort() {
 	c.cancel()
+	_ = c.sock.closeNet()
 	c.ws.CloseNow()
 }
 
@@ -85,6 +89,7 @@ func (c *conn) teardown(err error) {
 	if c.idleTimer != nil {
 		c.idleTimer.Stop()
 	}
+	c.stopKeepaliveLocked()
 	sessions := make([]*session, 0, len(c.sessions))
 	for _, s := range c.sessions {
 		sessions = append(sessions, s)

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"unicode/utf8"
 
 	"github.com/chatscopes/chatgen/runtime/chat"
@@ -28,20 +29,27 @@ type inFrame struct {
 	Resume    *resumeRef      // Connect's resume, nil when missing or null
 }
 
-// A frameError is a client frame the server cannot serve. When chatID is
-// known the client gets a Failed (BadRequest) with detail; otherwise the
-// frame is logged and dropped.
+// A frameError is a client frame the server cannot serve. When answer is
+// set the client gets a Failed (BadRequest) with detail, for chatID (""
+// when the frame's chatId is too long to echo); otherwise the frame is
+// logged and dropped.
 type frameError struct {
+	answer    bool
 	chatID    string
 	requestID json.RawMessage
 	detail    string
 }
 
 func (e *frameError) Error() string {
-	if e.chatID == "" {
+	if !e.answer {
 		return "ws: dropped frame: " + e.detail
 	}
 	return fmt.Sprintf("ws: bad frame for chat %q: %s", e.chatID, e.detail)
+}
+
+// badFrame returns the frameError answered to chatID.
+func badFrame(chatID string, requestID json.RawMessage, detail string) *frameError {
+	return &frameError{answer: true, chatID: chatID, requestID: requestID, detail: detail}
 }
 
 // rawFrame holds the fields of a client frame undecoded.
@@ -78,22 +86,28 @@ func decodeFrame(b []byte) (*inFrame, error) {
 		}
 	})
 	if err != nil {
+		if errors.Is(err, errInvalidJSON) {
+			return nil, invalidJSON(b)
+		}
 		return nil, &frameError{detail: "not a JSON object: " + err.Error()}
 	}
 	f := &inFrame{}
+	if rid := raw.RequestID; rid != nil && !isNull(rid) && validRequestID(rid) {
+		f.RequestID = bytes.Clone(rid)
+	}
 	chatID, ok, err := stringField(raw.ChatID, "chatId")
 	if err != nil || !ok || chatID == "" {
 		return nil, &frameError{detail: "missing or invalid chatId"}
 	}
+	if len(chatID) > MaxChatIDLength {
+		return nil, chatIDTooLong(f.RequestID)
+	}
 	f.ChatID = chatID
 	bad := func(format string, args ...any) error {
-		return &frameError{chatID: f.ChatID, requestID: f.RequestID, detail: fmt.Sprintf(format, args...)}
+		return badFrame(f.ChatID, f.RequestID, fmt.Sprintf(format, args...))
 	}
-	if rid := raw.RequestID; rid != nil && !isNull(rid) {
-		if !validRequestID(rid) {
-			return nil, bad("requestId must be a string or a number")
-		}
-		f.RequestID = bytes.Clone(rid)
+	if rid := raw.RequestID; rid != nil && !isNull(rid) && f.RequestID == nil {
+		return nil, bad("requestId must be a string or a number")
 	}
 	typ, ok, err := frameType(raw.Type)
 	switch {
@@ -132,6 +146,78 @@ func decodeFrame(b []byte) (*inFrame, error) {
 		return nil, bad("unknown frame type %q", typ)
 	}
 	return f, nil
+}
+
+// invalidJSON is the error of a frame that is not valid JSON: answered
+// when the frame still reads as an object whose chatId can be found (as
+// for JSON nested deeper than encoding/json accepts), dropped otherwise.
+func invalidJSON(b []byte) *frameError {
+	detail := "invalid JSON"
+	var v json.RawMessage
+	if err := json.Unmarshal(b, &v); err != nil {
+		detail = "invalid JSON: " + err.Error()
+		if strings.Contains(err.Error(), "exceeded max depth") {
+			detail = "invalid JSON: nested more than 10000 levels deep"
+		}
+	}
+	chatID, requestID := recoverIDs(b)
+	switch {
+	case len(chatID) > MaxChatIDLength:
+		return chatIDTooLong(requestID)
+	case chatID != "":
+		return badFrame(chatID, requestID, detail)
+	}
+	return &frameError{detail: "not a JSON object: " + detail}
+}
+
+// chatIDTooLong is the error of a frame whose chatId is longer than
+// MaxChatIDLength: answered without echoing the id.
+func chatIDTooLong(requestID json.RawMessage) *frameError {
+	return badFrame("", requestID, fmt.Sprintf("chatId is longer than %d bytes", MaxChatIDLength))
+}
+
+// recoverIDs finds the chatId and requestId of a frame that is not valid
+// JSON, reading its top-level keys as far as they are well formed.
+func recoverIDs(b []byte) (chatID string, requestID json.RawMessage) {
+	i := skipSpace(b, 0)
+	if i >= len(b) || b[i] != '{' {
+		return "", nil
+	}
+	for i++; ; i++ { // after '{' or ','
+		i = skipSpace(b, i)
+		if i >= len(b) || b[i] != '"' {
+			return chatID, requestID
+		}
+		end := skipString(b, i)
+		if end >= len(b) || b[end-1] != '"' {
+			return chatID, requestID // unterminated, or nothing after it
+		}
+		key := b[i+1 : end-1]
+		i = skipSpace(b, end)
+		if i >= len(b) || b[i] != ':' {
+			return chatID, requestID
+		}
+		i = skipSpace(b, i+1)
+		if i >= len(b) {
+			return chatID, requestID
+		}
+		vend := skipValue(b, i)
+		val := b[i:vend]
+		switch string(key) {
+		case "chatId":
+			if s, ok, err := stringField(val, "chatId"); ok && err == nil {
+				chatID = s
+			}
+		case "requestId":
+			if validRequestID(val) {
+				requestID = bytes.Clone(val)
+			}
+		}
+		i = skipSpace(b, vend)
+		if i >= len(b) || b[i] != ',' {
+			return chatID, requestID
+		}
+	}
 }
 
 // frameType is stringField for the type, without allocating for the

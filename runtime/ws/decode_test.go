@@ -72,3 +72,40 @@ func (r *rawJSON) UnmarshalJSON(b []byte) error {
 	*r = append((*r)[:0], b...)
 	return nil
 }
+
+// TestInvalidJSONFrames: a frame that is not valid JSON is answered when
+// its chatId can be read before the error, and dropped otherwise; the
+// reader never reads past the error, whatever follows.
+func TestInvalidJSONFrames(t *testing.T) {
+	deep := strings.Repeat("[", 10001)
+	for _, tc := range []struct {
+		frame, chatID, requestID, detail string
+		answer                           bool
+	}{
+		{`{"chatId":"c","requestId":7,"data":` + deep, "c", "7", "nested more than 10000 levels", true},
+		{`{"chatId":"c","data":{"a":}}`, "c", "", "invalid JSON", true},
+		{` { "type" : "Connect" , "chatId" : "c" , "route" : }`, "c", "", "invalid JSON", true},
+		{`{"chatId":"c\"d","data":[}`, `c"d`, "", "invalid JSON", true},
+		{`{"chatId":"` + strings.Repeat("x", 129) + `","requestId":"r","data":[}`, "", `"r"`, "chatId is longer than 128 bytes", true},
+		{`{"data":` + deep + `,"chatId":"c"}`, "", "", "", false}, // the chatId comes after the error
+		{`{"chatId":"c`, "", "", "", false},
+		{`{"chatId":"c\"`, "", "", "", false},
+		{`{"chatId":5,"data":[}`, "", "", "", false},
+		{`{"chatId" "c"}`, "", "", "", false},
+		{`{"chatId":`, "", "", "", false},
+		{`{"`, "", "", "", false},
+		{`{`, "", "", "", false},
+		{`["chatId","c"`, "", "", "", false},
+		{`{"requestId":"r","chatId":"c","requestId":{]`, "c", `"r"`, "invalid JSON", true},
+	} {
+		_, err := decodeFrame([]byte(tc.frame))
+		fe, ok := err.(*frameError)
+		if !ok {
+			t.Errorf("%.60s: error %v", tc.frame, err)
+			continue
+		}
+		if fe.answer != tc.answer || fe.chatID != tc.chatID || string(fe.requestID) != tc.requestID || !strings.Contains(fe.detail, tc.detail) {
+			t.Errorf("%.60s: %+v, want answer=%v chat %q request %s detail %q", tc.frame, fe, tc.answer, tc.chatID, tc.requestID, tc.detail)
+		}
+	}
+}

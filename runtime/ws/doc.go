@@ -38,12 +38,20 @@
 // checked against it: Failed "Forbidden"); a scope id is honoured only in
 // the session that created it (another session's or connection's scope id
 // fails with "SessionNotActive"); browser origins must be the page's own
-// unless allowed by [ServerOptions].OriginPatterns; its MaxFrameSize,
-// MaxSessions, MaxQueued, IdleTimeout and WriteTimeout bound what a client
-// can make the server hold.
+// unless allowed by [ServerOptions].OriginPatterns; its MaxConnections,
+// MaxFrameSize, MaxSessions, MaxQueued, MaxQueuedBytes, RequestTimeout,
+// IdleTimeout, WriteTimeout and PingInterval bound what a client can make
+// the server hold, and for how long (see docs/protocol.md).
 // Malformed frames get a Failed "BadRequest" with a detail when they name
-// a chatId, and are logged and dropped when they do not; the connection
-// keeps working.
+// a chatId (even when they are not valid JSON), and are logged and dropped
+// when they do not; the connection keeps working.
+//
+// A request runs with a context that ends when its deadline
+// (RequestTimeout) passes, when its session is disconnected and when its
+// connection closes; from then on nothing more of it is sent. Routes and
+// tools should return when it ends: the session's next request waits for
+// them. [Server.Shutdown] does not wait for them once its own context
+// ends.
 //
 // # Differences from Quarkus
 //
@@ -58,8 +66,8 @@
 //   - Additions, which Quarkus clients ignore: an optional "requestId" on
 //     client frames, echoed on the request's events and terminator;
 //     "scopeId" (the scope current after the failure) and "detail" on
-//     Failed frames; the reasons "TooManySessions", "TooManyRequests" and
-//     "ShuttingDown".
+//     Failed frames; the reasons "TooManySessions", "TooManyRequests",
+//     "RequestTimeout" and "ShuttingDown".
 //
 // # Go client
 //

@@ -77,10 +77,11 @@ const MaxReplaySize = 64 << 10
 // request running, kept to be saved with the conversation, and the answer
 // to replay, loaded when the session resumed.
 type durableSession struct {
-	mu      sync.Mutex // events are delivered from any goroutine of the route
-	events  []answerEvent
-	size    int
-	partial bool
+	mu        sync.Mutex      // events are delivered from any goroutine of the route
+	requestID json.RawMessage // the running request's id
+	events    []answerEvent
+	size      int
+	partial   bool
 
 	replay *answer // owned by the session's worker; consumed by the first request
 }
@@ -126,7 +127,7 @@ func (c *conn) setupDurable(s *session, resumed bool) {
 		return deliver(ev)
 	}
 	s.conv.SetExtra(replayKey, func(scopeID string, f *chat.Failure) []byte {
-		return d.save(s.requestID, scopeID, f)
+		return d.save(scopeID, f)
 	})
 }
 
@@ -148,14 +149,16 @@ func (d *durableSession) record(ev chat.Event) {
 	d.events = append(d.events, answerEvent{Type: ev.Type, Data: data})
 }
 
-// save returns the saved form of the answer of the request ending (whose
-// id is requestID) with scopeID and f, as the session sends it; nil when
-// the request has no id (it cannot be re-sent).
-func (d *durableSession) save(requestID json.RawMessage, scopeID string, f *chat.Failure) []byte {
+// save returns the saved form of the answer of the request ending with
+// scopeID and f, as the session sends it; nil when the request has no id
+// (it cannot be re-sent).
+func (d *durableSession) save(scopeID string, f *chat.Failure) []byte {
+	d.mu.Lock()
+	requestID := d.requestID
 	if len(requestID) == 0 {
+		d.mu.Unlock()
 		return nil
 	}
-	d.mu.Lock()
 	a := answer{RequestID: requestID, Events: d.events, Partial: d.partial, Type: chat.EventCompleted, Data: scopeID}
 	d.mu.Unlock()
 	if f != nil {
@@ -169,39 +172,48 @@ func (d *durableSession) save(requestID json.RawMessage, scopeID string, f *chat
 }
 
 // beforeRun is called by the session's worker before it runs r: it
-// replays the saved answer when r re-sends the request it answers (the
-// first request of a resumed session, with the same requestId), and
-// reports whether it did; otherwise it starts recording r's answer.
-func (s *session) beforeRun(r *request) bool {
+// returns the saved answer to replay when r re-sends the request it
+// answers (the first request of a resumed session, with the same
+// requestId); otherwise it starts recording r's answer and returns nil.
+func (s *session) beforeRun(r *request) *answer {
 	d := s.dur
 	if d == nil {
-		return false
+		return nil
 	}
 	a := d.replay
 	d.replay = nil
 	if a != nil && bytes.Equal(a.RequestID, r.requestID) {
-		s.sendReplay(a, r.requestID)
-		return true
+		return a
 	}
 	d.mu.Lock()
 	d.events, d.size, d.partial = nil, 0, false
+	d.requestID = r.requestID
 	d.mu.Unlock()
-	return false
+	return nil
 }
 
-// sendReplay sends a saved answer again, its terminator marked
-// "replayed":true.
-func (s *session) sendReplay(a *answer, requestID json.RawMessage) {
+// replay sends a saved answer again as the answer of r, its terminator
+// marked "replayed":true, unless r was cut off meanwhile.
+func (s *session) replay(r *request, a *answer) {
 	frames := make([][]byte, 0, len(a.Events)+1)
 	for _, ev := range a.Events {
 		b := appendHead(s.c.srv.getFrame(), s.idJSON, ev.Type)
 		b = append(b, ev.Data...)
-		frames = append(frames, appendTail(b, requestID, "", ""))
+		frames = append(frames, appendTail(b, r.requestID, "", ""))
 	}
-	term := s.c.buildText(s.idJSON, a.Type, a.Data, requestID, a.ScopeID, "")
+	term := s.c.buildText(s.idJSON, a.Type, a.Data, r.requestID, a.ScopeID, "")
 	term = append(term[:len(term)-1], `,"replayed":true}`...)
 	frames = append(frames, term)
-	s.c.log(slog.LevelInfo, "ws: replayed the answer of a re-sent request", "chat", s.id, "requestId", string(requestID), "events", len(a.Events), "partial", a.Partial)
+	s.heldMu.Lock()
+	defer s.heldMu.Unlock()
+	if s.current != r {
+		for _, f := range frames {
+			s.c.srv.putFrame(f)
+		}
+		return
+	}
+	s.current = nil
+	s.c.log(slog.LevelInfo, "ws: replayed the answer of a re-sent request", "chat", s.id, "requestId", string(r.requestID), "events", len(a.Events), "partial", a.Partial)
 	_ = s.c.send(frames...)
 }
 

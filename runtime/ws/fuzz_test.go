@@ -81,8 +81,12 @@ func (f *fakeWS) resume() {
 	}
 }
 
-func (f *fakeWS) cork()         {}
-func (f *fakeWS) uncork() error { return nil }
+func (f *fakeWS) cork()               {}
+func (f *fakeWS) uncork() error       { return nil }
+func (f *fakeWS) stopAtBoundary(bool) {}
+func (f *fakeWS) closeNet() error     { return f.CloseNow() }
+
+func (f *fakeWS) Ping(context.Context) error { return nil }
 
 func (f *fakeWS) Reader(ctx context.Context) (websocket.MessageType, io.Reader, error) {
 	if f.hasPending {
@@ -157,7 +161,7 @@ func terminatorsFor(b []byte) int {
 	f, err := decodeFrame(b)
 	if err != nil {
 		var fe *frameError
-		if errors.As(err, &fe) && fe.chatID != "" {
+		if errors.As(err, &fe) && fe.answer {
 			return 1
 		}
 		return 0
@@ -196,6 +200,8 @@ func FuzzFrames(f *testing.F) {
 		`null`,
 		`{"chatId":1}`,
 		"{\"type\":\"Connect\",\"chatId\":\"\xff\"}",
+		`{"type":"Connect","chatId":"` + strings.Repeat("x", MaxChatIDLength+1) + `"}`,
+		`{"type":"ChatRouteMessage","chatId":"a","scopeId":"s","data":{"x":` + strings.Repeat("[", 10001) + `}}`,
 		"{\"type\":\"Connect\",\"chatId\":\"1\"}\n{\"type\":\"Connect\",\"chatId\":\"2\"}\n{\"type\":\"Connect\",\"chatId\":\"3\"}\n{\"type\":\"Connect\",\"chatId\":\"4\"}\n{\"type\":\"Connect\",\"chatId\":\"5\"}\n{\"type\":\"Connect\",\"chatId\":\"1\"}",
 	} {
 		f.Add([]byte(seed))
@@ -244,8 +250,16 @@ func FuzzFrames(f *testing.F) {
 		}
 		for _, b := range ws.out {
 			var fr frame
-			if err := json.Unmarshal(b, &fr); err != nil || fr.ChatID == "" || fr.Type == "" {
+			if err := json.Unmarshal(b, &fr); err != nil || fr.Type == "" {
 				t.Fatalf("bad server frame %q: %v", b, err)
+			}
+			// Only a frame whose chatId is too long to echo is answered
+			// without one.
+			if fr.ChatID == "" && (fr.Type != "Failed" || !strings.Contains(fr.Detail, "chatId is longer")) {
+				t.Fatalf("server frame without a chatId: %q", b)
+			}
+			if len(fr.ChatID) > MaxChatIDLength {
+				t.Fatalf("server frame echoes a chatId of %d bytes", len(fr.ChatID))
 			}
 		}
 		if st := router.Stats(); st.Conversations != 0 || st.Scopes != 0 {

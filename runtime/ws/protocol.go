@@ -26,6 +26,9 @@ var (
 	ErrTooManyRequests = &chat.Failure{Reason: "TooManyRequests"}
 	// ErrShuttingDown fails requests received while the server shuts down.
 	ErrShuttingDown = &chat.Failure{Reason: "ShuttingDown"}
+	// ErrRequestTimeout fails a request that ran longer than
+	// [ServerOptions.RequestTimeout].
+	ErrRequestTimeout = &chat.Failure{Reason: "RequestTimeout"}
 )
 
 // appendHead appends a server frame up to its data.

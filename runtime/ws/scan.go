@@ -5,7 +5,10 @@ import (
 	"errors"
 )
 
-var errNotObject = errors.New("not a JSON object")
+var (
+	errNotObject   = errors.New("not a JSON object")
+	errInvalidJSON = errors.New("invalid JSON")
+)
 
 // scanObject calls fn with each key of the JSON object b and the raw bytes
 // of its value, in order. b must be valid JSON (checked with json.Valid
@@ -13,7 +16,7 @@ var errNotObject = errors.New("not a JSON object")
 // plain names. The value slices alias b.
 func scanObject(b []byte, fn func(key, val []byte)) error {
 	if !json.Valid(b) {
-		return errors.New("invalid JSON")
+		return errInvalidJSON
 	}
 	i := skipSpace(b, 0)
 	if i >= len(b) || b[i] != '{' {

@@ -47,7 +47,17 @@ const (
 	DefaultMaxQueued    = 16
 	DefaultIdleTimeout  = 30 * time.Minute
 	DefaultWriteTimeout = 10 * time.Second
+
+	DefaultMaxConnections = 10000
+	DefaultMaxQueuedBytes = 1 << 20
+	DefaultRequestTimeout = 5 * time.Minute
+	DefaultPingInterval   = 30 * time.Second
 )
+
+// MaxChatIDLength is the longest chatId the server accepts, in bytes
+// (UTF-8). A frame with a longer one fails with "BadRequest" whose chatId
+// is "": the id is never echoed.
+const MaxChatIDLength = 128
 
 // An Authenticator establishes the principal of a websocket connection
 // from its upgrade request. A nil principal with a nil error is an
@@ -85,6 +95,40 @@ type ServerOptions struct {
 	// beyond it fails at once with "TooManyRequests".
 	MaxQueued int
 
+	// MaxQueuedBytes limits the size of the requests waiting on one
+	// connection, all its sessions together (0: [DefaultMaxQueuedBytes];
+	// negative: no limit). A request that would take the connection over
+	// it fails at once with "TooManyRequests", unless nothing waits: one
+	// request always fits. A connection's requests thus hold at most
+	// MaxQueuedBytes waiting plus one running request (at most
+	// MaxFrameSize) per session.
+	MaxQueuedBytes int64
+
+	// MaxConnections limits the websocket connections open at once,
+	// handshakes included (0: [DefaultMaxConnections]; negative: no
+	// limit). An upgrade beyond it is refused with 503 (Service
+	// Unavailable) and logged at WARN.
+	MaxConnections int
+
+	// RequestTimeout bounds the time a request may run (0:
+	// [DefaultRequestTimeout]; negative: no limit): the request's context
+	// has a deadline RequestTimeout after the request starts (up to a
+	// sixteenth more: the requests of a session share a context while
+	// its deadline is far enough). When it passes, the client gets Failed
+	// "RequestTimeout" at once; the events the route sends afterwards are
+	// dropped. The session's next request runs once the route has
+	// returned.
+	RequestTimeout time.Duration
+
+	// PingInterval is the time between the websocket pings the server
+	// sends on each connection (0: [DefaultPingInterval]; negative: no
+	// pings). A client that has not answered a ping within WriteTimeout
+	// is disconnected, so that a peer that vanished without closing its
+	// connection is noticed within PingInterval + WriteTimeout, not after
+	// IdleTimeout. Browsers and coder/websocket clients answer pings
+	// (a coder/websocket client only while it reads).
+	PingInterval time.Duration
+
 	// IdleTimeout ends sessions that had no request for that long (0:
 	// [DefaultIdleTimeout]; negative: never); their next request fails
 	// with "SessionNotActive". A connection left with no session for that
@@ -121,6 +165,24 @@ func (opts *ServerOptions) withDefaults() ServerOptions {
 	case o.MaxQueued < 0:
 		o.MaxQueued = 0
 	}
+	switch {
+	case o.MaxQueuedBytes == 0:
+		o.MaxQueuedBytes = DefaultMaxQueuedBytes
+	case o.MaxQueuedBytes < 0:
+		o.MaxQueuedBytes = -1
+	}
+	switch {
+	case o.MaxConnections == 0:
+		o.MaxConnections = DefaultMaxConnections
+	case o.MaxConnections < 0:
+		o.MaxConnections = -1
+	}
+	if o.RequestTimeout == 0 {
+		o.RequestTimeout = DefaultRequestTimeout
+	}
+	if o.PingInterval == 0 {
+		o.PingInterval = DefaultPingInterval
+	}
 	if o.IdleTimeout == 0 {
 		o.IdleTimeout = DefaultIdleTimeout
 	}
@@ -146,6 +208,9 @@ type Server struct {
 
 	mu       sync.Mutex
 	conns    map[*conn]struct{}
+	active   int // connections admitted, handshakes included (MaxConnections)
+	refused  int // upgrades refused by MaxConnections since the last log
+	lastWarn time.Time
 	shutdown bool
 	wg       sync.WaitGroup // one per connection being served
 }
@@ -213,12 +278,37 @@ func (s *Server) serveWebsocket(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "shutting down", http.StatusServiceUnavailable)
 		return
 	}
+	if limit := s.opts.MaxConnections; limit > 0 && s.active >= limit {
+		refused := s.refusedLocked()
+		s.mu.Unlock()
+		if refused > 0 {
+			s.opts.Logger.WarnContext(r.Context(), "ws: refused connections: too many open; ServerOptions.MaxConnections allows more",
+				"max", limit, "refused", refused, "remote", r.RemoteAddr)
+		}
+		http.Error(w, "too many connections", http.StatusServiceUnavailable)
+		return
+	}
+	s.active++
 	s.wg.Add(1)
 	s.mu.Unlock()
 	defer s.wg.Done()
+	served := false // the connection's goroutine releases its slot
+	defer func() {
+		if !served {
+			s.releaseSlot()
+		}
+	}()
 
 	hw := &hijackCapture{ResponseWriter: w, corks: &s.pools.corks, timeout: s.opts.WriteTimeout}
-	wc, err := websocket.Accept(hw, r, &websocket.AcceptOptions{OriginPatterns: s.opts.OriginPatterns})
+	// The socket, once hijacked. The callbacks must not hold hw: it holds
+	// net/http's buffers of the request (BenchmarkIdleMemory).
+	var sock *tcpConn
+	wc, err := websocket.Accept(hw, r, &websocket.AcceptOptions{
+		OriginPatterns: s.opts.OriginPatterns,
+		// A control frame was read: the reader may be at a frame boundary.
+		OnPingReceived: func(context.Context, []byte) bool { sock.atBoundary(); return true },
+		OnPongReceived: func(context.Context, []byte) { sock.atBoundary() },
+	})
 	if err != nil {
 		// Accept has answered (403 for a foreign origin, 400 for a bad handshake).
 		if origin := r.Header.Get("Origin"); crossOrigin(origin, r.Host) {
@@ -231,6 +321,7 @@ func (s *Server) serveWebsocket(w http.ResponseWriter, r *http.Request) {
 		s.opts.Logger.InfoContext(r.Context(), "ws: upgrade refused", "remote", r.RemoteAddr, "origin", r.Header.Get("Origin"), "err", err)
 		return
 	}
+	sock = hw.conn
 	wc.SetReadLimit(s.opts.MaxFrameSize)
 
 	ctx := context.Background()
@@ -247,6 +338,7 @@ func (s *Server) serveWebsocket(w http.ResponseWriter, r *http.Request) {
 	s.conns[c] = struct{}{}
 	s.wg.Add(1)
 	s.mu.Unlock()
+	served = true
 
 	// The connection is served on a goroutine of its own (its waiter), so
 	// that the HTTP server's state for this request is freed.
@@ -255,17 +347,45 @@ func (s *Server) serveWebsocket(w http.ResponseWriter, r *http.Request) {
 		c.serve()
 		s.mu.Lock()
 		delete(s.conns, c)
+		s.active--
 		s.mu.Unlock()
 	}()
+}
+
+// releaseSlot frees the MaxConnections slot of an upgrade that did not
+// become a connection.
+func (s *Server) releaseSlot() {
+	s.mu.Lock()
+	s.active--
+	s.mu.Unlock()
+}
+
+// refusedLocked counts an upgrade refused by MaxConnections and returns
+// the number to log now (0: none). The server logs at most one WARN a
+// second, with the number refused since the last one, so that a flood of
+// connections does not flood the logs. s.mu is held.
+func (s *Server) refusedLocked() int {
+	s.refused++
+	now := time.Now()
+	if now.Sub(s.lastWarn) < time.Second {
+		return 0
+	}
+	n := s.refused
+	s.refused, s.lastWarn = 0, now
+	return n
 }
 
 // Shutdown stops the endpoint gracefully: new connections are refused,
 // requests received from now on fail with "ShuttingDown", the requests in
 // progress and queued finish, then every session is ended (its scopes and
 // chat memory destroyed) and every connection closed with status 1001
-// (going away). If ctx ends first, requests still running have their
-// context cancelled, the connections are closed at once, and Shutdown
-// returns ctx's error once they are cleaned up.
+// (going away). It returns nil once all that is done.
+//
+// If ctx ends first, Shutdown cancels the context of the requests still
+// running, drops the connections and returns ctx's error at once, like
+// http.Server.Shutdown: it does not wait for routes or tools that ignore
+// their context. Their sessions are cleaned up in the background when
+// they return, and nothing they send reaches a client.
 //
 // An http.Server does not track hijacked connections: call Shutdown after
 // (or alongside) the http.Server's own Shutdown.
@@ -287,14 +407,15 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	for _, c := range s.stopConns() {
 		c.abort()
 	}
-	<-done
 	s.workers.close()
 	return fmt.Errorf("ws: shutdown: %w", ctx.Err())
 }
 
 // Close closes every connection at once (no close handshake: clients see
 // the connection lost), cancelling the requests in progress; it ends every
-// session and waits for the cleanup.
+// session and waits for the cleanup, that is for the routes running to
+// return. To bound that wait when a route may ignore its context, call
+// Shutdown with a context that ends soon instead.
 func (s *Server) Close() error {
 	for _, c := range s.stopConns() {
 		c.abort()

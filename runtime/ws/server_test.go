@@ -236,7 +236,6 @@ func TestMalformedFrames(t *testing.T) {
 	dropped := []string{
 		`not json`, `[]`, `null`, `"x"`, `42`, `{}`, `{"type":"Connect"}`,
 		`{"chatId":5,"type":"Connect"}`, `{"chatId":"","type":"Connect"}`, `{"chatId":null}`, "{\"chatId\":\"\xff",
-		`{"chatId":"ok","type":"ChatRouteMessage","scopeId":"s","data":{"a":}}`,
 	}
 	for _, d := range dropped {
 		c.sendRaw(d)
@@ -257,6 +256,7 @@ func TestMalformedFrames(t *testing.T) {
 		{`{"chatId":"ok","type":"ChatRouteMessage","scopeId":"s","data":"text"}`, "data must be a JSON object"},
 		{`{"chatId":"ok","type":"ChatRouteMessage","scopeId":"s","data":{"userMessage":[3]}}`, `must be a string`},
 		{`{"chatId":"x","type":"Connect","requestId":{"a":1}}`, "requestId must be a string or a number"},
+		{`{"chatId":"ok","type":"ChatRouteMessage","scopeId":"s","data":{"a":}}`, "invalid JSON"},
 	}
 	for _, tc := range failed {
 		c.sendRaw(tc.frame)

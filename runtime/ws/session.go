@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"sync"
 	"time"
 
@@ -24,32 +25,44 @@ type session struct {
 	timer  *time.Timer            // idle expiry
 	dur    *durableSession        // nil unless the conversation is durable (durable.go)
 
-	// Owned by the worker while running.
-	requestID json.RawMessage
-
-	// The last event of the running request is held back briefly, so that
-	// it goes out with the next event or the terminator in one write
-	// (BenchmarkLoad: a turn's Message and Completed frames cost one
-	// write(2), not two).
+	// The frames of the running request go out under heldMu. The last
+	// event is held back briefly, so that it goes out with the next event
+	// or the terminator in one write (BenchmarkLoad: a turn's Message and
+	// Completed frames cost one write(2), not two).
 	heldMu    sync.Mutex
-	heldEvent []byte      // the frame held back
-	heldTimer *time.Timer // sends heldEvent after heldDelay
+	current   *request        // the request whose frames may be sent; nil once it is cut off
+	requestID json.RawMessage // current's requestId
+	heldEvent []byte          // the frame held back
+	heldTimer *time.Timer     // sends heldEvent after heldDelay
 
-	mu       sync.Mutex
-	queue    []*request
-	running  bool // a worker runs the queue
-	busy     bool // the worker is running a request
-	closing  bool // Disconnect, expiry, the conversation ended or the connection closed
-	finished bool // the conversation is closed
-	keep     bool // detach the conversation rather than close it (durable.go)
-	last     time.Time
+	mu    sync.Mutex // taken before heldMu
+	queue []*request
+	// The context of the session's requests (see requestContext), made
+	// when a request starts; with RequestTimeout, shared by the requests
+	// that start early enough for its deadline.
+	reqCtx      context.Context
+	reqCancel   context.CancelFunc
+	reqDeadline time.Time
+	reqTimer    *time.Timer // answers RequestTimeout at reqDeadline
+	running     bool        // a worker runs the queue
+	busy        bool        // the worker is running a request
+	closing     bool        // Disconnect, expiry, the conversation ended or the connection closed
+	finished    bool        // the conversation is closed
+	keep        bool        // detach the conversation rather than close it (durable.go)
+	last        time.Time
 }
 
 type request struct {
 	scopeID   string
 	data      json.RawMessage // parsed by the session's worker (routeRequest)
 	requestID json.RawMessage
+	size      int64           // counted in the connection's queued bytes while it waits
+	ctx       context.Context // its context, once it runs
 }
+
+// errCutOff is returned to a route sending an event after its request was
+// cut off: it timed out, or its session was disconnected.
+var errCutOff = errors.New("ws: the request has ended (timed out or disconnected): its events are dropped")
 
 func newSession(c *conn, id string, idJSON []byte, conv *chat.Conversation) *session {
 	s := &session{c: c, id: id, idJSON: idJSON, conv: conv, last: time.Now()}
@@ -74,13 +87,36 @@ func (s *session) enqueue(r *request) (start bool, reason, detail string) {
 	if limit := s.c.srv.opts.MaxQueued; outstanding > limit {
 		return false, ErrTooManyRequests.Reason, fmt.Sprintf("more than %d requests queued", limit)
 	}
-	s.queue = append(s.queue, r)
-	if s.running {
-		return false, "", ""
+	if !s.running {
+		// The session is idle: the request runs at once, it does not
+		// wait.
+		s.queue = append(s.queue, r)
+		s.running = true
+		s.c.workers.Add(1)
+		return true, "", ""
 	}
-	s.running = true
-	s.c.workers.Add(1)
-	return true, "", ""
+	// The connection's waiting bytes only grow under c.mu: checking then
+	// adding is exact.
+	r.size = int64(len(r.data) + len(r.requestID) + len(r.scopeID))
+	if limit := s.c.srv.opts.MaxQueuedBytes; limit > 0 {
+		if q := s.c.queued.Load(); q > 0 && q+r.size > limit {
+			return false, ErrTooManyRequests.Reason, fmt.Sprintf("more than %d bytes of requests waiting on this connection", limit)
+		}
+	}
+	s.c.queued.Add(r.size)
+	s.queue = append(s.queue, r)
+	return false, "", ""
+}
+
+// dropQueueLocked empties the queue and returns what it held; s.mu is
+// held.
+func (s *session) dropQueueLocked() []*request {
+	q := s.queue
+	s.queue = nil
+	for _, r := range q {
+		s.c.queued.Add(-r.size)
+	}
+	return q
 }
 
 // work runs the queued requests, in order, and returns when the queue is
@@ -109,9 +145,64 @@ func (s *session) work() {
 		if n == 0 && cap(s.queue) > 4 {
 			s.queue = nil
 		}
+		s.c.queued.Add(-r.size)
 		s.busy = true
+		r.ctx = s.requestContext()
+		// Under s.mu, so that close either sees the request or keeps it
+		// from starting.
+		s.heldMu.Lock()
+		s.current, s.requestID = r, r.requestID
+		s.heldMu.Unlock()
 		s.mu.Unlock()
-		s.run(r)
+		s.run(r.ctx, r)
+	}
+}
+
+// requestContext returns the context of a request starting now; s.mu
+// is held. It is the connection's, cancelled when the session ends
+// (Disconnect), made once per session. With RequestTimeout, it also has
+// a deadline between RequestTimeout and RequestTimeout + RequestTimeout/16
+// after the request starts: the requests of a session share one context
+// while its deadline is far enough, as a context with a deadline per
+// request (its timer, the one answering RequestTimeout, their
+// allocations) cost a fifth of the server's work for a turn
+// (BenchmarkWSTurn). When its deadline passes, the request running with
+// it is answered RequestTimeout (deadlinePassed).
+func (s *session) requestContext() context.Context {
+	d := s.c.srv.opts.RequestTimeout
+	if d <= 0 {
+		if s.reqCtx == nil {
+			s.reqCtx, s.reqCancel = context.WithCancel(s.c.ctx)
+		}
+		return s.reqCtx
+	}
+	now := time.Now()
+	if s.reqCtx != nil && s.reqCtx.Err() == nil && !s.reqDeadline.Before(now.Add(d)) {
+		return s.reqCtx
+	}
+	s.takeRequestContextLocked()() // the requests that used it have ended
+	s.reqDeadline = now.Add(d + d/16)
+	ctx, cancel := context.WithDeadline(s.c.ctx, s.reqDeadline)
+	s.reqCtx, s.reqCancel = ctx, cancel
+	s.reqTimer = time.AfterFunc(time.Until(s.reqDeadline), func() {
+		<-ctx.Done() // its own timer is due at the same time
+		s.deadlinePassed(ctx)
+	})
+	return ctx
+}
+
+// takeRequestContextLocked forgets the requests' context and returns
+// the function that cancels it; s.mu is held.
+func (s *session) takeRequestContextLocked() (cancel func()) {
+	c, t := s.reqCancel, s.reqTimer
+	s.reqCtx, s.reqCancel, s.reqTimer = nil, nil, nil
+	return func() {
+		if c != nil {
+			c()
+		}
+		if t != nil {
+			t.Stop()
+		}
 	}
 }
 
@@ -119,39 +210,37 @@ func (s *session) work() {
 // lone event is not delayed noticeably (TestLoneEventIsNotHeldBack).
 const heldDelay = time.Millisecond
 
-// run handles one request and sends its terminator.
-func (s *session) run(r *request) {
+// run handles one request and sends its terminator, unless the request
+// was cut off meanwhile.
+func (s *session) run(ctx context.Context, r *request) {
 	req, err := routeRequest(r.data)
 	if err != nil {
 		detail := err.Error()
 		var fl *chat.Failure
 		if errors.As(err, &fl) && fl.Err != nil {
-			detail = fl.Err.Error()
+			detail = strings.TrimPrefix(fl.Err.Error(), "chat: ")
 		}
-		s.c.failed(s.idJSON, r.requestID, chat.ErrBadRequest.Reason, "", detail)
+		s.done()
+		s.terminate(r, s.c.buildText(s.idJSON, chat.EventFailed, chat.ErrBadRequest.Reason, r.requestID, s.conv.ScopeID(), detail))
 		return
 	}
-	if s.beforeRun(r) {
-		return // a re-sent request: its saved answer was replayed
+	if a := s.beforeRun(r); a != nil {
+		s.done()
+		s.replay(r, a) // a re-sent request: its saved answer is sent again
+		return
 	}
-	s.requestID = r.requestID
-	after, f := s.conv.Handle(s.c.ctx, r.scopeID, req, s.sink)
-	s.requestID = nil
+	after, f := s.conv.Handle(ctx, r.scopeID, req, s.sink)
+	s.done()
 	var term []byte
-	if f != nil {
-		term = s.c.buildText(s.idJSON, chat.EventFailed, f.Reason, r.requestID, after, "")
-	} else {
+	switch {
+	case f != nil && ctx.Err() == context.DeadlineExceeded:
+		term = s.timeoutFrame(r)
+	case f != nil:
+		term = s.c.buildText(s.idJSON, chat.EventFailed, f.Reason, r.requestID, after, failureDetail(f))
+	default:
 		term = s.c.buildText(s.idJSON, chat.EventCompleted, after, r.requestID, "", "")
 	}
-	s.heldMu.Lock()
-	if held := s.heldEvent; held != nil {
-		s.heldEvent = nil
-		s.heldTimer.Stop()
-		_ = s.c.send(held, term)
-	} else {
-		_ = s.c.send(term)
-	}
-	s.heldMu.Unlock()
+	s.terminate(r, term)
 	if after != "" {
 		return
 	}
@@ -159,8 +248,7 @@ func (s *session) run(r *request) {
 	// requests queued behind fail.
 	s.mu.Lock()
 	s.closing = true
-	queued := s.queue
-	s.queue = nil
+	queued := s.dropQueueLocked()
 	s.mu.Unlock()
 	for _, q := range queued {
 		s.c.failed(s.idJSON, q.requestID, chat.ErrSessionNotActive.Reason, "", "the conversation has ended")
@@ -172,6 +260,88 @@ func (s *session) run(r *request) {
 	s.c.mu.Unlock()
 }
 
+// done records that the running request has returned, before its
+// terminator is sent: a client that sends its next request on the
+// terminator finds the session idle, not busy (with MaxQueued -1 it would
+// be refused).
+func (s *session) done() {
+	s.mu.Lock()
+	s.busy = false
+	s.mu.Unlock()
+}
+
+// failureDetail is the detail sent with a failure: what was wrong with the
+// request's data, for BadRequest; nothing for the other reasons, whose
+// causes stay on the server.
+func failureDetail(f *chat.Failure) string {
+	var bad *chat.BadRequestError
+	if f.Reason == chat.ErrBadRequest.Reason && errors.As(f.Err, &bad) {
+		return strings.TrimPrefix(bad.Error(), "chat: ")
+	}
+	return ""
+}
+
+// timeoutFrame is the terminator of a request that ran out of time.
+func (s *session) timeoutFrame(r *request) []byte {
+	d := s.c.srv.opts.RequestTimeout
+	return s.c.buildText(s.idJSON, chat.EventFailed, ErrRequestTimeout.Reason, r.requestID, s.conv.ScopeID(),
+		fmt.Sprintf("the request ran longer than %v", d))
+}
+
+// deadlinePassed runs when a request context of the session ends. If
+// its deadline passed, the request running with it, if any, has run for
+// RequestTimeout at least: the client gets the RequestTimeout terminator
+// now, whether the route returns or not, and the rest of the request is
+// cut off.
+func (s *session) deadlinePassed(ctx context.Context) {
+	if ctx.Err() != context.DeadlineExceeded {
+		return // cancelled: replaced, or the session ended
+	}
+	s.heldMu.Lock()
+	r := s.current
+	s.heldMu.Unlock()
+	if r == nil || r.ctx != ctx {
+		return
+	}
+	if s.terminate(r, s.timeoutFrame(r)) {
+		s.c.log(slog.LevelWarn, "ws: request timed out; its context is cancelled", "chat", s.id, "timeout", s.c.srv.opts.RequestTimeout)
+	}
+}
+
+// terminate sends term, the terminator of r, after the event held back,
+// and cuts r off; if r was cut off already, it drops term. It reports
+// whether term was sent.
+func (s *session) terminate(r *request, term []byte) bool {
+	s.heldMu.Lock()
+	defer s.heldMu.Unlock()
+	if s.current != r {
+		s.c.srv.putFrame(term)
+		return false
+	}
+	s.current = nil
+	if held := s.heldEvent; held != nil {
+		s.heldEvent = nil
+		s.heldTimer.Stop()
+		_ = s.c.send(held, term)
+	} else {
+		_ = s.c.send(term)
+	}
+	return true
+}
+
+// cutOff drops the rest of the running request: the event held back,
+// later events and its terminator.
+func (s *session) cutOff() {
+	s.heldMu.Lock()
+	defer s.heldMu.Unlock()
+	s.current = nil
+	if held := s.heldEvent; held != nil {
+		s.heldEvent = nil
+		s.heldTimer.Stop()
+		s.c.srv.putFrame(held)
+	}
+}
+
 // deliver sends one event of the running request: it holds it back and
 // sends the one it held before.
 func (s *session) deliver(ev chat.Event) error {
@@ -180,9 +350,13 @@ func (s *session) deliver(ev chat.Event) error {
 		s.c.srv.putFrame(b)
 		return err
 	}
-	b = appendTail(appendRendered(b, ev), s.requestID, "", "")
 	s.heldMu.Lock()
 	defer s.heldMu.Unlock()
+	if s.current == nil || s.c.ctx.Err() != nil { // cut off, or the connection is ending
+		s.c.srv.putFrame(b)
+		return errCutOff
+	}
+	b = appendTail(appendRendered(b, ev), s.requestID, "", "")
 	prev := s.heldEvent
 	s.heldEvent = b
 	if prev != nil {
@@ -212,13 +386,18 @@ func (s *session) sendHeld() {
 }
 
 // close ends the session: queued requests are dropped (no reply, as for
-// Disconnect), the running one finishes, then the conversation is closed.
+// Disconnect), the running one is cut off (nothing more of it is sent)
+// and its context cancelled, then, once it returned, the conversation is
+// closed.
 func (s *session) close() {
 	s.mu.Lock()
 	s.closing = true
-	s.queue = nil
+	s.dropQueueLocked()
 	running := s.running
+	cancel := s.takeRequestContextLocked()
 	s.mu.Unlock()
+	s.cutOff()
+	cancel() // the request running, if any: after cutOff, so that nothing it sends goes out
 	if !running {
 		s.finishConv() // else the worker does, when the request ends
 	}
@@ -233,7 +412,9 @@ func (s *session) finishConv() {
 	}
 	s.finished = true
 	timer := s.timer
+	cancel := s.takeRequestContextLocked()
 	s.mu.Unlock()
+	cancel() // releases the context and its timers
 	if timer != nil {
 		timer.Stop()
 	}

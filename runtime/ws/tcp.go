@@ -52,12 +52,36 @@ type tcpConn struct {
 	r, w int           //
 	rerr error         // the error that ended reading, once there is one
 	br   *bufio.Reader // coder/websocket's reader, over this tcpConn
+	// A read at a frame boundary with nothing received returns
+	// errNoFrame instead of waiting, while stop is set (see atBoundary).
+	stop, boundary bool
 
 	// Write side.
+	wmu    sync.Mutex // held by a write to the network, so that they keep their order
 	mu     sync.Mutex
 	corked bool
 	buf    *[]byte // what was written while corked
 }
+
+// errNoFrame is what a tcpConn read returns, instead of waiting, at a
+// frame boundary with nothing received, while stopAtBoundary is on.
+var errNoFrame = errors.New("ws: no frame received")
+
+// stopAtBoundary turns on or off the return of errNoFrame at frame
+// boundaries. The worker holding the read role turns it on: after a
+// control frame (such as the pong of a keepalive ping) with nothing
+// behind it, coder/websocket's Reader, which reads on until a data
+// message, fails with errNoFrame and the worker gives the read role back
+// to the connection's waiter, instead of staying blocked in the Reader
+// with its deep stack until the client next sends a message.
+func (t *tcpConn) stopAtBoundary(on bool) { t.stop, t.boundary = on, false }
+
+// atBoundary is called when coder/websocket has read a whole control
+// frame (from its ping and pong callbacks): if it holds no more bytes,
+// its next read starts the next frame. A coder/websocket error on a frame
+// header's first byte leaves the connection as it was, so that the next
+// Reader call reads that frame.
+func (t *tcpConn) atBoundary() { t.boundary = t.stop && t.br.Buffered() == 0 }
 
 // wait blocks until there are received bytes to read, or reading failed.
 // A deadline error (see interrupt) is not final.
@@ -86,9 +110,14 @@ func (t *tcpConn) buffered() bool { return t.r < t.w || t.br.Buffered() > 0 }
 // Read serves coder/websocket's reads from rbuf; when it is empty (a
 // frame still arriving), it reads from the network.
 func (t *tcpConn) Read(p []byte) (int, error) {
+	boundary := t.boundary
+	t.boundary = false
 	if t.r == t.w {
 		if t.rerr != nil {
 			return 0, t.rerr
+		}
+		if boundary {
+			return 0, errNoFrame
 		}
 		if len(p) >= cap(t.rbuf) {
 			n, err := t.Conn.Read(p)
@@ -111,6 +140,9 @@ func (t *tcpConn) Read(p []byte) (int, error) {
 	return n, nil
 }
 
+// closeNet closes the network connection under coder/websocket's.
+func (t *tcpConn) closeNet() error { return t.Conn.Close() }
+
 // interrupt makes a wait in progress, or the next one, return at once;
 // resume undoes it.
 func (t *tcpConn) interrupt() { _ = t.Conn.SetReadDeadline(time.Unix(1, 0)) }
@@ -125,6 +157,8 @@ func (t *tcpConn) Write(p []byte) (int, error) {
 		return len(p), nil
 	}
 	t.mu.Unlock()
+	t.wmu.Lock()
+	defer t.wmu.Unlock()
 	_ = t.Conn.SetWriteDeadline(time.Now().Add(t.timeout))
 	return t.Conn.Write(p)
 }
@@ -147,6 +181,11 @@ func (t *tcpConn) cork() {
 // uncork writes what was collected, with a deadline: the write timeout
 // from its start.
 func (t *tcpConn) uncork() error {
+	// What coder/websocket writes from now on (a control frame, from
+	// another goroutine) goes out after what was collected, even when it
+	// began while corked.
+	t.wmu.Lock()
+	defer t.wmu.Unlock()
 	t.mu.Lock()
 	t.corked = false
 	buf := t.buf

@@ -77,7 +77,10 @@ export class Session {
     send(data: Record<string, unknown>): Promise<string>;
     /** Sends a request of the given frame type with data. */
     sendEvent(type: string, data: Record<string, unknown>): Promise<string>;
-    /** Ends the session (Disconnect); queued requests reject with "SessionClosed". */
+    /**
+     * Ends the session (Disconnect, which cancels the request running on the
+     * server); pending requests, queued or in progress, reject with "SessionClosed".
+     */
     close(): void;
     /** The same as close. */
     disconnect(): void;

@@ -85,24 +85,28 @@ export class Session {
     }
 
     /**
-     * Ends the session: sends Disconnect, rejects queued requests with
-     * "SessionClosed". The request in progress still settles.
+     * Ends the session: sends Disconnect, which cancels the request running
+     * on the server, and rejects the pending requests (queued or in
+     * progress) with "SessionClosed". The server sends nothing for the
+     * session after Disconnect.
      */
     close() {
         if (this.closed) {
             return;
         }
         this.closed = true;
-        const queued = this._queue;
+        const pending = this._inflight ? [this._inflight, ...this._queue] : this._queue;
+        const connected = this.currentScope !== undefined || this._inflight;
+        this._inflight = null;
         this._queue = [];
-        for (const req of queued) {
+        if (this.client.sessions.get(this.id) === this) {
+            this.client.sessions.delete(this.id);
+        }
+        for (const req of pending) {
             req.reject(new ChatFailure("SessionClosed"));
         }
-        if (this.currentScope !== undefined || this._inflight) {
+        if (connected) {
             this.client._transmit({ type: "Disconnect", chatId: this.id });
-        }
-        if (!this._inflight) {
-            this.client.sessions.delete(this.id);
         }
     }
 
