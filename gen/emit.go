@@ -64,7 +64,7 @@ func emit(m *pkgModel) ([]byte, error) {
 	e.nameFuncs()
 
 	e.doc("This file needs a chatgen runtime that supports generated code version 1.")
-	f.Const().Id("_").Op("=").Qual(chatPkg, "SupportPackageIsVersion1")
+	f.Const().Id("_").Op("=").Qual(chatPkg, "SupportPackageIsVersion2")
 	f.Line()
 	e.assertions()
 	e.deps()

@@ -14,7 +14,7 @@ import (
 )
 
 // This file needs a chatgen runtime that supports generated code version 1.
-const _ = chat.SupportPackageIsVersion1
+const _ = chat.SupportPackageIsVersion2
 
 // Compile-time assertions: a compiler error here means the annotated source
 // changed since this file was generated. Re-run go generate.
