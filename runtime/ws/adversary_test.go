@@ -169,3 +169,166 @@ func TestAdversarialChatIDEdges(t *testing.T) {
 		t.Fatalf("got %v", f)
 	}
 }
+
+// Data of the wrong type for every parameter kind of internal/e2e's
+// routes fails with BadRequest naming the parameter, with the scopeId,
+// and the session keeps working.
+func TestAdversarialParameterTypes(t *testing.T) {
+	ts := startServer(t, nil)
+	c := dialRaw(t, ts.url, nil)
+	good := map[string]string{
+		"lines":    `[{"item":"tea","quantity":2,"price":"150"}]`,
+		"customer": `{"name":"Ann","street":"Main","tags":["a"]}`,
+		"due":      `"2025-01-02T03:04:05Z"`,
+		"gift":     `true`,
+		"rate":     `0.5`,
+		"notes":    `{"a":[1,2]}`,
+	}
+	orderData := func(key, val string) string {
+		var parts []string
+		for _, k := range []string{"lines", "customer", "due", "gift", "rate", "notes"} {
+			v := good[k]
+			if k == key {
+				v = val
+			}
+			parts = append(parts, `"`+k+`":`+v)
+		}
+		return "{" + strings.Join(parts, ",") + "}"
+	}
+	scope := c.connect("o", "order")
+	send := func(chatID, scope, data string) []frame {
+		c.sendRaw(`{"type":"ChatRouteMessage","chatId":"` + chatID + `","scopeId":"` + scope + `","data":` + data + `}`)
+		return c.until(chatID)
+	}
+	if f := last(send("o", scope, orderData("", ""))); f.Type != "Completed" {
+		t.Fatalf("good order: %v", f)
+	}
+	for _, tc := range []struct{ param, val string }{
+		{"lines", `"tea"`}, {"lines", `{}`}, {"lines", `[1]`}, {"lines", `[{"price":150}]`}, {"lines", `[{"quantity":"2"}]`},
+		{"customer", `1`}, {"customer", `"Ann"`}, {"customer", `{"tags":"a"}`}, {"customer", `{"street":7}`},
+		{"due", `"tomorrow"`}, {"due", `1`}, {"due", `"2025-13-40T00:00:00Z"`},
+		{"gift", `"yes"`}, {"gift", `1`}, {"gift", `"true"`}, {"gift", `[]`},
+		{"rate", `"NaN"`}, {"rate", `"Infinity"`}, {"rate", `"abc"`}, {"rate", `true`}, {"rate", `""`}, {"rate", `"1e400"`}, {"rate", `{}`},
+		{"notes", `[1]`}, {"notes", `{"a":"1"}`}, {"notes", `{"a":[1.5]}`},
+	} {
+		fs := send("o", scope, orderData(tc.param, tc.val))
+		f := last(fs)
+		if f.text() != "BadRequest" || !strings.Contains(f.Detail, `"`+tc.param+`"`) || f.ScopeID != scope || len(fs) != 1 {
+			t.Errorf("%s=%s: got %v", tc.param, tc.val, fs)
+		}
+	}
+	count := c.connect("c", "count")
+	for _, val := range []string{`"three"`, `"4.5"`, `"3.0"`, `"1e2"`, `""`, `" "`, `"99999999999999999999"`, `99999999999999999999`, `true`, `[3]`, `{"n":3}`, `"0x10"`, `"+3"`, `"3 3"`, `"\"3\""`} {
+		fs := send("c", count, `{"count":`+val+`}`)
+		if f := last(fs); f.text() != "BadRequest" || !strings.Contains(f.Detail, `"count"`) || f.ScopeID != count {
+			t.Errorf("count=%s: got %v", val, fs)
+		}
+	}
+	for _, val := range []string{`[]`, `{}`, `["a"]`} {
+		fs := send("c", count, `{"label":`+val+`}`)
+		if f := last(fs); f.text() != "BadRequest" || !strings.Contains(f.Detail, `"label"`) {
+			t.Errorf("label=%s: got %v", val, fs)
+		}
+	}
+	for val, want := range map[string]string{`" 3 "`: `6`, `"-0"`: `0`, `3`: `6`, `null`: `0`} {
+		fs := send("c", count, `{"count":`+val+`,"label":-1.50}`)
+		if f := fs[0]; f.Type != "Object" || !strings.Contains(string(f.Data), `"double":`+want) || !strings.Contains(string(f.Data), `"-1.50"`) {
+			t.Errorf("count=%s: got %v", val, fs)
+		}
+	}
+	echo := c.connect("e", "echo")
+	for val, want := range map[string]string{`42`: "42", `true`: "true", `-1e3`: "-1e3"} {
+		fs := send("e", echo, `{"userMessage":`+val+`}`)
+		if fs[0].text() != want || last(fs).Type != "Completed" {
+			t.Errorf("userMessage=%s: got %v", val, fs)
+		}
+	}
+	b := c.connect("b", "builder")
+	if fs := send("b", b, `{"userMessage":"axe","damage":"x"}`); last(fs).text() != "BadRequest" || !strings.Contains(last(fs).Detail, `"damage"`) {
+		t.Errorf("damage: got %v", fs)
+	}
+	if fs := send("b", b, `{"userMessage":"axe","damage":"3"}`); last(fs).Type != "Completed" {
+		t.Errorf("damage \"3\": got %v", fs)
+	}
+}
+
+// A Disconnect while a route streams: once the server has read the
+// Disconnect (a later Connect is answered), nothing more of that chat
+// comes, not even a Failed; queued requests are dropped too.
+func TestAdversarialDisconnectDuringFlood(t *testing.T) {
+	checkGoroutines(t)
+	ts := startServer(t, nil)
+	c := dialRaw(t, ts.url, nil)
+	scope := c.connect("f", "flood")
+	c.send(map[string]any{"type": "ChatRouteMessage", "chatId": "f", "scopeId": scope, "data": map[string]any{}})
+	for range 5 {
+		c.send(map[string]any{"type": "ChatRouteMessage", "chatId": "f", "scopeId": scope, "data": map[string]any{}})
+	}
+	if f := c.read(); f.ChatID != "f" || f.Type != "Message" {
+		t.Fatalf("got %v", f)
+	}
+	c.send(map[string]any{"type": "Disconnect", "chatId": "f"})
+	c.send(map[string]any{"type": "Connect", "chatId": "after", "route": "echo"})
+	for {
+		f := c.read()
+		if f.ChatID == "after" {
+			break
+		}
+		if f.ChatID != "f" || f.Type != "Message" {
+			t.Fatalf("got %v", f)
+		}
+	}
+	c.probe(0)
+	c.probe(1)
+	waitFor(t, "one conversation", func() bool { return ts.router.Stats().Conversations == 1 })
+}
+
+// A flood of Connects and of requests on one connection: the limits
+// answer each one, the connection keeps working, and everything is
+// returned when it closes.
+func TestAdversarialFlood(t *testing.T) {
+	checkGoroutines(t)
+	ts := startServer(t, nil)
+	c := dialRaw(t, ts.url, nil)
+	const n = 500
+	for i := range n {
+		c.send(map[string]any{"type": "Connect", "chatId": fmt.Sprint(i), "route": "gate", "requestId": i})
+	}
+	scopes := map[string]string{}
+	refused := 0
+	for range n {
+		f := c.read()
+		switch {
+		case f.Type == "Completed":
+			scopes[f.ChatID] = f.text()
+		case f.Type == "Failed" && f.text() == "TooManySessions" && string(f.RequestID) == f.ChatID:
+			refused++
+		default:
+			t.Fatalf("got %v", f)
+		}
+	}
+	if len(scopes) != DefaultMaxSessions || refused != n-DefaultMaxSessions {
+		t.Fatalf("%d sessions, %d refused", len(scopes), refused)
+	}
+	scope := scopes["0"]
+	for i := range 100 {
+		c.send(map[string]any{"type": "ChatRouteMessage", "chatId": "0", "scopeId": scope, "data": map[string]any{"userMessage": fmt.Sprint(i)}, "requestId": i})
+	}
+	recv(t, ts.routes.entered)
+	for i := 1 + DefaultMaxQueued; i < 100; i++ {
+		if f := c.expectNext("0", "Failed"); f.text() != "TooManyRequests" || string(f.RequestID) != fmt.Sprint(i) || f.ScopeID != scope {
+			t.Fatalf("got %v", f)
+		}
+	}
+	for i := range 1 + DefaultMaxQueued {
+		ts.routes.gate <- struct{}{}
+		if fs := c.until("0"); fs[0].text() != fmt.Sprint("passed ", i) || string(last(fs).RequestID) != fmt.Sprint(i) {
+			t.Fatalf("got %v", fs)
+		}
+		if i < DefaultMaxQueued {
+			recv(t, ts.routes.entered)
+		}
+	}
+	c.ws.Close(websocket.StatusNormalClosure, "")
+	waitNoConversations(t, ts.router)
+}
