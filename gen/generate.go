@@ -58,6 +58,9 @@ func Generate(ctx context.Context, cfg Config) (*Result, error) {
 	if len(pkgs) == 0 {
 		return nil, noPackages(ctx, cfg)
 	}
+	if err := onlyTests(pkgs); err != nil {
+		return nil, err
+	}
 	res := &Result{}
 	var files []File
 	for _, pkg := range pkgs {
@@ -144,6 +147,21 @@ func noPackages(ctx context.Context, cfg Config) error {
 		}
 	}
 	return fmt.Errorf("no Go package matches %s in %s: run chatgen in a package's directory (go generate does), or give patterns that match packages (./... for every package of the module)", patterns, dir)
+}
+
+// onlyTests is the error of a run whose packages all have test files
+// only (go list reports no error for them): chatgen reads no file, and
+// would succeed silently. A test-only package beside others (as ./...
+// matches) is skipped like any package without directives.
+func onlyTests(pkgs []*packages.Package) error {
+	var names []string
+	for _, pkg := range pkgs {
+		if packageDir(pkg) != "" || len(pkg.Errors) > 0 {
+			return nil
+		}
+		names = append(names, pkg.PkgPath)
+	}
+	return fmt.Errorf("package %s has no Go files but tests: chatgen reads the //chat: directives of non-test files; run it in a package with Go files (go generate does)", strings.Join(names, ", "))
 }
 
 func packageDir(pkg *packages.Package) string {

@@ -31,6 +31,12 @@ func TestNoPackageIsAnError(t *testing.T) {
 				t.Fatal(err)
 			}
 		}, []string{"./sub/..."}, []string{"no Go package matches ./sub/...", "./..."}},
+		{"only test files", func(t *testing.T) {
+			dir := module(t, "package m\n")
+			if err := os.Rename(filepath.Join(dir, "a.go"), filepath.Join(dir, "a_test.go")); err != nil {
+				t.Fatal(err)
+			}
+		}, nil, []string{"no Go files but tests", "example.com/m"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			tc.setup(t)

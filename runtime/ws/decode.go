@@ -68,7 +68,7 @@ type rawFrame struct {
 func decodeFrame(b []byte) (*inFrame, error) {
 	var raw rawFrame
 	err := scanObject(b, func(key, val []byte) {
-		switch string(key) {
+		switch string(unescapeKey(key)) {
 		case "type":
 			raw.Type = val
 		case "chatId":
@@ -148,6 +148,20 @@ func decodeFrame(b []byte) (*inFrame, error) {
 	return f, nil
 }
 
+// unescapeKey returns key, the inside of a JSON string, decoded: keys
+// written with escapes ("t\u0079pe") are the same keys to JSON, as to
+// Quarkus' Jackson. Plain keys are returned as they are.
+func unescapeKey(key []byte) []byte {
+	if bytes.IndexByte(key, '\\') < 0 {
+		return key
+	}
+	var s string
+	if err := json.Unmarshal(append(append([]byte{'"'}, key...), '"'), &s); err != nil {
+		return key
+	}
+	return []byte(s)
+}
+
 // invalidJSON is the error of a frame that is not valid JSON: answered
 // when the frame still reads as an object whose chatId can be found (as
 // for JSON nested deeper than encoding/json accepts), dropped otherwise.
@@ -192,7 +206,7 @@ func recoverIDs(b []byte) (chatID string, requestID json.RawMessage) {
 		if end >= len(b) || b[end-1] != '"' {
 			return chatID, requestID // unterminated, or nothing after it
 		}
-		key := b[i+1 : end-1]
+		key := unescapeKey(b[i+1 : end-1])
 		i = skipSpace(b, end)
 		if i >= len(b) || b[i] != ':' {
 			return chatID, requestID

@@ -43,7 +43,13 @@ func (c *conn) open(f *inFrame) (*chat.Conversation, error) {
 	if f.Resume == nil {
 		return c.srv.router.Connect(c.ctx, f.Route)
 	}
-	return c.srv.router.Resume(c.ctx, f.Resume.ConversationID, f.Resume.Token)
+	conv, err := c.srv.router.Resume(c.ctx, f.Resume.ConversationID, f.Resume.Token)
+	if errors.Is(err, chat.ErrNotDurable) {
+		// A server that keeps no conversation knows none: the client
+		// gets the reason of an unknown conversation, not ServerError.
+		return nil, &chat.Failure{Reason: chat.ErrResumeRefused.Reason, Err: err}
+	}
+	return conv, err
 }
 
 // connected returns the Completed frame of a Connect: the current scope
