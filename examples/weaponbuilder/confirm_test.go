@@ -65,7 +65,9 @@ func TestTerminalConfirmsDeletion(t *testing.T) {
 
 // storeMemory is the memory.Store of the chat memories a
 // chat.InMemoryConversationStore keeps, committed with the conversation.
-type storeMemory struct{ cs *chat.InMemoryConversationStore }
+type storeMemory struct {
+	cs *chat.InMemoryConversationStore
+}
 
 func (m storeMemory) Get(ctx context.Context, id string) ([]llms.MessageContent, error) {
 	b, err := m.cs.GetMemory(ctx, id)
@@ -86,7 +88,9 @@ func (m storeMemory) Update(ctx context.Context, id string, msgs []llms.MessageC
 	return m.cs.PutMemory(ctx, id, b)
 }
 
-func (m storeMemory) Delete(ctx context.Context, id string) error { return m.cs.PutMemory(ctx, id, nil) }
+func (m storeMemory) Delete(ctx context.Context, id string) error {
+	return m.cs.PutMemory(ctx, id, nil)
+}
 
 func (m storeMemory) IDs(ctx context.Context) ([]string, error) { return m.cs.MemoryIDs(ctx) }
 

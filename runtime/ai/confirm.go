@@ -132,13 +132,16 @@ func confirmation(memID string, c llms.ToolCall) Confirmation {
 // that have no result: the calls of a paused turn, in order; nil when the
 // memory does not end with a paused turn.
 func pendingCalls(history []llms.MessageContent) []llms.ToolCall {
-	answered := map[string]bool{}
+	var answered map[string]bool // made only when the memory ends with tool results
 	for i := len(history) - 1; i >= 0; i-- {
 		m := history[i]
 		switch m.Role {
 		case llms.ChatMessageTypeTool:
 			for _, p := range m.Parts {
 				if r, ok := p.(llms.ToolCallResponse); ok {
+					if answered == nil {
+						answered = map[string]bool{}
+					}
 					answered[r.ToolCallID] = true
 				}
 			}
@@ -209,7 +212,7 @@ var errStale = errors.New("no pending confirmation has this id (it was answered 
 // pending call is denied, the model being told that the user wrote
 // instead. It reports whether the turn ends on immediate tools.
 func (t *turn) resume(ctx context.Context, pend []llms.ToolCall, ans *answer) (bool, error) {
-	if ans != nil && ans.id != confirmID(t.memID, pend[0]) {
+	if ans != nil && ans.id != confirmID(t.held.st.id, pend[0]) {
 		return false, t.errorf("%w", &chat.BadRequestError{Param: KeyConfirm, Err: fmt.Errorf("%q: %w", ans.id, errStale)})
 	}
 	first := len(t.reply.Executions)
@@ -263,7 +266,7 @@ func (t *turn) record(_ context.Context, calls []llms.ToolCall, first int) (bool
 		ex := &t.reply.Executions[i]
 		if ex.Err != nil && errors.Is(ex.Err, ErrConfirmationRequired) {
 			if pend == nil {
-				pend = &ConfirmationPending{Confirmation: confirmation(t.memID, calls[i-first])}
+				pend = &ConfirmationPending{Confirmation: confirmation(t.held.st.id, calls[i-first])}
 			}
 			continue
 		}

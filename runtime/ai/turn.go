@@ -40,7 +40,6 @@ type turn struct {
 	reply  *Reply
 	turnFlags
 	convID string // the conversation's id, for telemetry (when it is on)
-	memID  string // the memory id
 }
 
 // run runs one turn of req: see [Service.Chat].
@@ -100,16 +99,15 @@ func (s *Service) runTurn(ctx context.Context, req *Request, mode runMode, convI
 	t.held = heldTurn{st: st}
 	t.held.next, _ = ctx.Value(heldKey{}).(*heldTurn)
 	ctx = context.WithValue(ctx, heldKey{}, &t.held)
-	t.memID = id
 	t.setOptions()
 	ended, err := t.begin(ctx, system, user, history)
 	if err == nil && !ended {
 		err = t.loop(ctx)
 	}
-	if p := (*ConfirmationPending)(nil); errors.As(err, &p) {
-		return nil, t.paused(ctx, p, func() error { return t.commit(ctx, st, mem, gen) })
-	}
 	if err != nil {
+		if p := (*ConfirmationPending)(nil); errors.As(err, &p) {
+			return nil, t.paused(ctx, p, func() error { return t.commit(ctx, st, mem, gen) })
+		}
 		return nil, err
 	}
 	if err := ctx.Err(); err != nil {
