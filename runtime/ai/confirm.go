@@ -168,6 +168,16 @@ type answer struct {
 	arguments json.RawMessage // nil: the model's
 }
 
+// badData returns the error of a request data key that does not fit: err
+// itself when it is a *chat.BadRequestError already.
+func badData(key string, err error) error {
+	var bad *chat.BadRequestError
+	if errors.As(err, &bad) {
+		return err
+	}
+	return &chat.BadRequestError{Param: key, Err: err}
+}
+
 // readAnswer returns the answer in the request's data, or nil when it has
 // no "confirm" key.
 func readAnswer(req *chat.RouteRequest) (*answer, error) {
@@ -182,17 +192,17 @@ func readAnswer(req *chat.RouteRequest) (*answer, error) {
 		return nil, &chat.BadRequestError{Param: KeyApprove, Err: errors.New("an answer to a confirmation needs approve: true or false")}
 	}
 	if err := req.Decode(KeyApprove, &a.approve); err != nil {
-		return nil, &chat.BadRequestError{Param: KeyApprove, Err: err}
+		return nil, badData(KeyApprove, err)
 	}
 	if req.Has(KeyReason) {
 		if err := req.Decode(KeyReason, &a.reason); err != nil {
-			return nil, &chat.BadRequestError{Param: KeyReason, Err: err}
+			return nil, badData(KeyReason, err)
 		}
 	}
 	if req.Has(KeyArguments) {
 		var raw json.RawMessage
 		if err := req.Decode(KeyArguments, &raw); err != nil {
-			return nil, &chat.BadRequestError{Param: KeyArguments, Err: err}
+			return nil, badData(KeyArguments, err)
 		}
 		raw = bytes.TrimSpace(raw)
 		if len(raw) == 0 || raw[0] != '{' {

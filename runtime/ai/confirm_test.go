@@ -58,7 +58,7 @@ func (a *confirmApp) drops() []string {
 func newConfirmApp(t *testing.T, cs *chat.InMemoryConversationStore, hook bool) *confirmApp {
 	t.Helper()
 	a := &confirmApp{model: llmtest.NewModel(confirmScript(), llmtest.WithHistoryValidation(true))}
-	cfg := ai.Config{Model: a.model}
+	cfg := ai.Config{Model: a.model, Logger: (&logBuffer{}).logger()}
 	if cs != nil {
 		cfg.Memory = memory.NewManager(memory.Config{Store: convMemory{cs}, Policy: memory.Window(20)})
 	}
@@ -95,7 +95,7 @@ func newConfirmApp(t *testing.T, cs *chat.InMemoryConversationStore, hook bool) 
 		}
 		return chat.SendValue(ctx, r.Content)
 	}})
-	opts := &chat.RouterOptions{}
+	opts := &chat.RouterOptions{Logger: (&logBuffer{}).logger()}
 	if cs != nil {
 		opts.Store = cs
 	}
@@ -277,4 +277,70 @@ func TestConfirmPendingError(t *testing.T) {
 	if !errors.As(err, &p) || !errors.Is(err, chat.ErrPaused) || !errors.Is(err, ai.ErrConfirmationRequired) || p.Tool != "drop" {
 		t.Fatalf("err %v", err)
 	}
+}
+
+// Two calls of one reply need confirmation, beside one that does not: the
+// free one runs at once, the turn pauses on the first, then on the second,
+// and the model gets every result in the end.
+func TestConfirmSeveralCallsOfOneReply(t *testing.T) {
+	model := llmtest.NewModel(llmtest.ScriptFunc(func(req *llmtest.Request) (llmtest.Reply, error) {
+		if res := req.LastToolResults(); len(res) > 0 {
+			var parts []string
+			for _, r := range res {
+				parts = append(parts, r.Name+"="+r.Content)
+			}
+			return llmtest.Reply{Text: strings.Join(parts, ", ")}, nil
+		}
+		return calls(call("drop", `{"item":"a"}`), call("look", `{}`), call("drop", `{"item":"b"}`)), nil
+	}), llmtest.WithHistoryValidation(true))
+	svc := ai.NewService(svcName, ai.Config{Model: model, ParallelTools: true, Logger: (&logBuffer{}).logger()})
+	var mu sync.Mutex
+	var ran []string
+	invoke := func(name string) func(context.Context, string) (any, error) {
+		return func(_ context.Context, args string) (any, error) {
+			mu.Lock()
+			ran = append(ran, name+" "+args)
+			mu.Unlock()
+			return "ok", nil
+		}
+	}
+	method := &ai.Method{Name: "Ask", Kind: chat.KindChat, Tools: []ai.Tool{
+		{Definition: tool("drop", "drops", `{"type":"object"}`), Confirm: true, Invoke: invoke("drop")},
+		{Definition: tool("look", "looks", `{"type":"object"}`), Invoke: invoke("look")},
+	}}
+	p := chat.NewPackage("example.com/app")
+	p.AddRoute(chat.RouteSpec{Name: "menu", Default: true, Handle: func(ctx context.Context, req *chat.RouteRequest) error {
+		r, err := svc.Chat(ctx, &ai.Request{Method: method, User: req.UserMessage()})
+		if err != nil {
+			return err
+		}
+		return chat.SendValue(ctx, r.Content)
+	}})
+	r, err := chat.NewRouter(&chat.RouterOptions{Logger: (&logBuffer{}).logger()}, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := &confirmApp{model: model, router: r, client: chat.NewLocalClient(r)}
+	t.Cleanup(func() { _ = a.client.Close() })
+	var got messages
+	s := a.session(t, &got)
+	chatOK(t, s, "go")
+	asks := a.confirmations()
+	if len(asks) != 1 || string(asks[0].Arguments) != `{"item":"a"}` || got.take() != "" {
+		t.Fatalf("first pause: %+v", asks)
+	}
+	wantStrings(t, "ran before the first answer", ran, "look {}")
+	send(t, s, map[string]any{"confirm": asks[0].ID, "approve": false})
+	asks = a.confirmations()
+	if len(asks) != 2 || string(asks[1].Arguments) != `{"item":"b"}` || got.take() != "" {
+		t.Fatalf("second pause: %+v", asks)
+	}
+	send(t, s, map[string]any{"confirm": asks[1].ID, "approve": true})
+	if m := got.take(); m != "look=ok, drop=the user denied this call, drop=ok" {
+		t.Fatalf("the answer: %q", m)
+	}
+	wantStrings(t, "ran", ran, "look {}", `drop {"item":"b"}`)
+	wantStrings(t, "the model's last request", lastModelRequest(model)[1:],
+		`ai: call drop {"item":"a"} | call look {} | call drop {"item":"b"}`,
+		"tool: result look ok", "tool: result drop the user denied this call", "tool: result drop ok")
 }
