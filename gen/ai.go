@@ -71,6 +71,7 @@ type toolModel struct {
 	name      string      // the name the model calls it by: name=, else the method's
 	desc      string      // its description: the method's doc comment
 	immediate bool        // the immediate flag: a step of only these ends the loop
+	confirm   bool        // the confirm flag: a call waits for the user's confirmation
 	params    []toolParam // all its parameters, in order
 	schema    string      // the JSON schema of its arguments
 	funcName  string      // the generated invoker
@@ -100,7 +101,7 @@ func (m *pkgModel) analyzeTool(a *annotated, d *toolDirective, diags *Diagnostic
 	if fn == nil {
 		return
 	}
-	t := &toolModel{fn: fn, sig: fn.Type().(*types.Signature), name: fn.Name(), immediate: d.immediate, timeout: d.timeout}
+	t := &toolModel{fn: fn, sig: fn.Type().(*types.Signature), name: fn.Name(), immediate: d.immediate, confirm: d.confirm, timeout: d.timeout}
 	if d.name != "" {
 		t.name = d.name
 	}

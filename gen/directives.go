@@ -486,7 +486,7 @@ type Smith interface {
 	},
 	{
 		Name:  "tool",
-		Usage: "//chat:tool [immediate] [name=NAME] [timeout=DURATION]",
+		Usage: "//chat:tool [immediate] [confirm] [name=NAME] [timeout=DURATION]",
 		Doc: "Makes the method a tool that AI services may call. " +
 			"AI services whose `//chat:tools` name the method's type offer it to the model. " +
 			"The tool's description is the method's doc comment, and its parameters (after an optional " +
@@ -498,7 +498,10 @@ type Smith interface {
 			"without another model call and the AI method returns an `ai.Result[T]` with the tool executions. " +
 			"With `timeout=`, a call that runs longer is told to the model as timed out and the turn goes on " +
 			"(its context is cancelled; a tool that ignores it is left to finish, its result discarded); " +
-			"without it, the service's `ai.Config.ToolTimeout` applies.",
+			"without it, the service's `ai.Config.ToolTimeout` applies. " +
+			"With `confirm`, a call of the tool waits for the user's confirmation: the turn pauses, the route " +
+			"sends a `Confirm` event and completes, and the user's next request approves (optionally with " +
+			"edited arguments) or denies the call (see \"Confirmed tools\" in the guide).",
 		Quarkus: "@Tool, ReturnBehavior.IMMEDIATE",
 		Example: `// Forge works metal.
 type Forge struct{ draft *Draft }
@@ -523,6 +526,8 @@ func (f *Forge) Finish(ctx context.Context) error {
 			{Name: "immediate", Doc: "end the tool loop after the step, without another model call, " +
 				"when every tool called in it is immediate",
 				Set: setFlag(func(d *toolDirective) { d.immediate = true })},
+			{Name: "confirm", Doc: "run a call only once the user confirmed it: the turn pauses and the route sends a `Confirm` event",
+				Set: setFlag(func(d *toolDirective) { d.confirm = true })},
 		},
 		Keys: []keySpec{
 			{Name: "name", Kind: keyIdent, Value: "NAME", Doc: "the name the model calls the tool by; the method name by default",

@@ -122,6 +122,9 @@ func (e *emitter) tool(t *toolModel) {
 	if t.immediate {
 		tool = append(tool, field("Immediate", jen.True()))
 	}
+	if t.confirm {
+		tool = append(tool, field("Confirm", jen.True()))
+	}
 	if t.timeout > 0 {
 		tool = append(tool, field("Timeout", durationCode(t.timeout)))
 	}

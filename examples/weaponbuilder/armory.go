@@ -116,6 +116,31 @@ func (a *Armory) SaveArmor(_ context.Context, p Armor) {
 	a.armor = append(a.armor, p)
 }
 
+// ErrNoSuchItem is returned when the armory holds no item of the name.
+var ErrNoSuchItem = errors.New("the armory holds no item of that name")
+
+// Delete removes the weapon named name, or the armour described as
+// "material piece" ("steel helm"), and returns the name of what it
+// removed.
+func (a *Armory) Delete(_ context.Context, name string) (string, error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	name = strings.TrimSpace(name)
+	if i := slices.IndexFunc(a.weapons, func(w Weapon) bool { return strings.EqualFold(w.Name, name) }); i >= 0 {
+		w := a.weapons[i]
+		a.weapons = slices.Delete(a.weapons, i, i+1)
+		return w.Name, nil
+	}
+	if i := slices.IndexFunc(a.armor, func(p Armor) bool {
+		return strings.EqualFold(p.Material+" "+p.Piece, name) || strings.EqualFold(p.Piece, name)
+	}); i >= 0 {
+		p := a.armor[i]
+		a.armor = slices.Delete(a.armor, i, i+1)
+		return p.Material + " " + p.Piece, nil
+	}
+	return "", fmt.Errorf("%w: %q", ErrNoSuchItem, name)
+}
+
 // Weapons returns the saved weapons.
 func (a *Armory) Weapons() []Weapon {
 	a.mu.Lock()

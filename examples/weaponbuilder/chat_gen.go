@@ -38,6 +38,7 @@ func _() {
 	var _ func(*Counter, context.Context) error = (*Counter).BuildWeapon
 	var _ func(*Counter, context.Context) error = (*Counter).BuildArmor
 	var _ func(*Counter, context.Context) (Inventory, error) = (*Counter).ListArmory
+	var _ func(*Counter, context.Context, string) (string, error) = (*Counter).DeleteItem
 	var _ func(WeaponBuilder, context.Context, string) (ai.Result[string], error) = WeaponBuilder.Chat
 	var _ WeaponBuilder = WeaponBuilderProxy{}
 	var _ func(*Armory) *Workbench = NewWorkbench
@@ -462,6 +463,15 @@ func (CounterProxy) ListArmory(ctx context.Context) (Inventory, error) {
 	return counter.ListArmory(ctx)
 }
 
+// DeleteItem calls DeleteItem on the Counter of the chat scope in ctx.
+func (CounterProxy) DeleteItem(ctx context.Context, item string) (string, error) {
+	counter, err := chat.Lookup(ctx, chatBeanCounter)
+	if err != nil {
+		return "", err
+	}
+	return counter.DeleteItem(ctx, item)
+}
+
 // chatBeanWeaponBuilder describes the scoped type WeaponBuilder: one
 // instance per chat scope, inherited by nested scopes.
 var chatBeanWeaponBuilder = chat.NewBean[WeaponBuilder]("github.com/chatscopes/chatgen/examples/weaponbuilder.WeaponBuilder", chat.KindChat, nil)
@@ -808,6 +818,23 @@ var chatToolCounterListArmory = ai.Tool{
 	}),
 }
 
+// chatToolCounterDeleteItem is the tool deleteItem: it decodes the model's
+// arguments and calls Counter.DeleteItem on the Counter of the current
+// scope.
+var chatToolCounterDeleteItem = ai.Tool{
+	Definition: llms.Tool{Type: "function", Function: &llms.FunctionDefinition{
+		Name:        "deleteItem",
+		Description: "DeleteItem deletes a weapon or a piece of armour from the armory. The\nplayer confirms it first: the page shows Approve and Deny buttons, the\nterminal asks y/n.",
+		Parameters:  json.RawMessage(`{"type":"object","properties":{"item":{"type":"string","description":"the weapon's name, or the armour as material and piece (\"steel helm\")"}},"required":["item"],"additionalProperties":false}`),
+	}},
+	Confirm: true,
+	Invoke: ai.BeanTool(chatBeanCounter, func(ctx context.Context, counter *Counter, args struct {
+		Item string `json:"item"`
+	}) (any, error) {
+		return counter.DeleteItem(ctx, args.Item)
+	}),
+}
+
 // chatAIMainMenu is the generated implementation of the //chat:ai interface
 // MainMenu.
 type chatAIMainMenu struct {
@@ -818,11 +845,12 @@ type chatAIMainMenu struct {
 var chatMethodMainMenuChat = ai.Method{
 	Name:   "Chat",
 	Kind:   chat.KindChat,
-	System: "You are the armorer of a fantasy video game, at the counter of your forge.\nTo build a weapon call buildWeapon, to build armour call buildArmor,\nto show what the player has built call listArmory. Otherwise answer in one or two sentences;\nyou may use markdown.",
+	System: "You are the armorer of a fantasy video game, at the counter of your forge.\nTo build a weapon call buildWeapon, to build armour call buildArmor,\nto show what the player has built call listArmory, to delete an item from the armory call\ndeleteItem (the player is asked to confirm). Otherwise answer in one or two sentences;\nyou may use markdown.",
 	Tools: []ai.Tool{
 		chatToolCounterBuildWeapon,
 		chatToolCounterBuildArmor,
 		chatToolCounterListArmory,
+		chatToolCounterDeleteItem,
 	},
 }
 

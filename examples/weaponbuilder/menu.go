@@ -15,7 +15,8 @@ import (
 //chat:markdown
 //chat:system You are the armorer of a fantasy video game, at the counter of your forge.
 //chat:system To build a weapon call buildWeapon, to build armour call buildArmor,
-//chat:system to show what the player has built call listArmory. Otherwise answer in one or two sentences;
+//chat:system to show what the player has built call listArmory, to delete an item from the armory call
+//chat:system deleteItem (the player is asked to confirm). Otherwise answer in one or two sentences;
 //chat:system you may use markdown.
 //chat:tools Counter
 type MainMenu interface {
@@ -25,8 +26,9 @@ type MainMenu interface {
 	Chat(ctx context.Context, userMessage string) iter.Seq2[string, error]
 }
 
-// Counter holds the main menu's tools. They are immediate: the model only
-// picks one, and no second model call follows.
+// Counter holds the main menu's tools. Most are immediate: the model only
+// picks one, and no second model call follows. DeleteItem waits for the
+// player's confirmation, then the model tells what happened.
 type Counter struct{ armory *Armory }
 
 // NewCounter builds the counter of a conversation.
@@ -70,4 +72,21 @@ func inventory(armory *Armory, latest string) Inventory {
 func (c *Counter) ListArmory(ctx context.Context) (Inventory, error) {
 	inv := inventory(c.armory, "")
 	return inv, chat.Response(ctx).Send(inv)
+}
+
+// DeleteItem deletes a weapon or a piece of armour from the armory. The
+// player confirms it first: the page shows Approve and Deny buttons, the
+// terminal asks y/n.
+//
+//chat:tool confirm name=deleteItem
+//chat:param item the weapon's name, or the armour as material and piece ("steel helm")
+func (c *Counter) DeleteItem(ctx context.Context, item string) (string, error) {
+	name, err := c.armory.Delete(ctx, item)
+	if err != nil {
+		return "", err
+	}
+	if err := chat.Response(ctx).Send(inventory(c.armory, "")); err != nil {
+		return "", err
+	}
+	return name + " is gone from the armory.", nil
 }

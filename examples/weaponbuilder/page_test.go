@@ -51,6 +51,7 @@ func TestPageInTheRealWorld(t *testing.T) {
 			h.failuresReadAsSentences()
 			h.markupIsNeverRun()
 			h.reconnects()
+			h.confirmsDeletion()
 			h.noErrorCodes()
 		})
 	}
@@ -537,6 +538,44 @@ func (h *pageHarness) nestedAndBack() {
 	if card := h.eval(`document.getElementById("card").textContent`); strings.Contains(card, "Enchantment") {
 		h.t.Fatalf("the weapon was enchanted after all: %s", card)
 	}
+}
+
+// confirmsDeletion: deleting an item waits for the player: Approve and
+// Deny buttons (Approve has the focus); Deny keeps it, a message instead
+// passes over the question, Approve (by keyboard) deletes it.
+func (h *pageHarness) confirmsDeletion() {
+	h.t.Helper()
+	ask := "confirm: The armorer wants to delete Dawnbreaker from your armory. Approve Deny"
+	h.send("delete Dawnbreaker")
+	h.expect(ask)
+	if f := h.focused(); f != "button:Approve" {
+		h.t.Fatalf("the confirmation does not have the focus: %q", f)
+	}
+	h.shot("confirm")
+	h.eval(`(document.querySelector("#log .msg.confirm button.deny").click(), "ok")`)
+	h.waitFor(`Array.from(document.querySelectorAll("#log .msg.user")).some(e => e.textContent === "Deny")`, "the denial in the log")
+	h.settle("Deny")
+	h.expect("armorer: As you wish, it stays in your armory (the player pressed Deny). What next?")
+	if f := h.focused(); f != "input" {
+		h.t.Fatalf("after denying, the focus is on %q", f)
+	}
+
+	h.send("delete Dawnbreaker")
+	h.eval(`(document.getElementById("input").focus(), "ok")`) // the player clicks into the message box
+	h.send("hello")
+	if n := h.eval(`String(document.querySelectorAll("#log .msg.confirm button:not(:disabled)").length)`); n != "0" {
+		h.t.Fatalf("%s buttons still live after passing over the question", n)
+	}
+
+	h.send("delete Dawnbreaker")
+	h.press("Enter") // Approve has the focus
+	h.waitFor(`Array.from(document.querySelectorAll("#log .msg.user")).some(e => e.textContent === "Approve")`, "the approval in the log")
+	h.settle("Approve")
+	h.expect("armorer: Done: Dawnbreaker is gone from the armory. What next?", "armory: Empty.")
+	if len(h.a.armory.Weapons()) != 0 {
+		h.t.Fatalf("the armory still holds %+v", h.a.armory.Weapons())
+	}
+	h.shot("deleted")
 }
 
 // finishShowsArmory: finishing the weapon puts it in the armory list

@@ -70,6 +70,7 @@ var (
 	wordsPiece   = regexp.MustCompile(`(?i)\b(helm|breastplate|gauntlets|greaves|shield)\b`)
 	wordsMetal   = regexp.MustCompile(`(?i)\b(leather|iron|steel|mithril)\b`)
 	wordsLegend  = regexp.MustCompile(`(?i)\b(legends?|lore|tales?|stor(?:y|ies))\b`)
+	wordsDelete  = regexp.MustCompile(`(?i)\b(?:delete|remove|destroy|scrap|melt down)\s+(?:the\s+|my\s+)?["']?([\p{L}][\p{L}' -]{0,30}?)["']?\s*(?:[.!]|$)`)
 	wordsTopic   = regexp.MustCompile(`(?i)\b(iron|steel|mithril|leather|fire|frost|lightning|sword|axe|bow|dagger|staff|[a-z]+ium)\b`)
 )
 
@@ -88,10 +89,16 @@ func playMenu(req *llmtest.Request) llmtest.Reply {
 		}
 		return say(results[0].Content)
 	}
+	if results := req.LastToolResults(); len(results) > 0 && results[0].Name == "deleteItem" {
+		return deleted(results[0].Content)
+	}
 	if r, ok := failure(req); ok {
 		return r
 	}
 	u := req.LastUserText()
+	if m := wordsDelete.FindStringSubmatch(u); m != nil {
+		return calls(tool("deleteItem", map[string]any{"item": strings.TrimSpace(m[1])}))
+	}
 	if slices.Contains(req.ToolNames(), "legend") && wordsLegend.MatchString(u) {
 		topic := "the forge"
 		if m := wordsTopic.FindStringSubmatch(u); m != nil {
@@ -108,6 +115,26 @@ func playMenu(req *llmtest.Request) llmtest.Reply {
 		return calls(tool("buildWeapon", nil))
 	}
 	return say(welcome)
+}
+
+// deleted is the armorer's answer once deleteItem ran, or the player
+// denied it.
+func deleted(result string) llmtest.Reply {
+	switch {
+	case strings.HasPrefix(result, "the user denied"):
+		if _, reason, ok := strings.Cut(result, ": "); ok {
+			return say("As you wish, it stays in your armory (" + reason + "). What next?")
+		}
+		return say("As you wish, it stays in your armory. What next?")
+	case strings.HasPrefix(result, "the user did not confirm"):
+		return say("I leave your armory as it is.")
+	case strings.HasPrefix(result, "error: "):
+		return say("I cannot: " + strings.TrimPrefix(result, "error: ") + ".")
+	}
+	if _, after, ok := strings.Cut(result, "; the result: "); ok {
+		result = after // the player changed what to delete
+	}
+	return say("Done: " + result + " What next?")
 }
 
 func playWeapon(req *llmtest.Request) llmtest.Reply {

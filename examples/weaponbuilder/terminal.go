@@ -7,6 +7,7 @@ import (
 	"io"
 	"strings"
 
+	"github.com/chatscopes/chatgen/runtime/ai"
 	"github.com/chatscopes/chatgen/runtime/chat"
 )
 
@@ -17,6 +18,9 @@ func runTerminal(ctx context.Context, router *chat.Router, in io.Reader, out io.
 	client := chat.NewLocalClient(router)
 	defer client.Close()
 	streaming := false
+	// confirm is the tool call waiting for the player's y/n, if any: the
+	// Confirm event comes during a request, the answer is the next line.
+	var confirm *ai.Confirmation
 	endStream := func() {
 		if streaming {
 			fmt.Fprintln(out)
@@ -70,6 +74,14 @@ func runTerminal(ctx context.Context, router *chat.Router, in io.Reader, out io.
 				fmt.Fprintf(out, "  ── %s ──\n", strings.Repeat("» ", c.Depth)+c.Name)
 			}
 		}).
+		On(chat.EventConfirm, func(ev chat.Event) {
+			var c ai.Confirmation
+			if ev.Decode(&c) == nil {
+				endStream()
+				confirm = &c
+				fmt.Fprintf(out, "  ? the armorer wants to run %s %s. Allow it? [y/n]\n", c.Tool, c.Arguments)
+			}
+		}).
 		OnDefault(func(ev chat.Event) { endStream(); fmt.Fprintf(out, "  (%s) %s\n", ev.Type, ev.Text()) }).
 		Connect(ctx, "")
 	if err != nil {
@@ -96,7 +108,23 @@ func runTerminal(ctx context.Context, router *chat.Router, in io.Reader, out io.
 		if line == "" {
 			return nil
 		}
-		if err := session.Chat(ctx, line); err != nil {
+		var err error
+		if c := confirm; c != nil {
+			// The answer to the confirmation; any other line denies it and
+			// is handled as a message.
+			confirm = nil
+			switch strings.ToLower(line) {
+			case "y", "yes":
+				err = session.Send(ctx, map[string]any{ai.KeyConfirm: c.ID, ai.KeyApprove: true})
+			case "n", "no":
+				err = session.Send(ctx, map[string]any{ai.KeyConfirm: c.ID, ai.KeyApprove: false, ai.KeyReason: "the player said no"})
+			default:
+				err = session.Chat(ctx, line)
+			}
+		} else {
+			err = session.Chat(ctx, line)
+		}
+		if err != nil {
 			endStream()
 			fmt.Fprintf(out, "  ! the request failed: %v\n", err)
 		}

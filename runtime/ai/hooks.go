@@ -64,6 +64,10 @@ type ToolCall struct {
 	Arguments string
 	// Tool is the tool called. Read only.
 	Tool *Tool
+	// Confirmed reports that the user approved the call (see
+	// [ConfirmationPending]): a hook that demands confirmation with
+	// [ErrConfirmationRequired] calls next when it is set.
+	Confirmed bool
 
 	svc *Service
 }
@@ -80,7 +84,9 @@ type ToolHandler func(ctx context.Context, call *ToolCall) (any, error)
 // middleware style. Before calling next it sees the call and may change
 // its arguments; it may veto the call by returning an error made with
 // [Veto] without calling next (the model is told the veto's message as
-// the tool's result, and the turn goes on); after next it sees the result
+// the tool's result, and the turn goes on), or demand the user's
+// confirmation by returning [ErrConfirmationRequired] (the turn pauses);
+// after next it sees the result
 // or the error and may replace them (the result's text is what the model
 // is told).
 //

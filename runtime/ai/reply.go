@@ -40,7 +40,8 @@ type ToolExecution struct {
 	// is, nil as "done", anything else as JSON) or "error: …".
 	Text string
 	// Err is why the call failed: an error wrapping [ErrUnknownTool], an
-	// *[ArgumentsError], a *chat.PanicError, or the tool's own error.
+	// *[ArgumentsError], a *chat.PanicError, [ErrConfirmationDenied] for a
+	// call the user did not confirm, or the tool's own error.
 	Err error
 	// Immediate reports that the tool is immediate.
 	Immediate bool

@@ -89,6 +89,10 @@ type Tool struct {
 	// arguments do not decode. [BeanTool] and [BeanToolNoArgs] make it for
 	// the methods of scoped beans.
 	Invoke func(ctx context.Context, arguments string) (any, error)
+	// Confirm marks a tool whose calls wait for the user's confirmation
+	// (//chat:tool confirm): the turn pauses before the call runs; see
+	// [ConfirmationPending].
+	Confirm bool
 	// Timeout bounds a call of the tool (//chat:tool timeout=10s); 0
 	// means [Config.ToolTimeout]. See [ErrToolTimeout].
 	Timeout time.Duration

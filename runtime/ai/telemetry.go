@@ -184,6 +184,11 @@ func (s *Service) runTraced(ctx context.Context, tr trace.Tracer, req *Request, 
 	ctx, span := tr.Start(ctx, "invoke_agent "+agent, trace.WithSpanKind(trace.SpanKindInternal), trace.WithAttributes(attrs...))
 	defer span.End()
 	reply, err := s.runTurn(ctx, req, mode, convID)
+	if p := (*ConfirmationPending)(nil); err != nil && errors.As(err, &p) {
+		// Not a failure: the turn waits for the user.
+		span.SetAttributes(attribute.String("chatgen.confirmation.id", p.ID), attribute.String("chatgen.confirmation.tool", p.Tool))
+		return nil, err
+	}
 	if err != nil {
 		span.SetStatus(codes.Error, err.Error())
 		span.SetAttributes(semconv.ErrorTypeKey.String(modelErrorType(err, nil)))
@@ -405,6 +410,8 @@ func (t *turn) runToolTraced(ctx context.Context, tr trace.Tracer, call llms.Too
 	case err != nil:
 		span.SetStatus(codes.Error, err.Error())
 		span.SetAttributes(semconv.ErrorTypeKey.String("hook_panic"))
+	case errors.Is(ex.Err, ErrConfirmationRequired):
+		span.SetAttributes(attribute.Bool("chatgen.confirmation.required", true)) // not run yet: no error
 	case ex.Err != nil:
 		span.SetStatus(codes.Error, ex.Err.Error())
 		span.SetAttributes(semconv.ErrorTypeKey.String(toolErrorType(ex.Err)))

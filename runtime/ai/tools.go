@@ -73,10 +73,15 @@ func (s *Service) runTool(ctx context.Context, m *Method, tools []Tool, call llm
 	if strings.TrimSpace(args) == "" {
 		args = "{}"
 	}
+	confirmed := approved(ctx, call.ID)
+	if tool.Confirm && !confirmed {
+		ex.Err = ErrConfirmationRequired
+		return ex, nil
+	}
 	var res any
 	var err error
 	if s.toolHooks != nil {
-		res, err = s.callToolHooks(ctx, &ToolCall{Service: s.name, Method: m.Name, ID: call.ID, Name: name, Arguments: args, Tool: tool, svc: s})
+		res, err = s.callToolHooks(ctx, &ToolCall{Service: s.name, Method: m.Name, ID: call.ID, Name: name, Arguments: args, Tool: tool, Confirmed: confirmed, svc: s})
 		if hp, ok := err.(*hookPanic); ok {
 			s.log().ErrorContext(ctx, "ai: tool hook panicked",
 				"service", s.name, "method", m.Name, "tool", name, "call", call.ID,
@@ -86,7 +91,15 @@ func (s *Service) runTool(ctx context.Context, m *Method, tools []Tool, call llm
 	} else {
 		res, err = s.invokeTool(ctx, tool, name, args)
 	}
-	if err != nil {
+	if err != nil && errors.Is(err, ErrConfirmationRequired) {
+		if !confirmed {
+			ex.Err = err // the turn pauses
+			return ex, nil
+		}
+		err = fmt.Errorf("a tool hook asked again for the confirmation the user gave: %w", err)
+		ex.Err = err
+		ex.Text = "error: " + err.Error()
+	} else if err != nil {
 		ex.Err = err
 		ex.Text = s.toolFailed(ctx, m, call, err)
 	} else if text, err := resultText(res); err != nil {

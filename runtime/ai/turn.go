@@ -10,6 +10,7 @@ import (
 
 	"github.com/tmc/langchaingo/llms"
 
+	"github.com/chatscopes/chatgen/runtime/chat"
 	"github.com/chatscopes/chatgen/runtime/memory"
 )
 
@@ -99,8 +100,14 @@ func (s *Service) runTurn(ctx context.Context, req *Request, mode runMode, convI
 	t.held.next, _ = ctx.Value(heldKey{}).(*heldTurn)
 	ctx = context.WithValue(ctx, heldKey{}, &t.held)
 	t.setOptions()
-	t.start(system, user, history)
-	if err := t.loop(ctx); err != nil {
+	ended, err := t.begin(ctx, system, user, history)
+	if err == nil && !ended {
+		err = t.loop(ctx)
+	}
+	if err != nil {
+		if p := (*ConfirmationPending)(nil); errors.As(err, &p) {
+			return nil, t.paused(ctx, p, func() error { return t.commit(ctx, st, mem, gen) })
+		}
 		return nil, err
 	}
 	if err := ctx.Err(); err != nil {
@@ -116,6 +123,38 @@ func (s *Service) runTurn(ctx context.Context, req *Request, mode runMode, convI
 			slog.Bool("immediate", t.reply.Immediate), slog.Int("total_tokens", t.reply.Usage.TotalTokens))
 	}
 	return t.reply, nil
+}
+
+// begin builds the first prompt and, when the memory ends with a paused
+// turn (tool calls waiting for the user's confirmation), resumes it with
+// the request's answer: see [ConfirmationPending]. It reports whether the
+// turn ended on immediate tools without a model call.
+func (t *turn) begin(ctx context.Context, system, user string, history []llms.MessageContent) (bool, error) {
+	ans, err := readAnswer(chat.Request(ctx))
+	if err != nil {
+		return false, t.errorf("%w", err)
+	}
+	pend := pendingCalls(history)
+	if len(pend) == 0 {
+		if ans != nil {
+			return false, t.errorf("%w", &chat.BadRequestError{Param: KeyConfirm, Err: fmt.Errorf("%q: %w", ans.id, errStale)})
+		}
+		t.start(system, user, history)
+		return false, nil
+	}
+	t.start(system, "", history)
+	immediate, err := t.resume(ctx, pend, ans)
+	if err != nil {
+		return false, err
+	}
+	if ans == nil && user != "" {
+		t.add(llms.TextParts(llms.ChatMessageTypeHuman, user))
+		return false, nil
+	}
+	if immediate {
+		t.reply.Immediate = true
+	}
+	return immediate, nil
 }
 
 // setOptions prepares the call options of every model call of the turn:
@@ -223,13 +262,9 @@ func (t *turn) loop(ctx context.Context) error {
 		if err := t.runTools(ctx, calls); err != nil {
 			return t.errorf("%w", err)
 		}
-		immediate := true
-		for i := first; i < len(t.reply.Executions); i++ {
-			ex := &t.reply.Executions[i]
-			t.add(llms.MessageContent{Role: llms.ChatMessageTypeTool, Parts: []llms.ContentPart{
-				llms.ToolCallResponse{ToolCallID: ex.ID, Name: ex.Name, Content: ex.Text},
-			}})
-			immediate = immediate && ex.Immediate && ex.Err == nil
+		immediate, err := t.record(ctx, calls, first)
+		if err != nil {
+			return err
 		}
 		if immediate {
 			t.reply.Immediate = true

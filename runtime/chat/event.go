@@ -15,6 +15,7 @@ const (
 	EventConsole   = "Console"   // text for the client's console
 	EventError     = "Error"     // an application error message
 	EventStream    = "Stream"    // one chunk of a streamed reply
+	EventConfirm   = "Confirm"   // a tool call waits for the user's confirmation
 	EventCompleted = "Completed" // terminator: data is the current scope id
 	EventFailed    = "Failed"    // terminator: data is the failure reason
 )
@@ -23,6 +24,13 @@ const (
 // terminator type (Completed or Failed): only the transport ends a
 // request, so that a client never takes a route's event for the reply.
 var ErrReservedEvent = errors.New("chat: Completed and Failed are reserved: they end a request, and only the transport sends them")
+
+// ErrPaused is matched (errors.Is) by the error of a route that stopped to
+// wait for the user, such as an AI service whose turn waits for the user
+// to confirm a tool call (package ai): the request completes (Completed),
+// its state is kept (and saved, for a durable conversation), and no error
+// handler sees it.
+var ErrPaused = errors.New("chat: the route waits for the user")
 
 // IsReservedEvent reports whether typ is a terminator type, which routes
 // may not send: [EventCompleted] or [EventFailed]. chatgen refuses them in

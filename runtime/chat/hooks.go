@@ -84,6 +84,9 @@ func serveRoute(ctx context.Context, route string, req *RouteRequest) error {
 		return err
 	}
 	if err := c.router.call(ctx, rs, spec); err != nil {
+		if errors.Is(err, ErrPaused) {
+			return nil // the route waits for the user: the request completes
+		}
 		return c.router.handleError(ctx, rs, err)
 	}
 	return nil

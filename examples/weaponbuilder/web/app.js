@@ -30,6 +30,7 @@
     names: ["Main menu"], // the conversations, outermost first
     streamEl: null, // the answer being streamed
     refocus: false, // the form had the focus when sending was disabled
+    confirmEl: null, // the confirmation whose buttons are live
   };
 
   // What the player reads for each reason a request can fail (the server's
@@ -260,6 +261,69 @@
     if (state.connected) input.focus();
   }
 
+  // ---- confirmations
+
+  // confirmText says in a sentence what the armorer wants to do.
+  function confirmText(c) {
+    const args = c.arguments || {};
+    if (c.tool === "deleteItem" && typeof args.item === "string") {
+      return "The armorer wants to delete " + args.item + " from your armory.";
+    }
+    return "The armorer wants to run " + c.tool + " " + JSON.stringify(args) + ".";
+  }
+
+  // onConfirm shows a tool call waiting for the player's confirmation with
+  // Approve and Deny buttons; the click sends the answer. Sending a
+  // message instead passes over the question (the server denies the call).
+  function onConfirm(c) {
+    endStream();
+    closeConfirm();
+    const div = document.createElement("div");
+    div.className = "msg confirm";
+    const bubble = document.createElement("div");
+    bubble.className = "bubble";
+    const text = document.createElement("span");
+    text.textContent = confirmText(c) + " ";
+    bubble.appendChild(text);
+    const approve = document.createElement("button");
+    approve.type = "button";
+    approve.className = "approve";
+    approve.textContent = "Approve";
+    const deny = document.createElement("button");
+    deny.type = "button";
+    deny.className = "deny";
+    deny.textContent = "Deny";
+    bubble.append(approve, " ", deny);
+    div.appendChild(bubble);
+    append(div);
+    state.confirmEl = div;
+    const answerWith = (label, send) => {
+      closeConfirm();
+      follow = true;
+      line("user", label);
+      setBusy(+1);
+      const session = state.session;
+      return send()
+        .catch((err) => failed(reasonOf(err), session))
+        .finally(() => {
+          endStream();
+          setBusy(-1);
+          if (state.connected) input.focus();
+        });
+    };
+    approve.addEventListener("click", () => answerWith("Approve", () => c.approve()));
+    deny.addEventListener("click", () => answerWith("Deny", () => c.deny("the player pressed Deny")));
+    approve.focus();
+  }
+
+  // closeConfirm disables the buttons of the confirmation shown, if any.
+  function closeConfirm() {
+    if (state.confirmEl) {
+      for (const b of state.confirmEl.querySelectorAll("button")) b.disabled = true;
+      state.confirmEl = null;
+    }
+  }
+
   // ---- requests
 
   function setBusy(delta) {
@@ -281,6 +345,7 @@
       return Promise.resolve();
     }
     if (banner.dataset.kind === "back") hideBanner();
+    closeConfirm();
     endStream();
     follow = true; // the player's own message brings the log to its end
     line("user", text);
@@ -349,7 +414,8 @@
       .eventHandler("weapon", weaponCard)
       .eventHandler("armor", armorCard)
       .eventHandler("inventory", inventory)
-      .eventHandler("conversation", conversation);
+      .eventHandler("conversation", conversation)
+      .confirmHandler(onConfirm);
   }
 
   // open connects, then starts a conversation. A connection that closes

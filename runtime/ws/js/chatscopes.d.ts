@@ -24,8 +24,33 @@ export interface ServerFrame {
     html?: string;
 }
 
-/** A handler of one event type; frame is the whole server frame. */
-export type EventHandler = (data: EventData, frame: ServerFrame) => void;
+/**
+ * A handler of one event type; frame is the whole server frame, session
+ * the session it came on.
+ */
+export type EventHandler = (data: EventData, frame: ServerFrame, session: Session) => void;
+
+/**
+ * A tool call waiting for the user's confirmation (a Confirm event). The
+ * user's answer is the session's next request; sending another message
+ * instead denies the call.
+ */
+export class Confirmation {
+    constructor(session: Session, data: { id: string; tool: string; arguments: unknown; callId: string });
+    readonly session: Session;
+    /** The confirmation id the answer names. */
+    readonly id: string;
+    /** The tool's name. */
+    readonly tool: string;
+    /** The model's arguments (a JSON value, normally an object). */
+    readonly arguments: any;
+    /** The model's id of the tool call. */
+    readonly callId: string;
+    /** Runs the call, with editedArguments if given; resolves like chat. */
+    approve(editedArguments?: Record<string, unknown>): Promise<string>;
+    /** Refuses the call; the model is told, with reason if given. */
+    deny(reason?: string): Promise<string>;
+}
 
 /** A handler of events without a handler of their own. */
 export type DefaultHandler = (eventType: string, data: EventData, frame: ServerFrame) => void;
@@ -99,6 +124,8 @@ export class SessionBuilder {
     thinkingHandler(handler: EventHandler): this;
     streamHandler(handler: EventHandler): this;
     objectHandler(handler: EventHandler): this;
+    /** Handles Confirm events: a tool call waiting for the user's confirmation. */
+    confirmHandler(handler: (confirmation: Confirmation, frame: ServerFrame) => void): this;
     defaultHandler(handler: DefaultHandler): this;
     /** Starts a session on route (omitted or null: the default route). */
     connect(route?: string | null): Promise<Session>;

@@ -163,7 +163,7 @@ class Session {
         const handler = this.eventHandlers.get(type);
         try {
             if (handler) {
-                handler(data, message);
+                handler(data, message, this);
             } else if (type === "Completed" || type === "Failed") {
                 // settled above
             } else if (this.defaultHandler) {
@@ -212,6 +212,42 @@ class Session {
         for (const req of reqs) {
             req.reject(new ChatFailure(reason));
         }
+    }
+}
+
+/**
+ * A tool call waiting for the user's confirmation: the data of a Confirm
+ * event, given to the handler set with SessionBuilder.confirmHandler. The
+ * user's answer is the session's next request: approve() runs the call
+ * (approve(editedArguments) with the arguments the user changed), deny()
+ * tells the model the user refused it. Sending another message instead
+ * denies it too. Both return the request's promise.
+ */
+class Confirmation {
+    constructor(session, data) {
+        this.session = session;
+        this.id = data.id;
+        this.tool = data.tool;
+        this.arguments = data.arguments;
+        this.callId = data.callId;
+    }
+
+    /** Runs the call, with editedArguments (an object) if given. */
+    approve(editedArguments) {
+        const data = { confirm: this.id, approve: true };
+        if (editedArguments !== undefined && editedArguments !== null) {
+            data.arguments = editedArguments;
+        }
+        return this.session.sendData(data);
+    }
+
+    /** Refuses the call; the model is told, with reason if given. */
+    deny(reason) {
+        const data = { confirm: this.id, approve: false };
+        if (reason !== undefined && reason !== null && reason !== "") {
+            data.reason = String(reason);
+        }
+        return this.session.sendData(data);
     }
 }
 
@@ -271,6 +307,16 @@ class SessionBuilder {
 
     objectHandler(handler) {
         return this.eventHandler("Object", handler);
+    }
+
+    /**
+     * Handles Confirm events: handler(confirmation, frame), where
+     * confirmation is a Confirmation to approve() or deny().
+     */
+    confirmHandler(handler) {
+        return this.eventHandler("Confirm", (data, frame, session) => {
+            handler(new Confirmation(session, data), frame);
+        });
     }
 
     /** Handles events of every type without a handler: fn(type, data, frame). */

@@ -1,0 +1,308 @@
+package ai
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/tmc/langchaingo/llms"
+
+	"github.com/chatscopes/chatgen/runtime/chat"
+)
+
+// This file holds confirmed tools (human in the loop): a tool call that
+// needs the user's confirmation pauses the turn, and the user's next
+// request answers it.
+//
+// The paused turn is kept in the chat memory of its memory id: the turn
+// so far (the user message, the model's reply with its tool calls and the
+// results of the calls that ran) is committed when it pauses, so the
+// memory ends with tool calls that have no result. The next turn on that
+// memory finds them and resumes. The memory is the conversation's state:
+// in the service's memory provider, or in the conversation store of a
+// durable router, saved with the request, so a paused turn survives a
+// restart.
+
+// ErrConfirmationRequired is the error a [ToolHook] returns, without
+// calling next, to demand that the user confirm the tool call before it
+// runs (a tool marked [Tool.Confirm] demands it without a hook). The turn
+// pauses: see [ConfirmationPending]. When the call runs again after the
+// user approved it, [ToolCall.Confirmed] is true and the hook should call
+// next.
+var ErrConfirmationRequired = errors.New("the tool call needs the user's confirmation")
+
+// ErrConfirmationDenied is the [ToolExecution.Err] of a tool call the user
+// did not confirm.
+var ErrConfirmationDenied = errors.New("the user did not confirm the tool call")
+
+// The request data keys of an answer to a confirmation: see
+// [ConfirmationPending].
+const (
+	KeyConfirm   = "confirm"   // the confirmation id (string); required
+	KeyApprove   = "approve"   // true to run the call, false to deny it; required
+	KeyReason    = "reason"    // why the user denies it (string); optional
+	KeyArguments = "arguments" // the arguments the user edited (a JSON object); optional
+)
+
+// A Confirmation is a tool call waiting for the user's confirmation: the
+// data of the Confirm event ([chat.EventConfirm]) a paused turn sends.
+type Confirmation struct {
+	// ID identifies the confirmation: the answer names it.
+	ID string `json:"id"`
+	// Tool is the tool's name; Arguments the model's arguments (JSON).
+	Tool      string          `json:"tool"`
+	Arguments json.RawMessage `json:"arguments"`
+	// CallID is the model's id of the tool call.
+	CallID string `json:"callId"`
+}
+
+// ConfirmationPending is the error of a turn that paused because a tool
+// call needs the user's confirmation (a tool marked [Tool.Confirm], or a
+// [ToolHook] that returned [ErrConfirmationRequired]). Before returning
+// it the service committed the turn so far to the memory and, inside a
+// route, sent a Confirm event ([chat.EventConfirm]) whose data is the
+// Confirmation. It matches [chat.ErrPaused], so a route that returns it
+// completes its request normally.
+//
+// The next turn on the same memory id answers the confirmation with the
+// data of its request ([chat.Request]):
+//
+//	{"confirm": "<id>", "approve": true}                        run the call
+//	{"confirm": "<id>", "approve": true, "arguments": {…}}      run it with edited arguments
+//	{"confirm": "<id>", "approve": false, "reason": "too risky"} deny it
+//
+// The turn then goes on where it stopped: the call runs (or the model is
+// told that the user denied it, with the reason), and the model is called
+// again. A request that does not answer (no "confirm" key: the user wrote
+// something else) denies every pending call, the model being told that
+// the user wrote a new message instead, and is then handled as usual. An
+// answer whose id is not that of the pending confirmation (a stale one,
+// or none pending) fails with a *chat.BadRequestError (BadRequest).
+type ConfirmationPending struct {
+	Confirmation
+}
+
+// Error implements error.
+func (e *ConfirmationPending) Error() string {
+	return fmt.Sprintf("tool call %q (%s) waits for the user's confirmation %s", e.Tool, e.CallID, e.ID)
+}
+
+// Is reports that the error matches [chat.ErrPaused] and
+// [ErrConfirmationRequired].
+func (e *ConfirmationPending) Is(target error) bool {
+	return target == chat.ErrPaused || target == ErrConfirmationRequired
+}
+
+// approvedKey carries, in the context of a resumed tool call, the id of
+// the call the user approved.
+type approvedKey struct{}
+
+// approved reports whether the user approved the tool call id in ctx.
+func approved(ctx context.Context, id string) bool {
+	v, _ := ctx.Value(approvedKey{}).(string)
+	return v != "" && v == id
+}
+
+// confirmID returns the confirmation id of a tool call in the memory
+// memID: a digest of the call, the same when the paused turn is read back.
+func confirmID(memID string, c llms.ToolCall) string {
+	h := sha256.New()
+	for _, s := range []string{memID, c.ID, c.FunctionCall.Name, c.FunctionCall.Arguments} {
+		h.Write([]byte(s))
+		h.Write([]byte{0})
+	}
+	return hex.EncodeToString(h.Sum(nil)[:12])
+}
+
+// confirmation returns the confirmation of a pending tool call.
+func confirmation(memID string, c llms.ToolCall) Confirmation {
+	args := json.RawMessage(c.FunctionCall.Arguments)
+	if !json.Valid(args) {
+		b, _ := json.Marshal(c.FunctionCall.Arguments)
+		args = b
+	}
+	return Confirmation{ID: confirmID(memID, c), Tool: c.FunctionCall.Name, Arguments: args, CallID: c.ID}
+}
+
+// pendingCalls returns the tool calls of the memory's last model reply
+// that have no result: the calls of a paused turn, in order; nil when the
+// memory does not end with a paused turn.
+func pendingCalls(history []llms.MessageContent) []llms.ToolCall {
+	var answered map[string]bool // made only when the memory ends with tool results
+	for i := len(history) - 1; i >= 0; i-- {
+		m := history[i]
+		switch m.Role {
+		case llms.ChatMessageTypeTool:
+			for _, p := range m.Parts {
+				if r, ok := p.(llms.ToolCallResponse); ok {
+					if answered == nil {
+						answered = map[string]bool{}
+					}
+					answered[r.ToolCallID] = true
+				}
+			}
+		case llms.ChatMessageTypeAI:
+			var pend []llms.ToolCall
+			for _, p := range m.Parts {
+				if c, ok := p.(llms.ToolCall); ok && c.FunctionCall != nil && !answered[c.ID] {
+					pend = append(pend, c)
+				}
+			}
+			return pend
+		default:
+			return nil
+		}
+	}
+	return nil
+}
+
+// An answer is the user's answer to a confirmation.
+type answer struct {
+	id        string
+	approve   bool
+	reason    string
+	arguments json.RawMessage // nil: the model's
+}
+
+// badData returns the error of a request data key that does not fit: err
+// itself when it is a *chat.BadRequestError already.
+func badData(key string, err error) error {
+	var bad *chat.BadRequestError
+	if errors.As(err, &bad) {
+		return err
+	}
+	return &chat.BadRequestError{Param: key, Err: err}
+}
+
+// readAnswer returns the answer in the request's data, or nil when it has
+// no "confirm" key.
+func readAnswer(req *chat.RouteRequest) (*answer, error) {
+	if !req.Has(KeyConfirm) {
+		return nil, nil
+	}
+	a := new(answer)
+	if err := req.Decode(KeyConfirm, &a.id); err != nil || a.id == "" {
+		return nil, &chat.BadRequestError{Param: KeyConfirm, Err: errors.New("the confirmation id must be a non-empty string")}
+	}
+	if !req.Has(KeyApprove) {
+		return nil, &chat.BadRequestError{Param: KeyApprove, Err: errors.New("an answer to a confirmation needs approve: true or false")}
+	}
+	if err := req.Decode(KeyApprove, &a.approve); err != nil {
+		return nil, badData(KeyApprove, err)
+	}
+	if req.Has(KeyReason) {
+		if err := req.Decode(KeyReason, &a.reason); err != nil {
+			return nil, badData(KeyReason, err)
+		}
+	}
+	if req.Has(KeyArguments) {
+		var raw json.RawMessage
+		if err := req.Decode(KeyArguments, &raw); err != nil {
+			return nil, badData(KeyArguments, err)
+		}
+		raw = bytes.TrimSpace(raw)
+		if len(raw) == 0 || raw[0] != '{' {
+			return nil, &chat.BadRequestError{Param: KeyArguments, Err: errors.New("the edited arguments must be a JSON object")}
+		}
+		a.arguments = raw
+	}
+	return a, nil
+}
+
+// errStale is the cause of an answer that names no pending confirmation.
+var errStale = errors.New("no pending confirmation has this id (it was answered already, or is stale)")
+
+// resume answers the pending calls of a paused turn and records their
+// executions. With an answer, it applies to the first pending call and
+// the others run (and may pause the turn again); without one, every
+// pending call is denied, the model being told that the user wrote
+// instead. It reports whether the turn ends on immediate tools.
+func (t *turn) resume(ctx context.Context, pend []llms.ToolCall, ans *answer) (bool, error) {
+	if ans != nil && ans.id != confirmID(t.held.st.id, pend[0]) {
+		return false, t.errorf("%w", &chat.BadRequestError{Param: KeyConfirm, Err: fmt.Errorf("%q: %w", ans.id, errStale)})
+	}
+	first := len(t.reply.Executions)
+	for i, c := range pend {
+		var ex ToolExecution
+		switch {
+		case ans == nil:
+			ex = denied(c, "the user did not confirm this call and wrote a new message instead")
+		case i > 0:
+			var err error
+			if ex, err = t.runTool(ctx, c); err != nil {
+				return false, t.errorf("%w", err)
+			}
+		case !ans.approve:
+			text := "the user denied this call"
+			if ans.reason != "" {
+				text += ": " + ans.reason
+			}
+			ex = denied(c, text)
+		default:
+			edited := c
+			if ans.arguments != nil {
+				edited.FunctionCall = &llms.FunctionCall{Name: c.FunctionCall.Name, Arguments: string(ans.arguments)}
+			}
+			var err error
+			if ex, err = t.runTool(context.WithValue(ctx, approvedKey{}, c.ID), edited); err != nil {
+				return false, t.errorf("%w", err)
+			}
+			if ans.arguments != nil && ex.Err == nil {
+				ex.Text = "the user changed the arguments to " + string(ans.arguments) + "; the result: " + ex.Text
+			}
+		}
+		t.reply.Executions = append(t.reply.Executions, ex)
+	}
+	return t.record(ctx, pend, first)
+}
+
+// denied returns the execution of a call the user did not confirm.
+func denied(c llms.ToolCall, text string) ToolExecution {
+	return ToolExecution{ID: c.ID, Name: c.FunctionCall.Name, Arguments: c.FunctionCall.Arguments, Err: ErrConfirmationDenied, Text: text}
+}
+
+// record adds the results of the executions of one model reply's calls
+// (from first on) to the turn. A call that waits for confirmation pauses
+// the turn: record returns its *ConfirmationPending. Otherwise it reports
+// whether every call was to an immediate tool and succeeded.
+func (t *turn) record(_ context.Context, calls []llms.ToolCall, first int) (bool, error) {
+	immediate := true
+	var pend *ConfirmationPending
+	for i := first; i < len(t.reply.Executions); i++ {
+		ex := &t.reply.Executions[i]
+		if ex.Err != nil && errors.Is(ex.Err, ErrConfirmationRequired) {
+			if pend == nil {
+				pend = &ConfirmationPending{Confirmation: confirmation(t.held.st.id, calls[i-first])}
+			}
+			continue
+		}
+		t.add(llms.MessageContent{Role: llms.ChatMessageTypeTool, Parts: []llms.ContentPart{
+			llms.ToolCallResponse{ToolCallID: ex.ID, Name: ex.Name, Content: ex.Text},
+		}})
+		immediate = immediate && ex.Immediate && ex.Err == nil
+	}
+	if pend != nil {
+		return false, pend
+	}
+	return immediate, nil
+}
+
+// paused commits a paused turn and sends its Confirm event, inside a
+// route. It returns the error of the turn: p, or why it could not pause.
+func (t *turn) paused(ctx context.Context, p *ConfirmationPending, commit func() error) error {
+	if err := commit(); err != nil {
+		return err
+	}
+	if chat.Request(ctx) != nil {
+		if err := chat.Response(ctx).Event(chat.EventConfirm, p.Confirmation); err != nil {
+			return t.errorf("sending the Confirm event: %w", err)
+		}
+	}
+	t.s.log().InfoContext(ctx, "ai: a tool call waits for the user's confirmation",
+		"service", t.s.name, "method", t.m.Name, "tool", p.Tool, "call", p.CallID, "confirmation", p.ID)
+	return t.errorf("%w", p)
+}
