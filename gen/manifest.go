@@ -109,12 +109,27 @@ func (b *manifestBuilder) route(r *routeModel) manifestRoute {
 			evs = append(evs, b.valueEvents(res.typ)...)
 		}
 	}
+	if am := b.aiMethod(r.fn); am != nil {
+		for _, t := range am.tools {
+			if t.confirm {
+				// A call of the tool pauses the turn on a Confirm event
+				// whose data is an ai.Confirmation, streaming or not. (A
+				// tool hook may demand confirmation of any tool at run
+				// time; such events are not listed.)
+				evs = append(evs, manifestEvent{typ: "Confirm", schema: confirmationSchema})
+			}
+		}
+	}
 	slices.SortFunc(evs, func(x, y manifestEvent) int {
 		return cmp.Or(strings.Compare(x.typ, y.typ), strings.Compare(x.schema, y.schema))
 	})
 	mr.events = slices.Compact(evs)
 	return mr
 }
+
+// confirmationSchema is the JSON Schema of ai.Confirmation, the data of a
+// Confirm event (TestConfirmationSchema checks it against the type).
+const confirmationSchema = `{"type":"object","properties":{"id":{"type":"string"},"tool":{"type":"string"},"arguments":{},"callId":{"type":"string"}},"required":["id","tool","arguments","callId"]}`
 
 // aiMethod returns the AI method fn is, or nil.
 func (b *manifestBuilder) aiMethod(fn *types.Func) *aiMethod {

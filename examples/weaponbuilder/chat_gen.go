@@ -205,6 +205,7 @@ func chatManifest() *chat.Manifest {
 					{Name: "userMessage", Schema: `{"type":"string"}`},
 				},
 				Events: []chat.EventInfo{
+					{Type: "Confirm", Schema: `{"type":"object","properties":{"id":{"type":"string"},"tool":{"type":"string"},"arguments":{},"callId":{"type":"string"}},"required":["id","tool","arguments","callId"]}`},
 					{Type: "Stream", Schema: `{"type":"string"}`},
 				},
 			},
