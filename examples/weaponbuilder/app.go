@@ -56,7 +56,7 @@ func newApp(model llms.Model, logger *slog.Logger, store storage, menuTools ...a
 	cfg.Telemetry.ModelName = modelName(model)
 	menu := cfg
 	menu.ToolSources = menuTools
-	router, err := chat.NewRouter(&chat.RouterOptions{Logger: logger, Store: store.conversations, RouteHooks: []chat.RouteHook{otelchat.RouteHook(nil)}},
+	router, err := chat.NewRouter(&chat.RouterOptions{Logger: logger, Store: store.conversations, LeaseTTL: store.leaseTTL, RouteHooks: []chat.RouteHook{otelchat.RouteHook(nil)}},
 		Register(Deps{
 			Armory:        a.armory,
 			MainMenu:      menu,

@@ -10,6 +10,8 @@ import (
 	"github.com/chatscopes/chatgen/runtime/boltstore"
 	"github.com/chatscopes/chatgen/runtime/chat"
 	"github.com/chatscopes/chatgen/runtime/memory"
+	"github.com/chatscopes/chatgen/runtime/redisstore"
+	"github.com/redis/go-redis/v9"
 )
 
 // The builders' beans are durable (//chat:scoped durable): a conversation
@@ -45,7 +47,16 @@ const conversationTTL = 7 * 24 * time.Hour
 type storage struct {
 	conversations chat.ConversationStore
 	memories      memory.Store
-	where         string // for the start-up message
+	where         string        // for the start-up message
+	leaseTTL      time.Duration // how long another server waits for a crashed one (0: the router's default)
+}
+
+// storageFlags says where conversations are kept.
+type storageFlags struct {
+	data        string        // the bbolt file ("": in memory)
+	redisAddr   string        // a Redis address: several servers share it (wins over data)
+	redisPrefix string        // the prefix of the Redis keys
+	lease       time.Duration // the lease on a conversation (0: the default)
 }
 
 // defaultDataFile is the data file `make demo` uses: in the user's cache
@@ -58,9 +69,26 @@ func defaultDataFile() string {
 	return filepath.Join(dir, "chatgen", "weaponbuilder.db")
 }
 
-// openStorage opens the bbolt data file path (creating its directory), or
-// returns the in-process storage when path is "". close closes the file.
-func openStorage(path string) (s storage, close func() error, err error) {
+// openStorage opens the store f names: Redis, or the bbolt data file
+// (creating its directory), or none (in the process) when f.data is "".
+// close closes it.
+func openStorage(f storageFlags) (s storage, close func() error, err error) {
+	s, close, err = openStore(f)
+	s.leaseTTL = f.lease
+	return s, close, err
+}
+
+func openStore(f storageFlags) (s storage, close func() error, err error) {
+	if f.redisAddr != "" {
+		client := redis.NewClient(&redis.Options{Addr: f.redisAddr})
+		rs, err := redisstore.New(client, &redisstore.Options{Prefix: f.redisPrefix, TTL: conversationTTL})
+		if err != nil {
+			client.Close()
+			return storage{}, nil, err
+		}
+		return storage{conversations: rs, memories: rs.Memories(), where: "in Redis at " + f.redisAddr + " (keys " + rs.Prefix() + "*)"}, client.Close, nil
+	}
+	path := f.data
 	if path == "" {
 		return storage{where: "in memory (they end with the process)"}, func() error { return nil }, nil
 	}

@@ -14,7 +14,9 @@
 // Conversations are durable: they are kept, with the builders' state and
 // the AI services' chat memories, in a bbolt data file (-data; by default
 // in the user's cache directory), so that the page continues where it was
-// after the server restarts. -data "" keeps them in memory only.
+// after the server restarts. -data "" keeps them in memory only. With
+// -redis they are kept in Redis instead, and several servers behind a load
+// balancer serve them (see docs/durability.md).
 package main
 
 import (
@@ -45,6 +47,9 @@ func main() {
 	lore := flag.Bool("mcp-lore", false, "offer the tools of the lore MCP server (run as a child process) at the Main Menu")
 	withOTel := flag.Bool("otel", false, "export OpenTelemetry traces and metrics to standard output")
 	data := flag.String("data", defaultDataFile(), `the file that keeps the conversations across restarts ("": in memory only; with -terminal the default is in memory)`)
+	redisAddr := flag.String("redis", "", "keep the conversations in the Redis at this address instead (several servers can share it)")
+	redisPrefix := flag.String("redis-prefix", "weaponbuilder:", "the prefix of the Redis keys")
+	lease := flag.Duration("lease", 0, "how long a server holds a conversation between requests: another server resuming it after a crash waits that long (0: 30s)")
 	flag.Parse()
 	if *terminal && !flagSet("data") {
 		// A terminal chat ends with its process: no file to lock.
@@ -62,7 +67,7 @@ func main() {
 			}
 			defer func() { err = errors.Join(err, shutdown(context.Background())) }()
 		}
-		return run(ctx, *addr, *data, *terminal, *lore, logger)
+		return run(ctx, *addr, storageFlags{data: *data, redisAddr: *redisAddr, redisPrefix: *redisPrefix, lease: *lease}, *terminal, *lore, logger)
 	}()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "weaponbuilder:", err)
@@ -77,7 +82,7 @@ func flagSet(name string) bool {
 	return set
 }
 
-func run(ctx context.Context, addr, data string, terminal, lore bool, logger *slog.Logger) (err error) {
+func run(ctx context.Context, addr string, data storageFlags, terminal, lore bool, logger *slog.Logger) (err error) {
 	model, about, err := modelFromEnv()
 	if err != nil {
 		return err

@@ -27,9 +27,9 @@ type server struct {
 
 // startServer runs bin on addr with the data file data and waits until it
 // serves.
-func startServer(t *testing.T, bin, addr, data string) *server {
+func startServer(t *testing.T, bin, addr, data string, args ...string) *server {
 	t.Helper()
-	cmd := exec.Command(bin, "-addr", addr, "-data", data)
+	cmd := exec.Command(bin, append([]string{"-addr", addr, "-data", data}, args...)...)
 	cmd.Env = append(os.Environ(), "OPENAI_API_KEY=") // the offline armorer
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
@@ -70,6 +70,27 @@ func (l *lockedWriter) Write(p []byte) (int, error) {
 	return l.w.Write(p)
 }
 
+// buildProgram builds this package's program into dir.
+func buildProgram(t *testing.T, dir string) string {
+	t.Helper()
+	bin := filepath.Join(dir, "weaponbuilder")
+	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	return bin
+}
+
+// freeAddr returns a loopback address with a port free a moment ago.
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
 // kill9 kills the server with SIGKILL: no shutdown, no release of leases,
 // nothing flushed but what bbolt committed.
 func (s *server) kill9(t *testing.T) {
@@ -93,17 +114,9 @@ func TestRestartResumesConversation(t *testing.T) {
 		t.Skip("builds and runs the program")
 	}
 	dir := t.TempDir()
-	bin := filepath.Join(dir, "weaponbuilder")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	bin := buildProgram(t, dir)
 	data := filepath.Join(dir, "chat.db")
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
+	addr := freeAddr(t)
 
 	srv := startServer(t, bin, addr, data)
 
