@@ -52,7 +52,7 @@ func TestPageContinuesAfterRestart(t *testing.T) {
 
 	srv.kill9(t)
 	h.waitFor(`document.getElementById("banner").dataset.kind === "lost"`, "the page to notice the lost connection")
-	srv = startServer(t, bin, addr, data)
+	startServer(t, bin, addr, data) // stopped by the test's cleanup
 	h.waitFor(`document.getElementById("banner").dataset.kind === "back" && !document.getElementById("input").disabled`, "the page to reconnect by itself")
 	h.expect("Reconnected — continuing where you were", "system: Reconnected — continuing where you were, in the Weapon builder.")
 	if strings.Contains(h.text(), "new conversation") {
