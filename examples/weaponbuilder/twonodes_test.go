@@ -22,13 +22,20 @@ import (
 // redisAddr is the Redis of the development and CI machines.
 const redisAddr = "127.0.0.1:6379"
 
+// newRedisClient returns a client of the Redis at redisAddr, closed when
+// the test ends.
+func newRedisClient(t testing.TB) *redis.Client {
+	c := redis.NewClient(&redis.Options{Addr: redisAddr})
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
 // redisPrefix returns a key prefix of its own in the Redis at redisAddr,
 // whose keys are deleted when the test ends. The test fails under CI=true
 // when that Redis is unreachable, and is skipped otherwise.
-func redisPrefix(t *testing.T) string {
+func redisPrefix(t testing.TB) string {
 	t.Helper()
-	c := redis.NewClient(&redis.Options{Addr: redisAddr})
-	t.Cleanup(func() { c.Close() })
+	c := newRedisClient(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
 	if err := c.Ping(ctx).Err(); err != nil {
