@@ -43,11 +43,12 @@ type app struct {
 
 // newApp wires the generated registration to a model. The Main Menu also
 // offers the tools of menuTools (the lore MCP server's, with -mcp-lore);
-// the nested conversations offer only their own.
-func newApp(model llms.Model, logger *slog.Logger, menuTools ...ai.ToolSource) (*app, error) {
+// the nested conversations offer only their own. Conversations and chat
+// memories are kept in store (the zero storage: in the process only).
+func newApp(model llms.Model, logger *slog.Logger, store storage, menuTools ...ai.ToolSource) (*app, error) {
 	a := &app{
 		armory: &Armory{},
-		memory: memory.NewManager(memory.Config{Policy: memory.Window(40)}),
+		memory: memory.NewManager(memory.Config{Policy: memory.Window(40), Store: store.memories}),
 	}
 	cfg := ai.Config{Model: model, Memory: a.memory, Logger: logger}
 	// Spans and metrics go to the global OpenTelemetry providers: no-op
@@ -55,7 +56,7 @@ func newApp(model llms.Model, logger *slog.Logger, menuTools ...ai.ToolSource) (
 	cfg.Telemetry.ModelName = modelName(model)
 	menu := cfg
 	menu.ToolSources = menuTools
-	router, err := chat.NewRouter(&chat.RouterOptions{Logger: logger, RouteHooks: []chat.RouteHook{otelchat.RouteHook(nil)}},
+	router, err := chat.NewRouter(&chat.RouterOptions{Logger: logger, Store: store.conversations, LeaseTTL: store.leaseTTL, RouteHooks: []chat.RouteHook{otelchat.RouteHook(nil)}},
 		Register(Deps{
 			Armory:        a.armory,
 			MainMenu:      menu,

@@ -49,7 +49,7 @@ const (
 
 // Anvil holds the armour being built.
 //
-//chat:scoped
+//chat:scoped durable
 type Anvil struct {
 	armory *Armory
 	armor  Armor

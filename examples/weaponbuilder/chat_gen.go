@@ -265,8 +265,9 @@ func (ArmorBuilderProxy) Chat(ctx context.Context, userMessage string) (ai.Resul
 }
 
 // chatBeanAnvil describes the scoped type Anvil: one instance per chat
-// scope, inherited by nested scopes.
-var chatBeanAnvil = chat.NewBean[*Anvil]("github.com/chatscopes/chatgen/examples/weaponbuilder.Anvil", chat.KindChat, nil)
+// scope, inherited by nested scopes, saved with durable conversations as its
+// encoding/json form.
+var chatBeanAnvil = chat.NewDurableBean[*Anvil]("github.com/chatscopes/chatgen/examples/weaponbuilder.Anvil", chat.KindChat, nil)
 
 // AnvilFrom returns the Anvil of the chat scope active in ctx, creating it
 // on first use. Without an active chat scope the error matches
@@ -344,8 +345,9 @@ func (EnchanterProxy) Chat(ctx context.Context, userMessage string) (ai.Result[s
 }
 
 // chatBeanRunes describes the scoped type Runes: one instance per chat
-// scope, never inherited.
-var chatBeanRunes = chat.NewBean[*Runes]("github.com/chatscopes/chatgen/examples/weaponbuilder.Runes", chat.KindPerChat, func(context.Context) (*Runes, error) {
+// scope, never inherited, saved with durable conversations as its
+// encoding/json form.
+var chatBeanRunes = chat.NewDurableBean[*Runes]("github.com/chatscopes/chatgen/examples/weaponbuilder.Runes", chat.KindPerChat, func(context.Context) (*Runes, error) {
 	return new(Runes), nil
 })
 
@@ -500,8 +502,9 @@ func (WeaponBuilderProxy) Chat(ctx context.Context, userMessage string) (ai.Resu
 }
 
 // chatBeanWorkbench describes the scoped type Workbench: one instance per
-// chat scope, inherited by nested scopes.
-var chatBeanWorkbench = chat.NewBean[*Workbench]("github.com/chatscopes/chatgen/examples/weaponbuilder.Workbench", chat.KindChat, nil)
+// chat scope, inherited by nested scopes, saved with durable conversations
+// as its encoding/json form.
+var chatBeanWorkbench = chat.NewDurableBean[*Workbench]("github.com/chatscopes/chatgen/examples/weaponbuilder.Workbench", chat.KindChat, nil)
 
 // WorkbenchFrom returns the Workbench of the chat scope active in ctx,
 // creating it on first use. Without an active chat scope the error matches

@@ -27,7 +27,7 @@ type Enchanter interface {
 // Runes holds the enchantment being prepared. It is per-chat: it belongs
 // to the enchantment conversation alone.
 //
-//chat:scoped per-chat
+//chat:scoped per-chat durable
 type Runes struct {
 	enchantment Enchantment
 	bench       WorkbenchProxy

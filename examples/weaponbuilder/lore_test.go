@@ -33,7 +33,7 @@ func TestLore(t *testing.T) {
 		t.Fatal(err)
 	}
 	model := llmtest.NewModel(llmtest.ScriptFunc(playArmorer))
-	a, err := newApp(model, slog.New(slog.DiscardHandler), src)
+	a, err := newApp(model, slog.New(slog.DiscardHandler), storage{}, src)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,6 +10,13 @@
 // -mcp-lore the Main Menu also offers the tools of a small MCP server, the
 // lore server, which the program runs as its own child process
 // (`weaponbuilder lore-server`).
+//
+// Conversations are durable: they are kept, with the builders' state and
+// the AI services' chat memories, in a bbolt data file (-data; by default
+// in the user's cache directory), so that the page continues where it was
+// after the server restarts. -data "" keeps them in memory only. With
+// -redis they are kept in Redis instead, and several servers behind a load
+// balancer serve them (see docs/durability.md).
 package main
 
 import (
@@ -39,7 +46,15 @@ func main() {
 	terminal := flag.Bool("terminal", false, "chat in the terminal instead of serving the web page")
 	lore := flag.Bool("mcp-lore", false, "offer the tools of the lore MCP server (run as a child process) at the Main Menu")
 	withOTel := flag.Bool("otel", false, "export OpenTelemetry traces and metrics to standard output")
+	data := flag.String("data", defaultDataFile(), `the file that keeps the conversations across restarts ("": in memory only; with -terminal the default is in memory)`)
+	redisAddr := flag.String("redis", "", "keep the conversations in the Redis at this address instead (several servers can share it)")
+	redisPrefix := flag.String("redis-prefix", "weaponbuilder:", "the prefix of the Redis keys")
+	lease := flag.Duration("lease", 0, "how long a server holds a conversation between requests: another server resuming it after a crash waits that long (0: 30s)")
 	flag.Parse()
+	if *terminal && !flagSet("data") {
+		// A terminal chat ends with its process: no file to lock.
+		*data = ""
+	}
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -52,7 +67,7 @@ func main() {
 			}
 			defer func() { err = errors.Join(err, shutdown(context.Background())) }()
 		}
-		return run(ctx, *addr, *terminal, *lore, logger)
+		return run(ctx, *addr, storageFlags{data: *data, redisAddr: *redisAddr, redisPrefix: *redisPrefix, lease: *lease}, *terminal, *lore, logger)
 	}()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "weaponbuilder:", err)
@@ -60,11 +75,23 @@ func main() {
 	}
 }
 
-func run(ctx context.Context, addr string, terminal, lore bool, logger *slog.Logger) error {
+// flagSet reports whether the flag name was given on the command line.
+func flagSet(name string) bool {
+	set := false
+	flag.Visit(func(f *flag.Flag) { set = set || f.Name == name })
+	return set
+}
+
+func run(ctx context.Context, addr string, data storageFlags, terminal, lore bool, logger *slog.Logger) (err error) {
 	model, about, err := modelFromEnv()
 	if err != nil {
 		return err
 	}
+	store, closeStore, err := openStorage(data)
+	if err != nil {
+		return err
+	}
+	defer func() { err = errors.Join(err, closeStore()) }()
 	var menuTools []ai.ToolSource
 	if lore {
 		src, err := connectLore(ctx, logger)
@@ -75,7 +102,7 @@ func run(ctx context.Context, addr string, terminal, lore bool, logger *slog.Log
 		menuTools = append(menuTools, src)
 		about += ", with the lore MCP server"
 	}
-	a, err := newApp(model, logger, menuTools...)
+	a, err := newApp(model, logger, store, menuTools...)
 	if err != nil {
 		return err
 	}
@@ -83,5 +110,6 @@ func run(ctx context.Context, addr string, terminal, lore bool, logger *slog.Log
 		fmt.Printf("weaponbuilder: talking to %s\n", about)
 		return runTerminal(ctx, a.router, os.Stdin, os.Stdout)
 	}
+	fmt.Printf("weaponbuilder: keeping conversations %s\n", store.where)
 	return serve(ctx, a, addr, about, logger)
 }

@@ -77,7 +77,7 @@ func playSession(t testing.TB, router *chat.Router, after func(turn int)) {
 // nested conversation.
 func runScoped(t testing.TB) (usage, *app, []int) {
 	model := llmtest.NewModel(llmtest.ScriptFunc(playArmorer))
-	a, err := newApp(model, slog.New(slog.DiscardHandler))
+	a, err := newApp(model, slog.New(slog.DiscardHandler), storage{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -156,7 +156,7 @@ func newPageHarness(t *testing.T, width, height int, mobile bool) *pageHarness {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	t.Cleanup(cancel)
 	model := newControlModel()
-	a, err := newApp(model, slog.New(slog.DiscardHandler))
+	a, err := newApp(model, slog.New(slog.DiscardHandler), storage{})
 	if err != nil {
 		t.Fatal(err)
 	}

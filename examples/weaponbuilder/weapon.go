@@ -29,7 +29,7 @@ type WeaponBuilder interface {
 // Workbench holds the weapon being built. It is chat-scoped: the
 // enchantment conversation nested inside the builder sees the same one.
 //
-//chat:scoped
+//chat:scoped durable
 type Workbench struct {
 	armory *Armory
 	weapon Weapon

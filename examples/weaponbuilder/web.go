@@ -37,7 +37,9 @@ func (a *app) handler(logger *slog.Logger) (http.Handler, *ws.Server, error) {
 }
 
 // serve serves the web page on addr until ctx ends, then shuts down: the
-// requests in flight finish and every conversation ends.
+// requests in flight finish, and the clients are told to reconnect. With a
+// data file their conversations are kept and resumed when the server is
+// back; without, they end.
 func serve(ctx context.Context, a *app, addr, about string, logger *slog.Logger) error {
 	h, chatServer, err := a.handler(logger)
 	if err != nil {

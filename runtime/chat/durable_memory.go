@@ -100,7 +100,9 @@ func (s *InMemoryConversationStore) Save(ctx context.Context, st *ConversationSt
 	defer s.mu.Unlock()
 	now := s.now()
 	s.sweep(now)
-	if cur, ok := s.leases[st.ID]; !ok || cur.Token != lease.Token || cur.Owner != lease.Owner || !now.Before(cur.Expires) {
+	// A lease that expired while nobody took the conversation over is
+	// still the current one: its Expires is not consulted.
+	if cur, ok := s.leases[st.ID]; !ok || cur.Token != lease.Token || cur.Owner != lease.Owner {
 		return fmt.Errorf("chat: saving conversation %q under lease %d of %q: %w", st.ID, lease.Token, lease.Owner, ErrLeaseLost)
 	}
 	c := s.live(st.ID, now)
@@ -108,19 +110,18 @@ func (s *InMemoryConversationStore) Save(ctx context.Context, st *ConversationSt
 	if c != nil {
 		version = c.state.Version
 	}
+	if c == nil && st.Version > 0 {
+		return fmt.Errorf("chat: saving conversation %q from version %d: %w (%w)", st.ID, st.Version, ErrVersionConflict, ErrConversationNotFound)
+	}
 	if version != st.Version {
 		return fmt.Errorf("chat: saving conversation %q from version %d, stored %d: %w", st.ID, st.Version, version, ErrVersionConflict)
 	}
 
 	saved := cloneState(st)
 	saved.Version = version + 1
-	if c != nil {
-		for _, id := range memoryIDs(c.state) {
-			if !slices.Contains(memoryIDs(saved), id) {
-				delete(s.memories, id)
-			}
-		}
-	}
+	// The staged writes first, then the deletion of the memories the new
+	// state dropped: a memory detached and written in the same request is
+	// deleted.
 	if b != nil {
 		b.All(func(key string, value []byte) {
 			if value == nil {
@@ -129,6 +130,14 @@ func (s *InMemoryConversationStore) Save(ctx context.Context, st *ConversationSt
 				s.memories[key] = slices.Clone(value)
 			}
 		})
+	}
+	if c != nil {
+		kept := memoryIDs(saved)
+		for _, id := range memoryIDs(c.state) {
+			if !slices.Contains(kept, id) {
+				delete(s.memories, id)
+			}
+		}
 	}
 	sc := &storedConversation{state: saved}
 	if s.ttl > 0 {
@@ -163,11 +172,12 @@ func (s *InMemoryConversationStore) Acquire(ctx context.Context, id, owner strin
 	defer s.mu.Unlock()
 	now := s.now()
 	cur, ok := s.leases[id]
-	live := ok && now.Before(cur.Expires)
 	switch {
-	case live && cur.Owner != owner:
+	case ok && cur.Owner != owner && now.Before(cur.Expires):
 		return Lease{}, fmt.Errorf("chat: acquiring conversation %q: %w (until %s)", id, ErrLeaseHeld, cur.Expires.Format(time.RFC3339))
-	case live:
+	case ok && cur.Owner == owner:
+		// A renewal keeps the token, even of a lease that expired: nobody
+		// took the conversation over meanwhile, so it is still current.
 		cur.Expires = now.Add(ttl)
 	default:
 		s.token++
@@ -236,15 +246,31 @@ func (s *InMemoryConversationStore) PutMemory(ctx context.Context, id string, va
 	return nil
 }
 
-// MemoryIDs returns the ids of the stored memories, sorted.
+// MemoryIDs returns the ids of the stored memories, sorted. A [Batch] in
+// ctx is read first: memories it creates are listed, those it deletes are
+// not.
 func (s *InMemoryConversationStore) MemoryIDs(ctx context.Context) ([]string, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	s.sweep(s.now())
-	return slices.Sorted(maps.Keys(s.memories)), nil
+	ids := map[string]bool{}
+	for id := range s.memories {
+		ids[id] = true
+	}
+	s.mu.Unlock()
+	if b := BatchFrom(ctx); b != nil {
+		b.All(func(key string, value []byte) { ids[key] = value != nil })
+	}
+	var out []string
+	for id, ok := range ids {
+		if ok {
+			out = append(out, id)
+		}
+	}
+	sort.Strings(out)
+	return out, nil
 }
 
 // ConversationIDs returns the ids of the stored conversations that have not
@@ -299,8 +325,12 @@ func (s *InMemoryConversationStore) sweep(now time.Time) {
 	for id := range s.convs {
 		s.live(id, now)
 	}
+	// A lease that expired is kept while its conversation lives (it is
+	// still current until another node takes the conversation over); the
+	// lease of a conversation that is gone is dropped once it has been
+	// expired for a time to live.
 	for id, l := range s.leases {
-		if !now.Before(l.Expires) {
+		if _, ok := s.convs[id]; !ok && now.Sub(l.Expires) >= s.ttl {
 			delete(s.leases, id)
 		}
 	}

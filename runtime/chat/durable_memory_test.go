@@ -172,11 +172,25 @@ func TestInMemoryStoreLeases(t *testing.T) {
 	if la2.Token <= lb.Token {
 		t.Fatalf("token %d after release is not greater than %d", la2.Token, lb.Token)
 	}
-	// An expired lease of the saver's own is lost too: renew before saving.
+	// A lease that expired while nobody took the conversation over is
+	// still current: a save under it succeeds, and its owner renews it
+	// with the same token.
 	clock.Advance(2 * time.Minute)
 	st.Version = 1
-	if err := s.Save(bg, st, la2, nil); !errors.Is(err, chat.ErrLeaseLost) {
-		t.Fatalf("save under an expired lease: %v, want ErrLeaseLost", err)
+	if err := s.Save(bg, st, la2, nil); err != nil {
+		t.Fatalf("save under an expired lease nobody took over: %v", err)
+	}
+	la3, err := s.Acquire(bg, "c", "a", time.Minute)
+	if err != nil || la3.Token != la2.Token {
+		t.Fatalf("renewal of an expired lease nobody took over = %+v, %v; want token %d", la3, err, la2.Token)
+	}
+	// Once another node took it over, the expired lease is lost.
+	clock.Advance(2 * time.Minute)
+	if _, err := s.Acquire(bg, "c", "b", time.Minute); err != nil {
+		t.Fatalf("takeover after expiry: %v", err)
+	}
+	if err := s.Save(bg, st, la3, nil); !errors.Is(err, chat.ErrLeaseLost) {
+		t.Fatalf("save under a lease taken over: %v, want ErrLeaseLost", err)
 	}
 }
 

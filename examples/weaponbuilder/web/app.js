@@ -5,7 +5,10 @@
 // server rendered from markdown (//chat:markdown: the frame says so) as HTML
 // and everything else as text, says in sentences what went wrong, and when
 // the connection is lost it says so, stops sending and reconnects by itself,
-// waiting longer after each failed attempt.
+// waiting longer after each failed attempt. The server keeps conversations
+// (docs/durability.md): the page keeps its conversation's id and resume
+// token in sessionStorage and, on reconnecting (or reloading), resumes it
+// where it was instead of starting a new one.
 (function () {
   "use strict";
   const $ = (id) => document.getElementById(id);
@@ -49,7 +52,40 @@
     ConnectionClosed: "The connection to the forge was closed.",
     ConnectionFailed: "The forge could not be reached.",
     SessionClosed: "That conversation was closed before the armorer answered.",
+    Unavailable: "The forge could not record that turn (its store failed), so it did not happen; please say it again.",
   };
+
+  // ---- the saved conversation (sessionStorage: per tab, gone with it)
+
+  const savedKey = "weaponbuilder.conversation";
+
+  function loadSaved() {
+    try {
+      const v = JSON.parse(sessionStorage.getItem(savedKey) || "null");
+      return v && typeof v.id === "string" && typeof v.token === "string" ? v : null;
+    } catch (e) {
+      return null;
+    }
+  }
+
+  function save() {
+    const s = state.session;
+    try {
+      if (s && s.conversationId && s.resumeToken) {
+        sessionStorage.setItem(savedKey, JSON.stringify({ id: s.conversationId, token: s.resumeToken, names: state.names }));
+      }
+    } catch (e) {
+      // No storage (private mode): the page works, without resuming.
+    }
+  }
+
+  function forget() {
+    try {
+      sessionStorage.removeItem(savedKey);
+    } catch (e) {
+      // nothing to forget
+    }
+  }
 
   function failureText(reason) {
     return failures[reason] || "Something went wrong at the forge (" + reason + "); try again.";
@@ -221,6 +257,7 @@
     state.names = state.names.slice(0, c.depth);
     state.names[c.depth] = c.name;
     renderCrumbs();
+    save();
     line("system", "— " + c.name + " —");
   }
 
@@ -430,7 +467,7 @@
     });
     showBanner("connecting", state.everConnected ? "Reconnecting to the forge…" : "Connecting to the forge…", false);
     client.open(endpoint)
-      .then(() => startSession(client))
+      .then(() => resumeOrStart(client))
       .catch((err) => {
         // A connection that never opened is handled by the close handler.
         if (state.client === client && reasonOf(err) !== "ConnectionFailed") {
@@ -438,6 +475,39 @@
           client.close();
         }
       });
+  }
+
+  // resumeOrStart resumes the saved conversation, if there is one and the
+  // server still has it, else starts a new one. A resume the server cannot
+  // answer now (another server still serves the conversation, or its store
+  // failed) closes the connection: the next attempt tries again.
+  function resumeOrStart(client) {
+    const saved = loadSaved();
+    if (!saved) return startSession(client);
+    return builder(client).resume(saved.id, saved.token).then((session) => {
+      if (state.client !== client) {
+        return;
+      }
+      state.session = session;
+      window.armorerSession = session;
+      state.everConnected = true;
+      state.attempt = 0;
+      if (Array.isArray(saved.names) && saved.names.length > 0) state.names = saved.names.map(String);
+      save(); // the token was rotated: the old one no longer works
+      renderCrumbs();
+      setConnected(true);
+      showBanner("back", "Reconnected — continuing where you were.", false);
+      line("system", "Reconnected — continuing where you were, in the " + state.names[state.names.length - 1] + ".");
+    }, (err) => {
+      const reason = reasonOf(err);
+      if (state.client !== client) return;
+      if (reason === "ConversationBusy" || reason === "Unavailable") {
+        client.close();
+        return;
+      }
+      forget();
+      return startSession(client);
+    });
   }
 
   function startSession(client, why) {
@@ -450,6 +520,8 @@
       state.session = session;
       window.armorerSession = session; // for tests and the console
       const again = state.everConnected;
+      state.names = ["Main menu"];
+      save();
       state.everConnected = true;
       state.attempt = 0;
       state.names = ["Main menu"];

@@ -12,6 +12,12 @@ export interface ServerFrame {
     requestId?: number;
     scopeId?: string;
     detail?: string;
+    /** On the Completed of a Connect, on a server that keeps conversations. */
+    conversationId?: string;
+    /** With conversationId: the token that resumes the conversation. */
+    resumeToken?: string;
+    /** On a terminator replayed for a request sent again after a resume. */
+    replayed?: boolean;
     /**
      * On a Message rendered from markdown (//chat:markdown): the markdown
      * source; data is then its safe HTML.
@@ -65,7 +71,8 @@ export function chatRoutesEndpoint(path?: string): string;
  * The error a request's promise rejects with: message and reason are the
  * reason sent by the server ("RouteNotFound", "SessionNotActive",
  * "BadRequest", "Forbidden", "ServerError", "StreamingFailure",
- * "TooManySessions", "TooManyRequests", "ShuttingDown") or set by the
+ * "TooManySessions", "TooManyRequests", "ShuttingDown", "ResumeRefused",
+ * "ConversationBusy", "Unavailable") or set by the
  * client ("ConnectionLost", "ConnectionClosed", "ConnectionFailed",
  * "SessionClosed").
  */
@@ -93,6 +100,13 @@ export class Session {
     defaultHandler: DefaultHandler | undefined;
     /** The number of requests sent or queued and not yet settled. */
     readonly pending: number;
+    /**
+     * On a server that keeps conversations (docs/durability.md): the id of
+     * the conversation, to resume it with SessionBuilder.resume.
+     */
+    readonly conversationId: string | undefined;
+    /** With conversationId: the current resume token (rotated on resume). */
+    readonly resumeToken: string | undefined;
 
     /** Sends the user's text; resolves with the scope id after the route ran. */
     chat(userMessage: string): Promise<string>;
@@ -129,6 +143,13 @@ export class SessionBuilder {
     defaultHandler(handler: DefaultHandler): this;
     /** Starts a session on route (omitted or null: the default route). */
     connect(route?: string | null): Promise<Session>;
+    /**
+     * Resumes a conversation the server keeps, in the scope it was in, with
+     * a session's conversationId and resumeToken. Rejects with
+     * "ResumeRefused" (start a new conversation), "ConversationBusy" or
+     * "Unavailable" (try again later).
+     */
+    resume(conversationId: string, resumeToken: string): Promise<Session>;
 }
 
 /** A websocket connection to the chat routes, carrying any number of sessions. */

@@ -5,7 +5,8 @@
 // session (each promise settles with its own terminator), Failed as a
 // rejected promise with a ChatFailure carrying the reason, rejection of
 // pending requests when the connection is lost, Session.close() (sends
-// Disconnect) and ChatScopesClient.close().
+// Disconnect), ChatScopesClient.close(), and resuming a durable
+// conversation on a new connection (SessionBuilder.resume).
 //
 // The same code is served as a classic script at /_chat/javascript/chatscopes.js
 // (the exports become globals) and as this module at
@@ -26,7 +27,8 @@ export function chatRoutesEndpoint(path = "/_chat/routes") {
  * The error a request's promise rejects with. Its message is the reason
  * sent by the server (as in Quarkus, where it is a plain Error), for
  * example "RouteNotFound", "SessionNotActive", "BadRequest", "Forbidden",
- * "ServerError", or, from the client itself, "ConnectionLost",
+ * "ServerError", "ResumeRefused", "ConversationBusy", "Unavailable", or,
+ * from the client itself, "ConnectionLost",
  * "ConnectionClosed" and "SessionClosed".
  */
 export class ChatFailure extends Error {
@@ -57,6 +59,10 @@ export class Session {
         this.defaultHandler = builder._defaultHandler;
         this._queue = [];
         this._inflight = null;
+        // On a server that keeps conversations: what resumes this one on a
+        // new connection (SessionBuilder.resume). Undefined otherwise.
+        this.conversationId = undefined;
+        this.resumeToken = undefined;
     }
 
     /** Sends the user's text; resolves with the scope id after the route ran. */
@@ -136,7 +142,9 @@ export class Session {
         req.requestId = this.client._nextRequestId++;
         const frame = { type: req.type, chatId: this.id, requestId: req.requestId };
         if (req.type === "Connect") {
-            if (req.route !== undefined && req.route !== null) {
+            if (req.resume) {
+                frame.resume = req.resume;
+            } else if (req.route !== undefined && req.route !== null) {
                 frame.route = req.route;
             }
         } else {
@@ -184,6 +192,10 @@ export class Session {
         this._inflight = null;
         if (message.type === "Completed") {
             this.currentScope = message.data;
+            if (typeof message.conversationId === "string" && typeof message.resumeToken === "string") {
+                this.conversationId = message.conversationId;
+                this.resumeToken = message.resumeToken;
+            }
             req.resolve(req.type === "Connect" ? this : message.data);
         } else {
             if (typeof message.scopeId === "string") {
@@ -328,11 +340,29 @@ export class SessionBuilder {
      * ("RouteNotFound", ...).
      */
     connect(route) {
+        return this._start({ type: "Connect", route: route });
+    }
+
+    /**
+     * Resumes a conversation the server keeps (its session's
+     * conversationId and resumeToken, saved before the connection was lost
+     * or the page reloaded), on this client's connection, in the scope it
+     * was in. Resolves with the Session, whose resumeToken is a new one
+     * (the old one no longer works); rejects with a ChatFailure:
+     * "ResumeRefused" (unknown, expired or ended conversation, wrong token:
+     * start a new one), "ConversationBusy" (another server still serves it:
+     * try again later), "Unavailable" (try again).
+     */
+    resume(conversationId, resumeToken) {
+        return this._start({ type: "Connect", resume: { conversationId: String(conversationId), token: String(resumeToken) } });
+    }
+
+    _start(req) {
         const id = this.client.counter + "-" + Date.now();
         this.client.counter++;
         const session = new Session(this, id);
         this.client.sessions.set(id, session);
-        return session._request({ type: "Connect", route: route });
+        return session._request(req);
     }
 }
 
