@@ -176,8 +176,10 @@ func (r *Router) connectDurable(ctx context.Context, c *Conversation) error {
 // disconnects, or its lease ends: try again); a failing store with
 // [ErrUnavailable]. A conversation this router serves already (its client
 // reconnected before the old connection was found dead) is detached from
-// its old session first: the old session's next request fails with
-// SessionNotActive.
+// its old session first, keeping the lease: the old session's next
+// request fails with SessionNotActive, and its Detach or Close, even one
+// already under way, waits for the resume and then leaves the conversation
+// to the new session.
 func (r *Router) Resume(ctx context.Context, id, token string) (*Conversation, error) {
 	if r.store == nil {
 		return nil, ErrNotDurable
@@ -207,8 +209,15 @@ func (r *Router) Resume(ctx context.Context, id, token string) (*Conversation, e
 	if _, err := check(); err != nil {
 		return nil, err
 	}
+	// From here on, the old session's teardown (Detach, Close) and other
+	// resumes of id on this router wait: the lease this resume takes is
+	// the one the old session held (the store renews a node's own lease),
+	// which a late release of the old session would end.
+	unlock := r.handover.lock(id)
+	defer unlock()
 	if old := r.served(id); old != nil {
-		if err := old.Detach(ctx); err != nil {
+		// Keep the lease: this resume takes it over.
+		if err := old.detach(ctx, false); err != nil {
 			r.logger.ErrorContext(ctx, "chat: detaching the conversation from its old session", "conversation", id, "err", err)
 		}
 	}
@@ -256,13 +265,16 @@ func (r *Router) register(c *Conversation) {
 	r.liveMu.Unlock()
 }
 
-// unregister forgets c, unless another conversation replaced it.
-func (r *Router) unregister(c *Conversation) {
+// unregister forgets c, unless another conversation replaced it. It
+// reports whether c was the conversation served here.
+func (r *Router) unregister(c *Conversation) bool {
 	r.liveMu.Lock()
-	if r.live[c.id] == c {
-		delete(r.live, c.id)
+	defer r.liveMu.Unlock()
+	if r.live[c.id] != c {
+		return false
 	}
-	r.liveMu.Unlock()
+	delete(r.live, c.id)
+	return true
 }
 
 // served returns the conversation id served by r, or nil.
@@ -505,8 +517,10 @@ func (c *Conversation) drop(ctx context.Context, cause error) {
 // another node. The conversation's scopes leave the process (their beans
 // are closed, their chat memories released, the router's [Stats] count
 // them no more) and its lease is released; the store keeps it until its
-// time to live ends. It waits for a request in progress. Detaching twice,
-// or after Close, does nothing.
+// time to live ends. It waits for a request in progress, and for a
+// [Router.Resume] of the conversation on the same router. Detaching twice,
+// or after Close, or after a resume on the same router superseded this
+// session, does nothing.
 //
 // On a router without a store, Detach is Close: nothing could resume the
 // conversation.
@@ -514,6 +528,15 @@ func (c *Conversation) Detach(ctx context.Context) error {
 	if c.dur == nil {
 		return c.Close(ctx)
 	}
+	unlock := c.router.handover.lock(c.id)
+	defer unlock()
+	return c.detach(ctx, true)
+}
+
+// detach is Detach of a durable conversation, with its id locked
+// (handover). It releases the lease if release is set and c was the
+// conversation served here.
+func (c *Conversation) detach(ctx context.Context, release bool) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.closed {
@@ -522,20 +545,26 @@ func (c *Conversation) Detach(ctx context.Context) error {
 	c.closed = true
 	r := c.router
 	r.conversations.Add(-1)
-	r.unregister(c)
+	served := r.unregister(c)
 	err := c.stack.detach(ctx)
-	r.releaseLease(ctx, c)
+	if release && served {
+		r.releaseLease(ctx, c)
+	}
 	return err
 }
 
-// closeDurable ends a durable conversation (c.mu held, c.closed just set):
-// it ends every scope and deletes the conversation from the store — unless
-// another node serves it now, which a late Disconnect must not destroy: it
-// is then only detached here.
+// closeDurable ends a durable conversation (its id locked, c.mu held,
+// c.closed just set): it ends every scope and deletes the conversation from
+// the store — unless another node, or another Conversation of this router,
+// serves it now, which a late Disconnect must not destroy: it is then only
+// detached here.
 func (c *Conversation) closeDurable(ctx context.Context) error {
 	r := c.router
-	r.unregister(c)
 	ctx = context.WithoutCancel(ctx)
+	if !r.unregister(c) {
+		r.logger.InfoContext(ctx, "chat: closing a conversation a newer session serves: only detached here", "conversation", c.id)
+		return c.stack.detach(ctx)
+	}
 	if _, err := c.acquireLease(ctx); lost(err) {
 		r.logger.InfoContext(ctx, "chat: closing a conversation another node serves: only detached here", "conversation", c.id, "err", err)
 		return c.stack.detach(ctx)

@@ -37,6 +37,7 @@ type Router struct {
 	leaseTTL time.Duration
 	liveMu   sync.Mutex
 	live     map[string]*Conversation // the durable conversations served here, by id
+	handover convLocks                // serialises Resume, Detach and Close per conversation id
 
 	conversations atomic.Int64
 	scopes        atomic.Int64
@@ -374,6 +375,12 @@ func (c *Conversation) handle(ctx context.Context, scopeID string, req *RouteReq
 // Close ends the conversation: every scope, its beans and chat memory. It
 // waits for a request in progress to finish. Closing twice does nothing.
 func (c *Conversation) Close(ctx context.Context) error {
+	if c.dur != nil {
+		// Before c.mu: a resume on this router holds it while it detaches
+		// this session (durable_handover.go).
+		unlock := c.router.handover.lock(c.id)
+		defer unlock()
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.closed {
