@@ -194,7 +194,12 @@ func TestRetryTimeout(t *testing.T) {
 	f := newRetryFixture(t, llmtest.Sequence(
 		llmtest.Reply{Text: "late", Delay: time.Hour},
 		llmtest.Reply{Text: "Hello."},
-	), false, Config{ModelTimeout: 20 * time.Millisecond, Retry: Retry{MaxRetries: 1}})
+	), false, Config{
+		// The timeout bounds each attempt, the second one too: it must be
+		// long enough for a real call on a loaded machine (20 ms was not).
+		ModelTimeout: 2 * time.Second,
+		Retry:        Retry{MaxRetries: 1},
+	})
 	ctx := beginTest(t)
 	r, err := f.svc.Chat(ctx, &Request{Method: &retryMethod, User: "hi"})
 	if err != nil || r.Content != "Hello." || f.srv.Calls() != 2 {
