@@ -82,7 +82,7 @@ func roles(msgs []llms.MessageContent) string {
 // and its memory holds whole turns only.
 func TestAIFailuresLeaveTheConversationWorking(t *testing.T) {
 	checkGoroutines(t)
-	rig := newAIRig(t, ai.Config{ModelTimeout: 200 * time.Millisecond},
+	rig := newAIRig(t, ai.Config{ModelTimeout: time.Second}, // bounds the successful calls too
 		llmtest.Reply{ToolCalls: []llmtest.ToolCall{{Name: "explode"}}},
 		llmtest.Reply{Text: "The forge failed."},
 		llmtest.Reply{Status: 500},
