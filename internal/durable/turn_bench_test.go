@@ -170,4 +170,3 @@ func BenchmarkLocalTurn(b *testing.B) { benchTurns(b, "count") }
 // turn's two messages and evicts two), over each store: the save then
 // also commits the memory's edit.
 func BenchmarkAITurn(b *testing.B) { benchTurns(b, "ask") }
-
