@@ -206,24 +206,28 @@ func requireStored(t *testing.T, store *redisstore.Store, id string, n int) {
 	}
 }
 
-// TestConversationOutlivesRedisOutage is a websocket conversation (a Go
-// client, ws.Dial, over ws.NewServer on a durable router on redisstore)
-// whose Redis — a redis-server of the test's own, with an append-only file
-// synced on every write — is killed (SIGKILL) between two turns, then
-// started again on the same port and directory. While Redis is down the
-// turn fails with Failed "Unavailable", and nothing of it is kept: neither
-// the bean's increment nor the memory's two messages, in the process or
-// in the store. When Redis is back the next turn succeeds in the same
-// scope, with the bean and the memory as the last completed turn left
-// them.
-func TestConversationOutlivesRedisOutage(t *testing.T) {
+// outageConv is a websocket conversation (a Go client, ws.Dial, over
+// ws.NewServer on a durable router) on the redisstore of a redis-server of
+// the test's own, after three completed turns of route "note".
+type outageConv struct {
+	srv     *redisServer
+	store   *redisstore.Store
+	router  *chat.Router
+	session chat.Session
+	got     *answers
+	scope   string // the session's scope
+	id      string // the conversation's id
+}
+
+func newOutageConv(t *testing.T) *outageConv {
+	t.Helper()
 	if testing.Short() {
 		t.Skip("starts redis-server")
 	}
 	srv := startRedis(t)
 	rc := redis.NewClient(&redis.Options{Addr: srv.addr(), MaxRetries: -1,
 		DialTimeout: 500 * time.Millisecond, ReadTimeout: 500 * time.Millisecond, WriteTimeout: 500 * time.Millisecond})
-	defer rc.Close()
+	t.Cleanup(func() { rc.Close() })
 	store, err := redisstore.New(rc, &redisstore.Options{TTL: time.Hour})
 	if err != nil {
 		t.Fatal(err)
@@ -235,72 +239,77 @@ func TestConversationOutlivesRedisOutage(t *testing.T) {
 	}
 	server := ws.NewServer(router, &ws.ServerOptions{Logger: logger})
 	hs := httptest.NewServer(server)
-	defer hs.Close()
-	defer func() {
+	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
 		if err := server.Shutdown(ctx); err != nil {
 			t.Errorf("shutdown: %v", err)
 		}
-	}()
-
-	ctx := t.Context()
-	client, err := ws.Dial(ctx, "ws"+strings.TrimPrefix(hs.URL, "http")+ws.RoutesPath, &ws.DialOptions{Logger: logger})
+		hs.Close()
+	})
+	client, err := ws.Dial(t.Context(), "ws"+strings.TrimPrefix(hs.URL, "http")+ws.RoutesPath, &ws.DialOptions{Logger: logger})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer client.Close()
-	var got answers
-	session, err := client.Builder().OnMessage(got.add).Connect(ctx, "note")
+	t.Cleanup(func() { client.Close() })
+	c := &outageConv{srv: srv, store: store, router: router, got: new(answers)}
+	c.session, err = client.Builder().OnMessage(c.got.add).Connect(t.Context(), "note")
 	if err != nil {
 		t.Fatal(err)
 	}
-	scope := session.ScopeID()
-	id := session.(interface{ ConversationID() string }).ConversationID()
-	turn := func(n int) {
-		t.Helper()
-		if err := session.Chat(ctx, fmt.Sprint("note ", n)); err != nil {
-			t.Fatalf("turn %d: %v", n, err)
-		}
-		if got.last() != wantTurn(n) {
-			t.Fatalf("turn %d answered %q, want %q", n, got.last(), wantTurn(n))
-		}
-	}
+	c.scope = c.session.ScopeID()
+	c.id = c.session.(interface{ ConversationID() string }).ConversationID()
 	for n := 1; n <= 3; n++ {
-		turn(n)
+		c.turn(t, n)
 	}
-	requireStored(t, store, id, 3)
+	requireStored(t, store, c.id, 3)
+	return c
+}
 
-	srv.kill()
-	before := got.count()
-	err = session.Chat(ctx, "note while Redis is down")
+// turn runs completed turn n and checks its answer and scope.
+func (c *outageConv) turn(t *testing.T, n int) {
+	t.Helper()
+	if err := c.session.Chat(t.Context(), fmt.Sprint("note ", n)); err != nil {
+		t.Fatalf("turn %d: %v", n, err)
+	}
+	if c.got.last() != wantTurn(n) {
+		t.Fatalf("turn %d answered %q, want %q", n, c.got.last(), wantTurn(n))
+	}
+	if c.session.ScopeID() != c.scope {
+		t.Fatalf("turn %d: the session is in scope %s, want %s", n, c.session.ScopeID(), c.scope)
+	}
+}
+
+// failedTurn runs a turn that must fail with Unavailable, in the same
+// scope.
+func (c *outageConv) failedTurn(t *testing.T) {
+	t.Helper()
+	before := c.got.count()
+	err := c.session.Chat(t.Context(), "note while Redis is down")
 	if !errors.Is(err, chat.ErrUnavailable) {
 		t.Fatalf("a turn while Redis is down: %v, want Failed Unavailable", err)
 	}
 	t.Logf("a turn while Redis is down: %v", err)
-	if session.ScopeID() != scope {
-		t.Fatalf("the failed turn moved the session from scope %s to %s", scope, session.ScopeID())
+	if c.session.ScopeID() != c.scope {
+		t.Fatalf("the failed turn moved the session from scope %s to %s", c.scope, c.session.ScopeID())
 	}
 	// The route ran and answered before the save failed: its answer was
 	// sent, then the Failed; what it changed is gone.
-	t.Logf("answers of the failed turn: %q", got.since(before))
+	t.Logf("answers of the failed turn: %q", c.got.since(before))
+}
 
-	srv.start()
-	requireStored(t, store, id, 3) // nothing of the failed turn
-	turn(4)                        // the same scope, the bean at 3 and the memory of 3 turns before it
-	if session.ScopeID() != scope {
-		t.Fatalf("after the outage the session is in scope %s, want %s", session.ScopeID(), scope)
-	}
-	requireStored(t, store, id, 4)
-
-	if err := session.Close(); err != nil {
+// close closes the session and checks that the conversation left the
+// router and the store.
+func (c *outageConv) close(t *testing.T) {
+	t.Helper()
+	if err := c.session.Close(); err != nil {
 		t.Fatal(err)
 	}
 	// The server ends the conversation when it reads the client's
 	// Disconnect: wait for it.
 	deadline := time.Now().Add(5 * time.Second)
 	for {
-		_, err := store.Load(ctx, id)
+		_, err := c.store.Load(t.Context(), c.id)
 		if errors.Is(err, chat.ErrConversationNotFound) {
 			break
 		}
@@ -309,7 +318,39 @@ func TestConversationOutlivesRedisOutage(t *testing.T) {
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
-	if st := router.Stats(); st.Scopes != 0 || st.Conversations != 0 {
+	if st := c.router.Stats(); st.Scopes != 0 || st.Conversations != 0 {
 		t.Fatalf("after Close: %+v", st)
 	}
+}
+
+// TestConversationOutlivesRedisKill kills the conversation's Redis
+// (SIGKILL) between two turns, then starts it again on the same port and
+// directory. While Redis is down the turn fails with Failed
+// "Unavailable", and nothing of it is kept: neither the bean's increment
+// nor the memory's two messages, in the process or in the store. When
+// Redis is back the next turn succeeds in the same scope, with the bean
+// and the memory as the last completed turn left them.
+func TestConversationOutlivesRedisKill(t *testing.T) {
+	c := newOutageConv(t)
+	c.srv.kill()
+	c.failedTurn(t)
+	c.srv.start()
+	requireStored(t, c.store, c.id, 3) // nothing of the failed turn
+	c.turn(t, 4)                       // the bean at 3 and the memory of 3 turns before it
+	requireStored(t, c.store, c.id, 4)
+	c.close(t)
+}
+
+// TestConversationOutlivesRedisFreeze freezes the conversation's Redis
+// (SIGSTOP) between two turns: the turn's save times out and it fails with
+// Failed "Unavailable".
+func TestConversationOutlivesRedisFreeze(t *testing.T) {
+	c := newOutageConv(t)
+	c.srv.signal(syscall.SIGSTOP)
+	c.failedTurn(t)
+	c.srv.signal(syscall.SIGCONT)
+	st, err := c.store.Load(t.Context(), c.id)
+	t.Logf("after SIGCONT: version %d, %v", st.Version, err)
+	err = c.session.Chat(t.Context(), "note 4")
+	t.Logf("next: %v %q", err, c.got.last())
 }
