@@ -40,8 +40,12 @@ var (
 	ErrConversationBusy = &Failure{Reason: "ConversationBusy"}
 	// ErrUnavailable is the failure of a request whose state could not be
 	// saved (or whose lease could not be renewed) because the store failed:
-	// nothing of the request was kept, and the conversation is back where
-	// its last completed request left it. The request may be sent again.
+	// the conversation is back where its last completed request left it,
+	// and nothing of the request was kept — unless the store timed out
+	// after it received the save, and applied it later: then the next
+	// request finds the request's state in the store and goes on from it
+	// (the route's answers, sent before the save, tell what it did). The
+	// request may be sent again.
 	ErrUnavailable = &Failure{Reason: "Unavailable"}
 )
 
@@ -54,6 +58,7 @@ var ErrNotDurable = errors.New("chat: the router has no conversation store")
 type durableConv struct {
 	// Guarded by Conversation.mu.
 	saved    *ConversationState // the state last saved, owned here
+	unsure   bool               // a save failed: the store may have applied it all the same
 	extraFns map[string]func(scopeID string, f *Failure) []byte
 
 	mu         sync.Mutex // guards the token, and the lease against the renewal timer
@@ -473,11 +478,54 @@ func (c *Conversation) save(ctx context.Context, b *Batch, after string, reqErr 
 			c.drop(ctx, err)
 			return "", fail(ErrSessionNotActive, err), false
 		}
+		// A save that timed out may still be applied: the next request
+		// checks (reconcile).
+		d.unsure = true
 		scope, f := c.rollback(ctx, err, ErrUnavailable)
 		return scope, f, false
 	}
 	d.saved = st
 	return after, nil, true
+}
+
+// reconcile runs before the first request after a save that failed with
+// the store down (c.mu held): a save that timed out once sent may have
+// been applied all the same. It loads the conversation. At the version
+// this node last saved, nothing of the failed request was kept. At the
+// next one, under the lease this node still holds (a save checks the
+// lease: no other node could have written it), the failed request's save
+// was applied: the scopes are rebuilt from it and the conversation goes on
+// from there. Anything else means another node took the conversation
+// over: it leaves this node (SessionNotActive). A store still down fails
+// the request with Unavailable, and the next one checks again.
+func (c *Conversation) reconcile(ctx context.Context) *Failure {
+	r, d := c.router, c.dur
+	st, err := r.store.Load(ctx, c.id)
+	if err == nil && st.Version != d.saved.Version {
+		var fresh bool
+		fresh, err = c.acquireLease(ctx)
+		if err == nil && (fresh || st.Version != d.saved.Version+1) {
+			err = fmt.Errorf("chat: conversation %s is at version %d, this node has %d: %w", c.id, st.Version, d.saved.Version, ErrVersionConflict)
+		}
+	}
+	if err != nil {
+		if lost(err) {
+			c.drop(ctx, err)
+			return fail(ErrSessionNotActive, err)
+		}
+		return fail(ErrUnavailable, fmt.Errorf("chat: checking conversation %s after a failed save: %w", c.id, err))
+	}
+	d.unsure = false
+	if st.Version == d.saved.Version {
+		return nil
+	}
+	r.logger.WarnContext(ctx, "chat: a save that failed was applied all the same: the conversation goes on from it", "conversation", c.id, "version", st.Version)
+	if err := c.stack.detach(ctx); err != nil {
+		r.logger.ErrorContext(ctx, "chat: rebuilding a conversation", "conversation", c.id, "err", err)
+	}
+	c.stack.restore(ctx, st.Scopes)
+	d.saved = st
+	return nil
 }
 
 // rollback rebuilds the scopes of c from the state last saved, after a

@@ -294,6 +294,15 @@ func (c *Conversation) handle(ctx context.Context, scopeID string, req *RouteReq
 	if c.closed || cur == nil {
 		return "", fail(ErrSessionNotActive, errors.New("the conversation has ended"))
 	}
+	if c.dur != nil && c.dur.unsure {
+		if f := c.reconcile(ctx); f != nil {
+			if c.closed {
+				return "", f
+			}
+			return c.ScopeID(), f
+		}
+		cur = c.stack.current.Load()
+	}
 	target := cur
 	for target != nil && target.id != scopeID {
 		target = target.parent
