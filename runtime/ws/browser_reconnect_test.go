@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -218,4 +219,93 @@ func TestBrowserReconnects(t *testing.T) {
 	})
 	checkLog(t, res.States, []string{"connecting", "connected", "reconnecting", "connected", "reconnecting", "connected", "reconnecting", "connected", "closed"})
 	waitNoConversations(t, a.router)
+}
+
+// reconnectPlain runs in a page of a server that keeps no conversations:
+// with the reconnect option, a session cannot be resumed, its request in
+// progress rejects with ConnectionLost, and the client reconnects for new
+// sessions.
+const reconnectPlain = `(async () => {
+    for (let i = 0; i < 3000 && !window.pageReady; i++) {
+        await new Promise((r) => setTimeout(r, 10));
+    }
+    const out = [];
+    const client = new ChatScopesClient();
+    client.autoReconnect({ minDelay: 5, maxDelay: 50 });
+    client.onConnectionState((state) => out.push("state " + state));
+    let closes = 0;
+    client.closeHandler(() => closes++);
+    await client.open();
+    const gate = await client.builder().connect("gate");
+    out.push("durable " + (gate.resumeToken !== undefined));
+    const held = gate.chat("hold");
+    fetch("/cut").catch(() => {}); // its response may be cut too
+    try {
+        await held;
+        out.push("resolved");
+    } catch (e) {
+        out.push("lost " + e.reason + " closed=" + gate.closed);
+    }
+    const echo = await client.builder().connect("echo");
+    await echo.chat("hi");
+    out.push("new session works, close handler called " + closes);
+    await client.close();
+    out.push("close handler called " + closes);
+    return JSON.stringify(out);
+})()`
+
+func TestBrowserReconnectsToAPlainServer(t *testing.T) {
+	checkGoroutines(t)
+	b := browsertest.Start(t)
+	ts := startServer(t, nil)
+	var proxy *testProxy
+	mux := http.NewServeMux()
+	mux.Handle("/_chat/", ts.Server)
+	mux.HandleFunc("/page.html", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		_, _ = w.Write([]byte(reconnectPage))
+	})
+	var cut atomic.Bool
+	mux.HandleFunc("/cut", func(w http.ResponseWriter, r *http.Request) {
+		if cut.Swap(true) {
+			return // the browser retries a request whose connection was cut
+		}
+		// The gate route holds the request: it is in progress.
+		select {
+		case <-ts.routes.entered:
+		case <-time.After(10 * time.Second):
+			t.Error("the gate route did not start")
+		}
+		proxy.cut()
+	})
+	hs := httptest.NewServer(mux)
+	defer hs.Close()
+	proxy = startProxy(t, &testServer{http: hs})
+
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	page, err := b.Open(ctx, "http://"+proxy.ln.Addr().String()+"/page.html")
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := page.Eval(ctx, reconnectPlain)
+	if err != nil {
+		t.Fatalf("%v\nconsole:\n%s", err, b.ConsoleLog())
+	}
+	var got []string
+	if err := json.Unmarshal([]byte(out), &got); err != nil {
+		t.Fatalf("%s: %v", out, err)
+	}
+	checkLog(t, got, []string{
+		"state connecting",
+		"state connected",
+		"durable false",
+		"state reconnecting",
+		"lost ConnectionLost closed=true",
+		"state connected",
+		"new session works, close handler called 0",
+		"state closed",
+		"close handler called 1",
+	})
+	waitNoConversations(t, ts.router)
 }
