@@ -179,6 +179,11 @@ func TestRoutesDeclarationsCompile(t *testing.T) {
 		"chatscopes.d.ts": string(typesSource),
 		"use.ts": `import { routes, client } from "./routes.js";
 import * as awkward from "./awkward.js";
+import { ChatScopesClient, type ConnectionState } from "./chatscopes.js";
+const rc = new ChatScopesClient({ reconnect: { minDelay: 50, maxDelay: 5000 } })
+    .onConnectionState((state: ConnectionState, detail) => console.log(state, detail?.code))
+    .autoReconnect(true);
+console.log(rc.state === "reconnecting");
 const gate = await routes.gate.connect({ onMessage(text) { console.log(text.length); } });
 await gate.send({ userMessage: "anything", goes: 1 });
 const menu = await awkward.defaultRoute.connect({ onMessage(text) { console.log(text); } });

@@ -92,7 +92,11 @@ export class Session {
     readonly id: string;
     /** The id of the scope the session is in (updated by every terminator). */
     currentScope: string | undefined;
-    /** Whether the session was closed or lost. */
+    /**
+     * Whether the session was closed or lost. With the reconnect option, a
+     * session whose resume the server refused is closed, and its requests
+     * reject with that reason ("ResumeRefused").
+     */
     readonly closed: boolean;
     /** The session's handlers, by event type. */
     readonly eventHandlers: Map<string, EventHandler>;
@@ -152,9 +156,50 @@ export class SessionBuilder {
     resume(conversationId: string, resumeToken: string): Promise<Session>;
 }
 
+/**
+ * How a client replaces a lost connection (ChatScopesClient's reconnect
+ * option). Delays are in milliseconds.
+ */
+export interface ReconnectOptions {
+    /** The first delay (default 100); it doubles on each failed attempt. */
+    minDelay?: number;
+    /** Bounds the delay (default 10000). Each delay is drawn at random between half of it and all of it. */
+    maxDelay?: number;
+    /** Failed attempts in a row after which the client gives up (default 0: never; close stops it). */
+    maxAttempts?: number;
+}
+
+/** The options of a ChatScopesClient. */
+export interface ChatScopesClientOptions {
+    /**
+     * Replace a lost connection by itself: dial again with backoff and
+     * jitter, resume every session whose server keeps conversations, and
+     * send again, with its requestId, the request whose answer was lost.
+     * Off by default (a lost connection then rejects what is pending with
+     * "ConnectionLost", as in Quarkus).
+     */
+    reconnect?: boolean | ReconnectOptions;
+}
+
+/**
+ * The state of a client's connection: "idle" (before open), "connecting",
+ * "connected", "reconnecting" (lost, being replaced; requests wait) and
+ * "closed" (for good).
+ */
+export type ConnectionState = "idle" | "connecting" | "connected" | "reconnecting" | "closed";
+
 /** A websocket connection to the chat routes, carrying any number of sessions. */
 export class ChatScopesClient {
-    constructor();
+    constructor(options?: ChatScopesClientOptions);
+    /** The state of the connection. */
+    readonly state: ConnectionState;
+    /** Turns the reconnect option on (before open); see ChatScopesClientOptions. */
+    autoReconnect(options?: boolean | ReconnectOptions): this;
+    /**
+     * Calls handler on every change of state; detail is the close event
+     * for "reconnecting" and "closed".
+     */
+    onConnectionState(handler: (state: ConnectionState, detail?: CloseEvent | { code: number }) => void): this;
     /** The sessions of the client, by chatId. */
     readonly sessions: Map<string, Session>;
     /** The websocket, once open was called. */
@@ -166,7 +211,10 @@ export class ChatScopesClient {
 
     /** Opens the connection (default: chatRoutesEndpoint()). */
     open(endpoint?: string): Promise<this>;
-    /** Sets the handler called with the close event when the connection closes. */
+    /**
+     * Sets the handler called with the close event when the connection
+     * closes (with the reconnect option: when the client ends for good).
+     */
     closeHandler(handler: (event: CloseEvent | { code: number }) => void): this;
     /** A builder for a new session. */
     builder(): SessionBuilder;

@@ -5,8 +5,11 @@
 // session (each promise settles with its own terminator), Failed as a
 // rejected promise with a ChatFailure carrying the reason, rejection of
 // pending requests when the connection is lost, Session.close() (sends
-// Disconnect), ChatScopesClient.close(), and resuming a durable
-// conversation on a new connection (SessionBuilder.resume).
+// Disconnect), ChatScopesClient.close(), resuming a durable
+// conversation on a new connection (SessionBuilder.resume), and, opted
+// into with the reconnect option, replacing a lost connection by itself
+// (resuming every session and re-sending the request whose answer was
+// lost), with its state observed by onConnectionState.
 //
 // The same code is served as a classic script at /_chat/javascript/chatscopes.js
 // (the exports become globals) and as this module at
@@ -59,6 +62,12 @@ export class Session {
         this.defaultHandler = builder._defaultHandler;
         this._queue = [];
         this._inflight = null;
+        // Whether the server answered the session's Connect.
+        this._started = false;
+        // The failure that ended the session, when not a close.
+        this._failure = null;
+        this._resumeFailures = 0;
+        this._resumeTimer = null;
         // On a server that keeps conversations: what resumes this one on a
         // new connection (SessionBuilder.resume). Undefined otherwise.
         this.conversationId = undefined;
@@ -101,6 +110,7 @@ export class Session {
             return;
         }
         this.closed = true;
+        clearTimeout(this._resumeTimer);
         const pending = this._inflight ? [this._inflight, ...this._queue] : this._queue;
         const connected = this.currentScope !== undefined || this._inflight;
         this._inflight = null;
@@ -124,7 +134,7 @@ export class Session {
     _request(req) {
         return new Promise((resolve, reject) => {
             if (this.closed) {
-                reject(new ChatFailure("SessionClosed"));
+                reject(this._failure ? new ChatFailure(this._failure.reason, this._failure.detail) : new ChatFailure("SessionClosed"));
                 return;
             }
             req.resolve = resolve;
@@ -135,11 +145,15 @@ export class Session {
     }
 
     _next() {
-        if (this._inflight || this._queue.length === 0) {
+        if (this._inflight || this._queue.length === 0 || this.client.state === "reconnecting") {
             return;
         }
         const req = this._queue.shift();
-        req.requestId = this.client._nextRequestId++;
+        if (req.requestId === undefined) {
+            // A request sent again after a reconnect keeps its id: the
+            // server answers it from what it saved if it ran it.
+            req.requestId = this.client._nextRequestId++;
+        }
         const frame = { type: req.type, chatId: this.id, requestId: req.requestId };
         if (req.type === "Connect") {
             if (req.resume) {
@@ -190,7 +204,14 @@ export class Session {
             return;
         }
         this._inflight = null;
+        if (req.resumed) {
+            this._resumeAnswered(req, message);
+            return;
+        }
         if (message.type === "Completed") {
+            if (req.type === "Connect") {
+                this._started = true;
+            }
             this.currentScope = message.data;
             if (typeof message.conversationId === "string" && typeof message.resumeToken === "string") {
                 this.conversationId = message.conversationId;
@@ -213,15 +234,103 @@ export class Session {
         this._next();
     }
 
-    _fail(reason) {
+    _fail(reason, detail) {
         const reqs = this._inflight ? [this._inflight, ...this._queue] : this._queue;
         this._inflight = null;
         this._queue = [];
         this.closed = true;
+        clearTimeout(this._resumeTimer);
         for (const req of reqs) {
-            req.reject(new ChatFailure(reason));
+            req.reject(new ChatFailure(reason, detail));
         }
     }
+
+    // Whether the session can go on over a new connection: its server
+    // keeps its conversation, or its Connect was not answered (it is sent
+    // again).
+    _resumable() {
+        return !this.closed && (this.resumeToken !== undefined || !this._started);
+    }
+
+    // Arranges the queue for a new connection: a Connect resuming the
+    // conversation first, then the request whose terminator was lost
+    // (with its requestId), then the queued ones.
+    _prepareResume() {
+        if (this._inflight) {
+            this._queue.unshift(this._inflight);
+            this._inflight = null;
+        }
+        if (this._started) {
+            this._queueResume();
+        }
+    }
+
+    _queueResume() {
+        if (this._queue.length > 0 && this._queue[0].resumed) {
+            return;
+        }
+        this._queue.unshift({
+            type: "Connect",
+            resumed: true,
+            resume: { conversationId: this.conversationId, token: this.resumeToken },
+            resolve: () => {},
+            reject: () => {},
+        });
+    }
+
+    // Handles the terminator of the Connect that resumed the session after
+    // a reconnect. ResumeRefused (or any reason but those worth a retry)
+    // ends the session: its requests reject with that reason.
+    _resumeAnswered(req, message) {
+        if (message.type === "Completed") {
+            this._resumeFailures = 0;
+            if (typeof message.data === "string" && message.data !== "") {
+                this.currentScope = message.data;
+            }
+            if (typeof message.resumeToken === "string") {
+                this.resumeToken = message.resumeToken;
+            }
+            this._next();
+            return;
+        }
+        const reason = String(message.data);
+        this._resumeFailures++;
+        const opts = this.client._reconnect;
+        const retry = reason === "ConversationBusy" || reason === "Unavailable" || reason === "ShuttingDown";
+        if (retry && opts && (opts.maxAttempts === 0 || this._resumeFailures < opts.maxAttempts)) {
+            const delay = reconnectDelay(opts, this._resumeFailures - 1);
+            this._resumeTimer = setTimeout(() => {
+                if (this.closed) {
+                    return;
+                }
+                this._queueResume();
+                this._next();
+            }, delay);
+            return;
+        }
+        this._failure = { reason: reason, detail: message.detail };
+        this._fail(reason, message.detail);
+        if (this.client.sessions.get(this.id) === this) {
+            this.client.sessions.delete(this.id);
+        }
+    }
+}
+
+// reconnectDelay returns the delay in ms before attempt n (0 for the
+// first): doubling from minDelay to maxDelay, drawn at random between half
+// of it and all of it, so that clients dropped together do not come back
+// together.
+function reconnectDelay(opts, n) {
+    const d = n < 30 ? Math.min(opts.minDelay * 2 ** n, opts.maxDelay) : opts.maxDelay;
+    return d / 2 + Math.random() * (d / 2);
+}
+
+function reconnectOptions(o) {
+    const opts = o === true || o === undefined || o === null ? {} : o;
+    const minDelay = opts.minDelay > 0 ? Number(opts.minDelay) : 100;
+    const maxDelay = Math.max(opts.maxDelay > 0 ? Number(opts.maxDelay) : 10000, minDelay);
+    const maxAttempts = opts.maxAttempts > 0 ? Math.floor(opts.maxAttempts) : 0;
+    return { minDelay: minDelay, maxDelay: maxDelay, maxAttempts: maxAttempts };
 }
 
 /**
@@ -366,18 +475,67 @@ export class SessionBuilder {
     }
 }
 
-/** A websocket connection to the chat routes, carrying any number of sessions. */
+/**
+ * A websocket connection to the chat routes, carrying any number of
+ * sessions.
+ *
+ * new ChatScopesClient({ reconnect: true }) (or { reconnect: { minDelay,
+ * maxDelay, maxAttempts } }, in ms; or client.autoReconnect(options)
+ * before open) replaces a lost connection by itself, as the Go client
+ * does with DialOptions.Reconnect: it dials again after a delay doubling
+ * from minDelay (100) to maxDelay (10000) with jitter, resumes every
+ * session whose server keeps conversations, and sends again, with the same
+ * requestId, the request whose terminator it did not receive (the server
+ * answers it from what it saved instead of running it twice). Requests
+ * made meanwhile wait. A resume refused (ResumeRefused) ends its session:
+ * its requests reject with that reason; ConversationBusy and Unavailable
+ * are tried again with the same delays. Sessions of a server that keeps no
+ * conversations reject their requests with "ConnectionLost". The close
+ * handler is called only when the client ends for good (close(), or
+ * maxAttempts failed dials in a row). Without the option, a lost
+ * connection rejects every pending request with "ConnectionLost" and calls
+ * the close handler, as in Quarkus.
+ */
 export class ChatScopesClient {
-    constructor() {
+    constructor(options) {
         this.sessions = new Map();
         this.counter = 0;
         this.websocket = null;
         this.closed = false;
         this.debug = false;
+        /** "idle", "connecting", "connected", "reconnecting" or "closed". */
+        this.state = "idle";
         this._nextRequestId = 1;
         this._waiting = [];
         this._closeHandler = null;
-        this._closedOnce = false;
+        this._stateHandlers = [];
+        this._reconnect = null;
+        this._endpoint = undefined;
+        this._redialTimer = null;
+        if (options && options.reconnect) {
+            this.autoReconnect(options.reconnect);
+        }
+    }
+
+    /**
+     * Makes the client replace a lost connection by itself (see the
+     * class); options: { minDelay, maxDelay, maxAttempts } in ms, all
+     * optional.
+     */
+    autoReconnect(options) {
+        this._reconnect = reconnectOptions(options);
+        return this;
+    }
+
+    /**
+     * Calls handler(state, detail) when the connection's state changes:
+     * "connecting" (open was called), "connected", "reconnecting" (the
+     * connection was lost and is being replaced; detail is the close event)
+     * and "closed" (for good; detail is the close event).
+     */
+    onConnectionState(handler) {
+        this._stateHandlers.push(handler);
+        return this;
     }
 
     /**
@@ -386,34 +544,53 @@ export class ChatScopesClient {
      * first. Requests made before it is open are sent once it is.
      */
     open(endpoint = chatRoutesEndpoint()) {
+        this._endpoint = endpoint;
+        this.closed = false;
+        this._setState("connecting");
         const ws = new WebSocket(endpoint);
         this.websocket = ws;
-        this.closed = false;
-        this._closedOnce = false;
-        ws.onmessage = (event) => {
-            this.onMessage(event);
-        };
         return new Promise((resolve, reject) => {
-            let opened = false;
-            ws.addEventListener("open", () => {
-                opened = true;
+            this._watch(ws, () => {
                 const waiting = this._waiting;
                 this._waiting = [];
                 for (const text of waiting) {
                     ws.send(text);
                 }
+                this._setState("connected");
                 resolve(this);
-            });
-            ws.addEventListener("close", (event) => {
-                if (!opened) {
-                    reject(new ChatFailure("ConnectionFailed", "websocket closed with code " + event.code));
-                }
-                this._onClose(event);
+            }, (event) => {
+                reject(new ChatFailure("ConnectionFailed", "websocket closed with code " + event.code));
+                this._onClose(ws, event, false);
             });
         });
     }
 
-    /** Called with the close event when the connection closes. */
+    // _watch sets the handlers of websocket ws: opened when it opens,
+    // failed when it closes before, _onClose when it closes after.
+    _watch(ws, opened, failed) {
+        let open = false;
+        ws.onmessage = (event) => {
+            if (ws === this.websocket) {
+                this.onMessage(event);
+            }
+        };
+        ws.addEventListener("open", () => {
+            open = true;
+            opened();
+        });
+        ws.addEventListener("close", (event) => {
+            if (!open) {
+                failed(event);
+            } else {
+                this._onClose(ws, event, true);
+            }
+        });
+    }
+
+    /**
+     * Called with the close event when the connection closes (with the
+     * reconnect option: when the client ends for good).
+     */
     closeHandler(handler) {
         this._closeHandler = handler;
         return this;
@@ -453,12 +630,16 @@ export class ChatScopesClient {
      */
     close() {
         this.closed = true;
+        clearTimeout(this._redialTimer);
         for (const session of Array.from(this.sessions.values())) {
             session.close();
         }
         const ws = this.websocket;
-        if (!ws || ws.readyState === WebSocket.CLOSED) {
-            this._onClose({ code: 1000 });
+        if (!ws || ws.readyState === WebSocket.CLOSED || this.state === "reconnecting") {
+            if (ws && ws.readyState !== WebSocket.CLOSED) {
+                ws.close(1000, "client closed");
+            }
+            this._finish({ code: 1000 });
             return Promise.resolve();
         }
         return new Promise((resolve) => {
@@ -467,9 +648,23 @@ export class ChatScopesClient {
         });
     }
 
+    _setState(state, detail) {
+        if (this.state === state) {
+            return;
+        }
+        this.state = state;
+        for (const handler of this._stateHandlers) {
+            try {
+                handler(state, detail);
+            } catch (e) {
+                console.error("chatscopes: a connection state handler failed", e);
+            }
+        }
+    }
+
     _transmit(frame) {
         const ws = this.websocket;
-        if (!ws || ws.readyState === WebSocket.CLOSING || ws.readyState === WebSocket.CLOSED) {
+        if (this.state === "reconnecting" || !ws || ws.readyState === WebSocket.CLOSING || ws.readyState === WebSocket.CLOSED) {
             return false;
         }
         const text = JSON.stringify(frame);
@@ -484,21 +679,83 @@ export class ChatScopesClient {
         return true;
     }
 
-    _onClose(event) {
-        if (this._closedOnce) {
+    // _onClose handles the close of websocket ws (wasOpen: after it
+    // opened): it replaces it when the client reconnects, or ends the
+    // client.
+    _onClose(ws, event, wasOpen) {
+        if (ws !== this.websocket || this.state === "closed") {
             return;
         }
-        this._closedOnce = true;
+        this._waiting = [];
+        if (!this.closed && wasOpen && this._reconnect) {
+            this._setState("reconnecting", event);
+            for (const session of Array.from(this.sessions.values())) {
+                if (!session._resumable()) {
+                    session._fail("ConnectionLost");
+                    this.sessions.delete(session.id);
+                }
+            }
+            this._redial(0, event);
+            return;
+        }
+        this._finish(event);
+    }
+
+    // _finish ends the client: the sessions left fail, the close handler
+    // is called.
+    _finish(event) {
+        if (this.state === "closed") {
+            return;
+        }
+        clearTimeout(this._redialTimer);
         const reason = this.closed ? "ConnectionClosed" : "ConnectionLost";
         for (const session of this.sessions.values()) {
             session._fail(reason);
         }
         this.sessions.clear();
         this._waiting = [];
+        this._setState("closed", event);
         if (this._closeHandler) {
             this._closeHandler(event);
         } else if (!this.closed) {
             console.log("WebSocket connection closed");
         }
+    }
+
+    // _redial dials again after the delay of attempt n, then resumes the
+    // sessions.
+    _redial(n, event) {
+        const opts = this._reconnect;
+        if (opts.maxAttempts > 0 && n >= opts.maxAttempts) {
+            this._finish(event);
+            return;
+        }
+        this._redialTimer = setTimeout(() => {
+            if (this.closed) {
+                return;
+            }
+            const ws = new WebSocket(this._endpoint);
+            this.websocket = ws;
+            this._watch(ws, () => {
+                if (this.closed) {
+                    ws.close(1000, "client closed");
+                    return;
+                }
+                // Before any session sends on the new connection: each
+                // resuming Connect first, then the request whose
+                // terminator was lost.
+                for (const session of this.sessions.values()) {
+                    session._prepareResume();
+                }
+                this._setState("connected");
+                for (const session of Array.from(this.sessions.values())) {
+                    session._next();
+                }
+            }, (ev) => {
+                if (ws === this.websocket && !this.closed) {
+                    this._redial(n + 1, ev);
+                }
+            });
+        }, reconnectDelay(opts, n));
     }
 }
