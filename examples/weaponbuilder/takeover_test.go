@@ -73,7 +73,7 @@ func TestTakeoverWhileAlive(t *testing.T) {
 		t.Fatal(err)
 	}
 	stderrs := func() string {
-		return "node A stderr:\n" + nodeA.stderr.String() + "\nnode B stderr:\n" + nodeB.stderr.String()
+		return "node A stderr:\n" + nodeA.stderrText() + "\nnode B stderr:\n" + nodeB.stderrText()
 	}
 	chatOnce := func(msg string) (string, error) {
 		mu.Lock()
@@ -176,7 +176,7 @@ func TestTakeoverWhileAlive(t *testing.T) {
 		t.Fatalf("after A went on the store holds version %d, scopes %+v; B saved version %d, scopes %+v\n%s",
 			after.Version, after.Scopes, onB.Version, onB.Scopes, stderrs())
 	}
-	if strings.Contains(nodeA.stderr.String(), "lets go of it") {
+	if strings.Contains(nodeA.stderrText(), "lets go of it") {
 		t.Log("node A ran its late request and let go of the conversation when its save was refused")
 	}
 
@@ -247,4 +247,13 @@ func countHuman(msgs []llms.MessageContent, text string) int {
 		}
 	}
 	return n
+}
+
+// stderrText returns what the server wrote to its standard error so far,
+// read under the lock its writer takes.
+func (s *server) stderrText() string {
+	lw := s.cmd.Stderr.(*lockedWriter)
+	lw.mu.Lock()
+	defer lw.mu.Unlock()
+	return lw.w.String()
 }
