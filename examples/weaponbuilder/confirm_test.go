@@ -8,10 +8,9 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/tmc/langchaingo/llms"
-
 	"github.com/chatscopes/chatgen/runtime/ai"
 	"github.com/chatscopes/chatgen/runtime/chat"
+	"github.com/chatscopes/chatgen/runtime/chat/conversationtest"
 	"github.com/chatscopes/chatgen/runtime/llmtest"
 	"github.com/chatscopes/chatgen/runtime/memory"
 )
@@ -63,44 +62,13 @@ func TestTerminalConfirmsDeletion(t *testing.T) {
 	}
 }
 
-// storeMemory is the memory.Store of the chat memories a
-// chat.InMemoryConversationStore keeps, committed with the conversation.
-type storeMemory struct {
-	cs *chat.InMemoryConversationStore
-}
-
-func (m storeMemory) Get(ctx context.Context, id string) ([]llms.MessageContent, error) {
-	b, err := m.cs.GetMemory(ctx, id)
-	if err != nil || b == nil {
-		return nil, err
-	}
-	return memory.UnmarshalMessages(b)
-}
-
-func (m storeMemory) Update(ctx context.Context, id string, msgs []llms.MessageContent) error {
-	if len(msgs) == 0 {
-		return m.cs.PutMemory(ctx, id, nil)
-	}
-	b, err := memory.MarshalMessages(msgs)
-	if err != nil {
-		return err
-	}
-	return m.cs.PutMemory(ctx, id, b)
-}
-
-func (m storeMemory) Delete(ctx context.Context, id string) error {
-	return m.cs.PutMemory(ctx, id, nil)
-}
-
-func (m storeMemory) IDs(ctx context.Context) ([]string, error) { return m.cs.MemoryIDs(ctx) }
-
 // durableArmorer is one process of the armorer over a conversation store
 // (the armory standing for the application's database).
 func durableArmorer(t *testing.T, node string, cs *chat.InMemoryConversationStore, armory *Armory) (*chat.Router, *chat.LocalClient) {
 	t.Helper()
 	cfg := ai.Config{
 		Model:  llmtest.NewModel(llmtest.ScriptFunc(playArmorer), llmtest.WithHistoryValidation(true)),
-		Memory: memory.NewManager(memory.Config{Store: storeMemory{cs}, Policy: memory.Window(40)}),
+		Memory: memory.NewManager(memory.Config{Store: conversationtest.InMemoryMemories(cs), Policy: memory.Window(40)}),
 		Logger: slog.New(slog.DiscardHandler),
 	}
 	r, err := chat.NewRouter(&chat.RouterOptions{Store: cs, Node: node, Logger: slog.New(slog.DiscardHandler)},

@@ -10,10 +10,6 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
-	"github.com/tmc/langchaingo/llms"
-
-	"github.com/chatscopes/chatgen/runtime/chat"
-	"github.com/chatscopes/chatgen/runtime/memory"
 )
 
 const redisAddr = "127.0.0.1:6379"
@@ -83,38 +79,3 @@ func (c *roundTrips) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.P
 		return next(ctx, cmds)
 	}
 }
-
-// inMemoryMemories is the memory.Store of the chat memories a
-// chat.InMemoryConversationStore keeps as opaque bytes (as in
-// runtime/chat/conversationtest's tests: package chat cannot import
-// package memory, so the adapter lives with its users).
-type inMemoryMemories struct {
-	cs *chat.InMemoryConversationStore
-}
-
-var _ memory.Store = inMemoryMemories{}
-
-func (m inMemoryMemories) Get(ctx context.Context, id string) ([]llms.MessageContent, error) {
-	b, err := m.cs.GetMemory(ctx, id)
-	if err != nil || b == nil {
-		return nil, err
-	}
-	return memory.UnmarshalMessages(b)
-}
-
-func (m inMemoryMemories) Update(ctx context.Context, id string, msgs []llms.MessageContent) error {
-	if len(msgs) == 0 {
-		return m.cs.PutMemory(ctx, id, nil)
-	}
-	b, err := memory.MarshalMessages(msgs)
-	if err != nil {
-		return err
-	}
-	return m.cs.PutMemory(ctx, id, b)
-}
-
-func (m inMemoryMemories) Delete(ctx context.Context, id string) error {
-	return m.cs.PutMemory(ctx, id, nil)
-}
-
-func (m inMemoryMemories) IDs(ctx context.Context) ([]string, error) { return m.cs.MemoryIDs(ctx) }

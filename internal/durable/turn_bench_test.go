@@ -11,6 +11,7 @@ import (
 	"github.com/chatscopes/chatgen/runtime/ai"
 	"github.com/chatscopes/chatgen/runtime/boltstore"
 	"github.com/chatscopes/chatgen/runtime/chat"
+	"github.com/chatscopes/chatgen/runtime/chat/conversationtest"
 	"github.com/chatscopes/chatgen/runtime/llmtest"
 	"github.com/chatscopes/chatgen/runtime/memory"
 	"github.com/chatscopes/chatgen/runtime/redisstore"
@@ -32,7 +33,7 @@ var backends = []struct {
 	{"store=none", func(*testing.B) backend { return backend{} }},
 	{"store=inmemory", func(*testing.B) backend {
 		s := chat.NewInMemoryConversationStore(nil)
-		return backend{Store: s, Memories: inMemoryMemories{s}}
+		return backend{Store: s, Memories: conversationtest.InMemoryMemories(s)}
 	}},
 	{"store=bolt", func(b *testing.B) backend {
 		s, err := boltstore.Open(filepath.Join(b.TempDir(), "chat.db"), &boltstore.Options{TTL: time.Hour})

@@ -9,46 +9,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tmc/langchaingo/llms"
-
 	"github.com/chatscopes/chatgen/runtime/ai"
 	"github.com/chatscopes/chatgen/runtime/chat"
+	"github.com/chatscopes/chatgen/runtime/chat/conversationtest"
 	"github.com/chatscopes/chatgen/runtime/llmtest"
 	"github.com/chatscopes/chatgen/runtime/memory"
 )
-
-// convMemory is the memory.Store of the chat memories kept by a
-// chat.InMemoryConversationStore: writes made in a request's context are
-// staged in its batch and committed with the conversation's state, as the
-// embedded and Redis stores do.
-type convMemory struct {
-	cs *chat.InMemoryConversationStore
-}
-
-var _ memory.Store = convMemory{}
-
-func (m convMemory) Get(ctx context.Context, id string) ([]llms.MessageContent, error) {
-	b, err := m.cs.GetMemory(ctx, id)
-	if err != nil || b == nil {
-		return nil, err
-	}
-	return memory.UnmarshalMessages(b)
-}
-
-func (m convMemory) Update(ctx context.Context, id string, msgs []llms.MessageContent) error {
-	if len(msgs) == 0 {
-		return m.cs.PutMemory(ctx, id, nil)
-	}
-	b, err := memory.MarshalMessages(msgs)
-	if err != nil {
-		return err
-	}
-	return m.cs.PutMemory(ctx, id, b)
-}
-
-func (m convMemory) Delete(ctx context.Context, id string) error { return m.cs.PutMemory(ctx, id, nil) }
-
-func (m convMemory) IDs(ctx context.Context) ([]string, error) { return m.cs.MemoryIDs(ctx) }
 
 // weapon is the builder's durable bean.
 type weapon struct {
@@ -98,7 +64,7 @@ func newNode(t *testing.T, name string, store chat.ConversationStore, cs *chat.I
 	n := &node{model: llmtest.NewModel(echo()), logs: &logBuffer{}}
 	n.svc = ai.NewService(svcName, ai.Config{
 		Model:  n.model,
-		Memory: memory.NewManager(memory.Config{Store: convMemory{cs}, Policy: memory.Window(20)}),
+		Memory: memory.NewManager(memory.Config{Store: conversationtest.InMemoryMemories(cs), Policy: memory.Window(20)}),
 		Logger: n.logs.logger(),
 	})
 	method := &ai.Method{Name: "Ask", Kind: chat.KindChat, System: "You are terse."}

@@ -19,7 +19,8 @@ import (
 //
 // It also keeps chat memories, as opaque bytes by memory id
 // ([InMemoryConversationStore.GetMemory], [InMemoryConversationStore.PutMemory]):
-// a memory.Store adapter over those methods stages its writes in the
+// a memory.Store adapter over those methods (conversationtest.InMemoryMemories)
+// stages its writes in the
 // request's [Batch], so that they are committed with the conversation's
 // state or not at all.
 //

@@ -1,0 +1,49 @@
+package conversationtest
+
+import (
+	"context"
+
+	"github.com/tmc/langchaingo/llms"
+
+	"github.com/chatscopes/chatgen/runtime/chat"
+	"github.com/chatscopes/chatgen/runtime/memory"
+)
+
+// InMemoryMemories returns the memory.Store side of cs: the chat memories
+// a [chat.InMemoryConversationStore] keeps as opaque bytes, encoded with
+// memory.MarshalMessages. Writes made with a request's context are staged
+// in its batch and committed with the conversation's state, as the
+// embedded and Redis stores do. Package chat cannot import package memory,
+// so the adapter lives here, for tests of durable conversations.
+func InMemoryMemories(cs *chat.InMemoryConversationStore) memory.Store {
+	return inMemoryMemories{cs}
+}
+
+type inMemoryMemories struct {
+	cs *chat.InMemoryConversationStore
+}
+
+func (m inMemoryMemories) Get(ctx context.Context, id string) ([]llms.MessageContent, error) {
+	b, err := m.cs.GetMemory(ctx, id)
+	if err != nil || b == nil {
+		return nil, err
+	}
+	return memory.UnmarshalMessages(b)
+}
+
+func (m inMemoryMemories) Update(ctx context.Context, id string, msgs []llms.MessageContent) error {
+	if len(msgs) == 0 {
+		return m.cs.PutMemory(ctx, id, nil)
+	}
+	b, err := memory.MarshalMessages(msgs)
+	if err != nil {
+		return err
+	}
+	return m.cs.PutMemory(ctx, id, b)
+}
+
+func (m inMemoryMemories) Delete(ctx context.Context, id string) error {
+	return m.cs.PutMemory(ctx, id, nil)
+}
+
+func (m inMemoryMemories) IDs(ctx context.Context) ([]string, error) { return m.cs.MemoryIDs(ctx) }
