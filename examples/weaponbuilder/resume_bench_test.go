@@ -14,6 +14,7 @@ import (
 
 	"github.com/coder/websocket"
 
+	"github.com/chatscopes/chatgen/internal/redistest"
 	"github.com/chatscopes/chatgen/runtime/boltstore"
 	"github.com/chatscopes/chatgen/runtime/llmtest"
 	"github.com/chatscopes/chatgen/runtime/redisstore"
@@ -37,7 +38,7 @@ func BenchmarkResume(b *testing.B) {
 	})
 	b.Run("redis", func(b *testing.B) {
 		prefix := redisPrefix(b)
-		rs, err := redisstore.New(newRedisClient(b), &redisstore.Options{Prefix: prefix})
+		rs, err := redisstore.New(redistest.Client(b), &redisstore.Options{Prefix: prefix})
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/tmc/langchaingo/llms"
 
+	"github.com/chatscopes/chatgen/internal/redistest"
 	"github.com/chatscopes/chatgen/runtime/chat"
 	"github.com/chatscopes/chatgen/runtime/redisstore"
 	"github.com/chatscopes/chatgen/runtime/ws"
@@ -36,12 +37,12 @@ func TestTakeoverWhileAlive(t *testing.T) {
 	prefix := redisPrefix(t)
 	dir := t.TempDir()
 	bin := buildProgram(t, dir)
-	args := []string{"-redis", redisAddr, "-redis-prefix", prefix, "-lease", time.Second.String()}
+	args := []string{"-redis", redistest.Addr, "-redis-prefix", prefix, "-lease", time.Second.String()}
 	addrA, addrB := freeAddr(t), freeAddr(t)
 	nodeA := startServer(t, bin, addrA, "", args...)
 	nodeB := startServer(t, bin, addrB, "", args...)
 	lb := newProxy(t, addrA)
-	store, err := redisstore.New(newRedisClient(t), &redisstore.Options{Prefix: prefix})
+	store, err := redisstore.New(redistest.Client(t), &redisstore.Options{Prefix: prefix})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,68 +4,23 @@ package main
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"io"
 	"net"
-	"os"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
-	"github.com/redis/go-redis/v9"
-
+	"github.com/chatscopes/chatgen/internal/redistest"
 	"github.com/chatscopes/chatgen/runtime/ws"
 )
 
-// redisAddr is the Redis of the development and CI machines.
-const redisAddr = "127.0.0.1:6379"
-
-// newRedisClient returns a client of the Redis at redisAddr, closed when
-// the test ends.
-func newRedisClient(t testing.TB) *redis.Client {
-	c := redis.NewClient(&redis.Options{Addr: redisAddr})
-	t.Cleanup(func() { c.Close() })
-	return c
-}
-
-// redisPrefix returns a key prefix of its own in the Redis at redisAddr,
-// whose keys are deleted when the test ends. The test fails under CI=true
-// when that Redis is unreachable, and is skipped otherwise.
+// redisPrefix returns a key prefix of its own in the Redis at
+// redistest.Addr, whose keys are deleted when the test ends. The test fails
+// under CI=true when that Redis is unreachable, and is skipped otherwise.
 func redisPrefix(t testing.TB) string {
 	t.Helper()
-	c := newRedisClient(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-	defer cancel()
-	if err := c.Ping(ctx).Err(); err != nil {
-		msg := "Redis at " + redisAddr + " is unreachable (" + err.Error() + "); start it with " +
-			`redis-server --daemonize yes --bind 127.0.0.1 -::1 --port 6379 --save "" --appendonly no`
-		if os.Getenv("CI") == "true" {
-			t.Fatal(msg)
-		}
-		t.Skip(msg)
-	}
-	var b [8]byte
-	_, _ = rand.Read(b[:])
-	prefix := "weaponbuilder-test:" + hex.EncodeToString(b[:]) + ":"
-	t.Cleanup(func() {
-		ctx := context.Background()
-		it := c.Scan(ctx, 0, prefix+"*", 1000).Iterator()
-		var keys []string
-		for it.Next(ctx) {
-			keys = append(keys, it.Val())
-		}
-		if err := it.Err(); err != nil {
-			t.Errorf("cleaning up %s*: %v", prefix, err)
-		}
-		if len(keys) > 0 {
-			if err := c.Del(ctx, keys...).Err(); err != nil {
-				t.Errorf("cleaning up %s*: %v", prefix, err)
-			}
-		}
-	})
-	return prefix
+	return redistest.Prefix(t, redistest.Client(t), "weaponbuilder-test")
 }
 
 // proxy is a TCP proxy on loopback that stands in for a load balancer:
@@ -162,7 +117,7 @@ func TestTwoNodesShareRedis(t *testing.T) {
 	dir := t.TempDir()
 	bin := buildProgram(t, dir)
 	const lease = time.Second
-	args := []string{"-redis", redisAddr, "-redis-prefix", prefix, "-lease", lease.String()}
+	args := []string{"-redis", redistest.Addr, "-redis-prefix", prefix, "-lease", lease.String()}
 	addrA, addrB := freeAddr(t), freeAddr(t)
 	nodeA := startServer(t, bin, addrA, "", args...)
 	startServer(t, bin, addrB, "", args...)

@@ -6,12 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net"
 	"net/http/httptest"
-	"os"
-	"os/exec"
-	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -20,6 +15,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/chatscopes/chatgen/internal/redistest"
 	"github.com/chatscopes/chatgen/runtime/ai"
 	"github.com/chatscopes/chatgen/runtime/chat"
 	"github.com/chatscopes/chatgen/runtime/llmtest"
@@ -27,81 +23,6 @@ import (
 	"github.com/chatscopes/chatgen/runtime/redisstore"
 	"github.com/chatscopes/chatgen/runtime/ws"
 )
-
-// redisServer is a redis-server of the test's own on a free port,
-// persisting to an append-only file synced on every write, so that a
-// restart on the same directory finds what it acknowledged.
-type redisServer struct {
-	t    *testing.T
-	port int
-	dir  string
-	cmd  *exec.Cmd
-}
-
-func startRedis(t *testing.T) *redisServer {
-	t.Helper()
-	if _, err := exec.LookPath("redis-server"); err != nil {
-		msg := "redis-server is not installed (apt-get install redis-server): " + err.Error()
-		if os.Getenv("CI") == "true" {
-			t.Fatal(msg)
-		}
-		t.Skip(msg)
-	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	port := l.Addr().(*net.TCPAddr).Port
-	l.Close()
-	s := &redisServer{t: t, port: port, dir: t.TempDir()}
-	s.start()
-	t.Cleanup(s.kill)
-	return s
-}
-
-func (s *redisServer) addr() string { return "127.0.0.1:" + strconv.Itoa(s.port) }
-
-func (s *redisServer) start() {
-	s.t.Helper()
-	s.cmd = exec.Command("redis-server", "--port", strconv.Itoa(s.port), "--bind", "127.0.0.1",
-		"--dir", s.dir, "--save", "", "--appendonly", "yes", "--appendfsync", "always",
-		"--logfile", filepath.Join(s.dir, "redis.log"))
-	if err := s.cmd.Start(); err != nil {
-		s.t.Fatal(err)
-	}
-	c := redis.NewClient(&redis.Options{Addr: s.addr()})
-	defer c.Close()
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		err := c.Ping(context.Background()).Err()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			log, _ := os.ReadFile(filepath.Join(s.dir, "redis.log"))
-			s.t.Fatalf("redis-server on port %d does not answer: %v\n%s", s.port, err, log)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
-
-// kill stops the server with SIGKILL: no shutdown, no last write.
-func (s *redisServer) kill() {
-	if s.cmd == nil {
-		return
-	}
-	s.cmd.Process.Signal(syscall.SIGCONT) // a frozen server dies too
-	s.cmd.Process.Kill()
-	s.cmd.Wait()
-	s.cmd = nil
-}
-
-func (s *redisServer) signal(sig syscall.Signal) {
-	s.t.Helper()
-	if err := s.cmd.Process.Signal(sig); err != nil {
-		s.t.Fatal(err)
-	}
-}
 
 // noteBook is the conversation of the outage test: route "note" counts
 // its turns in a chat-scoped durable bean and asks an AI service whose
@@ -210,7 +131,7 @@ func requireStored(t *testing.T, store *redisstore.Store, id string, n int) {
 // ws.NewServer on a durable router) on the redisstore of a redis-server of
 // the test's own, after three completed turns of route "note".
 type outageConv struct {
-	srv     *redisServer
+	srv     *redistest.Server
 	store   *redisstore.Store
 	router  *chat.Router
 	session chat.Session
@@ -224,8 +145,8 @@ func newOutageConv(t *testing.T) *outageConv {
 	if testing.Short() {
 		t.Skip("starts redis-server")
 	}
-	srv := startRedis(t)
-	rc := redis.NewClient(&redis.Options{Addr: srv.addr(), MaxRetries: -1,
+	srv := redistest.StartServer(t)
+	rc := redis.NewClient(&redis.Options{Addr: srv.Addr(), MaxRetries: -1,
 		DialTimeout: 500 * time.Millisecond, ReadTimeout: 500 * time.Millisecond, WriteTimeout: 500 * time.Millisecond})
 	t.Cleanup(func() { rc.Close() })
 	store, err := redisstore.New(rc, &redisstore.Options{TTL: time.Hour})
@@ -332,9 +253,9 @@ func (c *outageConv) close(t *testing.T) {
 // and the memory as the last completed turn left them.
 func TestConversationOutlivesRedisKill(t *testing.T) {
 	c := newOutageConv(t)
-	c.srv.kill()
+	c.srv.Kill()
 	c.failedTurn(t)
-	c.srv.start()
+	c.srv.Start()
 	requireStored(t, c.store, c.id, 3) // nothing of the failed turn
 	c.turn(t, 4)                       // the bean at 3 and the memory of 3 turns before it
 	requireStored(t, c.store, c.id, 4)
@@ -350,9 +271,9 @@ func TestConversationOutlivesRedisKill(t *testing.T) {
 // the memory as stored.
 func TestConversationOutlivesRedisFreeze(t *testing.T) {
 	c := newOutageConv(t)
-	c.srv.signal(syscall.SIGSTOP)
+	c.srv.Signal(syscall.SIGSTOP)
 	c.failedTurn(t)
-	c.srv.signal(syscall.SIGCONT)
+	c.srv.Signal(syscall.SIGCONT)
 	// 3: nothing of the failed turn was kept; 4: its save was applied
 	// when Redis woke up.
 	n := requireStoredEither(t, c.store, c.id, 3, 4)

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chatscopes/chatgen/internal/redistest"
 	"github.com/chatscopes/chatgen/runtime/ai"
 	"github.com/chatscopes/chatgen/runtime/boltstore"
 	"github.com/chatscopes/chatgen/runtime/chat"
@@ -21,8 +22,8 @@ import (
 // router without a store (conversations live in the process only).
 type backend struct {
 	Store    chat.ConversationStore
-	Memories memory.Store // the AI memories' store; nil: memory's in-memory store
-	trips    *roundTrips  // Redis only
+	Memories memory.Store          // the AI memories' store; nil: memory's in-memory store
+	trips    *redistest.RoundTrips // Redis only
 }
 
 // backends are the four configurations the benchmarks compare.
@@ -44,10 +45,10 @@ var backends = []struct {
 		return backend{Store: s, Memories: s.Memories()}
 	}},
 	{"store=redis", func(b *testing.B) backend {
-		c := sharedRedis(b)
-		trips := new(roundTrips)
+		c := redistest.Client(b)
+		trips := new(redistest.RoundTrips)
 		c.AddHook(trips)
-		s, err := redisstore.New(c, &redisstore.Options{Prefix: uniquePrefix(b, c), TTL: time.Hour})
+		s, err := redisstore.New(c, &redisstore.Options{Prefix: redistest.Prefix(b, c, "chatgen-durable-test"), TTL: time.Hour})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -138,7 +139,7 @@ func benchTurns(b *testing.B, route string) {
 			}
 			var start int64
 			if store.trips != nil {
-				start = store.trips.n.Load()
+				start = store.trips.N()
 			}
 			b.ReportAllocs()
 			i := 0
@@ -147,7 +148,7 @@ func benchTurns(b *testing.B, route string) {
 				turn(i)
 			}
 			if store.trips != nil {
-				b.ReportMetric(float64(store.trips.n.Load()-start)/float64(b.N), "roundtrips/op")
+				b.ReportMetric(float64(store.trips.N()-start)/float64(b.N), "roundtrips/op")
 			}
 			if err := s.Close(); err != nil {
 				b.Fatal(err)

@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chatscopes/chatgen/internal/redistest"
 	"github.com/chatscopes/chatgen/runtime/chat"
 	"github.com/chatscopes/chatgen/runtime/chat/conversationtest"
 	"github.com/chatscopes/chatgen/runtime/memory"
@@ -14,8 +15,8 @@ import (
 // messages (full: each turn evicts two) that gets the turn's two messages
 // through the request's batch. It reports the round trips per turn.
 func BenchmarkSaveTurn(b *testing.B) {
-	c := client(b)
-	var cnt counter
+	c := redistest.Client(b)
+	var cnt redistest.RoundTrips
 	c.AddHook(&cnt)
 	ctx := b.Context()
 	s := newStore(b, c, time.Hour)
@@ -40,17 +41,17 @@ func BenchmarkSaveTurn(b *testing.B) {
 	for range 10 { // fill the window
 		turn()
 	}
-	start := cnt.n.Load()
+	start := cnt.N()
 	b.ReportAllocs()
 	for b.Loop() {
 		turn()
 	}
-	b.ReportMetric(float64(cnt.n.Load()-start)/float64(b.N), "roundtrips/op")
+	b.ReportMetric(float64(cnt.N()-start)/float64(b.N), "roundtrips/op")
 }
 
 // BenchmarkLoad loads the state BenchmarkSaveTurn saves.
 func BenchmarkLoad(b *testing.B) {
-	c := client(b)
+	c := redistest.Client(b)
 	ctx := b.Context()
 	s := newStore(b, c, time.Hour)
 	l, err := s.Acquire(ctx, "c", "node", time.Hour)

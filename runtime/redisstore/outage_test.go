@@ -6,95 +6,18 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"os"
-	"os/exec"
-	"path/filepath"
-	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/chatscopes/chatgen/internal/redistest"
 	"github.com/chatscopes/chatgen/runtime/chat"
 	"github.com/chatscopes/chatgen/runtime/memory"
 	"github.com/chatscopes/chatgen/runtime/redisstore"
 	"github.com/redis/go-redis/v9"
 	"github.com/tmc/langchaingo/llms"
 )
-
-// server is a redis-server of the test's own, persisting to an append-only
-// file synced on every write, so that a restart finds what it
-// acknowledged.
-type server struct {
-	t    *testing.T
-	port int
-	dir  string
-	cmd  *exec.Cmd
-}
-
-func startServer(t *testing.T) *server {
-	t.Helper()
-	if _, err := exec.LookPath("redis-server"); err != nil {
-		msg := "redis-server is not installed (apt-get install redis-server): " + err.Error()
-		if os.Getenv("CI") == "true" {
-			t.Fatal(msg)
-		}
-		t.Skip(msg)
-	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	port := l.Addr().(*net.TCPAddr).Port
-	l.Close()
-	s := &server{t: t, port: port, dir: t.TempDir()}
-	s.start()
-	t.Cleanup(s.kill)
-	return s
-}
-
-func (s *server) addr() string { return "127.0.0.1:" + strconv.Itoa(s.port) }
-
-func (s *server) start() {
-	s.t.Helper()
-	s.cmd = exec.Command("redis-server", "--port", strconv.Itoa(s.port), "--bind", "127.0.0.1",
-		"--dir", s.dir, "--save", "", "--appendonly", "yes", "--appendfsync", "always",
-		"--logfile", filepath.Join(s.dir, "redis.log"))
-	if err := s.cmd.Start(); err != nil {
-		s.t.Fatal(err)
-	}
-	c := redis.NewClient(&redis.Options{Addr: s.addr()})
-	defer c.Close()
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		err := c.Ping(context.Background()).Err()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			log, _ := os.ReadFile(filepath.Join(s.dir, "redis.log"))
-			s.t.Fatalf("redis-server on port %d does not answer: %v\n%s", s.port, err, log)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
-
-// kill stops the server with SIGKILL: no shutdown, no last write.
-func (s *server) kill() {
-	if s.cmd == nil {
-		return
-	}
-	s.cmd.Process.Kill()
-	s.cmd.Wait()
-	s.cmd = nil
-}
-
-func (s *server) signal(sig syscall.Signal) {
-	s.t.Helper()
-	if err := s.cmd.Process.Signal(sig); err != nil {
-		s.t.Fatal(err)
-	}
-}
 
 // saver saves turns of one conversation: each turn appends "turn N" to a
 // memory, in the request's batch, and saves.
@@ -148,8 +71,8 @@ func TestOutage(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts redis-server")
 	}
-	srv := startServer(t)
-	c := redis.NewClient(&redis.Options{Addr: srv.addr(), MaxRetries: -1,
+	srv := redistest.StartServer(t)
+	c := redis.NewClient(&redis.Options{Addr: srv.Addr(), MaxRetries: -1,
 		DialTimeout: 500 * time.Millisecond, ReadTimeout: 300 * time.Millisecond, WriteTimeout: 300 * time.Millisecond})
 	defer c.Close()
 	s, err := redisstore.New(c, &redisstore.Options{TTL: time.Hour})
@@ -170,18 +93,18 @@ func TestOutage(t *testing.T) {
 	}
 
 	t.Run("Frozen", func(t *testing.T) {
-		srv.signal(syscall.SIGSTOP)
+		srv.Signal(syscall.SIGSTOP)
 		err := v.turn(ctx)
 		var ne net.Error
 		if !errors.As(err, &ne) || !ne.Timeout() || !strings.Contains(err.Error(), `redisstore: saving conversation "c"`) {
-			srv.signal(syscall.SIGCONT)
+			srv.Signal(syscall.SIGCONT)
 			t.Fatalf("Save to a frozen Redis: %v, want a wrapped timeout", err)
 		}
 		if _, err := s.Load(ctx, "c"); !errors.As(err, &ne) || errors.Is(err, chat.ErrConversationNotFound) {
-			srv.signal(syscall.SIGCONT)
+			srv.Signal(syscall.SIGCONT)
 			t.Fatalf("Load from a frozen Redis: %v, want a wrapped timeout", err)
 		}
-		srv.signal(syscall.SIGCONT)
+		srv.Signal(syscall.SIGCONT)
 		// The save that timed out was sent: Redis may have run it after
 		// waking up, or not. Either way it ran whole or not at all, and the
 		// version tells which.
@@ -211,7 +134,7 @@ func TestOutage(t *testing.T) {
 		for last < start+20 {
 			last = <-acked
 		}
-		srv.kill()
+		srv.Kill()
 		err := <-failed
 		close(acked)
 		for n := range acked {
@@ -227,7 +150,7 @@ func TestOutage(t *testing.T) {
 			t.Fatalf("Acquire while Redis is down: %v", err)
 		}
 
-		srv.start()
+		srv.Start()
 		st := requireConsistent(t, s, v.mem, last)
 		// The conversation goes on: the lease survived in the file, and
 		// renewing it keeps its token.

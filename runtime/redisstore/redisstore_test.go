@@ -1,17 +1,13 @@
 package redisstore_test
 
 import (
-	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"net"
-	"os"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/chatscopes/chatgen/internal/redistest"
 	"github.com/chatscopes/chatgen/runtime/chat"
 	"github.com/chatscopes/chatgen/runtime/chat/conversationtest"
 	"github.com/chatscopes/chatgen/runtime/memory"
@@ -34,69 +30,9 @@ func turnMessages(n int) []llms.MessageContent {
 	return msgs
 }
 
-// redisAddr is the Redis of the development and CI machines.
-const redisAddr = "127.0.0.1:6379"
-
-// client returns a client of the Redis at redisAddr. The test fails under
-// CI=true when that Redis is unreachable, and is skipped otherwise.
-func client(t testing.TB) *redis.Client {
-	t.Helper()
-	c := redis.NewClient(&redis.Options{Addr: redisAddr})
-	t.Cleanup(func() { c.Close() })
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-	defer cancel()
-	if err := c.Ping(ctx).Err(); err != nil {
-		msg := "Redis at " + redisAddr + " is unreachable (" + err.Error() + "); start it with " +
-			`redis-server --daemonize yes --bind 127.0.0.1 -::1 --port 6379 --save "" --appendonly no`
-		if os.Getenv("CI") == "true" {
-			t.Fatal(msg)
-		}
-		t.Skip(msg)
-	}
-	return c
-}
-
-// prefix returns a key prefix no other test uses, and deletes its keys
-// when the test ends.
-func prefix(t testing.TB, c redis.UniversalClient) string {
-	t.Helper()
-	var b [8]byte
-	rand.Read(b[:])
-	p := "chatgen-test:" + hex.EncodeToString(b[:]) + ":"
-	t.Cleanup(func() { deleteKeys(t, c, p) })
-	return p
-}
-
-func deleteKeys(t testing.TB, c redis.UniversalClient, prefix string) {
-	ctx := context.Background()
-	it := c.Scan(ctx, 0, prefix+"*", 1000).Iterator()
-	var keys []string
-	for it.Next(ctx) {
-		keys = append(keys, it.Val())
-	}
-	if err := it.Err(); err != nil {
-		t.Errorf("cleaning up %s*: %v", prefix, err)
-		return
-	}
-	if len(keys) > 0 {
-		if err := c.Del(ctx, keys...).Err(); err != nil {
-			t.Errorf("cleaning up %s*: %v", prefix, err)
-		}
-	}
-}
-
-func keys(t testing.TB, c redis.UniversalClient, prefix string) []string {
-	t.Helper()
-	ks, err := c.Keys(t.Context(), prefix+"*").Result()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return ks
-}
-
 func newStore(t testing.TB, c redis.UniversalClient, ttl time.Duration) *redisstore.Store {
 	t.Helper()
-	s, err := redisstore.New(c, &redisstore.Options{Prefix: prefix(t, c), TTL: ttl})
+	s, err := redisstore.New(c, &redisstore.Options{Prefix: redistest.Prefix(t, c, "chatgen-test"), TTL: ttl})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -108,17 +44,17 @@ func pair(s *redisstore.Store) conversationtest.Store {
 }
 
 func TestConformance(t *testing.T) {
-	c := client(t)
+	c := redistest.Client(t)
 	conversationtest.Run(t, func(t *testing.T) conversationtest.Store { return pair(newStore(t, c, time.Hour)) })
 }
 
 func TestConformanceNoTTL(t *testing.T) {
-	c := client(t)
+	c := redistest.Client(t)
 	conversationtest.Run(t, func(t *testing.T) conversationtest.Store { return pair(newStore(t, c, 0)) })
 }
 
 func TestExpiry(t *testing.T) {
-	c := client(t)
+	c := redistest.Client(t)
 	conversationtest.RunExpiry(t, func(t *testing.T, ttl time.Duration) conversationtest.Store {
 		return pair(newStore(t, c, ttl))
 	})
@@ -126,7 +62,7 @@ func TestExpiry(t *testing.T) {
 
 // TestTTLs checks the expiry of every key of a saved conversation.
 func TestTTLs(t *testing.T) {
-	c := client(t)
+	c := redistest.Client(t)
 	ctx := t.Context()
 	s := newStore(t, c, time.Hour)
 	l, err := s.Acquire(ctx, "c", "node", time.Minute)
@@ -143,7 +79,7 @@ func TestTTLs(t *testing.T) {
 	if err := s.Save(ctx, st, l, b); err != nil {
 		t.Fatal(err)
 	}
-	ks := keys(t, c, s.Prefix())
+	ks := redistest.Keys(t, c, s.Prefix())
 	if len(ks) != 6 { // conv, mids, lease, fence, two memories
 		t.Fatalf("keys %q, want 6", ks)
 	}
@@ -159,28 +95,8 @@ func TestTTLs(t *testing.T) {
 	if err := s.Delete(ctx, "c"); err != nil {
 		t.Fatal(err)
 	}
-	if ks := keys(t, c, s.Prefix()); len(ks) != 0 {
+	if ks := redistest.Keys(t, c, s.Prefix()); len(ks) != 0 {
 		t.Fatalf("keys after Delete: %q", ks)
-	}
-}
-
-// counter is a redis.Hook that counts round trips: commands and
-// pipelines sent.
-type counter struct{ n atomic.Int64 }
-
-func (c *counter) DialHook(next redis.DialHook) redis.DialHook { return next }
-
-func (c *counter) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
-	return func(ctx context.Context, cmd redis.Cmder) error {
-		c.n.Add(1)
-		return next(ctx, cmd)
-	}
-}
-
-func (c *counter) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return func(ctx context.Context, cmds []redis.Cmder) error {
-		c.n.Add(1)
-		return next(ctx, cmds)
 	}
 }
 
@@ -189,8 +105,8 @@ func (c *counter) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Proc
 // (and, once full, evicts the oldest messages), staged in the request's
 // batch, then the save.
 func TestRoundTripsPerTurn(t *testing.T) {
-	c := client(t)
-	var cnt counter
+	c := redistest.Client(t)
+	var cnt redistest.RoundTrips
 	c.AddHook(&cnt)
 	ctx := t.Context()
 	s := newStore(t, c, time.Hour)
@@ -210,14 +126,14 @@ func TestRoundTripsPerTurn(t *testing.T) {
 	turn := func() int64 {
 		b := chat.NewBatch()
 		bctx := chat.WithBatch(ctx, b)
-		before := cnt.n.Load()
+		before := cnt.N()
 		if err := mw.Add(bctx, turnMessages(2)...); err != nil {
 			t.Fatal(err)
 		}
 		if err := s.Save(ctx, st, l, b); err != nil {
 			t.Fatal(err)
 		}
-		return cnt.n.Load() - before
+		return cnt.N() - before
 	}
 	turn() // loads the scripts into Redis: EVALSHA fails, EVAL runs
 	// The window holds 10 messages: the system message and 2 per turn.
@@ -237,11 +153,11 @@ func TestRoundTripsPerTurn(t *testing.T) {
 	if err != nil || len(got) != 10 {
 		t.Fatalf("memory after the turns: %d messages, %v", len(got), err)
 	}
-	loads := cnt.n.Load()
+	loads := cnt.N()
 	if _, err := s.Load(ctx, "c"); err != nil {
 		t.Fatal(err)
 	}
-	if n := cnt.n.Load() - loads; n != 1 {
+	if n := cnt.N() - loads; n != 1 {
 		t.Fatalf("Load: %d round trips, want 1", n)
 	}
 }
@@ -249,10 +165,10 @@ func TestRoundTripsPerTurn(t *testing.T) {
 // TestHashTagPrefix shows the store's keys all in one slot when the prefix
 // carries a hash tag, which is what a Redis Cluster needs.
 func TestHashTagPrefix(t *testing.T) {
-	c := client(t)
+	c := redistest.Client(t)
 	ctx := t.Context()
-	p := "{" + strings.TrimSuffix(prefix(t, c), ":") + "}:"
-	t.Cleanup(func() { deleteKeys(t, c, p) })
+	p := "{" + strings.TrimSuffix(redistest.Prefix(t, c, "chatgen-test"), ":") + "}:"
+	t.Cleanup(func() { redistest.DeleteKeys(t, c, p) })
 	s, err := redisstore.New(c, &redisstore.Options{Prefix: p, TTL: time.Hour})
 	if err != nil {
 		t.Fatal(err)
@@ -270,7 +186,7 @@ func TestHashTagPrefix(t *testing.T) {
 		t.Fatal(err)
 	}
 	slots := map[int64]bool{}
-	for _, k := range keys(t, c, globEscape(p)) {
+	for _, k := range redistest.Keys(t, c, globEscape(p)) {
 		slot, err := c.ClusterKeySlot(ctx, k).Result()
 		if err != nil {
 			t.Skipf("CLUSTER KEYSLOT: %v", err)

@@ -1,0 +1,197 @@
+// Package redistest holds what the tests that use Redis share: a client of
+// the Redis of the development and CI machines, key prefixes of their own
+// that are cleaned up, a redis-server of a test's own that it may kill,
+// freeze and restart, and a hook counting round trips.
+//
+// A test that needs the shared Redis fails under CI=true when it is
+// unreachable, and is skipped otherwise; likewise for the redis-server
+// binary.
+package redistest
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Addr is the Redis of the development and CI machines.
+const Addr = "127.0.0.1:6379"
+
+// unavailable fails t under CI=true and skips it otherwise.
+func unavailable(t testing.TB, msg string) {
+	t.Helper()
+	if os.Getenv("CI") == "true" {
+		t.Fatal(msg)
+	}
+	t.Skip(msg)
+}
+
+// Client returns a client of the Redis at [Addr], closed when the test
+// ends; the test fails under CI=true when that Redis is unreachable, and is
+// skipped otherwise.
+func Client(t testing.TB) *redis.Client {
+	t.Helper()
+	c := redis.NewClient(&redis.Options{Addr: Addr})
+	t.Cleanup(func() { c.Close() })
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	if err := c.Ping(ctx).Err(); err != nil {
+		unavailable(t, "Redis at "+Addr+" is unreachable ("+err.Error()+"); start it with "+
+			`redis-server --daemonize yes --bind 127.0.0.1 -::1 --port 6379 --save "" --appendonly no`)
+	}
+	return c
+}
+
+// Prefix returns a key prefix "<name>:<random>:" no other test uses, and
+// deletes its keys when the test ends.
+func Prefix(t testing.TB, c redis.UniversalClient, name string) string {
+	t.Helper()
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	p := name + ":" + hex.EncodeToString(b[:]) + ":"
+	t.Cleanup(func() { DeleteKeys(t, c, p) })
+	return p
+}
+
+// Keys lists the keys that start with prefix.
+func Keys(t testing.TB, c redis.UniversalClient, prefix string) []string {
+	t.Helper()
+	ctx := context.Background()
+	it := c.Scan(ctx, 0, prefix+"*", 1000).Iterator()
+	var keys []string
+	for it.Next(ctx) {
+		keys = append(keys, it.Val())
+	}
+	if err := it.Err(); err != nil {
+		t.Errorf("listing the keys of %s*: %v", prefix, err)
+	}
+	return keys
+}
+
+// DeleteKeys deletes the keys that start with prefix.
+func DeleteKeys(t testing.TB, c redis.UniversalClient, prefix string) {
+	t.Helper()
+	if keys := Keys(t, c, prefix); len(keys) > 0 {
+		if err := c.Del(context.Background(), keys...).Err(); err != nil {
+			t.Errorf("deleting the keys of %s*: %v", prefix, err)
+		}
+	}
+}
+
+// RoundTrips is a redis.Hook that counts round trips: a command or a
+// pipeline sent is one.
+type RoundTrips struct{ n atomic.Int64 }
+
+// N returns the round trips counted so far.
+func (c *RoundTrips) N() int64 { return c.n.Load() }
+
+// Reset sets the count back to zero.
+func (c *RoundTrips) Reset() { c.n.Store(0) }
+
+// DialHook implements redis.Hook.
+func (c *RoundTrips) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+// ProcessHook implements redis.Hook.
+func (c *RoundTrips) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		c.n.Add(1)
+		return next(ctx, cmd)
+	}
+}
+
+// ProcessPipelineHook implements redis.Hook.
+func (c *RoundTrips) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		c.n.Add(1)
+		return next(ctx, cmds)
+	}
+}
+
+// A Server is a redis-server of the test's own on a free port, persisting
+// to an append-only file synced on every write, so that a restart on the
+// same directory finds what it acknowledged.
+type Server struct {
+	t    testing.TB
+	port int
+	dir  string
+	cmd  *exec.Cmd
+}
+
+// StartServer starts a Server, killed when the test ends. Without the
+// redis-server binary the test fails under CI=true and is skipped
+// otherwise.
+func StartServer(t testing.TB) *Server {
+	t.Helper()
+	if _, err := exec.LookPath("redis-server"); err != nil {
+		unavailable(t, "redis-server is not installed (apt-get install redis-server): "+err.Error())
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := l.Addr().(*net.TCPAddr).Port
+	l.Close()
+	s := &Server{t: t, port: port, dir: t.TempDir()}
+	s.Start()
+	t.Cleanup(s.Kill)
+	return s
+}
+
+// Addr is the server's address.
+func (s *Server) Addr() string { return "127.0.0.1:" + strconv.Itoa(s.port) }
+
+// Start starts the server (again, after Kill) and waits until it answers.
+func (s *Server) Start() {
+	s.t.Helper()
+	s.cmd = exec.Command("redis-server", "--port", strconv.Itoa(s.port), "--bind", "127.0.0.1",
+		"--dir", s.dir, "--save", "", "--appendonly", "yes", "--appendfsync", "always",
+		"--logfile", filepath.Join(s.dir, "redis.log"))
+	if err := s.cmd.Start(); err != nil {
+		s.t.Fatal(err)
+	}
+	c := redis.NewClient(&redis.Options{Addr: s.Addr()})
+	defer c.Close()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		err := c.Ping(context.Background()).Err()
+		if err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			log, _ := os.ReadFile(filepath.Join(s.dir, "redis.log"))
+			s.t.Fatalf("redis-server on port %d does not answer: %v\n%s", s.port, err, log)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// Kill stops the server with SIGKILL (a frozen one too): no shutdown, no
+// last write.
+func (s *Server) Kill() {
+	if s.cmd == nil {
+		return
+	}
+	_ = s.cmd.Process.Signal(syscall.SIGCONT)
+	_ = s.cmd.Process.Kill()
+	_ = s.cmd.Wait()
+	s.cmd = nil
+}
+
+// Signal sends sig to the server (SIGSTOP freezes it, SIGCONT thaws it).
+func (s *Server) Signal(sig syscall.Signal) {
+	s.t.Helper()
+	if err := s.cmd.Process.Signal(sig); err != nil {
+		s.t.Fatal(err)
+	}
+}
