@@ -251,13 +251,17 @@ func TestDurableResumeRefusedThroughTheLocalClient(t *testing.T) {
 	if tampered == token {
 		tampered = "B" + token[1:]
 	}
+	unknown := "0" + id[1:] // another id, whatever id's first digit
+	if unknown == id {
+		unknown = "1" + id[1:]
+	}
 	for name, tc := range map[string]struct {
 		ctx       context.Context
 		id, token string
 	}{
 		"tampered token": {ann, id, tampered},
 		"another user":   {chat.WithPrincipal(context.Background(), chat.User{ID: "bob"}), id, token},
-		"unknown id":     {ann, "0" + id[1:], token},
+		"unknown id":     {ann, unknown, token},
 	} {
 		_, err := b.client.Builder().Resume(tc.ctx, tc.id, tc.token)
 		var f *chat.Failure
