@@ -52,10 +52,8 @@ func emit(m *pkgModel) ([]byte, error) {
 	e.tc.names["chat"] = chatPkg
 	e.tc.names["context"] = contextPkg
 	if len(m.ais) > 0 {
-		for _, imp := range []struct{ path, name string }{{aiPkg, "ai"}, {llmsPkg, "llms"}} {
-			f.ImportName(imp.path, imp.name)
-			e.tc.names[imp.name] = imp.path
-		}
+		f.ImportName(aiPkg, "ai")
+		e.tc.names["ai"] = aiPkg
 	}
 	if slices.ContainsFunc(m.routes, func(r *routeModel) bool { return r.markdown }) {
 		f.ImportName(markdownPkg, "markdown")
@@ -63,8 +61,8 @@ func emit(m *pkgModel) ([]byte, error) {
 	}
 	e.nameFuncs()
 
-	e.doc("This file needs a chatgen runtime that supports generated code version 1.")
-	f.Const().Id("_").Op("=").Qual(chatPkg, "SupportPackageIsVersion2")
+	e.doc("This file needs a chatgen runtime that supports generated code version 3.")
+	f.Const().Id("_").Op("=").Qual(chatPkg, "SupportPackageIsVersion3")
 	f.Line()
 	e.assertions()
 	e.deps()

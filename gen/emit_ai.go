@@ -11,7 +11,6 @@ import (
 )
 
 const (
-	llmsPkg     = "github.com/tmc/langchaingo/llms"
 	templatePkg = "text/template"
 	jsonPkg     = "encoding/json"
 )
@@ -109,16 +108,11 @@ func (e *emitter) tool(t *toolModel) {
 	}
 	invoke := jen.Qual(aiPkg, helper).Call(jen.Id(t.bean.beanVar), jen.Func().Params(params...).Params(jen.Any(), jen.Error()).Block(body...))
 
-	def := jen.Qual(llmsPkg, "Tool").Values(
-		inline("Type", jen.Lit("function")),
-		inline("Function", jen.Op("&").Qual(llmsPkg, "FunctionDefinition").Values(
-			field("Name", jen.Lit(t.name)),
-			field("Description", jen.Lit(t.desc)),
-			field("Parameters", jen.Qual(jsonPkg, "RawMessage").Call(rawLit(t.schema))),
-			jen.Line(),
-		)),
-	)
-	tool := []jen.Code{field("Definition", def)}
+	tool := []jen.Code{
+		field("Name", jen.Lit(t.name)),
+		field("Description", jen.Lit(t.desc)),
+		field("Parameters", jen.Qual(jsonPkg, "RawMessage").Call(rawLit(t.schema))),
+	}
 	if t.immediate {
 		tool = append(tool, field("Immediate", jen.True()))
 	}

@@ -10,11 +10,10 @@ import (
 	"github.com/chatscopes/chatgen/runtime/ai"
 	"github.com/chatscopes/chatgen/runtime/chat"
 	"github.com/chatscopes/chatgen/runtime/markdown"
-	"github.com/tmc/langchaingo/llms"
 )
 
-// This file needs a chatgen runtime that supports generated code version 1.
-const _ = chat.SupportPackageIsVersion2
+// This file needs a chatgen runtime that supports generated code version 3.
+const _ = chat.SupportPackageIsVersion3
 
 // Compile-time assertions: a compiler error here means the annotated source
 // changed since this file was generated. Re-run go generate.
@@ -611,11 +610,9 @@ func (Inventory) ChatEventType() string {
 // chatToolAnvilSetPiece is the tool setPiece: it decodes the model's
 // arguments and calls Anvil.SetPiece on the Anvil of the current scope.
 var chatToolAnvilSetPiece = ai.Tool{
-	Definition: llms.Tool{Type: "function", Function: &llms.FunctionDefinition{
-		Name:        "setPiece",
-		Description: "SetPiece sets which piece of armour to make.",
-		Parameters:  json.RawMessage(`{"type":"object","properties":{"piece":{"type":"string","enum":["helm","breastplate","gauntlets","greaves","shield"]}},"required":["piece"],"additionalProperties":false}`),
-	}},
+	Name:        "setPiece",
+	Description: "SetPiece sets which piece of armour to make.",
+	Parameters:  json.RawMessage(`{"type":"object","properties":{"piece":{"type":"string","enum":["helm","breastplate","gauntlets","greaves","shield"]}},"required":["piece"],"additionalProperties":false}`),
 	Invoke: ai.BeanTool(chatBeanAnvil, func(ctx context.Context, anvil *Anvil, args struct {
 		Piece Piece `json:"piece"`
 	}) (any, error) {
@@ -626,11 +623,9 @@ var chatToolAnvilSetPiece = ai.Tool{
 // chatToolAnvilSetMaterial is the tool setMaterial: it decodes the model's
 // arguments and calls Anvil.SetMaterial on the Anvil of the current scope.
 var chatToolAnvilSetMaterial = ai.Tool{
-	Definition: llms.Tool{Type: "function", Function: &llms.FunctionDefinition{
-		Name:        "setMaterial",
-		Description: "SetMaterial sets the material of the armour.",
-		Parameters:  json.RawMessage(`{"type":"object","properties":{"material":{"type":"string","enum":["leather","iron","steel","mithril"]}},"required":["material"],"additionalProperties":false}`),
-	}},
+	Name:        "setMaterial",
+	Description: "SetMaterial sets the material of the armour.",
+	Parameters:  json.RawMessage(`{"type":"object","properties":{"material":{"type":"string","enum":["leather","iron","steel","mithril"]}},"required":["material"],"additionalProperties":false}`),
 	Invoke: ai.BeanTool(chatBeanAnvil, func(ctx context.Context, anvil *Anvil, args struct {
 		Material Material `json:"material"`
 	}) (any, error) {
@@ -641,12 +636,10 @@ var chatToolAnvilSetMaterial = ai.Tool{
 // chatToolAnvilFinishArmor is the tool finishArmor: it calls
 // Anvil.FinishArmor on the Anvil of the current scope.
 var chatToolAnvilFinishArmor = ai.Tool{
-	Definition: llms.Tool{Type: "function", Function: &llms.FunctionDefinition{
-		Name:        "finishArmor",
-		Description: "FinishArmor saves the armour and goes back to the main menu.",
-		Parameters:  json.RawMessage(`{"type":"object","properties":{},"additionalProperties":false}`),
-	}},
-	Immediate: true,
+	Name:        "finishArmor",
+	Description: "FinishArmor saves the armour and goes back to the main menu.",
+	Parameters:  json.RawMessage(`{"type":"object","properties":{},"additionalProperties":false}`),
+	Immediate:   true,
 	Invoke: ai.BeanToolNoArgs(chatBeanAnvil, func(ctx context.Context, anvil *Anvil) (any, error) {
 		return anvil.FinishArmor(ctx)
 	}),
@@ -655,12 +648,10 @@ var chatToolAnvilFinishArmor = ai.Tool{
 // chatToolAnvilCancel is the tool cancel: it calls Anvil.Cancel on the Anvil
 // of the current scope.
 var chatToolAnvilCancel = ai.Tool{
-	Definition: llms.Tool{Type: "function", Function: &llms.FunctionDefinition{
-		Name:        "cancel",
-		Description: "Cancel leaves the armour builder without saving the armour and goes back\nto the main menu.",
-		Parameters:  json.RawMessage(`{"type":"object","properties":{},"additionalProperties":false}`),
-	}},
-	Immediate: true,
+	Name:        "cancel",
+	Description: "Cancel leaves the armour builder without saving the armour and goes back\nto the main menu.",
+	Parameters:  json.RawMessage(`{"type":"object","properties":{},"additionalProperties":false}`),
+	Immediate:   true,
 	Invoke: ai.BeanToolNoArgs(chatBeanAnvil, func(ctx context.Context, anvil *Anvil) (any, error) {
 		return anvil.Cancel(ctx)
 	}),
@@ -697,11 +688,9 @@ func (x *chatAIArmorBuilder) Chat(ctx context.Context, userMessage string) (ai.R
 // chatToolRunesSetElement is the tool setElement: it decodes the model's
 // arguments and calls Runes.SetElement on the Runes of the current scope.
 var chatToolRunesSetElement = ai.Tool{
-	Definition: llms.Tool{Type: "function", Function: &llms.FunctionDefinition{
-		Name:        "setElement",
-		Description: "SetElement sets the element of the enchantment.",
-		Parameters:  json.RawMessage(`{"type":"object","properties":{"element":{"type":"string","enum":["fire","frost","lightning"]}},"required":["element"],"additionalProperties":false}`),
-	}},
+	Name:        "setElement",
+	Description: "SetElement sets the element of the enchantment.",
+	Parameters:  json.RawMessage(`{"type":"object","properties":{"element":{"type":"string","enum":["fire","frost","lightning"]}},"required":["element"],"additionalProperties":false}`),
 	Invoke: ai.BeanTool(chatBeanRunes, func(ctx context.Context, runes *Runes, args struct {
 		Element Element `json:"element"`
 	}) (any, error) {
@@ -712,11 +701,9 @@ var chatToolRunesSetElement = ai.Tool{
 // chatToolRunesSetPower is the tool setPower: it decodes the model's
 // arguments and calls Runes.SetPower on the Runes of the current scope.
 var chatToolRunesSetPower = ai.Tool{
-	Definition: llms.Tool{Type: "function", Function: &llms.FunctionDefinition{
-		Name:        "setPower",
-		Description: "SetPower sets the power of the enchantment.",
-		Parameters:  json.RawMessage(`{"type":"object","properties":{"power":{"type":"integer","description":"from 1 to 10"}},"required":["power"],"additionalProperties":false}`),
-	}},
+	Name:        "setPower",
+	Description: "SetPower sets the power of the enchantment.",
+	Parameters:  json.RawMessage(`{"type":"object","properties":{"power":{"type":"integer","description":"from 1 to 10"}},"required":["power"],"additionalProperties":false}`),
 	Invoke: ai.BeanTool(chatBeanRunes, func(ctx context.Context, runes *Runes, args struct {
 		Power int `json:"power"`
 	}) (any, error) {
@@ -727,12 +714,10 @@ var chatToolRunesSetPower = ai.Tool{
 // chatToolRunesBind is the tool bind: it calls Runes.Bind on the Runes of
 // the current scope.
 var chatToolRunesBind = ai.Tool{
-	Definition: llms.Tool{Type: "function", Function: &llms.FunctionDefinition{
-		Name:        "bind",
-		Description: "Bind binds the enchantment to the weapon on the workbench and returns to\nthe weapon builder.",
-		Parameters:  json.RawMessage(`{"type":"object","properties":{},"additionalProperties":false}`),
-	}},
-	Immediate: true,
+	Name:        "bind",
+	Description: "Bind binds the enchantment to the weapon on the workbench and returns to\nthe weapon builder.",
+	Parameters:  json.RawMessage(`{"type":"object","properties":{},"additionalProperties":false}`),
+	Immediate:   true,
 	Invoke: ai.BeanToolNoArgs(chatBeanRunes, func(ctx context.Context, runes *Runes) (any, error) {
 		return runes.Bind(ctx)
 	}),
@@ -741,12 +726,10 @@ var chatToolRunesBind = ai.Tool{
 // chatToolRunesCancel is the tool cancel: it calls Runes.Cancel on the Runes
 // of the current scope.
 var chatToolRunesCancel = ai.Tool{
-	Definition: llms.Tool{Type: "function", Function: &llms.FunctionDefinition{
-		Name:        "cancel",
-		Description: "Cancel leaves the enchantment without binding it and goes back to the\nweapon builder.",
-		Parameters:  json.RawMessage(`{"type":"object","properties":{},"additionalProperties":false}`),
-	}},
-	Immediate: true,
+	Name:        "cancel",
+	Description: "Cancel leaves the enchantment without binding it and goes back to the\nweapon builder.",
+	Parameters:  json.RawMessage(`{"type":"object","properties":{},"additionalProperties":false}`),
+	Immediate:   true,
 	Invoke: ai.BeanToolNoArgs(chatBeanRunes, func(ctx context.Context, runes *Runes) (any, error) {
 		return runes.Cancel(ctx)
 	}),
@@ -783,12 +766,10 @@ func (x *chatAIEnchanter) Chat(ctx context.Context, userMessage string) (ai.Resu
 // chatToolCounterBuildWeapon is the tool buildWeapon: it calls
 // Counter.BuildWeapon on the Counter of the current scope.
 var chatToolCounterBuildWeapon = ai.Tool{
-	Definition: llms.Tool{Type: "function", Function: &llms.FunctionDefinition{
-		Name:        "buildWeapon",
-		Description: "BuildWeapon starts building a new weapon with the player.",
-		Parameters:  json.RawMessage(`{"type":"object","properties":{},"additionalProperties":false}`),
-	}},
-	Immediate: true,
+	Name:        "buildWeapon",
+	Description: "BuildWeapon starts building a new weapon with the player.",
+	Parameters:  json.RawMessage(`{"type":"object","properties":{},"additionalProperties":false}`),
+	Immediate:   true,
 	Invoke: ai.BeanToolNoArgs(chatBeanCounter, func(ctx context.Context, counter *Counter) (any, error) {
 		return nil, counter.BuildWeapon(ctx)
 	}),
@@ -797,12 +778,10 @@ var chatToolCounterBuildWeapon = ai.Tool{
 // chatToolCounterBuildArmor is the tool buildArmor: it calls
 // Counter.BuildArmor on the Counter of the current scope.
 var chatToolCounterBuildArmor = ai.Tool{
-	Definition: llms.Tool{Type: "function", Function: &llms.FunctionDefinition{
-		Name:        "buildArmor",
-		Description: "BuildArmor starts building a new piece of armour with the player.",
-		Parameters:  json.RawMessage(`{"type":"object","properties":{},"additionalProperties":false}`),
-	}},
-	Immediate: true,
+	Name:        "buildArmor",
+	Description: "BuildArmor starts building a new piece of armour with the player.",
+	Parameters:  json.RawMessage(`{"type":"object","properties":{},"additionalProperties":false}`),
+	Immediate:   true,
 	Invoke: ai.BeanToolNoArgs(chatBeanCounter, func(ctx context.Context, counter *Counter) (any, error) {
 		return nil, counter.BuildArmor(ctx)
 	}),
@@ -811,12 +790,10 @@ var chatToolCounterBuildArmor = ai.Tool{
 // chatToolCounterListArmory is the tool listArmory: it calls
 // Counter.ListArmory on the Counter of the current scope.
 var chatToolCounterListArmory = ai.Tool{
-	Definition: llms.Tool{Type: "function", Function: &llms.FunctionDefinition{
-		Name:        "listArmory",
-		Description: "ListArmory shows the weapons and armour the player has built.",
-		Parameters:  json.RawMessage(`{"type":"object","properties":{},"additionalProperties":false}`),
-	}},
-	Immediate: true,
+	Name:        "listArmory",
+	Description: "ListArmory shows the weapons and armour the player has built.",
+	Parameters:  json.RawMessage(`{"type":"object","properties":{},"additionalProperties":false}`),
+	Immediate:   true,
 	Invoke: ai.BeanToolNoArgs(chatBeanCounter, func(ctx context.Context, counter *Counter) (any, error) {
 		return counter.ListArmory(ctx)
 	}),
@@ -826,12 +803,10 @@ var chatToolCounterListArmory = ai.Tool{
 // arguments and calls Counter.DeleteItem on the Counter of the current
 // scope.
 var chatToolCounterDeleteItem = ai.Tool{
-	Definition: llms.Tool{Type: "function", Function: &llms.FunctionDefinition{
-		Name:        "deleteItem",
-		Description: "DeleteItem deletes a weapon or a piece of armour from the armory. The\nplayer confirms it first: the page shows Approve and Deny buttons, the\nterminal asks y/n.",
-		Parameters:  json.RawMessage(`{"type":"object","properties":{"item":{"type":"string","description":"the weapon's name, or the armour as material and piece (\"steel helm\")"}},"required":["item"],"additionalProperties":false}`),
-	}},
-	Confirm: true,
+	Name:        "deleteItem",
+	Description: "DeleteItem deletes a weapon or a piece of armour from the armory. The\nplayer confirms it first: the page shows Approve and Deny buttons, the\nterminal asks y/n.",
+	Parameters:  json.RawMessage(`{"type":"object","properties":{"item":{"type":"string","description":"the weapon's name, or the armour as material and piece (\"steel helm\")"}},"required":["item"],"additionalProperties":false}`),
+	Confirm:     true,
 	Invoke: ai.BeanTool(chatBeanCounter, func(ctx context.Context, counter *Counter, args struct {
 		Item string `json:"item"`
 	}) (any, error) {
@@ -867,11 +842,9 @@ func (x *chatAIMainMenu) Chat(ctx context.Context, userMessage string) iter.Seq2
 // arguments and calls Workbench.SetKind on the Workbench of the current
 // scope.
 var chatToolWorkbenchSetKind = ai.Tool{
-	Definition: llms.Tool{Type: "function", Function: &llms.FunctionDefinition{
-		Name:        "setKind",
-		Description: "SetKind sets the kind of the weapon.",
-		Parameters:  json.RawMessage(`{"type":"object","properties":{"kind":{"type":"string","enum":["sword","axe","bow","dagger","staff"]}},"required":["kind"],"additionalProperties":false}`),
-	}},
+	Name:        "setKind",
+	Description: "SetKind sets the kind of the weapon.",
+	Parameters:  json.RawMessage(`{"type":"object","properties":{"kind":{"type":"string","enum":["sword","axe","bow","dagger","staff"]}},"required":["kind"],"additionalProperties":false}`),
 	Invoke: ai.BeanTool(chatBeanWorkbench, func(ctx context.Context, workbench *Workbench, args struct {
 		Kind Kind `json:"kind"`
 	}) (any, error) {
@@ -883,11 +856,9 @@ var chatToolWorkbenchSetKind = ai.Tool{
 // arguments and calls Workbench.SetName on the Workbench of the current
 // scope.
 var chatToolWorkbenchSetName = ai.Tool{
-	Definition: llms.Tool{Type: "function", Function: &llms.FunctionDefinition{
-		Name:        "setName",
-		Description: "SetName names the weapon.",
-		Parameters:  json.RawMessage(`{"type":"object","properties":{"name":{"type":"string","description":"the weapon's name, one to three words"}},"required":["name"],"additionalProperties":false}`),
-	}},
+	Name:        "setName",
+	Description: "SetName names the weapon.",
+	Parameters:  json.RawMessage(`{"type":"object","properties":{"name":{"type":"string","description":"the weapon's name, one to three words"}},"required":["name"],"additionalProperties":false}`),
 	Invoke: ai.BeanTool(chatBeanWorkbench, func(ctx context.Context, workbench *Workbench, args struct {
 		Name string `json:"name"`
 	}) (any, error) {
@@ -899,11 +870,9 @@ var chatToolWorkbenchSetName = ai.Tool{
 // arguments and calls Workbench.SetDamage on the Workbench of the current
 // scope.
 var chatToolWorkbenchSetDamage = ai.Tool{
-	Definition: llms.Tool{Type: "function", Function: &llms.FunctionDefinition{
-		Name:        "setDamage",
-		Description: "SetDamage sets how much damage the weapon deals.",
-		Parameters:  json.RawMessage(`{"type":"object","properties":{"damage":{"type":"integer","description":"damage points, from 1 to 100"}},"required":["damage"],"additionalProperties":false}`),
-	}},
+	Name:        "setDamage",
+	Description: "SetDamage sets how much damage the weapon deals.",
+	Parameters:  json.RawMessage(`{"type":"object","properties":{"damage":{"type":"integer","description":"damage points, from 1 to 100"}},"required":["damage"],"additionalProperties":false}`),
 	Invoke: ai.BeanTool(chatBeanWorkbench, func(ctx context.Context, workbench *Workbench, args struct {
 		Damage int `json:"damage"`
 	}) (any, error) {
@@ -914,12 +883,10 @@ var chatToolWorkbenchSetDamage = ai.Tool{
 // chatToolWorkbenchShowWeapon is the tool showWeapon: it calls
 // Workbench.ShowWeapon on the Workbench of the current scope.
 var chatToolWorkbenchShowWeapon = ai.Tool{
-	Definition: llms.Tool{Type: "function", Function: &llms.FunctionDefinition{
-		Name:        "showWeapon",
-		Description: "ShowWeapon shows the weapon as it is now.",
-		Parameters:  json.RawMessage(`{"type":"object","properties":{},"additionalProperties":false}`),
-	}},
-	Immediate: true,
+	Name:        "showWeapon",
+	Description: "ShowWeapon shows the weapon as it is now.",
+	Parameters:  json.RawMessage(`{"type":"object","properties":{},"additionalProperties":false}`),
+	Immediate:   true,
 	Invoke: ai.BeanToolNoArgs(chatBeanWorkbench, func(_ context.Context, workbench *Workbench) (any, error) {
 		return workbench.ShowWeapon(), nil
 	}),
@@ -928,12 +895,10 @@ var chatToolWorkbenchShowWeapon = ai.Tool{
 // chatToolWorkbenchEnchant is the tool enchant: it calls Workbench.Enchant
 // on the Workbench of the current scope.
 var chatToolWorkbenchEnchant = ai.Tool{
-	Definition: llms.Tool{Type: "function", Function: &llms.FunctionDefinition{
-		Name:        "enchant",
-		Description: "Enchant starts enchanting the weapon.",
-		Parameters:  json.RawMessage(`{"type":"object","properties":{},"additionalProperties":false}`),
-	}},
-	Immediate: true,
+	Name:        "enchant",
+	Description: "Enchant starts enchanting the weapon.",
+	Parameters:  json.RawMessage(`{"type":"object","properties":{},"additionalProperties":false}`),
+	Immediate:   true,
 	Invoke: ai.BeanToolNoArgs(chatBeanWorkbench, func(ctx context.Context, workbench *Workbench) (any, error) {
 		return nil, workbench.Enchant(ctx)
 	}),
@@ -942,12 +907,10 @@ var chatToolWorkbenchEnchant = ai.Tool{
 // chatToolWorkbenchFinish is the tool finish: it calls Workbench.Finish on
 // the Workbench of the current scope.
 var chatToolWorkbenchFinish = ai.Tool{
-	Definition: llms.Tool{Type: "function", Function: &llms.FunctionDefinition{
-		Name:        "finish",
-		Description: "Finish validates the weapon, saves it in the armory and goes back to the\nmain menu.",
-		Parameters:  json.RawMessage(`{"type":"object","properties":{},"additionalProperties":false}`),
-	}},
-	Immediate: true,
+	Name:        "finish",
+	Description: "Finish validates the weapon, saves it in the armory and goes back to the\nmain menu.",
+	Parameters:  json.RawMessage(`{"type":"object","properties":{},"additionalProperties":false}`),
+	Immediate:   true,
 	Invoke: ai.BeanToolNoArgs(chatBeanWorkbench, func(ctx context.Context, workbench *Workbench) (any, error) {
 		return workbench.Finish(ctx)
 	}),
@@ -956,12 +919,10 @@ var chatToolWorkbenchFinish = ai.Tool{
 // chatToolWorkbenchCancel is the tool cancel: it calls Workbench.Cancel on
 // the Workbench of the current scope.
 var chatToolWorkbenchCancel = ai.Tool{
-	Definition: llms.Tool{Type: "function", Function: &llms.FunctionDefinition{
-		Name:        "cancel",
-		Description: "Cancel leaves the weapon builder without saving the weapon and goes back\nto the main menu.",
-		Parameters:  json.RawMessage(`{"type":"object","properties":{},"additionalProperties":false}`),
-	}},
-	Immediate: true,
+	Name:        "cancel",
+	Description: "Cancel leaves the weapon builder without saving the weapon and goes back\nto the main menu.",
+	Parameters:  json.RawMessage(`{"type":"object","properties":{},"additionalProperties":false}`),
+	Immediate:   true,
 	Invoke: ai.BeanToolNoArgs(chatBeanWorkbench, func(ctx context.Context, workbench *Workbench) (any, error) {
 		return workbench.Cancel(ctx)
 	}),

@@ -10,8 +10,8 @@ import (
 	"github.com/chatscopes/chatgen/runtime/chat"
 )
 
-// This file needs a chatgen runtime that supports generated code version 1.
-const _ = chat.SupportPackageIsVersion2
+// This file needs a chatgen runtime that supports generated code version 3.
+const _ = chat.SupportPackageIsVersion3
 
 // Compile-time assertions: a compiler error here means the annotated source
 // changed since this file was generated. Re-run go generate.

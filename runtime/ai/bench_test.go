@@ -57,12 +57,13 @@ func BenchmarkToolSchemas(b *testing.B) {
 	b.Run("slice", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
-			sinkTools = m.definitions()
+			sinkTools, _ = m.definitions(dialect{})
 		}
 	})
 	b.Run("call-options", func(b *testing.B) {
 		s := NewService("example.com/app.Assistant", Config{Model: llmtest.NewModel(llmtest.Sequence())})
 		t := &turn{s: s, m: m}
+		t.defs, _ = m.definitions(s.dialect)
 		var o llms.CallOptions
 		b.ReportAllocs()
 		for b.Loop() {
@@ -70,7 +71,7 @@ func BenchmarkToolSchemas(b *testing.B) {
 			for _, opt := range t.opts {
 				opt(&o)
 			}
-			if &o.Tools[0] != &m.definitions()[0] {
+			if defs, _ := m.definitions(s.dialect); &o.Tools[0] != &defs[0] {
 				b.Fatal("the tools were copied")
 			}
 		}

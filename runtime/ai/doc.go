@@ -63,11 +63,9 @@
 //		Kind:           chat.KindChat,
 //		SystemTemplate: template.Must(template.New("Assistant.Ask system").Parse("You are terse. Today is {{.day}}.")),
 //		Tools: []ai.Tool{{
-//			Definition: llms.Tool{Type: "function", Function: &llms.FunctionDefinition{
-//				Name:        "weather",
-//				Description: "Weather tells the weather in a city.",
-//				Parameters:  json.RawMessage(`{"type":"object","properties":{"city":{"type":"string"}},"required":["city"]}`),
-//			}},
+//			Name:        "weather",
+//			Description: "Weather tells the weather in a city.",
+//			Parameters:  json.RawMessage(`{"type":"object","properties":{"city":{"type":"string"}},"required":["city"]}`),
 //			Invoke: ai.BeanTool(weatherBean, func(ctx context.Context, w *Weather, args struct {
 //				City string `json:"city"`
 //			}) (any, error) {

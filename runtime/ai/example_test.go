@@ -7,8 +7,6 @@ import (
 	"log"
 	"text/template"
 
-	"github.com/tmc/langchaingo/llms"
-
 	"github.com/chatscopes/chatgen/runtime/ai"
 	"github.com/chatscopes/chatgen/runtime/chat"
 	"github.com/chatscopes/chatgen/runtime/llmtest"
@@ -44,11 +42,9 @@ var (
 		Kind:           chat.KindChat,
 		SystemTemplate: template.Must(template.New("Assistant.Ask system").Parse("You are terse. The user's name is {{.name}}.")),
 		Tools: []ai.Tool{{
-			Definition: llms.Tool{Type: "function", Function: &llms.FunctionDefinition{
-				Name:        "weather",
-				Description: "Weather tells the weather in a city.",
-				Parameters:  json.RawMessage(`{"type":"object","properties":{"city":{"type":"string"}},"required":["city"]}`),
-			}},
+			Name:        "weather",
+			Description: "Weather tells the weather in a city.",
+			Parameters:  json.RawMessage(`{"type":"object","properties":{"city":{"type":"string"}},"required":["city"]}`),
 			Invoke: ai.BeanTool(weatherBean, func(ctx context.Context, w *Weather, args struct {
 				City string `json:"city"`
 			}) (any, error) {

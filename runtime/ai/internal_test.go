@@ -52,17 +52,6 @@ func TestDecodeJSON(t *testing.T) {
 	}
 }
 
-func TestUsageInfo(t *testing.T) {
-	var u Usage
-	u.addInfo(map[string]any{"PromptTokens": 3, "CompletionTokens": int32(2), "TotalTokens": int64(5)})
-	u.addInfo(map[string]any{"InputTokens": int32(10), "OutputTokens": 4})
-	u.addInfo(map[string]any{"PromptTokens": 1.0, "CompletionTokens": json.Number("1")})
-	u.addInfo(nil)
-	if u != (Usage{PromptTokens: 14, CompletionTokens: 7, TotalTokens: 21}) {
-		t.Fatalf("usage %+v", u)
-	}
-}
-
 func TestWithJSONInstruction(t *testing.T) {
 	got := withJSONInstruction("Be brief.", json.RawMessage(` {"type":"object"} `))
 	want := "Be brief.\n\nAnswer with a single JSON value and nothing else: no explanation, no Markdown code fence. The value must conform to this JSON schema:\n{\"type\":\"object\"}"

@@ -52,28 +52,11 @@ type Usage struct {
 	PromptTokens, CompletionTokens, TotalTokens int
 }
 
-// addInfo adds the usage a provider reports in a choice's GenerationInfo:
-// PromptTokens/CompletionTokens/TotalTokens (OpenAI, Ollama, Google AI) or
-// InputTokens/OutputTokens (Anthropic), with int or int32 values.
-func (u *Usage) addInfo(info map[string]any) {
-	if len(info) == 0 {
-		return
-	}
-	p, ok := count(info["PromptTokens"])
-	if !ok {
-		p, _ = count(info["InputTokens"])
-	}
-	c, ok := count(info["CompletionTokens"])
-	if !ok {
-		c, _ = count(info["OutputTokens"])
-	}
-	t, ok := count(info["TotalTokens"])
-	if !ok || t == 0 {
-		t = p + c
-	}
-	u.PromptTokens += p
-	u.CompletionTokens += c
-	u.TotalTokens += t
+// add adds v to u.
+func (u *Usage) add(v Usage) {
+	u.PromptTokens += v.PromptTokens
+	u.CompletionTokens += v.CompletionTokens
+	u.TotalTokens += v.TotalTokens
 }
 
 // count converts a token count of any integer (or float, or JSON number)

@@ -68,17 +68,27 @@ type Method struct {
 	// Output is the form of the answer.
 	Output Output
 
-	defsOnce sync.Once
-	defs     []llms.Tool // the Definitions of Tools, made once
-	sysOnce  sync.Once
-	sysMsg   llms.MessageContent         // the constant System as a message, made once
-	merged   atomic.Pointer[mergedTools] // Tools and a service's sources', last made
+	defs    [2]toolDefs // the definitions of Tools, per form, made once
+	sysOnce sync.Once
+	sysMsg  llms.MessageContent         // the constant System as a message, made once
+	merged  atomic.Pointer[mergedTools] // Tools and a service's sources', last made
 }
 
 // Tool is one tool a method offers the model.
 type Tool struct {
-	// Definition is what the model is told of the tool: its name,
-	// description and the JSON schema of its arguments.
+	// Name is the name the model calls the tool by.
+	Name string
+	// Description tells the model what the tool does.
+	Description string
+	// Parameters is the JSON Schema of the tool's arguments: an object
+	// schema. A tool without parameters may leave it nil. The service
+	// sends it in the form its model's client takes (see [Client]).
+	Parameters json.RawMessage
+	// Definition is the tool's definition as langchaingo's llms.Tool.
+	//
+	// Deprecated: set Name, Description and Parameters. Definition is read
+	// only when Name is empty, so that files generated for version 2 of
+	// the generated code, and tool sources written for it, keep working.
 	Definition llms.Tool
 	// Immediate marks a tool whose result ends the tool loop: when every
 	// tool call of a model reply is to an immediate tool and succeeds, the
@@ -96,6 +106,13 @@ type Tool struct {
 	// Timeout bounds a call of the tool (//chat:tool timeout=10s); 0
 	// means [Config.ToolTimeout]. See [ErrToolTimeout].
 	Timeout time.Duration
+}
+
+// toolDefs are the definitions of a method's tools in one form.
+type toolDefs struct {
+	once sync.Once
+	defs []llms.Tool
+	err  error
 }
 
 // Request is one call of an AI service method, as generated code builds
@@ -153,19 +170,37 @@ func render(t *template.Template, data any) (string, error) {
 	return b.String(), nil
 }
 
-// definitions returns the Definitions of m's tools, for the model call
-// options: one slice per Method, made on first use.
-func (m *Method) definitions() []llms.Tool {
-	m.defsOnce.Do(func() {
-		if len(m.Tools) == 0 {
-			return
+// definitions returns the definitions of m's tools in the form of the
+// client of d, for the model call options: one slice per Method and form,
+// made on first use.
+func (m *Method) definitions(d dialect) ([]llms.Tool, error) {
+	f := d.toolForm()
+	c := &m.defs[f]
+	c.once.Do(func() { c.defs, c.err = d.definitions(m.Tools) })
+	return c.defs, c.err
+}
+
+// parts returns the name, description and parameters of t, from
+// Definition when Name is empty.
+func (t *Tool) parts() (name, desc string, params json.RawMessage, err error) {
+	if t.Name != "" || t.Definition.Function == nil {
+		return t.Name, t.Description, t.Parameters, nil
+	}
+	f := t.Definition.Function
+	switch p := f.Parameters.(type) {
+	case nil:
+	case json.RawMessage:
+		params = p
+	case []byte:
+		params = p
+	case string:
+		params = json.RawMessage(p)
+	default:
+		if params, err = json.Marshal(p); err != nil {
+			return "", "", nil, fmt.Errorf("tool %q: encoding its parameters: %w", f.Name, err)
 		}
-		m.defs = make([]llms.Tool, len(m.Tools))
-		for i := range m.Tools {
-			m.defs[i] = m.Tools[i].Definition
-		}
-	})
-	return m.defs
+	}
+	return f.Name, f.Description, params, nil
 }
 
 // systemMessage returns the system message of a call whose system text is

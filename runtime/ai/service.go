@@ -54,6 +54,11 @@ type Config struct {
 	// Model answers the requests. Required: calls fail with [ErrNoModel]
 	// when it is nil.
 	Model llms.Model
+	// Client is the langchaingo client Model is, which decides how the
+	// service shapes what it sends (see [Client]). The zero value,
+	// [ClientAuto], detects it from Model's type; set it for a model that
+	// wraps a client and has no Unwrap() llms.Model method.
+	Client Client
 	// Memory provides the chat memory of each memory id. Nil means a
 	// [memory.Manager] with memory.Window(memory.DefaultMaxMessages) over
 	// an in-memory store, created once per Service.
@@ -118,6 +123,8 @@ type Service struct {
 	logger   *slog.Logger // nil: slog.Default() at the time of use
 	sources  []ToolSource
 	methods  []*Method // declared by AddMethods, for Check
+	dialect  dialect   // how the model's client is sent the conversation
+	client   Client    // Config.Client, checked by Check
 
 	toolTimeout, modelTimeout time.Duration
 	retry                     Retry
@@ -146,6 +153,7 @@ func NewService(name string, cfg Config) *Service {
 		logger:   cfg.Logger,
 		sources:  slices.Clip(slices.Clone(cfg.ToolSources)),
 		ids:      make(map[string]*memState),
+		client:   cfg.Client,
 
 		toolTimeout:  cfg.ToolTimeout,
 		modelTimeout: cfg.ModelTimeout,
@@ -156,6 +164,11 @@ func NewService(name string, cfg Config) *Service {
 		tel:          newTelemetry(cfg.Telemetry, cfg.Model),
 		sleep:        sleep,
 	}
+	c := cfg.Client
+	if c == ClientAuto || validClient(c) != nil {
+		c = detectClient(cfg.Model)
+	}
+	s.dialect = newDialect(c)
 	if s.memory == nil {
 		s.memory = memory.NewManager(memory.Config{Policy: memory.Window(memory.DefaultMaxMessages)})
 	}
@@ -177,8 +190,35 @@ func (s *Service) Check() error {
 	if s.model == nil {
 		return fmt.Errorf("ai: %s: %w: set the Model of its ai.Config", s.name, ErrNoModel)
 	}
+	if err := validClient(s.client); err != nil {
+		return fmt.Errorf("ai: %s: Config.Client: %w", s.name, err)
+	}
+	if err := s.checkTools(); err != nil {
+		return err
+	}
 	return s.checkSources()
 }
+
+// checkTools reports tools the model's client cannot carry: the tools of
+// a declared method, or tool sources.
+func (s *Service) checkTools() error {
+	if !s.dialect.noTools {
+		return nil
+	}
+	for _, m := range s.methods {
+		if len(m.Tools) > 0 {
+			return fmt.Errorf("ai: %s.%s offers %d tools: %w", s.name, m.Name, len(m.Tools), s.dialect.toolsError())
+		}
+	}
+	if len(s.sources) > 0 {
+		return fmt.Errorf("ai: %s has tool sources: %w", s.name, s.dialect.toolsError())
+	}
+	return nil
+}
+
+// Client returns the client the service shapes its requests for:
+// [Config.Client], or the one detected from the model.
+func (s *Service) Client() Client { return s.dialect.client }
 
 // Name returns the service's name, "import/path.Type".
 func (s *Service) Name() string { return s.name }

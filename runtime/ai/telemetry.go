@@ -263,7 +263,7 @@ func (t *turn) endChat(ctx context.Context, obs chatObservation, resp *llms.Cont
 	responseModel := ""
 	if err == nil {
 		if choice = pickChoice(resp); choice != nil {
-			usage.addInfo(choice.GenerationInfo)
+			usage = t.s.dialect.usage(choice.GenerationInfo)
 			responseModel = reportedModel(choice.GenerationInfo)
 		}
 	}
@@ -310,8 +310,9 @@ func (t *turn) endChat(ctx context.Context, obs chatObservation, resp *llms.Cont
 		semconv.GenAIUsageInputTokens(usage.PromptTokens),
 		semconv.GenAIUsageOutputTokens(usage.CompletionTokens),
 	}
-	if choice.StopReason != "" {
-		attrs = append(attrs, semconv.GenAIResponseFinishReasons(choice.StopReason))
+	reason, _ := t.s.dialect.finish(choice)
+	if reason != "" {
+		attrs = append(attrs, semconv.GenAIResponseFinishReasons(reason))
 	}
 	if responseModel != "" {
 		attrs = append(attrs, semconv.GenAIResponseModel(responseModel))
@@ -324,7 +325,7 @@ func (t *turn) endChat(ctx context.Context, obs chatObservation, resp *llms.Cont
 		for _, c := range choice.ToolCalls {
 			out.Parts = append(out.Parts, c)
 		}
-		attrs = append(attrs, semconv.GenAIOutputMessagesKey.String(encodeMessages([]llms.MessageContent{out}, choice.StopReason)))
+		attrs = append(attrs, semconv.GenAIOutputMessagesKey.String(encodeMessages([]llms.MessageContent{out}, reason)))
 	}
 	span.SetAttributes(attrs...)
 }

@@ -133,10 +133,11 @@ func (s *Service) sourceTools(ctx context.Context, m *Method) ([]Tool, []llms.To
 	for _, l := range lists {
 		mt.tools = append(mt.tools, l...)
 	}
-	mt.defs = make([]llms.Tool, len(mt.tools))
-	for i := range mt.tools {
-		mt.defs[i] = mt.tools[i].Definition
+	defs, err := s.dialect.definitions(mt.tools)
+	if err != nil {
+		return nil, nil, err
 	}
+	mt.defs = defs
 	m.merged.Store(mt)
 	return mt.tools, mt.defs, nil
 }
@@ -206,8 +207,8 @@ func clash(m *Method, names []string, lists [][]Tool) error {
 }
 
 func toolName(t *Tool) string {
-	if t.Definition.Function == nil {
-		return ""
+	if t.Name != "" || t.Definition.Function == nil {
+		return t.Name
 	}
 	return t.Definition.Function.Name
 }

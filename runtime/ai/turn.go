@@ -67,11 +67,18 @@ func (s *Service) runTurn(ctx context.Context, req *Request, mode runMode, convI
 	if err != nil {
 		return nil, s.errorf(m.Name, "%w", err)
 	}
-	tools, defs := m.Tools, m.definitions()
+	tools := m.Tools
+	defs, err := m.definitions(s.dialect)
+	if err != nil {
+		return nil, s.errorf(m.Name, "%w", err)
+	}
 	if len(s.sources) > 0 {
 		if tools, defs, err = s.sourceTools(ctx, m); err != nil {
 			return nil, s.errorf(m.Name, "%w", err)
 		}
+	}
+	if s.dialect.noTools && len(tools) > 0 {
+		return nil, s.errorf(m.Name, "%w", s.dialect.toolsError())
 	}
 	id, kind, err := s.memoryID(ctx, req)
 	if err != nil {
@@ -309,8 +316,11 @@ func (t *turn) call(ctx context.Context) (*llms.ContentChoice, error) {
 	// A streamed answer ends with a finish reason. Without one, the stream
 	// was cut or held no model output: fail rather than commit part of an
 	// answer (a provider that ignores streaming and answers whole, with no
-	// finish reason, is still taken at its word).
-	if k := t.mode.stream; (k != nil || t.s.thinking) && choice.StopReason == "" &&
+	// finish reason, is still taken at its word, and so is a client that
+	// never reports one but says otherwise that the stream ended cleanly:
+	// see dialect.finish).
+	reason, clean := t.s.dialect.finish(choice)
+	if k := t.mode.stream; (k != nil || t.s.thinking) && !clean &&
 		(k != nil && k.yielded.Load() || t.streamed.Load() || choice.Content == "" && len(choice.ToolCalls) == 0) {
 		return nil, t.errorf("model call %d: %w", n, ErrIncompleteStream)
 	}
@@ -324,12 +334,12 @@ func (t *turn) call(ctx context.Context) (*llms.ContentChoice, error) {
 			return nil, err
 		}
 	}
-	t.reply.Usage.addInfo(choice.GenerationInfo)
-	t.reply.FinishReason = choice.StopReason
+	t.reply.Usage.add(t.s.dialect.usage(choice.GenerationInfo))
+	t.reply.FinishReason = reason
 	if l := t.s.log(); l.Enabled(ctx, slog.LevelDebug) {
 		l.LogAttrs(ctx, slog.LevelDebug, "ai: model call",
 			slog.String("service", t.s.name), slog.String("method", t.m.Name), slog.Int("call", n),
-			slog.Int("tool_calls", len(choice.ToolCalls)), slog.String("finish_reason", choice.StopReason))
+			slog.Int("tool_calls", len(choice.ToolCalls)), slog.String("finish_reason", reason))
 	}
 	return choice, nil
 }

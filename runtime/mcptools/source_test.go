@@ -15,7 +15,6 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
-	"github.com/tmc/langchaingo/llms"
 
 	"github.com/chatscopes/chatgen/runtime/ai"
 	"github.com/chatscopes/chatgen/runtime/chat"
@@ -25,12 +24,10 @@ import (
 
 // weather is a generated-style tool, offered next to the MCP ones.
 var weather = ai.Tool{
-	Definition: llms.Tool{Type: "function", Function: &llms.FunctionDefinition{
-		Name:        "weather",
-		Description: "Weather tells the weather in a city.",
-		Parameters:  json.RawMessage(`{"type":"object","properties":{"city":{"type":"string"}},"required":["city"]}`),
-	}},
-	Invoke: func(context.Context, string) (any, error) { return "sunny", nil },
+	Name:        "weather",
+	Description: "Weather tells the weather in a city.",
+	Parameters:  json.RawMessage(`{"type":"object","properties":{"city":{"type":"string"}},"required":["city"]}`),
+	Invoke:      func(context.Context, string) (any, error) { return "sunny", nil },
 }
 
 // ask is the method the tests' services run.
@@ -110,7 +107,7 @@ func connect(t *testing.T, opts *mcptools.Options) *mcptools.Source {
 func names(tools []ai.Tool) []string {
 	var out []string
 	for _, t := range tools {
-		out = append(out, t.Definition.Function.Name)
+		out = append(out, t.Name)
 	}
 	return out
 }
@@ -392,7 +389,7 @@ func TestClash(t *testing.T) {
 	checkGoroutines(t)
 	h := newHTTPServer(t, "lore")
 	src := connect(t, &mcptools.Options{Name: "lore", Transport: h.transport()})
-	legend := ai.Method{Name: "Tell", Tools: []ai.Tool{{Definition: llms.Tool{Type: "function", Function: &llms.FunctionDefinition{Name: "legend"}}}}}
+	legend := ai.Method{Name: "Tell", Tools: []ai.Tool{{Name: "legend"}}}
 	svc := ai.NewService("example.com/lore.Bard", ai.Config{Model: llmtest.NewModel(nil), ToolSources: []ai.ToolSource{src}})
 	svc.AddMethods(&legend)
 	pkg := chat.NewPackage("example.com/lore")

@@ -11,7 +11,6 @@ import (
 
 	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
-	"github.com/tmc/langchaingo/llms"
 
 	"github.com/chatscopes/chatgen/runtime/ai"
 )
@@ -70,7 +69,7 @@ func (s *Source) list(ctx context.Context, cs *mcp.ClientSession, c *conn) ([]ai
 		if !s.offered(t.Name) {
 			continue
 		}
-		def, err := s.definition(t)
+		tool, err := s.definition(t)
 		if err != nil {
 			if s.allow[t.Name] {
 				return nil, err
@@ -79,10 +78,8 @@ func (s *Source) list(ctx context.Context, cs *mcp.ClientSession, c *conn) ([]ai
 			continue
 		}
 		name := t.Name
-		tools = append(tools, ai.Tool{
-			Definition: def,
-			Invoke:     func(ctx context.Context, args string) (any, error) { return c.call(ctx, name, args) },
-		})
+		tool.Invoke = func(ctx context.Context, args string) (any, error) { return c.call(ctx, name, args) }
+		tools = append(tools, tool)
 	}
 	for _, n := range s.opts.Allow {
 		if !slices.Contains(all, n) {
@@ -92,21 +89,21 @@ func (s *Source) list(ctx context.Context, cs *mcp.ClientSession, c *conn) ([]ai
 	return tools, nil
 }
 
-// definition returns what the model is told of the tool t: its name (with
+// definition returns the ai.Tool of the tool t, without its Invoke: what the model is told of it: its name (with
 // the Prefix), its description and its input schema, as the server gives
 // it. A schema that is not a JSON Schema of an object, or a name a model
 // provider would reject, is an error wrapping ErrUnusableTool.
-func (s *Source) definition(t *mcp.Tool) (llms.Tool, error) {
+func (s *Source) definition(t *mcp.Tool) (ai.Tool, error) {
 	name := s.opts.Prefix + t.Name
 	if !validName.MatchString(name) {
-		return llms.Tool{}, fmt.Errorf("%s: %w %q: models accept tool names of %s", s.name, ErrUnusableTool, name, nameRule)
+		return ai.Tool{}, fmt.Errorf("%s: %w %q: models accept tool names of %s", s.name, ErrUnusableTool, name, nameRule)
 	}
 	raw, err := json.Marshal(t.InputSchema)
 	if err != nil {
-		return llms.Tool{}, fmt.Errorf("%s: %w %q: its input schema: %w", s.name, ErrUnusableTool, t.Name, err)
+		return ai.Tool{}, fmt.Errorf("%s: %w %q: its input schema: %w", s.name, ErrUnusableTool, t.Name, err)
 	}
 	if err := checkSchema(raw); err != nil {
-		return llms.Tool{}, fmt.Errorf("%s: %w %q: its input schema %s: %w", s.name, ErrUnusableTool, t.Name, clip(raw), err)
+		return ai.Tool{}, fmt.Errorf("%s: %w %q: its input schema %s: %w", s.name, ErrUnusableTool, t.Name, clip(raw), err)
 	}
 	desc := t.Description
 	if desc == "" {
@@ -115,11 +112,7 @@ func (s *Source) definition(t *mcp.Tool) (llms.Tool, error) {
 	if desc == "" && t.Annotations != nil {
 		desc = t.Annotations.Title
 	}
-	return llms.Tool{Type: "function", Function: &llms.FunctionDefinition{
-		Name:        name,
-		Description: desc,
-		Parameters:  json.RawMessage(raw),
-	}}, nil
+	return ai.Tool{Name: name, Description: desc, Parameters: json.RawMessage(raw)}, nil
 }
 
 // checkSchema reports why raw is not the JSON Schema of an object (draft

@@ -8,11 +8,10 @@ import (
 
 	"github.com/chatscopes/chatgen/runtime/ai"
 	"github.com/chatscopes/chatgen/runtime/chat"
-	"github.com/tmc/langchaingo/llms"
 )
 
-// This file needs a chatgen runtime that supports generated code version 1.
-const _ = chat.SupportPackageIsVersion2
+// This file needs a chatgen runtime that supports generated code version 3.
+const _ = chat.SupportPackageIsVersion3
 
 // Compile-time assertions: a compiler error here means the annotated source
 // changed since this file was generated. Re-run go generate.
@@ -217,11 +216,9 @@ func (ShopProxy) ListArmory(ctx context.Context) string {
 // chatToolShopSetKind is the tool setKind: it decodes the model's arguments
 // and calls Shop.SetKind on the Shop of the current scope.
 var chatToolShopSetKind = ai.Tool{
-	Definition: llms.Tool{Type: "function", Function: &llms.FunctionDefinition{
-		Name:        "setKind",
-		Description: "SetKind sets the kind of the weapon: sword, axe, bow, dagger or staff.",
-		Parameters:  json.RawMessage(`{"type":"object","properties":{"kind":{"type":"string"}},"required":["kind"],"additionalProperties":false}`),
-	}},
+	Name:        "setKind",
+	Description: "SetKind sets the kind of the weapon: sword, axe, bow, dagger or staff.",
+	Parameters:  json.RawMessage(`{"type":"object","properties":{"kind":{"type":"string"}},"required":["kind"],"additionalProperties":false}`),
 	Invoke: ai.BeanTool(chatBeanShop, func(_ context.Context, shop *Shop, args struct {
 		Kind string `json:"kind"`
 	}) (any, error) {
@@ -232,11 +229,9 @@ var chatToolShopSetKind = ai.Tool{
 // chatToolShopSetName is the tool setName: it decodes the model's arguments
 // and calls Shop.SetName on the Shop of the current scope.
 var chatToolShopSetName = ai.Tool{
-	Definition: llms.Tool{Type: "function", Function: &llms.FunctionDefinition{
-		Name:        "setName",
-		Description: "SetName names the weapon.",
-		Parameters:  json.RawMessage(`{"type":"object","properties":{"name":{"type":"string","description":"the weapon's name, one to three words"}},"required":["name"],"additionalProperties":false}`),
-	}},
+	Name:        "setName",
+	Description: "SetName names the weapon.",
+	Parameters:  json.RawMessage(`{"type":"object","properties":{"name":{"type":"string","description":"the weapon's name, one to three words"}},"required":["name"],"additionalProperties":false}`),
 	Invoke: ai.BeanTool(chatBeanShop, func(_ context.Context, shop *Shop, args struct {
 		Name string `json:"name"`
 	}) (any, error) {
@@ -247,11 +242,9 @@ var chatToolShopSetName = ai.Tool{
 // chatToolShopSetDamage is the tool setDamage: it decodes the model's
 // arguments and calls Shop.SetDamage on the Shop of the current scope.
 var chatToolShopSetDamage = ai.Tool{
-	Definition: llms.Tool{Type: "function", Function: &llms.FunctionDefinition{
-		Name:        "setDamage",
-		Description: "SetDamage sets how much damage the weapon deals, from 1 to 100.",
-		Parameters:  json.RawMessage(`{"type":"object","properties":{"damage":{"type":"integer"}},"required":["damage"],"additionalProperties":false}`),
-	}},
+	Name:        "setDamage",
+	Description: "SetDamage sets how much damage the weapon deals, from 1 to 100.",
+	Parameters:  json.RawMessage(`{"type":"object","properties":{"damage":{"type":"integer"}},"required":["damage"],"additionalProperties":false}`),
 	Invoke: ai.BeanTool(chatBeanShop, func(_ context.Context, shop *Shop, args struct {
 		Damage int `json:"damage"`
 	}) (any, error) {
@@ -262,11 +255,9 @@ var chatToolShopSetDamage = ai.Tool{
 // chatToolShopShowWeapon is the tool showWeapon: it calls Shop.ShowWeapon on
 // the Shop of the current scope.
 var chatToolShopShowWeapon = ai.Tool{
-	Definition: llms.Tool{Type: "function", Function: &llms.FunctionDefinition{
-		Name:        "showWeapon",
-		Description: "ShowWeapon shows the weapon as it is now.",
-		Parameters:  json.RawMessage(`{"type":"object","properties":{},"additionalProperties":false}`),
-	}},
+	Name:        "showWeapon",
+	Description: "ShowWeapon shows the weapon as it is now.",
+	Parameters:  json.RawMessage(`{"type":"object","properties":{},"additionalProperties":false}`),
 	Invoke: ai.BeanToolNoArgs(chatBeanShop, func(_ context.Context, shop *Shop) (any, error) {
 		return shop.ShowWeapon(), nil
 	}),
@@ -275,11 +266,9 @@ var chatToolShopShowWeapon = ai.Tool{
 // chatToolShopSetElement is the tool setElement: it decodes the model's
 // arguments and calls Shop.SetElement on the Shop of the current scope.
 var chatToolShopSetElement = ai.Tool{
-	Definition: llms.Tool{Type: "function", Function: &llms.FunctionDefinition{
-		Name:        "setElement",
-		Description: "SetElement sets the element of the enchantment: fire, frost or lightning.",
-		Parameters:  json.RawMessage(`{"type":"object","properties":{"element":{"type":"string"}},"required":["element"],"additionalProperties":false}`),
-	}},
+	Name:        "setElement",
+	Description: "SetElement sets the element of the enchantment: fire, frost or lightning.",
+	Parameters:  json.RawMessage(`{"type":"object","properties":{"element":{"type":"string"}},"required":["element"],"additionalProperties":false}`),
 	Invoke: ai.BeanTool(chatBeanShop, func(_ context.Context, shop *Shop, args struct {
 		Element string `json:"element"`
 	}) (any, error) {
@@ -290,11 +279,9 @@ var chatToolShopSetElement = ai.Tool{
 // chatToolShopSetPower is the tool setPower: it decodes the model's
 // arguments and calls Shop.SetPower on the Shop of the current scope.
 var chatToolShopSetPower = ai.Tool{
-	Definition: llms.Tool{Type: "function", Function: &llms.FunctionDefinition{
-		Name:        "setPower",
-		Description: "SetPower sets the power of the enchantment, from 1 to 10.",
-		Parameters:  json.RawMessage(`{"type":"object","properties":{"power":{"type":"integer"}},"required":["power"],"additionalProperties":false}`),
-	}},
+	Name:        "setPower",
+	Description: "SetPower sets the power of the enchantment, from 1 to 10.",
+	Parameters:  json.RawMessage(`{"type":"object","properties":{"power":{"type":"integer"}},"required":["power"],"additionalProperties":false}`),
 	Invoke: ai.BeanTool(chatBeanShop, func(_ context.Context, shop *Shop, args struct {
 		Power int `json:"power"`
 	}) (any, error) {
@@ -305,11 +292,9 @@ var chatToolShopSetPower = ai.Tool{
 // chatToolShopBind is the tool bind: it calls Shop.Bind on the Shop of the
 // current scope.
 var chatToolShopBind = ai.Tool{
-	Definition: llms.Tool{Type: "function", Function: &llms.FunctionDefinition{
-		Name:        "bind",
-		Description: "Bind binds the enchantment to the weapon.",
-		Parameters:  json.RawMessage(`{"type":"object","properties":{},"additionalProperties":false}`),
-	}},
+	Name:        "bind",
+	Description: "Bind binds the enchantment to the weapon.",
+	Parameters:  json.RawMessage(`{"type":"object","properties":{},"additionalProperties":false}`),
 	Invoke: ai.BeanToolNoArgs(chatBeanShop, func(_ context.Context, shop *Shop) (any, error) {
 		return shop.Bind()
 	}),
@@ -318,11 +303,9 @@ var chatToolShopBind = ai.Tool{
 // chatToolShopFinishWeapon is the tool finishWeapon: it calls
 // Shop.FinishWeapon on the Shop of the current scope.
 var chatToolShopFinishWeapon = ai.Tool{
-	Definition: llms.Tool{Type: "function", Function: &llms.FunctionDefinition{
-		Name:        "finishWeapon",
-		Description: "FinishWeapon saves the weapon.",
-		Parameters:  json.RawMessage(`{"type":"object","properties":{},"additionalProperties":false}`),
-	}},
+	Name:        "finishWeapon",
+	Description: "FinishWeapon saves the weapon.",
+	Parameters:  json.RawMessage(`{"type":"object","properties":{},"additionalProperties":false}`),
 	Invoke: ai.BeanToolNoArgs(chatBeanShop, func(_ context.Context, shop *Shop) (any, error) {
 		return shop.FinishWeapon()
 	}),
@@ -331,11 +314,9 @@ var chatToolShopFinishWeapon = ai.Tool{
 // chatToolShopSetPiece is the tool setPiece: it decodes the model's
 // arguments and calls Shop.SetPiece on the Shop of the current scope.
 var chatToolShopSetPiece = ai.Tool{
-	Definition: llms.Tool{Type: "function", Function: &llms.FunctionDefinition{
-		Name:        "setPiece",
-		Description: "SetPiece sets the piece of armour: helm, breastplate, gauntlets, greaves or shield.",
-		Parameters:  json.RawMessage(`{"type":"object","properties":{"piece":{"type":"string"}},"required":["piece"],"additionalProperties":false}`),
-	}},
+	Name:        "setPiece",
+	Description: "SetPiece sets the piece of armour: helm, breastplate, gauntlets, greaves or shield.",
+	Parameters:  json.RawMessage(`{"type":"object","properties":{"piece":{"type":"string"}},"required":["piece"],"additionalProperties":false}`),
 	Invoke: ai.BeanTool(chatBeanShop, func(_ context.Context, shop *Shop, args struct {
 		Piece string `json:"piece"`
 	}) (any, error) {
@@ -346,11 +327,9 @@ var chatToolShopSetPiece = ai.Tool{
 // chatToolShopSetMaterial is the tool setMaterial: it decodes the model's
 // arguments and calls Shop.SetMaterial on the Shop of the current scope.
 var chatToolShopSetMaterial = ai.Tool{
-	Definition: llms.Tool{Type: "function", Function: &llms.FunctionDefinition{
-		Name:        "setMaterial",
-		Description: "SetMaterial sets the material of the armour: leather, iron, steel or mithril.",
-		Parameters:  json.RawMessage(`{"type":"object","properties":{"material":{"type":"string"}},"required":["material"],"additionalProperties":false}`),
-	}},
+	Name:        "setMaterial",
+	Description: "SetMaterial sets the material of the armour: leather, iron, steel or mithril.",
+	Parameters:  json.RawMessage(`{"type":"object","properties":{"material":{"type":"string"}},"required":["material"],"additionalProperties":false}`),
 	Invoke: ai.BeanTool(chatBeanShop, func(_ context.Context, shop *Shop, args struct {
 		Material string `json:"material"`
 	}) (any, error) {
@@ -361,11 +340,9 @@ var chatToolShopSetMaterial = ai.Tool{
 // chatToolShopFinishArmor is the tool finishArmor: it calls Shop.FinishArmor
 // on the Shop of the current scope.
 var chatToolShopFinishArmor = ai.Tool{
-	Definition: llms.Tool{Type: "function", Function: &llms.FunctionDefinition{
-		Name:        "finishArmor",
-		Description: "FinishArmor saves the armour.",
-		Parameters:  json.RawMessage(`{"type":"object","properties":{},"additionalProperties":false}`),
-	}},
+	Name:        "finishArmor",
+	Description: "FinishArmor saves the armour.",
+	Parameters:  json.RawMessage(`{"type":"object","properties":{},"additionalProperties":false}`),
 	Invoke: ai.BeanToolNoArgs(chatBeanShop, func(_ context.Context, shop *Shop) (any, error) {
 		return shop.FinishArmor()
 	}),
@@ -374,11 +351,9 @@ var chatToolShopFinishArmor = ai.Tool{
 // chatToolShopCancel is the tool cancel: it calls Shop.Cancel on the Shop of
 // the current scope.
 var chatToolShopCancel = ai.Tool{
-	Definition: llms.Tool{Type: "function", Function: &llms.FunctionDefinition{
-		Name:        "cancel",
-		Description: "Cancel abandons the weapon, enchantment or armour being built, without\nsaving it.",
-		Parameters:  json.RawMessage(`{"type":"object","properties":{},"additionalProperties":false}`),
-	}},
+	Name:        "cancel",
+	Description: "Cancel abandons the weapon, enchantment or armour being built, without\nsaving it.",
+	Parameters:  json.RawMessage(`{"type":"object","properties":{},"additionalProperties":false}`),
 	Invoke: ai.BeanToolNoArgs(chatBeanShop, func(_ context.Context, shop *Shop) (any, error) {
 		return shop.Cancel(), nil
 	}),
@@ -387,11 +362,9 @@ var chatToolShopCancel = ai.Tool{
 // chatToolShopListArmory is the tool listArmory: it calls Shop.ListArmory on
 // the Shop of the current scope.
 var chatToolShopListArmory = ai.Tool{
-	Definition: llms.Tool{Type: "function", Function: &llms.FunctionDefinition{
-		Name:        "listArmory",
-		Description: "ListArmory lists what the player has built.",
-		Parameters:  json.RawMessage(`{"type":"object","properties":{},"additionalProperties":false}`),
-	}},
+	Name:        "listArmory",
+	Description: "ListArmory lists what the player has built.",
+	Parameters:  json.RawMessage(`{"type":"object","properties":{},"additionalProperties":false}`),
 	Invoke: ai.BeanToolNoArgs(chatBeanShop, func(_ context.Context, shop *Shop) (any, error) {
 		return shop.ListArmory(), nil
 	}),

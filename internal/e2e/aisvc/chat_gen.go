@@ -9,11 +9,10 @@ import (
 
 	"github.com/chatscopes/chatgen/runtime/ai"
 	"github.com/chatscopes/chatgen/runtime/chat"
-	"github.com/tmc/langchaingo/llms"
 )
 
-// This file needs a chatgen runtime that supports generated code version 1.
-const _ = chat.SupportPackageIsVersion2
+// This file needs a chatgen runtime that supports generated code version 3.
+const _ = chat.SupportPackageIsVersion3
 
 // Compile-time assertions: a compiler error here means the annotated source
 // changed since this file was generated. Re-run go generate.
@@ -264,11 +263,9 @@ func (Weapon) ChatEventType() string {
 // arguments and calls Workbench.SetKind on the Workbench of the current
 // scope.
 var chatToolWorkbenchSetKind = ai.Tool{
-	Definition: llms.Tool{Type: "function", Function: &llms.FunctionDefinition{
-		Name:        "SetKind",
-		Description: "SetKind sets the kind of weapon.",
-		Parameters:  json.RawMessage(`{"type":"object","properties":{"kind":{"type":"string","enum":["sword","axe","bow"]}},"required":["kind"],"additionalProperties":false}`),
-	}},
+	Name:        "SetKind",
+	Description: "SetKind sets the kind of weapon.",
+	Parameters:  json.RawMessage(`{"type":"object","properties":{"kind":{"type":"string","enum":["sword","axe","bow"]}},"required":["kind"],"additionalProperties":false}`),
 	Invoke: ai.BeanTool(chatBeanWorkbench, func(ctx context.Context, workbench *Workbench, args struct {
 		Kind Kind `json:"kind"`
 	}) (any, error) {
@@ -280,11 +277,9 @@ var chatToolWorkbenchSetKind = ai.Tool{
 // arguments and calls Workbench.SetName on the Workbench of the current
 // scope.
 var chatToolWorkbenchSetName = ai.Tool{
-	Definition: llms.Tool{Type: "function", Function: &llms.FunctionDefinition{
-		Name:        "SetName",
-		Description: "SetName names the weapon.",
-		Parameters:  json.RawMessage(`{"type":"object","properties":{"name":{"type":"string","description":"the weapon's name, at most three words"}},"required":["name"],"additionalProperties":false}`),
-	}},
+	Name:        "SetName",
+	Description: "SetName names the weapon.",
+	Parameters:  json.RawMessage(`{"type":"object","properties":{"name":{"type":"string","description":"the weapon's name, at most three words"}},"required":["name"],"additionalProperties":false}`),
 	Invoke: ai.BeanTool(chatBeanWorkbench, func(_ context.Context, workbench *Workbench, args struct {
 		Name string `json:"name"`
 	}) (any, error) {
@@ -295,12 +290,10 @@ var chatToolWorkbenchSetName = ai.Tool{
 // chatToolWorkbenchInspect is the tool Inspect: it calls Workbench.Inspect
 // on the Workbench of the current scope.
 var chatToolWorkbenchInspect = ai.Tool{
-	Definition: llms.Tool{Type: "function", Function: &llms.FunctionDefinition{
-		Name:        "Inspect",
-		Description: "Inspect shows the weapon as it is now.",
-		Parameters:  json.RawMessage(`{"type":"object","properties":{},"additionalProperties":false}`),
-	}},
-	Immediate: true,
+	Name:        "Inspect",
+	Description: "Inspect shows the weapon as it is now.",
+	Parameters:  json.RawMessage(`{"type":"object","properties":{},"additionalProperties":false}`),
+	Immediate:   true,
 	Invoke: ai.BeanToolNoArgs(chatBeanWorkbench, func(_ context.Context, workbench *Workbench) (any, error) {
 		return workbench.Inspect(), nil
 	}),
@@ -309,11 +302,9 @@ var chatToolWorkbenchInspect = ai.Tool{
 // chatToolWorkbenchExplode is the tool Explode: it calls Workbench.Explode
 // on the Workbench of the current scope.
 var chatToolWorkbenchExplode = ai.Tool{
-	Definition: llms.Tool{Type: "function", Function: &llms.FunctionDefinition{
-		Name:        "Explode",
-		Description: "Explode always panics.",
-		Parameters:  json.RawMessage(`{"type":"object","properties":{},"additionalProperties":false}`),
-	}},
+	Name:        "Explode",
+	Description: "Explode always panics.",
+	Parameters:  json.RawMessage(`{"type":"object","properties":{},"additionalProperties":false}`),
 	Invoke: ai.BeanToolNoArgs(chatBeanWorkbench, func(_ context.Context, workbench *Workbench) (any, error) {
 		return workbench.Explode(), nil
 	}),

@@ -10,11 +10,10 @@ import (
 	"github.com/chatscopes/chatgen/runtime/ai"
 	"github.com/chatscopes/chatgen/runtime/chat"
 	"github.com/chatscopes/chatgen/runtime/markdown"
-	"github.com/tmc/langchaingo/llms"
 )
 
-// This file needs a chatgen runtime that supports generated code version 1.
-const _ = chat.SupportPackageIsVersion2
+// This file needs a chatgen runtime that supports generated code version 3.
+const _ = chat.SupportPackageIsVersion3
 
 // Compile-time assertions: a compiler error here means the annotated source
 // changed since this file was generated. Re-run go generate.
@@ -377,11 +376,9 @@ func (Report) ChatEventType() string {
 // chatToolShelfFind is the tool Find: it decodes the model's arguments and
 // calls Shelf.Find on the Shelf of the current scope.
 var chatToolShelfFind = ai.Tool{
-	Definition: llms.Tool{Type: "function", Function: &llms.FunctionDefinition{
-		Name:        "Find",
-		Description: "Find finds a page of items.",
-		Parameters:  json.RawMessage(`{"type":"object","properties":{"sku":{"type":"string"}},"required":["sku"],"additionalProperties":false}`),
-	}},
+	Name:        "Find",
+	Description: "Find finds a page of items.",
+	Parameters:  json.RawMessage(`{"type":"object","properties":{"sku":{"type":"string"}},"required":["sku"],"additionalProperties":false}`),
 	Invoke: ai.BeanTool(chatBeanShelf, func(_ context.Context, shelf *Shelf, args struct {
 		Sku string `json:"sku"`
 	}) (any, error) {
@@ -392,11 +389,9 @@ var chatToolShelfFind = ai.Tool{
 // chatToolShelfLog is the tool Log: it decodes the model's arguments and
 // calls Shelf.Log on the Shelf of the current scope.
 var chatToolShelfLog = ai.Tool{
-	Definition: llms.Tool{Type: "function", Function: &llms.FunctionDefinition{
-		Name:        "Log",
-		Description: "Log writes a report.",
-		Parameters:  json.RawMessage(`{"type":"object","properties":{"level":{"type":"string","enum":["debug","info"]}},"required":["level"],"additionalProperties":false}`),
-	}},
+	Name:        "Log",
+	Description: "Log writes a report.",
+	Parameters:  json.RawMessage(`{"type":"object","properties":{"level":{"type":"string","enum":["debug","info"]}},"required":["level"],"additionalProperties":false}`),
 	Invoke: ai.BeanTool(chatBeanShelf, func(_ context.Context, shelf *Shelf, args struct {
 		Level Level `json:"level"`
 	}) (any, error) {

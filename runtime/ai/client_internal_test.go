@@ -1,0 +1,164 @@
+package ai
+
+import (
+	"encoding/json"
+	"errors"
+	"reflect"
+	"testing"
+
+	"github.com/tmc/langchaingo/llms"
+
+	"github.com/chatscopes/chatgen/runtime/llmtest"
+)
+
+// turnMessages is a turn with text before two tool calls and their two
+// results, as the memory keeps it.
+func turnMessages() []llms.MessageContent {
+	return []llms.MessageContent{
+		llms.TextParts(llms.ChatMessageTypeSystem, "Be brief."),
+		llms.TextParts(llms.ChatMessageTypeHuman, "Weather in Paris and Rome?"),
+		{Role: llms.ChatMessageTypeAI, Parts: []llms.ContentPart{
+			llms.TextContent{Text: "Let me look."},
+			llms.ToolCall{ID: "a", Type: "function", FunctionCall: &llms.FunctionCall{Name: "weather", Arguments: `{"city":"Paris"}`}},
+			llms.ToolCall{ID: "b", Type: "function", FunctionCall: &llms.FunctionCall{Name: "weather", Arguments: `{"city":"Rome"}`}},
+		}},
+		{Role: llms.ChatMessageTypeTool, Parts: []llms.ContentPart{llms.ToolCallResponse{ToolCallID: "a", Name: "weather", Content: "sun"}}},
+		{Role: llms.ChatMessageTypeTool, Parts: []llms.ContentPart{llms.ToolCallResponse{ToolCallID: "b", Name: "weather", Content: "rain"}}},
+		llms.TextParts(llms.ChatMessageTypeAI, "Sun in Paris, rain in Rome."),
+	}
+}
+
+func roles(msgs []llms.MessageContent) []string {
+	out := make([]string, len(msgs))
+	for i, m := range msgs {
+		out[i] = string(m.Role) + ":" + string(rune('0'+len(m.Parts)))
+	}
+	return out
+}
+
+func TestDialectMessages(t *testing.T) {
+	for _, tc := range []struct {
+		client Client
+		want   []string
+	}{
+		{ClientOpenAI, []string{"system:1", "human:1", "ai:3", "tool:1", "tool:1", "ai:1"}},
+		{ClientAnthropic, []string{"system:1", "human:1", "ai:1", "ai:1", "ai:1", "tool:1", "tool:1", "ai:1"}},
+		{ClientGoogleAI, []string{"system:1", "human:1", "ai:3", "tool:2", "ai:1"}},
+	} {
+		t.Run(string(tc.client), func(t *testing.T) {
+			in := turnMessages()
+			before := roles(in)
+			got := newDialect(tc.client).messages(in)
+			if r := roles(got); !reflect.DeepEqual(r, tc.want) {
+				t.Fatalf("shaped %v, want %v", r, tc.want)
+			}
+			if !reflect.DeepEqual(roles(in), before) || len(in[4].Parts) != 1 {
+				t.Fatalf("the memory's messages were changed: %v", roles(in))
+			}
+			if reflect.DeepEqual(tc.want, before) && &got[0] != &in[0] {
+				t.Fatal("messages that need no shaping were copied")
+			}
+		})
+	}
+}
+
+func TestDialectAnthropicDropsEmptyText(t *testing.T) {
+	in := []llms.MessageContent{
+		llms.TextParts(llms.ChatMessageTypeHuman, "hi"),
+		llms.TextParts(llms.ChatMessageTypeAI, ""),
+		llms.TextParts(llms.ChatMessageTypeHuman, "again"),
+	}
+	got := newDialect(ClientAnthropic).messages(in)
+	if r := roles(got); !reflect.DeepEqual(r, []string{"human:1", "human:1"}) {
+		t.Fatalf("shaped %v", r)
+	}
+}
+
+func TestDetectClient(t *testing.T) {
+	m := llmtest.NewModel(llmtest.Sequence())
+	if c := detectClient(m); c != ClientOpenAI {
+		t.Fatalf("llmtest.Model: %v", c)
+	}
+	if c := detectClient(nil); c != ClientOpenAI {
+		t.Fatalf("nil: %v", c)
+	}
+	s := NewService("x.S", Config{Model: m, Client: ClientGoogleAI})
+	if s.Client() != ClientGoogleAI {
+		t.Fatalf("explicit client: %v", s.Client())
+	}
+	s = NewService("x.S", Config{Model: m, Client: "gemini"})
+	if err := s.Check(); !errors.Is(err, ErrUnknownClient) {
+		t.Fatalf("Check of an unknown client: %v", err)
+	}
+}
+
+func TestGeminiSchema(t *testing.T) {
+	for _, tc := range []struct{ in, want string }{
+		{``, `{"properties":{},"type":"object"}`},
+		{`{"type":"object"}`, `{"properties":{},"type":"object"}`},
+		{`{"type":"object","properties":{"n":{"type":["integer","null"],"description":"N"},"tags":{"type":"array"},` +
+			`"kind":{"enum":["a","b"],"type":"string"},"any":{"anyOf":[{"type":"null"},{"type":"number"}]}},` +
+			`"required":["n"],"additionalProperties":false,"$schema":"x"}`,
+			`{"properties":{"any":{"type":"number"},"kind":{"enum":["a","b"],"type":"string"},"n":{"description":"N","type":"integer"},` +
+				`"tags":{"items":{"type":"string"},"type":"array"}},"required":["n"],"type":"object"}`},
+	} {
+		got, err := geminiSchema(json.RawMessage(tc.in))
+		if err != nil {
+			t.Fatalf("%s: %v", tc.in, err)
+		}
+		b, _ := json.Marshal(got)
+		if string(b) != tc.want {
+			t.Errorf("geminiSchema(%s)\n got %s\nwant %s", tc.in, b, tc.want)
+		}
+	}
+	if _, err := geminiSchema(json.RawMessage(`[1]`)); err == nil {
+		t.Fatal("an array schema was accepted")
+	}
+}
+
+func TestDialectUsage(t *testing.T) {
+	type usage struct {
+		PromptTokens     int `json:"prompt_tokens"`
+		CompletionTokens int `json:"completion_tokens"`
+		TotalTokens      int `json:"total_tokens"`
+	}
+	for _, tc := range []struct {
+		name string
+		info map[string]any
+		want Usage
+	}{
+		{"openai", map[string]any{"PromptTokens": 3, "CompletionTokens": int32(2), "TotalTokens": int64(5)}, Usage{3, 2, 5}},
+		{"anthropic", map[string]any{"InputTokens": int32(10), "OutputTokens": 4}, Usage{10, 4, 14}},
+		{"numbers", map[string]any{"PromptTokens": 1.0, "CompletionTokens": json.Number("1")}, Usage{1, 1, 2}},
+		{"mistral", map[string]any{"usage": usage{7, 3, 10}, "model": "m"}, Usage{7, 3, 10}},
+		{"gemini thoughts", map[string]any{"PromptTokens": int32(10), "CompletionTokens": int32(5), "TotalTokens": int32(40)}, Usage{10, 30, 40}},
+		{"none", nil, Usage{}},
+	} {
+		if got := (dialect{}).usage(tc.info); got != tc.want {
+			t.Errorf("%s: %+v, want %+v", tc.name, got, tc.want)
+		}
+	}
+}
+
+func TestDialectFinish(t *testing.T) {
+	ollama, gemini := newDialect(ClientOllama), newDialect(ClientGoogleAI)
+	for _, tc := range []struct {
+		name   string
+		d      dialect
+		choice llms.ContentChoice
+		reason string
+		clean  bool
+	}{
+		{"reason", dialect{}, llms.ContentChoice{StopReason: "stop"}, "stop", true},
+		{"none", dialect{}, llms.ContentChoice{Content: "x"}, "", false},
+		{"gemini unspecified", gemini, llms.ContentChoice{Content: "x", StopReason: "FinishReasonUnspecified"}, "", false},
+		{"gemini stop", gemini, llms.ContentChoice{StopReason: "FinishReasonStop"}, "FinishReasonStop", true},
+		{"ollama done", ollama, llms.ContentChoice{Content: "x", GenerationInfo: map[string]any{"PromptTokens": 3, "CompletionTokens": 1}}, "", true},
+		{"ollama cut", ollama, llms.ContentChoice{GenerationInfo: map[string]any{"PromptTokens": 0, "CompletionTokens": 0}}, "", false},
+	} {
+		r, c := tc.d.finish(&tc.choice)
+		if r != tc.reason || c != tc.clean {
+			t.Errorf("%s: finish = %q, %v; want %q, %v", tc.name, r, c, tc.reason, tc.clean)
+		}
+	}
+}
