@@ -1,12 +1,10 @@
 package main
 
 import (
-	"fmt"
 	"log/slog"
 	"os"
 
 	"github.com/tmc/langchaingo/llms"
-	"github.com/tmc/langchaingo/llms/openai"
 
 	"github.com/chatscopes/chatgen/runtime/ai"
 	"github.com/chatscopes/chatgen/runtime/chat"
@@ -70,27 +68,4 @@ func newApp(model llms.Model, logger *slog.Logger, store storage, menuTools ...a
 	}
 	a.router = router
 	return a, nil
-}
-
-// modelFromEnv returns a real model when OPENAI_API_KEY is set (with
-// OPENAI_BASE_URL for any OpenAI-compatible server, such as Ollama's /v1,
-// and CHATGEN_MODEL for the model name), else the offline scripted
-// armorer. The string describes the choice.
-func modelFromEnv() (llms.Model, string, error) {
-	key := os.Getenv("OPENAI_API_KEY")
-	if key == "" {
-		return llmtest.NewModel(llmtest.ScriptFunc(playArmorer)), "the offline scripted armorer (set OPENAI_API_KEY for a real model)", nil
-	}
-	name := realModelName()
-	opts := []openai.Option{openai.WithToken(key), openai.WithModel(name)}
-	where := "OpenAI"
-	if base := os.Getenv("OPENAI_BASE_URL"); base != "" {
-		opts = append(opts, openai.WithBaseURL(base))
-		where = base
-	}
-	m, err := openai.New(opts...)
-	if err != nil {
-		return nil, "", fmt.Errorf("creating the OpenAI client: %w", err)
-	}
-	return m, fmt.Sprintf("%s at %s", name, where), nil
 }

@@ -6,7 +6,8 @@
 //
 // It serves a web page (the JavaScript client over the websocket endpoint)
 // and, with -terminal, chats in the terminal through the local client. It
-// runs offline on a scripted model unless OPENAI_API_KEY is set. With
+// runs offline on a scripted model unless -provider (or OPENAI_API_KEY)
+// chooses a real one: OpenAI, Anthropic, Gemini or Ollama. With
 // -mcp-lore the Main Menu also offers the tools of a small MCP server, the
 // lore server, which the program runs as its own child process
 // (`weaponbuilder lore-server`).
@@ -27,6 +28,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 
 	"github.com/chatscopes/chatgen/runtime/ai"
@@ -49,6 +51,7 @@ func main() {
 	data := flag.String("data", defaultDataFile(), `the file that keeps the conversations across restarts ("": in memory only; with -terminal the default is in memory)`)
 	redisAddr := flag.String("redis", "", "keep the conversations in the Redis at this address instead (several servers can share it)")
 	redisPrefix := flag.String("redis-prefix", "weaponbuilder:", "the prefix of the Redis keys")
+	provider := flag.String("provider", "", "the model: "+strings.Join(providers, ", ")+` (keys from OPENAI_API_KEY, ANTHROPIC_API_KEY, GEMINI_API_KEY, OLLAMA_HOST; CHATGEN_MODEL names the model; default: openai when OPENAI_API_KEY is set, else offline)`)
 	lease := flag.Duration("lease", 0, "how long a server holds a conversation between requests: another server resuming it after a crash waits that long (0: 30s)")
 	flag.Parse()
 	if *terminal && !flagSet("data") {
@@ -67,7 +70,7 @@ func main() {
 			}
 			defer func() { err = errors.Join(err, shutdown(context.Background())) }()
 		}
-		return run(ctx, *addr, storageFlags{data: *data, redisAddr: *redisAddr, redisPrefix: *redisPrefix, lease: *lease}, *terminal, *lore, logger)
+		return run(ctx, *provider, *addr, storageFlags{data: *data, redisAddr: *redisAddr, redisPrefix: *redisPrefix, lease: *lease}, *terminal, *lore, logger)
 	}()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "weaponbuilder:", err)
@@ -82,8 +85,8 @@ func flagSet(name string) bool {
 	return set
 }
 
-func run(ctx context.Context, addr string, data storageFlags, terminal, lore bool, logger *slog.Logger) (err error) {
-	model, about, err := modelFromEnv()
+func run(ctx context.Context, provider, addr string, data storageFlags, terminal, lore bool, logger *slog.Logger) (err error) {
+	model, about, err := modelFor(ctx, provider, os.Getenv)
 	if err != nil {
 		return err
 	}
