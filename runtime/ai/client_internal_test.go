@@ -162,3 +162,27 @@ func TestDialectFinish(t *testing.T) {
 		}
 	}
 }
+
+// TestPickChoiceAnthropicBlocks: llms/anthropic returns a choice per
+// content block, the thinking block's reasoning in GenerationInfo only.
+func TestPickChoiceAnthropicBlocks(t *testing.T) {
+	info := func(extra map[string]any) map[string]any {
+		m := map[string]any{"InputTokens": 10, "OutputTokens": 5}
+		for k, v := range extra {
+			m[k] = v
+		}
+		return m
+	}
+	resp := &llms.ContentResponse{Choices: []*llms.ContentChoice{
+		{StopReason: "tool_use", GenerationInfo: info(map[string]any{"ThinkingContent": "Paris first.", "ThinkingSignature": "sig"})},
+		{Content: "Let me look.", StopReason: "tool_use", GenerationInfo: info(map[string]any{"ThinkingContent": ""})},
+		{ToolCalls: []llms.ToolCall{{ID: "t1", FunctionCall: &llms.FunctionCall{Name: "weather"}}}, StopReason: "tool_use", GenerationInfo: info(nil)},
+	}}
+	c := pickChoice(resp)
+	if c.Content != "Let me look." || len(c.ToolCalls) != 1 || c.ReasoningContent != "Paris first." || c.StopReason != "tool_use" {
+		t.Fatalf("merged %+v", c)
+	}
+	if u := newDialect(ClientAnthropic).usage(c.GenerationInfo); u != (Usage{10, 5, 15}) {
+		t.Fatalf("usage %+v", u)
+	}
+}

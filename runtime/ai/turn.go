@@ -393,6 +393,12 @@ func pickChoice(resp *llms.ContentResponse) *llms.ContentChoice {
 		merged.StopReason = c.StopReason
 		if c.ReasoningContent != "" {
 			merged.ReasoningContent += c.ReasoningContent
+		} else if _, thinking := c.GenerationInfo["ThinkingSignature"]; thinking {
+			// llms/anthropic returns a thinking block as a choice whose
+			// reasoning is in GenerationInfo only.
+			if text, ok := c.GenerationInfo["ThinkingContent"].(string); ok {
+				merged.ReasoningContent += text
+			}
 		}
 	}
 	return merged
