@@ -36,6 +36,8 @@ const snippetImports = `import (
 	"time"
 
 	"github.com/tmc/langchaingo/llms"
+	"github.com/tmc/langchaingo/llms/anthropic"
+	"github.com/tmc/langchaingo/llms/googleai"
 	"github.com/tmc/langchaingo/llms/openai"
 
 	"github.com/chatscopes/chatgen/runtime/ai"
@@ -47,13 +49,13 @@ const snippetImports = `import (
 )
 `
 
-// TestSnippetsCompile compiles the Go snippets of the guide and of the
-// README, each document as one package run through chatgen and go vet.
+// TestSnippetsCompile compiles the Go snippets of the guide, of
+// models.md and of the README, each document as one package run through chatgen and go vet.
 func TestSnippetsCompile(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds a module")
 	}
-	for _, doc := range []string{"guide.md", "../README.md"} {
+	for _, doc := range []string{"guide.md", "models.md", "../README.md"} {
 		t.Run(filepath.Base(doc), func(t *testing.T) {
 			t.Parallel()
 			compileSnippets(t, doc)
@@ -81,6 +83,9 @@ func compileSnippets(t *testing.T, doc string) {
 		if declStart.MatchString(code) {
 			fmt.Fprintf(&src, "\n%s\n", code)
 			continue
+		}
+		if lines := strings.Split(strings.TrimSpace(code), "\n"); !strings.HasPrefix(strings.TrimSpace(lines[len(lines)-1]), "return") {
+			code += "return nil\n" // a snippet that shows a setting need not end in a return
 		}
 		fmt.Fprintf(&src, "\nfunc snippet%d(ctx context.Context, llm llms.Model) error {\n%s}\n", n, code)
 	}
