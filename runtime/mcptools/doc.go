@@ -45,6 +45,13 @@
 // A session that ends (a crashed or restarted server) is opened again for
 // the next call; the state the server kept for it is lost.
 //
+// # Processes
+//
+// A server run with [Command] or a [Cmd] gets a minimal environment,
+// [DefaultEnv] (PATH, HOME and the like), not the application's, where
+// API keys and other secrets live: pass it what it needs in [Cmd.Env], or
+// everything with [Cmd.InheritEnv].
+//
 // # Tools and failures
 //
 // [Options.Allow] and [Options.Deny] filter the tools by the names the

@@ -64,7 +64,8 @@ type legendArgs struct {
 // exit during the call. The variant "bad" adds a tool with a broken input
 // schema and one whose name models reject. The variant "hard" adds "tome",
 // which answers with n bytes, and "stuck", which never answers, even when
-// cancelled. Over stdio the variant "mute" is a process that reads its
+// cancelled. The variant "env" adds "get_env", which tells the process's
+// environment. Over stdio the variant "mute" is a process that reads its
 // input and never answers, and "crash" one that writes to its stderr and
 // exits.
 func newServer(variant string, stdio bool) *mcp.Server {
@@ -110,6 +111,12 @@ func newServer(variant string, stdio bool) *mcp.Server {
 		mcp.AddTool(srv, &mcp.Tool{Name: "stuck", Description: "Stuck never answers, even when cancelled."},
 			func(context.Context, *mcp.CallToolRequest, struct{}) (*mcp.CallToolResult, any, error) {
 				select {}
+			})
+	}
+	if variant == "env" {
+		mcp.AddTool(srv, &mcp.Tool{Name: "get_env", Description: "GetEnv tells the server's environment."},
+			func(context.Context, *mcp.CallToolRequest, struct{}) (*mcp.CallToolResult, any, error) {
+				return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: strings.Join(os.Environ(), "\n")}}}, nil, nil
 			})
 	}
 	if variant == "bad" {
