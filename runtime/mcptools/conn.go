@@ -143,11 +143,18 @@ func (c *conn) open(ctx context.Context) (*session, []ai.Tool, error) {
 		return nil, nil, fmt.Errorf("%s: %w: its transport: %w", src.name, ErrUnavailable, err)
 	}
 	var stderr *stderrTail
-	if ct, ok := t.(*commandTransport); ok && ct.Command.Stderr == nil {
-		stderr = &stderrTail{log: func(line string) {
-			src.opts.Logger.Debug("mcptools: the MCP server's stderr", "server", src.opts.Name, "line", line)
-		}}
-		ct.Command.Stderr = stderr
+	ct, _ := t.(*commandTransport)
+	if ct != nil {
+		if ct.cmd.Stderr == nil {
+			stderr = &stderrTail{log: func(line string) {
+				src.opts.Logger.Debug("mcptools: the MCP server's stderr", "server", src.opts.Name, "line", line)
+			}}
+			ct.cmd.Stderr = stderr
+		}
+		ct.procs = &src.procs
+		ct.log = func(msg string, args ...any) {
+			src.opts.Logger.Debug(msg, append([]any{"server", src.opts.Name}, args...)...)
+		}
 	}
 	client := mcp.NewClient(src.opts.Client, &mcp.ClientOptions{
 		Logger:                 src.opts.Logger,
@@ -156,11 +163,17 @@ func (c *conn) open(ctx context.Context) (*session, []ai.Tool, error) {
 	c.stale.Store(false)
 	cs, err := client.Connect(ctx, t, nil)
 	if err != nil {
+		if ct != nil {
+			ct.wait() // its last words, and no process left behind
+		}
 		return nil, nil, fmt.Errorf("%s: %w: connecting: %w%s", src.name, ErrUnavailable, err, stderr.suffix())
 	}
 	tools, err := src.list(ctx, cs, c)
 	if err != nil {
 		_ = cs.Close()
+		if ct != nil {
+			ct.wait()
+		}
 		if errors.Is(err, ErrUnavailable) {
 			err = fmt.Errorf("%w%s", err, stderr.suffix())
 		}

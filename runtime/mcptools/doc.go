@@ -52,6 +52,10 @@
 // API keys and other secrets live: pass it what it needs in [Cmd.Env], or
 // everything with [Cmd.InheritEnv].
 //
+// Ending a session closes its server's stdin and returns: a scope's end
+// never waits for a server that does not exit, which is signalled in the
+// background (see [Cmd]); [Source.Close] waits for the processes.
+//
 // # Tools and failures
 //
 // [Options.Allow] and [Options.Deny] filter the tools by the names the

@@ -9,8 +9,10 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"os/signal"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -36,6 +38,22 @@ func TestMain(m *testing.M) {
 			// A server that reads and never answers.
 			_, _ = io.Copy(io.Discard, os.Stdin)
 			os.Exit(0)
+		}
+		if v := os.Args[2]; v == "deaf" || v == "stubborn" {
+			// A server that goes on after its input ends: "deaf" until
+			// SIGTERM or SIGUSR1, "stubborn" (which ignores SIGTERM)
+			// until SIGUSR1 or SIGKILL.
+			sigs := make(chan os.Signal, 1)
+			signal.Notify(sigs, syscall.SIGUSR1)
+			if v == "stubborn" {
+				signal.Notify(sigs, syscall.SIGTERM)
+			}
+			_ = newServer("lore", true).Run(context.Background(), &mcp.StdioTransport{})
+			for sig := range sigs {
+				if sig == syscall.SIGUSR1 {
+					os.Exit(0)
+				}
+			}
 		}
 		srv := newServer(os.Args[2], true)
 		if err := srv.Run(context.Background(), &mcp.StdioTransport{}); err != nil {

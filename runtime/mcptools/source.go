@@ -106,6 +106,8 @@ type Source struct {
 	mu     sync.Mutex
 	conns  map[*conn]struct{} // not closed
 	closed bool
+
+	procs sync.WaitGroup // the servers' processes not reaped yet
 }
 
 var _ ai.ToolLister = (*Source)(nil)
@@ -280,7 +282,10 @@ func (s *Source) Sessions() int {
 
 // Close closes the source's sessions: the application-wide one, or those
 // of the scopes that have not ended. Tools then fails with [ErrClosed].
-// It is idempotent.
+// It waits for the processes of its servers run as commands to exit, the
+// sessions of ended scopes included: a server that ignores the end of its
+// input is signalled after the [Cmd]'s Grace (see [Cmd]). It is
+// idempotent.
 func (s *Source) Close() error {
 	s.mu.Lock()
 	s.closed = true
@@ -293,6 +298,7 @@ func (s *Source) Close() error {
 	for _, c := range conns {
 		errs = append(errs, c.close())
 	}
+	s.procs.Wait()
 	return errors.Join(errs...)
 }
 
