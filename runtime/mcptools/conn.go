@@ -37,6 +37,8 @@ type session struct {
 	closing atomic.Bool   // ended by us, not by the server
 	lost    atomic.Bool   // a call found the connection gone
 	suspect atomic.Bool   // a call failed in the transport: ping before reuse
+
+	tooLarge *atomic.Bool // a message from the server went past MaxMessageBytes
 }
 
 // ended reports whether the session is over, or known to be.
@@ -142,6 +144,10 @@ func (c *conn) open(ctx context.Context) (*session, []ai.Tool, error) {
 	if err != nil {
 		return nil, nil, fmt.Errorf("%s: %w: its transport: %w", src.name, ErrUnavailable, err)
 	}
+	tooLarge := new(atomic.Bool)
+	if st, ok := t.(*mcp.StreamableClientTransport); ok {
+		t = boundHTTP(st, src.maxMessage, tooLarge)
+	}
 	var stderr *stderrTail
 	ct, _ := t.(*commandTransport)
 	if ct != nil {
@@ -179,7 +185,7 @@ func (c *conn) open(ctx context.Context) (*session, []ai.Tool, error) {
 		}
 		return nil, nil, err
 	}
-	s := &session{cs: cs, done: make(chan struct{})}
+	s := &session{cs: cs, done: make(chan struct{}), tooLarge: tooLarge}
 	go func() {
 		err := cs.Wait()
 		close(s.done)
@@ -290,6 +296,14 @@ func (c *conn) callOn(ctx context.Context, s *session, name, args string) (*mcp.
 	res, err := s.cs.CallTool(callCtx, &mcp.CallToolParams{Name: name, Arguments: json.RawMessage(args)})
 	if err == nil {
 		return res, nil
+	}
+	if s.tooLarge != nil && s.tooLarge.Load() {
+		// The SDK ends the connection on a message it could not read.
+		if s.lost.CompareAndSwap(false, true) {
+			src.opts.Logger.WarnContext(ctx, "mcptools: a message from the MCP server exceeds MaxMessageBytes; the next call opens a new session",
+				"server", src.opts.Name, "tool", name, "max_message_bytes", src.maxMessage)
+		}
+		return nil, fmt.Errorf("%w: a message from the server exceeds MaxMessageBytes (%d bytes): %w", ErrMessageTooLarge, src.maxMessage, err)
 	}
 	switch {
 	case ctx.Err() != nil:

@@ -78,7 +78,11 @@
 // server) did not run: it is made again, once, on a new session. A server
 // that cannot be reached when a turn starts leaves the turn without its
 // tools (logged), unless [Options.Required] makes the turn fail. A result
-// longer than [Options.MaxResultBytes] is cut.
+// longer than [Options.MaxResultBytes] is cut. A message longer than
+// [Options.MaxMessageBytes] (16 MiB by default) is not read: over
+// streamable HTTP the call fails with [ErrMessageTooLarge], as over stdio
+// the SDK fails a message over 16 MiB, and the next call opens a new
+// session.
 //
 // # Dependencies
 //

@@ -1,13 +1,19 @@
 package mcptools_test
 
 import (
+	"bufio"
 	"context"
+	"errors"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
+	"os/exec"
 	"runtime"
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -154,5 +160,131 @@ func countOnce(t *testing.T, src *mcptools.Source) {
 	}
 	if err := chat.End(ctx); err != nil {
 		t.Fatalf("chat.End: %v", err)
+	}
+}
+
+// startHTTPServer runs the "hard" server over streamable HTTP in a
+// process of its own (variant "http-sse" or "http-json") and returns its
+// URL.
+func startHTTPServer(t *testing.T, variant string) string {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], serverArg, variant)
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		stdin.Close()
+		_ = cmd.Wait()
+	})
+	url, err := bufio.NewReader(stdout).ReadString('\n')
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.TrimSpace(url)
+}
+
+// countingTransport counts the bytes of the response bodies read.
+type countingTransport struct {
+	base http.RoundTripper
+	n    atomic.Int64
+}
+
+func (c *countingTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	resp, err := c.base.RoundTrip(req)
+	if err == nil && resp.Body != nil {
+		resp.Body = &countingBody{resp.Body, &c.n}
+	}
+	return resp, err
+}
+
+type countingBody struct {
+	io.ReadCloser
+	n *atomic.Int64
+}
+
+func (b *countingBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	b.n.Add(int64(n))
+	return n, err
+}
+
+// TestHugeHTTPResult: a 100 MB result (24 MiB with the race detector)
+// over streamable HTTP, as a JSON
+// response or as an event of a stream, is not read past MaxMessageBytes:
+// the call fails with ErrMessageTooLarge, naming the limit, the memory
+// stays bounded, and the next call opens a new session.
+func TestHugeHTTPResult(t *testing.T) {
+	if testing.Short() {
+		t.Skip("sends 100 MB")
+	}
+	for _, variant := range []string{"http-json", "http-sse"} {
+		t.Run(variant, func(t *testing.T) {
+			checkGoroutines(t)
+			url := startHTTPServer(t, variant)
+			counter := &countingTransport{base: &http.Transport{}}
+			client := &http.Client{Transport: counter}
+			t.Cleanup(client.CloseIdleConnections)
+			src := connect(t, &mcptools.Options{Name: "lore", Transport: mcptools.StreamableHTTP(url, client), Logger: discard()})
+			size := 100_000_000
+			if raceEnabled {
+				size = 24 << 20 // a server built with the race detector is slow to encode it
+			}
+			f := newFixture(t, llmtest.Sequence(
+				calls(call("tome", fmt.Sprintf(`{"n":%d}`, size))), say("too long"),
+				calls(call("tome", `{"n":10}`)), say("short"),
+			), src)
+			ctx := begin(t)
+
+			runtime.GC()
+			var before runtime.MemStats
+			runtime.ReadMemStats(&before)
+			var peak atomic.Uint64
+			stop := make(chan struct{})
+			sampled := make(chan struct{})
+			go func() {
+				defer close(sampled)
+				var m runtime.MemStats
+				for {
+					runtime.ReadMemStats(&m)
+					if m.HeapAlloc > peak.Load() {
+						peak.Store(m.HeapAlloc)
+					}
+					select {
+					case <-stop:
+						return
+					case <-time.After(5 * time.Millisecond):
+					}
+				}
+			}()
+			read0 := counter.n.Load()
+			ex := f.chat(ctx, "recite").Executions[0]
+			close(stop)
+			<-sampled
+			read := counter.n.Load() - read0
+			growth := int64(peak.Load()) - int64(before.HeapAlloc)
+			t.Logf("%s: %d bytes read of a %d-byte result, heap growth at most %.1f MiB", variant, read, size, float64(growth)/(1<<20))
+
+			if !errors.Is(ex.Err, mcptools.ErrMessageTooLarge) || !strings.Contains(ex.Err.Error(), fmt.Sprint(mcptools.DefaultMaxMessageBytes)) {
+				t.Fatalf("the huge call: %v", ex.Err)
+			}
+			if read > mcptools.DefaultMaxMessageBytes+2<<20 {
+				t.Fatalf("%d bytes read, past the bound of %d", read, mcptools.DefaultMaxMessageBytes)
+			}
+			if growth > 64<<20 {
+				t.Fatalf("the heap grew by %d bytes", growth)
+			}
+			if ex := f.chat(ctx, "recite less").Executions[0]; ex.Err != nil || ex.Text != "ééééé" {
+				t.Fatalf("the next call: %q, %v", ex.Text, ex.Err)
+			}
+		})
 	}
 }

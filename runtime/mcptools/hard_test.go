@@ -206,6 +206,7 @@ func TestBadOptions(t *testing.T) {
 	}{
 		{mcptools.Options{ConnectTimeout: -time.Second}, `mcptools: MCP server "lore": negative ConnectTimeout -1s`},
 		{mcptools.Options{MaxResultBytes: -2}, `mcptools: MCP server "lore": MaxResultBytes -2 is neither -1 (no bound), 0 (the default) nor positive`},
+		{mcptools.Options{MaxMessageBytes: -2}, `mcptools: MCP server "lore": MaxMessageBytes -2 is neither -1 (no bound), 0 (the default) nor positive`},
 		{mcptools.Options{Prefix: "lore."}, `mcptools: MCP server "lore": Prefix "lore." cannot start a tool name: models accept 1 to 64 letters, digits, '_' and '-', starting with a letter or '_'`},
 		{mcptools.Options{Prefix: "9_"}, `mcptools: MCP server "lore": Prefix "9_" cannot start a tool name`},
 		{mcptools.Options{Prefix: strings.Repeat("p", 64)}, `mcptools: MCP server "lore": Prefix "ppp`},

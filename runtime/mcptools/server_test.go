@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -38,6 +39,25 @@ func TestMain(m *testing.M) {
 			// A server that reads and never answers.
 			_, _ = io.Copy(io.Discard, os.Stdin)
 			os.Exit(0)
+		}
+		if v := os.Args[2]; v == "http-sse" || v == "http-json" {
+			// The "hard" server over streamable HTTP on loopback, in a
+			// process of its own: it prints its URL, and ends with its
+			// stdin.
+			ln, err := net.Listen("tcp", "127.0.0.1:0")
+			if err != nil {
+				fmt.Fprintln(os.Stderr, "test server:", err)
+				os.Exit(1)
+			}
+			fmt.Printf("http://%s\n", ln.Addr())
+			srv := newServer("hard", false)
+			go func() {
+				_, _ = io.Copy(io.Discard, os.Stdin)
+				os.Exit(0)
+			}()
+			_ = http.Serve(ln, mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv },
+				&mcp.StreamableHTTPOptions{JSONResponse: v == "http-json"}))
+			os.Exit(1)
 		}
 		if v := os.Args[2]; v == "deaf" || v == "stubborn" {
 			// A server that goes on after its input ends: "deaf" until
