@@ -30,12 +30,10 @@ func maxMessage(opts *Options, maxResult int) int {
 }
 
 // boundHTTP returns t with its HTTP client's responses bounded to limit
-// bytes a message: a JSON response's body, or one event of a stream (the
-// SDK's MaxEventSize). tripped is set when a response went past it.
-func boundHTTP(t *mcp.StreamableClientTransport, limit int, tripped *atomic.Bool) *mcp.StreamableClientTransport {
-	if limit < 0 {
-		return t
-	}
+// bytes a message (-1 for none): a JSON response's body, or one event of
+// a stream. tripped is set when a response went past it. The responses
+// to tools/list are read for task-only tools, noted in tt.
+func boundHTTP(t *mcp.StreamableClientTransport, limit int, tripped *atomic.Bool, tt *taskTools) *mcp.StreamableClientTransport {
 	bounded := *t
 	client := http.DefaultClient
 	if t.HTTPClient != nil {
@@ -46,11 +44,11 @@ func boundHTTP(t *mcp.StreamableClientTransport, limit int, tripped *atomic.Bool
 	if base == nil {
 		base = http.DefaultTransport
 	}
-	c.Transport = &boundedTransport{base: base, limit: int64(limit), tripped: tripped}
+	c.Transport = &boundedTransport{base: base, limit: int64(limit), tripped: tripped, tt: tt}
 	bounded.HTTPClient = &c
 	// The SDK's own bound on an event, a little above ours, is a
 	// backstop: ours says what happened.
-	if backstop := limit + 64<<10; bounded.MaxEventSize == 0 || bounded.MaxEventSize > backstop {
+	if backstop := limit + 64<<10; limit >= 0 && (bounded.MaxEventSize == 0 || bounded.MaxEventSize > backstop) {
 		bounded.MaxEventSize = backstop
 	}
 	return &bounded
@@ -60,26 +58,31 @@ func boundHTTP(t *mcp.StreamableClientTransport, limit int, tripped *atomic.Bool
 // for an event stream, past limit bytes in one event.
 type boundedTransport struct {
 	base    http.RoundTripper
-	limit   int64
+	limit   int64 // -1 for none
 	tripped *atomic.Bool
+	tt      *taskTools
 }
 
 // RoundTrip implements http.RoundTripper.
 func (t *boundedTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	list := isToolsList(req)
 	resp, err := t.base.RoundTrip(req)
 	if err != nil || resp.Body == nil {
 		return resp, err
 	}
-	if mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type")); mt == "text/event-stream" {
-		resp.Body = &boundedBody{rc: resp.Body, left: t.limit, t: t, events: true}
-		return resp, nil
+	mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
+	events := mt == "text/event-stream"
+	if t.limit >= 0 {
+		if !events && resp.ContentLength > t.limit {
+			resp.Body.Close()
+			t.tripped.Store(true)
+			return nil, &messageTooLarge{limit: t.limit}
+		}
+		resp.Body = &boundedBody{rc: resp.Body, left: t.limit, t: t, events: events}
 	}
-	if resp.ContentLength > t.limit {
-		resp.Body.Close()
-		t.tripped.Store(true)
-		return nil, &messageTooLarge{limit: t.limit}
+	if list {
+		resp.Body = &tasksBody{ReadCloser: resp.Body, tt: t.tt, events: events}
 	}
-	resp.Body = &boundedBody{rc: resp.Body, left: t.limit, t: t}
 	return resp, nil
 }
 

@@ -39,6 +39,7 @@ type session struct {
 	suspect atomic.Bool   // a call failed in the transport: ping before reuse
 
 	tooLarge *atomic.Bool // a message from the server went past MaxMessageBytes
+	tasks    *taskTools   // the tools callable only as tasks
 }
 
 // ended reports whether the session is over, or known to be.
@@ -111,7 +112,7 @@ func (c *conn) get(ctx context.Context) ([]ai.Tool, error) {
 		}
 		c.stale.Store(false) // before listing: a change meanwhile lists again
 		ctx, cancel := context.WithTimeout(ctx, c.src.opts.ConnectTimeout)
-		tools, err := c.src.list(ctx, s.cs, c)
+		tools, err := c.src.list(ctx, s.cs, c, s.tasks)
 		cancel()
 		if err == nil {
 			c.tools = tools
@@ -144,10 +145,7 @@ func (c *conn) open(ctx context.Context) (*session, []ai.Tool, error) {
 	if err != nil {
 		return nil, nil, fmt.Errorf("%s: %w: its transport: %w", src.name, ErrUnavailable, err)
 	}
-	tooLarge := new(atomic.Bool)
-	if st, ok := t.(*mcp.StreamableClientTransport); ok {
-		t = boundHTTP(st, src.maxMessage, tooLarge)
-	}
+	tooLarge, tasks := new(atomic.Bool), new(taskTools)
 	var stderr *stderrTail
 	ct, _ := t.(*commandTransport)
 	if ct != nil {
@@ -167,6 +165,11 @@ func (c *conn) open(ctx context.Context) (*session, []ai.Tool, error) {
 		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) { c.stale.Store(true) },
 	})
 	c.stale.Store(false)
+	if st, ok := t.(*mcp.StreamableClientTransport); ok {
+		t = boundHTTP(st, src.maxMessage, tooLarge, tasks)
+	} else {
+		t = watchTasks{Transport: t, tt: tasks}
+	}
 	cs, err := client.Connect(ctx, t, nil)
 	if err != nil {
 		if ct != nil {
@@ -174,7 +177,7 @@ func (c *conn) open(ctx context.Context) (*session, []ai.Tool, error) {
 		}
 		return nil, nil, fmt.Errorf("%s: %w: connecting: %w%s", src.name, ErrUnavailable, err, stderr.suffix())
 	}
-	tools, err := src.list(ctx, cs, c)
+	tools, err := src.list(ctx, cs, c, tasks)
 	if err != nil {
 		_ = cs.Close()
 		if ct != nil {
@@ -185,7 +188,7 @@ func (c *conn) open(ctx context.Context) (*session, []ai.Tool, error) {
 		}
 		return nil, nil, err
 	}
-	s := &session{cs: cs, done: make(chan struct{}), tooLarge: tooLarge}
+	s := &session{cs: cs, done: make(chan struct{}), tooLarge: tooLarge, tasks: tasks}
 	go func() {
 		err := cs.Wait()
 		close(s.done)

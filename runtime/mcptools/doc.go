@@ -63,8 +63,11 @@
 // input schemas are passed to the model as the server gives them. A tool
 // a model cannot use — an input schema that is not the JSON Schema of an
 // object, or a name a provider rejects — is left out and logged at Error
-// level, and the server's other tools stay usable; naming it in Allow
-// makes it an error instead (wrapping [ErrUnusableTool]).
+// level, and the server's other tools stay usable; so is a tool the
+// server marks as callable only as an MCP task (execution.taskSupport
+// "required"; tasks are not supported yet), logged once at Warn level.
+// Naming such a tool in Allow makes it an error instead (wrapping
+// [ErrUnusableTool]).
 //
 // A tool name every provider accepts has 1 to 64 letters, digits, '_' and
 // '-', and starts with a letter or '_' (Gemini's rule); a Prefix must be

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"runtime"
@@ -17,6 +18,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/chatscopes/chatgen/runtime/chat"
 	"github.com/chatscopes/chatgen/runtime/llmtest"
@@ -284,6 +287,59 @@ func TestHugeHTTPResult(t *testing.T) {
 			}
 			if ex := f.chat(ctx, "recite less").Executions[0]; ex.Err != nil || ex.Text != "ééééé" {
 				t.Fatalf("the next call: %q, %v", ex.Text, ex.Err)
+			}
+		})
+	}
+}
+
+// TestTaskOnlyTool: a tool the server lists as callable only as an MCP
+// task is not offered to the model (logged once, at Warn, with its name),
+// over stdio and streamable HTTP; the server's other tools are; naming it
+// in Allow is an error.
+func TestTaskOnlyTool(t *testing.T) {
+	checkGoroutines(t)
+	h := newHTTPServer(t, "tasks")
+	srv := newServer("tasks", false)
+	hj := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv },
+		&mcp.StreamableHTTPOptions{JSONResponse: true}))
+	defer hj.Close()
+	client := &http.Client{Transport: &http.Transport{}}
+	defer client.CloseIdleConnections()
+	for name, transport := range map[string]func(context.Context) (mcp.Transport, error){
+		"stdio":     stdio("tasks"),
+		"http-sse":  h.transport(),
+		"http-json": mcptools.StreamableHTTP(hj.URL, client),
+	} {
+		t.Run(name, func(t *testing.T) {
+			if got := mustList(t, transport); !slices.ContainsFunc(got, func(tool *mcp.Tool) bool { return tool.Name == "ritual" }) {
+				t.Fatal("the server does not list ritual")
+			}
+			logs := &logBuffer{}
+			src, err := mcptools.PerScope(chat.KindChat, &mcptools.Options{Name: "lore", Transport: transport, Logger: logs.logger()})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer src.Close()
+			for range 2 { // two scopes, two sessions, one warning
+				ctx := begin(t)
+				tools, err := src.Tools(ctx)
+				if err != nil {
+					t.Fatal(err)
+				}
+				got := names(tools)
+				if slices.Contains(got, "ritual") || !slices.Contains(got, "legend") {
+					t.Fatalf("tools %v", got)
+				}
+				if err := chat.End(ctx); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if l := logs.String(); strings.Count(l, "level=WARN") != 1 || !strings.Contains(l, "tool=ritual") || !strings.Contains(l, "task") {
+				t.Fatalf("logs:\n%s", l)
+			}
+			_, err = mcptools.Connect(context.Background(), &mcptools.Options{Name: "lore", Transport: transport, Allow: []string{"ritual"}, Logger: discard()})
+			if !errors.Is(err, mcptools.ErrUnusableTool) || !strings.Contains(err.Error(), "MCP task") {
+				t.Fatalf("Allow ritual: %v", err)
 			}
 		})
 	}

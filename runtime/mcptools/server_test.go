@@ -103,7 +103,8 @@ type legendArgs struct {
 // schema and one whose name models reject. The variant "hard" adds "tome",
 // which answers with n bytes, and "stuck", which never answers, even when
 // cancelled. The variant "env" adds "get_env", which tells the process's
-// environment. Over stdio the variant "mute" is a process that reads its
+// environment. The variant "tasks" adds "ritual", callable only as a
+// task. Over stdio the variant "mute" is a process that reads its
 // input and never answers, and "crash" one that writes to its stderr and
 // exits.
 func newServer(variant string, stdio bool) *mcp.Server {
@@ -150,6 +151,21 @@ func newServer(variant string, stdio bool) *mcp.Server {
 			func(context.Context, *mcp.CallToolRequest, struct{}) (*mcp.CallToolResult, any, error) {
 				select {}
 			})
+	}
+	if variant == "tasks" {
+		mcp.AddTool(srv, &mcp.Tool{Name: "ritual", Description: "Ritual runs a long ritual, only as an MCP task."},
+			func(context.Context, *mcp.CallToolRequest, struct{}) (*mcp.CallToolResult, any, error) {
+				return nil, nil, errors.New("ritual: call me as a task")
+			})
+		srv.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
+			return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+				res, err := next(ctx, method, req)
+				if list, ok := res.(*mcp.ListToolsResult); ok && err == nil {
+					return taskOnlyList{list}, nil
+				}
+				return res, err
+			}
+		})
 	}
 	if variant == "env" {
 		mcp.AddTool(srv, &mcp.Tool{Name: "get_env", Description: "GetEnv tells the server's environment."},
@@ -203,4 +219,26 @@ func (h *httpServer) sessions() int {
 		n++
 	}
 	return n
+}
+
+// taskOnlyList is a tools/list result in which "ritual" is callable only
+// as a task (execution.taskSupport "required", MCP 2025-11-25), which the
+// SDK's mcp.Tool cannot say.
+type taskOnlyList struct{ *mcp.ListToolsResult }
+
+func (l taskOnlyList) MarshalJSON() ([]byte, error) {
+	b, err := json.Marshal(l.ListToolsResult)
+	if err != nil {
+		return nil, err
+	}
+	var m map[string]any
+	if err := json.Unmarshal(b, &m); err != nil {
+		return nil, err
+	}
+	for _, t := range m["tools"].([]any) {
+		if tool := t.(map[string]any); tool["name"] == "ritual" {
+			tool["execution"] = map[string]any{"taskSupport": "required"}
+		}
+	}
+	return json.Marshal(m)
 }

@@ -121,6 +121,8 @@ type Source struct {
 	closed bool
 
 	procs sync.WaitGroup // the servers' processes not reaped yet
+
+	taskOnly sync.Map // the names of the task-only tools logged
 }
 
 var _ ai.ToolLister = (*Source)(nil)
