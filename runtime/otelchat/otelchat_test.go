@@ -402,12 +402,12 @@ func TestTraceKeepsErrorTextsOut(t *testing.T) {
 			for _, sp := range s.spans.Ended() {
 				texts := []string{sp.Name(), sp.Status().Description}
 				for _, a := range sp.Attributes() {
-					texts = append(texts, a.Value.Emit())
+					texts = append(texts, a.Value.String())
 				}
 				for _, ev := range sp.Events() {
 					texts = append(texts, ev.Name)
 					for _, a := range ev.Attributes {
-						texts = append(texts, a.Value.Emit())
+						texts = append(texts, a.Value.String())
 					}
 				}
 				for _, txt := range texts {
