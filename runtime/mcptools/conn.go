@@ -306,7 +306,8 @@ func (c *conn) callOn(ctx context.Context, s *session, name, args string) (*mcp.
 			src.opts.Logger.WarnContext(ctx, "mcptools: a message from the MCP server exceeds MaxMessageBytes; the next call opens a new session",
 				"server", src.opts.Name, "tool", name, "max_message_bytes", src.maxMessage)
 		}
-		return nil, fmt.Errorf("%w: a message from the server exceeds MaxMessageBytes (%d bytes): %w", ErrMessageTooLarge, src.maxMessage, err)
+		// The SDK's error only repeats it.
+		return nil, fmt.Errorf("%w: a message from the server exceeds MaxMessageBytes (%d bytes); the session ended", ErrMessageTooLarge, src.maxMessage)
 	}
 	switch {
 	case ctx.Err() != nil:

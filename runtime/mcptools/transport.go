@@ -222,7 +222,14 @@ func (t *commandTransport) closeStdout() {
 func (t *commandTransport) supervise() {
 	select {
 	case <-t.exited:
-		return // before the session closed: the session's watcher tells
+		// Before the session closed (the session's watcher tells), or
+		// as it closed: then shutdown may have missed the exit.
+		select {
+		case <-t.closing:
+			t.closeStdout()
+		default:
+		}
+		return
 	case <-t.closing:
 	}
 	defer t.closeStdout()
