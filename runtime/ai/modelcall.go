@@ -49,7 +49,10 @@ func (t *turn) attempts(ctx context.Context, msgs []llms.MessageContent, opts []
 			}
 			return nil, err
 		}
-		wait := t.s.retry.backoff(n, rec)
+		wait, werr := t.s.retry.wait(n, rec, err)
+		if werr != nil {
+			return nil, werr
+		}
 		t.s.log().WarnContext(ctx, "ai: model call failed; retrying",
 			"service", t.s.name, "method", t.m.Name, "attempt", n, "wait", wait, "err", err)
 		if serr := t.s.sleep(ctx, wait); serr != nil {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"math/rand/v2"
 	"net"
 	"net/http"
@@ -31,6 +32,14 @@ import (
 // InitialBackoff, doubling per attempt up to MaxBackoff. The wait ends
 // early, failing the request, when the request's context ends.
 //
+// A server's wait is honoured up to MaxRetryAfter (a minute by default):
+// one that asks for longer (Retry-After: 999999, a date years ahead, Inf)
+// fails the call at once with a [*RetryAfterError] carrying the wait it
+// asked for, rather than holding the conversation that long. A
+// Retry-After that is not a non-negative number of seconds nor an HTTP
+// date (negative, NaN, text) is ignored: the backoff applies; a date in
+// the past means no wait.
+//
 // langchaingo's clients report neither the HTTP status nor the headers of
 // a failed call: wrap the HTTP transport of the provider's client with
 // [Transport] so that the service sees them. Without it, the service
@@ -47,13 +56,50 @@ type Retry struct {
 	// MaxBackoff bounds the backoff (not a server's Retry-After); 0
 	// means [DefaultMaxBackoff].
 	MaxBackoff time.Duration
+	// MaxRetryAfter is the longest wait a server may ask for with
+	// Retry-After or retry-after-ms; a call whose server asks for longer
+	// fails at once with a [*RetryAfterError]. 0 (or a negative value)
+	// means [DefaultMaxRetryAfter].
+	MaxRetryAfter time.Duration
 }
 
 // The default backoff of [Retry].
 const (
 	DefaultInitialBackoff = 500 * time.Millisecond
 	DefaultMaxBackoff     = 30 * time.Second
+	// DefaultMaxRetryAfter is the longest wait a server may ask for
+	// when Retry.MaxRetryAfter is 0.
+	DefaultMaxRetryAfter = time.Minute
 )
+
+// A RetryAfterError is a model call that failed and whose server asked
+// to be tried again after a wait longer than [Retry.MaxRetryAfter]: the
+// call fails at once instead of waiting. It wraps the call's error.
+type RetryAfterError struct {
+	// After is the wait the server asked for; a wait beyond the range of
+	// time.Duration (Inf, a date centuries ahead) is the largest
+	// Duration, about 292 years.
+	After time.Duration
+	// Max is the MaxRetryAfter it exceeds.
+	Max time.Duration
+	// Err is the error of the call.
+	Err error
+}
+
+// Error implements error.
+func (e *RetryAfterError) Error() string {
+	after := e.After.String()
+	if e.After == maxDuration {
+		after = "forever"
+	}
+	return fmt.Sprintf("not retried: the server asked to wait %s, more than MaxRetryAfter (%v): %v", after, e.Max, e.Err)
+}
+
+// Unwrap returns the error of the call.
+func (e *RetryAfterError) Unwrap() error { return e.Err }
+
+// maxDuration is the largest time.Duration.
+const maxDuration = time.Duration(math.MaxInt64)
 
 // withDefaults returns r with its zero fields filled in.
 func (r Retry) withDefaults() Retry {
@@ -69,14 +115,28 @@ func (r Retry) withDefaults() Retry {
 	if r.MaxBackoff < r.InitialBackoff {
 		r.MaxBackoff = r.InitialBackoff
 	}
+	if r.MaxRetryAfter <= 0 {
+		r.MaxRetryAfter = DefaultMaxRetryAfter
+	}
 	return r
 }
 
+// wait returns the wait before retry n (from 1) of a call that failed
+// with err, as [Retry.backoff] does, or, when the server asked for a wait
+// longer than MaxRetryAfter, a *RetryAfterError to fail the call with.
+func (r Retry) wait(n int, rec *httpRecord, err error) (time.Duration, error) {
+	if after, ok := rec.retryAfter(); ok && after > r.MaxRetryAfter {
+		return 0, &RetryAfterError{After: after, Max: r.MaxRetryAfter, Err: err}
+	}
+	return r.backoff(n, rec), nil
+}
+
 // backoff returns the wait before retry n (from 1): the server's
-// Retry-After when it sent one, else the jittered exponential backoff.
+// Retry-After when it sent one (at most MaxRetryAfter), else the jittered
+// exponential backoff.
 func (r Retry) backoff(n int, rec *httpRecord) time.Duration {
 	if after, ok := rec.retryAfter(); ok {
-		return after
+		return min(after, r.MaxRetryAfter)
 	}
 	d := r.InitialBackoff
 	for i := 1; i < n && d < r.MaxBackoff; i++ {
@@ -176,24 +236,42 @@ func (r *httpRecord) outcome() (seen bool, status int, err error) {
 }
 
 // parseRetryAfter reads retry-after-ms (OpenAI's, in milliseconds) or
-// Retry-After (seconds, or an HTTP date).
+// Retry-After (seconds, or an HTTP date). A wait too long for a
+// time.Duration (Inf, 1e300, a date centuries ahead) is maxDuration; a
+// negative or NaN one is no wait asked for; a date in the past is 0.
 func parseRetryAfter(h http.Header, now time.Time) (time.Duration, bool) {
 	if v := h.Get("Retry-After-Ms"); v != "" {
-		if ms, err := strconv.ParseFloat(v, 64); err == nil && ms >= 0 {
-			return time.Duration(ms * float64(time.Millisecond)), true
+		if d, ok := parseWait(v, time.Millisecond); ok {
+			return d, true
 		}
 	}
-	v := h.Get("Retry-After")
+	v := strings.TrimSpace(h.Get("Retry-After"))
 	if v == "" {
 		return 0, false
 	}
-	if secs, err := strconv.ParseFloat(v, 64); err == nil && secs >= 0 {
-		return time.Duration(secs * float64(time.Second)), true
+	if d, ok := parseWait(v, time.Second); ok {
+		return d, true
 	}
 	if at, err := http.ParseTime(v); err == nil {
-		return max(at.Sub(now), 0), true
+		return max(at.Sub(now), 0), true // Sub saturates at maxDuration
 	}
 	return 0, false
+}
+
+// parseWait parses a non-negative number of units, saturating at
+// maxDuration.
+func parseWait(v string, unit time.Duration) (time.Duration, bool) {
+	f, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
+	if err != nil && !errors.Is(err, strconv.ErrRange) { // out of range: ±Inf or ±0
+		return 0, false
+	}
+	if math.IsNaN(f) || f < 0 {
+		return 0, false
+	}
+	if d := f * float64(unit); d < float64(maxDuration) {
+		return time.Duration(d), true
+	}
+	return maxDuration, true
 }
 
 // statusInText finds the HTTP status langchaingo's clients (and the

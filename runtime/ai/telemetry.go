@@ -42,8 +42,17 @@ import (
 //   - the histograms gen_ai.client.operation.duration (seconds) and
 //     gen_ai.client.token.usage (by gen_ai.token.type) per model call.
 //
+// error.type is a stable classification of the failure, never its text:
+// for turns and model calls "timeout" (ErrModelTimeout), "canceled",
+// "deadline_exceeded", "too_many_model_calls", "incomplete_stream",
+// "invalid_output", "hook_panic", the HTTP status ("429", "503"),
+// "transport" or "_OTHER"; for tool calls "unknown_tool", "vetoed",
+// "timeout", "panic", "invalid_arguments", "tool_error" or "hook_panic".
+//
 // Message content (the prompt, the answer, tool arguments and results)
-// is recorded only with RecordContent. With no-op providers (the globals
+// and the texts of errors, which may repeat it, are recorded only with
+// RecordContent: without it the description of an error status is the
+// error.type alone. With no-op providers (the globals
 // before the application installs an SDK) the instrumentation costs
 // nothing: no span is started and nothing is measured.
 type Telemetry struct {
@@ -57,7 +66,9 @@ type Telemetry struct {
 	// RecordContent records message content in the spans:
 	// gen_ai.input.messages and gen_ai.output.messages on model calls,
 	// gen_ai.tool.call.arguments and gen_ai.tool.call.result on tool
-	// calls. It may hold personal data: off by default.
+	// calls, and the text of an error as the description of an error
+	// status (without it, the description is the error.type). It may hold
+	// personal data: off by default.
 	RecordContent bool
 	// ProviderName is gen_ai.provider.name; "" means one derived from the
 	// model's package ("openai" for langchaingo's llms/openai, and so on).
@@ -190,8 +201,9 @@ func (s *Service) runTraced(ctx context.Context, tr trace.Tracer, req *Request, 
 		return nil, err
 	}
 	if err != nil {
-		span.SetStatus(codes.Error, err.Error())
-		span.SetAttributes(semconv.ErrorTypeKey.String(modelErrorType(err, nil)))
+		errType := modelErrorType(err, nil)
+		span.SetStatus(codes.Error, s.tel.errorDescription(errType, err))
+		span.SetAttributes(semconv.ErrorTypeKey.String(errType))
 		return nil, err
 	}
 	span.SetAttributes(
@@ -299,7 +311,7 @@ func (t *turn) endChat(ctx context.Context, obs chatObservation, resp *llms.Cont
 	}
 	defer span.End()
 	if err != nil {
-		span.SetStatus(codes.Error, err.Error())
+		span.SetStatus(codes.Error, tel.errorDescription(errType, err))
 		span.SetAttributes(semconv.ErrorTypeKey.String(errType))
 		return
 	}
@@ -340,7 +352,20 @@ func reportedModel(info map[string]any) string {
 	return ""
 }
 
-// modelErrorType is the error.type of a failed model call or turn.
+// errorDescription returns the description of the error status of a span
+// that failed with err, classified as errType: err's text when content
+// is recorded, else errType alone. An error's text may repeat what the
+// user wrote (a tool's "no such item: <the user's words>", a provider's
+// echo of the prompt): without RecordContent it stays out of the traces.
+func (t *telemetry) errorDescription(errType string, err error) string {
+	if t.content {
+		return err.Error()
+	}
+	return errType
+}
+
+// modelErrorType is the error.type of a failed model call or turn: a
+// stable classification, never the error's text (see [Telemetry]).
 func modelErrorType(err error, rec *httpRecord) string {
 	switch {
 	case errors.Is(err, ErrModelTimeout):
@@ -409,13 +434,14 @@ func (t *turn) runToolTraced(ctx context.Context, tr trace.Tracer, call llms.Too
 	ex, err := t.s.runTool(ctx, t.m, t.tools, call)
 	switch {
 	case err != nil:
-		span.SetStatus(codes.Error, err.Error())
+		span.SetStatus(codes.Error, t.s.tel.errorDescription("hook_panic", err))
 		span.SetAttributes(semconv.ErrorTypeKey.String("hook_panic"))
 	case errors.Is(ex.Err, ErrConfirmationRequired):
 		span.SetAttributes(attribute.Bool("chatgen.confirmation.required", true)) // not run yet: no error
 	case ex.Err != nil:
-		span.SetStatus(codes.Error, ex.Err.Error())
-		span.SetAttributes(semconv.ErrorTypeKey.String(toolErrorType(ex.Err)))
+		errType := toolErrorType(ex.Err)
+		span.SetStatus(codes.Error, t.s.tel.errorDescription(errType, ex.Err))
+		span.SetAttributes(semconv.ErrorTypeKey.String(errType))
 	}
 	if t.s.tel.content && err == nil {
 		span.SetAttributes(semconv.GenAIToolCallResultKey.String(ex.Text))

@@ -37,6 +37,9 @@ type session struct {
 	closing atomic.Bool   // ended by us, not by the server
 	lost    atomic.Bool   // a call found the connection gone
 	suspect atomic.Bool   // a call failed in the transport: ping before reuse
+
+	tooLarge *atomic.Bool // a message from the server went past MaxMessageBytes
+	tasks    *taskTools   // the tools callable only as tasks
 }
 
 // ended reports whether the session is over, or known to be.
@@ -109,7 +112,7 @@ func (c *conn) get(ctx context.Context) ([]ai.Tool, error) {
 		}
 		c.stale.Store(false) // before listing: a change meanwhile lists again
 		ctx, cancel := context.WithTimeout(ctx, c.src.opts.ConnectTimeout)
-		tools, err := c.src.list(ctx, s.cs, c)
+		tools, err := c.src.list(ctx, s.cs, c, s.tasks)
 		cancel()
 		if err == nil {
 			c.tools = tools
@@ -142,31 +145,50 @@ func (c *conn) open(ctx context.Context) (*session, []ai.Tool, error) {
 	if err != nil {
 		return nil, nil, fmt.Errorf("%s: %w: its transport: %w", src.name, ErrUnavailable, err)
 	}
+	tooLarge, tasks := new(atomic.Bool), new(taskTools)
 	var stderr *stderrTail
-	if ct, ok := t.(*commandTransport); ok && ct.Command.Stderr == nil {
-		stderr = &stderrTail{log: func(line string) {
-			src.opts.Logger.Debug("mcptools: the MCP server's stderr", "server", src.opts.Name, "line", line)
-		}}
-		ct.Command.Stderr = stderr
+	ct, _ := t.(*commandTransport)
+	if ct != nil {
+		if ct.cmd.Stderr == nil {
+			stderr = &stderrTail{log: func(line string) {
+				src.opts.Logger.Debug("mcptools: the MCP server's stderr", "server", src.opts.Name, "line", line)
+			}}
+			ct.cmd.Stderr = stderr
+		}
+		ct.procs = &src.procs
+		ct.log = func(msg string, args ...any) {
+			src.opts.Logger.Debug(msg, append([]any{"server", src.opts.Name}, args...)...)
+		}
 	}
 	client := mcp.NewClient(src.opts.Client, &mcp.ClientOptions{
 		Logger:                 src.opts.Logger,
 		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) { c.stale.Store(true) },
 	})
 	c.stale.Store(false)
+	if st, ok := t.(*mcp.StreamableClientTransport); ok {
+		t = boundHTTP(st, src.maxMessage, tooLarge, tasks)
+	} else {
+		t = watchTasks{Transport: t, tt: tasks}
+	}
 	cs, err := client.Connect(ctx, t, nil)
 	if err != nil {
+		if ct != nil {
+			ct.wait() // its last words, and no process left behind
+		}
 		return nil, nil, fmt.Errorf("%s: %w: connecting: %w%s", src.name, ErrUnavailable, err, stderr.suffix())
 	}
-	tools, err := src.list(ctx, cs, c)
+	tools, err := src.list(ctx, cs, c, tasks)
 	if err != nil {
 		_ = cs.Close()
+		if ct != nil {
+			ct.wait()
+		}
 		if errors.Is(err, ErrUnavailable) {
 			err = fmt.Errorf("%w%s", err, stderr.suffix())
 		}
 		return nil, nil, err
 	}
-	s := &session{cs: cs, done: make(chan struct{})}
+	s := &session{cs: cs, done: make(chan struct{}), tooLarge: tooLarge, tasks: tasks}
 	go func() {
 		err := cs.Wait()
 		close(s.done)
@@ -277,6 +299,15 @@ func (c *conn) callOn(ctx context.Context, s *session, name, args string) (*mcp.
 	res, err := s.cs.CallTool(callCtx, &mcp.CallToolParams{Name: name, Arguments: json.RawMessage(args)})
 	if err == nil {
 		return res, nil
+	}
+	if s.tooLarge != nil && s.tooLarge.Load() {
+		// The SDK ends the connection on a message it could not read.
+		if s.lost.CompareAndSwap(false, true) {
+			src.opts.Logger.WarnContext(ctx, "mcptools: a message from the MCP server exceeds MaxMessageBytes; the next call opens a new session",
+				"server", src.opts.Name, "tool", name, "max_message_bytes", src.maxMessage)
+		}
+		// The SDK's error only repeats it.
+		return nil, fmt.Errorf("%w: a message from the server exceeds MaxMessageBytes (%d bytes); the session ended", ErrMessageTooLarge, src.maxMessage)
 	}
 	switch {
 	case ctx.Err() != nil:

@@ -45,6 +45,17 @@
 // A session that ends (a crashed or restarted server) is opened again for
 // the next call; the state the server kept for it is lost.
 //
+// # Processes
+//
+// A server run with [Command] or a [Cmd] gets a minimal environment,
+// [DefaultEnv] (PATH, HOME and the like), not the application's, where
+// API keys and other secrets live: pass it what it needs in [Cmd.Env], or
+// everything with [Cmd.InheritEnv].
+//
+// Ending a session closes its server's stdin and returns: a scope's end
+// never waits for a server that does not exit, which is signalled in the
+// background (see [Cmd]); [Source.Close] waits for the processes.
+//
 // # Tools and failures
 //
 // [Options.Allow] and [Options.Deny] filter the tools by the names the
@@ -52,8 +63,11 @@
 // input schemas are passed to the model as the server gives them. A tool
 // a model cannot use — an input schema that is not the JSON Schema of an
 // object, or a name a provider rejects — is left out and logged at Error
-// level, and the server's other tools stay usable; naming it in Allow
-// makes it an error instead (wrapping [ErrUnusableTool]).
+// level, and the server's other tools stay usable; so is a tool the
+// server marks as callable only as an MCP task (execution.taskSupport
+// "required"; tasks are not supported yet), logged once at Warn level.
+// Naming such a tool in Allow makes it an error instead (wrapping
+// [ErrUnusableTool]).
 //
 // A tool name every provider accepts has 1 to 64 letters, digits, '_' and
 // '-', and starts with a letter or '_' (Gemini's rule); a Prefix must be
@@ -67,7 +81,11 @@
 // server) did not run: it is made again, once, on a new session. A server
 // that cannot be reached when a turn starts leaves the turn without its
 // tools (logged), unless [Options.Required] makes the turn fail. A result
-// longer than [Options.MaxResultBytes] is cut.
+// longer than [Options.MaxResultBytes] is cut. A message longer than
+// [Options.MaxMessageBytes] (16 MiB by default) is not read: over
+// streamable HTTP the call fails with [ErrMessageTooLarge], as over stdio
+// the SDK fails a message over 16 MiB, and the next call opens a new
+// session.
 //
 // # Dependencies
 //

@@ -6,11 +6,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"os/signal"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -36,6 +39,41 @@ func TestMain(m *testing.M) {
 			// A server that reads and never answers.
 			_, _ = io.Copy(io.Discard, os.Stdin)
 			os.Exit(0)
+		}
+		if v := os.Args[2]; v == "http-sse" || v == "http-json" {
+			// The "hard" server over streamable HTTP on loopback, in a
+			// process of its own: it prints its URL, and ends with its
+			// stdin.
+			ln, err := net.Listen("tcp", "127.0.0.1:0")
+			if err != nil {
+				fmt.Fprintln(os.Stderr, "test server:", err)
+				os.Exit(1)
+			}
+			fmt.Printf("http://%s\n", ln.Addr())
+			srv := newServer("hard", false)
+			go func() {
+				_, _ = io.Copy(io.Discard, os.Stdin)
+				os.Exit(0)
+			}()
+			_ = http.Serve(ln, mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv },
+				&mcp.StreamableHTTPOptions{JSONResponse: v == "http-json"}))
+			os.Exit(1)
+		}
+		if v := os.Args[2]; v == "deaf" || v == "stubborn" {
+			// A server that goes on after its input ends: "deaf" until
+			// SIGTERM or SIGUSR1, "stubborn" (which ignores SIGTERM)
+			// until SIGUSR1 or SIGKILL.
+			sigs := make(chan os.Signal, 1)
+			signal.Notify(sigs, syscall.SIGUSR1)
+			if v == "stubborn" {
+				signal.Notify(sigs, syscall.SIGTERM)
+			}
+			_ = newServer("lore", true).Run(context.Background(), &mcp.StdioTransport{})
+			for sig := range sigs {
+				if sig == syscall.SIGUSR1 {
+					os.Exit(0)
+				}
+			}
 		}
 		srv := newServer(os.Args[2], true)
 		if err := srv.Run(context.Background(), &mcp.StdioTransport{}); err != nil {
@@ -64,7 +102,9 @@ type legendArgs struct {
 // exit during the call. The variant "bad" adds a tool with a broken input
 // schema and one whose name models reject. The variant "hard" adds "tome",
 // which answers with n bytes, and "stuck", which never answers, even when
-// cancelled. Over stdio the variant "mute" is a process that reads its
+// cancelled. The variant "env" adds "get_env", which tells the process's
+// environment. The variant "tasks" adds "ritual", callable only as a
+// task. Over stdio the variant "mute" is a process that reads its
 // input and never answers, and "crash" one that writes to its stderr and
 // exits.
 func newServer(variant string, stdio bool) *mcp.Server {
@@ -110,6 +150,27 @@ func newServer(variant string, stdio bool) *mcp.Server {
 		mcp.AddTool(srv, &mcp.Tool{Name: "stuck", Description: "Stuck never answers, even when cancelled."},
 			func(context.Context, *mcp.CallToolRequest, struct{}) (*mcp.CallToolResult, any, error) {
 				select {}
+			})
+	}
+	if variant == "tasks" {
+		mcp.AddTool(srv, &mcp.Tool{Name: "ritual", Description: "Ritual runs a long ritual, only as an MCP task."},
+			func(context.Context, *mcp.CallToolRequest, struct{}) (*mcp.CallToolResult, any, error) {
+				return nil, nil, errors.New("ritual: call me as a task")
+			})
+		srv.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
+			return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+				res, err := next(ctx, method, req)
+				if list, ok := res.(*mcp.ListToolsResult); ok && err == nil {
+					return taskOnlyList{list}, nil
+				}
+				return res, err
+			}
+		})
+	}
+	if variant == "env" {
+		mcp.AddTool(srv, &mcp.Tool{Name: "get_env", Description: "GetEnv tells the server's environment."},
+			func(context.Context, *mcp.CallToolRequest, struct{}) (*mcp.CallToolResult, any, error) {
+				return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: strings.Join(os.Environ(), "\n")}}}, nil, nil
 			})
 	}
 	if variant == "bad" {
@@ -158,4 +219,26 @@ func (h *httpServer) sessions() int {
 		n++
 	}
 	return n
+}
+
+// taskOnlyList is a tools/list result in which "ritual" is callable only
+// as a task (execution.taskSupport "required", MCP 2025-11-25), which the
+// SDK's mcp.Tool cannot say.
+type taskOnlyList struct{ *mcp.ListToolsResult }
+
+func (l taskOnlyList) MarshalJSON() ([]byte, error) {
+	b, err := json.Marshal(l.ListToolsResult)
+	if err != nil {
+		return nil, err
+	}
+	var m map[string]any
+	if err := json.Unmarshal(b, &m); err != nil {
+		return nil, err
+	}
+	for _, t := range m["tools"].([]any) {
+		if tool := t.(map[string]any); tool["name"] == "ritual" {
+			tool["execution"] = map[string]any{"taskSupport": "required"}
+		}
+	}
+	return json.Marshal(m)
 }

@@ -39,6 +39,9 @@ var (
 	// ErrUnusableTool: a tool the server lists cannot be offered to a
 	// model (its input schema or its name); see [Options.Allow].
 	ErrUnusableTool = errors.New("unusable MCP tool")
+	// ErrMessageTooLarge: a message from the server over streamable HTTP
+	// was larger than [Options.MaxMessageBytes].
+	ErrMessageTooLarge = errors.New("MCP message too large")
 )
 
 // Options configures a [Source]. Name and Transport are required.
@@ -77,6 +80,15 @@ type Options struct {
 	// a character boundary, and ends with a line saying so. 0 means
 	// [DefaultMaxResultBytes]; -1 means no bound.
 	MaxResultBytes int
+	// MaxMessageBytes bounds each message read from a server over
+	// streamable HTTP — a JSON response's body, or one event of a stream
+	// — so that a huge result cannot exhaust the memory before
+	// MaxResultBytes cuts it: the call it answers fails (wrapping
+	// [ErrMessageTooLarge]), the session ends, and the next call opens a
+	// new one. 0 means [DefaultMaxMessageBytes] (16 MiB, the SDK's bound
+	// on a message over stdio), or four times MaxResultBytes when that is
+	// more; -1 means no bound.
+	MaxMessageBytes int
 	// Required makes a turn fail when the server cannot be reached. By
 	// default such a turn goes on without the server's tools, and the
 	// failure is logged (the next turn tries again).
@@ -102,10 +114,15 @@ type Source struct {
 	shared      *conn             // Connect: the session of the application
 	bean        *chat.Bean[*conn] // PerScope: a session per scope
 	maxResult   int               // the bound on a result's text; -1 for none
+	maxMessage  int               // the bound on a message over HTTP; -1 for none
 
 	mu     sync.Mutex
 	conns  map[*conn]struct{} // not closed
 	closed bool
+
+	procs sync.WaitGroup // the servers' processes not reaped yet
+
+	taskOnly sync.Map // the names of the task-only tools logged
 }
 
 var _ ai.ToolLister = (*Source)(nil)
@@ -174,6 +191,8 @@ func newSource(opts *Options) (*Source, error) {
 	switch {
 	case opts.ConnectTimeout < 0:
 		return nil, fmt.Errorf("mcptools: %s: negative ConnectTimeout %v", name, opts.ConnectTimeout)
+	case opts.MaxMessageBytes < -1:
+		return nil, fmt.Errorf("mcptools: %s: MaxMessageBytes %d is neither -1 (no bound), 0 (the default) nor positive", name, opts.MaxMessageBytes)
 	case opts.MaxResultBytes < -1:
 		return nil, fmt.Errorf("mcptools: %s: MaxResultBytes %d is neither -1 (no bound), 0 (the default) nor positive", name, opts.MaxResultBytes)
 	case opts.Prefix != "" && !validPrefix.MatchString(opts.Prefix):
@@ -191,6 +210,7 @@ func newSource(opts *Options) (*Source, error) {
 	if s.maxResult == 0 {
 		s.maxResult = DefaultMaxResultBytes
 	}
+	s.maxMessage = maxMessage(opts, s.maxResult)
 	if s.opts.Client == nil {
 		s.opts.Client = &mcp.Implementation{Name: "chatgen"}
 	}
@@ -280,7 +300,10 @@ func (s *Source) Sessions() int {
 
 // Close closes the source's sessions: the application-wide one, or those
 // of the scopes that have not ended. Tools then fails with [ErrClosed].
-// It is idempotent.
+// It waits for the processes of its servers run as commands to exit, the
+// sessions of ended scopes included: a server that ignores the end of its
+// input is signalled after the [Cmd]'s Grace (see [Cmd]). It is
+// idempotent.
 func (s *Source) Close() error {
 	s.mu.Lock()
 	s.closed = true
@@ -293,6 +316,7 @@ func (s *Source) Close() error {
 	for _, c := range conns {
 		errs = append(errs, c.close())
 	}
+	s.procs.Wait()
 	return errors.Join(errs...)
 }
 

@@ -57,8 +57,9 @@ var validPrefix = regexp.MustCompile(`^[a-zA-Z_][a-zA-Z0-9_-]{0,62}$`)
 const nameRule = "1 to 64 letters, digits, '_' and '-', starting with a letter or '_'"
 
 // list lists the tools of the session cs, keeps those offered and makes
-// them ai.Tools that call through c.
-func (s *Source) list(ctx context.Context, cs *mcp.ClientSession, c *conn) ([]ai.Tool, error) {
+// them ai.Tools that call through c. Those the session's tasks says are
+// callable only as tasks are left out.
+func (s *Source) list(ctx context.Context, cs *mcp.ClientSession, c *conn, tasks *taskTools) ([]ai.Tool, error) {
 	var tools []ai.Tool
 	var all []string
 	for t, err := range cs.Tools(ctx, nil) {
@@ -67,6 +68,16 @@ func (s *Source) list(ctx context.Context, cs *mcp.ClientSession, c *conn) ([]ai
 		}
 		all = append(all, t.Name)
 		if !s.offered(t.Name) {
+			continue
+		}
+		if tasks.required(t.Name) {
+			if s.allow[t.Name] {
+				return nil, fmt.Errorf("%s: %w %q: it is callable only as an MCP task, which this client does not support", s.name, ErrUnusableTool, t.Name)
+			}
+			if _, warned := s.taskOnly.LoadOrStore(t.Name, true); !warned {
+				s.opts.Logger.WarnContext(ctx, "mcptools: a tool of the MCP server is callable only as an MCP task, which this client does not support; it is left out",
+					"server", s.opts.Name, "tool", t.Name)
+			}
 			continue
 		}
 		tool, err := s.definition(t)
@@ -89,9 +100,9 @@ func (s *Source) list(ctx context.Context, cs *mcp.ClientSession, c *conn) ([]ai
 	return tools, nil
 }
 
-// definition returns the ai.Tool of the tool t, without its Invoke: what the model is told of it: its name (with
-// the Prefix), its description and its input schema, as the server gives
-// it. A schema that is not a JSON Schema of an object, or a name a model
+// definition returns the ai.Tool of the tool t, without its Invoke: what
+// the model is told of it, its name (with the Prefix), its description and
+// its input schema, as the server gives it. A schema that is not a JSON Schema of an object, or a name a model
 // provider would reject, is an error wrapping ErrUnusableTool.
 func (s *Source) definition(t *mcp.Tool) (ai.Tool, error) {
 	name := s.opts.Prefix + t.Name

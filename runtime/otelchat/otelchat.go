@@ -64,6 +64,11 @@ type Options struct {
 	// (otel.GetMeterProvider), whose instruments follow a provider
 	// installed later.
 	MeterProvider metric.MeterProvider
+	// RecordContent puts the text of a failed request's error in the
+	// description of the span's error status. The text may repeat what
+	// the user sent, so it is off by default: the description is then
+	// the failure reason (error.type) alone.
+	RecordContent bool
 }
 
 func (o *Options) meter() metric.Meter {
@@ -83,7 +88,8 @@ func (o *Options) meter() metric.Meter {
 //   - a span "route {route}" of kind server with chat.route,
 //     chat.scope.id, gen_ai.conversation.id (the conversation's top scope
 //     id) and chat.outcome, and, when the request fails, error.type (the
-//     failure reason) and an error status;
+//     failure reason) and an error status, whose description is the
+//     failure reason too (the error's text with [Options.RecordContent]);
 //   - the counter chatgen.requests and the histogram
 //     chatgen.request.duration (seconds), by chat.route and chat.outcome.
 //
@@ -91,8 +97,9 @@ func (o *Options) meter() metric.Meter {
 func RouteHook(opts *Options) chat.RouteHook {
 	var tp trace.TracerProvider
 	var mp metric.MeterProvider
+	content := false
 	if opts != nil {
-		tp, mp = opts.TracerProvider, opts.MeterProvider
+		tp, mp, content = opts.TracerProvider, opts.MeterProvider, opts.RecordContent
 	}
 	if _, noMetrics := mp.(metricnoop.MeterProvider); noMetrics && tp != nil && !oteltrace.Records(tp) {
 		// No-op providers given: the hook is no hook at all.
@@ -133,7 +140,11 @@ func RouteHook(opts *Options) chat.RouteHook {
 				span.SetAttributes(OutcomeKey.String(outcome))
 				if err != nil {
 					span.SetAttributes(semconv.ErrorTypeKey.String(outcome))
-					span.SetStatus(codes.Error, err.Error())
+					desc := outcome
+					if content {
+						desc = err.Error()
+					}
+					span.SetStatus(codes.Error, desc)
 				}
 				span.End()
 			}

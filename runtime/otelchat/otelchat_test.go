@@ -323,3 +323,99 @@ func TestTraceOfFailures(t *testing.T) {
 		}
 	}
 }
+
+// TestTraceKeepsErrorTextsOut: without RecordContent, no span carries the
+// text of an error, which may repeat what the user wrote (a tool's "no
+// such item: …", a provider's error): the status description is the
+// error.type; with RecordContent the text is there.
+func TestTraceKeepsErrorTextsOut(t *testing.T) {
+	const secret = "my card 4111-1111"
+	findTool := llms.Tool{Type: "function", Function: &llms.FunctionDefinition{
+		Name: "find", Description: "Find finds an item.",
+		Parameters: json.RawMessage(`{"type":"object","properties":{"item":{"type":"string"}},"required":["item"]}`),
+	}}
+	method := ai.Method{Name: "Ask", Kind: chat.KindChat, System: "You find items.",
+		Tools: []ai.Tool{{Definition: findTool, Invoke: func(_ context.Context, args string) (any, error) {
+			var in struct{ Item string }
+			if err := json.Unmarshal([]byte(args), &in); err != nil {
+				return nil, &ai.ArgumentsError{Err: err}
+			}
+			return nil, fmt.Errorf("no such item: %s", in.Item)
+		}}},
+	}
+	for _, content := range []bool{false, true} {
+		t.Run(fmt.Sprintf("RecordContent=%v", content), func(t *testing.T) {
+			s := newSDK(t)
+			srv := llmtest.NewServer(llmtest.Sequence(
+				llmtest.Reply{ToolCalls: []llmtest.ToolCall{{Name: "find", Arguments: `{"item":"` + secret + `"}`}}},
+				llmtest.Reply{Status: 500, ErrorMessage: "cannot answer about " + secret},
+			))
+			t.Cleanup(srv.Close)
+			llm, err := srv.Client()
+			if err != nil {
+				t.Fatal(err)
+			}
+			svc := ai.NewService("example.com/shop.Finder", ai.Config{Model: llm, Logger: slog.New(slog.DiscardHandler),
+				Telemetry: ai.Telemetry{TracerProvider: s.tp, MeterProvider: s.mp, RecordContent: content}})
+			p := chat.NewPackage("example.com/shop")
+			p.AddRoute(chat.RouteSpec{Name: "find", Handle: func(ctx context.Context, req *chat.RouteRequest) error {
+				_, err := svc.Chat(ctx, &ai.Request{Method: &method, User: req.UserMessage()})
+				return err
+			}})
+			router, err := chat.NewRouter(&chat.RouterOptions{
+				Logger: slog.New(slog.DiscardHandler),
+				RouteHooks: []chat.RouteHook{otelchat.RouteHook(&otelchat.Options{
+					TracerProvider: s.tp, MeterProvider: s.mp, RecordContent: content})},
+			}, p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			client := chat.NewLocalClient(router)
+			defer client.Close()
+			sess, err := client.Builder().Connect(context.Background(), "find")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := sess.Chat(context.Background(), "where is "+secret+"?"); !errors.Is(err, chat.ErrServerError) {
+				t.Fatalf("err %v", err)
+			}
+			for name, desc := range map[string]string{ // span: its status description without content
+				"route find":              "ServerError",
+				"invoke_agent Finder.Ask": "500",
+				"execute_tool find":       "tool_error",
+			} {
+				sp := s.span(t, name)[0]
+				if sp.Status().Code != codes.Error {
+					t.Fatalf("%s: status %v", name, sp.Status())
+				}
+				if got := sp.Status().Description; content != strings.Contains(got, secret) || !content && got != desc {
+					t.Fatalf("%s: status description %q (RecordContent %v)", name, got, content)
+				}
+			}
+			chats := s.span(t, "chat")
+			if d := chats[len(chats)-1].Status().Description; content != strings.Contains(d, secret) || !content && d != "500" {
+				t.Fatalf("model call: status description %q (RecordContent %v)", d, content)
+			}
+			if content {
+				return
+			}
+			for _, sp := range s.spans.Ended() {
+				texts := []string{sp.Name(), sp.Status().Description}
+				for _, a := range sp.Attributes() {
+					texts = append(texts, a.Value.String())
+				}
+				for _, ev := range sp.Events() {
+					texts = append(texts, ev.Name)
+					for _, a := range ev.Attributes {
+						texts = append(texts, a.Value.String())
+					}
+				}
+				for _, txt := range texts {
+					if strings.Contains(txt, secret) || strings.Contains(txt, "no such item") {
+						t.Fatalf("span %s carries %q", sp.Name(), txt)
+					}
+				}
+			}
+		})
+	}
+}

@@ -1,0 +1,6 @@
+//go:build race
+
+package mcptools_test
+
+// raceEnabled: the race detector slows the test server down.
+const raceEnabled = true
