@@ -211,7 +211,7 @@ func TestRetryTimeout(t *testing.T) {
 // the wait fails with the context's error.
 func TestRetryWaitEndsWithTheRequest(t *testing.T) {
 	f := newRetryFixture(t, llmtest.Sequence(
-		llmtest.Reply{Status: 429, RetryAfter: time.Hour},
+		llmtest.Reply{Status: 429, RetryAfter: 50 * time.Second}, // under DefaultMaxRetryAfter
 		llmtest.Reply{Text: "never"},
 	), true, Config{Retry: Retry{MaxRetries: 1}})
 	f.svc.sleep = sleep
