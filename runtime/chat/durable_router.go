@@ -64,9 +64,10 @@ type durableConv struct {
 	mu         sync.Mutex // guards the token, and the lease against the renewal timer
 	token      string     // the current resume token
 	lease      Lease
-	leaseUntil time.Time   // when the lease ends, by this node's clock
-	renewing   bool        // a request is running: the timer renews the lease
-	timer      *time.Timer // renews the lease during long requests
+	leaseUntil time.Time     // when the lease ends, by this node's clock
+	renewing   bool          // a request is running: the timer renews the lease
+	running    chan struct{} // closed when the request running ends (after its save); nil when none runs
+	timer      *time.Timer   // renews the lease during long requests
 	renewals   sync.WaitGroup
 }
 
@@ -184,7 +185,10 @@ func (r *Router) connectDurable(ctx context.Context, c *Conversation) error {
 // its old session first, keeping the lease: the old session's next
 // request fails with SessionNotActive, and its Detach or Close, even one
 // already under way, waits for the resume and then leaves the conversation
-// to the new session.
+// to the new session. A request the old session still runs (a transport
+// does not cancel a durable conversation's request when its connection
+// drops) is waited for, with its save, until ctx ends; then the resume
+// fails with [ErrConversationBusy].
 func (r *Router) Resume(ctx context.Context, id, token string) (*Conversation, error) {
 	if r.store == nil {
 		return nil, ErrNotDurable
@@ -221,6 +225,15 @@ func (r *Router) Resume(ctx context.Context, id, token string) (*Conversation, e
 	unlock := r.handover.lock(id)
 	defer unlock()
 	if old := r.served(id); old != nil {
+		// The old session may still run a request, one its client lost
+		// the connection during: it is not cancelled (a durable turn is
+		// not owned by its connection) and this resume waits for it and
+		// its save, so that the client's re-sent request finds its answer
+		// saved. A request that outlasts ctx makes the resume busy: the
+		// client tries again.
+		if err := old.dur.awaitRequest(ctx); err != nil {
+			return nil, fail(ErrConversationBusy, fmt.Errorf("conversation %s: its old session is still running a request: %w", id, err))
+		}
 		// Keep the lease: this resume takes it over.
 		if err := old.detach(ctx, false); err != nil {
 			r.logger.ErrorContext(ctx, "chat: detaching the conversation from its old session", "conversation", id, "err", err)
@@ -397,6 +410,37 @@ func (c *Conversation) renewTick() {
 		d.timer.Reset(c.router.leaseTTL / 3)
 	}
 	d.mu.Unlock()
+}
+
+// requestStarted records that a request runs and returns the function
+// that records its end.
+func (d *durableConv) requestStarted() (ended func()) {
+	done := make(chan struct{})
+	d.mu.Lock()
+	d.running = done
+	d.mu.Unlock()
+	return func() {
+		d.mu.Lock()
+		d.running = nil
+		d.mu.Unlock()
+		close(done)
+	}
+}
+
+// awaitRequest waits until no request runs, or ctx ends (its error).
+func (d *durableConv) awaitRequest(ctx context.Context) error {
+	d.mu.Lock()
+	done := d.running
+	d.mu.Unlock()
+	if done == nil {
+		return nil
+	}
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }
 
 // stopRenewing stops the renewal timer of a request, waiting for a renewal

@@ -316,6 +316,9 @@ func (c *Conversation) handle(ctx context.Context, scopeID string, req *RouteReq
 			return after, f
 		}
 		defer c.dur.stopRenewing()
+		// A resume on this router waits for the request (and its save)
+		// before it takes the conversation over (Router.Resume).
+		defer c.dur.requestStarted()()
 		// The request's memory writes are staged in the batch, to be
 		// committed with its state.
 		batch = NewBatch()
