@@ -250,14 +250,17 @@ func (s *session) beforeRun(r *request) *answer {
 	return nil
 }
 
-// replay sends a saved answer again as the answer of r, its terminator
-// marked "replayed":true, unless r was cut off meanwhile.
+// replay sends a saved answer again as the answer of r, unless r was cut
+// off meanwhile. Its events and its terminator are marked
+// "replayed":true: a client that received the first events of the answer
+// before its connection dropped skips as many (one delivery).
 func (s *session) replay(r *request, a *answer) {
 	frames := make([][]byte, 0, len(a.Events)+1)
 	for _, ev := range a.Events {
 		b := appendHead(s.c.srv.getFrame(), s.idJSON, ev.Type)
 		b = append(b, ev.Data...)
-		frames = append(frames, appendTail(b, r.requestID, "", ""))
+		b = appendTail(b, r.requestID, "", "")
+		frames = append(frames, append(b[:len(b)-1], `,"replayed":true}`...))
 	}
 	term := s.c.buildText(s.idJSON, a.Type, a.Data, r.requestID, a.ScopeID, "")
 	term = append(term[:len(term)-1], `,"replayed":true}`...)

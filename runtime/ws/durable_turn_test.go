@@ -42,6 +42,21 @@ func (g *gate) pkg() *chat.Package {
 		}
 		return chat.Response(ctx).Message(fmt.Sprintf("gate %d: %s", n, req.UserMessage()))
 	}})
+	// "answerfirst" answers first, then waits: a connection cut meanwhile
+	// drops between the answer and the terminator.
+	p.AddRoute(chat.RouteSpec{Name: "answerfirst", Handle: func(ctx context.Context, req *chat.RouteRequest) error {
+		n := g.runs.Add(1)
+		if err := chat.Response(ctx).Message(fmt.Sprintf("answer %d: %s", n, req.UserMessage())); err != nil {
+			return err
+		}
+		g.started <- struct{}{}
+		select {
+		case <-g.release:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+		return nil
+	}})
 	return p
 }
 
@@ -73,6 +88,25 @@ func serverSession(t *testing.T, ts *testServer, chatID string) *session {
 			}
 		}
 		return false
+	})
+	return found
+}
+
+// onlySession returns the one session of ts's connections.
+func onlySession(t *testing.T, ts *testServer) *session {
+	t.Helper()
+	var found *session
+	waitFor(t, "the server's session", func() bool {
+		ts.mu.Lock()
+		defer ts.mu.Unlock()
+		for c := range ts.conns {
+			c.mu.Lock()
+			for _, s := range c.sessions {
+				found = s
+			}
+			c.mu.Unlock()
+		}
+		return found != nil
 	})
 	return found
 }
@@ -280,5 +314,78 @@ func TestDurableTurnTimesOutWithoutItsConnection(t *testing.T) {
 	}
 	if n := g.runs.Load(); n != 1 {
 		t.Fatalf("the route ran %d times", n)
+	}
+}
+
+// One answer, one delivery: the connection drops after the answer reached
+// the Go client and before the terminator; the re-sent request's replay
+// does not hand the answer to the application a second time.
+func TestClientDeliversAReplayedAnswerOnce(t *testing.T) {
+	checkGoroutines(t)
+	store := chat.NewInMemoryConversationStore(nil)
+	g := newGate()
+	a := startGated(t, store, "a", g, nil)
+	proxy := startProxy(t, a)
+	states := newStateLog()
+	c := dialReconnecting(t, proxy.url(), states)
+	var rec recorder
+	s, err := rec.builder(c).Connect(context.Background(), "answerfirst")
+	if err != nil {
+		t.Fatal(err)
+	}
+	call := s.ChatAsync(context.Background(), "hello")
+	recv(t, g.started)
+	waitFor(t, "the answer to reach the client", func() bool {
+		rec.mu.Lock()
+		defer rec.mu.Unlock()
+		return len(rec.log) == 1
+	})
+	ss := serverSession(t, a, "go-1")
+	proxy.cut()
+	waitLost(t, ss)
+	close(g.release)
+	recv(t, call.Done())
+	if err := call.Err(); err != nil {
+		t.Fatalf("the request: %v", err)
+	}
+	if got := rec.take(); got != "message answer 1: hello" {
+		t.Fatalf("the application got: %q", got)
+	}
+	if n := g.runs.Load(); n != 1 {
+		t.Fatalf("the route ran %d times", n)
+	}
+	// The next answer is delivered as usual.
+	if err := s.Chat(context.Background(), "next"); err != nil {
+		t.Fatal(err)
+	}
+	if got := rec.take(); got != "message answer 2: next" {
+		t.Fatalf("the next request: %q", got)
+	}
+}
+
+// A replay marks its events "replayed" too, so that a client can tell
+// them from those of a run.
+func TestReplayedEventsAreMarked(t *testing.T) {
+	store := chat.NewInMemoryConversationStore(nil)
+	g := newGate()
+	close(g.release)
+	a := startGated(t, store, "a", g, nil)
+	c := dialRaw(t, a.url, nil)
+	hello := c.connectDurable("c1", "waitgate")
+	scope := hello.text()
+	c.send(map[string]any{"type": "ChatRouteMessage", "chatId": "c1", "scopeId": scope, "data": map[string]any{"userMessage": "x"}, "requestId": "r1"})
+	if fs := c.readAnswer("c1"); fs[0].Replayed || fs[1].Replayed || fs[2].Replayed {
+		t.Fatalf("a run's frames marked replayed: %+v", fs)
+	}
+	c.ws.CloseNow()
+	waitNoConversations(t, a.router)
+	c2 := dialRaw(t, a.url, nil)
+	if f := c2.resume("c2", hello.ConversationID, hello.ResumeToken); f.Type != "Completed" {
+		t.Fatalf("resume: %+v", f)
+	}
+	c2.send(map[string]any{"type": "ChatRouteMessage", "chatId": "c2", "scopeId": scope, "data": map[string]any{"userMessage": "x"}, "requestId": "r1"})
+	fs := c2.readAnswer("c2")
+	if len(fs) != 3 || !fs[0].Replayed || !fs[1].Replayed || !fs[2].Replayed || fs[1].text() != "gate 1: x" {
+		t.Fatalf("the replay: %+v", fs)
 	}
 }
