@@ -225,6 +225,13 @@ func (r *Router) Resume(ctx context.Context, id, token string) (*Conversation, e
 	unlock := r.handover.lock(id)
 	defer unlock()
 	if old := r.served(id); old != nil {
+		// Check the token again under the lock: a resume with the same
+		// token that took the lock first has rotated it, and this one must
+		// not take the conversation from the session that one just started
+		// (nor drop the lease they share).
+		if _, err := check(); err != nil {
+			return nil, err
+		}
 		// The old session may still run a request, one its client lost
 		// the connection during: it is not cancelled (a durable turn is
 		// not owned by its connection) and this resume waits for it and
@@ -243,15 +250,24 @@ func (r *Router) Resume(ctx context.Context, id, token string) (*Conversation, e
 	c := &Conversation{router: r, id: id, principal: principal, dur: &durableConv{}}
 	if err := c.acquire(ctx); err != nil {
 		if errors.Is(err, ErrLeaseHeld) {
+			// Another node serves it: maybe a resume with the same token
+			// that won; then this one is refused, not busy.
+			if _, cerr := check(); cerr != nil && errors.Is(cerr, ErrResumeRefused) {
+				return nil, cerr
+			}
 			return nil, fail(ErrConversationBusy, err)
 		}
 		return nil, fail(ErrUnavailable, err)
 	}
 	// Load again under the lease: the state may have changed meanwhile
-	// (and the token been used by another resume).
+	// (and the token been used by another resume, on another node).
 	st, err := check()
 	if err != nil {
-		r.releaseLease(ctx, c)
+		if r.served(id) == nil {
+			// The lease is this resume's alone (a session of this router
+			// would share it: the store renews a node's own lease).
+			r.releaseLease(ctx, c)
+		}
 		return nil, err
 	}
 	c.stack = &scopeStack{logger: r.logger, observer: r.observer, router: r}
