@@ -211,7 +211,7 @@ const convHeader = 16
 
 func parseConv(v []byte) (version, exp uint64, state []byte, err error) {
 	if len(v) < convHeader {
-		return 0, 0, nil, errors.New("corrupt conversation record")
+		return 0, 0, nil, fmt.Errorf("%w: a record of %d bytes", chat.ErrCorruptState, len(v))
 	}
 	return binary.BigEndian.Uint64(v), binary.BigEndian.Uint64(v[8:]), v[convHeader:], nil
 }
@@ -235,7 +235,7 @@ func (s *Store) Load(ctx context.Context, id string) (*chat.ConversationState, e
 			return fmt.Errorf("boltstore: conversation %q expired: %w", id, chat.ErrConversationNotFound)
 		}
 		if st, err = durable.DecodeState(data); err != nil {
-			return fmt.Errorf("boltstore: %w", err)
+			return fmt.Errorf("boltstore: conversation %q: %w", id, err)
 		}
 		st.Version = version
 		return nil

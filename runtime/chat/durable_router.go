@@ -199,6 +199,12 @@ func (r *Router) Resume(ctx context.Context, id, token string) (*Conversation, e
 		if errors.Is(err, ErrConversationNotFound) {
 			return nil, fail(ErrResumeRefused, err)
 		}
+		if errors.Is(err, ErrCorruptState) {
+			// Not worth a retry: the record stays as it is, for an
+			// operator to look at.
+			r.logger.ErrorContext(ctx, "chat: a conversation's stored state cannot be read: its resume is refused", "conversation", id, "err", err)
+			return nil, fail(ErrResumeRefused, fmt.Errorf("conversation %s: %w", id, err))
+		}
 		if err != nil {
 			return nil, fail(ErrUnavailable, fmt.Errorf("loading conversation %s: %w", id, err))
 		}
@@ -402,7 +408,8 @@ func (c *Conversation) beforeRequest(ctx context.Context) (string, *Failure) {
 // node's to serve: another node holds it or saved it, or it is gone.
 func lost(err error) bool {
 	return errors.Is(err, ErrLeaseHeld) || errors.Is(err, ErrLeaseLost) ||
-		errors.Is(err, ErrVersionConflict) || errors.Is(err, ErrConversationNotFound)
+		errors.Is(err, ErrVersionConflict) || errors.Is(err, ErrConversationNotFound) ||
+		errors.Is(err, ErrCorruptState)
 }
 
 // renewTick renews the lease during a request that runs for longer than a
