@@ -637,6 +637,10 @@ func (s *Store) sweepOnce() (n int, more bool, err error) {
 // calls write at once, one transaction each.
 type Memories struct{ s *Store }
 
+// StagesInBatch implements [chat.StagingStore]: the writes made in a
+// request of a durable conversation are saved with its state.
+func (m *Memories) StagesInBatch() {}
+
 var _ memory.IncrementalStore = (*Memories)(nil)
 
 // Memories returns the memory store of the store's conversations.

@@ -117,6 +117,9 @@ func NewRouter(opts *RouterOptions, pkgs ...*Package) (*Router, error) {
 	var errs []error
 	for _, p := range pkgs {
 		errs = append(errs, r.add(p))
+		if p != nil && r.store != nil {
+			errs = append(errs, p.checkStore(r.store))
+		}
 	}
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
