@@ -7,13 +7,17 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
+	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/chatscopes/chatgen/internal/browsertest"
+	"github.com/chatscopes/chatgen/internal/redistest"
+	"github.com/chatscopes/chatgen/runtime/boltstore"
 	"github.com/chatscopes/chatgen/runtime/chat"
+	"github.com/chatscopes/chatgen/runtime/redisstore"
 )
 
 // reconnectPage loads the ES module and keeps what the steps of
@@ -340,14 +344,41 @@ const (
 
 // TestBrowserDropMidTurn cuts the connection of the JavaScript client
 // (with the reconnect option) while its request runs, after its answer
-// reached the page and before its terminator: the turn goes on without
-// its connection, and the re-sent request is answered from it — the route
-// ran once, and the page got the answer once.
+// reached the page and before its terminator, on each store: the turn
+// goes on without its connection, and the re-sent request is answered
+// from it — the route ran once, and the page got the answer once.
 func TestBrowserDropMidTurn(t *testing.T) {
 	checkGoroutines(t)
 	b := browsertest.Start(t)
+	for _, st := range []struct {
+		name  string
+		store func(t *testing.T) chat.ConversationStore
+	}{
+		{"inmemory", func(*testing.T) chat.ConversationStore { return chat.NewInMemoryConversationStore(nil) }},
+		{"bolt", func(t *testing.T) chat.ConversationStore {
+			s, err := boltstore.Open(filepath.Join(t.TempDir(), "chat.db"), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { s.Close() })
+			return s
+		}},
+		{"redis", func(t *testing.T) chat.ConversationStore {
+			c := redistest.Client(t)
+			s, err := redisstore.New(c, &redisstore.Options{Prefix: redistest.Prefix(t, c, "chatgen-ws-browser")})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return s
+		}},
+	} {
+		t.Run(st.name, func(t *testing.T) { browserDropMidTurn(t, b, st.store(t)) })
+	}
+}
+
+func browserDropMidTurn(t *testing.T, b *browsertest.Browser, store chat.ConversationStore) {
 	g := newGate()
-	a := startGated(t, chat.NewInMemoryConversationStore(nil), "a", g, nil)
+	a := startGated(t, store, "a", g, nil)
 	mux := http.NewServeMux()
 	mux.Handle("/_chat/", a.Server)
 	mux.HandleFunc("/page.html", func(w http.ResponseWriter, r *http.Request) {
