@@ -211,7 +211,7 @@ const convHeader = 16
 
 func parseConv(v []byte) (version, exp uint64, state []byte, err error) {
 	if len(v) < convHeader {
-		return 0, 0, nil, errors.New("corrupt conversation record")
+		return 0, 0, nil, fmt.Errorf("%w: a record of %d bytes", chat.ErrCorruptState, len(v))
 	}
 	return binary.BigEndian.Uint64(v), binary.BigEndian.Uint64(v[8:]), v[convHeader:], nil
 }
@@ -235,7 +235,7 @@ func (s *Store) Load(ctx context.Context, id string) (*chat.ConversationState, e
 			return fmt.Errorf("boltstore: conversation %q expired: %w", id, chat.ErrConversationNotFound)
 		}
 		if st, err = durable.DecodeState(data); err != nil {
-			return fmt.Errorf("boltstore: %w", err)
+			return fmt.Errorf("boltstore: conversation %q: %w", id, err)
 		}
 		st.Version = version
 		return nil
@@ -636,6 +636,10 @@ func (s *Store) sweepOnce() (n int, more bool, err error) {
 // conversation's state, and reads see the batch's writes first. Other
 // calls write at once, one transaction each.
 type Memories struct{ s *Store }
+
+// StagesInBatch implements [chat.StagingStore]: the writes made in a
+// request of a durable conversation are saved with its state.
+func (m *Memories) StagesInBatch() {}
 
 var _ memory.IncrementalStore = (*Memories)(nil)
 

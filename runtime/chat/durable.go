@@ -100,6 +100,11 @@ var (
 	// another node took the conversation over (or it was never granted).
 	// Nothing was written.
 	ErrLeaseLost = errors.New("chat: the lease on the conversation was lost")
+	// ErrCorruptState reports a stored conversation the store cannot
+	// read: a record that does not decode, a version that is not a
+	// number. It is not retryable: a resume of it is refused
+	// ([ErrResumeRefused]) and the cause logged.
+	ErrCorruptState = errors.New("chat: the stored conversation cannot be read")
 )
 
 // A ConversationStore saves conversations. Implementations must be safe for
@@ -115,7 +120,8 @@ var (
 type ConversationStore interface {
 	// Load returns the saved state of the conversation id. An unknown,
 	// deleted or expired conversation is an error matching
-	// [ErrConversationNotFound].
+	// [ErrConversationNotFound]; a stored record the store cannot read,
+	// one matching [ErrCorruptState] (and naming the conversation).
 	Load(ctx context.Context, id string) (*ConversationState, error)
 
 	// Save writes st and the writes staged in b (nil for none) atomically,

@@ -64,9 +64,10 @@ type durableConv struct {
 	mu         sync.Mutex // guards the token, and the lease against the renewal timer
 	token      string     // the current resume token
 	lease      Lease
-	leaseUntil time.Time   // when the lease ends, by this node's clock
-	renewing   bool        // a request is running: the timer renews the lease
-	timer      *time.Timer // renews the lease during long requests
+	leaseUntil time.Time     // when the lease ends, by this node's clock
+	renewing   bool          // a request is running: the timer renews the lease
+	running    chan struct{} // closed when the request running ends (after its save); nil when none runs
+	timer      *time.Timer   // renews the lease during long requests
 	renewals   sync.WaitGroup
 }
 
@@ -184,7 +185,10 @@ func (r *Router) connectDurable(ctx context.Context, c *Conversation) error {
 // its old session first, keeping the lease: the old session's next
 // request fails with SessionNotActive, and its Detach or Close, even one
 // already under way, waits for the resume and then leaves the conversation
-// to the new session.
+// to the new session. A request the old session still runs (a transport
+// does not cancel a durable conversation's request when its connection
+// drops) is waited for, with its save, until ctx ends; then the resume
+// fails with [ErrConversationBusy].
 func (r *Router) Resume(ctx context.Context, id, token string) (*Conversation, error) {
 	if r.store == nil {
 		return nil, ErrNotDurable
@@ -194,6 +198,12 @@ func (r *Router) Resume(ctx context.Context, id, token string) (*Conversation, e
 		st, err := r.store.Load(ctx, id)
 		if errors.Is(err, ErrConversationNotFound) {
 			return nil, fail(ErrResumeRefused, err)
+		}
+		if errors.Is(err, ErrCorruptState) {
+			// Not worth a retry: the record stays as it is, for an
+			// operator to look at.
+			r.logger.ErrorContext(ctx, "chat: a conversation's stored state cannot be read: its resume is refused", "conversation", id, "err", err)
+			return nil, fail(ErrResumeRefused, fmt.Errorf("conversation %s: %w", id, err))
 		}
 		if err != nil {
 			return nil, fail(ErrUnavailable, fmt.Errorf("loading conversation %s: %w", id, err))
@@ -221,6 +231,22 @@ func (r *Router) Resume(ctx context.Context, id, token string) (*Conversation, e
 	unlock := r.handover.lock(id)
 	defer unlock()
 	if old := r.served(id); old != nil {
+		// Check the token again under the lock: a resume with the same
+		// token that took the lock first has rotated it, and this one must
+		// not take the conversation from the session that one just started
+		// (nor drop the lease they share).
+		if _, err := check(); err != nil {
+			return nil, err
+		}
+		// The old session may still run a request, one its client lost
+		// the connection during: it is not cancelled (a durable turn is
+		// not owned by its connection) and this resume waits for it and
+		// its save, so that the client's re-sent request finds its answer
+		// saved. A request that outlasts ctx makes the resume busy: the
+		// client tries again.
+		if err := old.dur.awaitRequest(ctx); err != nil {
+			return nil, fail(ErrConversationBusy, fmt.Errorf("conversation %s: its old session is still running a request: %w", id, err))
+		}
 		// Keep the lease: this resume takes it over.
 		if err := old.detach(ctx, false); err != nil {
 			r.logger.ErrorContext(ctx, "chat: detaching the conversation from its old session", "conversation", id, "err", err)
@@ -230,15 +256,24 @@ func (r *Router) Resume(ctx context.Context, id, token string) (*Conversation, e
 	c := &Conversation{router: r, id: id, principal: principal, dur: &durableConv{}}
 	if err := c.acquire(ctx); err != nil {
 		if errors.Is(err, ErrLeaseHeld) {
+			// Another node serves it: maybe a resume with the same token
+			// that won; then this one is refused, not busy.
+			if _, cerr := check(); cerr != nil && errors.Is(cerr, ErrResumeRefused) {
+				return nil, cerr
+			}
 			return nil, fail(ErrConversationBusy, err)
 		}
 		return nil, fail(ErrUnavailable, err)
 	}
 	// Load again under the lease: the state may have changed meanwhile
-	// (and the token been used by another resume).
+	// (and the token been used by another resume, on another node).
 	st, err := check()
 	if err != nil {
-		r.releaseLease(ctx, c)
+		if r.served(id) == nil {
+			// The lease is this resume's alone (a session of this router
+			// would share it: the store renews a node's own lease).
+			r.releaseLease(ctx, c)
+		}
 		return nil, err
 	}
 	c.stack = &scopeStack{logger: r.logger, observer: r.observer, router: r}
@@ -373,7 +408,8 @@ func (c *Conversation) beforeRequest(ctx context.Context) (string, *Failure) {
 // node's to serve: another node holds it or saved it, or it is gone.
 func lost(err error) bool {
 	return errors.Is(err, ErrLeaseHeld) || errors.Is(err, ErrLeaseLost) ||
-		errors.Is(err, ErrVersionConflict) || errors.Is(err, ErrConversationNotFound)
+		errors.Is(err, ErrVersionConflict) || errors.Is(err, ErrConversationNotFound) ||
+		errors.Is(err, ErrCorruptState)
 }
 
 // renewTick renews the lease during a request that runs for longer than a
@@ -397,6 +433,37 @@ func (c *Conversation) renewTick() {
 		d.timer.Reset(c.router.leaseTTL / 3)
 	}
 	d.mu.Unlock()
+}
+
+// requestStarted records that a request runs and returns the function
+// that records its end.
+func (d *durableConv) requestStarted() (ended func()) {
+	done := make(chan struct{})
+	d.mu.Lock()
+	d.running = done
+	d.mu.Unlock()
+	return func() {
+		d.mu.Lock()
+		d.running = nil
+		d.mu.Unlock()
+		close(done)
+	}
+}
+
+// awaitRequest waits until no request runs, or ctx ends (its error).
+func (d *durableConv) awaitRequest(ctx context.Context) error {
+	d.mu.Lock()
+	done := d.running
+	d.mu.Unlock()
+	if done == nil {
+		return nil
+	}
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }
 
 // stopRenewing stops the renewal timer of a request, waiting for a renewal

@@ -12,7 +12,9 @@ type Package struct {
 	routes    []RouteSpec
 	catches   []CatchSpec
 	checks    []func() error
-	manifest  *Manifest // see Describe
+	// storeChecks run when the router has a store (durable_memory_check.go).
+	storeChecks []func(ConversationStore) error
+	manifest    *Manifest // see Describe
 }
 
 type provider struct {

@@ -117,6 +117,9 @@ func NewRouter(opts *RouterOptions, pkgs ...*Package) (*Router, error) {
 	var errs []error
 	for _, p := range pkgs {
 		errs = append(errs, r.add(p))
+		if p != nil && r.store != nil {
+			errs = append(errs, p.checkStore(r.store))
+		}
 	}
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
@@ -316,6 +319,9 @@ func (c *Conversation) handle(ctx context.Context, scopeID string, req *RouteReq
 			return after, f
 		}
 		defer c.dur.stopRenewing()
+		// A resume on this router waits for the request (and its save)
+		// before it takes the conversation over (Router.Resume).
+		defer c.dur.requestStarted()()
 		// The request's memory writes are staged in the batch, to be
 		// committed with its state.
 		batch = NewBatch()

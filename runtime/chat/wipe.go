@@ -31,13 +31,17 @@ type memoryEntry struct {
 // clears and deletes it through the store until the memory is attached
 // again, and mem's ReleaseMemory method, when it has one (see
 // [ReleasableMemory]), is called when the scope leaves the process without
-// ending.
+// ending. In a durable conversation, a [DurableMemory] that is not kept
+// in the store is refused with an error matching [ErrMemoryNotDurable].
 func AttachMemory(ctx context.Context, key string, mem ScopedMemory) (string, error) {
 	st, s, err := lockCurrent(ctx, "attach memory")
 	if err != nil {
 		return "", err
 	}
 	defer st.mu.Unlock()
+	if err := st.notDurable(key, mem); err != nil {
+		return "", err
+	}
 	for i, m := range s.memories {
 		if m.key == key {
 			if _, ok := m.mem.(storedMemory); ok {

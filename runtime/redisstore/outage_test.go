@@ -120,6 +120,7 @@ func TestOutage(t *testing.T) {
 		// Save turns until Redis dies under them.
 		acked := make(chan uint64, 1000)
 		failed := make(chan error, 1)
+		start := v.st.Version // before the goroutine's turns change it
 		go func() {
 			for {
 				if err := v.turn(ctx); err != nil {
@@ -129,7 +130,6 @@ func TestOutage(t *testing.T) {
 				acked <- v.st.Version
 			}
 		}()
-		start := v.st.Version
 		var last uint64
 		for last < start+20 {
 			last = <-acked

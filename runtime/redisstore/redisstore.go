@@ -145,16 +145,23 @@ func (s *Store) memPrefix() string { return s.prefix + "mem:" }
 
 // Load implements [chat.ConversationStore]: one round trip.
 func (s *Store) Load(ctx context.Context, id string) (*chat.ConversationState, error) {
-	data, err := s.c.HGet(ctx, s.key("conv", id), "s").Bytes()
-	if errors.Is(err, redis.Nil) {
-		return nil, fmt.Errorf("redisstore: loading conversation %q: %w", id, chat.ErrConversationNotFound)
-	}
+	vals, err := s.c.HMGet(ctx, s.key("conv", id), "v", "s").Result()
 	if err != nil {
 		return nil, fmt.Errorf("redisstore: loading conversation %q: %w", id, describe(err))
 	}
-	st, err := durable.DecodeState(data)
+	v, _ := vals[0].(string)
+	data, ok := vals[1].(string)
+	if !ok {
+		return nil, fmt.Errorf("redisstore: loading conversation %q: %w", id, chat.ErrConversationNotFound)
+	}
+	st, err := durable.DecodeState([]byte(data))
 	if err != nil {
 		return nil, fmt.Errorf("redisstore: loading conversation %q: %w", id, err)
+	}
+	// The version saves check is the hash's v: one that is not the
+	// state's would make every save a conflict.
+	if version, err := strconv.ParseUint(v, 10, 64); err != nil || version != st.Version {
+		return nil, fmt.Errorf("redisstore: loading conversation %q: %w: its version field is %q, its state's version %d", id, chat.ErrCorruptState, v, st.Version)
 	}
 	return st, nil
 }
@@ -201,6 +208,9 @@ func (s *Store) Save(ctx context.Context, st *chat.ConversationState, lease chat
 		return nil
 	case 1:
 		stored := fmt.Sprint(res[1])
+		if _, err := strconv.ParseUint(stored, 10, 64); err != nil {
+			return fmt.Errorf("redisstore: saving conversation %q: %w: its version field is %q", st.ID, chat.ErrCorruptState, stored)
+		}
 		if stored == "0" {
 			return fmt.Errorf("%w: conversation %q is at version %d: %w", chat.ErrVersionConflict, st.ID, st.Version, chat.ErrConversationNotFound)
 		}
@@ -331,6 +341,10 @@ func (s *Store) Release(ctx context.Context, id string, lease chat.Lease) error 
 // conversation's state, and reads see the batch's writes first. Other
 // calls write at once, one round trip each.
 type Memories struct{ s *Store }
+
+// StagesInBatch implements [chat.StagingStore]: the writes made in a
+// request of a durable conversation are saved with its state.
+func (m *Memories) StagesInBatch() {}
 
 var _ memory.IncrementalStore = (*Memories)(nil)
 

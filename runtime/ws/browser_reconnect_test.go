@@ -7,13 +7,17 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
+	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/chatscopes/chatgen/internal/browsertest"
+	"github.com/chatscopes/chatgen/internal/redistest"
+	"github.com/chatscopes/chatgen/runtime/boltstore"
 	"github.com/chatscopes/chatgen/runtime/chat"
+	"github.com/chatscopes/chatgen/runtime/redisstore"
 )
 
 // reconnectPage loads the ES module and keeps what the steps of
@@ -308,4 +312,119 @@ func TestBrowserReconnectsToAPlainServer(t *testing.T) {
 		"close handler called 1",
 	})
 	waitNoConversations(t, ts.router)
+}
+
+// The steps of TestBrowserDropMidTurn.
+const (
+	dropSetup = `(async () => {
+    for (let i = 0; i < 3000 && !window.pageReady; i++) {
+        await new Promise((r) => setTimeout(r, 10));
+    }
+    const client = new ChatScopesClient({ reconnect: { minDelay: 5, maxDelay: 50 } });
+    client.onConnectionState((state) => states.push(state));
+    await client.open();
+    window.client = client;
+    window.session = await client.builder()
+        .messageHandler((m) => log.push("message " + m))
+        .connect("answerfirst");
+    window.call = session.chat("hello").then(() => "resolved", (e) => "rejected " + e.reason);
+    for (let i = 0; i < 3000 && log.length === 0; i++) {
+        await new Promise((r) => setTimeout(r, 5));
+    }
+    return JSON.stringify(log);
+})()`
+
+	dropAnswered = `(async () => {
+    const result = await window.call;
+    await session.chat("next");
+    await client.close();
+    return JSON.stringify({ result, log, states });
+})()`
+)
+
+// TestBrowserDropMidTurn cuts the connection of the JavaScript client
+// (with the reconnect option) while its request runs, after its answer
+// reached the page and before its terminator, on each store: the turn
+// goes on without its connection, and the re-sent request is answered
+// from it — the route ran once, and the page got the answer once.
+func TestBrowserDropMidTurn(t *testing.T) {
+	checkGoroutines(t)
+	b := browsertest.Start(t)
+	for _, st := range []struct {
+		name  string
+		store func(t *testing.T) chat.ConversationStore
+	}{
+		{"inmemory", func(*testing.T) chat.ConversationStore { return chat.NewInMemoryConversationStore(nil) }},
+		{"bolt", func(t *testing.T) chat.ConversationStore {
+			s, err := boltstore.Open(filepath.Join(t.TempDir(), "chat.db"), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { s.Close() })
+			return s
+		}},
+		{"redis", func(t *testing.T) chat.ConversationStore {
+			c := redistest.Client(t)
+			s, err := redisstore.New(c, &redisstore.Options{Prefix: redistest.Prefix(t, c, "chatgen-ws-browser")})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return s
+		}},
+	} {
+		t.Run(st.name, func(t *testing.T) { browserDropMidTurn(t, b, st.store(t)) })
+	}
+}
+
+func browserDropMidTurn(t *testing.T, b *browsertest.Browser, store chat.ConversationStore) {
+	g := newGate()
+	a := startGated(t, store, "a", g, nil)
+	mux := http.NewServeMux()
+	mux.Handle("/_chat/", a.Server)
+	mux.HandleFunc("/page.html", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		_, _ = w.Write([]byte(reconnectPage))
+	})
+	hs := httptest.NewServer(mux)
+	defer hs.Close()
+	proxy := startProxy(t, &testServer{http: hs})
+
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	page, err := b.Open(ctx, "http://"+proxy.ln.Addr().String()+"/page.html")
+	if err != nil {
+		t.Fatal(err)
+	}
+	eval := func(step, expr string, v any) {
+		t.Helper()
+		out, err := page.Eval(ctx, expr)
+		if err != nil {
+			t.Fatalf("%s: %v\nconsole:\n%s", step, err, b.ConsoleLog())
+		}
+		if err := json.Unmarshal([]byte(out), v); err != nil {
+			t.Fatalf("%s: %s: %v", step, out, err)
+		}
+	}
+	var first []string
+	eval("setup", dropSetup, &first)
+	checkLog(t, first, []string{"message answer 1: hello"})
+	recv(t, g.started)
+	s := onlySession(t, a)
+	proxy.cut()
+	waitLost(t, s)
+	close(g.release)
+	var res struct {
+		Result      string
+		Log, States []string
+	}
+	eval("answered", dropAnswered, &res)
+	if res.Result != "resolved" {
+		t.Fatalf("the request cut by the drop: %s", res.Result)
+	}
+	checkLog(t, res.Log, []string{"message answer 1: hello", "message answer 2: next"})
+	checkLog(t, res.States, []string{"connecting", "connected", "reconnecting", "connected", "closed"})
+	if n := g.runs.Load(); n != 2 {
+		t.Fatalf("the route ran %d times for two requests", n)
+	}
+	waitNoConversations(t, a.router)
 }

@@ -43,6 +43,11 @@ type clientCall struct {
 	data      []byte // the request data, a JSON object
 	requestID uint64
 	call      *chat.Call
+	// One delivery across reconnects (guarded by clientSession.mu):
+	// delivered counts the events of the answer handed to the handlers;
+	// pos counts those received since the request was last sent. A
+	// replayed event at a position already delivered is dropped.
+	delivered, pos int
 }
 
 var _ chat.Session = (*clientSession)(nil)
@@ -139,6 +144,7 @@ func (s *clientSession) next(inline bool) {
 			}
 			frame = s.frame(cc)
 			s.inflight = cc
+			cc.pos = 0
 		}
 		s.mu.Unlock()
 		if failed != nil {
@@ -187,7 +193,9 @@ func (s *clientSession) frame(cc *clientCall) []byte {
 func (s *clientSession) receive(f *serverFrame) {
 	typ := eventType(f.typ)
 	if typ != chat.EventCompleted && typ != chat.EventFailed {
-		s.dispatch(wireEvent(typ, f))
+		if s.firstDelivery(f) {
+			s.dispatch(wireEvent(typ, f))
+		}
 		return
 	}
 	s.mu.Lock()
@@ -238,6 +246,30 @@ func (s *clientSession) receive(f *serverFrame) {
 		return
 	}
 	s.next(false)
+}
+
+// firstDelivery reports whether the event f of the request in flight is
+// to be handed to the handlers: not when it is a replayed event (the
+// request was sent again after a reconnect, and the server answers it
+// from what it saved) that the session handed them already, before the
+// connection dropped.
+func (s *clientSession) firstDelivery(f *serverFrame) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	cc := s.inflight
+	var id [20]byte
+	if cc == nil || (len(f.requestID) > 0 && !bytes.Equal(f.requestID, strconv.AppendUint(id[:0], cc.requestID, 10))) {
+		return true
+	}
+	if !f.replayed && cc.pos == 0 {
+		cc.delivered = 0 // the request runs (again): a new answer
+	}
+	cc.pos++
+	if f.replayed && cc.pos <= cc.delivered {
+		return false
+	}
+	cc.delivered = cc.pos
+	return true
 }
 
 // wireEvent returns the event of a frame. An event rendered from markdown

@@ -64,8 +64,14 @@ type conn struct {
 	ctx    context.Context // carries the principal; cancelled when the connection ends
 	cancel context.CancelFunc
 	ioCtx  context.Context // ctx without cancellation, for reads and writes
-	remote string
-	out    writeQueue
+	// turnCtx is the parent of the requests of durable conversations: a
+	// durable turn is not owned by its connection, so it does not end with
+	// ctx; it ends when the server aborts its requests (Close, a Shutdown
+	// whose context ended) or once the connection's sessions finished.
+	turnCtx    context.Context
+	turnCancel context.CancelFunc
+	remote     string
+	out        writeQueue
 
 	readFramesFn func() // c.readFrames, made once
 
@@ -110,6 +116,7 @@ func newConn(ctx context.Context, srv *Server, wc wsConn, sock socket, remote st
 		remote:   remote,
 		sessions: map[string]*session{},
 	}
+	c.turnCtx, c.turnCancel = context.WithCancel(c.ioCtx)
 	c.readFramesFn = c.readFrames
 	c.rcond.L = &c.rmu
 	c.out.init(c, outLimit)

@@ -64,7 +64,14 @@ func (c *conn) drain() {
 	}()
 }
 
-// abort cancels the requests in progress and closes the connection now.
+// abortTurns cancels the requests of durable conversations too (see
+// conn.turnCtx): the server is going away without waiting for them.
+func (c *conn) abortTurns() {
+	c.turnCancel()
+}
+
+// abort cancels the requests in progress (but the turns of durable
+// conversations: abortTurns) and closes the connection now.
 // It does not wait: closing the network connection first makes a close
 // handshake in progress (which waits up to 5 s for a client that does not
 // read) fail at once, so that CloseNow, which waits for it, returns.
@@ -100,5 +107,6 @@ func (c *conn) teardown(err error) {
 		s.closeKeeping() // lost, not closed by the client: a durable conversation stays resumable
 	}
 	c.workers.Wait()
+	c.turnCancel()
 	c.out.stop()
 }

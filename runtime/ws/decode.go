@@ -304,7 +304,7 @@ type serverFrame struct {
 	// markdown (see appendRendered).
 	markdown, html              []byte
 	conversationID, resumeToken []byte // on Connect's Completed, from a durable server
-	replayed                    bool   // a terminator replayed for a re-sent request
+	replayed                    bool   // an event or terminator replayed for a re-sent request
 }
 
 // decodeServerFrame parses a server frame.

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"log/slog"
 	"sync"
+	"time"
 
 	"github.com/chatscopes/chatgen/runtime/chat"
 )
@@ -43,13 +44,29 @@ func (c *conn) open(f *inFrame) (*chat.Conversation, error) {
 	if f.Resume == nil {
 		return c.srv.router.Connect(c.ctx, f.Route)
 	}
-	conv, err := c.srv.router.Resume(c.ctx, f.Resume.ConversationID, f.Resume.Token)
+	// A resume waits for a request its conversation still runs here (the
+	// client lost its connection during it), for a while: the connection's
+	// frames, pongs included, are not read meanwhile. Past it, the client
+	// is told ConversationBusy and tries again.
+	ctx, cancel := context.WithTimeout(c.ctx, c.resumeWait())
+	defer cancel()
+	conv, err := c.srv.router.Resume(ctx, f.Resume.ConversationID, f.Resume.Token)
 	if errors.Is(err, chat.ErrNotDurable) {
 		// A server that keeps no conversation knows none: the client
 		// gets the reason of an unknown conversation, not ServerError.
 		return nil, &chat.Failure{Reason: chat.ErrResumeRefused.Reason, Err: err}
 	}
 	return conv, err
+}
+
+// maxResumeWait bounds how long a resume waits for a request still
+// running in the conversation it resumes (see open).
+const maxResumeWait = 5 * time.Second
+
+// resumeWait is how long a resume may take: maxResumeWait, or less
+// when a pong must be read sooner (WriteTimeout).
+func (c *conn) resumeWait() time.Duration {
+	return min(maxResumeWait, c.srv.opts.WriteTimeout/2)
 }
 
 // connected returns the Completed frame of a Connect: the current scope
@@ -85,6 +102,7 @@ const MaxReplaySize = 64 << 10
 type durableSession struct {
 	mu        sync.Mutex      // events are delivered from any goroutine of the route
 	requestID json.RawMessage // the running request's id
+	ctx       context.Context // the running request's context
 	events    []answerEvent
 	size      int
 	partial   bool
@@ -129,30 +147,54 @@ func (c *conn) setupDurable(s *session, resumed bool) {
 	}
 	deliver := s.sink
 	s.sink = func(ev chat.Event) error {
-		d.record(ev)
-		return deliver(ev)
+		if err := d.record(ev); err != nil {
+			return err // an event that cannot be encoded
+		}
+		if err := deliver(ev); err != nil && !s.turnGoesOn(d) {
+			return err
+		}
+		// The connection is lost, not closed by the client: the turn goes
+		// on, its events are kept for the replay.
+		return nil
 	}
 	s.conv.SetExtra(replayKey, func(scopeID string, f *chat.Failure) []byte {
 		return d.save(scopeID, f)
 	})
 }
 
-// record keeps ev for the answer of the running request.
-func (d *durableSession) record(ev chat.Event) {
+// record keeps ev for the answer of the running request. Its error is
+// the event's encoding's.
+func (d *durableSession) record(ev chat.Event) error {
 	data, err := appendData(nil, ev)
 	if err != nil {
-		return // the delivery fails the same way
+		return err
 	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if d.partial {
-		return
+		return nil
 	}
 	if d.size += len(data) + len(ev.Type); d.size > MaxReplaySize {
 		d.events, d.partial = nil, true
-		return
+		return nil
 	}
 	d.events = append(d.events, answerEvent{Type: ev.Type, Data: data})
+	return nil
+}
+
+// turnGoesOn reports whether the running request of s goes on although
+// its events can no longer be sent: its connection was lost (rather than
+// the session closed by Disconnect) and its context has not ended.
+func (s *session) turnGoesOn(d *durableSession) bool {
+	d.mu.Lock()
+	ctx := d.ctx
+	d.mu.Unlock()
+	if ctx == nil || ctx.Err() != nil {
+		return false
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return !s.closing || s.keep
 }
 
 // save returns the saved form of the answer of the request ending with
@@ -160,7 +202,7 @@ func (d *durableSession) record(ev chat.Event) {
 // (it cannot be re-sent).
 func (d *durableSession) save(scopeID string, f *chat.Failure) []byte {
 	d.mu.Lock()
-	requestID := d.requestID
+	requestID, ctx := d.requestID, d.ctx
 	if len(requestID) == 0 {
 		d.mu.Unlock()
 		return nil
@@ -169,6 +211,16 @@ func (d *durableSession) save(scopeID string, f *chat.Failure) []byte {
 	d.mu.Unlock()
 	if f != nil {
 		a.Type, a.Data, a.ScopeID = chat.EventFailed, f.Reason, scopeID
+		switch {
+		case ctx == nil:
+		case errors.Is(ctx.Err(), context.DeadlineExceeded):
+			// What the client was told at the deadline.
+			a.Data = ErrRequestTimeout.Reason
+		case ctx.Err() != nil:
+			// Cut off by Disconnect, or by the server going away
+			// (Close): not an answer to replay; a re-sent request runs.
+			return nil
+		}
 	}
 	b, err := json.Marshal(&a)
 	if err != nil {
@@ -193,19 +245,22 @@ func (s *session) beforeRun(r *request) *answer {
 	}
 	d.mu.Lock()
 	d.events, d.size, d.partial = nil, 0, false
-	d.requestID = r.requestID
+	d.requestID, d.ctx = r.requestID, r.ctx
 	d.mu.Unlock()
 	return nil
 }
 
-// replay sends a saved answer again as the answer of r, its terminator
-// marked "replayed":true, unless r was cut off meanwhile.
+// replay sends a saved answer again as the answer of r, unless r was cut
+// off meanwhile. Its events and its terminator are marked
+// "replayed":true: a client that received the first events of the answer
+// before its connection dropped skips as many (one delivery).
 func (s *session) replay(r *request, a *answer) {
 	frames := make([][]byte, 0, len(a.Events)+1)
 	for _, ev := range a.Events {
 		b := appendHead(s.c.srv.getFrame(), s.idJSON, ev.Type)
 		b = append(b, ev.Data...)
-		frames = append(frames, appendTail(b, r.requestID, "", ""))
+		b = appendTail(b, r.requestID, "", "")
+		frames = append(frames, append(b[:len(b)-1], `,"replayed":true}`...))
 	}
 	term := s.c.buildText(s.idJSON, a.Type, a.Data, r.requestID, a.ScopeID, "")
 	term = append(term[:len(term)-1], `,"replayed":true}`...)

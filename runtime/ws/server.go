@@ -405,6 +405,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	case <-ctx.Done():
 	}
 	for _, c := range s.stopConns() {
+		c.abortTurns()
 		c.abort()
 	}
 	s.workers.close()
@@ -418,6 +419,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 // Shutdown with a context that ends soon instead.
 func (s *Server) Close() error {
 	for _, c := range s.stopConns() {
+		c.abortTurns()
 		c.abort()
 	}
 	s.wg.Wait()

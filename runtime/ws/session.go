@@ -169,10 +169,14 @@ func (s *session) work() {
 // (BenchmarkWSTurn). When its deadline passes, the request running with
 // it is answered RequestTimeout (deadlinePassed).
 func (s *session) requestContext() context.Context {
+	parent := s.c.ctx
+	if s.dur != nil {
+		parent = s.c.turnCtx // a durable turn outlives its connection
+	}
 	d := s.c.srv.opts.RequestTimeout
 	if d <= 0 {
 		if s.reqCtx == nil {
-			s.reqCtx, s.reqCancel = context.WithCancel(s.c.ctx)
+			s.reqCtx, s.reqCancel = context.WithCancel(parent)
 		}
 		return s.reqCtx
 	}
@@ -182,7 +186,7 @@ func (s *session) requestContext() context.Context {
 	}
 	s.takeRequestContextLocked()() // the requests that used it have ended
 	s.reqDeadline = now.Add(d + d/16)
-	ctx, cancel := context.WithDeadline(s.c.ctx, s.reqDeadline)
+	ctx, cancel := context.WithDeadline(parent, s.reqDeadline)
 	s.reqCtx, s.reqCancel = ctx, cancel
 	s.reqTimer = time.AfterFunc(time.Until(s.reqDeadline), func() {
 		<-ctx.Done() // its own timer is due at the same time
@@ -388,13 +392,19 @@ func (s *session) sendHeld() {
 // close ends the session: queued requests are dropped (no reply, as for
 // Disconnect), the running one is cut off (nothing more of it is sent)
 // and its context cancelled, then, once it returned, the conversation is
-// closed.
+// closed. The running request of a durable conversation that is kept (the
+// connection was lost, not closed by Disconnect) is not cancelled: it
+// completes and is saved, for the client to find once it resumes
+// (docs/durability.md); its session ends when it returns.
 func (s *session) close() {
 	s.mu.Lock()
 	s.closing = true
 	s.dropQueueLocked()
 	running := s.running
-	cancel := s.takeRequestContextLocked()
+	cancel := func() {}
+	if s.dur == nil || !s.keep {
+		cancel = s.takeRequestContextLocked()
+	}
 	s.mu.Unlock()
 	s.cutOff()
 	cancel() // the request running, if any: after cutOff, so that nothing it sends goes out

@@ -23,6 +23,9 @@ type inMemoryMemories struct {
 	cs *chat.InMemoryConversationStore
 }
 
+// StagesInBatch implements chat.StagingStore.
+func (inMemoryMemories) StagesInBatch() {}
+
 func (m inMemoryMemories) Get(ctx context.Context, id string) ([]llms.MessageContent, error) {
 	b, err := m.cs.GetMemory(ctx, id)
 	if err != nil || b == nil {

@@ -70,7 +70,7 @@ func EncodeState(st *chat.ConversationState, version uint64) ([]byte, error) {
 func DecodeState(data []byte) (*chat.ConversationState, error) {
 	var j stateJSON
 	if err := json.Unmarshal(data, &j); err != nil {
-		return nil, fmt.Errorf("decoding a conversation: %w", err)
+		return nil, fmt.Errorf("decoding a conversation: %w: %w", chat.ErrCorruptState, err)
 	}
 	if j.Format != FormatVersion {
 		return nil, fmt.Errorf("decoding conversation %q: format %d is not %d (written by another version of chatgen?)",

@@ -16,7 +16,7 @@ export interface ServerFrame {
     conversationId?: string;
     /** With conversationId: the token that resumes the conversation. */
     resumeToken?: string;
-    /** On a terminator replayed for a request sent again after a resume. */
+    /** On the frames (events and terminator) of an answer replayed for a request sent again after a resume; the client skips the replayed events it delivered before the connection dropped. */
     replayed?: boolean;
     /**
      * On a Message rendered from markdown (//chat:markdown): the markdown

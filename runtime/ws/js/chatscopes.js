@@ -169,6 +169,7 @@ class Session {
             frame.data = req.data;
         }
         this._inflight = req;
+        req.pos = 0; // the events of its answer received since this send
         if (!this.client._transmit(frame)) {
             this._inflight = null;
             req.reject(new ChatFailure(this.client.closed ? "ConnectionClosed" : "ConnectionLost"));
@@ -181,6 +182,8 @@ class Session {
         const data = message.data;
         if (type === "Completed" || type === "Failed") {
             this._terminate(message);
+        } else if (!this._firstDelivery(message)) {
+            return;
         }
         const handler = this.eventHandlers.get(type);
         try {
@@ -196,6 +199,26 @@ class Session {
         } catch (e) {
             console.error("chatscopes: the " + type + " handler failed", e);
         }
+    }
+
+    // Whether an event of the request in flight goes to the handlers: not
+    // when it is replayed (the request was sent again after a reconnect,
+    // and the server answers it from what it saved) and the handlers had
+    // it already, before the connection dropped. One answer, one delivery.
+    _firstDelivery(message) {
+        const req = this._inflight;
+        if (!req || (message.requestId !== undefined && message.requestId !== req.requestId)) {
+            return true;
+        }
+        if (message.replayed !== true && req.pos === 0) {
+            req.delivered = 0; // the request runs (again): a new answer
+        }
+        req.pos++;
+        if (message.replayed === true && req.pos <= (req.delivered || 0)) {
+            return false;
+        }
+        req.delivered = req.pos;
+        return true;
     }
 
     _terminate(message) {

@@ -1,0 +1,74 @@
+package chat
+
+import (
+	"errors"
+	"fmt"
+)
+
+// A durable conversation's chat memories must live in its
+// ConversationStore, so that they are saved with its state: a memory kept
+// in the process would be gone after a restart or a move to another node,
+// while the conversation, resumed, goes on as if the model remembered it.
+// This file makes that mistake loud: a router refuses to start when a
+// package's store check fails (Package.AddStoreCheck), and a memory that
+// says it is not kept in the store cannot be attached to a scope of a
+// durable conversation.
+
+// ErrMemoryNotDurable reports a chat memory of a durable conversation that
+// is not kept in the router's [ConversationStore]: after a restart the
+// model would have forgotten the conversation. Configure the memory with
+// the store's memory side (memory.NewManager(memory.Config{Store:
+// store.Memories(), …}) as the Memory of the AI service's ai.Config).
+var ErrMemoryNotDurable = errors.New("chat: the chat memory of a durable conversation is not kept in its conversation store")
+
+// A StagingStore is the memory side of a [ConversationStore] (the
+// memory.Store of runtime/boltstore, runtime/redisstore,
+// conversationtest.InMemoryMemories): it stages the writes made with a
+// request's context in the request's [Batch], so that they are saved with
+// the conversation's state. Memory stores implement it to say so.
+type StagingStore interface {
+	// StagesInBatch marks the store; it does nothing.
+	StagesInBatch()
+}
+
+// A DurableMemory is a [ScopedMemory] that can tell whether it is kept in
+// a conversation store (the AI services' memories can). [AttachMemory]
+// refuses one that is not, in a durable conversation.
+type DurableMemory interface {
+	ScopedMemory
+	// KeptInStore reports whether the memory's writes go to a
+	// [StagingStore].
+	KeptInStore() bool
+}
+
+// AddStoreCheck registers a check that [NewRouter] runs when its
+// [RouterOptions.Store] is set, with that store: an error fails NewRouter.
+// An AI service's (ai.Service.CheckStore) refuses a chat memory kept
+// outside the store.
+func (p *Package) AddStoreCheck(check func(ConversationStore) error) {
+	p.storeChecks = append(p.storeChecks, check)
+}
+
+// checkStore runs the store checks of p.
+func (p *Package) checkStore(store ConversationStore) error {
+	var errs []error
+	for _, check := range p.storeChecks {
+		if err := check(store); err != nil {
+			errs = append(errs, fmt.Errorf("chat: %s: %w", p.path, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// notDurable returns the error of attaching mem, under key, to a scope of
+// stack st, or nil: in a durable conversation, a memory that says it is
+// not kept in the store is refused.
+func (st *scopeStack) notDurable(key string, mem ScopedMemory) error {
+	if st.router == nil || st.router.store == nil {
+		return nil
+	}
+	if dm, ok := mem.(DurableMemory); ok && !dm.KeptInStore() {
+		return fmt.Errorf("memory %q: %w: give the AI service's ai.Config a Memory over the store's memory side (memory.NewManager(memory.Config{Store: store.Memories(), …}))", key, ErrMemoryNotDurable)
+	}
+	return nil
+}
