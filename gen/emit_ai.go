@@ -32,6 +32,7 @@ func (e *emitter) aiRegister() []jen.Code {
 		}
 		out = append(out,
 			jen.Id("p").Dot("AddCheck").Call(jen.Id(svc).Dot("Check")),
+			jen.Id("p").Dot("AddStoreCheck").Call(jen.Id(svc).Dot("CheckStore")),
 			jen.Qual(chatPkg, "Provide").Call(jen.Id("p"), jen.Id(s.bean.beanVar),
 				jen.Func().Params(ctxType()).Params(jen.Id(s.bean.obj.Name()), jen.Error()).Block(
 					jen.Return(jen.Op("&").Id(s.impl).Values(inline("svc", jen.Id(svc))), jen.Nil()),

@@ -79,24 +79,28 @@ func Register(deps Deps) *chat.Package {
 	svcArmorBuilder := ai.NewService("github.com/chatscopes/chatgen/examples/weaponbuilder.ArmorBuilder", deps.ArmorBuilder)
 	svcArmorBuilder.AddMethods(&chatMethodArmorBuilderChat)
 	p.AddCheck(svcArmorBuilder.Check)
+	p.AddStoreCheck(svcArmorBuilder.CheckStore)
 	chat.Provide(p, chatBeanArmorBuilder, func(context.Context) (ArmorBuilder, error) {
 		return &chatAIArmorBuilder{svc: svcArmorBuilder}, nil
 	})
 	svcEnchanter := ai.NewService("github.com/chatscopes/chatgen/examples/weaponbuilder.Enchanter", deps.Enchanter)
 	svcEnchanter.AddMethods(&chatMethodEnchanterChat)
 	p.AddCheck(svcEnchanter.Check)
+	p.AddStoreCheck(svcEnchanter.CheckStore)
 	chat.Provide(p, chatBeanEnchanter, func(context.Context) (Enchanter, error) {
 		return &chatAIEnchanter{svc: svcEnchanter}, nil
 	})
 	svcMainMenu := ai.NewService("github.com/chatscopes/chatgen/examples/weaponbuilder.MainMenu", deps.MainMenu)
 	svcMainMenu.AddMethods(&chatMethodMainMenuChat)
 	p.AddCheck(svcMainMenu.Check)
+	p.AddStoreCheck(svcMainMenu.CheckStore)
 	chat.Provide(p, chatBeanMainMenu, func(context.Context) (MainMenu, error) {
 		return &chatAIMainMenu{svc: svcMainMenu}, nil
 	})
 	svcWeaponBuilder := ai.NewService("github.com/chatscopes/chatgen/examples/weaponbuilder.WeaponBuilder", deps.WeaponBuilder)
 	svcWeaponBuilder.AddMethods(&chatMethodWeaponBuilderChat)
 	p.AddCheck(svcWeaponBuilder.Check)
+	p.AddStoreCheck(svcWeaponBuilder.CheckStore)
 	chat.Provide(p, chatBeanWeaponBuilder, func(context.Context) (WeaponBuilder, error) {
 		return &chatAIWeaponBuilder{svc: svcWeaponBuilder}, nil
 	})

@@ -5,7 +5,8 @@ package chat
 // generated code references it, so it compiles only against a runtime that
 // supports that version. Version 3 files describe their tools with
 // chatgen's own ai.Tool fields (Name, Description, Parameters) and name no
-// langchaingo type, so the runtime builds each model client's form of them.
+// langchaingo type, so the runtime builds each model client's form of them;
+// they register their AI services' store checks ([Package.AddStoreCheck]).
 //
 // A runtime that adds a version adds a constant and keeps the older ones
 // for as long as it runs code of those versions; removing one is how a

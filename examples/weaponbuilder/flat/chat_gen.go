@@ -50,6 +50,7 @@ func Register(deps Deps) *chat.Package {
 	svcArmorer := ai.NewService("github.com/chatscopes/chatgen/examples/weaponbuilder/flat.Armorer", deps.Armorer)
 	svcArmorer.AddMethods(&chatMethodArmorerChat)
 	p.AddCheck(svcArmorer.Check)
+	p.AddStoreCheck(svcArmorer.CheckStore)
 	chat.Provide(p, chatBeanArmorer, func(context.Context) (Armorer, error) {
 		return &chatAIArmorer{svc: svcArmorer}, nil
 	})

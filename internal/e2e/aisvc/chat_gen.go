@@ -45,6 +45,7 @@ func Register(deps Deps) *chat.Package {
 	svcSmith := ai.NewService("github.com/chatscopes/chatgen/internal/e2e/aisvc.Smith", deps.Smith)
 	svcSmith.AddMethods(&chatMethodSmithAppraise, &chatMethodSmithAsk, &chatMethodSmithBuild, &chatMethodSmithTell)
 	p.AddCheck(svcSmith.Check)
+	p.AddStoreCheck(svcSmith.CheckStore)
 	chat.Provide(p, chatBeanSmith, func(context.Context) (Smith, error) {
 		return &chatAISmith{svc: svcSmith}, nil
 	})

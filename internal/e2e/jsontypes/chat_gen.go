@@ -47,6 +47,7 @@ func Register(deps Deps) *chat.Package {
 	svcClerk := ai.NewService("github.com/chatscopes/chatgen/internal/e2e/jsontypes.Clerk", deps.Clerk)
 	svcClerk.AddMethods(&chatMethodClerkAsk)
 	p.AddCheck(svcClerk.Check)
+	p.AddStoreCheck(svcClerk.CheckStore)
 	chat.Provide(p, chatBeanClerk, func(context.Context) (Clerk, error) {
 		return &chatAIClerk{svc: svcClerk}, nil
 	})
