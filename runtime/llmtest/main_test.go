@@ -3,6 +3,8 @@ package llmtest_test
 import (
 	"context"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"runtime"
 	"strings"
@@ -139,3 +141,42 @@ var timeTool = llms.Tool{Type: "function", Function: &llms.FunctionDefinition{
 	Description: "Current time in a time zone.",
 	Parameters:  map[string]any{"type": "object", "properties": map[string]any{"tz": map[string]any{"type": "string"}}},
 }}
+
+// rawPost posts body to url with the given headers (name, value pairs) and
+// returns the status and the response body.
+func rawPost(t *testing.T, client *http.Client, url, body string, header ...string) (int, string) {
+	t.Helper()
+	req, err := http.NewRequestWithContext(context.Background(), http.MethodPost, url, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	for i := 0; i+1 < len(header); i += 2 {
+		req.Header.Set(header[i], header[i+1])
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		t.Fatalf("POST %s: %v", url, err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatalf("reading the answer: %v", err)
+	}
+	return resp.StatusCode, string(b)
+}
+
+// aiMsg returns an AI message holding the given parts.
+func aiMsg(parts ...llms.ContentPart) llms.MessageContent {
+	return llms.MessageContent{Role: llms.ChatMessageTypeAI, Parts: parts}
+}
+
+// toolResultMsg returns a tool message answering the call id.
+func toolResultMsg(id, name, content string) llms.MessageContent {
+	return llms.MessageContent{Role: llms.ChatMessageTypeTool, Parts: []llms.ContentPart{
+		llms.ToolCallResponse{ToolCallID: id, Name: name, Content: content},
+	}}
+}
+
+// textPart returns a text part.
+func textPart(s string) llms.TextContent { return llms.TextContent{Text: s} }

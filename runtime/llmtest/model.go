@@ -83,7 +83,7 @@ func (m *Model) GenerateContent(ctx context.Context, messages []llms.MessageCont
 	}
 	req.PromptTokens = EstimatePromptTokens(req.Messages, req.Tools)
 
-	r, err := m.eng.play(req)
+	r, err := m.eng.play(req, nil)
 	if err != nil {
 		return nil, err
 	}

@@ -96,6 +96,14 @@ type Usage struct {
 	PromptTokens int
 	// CompletionTokens is the size of the answer.
 	CompletionTokens int
+	// CacheReadTokens is the part of PromptTokens read from a prompt
+	// cache, and CacheWriteTokens the part written to it. They are 0 unless
+	// the script sets them: no server simulates a cache yet. Servers whose
+	// wire reports cache use send them (Anthropic: cache_read_input_tokens
+	// and cache_creation_input_tokens, input_tokens being the rest of
+	// PromptTokens; Gemini: cachedContentTokenCount).
+	CacheReadTokens  int
+	CacheWriteTokens int
 }
 
 // StatusError is the error the in-process [Model] returns for a [Reply]

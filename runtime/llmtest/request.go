@@ -32,6 +32,11 @@ type Request struct {
 	// JSONMode reports whether JSON output was requested
 	// (llms.WithJSONMode; response_format {"type":"json_object"}).
 	JSONMode bool
+	// Thinking reports whether the request asked for the model's reasoning
+	// on a wire that has such a switch (Anthropic thinking enabled, Gemini
+	// thinkingConfig.includeThoughts, Ollama think); servers of those wires
+	// send a Reply's Reasoning only when it is set.
+	Thinking bool
 	// MaxTokens is the requested answer limit (llms.WithMaxTokens;
 	// max_completion_tokens or max_tokens), 0 when unset.
 	MaxTokens int

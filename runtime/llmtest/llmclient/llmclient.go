@@ -1,0 +1,39 @@
+// Package llmclient builds langchaingo's provider clients pointed at the
+// loopback servers of package llmtest, configured as a test needs them:
+// a test key, the server's model name and, where the client takes one, an
+// HTTP client whose idle connections the server's Close closes.
+//
+// It is a package of its own so that importing llmtest does not link every
+// provider's client (and, for Gemini, Google's API libraries) into the
+// programs and tests that only need the in-process Model or the OpenAI
+// Server; import llmclient only where the real provider clients are meant
+// to be driven.
+//
+// Each function applies its defaults first, so opts may override them.
+package llmclient
+
+import (
+	"fmt"
+
+	"github.com/tmc/langchaingo/llms/anthropic"
+
+	"github.com/chatscopes/chatgen/runtime/llmtest"
+)
+
+// TestKey is the API key every client of this package sends.
+const TestKey = "llmtest-key"
+
+// Anthropic returns langchaingo's anthropic client pointed at srv.
+func Anthropic(srv *llmtest.AnthropicServer, opts ...anthropic.Option) (*anthropic.LLM, error) {
+	base := []anthropic.Option{
+		anthropic.WithBaseURL(srv.URL),
+		anthropic.WithToken(TestKey),
+		anthropic.WithModel(srv.ModelName()),
+		anthropic.WithHTTPClient(srv.HTTPClient()),
+	}
+	llm, err := anthropic.New(append(base, opts...)...)
+	if err != nil {
+		return nil, fmt.Errorf("llmclient: creating the anthropic client: %w", err)
+	}
+	return llm, nil
+}
