@@ -16,6 +16,7 @@ import (
 	"fmt"
 
 	"github.com/tmc/langchaingo/llms/anthropic"
+	"github.com/tmc/langchaingo/llms/mistral"
 
 	"github.com/chatscopes/chatgen/runtime/llmtest"
 )
@@ -34,6 +35,24 @@ func Anthropic(srv *llmtest.AnthropicServer, opts ...anthropic.Option) (*anthrop
 	llm, err := anthropic.New(append(base, opts...)...)
 	if err != nil {
 		return nil, fmt.Errorf("llmclient: creating the anthropic client: %w", err)
+	}
+	return llm, nil
+}
+
+// Mistral returns langchaingo's mistral client pointed at srv, with one
+// try per call (the SDK retries 429 and 5xx answers five times by default,
+// sleeping between tries, and would replay the script). The SDK makes its
+// own HTTP client for every call.
+func Mistral(srv *llmtest.MistralServer, opts ...mistral.Option) (*mistral.Model, error) {
+	base := []mistral.Option{
+		mistral.WithEndpoint(srv.URL),
+		mistral.WithAPIKey(TestKey),
+		mistral.WithModel(srv.ModelName()),
+		mistral.WithMaxRetries(1),
+	}
+	llm, err := mistral.New(append(base, opts...)...)
+	if err != nil {
+		return nil, fmt.Errorf("llmclient: creating the mistral client: %w", err)
 	}
 	return llm, nil
 }
