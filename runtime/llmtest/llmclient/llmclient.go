@@ -17,6 +17,7 @@ import (
 
 	"github.com/tmc/langchaingo/llms/anthropic"
 	"github.com/tmc/langchaingo/llms/mistral"
+	"github.com/tmc/langchaingo/llms/ollama"
 
 	"github.com/chatscopes/chatgen/runtime/llmtest"
 )
@@ -35,6 +36,20 @@ func Anthropic(srv *llmtest.AnthropicServer, opts ...anthropic.Option) (*anthrop
 	llm, err := anthropic.New(append(base, opts...)...)
 	if err != nil {
 		return nil, fmt.Errorf("llmclient: creating the anthropic client: %w", err)
+	}
+	return llm, nil
+}
+
+// Ollama returns langchaingo's ollama client pointed at srv.
+func Ollama(srv *llmtest.OllamaServer, opts ...ollama.Option) (*ollama.LLM, error) {
+	base := []ollama.Option{
+		ollama.WithServerURL(srv.URL),
+		ollama.WithModel(srv.ModelName()),
+		ollama.WithHTTPClient(srv.HTTPClient()),
+	}
+	llm, err := ollama.New(append(base, opts...)...)
+	if err != nil {
+		return nil, fmt.Errorf("llmclient: creating the ollama client: %w", err)
 	}
 	return llm, nil
 }
