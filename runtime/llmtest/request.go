@@ -63,15 +63,17 @@ func (r *Request) LastUserText() string {
 // id. It returns nil when the last message is not a tool message.
 func (r *Request) LastToolResults() []llms.ToolCallResponse {
 	var out []llms.ToolCallResponse
-	i := len(r.Messages) - 1
-	for ; i >= 0 && r.Messages[i].Role == llms.ChatMessageTypeTool; i-- {
-		for _, p := range r.Messages[i].Parts {
+	start := len(r.Messages)
+	for start > 0 && r.Messages[start-1].Role == llms.ChatMessageTypeTool {
+		start--
+	}
+	for _, m := range r.Messages[start:] {
+		for _, p := range m.Parts {
 			if tr, ok := p.(llms.ToolCallResponse); ok {
 				out = append(out, tr)
 			}
 		}
 	}
-	slices.Reverse(out)
 	names := toolCallNames(r.Messages)
 	for k := range out {
 		if out[k].Name == "" {

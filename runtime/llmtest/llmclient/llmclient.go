@@ -13,11 +13,14 @@
 package llmclient
 
 import (
+	"context"
 	"fmt"
 
 	"github.com/tmc/langchaingo/llms/anthropic"
+	"github.com/tmc/langchaingo/llms/googleai"
 	"github.com/tmc/langchaingo/llms/mistral"
 	"github.com/tmc/langchaingo/llms/ollama"
+	"google.golang.org/api/option"
 
 	"github.com/chatscopes/chatgen/runtime/llmtest"
 )
@@ -36,6 +39,25 @@ func Anthropic(srv *llmtest.AnthropicServer, opts ...anthropic.Option) (*anthrop
 	llm, err := anthropic.New(append(base, opts...)...)
 	if err != nil {
 		return nil, fmt.Errorf("llmclient: creating the anthropic client: %w", err)
+	}
+	return llm, nil
+}
+
+// GoogleAI returns langchaingo's googleai client pointed at srv: the
+// generative-ai-go REST client with the API key and srv.URL as its
+// endpoint (googleai.WithHTTPClient would bypass the key, which the server
+// requires). Close it when done.
+func GoogleAI(ctx context.Context, srv *llmtest.GeminiServer, opts ...googleai.Option) (*googleai.GoogleAI, error) {
+	base := []googleai.Option{
+		googleai.WithAPIKey(TestKey),
+		googleai.WithDefaultModel(srv.ModelName()),
+		func(o *googleai.Options) {
+			o.ClientOptions = append(o.ClientOptions, option.WithEndpoint(srv.URL))
+		},
+	}
+	llm, err := googleai.New(ctx, append(base, opts...)...)
+	if err != nil {
+		return nil, fmt.Errorf("llmclient: creating the googleai client: %w", err)
 	}
 	return llm, nil
 }
