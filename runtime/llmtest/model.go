@@ -184,7 +184,7 @@ func generationInfo(r *resolved) map[string]any {
 		"PromptAudioTokens":                  0,
 		"ThinkingContent":                    r.Reasoning,
 		"ThinkingTokens":                     r.reasoningTokens,
-		"PromptCachedTokens":                 0,
+		"PromptCachedTokens":                 r.Usage.CacheReadTokens,
 		"CompletionAudioTokens":              0,
 		"CompletionReasoningTokens":          r.reasoningTokens,
 		"CompletionAcceptedPredictionTokens": 0,

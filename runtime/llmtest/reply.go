@@ -106,7 +106,10 @@ type Usage struct {
 	// the script sets them: no server simulates a cache yet. Servers whose
 	// wire reports cache use send them (Anthropic: cache_read_input_tokens
 	// and cache_creation_input_tokens, input_tokens being the rest of
-	// PromptTokens; Gemini: cachedContentTokenCount).
+	// PromptTokens; Gemini: cachedContentTokenCount; OpenAI:
+	// prompt_tokens_details.cached_tokens, and the in-process Model's
+	// GenerationInfo["PromptCachedTokens"]). A simulated cache would fill
+	// them in when the reply is resolved.
 	CacheReadTokens  int
 	CacheWriteTokens int
 }

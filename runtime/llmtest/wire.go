@@ -249,6 +249,12 @@ type wireUsage struct {
 	CompletionTokens        int                      `json:"completion_tokens"`
 	TotalTokens             int                      `json:"total_tokens"`
 	CompletionTokensDetails *completionTokensDetails `json:"completion_tokens_details,omitempty"`
+	PromptTokensDetails     *promptTokensDetails     `json:"prompt_tokens_details,omitempty"`
+}
+
+// promptTokensDetails is the breakdown of the prompt tokens.
+type promptTokensDetails struct {
+	CachedTokens int `json:"cached_tokens"`
 }
 
 // completionTokensDetails is the breakdown of the completion tokens.
@@ -266,6 +272,7 @@ func usageOf(r *resolved, withDetails bool) *wireUsage {
 	}
 	if withDetails {
 		u.CompletionTokensDetails = &completionTokensDetails{ReasoningTokens: r.reasoningTokens}
+		u.PromptTokensDetails = &promptTokensDetails{CachedTokens: r.Usage.CacheReadTokens}
 	}
 	return u
 }
