@@ -6,6 +6,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net/http"
 	"regexp"
 	"slices"
@@ -27,7 +28,9 @@ const AnthropicVersion = "2023-06-01"
 // real API's words, before the script sees the request:
 //
 //   - the x-api-key (any non-empty value) and anthropic-version headers;
-//   - model, max_tokens (at least 1) and a non-empty messages list;
+//   - no top-level field the API does not know ("x: Extra inputs are not
+//     permitted"); model, max_tokens (at least 1) and a non-empty messages
+//     list;
 //   - roles user and assistant only, the first message from the user, no
 //     empty text blocks and no empty content except in a final assistant
 //     message;
@@ -175,6 +178,10 @@ func (s *AnthropicServer) handleMessages(w http.ResponseWriter, r *http.Request)
 		writeAnthropicError(w, http.StatusBadRequest, err.Error())
 		return
 	}
+	if msg := anthropicExtraFields(body); msg != "" {
+		writeAnthropicError(w, http.StatusBadRequest, msg)
+		return
+	}
 	blocks, msg := checkAnthropicRequest(&ar, s.cfg.validate)
 	if msg != "" {
 		writeAnthropicError(w, http.StatusBadRequest, msg)
@@ -204,6 +211,26 @@ func (s *AnthropicServer) handleMessages(w http.ResponseWriter, r *http.Request)
 	default:
 		writeJSON(w, http.StatusOK, s.message(req, rep, true))
 	}
+}
+
+// anthropicFields are the top-level fields of a Messages API request.
+var anthropicFields = []string{"model", "messages", "max_tokens", "system", "metadata", "stop_sequences", "stream",
+	"temperature", "top_p", "top_k", "tools", "tool_choice", "thinking", "service_tier", "container", "mcp_servers",
+	"context_management"}
+
+// anthropicExtraFields returns the API's message for the first top-level
+// field of body (in sorted order) the API does not know, or "".
+func anthropicExtraFields(body []byte) string {
+	var fields map[string]json.RawMessage
+	if json.Unmarshal(body, &fields) != nil {
+		return ""
+	}
+	for _, k := range slices.Sorted(maps.Keys(fields)) {
+		if !slices.Contains(anthropicFields, k) {
+			return k + ": Extra inputs are not permitted"
+		}
+	}
+	return ""
 }
 
 // checkAnthropicRequest checks ar as the Messages API does. It returns the
@@ -339,12 +366,6 @@ func decodeAnthropicContent(i int, m anthropicMessage) ([]anthropicBlock, string
 		}
 	}
 	return bs, ""
-}
-
-// isJSONObject reports whether raw is a JSON object.
-func isJSONObject(raw json.RawMessage) bool {
-	raw = bytes.TrimSpace(raw)
-	return len(raw) > 0 && raw[0] == '{' && json.Valid(raw)
 }
 
 // checkAnthropicTurns checks the pairing of tool_use and tool_result blocks
@@ -612,7 +633,7 @@ func anthropicAnswer(rep *resolved) []anthropicBlock {
 		out = append(out, anthropicBlock{Type: "text", Text: rep.content})
 	}
 	for _, tc := range rep.ToolCalls {
-		out = append(out, anthropicBlock{Type: "tool_use", ID: tc.ID, Name: tc.Name, Input: json.RawMessage(tc.Arguments)})
+		out = append(out, anthropicBlock{Type: "tool_use", ID: tc.ID, Name: tc.Name, Input: objectArguments(tc.Arguments)})
 	}
 	return out
 }
@@ -684,7 +705,7 @@ func (s *AnthropicServer) stream(w http.ResponseWriter, r *http.Request, req *Re
 		event("content_block_start", obj{"type": "content_block_start", "index": i,
 			"content_block": obj{"type": "tool_use", "id": tc.ID, "name": tc.Name, "input": obj{}}})
 		delta(i, obj{"type": "input_json_delta", "partial_json": ""})
-		for _, frag := range splitFragments(tc.Arguments) {
+		for _, frag := range splitFragments(string(objectArguments(tc.Arguments))) {
 			delta(i, obj{"type": "input_json_delta", "partial_json": frag})
 		}
 		event("content_block_stop", obj{"type": "content_block_stop", "index": i})

@@ -359,6 +359,8 @@ func TestAnthropicRejects(t *testing.T) {
 		{"max_tokens under budget", `{"model":"m","max_tokens":1024,"thinking":{"type":"enabled","budget_tokens":1024},"messages":[` + user(`"Hi"`) + `]}`, headers, 400, "invalid_request_error",
 			"`max_tokens` must be greater than `thinking.budget_tokens`."},
 		{"malformed", `{"model":`, headers, 400, "invalid_request_error", "malformed JSON body"},
+		{"unknown field", `{"model":"m","max_tokens":1,"messages":[` + user(`"Hi"`) + `],"reasoning_effort":"high"}`, headers, 400, "invalid_request_error",
+			"reasoning_effort: Extra inputs are not permitted"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			status, got := rawPost(t, srv.HTTPClient(), srv.URL+"/messages", tc.body, tc.headers...)

@@ -34,8 +34,10 @@ import (
 //     after a function call turn.") and answers as many calls as it made
 //     ("Please ensure that the number of function response parts is equal
 //     to the number of function call parts of the function call turn.");
-//   - function names are valid and an OBJECT parameter schema has
-//     properties.
+//   - function names are valid; a parameters schema holds only the fields
+//     of Gemini's OpenAPI subset ("Unknown name \"additionalProperties\"
+//     … Cannot find field.") and an OBJECT schema has properties
+//     (parametersJsonSchema, the JSON Schema alternative, is taken as is).
 //
 // Errors use Google's body {"error":{"code","message","status"}}.
 //
@@ -147,15 +149,19 @@ type geminiBlob struct {
 	Data     string `json:"data"`
 }
 
-// geminiFunction is a function declaration.
+// geminiFunction is a function declaration. Parameters is an OpenAPI
+// schema (geminiSchema); ParametersJSONSchema, its alternative, a JSON
+// Schema taken as it is.
 type geminiFunction struct {
-	Name        string        `json:"name"`
-	Description string        `json:"description"`
-	Parameters  *geminiSchema `json:"parameters"`
+	Name                 string          `json:"name"`
+	Description          string          `json:"description"`
+	Parameters           json.RawMessage `json:"parameters"`
+	ParametersJSONSchema json.RawMessage `json:"parametersJsonSchema"`
 }
 
-// geminiSchema is the OpenAPI subset Gemini takes for parameters. Type is
-// the enum's name or, from Google's Go client, its number.
+// geminiSchema is the OpenAPI subset Gemini takes for parameters; a field
+// it does not know is refused. Type is the enum's name or, from Google's Go
+// client, its number. The fields after Items are accepted and not recorded.
 type geminiSchema struct {
 	Type        json.RawMessage          `json:"type"`
 	Format      string                   `json:"format"`
@@ -165,6 +171,36 @@ type geminiSchema struct {
 	Properties  map[string]*geminiSchema `json:"properties"`
 	Required    []string                 `json:"required"`
 	Items       *geminiSchema            `json:"items"`
+
+	Title            string          `json:"title"`
+	MinItems         json.RawMessage `json:"minItems"`
+	MaxItems         json.RawMessage `json:"maxItems"`
+	MinProperties    json.RawMessage `json:"minProperties"`
+	MaxProperties    json.RawMessage `json:"maxProperties"`
+	MinLength        json.RawMessage `json:"minLength"`
+	MaxLength        json.RawMessage `json:"maxLength"`
+	Minimum          json.RawMessage `json:"minimum"`
+	Maximum          json.RawMessage `json:"maximum"`
+	Pattern          string          `json:"pattern"`
+	Example          json.RawMessage `json:"example"`
+	Default          json.RawMessage `json:"default"`
+	AnyOf            []*geminiSchema `json:"anyOf"`
+	PropertyOrdering []string        `json:"propertyOrdering"`
+}
+
+// decodeGeminiSchema decodes a parameters schema, refusing unknown fields
+// with the API's text.
+func decodeGeminiSchema(raw json.RawMessage, at string) (*geminiSchema, string) {
+	var s geminiSchema
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&s); err != nil {
+		if field, ok := strings.CutPrefix(err.Error(), "json: unknown field "); ok {
+			return nil, fmt.Sprintf("Invalid JSON payload received. Unknown name %s at '%s': Cannot find field.", field, at)
+		}
+		return nil, fmt.Sprintf("Invalid JSON payload received. Invalid value at '%s': %v", at, err)
+	}
+	return &s, ""
 }
 
 // geminiTypes are the names of the Type enum, by number.
@@ -241,10 +277,21 @@ func geminiTools(gr *geminiRequest) ([]llms.Tool, string) {
 					"Must be a-z, A-Z, 0-9, or contain underscores, dots and dashes, with a maximum length of 64."
 			}
 			var params any
-			if f.Parameters != nil {
-				p, msg := geminiSchemaMap(f.Parameters, at+".parameters")
+			switch {
+			case len(f.Parameters) > 0 && string(f.Parameters) != "null":
+				schema, msg := decodeGeminiSchema(f.Parameters, fmt.Sprintf("tools[%d].function_declarations[%d].parameters", i, j))
 				if msg != "" {
 					return nil, msg
+				}
+				p, msg := geminiSchemaMap(schema, at+".parameters")
+				if msg != "" {
+					return nil, msg
+				}
+				params = p
+			case len(f.ParametersJSONSchema) > 0:
+				var p any
+				if err := json.Unmarshal(f.ParametersJSONSchema, &p); err != nil {
+					return nil, at + ".parameters_json_schema: " + err.Error()
 				}
 				params = p
 			}
@@ -497,17 +544,12 @@ func geminiAnswerParts(rep *resolved, thoughts bool) []geminiPart {
 	return append(parts, geminiCalls(rep)...)
 }
 
-// geminiCalls returns rep's tool calls as functionCall parts. Arguments
-// that are not a JSON object (a script may send invalid ones) are sent
-// under the key "invalid_arguments" as a string.
+// geminiCalls returns rep's tool calls as functionCall parts (see
+// objectArguments).
 func geminiCalls(rep *resolved) []geminiPart {
 	var parts []geminiPart
 	for _, tc := range rep.ToolCalls {
-		args := json.RawMessage(tc.Arguments)
-		if !isJSONObject(args) {
-			args, _ = json.Marshal(map[string]string{"invalid_arguments": tc.Arguments})
-		}
-		parts = append(parts, geminiPart{FunctionCall: &geminiCall{Name: tc.Name, Args: args}})
+		parts = append(parts, geminiPart{FunctionCall: &geminiCall{Name: tc.Name, Args: objectArguments(tc.Arguments)}})
 	}
 	return parts
 }

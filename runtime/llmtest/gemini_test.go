@@ -206,6 +206,9 @@ func TestGeminiRejects(t *testing.T) {
 			"Please ensure that the number of function response parts is equal to the number of function call parts of the function call turn."},
 		{"bad function name", `{"contents":[` + user + `],"tools":[{"functionDeclarations":[{"name":"get weather"}]}]}`, key, 400,
 			"* GenerateContentRequest.tools[0].function_declarations[0].name: Invalid function name."},
+		{"JSON Schema keyword", `{"contents":[` + user + `],"tools":[{"functionDeclarations":[{"name":"w","parameters":{"type":"OBJECT",` +
+			`"properties":{"city":{"type":"STRING"}},"additionalProperties":false}}]}]}`, key, 400,
+			`Invalid JSON payload received. Unknown name "additionalProperties" at 'tools[0].function_declarations[0].parameters': Cannot find field.`},
 		{"object without properties", `{"contents":[` + user + `],"tools":[{"functionDeclarations":[{"name":"w","parameters":{"type":"OBJECT"}}]}]}`, key, 400,
 			"* GenerateContentRequest.tools[0].function_declarations[0].parameters.properties: should be non-empty for OBJECT type"},
 	} {
@@ -232,6 +235,15 @@ func TestGeminiRejects(t *testing.T) {
 	}
 	if status, got := rawPost(t, srv.HTTPClient(), url+"?key=k", body(user, call(2), result(2))); status != 200 {
 		t.Fatalf("a valid loop with the key in the query: %d %s", status, got)
+	}
+	// parametersJsonSchema takes any JSON Schema.
+	withSchema := `{"contents":[` + user + `],"tools":[{"functionDeclarations":[{"name":"w","parametersJsonSchema":` +
+		`{"type":"object","properties":{"city":{"type":"string"}},"additionalProperties":false}}]}]}`
+	if status, got := rawPost(t, srv.HTTPClient(), url, withSchema, key...); status != 200 {
+		t.Fatalf("parametersJsonSchema: %d %s", status, got)
+	}
+	if p := srv.Requests()[1].Tools[0].Function.Parameters.(map[string]any); p["additionalProperties"] != false {
+		t.Fatalf("parameters %v", p)
 	}
 }
 

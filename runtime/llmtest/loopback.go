@@ -106,6 +106,24 @@ func decodeStrictJSON(body []byte, v any) error {
 	return nil
 }
 
+// isJSONObject reports whether raw is a JSON object.
+func isJSONObject(raw json.RawMessage) bool {
+	raw = bytes.TrimSpace(raw)
+	return len(raw) > 0 && raw[0] == '{' && json.Valid(raw)
+}
+
+// objectArguments returns the arguments of a scripted tool call for a wire
+// whose calls carry a JSON object (Anthropic, Gemini, Ollama): args itself
+// when it is one, else {"invalid_arguments": args}, so that a script's
+// invalid arguments still reach the client, recognizably.
+func objectArguments(args string) json.RawMessage {
+	if raw := json.RawMessage(args); isJSONObject(raw) {
+		return raw
+	}
+	b, _ := json.Marshal(map[string]string{"invalid_arguments": args})
+	return b
+}
+
 // play runs the wire-independent part of a call: it records req, asks the
 // script for the reply (adapted by shape, which may be nil), waits for the
 // reply's Delay and plays the scripted failures — a dropped connection, a

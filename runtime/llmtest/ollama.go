@@ -262,18 +262,14 @@ func (s *OllamaServer) answer(rep *resolved) *ollamaMessage {
 	return &ollamaMessage{Role: "assistant", Content: rep.content, Thinking: rep.Reasoning, ToolCalls: ollamaToolCalls(rep)}
 }
 
-// ollamaToolCalls returns rep's tool calls in Ollama's form. Arguments
-// that are not a JSON object (a script may send invalid ones) are sent as
-// a JSON string.
+// ollamaToolCalls returns rep's tool calls in Ollama's form (see
+// objectArguments).
 func ollamaToolCalls(rep *resolved) []ollamaToolCall {
 	var out []ollamaToolCall
 	for i, tc := range rep.ToolCalls {
 		var c ollamaToolCall
 		c.Function.Index, c.Function.Name = i, tc.Name
-		c.Function.Arguments = json.RawMessage(tc.Arguments)
-		if !isJSONObject(c.Function.Arguments) {
-			c.Function.Arguments, _ = json.Marshal(tc.Arguments)
-		}
+		c.Function.Arguments = objectArguments(tc.Arguments)
 		out = append(out, c)
 	}
 	return out

@@ -91,7 +91,9 @@ type ToolCall struct {
 	Name string
 	// Arguments is the raw JSON text of the arguments; "{}" when empty.
 	// It is passed on verbatim, so invalid JSON can be scripted to test
-	// how a tool loop handles bad arguments.
+	// how a tool loop handles bad arguments; on the wires whose calls carry
+	// a JSON object (Anthropic, Gemini, Ollama), arguments that are not
+	// one are sent as {"invalid_arguments": Arguments}.
 	Arguments string
 }
 

@@ -2,6 +2,7 @@ package llmtest_test
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -144,5 +145,30 @@ func TestWiresRejectOversizedBody(t *testing.T) {
 				t.Fatalf("calls %d", srv.Calls())
 			}
 		})
+	}
+}
+
+// TestWiresInvalidArguments checks that invalid scripted arguments reach
+// the clients whose wire carries an object, as {"invalid_arguments": …}.
+func TestWiresInvalidArguments(t *testing.T) {
+	for _, w := range wires[:2] { // anthropic and gemini: the clients that return tool calls
+		for _, streamed := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s/streamed=%v", w.name, streamed), func(t *testing.T) {
+				srv, llm := w.start(t, llmtest.Rules().WithFallback(llmtest.Reply{ToolCalls: []llmtest.ToolCall{{Name: "weather", Arguments: `{"city":`}}}))
+				defer srv.Close()
+				opts := []llms.CallOption{llms.WithTools([]llms.Tool{weatherTool})}
+				if streamed {
+					opts = append(opts, llms.WithStreamingFunc(func(context.Context, []byte) error { return nil }))
+				}
+				resp, err := llm.GenerateContent(context.Background(), hi, opts...)
+				if err != nil {
+					t.Fatal(err)
+				}
+				calls := choicesToolCalls(resp)
+				if len(calls) != 1 || calls[0].FunctionCall.Arguments != `{"invalid_arguments":"{\"city\":"}` {
+					t.Fatalf("calls %q", callSummary(calls))
+				}
+			})
+		}
 	}
 }
