@@ -198,12 +198,7 @@ func (s *AnthropicServer) handleMessages(w http.ResponseWriter, r *http.Request)
 		Body:       body,
 	}
 	req.PromptTokens = EstimatePromptTokens(req.Messages, req.Tools)
-	shape := func(r *Reply) {
-		if !req.Thinking {
-			r.Reasoning = ""
-		}
-	}
-	rep := s.play(w, r, req, shape, writeAnthropicError)
+	rep := s.play(w, r, req, keepReasoning(req.Thinking), writeAnthropicError)
 	switch {
 	case rep == nil:
 	case req.Stream:

@@ -327,11 +327,7 @@ func geminiSchemaMap(s *geminiSchema, at string) (map[string]any, string) {
 		m["nullable"] = true
 	}
 	if len(s.Enum) > 0 {
-		enum := make([]any, len(s.Enum))
-		for i, e := range s.Enum {
-			enum[i] = e
-		}
-		m["enum"] = enum
+		m["enum"] = anySlice(s.Enum)
 	}
 	if len(s.Properties) > 0 {
 		props := map[string]any{}
@@ -348,11 +344,7 @@ func geminiSchemaMap(s *geminiSchema, at string) (map[string]any, string) {
 		m["properties"] = props
 	}
 	if len(s.Required) > 0 {
-		req := make([]any, len(s.Required))
-		for i, r := range s.Required {
-			req[i] = r
-		}
-		m["required"] = req
+		m["required"] = anySlice(s.Required)
 	}
 	if s.Items != nil {
 		im, msg := geminiSchemaMap(s.Items, at+".items")
@@ -362,6 +354,15 @@ func geminiSchemaMap(s *geminiSchema, at string) (map[string]any, string) {
 		m["items"] = im
 	}
 	return m, ""
+}
+
+// anySlice returns ss as a []any, the form of a decoded JSON array.
+func anySlice(ss []string) []any {
+	out := make([]any, len(ss))
+	for i, s := range ss {
+		out[i] = s
+	}
+	return out
 }
 
 // geminiTypeName returns the enum name of a schema type given as a name

@@ -158,6 +158,16 @@ func (l *loopback) play(w http.ResponseWriter, r *http.Request, req *Request, sh
 	return rep
 }
 
+// keepReasoning returns the shape of a reply for a wire that sends the
+// reasoning only when asked: nil when keep is set, else a shape that drops
+// it.
+func keepReasoning(keep bool) func(*Reply) {
+	if keep {
+		return nil
+	}
+	return func(r *Reply) { r.Reasoning = "" }
+}
+
 // model is the model name to report for req.
 func (l *loopback) model(req *Request) string {
 	if req.Model != "" {

@@ -172,12 +172,7 @@ func (s *OllamaServer) handleChat(w http.ResponseWriter, r *http.Request) {
 		Body:      body,
 	}
 	req.PromptTokens = EstimatePromptTokens(req.Messages, req.Tools)
-	shape := func(r *Reply) {
-		if !req.Thinking {
-			r.Reasoning = ""
-		}
-	}
-	rep := s.play(w, r, req, shape, writeOllamaError)
+	rep := s.play(w, r, req, keepReasoning(req.Thinking), writeOllamaError)
 	switch {
 	case rep == nil:
 	case req.Stream:

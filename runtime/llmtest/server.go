@@ -156,11 +156,7 @@ func (l *loopback) serveChat(w http.ResponseWriter, r *http.Request, d *chatDial
 	}
 	req.PromptTokens = EstimatePromptTokens(req.Messages, req.Tools)
 
-	var shape func(*Reply)
-	if !d.reasoning {
-		shape = func(r *Reply) { r.Reasoning = "" }
-	}
-	rep := l.play(w, r, req, shape, d.fail)
+	rep := l.play(w, r, req, keepReasoning(d.reasoning), d.fail)
 	switch {
 	case rep == nil:
 	case req.Stream:
