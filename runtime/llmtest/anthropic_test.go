@@ -3,7 +3,6 @@ package llmtest_test
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"reflect"
 	"strings"
@@ -286,25 +285,6 @@ func TestAnthropicThinkingToolLoop(t *testing.T) {
 	msgs = append(msgs, aiMsg(calls[0]), toolResultMsg(calls[0].ID, "weather", "sunny"))
 	_, err = llm.GenerateContent(context.Background(), msgs, opts...)
 	mustContain(t, err, "messages.1.content.0.type: Expected `thinking` or `redacted_thinking`, but found `tool_use`.")
-}
-
-func TestAnthropicFailures(t *testing.T) {
-	srv, llm := newAnthropic(t, llmtest.Sequence(
-		llmtest.Reply{Status: 429, ErrorMessage: "Number of requests has exceeded your rate limit."},
-		llmtest.Reply{Text: "partial answer", Err: errors.New("overloaded")},
-	))
-	ctx := context.Background()
-	_, err := llm.GenerateContent(ctx, []llms.MessageContent{human("Hi")})
-	mustContain(t, err, "API returned unexpected status code: 429: Number of requests has exceeded your rate limit.")
-	var rec recorder
-	_, err = llm.GenerateContent(ctx, []llms.MessageContent{human("Hi")}, llms.WithStreamingFunc(rec.fn))
-	mustContain(t, err, "issue scanning response", "unexpected EOF")
-	if strings.Join(rec.got(), "") != "partial answer" {
-		t.Errorf("chunks before the failure %q", rec.got())
-	}
-	if srv.Calls() != 2 {
-		t.Errorf("calls %d", srv.Calls())
-	}
 }
 
 // TestAnthropicRejects checks each rule the server enforces, with the

@@ -168,12 +168,6 @@ func TestGeminiClientRefusesRawParameters(t *testing.T) {
 	}
 }
 
-func TestGeminiFailure(t *testing.T) {
-	_, llm := newGemini(t, llmtest.Sequence(llmtest.Reply{Status: 429, ErrorMessage: "Resource has been exhausted (e.g. check quota)."}))
-	_, err := llm.GenerateContent(context.Background(), []llms.MessageContent{human("Hi")})
-	mustContain(t, err, "googleapi: Error 429: Resource has been exhausted (e.g. check quota).")
-}
-
 func TestGeminiRejects(t *testing.T) {
 	srv := llmtest.NewGeminiServer(llmtest.Rules().WithFallback(llmtest.Reply{Text: "ok"}))
 	defer srv.Close()

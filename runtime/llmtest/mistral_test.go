@@ -157,9 +157,3 @@ func TestMistralRejects(t *testing.T) {
 		t.Fatalf("calls %d", srv.Calls())
 	}
 }
-
-func TestMistralFailure(t *testing.T) {
-	_, llm := newMistral(t, llmtest.Sequence(llmtest.Reply{Status: 422, ErrorMessage: "Invalid model: x"}))
-	_, err := llm.GenerateContent(context.Background(), []llms.MessageContent{human("Hi")})
-	mustContain(t, err, `(HTTP Error 422)`, `"message":"Invalid model: x"`)
-}

@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"reflect"
 	"strings"
@@ -193,21 +192,5 @@ func TestOllamaModels(t *testing.T) {
 	}
 	if len(tags.Models) != 2 || tags.Models[0].Name != "llama3.2:latest" || tags.Models[1].Name != "qwen3:latest" {
 		t.Fatalf("tags %+v", tags)
-	}
-}
-
-func TestOllamaFailures(t *testing.T) {
-	_, llm := newOllama(t, llmtest.Sequence(
-		llmtest.Reply{Status: 500, ErrorMessage: "llama runner process has terminated"},
-		llmtest.Reply{Text: "partial answer", Err: errors.New("out of memory")},
-	))
-	ctx := context.Background()
-	_, err := llm.GenerateContent(ctx, []llms.MessageContent{human("Hi")})
-	mustContain(t, err, "llama runner process has terminated")
-	var rec recorder
-	_, err = llm.GenerateContent(ctx, []llms.MessageContent{human("Hi")}, llms.WithStreamingFunc(rec.fn))
-	mustContain(t, err, "out of memory")
-	if strings.Join(rec.got(), "") != "partial answer" {
-		t.Fatalf("chunks %q", rec.got())
 	}
 }

@@ -2,6 +2,7 @@ package llmtest_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -28,6 +29,9 @@ type wire struct {
 	// cancels reports whether the client stops reading when its context is
 	// cancelled (mistral-go takes no context).
 	cancels bool
+	// statusText is in the client's error for a 429 answer, and midStream
+	// in its error for a stream cut off after its chunks.
+	statusText, midStream string
 }
 
 // wires are the wires besides OpenAI's, whose own tests cover the same.
@@ -39,7 +43,7 @@ var wires = []wire{
 			t.Fatal(err)
 		}
 		return srv, llm
-	}, true},
+	}, true, "API returned unexpected status code: 429:", "issue scanning response: unexpected EOF"},
 	{"gemini", func(t *testing.T, script llmtest.Script) (wireServer, llms.Model) {
 		srv := llmtest.NewGeminiServer(script)
 		llm, err := llmclient.GoogleAI(context.Background(), srv)
@@ -48,7 +52,7 @@ var wires = []wire{
 		}
 		t.Cleanup(func() { _ = llm.Close() })
 		return srv, llm
-	}, true},
+	}, true, "googleapi: Error 429:", "error in stream mode"},
 	{"ollama", func(t *testing.T, script llmtest.Script) (wireServer, llms.Model) {
 		srv := llmtest.NewOllamaServer(script)
 		llm, err := llmclient.Ollama(srv)
@@ -56,7 +60,7 @@ var wires = []wire{
 			t.Fatal(err)
 		}
 		return srv, llm
-	}, true},
+	}, true, "", "out of memory"},
 	{"mistral", func(t *testing.T, script llmtest.Script) (wireServer, llms.Model) {
 		srv := llmtest.NewMistralServer(script)
 		llm, err := llmclient.Mistral(srv)
@@ -64,7 +68,7 @@ var wires = []wire{
 			t.Fatal(err)
 		}
 		return srv, llm
-	}, false},
+	}, false, "(HTTP Error 429)", "error reading stream response"},
 }
 
 // hi is a conversation every client can send.
@@ -170,5 +174,26 @@ func TestWiresInvalidArguments(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+func TestWiresFailures(t *testing.T) {
+	for _, w := range wires {
+		t.Run(w.name, func(t *testing.T) {
+			srv, llm := w.start(t, llmtest.Sequence(
+				llmtest.Reply{Status: 429, ErrorMessage: "Slow down, please."},
+				llmtest.Reply{Text: "partial answer", Err: errors.New("out of memory")},
+			))
+			defer srv.Close()
+			ctx := context.Background()
+			_, err := llm.GenerateContent(ctx, hi)
+			mustContain(t, err, w.statusText, "Slow down, please.")
+			var rec recorder
+			_, err = llm.GenerateContent(ctx, hi, llms.WithStreamingFunc(rec.fn))
+			mustContain(t, err, w.midStream)
+			if strings.Join(rec.got(), "") != "partial answer" {
+				t.Fatalf("chunks before the failure %q", rec.got())
+			}
+		})
 	}
 }
