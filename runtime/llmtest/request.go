@@ -9,25 +9,30 @@ import (
 
 // Request records what the model was asked in one call.
 type Request struct {
-	// Index is the 0-based number of the call on its Model or Server.
+	// Index is the 0-based number of the call on its Model or server.
 	Index int
 	// Model is the requested model name: the llms.WithModel option, else the
-	// Model's name (in-process); the request's "model" field (HTTP).
+	// Model's name (in-process); the model the request names (HTTP).
 	Model string
 	// Messages is the conversation as received. Over HTTP it is converted
-	// back from the OpenAI wire format: roles, text and image parts,
-	// assistant tool calls (ID, name, arguments) and one
-	// llms.ToolCallResponse per tool message (tool_call_id, content, and the
-	// name of the answered call when an earlier assistant message has it).
+	// back from the server's wire (each server's doc says how). From the
+	// OpenAI and Mistral wires: roles, text and image parts, assistant tool
+	// calls (ID, name, arguments) and one llms.ToolCallResponse per tool
+	// message (tool_call_id, content, and the name of the answered call
+	// when an earlier assistant message has it).
 	Messages []llms.MessageContent
 	// Tools are the tools offered to the model. In-process they are as
 	// passed (plus the deprecated llms.WithFunctions definitions); over HTTP
-	// their Parameters are the decoded JSON (map[string]any).
+	// their Parameters are the decoded JSON Schema (map[string]any; from
+	// Gemini's OpenAPI schema, converted to JSON Schema).
 	Tools []llms.Tool
 	// ToolChoice is the tool choice as passed (in-process) or decoded from
-	// JSON (HTTP: a string such as "auto", or a map).
+	// JSON (HTTP: a string such as "auto", or a map: OpenAI's tool_choice,
+	// Anthropic's tool_choice, Gemini's toolConfig).
 	ToolChoice any
-	// Stream reports whether the answer was streamed.
+	// Stream reports whether the answer was streamed. (Ollama streams
+	// unless the request says "stream": false, and Google's Go SDK always
+	// calls streamGenerateContent: so do the clients built on them.)
 	Stream bool
 	// JSONMode reports whether JSON output was requested
 	// (llms.WithJSONMode; response_format {"type":"json_object"}).
@@ -38,7 +43,8 @@ type Request struct {
 	// send a Reply's Reasoning only when it is set.
 	Thinking bool
 	// MaxTokens is the requested answer limit (llms.WithMaxTokens;
-	// max_completion_tokens or max_tokens), 0 when unset.
+	// max_completion_tokens or max_tokens, Gemini's maxOutputTokens,
+	// Ollama's options.num_predict), 0 when unset.
 	MaxTokens int
 	// PromptTokens estimates the size of the prompt (messages and tool
 	// definitions); see [EstimatePromptTokens].
