@@ -45,7 +45,8 @@ const AnthropicVersion = "2023-06-01"
 //   - tool names match ^[a-zA-Z0-9_-]{1,64}$ and input_schema is an object
 //     schema;
 //   - thinking {"type":"enabled","budget_tokens":N} needs N >= 1024,
-//     max_tokens > N and a temperature of 1 when one is sent, and when the
+//     max_tokens > N, a temperature of 1 when one is sent and a tool_choice
+//     that does not force tool use, and when the
 //     conversation ends in tool results, the assistant turn that called
 //     the tools must start with a thinking block.
 //
@@ -270,6 +271,8 @@ func checkAnthropicRequest(ar *anthropicRequest, validate bool) ([][]anthropicBl
 		case ar.Temperature != nil && *ar.Temperature != 1:
 			return nil, "`temperature` may only be set to 1 when thinking is enabled. Please consult our documentation at " +
 				"https://docs.anthropic.com/en/docs/build-with-claude/extended-thinking#important-considerations-when-using-extended-thinking"
+		case forcesToolUse(ar.ToolChoice):
+			return nil, "Thinking may not be enabled when tool_choice forces tool use."
 		}
 	}
 	blocks := make([][]anthropicBlock, len(ar.Messages))
@@ -293,6 +296,13 @@ func checkAnthropicRequest(ar *anthropicRequest, validate bool) ([][]anthropicBl
 		return nil, `messages: first message must use the "user" role`
 	}
 	return blocks, checkAnthropicTurns(ar.Messages, blocks, thinking)
+}
+
+// forcesToolUse reports whether a tool_choice forces the model to call a
+// tool ({"type":"any"} or {"type":"tool",…}).
+func forcesToolUse(choice any) bool {
+	m, ok := choice.(map[string]any)
+	return ok && (m["type"] == "any" || m["type"] == "tool")
 }
 
 // checkAnthropicSystem checks the system prompt: a string or an array of

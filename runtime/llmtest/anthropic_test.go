@@ -338,6 +338,8 @@ func TestAnthropicRejects(t *testing.T) {
 			"thinking.enabled.budget_tokens: Input should be greater than or equal to 1024"},
 		{"max_tokens under budget", `{"model":"m","max_tokens":1024,"thinking":{"type":"enabled","budget_tokens":1024},"messages":[` + user(`"Hi"`) + `]}`, headers, 400, "invalid_request_error",
 			"`max_tokens` must be greater than `thinking.budget_tokens`."},
+		{"thinking with forced tool use", `{"model":"m","max_tokens":5000,"thinking":{"type":"enabled","budget_tokens":1024},"tool_choice":{"type":"any"},"messages":[` + user(`"Hi"`) + `]}`, headers, 400, "invalid_request_error",
+			"Thinking may not be enabled when tool_choice forces tool use."},
 		{"malformed", `{"model":`, headers, 400, "invalid_request_error", "malformed JSON body"},
 		{"unknown field", `{"model":"m","max_tokens":1,"messages":[` + user(`"Hi"`) + `],"reasoning_effort":"high"}`, headers, 400, "invalid_request_error",
 			"reasoning_effort: Extra inputs are not permitted"},
