@@ -50,10 +50,13 @@ func WithHistoryValidation(enabled bool) Option {
 	return func(c *config) { c.validate = enabled }
 }
 
-// engine is the part shared by Model and Server: the script, the recorded
-// requests and the tool-call id counter.
+// engine is the part shared by Model and the servers: the script, the
+// recorded requests and the tool-call id counter.
 type engine struct {
 	script Script
+	// toolID formats the n-th generated tool-call id (n counts from 1);
+	// nil means call_n, the OpenAI form.
+	toolID func(n int) string
 
 	mu       sync.Mutex
 	requests []Request
@@ -61,7 +64,9 @@ type engine struct {
 }
 
 // play numbers and records req, asks the script for a reply and resolves it.
-func (e *engine) play(req *Request) (*resolved, error) {
+// shape, when not nil, adapts the reply to what the wire can carry before it
+// is resolved (for instance, drops reasoning a request did not ask for).
+func (e *engine) play(req *Request, shape func(*Reply)) (*resolved, error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	req.Index = len(e.requests)
@@ -70,8 +75,14 @@ func (e *engine) play(req *Request) (*resolved, error) {
 	if err != nil {
 		return nil, err
 	}
+	if shape != nil {
+		shape(&reply)
+	}
 	return resolve(req, reply, func() string {
 		e.toolSeq++
+		if e.toolID != nil {
+			return e.toolID(e.toolSeq)
+		}
 		return fmt.Sprintf("call_%d", e.toolSeq)
 	})
 }

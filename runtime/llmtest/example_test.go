@@ -10,6 +10,7 @@ import (
 	"github.com/tmc/langchaingo/llms/openai"
 
 	"github.com/chatscopes/chatgen/runtime/llmtest"
+	"github.com/chatscopes/chatgen/runtime/llmtest/llmclient"
 )
 
 // A scripted tool loop through langchaingo's real OpenAI client.
@@ -66,4 +67,52 @@ func Example() {
 	// chunks: ["It " "is " "sunny " "in " "Paris."]
 	// request 0: 1 messages, tools [weather], stream false, last tool results 0
 	// request 1: 3 messages, tools [weather], stream true, last tool results 1
+}
+
+// Claude's usual answer, text before a tool call, through langchaingo's
+// real anthropic client and a strict AnthropicServer. The client sends only
+// the first part of an AI message, so the answer goes back one part per
+// message; the API (and the server) combine consecutive turns of one role.
+func ExampleNewAnthropicServer() {
+	srv := llmtest.NewAnthropicServer(llmtest.Sequence(
+		llmtest.Reply{Text: "Let me check.", ToolCalls: []llmtest.ToolCall{{Name: "weather", Arguments: `{"city":"Paris"}`}}},
+		llmtest.Reply{Text: "It is sunny in Paris."},
+	), llmtest.WithModelName("claude-sonnet-4-5"))
+	defer srv.Close()
+	llm, err := llmclient.Anthropic(srv)
+	if err != nil {
+		log.Fatal(err)
+	}
+	ctx := context.Background()
+	tools := llms.WithTools([]llms.Tool{{Type: "function", Function: &llms.FunctionDefinition{
+		Name:       "weather",
+		Parameters: map[string]any{"type": "object", "properties": map[string]any{"city": map[string]any{"type": "string"}}},
+	}}})
+	msgs := []llms.MessageContent{llms.TextParts(llms.ChatMessageTypeHuman, "Weather in Paris?")}
+	resp, err := llm.GenerateContent(ctx, msgs, tools)
+	if err != nil {
+		log.Fatal(err)
+	}
+	// A choice per content block: the text, then the tool call.
+	text, call := resp.Choices[0].Content, resp.Choices[1].ToolCalls[0]
+	fmt.Println("text:", text)
+	fmt.Println("tool call:", call.ID, call.FunctionCall.Name, call.FunctionCall.Arguments)
+
+	msgs = append(msgs,
+		llms.TextParts(llms.ChatMessageTypeAI, text),
+		llms.MessageContent{Role: llms.ChatMessageTypeAI, Parts: []llms.ContentPart{call}},
+		llms.MessageContent{Role: llms.ChatMessageTypeTool, Parts: []llms.ContentPart{
+			llms.ToolCallResponse{ToolCallID: call.ID, Name: "weather", Content: "sunny"},
+		}})
+	resp, err = llm.GenerateContent(ctx, msgs, tools)
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Printf("answer: %s (%s)\n", resp.Choices[0].Content, resp.Choices[0].StopReason)
+	fmt.Println("results seen:", srv.Requests()[1].LastToolResults()[0].Content)
+	// Output:
+	// text: Let me check.
+	// tool call: toolu_01 weather {"city":"Paris"}
+	// answer: It is sunny in Paris. (end_turn)
+	// results seen: sunny
 }

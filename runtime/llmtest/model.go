@@ -83,7 +83,7 @@ func (m *Model) GenerateContent(ctx context.Context, messages []llms.MessageCont
 	}
 	req.PromptTokens = EstimatePromptTokens(req.Messages, req.Tools)
 
-	r, err := m.eng.play(req)
+	r, err := m.eng.play(req, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -184,7 +184,7 @@ func generationInfo(r *resolved) map[string]any {
 		"PromptAudioTokens":                  0,
 		"ThinkingContent":                    r.Reasoning,
 		"ThinkingTokens":                     r.reasoningTokens,
-		"PromptCachedTokens":                 0,
+		"PromptCachedTokens":                 r.Usage.CacheReadTokens,
 		"CompletionAudioTokens":              0,
 		"CompletionReasoningTokens":          r.reasoningTokens,
 		"CompletionAcceptedPredictionTokens": 0,

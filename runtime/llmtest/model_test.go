@@ -108,7 +108,8 @@ func TestModelReasoning(t *testing.T) {
 // has exactly the keys and value types of the real OpenAI client's, and the
 // same token counts for the same request and reply.
 func TestModelUsageMatchesOpenAIClient(t *testing.T) {
-	reply := llmtest.Reply{Text: "It is sunny.", Reasoning: "Look outside.", ToolCalls: []llmtest.ToolCall{{Name: "weather", Arguments: `{"city":"Paris"}`}}}
+	reply := llmtest.Reply{Text: "It is sunny.", Reasoning: "Look outside.", ToolCalls: []llmtest.ToolCall{{Name: "weather", Arguments: `{"city":"Paris"}`}},
+		Usage: llmtest.Usage{CacheReadTokens: 12}}
 	_, llm := newServer(t, llmtest.Sequence(reply, reply))
 	m := llmtest.NewModel(llmtest.Sequence(reply, reply))
 	msgs := conversation()
@@ -124,7 +125,7 @@ func TestModelUsageMatchesOpenAIClient(t *testing.T) {
 		if !reflect.DeepEqual(typesOf(real), typesOf(fake)) {
 			t.Fatalf("streamed=%v: key types differ:\nopenai  %v\nllmtest %v", streamed, typesOf(real), typesOf(fake))
 		}
-		for _, k := range []string{"PromptTokens", "CompletionTokens", "TotalTokens", "ReasoningTokens"} {
+		for _, k := range []string{"PromptTokens", "CompletionTokens", "TotalTokens", "ReasoningTokens", "PromptCachedTokens"} {
 			if real[k] != fake[k] || real[k] == 0 {
 				t.Errorf("streamed=%v: %s = %v over HTTP, %v in-process", streamed, k, real[k], fake[k])
 			}

@@ -13,8 +13,9 @@ import (
 // Reply is one scripted answer of the model.
 //
 // The zero Reply is an empty text answer with StopReason "stop". A Reply is
-// resolved by the [Model] or [Server] that plays it: empty tool-call IDs
-// become call_1, call_2, … (numbered per Model or Server across all its
+// resolved by the [Model] or server that plays it: empty tool-call IDs
+// become call_1, call_2, … (toolu_01, … on an [AnthropicServer], call00001,
+// … on a [MistralServer]; numbered per Model or server across all its
 // calls, so IDs never repeat within one conversation), an empty StopReason
 // becomes "tool_calls" or "stop", and zero usage counts are estimated with
 // [EstimateTextTokens] and [EstimatePromptTokens].
@@ -32,7 +33,10 @@ type Reply struct {
 	// Reasoning is the model's reasoning ("thinking") text. It is returned
 	// in ContentChoice.ReasoningContent and, when streaming, delivered
 	// before the content: in-process through llms.WithStreamingReasoningFunc,
-	// over HTTP as reasoning_content deltas.
+	// over the OpenAI wire as reasoning_content deltas. The other wires send
+	// it as their provider does, and only when the request asks for it
+	// ([Request.Thinking]): an Anthropic thinking block, Gemini thought
+	// parts, Ollama's message.thinking; Mistral never sends it.
 	Reasoning string
 	// StopReason is the finish reason; by default "tool_calls" when there
 	// are tool calls and "stop" otherwise.
@@ -44,15 +48,16 @@ type Reply struct {
 	Usage Usage
 
 	// Err makes the call fail. In-process, GenerateContent returns Err
-	// itself; over HTTP the server answers 500 with an OpenAI error body
+	// itself; over HTTP the server answers 500 with its wire's error body
 	// whose message is Err.Error(). When the request streams and the reply
 	// also has Text or Chunks, the chunks are streamed first and then the
 	// stream fails: in-process GenerateContent returns Err after the
 	// streaming callbacks ran; over HTTP the server aborts the connection
-	// after the last chunk, so the client sees a read error.
+	// after the last chunk, so the client sees a read error (an
+	// [OllamaServer] sends an {"error"} line instead, as Ollama does).
 	Err error
-	// Status, when 400–599, makes the call fail with that HTTP status and an
-	// OpenAI error body carrying ErrorMessage (default: Err's text, else the
+	// Status, when 400–599, makes the call fail with that HTTP status and
+	// the wire's error body carrying ErrorMessage (default: Err's text, else the
 	// status text). In-process the call returns a [*StatusError]. Status
 	// takes precedence over Err and is reported before anything is streamed.
 	Status int
@@ -86,7 +91,9 @@ type ToolCall struct {
 	Name string
 	// Arguments is the raw JSON text of the arguments; "{}" when empty.
 	// It is passed on verbatim, so invalid JSON can be scripted to test
-	// how a tool loop handles bad arguments.
+	// how a tool loop handles bad arguments; on the wires whose calls carry
+	// a JSON object (Anthropic, Gemini, Ollama), arguments that are not
+	// one are sent as {"invalid_arguments": Arguments}.
 	Arguments string
 }
 
@@ -96,6 +103,17 @@ type Usage struct {
 	PromptTokens int
 	// CompletionTokens is the size of the answer.
 	CompletionTokens int
+	// CacheReadTokens is the part of PromptTokens read from a prompt
+	// cache, and CacheWriteTokens the part written to it. They are 0 unless
+	// the script sets them: no server simulates a cache yet. Servers whose
+	// wire reports cache use send them (Anthropic: cache_read_input_tokens
+	// and cache_creation_input_tokens, input_tokens being the rest of
+	// PromptTokens; Gemini: cachedContentTokenCount; OpenAI:
+	// prompt_tokens_details.cached_tokens, and the in-process Model's
+	// GenerationInfo["PromptCachedTokens"]). A simulated cache would fill
+	// them in when the reply is resolved.
+	CacheReadTokens  int
+	CacheWriteTokens int
 }
 
 // StatusError is the error the in-process [Model] returns for a [Reply]

@@ -9,31 +9,42 @@ import (
 
 // Request records what the model was asked in one call.
 type Request struct {
-	// Index is the 0-based number of the call on its Model or Server.
+	// Index is the 0-based number of the call on its Model or server.
 	Index int
 	// Model is the requested model name: the llms.WithModel option, else the
-	// Model's name (in-process); the request's "model" field (HTTP).
+	// Model's name (in-process); the model the request names (HTTP).
 	Model string
 	// Messages is the conversation as received. Over HTTP it is converted
-	// back from the OpenAI wire format: roles, text and image parts,
-	// assistant tool calls (ID, name, arguments) and one
-	// llms.ToolCallResponse per tool message (tool_call_id, content, and the
-	// name of the answered call when an earlier assistant message has it).
+	// back from the server's wire (each server's doc says how). From the
+	// OpenAI and Mistral wires: roles, text and image parts, assistant tool
+	// calls (ID, name, arguments) and one llms.ToolCallResponse per tool
+	// message (tool_call_id, content, and the name of the answered call
+	// when an earlier assistant message has it).
 	Messages []llms.MessageContent
 	// Tools are the tools offered to the model. In-process they are as
 	// passed (plus the deprecated llms.WithFunctions definitions); over HTTP
-	// their Parameters are the decoded JSON (map[string]any).
+	// their Parameters are the decoded JSON Schema (map[string]any; from
+	// Gemini's OpenAPI schema, converted to JSON Schema).
 	Tools []llms.Tool
 	// ToolChoice is the tool choice as passed (in-process) or decoded from
-	// JSON (HTTP: a string such as "auto", or a map).
+	// JSON (HTTP: a string such as "auto", or a map: OpenAI's tool_choice,
+	// Anthropic's tool_choice, Gemini's toolConfig).
 	ToolChoice any
-	// Stream reports whether the answer was streamed.
+	// Stream reports whether the answer was streamed. (Ollama streams
+	// unless the request says "stream": false, and Google's Go SDK always
+	// calls streamGenerateContent: so do the clients built on them.)
 	Stream bool
 	// JSONMode reports whether JSON output was requested
 	// (llms.WithJSONMode; response_format {"type":"json_object"}).
 	JSONMode bool
+	// Thinking reports whether the request asked for the model's reasoning
+	// on a wire that has such a switch (Anthropic thinking enabled, Gemini
+	// thinkingConfig.includeThoughts, Ollama think); servers of those wires
+	// send a Reply's Reasoning only when it is set.
+	Thinking bool
 	// MaxTokens is the requested answer limit (llms.WithMaxTokens;
-	// max_completion_tokens or max_tokens), 0 when unset.
+	// max_completion_tokens or max_tokens, Gemini's maxOutputTokens,
+	// Ollama's options.num_predict), 0 when unset.
 	MaxTokens int
 	// PromptTokens estimates the size of the prompt (messages and tool
 	// definitions); see [EstimatePromptTokens].
@@ -58,15 +69,17 @@ func (r *Request) LastUserText() string {
 // id. It returns nil when the last message is not a tool message.
 func (r *Request) LastToolResults() []llms.ToolCallResponse {
 	var out []llms.ToolCallResponse
-	i := len(r.Messages) - 1
-	for ; i >= 0 && r.Messages[i].Role == llms.ChatMessageTypeTool; i-- {
-		for _, p := range r.Messages[i].Parts {
+	start := len(r.Messages)
+	for start > 0 && r.Messages[start-1].Role == llms.ChatMessageTypeTool {
+		start--
+	}
+	for _, m := range r.Messages[start:] {
+		for _, p := range m.Parts {
 			if tr, ok := p.(llms.ToolCallResponse); ok {
 				out = append(out, tr)
 			}
 		}
 	}
-	slices.Reverse(out)
 	names := toolCallNames(r.Messages)
 	for k := range out {
 		if out[k].Name == "" {

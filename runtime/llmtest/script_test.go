@@ -148,6 +148,13 @@ func TestAfterToolResult(t *testing.T) {
 	if len(got) != 2 || got[0].Name != "weather" || got[1].Name != "time" || got[1].Content != "12:00" {
 		t.Fatalf("LastToolResults = %+v", got)
 	}
+	// One tool message holding both results (as Gemini and Anthropic
+	// carry them) keeps their order.
+	both := llms.MessageContent{Role: llms.ChatMessageTypeTool, Parts: append(append([]llms.ContentPart{}, conv[3].Parts...), conv[4].Parts...)}
+	got = request(append(append([]llms.MessageContent{}, conv[:3]...), both)).LastToolResults()
+	if len(got) != 2 || got[0].Name != "weather" || got[1].Name != "time" {
+		t.Fatalf("LastToolResults of one message = %+v", got)
+	}
 }
 
 // TestRulesDemo plays an offline tool loop with the in-process Model.

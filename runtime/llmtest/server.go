@@ -2,24 +2,13 @@ package llmtest
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
-	"net/http/httptest"
-	"strconv"
-	"sync"
-	"time"
 
+	"github.com/tmc/langchaingo/llms"
 	"github.com/tmc/langchaingo/llms/openai"
 )
-
-// maxBodyBytes bounds the size of a request body the server reads.
-const maxBodyBytes = 8 << 20
-
-// created is the fixed "created" timestamp of every response, so that
-// responses are deterministic (2025-01-01T00:00:00Z).
-const created = 1735689600
 
 // Server is an OpenAI-compatible chat-completions server on a loopback
 // [httptest.Server], answering from a [Script].
@@ -51,23 +40,19 @@ type Server struct {
 	// http://127.0.0.1:38461/v1): pass it to openai.WithBaseURL as it is.
 	URL string
 
-	cfg       config
-	eng       engine
-	ts        *httptest.Server
-	closed    chan struct{}
-	closeOnce sync.Once
+	loopback
 }
 
 // NewServer starts a Server answering from script.
 func NewServer(script Script, opts ...Option) *Server {
-	s := &Server{cfg: newConfig(opts), eng: engine{script: script}, closed: make(chan struct{})}
+	s := &Server{}
 	mux := http.NewServeMux()
 	mux.HandleFunc("/v1/chat/completions", s.handleChat)
 	mux.HandleFunc("/v1/models", s.handleModels)
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, fmt.Sprintf("llmtest: unknown path %s (the API is under /v1)", r.URL.Path))
 	})
-	s.ts = httptest.NewServer(mux)
+	s.init(script, opts, nil, mux)
 	s.URL = s.ts.URL + "/v1"
 	return s
 }
@@ -90,32 +75,6 @@ func (s *Server) Client(opts ...openai.Option) (*openai.LLM, error) {
 	return llm, nil
 }
 
-// HTTPClient returns the HTTP client [Server.Client] gives langchaingo's
-// client: one whose idle connections Close closes. Wrap its Transport to
-// observe or alter the exchanges.
-func (s *Server) HTTPClient() *http.Client { return s.ts.Client() }
-
-// Close shuts the server down. Requests waiting in a Delay end at once with
-// a 503; a stream waiting in a ChunkDelay is cut off. Close returns when
-// every handler has returned. Close may be called more than once.
-func (s *Server) Close() {
-	s.closeOnce.Do(func() {
-		close(s.closed)
-		s.ts.Close()
-	})
-}
-
-// Requests returns a copy of the requests recorded so far, in call order.
-// Requests rejected with 400 are not recorded.
-func (s *Server) Requests() []Request { return s.eng.recorded() }
-
-// Calls returns the number of requests recorded so far.
-func (s *Server) Calls() int { return s.eng.calls() }
-
-// Reset forgets the recorded requests, restarts generated tool-call ids at
-// call_1 and rewinds the script if it has a Reset method.
-func (s *Server) Reset() { s.eng.reset() }
-
 // handleModels serves GET /v1/models.
 func (s *Server) handleModels(w http.ResponseWriter, r *http.Request) {
 	if r.Method != http.MethodGet {
@@ -133,28 +92,52 @@ func (s *Server) handleModels(w http.ResponseWriter, r *http.Request) {
 
 // handleChat serves POST /v1/chat/completions.
 func (s *Server) handleChat(w http.ResponseWriter, r *http.Request) {
-	if r.Method != http.MethodPost {
-		w.Header().Set("Allow", http.MethodPost)
-		writeError(w, http.StatusMethodNotAllowed, "llmtest: use POST for /v1/chat/completions")
+	s.serveChat(w, r, &openAIDialect)
+}
+
+// chatDialect is what differs between the OpenAI chat-completions wire and
+// the stricter providers that speak a variant of it (Mistral).
+type chatDialect struct {
+	// fail writes an error body.
+	fail errorWriter
+	// validate returns the provider's message for a conversation it
+	// rejects, or ""; it runs when history validation is on.
+	validate func(msgs []llms.MessageContent) string
+	// authorize checks the request's credentials; it returns false after
+	// answering when they are missing. Nil accepts every request.
+	authorize func(w http.ResponseWriter, r *http.Request) bool
+	// wholeToolCalls streams all tool calls whole in one delta (Mistral)
+	// instead of a delta per call followed by argument fragments (OpenAI).
+	wholeToolCalls bool
+	// usageInFinish puts the usage in the finish chunk of every stream
+	// (Mistral) instead of a separate chunk when the request asked for it
+	// with stream_options.include_usage (OpenAI).
+	usageInFinish bool
+	// reasoning sends Reply.Reasoning as reasoning_content, and reasoning
+	// tokens in the usage.
+	reasoning bool
+}
+
+// openAIDialect is the OpenAI chat-completions wire.
+var openAIDialect = chatDialect{fail: writeError, validate: validateHistory, reasoning: true}
+
+// serveChat serves a chat-completions request in dialect d.
+func (l *loopback) serveChat(w http.ResponseWriter, r *http.Request, d *chatDialect) {
+	if d.authorize != nil && !d.authorize(w, r) {
 		return
 	}
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBodyBytes))
-	if err != nil {
-		status := http.StatusBadRequest
-		if _, ok := errors.AsType[*http.MaxBytesError](err); ok {
-			status = http.StatusRequestEntityTooLarge
-		}
-		writeError(w, status, fmt.Sprintf("llmtest: reading the request body: %v", err))
+	body, ok := readBody(w, r, d.fail)
+	if !ok {
 		return
 	}
 	wr, msgs, err := decodeRequest(body)
 	if err != nil {
-		writeError(w, http.StatusBadRequest, "llmtest: invalid request: "+err.Error())
+		d.fail(w, http.StatusBadRequest, "llmtest: invalid request: "+err.Error())
 		return
 	}
-	if s.cfg.validate {
-		if msg := validateHistory(msgs); msg != "" {
-			writeError(w, http.StatusBadRequest, msg)
+	if l.cfg.validate {
+		if msg := d.validate(msgs); msg != "" {
+			d.fail(w, http.StatusBadRequest, msg)
 			return
 		}
 	}
@@ -173,48 +156,21 @@ func (s *Server) handleChat(w http.ResponseWriter, r *http.Request) {
 	}
 	req.PromptTokens = EstimatePromptTokens(req.Messages, req.Tools)
 
-	rep, err := s.eng.play(req)
-	if err != nil {
-		writeError(w, http.StatusInternalServerError, err.Error())
-		return
-	}
-	if err := wait(r.Context(), rep.Delay, s.closed); err != nil {
-		// The client is gone, or the server is closing.
-		writeError(w, http.StatusServiceUnavailable, err.Error())
-		return
-	}
+	rep := l.play(w, r, req, keepReasoning(d.reasoning), d.fail)
 	switch {
-	case rep.Disconnect:
-		panic(http.ErrAbortHandler) // the client sees the connection drop
-	case rep.failing():
-		if rep.RetryAfter > 0 {
-			secs := (rep.RetryAfter + time.Second - 1) / time.Second
-			w.Header().Set("Retry-After", strconv.FormatInt(int64(secs), 10))
-			w.Header().Set("Retry-After-Ms", strconv.FormatInt(rep.RetryAfter.Milliseconds(), 10))
-		}
-		writeError(w, rep.Status, rep.statusMessage())
-	case rep.Err != nil && (!req.Stream || len(rep.chunks) == 0 && len(rep.reasoningChunks) == 0):
-		writeError(w, http.StatusInternalServerError, rep.Err.Error())
+	case rep == nil:
 	case req.Stream:
-		s.stream(w, r, req, rep, wr.StreamOptions != nil && wr.StreamOptions.IncludeUsage)
+		l.streamChat(w, r, req, rep, d, d.usageInFinish || wr.StreamOptions != nil && wr.StreamOptions.IncludeUsage)
 	default:
-		writeJSON(w, http.StatusOK, s.response(req, rep))
+		writeJSON(w, http.StatusOK, l.chatResponse(req, rep, d))
 	}
-}
-
-// model is the model name to report for req.
-func (s *Server) model(req *Request) string {
-	if req.Model != "" {
-		return req.Model
-	}
-	return s.cfg.name
 }
 
 // completionID is the deterministic id of the completion answering req.
 func completionID(req *Request) string { return fmt.Sprintf("chatcmpl-llmtest-%d", req.Index+1) }
 
-// response builds the non-streamed completion of rep.
-func (s *Server) response(req *Request, rep *resolved) *wireResponse {
+// chatResponse builds the non-streamed completion of rep.
+func (l *loopback) chatResponse(req *Request, rep *resolved, d *chatDialect) *wireResponse {
 	msg := responseMessage{Role: "assistant", ReasoningContent: rep.Reasoning}
 	if rep.content != "" || len(rep.ToolCalls) == 0 {
 		msg.Content = &rep.content
@@ -228,49 +184,34 @@ func (s *Server) response(req *Request, rep *resolved) *wireResponse {
 		ID:      completionID(req),
 		Object:  "chat.completion",
 		Created: created,
-		Model:   s.model(req),
+		Model:   l.model(req),
 		Choices: []wireChoice{{Index: 0, Message: msg, FinishReason: rep.StopReason}},
-		Usage:   usageOf(rep),
+		Usage:   usageOf(rep, d.reasoning),
 	}
 }
 
-// stream writes rep as server-sent events. When rep.Err is set, or when the
-// client goes away or the server closes mid-stream, it aborts the
+// streamChat writes rep as server-sent events. When rep.Err is set, or
+// when the client goes away or the server closes mid-stream, it aborts the
 // connection after the chunks written so far, so the client sees a read
 // error rather than a cleanly ended, truncated stream.
-func (s *Server) stream(w http.ResponseWriter, r *http.Request, req *Request, rep *resolved, includeUsage bool) {
-	rc := http.NewResponseController(w)
-	w.Header().Set("Content-Type", "text/event-stream")
-	w.Header().Set("Cache-Control", "no-cache")
-	w.WriteHeader(http.StatusOK)
-
-	chunk := func(d delta, finish *string) wireChunk {
+func (l *loopback) streamChat(w http.ResponseWriter, r *http.Request, req *Request, rep *resolved, d *chatDialect, includeUsage bool) {
+	sw := l.startStream(w, r, "text/event-stream", rep)
+	chunk := func(dl delta, finish *string) wireChunk {
 		return wireChunk{
-			ID: completionID(req), Object: "chat.completion.chunk", Created: created, Model: s.model(req),
-			Choices: []chunkChoice{{Index: 0, Delta: d, FinishReason: finish}},
+			ID: completionID(req), Object: "chat.completion.chunk", Created: created, Model: l.model(req),
+			Choices: []chunkChoice{{Index: 0, Delta: dl, FinishReason: finish}},
 		}
 	}
 	send := func(v any) {
 		b, err := json.Marshal(v)
-		if err == nil {
-			_, err = fmt.Fprintf(w, "data: %s\n\n", b)
-		}
-		if err == nil {
-			err = rc.Flush()
-		}
 		if err != nil {
-			panic(http.ErrAbortHandler)
+			sw.abort()
 		}
+		sw.write(fmt.Appendf(nil, "data: %s\n\n", b))
 	}
-	n := 0
-	sendDelta := func(d delta) {
-		n++
-		if n > 1 {
-			if err := wait(r.Context(), rep.ChunkDelay, s.closed); err != nil {
-				panic(http.ErrAbortHandler)
-			}
-		}
-		send(chunk(d, nil))
+	sendDelta := func(dl delta) {
+		sw.pause()
+		send(chunk(dl, nil))
 	}
 
 	empty := ""
@@ -282,25 +223,39 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, req *Request, re
 		sendDelta(delta{Content: &c})
 	}
 	if rep.Err != nil {
-		panic(http.ErrAbortHandler)
+		sw.abort()
 	}
-	for i, tc := range rep.ToolCalls {
-		sendDelta(delta{ToolCalls: []deltaToolCall{{
-			Index: i, ID: tc.ID, Type: "function", Function: deltaFunction{Name: tc.Name},
-		}}})
-		for _, frag := range splitFragments(tc.Arguments) {
-			sendDelta(delta{ToolCalls: []deltaToolCall{{Index: i, Function: deltaFunction{Arguments: frag}}}})
+	if d.wholeToolCalls && len(rep.ToolCalls) > 0 {
+		var calls []deltaToolCall
+		for i, tc := range rep.ToolCalls {
+			calls = append(calls, deltaToolCall{
+				Index: i, ID: tc.ID, Type: "function", Function: deltaFunction{Name: tc.Name, Arguments: tc.Arguments},
+			})
+		}
+		sendDelta(delta{ToolCalls: calls})
+	} else {
+		for i, tc := range rep.ToolCalls {
+			sendDelta(delta{ToolCalls: []deltaToolCall{{
+				Index: i, ID: tc.ID, Type: "function", Function: deltaFunction{Name: tc.Name},
+			}}})
+			for _, frag := range splitFragments(tc.Arguments) {
+				sendDelta(delta{ToolCalls: []deltaToolCall{{Index: i, Function: deltaFunction{Arguments: frag}}}})
+			}
 		}
 	}
-	send(chunk(delta{}, &rep.StopReason))
-	if includeUsage {
+	finish := chunk(delta{}, &rep.StopReason)
+	if d.usageInFinish {
+		finish.Usage = usageOf(rep, d.reasoning)
+	}
+	send(finish)
+	if includeUsage && !d.usageInFinish {
 		u := chunk(delta{}, nil)
 		u.Choices = []chunkChoice{}
-		u.Usage = usageOf(rep)
+		u.Usage = usageOf(rep, d.reasoning)
 		send(u)
 	}
 	if _, err := io.WriteString(w, "data: [DONE]\n\n"); err == nil {
-		_ = rc.Flush()
+		_ = sw.rc.Flush()
 	}
 }
 

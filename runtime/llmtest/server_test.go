@@ -71,7 +71,7 @@ func TestServerExplicitChunksAndUsage(t *testing.T) {
 	_, llm := newServer(t, llmtest.Sequence(llmtest.Reply{
 		Chunks:     []string{"Ex", "cal", "ibur"},
 		StopReason: "length",
-		Usage:      llmtest.Usage{PromptTokens: 100, CompletionTokens: 7},
+		Usage:      llmtest.Usage{PromptTokens: 100, CompletionTokens: 7, CacheReadTokens: 60},
 	}))
 	var rec recorder
 	resp, err := llm.GenerateContent(context.Background(), []llms.MessageContent{human("name?")}, llms.WithStreamingFunc(rec.fn))
@@ -82,7 +82,8 @@ func TestServerExplicitChunksAndUsage(t *testing.T) {
 	if c.Content != "Excalibur" || c.StopReason != "length" {
 		t.Fatalf("content %q stop %q", c.Content, c.StopReason)
 	}
-	if c.GenerationInfo["PromptTokens"] != 100 || c.GenerationInfo["CompletionTokens"] != 7 || c.GenerationInfo["TotalTokens"] != 107 {
+	if c.GenerationInfo["PromptTokens"] != 100 || c.GenerationInfo["CompletionTokens"] != 7 || c.GenerationInfo["TotalTokens"] != 107 ||
+		c.GenerationInfo["PromptCachedTokens"] != 60 {
 		t.Fatalf("usage = %v", c.GenerationInfo)
 	}
 }

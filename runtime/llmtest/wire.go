@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 
 	"github.com/tmc/langchaingo/llms"
 )
@@ -71,12 +70,8 @@ type wireFunction struct {
 // decodeRequest decodes and converts a request body.
 func decodeRequest(body []byte) (*wireRequest, []llms.MessageContent, error) {
 	var wr wireRequest
-	dec := json.NewDecoder(bytes.NewReader(body))
-	if err := dec.Decode(&wr); err != nil {
-		return nil, nil, fmt.Errorf("malformed JSON body: %w", err)
-	}
-	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
-		return nil, nil, errors.New("malformed JSON body: data after the top-level value")
+	if err := decodeStrictJSON(body, &wr); err != nil {
+		return nil, nil, err
 	}
 	if wr.Messages == nil {
 		return nil, nil, errors.New("missing required field 'messages'")
@@ -250,22 +245,35 @@ func convertTools(in []wireTool) []llms.Tool {
 
 // wireUsage is the usage object of a response.
 type wireUsage struct {
-	PromptTokens            int `json:"prompt_tokens"`
-	CompletionTokens        int `json:"completion_tokens"`
-	TotalTokens             int `json:"total_tokens"`
-	CompletionTokensDetails struct {
-		ReasoningTokens int `json:"reasoning_tokens"`
-	} `json:"completion_tokens_details"`
+	PromptTokens            int                      `json:"prompt_tokens"`
+	CompletionTokens        int                      `json:"completion_tokens"`
+	TotalTokens             int                      `json:"total_tokens"`
+	CompletionTokensDetails *completionTokensDetails `json:"completion_tokens_details,omitempty"`
+	PromptTokensDetails     *promptTokensDetails     `json:"prompt_tokens_details,omitempty"`
 }
 
-// usageOf returns the wire usage of r.
-func usageOf(r *resolved) *wireUsage {
+// promptTokensDetails is the breakdown of the prompt tokens.
+type promptTokensDetails struct {
+	CachedTokens int `json:"cached_tokens"`
+}
+
+// completionTokensDetails is the breakdown of the completion tokens.
+type completionTokensDetails struct {
+	ReasoningTokens int `json:"reasoning_tokens"`
+}
+
+// usageOf returns the wire usage of r, with the reasoning tokens' details
+// when withDetails is set.
+func usageOf(r *resolved, withDetails bool) *wireUsage {
 	u := &wireUsage{
 		PromptTokens:     r.Usage.PromptTokens,
 		CompletionTokens: r.Usage.CompletionTokens,
 		TotalTokens:      r.totalTokens,
 	}
-	u.CompletionTokensDetails.ReasoningTokens = r.reasoningTokens
+	if withDetails {
+		u.CompletionTokensDetails = &completionTokensDetails{ReasoningTokens: r.reasoningTokens}
+		u.PromptTokensDetails = &promptTokensDetails{CachedTokens: r.Usage.CacheReadTokens}
+	}
 	return u
 }
 
