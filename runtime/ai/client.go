@@ -130,6 +130,13 @@ type dialect struct {
 	// done:true object arrives, so a cut stream returns no content and no
 	// token counts.
 	reasonless bool
+	// pairStreaming gives a call that has only a streaming reasoning
+	// function a text streaming function too. llms/anthropic asks
+	// Anthropic for a stream when either is set, but reads the answer as a
+	// stream only when the text one is (anthropicclient/messages.go
+	// createMessage), so thinking without streaming failed with "parse
+	// response: invalid character 'e'".
+	pairStreaming bool
 	// unspecifiedReason is the finish reason the client reports when the
 	// provider sent none (llms/googleai reports genai's
 	// "FinishReasonUnspecified" for a stream cut before its last chunk).
@@ -141,7 +148,7 @@ func newDialect(c Client) dialect {
 	d := dialect{client: c}
 	switch c {
 	case ClientAnthropic:
-		d.splitAI, d.splitResults = true, true
+		d.splitAI, d.splitResults, d.pairStreaming = true, true, true
 	case ClientGoogleAI:
 		d.mergeResults, d.mapParameters = true, true
 		d.unspecifiedReason = "FinishReasonUnspecified"

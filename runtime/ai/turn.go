@@ -168,7 +168,7 @@ func (t *turn) begin(ctx context.Context, system, user string, history []llms.Me
 // the service's, then the tools (one slice per Method, made once, unless
 // the service has tool sources), JSON mode and streaming.
 func (t *turn) setOptions() {
-	n := len(t.s.options) + 4
+	n := len(t.s.options) + 5
 	if n <= len(t.optBuf) {
 		t.opts = t.optBuf[:0]
 	} else {
@@ -186,8 +186,14 @@ func (t *turn) setOptions() {
 	}
 	if t.s.thinking {
 		t.opts = append(t.opts, llms.WithStreamingReasoningFunc(t.onReasoning))
+		if t.mode.stream == nil && t.s.dialect.pairStreaming {
+			t.opts = append(t.opts, llms.WithStreamingFunc(ignoreChunk))
+		}
 	}
 }
+
+// ignoreChunk is a streaming function that drops what it is given.
+func ignoreChunk(context.Context, []byte) error { return nil }
 
 // start builds the first prompt: the system message, the memory, the user
 // message.

@@ -70,7 +70,7 @@ func checkText(t *testing.T, c Client) error {
 
 func checkUsage(t *testing.T, c Client) error {
 	model, _ := c.New(t, llmtest.Sequence(llmtest.Reply{Text: "Hi.", Usage: llmtest.Usage{PromptTokens: 21, CompletionTokens: 7}}))
-	svc := ai.NewService("example.com/modeltest.Assistant", ai.Config{Model: model, Options: c.options(), Logger: quiet()})
+	svc := ai.NewService("example.com/modeltest.Assistant", ai.Config{Model: model, Client: c.Client, Options: c.options(), Logger: quiet()})
 	r, err := svc.Chat(checkContext(t), &ai.Request{Method: &ai.Method{Name: "Ask", System: "You are terse."}, MemoryID: "usage", User: "hello"})
 	if err != nil {
 		return err
@@ -98,7 +98,7 @@ func checkStream(t *testing.T, c Client) error {
 		llmtest.Reply{Chunks: []string{"The ", "forge ", "is hot."}},
 		llmtest.Reply{Text: "Yes."},
 	))
-	svc := ai.NewService("example.com/modeltest.Assistant", ai.Config{Model: model, Options: c.options(), Logger: quiet()})
+	svc := ai.NewService("example.com/modeltest.Assistant", ai.Config{Model: model, Client: c.Client, Options: c.options(), Logger: quiet()})
 	m := &ai.Method{Name: "Ask", System: "You are terse."}
 	ctx := checkContext(t)
 	chunks, err := stream(ctx, svc, m, "hello")
@@ -126,7 +126,7 @@ func checkCutStream(t *testing.T, c Client) error {
 		llmtest.Reply{Chunks: []string{"The ", "forge ", "is"}, Err: errors.New("the connection was cut")},
 		llmtest.Reply{Text: "Again."},
 	))
-	svc := ai.NewService("example.com/modeltest.Assistant", ai.Config{Model: model, Options: c.options(), Logger: quiet()})
+	svc := ai.NewService("example.com/modeltest.Assistant", ai.Config{Model: model, Client: c.Client, Options: c.options(), Logger: quiet()})
 	m := &ai.Method{Name: "Ask", System: "You are terse."}
 	ctx := checkContext(t)
 	chunks, err := stream(ctx, svc, m, "hello")
@@ -235,7 +235,7 @@ func dropScript() llmtest.Script {
 // paused on.
 func (a *app) pause(ctx context.Context, s chat.Session, item string) (ai.Confirmation, error) {
 	if err := s.Chat(ctx, "drop "+item); err != nil {
-		return ai.Confirmation{}, err
+		return ai.Confirmation{}, a.requestError("drop "+item, err)
 	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
@@ -254,7 +254,7 @@ func (a *app) approve(ctx context.Context, s chat.Session, c ai.Confirmation) (s
 	n := len(a.answers)
 	a.mu.Unlock()
 	if err := s.Send(ctx, map[string]any{ai.KeyConfirm: c.ID, "approve": true}); err != nil {
-		return "", fmt.Errorf("approving: %w", err)
+		return "", a.requestError("approving", err)
 	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
@@ -343,6 +343,27 @@ func checkThinking(t *testing.T, c Client) error {
 		if strings.Contains(line, "greets") {
 			return fmt.Errorf("the reasoning was remembered: %q", line)
 		}
+	}
+	return nil
+}
+
+func checkThinkingWithTools(t *testing.T, c Client) error {
+	script := llmtest.ScriptFunc(func(req *llmtest.Request) (llmtest.Reply, error) {
+		if res := req.LastToolResults(); len(res) > 0 {
+			return llmtest.Reply{Reasoning: "Now I know.", Text: "So: " + res[0].Content + "."}, nil
+		}
+		return llmtest.Reply{Reasoning: "I need the weather.", ToolCalls: []llmtest.ToolCall{{Name: "weather", Arguments: `{"city":"Paris"}`}}}, nil
+	})
+	a := mustApp(t, c, script, appOptions{tools: true, thinking: true})
+	got, err := converse(t, a, "weather in Paris")
+	if err := wantAnswers(got, err, "So: sunny in Paris."); err != nil {
+		return err
+	}
+	a.mu.Lock()
+	thought := strings.Join(a.thinking, "")
+	a.mu.Unlock()
+	if thought != "I need the weather.Now I know." {
+		return fmt.Errorf("thinking forwarded %q", thought)
 	}
 	return nil
 }

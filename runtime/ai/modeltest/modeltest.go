@@ -77,8 +77,14 @@ type Client struct {
 	// (ContentChoice.ReasoningContent or the streaming reasoning function).
 	Thinking bool
 	// Options are added to every model call of the suite's services
-	// (ai.Config.Options), such as what enables the model's thinking.
+	// (ai.Config.Options).
 	Options []llms.CallOption
+	// ThinkingOptions are added to the model calls of the Thinking check,
+	// after Options: what makes the model think.
+	ThinkingOptions []llms.CallOption
+	// Client is the ai.Config.Client of the suite's services: the zero
+	// value detects it from the model, as applications do.
+	Client ai.Client
 	// Limitations are the checks the client cannot pass (by [Check] name),
 	// each with why: the client's file:line and what it does.
 	Limitations map[string]string
@@ -111,7 +117,16 @@ func Checks() []Check {
 		{Name: "ConfirmResume", Tools: true, run: checkConfirmResume},
 		{Name: "DurableResume", Tools: true, run: checkDurableResume},
 		{Name: "Thinking", Thinking: true, run: checkThinking},
+		{Name: "ThinkingWithTools", Tools: true, Thinking: true, run: checkThinkingWithTools},
 	}
+}
+
+// Run runs the check against c and returns why it failed, nil when it
+// passed. It fails t only for what is not the client's doing (a router
+// that cannot be built).
+func (ch Check) Run(t *testing.T, c Client) error {
+	t.Helper()
+	return ch.run(t, c)
 }
 
 // Status is the outcome of a check for a client.
@@ -196,6 +211,25 @@ type app struct {
 	thinking []string
 	asks     []ai.Confirmation
 	answers  []string
+	routeErr error // the last error a route returned
+}
+
+// failed records err, the error of a route, and returns it.
+func (a *app) failed(err error) error {
+	a.mu.Lock()
+	a.routeErr = err
+	a.mu.Unlock()
+	return err
+}
+
+// requestError wraps err, the error of a request, with the route's.
+func (a *app) requestError(what string, err error) error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.routeErr != nil && !errors.Is(err, a.routeErr) {
+		return fmt.Errorf("%s: %w (the route failed: %v)", what, err, a.routeErr)
+	}
+	return fmt.Errorf("%s: %w", what, err)
 }
 
 // appOptions configure an app.
@@ -214,7 +248,10 @@ func newApp(t *testing.T, c Client, script llmtest.Script, o appOptions) (*app, 
 	t.Helper()
 	model, rec := c.New(t, script)
 	a := &app{rec: rec}
-	cfg := ai.Config{Model: model, ForwardThinking: o.thinking, Options: c.options(), Logger: quiet()}
+	cfg := ai.Config{Model: model, Client: c.Client, ForwardThinking: o.thinking, Options: c.options(), Logger: quiet()}
+	if o.thinking {
+		cfg.Options = append(cfg.Options, c.ThinkingOptions...)
+	}
 	if o.store != nil {
 		cfg.Memory = memory.NewManager(memory.Config{Store: conversationtest.InMemoryMemories(o.store), Policy: memory.Window(40)})
 	}
@@ -236,7 +273,7 @@ func newApp(t *testing.T, c Client, script llmtest.Script, o appOptions) (*app, 
 			var b strings.Builder
 			for chunk, err := range a.svc.Stream(ctx, areq) {
 				if err != nil {
-					return err
+					return a.failed(err)
 				}
 				b.WriteString(chunk)
 			}
@@ -244,7 +281,7 @@ func newApp(t *testing.T, c Client, script llmtest.Script, o appOptions) (*app, 
 		}
 		r, err := a.svc.Chat(ctx, areq)
 		if err != nil {
-			return err
+			return a.failed(err)
 		}
 		return chat.SendValue(ctx, r.Content)
 	}})
@@ -332,7 +369,7 @@ func (a *app) ask(ctx context.Context, s chat.Session, text string) (string, err
 	n := len(a.answers)
 	a.mu.Unlock()
 	if err := s.Chat(ctx, text); err != nil {
-		return "", fmt.Errorf("%q: %w", text, err)
+		return "", a.requestError(fmt.Sprintf("%q", text), err)
 	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
@@ -422,4 +459,58 @@ func contains(what string, got []string, want ...string) error {
 		return fmt.Errorf("%s: %q missing from\n\t%s", what, want[i], strings.Join(got, "\n\t"))
 	}
 	return nil
+}
+
+// Table is the outcomes of the suite for several clients, in the order
+// they were run.
+type Table struct {
+	Clients []string
+	Results [][]Result // Results[i] are those of Clients[i]
+}
+
+// Add adds the results of client name.
+func (tb *Table) Add(name string, results []Result) {
+	tb.Clients = append(tb.Clients, name)
+	tb.Results = append(tb.Results, results)
+}
+
+// Markdown renders the table: a row per check, a column per client, with
+// "yes", "no" (the client does not carry the capability) or a note number
+// for a known limitation, and the notes below.
+func (tb *Table) Markdown() string {
+	var b strings.Builder
+	b.WriteString("| check |")
+	for _, c := range tb.Clients {
+		b.WriteString(" `" + c + "` |")
+	}
+	b.WriteString("\n|---|")
+	for range tb.Clients {
+		b.WriteString("---|")
+	}
+	b.WriteString("\n")
+	var notes []string
+	for _, ch := range Checks() {
+		b.WriteString("| " + ch.Name + " |")
+		for i := range tb.Clients {
+			cell := "–"
+			for _, r := range tb.Results[i] {
+				if r.Check != ch.Name {
+					continue
+				}
+				switch r.Status {
+				case Limited:
+					notes = append(notes, fmt.Sprintf("%d. `%s`, %s: %s.", len(notes)+1, tb.Clients[i], r.Check, r.Why))
+					cell = fmt.Sprintf("limited (%d)", len(notes))
+				default:
+					cell = string(r.Status)
+				}
+			}
+			b.WriteString(" " + cell + " |")
+		}
+		b.WriteString("\n")
+	}
+	if len(notes) > 0 {
+		b.WriteString("\n" + strings.Join(notes, "\n") + "\n")
+	}
+	return b.String()
 }
