@@ -22,14 +22,18 @@ func TestProviderFlag(t *testing.T) {
 	ctx := context.Background()
 	srv := llmtest.NewServer(llmtest.Sequence(llmtest.Reply{Text: "Hail."}, llmtest.Reply{Text: "Hail again."}))
 	defer srv.Close()
+	claude := llmtest.NewAnthropicServer(llmtest.Sequence(llmtest.Reply{Text: "Hail."}), llmtest.WithModelName("claude-sonnet-4-5"))
+	defer claude.Close()
 	for _, tc := range []struct {
 		provider string
 		vars     map[string]string
 		model    string
 		client   ai.Client
+		srv      interface{ Requests() []llmtest.Request }
 	}{
-		{providerOpenAI, map[string]string{"OPENAI_API_KEY": "k", "OPENAI_BASE_URL": srv.URL}, "gpt-4o-mini", ai.ClientOpenAI},
-		{providerOllama, map[string]string{"OLLAMA_HOST": strings.TrimSuffix(srv.URL, "/v1"), "CHATGEN_MODEL": "qwen3"}, "qwen3", ai.ClientOpenAI},
+		{providerOpenAI, map[string]string{"OPENAI_API_KEY": "k", "OPENAI_BASE_URL": srv.URL}, "gpt-4o-mini", ai.ClientOpenAI, srv},
+		{providerOllama, map[string]string{"OLLAMA_HOST": strings.TrimSuffix(srv.URL, "/v1"), "CHATGEN_MODEL": "qwen3"}, "qwen3", ai.ClientOpenAI, srv},
+		{providerAnthropic, map[string]string{"ANTHROPIC_API_KEY": "k", "ANTHROPIC_BASE_URL": claude.URL}, "claude-sonnet-4-5", ai.ClientAnthropic, claude},
 	} {
 		m, about, err := modelFor(ctx, tc.provider, env(tc.vars))
 		if err != nil {
@@ -41,7 +45,7 @@ func TestProviderFlag(t *testing.T) {
 		if _, err := llms.GenerateFromSinglePrompt(ctx, m, "hi"); err != nil {
 			t.Fatalf("%s (%s): %v", tc.provider, about, err)
 		}
-		reqs := srv.Requests()
+		reqs := tc.srv.Requests()
 		if got := reqs[len(reqs)-1].Model; got != tc.model {
 			t.Errorf("%s: model %q, want %q", tc.provider, got, tc.model)
 		}
