@@ -91,16 +91,28 @@ type event struct {
 	ImportPath  string
 }
 
-// lastLines is how many lines of a package's output the summary shows for
-// a package that failed without a failing test.
-const lastLines = 30
+// For a package that failed without a failing test, the summary shows
+// its first firstLines lines of output outside tests (what TestMain
+// printed, say) and its last lastLines lines of output.
+const (
+	firstLines = 10
+	lastLines  = 30
+)
+
+// line is a line of a package's output and its number.
+type line struct {
+	n    int
+	text string
+}
 
 // pkgState is what the folder keeps of one package.
 type pkgState struct {
 	tests  map[string]*strings.Builder // the output of the running tests
 	order  []string                    // the tests in tests, in the order they started
 	failed []string                    // the failed tests
-	tail   []string                    // its last output lines
+	head   []line                      // its first lines of output outside tests
+	tail   []line                      // its last lines of output
+	lines  int                         // how many lines of output it had
 	carry  string                      // the end of an output that was no whole line
 	done   bool                        // its pass, fail or skip event came
 	fail   bool
@@ -197,7 +209,7 @@ func (f *folder) event(e *event) {
 			p.order = append(p.order, e.Test)
 		}
 	case "output":
-		p.addTail(e.Output)
+		p.addOutput(e.Output, e.Test == "")
 		if e.Test == "" {
 			// The package's own output: "ok", "FAIL", what TestMain
 			// prints, a panic after the tests. go test prints no PASS.
@@ -262,7 +274,9 @@ func (f *folder) incomplete(p *pkgState) {
 	p.order = nil
 }
 
-func (p *pkgState) addTail(s string) {
+// addOutput keeps what the summary may show of output s; outside is
+// whether it came from outside the tests.
+func (p *pkgState) addOutput(s string, outside bool) {
 	s = p.carry + s
 	p.carry = ""
 	if !strings.HasSuffix(s, "\n") {
@@ -270,8 +284,44 @@ func (p *pkgState) addTail(s string) {
 		p.carry = s[i+1:]
 		s = s[:i+1]
 	}
-	if s != "" && !noise(s) {
-		p.tail = appendTail(p.tail, s)
+	for l := range strings.Lines(s) {
+		if noise(l) {
+			continue
+		}
+		l = strings.TrimRight(l, "\n")
+		p.lines++
+		if outside && len(p.head) < firstLines && !verdict(l) {
+			p.head = append(p.head, line{p.lines, l})
+		}
+		p.tail = append(p.tail, line{p.lines, l})
+		if len(p.tail) > lastLines {
+			p.tail = slices.Delete(p.tail, 0, len(p.tail)-lastLines)
+		}
+	}
+}
+
+// verdict is whether l is one of go test's lines of a package's result.
+func verdict(l string) bool {
+	return l == "PASS" || l == "FAIL" || strings.HasPrefix(l, "ok  \t") || strings.HasPrefix(l, "FAIL\t")
+}
+
+// lastOutput writes the first lines of p's output outside tests and the
+// last lines of its output to b, indented.
+func (p *pkgState) lastOutput(b *strings.Builder) {
+	next := 1
+	if len(p.tail) > 0 {
+		next = p.tail[0].n
+	}
+	for _, l := range p.head {
+		if l.n < next {
+			fmt.Fprintf(b, "      %s\n", l.text)
+		}
+	}
+	if len(p.head) > 0 && p.head[len(p.head)-1].n < next-1 {
+		b.WriteString("      ...\n")
+	}
+	for _, l := range p.tail {
+		fmt.Fprintf(b, "      %s\n", l.text)
 	}
 }
 
@@ -310,18 +360,18 @@ func (f *folder) finish(status int) int {
 			continue
 		}
 		f.failed++
-		tail := p.tail
 		switch {
 		case p.build != "":
 			fmt.Fprintf(&b, "    the build of %s failed:\n", p.build)
-			tail = f.build[p.build]
+			for _, l := range f.build[p.build] {
+				fmt.Fprintf(&b, "      %s\n", l)
+			}
 		case !p.done:
-			b.WriteString("    its output ended before its result; its last lines:\n")
+			b.WriteString("    its output ended before its result; its output:\n")
+			p.lastOutput(&b)
 		default:
-			b.WriteString("    no test failed: it failed outside its tests (TestMain, a goroutine after a test, a race report); its last lines:\n")
-		}
-		for _, l := range tail {
-			fmt.Fprintf(&b, "      %s\n", l)
+			b.WriteString("    no test failed: it failed outside its tests (TestMain, a goroutine after a test, a race report); its output:\n")
+			p.lastOutput(&b)
 		}
 	}
 	code := 0

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -227,4 +229,41 @@ func TestPanics(t *testing.T) {
 		"FAIL tsx/c\n    the build of tsx/c [tsx/c.test] failed:\n",
 		"FAIL tsx/d\n    --- FAIL: TestPanics (did not finish)\n    --- FAIL: TestPanics/In (did not finish)\n",
 		"\n3 passed, 6 failed\n")
+}
+
+// TestLongOutsideOutput: a package that fails after its tests with a long
+// message (a leak check's stacks) is summarized by the message's first
+// lines and the output's last ones.
+func TestLongOutsideOutput(t *testing.T) {
+	var in strings.Builder
+	ev := func(test, out string) {
+		b, err := json.Marshal(map[string]string{"Action": "output", "Package": "p", "Test": test, "Output": out})
+		if err != nil {
+			t.Fatal(err)
+		}
+		in.Write(b)
+		in.WriteString("\n")
+	}
+	in.WriteString(`{"Action":"start","Package":"p"}` + "\n")
+	in.WriteString(`{"Action":"run","Package":"p","Test":"TestA"}` + "\n")
+	ev("TestA", "--- PASS: TestA (0.00s)\n")
+	in.WriteString(`{"Action":"pass","Package":"p","Test":"TestA"}` + "\n")
+	ev("", "PASS\n")
+	ev("", "goroutine leak: 2 goroutines\n")
+	for i := range 100 {
+		ev("", fmt.Sprintf("stack line %d\n", i))
+	}
+	ev("", "FAIL\tp\t10.0s\n")
+	in.WriteString(`{"Action":"fail","Package":"p"}` + "\n")
+	out, code := fold(t, in.String())
+	if code != 1 {
+		t.Errorf("exit code %d", code)
+	}
+	want := "FAIL p\n    no test failed: it failed outside its tests (TestMain, a goroutine after a test, a race report); its output:\n" +
+		"      goroutine leak: 2 goroutines\n      stack line 0\n"
+	requireContains(t, "the summary", summary(t, out), want, "      stack line 8\n      ...\n      stack line 71\n",
+		"      stack line 99\n      FAIL\tp\t10.0s\n1 passed, 1 failed\n")
+	if strings.Contains(summary(t, out), "stack line 9\n") {
+		t.Errorf("the summary has more than the first lines:\n%s", out)
+	}
 }
