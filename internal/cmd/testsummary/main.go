@@ -121,15 +121,14 @@ type pkgState struct {
 
 // folder folds a go test -json stream.
 type folder struct {
-	out      io.Writer
-	pkgs     map[string]*pkgState
-	order    []string            // packages in the order they started
-	build    map[string][]string // build output by ImportPath
-	other    []string            // the last lines that were no JSON
-	passed   int
-	failed   int
-	skipped  int
-	finished bool
+	out     io.Writer
+	pkgs    map[string]*pkgState
+	order   []string            // packages in the order they started
+	build   map[string][]string // build output by ImportPath
+	other   []string            // the last lines that were no JSON
+	passed  int
+	failed  int
+	skipped int
 }
 
 func newFolder(out io.Writer) *folder {
