@@ -23,8 +23,10 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"os/signal"
 	"slices"
 	"strings"
+	"syscall"
 )
 
 func main() {
@@ -59,6 +61,23 @@ func run(args []string, stdin io.Reader, out io.Writer) (int, error) {
 		return 2, err
 	}
 	pw.Close() // the child holds its copy
+	// An interrupt or termination goes to the command (Ctrl-C sends it
+	// to both): its output ends, and the summary says what ran so far.
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	defer signal.Stop(sigs)
+	done := make(chan struct{})
+	defer close(done)
+	go func() {
+		for {
+			select {
+			case sig := <-sigs:
+				_ = cmd.Process.Signal(sig)
+			case <-done:
+				return
+			}
+		}
+	}()
 	f := newFolder(out)
 	readErr := f.read(pr)
 	pr.Close()
@@ -69,7 +88,7 @@ func run(args []string, stdin io.Reader, out io.Writer) (int, error) {
 			return 2, err
 		}
 		status = ee.ExitCode()
-		if status == 0 { // killed by a signal
+		if status <= 0 { // killed by a signal
 			status = 1
 		}
 	}
@@ -85,7 +104,6 @@ type event struct {
 	Action      string
 	Package     string
 	Test        string
-	Elapsed     float64
 	Output      string
 	FailedBuild string
 	ImportPath  string
