@@ -61,8 +61,10 @@ func run(args []string, stdin io.Reader, out io.Writer) (int, error) {
 		return 2, err
 	}
 	pw.Close() // the child holds its copy
-	// An interrupt or termination goes to the command (Ctrl-C sends it
-	// to both): its output ends, and the summary says what ran so far.
+	// An interrupt does not end this program before the command: Ctrl-C
+	// reaches go test and its test binaries too, their output ends, and
+	// the summary says what ran and what was cut short. A signal sent to
+	// this program alone is passed on to the command.
 	sigs := make(chan os.Signal, 1)
 	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
 	defer signal.Stop(sigs)
