@@ -47,10 +47,13 @@ generate-check:
 # detector, through internal/cmd/testsummary: it prints what go test
 # prints, then a summary of the failing packages and tests (those that
 # failed without a --- FAIL too, with their last lines), and last a line
-# "N passed, M failed".
+# "N passed, M failed" (built, not go run, which would add a line after it).
 TESTPKGS ?= ./...
 gotest:
-	$(GO) run ./internal/cmd/testsummary $(GO) test -race -json $(GOTESTFLAGS) $(TESTPKGS)
+	@dir=$$(mktemp -d); trap 'rm -rf "$$dir"' EXIT; \
+	$(GO) build -o "$$dir/testsummary" ./internal/cmd/testsummary || exit 1; \
+	echo "$(GO) test -race -json $(GOTESTFLAGS) $(TESTPKGS) | testsummary"; \
+	"$$dir/testsummary" $(GO) test -race -json $(GOTESTFLAGS) $(TESTPKGS)
 
 ## test-stress: the race-enabled tests (of TESTPKGS) STRESS_N times, with
 ## -count=1, beside STRESS_HOGS busy loops (a loaded machine), which stop

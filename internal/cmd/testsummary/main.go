@@ -409,7 +409,7 @@ func (f *folder) finish(status int) int {
 	}
 	f.write("\n=== Summary\n")
 	if b.Len() == 0 {
-		f.write(fmt.Sprintf("all %d packages passed\n", len(f.order)))
+		f.write(fmt.Sprintf("%d packages, none failed\n", len(f.order)))
 	} else {
 		f.write(b.String())
 	}

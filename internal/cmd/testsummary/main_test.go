@@ -97,7 +97,7 @@ func TestAllPassed(t *testing.T) {
 	if code != 0 {
 		t.Errorf("exit code %d, want 0", code)
 	}
-	want := "ok  \tp\t0.01s\n?   \tq\t[no test files]\n\n=== Summary\nall 2 packages passed\n1 passed, 0 failed\n"
+	want := "ok  \tp\t0.01s\n?   \tq\t[no test files]\n\n=== Summary\n2 packages, none failed\n1 passed, 0 failed\n"
 	if out != want {
 		t.Errorf("output:\n%s\nwant:\n%s", out, want)
 	}
