@@ -50,7 +50,7 @@ generate-check:
 # "N passed, M failed" (built, not go run, which would add a line after it).
 TESTPKGS ?= ./...
 gotest:
-	@dir=$$(mktemp -d); trap 'rm -rf "$$dir"' EXIT; \
+	@dir=$$(mktemp -d); trap 'rm -rf "$$dir"' EXIT; trap 'exit 130' INT TERM; \
 	$(GO) build -o "$$dir/testsummary" ./internal/cmd/testsummary || exit 1; \
 	echo "$(GO) test -race -json $(GOTESTFLAGS) $(TESTPKGS) | testsummary"; \
 	"$$dir/testsummary" $(GO) test -race -json $(GOTESTFLAGS) $(TESTPKGS)
@@ -64,7 +64,7 @@ STRESS_HOGS ?= 2
 STRESS_HOG_SECONDS ?= 7200
 test-stress:
 	@dir=$$(mktemp -d); hogs=""; \
-	trap 'kill $$hogs 2>/dev/null; rm -rf "$$dir"' EXIT INT TERM; \
+	trap 'kill $$hogs 2>/dev/null; rm -rf "$$dir"' EXIT; trap 'exit 130' INT TERM; \
 	$(GO) build -o "$$dir/testsummary" ./internal/cmd/testsummary || exit 1; \
 	for i in $$(seq $(STRESS_HOGS)); do \
 		timeout $(STRESS_HOG_SECONDS) sh -c 'while :; do :; done' & hogs="$$hogs $$!"; \
