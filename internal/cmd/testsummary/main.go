@@ -119,6 +119,9 @@ const (
 	lastLines  = 30
 )
 
+// maxSkipped is how many skipped tests the summary names.
+const maxSkipped = 20
+
 // line is a line of a package's output and its number.
 type line struct {
 	n    int
@@ -148,7 +151,7 @@ type folder struct {
 	other   []string            // the last lines that were no JSON
 	passed  int
 	failed  int
-	skipped int
+	skipped []string // the skipped tests, "package test"
 }
 
 func newFolder(out io.Writer) *folder {
@@ -261,7 +264,7 @@ func (f *folder) event(e *event) {
 		case "pass":
 			f.passed++
 		case "skip":
-			f.skipped++
+			f.skipped = append(f.skipped, e.Package+" "+e.Test)
 		case "fail":
 			f.failed++
 			p.failed = append(p.failed, e.Test)
@@ -413,8 +416,15 @@ func (f *folder) finish(status int) int {
 	} else {
 		f.write(b.String())
 	}
-	if f.skipped > 0 {
-		f.write(fmt.Sprintf("%d skipped\n", f.skipped))
+	if len(f.skipped) > 0 {
+		f.write(fmt.Sprintf("%d skipped (go test -v says why):\n", len(f.skipped)))
+		for i, s := range f.skipped {
+			if i == maxSkipped {
+				f.write(fmt.Sprintf("    and %d more\n", len(f.skipped)-i))
+				break
+			}
+			f.write("    " + s + "\n")
+		}
 	}
 	f.write(fmt.Sprintf("%d passed, %d failed\n", f.passed, f.failed))
 	return code

@@ -74,7 +74,7 @@ func TestMixed(t *testing.T) {
 		"FAIL tsx/d\n    --- FAIL: TestPanics (did not finish)\n    --- FAIL: TestPanics/In (did not finish)\n")
 	// 3 passed: a.TestOK, a.TestParent/Good and b.TestOK; 6 failed: two
 	// tests of a and two of d, and b and c, which failed without one.
-	if !strings.HasSuffix(out, "\n1 skipped\n3 passed, 6 failed\n") {
+	if !strings.HasSuffix(out, "\n1 skipped (go test -v says why):\n    tsx/a TestSkip\n3 passed, 6 failed\n") {
 		t.Errorf("the output ends %q, want the counts", out[max(0, len(out)-60):])
 	}
 }
