@@ -2,7 +2,7 @@
 
 GO ?= go
 
-.PHONY: demo terminal counter test fmt-check vet lint generate-check gotest golden bench bench-peers numbers fuzz
+.PHONY: demo terminal counter test test-stress fmt-check vet lint generate-check gotest golden bench bench-peers numbers fuzz
 
 ## demo: generate the weaponbuilder example and serve it offline (Ctrl-C stops it).
 demo:
@@ -43,8 +43,48 @@ generate-check:
 	untracked=$$(git ls-files --others --exclude-standard -- '*chat_gen.go'); \
 	if [ -n "$$untracked" ]; then echo "untracked generated files: $$untracked"; exit 1; fi
 
+# gotest runs the tests of TESTPKGS (every package) with the race
+# detector, through internal/cmd/testsummary: it prints what go test
+# prints, then a summary of the failing packages and tests (those that
+# failed without a --- FAIL too, with their last lines), and last a line
+# "N passed, M failed" (built, not go run, which would add a line after it).
+TESTPKGS ?= ./...
 gotest:
-	$(GO) test -race ./...
+	@dir=$$(mktemp -d); trap 'rm -rf "$$dir"' EXIT; trap 'exit 130' INT TERM; \
+	$(GO) build -o "$$dir/testsummary" ./internal/cmd/testsummary || exit 1; \
+	echo "$(GO) test -race -json $(GOTESTFLAGS) $(TESTPKGS) | testsummary"; \
+	"$$dir/testsummary" $(GO) test -race -json $(GOTESTFLAGS) $(TESTPKGS)
+
+## test-stress: the race-enabled tests (of TESTPKGS) STRESS_N times, with
+## -count=1, beside STRESS_HOGS busy loops (a loaded machine), which stop
+## when it ends or after STRESS_HOG_SECONDS; prints each round's summary
+## and, at the end, the failures of every round. Not part of make test.
+STRESS_N ?= 5
+STRESS_HOGS ?= 2
+STRESS_HOG_SECONDS ?= 7200
+test-stress:
+	@dir=$$(mktemp -d); hogs=""; \
+	trap 'kill $$hogs 2>/dev/null; rm -rf "$$dir"' EXIT; trap 'exit 130' INT TERM; \
+	$(GO) build -o "$$dir/testsummary" ./internal/cmd/testsummary || exit 1; \
+	for i in $$(seq $(STRESS_HOGS)); do \
+		timeout $(STRESS_HOG_SECONDS) sh -c 'while :; do :; done' & hogs="$$hogs $$!"; \
+	done; \
+	start=$$(date +%s); failed=0; \
+	for i in $$(seq $(STRESS_N)); do \
+		echo "=== stress round $$i of $(STRESS_N), beside $(STRESS_HOGS) busy loops"; \
+		t0=$$(date +%s); \
+		{ "$$dir/testsummary" $(GO) test -race -json -count=1 $(GOTESTFLAGS) $(TESTPKGS); \
+			echo $$? > "$$dir/rc$$i"; } 2>&1 | tee "$$dir/round$$i.log"; \
+		res=ok; if [ "$$(cat "$$dir/rc$$i")" != 0 ]; then res=FAIL; failed=$$((failed+1)); fi; \
+		echo "=== stress round $$i: $$res in $$(( $$(date +%s) - t0 )) s: $$(tail -n 1 "$$dir/round$$i.log")"; \
+	done; \
+	echo "=== test-stress: $(STRESS_N) rounds in $$(( $$(date +%s) - start )) s, $$failed failed"; \
+	for i in $$(seq $(STRESS_N)); do \
+		if [ "$$(cat "$$dir/rc$$i")" != 0 ]; then \
+			echo "round $$i:"; sed -n '/^=== Summary$$/,$$p' "$$dir/round$$i.log" | sed '1d; s/^/    /'; \
+		fi; \
+	done; \
+	[ $$failed -eq 0 ]
 
 ## golden: rewrite the generator's golden files and docs/directives.md.
 golden:

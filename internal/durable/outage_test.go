@@ -146,8 +146,10 @@ func newOutageConv(t *testing.T) *outageConv {
 		t.Skip("starts redis-server")
 	}
 	srv := redistest.StartServer(t)
-	rc := redis.NewClient(&redis.Options{Addr: srv.Addr(), MaxRetries: -1,
-		DialTimeout: 500 * time.Millisecond, ReadTimeout: 500 * time.Millisecond, WriteTimeout: 500 * time.Millisecond})
+	// The timeouts are what a save to a frozen Redis waits for; they are
+	// generous, so that a slow answer on a loaded machine is no timeout.
+	rc := redis.NewClient(&redis.Options{Network: srv.Network(), Addr: srv.Addr(), MaxRetries: -1,
+		DialTimeout: 2 * time.Second, ReadTimeout: 2 * time.Second, WriteTimeout: 2 * time.Second})
 	t.Cleanup(func() { rc.Close() })
 	store, err := redisstore.New(rc, &redisstore.Options{TTL: time.Hour})
 	if err != nil {
@@ -245,7 +247,7 @@ func (c *outageConv) close(t *testing.T) {
 }
 
 // TestConversationOutlivesRedisKill kills the conversation's Redis
-// (SIGKILL) between two turns, then starts it again on the same port and
+// (SIGKILL) between two turns, then starts it again on the same socket and
 // directory. While Redis is down the turn fails with Failed
 // "Unavailable", and nothing of it is kept: neither the bean's increment
 // nor the memory's two messages, in the process or in the store. When

@@ -12,11 +12,9 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -118,14 +116,19 @@ func (c *RoundTrips) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.P
 	}
 }
 
-// A Server is a redis-server of the test's own on a free port, persisting
-// to an append-only file synced on every write, so that a restart on the
-// same directory finds what it acknowledged.
+// A Server is a redis-server of the test's own, listening on a Unix
+// socket in a directory of its own and persisting there to an append-only
+// file synced on every write, so that a restart finds what it
+// acknowledged. The socket is the server's alone: no other process can
+// take its address while it is down, as one could take a TCP port.
 type Server struct {
 	t    testing.TB
-	port int
 	dir  string
+	sock string
 	cmd  *exec.Cmd
+	// exited is closed when cmd has exited; err is then its error.
+	exited chan struct{}
+	err    error
 }
 
 // StartServer starts a Server, killed when the test ends. Without the
@@ -136,41 +139,65 @@ func StartServer(t testing.TB) *Server {
 	if _, err := exec.LookPath("redis-server"); err != nil {
 		unavailable(t, "redis-server is not installed (apt-get install redis-server): "+err.Error())
 	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	// A socket's path is at most 107 bytes: t.TempDir's can be longer.
+	dir, err := os.MkdirTemp("", "redistest")
 	if err != nil {
 		t.Fatal(err)
 	}
-	port := l.Addr().(*net.TCPAddr).Port
-	l.Close()
-	s := &Server{t: t, port: port, dir: t.TempDir()}
+	s := &Server{t: t, dir: dir, sock: filepath.Join(dir, "redis.sock")}
+	t.Cleanup(func() {
+		s.Kill()
+		if err := os.RemoveAll(dir); err != nil {
+			t.Errorf("removing the redis-server's directory: %v", err)
+		}
+	})
 	s.Start()
-	t.Cleanup(s.Kill)
 	return s
 }
 
-// Addr is the server's address.
-func (s *Server) Addr() string { return "127.0.0.1:" + strconv.Itoa(s.port) }
+// Network is the network of [Server.Addr], for redis.Options.Network:
+// "unix".
+func (s *Server) Network() string { return "unix" }
+
+// Addr is the path of the server's socket, for redis.Options.Addr with
+// [Server.Network].
+func (s *Server) Addr() string { return s.sock }
 
 // Start starts the server (again, after Kill) and waits until it answers.
 func (s *Server) Start() {
 	s.t.Helper()
-	s.cmd = exec.Command("redis-server", "--port", strconv.Itoa(s.port), "--bind", "127.0.0.1",
+	s.cmd = exec.Command("redis-server", "--port", "0", "--unixsocket", s.sock, "--unixsocketperm", "700",
 		"--dir", s.dir, "--save", "", "--appendonly", "yes", "--appendfsync", "always",
 		"--logfile", filepath.Join(s.dir, "redis.log"))
 	if err := s.cmd.Start(); err != nil {
 		s.t.Fatal(err)
 	}
-	c := redis.NewClient(&redis.Options{Addr: s.Addr()})
+	s.exited = make(chan struct{})
+	go func(cmd *exec.Cmd, exited chan struct{}) {
+		s.err = cmd.Wait()
+		close(exited)
+	}(s.cmd, s.exited)
+	c := redis.NewClient(&redis.Options{Network: s.Network(), Addr: s.Addr(), MaxRetries: -1})
 	defer c.Close()
-	deadline := time.Now().Add(20 * time.Second)
+	// A loaded machine may take long to start a process: the deadline is
+	// generous, and a server that exits is reported at once.
+	deadline := time.Now().Add(30 * time.Second)
 	for {
-		err := c.Ping(context.Background()).Err()
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		err := c.Ping(ctx).Err()
+		cancel()
 		if err == nil {
 			return
 		}
+		select {
+		case <-s.exited:
+			log, _ := os.ReadFile(filepath.Join(s.dir, "redis.log"))
+			s.t.Fatalf("redis-server on %s exited: %v\n%s", s.sock, s.err, log)
+		default:
+		}
 		if time.Now().After(deadline) {
 			log, _ := os.ReadFile(filepath.Join(s.dir, "redis.log"))
-			s.t.Fatalf("redis-server on port %d does not answer: %v\n%s", s.port, err, log)
+			s.t.Fatalf("redis-server on %s does not answer: %v\n%s", s.sock, err, log)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
@@ -184,7 +211,7 @@ func (s *Server) Kill() {
 	}
 	_ = s.cmd.Process.Signal(syscall.SIGCONT)
 	_ = s.cmd.Process.Kill()
-	_ = s.cmd.Wait()
+	<-s.exited
 	s.cmd = nil
 }
 

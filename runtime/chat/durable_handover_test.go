@@ -25,8 +25,9 @@ type handoverStore struct {
 	doneOnce    sync.Once
 }
 
-// grace is how long the held call waits for the resume's call.
-const grace = 200 * time.Millisecond
+// grace is how long the held call waits for the resume's call: long, so
+// that a loaded machine still makes the interleaving the test is about.
+const grace = time.Second
 
 func newHandoverStore(hold, after string) *handoverStore {
 	return &handoverStore{

@@ -276,7 +276,7 @@ func recv[T any](t *testing.T, ch <-chan T, what string) T {
 	select {
 	case v := <-ch:
 		return v
-	case <-time.After(5 * time.Second):
+	case <-time.After(20 * time.Second): // generous: a loaded machine is slow
 		t.Fatalf("timed out waiting for %s", what)
 	}
 	panic("unreachable")
@@ -288,7 +288,7 @@ func wait(t *testing.T, c *chat.Call) error {
 	select {
 	case <-c.Done():
 		return c.Err()
-	case <-time.After(5 * time.Second):
+	case <-time.After(20 * time.Second):
 		t.Fatal("timed out waiting for a call")
 	}
 	panic("unreachable")

@@ -31,7 +31,8 @@ func TestLocalClientReturnsTheCallersContextError(t *testing.T) {
 		want error
 	}{
 		{"deadline", func() (context.Context, context.CancelFunc) {
-			return context.WithTimeout(t.Context(), 50*time.Millisecond)
+			// Long enough for the request to start on a loaded machine.
+			return context.WithTimeout(t.Context(), 500*time.Millisecond)
 		}, context.DeadlineExceeded},
 		{"cancel", func() (context.Context, context.CancelFunc) {
 			ctx, cancel := context.WithCancel(t.Context())

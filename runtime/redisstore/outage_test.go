@@ -72,8 +72,10 @@ func TestOutage(t *testing.T) {
 		t.Skip("starts redis-server")
 	}
 	srv := redistest.StartServer(t)
-	c := redis.NewClient(&redis.Options{Addr: srv.Addr(), MaxRetries: -1,
-		DialTimeout: 500 * time.Millisecond, ReadTimeout: 300 * time.Millisecond, WriteTimeout: 300 * time.Millisecond})
+	// The timeouts are what a save to a frozen Redis waits for; they are
+	// generous, so that a slow answer on a loaded machine is no timeout.
+	c := redis.NewClient(&redis.Options{Network: srv.Network(), Addr: srv.Addr(), MaxRetries: -1,
+		DialTimeout: 2 * time.Second, ReadTimeout: 2 * time.Second, WriteTimeout: 2 * time.Second})
 	defer c.Close()
 	s, err := redisstore.New(c, &redisstore.Options{TTL: time.Hour})
 	if err != nil {
@@ -117,7 +119,9 @@ func TestOutage(t *testing.T) {
 	})
 
 	t.Run("Killed", func(t *testing.T) {
-		// Save turns until Redis dies under them.
+		// Save turns until Redis dies under them. The goroutine's turns
+		// write v.st: read the version it starts from before it starts.
+		start := v.st.Version
 		acked := make(chan uint64, 1000)
 		failed := make(chan error, 1)
 		start := v.st.Version // before the goroutine's turns change it
@@ -132,7 +136,11 @@ func TestOutage(t *testing.T) {
 		}()
 		var last uint64
 		for last < start+20 {
-			last = <-acked
+			select {
+			case last = <-acked:
+			case err := <-failed:
+				t.Fatalf("a save failed before Redis was killed: %v", err)
+			}
 		}
 		srv.Kill()
 		err := <-failed

@@ -69,7 +69,8 @@ func TestRequestTimeoutIsPerRequest(t *testing.T) {
 // next request runs once the route returns.
 func TestRequestTimeoutOfARouteIgnoringItsContext(t *testing.T) {
 	checkGoroutines(t)
-	ts, st := startStubborn(t, &ServerOptions{RequestTimeout: 300 * time.Millisecond})
+	// Long enough for the route to start and say so on a loaded machine.
+	ts, st := startStubborn(t, &ServerOptions{RequestTimeout: 2 * time.Second})
 	c := dialRaw(t, ts.url, nil)
 	s := c.connect("s", "stubborn")
 	c.send(map[string]any{"type": "ChatRouteMessage", "chatId": "s", "scopeId": s, "requestId": 1, "data": map[string]any{"userMessage": "block"}})

@@ -75,10 +75,12 @@ func TestSoak(t *testing.T) {
 		t.Logf("time budget reached: %d sessions in %v", n, elapsed)
 	}
 	waitNoConversations(t, router)
-	deadline := time.Now().Add(5 * time.Second)
+	deadline := time.Now().Add(10 * time.Second)
 	for ts.Connections() != 0 || runtime.NumGoroutine() > g0 {
 		if time.Now().After(deadline) {
-			t.Fatalf("after the soak: %d connections, %d goroutines (baseline %d)", ts.Connections(), runtime.NumGoroutine(), g0)
+			buf := make([]byte, 1<<20)
+			t.Fatalf("after the soak: %d connections, %d goroutines (baseline %d); all goroutines:\n%s",
+				ts.Connections(), runtime.NumGoroutine(), g0, buf[:runtime.Stack(buf, true)])
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
