@@ -107,6 +107,16 @@
 // model's reasoning to the client as Thinking events. [Config.Telemetry]
 // configures the OpenTelemetry spans and metrics ([Telemetry]).
 //
+// # Models
+//
+// A Service shapes what it sends to the langchaingo client it talks to
+// ([Client], detected from [Config.Model] or set with [Config.Client]):
+// Anthropic, Google AI, Ollama and Mistral each carry the conversation in
+// their own way, with their own gaps. A client that cannot carry tool
+// calls is refused ([ErrToolsUnsupported]) rather than silently given no
+// tools. Package runtime/ai/modeltest is the conformance suite of the
+// clients; docs/models.md has what each can do.
+//
 // # Streaming
 //
 // langchaingo's OpenAI client passes text, empty chunks and JSON tool-call
