@@ -124,7 +124,6 @@ func TestOutage(t *testing.T) {
 		start := v.st.Version
 		acked := make(chan uint64, 1000)
 		failed := make(chan error, 1)
-		start := v.st.Version // before the goroutine's turns change it
 		go func() {
 			for {
 				if err := v.turn(ctx); err != nil {
