@@ -1,46 +1,14 @@
 package durable_test
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"sync"
 	"testing"
 
 	"github.com/chatscopes/chatgen/runtime/chat"
+	"github.com/chatscopes/chatgen/runtime/chat/conversationtest"
 )
-
-// barrierStore holds back the Loads it is armed for until all of them
-// have loaded: resumes racing with the same token all pass their first
-// token check before any goes on.
-type barrierStore struct {
-	chat.ConversationStore
-	mu   sync.Mutex
-	n    int
-	open chan struct{}
-}
-
-func (s *barrierStore) arm(n int) {
-	s.mu.Lock()
-	s.n, s.open = n, make(chan struct{})
-	s.mu.Unlock()
-}
-
-func (s *barrierStore) Load(ctx context.Context, id string) (*chat.ConversationState, error) {
-	st, err := s.ConversationStore.Load(ctx, id)
-	s.mu.Lock()
-	open := s.open
-	if s.n > 0 {
-		if s.n--; s.n == 0 {
-			close(s.open)
-		}
-	}
-	s.mu.Unlock()
-	if open != nil {
-		<-open
-	}
-	return st, err
-}
 
 // TestRacingResumes resumes one conversation twice at once with the same
 // token, on bbolt and on Redis, in one router and across two: exactly one
@@ -52,7 +20,7 @@ func TestRacingResumes(t *testing.T) {
 		for _, routers := range []int{1, 2} {
 			t.Run(fmt.Sprintf("%s/routers=%d", st.name, routers), func(t *testing.T) {
 				store := st.open(t)
-				bs := &barrierStore{ConversationStore: store.ConversationStore}
+				bs := conversationtest.NewBarrier(store.ConversationStore)
 				var rs []*chat.Router
 				for _, node := range []string{"node-a", "node-b"}[:routers] {
 					r, err := chat.NewRouter(&chat.RouterOptions{Store: bs, Node: node}, app(nil))
@@ -72,7 +40,7 @@ func TestRacingResumes(t *testing.T) {
 				if err := c.Detach(ctx); err != nil {
 					t.Fatal(err)
 				}
-				bs.arm(2)
+				bs.Arm(2)
 				var wg sync.WaitGroup
 				convs := make([]*chat.Conversation, 2)
 				errs := make([]error, 2)

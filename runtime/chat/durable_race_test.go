@@ -1,45 +1,13 @@
 package chat_test
 
 import (
-	"context"
 	"errors"
 	"sync"
 	"testing"
 
 	"github.com/chatscopes/chatgen/runtime/chat"
+	"github.com/chatscopes/chatgen/runtime/chat/conversationtest"
 )
-
-// barrierStore holds back the Loads it is armed for until all of them
-// have loaded: resumes racing with the same token all pass their first
-// token check before any goes on.
-type barrierStore struct {
-	chat.ConversationStore
-	mu   sync.Mutex
-	n    int
-	open chan struct{}
-}
-
-func (s *barrierStore) arm(n int) {
-	s.mu.Lock()
-	s.n, s.open = n, make(chan struct{})
-	s.mu.Unlock()
-}
-
-func (s *barrierStore) Load(ctx context.Context, id string) (*chat.ConversationState, error) {
-	st, err := s.ConversationStore.Load(ctx, id)
-	s.mu.Lock()
-	open := s.open
-	if s.n > 0 {
-		if s.n--; s.n == 0 {
-			close(s.open)
-		}
-	}
-	s.mu.Unlock()
-	if open != nil {
-		<-open
-	}
-	return st, err
-}
 
 // Two resumes with the same token at once (a client that retries, two
 // tabs): exactly one wins and keeps the conversation, the other is
@@ -54,7 +22,7 @@ func TestDurableRacingResumes(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			store := chat.NewInMemoryConversationStore(nil)
 			app := newDurableApp(store)
-			bs := &barrierStore{ConversationStore: store}
+			bs := conversationtest.NewBarrier(store)
 			var routers []*chat.Router
 			for _, node := range []string{"a", "b"}[:tc.routers] {
 				r, err := chat.NewRouter(&chat.RouterOptions{Store: bs, Node: node}, app.pkg)
@@ -67,7 +35,7 @@ func TestDurableRacingResumes(t *testing.T) {
 			wantNoErr(t, c.Detach(bg)) // the connection dropped
 			id, token := c.ID(), c.ResumeToken()
 
-			bs.arm(2)
+			bs.Arm(2)
 			var wg sync.WaitGroup
 			convs := make([]*chat.Conversation, 2)
 			errs := make([]error, 2)

@@ -1,52 +1,19 @@
 package ws
 
 import (
-	"context"
-	"sync"
 	"testing"
 
 	"github.com/chatscopes/chatgen/internal/e2e"
 	"github.com/chatscopes/chatgen/runtime/chat"
+	"github.com/chatscopes/chatgen/runtime/chat/conversationtest"
 )
-
-// barrierStore holds back the Loads it is armed for until all of them
-// have loaded: resumes racing with the same token all pass their first
-// token check before any goes on.
-type barrierStore struct {
-	chat.ConversationStore
-	mu   sync.Mutex
-	n    int
-	open chan struct{}
-}
-
-func (s *barrierStore) arm(n int) {
-	s.mu.Lock()
-	s.n, s.open = n, make(chan struct{})
-	s.mu.Unlock()
-}
-
-func (s *barrierStore) Load(ctx context.Context, id string) (*chat.ConversationState, error) {
-	st, err := s.ConversationStore.Load(ctx, id)
-	s.mu.Lock()
-	open := s.open
-	if s.n > 0 {
-		if s.n--; s.n == 0 {
-			close(s.open)
-		}
-	}
-	s.mu.Unlock()
-	if open != nil {
-		<-open
-	}
-	return st, err
-}
 
 // Two websocket connections resume one conversation with the same token
 // at once (two tabs, a client that retried): one wins and keeps working,
 // the other is refused.
 func TestRacingResumesOverTwoConnections(t *testing.T) {
 	checkGoroutines(t)
-	store := &barrierStore{ConversationStore: chat.NewInMemoryConversationStore(nil)}
+	store := conversationtest.NewBarrier(chat.NewInMemoryConversationStore(nil))
 	routes := newTestRoutes()
 	r, err := chat.NewRouter(&chat.RouterOptions{Store: store, Node: "a", Logger: quietLogger()}, e2e.Register(), routes.pkg())
 	if err != nil {
@@ -59,7 +26,7 @@ func TestRacingResumesOverTwoConnections(t *testing.T) {
 	waitNoConversations(t, a.router)
 
 	conns := []*rawConn{dialRaw(t, a.url, nil), dialRaw(t, a.url, nil)}
-	store.arm(2)
+	store.Arm(2)
 	for _, rc := range conns {
 		rc.send(map[string]any{"type": "Connect", "chatId": "c", "resume": map[string]any{"conversationId": hello.ConversationID, "token": hello.ResumeToken}})
 	}
