@@ -358,12 +358,12 @@ func usageStruct(v any) (p, c, t int) {
 // geminiSchema converts a JSON Schema of tool parameters to the form
 // llms/googleai takes: a map[string]any whose every schema has a string
 // "type" (a ["T","null"] type becomes "T"; a schema without a type, or
-// with anyOf/oneOf, gets the first alternative's), whose objects have
-// "properties" (empty for a tool without parameters) and whose keys are
-// those Gemini's Schema has (the client ignores the others).
+// with anyOf/oneOf, gets the first alternative's) and whose keys are those
+// Gemini's Schema has (the client ignores the others); for a tool without
+// parameters, an empty map.
 func geminiSchema(params json.RawMessage) (map[string]any, error) {
 	if len(params) == 0 || string(params) == "null" {
-		return map[string]any{"type": "object", "properties": map[string]any{}}, nil
+		return map[string]any{}, nil
 	}
 	var v any
 	if err := json.Unmarshal(params, &v); err != nil {
@@ -374,12 +374,13 @@ func geminiSchema(params json.RawMessage) (map[string]any, error) {
 		return nil, fmt.Errorf("its parameters are a JSON %T, not a schema object", v)
 	}
 	s := geminiNode(m, 0)
-	if s["type"] == nil {
-		s["type"] = "object"
+	if props, _ := s["properties"].(map[string]any); len(props) == 0 {
+		// Gemini refuses an OBJECT without properties ("should be non-empty
+		// for OBJECT type"): a tool without parameters gets an empty
+		// schema, which llms/googleai sends as no type at all.
+		return map[string]any{}, nil
 	}
-	if s["type"] == "object" && s["properties"] == nil {
-		s["properties"] = map[string]any{}
-	}
+	s["type"] = "object"
 	return s, nil
 }
 

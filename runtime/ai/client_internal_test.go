@@ -94,8 +94,9 @@ func TestDetectClient(t *testing.T) {
 
 func TestGeminiSchema(t *testing.T) {
 	for _, tc := range []struct{ in, want string }{
-		{``, `{"properties":{},"type":"object"}`},
-		{`{"type":"object"}`, `{"properties":{},"type":"object"}`},
+		{``, `{}`},
+		{`{"type":"object"}`, `{}`},
+		{`{"type":"object","properties":{},"additionalProperties":false}`, `{}`},
 		{`{"type":"object","properties":{"n":{"type":["integer","null"],"description":"N"},"tags":{"type":"array"},` +
 			`"kind":{"enum":["a","b"],"type":"string"},"any":{"anyOf":[{"type":"null"},{"type":"number"}]}},` +
 			`"required":["n"],"additionalProperties":false,"$schema":"x"}`,

@@ -167,10 +167,25 @@ func checkToolCall(t *testing.T, c Client) error {
 	if err != nil {
 		return err
 	}
-	if names := req.ToolNames(); !slices.Equal(names, []string{"weather", "drop"}) {
+	if names := req.ToolNames(); !slices.Equal(names, []string{"weather", "drop", "look"}) {
 		return fmt.Errorf("tools offered %q", names)
 	}
 	return a.lastContains("human: weather in Paris", `call weather {"city":"Paris"}`, "result sunny in Paris")
+}
+
+func checkToolWithoutParameters(t *testing.T, c Client) error {
+	script := llmtest.ScriptFunc(func(req *llmtest.Request) (llmtest.Reply, error) {
+		if res := req.LastToolResults(); len(res) > 0 {
+			return llmtest.Reply{Text: "I see " + res[0].Content + "."}, nil
+		}
+		return llmtest.Reply{ToolCalls: []llmtest.ToolCall{{Name: "look"}}}, nil
+	})
+	a := mustApp(t, c, script, appOptions{tools: true})
+	got, err := converse(t, a, "look around")
+	if err := wantAnswers(got, err, "I see an anvil."); err != nil {
+		return err
+	}
+	return a.lastContains("human: look around", "call look {}", "result an anvil")
 }
 
 func checkTextBeforeToolCall(t *testing.T, c Client) error {

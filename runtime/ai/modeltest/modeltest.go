@@ -110,6 +110,7 @@ func Checks() []Check {
 		{Name: "CutStream", run: checkCutStream},
 		{Name: "MemoryReplay", run: checkMemoryReplay},
 		{Name: "ToolCall", Tools: true, run: checkToolCall},
+		{Name: "ToolWithoutParameters", Tools: true, run: checkToolWithoutParameters},
 		{Name: "TextBeforeToolCall", Tools: true, run: checkTextBeforeToolCall},
 		{Name: "ParallelToolCalls", Tools: true, run: checkParallelToolCalls},
 		{Name: "StreamWithTools", Tools: true, run: checkStreamWithTools},
@@ -262,6 +263,8 @@ func newApp(t *testing.T, c Client, script llmtest.Script, o appOptions) (*app, 
 			{Name: "weather", Description: "Weather tells the weather in a city.", Parameters: json.RawMessage(weatherParams), Invoke: a.tool("weather")},
 			{Name: "drop", Description: "Drop drops an item.", Parameters: json.RawMessage(`{"type":"object","properties":{"item":{"type":"string"}},"required":["item"]}`),
 				Confirm: o.confirm, Invoke: a.tool("drop")},
+			{Name: "look", Description: "Look looks around.", Parameters: json.RawMessage(`{"type":"object","properties":{},"additionalProperties":false}`),
+				Invoke: a.tool("look")},
 		}
 	}
 	a.svc.AddMethods(a.method)
@@ -323,6 +326,8 @@ func (a *app) tool(name string) func(context.Context, string) (any, error) {
 		switch name {
 		case "weather":
 			return "sunny in " + v["city"], nil
+		case "look":
+			return "an anvil", nil
 		default:
 			return "dropped " + v["item"], nil
 		}

@@ -35,10 +35,9 @@ func providerClients() []modeltest.Client {
 			Name:     "anthropic",
 			Tools:    true,
 			Thinking: true,
-			Options:  []llms.CallOption{llms.WithMaxTokens(4096)},
 			// Thinking needs a model the client knows reasons (the
 			// server's name), a budget under max_tokens and temperature 1.
-			ThinkingOptions: []llms.CallOption{llms.WithTemperature(1), llms.WithThinkingMode(llms.ThinkingModeLow)},
+			ThinkingOptions: []llms.CallOption{llms.WithMaxTokens(4096), llms.WithTemperature(1), llms.WithThinkingMode(llms.ThinkingModeLow)},
 			Limitations: map[string]string{
 				"ThinkingWithTools": "anthropicllm.go:386 handleAIMessage cannot send a thinking block back, and Anthropic wants the assistant turn of a tool loop to start with one",
 			},
