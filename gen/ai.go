@@ -113,7 +113,10 @@ func (m *pkgModel) analyzeTool(a *annotated, d *toolDirective, diags *Diagnostic
 	for _, pd := range all[*paramDirective](a) {
 		name := pd.param.value
 		if paramIndex(t.sig.Params(), name) < 0 {
-			diags.errorf(m.fset.Position(pd.param.pos), "//chat:param %s: %s has no parameter %s", name, fn.Name(), name)
+			d := diags.errorf(m.fset.Position(pd.param.pos), "//chat:param %s: %s has no parameter %s", name, fn.Name(), name)
+			if s, ok := suggest(name, paramNames(t.sig.Params())); ok {
+				d.Message += "; did you mean " + s + "?"
+			}
 			continue
 		}
 		paramDocs[name] = pd.text
@@ -181,6 +184,20 @@ func (m *pkgModel) analyzeTool(a *annotated, d *toolDirective, diags *Diagnostic
 	t.funcName = "chatTool" + a.recv + fn.Name()
 	m.declare(t.funcName, fd.Pos(), "tool "+t.name, diags)
 	m.tools[a.recv] = append(m.tools[a.recv], t)
+}
+
+// paramNames returns the names of params, the leading context.Context and
+// unnamed ones left out.
+func paramNames(params *types.Tuple) []string {
+	var names []string
+	for i := range params.Len() {
+		p := params.At(i)
+		if p.Name() == "" || p.Name() == "_" || i == 0 && isContext(p.Type()) {
+			continue
+		}
+		names = append(names, p.Name())
+	}
+	return names
 }
 
 func (m *pkgModel) schemas() *schemaBuilder {
