@@ -66,6 +66,7 @@ func emit(m *pkgModel) ([]byte, error) {
 	f.Line()
 	e.assertions()
 	e.deps()
+	e.routeNames()
 	e.register()
 	e.routeFuncsAndCatches()
 	e.manifestFunc()

@@ -26,12 +26,32 @@ func (e *emitter) nameFuncs() {
 	}
 }
 
+// routeNames declares a constant per route holding its name, for
+// chat.Route, chat.PushRoute and chat.ExecuteRoute: a mistyped constant
+// does not compile, where a mistyped string strands the conversation.
+func (e *emitter) routeNames() {
+	if len(e.m.routes) == 0 {
+		return
+	}
+	var defs []jen.Code
+	for _, r := range e.m.routes {
+		target := r.fn.Name()
+		if r.bean != nil {
+			target = r.bean.obj.Name() + "." + target
+		}
+		defs = append(defs, fieldDoc(fmt.Sprintf("%s is the name of the route %s (%s).", r.constName, r.name, target)), jen.Id(r.constName).Op("=").Lit(r.name))
+	}
+	e.doc("The names of this package's routes, for chat.Route, chat.PushRoute and chat.ExecuteRoute: a mistyped constant does not compile.")
+	e.f.Const().Defs(defs...)
+	e.f.Line()
+}
+
 // routes returns the statements of Register that add the routes and error
 // handlers to p.
 func (e *emitter) routes() []jen.Code {
 	var out []jen.Code
 	for i, r := range e.m.routes {
-		fields := []jen.Code{inline("Name", jen.Lit(r.name))}
+		fields := []jen.Code{inline("Name", jen.Id(r.constName))}
 		if r.isDefault {
 			fields = append(fields, inline("Default", jen.True()))
 		}
@@ -48,7 +68,7 @@ func (e *emitter) routes() []jen.Code {
 	for i, c := range e.m.catches {
 		var fields []jen.Code
 		if c.route != "" {
-			fields = append(fields, inline("Route", jen.Lit(c.route)))
+			fields = append(fields, inline("Route", jen.Id("Route"+routeIdent(c.route))))
 		}
 		fields = append(fields, inline("Type", jen.Lit(e.m.typeString(c.errType))))
 		if c.iface {

@@ -12,6 +12,7 @@ import (
 // that the generated Register adds as a route.
 type routeModel struct {
 	name      string    // the route name, NAME of the directive
+	constName string    // the generated constant holding name: Route<Name>
 	isDefault bool      // the default flag: a new conversation starts here
 	roles     []string  // roles=: the caller needs one of them; nil for anyone
 	dirPos    token.Pos // the //chat:route directive, for messages
@@ -471,6 +472,8 @@ func (m *pkgModel) checkRoutes(diags *Diagnostics) {
 			continue
 		}
 		seen[r.name] = r
+		r.constName = "Route" + routeIdent(r.name)
+		m.declare(r.constName, r.namePos, "route "+r.name, diags)
 		if r.isDefault {
 			if def != nil {
 				diags.errorf(m.fset.Position(r.dirPos), "route %s: a second default route", r.name).Related = []Related{

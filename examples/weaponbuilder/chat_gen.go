@@ -71,6 +71,19 @@ type Deps struct {
 	WeaponBuilder ai.Config
 }
 
+// The names of this package's routes, for chat.Route, chat.PushRoute and
+// chat.ExecuteRoute: a mistyped constant does not compile.
+const (
+	// RouteArmor is the name of the route armor (ArmorBuilder.Chat).
+	RouteArmor = "armor"
+	// RouteEnchant is the name of the route enchant (Enchanter.Chat).
+	RouteEnchant = "enchant"
+	// RouteMenu is the name of the route menu (MainMenu.Chat).
+	RouteMenu = "menu"
+	// RouteWeapon is the name of the route weapon (WeaponBuilder.Chat).
+	RouteWeapon = "weapon"
+)
+
 // Register returns the chat registration of package main: its routes, error
 // handlers and the providers of its scoped beans. Pass it to chat.NewRouter,
 // or to chat.WithPackages to use the beans without a router.
@@ -104,10 +117,10 @@ func Register(deps Deps) *chat.Package {
 	chat.Provide(p, chatBeanWeaponBuilder, func(context.Context) (WeaponBuilder, error) {
 		return &chatAIWeaponBuilder{svc: svcWeaponBuilder}, nil
 	})
-	p.AddRoute(chat.RouteSpec{Name: "armor", Handle: chatRouteArmor})
-	p.AddRoute(chat.RouteSpec{Name: "enchant", Handle: chatRouteEnchant})
-	p.AddRoute(chat.RouteSpec{Name: "menu", Default: true, Handle: chatRouteMenu})
-	p.AddRoute(chat.RouteSpec{Name: "weapon", Handle: chatRouteWeapon})
+	p.AddRoute(chat.RouteSpec{Name: RouteArmor, Handle: chatRouteArmor})
+	p.AddRoute(chat.RouteSpec{Name: RouteEnchant, Handle: chatRouteEnchant})
+	p.AddRoute(chat.RouteSpec{Name: RouteMenu, Default: true, Handle: chatRouteMenu})
+	p.AddRoute(chat.RouteSpec{Name: RouteWeapon, Handle: chatRouteWeapon})
 	p.Describe(chatManifest())
 	chat.Provide(p, chatBeanAnvil, func(context.Context) (*Anvil, error) {
 		return NewAnvil(deps.Armory), nil

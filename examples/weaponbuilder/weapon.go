@@ -92,7 +92,7 @@ func (w *Workbench) ShowWeapon() Weapon { return w.weapon }
 //
 //chat:tool immediate name=enchant
 func (w *Workbench) Enchant(ctx context.Context) error {
-	return handOff(ctx, "enchant", conversationName("enchant"))
+	return handOff(ctx, RouteEnchant, conversationName("enchant"))
 }
 
 // ApplyEnchantment binds e to the weapon (called by the enchantment

@@ -29,22 +29,47 @@ func _() {
 	var _ func(*Builder, context.Context, string, int) (*Weapon, error) = (*Builder).Build
 }
 
+// The names of this package's routes, for chat.Route, chat.PushRoute and
+// chat.ExecuteRoute: a mistyped constant does not compile.
+const (
+	// RouteOrder is the name of the route order (Order).
+	RouteOrder = "order"
+	// RouteMenu is the name of the route menu (Menu.Chat).
+	RouteMenu = "menu"
+	// RouteBuilder is the name of the route builder (Builder.Build).
+	RouteBuilder = "builder"
+	// RouteEcho is the name of the route echo (Echo).
+	RouteEcho = "echo"
+	// RouteCount is the name of the route count (Count).
+	RouteCount = "count"
+	// RouteStream is the name of the route stream (Stream).
+	RouteStream = "stream"
+	// RoutePanic is the name of the route panic (Panic).
+	RoutePanic = "panic"
+	// RouteShop is the name of the route shop (Shop).
+	RouteShop = "shop"
+	// RouteAdmin is the name of the route admin (Admin).
+	RouteAdmin = "admin"
+	// RouteBye is the name of the route bye (Bye).
+	RouteBye = "bye"
+)
+
 // Register returns the chat registration of package e2e: its routes, error
 // handlers and the providers of its scoped beans. Pass it to chat.NewRouter,
 // or to chat.WithPackages to use the beans without a router.
 func Register() *chat.Package {
 	p := chat.NewPackage("github.com/chatscopes/chatgen/internal/e2e")
-	p.AddRoute(chat.RouteSpec{Name: "order", Handle: chatRouteOrder})
-	p.AddRoute(chat.RouteSpec{Name: "menu", Default: true, Handle: chatRouteMenu})
-	p.AddRoute(chat.RouteSpec{Name: "builder", Handle: chatRouteBuilder})
-	p.AddRoute(chat.RouteSpec{Name: "echo", Handle: chatRouteEcho})
-	p.AddRoute(chat.RouteSpec{Name: "count", Handle: chatRouteCount})
-	p.AddRoute(chat.RouteSpec{Name: "stream", Handle: chatRouteStream})
-	p.AddRoute(chat.RouteSpec{Name: "panic", Handle: chatRoutePanic})
-	p.AddRoute(chat.RouteSpec{Name: "shop", Handle: chatRouteShop})
-	p.AddRoute(chat.RouteSpec{Name: "admin", Roles: []string{"admin"}, Handle: chatRouteAdmin})
-	p.AddRoute(chat.RouteSpec{Name: "bye", Handle: chatRouteBye})
-	p.AddCatch(chat.CatchSpec{Route: "shop", Type: "*StockError", Handle: chatCatchOnStock})
+	p.AddRoute(chat.RouteSpec{Name: RouteOrder, Handle: chatRouteOrder})
+	p.AddRoute(chat.RouteSpec{Name: RouteMenu, Default: true, Handle: chatRouteMenu})
+	p.AddRoute(chat.RouteSpec{Name: RouteBuilder, Handle: chatRouteBuilder})
+	p.AddRoute(chat.RouteSpec{Name: RouteEcho, Handle: chatRouteEcho})
+	p.AddRoute(chat.RouteSpec{Name: RouteCount, Handle: chatRouteCount})
+	p.AddRoute(chat.RouteSpec{Name: RouteStream, Handle: chatRouteStream})
+	p.AddRoute(chat.RouteSpec{Name: RoutePanic, Handle: chatRoutePanic})
+	p.AddRoute(chat.RouteSpec{Name: RouteShop, Handle: chatRouteShop})
+	p.AddRoute(chat.RouteSpec{Name: RouteAdmin, Roles: []string{"admin"}, Handle: chatRouteAdmin})
+	p.AddRoute(chat.RouteSpec{Name: RouteBye, Handle: chatRouteBye})
+	p.AddCatch(chat.CatchSpec{Route: RouteShop, Type: "*StockError", Handle: chatCatchOnStock})
 	p.Describe(chatManifest())
 	return p
 }

@@ -42,6 +42,13 @@ type Deps struct {
 	Armorer ai.Config
 }
 
+// The names of this package's routes, for chat.Route, chat.PushRoute and
+// chat.ExecuteRoute: a mistyped constant does not compile.
+const (
+	// RouteArmorer is the name of the route armorer (Armorer.Chat).
+	RouteArmorer = "armorer"
+)
+
 // Register returns the chat registration of package flat: its routes, error
 // handlers and the providers of its scoped beans. Pass it to chat.NewRouter,
 // or to chat.WithPackages to use the beans without a router.
@@ -54,7 +61,7 @@ func Register(deps Deps) *chat.Package {
 	chat.Provide(p, chatBeanArmorer, func(context.Context) (Armorer, error) {
 		return &chatAIArmorer{svc: svcArmorer}, nil
 	})
-	p.AddRoute(chat.RouteSpec{Name: "armorer", Default: true, Handle: chatRouteArmorer})
+	p.AddRoute(chat.RouteSpec{Name: RouteArmorer, Default: true, Handle: chatRouteArmorer})
 	p.Describe(chatManifest())
 	return p
 }

@@ -37,6 +37,19 @@ type Deps struct {
 	Smith ai.Config
 }
 
+// The names of this package's routes, for chat.Route, chat.PushRoute and
+// chat.ExecuteRoute: a mistyped constant does not compile.
+const (
+	// RouteSmith is the name of the route smith (Smith.Build).
+	RouteSmith = "smith"
+	// RouteStory is the name of the route story (Smith.Tell).
+	RouteStory = "story"
+	// RouteAppraise is the name of the route appraise (Smith.Appraise).
+	RouteAppraise = "appraise"
+	// RouteAsk is the name of the route ask (Smith.Ask).
+	RouteAsk = "ask"
+)
+
 // Register returns the chat registration of package aisvc: its routes, error
 // handlers and the providers of its scoped beans. Pass it to chat.NewRouter,
 // or to chat.WithPackages to use the beans without a router.
@@ -49,10 +62,10 @@ func Register(deps Deps) *chat.Package {
 	chat.Provide(p, chatBeanSmith, func(context.Context) (Smith, error) {
 		return &chatAISmith{svc: svcSmith}, nil
 	})
-	p.AddRoute(chat.RouteSpec{Name: "smith", Default: true, Handle: chatRouteSmith})
-	p.AddRoute(chat.RouteSpec{Name: "story", Handle: chatRouteStory})
-	p.AddRoute(chat.RouteSpec{Name: "appraise", Handle: chatRouteAppraise})
-	p.AddRoute(chat.RouteSpec{Name: "ask", Handle: chatRouteAsk})
+	p.AddRoute(chat.RouteSpec{Name: RouteSmith, Default: true, Handle: chatRouteSmith})
+	p.AddRoute(chat.RouteSpec{Name: RouteStory, Handle: chatRouteStory})
+	p.AddRoute(chat.RouteSpec{Name: RouteAppraise, Handle: chatRouteAppraise})
+	p.AddRoute(chat.RouteSpec{Name: RouteAsk, Handle: chatRouteAsk})
 	p.Describe(chatManifest())
 	return p
 }

@@ -39,6 +39,25 @@ type Deps struct {
 	Clerk ai.Config
 }
 
+// The names of this package's routes, for chat.Route, chat.PushRoute and
+// chat.ExecuteRoute: a mistyped constant does not compile.
+const (
+	// RoutePut is the name of the route put (Store.Put).
+	RoutePut = "put"
+	// RoutePutPtr is the name of the route putPtr (Store.PutPtr).
+	RoutePutPtr = "putPtr"
+	// RouteTree is the name of the route tree (Store.Tree).
+	RouteTree = "tree"
+	// RoutePages is the name of the route pages (Store.Pages).
+	RoutePages = "pages"
+	// RouteReport is the name of the route report (Store.Report).
+	RouteReport = "report"
+	// RouteLines is the name of the route lines (Lines).
+	RouteLines = "lines"
+	// RouteClerk is the name of the route clerk (Clerk.Ask).
+	RouteClerk = "clerk"
+)
+
 // Register returns the chat registration of package jsontypes: its routes,
 // error handlers and the providers of its scoped beans. Pass it to
 // chat.NewRouter, or to chat.WithPackages to use the beans without a router.
@@ -51,13 +70,13 @@ func Register(deps Deps) *chat.Package {
 	chat.Provide(p, chatBeanClerk, func(context.Context) (Clerk, error) {
 		return &chatAIClerk{svc: svcClerk}, nil
 	})
-	p.AddRoute(chat.RouteSpec{Name: "put", Handle: chatRoutePut})
-	p.AddRoute(chat.RouteSpec{Name: "putPtr", Handle: chatRoutePutPtr})
-	p.AddRoute(chat.RouteSpec{Name: "tree", Handle: chatRouteTree})
-	p.AddRoute(chat.RouteSpec{Name: "pages", Handle: chatRoutePages})
-	p.AddRoute(chat.RouteSpec{Name: "report", Handle: chatRouteReport})
-	p.AddRoute(chat.RouteSpec{Name: "lines", Handle: chatRouteLines})
-	p.AddRoute(chat.RouteSpec{Name: "clerk", Default: true, Handle: chatRouteClerk})
+	p.AddRoute(chat.RouteSpec{Name: RoutePut, Handle: chatRoutePut})
+	p.AddRoute(chat.RouteSpec{Name: RoutePutPtr, Handle: chatRoutePutPtr})
+	p.AddRoute(chat.RouteSpec{Name: RouteTree, Handle: chatRouteTree})
+	p.AddRoute(chat.RouteSpec{Name: RoutePages, Handle: chatRoutePages})
+	p.AddRoute(chat.RouteSpec{Name: RouteReport, Handle: chatRouteReport})
+	p.AddRoute(chat.RouteSpec{Name: RouteLines, Handle: chatRouteLines})
+	p.AddRoute(chat.RouteSpec{Name: RouteClerk, Default: true, Handle: chatRouteClerk})
 	p.Describe(chatManifest())
 	return p
 }
