@@ -68,12 +68,24 @@ func newModule(t *testing.T, src string) (sh func(script string) string) {
 		}
 		return string(out)
 	}
+	// In the doc's order: the module, the recipe, then main.go.
 	sh("go mod init example.com/hello")
+	sh(recipe[0][1])
 	if err := os.WriteFile(filepath.Join(mod, "main.go"), []byte(src), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	sh(recipe[0][1])
 	return sh
+}
+
+// generateAndRun returns the blocks of module.md's "Generate and run": the
+// program, the commands and their output.
+func generateAndRun(t *testing.T, doc string) [][2]string {
+	t.Helper()
+	run := sectionBlocks(t, doc, "Generate and run")
+	if len(run) != 3 || run[0][0] != "go" || run[1][0] != "sh" {
+		t.Fatalf("module.md changed shape: run has %d blocks", len(run))
+	}
+	return run
 }
 
 // TestUseInYourModule follows docs/module.md verbatim on a fresh module
@@ -87,10 +99,7 @@ func TestUseInYourModule(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	run := sectionBlocks(t, string(raw), "Generate and run")
-	if len(run) != 3 || run[0][0] != "go" || run[1][0] != "sh" {
-		t.Fatalf("module.md changed shape: run has %d blocks", len(run))
-	}
+	run := generateAndRun(t, string(raw))
 	sh := newModule(t, run[0][1])
 
 	// The commands of the doc, the last one (go run .) printing the
