@@ -119,4 +119,19 @@ func TestUseInYourModule(t *testing.T) {
 	// go mod tidy keeps the generator's dependencies: generating again
 	// after a tidy still works.
 	sh("go mod tidy && go generate ./... && go build ./...")
+
+	// The check of "Check that chat_gen.go is current": quiet on the
+	// fresh output, failing and naming the file once it is stale.
+	check := sectionBlocks(t, string(raw), "Check that chat_gen.go is current (CI and pre-commit)")
+	if len(check) != 3 || check[0][0] != "sh" || check[1][0] != "" {
+		t.Fatalf("module.md changed shape: the check has %d blocks", len(check))
+	}
+	sh(check[0][1])
+	// A new route that the old output still compiles with: without the
+	// check, the route would silently not exist.
+	sh(`printf '\n//chat:route bye\nfunc Bye() string { return "bye" }\n' >> main.go && go build ./...`)
+	out := sh("! " + strings.TrimSpace(check[0][1]) + " 2>&1")
+	if out != check[1][1] {
+		t.Errorf("the check printed\n%s\nmodule.md shows\n%s", out, check[1][1])
+	}
 }
