@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"iter"
+	"slices"
 
 	"github.com/chatscopes/chatgen/runtime/ai"
 	"github.com/chatscopes/chatgen/runtime/chat"
@@ -145,6 +146,11 @@ func chatRouteArmor(ctx context.Context, req *chat.RouteRequest) error {
 	if err != nil {
 		return err
 	}
+	// The results of setPiece and setMaterial were sent when the tools
+	// returned.
+	res.Executions = slices.DeleteFunc(slices.Clone(res.Executions), func(ex ai.ToolExecution) bool {
+		return ex.Name == "setPiece" || ex.Name == "setMaterial"
+	})
 	return res.SendText(ctx, markdown.Message)
 }
 
@@ -184,6 +190,11 @@ func chatRouteWeapon(ctx context.Context, req *chat.RouteRequest) error {
 	if err != nil {
 		return err
 	}
+	// The results of setKind, setName, setDamage and showWeapon were
+	// sent when the tools returned.
+	res.Executions = slices.DeleteFunc(slices.Clone(res.Executions), func(ex ai.ToolExecution) bool {
+		return ex.Name == "setKind" || ex.Name == "setName" || ex.Name == "setDamage" || ex.Name == "showWeapon"
+	})
 	return res.SendText(ctx, markdown.Message)
 }
 
@@ -223,6 +234,7 @@ func chatManifest() *chat.Manifest {
 				Events: []chat.EventInfo{
 					{Type: "Confirm", Schema: `{"type":"object","properties":{"id":{"type":"string"},"tool":{"type":"string"},"arguments":{},"callId":{"type":"string"}},"required":["id","tool","arguments","callId"]}`},
 					{Type: "Stream", Schema: `{"type":"string"}`},
+					{Type: "inventory", Schema: `{"$ref":"#/$defs/Inventory"}`},
 				},
 			},
 			{
@@ -625,7 +637,9 @@ func (Inventory) ChatEventType() string {
 }
 
 // chatToolAnvilSetPiece is the tool setPiece: it decodes the model's
-// arguments and calls Anvil.SetPiece on the Anvil of the current scope.
+// arguments and calls Anvil.SetPiece on the Anvil of the current scope. Its
+// result is sent to the client as an event when it returns, as well as told
+// to the model.
 var chatToolAnvilSetPiece = ai.Tool{
 	Name:        "setPiece",
 	Description: "SetPiece sets which piece of armour to make.",
@@ -633,12 +647,18 @@ var chatToolAnvilSetPiece = ai.Tool{
 	Invoke: ai.BeanTool(chatBeanAnvil, func(ctx context.Context, anvil *Anvil, args struct {
 		Piece Piece `json:"piece"`
 	}) (any, error) {
-		return anvil.SetPiece(ctx, args.Piece)
+		result, err := anvil.SetPiece(ctx, args.Piece)
+		if err == nil {
+			chat.SendToolEvent(ctx, result)
+		}
+		return result, err
 	}),
 }
 
 // chatToolAnvilSetMaterial is the tool setMaterial: it decodes the model's
 // arguments and calls Anvil.SetMaterial on the Anvil of the current scope.
+// Its result is sent to the client as an event when it returns, as well as
+// told to the model.
 var chatToolAnvilSetMaterial = ai.Tool{
 	Name:        "setMaterial",
 	Description: "SetMaterial sets the material of the armour.",
@@ -646,7 +666,11 @@ var chatToolAnvilSetMaterial = ai.Tool{
 	Invoke: ai.BeanTool(chatBeanAnvil, func(ctx context.Context, anvil *Anvil, args struct {
 		Material Material `json:"material"`
 	}) (any, error) {
-		return anvil.SetMaterial(ctx, args.Material)
+		result, err := anvil.SetMaterial(ctx, args.Material)
+		if err == nil {
+			chat.SendToolEvent(ctx, result)
+		}
+		return result, err
 	}),
 }
 
@@ -805,14 +829,19 @@ var chatToolCounterBuildArmor = ai.Tool{
 }
 
 // chatToolCounterListArmory is the tool listArmory: it calls
-// Counter.ListArmory on the Counter of the current scope.
+// Counter.ListArmory on the Counter of the current scope. Its result is sent
+// to the client as an event when it returns, as well as told to the model.
 var chatToolCounterListArmory = ai.Tool{
 	Name:        "listArmory",
 	Description: "ListArmory shows the weapons and armour the player has built.",
 	Parameters:  json.RawMessage(`{"type":"object","properties":{},"additionalProperties":false}`),
 	Immediate:   true,
 	Invoke: ai.BeanToolNoArgs(chatBeanCounter, func(ctx context.Context, counter *Counter) (any, error) {
-		return counter.ListArmory(ctx)
+		result, err := counter.ListArmory(ctx)
+		if err == nil {
+			chat.SendToolEvent(ctx, result)
+		}
+		return result, err
 	}),
 }
 
@@ -857,7 +886,8 @@ func (x *chatAIMainMenu) Chat(ctx context.Context, userMessage string) iter.Seq2
 
 // chatToolWorkbenchSetKind is the tool setKind: it decodes the model's
 // arguments and calls Workbench.SetKind on the Workbench of the current
-// scope.
+// scope. Its result is sent to the client as an event when it returns, as
+// well as told to the model.
 var chatToolWorkbenchSetKind = ai.Tool{
 	Name:        "setKind",
 	Description: "SetKind sets the kind of the weapon.",
@@ -865,13 +895,18 @@ var chatToolWorkbenchSetKind = ai.Tool{
 	Invoke: ai.BeanTool(chatBeanWorkbench, func(ctx context.Context, workbench *Workbench, args struct {
 		Kind Kind `json:"kind"`
 	}) (any, error) {
-		return workbench.SetKind(ctx, args.Kind)
+		result, err := workbench.SetKind(ctx, args.Kind)
+		if err == nil {
+			chat.SendToolEvent(ctx, result)
+		}
+		return result, err
 	}),
 }
 
 // chatToolWorkbenchSetName is the tool setName: it decodes the model's
 // arguments and calls Workbench.SetName on the Workbench of the current
-// scope.
+// scope. Its result is sent to the client as an event when it returns, as
+// well as told to the model.
 var chatToolWorkbenchSetName = ai.Tool{
 	Name:        "setName",
 	Description: "SetName names the weapon.",
@@ -879,13 +914,18 @@ var chatToolWorkbenchSetName = ai.Tool{
 	Invoke: ai.BeanTool(chatBeanWorkbench, func(ctx context.Context, workbench *Workbench, args struct {
 		Name string `json:"name"`
 	}) (any, error) {
-		return workbench.SetName(ctx, args.Name)
+		result, err := workbench.SetName(ctx, args.Name)
+		if err == nil {
+			chat.SendToolEvent(ctx, result)
+		}
+		return result, err
 	}),
 }
 
 // chatToolWorkbenchSetDamage is the tool setDamage: it decodes the model's
 // arguments and calls Workbench.SetDamage on the Workbench of the current
-// scope.
+// scope. Its result is sent to the client as an event when it returns, as
+// well as told to the model.
 var chatToolWorkbenchSetDamage = ai.Tool{
 	Name:        "setDamage",
 	Description: "SetDamage sets how much damage the weapon deals.",
@@ -893,19 +933,27 @@ var chatToolWorkbenchSetDamage = ai.Tool{
 	Invoke: ai.BeanTool(chatBeanWorkbench, func(ctx context.Context, workbench *Workbench, args struct {
 		Damage int `json:"damage"`
 	}) (any, error) {
-		return workbench.SetDamage(ctx, args.Damage)
+		result, err := workbench.SetDamage(ctx, args.Damage)
+		if err == nil {
+			chat.SendToolEvent(ctx, result)
+		}
+		return result, err
 	}),
 }
 
 // chatToolWorkbenchShowWeapon is the tool showWeapon: it calls
-// Workbench.ShowWeapon on the Workbench of the current scope.
+// Workbench.ShowWeapon on the Workbench of the current scope. Its result is
+// sent to the client as an event when it returns, as well as told to the
+// model.
 var chatToolWorkbenchShowWeapon = ai.Tool{
 	Name:        "showWeapon",
 	Description: "ShowWeapon shows the weapon as it is now.",
 	Parameters:  json.RawMessage(`{"type":"object","properties":{},"additionalProperties":false}`),
 	Immediate:   true,
-	Invoke: ai.BeanToolNoArgs(chatBeanWorkbench, func(_ context.Context, workbench *Workbench) (any, error) {
-		return workbench.ShowWeapon(), nil
+	Invoke: ai.BeanToolNoArgs(chatBeanWorkbench, func(ctx context.Context, workbench *Workbench) (any, error) {
+		result := workbench.ShowWeapon()
+		chat.SendToolEvent(ctx, result)
+		return result, nil
 	}),
 }
 

@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"iter"
+	"slices"
 
 	"github.com/chatscopes/chatgen/runtime/ai"
 	"github.com/chatscopes/chatgen/runtime/chat"
@@ -80,6 +81,11 @@ func chatRouteSmith(ctx context.Context, req *chat.RouteRequest) error {
 	if err != nil {
 		return err
 	}
+	// The results of SetKind, SetName and Inspect were sent when the
+	// tools returned.
+	res.Executions = slices.DeleteFunc(slices.Clone(res.Executions), func(ex ai.ToolExecution) bool {
+		return ex.Name == "SetKind" || ex.Name == "SetName" || ex.Name == "Inspect"
+	})
 	return res.Send(ctx)
 }
 
@@ -144,6 +150,7 @@ func chatManifest() *chat.Manifest {
 				},
 				Events: []chat.EventInfo{
 					{Type: "Stream", Schema: `{"type":"string"}`},
+					{Type: "weapon", Schema: `{"$ref":"#/$defs/Weapon"}`},
 				},
 			},
 			{
@@ -162,6 +169,7 @@ func chatManifest() *chat.Manifest {
 				},
 				Events: []chat.EventInfo{
 					{Type: "Message", Schema: `{"type":"string"}`},
+					{Type: "weapon", Schema: `{"$ref":"#/$defs/Weapon"}`},
 				},
 			},
 		},
@@ -275,7 +283,8 @@ func (Weapon) ChatEventType() string {
 
 // chatToolWorkbenchSetKind is the tool SetKind: it decodes the model's
 // arguments and calls Workbench.SetKind on the Workbench of the current
-// scope.
+// scope. Its result is sent to the client as an event when it returns, as
+// well as told to the model.
 var chatToolWorkbenchSetKind = ai.Tool{
 	Name:        "SetKind",
 	Description: "SetKind sets the kind of weapon.",
@@ -283,33 +292,43 @@ var chatToolWorkbenchSetKind = ai.Tool{
 	Invoke: ai.BeanTool(chatBeanWorkbench, func(ctx context.Context, workbench *Workbench, args struct {
 		Kind Kind `json:"kind"`
 	}) (any, error) {
-		return workbench.SetKind(ctx, args.Kind)
+		result, err := workbench.SetKind(ctx, args.Kind)
+		if err == nil {
+			chat.SendToolEvent(ctx, result)
+		}
+		return result, err
 	}),
 }
 
 // chatToolWorkbenchSetName is the tool SetName: it decodes the model's
 // arguments and calls Workbench.SetName on the Workbench of the current
-// scope.
+// scope. Its result is sent to the client as an event when it returns, as
+// well as told to the model.
 var chatToolWorkbenchSetName = ai.Tool{
 	Name:        "SetName",
 	Description: "SetName names the weapon.",
 	Parameters:  json.RawMessage(`{"type":"object","properties":{"name":{"type":"string","description":"the weapon's name, at most three words"}},"required":["name"],"additionalProperties":false}`),
-	Invoke: ai.BeanTool(chatBeanWorkbench, func(_ context.Context, workbench *Workbench, args struct {
+	Invoke: ai.BeanTool(chatBeanWorkbench, func(ctx context.Context, workbench *Workbench, args struct {
 		Name string `json:"name"`
 	}) (any, error) {
-		return workbench.SetName(args.Name), nil
+		result := workbench.SetName(args.Name)
+		chat.SendToolEvent(ctx, result)
+		return result, nil
 	}),
 }
 
 // chatToolWorkbenchInspect is the tool Inspect: it calls Workbench.Inspect
-// on the Workbench of the current scope.
+// on the Workbench of the current scope. Its result is sent to the client as
+// an event when it returns, as well as told to the model.
 var chatToolWorkbenchInspect = ai.Tool{
 	Name:        "Inspect",
 	Description: "Inspect shows the weapon as it is now.",
 	Parameters:  json.RawMessage(`{"type":"object","properties":{},"additionalProperties":false}`),
 	Immediate:   true,
-	Invoke: ai.BeanToolNoArgs(chatBeanWorkbench, func(_ context.Context, workbench *Workbench) (any, error) {
-		return workbench.Inspect(), nil
+	Invoke: ai.BeanToolNoArgs(chatBeanWorkbench, func(ctx context.Context, workbench *Workbench) (any, error) {
+		result := workbench.Inspect()
+		chat.SendToolEvent(ctx, result)
+		return result, nil
 	}),
 }
 

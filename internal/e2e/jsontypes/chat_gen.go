@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"iter"
+	"slices"
 
 	"github.com/chatscopes/chatgen/runtime/ai"
 	"github.com/chatscopes/chatgen/runtime/chat"
@@ -187,6 +188,10 @@ func chatRouteClerk(ctx context.Context, req *chat.RouteRequest) error {
 	if err != nil {
 		return err
 	}
+	// The results of Log were sent when the tools returned.
+	res.Executions = slices.DeleteFunc(slices.Clone(res.Executions), func(ex ai.ToolExecution) bool {
+		return ex.Name == "Log"
+	})
 	return res.SendText(ctx, markdown.Message)
 }
 
@@ -407,15 +412,18 @@ var chatToolShelfFind = ai.Tool{
 }
 
 // chatToolShelfLog is the tool Log: it decodes the model's arguments and
-// calls Shelf.Log on the Shelf of the current scope.
+// calls Shelf.Log on the Shelf of the current scope. Its result is sent to
+// the client as an event when it returns, as well as told to the model.
 var chatToolShelfLog = ai.Tool{
 	Name:        "Log",
 	Description: "Log writes a report.",
 	Parameters:  json.RawMessage(`{"type":"object","properties":{"level":{"type":"string","enum":["debug","info"]}},"required":["level"],"additionalProperties":false}`),
-	Invoke: ai.BeanTool(chatBeanShelf, func(_ context.Context, shelf *Shelf, args struct {
+	Invoke: ai.BeanTool(chatBeanShelf, func(ctx context.Context, shelf *Shelf, args struct {
 		Level Level `json:"level"`
 	}) (any, error) {
-		return shelf.Log(args.Level), nil
+		result := shelf.Log(args.Level)
+		chat.SendToolEvent(ctx, result)
+		return result, nil
 	}),
 }
 
