@@ -61,8 +61,8 @@ func emit(m *pkgModel) ([]byte, error) {
 	}
 	e.nameFuncs()
 
-	e.doc("This file needs a chatgen runtime that supports generated code version 3.")
-	f.Const().Id("_").Op("=").Qual(chatPkg, "SupportPackageIsVersion3")
+	e.doc(fmt.Sprintf("This file needs a chatgen runtime that supports generated code version %d.", GeneratedCodeVersion))
+	f.Const().Id("_").Op("=").Qual(chatPkg, fmt.Sprintf("SupportPackageIsVersion%d", GeneratedCodeVersion))
 	f.Line()
 	e.assertions()
 	e.deps()
@@ -90,6 +90,12 @@ func emit(m *pkgModel) ([]byte, error) {
 	}
 	return out, nil
 }
+
+// GeneratedCodeVersion is the version of the code chatgen writes: each
+// chat_gen.go says it in a comment and references
+// chat.SupportPackageIsVersion<N> with this N, so that it compiles only
+// against a runtime that supports it.
+const GeneratedCodeVersion = 3
 
 // groupImports splits the import block jennifer writes (one block, sorted
 // by path) into the standard library and the rest, as goimports groups
