@@ -40,6 +40,9 @@ func (r *Router) knownRoute(route string) error {
 // longer ones, or one being a prefix of the other. It returns "" when none
 // is close.
 func closestName(word string, names []string) string {
+	if word == "" {
+		return ""
+	}
 	w := strings.ToLower(word)
 	maxDist := 2
 	if len([]rune(w)) <= 4 {

@@ -196,6 +196,12 @@ func TestExecuteUnknownRoute(t *testing.T) {
 	}
 	wantNoErr(t, s.Chat(bg, "check"))
 	wantEvents(t, l.take(), "Message:checked")
+	// The cause, kept on the server, names the closest known route.
+	_, err := e.router.Connect(bg, "mneu")
+	var unknown *chat.UnknownRouteError
+	if !errors.Is(err, chat.ErrRouteNotFound) || !errors.As(err, &unknown) || unknown.Route != "mneu" || unknown.Suggestion != "menu" {
+		t.Fatalf("Connect to a mistyped route: %v", err)
+	}
 	wantNoErr(t, s.Chat(bg, "current"))
 	wantEvents(t, l.take(), "Message:pushed nowhere")
 	if s.ScopeID() != id0 {
