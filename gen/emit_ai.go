@@ -26,7 +26,7 @@ func (e *emitter) aiRegister() []jen.Code {
 		for i, am := range s.methods {
 			methods[i] = jen.Op("&").Id(am.varName)
 		}
-		out = append(out, jen.Id(svc).Op(":=").Qual(aiPkg, "NewService").Call(jen.Lit(s.bean.qualified), jen.Id("deps").Dot(s.field)))
+		out = append(out, jen.Id(svc).Op(":=").Qual(aiPkg, "NewService").Call(e.qualified(s.bean), jen.Id("deps").Dot(s.field)))
 		if len(methods) > 0 {
 			out = append(out, jen.Id(svc).Dot("AddMethods").Call(methods...))
 		}
@@ -57,7 +57,7 @@ func (e *emitter) aiServices() {
 			}
 		}
 		name := s.bean.obj.Name()
-		e.doc(fmt.Sprintf("%s is the generated implementation of the //chat:ai interface %s.", s.impl, name))
+		e.docFor(s.impl, fmt.Sprintf("%s is the generated implementation of the //chat:ai interface %s.", s.impl, name))
 		e.f.Type().Id(s.impl).Struct(jen.Id("svc").Op("*").Qual(aiPkg, "Service"))
 		e.f.Line()
 		for _, am := range s.methods {
@@ -146,7 +146,7 @@ func (e *emitter) tool(t *toolModel) {
 	if sends {
 		doc += " Its result is sent to the client as an event when it returns, as well as told to the model."
 	}
-	e.doc(doc)
+	e.docFor(t.funcName, doc)
 	e.f.Var().Id(t.funcName).Op("=").Qual(aiPkg, "Tool").Values(tool...)
 	e.f.Line()
 }
@@ -241,7 +241,7 @@ func (e *emitter) methodVar(s *aiModel, am *aiMethod) string {
 			field("Output", jen.Qual(aiPkg, "OutputJSON")),
 		)
 	}
-	e.doc(fmt.Sprintf("%s describes %s.%s to the AI service.", v, iface, am.fn.Name()))
+	e.docFor(v, fmt.Sprintf("%s describes %s.%s to the AI service.", v, iface, am.fn.Name()))
 	e.f.Var().Id(v).Op("=").Qual(aiPkg, "Method").Values(append(fields, jen.Line())...)
 	e.f.Line()
 	return v
@@ -318,7 +318,7 @@ func (e *emitter) aiMethod(s *aiModel, am *aiMethod, methodVar string) {
 			body = append(body, jen.Return(jen.Id(reply).Dot("Content"), jen.Nil()))
 		}
 	}
-	e.doc(fmt.Sprintf("%s asks the model, as %s.%s describes.", am.fn.Name(), s.bean.obj.Name(), am.fn.Name()))
+	e.docFor(s.impl, fmt.Sprintf("%s asks the model, as %s.%s describes.", am.fn.Name(), s.bean.obj.Name(), am.fn.Name()))
 	e.f.Func().Params(jen.Id(recv).Op("*").Id(s.impl)).Id(am.fn.Name()).Params(params...).Add(resultList(results)).Block(body...)
 	e.f.Line()
 }

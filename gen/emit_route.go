@@ -10,6 +10,7 @@ import (
 // (chatRoute<Name>) and the error handlers (chatCatch<Func>), so that
 // stack traces and profiles show them.
 func (e *emitter) nameFuncs() {
+	e.pathConst = e.topName("chatPackagePath")
 	for _, r := range e.m.routes {
 		e.routeFuncs = append(e.routeFuncs, e.topName("chatRoute"+routeIdent(r.name)))
 	}
@@ -143,7 +144,7 @@ func (e *emitter) routeFunc(r *routeModel, name string) {
 	if r.markdown {
 		doc = fmt.Sprintf("%s runs the route %s: it calls %s and sends its text answers rendered from markdown (//chat:markdown).", name, r.name, what)
 	}
-	e.doc(doc)
+	e.docFor(name, doc)
 	e.f.Func().Id(name).Params(
 		jen.Id(ctx).Add(ctxType()), jen.Id(req).Op("*").Qual(chatPkg, "RouteRequest"),
 	).Error().Block(body...)
@@ -262,7 +263,7 @@ func (e *emitter) catchFunc(c *catchModel, name string) {
 	if c.route != "" {
 		scope = "the route " + c.route
 	}
-	e.doc(fmt.Sprintf("%s hands the %s errors of %s to %s.", name, e.m.typeString(c.errType), scope, c.fn.Name()))
+	e.docFor(name, fmt.Sprintf("%s hands the %s errors of %s to %s.", name, e.m.typeString(c.errType), scope, c.fn.Name()))
 	e.f.Func().Id(name).Params(jen.Id(ctx).Add(ctxType()), jen.Id(errV).Error()).Params(jen.Bool(), jen.Error()).Block(body...)
 	e.f.Line()
 }

@@ -16,6 +16,8 @@ import (
 // This file needs a chatgen runtime that supports generated code version 3.
 const _ = chat.SupportPackageIsVersion3
 
+const chatPackagePath = "github.com/chatscopes/chatgen/examples/weaponbuilder"
+
 // Compile-time assertions: a compiler error here means the annotated source
 // changed since this file was generated. Re-run go generate.
 func _() {
@@ -89,29 +91,29 @@ const (
 // handlers and the providers of its scoped beans. Pass it to chat.NewRouter,
 // or to chat.WithPackages to use the beans without a router.
 func Register(deps Deps) *chat.Package {
-	p := chat.NewPackage("github.com/chatscopes/chatgen/examples/weaponbuilder")
-	svcArmorBuilder := ai.NewService("github.com/chatscopes/chatgen/examples/weaponbuilder.ArmorBuilder", deps.ArmorBuilder)
+	p := chat.NewPackage(chatPackagePath)
+	svcArmorBuilder := ai.NewService(chatPackagePath+".ArmorBuilder", deps.ArmorBuilder)
 	svcArmorBuilder.AddMethods(&chatMethodArmorBuilderChat)
 	p.AddCheck(svcArmorBuilder.Check)
 	p.AddStoreCheck(svcArmorBuilder.CheckStore)
 	chat.Provide(p, chatBeanArmorBuilder, func(context.Context) (ArmorBuilder, error) {
 		return &chatAIArmorBuilder{svc: svcArmorBuilder}, nil
 	})
-	svcEnchanter := ai.NewService("github.com/chatscopes/chatgen/examples/weaponbuilder.Enchanter", deps.Enchanter)
+	svcEnchanter := ai.NewService(chatPackagePath+".Enchanter", deps.Enchanter)
 	svcEnchanter.AddMethods(&chatMethodEnchanterChat)
 	p.AddCheck(svcEnchanter.Check)
 	p.AddStoreCheck(svcEnchanter.CheckStore)
 	chat.Provide(p, chatBeanEnchanter, func(context.Context) (Enchanter, error) {
 		return &chatAIEnchanter{svc: svcEnchanter}, nil
 	})
-	svcMainMenu := ai.NewService("github.com/chatscopes/chatgen/examples/weaponbuilder.MainMenu", deps.MainMenu)
+	svcMainMenu := ai.NewService(chatPackagePath+".MainMenu", deps.MainMenu)
 	svcMainMenu.AddMethods(&chatMethodMainMenuChat)
 	p.AddCheck(svcMainMenu.Check)
 	p.AddStoreCheck(svcMainMenu.CheckStore)
 	chat.Provide(p, chatBeanMainMenu, func(context.Context) (MainMenu, error) {
 		return &chatAIMainMenu{svc: svcMainMenu}, nil
 	})
-	svcWeaponBuilder := ai.NewService("github.com/chatscopes/chatgen/examples/weaponbuilder.WeaponBuilder", deps.WeaponBuilder)
+	svcWeaponBuilder := ai.NewService(chatPackagePath+".WeaponBuilder", deps.WeaponBuilder)
 	svcWeaponBuilder.AddMethods(&chatMethodWeaponBuilderChat)
 	p.AddCheck(svcWeaponBuilder.Check)
 	p.AddStoreCheck(svcWeaponBuilder.CheckStore)
@@ -135,8 +137,6 @@ func Register(deps Deps) *chat.Package {
 	return p
 }
 
-// chatRouteArmor runs the route armor: it calls ArmorBuilder.Chat and sends
-// its text answers rendered from markdown (//chat:markdown).
 func chatRouteArmor(ctx context.Context, req *chat.RouteRequest) error {
 	armorBuilder, err := chat.Lookup(ctx, chatBeanArmorBuilder)
 	if err != nil {
@@ -154,8 +154,6 @@ func chatRouteArmor(ctx context.Context, req *chat.RouteRequest) error {
 	return res.SendText(ctx, markdown.Message)
 }
 
-// chatRouteEnchant runs the route enchant: it calls Enchanter.Chat and sends
-// its text answers rendered from markdown (//chat:markdown).
 func chatRouteEnchant(ctx context.Context, req *chat.RouteRequest) error {
 	enchanter, err := chat.Lookup(ctx, chatBeanEnchanter)
 	if err != nil {
@@ -168,8 +166,6 @@ func chatRouteEnchant(ctx context.Context, req *chat.RouteRequest) error {
 	return res.SendText(ctx, markdown.Message)
 }
 
-// chatRouteMenu runs the route menu: it calls MainMenu.Chat and sends its
-// text answers rendered from markdown (//chat:markdown).
 func chatRouteMenu(ctx context.Context, req *chat.RouteRequest) error {
 	mainMenu, err := chat.Lookup(ctx, chatBeanMainMenu)
 	if err != nil {
@@ -179,8 +175,6 @@ func chatRouteMenu(ctx context.Context, req *chat.RouteRequest) error {
 	return markdown.SendStreamWithErrors(ctx, res)
 }
 
-// chatRouteWeapon runs the route weapon: it calls WeaponBuilder.Chat and
-// sends its text answers rendered from markdown (//chat:markdown).
 func chatRouteWeapon(ctx context.Context, req *chat.RouteRequest) error {
 	weaponBuilder, err := chat.Lookup(ctx, chatBeanWeaponBuilder)
 	if err != nil {
@@ -198,10 +192,6 @@ func chatRouteWeapon(ctx context.Context, req *chat.RouteRequest) error {
 	return res.SendText(ctx, markdown.Message)
 }
 
-// chatManifest describes the routes of this package to clients: the request
-// data each route takes and the events it sends, with their JSON Schemas.
-// Register hands it to chat.Package.Describe; runtime/ws serves it to
-// browsers as a typed module.
 func chatManifest() *chat.Manifest {
 	return &chat.Manifest{
 		Routes: []chat.RouteInfo{
@@ -266,9 +256,7 @@ func chatManifest() *chat.Manifest {
 	}
 }
 
-// chatBeanArmorBuilder describes the scoped type ArmorBuilder: one instance
-// per chat scope, inherited by nested scopes.
-var chatBeanArmorBuilder = chat.NewBean[ArmorBuilder]("github.com/chatscopes/chatgen/examples/weaponbuilder.ArmorBuilder", chat.KindChat, nil)
+var chatBeanArmorBuilder = chat.NewBean[ArmorBuilder](chatPackagePath+".ArmorBuilder", chat.KindChat, nil)
 
 // ArmorBuilderFrom returns the ArmorBuilder of the chat scope active in ctx,
 // creating it on first use. Without an active chat scope the error matches
@@ -292,10 +280,7 @@ func (ArmorBuilderProxy) Chat(ctx context.Context, userMessage string) (ai.Resul
 	return armorBuilder.Chat(ctx, userMessage)
 }
 
-// chatBeanAnvil describes the scoped type Anvil: one instance per chat
-// scope, inherited by nested scopes, saved with durable conversations as its
-// encoding/json form.
-var chatBeanAnvil = chat.NewDurableBean[*Anvil]("github.com/chatscopes/chatgen/examples/weaponbuilder.Anvil", chat.KindChat, nil)
+var chatBeanAnvil = chat.NewDurableBean[*Anvil](chatPackagePath+".Anvil", chat.KindChat, nil)
 
 // AnvilFrom returns the Anvil of the chat scope active in ctx, creating it
 // on first use. Without an active chat scope the error matches
@@ -346,9 +331,7 @@ func (AnvilProxy) Cancel(ctx context.Context) (string, error) {
 	return anvil.Cancel(ctx)
 }
 
-// chatBeanEnchanter describes the scoped type Enchanter: one instance per
-// chat scope, inherited by nested scopes.
-var chatBeanEnchanter = chat.NewBean[Enchanter]("github.com/chatscopes/chatgen/examples/weaponbuilder.Enchanter", chat.KindChat, nil)
+var chatBeanEnchanter = chat.NewBean[Enchanter](chatPackagePath+".Enchanter", chat.KindChat, nil)
 
 // EnchanterFrom returns the Enchanter of the chat scope active in ctx,
 // creating it on first use. Without an active chat scope the error matches
@@ -372,10 +355,7 @@ func (EnchanterProxy) Chat(ctx context.Context, userMessage string) (ai.Result[s
 	return enchanter.Chat(ctx, userMessage)
 }
 
-// chatBeanRunes describes the scoped type Runes: one instance per chat
-// scope, never inherited, saved with durable conversations as its
-// encoding/json form.
-var chatBeanRunes = chat.NewDurableBean[*Runes]("github.com/chatscopes/chatgen/examples/weaponbuilder.Runes", chat.KindPerChat, func(context.Context) (*Runes, error) {
+var chatBeanRunes = chat.NewDurableBean[*Runes](chatPackagePath+".Runes", chat.KindPerChat, func(context.Context) (*Runes, error) {
 	return new(Runes), nil
 })
 
@@ -428,9 +408,7 @@ func (RunesProxy) Cancel(ctx context.Context) (string, error) {
 	return runes.Cancel(ctx)
 }
 
-// chatBeanMainMenu describes the scoped type MainMenu: one instance per chat
-// scope, inherited by nested scopes.
-var chatBeanMainMenu = chat.NewBean[MainMenu]("github.com/chatscopes/chatgen/examples/weaponbuilder.MainMenu", chat.KindChat, nil)
+var chatBeanMainMenu = chat.NewBean[MainMenu](chatPackagePath+".MainMenu", chat.KindChat, nil)
 
 // MainMenuFrom returns the MainMenu of the chat scope active in ctx,
 // creating it on first use. Without an active chat scope the error matches
@@ -450,9 +428,7 @@ func (MainMenuProxy) Chat(ctx context.Context, userMessage string) iter.Seq2[str
 	return chat.MustLookup(ctx, chatBeanMainMenu).Chat(ctx, userMessage)
 }
 
-// chatBeanCounter describes the scoped type Counter: one instance per chat
-// scope, inherited by nested scopes.
-var chatBeanCounter = chat.NewBean[*Counter]("github.com/chatscopes/chatgen/examples/weaponbuilder.Counter", chat.KindChat, nil)
+var chatBeanCounter = chat.NewBean[*Counter](chatPackagePath+".Counter", chat.KindChat, nil)
 
 // CounterFrom returns the Counter of the chat scope active in ctx, creating
 // it on first use. Without an active chat scope the error matches
@@ -503,9 +479,7 @@ func (CounterProxy) DeleteItem(ctx context.Context, item string) (string, error)
 	return counter.DeleteItem(ctx, item)
 }
 
-// chatBeanWeaponBuilder describes the scoped type WeaponBuilder: one
-// instance per chat scope, inherited by nested scopes.
-var chatBeanWeaponBuilder = chat.NewBean[WeaponBuilder]("github.com/chatscopes/chatgen/examples/weaponbuilder.WeaponBuilder", chat.KindChat, nil)
+var chatBeanWeaponBuilder = chat.NewBean[WeaponBuilder](chatPackagePath+".WeaponBuilder", chat.KindChat, nil)
 
 // WeaponBuilderFrom returns the WeaponBuilder of the chat scope active in
 // ctx, creating it on first use. Without an active chat scope the error
@@ -529,10 +503,7 @@ func (WeaponBuilderProxy) Chat(ctx context.Context, userMessage string) (ai.Resu
 	return weaponBuilder.Chat(ctx, userMessage)
 }
 
-// chatBeanWorkbench describes the scoped type Workbench: one instance per
-// chat scope, inherited by nested scopes, saved with durable conversations
-// as its encoding/json form.
-var chatBeanWorkbench = chat.NewDurableBean[*Workbench]("github.com/chatscopes/chatgen/examples/weaponbuilder.Workbench", chat.KindChat, nil)
+var chatBeanWorkbench = chat.NewDurableBean[*Workbench](chatPackagePath+".Workbench", chat.KindChat, nil)
 
 // WorkbenchFrom returns the Workbench of the chat scope active in ctx,
 // creating it on first use. Without an active chat scope the error matches
@@ -636,10 +607,6 @@ func (Inventory) ChatEventType() string {
 	return "inventory"
 }
 
-// chatToolAnvilSetPiece is the tool setPiece: it decodes the model's
-// arguments and calls Anvil.SetPiece on the Anvil of the current scope. Its
-// result is sent to the client as an event when it returns, as well as told
-// to the model.
 var chatToolAnvilSetPiece = ai.Tool{
 	Name:        "setPiece",
 	Description: "SetPiece sets which piece of armour to make.",
@@ -655,10 +622,6 @@ var chatToolAnvilSetPiece = ai.Tool{
 	}),
 }
 
-// chatToolAnvilSetMaterial is the tool setMaterial: it decodes the model's
-// arguments and calls Anvil.SetMaterial on the Anvil of the current scope.
-// Its result is sent to the client as an event when it returns, as well as
-// told to the model.
 var chatToolAnvilSetMaterial = ai.Tool{
 	Name:        "setMaterial",
 	Description: "SetMaterial sets the material of the armour.",
@@ -674,8 +637,6 @@ var chatToolAnvilSetMaterial = ai.Tool{
 	}),
 }
 
-// chatToolAnvilFinishArmor is the tool finishArmor: it calls
-// Anvil.FinishArmor on the Anvil of the current scope.
 var chatToolAnvilFinishArmor = ai.Tool{
 	Name:        "finishArmor",
 	Description: "FinishArmor saves the armour and goes back to the main menu.",
@@ -686,8 +647,6 @@ var chatToolAnvilFinishArmor = ai.Tool{
 	}),
 }
 
-// chatToolAnvilCancel is the tool cancel: it calls Anvil.Cancel on the Anvil
-// of the current scope.
 var chatToolAnvilCancel = ai.Tool{
 	Name:        "cancel",
 	Description: "Cancel leaves the armour builder without saving the armour and goes back\nto the main menu.",
@@ -698,13 +657,10 @@ var chatToolAnvilCancel = ai.Tool{
 	}),
 }
 
-// chatAIArmorBuilder is the generated implementation of the //chat:ai
-// interface ArmorBuilder.
 type chatAIArmorBuilder struct {
 	svc *ai.Service
 }
 
-// chatMethodArmorBuilderChat describes ArmorBuilder.Chat to the AI service.
 var chatMethodArmorBuilderChat = ai.Method{
 	Name:   "Chat",
 	Kind:   chat.KindChat,
@@ -717,7 +673,6 @@ var chatMethodArmorBuilderChat = ai.Method{
 	},
 }
 
-// Chat asks the model, as ArmorBuilder.Chat describes.
 func (x *chatAIArmorBuilder) Chat(ctx context.Context, userMessage string) (ai.Result[string], error) {
 	reply, err := x.svc.Chat(ctx, &ai.Request{Method: &chatMethodArmorBuilderChat, User: userMessage})
 	if err != nil {
@@ -726,8 +681,6 @@ func (x *chatAIArmorBuilder) Chat(ctx context.Context, userMessage string) (ai.R
 	return ai.NewResult(reply.Content, reply), nil
 }
 
-// chatToolRunesSetElement is the tool setElement: it decodes the model's
-// arguments and calls Runes.SetElement on the Runes of the current scope.
 var chatToolRunesSetElement = ai.Tool{
 	Name:        "setElement",
 	Description: "SetElement sets the element of the enchantment.",
@@ -739,8 +692,6 @@ var chatToolRunesSetElement = ai.Tool{
 	}),
 }
 
-// chatToolRunesSetPower is the tool setPower: it decodes the model's
-// arguments and calls Runes.SetPower on the Runes of the current scope.
 var chatToolRunesSetPower = ai.Tool{
 	Name:        "setPower",
 	Description: "SetPower sets the power of the enchantment.",
@@ -752,8 +703,6 @@ var chatToolRunesSetPower = ai.Tool{
 	}),
 }
 
-// chatToolRunesBind is the tool bind: it calls Runes.Bind on the Runes of
-// the current scope.
 var chatToolRunesBind = ai.Tool{
 	Name:        "bind",
 	Description: "Bind binds the enchantment to the weapon on the workbench and returns to\nthe weapon builder.",
@@ -764,8 +713,6 @@ var chatToolRunesBind = ai.Tool{
 	}),
 }
 
-// chatToolRunesCancel is the tool cancel: it calls Runes.Cancel on the Runes
-// of the current scope.
 var chatToolRunesCancel = ai.Tool{
 	Name:        "cancel",
 	Description: "Cancel leaves the enchantment without binding it and goes back to the\nweapon builder.",
@@ -776,13 +723,10 @@ var chatToolRunesCancel = ai.Tool{
 	}),
 }
 
-// chatAIEnchanter is the generated implementation of the //chat:ai interface
-// Enchanter.
 type chatAIEnchanter struct {
 	svc *ai.Service
 }
 
-// chatMethodEnchanterChat describes Enchanter.Chat to the AI service.
 var chatMethodEnchanterChat = ai.Method{
 	Name:   "Chat",
 	Kind:   chat.KindChat,
@@ -795,7 +739,6 @@ var chatMethodEnchanterChat = ai.Method{
 	},
 }
 
-// Chat asks the model, as Enchanter.Chat describes.
 func (x *chatAIEnchanter) Chat(ctx context.Context, userMessage string) (ai.Result[string], error) {
 	reply, err := x.svc.Chat(ctx, &ai.Request{Method: &chatMethodEnchanterChat, User: userMessage})
 	if err != nil {
@@ -804,8 +747,6 @@ func (x *chatAIEnchanter) Chat(ctx context.Context, userMessage string) (ai.Resu
 	return ai.NewResult(reply.Content, reply), nil
 }
 
-// chatToolCounterBuildWeapon is the tool buildWeapon: it calls
-// Counter.BuildWeapon on the Counter of the current scope.
 var chatToolCounterBuildWeapon = ai.Tool{
 	Name:        "buildWeapon",
 	Description: "BuildWeapon starts building a new weapon with the player.",
@@ -816,8 +757,6 @@ var chatToolCounterBuildWeapon = ai.Tool{
 	}),
 }
 
-// chatToolCounterBuildArmor is the tool buildArmor: it calls
-// Counter.BuildArmor on the Counter of the current scope.
 var chatToolCounterBuildArmor = ai.Tool{
 	Name:        "buildArmor",
 	Description: "BuildArmor starts building a new piece of armour with the player.",
@@ -828,9 +767,6 @@ var chatToolCounterBuildArmor = ai.Tool{
 	}),
 }
 
-// chatToolCounterListArmory is the tool listArmory: it calls
-// Counter.ListArmory on the Counter of the current scope. Its result is sent
-// to the client as an event when it returns, as well as told to the model.
 var chatToolCounterListArmory = ai.Tool{
 	Name:        "listArmory",
 	Description: "ListArmory shows the weapons and armour the player has built.",
@@ -845,9 +781,6 @@ var chatToolCounterListArmory = ai.Tool{
 	}),
 }
 
-// chatToolCounterDeleteItem is the tool deleteItem: it decodes the model's
-// arguments and calls Counter.DeleteItem on the Counter of the current
-// scope.
 var chatToolCounterDeleteItem = ai.Tool{
 	Name:        "deleteItem",
 	Description: "DeleteItem deletes a weapon or a piece of armour from the armory. The\nplayer confirms it first: the page shows Approve and Deny buttons, the\nterminal asks y/n.",
@@ -860,13 +793,10 @@ var chatToolCounterDeleteItem = ai.Tool{
 	}),
 }
 
-// chatAIMainMenu is the generated implementation of the //chat:ai interface
-// MainMenu.
 type chatAIMainMenu struct {
 	svc *ai.Service
 }
 
-// chatMethodMainMenuChat describes MainMenu.Chat to the AI service.
 var chatMethodMainMenuChat = ai.Method{
 	Name:   "Chat",
 	Kind:   chat.KindChat,
@@ -879,15 +809,10 @@ var chatMethodMainMenuChat = ai.Method{
 	},
 }
 
-// Chat asks the model, as MainMenu.Chat describes.
 func (x *chatAIMainMenu) Chat(ctx context.Context, userMessage string) iter.Seq2[string, error] {
 	return x.svc.Stream(ctx, &ai.Request{Method: &chatMethodMainMenuChat, User: userMessage})
 }
 
-// chatToolWorkbenchSetKind is the tool setKind: it decodes the model's
-// arguments and calls Workbench.SetKind on the Workbench of the current
-// scope. Its result is sent to the client as an event when it returns, as
-// well as told to the model.
 var chatToolWorkbenchSetKind = ai.Tool{
 	Name:        "setKind",
 	Description: "SetKind sets the kind of the weapon.",
@@ -903,10 +828,6 @@ var chatToolWorkbenchSetKind = ai.Tool{
 	}),
 }
 
-// chatToolWorkbenchSetName is the tool setName: it decodes the model's
-// arguments and calls Workbench.SetName on the Workbench of the current
-// scope. Its result is sent to the client as an event when it returns, as
-// well as told to the model.
 var chatToolWorkbenchSetName = ai.Tool{
 	Name:        "setName",
 	Description: "SetName names the weapon.",
@@ -922,10 +843,6 @@ var chatToolWorkbenchSetName = ai.Tool{
 	}),
 }
 
-// chatToolWorkbenchSetDamage is the tool setDamage: it decodes the model's
-// arguments and calls Workbench.SetDamage on the Workbench of the current
-// scope. Its result is sent to the client as an event when it returns, as
-// well as told to the model.
 var chatToolWorkbenchSetDamage = ai.Tool{
 	Name:        "setDamage",
 	Description: "SetDamage sets how much damage the weapon deals.",
@@ -941,10 +858,6 @@ var chatToolWorkbenchSetDamage = ai.Tool{
 	}),
 }
 
-// chatToolWorkbenchShowWeapon is the tool showWeapon: it calls
-// Workbench.ShowWeapon on the Workbench of the current scope. Its result is
-// sent to the client as an event when it returns, as well as told to the
-// model.
 var chatToolWorkbenchShowWeapon = ai.Tool{
 	Name:        "showWeapon",
 	Description: "ShowWeapon shows the weapon as it is now.",
@@ -957,8 +870,6 @@ var chatToolWorkbenchShowWeapon = ai.Tool{
 	}),
 }
 
-// chatToolWorkbenchEnchant is the tool enchant: it calls Workbench.Enchant
-// on the Workbench of the current scope.
 var chatToolWorkbenchEnchant = ai.Tool{
 	Name:        "enchant",
 	Description: "Enchant starts enchanting the weapon.",
@@ -969,8 +880,6 @@ var chatToolWorkbenchEnchant = ai.Tool{
 	}),
 }
 
-// chatToolWorkbenchFinish is the tool finish: it calls Workbench.Finish on
-// the Workbench of the current scope.
 var chatToolWorkbenchFinish = ai.Tool{
 	Name:        "finish",
 	Description: "Finish validates the weapon, saves it in the armory and goes back to the\nmain menu.",
@@ -981,8 +890,6 @@ var chatToolWorkbenchFinish = ai.Tool{
 	}),
 }
 
-// chatToolWorkbenchCancel is the tool cancel: it calls Workbench.Cancel on
-// the Workbench of the current scope.
 var chatToolWorkbenchCancel = ai.Tool{
 	Name:        "cancel",
 	Description: "Cancel leaves the weapon builder without saving the weapon and goes back\nto the main menu.",
@@ -993,14 +900,10 @@ var chatToolWorkbenchCancel = ai.Tool{
 	}),
 }
 
-// chatAIWeaponBuilder is the generated implementation of the //chat:ai
-// interface WeaponBuilder.
 type chatAIWeaponBuilder struct {
 	svc *ai.Service
 }
 
-// chatMethodWeaponBuilderChat describes WeaponBuilder.Chat to the AI
-// service.
 var chatMethodWeaponBuilderChat = ai.Method{
 	Name:   "Chat",
 	Kind:   chat.KindChat,
@@ -1016,7 +919,6 @@ var chatMethodWeaponBuilderChat = ai.Method{
 	},
 }
 
-// Chat asks the model, as WeaponBuilder.Chat describes.
 func (x *chatAIWeaponBuilder) Chat(ctx context.Context, userMessage string) (ai.Result[string], error) {
 	reply, err := x.svc.Chat(ctx, &ai.Request{Method: &chatMethodWeaponBuilderChat, User: userMessage})
 	if err != nil {

@@ -15,6 +15,8 @@ import (
 // This file needs a chatgen runtime that supports generated code version 3.
 const _ = chat.SupportPackageIsVersion3
 
+const chatPackagePath = "github.com/chatscopes/chatgen/internal/e2e/aisvc"
+
 // Compile-time assertions: a compiler error here means the annotated source
 // changed since this file was generated. Re-run go generate.
 func _() {
@@ -55,8 +57,8 @@ const (
 // handlers and the providers of its scoped beans. Pass it to chat.NewRouter,
 // or to chat.WithPackages to use the beans without a router.
 func Register(deps Deps) *chat.Package {
-	p := chat.NewPackage("github.com/chatscopes/chatgen/internal/e2e/aisvc")
-	svcSmith := ai.NewService("github.com/chatscopes/chatgen/internal/e2e/aisvc.Smith", deps.Smith)
+	p := chat.NewPackage(chatPackagePath)
+	svcSmith := ai.NewService(chatPackagePath+".Smith", deps.Smith)
 	svcSmith.AddMethods(&chatMethodSmithAppraise, &chatMethodSmithAsk, &chatMethodSmithBuild, &chatMethodSmithTell)
 	p.AddCheck(svcSmith.Check)
 	p.AddStoreCheck(svcSmith.CheckStore)
@@ -71,7 +73,6 @@ func Register(deps Deps) *chat.Package {
 	return p
 }
 
-// chatRouteSmith runs the route smith: it calls Smith.Build.
 func chatRouteSmith(ctx context.Context, req *chat.RouteRequest) error {
 	smith, err := chat.Lookup(ctx, chatBeanSmith)
 	if err != nil {
@@ -89,7 +90,6 @@ func chatRouteSmith(ctx context.Context, req *chat.RouteRequest) error {
 	return res.Send(ctx)
 }
 
-// chatRouteStory runs the route story: it calls Smith.Tell.
 func chatRouteStory(ctx context.Context, req *chat.RouteRequest) error {
 	smith, err := chat.Lookup(ctx, chatBeanSmith)
 	if err != nil {
@@ -99,7 +99,6 @@ func chatRouteStory(ctx context.Context, req *chat.RouteRequest) error {
 	return chat.SendStreamWithErrors(ctx, res)
 }
 
-// chatRouteAppraise runs the route appraise: it calls Smith.Appraise.
 func chatRouteAppraise(ctx context.Context, req *chat.RouteRequest) error {
 	smith, err := chat.Lookup(ctx, chatBeanSmith)
 	if err != nil {
@@ -112,7 +111,6 @@ func chatRouteAppraise(ctx context.Context, req *chat.RouteRequest) error {
 	return chat.SendValue(ctx, res)
 }
 
-// chatRouteAsk runs the route ask: it calls Smith.Ask.
 func chatRouteAsk(ctx context.Context, req *chat.RouteRequest) error {
 	smith, err := chat.Lookup(ctx, chatBeanSmith)
 	if err != nil {
@@ -125,10 +123,6 @@ func chatRouteAsk(ctx context.Context, req *chat.RouteRequest) error {
 	return chat.SendValue(ctx, res)
 }
 
-// chatManifest describes the routes of this package to clients: the request
-// data each route takes and the events it sends, with their JSON Schemas.
-// Register hands it to chat.Package.Describe; runtime/ws serves it to
-// browsers as a typed module.
 func chatManifest() *chat.Manifest {
 	return &chat.Manifest{
 		Routes: []chat.RouteInfo{
@@ -183,9 +177,7 @@ func chatManifest() *chat.Manifest {
 	}
 }
 
-// chatBeanWorkbench describes the scoped type Workbench: one instance per
-// chat scope, inherited by nested scopes.
-var chatBeanWorkbench = chat.NewBean[*Workbench]("github.com/chatscopes/chatgen/internal/e2e/aisvc.Workbench", chat.KindChat, func(context.Context) (*Workbench, error) {
+var chatBeanWorkbench = chat.NewBean[*Workbench](chatPackagePath+".Workbench", chat.KindChat, func(context.Context) (*Workbench, error) {
 	return new(Workbench), nil
 })
 
@@ -226,9 +218,7 @@ func (WorkbenchProxy) Explode(ctx context.Context) string {
 	return chat.MustLookup(ctx, chatBeanWorkbench).Explode()
 }
 
-// chatBeanSmith describes the scoped type Smith: one instance per chat
-// scope, inherited by nested scopes.
-var chatBeanSmith = chat.NewBean[Smith]("github.com/chatscopes/chatgen/internal/e2e/aisvc.Smith", chat.KindChat, nil)
+var chatBeanSmith = chat.NewBean[Smith](chatPackagePath+".Smith", chat.KindChat, nil)
 
 // SmithFrom returns the Smith of the chat scope active in ctx, creating it
 // on first use. Without an active chat scope the error matches
@@ -281,10 +271,6 @@ func (Weapon) ChatEventType() string {
 	return "weapon"
 }
 
-// chatToolWorkbenchSetKind is the tool SetKind: it decodes the model's
-// arguments and calls Workbench.SetKind on the Workbench of the current
-// scope. Its result is sent to the client as an event when it returns, as
-// well as told to the model.
 var chatToolWorkbenchSetKind = ai.Tool{
 	Name:        "SetKind",
 	Description: "SetKind sets the kind of weapon.",
@@ -300,10 +286,6 @@ var chatToolWorkbenchSetKind = ai.Tool{
 	}),
 }
 
-// chatToolWorkbenchSetName is the tool SetName: it decodes the model's
-// arguments and calls Workbench.SetName on the Workbench of the current
-// scope. Its result is sent to the client as an event when it returns, as
-// well as told to the model.
 var chatToolWorkbenchSetName = ai.Tool{
 	Name:        "SetName",
 	Description: "SetName names the weapon.",
@@ -317,9 +299,6 @@ var chatToolWorkbenchSetName = ai.Tool{
 	}),
 }
 
-// chatToolWorkbenchInspect is the tool Inspect: it calls Workbench.Inspect
-// on the Workbench of the current scope. Its result is sent to the client as
-// an event when it returns, as well as told to the model.
 var chatToolWorkbenchInspect = ai.Tool{
 	Name:        "Inspect",
 	Description: "Inspect shows the weapon as it is now.",
@@ -332,8 +311,6 @@ var chatToolWorkbenchInspect = ai.Tool{
 	}),
 }
 
-// chatToolWorkbenchExplode is the tool Explode: it calls Workbench.Explode
-// on the Workbench of the current scope.
 var chatToolWorkbenchExplode = ai.Tool{
 	Name:        "Explode",
 	Description: "Explode always panics.",
@@ -343,13 +320,10 @@ var chatToolWorkbenchExplode = ai.Tool{
 	}),
 }
 
-// chatAISmith is the generated implementation of the //chat:ai interface
-// Smith.
 type chatAISmith struct {
 	svc *ai.Service
 }
 
-// chatMethodSmithAppraise describes Smith.Appraise to the AI service.
 var chatMethodSmithAppraise = ai.Method{
 	Name:   "Appraise",
 	Kind:   chat.KindChat,
@@ -364,13 +338,11 @@ var chatMethodSmithAppraise = ai.Method{
 	Output: ai.OutputJSON,
 }
 
-// Appraise asks the model, as Smith.Appraise describes.
 func (x *chatAISmith) Appraise(ctx context.Context, userMessage string) (Weapon, error) {
 	weapon, _, err := ai.Structured[Weapon](ctx, x.svc, &ai.Request{Method: &chatMethodSmithAppraise, User: userMessage})
 	return weapon, err
 }
 
-// chatMethodSmithAsk describes Smith.Ask to the AI service.
 var chatMethodSmithAsk = ai.Method{
 	Name:   "Ask",
 	Kind:   chat.KindChat,
@@ -383,7 +355,6 @@ var chatMethodSmithAsk = ai.Method{
 	},
 }
 
-// Ask asks the model, as Smith.Ask describes.
 func (x *chatAISmith) Ask(ctx context.Context, question string) (string, error) {
 	reply, err := x.svc.Chat(ctx, &ai.Request{Method: &chatMethodSmithAsk, User: question})
 	if err != nil {
@@ -392,7 +363,6 @@ func (x *chatAISmith) Ask(ctx context.Context, question string) (string, error) 
 	return reply.Content, nil
 }
 
-// chatMethodSmithBuild describes Smith.Build to the AI service.
 var chatMethodSmithBuild = ai.Method{
 	Name:   "Build",
 	Kind:   chat.KindChat,
@@ -405,7 +375,6 @@ var chatMethodSmithBuild = ai.Method{
 	},
 }
 
-// Build asks the model, as Smith.Build describes.
 func (x *chatAISmith) Build(ctx context.Context, userMessage string) (ai.Result[string], error) {
 	reply, err := x.svc.Chat(ctx, &ai.Request{Method: &chatMethodSmithBuild, User: userMessage})
 	if err != nil {
@@ -414,7 +383,6 @@ func (x *chatAISmith) Build(ctx context.Context, userMessage string) (ai.Result[
 	return ai.NewResult(reply.Content, reply), nil
 }
 
-// chatMethodSmithTell describes Smith.Tell to the AI service.
 var chatMethodSmithTell = ai.Method{
 	Name:   "Tell",
 	Kind:   chat.KindChat,
@@ -427,7 +395,6 @@ var chatMethodSmithTell = ai.Method{
 	},
 }
 
-// Tell asks the model, as Smith.Tell describes.
 func (x *chatAISmith) Tell(ctx context.Context, userMessage string) iter.Seq2[string, error] {
 	return x.svc.Stream(ctx, &ai.Request{Method: &chatMethodSmithTell, User: userMessage})
 }

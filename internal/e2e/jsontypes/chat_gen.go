@@ -16,6 +16,8 @@ import (
 // This file needs a chatgen runtime that supports generated code version 3.
 const _ = chat.SupportPackageIsVersion3
 
+const chatPackagePath = "github.com/chatscopes/chatgen/internal/e2e/jsontypes"
+
 // Compile-time assertions: a compiler error here means the annotated source
 // changed since this file was generated. Re-run go generate.
 func _() {
@@ -63,8 +65,8 @@ const (
 // error handlers and the providers of its scoped beans. Pass it to
 // chat.NewRouter, or to chat.WithPackages to use the beans without a router.
 func Register(deps Deps) *chat.Package {
-	p := chat.NewPackage("github.com/chatscopes/chatgen/internal/e2e/jsontypes")
-	svcClerk := ai.NewService("github.com/chatscopes/chatgen/internal/e2e/jsontypes.Clerk", deps.Clerk)
+	p := chat.NewPackage(chatPackagePath)
+	svcClerk := ai.NewService(chatPackagePath+".Clerk", deps.Clerk)
 	svcClerk.AddMethods(&chatMethodClerkAsk)
 	p.AddCheck(svcClerk.Check)
 	p.AddStoreCheck(svcClerk.CheckStore)
@@ -82,7 +84,6 @@ func Register(deps Deps) *chat.Package {
 	return p
 }
 
-// chatRoutePut runs the route put: it calls Store.Put.
 func chatRoutePut(ctx context.Context, req *chat.RouteRequest) error {
 	store, err := chat.Lookup(ctx, chatBeanStore)
 	if err != nil {
@@ -108,7 +109,6 @@ func chatRoutePut(ctx context.Context, req *chat.RouteRequest) error {
 	return chat.SendValue(ctx, res)
 }
 
-// chatRoutePutPtr runs the route putPtr: it calls Store.PutPtr.
 func chatRoutePutPtr(ctx context.Context, req *chat.RouteRequest) error {
 	store, err := chat.Lookup(ctx, chatBeanStore)
 	if err != nil {
@@ -125,7 +125,6 @@ func chatRoutePutPtr(ctx context.Context, req *chat.RouteRequest) error {
 	return chat.SendValue(ctx, res)
 }
 
-// chatRouteTree runs the route tree: it calls Store.Tree.
 func chatRouteTree(ctx context.Context, req *chat.RouteRequest) error {
 	store, err := chat.Lookup(ctx, chatBeanStore)
 	if err != nil {
@@ -139,7 +138,6 @@ func chatRouteTree(ctx context.Context, req *chat.RouteRequest) error {
 	return chat.SendValue(ctx, res)
 }
 
-// chatRoutePages runs the route pages: it calls Store.Pages.
 func chatRoutePages(ctx context.Context, req *chat.RouteRequest) error {
 	store, err := chat.Lookup(ctx, chatBeanStore)
 	if err != nil {
@@ -153,7 +151,6 @@ func chatRoutePages(ctx context.Context, req *chat.RouteRequest) error {
 	return chat.SendValue(ctx, res)
 }
 
-// chatRouteReport runs the route report: it calls Store.Report.
 func chatRouteReport(ctx context.Context, req *chat.RouteRequest) error {
 	store, err := chat.Lookup(ctx, chatBeanStore)
 	if err != nil {
@@ -170,15 +167,11 @@ func chatRouteReport(ctx context.Context, req *chat.RouteRequest) error {
 	return chat.SendValue(ctx, res)
 }
 
-// chatRouteLines runs the route lines: it calls Lines and sends its text
-// answers rendered from markdown (//chat:markdown).
 func chatRouteLines(ctx context.Context, req *chat.RouteRequest) error {
 	res := Lines(req.UserMessage())
 	return markdown.SendStream(ctx, res)
 }
 
-// chatRouteClerk runs the route clerk: it calls Clerk.Ask and sends its text
-// answers rendered from markdown (//chat:markdown).
 func chatRouteClerk(ctx context.Context, req *chat.RouteRequest) error {
 	clerk, err := chat.Lookup(ctx, chatBeanClerk)
 	if err != nil {
@@ -195,10 +188,6 @@ func chatRouteClerk(ctx context.Context, req *chat.RouteRequest) error {
 	return res.SendText(ctx, markdown.Message)
 }
 
-// chatManifest describes the routes of this package to clients: the request
-// data each route takes and the events it sends, with their JSON Schemas.
-// Register hands it to chat.Package.Describe; runtime/ws serves it to
-// browsers as a typed module.
 func chatManifest() *chat.Manifest {
 	return &chat.Manifest{
 		Routes: []chat.RouteInfo{
@@ -293,9 +282,7 @@ func chatManifest() *chat.Manifest {
 	}
 }
 
-// chatBeanStore describes the scoped type Store: one instance per chat
-// scope, inherited by nested scopes.
-var chatBeanStore = chat.NewBean[*Store]("github.com/chatscopes/chatgen/internal/e2e/jsontypes.Store", chat.KindChat, func(context.Context) (*Store, error) {
+var chatBeanStore = chat.NewBean[*Store](chatPackagePath+".Store", chat.KindChat, func(context.Context) (*Store, error) {
 	return new(Store), nil
 })
 
@@ -337,9 +324,7 @@ func (StoreProxy) Report(ctx context.Context, report Report) *Report {
 	return chat.MustLookup(ctx, chatBeanStore).Report(report)
 }
 
-// chatBeanShelf describes the scoped type Shelf: one instance per chat
-// scope, inherited by nested scopes.
-var chatBeanShelf = chat.NewBean[*Shelf]("github.com/chatscopes/chatgen/internal/e2e/jsontypes.Shelf", chat.KindChat, func(context.Context) (*Shelf, error) {
+var chatBeanShelf = chat.NewBean[*Shelf](chatPackagePath+".Shelf", chat.KindChat, func(context.Context) (*Shelf, error) {
 	return new(Shelf), nil
 })
 
@@ -366,9 +351,7 @@ func (ShelfProxy) Log(ctx context.Context, level Level) Report {
 	return chat.MustLookup(ctx, chatBeanShelf).Log(level)
 }
 
-// chatBeanClerk describes the scoped type Clerk: one instance per chat
-// scope, inherited by nested scopes.
-var chatBeanClerk = chat.NewBean[Clerk]("github.com/chatscopes/chatgen/internal/e2e/jsontypes.Clerk", chat.KindChat, nil)
+var chatBeanClerk = chat.NewBean[Clerk](chatPackagePath+".Clerk", chat.KindChat, nil)
 
 // ClerkFrom returns the Clerk of the chat scope active in ctx, creating it
 // on first use. Without an active chat scope the error matches
@@ -398,8 +381,6 @@ func (Report) ChatEventType() string {
 	return "report"
 }
 
-// chatToolShelfFind is the tool Find: it decodes the model's arguments and
-// calls Shelf.Find on the Shelf of the current scope.
 var chatToolShelfFind = ai.Tool{
 	Name:        "Find",
 	Description: "Find finds a page of items.",
@@ -411,9 +392,6 @@ var chatToolShelfFind = ai.Tool{
 	}),
 }
 
-// chatToolShelfLog is the tool Log: it decodes the model's arguments and
-// calls Shelf.Log on the Shelf of the current scope. Its result is sent to
-// the client as an event when it returns, as well as told to the model.
 var chatToolShelfLog = ai.Tool{
 	Name:        "Log",
 	Description: "Log writes a report.",
@@ -427,13 +405,10 @@ var chatToolShelfLog = ai.Tool{
 	}),
 }
 
-// chatAIClerk is the generated implementation of the //chat:ai interface
-// Clerk.
 type chatAIClerk struct {
 	svc *ai.Service
 }
 
-// chatMethodClerkAsk describes Clerk.Ask to the AI service.
 var chatMethodClerkAsk = ai.Method{
 	Name: "Ask",
 	Kind: chat.KindChat,
@@ -443,7 +418,6 @@ var chatMethodClerkAsk = ai.Method{
 	},
 }
 
-// Ask asks the model, as Clerk.Ask describes.
 func (x *chatAIClerk) Ask(ctx context.Context, userMessage string) (ai.Result[string], error) {
 	reply, err := x.svc.Chat(ctx, &ai.Request{Method: &chatMethodClerkAsk, User: userMessage})
 	if err != nil {
