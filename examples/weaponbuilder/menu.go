@@ -70,8 +70,7 @@ func inventory(armory *Armory, latest string) Inventory {
 //
 //chat:tool immediate name=listArmory
 func (c *Counter) ListArmory(ctx context.Context) (Inventory, error) {
-	inv := inventory(c.armory, "")
-	return inv, chat.Response(ctx).Send(inv)
+	return inventory(c.armory, ""), nil // an inventory event: the page lists it
 }
 
 // DeleteItem deletes a weapon or a piece of armour from the armory. The

@@ -43,7 +43,7 @@ func (w *Workbench) show(ctx context.Context, thinking string) (Weapon, error) {
 	if err := chat.Response(ctx).Thinking(thinking); err != nil {
 		return Weapon{}, err
 	}
-	return w.weapon, chat.Response(ctx).Send(w.weapon)
+	return w.weapon, nil // a weapon event: the page shows the card
 }
 
 // SetKind sets the kind of the weapon.

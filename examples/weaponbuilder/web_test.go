@@ -134,6 +134,11 @@ func TestWebWalkthrough(t *testing.T) {
 	}
 	s = say("list my armory")
 	expect(s, "Dawnbreaker, a sword (40 damage, fire 7)")
+	// The listArmory tool's inventory event reaches the page once: the
+	// generated code sends a tool's //chat:event result, the tool does not.
+	if n := strings.Count(strings.Join(s.Log, "\n"), "armorer: Here is your armory."); n != 1 {
+		t.Fatalf("the armory was shown %d times:\n%s", n, lastLines(s, 8))
+	}
 	for _, line := range s.Log {
 		if strings.HasPrefix(line, "error:") {
 			t.Fatalf("the page showed an error: %s", line)
