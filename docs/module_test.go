@@ -68,12 +68,24 @@ func newModule(t *testing.T, src string) (sh func(script string) string) {
 		}
 		return string(out)
 	}
+	// In the doc's order: the module, the recipe, then main.go.
 	sh("go mod init example.com/hello")
+	sh(recipe[0][1])
 	if err := os.WriteFile(filepath.Join(mod, "main.go"), []byte(src), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	sh(recipe[0][1])
 	return sh
+}
+
+// generateAndRun returns the blocks of module.md's "Generate and run": the
+// program, the commands and their output.
+func generateAndRun(t *testing.T, doc string) [][2]string {
+	t.Helper()
+	run := sectionBlocks(t, doc, "Generate and run")
+	if len(run) != 3 || run[0][0] != "go" || run[1][0] != "sh" {
+		t.Fatalf("module.md changed shape: run has %d blocks", len(run))
+	}
+	return run
 }
 
 // TestUseInYourModule follows docs/module.md verbatim on a fresh module
@@ -87,10 +99,7 @@ func TestUseInYourModule(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	run := sectionBlocks(t, string(raw), "Generate and run")
-	if len(run) != 3 || run[0][0] != "go" || run[1][0] != "sh" {
-		t.Fatalf("module.md changed shape: run has %d blocks", len(run))
-	}
+	run := generateAndRun(t, string(raw))
 	sh := newModule(t, run[0][1])
 
 	// The commands of the doc, the last one (go run .) printing the
@@ -110,4 +119,19 @@ func TestUseInYourModule(t *testing.T) {
 	// go mod tidy keeps the generator's dependencies: generating again
 	// after a tidy still works.
 	sh("go mod tidy && go generate ./... && go build ./...")
+
+	// The check of "Check that chat_gen.go is current": quiet on the
+	// fresh output, failing and naming the file once it is stale.
+	check := sectionBlocks(t, string(raw), "Check that chat_gen.go is current (CI and pre-commit)")
+	if len(check) != 3 || check[0][0] != "sh" || check[1][0] != "" {
+		t.Fatalf("module.md changed shape: the check has %d blocks", len(check))
+	}
+	sh(check[0][1])
+	// A new route that the old output still compiles with: without the
+	// check, the route would silently not exist.
+	sh(`printf '\n//chat:route bye\nfunc Bye() string { return "bye" }\n' >> main.go && go build ./...`)
+	out := sh("! " + strings.TrimSpace(check[0][1]) + " 2>&1")
+	if out != check[1][1] {
+		t.Errorf("the check printed\n%s\nmodule.md shows\n%s", out, check[1][1])
+	}
 }

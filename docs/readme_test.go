@@ -33,9 +33,17 @@ func TestReadmeTastePrintsWhatItSays(t *testing.T) {
 		t.Fatalf("the taste does not parse as a program: %v\n%s", err, src)
 	}
 
+	// module.md's commands, go run . last.
+	mod, err := os.ReadFile("module.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmds := strings.Split(strings.TrimSpace(generateAndRun(t, string(mod))[1][1]), "\n")
 	sh := newModule(t, string(formatted))
-	sh("go generate ./...")
-	out := sh("go run .")
+	for _, c := range cmds[:len(cmds)-1] {
+		sh(c)
+	}
+	out := sh(cmds[len(cmds)-1])
 	if got, want := out, blocks[2][1]; got != want {
 		t.Errorf("the taste printed\n%s\nthe README says\n%s", got, want)
 	}

@@ -113,7 +113,10 @@ func (m *pkgModel) analyzeTool(a *annotated, d *toolDirective, diags *Diagnostic
 	for _, pd := range all[*paramDirective](a) {
 		name := pd.param.value
 		if paramIndex(t.sig.Params(), name) < 0 {
-			diags.errorf(m.fset.Position(pd.param.pos), "//chat:param %s: %s has no parameter %s", name, fn.Name(), name)
+			d := diags.errorf(m.fset.Position(pd.param.pos), "//chat:param %s: %s has no parameter %s", name, fn.Name(), name)
+			if s, ok := suggest(name, paramNames(t.sig.Params())); ok {
+				d.Message += "; did you mean " + s + "?"
+			}
 			continue
 		}
 		paramDocs[name] = pd.text
@@ -181,6 +184,65 @@ func (m *pkgModel) analyzeTool(a *annotated, d *toolDirective, diags *Diagnostic
 	t.funcName = "chatTool" + a.recv + fn.Name()
 	m.declare(t.funcName, fd.Pos(), "tool "+t.name, diags)
 	m.tools[a.recv] = append(m.tools[a.recv], t)
+}
+
+// isEventValue reports whether a value of type t is sent as a //chat:event
+// type: t (or *t's element) is one of this package's //chat:event types,
+// or t has a ChatEventType method of its own.
+func (m *pkgModel) isEventValue(t types.Type) bool {
+	e := t
+	if p, ok := t.(*types.Pointer); ok {
+		e = p.Elem()
+	}
+	if n, ok := types.Unalias(e).(*types.Named); ok {
+		for _, ev := range m.events {
+			if ev.obj == n.Obj() {
+				return true
+			}
+		}
+	}
+	if _, isIface := t.Underlying().(*types.Interface); isIface {
+		return false // the dynamic type decides, at run time
+	}
+	obj, _, _ := types.LookupFieldOrMethod(t, false, nil, "ChatEventType")
+	fn, ok := obj.(*types.Func)
+	if !ok {
+		return false
+	}
+	sig := fn.Type().(*types.Signature)
+	return sig.Params().Len() == 0 && sig.Results().Len() == 1 && isString(sig.Results().At(0).Type())
+}
+
+// sendsEvent reports whether the tool sends its result to the client when
+// it returns: the result is a //chat:event value.
+func (m *pkgModel) sendsEvent(t *toolModel) bool {
+	return t.hasResult && m.isEventValue(t.sig.Results().At(0).Type())
+}
+
+// aiMethodOf returns the AI method fn is, or nil.
+func (m *pkgModel) aiMethodOf(fn *types.Func) *aiMethod {
+	for _, s := range m.ais {
+		for _, am := range s.methods {
+			if am.fn == fn {
+				return am
+			}
+		}
+	}
+	return nil
+}
+
+// paramNames returns the names of params, the leading context.Context and
+// unnamed ones left out.
+func paramNames(params *types.Tuple) []string {
+	var names []string
+	for i := range params.Len() {
+		p := params.At(i)
+		if p.Name() == "" || p.Name() == "_" || i == 0 && isContext(p.Type()) {
+			continue
+		}
+		names = append(names, p.Name())
+	}
+	return names
 }
 
 func (m *pkgModel) schemas() *schemaBuilder {

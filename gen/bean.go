@@ -14,18 +14,17 @@ import (
 // interface, a struct with routes, or a tool box. The generated code gives
 // it a chat.Bean descriptor, an accessor and a proxy.
 type beanModel struct {
-	spec      *ast.TypeSpec
-	obj       *types.TypeName
-	kind      beanKind // how long its instances live
-	durable   bool     // saved with durable conversations (//chat:scoped durable)
-	iface     bool     // an interface type: instances come from its constructor or AI service
-	ctor      *ctorModel
-	methods   []*methodModel // the methods its proxy forwards
-	ai        *aiModel       // the //chat:ai service it is, if any
-	proxy     string         // generated proxy type
-	accessor  string         // generated accessor func
-	beanVar   string         // generated chat.Bean descriptor
-	qualified string         // import/path.Type: the bean's name at run time
+	spec     *ast.TypeSpec
+	obj      *types.TypeName
+	kind     beanKind // how long its instances live
+	durable  bool     // saved with durable conversations (//chat:scoped durable)
+	iface    bool     // an interface type: instances come from its constructor or AI service
+	ctor     *ctorModel
+	methods  []*methodModel // the methods its proxy forwards
+	ai       *aiModel       // the //chat:ai service it is, if any
+	proxy    string         // generated proxy type
+	accessor string         // generated accessor func
+	beanVar  string         // generated chat.Bean descriptor
 }
 
 // ctorModel is the constructor of a bean: New<Type> (newType for
@@ -89,10 +88,9 @@ func (m *pkgModel) addBean(spec *ast.TypeSpec, kind beanKind, what string, diags
 		return nil
 	}
 	b := &beanModel{
-		spec:      spec,
-		obj:       obj,
-		kind:      kind,
-		qualified: m.pkg.PkgPath + "." + obj.Name(),
+		spec: spec,
+		obj:  obj,
+		kind: kind,
 	}
 	_, b.iface = named.Underlying().(*types.Interface)
 

@@ -219,8 +219,11 @@ func (c *collector) comments() {
 					continue
 				}
 			}
+			// A near miss is an error, not a warning: the declaration it
+			// was meant for would silently lose its directive (a route
+			// would vanish, another one becoming the default).
 			if nm, ok := nearMiss(cm.Text); ok {
-				c.diags.warnf(c.fset.Position(cm.Slash), "%q is not a directive (%s); did you mean //chat:%s?",
+				c.diags.errorf(c.fset.Position(cm.Slash), "%q is not a directive (%s); did you mean //chat:%s?",
 					nm.shown, nm.reason, nm.name)
 			}
 		}

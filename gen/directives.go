@@ -494,6 +494,8 @@ type Smith interface {
 			"and `//chat:param` descriptions. " +
 			"The model calls the tool by the method's name unless `name=` sets another. " +
 			"An error, or arguments that do not decode, go back to the model as the tool result. " +
+			"A result whose type is a `//chat:event` type is also sent to the client, as that event, " +
+			"when the tool returns (and listed among the events of the AI service's routes). " +
 			"With `immediate`, when every tool the model called in a step is immediate, the tool loop ends " +
 			"without another model call and the AI method returns an `ai.Result[T]` with the tool executions. " +
 			"With `timeout=`, a call that runs longer is told to the model as timed out and the turn goes on " +
@@ -568,7 +570,7 @@ func (f *Forge) Engrave(ctx context.Context, text, font string) error {
 		Name:  "event",
 		Usage: "//chat:event TYPE",
 		Doc: "Sets the event type a value is sent as, instead of `Object`. " +
-			"On a type, its values are sent as TYPE events when a route returns them or " +
+			"On a type, its values are sent as TYPE events when a route or an AI tool returns them or " +
 			"`chat.Response(ctx).Send` sends them; on a route method or func, the route's results are. " +
 			"Clients dispatch on TYPE, for example with `On(TYPE, fn)`.",
 		Quarkus: "@EventType",

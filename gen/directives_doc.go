@@ -36,7 +36,7 @@ comment of a type, a method or a func. They follow Go's own directive form, like
 ` + "`//go:generate`" + `:
 
 - No space after ` + "`//`" + ` and none after the colon. To Go, ` + "`// chat:route`" + ` or
-  ` + "`//chat: route`" + ` is prose; chatgen warns about such near misses.
+  ` + "`//chat: route`" + ` is prose; chatgen reports such near misses as errors.
 - Put directives at the end of the doc comment, after a line holding just ` + "`//`" + `.
   gofmt moves them there anyway, and ` + "`go doc`" + ` leaves them out of the documentation.
 - Arguments are separated by spaces. Each is a bare word, a ` + "`key=value`" + ` pair, or a

@@ -38,6 +38,10 @@ func (w *jsonWalker) report(path, problem string) {
 	w.diags.errorf(w.m.fset.Position(w.at), "//chat:scoped durable %s: field %s %s", w.bean, path, problem)
 }
 
+// unsaveable is how to fix a field that encoding/json cannot save.
+const unsaveable = " (it would come back nil after a resume); keep it in a bean that is not durable, " +
+	"or tag it `json:\"-\"` and make it again where it is used"
+
 // walk checks t, reached through the field path ("" for the bean itself).
 func (w *jsonWalker) walk(t types.Type, path string) {
 	if roundTrips(t) {
@@ -53,14 +57,14 @@ func (w *jsonWalker) walk(t types.Type, path string) {
 	case *types.Basic:
 		switch {
 		case u.Kind() == types.UnsafePointer:
-			w.report(path, "is an unsafe.Pointer: encoding/json cannot save it")
+			w.report(path, "is an unsafe.Pointer: encoding/json cannot save it"+unsaveable)
 		case u.Info()&types.IsComplex != 0:
 			w.report(path, "is a complex number: encoding/json cannot save it")
 		}
 	case *types.Chan:
-		w.report(path, "is a channel: encoding/json cannot save it")
+		w.report(path, "is a channel: encoding/json cannot save it"+unsaveable)
 	case *types.Signature:
-		w.report(path, "is a func: encoding/json cannot save it")
+		w.report(path, "is a func: encoding/json cannot save it"+unsaveable)
 	case *types.Interface:
 		w.report(path, "is an interface: encoding/json restores it as a map, a slice, a string, a float64 or a bool, not as the value saved")
 	case *types.Pointer:

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"go/format"
+	"go/token"
 	"go/types"
 	"slices"
 	"strings"
@@ -34,6 +35,9 @@ type emitter struct {
 	// manifestFn the name of the function returning it.
 	manifest   *manifestModel
 	manifestFn string
+	// pathConst names the constant holding the package's import path,
+	// which prefixes the run-time names of its beans and AI services.
+	pathConst string
 }
 
 // emit renders the package's output, formatted like goimports.
@@ -61,11 +65,14 @@ func emit(m *pkgModel) ([]byte, error) {
 	}
 	e.nameFuncs()
 
-	e.doc("This file needs a chatgen runtime that supports generated code version 3.")
-	f.Const().Id("_").Op("=").Qual(chatPkg, "SupportPackageIsVersion3")
+	e.doc(fmt.Sprintf("This file needs a chatgen runtime that supports generated code version %d.", GeneratedCodeVersion))
+	f.Const().Id("_").Op("=").Qual(chatPkg, fmt.Sprintf("SupportPackageIsVersion%d", GeneratedCodeVersion))
+	f.Line()
+	f.Const().Id(e.pathConst).Op("=").Lit(m.pkg.PkgPath)
 	f.Line()
 	e.assertions()
 	e.deps()
+	e.routeNames()
 	e.register()
 	e.routeFuncsAndCatches()
 	e.manifestFunc()
@@ -89,6 +96,12 @@ func emit(m *pkgModel) ([]byte, error) {
 	}
 	return out, nil
 }
+
+// GeneratedCodeVersion is the version of the code chatgen writes: each
+// chat_gen.go says it in a comment and references
+// chat.SupportPackageIsVersion<N> with this N, so that it compiles only
+// against a runtime that supports it.
+const GeneratedCodeVersion = 3
 
 // groupImports splits the import block jennifer writes (one block, sorted
 // by path) into the standard library and the rest, as goimports groups
@@ -203,7 +216,7 @@ func (e *emitter) register() {
 		params = append(params, jen.Id("deps").Id("Deps"))
 	}
 	body := []jen.Code{
-		jen.Id("p").Op(":=").Qual(chatPkg, "NewPackage").Call(jen.Lit(e.m.pkg.PkgPath)),
+		jen.Id("p").Op(":=").Qual(chatPkg, "NewPackage").Call(jen.Id(e.pathConst)),
 	}
 	body = append(body, e.aiRegister()...)
 	body = append(body, e.routes()...)
@@ -281,9 +294,9 @@ func (e *emitter) bean(b *beanModel) {
 		kindDoc += ", saved with durable conversations as its encoding/json form"
 		newBean = "NewDurableBean"
 	}
-	e.doc(fmt.Sprintf("%s describes the scoped type %s: %s.", b.beanVar, name, kindDoc))
+	e.docFor(b.beanVar, fmt.Sprintf("%s describes the scoped type %s: %s.", b.beanVar, name, kindDoc))
 	e.f.Var().Id(b.beanVar).Op("=").Qual(chatPkg, newBean).Types(instanceType(b)).Call(
-		jen.Lit(b.qualified), jen.Qual(chatPkg, b.kind.ident()), newFn,
+		e.qualified(b), jen.Qual(chatPkg, b.kind.ident()), newFn,
 	)
 	e.f.Line()
 
@@ -294,7 +307,7 @@ func (e *emitter) bean(b *beanModel) {
 	} else {
 		accessorDoc += "Without an active chat scope the error matches chat.ErrNotActive."
 	}
-	e.doc(accessorDoc)
+	e.docFor(b.accessor, accessorDoc)
 	e.f.Func().Id(b.accessor).Params(jen.Id("ctx").Add(ctxType())).Params(instanceType(b), jen.Error()).Block(
 		jen.Return(jen.Qual(chatPkg, "Lookup").Call(jen.Id("ctx"), jen.Id(b.beanVar))),
 	)
@@ -306,7 +319,7 @@ func (e *emitter) bean(b *beanModel) {
 		proxyDoc += "A call made with a context that carries no invocation starts one and ends it (closing its beans) when the call returns; calls made with the context a method is handed share its invocation. "
 	}
 	proxyDoc += "Methods without an error result panic with an error matching chat.ErrNotActive when there is no instance to call. The zero value is ready to use."
-	e.doc(proxyDoc)
+	e.docFor(b.proxy, proxyDoc)
 	e.f.Type().Id(b.proxy).Struct()
 	e.f.Line()
 	for _, mm := range b.methods {
@@ -372,7 +385,7 @@ func (e *emitter) proxyMethod(b *beanModel, mm *methodModel) {
 	if invocationScoped(b) {
 		where = "the invocation in ctx"
 	}
-	e.doc(fmt.Sprintf("%s calls %s on the %s of %s.", mm.fn.Name(), mm.fn.Name(), b.obj.Name(), where))
+	e.docFor(b.proxy, fmt.Sprintf("%s calls %s on the %s of %s.", mm.fn.Name(), mm.fn.Name(), b.obj.Name(), where))
 	e.f.Func().Params(jen.Id(b.proxy)).Id(mm.fn.Name()).Params(decl...).Add(resultList(results)).Block(body...)
 	e.f.Line()
 }
@@ -455,6 +468,20 @@ func (l locals) fresh(base string) string {
 	}
 	l[n] = true
 	return n
+}
+
+// docFor writes text as the doc comment of the declaration called name
+// when name is exported: the documentation is for the names users see.
+func (e *emitter) docFor(name, text string) {
+	if token.IsExported(name) {
+		e.doc(text)
+	}
+}
+
+// qualified is the run-time name of bean b: the package path constant,
+// a dot and the type's name.
+func (e *emitter) qualified(b *beanModel) jen.Code {
+	return jen.Id(e.pathConst).Op("+").Lit("." + b.obj.Name())
 }
 
 // docWidth is the column generated comments wrap at.

@@ -26,7 +26,7 @@ func (e *emitter) aiRegister() []jen.Code {
 		for i, am := range s.methods {
 			methods[i] = jen.Op("&").Id(am.varName)
 		}
-		out = append(out, jen.Id(svc).Op(":=").Qual(aiPkg, "NewService").Call(jen.Lit(s.bean.qualified), jen.Id("deps").Dot(s.field)))
+		out = append(out, jen.Id(svc).Op(":=").Qual(aiPkg, "NewService").Call(e.qualified(s.bean), jen.Id("deps").Dot(s.field)))
 		if len(methods) > 0 {
 			out = append(out, jen.Id(svc).Dot("AddMethods").Call(methods...))
 		}
@@ -57,7 +57,7 @@ func (e *emitter) aiServices() {
 			}
 		}
 		name := s.bean.obj.Name()
-		e.doc(fmt.Sprintf("%s is the generated implementation of the //chat:ai interface %s.", s.impl, name))
+		e.docFor(s.impl, fmt.Sprintf("%s is the generated implementation of the //chat:ai interface %s.", s.impl, name))
 		e.f.Type().Id(s.impl).Struct(jen.Id("svc").Op("*").Qual(aiPkg, "Service"))
 		e.f.Line()
 		for _, am := range s.methods {
@@ -91,7 +91,24 @@ func (e *emitter) tool(t *toolModel) {
 	bv := names.forType(t.bean.obj.Name())
 	call := jen.Id(bv).Dot(t.fn.Name()).Call(args...)
 	var body []jen.Code
+	sends := e.m.sendsEvent(t)
 	switch {
+	case sends:
+		// A //chat:event result goes to the client too, when the tool
+		// returns.
+		ctx = "ctx"
+		v := names.fresh("result")
+		send := jen.Qual(chatPkg, "SendToolEvent").Call(jen.Id("ctx"), jen.Id(v))
+		if t.errResult {
+			errV := names.fresh("err")
+			body = []jen.Code{
+				jen.List(jen.Id(v), jen.Id(errV)).Op(":=").Add(call),
+				jen.If(jen.Id(errV).Op("==").Nil()).Block(send),
+				jen.Return(jen.Id(v), jen.Id(errV)),
+			}
+		} else {
+			body = []jen.Code{jen.Id(v).Op(":=").Add(call), send, jen.Return(jen.Id(v), jen.Nil())}
+		}
 	case t.hasResult && t.errResult:
 		body = []jen.Code{jen.Return(call)}
 	case t.hasResult:
@@ -125,7 +142,11 @@ func (e *emitter) tool(t *toolModel) {
 	}
 	tool = append(tool, field("Invoke", invoke), jen.Line())
 
-	e.doc(fmt.Sprintf("%s is the tool %s: %s %s.%s on the %s of the current scope.", t.funcName, t.name, what, t.bean.obj.Name(), t.fn.Name(), t.bean.obj.Name()))
+	doc := fmt.Sprintf("%s is the tool %s: %s %s.%s on the %s of the current scope.", t.funcName, t.name, what, t.bean.obj.Name(), t.fn.Name(), t.bean.obj.Name())
+	if sends {
+		doc += " Its result is sent to the client as an event when it returns, as well as told to the model."
+	}
+	e.docFor(t.funcName, doc)
 	e.f.Var().Id(t.funcName).Op("=").Qual(aiPkg, "Tool").Values(tool...)
 	e.f.Line()
 }
@@ -220,7 +241,7 @@ func (e *emitter) methodVar(s *aiModel, am *aiMethod) string {
 			field("Output", jen.Qual(aiPkg, "OutputJSON")),
 		)
 	}
-	e.doc(fmt.Sprintf("%s describes %s.%s to the AI service.", v, iface, am.fn.Name()))
+	e.docFor(v, fmt.Sprintf("%s describes %s.%s to the AI service.", v, iface, am.fn.Name()))
 	e.f.Var().Id(v).Op("=").Qual(aiPkg, "Method").Values(append(fields, jen.Line())...)
 	e.f.Line()
 	return v
@@ -297,7 +318,7 @@ func (e *emitter) aiMethod(s *aiModel, am *aiMethod, methodVar string) {
 			body = append(body, jen.Return(jen.Id(reply).Dot("Content"), jen.Nil()))
 		}
 	}
-	e.doc(fmt.Sprintf("%s asks the model, as %s.%s describes.", am.fn.Name(), s.bean.obj.Name(), am.fn.Name()))
+	e.docFor(s.impl, fmt.Sprintf("%s asks the model, as %s.%s describes.", am.fn.Name(), s.bean.obj.Name(), am.fn.Name()))
 	e.f.Func().Params(jen.Id(recv).Op("*").Id(s.impl)).Id(am.fn.Name()).Params(params...).Add(resultList(results)).Block(body...)
 	e.f.Line()
 }

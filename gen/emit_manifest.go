@@ -47,7 +47,7 @@ func (e *emitter) manifestFunc() {
 		}
 		fields = append(fields, field("Types", jen.Index().Qual(chatPkg, "TypeInfo").Values(lines(defs)...)))
 	}
-	e.doc(fmt.Sprintf("%s describes the routes of this package to clients: the request data each route takes and the events it sends, with their JSON Schemas. Register hands it to chat.Package.Describe; runtime/ws serves it to browsers as a typed module.", e.manifestFn))
+	e.docFor(e.manifestFn, fmt.Sprintf("%s describes the routes of this package to clients: the request data each route takes and the events it sends, with their JSON Schemas. Register hands it to chat.Package.Describe; runtime/ws serves it to browsers as a typed module.", e.manifestFn))
 	e.f.Func().Id(e.manifestFn).Params().Op("*").Qual(chatPkg, "Manifest").Block(
 		jen.Return(jen.Op("&").Qual(chatPkg, "Manifest").Values(append(fields, jen.Line())...)),
 	)

@@ -22,7 +22,7 @@ import (
 // to.
 func reservedNames(m *pkgModel) map[string]bool {
 	r := map[string]bool{}
-	for _, n := range []string{"chat", "context", "ai", "json", "llms", "template", "iter", "markdown"} {
+	for _, n := range []string{"chat", "context", "ai", "json", "llms", "template", "iter", "markdown", "slices"} {
 		r[n] = true
 	}
 	for _, p := range m.pkg.Types.Imports() {

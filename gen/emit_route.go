@@ -10,6 +10,7 @@ import (
 // (chatRoute<Name>) and the error handlers (chatCatch<Func>), so that
 // stack traces and profiles show them.
 func (e *emitter) nameFuncs() {
+	e.pathConst = e.topName("chatPackagePath")
 	for _, r := range e.m.routes {
 		e.routeFuncs = append(e.routeFuncs, e.topName("chatRoute"+routeIdent(r.name)))
 	}
@@ -26,12 +27,32 @@ func (e *emitter) nameFuncs() {
 	}
 }
 
+// routeNames declares a constant per route holding its name, for
+// chat.Route, chat.PushRoute and chat.ExecuteRoute: a mistyped constant
+// does not compile, where a mistyped string strands the conversation.
+func (e *emitter) routeNames() {
+	if len(e.m.routes) == 0 {
+		return
+	}
+	var defs []jen.Code
+	for _, r := range e.m.routes {
+		target := r.fn.Name()
+		if r.bean != nil {
+			target = r.bean.obj.Name() + "." + target
+		}
+		defs = append(defs, fieldDoc(fmt.Sprintf("%s is the name of the route %s (%s).", r.constName, r.name, target)), jen.Id(r.constName).Op("=").Lit(r.name))
+	}
+	e.doc("The names of this package's routes, for chat.Route, chat.PushRoute and chat.ExecuteRoute: a mistyped constant does not compile.")
+	e.f.Const().Defs(defs...)
+	e.f.Line()
+}
+
 // routes returns the statements of Register that add the routes and error
 // handlers to p.
 func (e *emitter) routes() []jen.Code {
 	var out []jen.Code
 	for i, r := range e.m.routes {
-		fields := []jen.Code{inline("Name", jen.Lit(r.name))}
+		fields := []jen.Code{inline("Name", jen.Id(r.constName))}
 		if r.isDefault {
 			fields = append(fields, inline("Default", jen.True()))
 		}
@@ -48,7 +69,7 @@ func (e *emitter) routes() []jen.Code {
 	for i, c := range e.m.catches {
 		var fields []jen.Code
 		if c.route != "" {
-			fields = append(fields, inline("Route", jen.Lit(c.route)))
+			fields = append(fields, inline("Route", jen.Id("Route"+routeIdent(c.route))))
 		}
 		fields = append(fields, inline("Type", jen.Lit(e.m.typeString(c.errType))))
 		if c.iface {
@@ -123,11 +144,50 @@ func (e *emitter) routeFunc(r *routeModel, name string) {
 	if r.markdown {
 		doc = fmt.Sprintf("%s runs the route %s: it calls %s and sends its text answers rendered from markdown (//chat:markdown).", name, r.name, what)
 	}
-	e.doc(doc)
+	e.docFor(name, doc)
 	e.f.Func().Id(name).Params(
 		jen.Id(ctx).Add(ctxType()), jen.Id(req).Op("*").Qual(chatPkg, "RouteRequest"),
 	).Error().Block(body...)
 	e.f.Line()
+}
+
+// skipSentExecutions drops from the ai.Result res of an AI route the
+// executions of the tools whose //chat:event results reached the client
+// when they returned, so that Result.Send, which sends the results of a
+// turn that ended on immediate tools, does not send them twice.
+func (e *emitter) skipSentExecutions(r *routeModel, res string, names *funcNames) []jen.Code {
+	am := e.m.aiMethodOf(r.fn)
+	if am == nil {
+		return nil
+	}
+	var sent []string
+	var cond *jen.Statement
+	ex := names.fresh("ex")
+	for _, t := range am.tools {
+		if !e.m.sendsEvent(t) {
+			continue
+		}
+		sent = append(sent, t.name)
+		is := jen.Id(ex).Dot("Name").Op("==").Lit(t.name)
+		if cond == nil {
+			cond = is
+		} else {
+			cond = cond.Op("||").Add(is)
+		}
+	}
+	if cond == nil {
+		return nil
+	}
+	var out []jen.Code
+	for _, line := range wrap(fmt.Sprintf("The results of %s were sent when the tools returned.", joinAnd(sent)), docWidth-8-len("// ")) {
+		out = append(out, jen.Comment(line))
+	}
+	return append(out,
+		jen.Id(res).Dot("Executions").Op("=").Qual("slices", "DeleteFunc").Call(
+			jen.Qual("slices", "Clone").Call(jen.Id(res).Dot("Executions")),
+			jen.Func().Params(jen.Id(ex).Qual(aiPkg, "ToolExecution")).Bool().Block(jen.Return(cond)),
+		),
+	)
 }
 
 // routeCall makes the route's call and sends its result.
@@ -144,6 +204,9 @@ func (e *emitter) routeCall(r *routeModel, call *jen.Statement, names *funcNames
 		body = append(body, jen.List(jen.Id(res), jen.Id(errV)).Op(":=").Add(call), ifErr(errV, jen.Id(errV)))
 	} else {
 		body = append(body, jen.Id(res).Op(":=").Add(call))
+	}
+	if r.result.kind == resultAI {
+		body = append(body, e.skipSentExecutions(r, res, names)...)
 	}
 	if r.markdown {
 		// //chat:markdown: the text answers go out rendered.
@@ -200,7 +263,7 @@ func (e *emitter) catchFunc(c *catchModel, name string) {
 	if c.route != "" {
 		scope = "the route " + c.route
 	}
-	e.doc(fmt.Sprintf("%s hands the %s errors of %s to %s.", name, e.m.typeString(c.errType), scope, c.fn.Name()))
+	e.docFor(name, fmt.Sprintf("%s hands the %s errors of %s to %s.", name, e.m.typeString(c.errType), scope, c.fn.Name()))
 	e.f.Func().Id(name).Params(jen.Id(ctx).Add(ctxType()), jen.Id(errV).Error()).Params(jen.Bool(), jen.Error()).Block(body...)
 	e.f.Line()
 }

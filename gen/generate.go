@@ -89,7 +89,11 @@ func generatePackage(fset *token.FileSet, pkg *packages.Package, diags *Diagnost
 		return File{}, false
 	}
 	out := filepath.Join(dir, outputName)
-	hadOutput := slices.ContainsFunc(pkg.CompiledGoFiles, func(f string) bool { return filepath.Base(f) == outputName })
+	// GoFiles, not CompiledGoFiles only: go list leaves CompiledGoFiles
+	// empty when the package does not compile, which a stale output whose
+	// annotated types are gone makes it do.
+	isOutput := func(f string) bool { return filepath.Base(f) == outputName }
+	hadOutput := slices.ContainsFunc(pkg.CompiledGoFiles, isOutput) || slices.ContainsFunc(pkg.GoFiles, isOutput)
 
 	// Syntax errors make the package unusable; list errors too, except the
 	// compiler output go list reports when it builds export data: those

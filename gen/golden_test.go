@@ -7,7 +7,9 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -356,5 +358,24 @@ func TestDeterministicAcrossParseOrder(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// Every generated file names the generated-code version it needs, in its
+// comment and in the runtime constant it references, and both say
+// GeneratedCodeVersion.
+func TestGoldenOutputsNameTheirVersion(t *testing.T) {
+	sentence := regexp.MustCompile(`supports generated code version (\d+)\.`)
+	constant := regexp.MustCompile(`chat\.SupportPackageIsVersion(\d+)\b`)
+	want := strconv.Itoa(GeneratedCodeVersion)
+	for _, c := range readGoldenCases(t) {
+		out, ok := c.want("want/" + outputName)
+		if !ok {
+			continue
+		}
+		s, k := sentence.FindSubmatch(out), constant.FindSubmatch(out)
+		if s == nil || k == nil || string(s[1]) != want || string(k[1]) != want {
+			t.Errorf("%s: the version comment says %q and the constant %q; want both %s", c.name, s, k, want)
+		}
 	}
 }

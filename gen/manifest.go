@@ -111,6 +111,10 @@ func (b *manifestBuilder) route(r *routeModel) manifestRoute {
 	}
 	if am := b.aiMethod(r.fn); am != nil {
 		for _, t := range am.tools {
+			if b.m.sendsEvent(t) {
+				// Sent when the tool returns, whatever the route returns.
+				evs = append(evs, b.valueEvents(t.sig.Results().At(0).Type())...)
+			}
 			if t.confirm {
 				// A call of the tool pauses the turn on a Confirm event
 				// whose data is an ai.Confirmation, streaming or not. (A
@@ -132,16 +136,7 @@ func (b *manifestBuilder) route(r *routeModel) manifestRoute {
 const confirmationSchema = `{"type":"object","properties":{"id":{"type":"string"},"tool":{"type":"string"},"arguments":{},"callId":{"type":"string"}},"required":["id","tool","arguments","callId"]}`
 
 // aiMethod returns the AI method fn is, or nil.
-func (b *manifestBuilder) aiMethod(fn *types.Func) *aiMethod {
-	for _, s := range b.m.ais {
-		for _, am := range s.methods {
-			if am.fn == fn {
-				return am
-			}
-		}
-	}
-	return nil
-}
+func (b *manifestBuilder) aiMethod(fn *types.Func) *aiMethod { return b.m.aiMethodOf(fn) }
 
 // aiResultContent is T of ai.Result[T].
 func aiResultContent(t types.Type) types.Type {

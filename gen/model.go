@@ -132,8 +132,18 @@ func analyze(fset *token.FileSet, pkg *packages.Package, anns []*annotated, diag
 			}
 		}
 	}
+	// A box that some //chat:tools names is used, even when the AI
+	// service naming it has errors of its own and never bound it.
+	named := map[string]bool{}
+	for _, a := range anns {
+		for _, d := range all[*toolsDirective](a) {
+			for _, t := range d.types {
+				named[t.value] = true
+			}
+		}
+	}
 	for recv, tools := range m.tools {
-		if tools[0].bean == nil {
+		if tools[0].bean == nil && !named[recv] {
 			diags.warnf(fset.Position(tools[0].fn.Pos()), "the tools of %s are not used: no //chat:tools names %s", recv, recv)
 		}
 	}

@@ -12,6 +12,7 @@ import (
 // that the generated Register adds as a route.
 type routeModel struct {
 	name      string    // the route name, NAME of the directive
+	constName string    // the generated constant holding name: Route<Name>
 	isDefault bool      // the default flag: a new conversation starts here
 	roles     []string  // roles=: the caller needs one of them; nil for anyone
 	dirPos    token.Pos // the //chat:route directive, for messages
@@ -243,7 +244,7 @@ func (m *pkgModel) analyzeRoute(a *annotated, d *routeDirective, diags *Diagnost
 	}
 	switch {
 	case n > 1 || (n == 1 && res.Len() == 2 && !r.errRes):
-		diags.errorf(m.fset.Position(fn.Pos()), "route %s: %s must return at most one value and an error", r.name, fn.Name())
+		diags.errorf(m.fset.Position(fn.Pos()), "route %s: %s must return at most one value and an error; %s", r.name, fn.Name(), routeResults)
 		ok = false
 	case n == 1:
 		t := res.At(0).Type()
@@ -257,7 +258,7 @@ func (m *pkgModel) analyzeRoute(a *annotated, d *routeDirective, diags *Diagnost
 			case seq == "Seq2" && isString(elem[0]) && isError(elem[1]):
 				rr.kind = resultSeq2
 			default:
-				diags.errorf(m.fset.Position(fn.Pos()), "route %s: a route can stream iter.Seq[string] or iter.Seq2[string, error], not %s", r.name, m.typeString(t))
+				diags.errorf(m.fset.Position(fn.Pos()), "route %s: a route can stream iter.Seq[string] or iter.Seq2[string, error], not %s; %s", r.name, m.typeString(t), routeResults)
 				ok = false
 			}
 		} else {
@@ -265,7 +266,7 @@ func (m *pkgModel) analyzeRoute(a *annotated, d *routeDirective, diags *Diagnost
 			case *types.Pointer, *types.Interface, *types.Map, *types.Slice:
 				rr.nilable = true
 			case *types.Signature, *types.Chan:
-				diags.errorf(m.fset.Position(fn.Pos()), "route %s: a route cannot return %s: it cannot be sent as an event", r.name, m.typeString(t))
+				diags.errorf(m.fset.Position(fn.Pos()), "route %s: a route cannot return %s: it cannot be sent as an event; %s", r.name, m.typeString(t), routeResults)
 				ok = false
 			}
 		}
@@ -471,6 +472,8 @@ func (m *pkgModel) checkRoutes(diags *Diagnostics) {
 			continue
 		}
 		seen[r.name] = r
+		r.constName = "Route" + routeIdent(r.name)
+		m.declare(r.constName, r.namePos, "route "+r.name, diags)
 		if r.isDefault {
 			if def != nil {
 				diags.errorf(m.fset.Position(r.dirPos), "route %s: a second default route", r.name).Related = []Related{
@@ -496,6 +499,11 @@ func (m *pkgModel) checkRoutes(diags *Diagnostics) {
 		}
 	}
 }
+
+// routeResults says what a route may return, for the errors about what it
+// may not.
+const routeResults = "allowed: nothing, error, T or (T, error), where T is string, " +
+	"iter.Seq[string], iter.Seq2[string, error], ai.Result or another value encoding/json can send"
 
 func paramIndex(t *types.Tuple, name string) int {
 	for i := range t.Len() {

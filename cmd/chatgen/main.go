@@ -6,6 +6,10 @@
 // With no arguments it processes the package in the current directory.
 // It prints every problem as file:line:col: message, sorted, and exits 1
 // without writing anything when there is an error.
+//
+// With -check it writes nothing and exits 1, naming the stale files, when
+// any output would change: for CI and pre-commit hooks, so that a
+// //chat:tool added without go generate does not go unnoticed.
 package main
 
 import (
@@ -16,6 +20,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"runtime/debug"
 
 	"github.com/chatscopes/chatgen/gen"
@@ -34,6 +39,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	tags := fs.String("tags", "", "comma-separated build tags to load the packages with")
 	verbose := fs.Bool("v", false, "print the files written")
 	showVersion := fs.Bool("version", false, "print chatgen's version and exit")
+	check := fs.Bool("check", false, "write nothing; exit 1 naming the stale files when any output would change (for CI and pre-commit hooks)")
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "usage: chatgen [flags] [packages]\n\n")
 		fmt.Fprintf(stderr, "chatgen writes chat_gen.go for each package with //chat: directives\n")
@@ -76,6 +82,21 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "chatgen: %d error%s\n", errs, plural(errs))
 		return 1
 	}
+	if *check {
+		stale, err := gen.StaleFiles(res.Files)
+		for _, p := range stale {
+			fmt.Fprintf(stderr, "chatgen: %s is stale\n", relTo(wd, p))
+		}
+		if err != nil {
+			fmt.Fprintf(stderr, "chatgen: %v\n", err)
+			return 1
+		}
+		if len(stale) > 0 {
+			fmt.Fprintf(stderr, "chatgen: %d stale file%s: run go generate ./... and commit the result\n", len(stale), plural(len(stale)))
+			return 1
+		}
+		return 0
+	}
 	changed, err := gen.WriteFiles(res.Files)
 	if *verbose {
 		for _, p := range changed {
@@ -87,6 +108,14 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	return 0
+}
+
+// relTo returns path relative to dir when it lies under it.
+func relTo(dir, path string) string {
+	if rel, err := filepath.Rel(dir, path); err == nil && filepath.IsLocal(rel) {
+		return rel
+	}
+	return path
 }
 
 func plural(n int) string {

@@ -80,3 +80,95 @@ func TestWritesOnceThenNothing(t *testing.T) {
 		t.Fatalf("second run: exit %d, stdout %q; want no change", code, stdout.String())
 	}
 }
+
+// deskSrc is a support desk whose AI service is offered the tools of
+// Tickets; extra is appended (another tool, say).
+func deskSrc(extra string) string {
+	return `package m
+
+import "context"
+
+// Desk answers support questions.
+//
+//chat:ai
+type Desk interface {
+	//chat:tools Tickets
+	Answer(ctx context.Context, msg string) (string, error)
+}
+
+// Tickets opens and closes tickets.
+type Tickets struct{}
+
+// Open opens a ticket.
+//
+//chat:tool
+func (t *Tickets) Open(ctx context.Context, title string) (string, error) { return title, nil }
+` + extra
+}
+
+// TestCheckNamesStaleFilesAndWritesNothing: -check exits 1 naming each
+// file that go generate would change (a missing one, one that misses a
+// new //chat:tool, one to remove), and writes nothing; 0 when all are
+// current.
+func TestCheckNamesStaleFilesAndWritesNothing(t *testing.T) {
+	dir := module(t, deskSrc(""))
+	out := filepath.Join(dir, "chat_gen.go")
+	check := func(wantCode int, wantStderr string) {
+		t.Helper()
+		var stdout, stderr bytes.Buffer
+		if code := run(context.Background(), []string{"-check"}, &stdout, &stderr); code != wantCode || stderr.String() != wantStderr {
+			t.Fatalf("chatgen -check: exit %d, stderr:\n%s\nwant exit %d, stderr:\n%s", code, stderr.String(), wantCode, wantStderr)
+		}
+	}
+	const stale = "chatgen: chat_gen.go is stale\nchatgen: 1 stale file: run go generate ./... and commit the result\n"
+
+	// Never generated.
+	check(1, stale)
+	if _, err := os.Stat(out); !os.IsNotExist(err) {
+		t.Fatalf("-check wrote chat_gen.go (stat: %v)", err)
+	}
+
+	// Generated: current.
+	var stdout, stderr bytes.Buffer
+	if code := run(context.Background(), nil, &stdout, &stderr); code != 0 {
+		t.Fatalf("chatgen: exit %d; stderr:\n%s", code, stderr.String())
+	}
+	generated, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	check(0, "")
+
+	// A new tool without go generate: the model would never be offered it.
+	tool := "\n// Close closes a ticket.\n//\n//chat:tool\nfunc (t *Tickets) Close(ctx context.Context, id int) error { return nil }\n"
+	if err := os.WriteFile(filepath.Join(dir, "a.go"), []byte(deskSrc(tool)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	check(1, stale)
+	if now, err := os.ReadFile(out); err != nil || !bytes.Equal(now, generated) {
+		t.Fatalf("-check changed chat_gen.go (err %v)", err)
+	}
+
+	// No directives left: the output would be removed.
+	if err := os.WriteFile(filepath.Join(dir, "a.go"), []byte("package m\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	check(1, stale)
+	if _, err := os.Stat(out); err != nil {
+		t.Fatalf("-check removed chat_gen.go: %v", err)
+	}
+	// go generate removes it, although the stale file no longer compiles.
+	if code := run(context.Background(), nil, &stdout, &stderr); code != 0 {
+		t.Fatalf("chatgen: exit %d; stderr:\n%s", code, stderr.String())
+	}
+	if _, err := os.Stat(out); !os.IsNotExist(err) {
+		t.Fatalf("chatgen kept the output of a package without directives (stat: %v)", err)
+	}
+	check(0, "")
+
+	// Errors are reported as without -check, and nothing is written.
+	if err := os.WriteFile(filepath.Join(dir, "a.go"), []byte("package m\n\n//chat:scope\ntype A struct{}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	check(1, "a.go:3:1: unknown directive //chat:scope; did you mean //chat:scoped?\nchatgen: 1 error\n")
+}

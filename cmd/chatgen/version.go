@@ -4,12 +4,14 @@ import (
 	"fmt"
 	"runtime/debug"
 	"strings"
+
+	"github.com/chatscopes/chatgen/gen"
 )
 
 // generatedCodeVersion is the version of the generated code this chatgen
 // writes: its output references chat.SupportPackageIsVersion<N> with this
 // N, so it compiles only against a runtime that supports it.
-const generatedCodeVersion = 3
+const generatedCodeVersion = gen.GeneratedCodeVersion
 
 // version describes this build of chatgen: the module version it was
 // built as ("v1.2.3" when installed with go install or go get -tool,

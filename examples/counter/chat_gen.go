@@ -11,6 +11,8 @@ import (
 // This file needs a chatgen runtime that supports generated code version 3.
 const _ = chat.SupportPackageIsVersion3
 
+const chatPackagePath = "github.com/chatscopes/chatgen/examples/counter"
+
 // Compile-time assertions: a compiler error here means the annotated source
 // changed since this file was generated. Re-run go generate.
 func _() {
@@ -38,16 +40,14 @@ type Deps struct {
 // handlers and the providers of its scoped beans. Pass it to chat.NewRouter,
 // or to chat.WithPackages to use the beans without a router.
 func Register(deps Deps) *chat.Package {
-	p := chat.NewPackage("github.com/chatscopes/chatgen/examples/counter")
+	p := chat.NewPackage(chatPackagePath)
 	chat.Provide(p, chatBeanTally, func(ctx context.Context) (*Tally, error) {
 		return NewTally(ctx, deps.Journal)
 	})
 	return p
 }
 
-// chatBeanCounter describes the scoped type Counter: one instance per chat
-// scope, inherited by nested scopes.
-var chatBeanCounter = chat.NewBean[*Counter]("github.com/chatscopes/chatgen/examples/counter.Counter", chat.KindChat, func(context.Context) (*Counter, error) {
+var chatBeanCounter = chat.NewBean[*Counter](chatPackagePath+".Counter", chat.KindChat, func(context.Context) (*Counter, error) {
 	return new(Counter), nil
 })
 
@@ -74,9 +74,7 @@ func (CounterProxy) Increment(ctx context.Context) {
 	chat.MustLookup(ctx, chatBeanCounter).Increment()
 }
 
-// chatBeanPerChatCounter describes the scoped type PerChatCounter: one
-// instance per chat scope, never inherited.
-var chatBeanPerChatCounter = chat.NewBean[*PerChatCounter]("github.com/chatscopes/chatgen/examples/counter.PerChatCounter", chat.KindPerChat, func(context.Context) (*PerChatCounter, error) {
+var chatBeanPerChatCounter = chat.NewBean[*PerChatCounter](chatPackagePath+".PerChatCounter", chat.KindPerChat, func(context.Context) (*PerChatCounter, error) {
 	return new(PerChatCounter), nil
 })
 
@@ -103,9 +101,7 @@ func (PerChatCounterProxy) Increment(ctx context.Context) {
 	chat.MustLookup(ctx, chatBeanPerChatCounter).Increment()
 }
 
-// chatBeanInvocationCounter describes the scoped type InvocationCounter: one
-// instance per top-level call through InvocationCounterProxy.
-var chatBeanInvocationCounter = chat.NewBean[*InvocationCounter]("github.com/chatscopes/chatgen/examples/counter.InvocationCounter", chat.KindInvocation, func(context.Context) (*InvocationCounter, error) {
+var chatBeanInvocationCounter = chat.NewBean[*InvocationCounter](chatPackagePath+".InvocationCounter", chat.KindInvocation, func(context.Context) (*InvocationCounter, error) {
 	return new(InvocationCounter), nil
 })
 
@@ -141,9 +137,7 @@ func (InvocationCounterProxy) Increment(ctx context.Context) {
 	chat.MustLookup(ctx, chatBeanInvocationCounter).Increment()
 }
 
-// chatBeanCalculator describes the scoped type Calculator: one instance per
-// top-level call through CalculatorProxy.
-var chatBeanCalculator = chat.NewBean[*Calculator]("github.com/chatscopes/chatgen/examples/counter.Calculator", chat.KindInvocation, func(context.Context) (*Calculator, error) {
+var chatBeanCalculator = chat.NewBean[*Calculator](chatPackagePath+".Calculator", chat.KindInvocation, func(context.Context) (*Calculator, error) {
 	return new(Calculator), nil
 })
 
@@ -169,9 +163,7 @@ func (CalculatorProxy) Add(ctx context.Context) int {
 	return chat.MustLookup(ctx, chatBeanCalculator).Add(ctx)
 }
 
-// chatBeanTally describes the scoped type Tally: one instance per chat
-// scope, inherited by nested scopes.
-var chatBeanTally = chat.NewBean[*Tally]("github.com/chatscopes/chatgen/examples/counter.Tally", chat.KindChat, nil)
+var chatBeanTally = chat.NewBean[*Tally](chatPackagePath+".Tally", chat.KindChat, nil)
 
 // TallyFrom returns the Tally of the chat scope active in ctx, creating it
 // on first use. Without an active chat scope the error matches

@@ -63,7 +63,7 @@ func NewAnvil(armory *Armory) *Anvil { return &Anvil{armory: armory} }
 //chat:tool name=setPiece
 func (a *Anvil) SetPiece(ctx context.Context, piece Piece) (Armor, error) {
 	a.armor.Piece = string(piece)
-	return a.armor, chat.Response(ctx).Send(a.armor)
+	return a.armor, nil // an armour event: the page shows the card
 }
 
 // SetMaterial sets the material of the armour.
@@ -74,7 +74,7 @@ func (a *Anvil) SetMaterial(ctx context.Context, material Material) (Armor, erro
 	if err := chat.Response(ctx).Thinking(fmt.Sprintf("Heating the %s…", material)); err != nil {
 		return Armor{}, err
 	}
-	return a.armor, chat.Response(ctx).Send(a.armor)
+	return a.armor, nil
 }
 
 // FinishArmor saves the armour and goes back to the main menu.

@@ -195,11 +195,11 @@ func handBack(ctx context.Context) error {
 // conversationName is the name the page shows for a route's conversation.
 func conversationName(route string) string {
 	switch route {
-	case "weapon":
+	case RouteWeapon:
 		return "Weapon builder"
-	case "enchant":
+	case RouteEnchant:
 		return "Enchantment"
-	case "armor":
+	case RouteArmor:
 		return "Armour builder"
 	}
 	return "Main menu"

@@ -30,6 +30,7 @@ func TestServesEveryBrowserFile(t *testing.T) {
 	defer chatServer.Close()
 	for _, tc := range []struct{ path, contentType, body string }{
 		{"/", "text/html", "<script"},
+		{"/favicon.ico", "image/svg+xml", "<svg"}, // browsers ask for it: no 404 in the console
 		{"/app.js", "text/javascript", "ChatScopesClient"},
 		{ws.ScriptPath, "text/javascript", "class ChatScopesClient"},
 		{ws.ModulePath, "text/javascript", "export class ChatScopesClient"},

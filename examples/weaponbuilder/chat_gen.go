@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"iter"
+	"slices"
 
 	"github.com/chatscopes/chatgen/runtime/ai"
 	"github.com/chatscopes/chatgen/runtime/chat"
@@ -14,6 +15,8 @@ import (
 
 // This file needs a chatgen runtime that supports generated code version 3.
 const _ = chat.SupportPackageIsVersion3
+
+const chatPackagePath = "github.com/chatscopes/chatgen/examples/weaponbuilder"
 
 // Compile-time assertions: a compiler error here means the annotated source
 // changed since this file was generated. Re-run go generate.
@@ -71,43 +74,56 @@ type Deps struct {
 	WeaponBuilder ai.Config
 }
 
+// The names of this package's routes, for chat.Route, chat.PushRoute and
+// chat.ExecuteRoute: a mistyped constant does not compile.
+const (
+	// RouteArmor is the name of the route armor (ArmorBuilder.Chat).
+	RouteArmor = "armor"
+	// RouteEnchant is the name of the route enchant (Enchanter.Chat).
+	RouteEnchant = "enchant"
+	// RouteMenu is the name of the route menu (MainMenu.Chat).
+	RouteMenu = "menu"
+	// RouteWeapon is the name of the route weapon (WeaponBuilder.Chat).
+	RouteWeapon = "weapon"
+)
+
 // Register returns the chat registration of package main: its routes, error
 // handlers and the providers of its scoped beans. Pass it to chat.NewRouter,
 // or to chat.WithPackages to use the beans without a router.
 func Register(deps Deps) *chat.Package {
-	p := chat.NewPackage("github.com/chatscopes/chatgen/examples/weaponbuilder")
-	svcArmorBuilder := ai.NewService("github.com/chatscopes/chatgen/examples/weaponbuilder.ArmorBuilder", deps.ArmorBuilder)
+	p := chat.NewPackage(chatPackagePath)
+	svcArmorBuilder := ai.NewService(chatPackagePath+".ArmorBuilder", deps.ArmorBuilder)
 	svcArmorBuilder.AddMethods(&chatMethodArmorBuilderChat)
 	p.AddCheck(svcArmorBuilder.Check)
 	p.AddStoreCheck(svcArmorBuilder.CheckStore)
 	chat.Provide(p, chatBeanArmorBuilder, func(context.Context) (ArmorBuilder, error) {
 		return &chatAIArmorBuilder{svc: svcArmorBuilder}, nil
 	})
-	svcEnchanter := ai.NewService("github.com/chatscopes/chatgen/examples/weaponbuilder.Enchanter", deps.Enchanter)
+	svcEnchanter := ai.NewService(chatPackagePath+".Enchanter", deps.Enchanter)
 	svcEnchanter.AddMethods(&chatMethodEnchanterChat)
 	p.AddCheck(svcEnchanter.Check)
 	p.AddStoreCheck(svcEnchanter.CheckStore)
 	chat.Provide(p, chatBeanEnchanter, func(context.Context) (Enchanter, error) {
 		return &chatAIEnchanter{svc: svcEnchanter}, nil
 	})
-	svcMainMenu := ai.NewService("github.com/chatscopes/chatgen/examples/weaponbuilder.MainMenu", deps.MainMenu)
+	svcMainMenu := ai.NewService(chatPackagePath+".MainMenu", deps.MainMenu)
 	svcMainMenu.AddMethods(&chatMethodMainMenuChat)
 	p.AddCheck(svcMainMenu.Check)
 	p.AddStoreCheck(svcMainMenu.CheckStore)
 	chat.Provide(p, chatBeanMainMenu, func(context.Context) (MainMenu, error) {
 		return &chatAIMainMenu{svc: svcMainMenu}, nil
 	})
-	svcWeaponBuilder := ai.NewService("github.com/chatscopes/chatgen/examples/weaponbuilder.WeaponBuilder", deps.WeaponBuilder)
+	svcWeaponBuilder := ai.NewService(chatPackagePath+".WeaponBuilder", deps.WeaponBuilder)
 	svcWeaponBuilder.AddMethods(&chatMethodWeaponBuilderChat)
 	p.AddCheck(svcWeaponBuilder.Check)
 	p.AddStoreCheck(svcWeaponBuilder.CheckStore)
 	chat.Provide(p, chatBeanWeaponBuilder, func(context.Context) (WeaponBuilder, error) {
 		return &chatAIWeaponBuilder{svc: svcWeaponBuilder}, nil
 	})
-	p.AddRoute(chat.RouteSpec{Name: "armor", Handle: chatRouteArmor})
-	p.AddRoute(chat.RouteSpec{Name: "enchant", Handle: chatRouteEnchant})
-	p.AddRoute(chat.RouteSpec{Name: "menu", Default: true, Handle: chatRouteMenu})
-	p.AddRoute(chat.RouteSpec{Name: "weapon", Handle: chatRouteWeapon})
+	p.AddRoute(chat.RouteSpec{Name: RouteArmor, Handle: chatRouteArmor})
+	p.AddRoute(chat.RouteSpec{Name: RouteEnchant, Handle: chatRouteEnchant})
+	p.AddRoute(chat.RouteSpec{Name: RouteMenu, Default: true, Handle: chatRouteMenu})
+	p.AddRoute(chat.RouteSpec{Name: RouteWeapon, Handle: chatRouteWeapon})
 	p.Describe(chatManifest())
 	chat.Provide(p, chatBeanAnvil, func(context.Context) (*Anvil, error) {
 		return NewAnvil(deps.Armory), nil
@@ -121,8 +137,6 @@ func Register(deps Deps) *chat.Package {
 	return p
 }
 
-// chatRouteArmor runs the route armor: it calls ArmorBuilder.Chat and sends
-// its text answers rendered from markdown (//chat:markdown).
 func chatRouteArmor(ctx context.Context, req *chat.RouteRequest) error {
 	armorBuilder, err := chat.Lookup(ctx, chatBeanArmorBuilder)
 	if err != nil {
@@ -132,11 +146,14 @@ func chatRouteArmor(ctx context.Context, req *chat.RouteRequest) error {
 	if err != nil {
 		return err
 	}
+	// The results of setPiece and setMaterial were sent when the tools
+	// returned.
+	res.Executions = slices.DeleteFunc(slices.Clone(res.Executions), func(ex ai.ToolExecution) bool {
+		return ex.Name == "setPiece" || ex.Name == "setMaterial"
+	})
 	return res.SendText(ctx, markdown.Message)
 }
 
-// chatRouteEnchant runs the route enchant: it calls Enchanter.Chat and sends
-// its text answers rendered from markdown (//chat:markdown).
 func chatRouteEnchant(ctx context.Context, req *chat.RouteRequest) error {
 	enchanter, err := chat.Lookup(ctx, chatBeanEnchanter)
 	if err != nil {
@@ -149,8 +166,6 @@ func chatRouteEnchant(ctx context.Context, req *chat.RouteRequest) error {
 	return res.SendText(ctx, markdown.Message)
 }
 
-// chatRouteMenu runs the route menu: it calls MainMenu.Chat and sends its
-// text answers rendered from markdown (//chat:markdown).
 func chatRouteMenu(ctx context.Context, req *chat.RouteRequest) error {
 	mainMenu, err := chat.Lookup(ctx, chatBeanMainMenu)
 	if err != nil {
@@ -160,8 +175,6 @@ func chatRouteMenu(ctx context.Context, req *chat.RouteRequest) error {
 	return markdown.SendStreamWithErrors(ctx, res)
 }
 
-// chatRouteWeapon runs the route weapon: it calls WeaponBuilder.Chat and
-// sends its text answers rendered from markdown (//chat:markdown).
 func chatRouteWeapon(ctx context.Context, req *chat.RouteRequest) error {
 	weaponBuilder, err := chat.Lookup(ctx, chatBeanWeaponBuilder)
 	if err != nil {
@@ -171,13 +184,14 @@ func chatRouteWeapon(ctx context.Context, req *chat.RouteRequest) error {
 	if err != nil {
 		return err
 	}
+	// The results of setKind, setName, setDamage and showWeapon were
+	// sent when the tools returned.
+	res.Executions = slices.DeleteFunc(slices.Clone(res.Executions), func(ex ai.ToolExecution) bool {
+		return ex.Name == "setKind" || ex.Name == "setName" || ex.Name == "setDamage" || ex.Name == "showWeapon"
+	})
 	return res.SendText(ctx, markdown.Message)
 }
 
-// chatManifest describes the routes of this package to clients: the request
-// data each route takes and the events it sends, with their JSON Schemas.
-// Register hands it to chat.Package.Describe; runtime/ws serves it to
-// browsers as a typed module.
 func chatManifest() *chat.Manifest {
 	return &chat.Manifest{
 		Routes: []chat.RouteInfo{
@@ -210,6 +224,7 @@ func chatManifest() *chat.Manifest {
 				Events: []chat.EventInfo{
 					{Type: "Confirm", Schema: `{"type":"object","properties":{"id":{"type":"string"},"tool":{"type":"string"},"arguments":{},"callId":{"type":"string"}},"required":["id","tool","arguments","callId"]}`},
 					{Type: "Stream", Schema: `{"type":"string"}`},
+					{Type: "inventory", Schema: `{"$ref":"#/$defs/Inventory"}`},
 				},
 			},
 			{
@@ -241,9 +256,7 @@ func chatManifest() *chat.Manifest {
 	}
 }
 
-// chatBeanArmorBuilder describes the scoped type ArmorBuilder: one instance
-// per chat scope, inherited by nested scopes.
-var chatBeanArmorBuilder = chat.NewBean[ArmorBuilder]("github.com/chatscopes/chatgen/examples/weaponbuilder.ArmorBuilder", chat.KindChat, nil)
+var chatBeanArmorBuilder = chat.NewBean[ArmorBuilder](chatPackagePath+".ArmorBuilder", chat.KindChat, nil)
 
 // ArmorBuilderFrom returns the ArmorBuilder of the chat scope active in ctx,
 // creating it on first use. Without an active chat scope the error matches
@@ -267,10 +280,7 @@ func (ArmorBuilderProxy) Chat(ctx context.Context, userMessage string) (ai.Resul
 	return armorBuilder.Chat(ctx, userMessage)
 }
 
-// chatBeanAnvil describes the scoped type Anvil: one instance per chat
-// scope, inherited by nested scopes, saved with durable conversations as its
-// encoding/json form.
-var chatBeanAnvil = chat.NewDurableBean[*Anvil]("github.com/chatscopes/chatgen/examples/weaponbuilder.Anvil", chat.KindChat, nil)
+var chatBeanAnvil = chat.NewDurableBean[*Anvil](chatPackagePath+".Anvil", chat.KindChat, nil)
 
 // AnvilFrom returns the Anvil of the chat scope active in ctx, creating it
 // on first use. Without an active chat scope the error matches
@@ -321,9 +331,7 @@ func (AnvilProxy) Cancel(ctx context.Context) (string, error) {
 	return anvil.Cancel(ctx)
 }
 
-// chatBeanEnchanter describes the scoped type Enchanter: one instance per
-// chat scope, inherited by nested scopes.
-var chatBeanEnchanter = chat.NewBean[Enchanter]("github.com/chatscopes/chatgen/examples/weaponbuilder.Enchanter", chat.KindChat, nil)
+var chatBeanEnchanter = chat.NewBean[Enchanter](chatPackagePath+".Enchanter", chat.KindChat, nil)
 
 // EnchanterFrom returns the Enchanter of the chat scope active in ctx,
 // creating it on first use. Without an active chat scope the error matches
@@ -347,10 +355,7 @@ func (EnchanterProxy) Chat(ctx context.Context, userMessage string) (ai.Result[s
 	return enchanter.Chat(ctx, userMessage)
 }
 
-// chatBeanRunes describes the scoped type Runes: one instance per chat
-// scope, never inherited, saved with durable conversations as its
-// encoding/json form.
-var chatBeanRunes = chat.NewDurableBean[*Runes]("github.com/chatscopes/chatgen/examples/weaponbuilder.Runes", chat.KindPerChat, func(context.Context) (*Runes, error) {
+var chatBeanRunes = chat.NewDurableBean[*Runes](chatPackagePath+".Runes", chat.KindPerChat, func(context.Context) (*Runes, error) {
 	return new(Runes), nil
 })
 
@@ -403,9 +408,7 @@ func (RunesProxy) Cancel(ctx context.Context) (string, error) {
 	return runes.Cancel(ctx)
 }
 
-// chatBeanMainMenu describes the scoped type MainMenu: one instance per chat
-// scope, inherited by nested scopes.
-var chatBeanMainMenu = chat.NewBean[MainMenu]("github.com/chatscopes/chatgen/examples/weaponbuilder.MainMenu", chat.KindChat, nil)
+var chatBeanMainMenu = chat.NewBean[MainMenu](chatPackagePath+".MainMenu", chat.KindChat, nil)
 
 // MainMenuFrom returns the MainMenu of the chat scope active in ctx,
 // creating it on first use. Without an active chat scope the error matches
@@ -425,9 +428,7 @@ func (MainMenuProxy) Chat(ctx context.Context, userMessage string) iter.Seq2[str
 	return chat.MustLookup(ctx, chatBeanMainMenu).Chat(ctx, userMessage)
 }
 
-// chatBeanCounter describes the scoped type Counter: one instance per chat
-// scope, inherited by nested scopes.
-var chatBeanCounter = chat.NewBean[*Counter]("github.com/chatscopes/chatgen/examples/weaponbuilder.Counter", chat.KindChat, nil)
+var chatBeanCounter = chat.NewBean[*Counter](chatPackagePath+".Counter", chat.KindChat, nil)
 
 // CounterFrom returns the Counter of the chat scope active in ctx, creating
 // it on first use. Without an active chat scope the error matches
@@ -478,9 +479,7 @@ func (CounterProxy) DeleteItem(ctx context.Context, item string) (string, error)
 	return counter.DeleteItem(ctx, item)
 }
 
-// chatBeanWeaponBuilder describes the scoped type WeaponBuilder: one
-// instance per chat scope, inherited by nested scopes.
-var chatBeanWeaponBuilder = chat.NewBean[WeaponBuilder]("github.com/chatscopes/chatgen/examples/weaponbuilder.WeaponBuilder", chat.KindChat, nil)
+var chatBeanWeaponBuilder = chat.NewBean[WeaponBuilder](chatPackagePath+".WeaponBuilder", chat.KindChat, nil)
 
 // WeaponBuilderFrom returns the WeaponBuilder of the chat scope active in
 // ctx, creating it on first use. Without an active chat scope the error
@@ -504,10 +503,7 @@ func (WeaponBuilderProxy) Chat(ctx context.Context, userMessage string) (ai.Resu
 	return weaponBuilder.Chat(ctx, userMessage)
 }
 
-// chatBeanWorkbench describes the scoped type Workbench: one instance per
-// chat scope, inherited by nested scopes, saved with durable conversations
-// as its encoding/json form.
-var chatBeanWorkbench = chat.NewDurableBean[*Workbench]("github.com/chatscopes/chatgen/examples/weaponbuilder.Workbench", chat.KindChat, nil)
+var chatBeanWorkbench = chat.NewDurableBean[*Workbench](chatPackagePath+".Workbench", chat.KindChat, nil)
 
 // WorkbenchFrom returns the Workbench of the chat scope active in ctx,
 // creating it on first use. Without an active chat scope the error matches
@@ -611,8 +607,6 @@ func (Inventory) ChatEventType() string {
 	return "inventory"
 }
 
-// chatToolAnvilSetPiece is the tool setPiece: it decodes the model's
-// arguments and calls Anvil.SetPiece on the Anvil of the current scope.
 var chatToolAnvilSetPiece = ai.Tool{
 	Name:        "setPiece",
 	Description: "SetPiece sets which piece of armour to make.",
@@ -620,12 +614,14 @@ var chatToolAnvilSetPiece = ai.Tool{
 	Invoke: ai.BeanTool(chatBeanAnvil, func(ctx context.Context, anvil *Anvil, args struct {
 		Piece Piece `json:"piece"`
 	}) (any, error) {
-		return anvil.SetPiece(ctx, args.Piece)
+		result, err := anvil.SetPiece(ctx, args.Piece)
+		if err == nil {
+			chat.SendToolEvent(ctx, result)
+		}
+		return result, err
 	}),
 }
 
-// chatToolAnvilSetMaterial is the tool setMaterial: it decodes the model's
-// arguments and calls Anvil.SetMaterial on the Anvil of the current scope.
 var chatToolAnvilSetMaterial = ai.Tool{
 	Name:        "setMaterial",
 	Description: "SetMaterial sets the material of the armour.",
@@ -633,12 +629,14 @@ var chatToolAnvilSetMaterial = ai.Tool{
 	Invoke: ai.BeanTool(chatBeanAnvil, func(ctx context.Context, anvil *Anvil, args struct {
 		Material Material `json:"material"`
 	}) (any, error) {
-		return anvil.SetMaterial(ctx, args.Material)
+		result, err := anvil.SetMaterial(ctx, args.Material)
+		if err == nil {
+			chat.SendToolEvent(ctx, result)
+		}
+		return result, err
 	}),
 }
 
-// chatToolAnvilFinishArmor is the tool finishArmor: it calls
-// Anvil.FinishArmor on the Anvil of the current scope.
 var chatToolAnvilFinishArmor = ai.Tool{
 	Name:        "finishArmor",
 	Description: "FinishArmor saves the armour and goes back to the main menu.",
@@ -649,8 +647,6 @@ var chatToolAnvilFinishArmor = ai.Tool{
 	}),
 }
 
-// chatToolAnvilCancel is the tool cancel: it calls Anvil.Cancel on the Anvil
-// of the current scope.
 var chatToolAnvilCancel = ai.Tool{
 	Name:        "cancel",
 	Description: "Cancel leaves the armour builder without saving the armour and goes back\nto the main menu.",
@@ -661,13 +657,10 @@ var chatToolAnvilCancel = ai.Tool{
 	}),
 }
 
-// chatAIArmorBuilder is the generated implementation of the //chat:ai
-// interface ArmorBuilder.
 type chatAIArmorBuilder struct {
 	svc *ai.Service
 }
 
-// chatMethodArmorBuilderChat describes ArmorBuilder.Chat to the AI service.
 var chatMethodArmorBuilderChat = ai.Method{
 	Name:   "Chat",
 	Kind:   chat.KindChat,
@@ -680,7 +673,6 @@ var chatMethodArmorBuilderChat = ai.Method{
 	},
 }
 
-// Chat asks the model, as ArmorBuilder.Chat describes.
 func (x *chatAIArmorBuilder) Chat(ctx context.Context, userMessage string) (ai.Result[string], error) {
 	reply, err := x.svc.Chat(ctx, &ai.Request{Method: &chatMethodArmorBuilderChat, User: userMessage})
 	if err != nil {
@@ -689,8 +681,6 @@ func (x *chatAIArmorBuilder) Chat(ctx context.Context, userMessage string) (ai.R
 	return ai.NewResult(reply.Content, reply), nil
 }
 
-// chatToolRunesSetElement is the tool setElement: it decodes the model's
-// arguments and calls Runes.SetElement on the Runes of the current scope.
 var chatToolRunesSetElement = ai.Tool{
 	Name:        "setElement",
 	Description: "SetElement sets the element of the enchantment.",
@@ -702,8 +692,6 @@ var chatToolRunesSetElement = ai.Tool{
 	}),
 }
 
-// chatToolRunesSetPower is the tool setPower: it decodes the model's
-// arguments and calls Runes.SetPower on the Runes of the current scope.
 var chatToolRunesSetPower = ai.Tool{
 	Name:        "setPower",
 	Description: "SetPower sets the power of the enchantment.",
@@ -715,8 +703,6 @@ var chatToolRunesSetPower = ai.Tool{
 	}),
 }
 
-// chatToolRunesBind is the tool bind: it calls Runes.Bind on the Runes of
-// the current scope.
 var chatToolRunesBind = ai.Tool{
 	Name:        "bind",
 	Description: "Bind binds the enchantment to the weapon on the workbench and returns to\nthe weapon builder.",
@@ -727,8 +713,6 @@ var chatToolRunesBind = ai.Tool{
 	}),
 }
 
-// chatToolRunesCancel is the tool cancel: it calls Runes.Cancel on the Runes
-// of the current scope.
 var chatToolRunesCancel = ai.Tool{
 	Name:        "cancel",
 	Description: "Cancel leaves the enchantment without binding it and goes back to the\nweapon builder.",
@@ -739,13 +723,10 @@ var chatToolRunesCancel = ai.Tool{
 	}),
 }
 
-// chatAIEnchanter is the generated implementation of the //chat:ai interface
-// Enchanter.
 type chatAIEnchanter struct {
 	svc *ai.Service
 }
 
-// chatMethodEnchanterChat describes Enchanter.Chat to the AI service.
 var chatMethodEnchanterChat = ai.Method{
 	Name:   "Chat",
 	Kind:   chat.KindChat,
@@ -758,7 +739,6 @@ var chatMethodEnchanterChat = ai.Method{
 	},
 }
 
-// Chat asks the model, as Enchanter.Chat describes.
 func (x *chatAIEnchanter) Chat(ctx context.Context, userMessage string) (ai.Result[string], error) {
 	reply, err := x.svc.Chat(ctx, &ai.Request{Method: &chatMethodEnchanterChat, User: userMessage})
 	if err != nil {
@@ -767,8 +747,6 @@ func (x *chatAIEnchanter) Chat(ctx context.Context, userMessage string) (ai.Resu
 	return ai.NewResult(reply.Content, reply), nil
 }
 
-// chatToolCounterBuildWeapon is the tool buildWeapon: it calls
-// Counter.BuildWeapon on the Counter of the current scope.
 var chatToolCounterBuildWeapon = ai.Tool{
 	Name:        "buildWeapon",
 	Description: "BuildWeapon starts building a new weapon with the player.",
@@ -779,8 +757,6 @@ var chatToolCounterBuildWeapon = ai.Tool{
 	}),
 }
 
-// chatToolCounterBuildArmor is the tool buildArmor: it calls
-// Counter.BuildArmor on the Counter of the current scope.
 var chatToolCounterBuildArmor = ai.Tool{
 	Name:        "buildArmor",
 	Description: "BuildArmor starts building a new piece of armour with the player.",
@@ -791,21 +767,20 @@ var chatToolCounterBuildArmor = ai.Tool{
 	}),
 }
 
-// chatToolCounterListArmory is the tool listArmory: it calls
-// Counter.ListArmory on the Counter of the current scope.
 var chatToolCounterListArmory = ai.Tool{
 	Name:        "listArmory",
 	Description: "ListArmory shows the weapons and armour the player has built.",
 	Parameters:  json.RawMessage(`{"type":"object","properties":{},"additionalProperties":false}`),
 	Immediate:   true,
 	Invoke: ai.BeanToolNoArgs(chatBeanCounter, func(ctx context.Context, counter *Counter) (any, error) {
-		return counter.ListArmory(ctx)
+		result, err := counter.ListArmory(ctx)
+		if err == nil {
+			chat.SendToolEvent(ctx, result)
+		}
+		return result, err
 	}),
 }
 
-// chatToolCounterDeleteItem is the tool deleteItem: it decodes the model's
-// arguments and calls Counter.DeleteItem on the Counter of the current
-// scope.
 var chatToolCounterDeleteItem = ai.Tool{
 	Name:        "deleteItem",
 	Description: "DeleteItem deletes a weapon or a piece of armour from the armory. The\nplayer confirms it first: the page shows Approve and Deny buttons, the\nterminal asks y/n.",
@@ -818,13 +793,10 @@ var chatToolCounterDeleteItem = ai.Tool{
 	}),
 }
 
-// chatAIMainMenu is the generated implementation of the //chat:ai interface
-// MainMenu.
 type chatAIMainMenu struct {
 	svc *ai.Service
 }
 
-// chatMethodMainMenuChat describes MainMenu.Chat to the AI service.
 var chatMethodMainMenuChat = ai.Method{
 	Name:   "Chat",
 	Kind:   chat.KindChat,
@@ -837,14 +809,10 @@ var chatMethodMainMenuChat = ai.Method{
 	},
 }
 
-// Chat asks the model, as MainMenu.Chat describes.
 func (x *chatAIMainMenu) Chat(ctx context.Context, userMessage string) iter.Seq2[string, error] {
 	return x.svc.Stream(ctx, &ai.Request{Method: &chatMethodMainMenuChat, User: userMessage})
 }
 
-// chatToolWorkbenchSetKind is the tool setKind: it decodes the model's
-// arguments and calls Workbench.SetKind on the Workbench of the current
-// scope.
 var chatToolWorkbenchSetKind = ai.Tool{
 	Name:        "setKind",
 	Description: "SetKind sets the kind of the weapon.",
@@ -852,13 +820,14 @@ var chatToolWorkbenchSetKind = ai.Tool{
 	Invoke: ai.BeanTool(chatBeanWorkbench, func(ctx context.Context, workbench *Workbench, args struct {
 		Kind Kind `json:"kind"`
 	}) (any, error) {
-		return workbench.SetKind(ctx, args.Kind)
+		result, err := workbench.SetKind(ctx, args.Kind)
+		if err == nil {
+			chat.SendToolEvent(ctx, result)
+		}
+		return result, err
 	}),
 }
 
-// chatToolWorkbenchSetName is the tool setName: it decodes the model's
-// arguments and calls Workbench.SetName on the Workbench of the current
-// scope.
 var chatToolWorkbenchSetName = ai.Tool{
 	Name:        "setName",
 	Description: "SetName names the weapon.",
@@ -866,13 +835,14 @@ var chatToolWorkbenchSetName = ai.Tool{
 	Invoke: ai.BeanTool(chatBeanWorkbench, func(ctx context.Context, workbench *Workbench, args struct {
 		Name string `json:"name"`
 	}) (any, error) {
-		return workbench.SetName(ctx, args.Name)
+		result, err := workbench.SetName(ctx, args.Name)
+		if err == nil {
+			chat.SendToolEvent(ctx, result)
+		}
+		return result, err
 	}),
 }
 
-// chatToolWorkbenchSetDamage is the tool setDamage: it decodes the model's
-// arguments and calls Workbench.SetDamage on the Workbench of the current
-// scope.
 var chatToolWorkbenchSetDamage = ai.Tool{
 	Name:        "setDamage",
 	Description: "SetDamage sets how much damage the weapon deals.",
@@ -880,24 +850,26 @@ var chatToolWorkbenchSetDamage = ai.Tool{
 	Invoke: ai.BeanTool(chatBeanWorkbench, func(ctx context.Context, workbench *Workbench, args struct {
 		Damage int `json:"damage"`
 	}) (any, error) {
-		return workbench.SetDamage(ctx, args.Damage)
+		result, err := workbench.SetDamage(ctx, args.Damage)
+		if err == nil {
+			chat.SendToolEvent(ctx, result)
+		}
+		return result, err
 	}),
 }
 
-// chatToolWorkbenchShowWeapon is the tool showWeapon: it calls
-// Workbench.ShowWeapon on the Workbench of the current scope.
 var chatToolWorkbenchShowWeapon = ai.Tool{
 	Name:        "showWeapon",
 	Description: "ShowWeapon shows the weapon as it is now.",
 	Parameters:  json.RawMessage(`{"type":"object","properties":{},"additionalProperties":false}`),
 	Immediate:   true,
-	Invoke: ai.BeanToolNoArgs(chatBeanWorkbench, func(_ context.Context, workbench *Workbench) (any, error) {
-		return workbench.ShowWeapon(), nil
+	Invoke: ai.BeanToolNoArgs(chatBeanWorkbench, func(ctx context.Context, workbench *Workbench) (any, error) {
+		result := workbench.ShowWeapon()
+		chat.SendToolEvent(ctx, result)
+		return result, nil
 	}),
 }
 
-// chatToolWorkbenchEnchant is the tool enchant: it calls Workbench.Enchant
-// on the Workbench of the current scope.
 var chatToolWorkbenchEnchant = ai.Tool{
 	Name:        "enchant",
 	Description: "Enchant starts enchanting the weapon.",
@@ -908,8 +880,6 @@ var chatToolWorkbenchEnchant = ai.Tool{
 	}),
 }
 
-// chatToolWorkbenchFinish is the tool finish: it calls Workbench.Finish on
-// the Workbench of the current scope.
 var chatToolWorkbenchFinish = ai.Tool{
 	Name:        "finish",
 	Description: "Finish validates the weapon, saves it in the armory and goes back to the\nmain menu.",
@@ -920,8 +890,6 @@ var chatToolWorkbenchFinish = ai.Tool{
 	}),
 }
 
-// chatToolWorkbenchCancel is the tool cancel: it calls Workbench.Cancel on
-// the Workbench of the current scope.
 var chatToolWorkbenchCancel = ai.Tool{
 	Name:        "cancel",
 	Description: "Cancel leaves the weapon builder without saving the weapon and goes back\nto the main menu.",
@@ -932,14 +900,10 @@ var chatToolWorkbenchCancel = ai.Tool{
 	}),
 }
 
-// chatAIWeaponBuilder is the generated implementation of the //chat:ai
-// interface WeaponBuilder.
 type chatAIWeaponBuilder struct {
 	svc *ai.Service
 }
 
-// chatMethodWeaponBuilderChat describes WeaponBuilder.Chat to the AI
-// service.
 var chatMethodWeaponBuilderChat = ai.Method{
 	Name:   "Chat",
 	Kind:   chat.KindChat,
@@ -955,7 +919,6 @@ var chatMethodWeaponBuilderChat = ai.Method{
 	},
 }
 
-// Chat asks the model, as WeaponBuilder.Chat describes.
 func (x *chatAIWeaponBuilder) Chat(ctx context.Context, userMessage string) (ai.Result[string], error) {
 	reply, err := x.svc.Chat(ctx, &ai.Request{Method: &chatMethodWeaponBuilderChat, User: userMessage})
 	if err != nil {

@@ -38,14 +38,14 @@ func NewCounter(armory *Armory) *Counter { return &Counter{armory: armory} }
 //
 //chat:tool immediate name=buildWeapon
 func (c *Counter) BuildWeapon(ctx context.Context) error {
-	return handOff(ctx, "weapon", conversationName("weapon"))
+	return handOff(ctx, RouteWeapon, conversationName("weapon"))
 }
 
 // BuildArmor starts building a new piece of armour with the player.
 //
 //chat:tool immediate name=buildArmor
 func (c *Counter) BuildArmor(ctx context.Context) error {
-	return handOff(ctx, "armor", conversationName("armor"))
+	return handOff(ctx, RouteArmor, conversationName("armor"))
 }
 
 // Inventory is what the player has built. The page keeps its armory list
@@ -70,8 +70,7 @@ func inventory(armory *Armory, latest string) Inventory {
 //
 //chat:tool immediate name=listArmory
 func (c *Counter) ListArmory(ctx context.Context) (Inventory, error) {
-	inv := inventory(c.armory, "")
-	return inv, chat.Response(ctx).Send(inv)
+	return inventory(c.armory, ""), nil // an inventory event: the page lists it
 }
 
 // DeleteItem deletes a weapon or a piece of armour from the armory. The

@@ -53,6 +53,7 @@ func TestPageInTheRealWorld(t *testing.T) {
 			h.reconnects()
 			h.confirmsDeletion()
 			h.noErrorCodes()
+			h.followsAfterResize()
 		})
 	}
 }
@@ -729,6 +730,30 @@ func (h *pageHarness) reconnects() {
 }
 
 // noErrorCodes: no error line is a bare code.
+// followsAfterResize: after the window is resized (to phone width and
+// back), the log still follows the newest message.
+func (h *pageHarness) followsAfterResize() {
+	h.t.Helper()
+	atEnd := `(() => { const l = document.getElementById("log"); return String(l.scrollHeight - l.scrollTop - l.clientHeight < 48); })()`
+	for _, vp := range []struct {
+		width, height int
+		mobile        bool
+	}{{375, 667, true}, {1280, 800, false}, {375, 667, true}} {
+		if err := h.page.SetViewport(h.ctx, vp.width, vp.height, vp.mobile); err != nil {
+			h.t.Fatal(err)
+		}
+		h.eval(`new Promise(r => requestAnimationFrame(() => requestAnimationFrame(() => r("ok"))))`)
+		if got := h.eval(atEnd); got != "true" {
+			h.t.Fatalf("resized to %dpx, the log no longer shows the newest message", vp.width)
+		}
+		h.eval(`(document.getElementById("input").focus(), "ok")`)
+		h.send("list my armory")
+		if got := h.eval(atEnd); got != "true" {
+			h.t.Fatalf("at %dpx the log does not show the newest message:\n%s", vp.width, h.text())
+		}
+	}
+}
+
 func (h *pageHarness) noErrorCodes() {
 	h.t.Helper()
 	var errs []string

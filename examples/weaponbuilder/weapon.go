@@ -43,7 +43,7 @@ func (w *Workbench) show(ctx context.Context, thinking string) (Weapon, error) {
 	if err := chat.Response(ctx).Thinking(thinking); err != nil {
 		return Weapon{}, err
 	}
-	return w.weapon, chat.Response(ctx).Send(w.weapon)
+	return w.weapon, nil // a weapon event: the page shows the card
 }
 
 // SetKind sets the kind of the weapon.
@@ -92,7 +92,7 @@ func (w *Workbench) ShowWeapon() Weapon { return w.weapon }
 //
 //chat:tool immediate name=enchant
 func (w *Workbench) Enchant(ctx context.Context) error {
-	return handOff(ctx, "enchant", conversationName("enchant"))
+	return handOff(ctx, RouteEnchant, conversationName("enchant"))
 }
 
 // ApplyEnchantment binds e to the weapon (called by the enchantment

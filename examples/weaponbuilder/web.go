@@ -32,6 +32,12 @@ func (a *app) handler(logger *slog.Logger) (http.Handler, *ws.Server, error) {
 	mux.Handle("/_chat/", chatServer)
 	mux.Handle(ws.ImportMapPath, chatServer)
 	mux.Handle(ws.QuarkusAPIPath, chatServer)
+	// Browsers ask for /favicon.ico whatever the page says: the icon
+	// answers there too, so the console shows no 404.
+	mux.HandleFunc("/favicon.ico", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "image/svg+xml")
+		http.ServeFileFS(w, r, page, "favicon.svg")
+	})
 	mux.Handle("/", http.FileServerFS(page))
 	return mux, chatServer, nil
 }

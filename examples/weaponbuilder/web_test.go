@@ -134,6 +134,32 @@ func TestWebWalkthrough(t *testing.T) {
 	}
 	s = say("list my armory")
 	expect(s, "Dawnbreaker, a sword (40 damage, fire 7)")
+	// The listArmory tool's inventory event reaches the page once: the
+	// generated code sends a tool's //chat:event result, the tool does not.
+	if n := strings.Count(strings.Join(s.Log, "\n"), "armorer: Here is your armory."); n != 1 {
+		t.Fatalf("the armory was shown %d times:\n%s", n, lastLines(s, 8))
+	}
+
+	// Deleting the weapon on the card (approved): the card no longer says
+	// it is saved in the armory.
+	if !strings.Contains(say("delete Dawnbreaker").Card, "Saved to your armory") {
+		t.Fatal("the card no longer shows the saved weapon before the deletion")
+	}
+	if _, err := page.Eval(ctx, `(async () => {
+		document.querySelector("#log .msg.confirm button.approve").click();
+		const form = document.getElementById("form");
+		for (let i = 0; i < 1000 && !form.dataset.busy; i++) await new Promise(r => setTimeout(r, 10));
+		for (let i = 0; i < 1000 && form.dataset.busy; i++) await new Promise(r => setTimeout(r, 10));
+		if (form.dataset.busy) throw new Error("the approval did not settle");
+		return "ok";
+	})()`); err != nil {
+		t.Fatalf("approving: %v\nconsole:\n%s", err, b.ConsoleLog())
+	}
+	s = state()
+	expect(s, "Dawnbreaker is gone from the armory")
+	if strings.Contains(s.Card, "Saved") || strings.Contains(s.Card, "Dawnbreaker") {
+		t.Fatalf("after the deletion the card still shows %q", s.Card)
+	}
 	for _, line := range s.Log {
 		if strings.HasPrefix(line, "error:") {
 			t.Fatalf("the page showed an error: %s", line)

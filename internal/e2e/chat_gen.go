@@ -13,6 +13,8 @@ import (
 // This file needs a chatgen runtime that supports generated code version 3.
 const _ = chat.SupportPackageIsVersion3
 
+const chatPackagePath = "github.com/chatscopes/chatgen/internal/e2e"
+
 // Compile-time assertions: a compiler error here means the annotated source
 // changed since this file was generated. Re-run go generate.
 func _() {
@@ -29,27 +31,51 @@ func _() {
 	var _ func(*Builder, context.Context, string, int) (*Weapon, error) = (*Builder).Build
 }
 
+// The names of this package's routes, for chat.Route, chat.PushRoute and
+// chat.ExecuteRoute: a mistyped constant does not compile.
+const (
+	// RouteOrder is the name of the route order (Order).
+	RouteOrder = "order"
+	// RouteMenu is the name of the route menu (Menu.Chat).
+	RouteMenu = "menu"
+	// RouteBuilder is the name of the route builder (Builder.Build).
+	RouteBuilder = "builder"
+	// RouteEcho is the name of the route echo (Echo).
+	RouteEcho = "echo"
+	// RouteCount is the name of the route count (Count).
+	RouteCount = "count"
+	// RouteStream is the name of the route stream (Stream).
+	RouteStream = "stream"
+	// RoutePanic is the name of the route panic (Panic).
+	RoutePanic = "panic"
+	// RouteShop is the name of the route shop (Shop).
+	RouteShop = "shop"
+	// RouteAdmin is the name of the route admin (Admin).
+	RouteAdmin = "admin"
+	// RouteBye is the name of the route bye (Bye).
+	RouteBye = "bye"
+)
+
 // Register returns the chat registration of package e2e: its routes, error
 // handlers and the providers of its scoped beans. Pass it to chat.NewRouter,
 // or to chat.WithPackages to use the beans without a router.
 func Register() *chat.Package {
-	p := chat.NewPackage("github.com/chatscopes/chatgen/internal/e2e")
-	p.AddRoute(chat.RouteSpec{Name: "order", Handle: chatRouteOrder})
-	p.AddRoute(chat.RouteSpec{Name: "menu", Default: true, Handle: chatRouteMenu})
-	p.AddRoute(chat.RouteSpec{Name: "builder", Handle: chatRouteBuilder})
-	p.AddRoute(chat.RouteSpec{Name: "echo", Handle: chatRouteEcho})
-	p.AddRoute(chat.RouteSpec{Name: "count", Handle: chatRouteCount})
-	p.AddRoute(chat.RouteSpec{Name: "stream", Handle: chatRouteStream})
-	p.AddRoute(chat.RouteSpec{Name: "panic", Handle: chatRoutePanic})
-	p.AddRoute(chat.RouteSpec{Name: "shop", Handle: chatRouteShop})
-	p.AddRoute(chat.RouteSpec{Name: "admin", Roles: []string{"admin"}, Handle: chatRouteAdmin})
-	p.AddRoute(chat.RouteSpec{Name: "bye", Handle: chatRouteBye})
-	p.AddCatch(chat.CatchSpec{Route: "shop", Type: "*StockError", Handle: chatCatchOnStock})
+	p := chat.NewPackage(chatPackagePath)
+	p.AddRoute(chat.RouteSpec{Name: RouteOrder, Handle: chatRouteOrder})
+	p.AddRoute(chat.RouteSpec{Name: RouteMenu, Default: true, Handle: chatRouteMenu})
+	p.AddRoute(chat.RouteSpec{Name: RouteBuilder, Handle: chatRouteBuilder})
+	p.AddRoute(chat.RouteSpec{Name: RouteEcho, Handle: chatRouteEcho})
+	p.AddRoute(chat.RouteSpec{Name: RouteCount, Handle: chatRouteCount})
+	p.AddRoute(chat.RouteSpec{Name: RouteStream, Handle: chatRouteStream})
+	p.AddRoute(chat.RouteSpec{Name: RoutePanic, Handle: chatRoutePanic})
+	p.AddRoute(chat.RouteSpec{Name: RouteShop, Handle: chatRouteShop})
+	p.AddRoute(chat.RouteSpec{Name: RouteAdmin, Roles: []string{"admin"}, Handle: chatRouteAdmin})
+	p.AddRoute(chat.RouteSpec{Name: RouteBye, Handle: chatRouteBye})
+	p.AddCatch(chat.CatchSpec{Route: RouteShop, Type: "*StockError", Handle: chatCatchOnStock})
 	p.Describe(chatManifest())
 	return p
 }
 
-// chatRouteOrder runs the route order: it calls Order.
 func chatRouteOrder(ctx context.Context, req *chat.RouteRequest) error {
 	var lines []Line
 	if err := req.Decode("lines", &lines); err != nil {
@@ -85,7 +111,6 @@ func chatRouteOrder(ctx context.Context, req *chat.RouteRequest) error {
 	return chat.SendValue(ctx, res)
 }
 
-// chatRouteMenu runs the route menu: it calls Menu.Chat.
 func chatRouteMenu(ctx context.Context, req *chat.RouteRequest) error {
 	menu, err := chat.Lookup(ctx, chatBeanMenu)
 	if err != nil {
@@ -98,7 +123,6 @@ func chatRouteMenu(ctx context.Context, req *chat.RouteRequest) error {
 	return chat.SendValue(ctx, res)
 }
 
-// chatRouteBuilder runs the route builder: it calls Builder.Build.
 func chatRouteBuilder(ctx context.Context, req *chat.RouteRequest) error {
 	builder, err := chat.Lookup(ctx, chatBeanBuilder)
 	if err != nil {
@@ -118,13 +142,11 @@ func chatRouteBuilder(ctx context.Context, req *chat.RouteRequest) error {
 	return chat.SendValue(ctx, res)
 }
 
-// chatRouteEcho runs the route echo: it calls Echo.
 func chatRouteEcho(ctx context.Context, req *chat.RouteRequest) error {
 	res := Echo(req.UserMessage())
 	return chat.SendValue(ctx, res)
 }
 
-// chatRouteCount runs the route count: it calls Count.
 func chatRouteCount(ctx context.Context, req *chat.RouteRequest) error {
 	var count int
 	if err := req.Decode("count", &count); err != nil {
@@ -141,19 +163,16 @@ func chatRouteCount(ctx context.Context, req *chat.RouteRequest) error {
 	return chat.SendValue(ctx, res)
 }
 
-// chatRouteStream runs the route stream: it calls Stream.
 func chatRouteStream(ctx context.Context, req *chat.RouteRequest) error {
 	res := Stream(req.UserMessage())
 	return chat.SendStreamWithErrors(ctx, res)
 }
 
-// chatRoutePanic runs the route panic: it calls Panic.
 func chatRoutePanic(ctx context.Context, req *chat.RouteRequest) error {
 	res := Panic(req.UserMessage())
 	return chat.SendValue(ctx, res)
 }
 
-// chatRouteShop runs the route shop: it calls Shop.
 func chatRouteShop(ctx context.Context, req *chat.RouteRequest) error {
 	res, err := Shop(ctx, req.UserMessage())
 	if err != nil {
@@ -162,19 +181,15 @@ func chatRouteShop(ctx context.Context, req *chat.RouteRequest) error {
 	return chat.SendValue(ctx, res)
 }
 
-// chatRouteAdmin runs the route admin: it calls Admin.
 func chatRouteAdmin(ctx context.Context, req *chat.RouteRequest) error {
 	res := Admin()
 	return chat.SendValue(ctx, res)
 }
 
-// chatRouteBye runs the route bye: it calls Bye.
 func chatRouteBye(ctx context.Context, req *chat.RouteRequest) error {
 	return Bye(ctx)
 }
 
-// chatCatchOnStock hands the *StockError errors of the route shop to
-// OnStock.
 func chatCatchOnStock(ctx context.Context, err error) (bool, error) {
 	target, ok := err.(*StockError)
 	if !ok {
@@ -183,10 +198,6 @@ func chatCatchOnStock(ctx context.Context, err error) (bool, error) {
 	return true, OnStock(ctx, target)
 }
 
-// chatManifest describes the routes of this package to clients: the request
-// data each route takes and the events it sends, with their JSON Schemas.
-// Register hands it to chat.Package.Describe; runtime/ws serves it to
-// browsers as a typed module.
 func chatManifest() *chat.Manifest {
 	return &chat.Manifest{
 		Routes: []chat.RouteInfo{
@@ -292,9 +303,7 @@ func chatManifest() *chat.Manifest {
 	}
 }
 
-// chatBeanMenu describes the scoped type Menu: one instance per chat scope,
-// inherited by nested scopes.
-var chatBeanMenu = chat.NewBean[*Menu]("github.com/chatscopes/chatgen/internal/e2e.Menu", chat.KindChat, func(context.Context) (*Menu, error) {
+var chatBeanMenu = chat.NewBean[*Menu](chatPackagePath+".Menu", chat.KindChat, func(context.Context) (*Menu, error) {
 	return new(Menu), nil
 })
 
@@ -320,9 +329,7 @@ func (MenuProxy) Chat(ctx context.Context, msg string) (string, error) {
 	return menu.Chat(ctx, msg)
 }
 
-// chatBeanBuilder describes the scoped type Builder: one instance per chat
-// scope, inherited by nested scopes.
-var chatBeanBuilder = chat.NewBean[*Builder]("github.com/chatscopes/chatgen/internal/e2e.Builder", chat.KindChat, func(context.Context) (*Builder, error) {
+var chatBeanBuilder = chat.NewBean[*Builder](chatPackagePath+".Builder", chat.KindChat, func(context.Context) (*Builder, error) {
 	return new(Builder), nil
 })
 

@@ -25,7 +25,7 @@ type Menu struct{ turns int }
 func (m *Menu) Chat(ctx context.Context, msg string) (string, error) {
 	m.turns++
 	if strings.HasPrefix(msg, "build") {
-		if err := chat.PushRoute(ctx, "builder"); err != nil {
+		if err := chat.PushRoute(ctx, RouteBuilder); err != nil {
 			return "", err
 		}
 		if err := chat.Response(ctx).Thinking("opening the builder"); err != nil {

@@ -103,11 +103,26 @@ func TestRouteHooksOrderAndOutcome(t *testing.T) {
 	wantFailure(t, s.Chat(context.Background(), "bad"), "BadRequest")
 	wantEvents(t, j.take(), `outer> echo "bad"`, `inner> echo "bad"`, "inner< BadRequest", "outer< BadRequest")
 
-	// The next request's route does not exist: hooks see it fail.
-	wantNoErr(t, s.Chat(context.Background(), "elsewhere"))
+	// Switching to a route that does not exist fails at the call (an
+	// ordinary route error, here unhandled) and the conversation stays on
+	// its route.
+	wantFailure(t, s.Chat(context.Background(), "elsewhere"), "ServerError")
+	wantEvents(t, j.take(), `outer> echo "elsewhere"`, `inner> echo "elsewhere"`, "inner< ServerError", "outer< ServerError")
+	wantNoErr(t, s.Chat(context.Background(), "x"))
+	wantEvents(t, l.take(), "Message:echo x")
 	j.take()
-	wantFailure(t, s.Chat(context.Background(), "x"), "RouteNotFound")
-	wantEvents(t, j.take(), `outer> nowhere "x"`, `inner> nowhere "x"`, "inner< RouteNotFound", "outer< RouteNotFound")
+
+	// A hook passing on a route that does not exist: hooks see it fail.
+	e2 := hookedEnv(t, []chat.RouteHook{tracer("outer", j), func(next chat.RouteHandler) chat.RouteHandler {
+		return func(ctx context.Context, route string, req *chat.RouteRequest) error {
+			return next(ctx, "nowhere", req)
+		}
+	}}, []chat.RouteSpec{asDefault(textRoute("echo", func(ctx context.Context, msg string) (string, error) {
+		return msg, nil
+	}))}, nil)
+	s2, _ := e2.connect(context.Background(), "")
+	wantFailure(t, s2.Chat(context.Background(), "x"), "RouteNotFound")
+	wantEvents(t, j.take(), `outer> echo "x"`, "outer< RouteNotFound")
 }
 
 // TestRouteHookRefusesAndRewrites: a hook answers without the route, or

@@ -59,13 +59,20 @@ func CurrentRoute(ctx context.Context) (string, error) {
 }
 
 // Route changes the route of the current scope: the next request runs
-// route.
+// route. In a conversation of a [Router], a route the router does not serve
+// is an error (an [*UnknownRouteError] naming the closest known route) and
+// the current route stays as it was.
 func Route(ctx context.Context, route string) error {
 	st, s, err := lockCurrent(ctx, "route")
 	if err != nil {
 		return err
 	}
 	defer st.mu.Unlock()
+	if st.router != nil {
+		if err := st.router.knownRoute(route); err != nil {
+			return err
+		}
+	}
 	s.route = route
 	return nil
 }

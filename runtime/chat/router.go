@@ -230,7 +230,7 @@ func (r *Router) Connect(ctx context.Context, route string) (*Conversation, erro
 		route = r.def
 	}
 	if _, ok := r.routes[route]; !ok || route == "" {
-		return nil, routeNotFound(route)
+		return nil, r.routeNotFound(route)
 	}
 	bctx, err := begin(context.Background(), &BeginOptions{Logger: r.logger, Observer: r.observer}, r)
 	if err != nil {
@@ -427,7 +427,7 @@ func (r *Router) run(ctx context.Context, rs *requestState, name string) error {
 // failure.
 func (r *Router) check(ctx context.Context, name string, spec *RouteSpec) (*RouteSpec, error) {
 	if spec == nil || name == "" {
-		return nil, routeNotFound(name)
+		return nil, r.routeNotFound(name)
 	}
 	if len(spec.Roles) > 0 && !allowed(PrincipalFrom(ctx), spec.Roles) {
 		return nil, forbidden(spec)
@@ -435,8 +435,10 @@ func (r *Router) check(ctx context.Context, name string, spec *RouteSpec) (*Rout
 	return spec, nil
 }
 
-func routeNotFound(name string) error {
-	return fail(ErrRouteNotFound, fmt.Errorf("route %q", name))
+// routeNotFound is the RouteNotFound failure for name; its cause, an
+// *UnknownRouteError, names the closest known route.
+func (r *Router) routeNotFound(name string) error {
+	return fail(ErrRouteNotFound, &UnknownRouteError{Route: name, Suggestion: closestName(name, r.Routes())})
 }
 
 func forbidden(spec *RouteSpec) error {

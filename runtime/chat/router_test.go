@@ -169,10 +169,13 @@ func TestExecuteUnknownRoute(t *testing.T) {
 			case "named":
 				err = chat.ExecuteRoute(ctx, "nope")
 			case "current":
-				if err := chat.PushRoute(ctx, "nope"); err != nil {
-					return "", err
+				// PushRoute refuses the unknown route: Execute runs
+				// the current one, which is this.
+				var unknown *chat.UnknownRouteError
+				if err := chat.PushRoute(ctx, "nope"); !errors.As(err, &unknown) {
+					return "", fmt.Errorf("PushRoute: %v", err)
 				}
-				err = chat.Execute(ctx)
+				return "pushed nowhere", nil
 			case "check":
 				err = chat.ExecuteRoute(ctx, "nope")
 				if !errors.Is(err, chat.ErrRouteNotFound) {
@@ -193,10 +196,19 @@ func TestExecuteUnknownRoute(t *testing.T) {
 	}
 	wantNoErr(t, s.Chat(bg, "check"))
 	wantEvents(t, l.take(), "Message:checked")
-	wantFailure(t, s.Chat(bg, "current"), "RouteNotFound")
-	// The pushed scope's route is unknown: the request naming it fails
-	// with RouteNotFound too, and the conversation is still alive.
-	wantFailure(t, s.Chat(bg, "again"), "RouteNotFound")
+	// The cause, kept on the server, names the closest known route.
+	_, err := e.router.Connect(bg, "mneu")
+	var unknown *chat.UnknownRouteError
+	if !errors.Is(err, chat.ErrRouteNotFound) || !errors.As(err, &unknown) || unknown.Route != "mneu" || unknown.Suggestion != "menu" {
+		t.Fatalf("Connect to a mistyped route: %v", err)
+	}
+	wantNoErr(t, s.Chat(bg, "current"))
+	wantEvents(t, l.take(), "Message:pushed nowhere")
+	if s.ScopeID() != id0 {
+		t.Fatal("a refused PushRoute changed the scope")
+	}
+	wantNoErr(t, s.Chat(bg, "again"))
+	wantEvents(t, l.take(), "Message:unreachable")
 	if after.Load() != 2 {
 		t.Fatalf("route ran %d times past Execute, want 2", after.Load())
 	}
@@ -826,12 +838,23 @@ func TestRoles(t *testing.T) {
 // handlers: a catch-all handler must not turn Forbidden into Completed.
 func TestRouterFailuresBypassErrorHandlers(t *testing.T) {
 	var caught atomic.Int32
-	e := newEnv(t, []chat.RouteSpec{
+	// A hook sends the second request of the "lost" route to a route that
+	// does not exist (chat.Route refuses one).
+	var lostRequests atomic.Int32
+	lose := func(next chat.RouteHandler) chat.RouteHandler {
+		return func(ctx context.Context, route string, req *chat.RouteRequest) error {
+			if route == "lost" && lostRequests.Add(1) > 1 {
+				route = "nowhere"
+			}
+			return next(ctx, route, req)
+		}
+	}
+	e := hookedEnv(t, []chat.RouteHook{lose}, []chat.RouteSpec{
 		{Name: "admin", Roles: []string{"admin"}, Handle: func(ctx context.Context, req *chat.RouteRequest) error {
 			return chat.SendValue(ctx, "secret")
 		}},
 		textRoute("lost", func(ctx context.Context, msg string) (string, error) {
-			return "lost", chat.Route(ctx, "nowhere")
+			return "lost", nil
 		}),
 	}, []chat.CatchSpec{
 		catchFor("", "error", true, func(ctx context.Context, e error) error {
@@ -1064,4 +1087,53 @@ func TestHandleWithAFuncSinkAndANilRequest(t *testing.T) {
 			t.Fatalf("event %d: %+v, want %+v", i, ev, want[i])
 		}
 	}
+}
+
+// A mistyped route name fails at the call of PushRoute or Route, naming
+// the route and the closest known one, and the conversation stays where it
+// was: the next request runs the current route.
+func TestSwitchToUnknownRoute(t *testing.T) {
+	e := newEnv(t, []chat.RouteSpec{
+		asDefault(textRoute("menu", func(ctx context.Context, msg string) (string, error) {
+			var err error
+			switch msg {
+			case "push":
+				err = chat.PushRoute(ctx, "tikcet")
+			case "switch":
+				err = chat.Route(ctx, "Ticket")
+			case "far":
+				err = chat.Route(ctx, "zzzzzz")
+			case "ticket":
+				return "to ticket", chat.Route(ctx, "ticket")
+			}
+			var unknown *chat.UnknownRouteError
+			if !errors.As(err, &unknown) {
+				return "", fmt.Errorf("want an *UnknownRouteError, got %v", err)
+			}
+			route, cerr := chat.CurrentRoute(ctx)
+			if cerr != nil {
+				return "", cerr
+			}
+			return fmt.Sprintf("%s|%s|%s|%v", unknown.Route, unknown.Suggestion, route, err), nil
+		})),
+		textRoute("ticket", func(ctx context.Context, msg string) (string, error) {
+			return "ticket " + msg, nil
+		}),
+	}, nil)
+	s, l := e.connect(bg, "")
+	id0 := s.ScopeID()
+	wantNoErr(t, s.Chat(bg, "push"))
+	wantEvents(t, l.take(), `Message:tikcet|ticket|menu|chat: unknown route "tikcet"; did you mean "ticket"?`)
+	if s.ScopeID() != id0 {
+		t.Fatal("a refused PushRoute started a scope")
+	}
+	wantNoErr(t, s.Chat(bg, "switch"))
+	wantEvents(t, l.take(), `Message:Ticket|ticket|menu|chat: unknown route "Ticket"; did you mean "ticket"?`)
+	wantNoErr(t, s.Chat(bg, "far"))
+	wantEvents(t, l.take(), `Message:zzzzzz||menu|chat: unknown route "zzzzzz"`)
+	// Known routes still switch.
+	wantNoErr(t, s.Chat(bg, "ticket"))
+	wantEvents(t, l.take(), "Message:to ticket")
+	wantNoErr(t, s.Chat(bg, "42"))
+	wantEvents(t, l.take(), "Message:ticket 42")
 }

@@ -98,7 +98,10 @@ func Push(ctx context.Context) error {
 	return push(ctx, "", false)
 }
 
-// PushRoute starts a nested scope whose current route is route.
+// PushRoute starts a nested scope whose current route is route. In a
+// conversation of a [Router], a route the router does not serve is an
+// error (an [*UnknownRouteError] naming the closest known route) and no
+// scope is started: the conversation stays on its current route.
 func PushRoute(ctx context.Context, route string) error {
 	return push(ctx, route, true)
 }
@@ -110,6 +113,11 @@ func push(ctx context.Context, route string, setRoute bool) error {
 	}
 	if !setRoute {
 		route = parent.route
+	} else if st.router != nil {
+		if err := st.router.knownRoute(route); err != nil {
+			st.mu.Unlock()
+			return err
+		}
 	}
 	child := st.newScope(parent, route)
 	st.current.Store(child)

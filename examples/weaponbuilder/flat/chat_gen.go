@@ -13,6 +13,8 @@ import (
 // This file needs a chatgen runtime that supports generated code version 3.
 const _ = chat.SupportPackageIsVersion3
 
+const chatPackagePath = "github.com/chatscopes/chatgen/examples/weaponbuilder/flat"
+
 // Compile-time assertions: a compiler error here means the annotated source
 // changed since this file was generated. Re-run go generate.
 func _() {
@@ -42,24 +44,30 @@ type Deps struct {
 	Armorer ai.Config
 }
 
+// The names of this package's routes, for chat.Route, chat.PushRoute and
+// chat.ExecuteRoute: a mistyped constant does not compile.
+const (
+	// RouteArmorer is the name of the route armorer (Armorer.Chat).
+	RouteArmorer = "armorer"
+)
+
 // Register returns the chat registration of package flat: its routes, error
 // handlers and the providers of its scoped beans. Pass it to chat.NewRouter,
 // or to chat.WithPackages to use the beans without a router.
 func Register(deps Deps) *chat.Package {
-	p := chat.NewPackage("github.com/chatscopes/chatgen/examples/weaponbuilder/flat")
-	svcArmorer := ai.NewService("github.com/chatscopes/chatgen/examples/weaponbuilder/flat.Armorer", deps.Armorer)
+	p := chat.NewPackage(chatPackagePath)
+	svcArmorer := ai.NewService(chatPackagePath+".Armorer", deps.Armorer)
 	svcArmorer.AddMethods(&chatMethodArmorerChat)
 	p.AddCheck(svcArmorer.Check)
 	p.AddStoreCheck(svcArmorer.CheckStore)
 	chat.Provide(p, chatBeanArmorer, func(context.Context) (Armorer, error) {
 		return &chatAIArmorer{svc: svcArmorer}, nil
 	})
-	p.AddRoute(chat.RouteSpec{Name: "armorer", Default: true, Handle: chatRouteArmorer})
+	p.AddRoute(chat.RouteSpec{Name: RouteArmorer, Default: true, Handle: chatRouteArmorer})
 	p.Describe(chatManifest())
 	return p
 }
 
-// chatRouteArmorer runs the route armorer: it calls Armorer.Chat.
 func chatRouteArmorer(ctx context.Context, req *chat.RouteRequest) error {
 	armorer, err := chat.Lookup(ctx, chatBeanArmorer)
 	if err != nil {
@@ -72,10 +80,6 @@ func chatRouteArmorer(ctx context.Context, req *chat.RouteRequest) error {
 	return chat.SendValue(ctx, res)
 }
 
-// chatManifest describes the routes of this package to clients: the request
-// data each route takes and the events it sends, with their JSON Schemas.
-// Register hands it to chat.Package.Describe; runtime/ws serves it to
-// browsers as a typed module.
 func chatManifest() *chat.Manifest {
 	return &chat.Manifest{
 		Routes: []chat.RouteInfo{
@@ -92,9 +96,7 @@ func chatManifest() *chat.Manifest {
 	}
 }
 
-// chatBeanArmorer describes the scoped type Armorer: one instance per chat
-// scope, inherited by nested scopes.
-var chatBeanArmorer = chat.NewBean[Armorer]("github.com/chatscopes/chatgen/examples/weaponbuilder/flat.Armorer", chat.KindChat, nil)
+var chatBeanArmorer = chat.NewBean[Armorer](chatPackagePath+".Armorer", chat.KindChat, nil)
 
 // ArmorerFrom returns the Armorer of the chat scope active in ctx, creating
 // it on first use. Without an active chat scope the error matches
@@ -118,9 +120,7 @@ func (ArmorerProxy) Chat(ctx context.Context, userMessage string) (string, error
 	return armorer.Chat(ctx, userMessage)
 }
 
-// chatBeanShop describes the scoped type Shop: one instance per chat scope,
-// inherited by nested scopes.
-var chatBeanShop = chat.NewBean[*Shop]("github.com/chatscopes/chatgen/examples/weaponbuilder/flat.Shop", chat.KindChat, func(context.Context) (*Shop, error) {
+var chatBeanShop = chat.NewBean[*Shop](chatPackagePath+".Shop", chat.KindChat, func(context.Context) (*Shop, error) {
 	return new(Shop), nil
 })
 
@@ -214,8 +214,6 @@ func (ShopProxy) ListArmory(ctx context.Context) string {
 	return chat.MustLookup(ctx, chatBeanShop).ListArmory()
 }
 
-// chatToolShopSetKind is the tool setKind: it decodes the model's arguments
-// and calls Shop.SetKind on the Shop of the current scope.
 var chatToolShopSetKind = ai.Tool{
 	Name:        "setKind",
 	Description: "SetKind sets the kind of the weapon: sword, axe, bow, dagger or staff.",
@@ -227,8 +225,6 @@ var chatToolShopSetKind = ai.Tool{
 	}),
 }
 
-// chatToolShopSetName is the tool setName: it decodes the model's arguments
-// and calls Shop.SetName on the Shop of the current scope.
 var chatToolShopSetName = ai.Tool{
 	Name:        "setName",
 	Description: "SetName names the weapon.",
@@ -240,8 +236,6 @@ var chatToolShopSetName = ai.Tool{
 	}),
 }
 
-// chatToolShopSetDamage is the tool setDamage: it decodes the model's
-// arguments and calls Shop.SetDamage on the Shop of the current scope.
 var chatToolShopSetDamage = ai.Tool{
 	Name:        "setDamage",
 	Description: "SetDamage sets how much damage the weapon deals, from 1 to 100.",
@@ -253,8 +247,6 @@ var chatToolShopSetDamage = ai.Tool{
 	}),
 }
 
-// chatToolShopShowWeapon is the tool showWeapon: it calls Shop.ShowWeapon on
-// the Shop of the current scope.
 var chatToolShopShowWeapon = ai.Tool{
 	Name:        "showWeapon",
 	Description: "ShowWeapon shows the weapon as it is now.",
@@ -264,8 +256,6 @@ var chatToolShopShowWeapon = ai.Tool{
 	}),
 }
 
-// chatToolShopSetElement is the tool setElement: it decodes the model's
-// arguments and calls Shop.SetElement on the Shop of the current scope.
 var chatToolShopSetElement = ai.Tool{
 	Name:        "setElement",
 	Description: "SetElement sets the element of the enchantment: fire, frost or lightning.",
@@ -277,8 +267,6 @@ var chatToolShopSetElement = ai.Tool{
 	}),
 }
 
-// chatToolShopSetPower is the tool setPower: it decodes the model's
-// arguments and calls Shop.SetPower on the Shop of the current scope.
 var chatToolShopSetPower = ai.Tool{
 	Name:        "setPower",
 	Description: "SetPower sets the power of the enchantment, from 1 to 10.",
@@ -290,8 +278,6 @@ var chatToolShopSetPower = ai.Tool{
 	}),
 }
 
-// chatToolShopBind is the tool bind: it calls Shop.Bind on the Shop of the
-// current scope.
 var chatToolShopBind = ai.Tool{
 	Name:        "bind",
 	Description: "Bind binds the enchantment to the weapon.",
@@ -301,8 +287,6 @@ var chatToolShopBind = ai.Tool{
 	}),
 }
 
-// chatToolShopFinishWeapon is the tool finishWeapon: it calls
-// Shop.FinishWeapon on the Shop of the current scope.
 var chatToolShopFinishWeapon = ai.Tool{
 	Name:        "finishWeapon",
 	Description: "FinishWeapon saves the weapon.",
@@ -312,8 +296,6 @@ var chatToolShopFinishWeapon = ai.Tool{
 	}),
 }
 
-// chatToolShopSetPiece is the tool setPiece: it decodes the model's
-// arguments and calls Shop.SetPiece on the Shop of the current scope.
 var chatToolShopSetPiece = ai.Tool{
 	Name:        "setPiece",
 	Description: "SetPiece sets the piece of armour: helm, breastplate, gauntlets, greaves or shield.",
@@ -325,8 +307,6 @@ var chatToolShopSetPiece = ai.Tool{
 	}),
 }
 
-// chatToolShopSetMaterial is the tool setMaterial: it decodes the model's
-// arguments and calls Shop.SetMaterial on the Shop of the current scope.
 var chatToolShopSetMaterial = ai.Tool{
 	Name:        "setMaterial",
 	Description: "SetMaterial sets the material of the armour: leather, iron, steel or mithril.",
@@ -338,8 +318,6 @@ var chatToolShopSetMaterial = ai.Tool{
 	}),
 }
 
-// chatToolShopFinishArmor is the tool finishArmor: it calls Shop.FinishArmor
-// on the Shop of the current scope.
 var chatToolShopFinishArmor = ai.Tool{
 	Name:        "finishArmor",
 	Description: "FinishArmor saves the armour.",
@@ -349,8 +327,6 @@ var chatToolShopFinishArmor = ai.Tool{
 	}),
 }
 
-// chatToolShopCancel is the tool cancel: it calls Shop.Cancel on the Shop of
-// the current scope.
 var chatToolShopCancel = ai.Tool{
 	Name:        "cancel",
 	Description: "Cancel abandons the weapon, enchantment or armour being built, without\nsaving it.",
@@ -360,8 +336,6 @@ var chatToolShopCancel = ai.Tool{
 	}),
 }
 
-// chatToolShopListArmory is the tool listArmory: it calls Shop.ListArmory on
-// the Shop of the current scope.
 var chatToolShopListArmory = ai.Tool{
 	Name:        "listArmory",
 	Description: "ListArmory lists what the player has built.",
@@ -371,13 +345,10 @@ var chatToolShopListArmory = ai.Tool{
 	}),
 }
 
-// chatAIArmorer is the generated implementation of the //chat:ai interface
-// Armorer.
 type chatAIArmorer struct {
 	svc *ai.Service
 }
 
-// chatMethodArmorerChat describes Armorer.Chat to the AI service.
 var chatMethodArmorerChat = ai.Method{
 	Name:   "Chat",
 	Kind:   chat.KindChat,
@@ -399,7 +370,6 @@ var chatMethodArmorerChat = ai.Method{
 	},
 }
 
-// Chat asks the model, as Armorer.Chat describes.
 func (x *chatAIArmorer) Chat(ctx context.Context, userMessage string) (string, error) {
 	reply, err := x.svc.Chat(ctx, &ai.Request{Method: &chatMethodArmorerChat, User: userMessage})
 	if err != nil {

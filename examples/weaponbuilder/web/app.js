@@ -34,6 +34,7 @@
     streamEl: null, // the answer being streamed
     refocus: false, // the form had the focus when sending was disabled
     confirmEl: null, // the confirmation whose buttons are live
+    cardKey: null,  // the armory key of the saved item on the card, if any
   };
 
   // What the player reads for each reason a request can fail (the server's
@@ -98,10 +99,20 @@
   // ---- the log
 
   // The log follows what is added unless the player scrolled up to read.
+  // A resize (a phone turned, a window narrowed) reflows it: a log that
+  // followed keeps following, and the scrolling the reflow causes is not
+  // taken for the player's.
   let follow = true;
+  const sizeOf = () => log.clientWidth + "x" + log.clientHeight;
+  let size = sizeOf();
   log.addEventListener("scroll", () => {
+    if (sizeOf() !== size) return; // resized: the observer below decides
     follow = log.scrollHeight - log.scrollTop - log.clientHeight < 48;
   });
+  new ResizeObserver(() => {
+    size = sizeOf();
+    toEnd();
+  }).observe(log);
 
   function toEnd() {
     if (follow) log.scrollTop = log.scrollHeight;
@@ -208,6 +219,7 @@
       row.children[1].textContent = v;
       card.appendChild(row);
     }
+    state.cardKey = w.saved ? w.name : null;
     if (w.saved) {
       const s = document.createElement("div");
       s.className = "saved";
@@ -220,12 +232,14 @@
     const card = $("card");
     card.className = "card armor";
     card.textContent = (a.material || "—") + " " + (a.piece || "armour") + (a.saved ? " ✔ saved" : "");
+    state.cardKey = a.saved ? a.material + " " + a.piece : null;
   }
 
   function emptyCard() {
     const card = $("card");
     card.className = "card empty";
     card.textContent = "Nothing yet.";
+    state.cardKey = null;
   }
 
   // inventory keeps the armory list: it comes when the player asks, and
@@ -239,6 +253,10 @@
     })).concat((inv.armor || []).map((a) => ({ key: a.material + " " + a.piece, text: "a " + a.material + " " + a.piece })));
     if (items.length === 0) {
       ul.innerHTML = '<li class="muted">Empty.</li>';
+    }
+    // The saved item on the card was deleted: it is no longer on the anvil.
+    if (state.cardKey !== null && !items.some((item) => item.key === state.cardKey)) {
+      emptyCard();
     }
     for (const item of items) {
       const li = document.createElement("li");

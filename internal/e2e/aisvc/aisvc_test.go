@@ -113,7 +113,10 @@ func TestToolLoopAndMemory(t *testing.T) {
 		llmtest.Reply{Text: "Your sword Dawn is ready."},
 		llmtest.Reply{Text: "It is still called Dawn."},
 	)
-	h.chat(t, "a sword called Dawn", "thinking: kind set to sword", "message: Your sword Dawn is ready.")
+	// The tools' results are //chat:event values (Weapon has //chat:event
+	// weapon): each reaches the client when its tool returns, besides
+	// being told to the model.
+	h.chat(t, "a sword called Dawn", "thinking: kind set to sword", "weapon:  sword 0", "weapon: Dawn sword 0", "message: Your sword Dawn is ready.")
 	reqs := h.srv.Requests()
 	if len(reqs) != 3 {
 		t.Fatalf("%d model calls, want 3", len(reqs))
@@ -165,10 +168,11 @@ func TestImmediateToolMakesOneModelCall(t *testing.T) {
 		llmtest.Reply{ToolCalls: []llmtest.ToolCall{call("Inspect", `{}`)}},
 		llmtest.Reply{Text: "after the inspection"},
 	)
-	h.chat(t, "name it Oak", "message: Named.")
+	h.chat(t, "name it Oak", "weapon: Oak  0", "message: Named.")
 	before := h.srv.Calls()
-	// The route returns ai.Result with no content: each execution's result
-	// is sent as an event (Weapon has //chat:event weapon).
+	// The route returns ai.Result with no content: the immediate tool's
+	// result was sent as an event when it returned (Weapon has
+	// //chat:event weapon), and ai.Result.Send does not send it again.
 	h.chat(t, "show me", "weapon: Oak  0")
 	if got := h.srv.Calls() - before; got != 1 {
 		t.Fatalf("%d model calls for an immediate tool, want 1", got)

@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"iter"
+	"slices"
 
 	"github.com/chatscopes/chatgen/runtime/ai"
 	"github.com/chatscopes/chatgen/runtime/chat"
@@ -13,6 +14,8 @@ import (
 
 // This file needs a chatgen runtime that supports generated code version 3.
 const _ = chat.SupportPackageIsVersion3
+
+const chatPackagePath = "github.com/chatscopes/chatgen/internal/e2e/aisvc"
 
 // Compile-time assertions: a compiler error here means the annotated source
 // changed since this file was generated. Re-run go generate.
@@ -37,27 +40,39 @@ type Deps struct {
 	Smith ai.Config
 }
 
+// The names of this package's routes, for chat.Route, chat.PushRoute and
+// chat.ExecuteRoute: a mistyped constant does not compile.
+const (
+	// RouteSmith is the name of the route smith (Smith.Build).
+	RouteSmith = "smith"
+	// RouteStory is the name of the route story (Smith.Tell).
+	RouteStory = "story"
+	// RouteAppraise is the name of the route appraise (Smith.Appraise).
+	RouteAppraise = "appraise"
+	// RouteAsk is the name of the route ask (Smith.Ask).
+	RouteAsk = "ask"
+)
+
 // Register returns the chat registration of package aisvc: its routes, error
 // handlers and the providers of its scoped beans. Pass it to chat.NewRouter,
 // or to chat.WithPackages to use the beans without a router.
 func Register(deps Deps) *chat.Package {
-	p := chat.NewPackage("github.com/chatscopes/chatgen/internal/e2e/aisvc")
-	svcSmith := ai.NewService("github.com/chatscopes/chatgen/internal/e2e/aisvc.Smith", deps.Smith)
+	p := chat.NewPackage(chatPackagePath)
+	svcSmith := ai.NewService(chatPackagePath+".Smith", deps.Smith)
 	svcSmith.AddMethods(&chatMethodSmithAppraise, &chatMethodSmithAsk, &chatMethodSmithBuild, &chatMethodSmithTell)
 	p.AddCheck(svcSmith.Check)
 	p.AddStoreCheck(svcSmith.CheckStore)
 	chat.Provide(p, chatBeanSmith, func(context.Context) (Smith, error) {
 		return &chatAISmith{svc: svcSmith}, nil
 	})
-	p.AddRoute(chat.RouteSpec{Name: "smith", Default: true, Handle: chatRouteSmith})
-	p.AddRoute(chat.RouteSpec{Name: "story", Handle: chatRouteStory})
-	p.AddRoute(chat.RouteSpec{Name: "appraise", Handle: chatRouteAppraise})
-	p.AddRoute(chat.RouteSpec{Name: "ask", Handle: chatRouteAsk})
+	p.AddRoute(chat.RouteSpec{Name: RouteSmith, Default: true, Handle: chatRouteSmith})
+	p.AddRoute(chat.RouteSpec{Name: RouteStory, Handle: chatRouteStory})
+	p.AddRoute(chat.RouteSpec{Name: RouteAppraise, Handle: chatRouteAppraise})
+	p.AddRoute(chat.RouteSpec{Name: RouteAsk, Handle: chatRouteAsk})
 	p.Describe(chatManifest())
 	return p
 }
 
-// chatRouteSmith runs the route smith: it calls Smith.Build.
 func chatRouteSmith(ctx context.Context, req *chat.RouteRequest) error {
 	smith, err := chat.Lookup(ctx, chatBeanSmith)
 	if err != nil {
@@ -67,10 +82,14 @@ func chatRouteSmith(ctx context.Context, req *chat.RouteRequest) error {
 	if err != nil {
 		return err
 	}
+	// The results of SetKind, SetName and Inspect were sent when the
+	// tools returned.
+	res.Executions = slices.DeleteFunc(slices.Clone(res.Executions), func(ex ai.ToolExecution) bool {
+		return ex.Name == "SetKind" || ex.Name == "SetName" || ex.Name == "Inspect"
+	})
 	return res.Send(ctx)
 }
 
-// chatRouteStory runs the route story: it calls Smith.Tell.
 func chatRouteStory(ctx context.Context, req *chat.RouteRequest) error {
 	smith, err := chat.Lookup(ctx, chatBeanSmith)
 	if err != nil {
@@ -80,7 +99,6 @@ func chatRouteStory(ctx context.Context, req *chat.RouteRequest) error {
 	return chat.SendStreamWithErrors(ctx, res)
 }
 
-// chatRouteAppraise runs the route appraise: it calls Smith.Appraise.
 func chatRouteAppraise(ctx context.Context, req *chat.RouteRequest) error {
 	smith, err := chat.Lookup(ctx, chatBeanSmith)
 	if err != nil {
@@ -93,7 +111,6 @@ func chatRouteAppraise(ctx context.Context, req *chat.RouteRequest) error {
 	return chat.SendValue(ctx, res)
 }
 
-// chatRouteAsk runs the route ask: it calls Smith.Ask.
 func chatRouteAsk(ctx context.Context, req *chat.RouteRequest) error {
 	smith, err := chat.Lookup(ctx, chatBeanSmith)
 	if err != nil {
@@ -106,10 +123,6 @@ func chatRouteAsk(ctx context.Context, req *chat.RouteRequest) error {
 	return chat.SendValue(ctx, res)
 }
 
-// chatManifest describes the routes of this package to clients: the request
-// data each route takes and the events it sends, with their JSON Schemas.
-// Register hands it to chat.Package.Describe; runtime/ws serves it to
-// browsers as a typed module.
 func chatManifest() *chat.Manifest {
 	return &chat.Manifest{
 		Routes: []chat.RouteInfo{
@@ -131,6 +144,7 @@ func chatManifest() *chat.Manifest {
 				},
 				Events: []chat.EventInfo{
 					{Type: "Stream", Schema: `{"type":"string"}`},
+					{Type: "weapon", Schema: `{"$ref":"#/$defs/Weapon"}`},
 				},
 			},
 			{
@@ -149,6 +163,7 @@ func chatManifest() *chat.Manifest {
 				},
 				Events: []chat.EventInfo{
 					{Type: "Message", Schema: `{"type":"string"}`},
+					{Type: "weapon", Schema: `{"$ref":"#/$defs/Weapon"}`},
 				},
 			},
 		},
@@ -162,9 +177,7 @@ func chatManifest() *chat.Manifest {
 	}
 }
 
-// chatBeanWorkbench describes the scoped type Workbench: one instance per
-// chat scope, inherited by nested scopes.
-var chatBeanWorkbench = chat.NewBean[*Workbench]("github.com/chatscopes/chatgen/internal/e2e/aisvc.Workbench", chat.KindChat, func(context.Context) (*Workbench, error) {
+var chatBeanWorkbench = chat.NewBean[*Workbench](chatPackagePath+".Workbench", chat.KindChat, func(context.Context) (*Workbench, error) {
 	return new(Workbench), nil
 })
 
@@ -205,9 +218,7 @@ func (WorkbenchProxy) Explode(ctx context.Context) string {
 	return chat.MustLookup(ctx, chatBeanWorkbench).Explode()
 }
 
-// chatBeanSmith describes the scoped type Smith: one instance per chat
-// scope, inherited by nested scopes.
-var chatBeanSmith = chat.NewBean[Smith]("github.com/chatscopes/chatgen/internal/e2e/aisvc.Smith", chat.KindChat, nil)
+var chatBeanSmith = chat.NewBean[Smith](chatPackagePath+".Smith", chat.KindChat, nil)
 
 // SmithFrom returns the Smith of the chat scope active in ctx, creating it
 // on first use. Without an active chat scope the error matches
@@ -260,9 +271,6 @@ func (Weapon) ChatEventType() string {
 	return "weapon"
 }
 
-// chatToolWorkbenchSetKind is the tool SetKind: it decodes the model's
-// arguments and calls Workbench.SetKind on the Workbench of the current
-// scope.
 var chatToolWorkbenchSetKind = ai.Tool{
 	Name:        "SetKind",
 	Description: "SetKind sets the kind of weapon.",
@@ -270,38 +278,39 @@ var chatToolWorkbenchSetKind = ai.Tool{
 	Invoke: ai.BeanTool(chatBeanWorkbench, func(ctx context.Context, workbench *Workbench, args struct {
 		Kind Kind `json:"kind"`
 	}) (any, error) {
-		return workbench.SetKind(ctx, args.Kind)
+		result, err := workbench.SetKind(ctx, args.Kind)
+		if err == nil {
+			chat.SendToolEvent(ctx, result)
+		}
+		return result, err
 	}),
 }
 
-// chatToolWorkbenchSetName is the tool SetName: it decodes the model's
-// arguments and calls Workbench.SetName on the Workbench of the current
-// scope.
 var chatToolWorkbenchSetName = ai.Tool{
 	Name:        "SetName",
 	Description: "SetName names the weapon.",
 	Parameters:  json.RawMessage(`{"type":"object","properties":{"name":{"type":"string","description":"the weapon's name, at most three words"}},"required":["name"],"additionalProperties":false}`),
-	Invoke: ai.BeanTool(chatBeanWorkbench, func(_ context.Context, workbench *Workbench, args struct {
+	Invoke: ai.BeanTool(chatBeanWorkbench, func(ctx context.Context, workbench *Workbench, args struct {
 		Name string `json:"name"`
 	}) (any, error) {
-		return workbench.SetName(args.Name), nil
+		result := workbench.SetName(args.Name)
+		chat.SendToolEvent(ctx, result)
+		return result, nil
 	}),
 }
 
-// chatToolWorkbenchInspect is the tool Inspect: it calls Workbench.Inspect
-// on the Workbench of the current scope.
 var chatToolWorkbenchInspect = ai.Tool{
 	Name:        "Inspect",
 	Description: "Inspect shows the weapon as it is now.",
 	Parameters:  json.RawMessage(`{"type":"object","properties":{},"additionalProperties":false}`),
 	Immediate:   true,
-	Invoke: ai.BeanToolNoArgs(chatBeanWorkbench, func(_ context.Context, workbench *Workbench) (any, error) {
-		return workbench.Inspect(), nil
+	Invoke: ai.BeanToolNoArgs(chatBeanWorkbench, func(ctx context.Context, workbench *Workbench) (any, error) {
+		result := workbench.Inspect()
+		chat.SendToolEvent(ctx, result)
+		return result, nil
 	}),
 }
 
-// chatToolWorkbenchExplode is the tool Explode: it calls Workbench.Explode
-// on the Workbench of the current scope.
 var chatToolWorkbenchExplode = ai.Tool{
 	Name:        "Explode",
 	Description: "Explode always panics.",
@@ -311,13 +320,10 @@ var chatToolWorkbenchExplode = ai.Tool{
 	}),
 }
 
-// chatAISmith is the generated implementation of the //chat:ai interface
-// Smith.
 type chatAISmith struct {
 	svc *ai.Service
 }
 
-// chatMethodSmithAppraise describes Smith.Appraise to the AI service.
 var chatMethodSmithAppraise = ai.Method{
 	Name:   "Appraise",
 	Kind:   chat.KindChat,
@@ -332,13 +338,11 @@ var chatMethodSmithAppraise = ai.Method{
 	Output: ai.OutputJSON,
 }
 
-// Appraise asks the model, as Smith.Appraise describes.
 func (x *chatAISmith) Appraise(ctx context.Context, userMessage string) (Weapon, error) {
 	weapon, _, err := ai.Structured[Weapon](ctx, x.svc, &ai.Request{Method: &chatMethodSmithAppraise, User: userMessage})
 	return weapon, err
 }
 
-// chatMethodSmithAsk describes Smith.Ask to the AI service.
 var chatMethodSmithAsk = ai.Method{
 	Name:   "Ask",
 	Kind:   chat.KindChat,
@@ -351,7 +355,6 @@ var chatMethodSmithAsk = ai.Method{
 	},
 }
 
-// Ask asks the model, as Smith.Ask describes.
 func (x *chatAISmith) Ask(ctx context.Context, question string) (string, error) {
 	reply, err := x.svc.Chat(ctx, &ai.Request{Method: &chatMethodSmithAsk, User: question})
 	if err != nil {
@@ -360,7 +363,6 @@ func (x *chatAISmith) Ask(ctx context.Context, question string) (string, error) 
 	return reply.Content, nil
 }
 
-// chatMethodSmithBuild describes Smith.Build to the AI service.
 var chatMethodSmithBuild = ai.Method{
 	Name:   "Build",
 	Kind:   chat.KindChat,
@@ -373,7 +375,6 @@ var chatMethodSmithBuild = ai.Method{
 	},
 }
 
-// Build asks the model, as Smith.Build describes.
 func (x *chatAISmith) Build(ctx context.Context, userMessage string) (ai.Result[string], error) {
 	reply, err := x.svc.Chat(ctx, &ai.Request{Method: &chatMethodSmithBuild, User: userMessage})
 	if err != nil {
@@ -382,7 +383,6 @@ func (x *chatAISmith) Build(ctx context.Context, userMessage string) (ai.Result[
 	return ai.NewResult(reply.Content, reply), nil
 }
 
-// chatMethodSmithTell describes Smith.Tell to the AI service.
 var chatMethodSmithTell = ai.Method{
 	Name:   "Tell",
 	Kind:   chat.KindChat,
@@ -395,7 +395,6 @@ var chatMethodSmithTell = ai.Method{
 	},
 }
 
-// Tell asks the model, as Smith.Tell describes.
 func (x *chatAISmith) Tell(ctx context.Context, userMessage string) iter.Seq2[string, error] {
 	return x.svc.Stream(ctx, &ai.Request{Method: &chatMethodSmithTell, User: userMessage})
 }

@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"iter"
+	"slices"
 
 	"github.com/chatscopes/chatgen/runtime/ai"
 	"github.com/chatscopes/chatgen/runtime/chat"
@@ -14,6 +15,8 @@ import (
 
 // This file needs a chatgen runtime that supports generated code version 3.
 const _ = chat.SupportPackageIsVersion3
+
+const chatPackagePath = "github.com/chatscopes/chatgen/internal/e2e/jsontypes"
 
 // Compile-time assertions: a compiler error here means the annotated source
 // changed since this file was generated. Re-run go generate.
@@ -39,30 +42,48 @@ type Deps struct {
 	Clerk ai.Config
 }
 
+// The names of this package's routes, for chat.Route, chat.PushRoute and
+// chat.ExecuteRoute: a mistyped constant does not compile.
+const (
+	// RoutePut is the name of the route put (Store.Put).
+	RoutePut = "put"
+	// RoutePutPtr is the name of the route putPtr (Store.PutPtr).
+	RoutePutPtr = "putPtr"
+	// RouteTree is the name of the route tree (Store.Tree).
+	RouteTree = "tree"
+	// RoutePages is the name of the route pages (Store.Pages).
+	RoutePages = "pages"
+	// RouteReport is the name of the route report (Store.Report).
+	RouteReport = "report"
+	// RouteLines is the name of the route lines (Lines).
+	RouteLines = "lines"
+	// RouteClerk is the name of the route clerk (Clerk.Ask).
+	RouteClerk = "clerk"
+)
+
 // Register returns the chat registration of package jsontypes: its routes,
 // error handlers and the providers of its scoped beans. Pass it to
 // chat.NewRouter, or to chat.WithPackages to use the beans without a router.
 func Register(deps Deps) *chat.Package {
-	p := chat.NewPackage("github.com/chatscopes/chatgen/internal/e2e/jsontypes")
-	svcClerk := ai.NewService("github.com/chatscopes/chatgen/internal/e2e/jsontypes.Clerk", deps.Clerk)
+	p := chat.NewPackage(chatPackagePath)
+	svcClerk := ai.NewService(chatPackagePath+".Clerk", deps.Clerk)
 	svcClerk.AddMethods(&chatMethodClerkAsk)
 	p.AddCheck(svcClerk.Check)
 	p.AddStoreCheck(svcClerk.CheckStore)
 	chat.Provide(p, chatBeanClerk, func(context.Context) (Clerk, error) {
 		return &chatAIClerk{svc: svcClerk}, nil
 	})
-	p.AddRoute(chat.RouteSpec{Name: "put", Handle: chatRoutePut})
-	p.AddRoute(chat.RouteSpec{Name: "putPtr", Handle: chatRoutePutPtr})
-	p.AddRoute(chat.RouteSpec{Name: "tree", Handle: chatRouteTree})
-	p.AddRoute(chat.RouteSpec{Name: "pages", Handle: chatRoutePages})
-	p.AddRoute(chat.RouteSpec{Name: "report", Handle: chatRouteReport})
-	p.AddRoute(chat.RouteSpec{Name: "lines", Handle: chatRouteLines})
-	p.AddRoute(chat.RouteSpec{Name: "clerk", Default: true, Handle: chatRouteClerk})
+	p.AddRoute(chat.RouteSpec{Name: RoutePut, Handle: chatRoutePut})
+	p.AddRoute(chat.RouteSpec{Name: RoutePutPtr, Handle: chatRoutePutPtr})
+	p.AddRoute(chat.RouteSpec{Name: RouteTree, Handle: chatRouteTree})
+	p.AddRoute(chat.RouteSpec{Name: RoutePages, Handle: chatRoutePages})
+	p.AddRoute(chat.RouteSpec{Name: RouteReport, Handle: chatRouteReport})
+	p.AddRoute(chat.RouteSpec{Name: RouteLines, Handle: chatRouteLines})
+	p.AddRoute(chat.RouteSpec{Name: RouteClerk, Default: true, Handle: chatRouteClerk})
 	p.Describe(chatManifest())
 	return p
 }
 
-// chatRoutePut runs the route put: it calls Store.Put.
 func chatRoutePut(ctx context.Context, req *chat.RouteRequest) error {
 	store, err := chat.Lookup(ctx, chatBeanStore)
 	if err != nil {
@@ -88,7 +109,6 @@ func chatRoutePut(ctx context.Context, req *chat.RouteRequest) error {
 	return chat.SendValue(ctx, res)
 }
 
-// chatRoutePutPtr runs the route putPtr: it calls Store.PutPtr.
 func chatRoutePutPtr(ctx context.Context, req *chat.RouteRequest) error {
 	store, err := chat.Lookup(ctx, chatBeanStore)
 	if err != nil {
@@ -105,7 +125,6 @@ func chatRoutePutPtr(ctx context.Context, req *chat.RouteRequest) error {
 	return chat.SendValue(ctx, res)
 }
 
-// chatRouteTree runs the route tree: it calls Store.Tree.
 func chatRouteTree(ctx context.Context, req *chat.RouteRequest) error {
 	store, err := chat.Lookup(ctx, chatBeanStore)
 	if err != nil {
@@ -119,7 +138,6 @@ func chatRouteTree(ctx context.Context, req *chat.RouteRequest) error {
 	return chat.SendValue(ctx, res)
 }
 
-// chatRoutePages runs the route pages: it calls Store.Pages.
 func chatRoutePages(ctx context.Context, req *chat.RouteRequest) error {
 	store, err := chat.Lookup(ctx, chatBeanStore)
 	if err != nil {
@@ -133,7 +151,6 @@ func chatRoutePages(ctx context.Context, req *chat.RouteRequest) error {
 	return chat.SendValue(ctx, res)
 }
 
-// chatRouteReport runs the route report: it calls Store.Report.
 func chatRouteReport(ctx context.Context, req *chat.RouteRequest) error {
 	store, err := chat.Lookup(ctx, chatBeanStore)
 	if err != nil {
@@ -150,15 +167,11 @@ func chatRouteReport(ctx context.Context, req *chat.RouteRequest) error {
 	return chat.SendValue(ctx, res)
 }
 
-// chatRouteLines runs the route lines: it calls Lines and sends its text
-// answers rendered from markdown (//chat:markdown).
 func chatRouteLines(ctx context.Context, req *chat.RouteRequest) error {
 	res := Lines(req.UserMessage())
 	return markdown.SendStream(ctx, res)
 }
 
-// chatRouteClerk runs the route clerk: it calls Clerk.Ask and sends its text
-// answers rendered from markdown (//chat:markdown).
 func chatRouteClerk(ctx context.Context, req *chat.RouteRequest) error {
 	clerk, err := chat.Lookup(ctx, chatBeanClerk)
 	if err != nil {
@@ -168,13 +181,13 @@ func chatRouteClerk(ctx context.Context, req *chat.RouteRequest) error {
 	if err != nil {
 		return err
 	}
+	// The results of Log were sent when the tools returned.
+	res.Executions = slices.DeleteFunc(slices.Clone(res.Executions), func(ex ai.ToolExecution) bool {
+		return ex.Name == "Log"
+	})
 	return res.SendText(ctx, markdown.Message)
 }
 
-// chatManifest describes the routes of this package to clients: the request
-// data each route takes and the events it sends, with their JSON Schemas.
-// Register hands it to chat.Package.Describe; runtime/ws serves it to
-// browsers as a typed module.
 func chatManifest() *chat.Manifest {
 	return &chat.Manifest{
 		Routes: []chat.RouteInfo{
@@ -269,9 +282,7 @@ func chatManifest() *chat.Manifest {
 	}
 }
 
-// chatBeanStore describes the scoped type Store: one instance per chat
-// scope, inherited by nested scopes.
-var chatBeanStore = chat.NewBean[*Store]("github.com/chatscopes/chatgen/internal/e2e/jsontypes.Store", chat.KindChat, func(context.Context) (*Store, error) {
+var chatBeanStore = chat.NewBean[*Store](chatPackagePath+".Store", chat.KindChat, func(context.Context) (*Store, error) {
 	return new(Store), nil
 })
 
@@ -313,9 +324,7 @@ func (StoreProxy) Report(ctx context.Context, report Report) *Report {
 	return chat.MustLookup(ctx, chatBeanStore).Report(report)
 }
 
-// chatBeanShelf describes the scoped type Shelf: one instance per chat
-// scope, inherited by nested scopes.
-var chatBeanShelf = chat.NewBean[*Shelf]("github.com/chatscopes/chatgen/internal/e2e/jsontypes.Shelf", chat.KindChat, func(context.Context) (*Shelf, error) {
+var chatBeanShelf = chat.NewBean[*Shelf](chatPackagePath+".Shelf", chat.KindChat, func(context.Context) (*Shelf, error) {
 	return new(Shelf), nil
 })
 
@@ -342,9 +351,7 @@ func (ShelfProxy) Log(ctx context.Context, level Level) Report {
 	return chat.MustLookup(ctx, chatBeanShelf).Log(level)
 }
 
-// chatBeanClerk describes the scoped type Clerk: one instance per chat
-// scope, inherited by nested scopes.
-var chatBeanClerk = chat.NewBean[Clerk]("github.com/chatscopes/chatgen/internal/e2e/jsontypes.Clerk", chat.KindChat, nil)
+var chatBeanClerk = chat.NewBean[Clerk](chatPackagePath+".Clerk", chat.KindChat, nil)
 
 // ClerkFrom returns the Clerk of the chat scope active in ctx, creating it
 // on first use. Without an active chat scope the error matches
@@ -374,8 +381,6 @@ func (Report) ChatEventType() string {
 	return "report"
 }
 
-// chatToolShelfFind is the tool Find: it decodes the model's arguments and
-// calls Shelf.Find on the Shelf of the current scope.
 var chatToolShelfFind = ai.Tool{
 	Name:        "Find",
 	Description: "Find finds a page of items.",
@@ -387,26 +392,23 @@ var chatToolShelfFind = ai.Tool{
 	}),
 }
 
-// chatToolShelfLog is the tool Log: it decodes the model's arguments and
-// calls Shelf.Log on the Shelf of the current scope.
 var chatToolShelfLog = ai.Tool{
 	Name:        "Log",
 	Description: "Log writes a report.",
 	Parameters:  json.RawMessage(`{"type":"object","properties":{"level":{"type":"string","enum":["debug","info"]}},"required":["level"],"additionalProperties":false}`),
-	Invoke: ai.BeanTool(chatBeanShelf, func(_ context.Context, shelf *Shelf, args struct {
+	Invoke: ai.BeanTool(chatBeanShelf, func(ctx context.Context, shelf *Shelf, args struct {
 		Level Level `json:"level"`
 	}) (any, error) {
-		return shelf.Log(args.Level), nil
+		result := shelf.Log(args.Level)
+		chat.SendToolEvent(ctx, result)
+		return result, nil
 	}),
 }
 
-// chatAIClerk is the generated implementation of the //chat:ai interface
-// Clerk.
 type chatAIClerk struct {
 	svc *ai.Service
 }
 
-// chatMethodClerkAsk describes Clerk.Ask to the AI service.
 var chatMethodClerkAsk = ai.Method{
 	Name: "Ask",
 	Kind: chat.KindChat,
@@ -416,7 +418,6 @@ var chatMethodClerkAsk = ai.Method{
 	},
 }
 
-// Ask asks the model, as Clerk.Ask describes.
 func (x *chatAIClerk) Ask(ctx context.Context, userMessage string) (ai.Result[string], error) {
 	reply, err := x.svc.Chat(ctx, &ai.Request{Method: &chatMethodClerkAsk, User: userMessage})
 	if err != nil {
