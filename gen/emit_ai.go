@@ -91,24 +91,7 @@ func (e *emitter) tool(t *toolModel) {
 	bv := names.forType(t.bean.obj.Name())
 	call := jen.Id(bv).Dot(t.fn.Name()).Call(args...)
 	var body []jen.Code
-	sends := e.m.sendsEvent(t)
 	switch {
-	case sends:
-		// A //chat:event result goes to the client too, when the tool
-		// returns.
-		ctx = "ctx"
-		v := names.fresh("result")
-		send := jen.Qual(chatPkg, "SendToolEvent").Call(jen.Id("ctx"), jen.Id(v))
-		if t.errResult {
-			errV := names.fresh("err")
-			body = []jen.Code{
-				jen.List(jen.Id(v), jen.Id(errV)).Op(":=").Add(call),
-				jen.If(jen.Id(errV).Op("==").Nil()).Block(send),
-				jen.Return(jen.Id(v), jen.Id(errV)),
-			}
-		} else {
-			body = []jen.Code{jen.Id(v).Op(":=").Add(call), send, jen.Return(jen.Id(v), jen.Nil())}
-		}
 	case t.hasResult && t.errResult:
 		body = []jen.Code{jen.Return(call)}
 	case t.hasResult:
@@ -131,6 +114,11 @@ func (e *emitter) tool(t *toolModel) {
 		field("Description", jen.Lit(t.desc)),
 		field("Parameters", jen.Qual(jsonPkg, "RawMessage").Call(rawLit(t.schema))),
 	}
+	if e.m.sendsEvent(t) {
+		// A //chat:event result goes to the client too, when the tool
+		// returns: the runtime sends it.
+		tool = append(tool, field("Event", jen.True()))
+	}
 	if t.immediate {
 		tool = append(tool, field("Immediate", jen.True()))
 	}
@@ -143,7 +131,7 @@ func (e *emitter) tool(t *toolModel) {
 	tool = append(tool, field("Invoke", invoke), jen.Line())
 
 	doc := fmt.Sprintf("%s is the tool %s: %s %s.%s on the %s of the current scope.", t.funcName, t.name, what, t.bean.obj.Name(), t.fn.Name(), t.bean.obj.Name())
-	if sends {
+	if e.m.sendsEvent(t) {
 		doc += " Its result is sent to the client as an event when it returns, as well as told to the model."
 	}
 	e.docFor(t.funcName, doc)

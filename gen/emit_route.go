@@ -151,45 +151,6 @@ func (e *emitter) routeFunc(r *routeModel, name string) {
 	e.f.Line()
 }
 
-// skipSentExecutions drops from the ai.Result res of an AI route the
-// executions of the tools whose //chat:event results reached the client
-// when they returned, so that Result.Send, which sends the results of a
-// turn that ended on immediate tools, does not send them twice.
-func (e *emitter) skipSentExecutions(r *routeModel, res string, names *funcNames) []jen.Code {
-	am := e.m.aiMethodOf(r.fn)
-	if am == nil {
-		return nil
-	}
-	var sent []string
-	var cond *jen.Statement
-	ex := names.fresh("ex")
-	for _, t := range am.tools {
-		if !e.m.sendsEvent(t) {
-			continue
-		}
-		sent = append(sent, t.name)
-		is := jen.Id(ex).Dot("Name").Op("==").Lit(t.name)
-		if cond == nil {
-			cond = is
-		} else {
-			cond = cond.Op("||").Add(is)
-		}
-	}
-	if cond == nil {
-		return nil
-	}
-	var out []jen.Code
-	for _, line := range wrap(fmt.Sprintf("The results of %s were sent when the tools returned.", joinAnd(sent)), docWidth-8-len("// ")) {
-		out = append(out, jen.Comment(line))
-	}
-	return append(out,
-		jen.Id(res).Dot("Executions").Op("=").Qual("slices", "DeleteFunc").Call(
-			jen.Qual("slices", "Clone").Call(jen.Id(res).Dot("Executions")),
-			jen.Func().Params(jen.Id(ex).Qual(aiPkg, "ToolExecution")).Bool().Block(jen.Return(cond)),
-		),
-	)
-}
-
 // routeCall makes the route's call and sends its result.
 func (e *emitter) routeCall(r *routeModel, call *jen.Statement, names *funcNames, ctx, errV string) []jen.Code {
 	switch {
@@ -204,9 +165,6 @@ func (e *emitter) routeCall(r *routeModel, call *jen.Statement, names *funcNames
 		body = append(body, jen.List(jen.Id(res), jen.Id(errV)).Op(":=").Add(call), ifErr(errV, jen.Id(errV)))
 	} else {
 		body = append(body, jen.Id(res).Op(":=").Add(call))
-	}
-	if r.result.kind == resultAI {
-		body = append(body, e.skipSentExecutions(r, res, names)...)
 	}
 	if r.markdown {
 		// //chat:markdown: the text answers go out rendered.

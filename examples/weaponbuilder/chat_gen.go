@@ -6,7 +6,6 @@ import (
 	"context"
 	"encoding/json"
 	"iter"
-	"slices"
 
 	"github.com/chatscopes/chatgen/runtime/ai"
 	"github.com/chatscopes/chatgen/runtime/chat"
@@ -146,11 +145,6 @@ func chatRouteArmor(ctx context.Context, req *chat.RouteRequest) error {
 	if err != nil {
 		return err
 	}
-	// The results of setPiece and setMaterial were sent when the tools
-	// returned.
-	res.Executions = slices.DeleteFunc(slices.Clone(res.Executions), func(ex ai.ToolExecution) bool {
-		return ex.Name == "setPiece" || ex.Name == "setMaterial"
-	})
 	return res.SendText(ctx, markdown.Message)
 }
 
@@ -184,11 +178,6 @@ func chatRouteWeapon(ctx context.Context, req *chat.RouteRequest) error {
 	if err != nil {
 		return err
 	}
-	// The results of setKind, setName, setDamage and showWeapon were
-	// sent when the tools returned.
-	res.Executions = slices.DeleteFunc(slices.Clone(res.Executions), func(ex ai.ToolExecution) bool {
-		return ex.Name == "setKind" || ex.Name == "setName" || ex.Name == "setDamage" || ex.Name == "showWeapon"
-	})
 	return res.SendText(ctx, markdown.Message)
 }
 
@@ -611,14 +600,11 @@ var chatToolAnvilSetPiece = ai.Tool{
 	Name:        "setPiece",
 	Description: "SetPiece sets which piece of armour to make.",
 	Parameters:  json.RawMessage(`{"type":"object","properties":{"piece":{"type":"string","enum":["helm","breastplate","gauntlets","greaves","shield"]}},"required":["piece"],"additionalProperties":false}`),
+	Event:       true,
 	Invoke: ai.BeanTool(chatBeanAnvil, func(ctx context.Context, anvil *Anvil, args struct {
 		Piece Piece `json:"piece"`
 	}) (any, error) {
-		result, err := anvil.SetPiece(ctx, args.Piece)
-		if err == nil {
-			chat.SendToolEvent(ctx, result)
-		}
-		return result, err
+		return anvil.SetPiece(ctx, args.Piece)
 	}),
 }
 
@@ -626,14 +612,11 @@ var chatToolAnvilSetMaterial = ai.Tool{
 	Name:        "setMaterial",
 	Description: "SetMaterial sets the material of the armour.",
 	Parameters:  json.RawMessage(`{"type":"object","properties":{"material":{"type":"string","enum":["leather","iron","steel","mithril"]}},"required":["material"],"additionalProperties":false}`),
+	Event:       true,
 	Invoke: ai.BeanTool(chatBeanAnvil, func(ctx context.Context, anvil *Anvil, args struct {
 		Material Material `json:"material"`
 	}) (any, error) {
-		result, err := anvil.SetMaterial(ctx, args.Material)
-		if err == nil {
-			chat.SendToolEvent(ctx, result)
-		}
-		return result, err
+		return anvil.SetMaterial(ctx, args.Material)
 	}),
 }
 
@@ -771,13 +754,10 @@ var chatToolCounterListArmory = ai.Tool{
 	Name:        "listArmory",
 	Description: "ListArmory shows the weapons and armour the player has built.",
 	Parameters:  json.RawMessage(`{"type":"object","properties":{},"additionalProperties":false}`),
+	Event:       true,
 	Immediate:   true,
 	Invoke: ai.BeanToolNoArgs(chatBeanCounter, func(ctx context.Context, counter *Counter) (any, error) {
-		result, err := counter.ListArmory(ctx)
-		if err == nil {
-			chat.SendToolEvent(ctx, result)
-		}
-		return result, err
+		return counter.ListArmory(ctx)
 	}),
 }
 
@@ -817,14 +797,11 @@ var chatToolWorkbenchSetKind = ai.Tool{
 	Name:        "setKind",
 	Description: "SetKind sets the kind of the weapon.",
 	Parameters:  json.RawMessage(`{"type":"object","properties":{"kind":{"type":"string","enum":["sword","axe","bow","dagger","staff"]}},"required":["kind"],"additionalProperties":false}`),
+	Event:       true,
 	Invoke: ai.BeanTool(chatBeanWorkbench, func(ctx context.Context, workbench *Workbench, args struct {
 		Kind Kind `json:"kind"`
 	}) (any, error) {
-		result, err := workbench.SetKind(ctx, args.Kind)
-		if err == nil {
-			chat.SendToolEvent(ctx, result)
-		}
-		return result, err
+		return workbench.SetKind(ctx, args.Kind)
 	}),
 }
 
@@ -832,14 +809,11 @@ var chatToolWorkbenchSetName = ai.Tool{
 	Name:        "setName",
 	Description: "SetName names the weapon.",
 	Parameters:  json.RawMessage(`{"type":"object","properties":{"name":{"type":"string","description":"the weapon's name, one to three words"}},"required":["name"],"additionalProperties":false}`),
+	Event:       true,
 	Invoke: ai.BeanTool(chatBeanWorkbench, func(ctx context.Context, workbench *Workbench, args struct {
 		Name string `json:"name"`
 	}) (any, error) {
-		result, err := workbench.SetName(ctx, args.Name)
-		if err == nil {
-			chat.SendToolEvent(ctx, result)
-		}
-		return result, err
+		return workbench.SetName(ctx, args.Name)
 	}),
 }
 
@@ -847,14 +821,11 @@ var chatToolWorkbenchSetDamage = ai.Tool{
 	Name:        "setDamage",
 	Description: "SetDamage sets how much damage the weapon deals.",
 	Parameters:  json.RawMessage(`{"type":"object","properties":{"damage":{"type":"integer","description":"damage points, from 1 to 100"}},"required":["damage"],"additionalProperties":false}`),
+	Event:       true,
 	Invoke: ai.BeanTool(chatBeanWorkbench, func(ctx context.Context, workbench *Workbench, args struct {
 		Damage int `json:"damage"`
 	}) (any, error) {
-		result, err := workbench.SetDamage(ctx, args.Damage)
-		if err == nil {
-			chat.SendToolEvent(ctx, result)
-		}
-		return result, err
+		return workbench.SetDamage(ctx, args.Damage)
 	}),
 }
 
@@ -862,11 +833,10 @@ var chatToolWorkbenchShowWeapon = ai.Tool{
 	Name:        "showWeapon",
 	Description: "ShowWeapon shows the weapon as it is now.",
 	Parameters:  json.RawMessage(`{"type":"object","properties":{},"additionalProperties":false}`),
+	Event:       true,
 	Immediate:   true,
-	Invoke: ai.BeanToolNoArgs(chatBeanWorkbench, func(ctx context.Context, workbench *Workbench) (any, error) {
-		result := workbench.ShowWeapon()
-		chat.SendToolEvent(ctx, result)
-		return result, nil
+	Invoke: ai.BeanToolNoArgs(chatBeanWorkbench, func(_ context.Context, workbench *Workbench) (any, error) {
+		return workbench.ShowWeapon(), nil
 	}),
 }
 

@@ -45,6 +45,9 @@ type ToolExecution struct {
 	Err error
 	// Immediate reports that the tool is immediate.
 	Immediate bool
+	// Sent reports that Result reached the client as an event when the
+	// tool returned ([Tool.Event]); [Result.Send] skips it.
+	Sent bool
 }
 
 // Usage counts tokens.
@@ -118,8 +121,9 @@ func NewResult[T any](content T, r *Reply) Result[T] {
 
 // Send sends the result as the events of a route returning it: the
 // content, with chat.SendValue, when it is not the zero value; otherwise
-// one event per tool execution whose Result is not nil, in order (the
-// immediate-tools pattern). It stops at the first error.
+// one event per tool execution whose Result is not nil and was not Sent
+// already, in order (the immediate-tools pattern). It stops at the first
+// error.
 func (r Result[T]) Send(ctx context.Context) error {
 	return r.SendText(ctx, nil)
 }
@@ -140,7 +144,7 @@ func (r Result[T]) SendText(ctx context.Context, text func(context.Context, stri
 	}
 	for i := range r.Executions {
 		v := r.Executions[i].Result
-		if v == nil {
+		if v == nil || r.Executions[i].Sent {
 			continue
 		}
 		var err error

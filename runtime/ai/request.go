@@ -90,6 +90,11 @@ type Tool struct {
 	// only when Name is empty, so that files generated for version 2 of
 	// the generated code, and tool sources written for it, keep working.
 	Definition llms.Tool
+	// Event marks a tool whose result is a //chat:event value: inside a
+	// request, the service sends it to the client as that event when the
+	// tool returns (as well as telling the model), and marks the
+	// execution Sent, so that [Result.Send] does not send it again.
+	Event bool
 	// Immediate marks a tool whose result ends the tool loop: when every
 	// tool call of a model reply is to an immediate tool and succeeds, the
 	// method returns with the executions and no further model call.

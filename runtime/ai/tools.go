@@ -109,6 +109,9 @@ func (s *Service) runTool(ctx context.Context, m *Method, tools []Tool, call llm
 			"service", s.name, "method", m.Name, "tool", name, "call", call.ID, "err", err)
 	} else {
 		ex.Result, ex.Text = res, text
+		if tool.Event && res != nil {
+			ex.Sent = s.sendToolEvent(ctx, m, call, res)
+		}
 	}
 	if l := s.log(); l.Enabled(ctx, slog.LevelDebug) {
 		l.LogAttrs(ctx, slog.LevelDebug, "ai: tool call",
@@ -116,6 +119,22 @@ func (s *Service) runTool(ctx context.Context, m *Method, tools []Tool, call llm
 			slog.String("tool", name), slog.String("call", call.ID), slog.Bool("failed", ex.Err != nil))
 	}
 	return ex, nil
+}
+
+// sendToolEvent sends res, the result of an event tool ([Tool.Event]), to
+// the client of the request in ctx, and reports whether it did. Outside a
+// request nothing is sent; a failure is logged, and the tool's result still
+// stands.
+func (s *Service) sendToolEvent(ctx context.Context, m *Method, call llms.ToolCall, res any) bool {
+	if chat.Request(ctx) == nil {
+		return false
+	}
+	if err := chat.SendValue(ctx, res); err != nil {
+		s.log().WarnContext(ctx, "ai: a tool's event was not sent",
+			"service", s.name, "method", m.Name, "tool", call.FunctionCall.Name, "call", call.ID, "err", err)
+		return false
+	}
+	return true
 }
 
 // toolFailed logs the failure of a tool call and returns what the model

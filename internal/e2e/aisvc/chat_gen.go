@@ -6,7 +6,6 @@ import (
 	"context"
 	"encoding/json"
 	"iter"
-	"slices"
 
 	"github.com/chatscopes/chatgen/runtime/ai"
 	"github.com/chatscopes/chatgen/runtime/chat"
@@ -82,11 +81,6 @@ func chatRouteSmith(ctx context.Context, req *chat.RouteRequest) error {
 	if err != nil {
 		return err
 	}
-	// The results of SetKind, SetName and Inspect were sent when the
-	// tools returned.
-	res.Executions = slices.DeleteFunc(slices.Clone(res.Executions), func(ex ai.ToolExecution) bool {
-		return ex.Name == "SetKind" || ex.Name == "SetName" || ex.Name == "Inspect"
-	})
 	return res.Send(ctx)
 }
 
@@ -275,14 +269,11 @@ var chatToolWorkbenchSetKind = ai.Tool{
 	Name:        "SetKind",
 	Description: "SetKind sets the kind of weapon.",
 	Parameters:  json.RawMessage(`{"type":"object","properties":{"kind":{"type":"string","enum":["sword","axe","bow"]}},"required":["kind"],"additionalProperties":false}`),
+	Event:       true,
 	Invoke: ai.BeanTool(chatBeanWorkbench, func(ctx context.Context, workbench *Workbench, args struct {
 		Kind Kind `json:"kind"`
 	}) (any, error) {
-		result, err := workbench.SetKind(ctx, args.Kind)
-		if err == nil {
-			chat.SendToolEvent(ctx, result)
-		}
-		return result, err
+		return workbench.SetKind(ctx, args.Kind)
 	}),
 }
 
@@ -290,12 +281,11 @@ var chatToolWorkbenchSetName = ai.Tool{
 	Name:        "SetName",
 	Description: "SetName names the weapon.",
 	Parameters:  json.RawMessage(`{"type":"object","properties":{"name":{"type":"string","description":"the weapon's name, at most three words"}},"required":["name"],"additionalProperties":false}`),
-	Invoke: ai.BeanTool(chatBeanWorkbench, func(ctx context.Context, workbench *Workbench, args struct {
+	Event:       true,
+	Invoke: ai.BeanTool(chatBeanWorkbench, func(_ context.Context, workbench *Workbench, args struct {
 		Name string `json:"name"`
 	}) (any, error) {
-		result := workbench.SetName(args.Name)
-		chat.SendToolEvent(ctx, result)
-		return result, nil
+		return workbench.SetName(args.Name), nil
 	}),
 }
 
@@ -303,11 +293,10 @@ var chatToolWorkbenchInspect = ai.Tool{
 	Name:        "Inspect",
 	Description: "Inspect shows the weapon as it is now.",
 	Parameters:  json.RawMessage(`{"type":"object","properties":{},"additionalProperties":false}`),
+	Event:       true,
 	Immediate:   true,
-	Invoke: ai.BeanToolNoArgs(chatBeanWorkbench, func(ctx context.Context, workbench *Workbench) (any, error) {
-		result := workbench.Inspect()
-		chat.SendToolEvent(ctx, result)
-		return result, nil
+	Invoke: ai.BeanToolNoArgs(chatBeanWorkbench, func(_ context.Context, workbench *Workbench) (any, error) {
+		return workbench.Inspect(), nil
 	}),
 }
 

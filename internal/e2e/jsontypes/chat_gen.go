@@ -6,7 +6,6 @@ import (
 	"context"
 	"encoding/json"
 	"iter"
-	"slices"
 
 	"github.com/chatscopes/chatgen/runtime/ai"
 	"github.com/chatscopes/chatgen/runtime/chat"
@@ -181,10 +180,6 @@ func chatRouteClerk(ctx context.Context, req *chat.RouteRequest) error {
 	if err != nil {
 		return err
 	}
-	// The results of Log were sent when the tools returned.
-	res.Executions = slices.DeleteFunc(slices.Clone(res.Executions), func(ex ai.ToolExecution) bool {
-		return ex.Name == "Log"
-	})
 	return res.SendText(ctx, markdown.Message)
 }
 
@@ -396,12 +391,11 @@ var chatToolShelfLog = ai.Tool{
 	Name:        "Log",
 	Description: "Log writes a report.",
 	Parameters:  json.RawMessage(`{"type":"object","properties":{"level":{"type":"string","enum":["debug","info"]}},"required":["level"],"additionalProperties":false}`),
-	Invoke: ai.BeanTool(chatBeanShelf, func(ctx context.Context, shelf *Shelf, args struct {
+	Event:       true,
+	Invoke: ai.BeanTool(chatBeanShelf, func(_ context.Context, shelf *Shelf, args struct {
 		Level Level `json:"level"`
 	}) (any, error) {
-		result := shelf.Log(args.Level)
-		chat.SendToolEvent(ctx, result)
-		return result, nil
+		return shelf.Log(args.Level), nil
 	}),
 }
 
