@@ -2,13 +2,18 @@ package pgstore_test
 
 import (
 	"errors"
+	"fmt"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/chatscopes/chatgen/internal/pgtest"
+	"github.com/chatscopes/chatgen/runtime/chat"
 	"github.com/chatscopes/chatgen/runtime/chat/conversationtest"
+	"github.com/chatscopes/chatgen/runtime/memory"
 	"github.com/chatscopes/chatgen/runtime/pgstore"
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/tmc/langchaingo/llms"
 )
 
 // migrated returns a store on a fresh migrated schema.
@@ -74,5 +79,107 @@ func TestNewNeedsMigration(t *testing.T) {
 	}
 	if _, err := pgstore.Migrate(ctx, pool); err == nil {
 		t.Fatal("Migrate on a newer schema succeeded")
+	}
+}
+
+// TestSweep shows the sweeper's work done by hand: expired conversations,
+// their memories and their leases leave the database.
+func TestSweep(t *testing.T) {
+	ctx := t.Context()
+	s := migrated(t, pgtest.Pool(t, nil), &pgstore.Options{TTL: 100 * time.Millisecond, SweepInterval: time.Hour})
+	for _, id := range []string{"a", "b"} {
+		l, err := s.Acquire(ctx, id, "node", 10*time.Millisecond)
+		if err != nil {
+			t.Fatal(err)
+		}
+		st := conversationtest.State(id)
+		b := chat.NewBatch()
+		if err := s.Memories().Update(chat.WithBatch(ctx, b), st.Scopes[0].Memories[0],
+			[]llms.MessageContent{llms.TextParts(llms.ChatMessageTypeHuman, id)}); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Save(ctx, st, l, b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// A lease on a conversation never saved.
+	if _, err := s.Acquire(ctx, "never", "node", 10*time.Millisecond); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(250 * time.Millisecond) // past the TTL, and past the leases' expiry by a TTL
+	n, err := s.Sweep(ctx)
+	if err != nil || n != 2 {
+		t.Fatalf("Sweep = %d, %v; want 2 conversations", n, err)
+	}
+	if ids, err := s.Memories().IDs(ctx); err != nil || len(ids) != 0 {
+		t.Fatalf("memory ids after the sweep: %q, %v", ids, err)
+	}
+	// The leases went too: a new lease of "never" gets a new token, which
+	// it would not if node's expired lease were still there.
+	l, err := s.Acquire(ctx, "never", "node", time.Minute)
+	if err != nil || l.Token != 4 {
+		t.Fatalf("Acquire after the sweep = %+v, %v; want token 4", l, err)
+	}
+	if n, err := s.Sweep(ctx); err != nil || n != 0 {
+		t.Fatalf("second Sweep = %d, %v", n, err)
+	}
+}
+
+// TestSaveDeleteSweep runs saves, deletes and sweeps of the same
+// conversations at once: each fails only as the contract says (a lost
+// lease, a conflict), never with a deadlock PostgreSQL had to break.
+func TestSaveDeleteSweep(t *testing.T) {
+	ctx := t.Context()
+	s := migrated(t, pgtest.Pool(t, nil), &pgstore.Options{TTL: 20 * time.Millisecond, SweepInterval: time.Hour})
+	const rounds, workers = 200, 3
+	var wg sync.WaitGroup
+	errs := make(chan error, 3*workers*rounds)
+	for range workers {
+		wg.Go(func() {
+			for i := range rounds {
+				id := fmt.Sprint("c", i%5)
+				l, err := s.Acquire(ctx, id, "node", time.Minute)
+				if err != nil {
+					errs <- err
+					continue
+				}
+				st, err := s.Load(ctx, id)
+				if errors.Is(err, chat.ErrConversationNotFound) {
+					st, err = conversationtest.State(id), nil
+				}
+				if err != nil {
+					errs <- err
+					continue
+				}
+				b := chat.NewBatch()
+				if err := s.Memories().Apply(chat.WithBatch(ctx, b), st.Scopes[0].Memories[0],
+					memory.Change{Tail: []llms.MessageContent{llms.TextParts(llms.ChatMessageTypeHuman, "hi")}}); err != nil {
+					errs <- err
+					continue
+				}
+				if err := s.Save(ctx, st, l, b); err != nil && !errors.Is(err, chat.ErrLeaseLost) && !errors.Is(err, chat.ErrVersionConflict) {
+					errs <- err
+				}
+			}
+		})
+		wg.Go(func() {
+			for i := range rounds {
+				if err := s.Delete(ctx, fmt.Sprint("c", (i+2)%5)); err != nil {
+					errs <- err
+				}
+			}
+		})
+		wg.Go(func() {
+			for range rounds {
+				if _, err := s.Sweep(ctx); err != nil {
+					errs <- err
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
 	}
 }

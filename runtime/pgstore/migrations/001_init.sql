@@ -140,6 +140,8 @@ END $$;
 CREATE FUNCTION chatgen_delete(p_id bytea)
 RETURNS void LANGUAGE plpgsql AS $$
 BEGIN
+  -- The lease first, as a save locks it: no deadlock with one.
+  PERFORM 1 FROM chatgen_leases WHERE id = p_id FOR UPDATE;
   DELETE FROM chatgen_messages WHERE memory_id IN (
     SELECT unnest(memory_ids) FROM chatgen_conversations WHERE id = p_id);
   DELETE FROM chatgen_conversations WHERE id = p_id;
@@ -161,10 +163,16 @@ BEGIN
   DELETE FROM chatgen_messages WHERE memory_id IN (
     SELECT unnest(memory_ids) FROM chatgen_conversations WHERE id = ANY (ids));
   DELETE FROM chatgen_conversations WHERE id = ANY (ids);
-  DELETE FROM chatgen_leases WHERE id = ANY (ids) AND expires_at <= now();
+  -- A lease a save holds is skipped, not waited for (a save locks the
+  -- lease before the conversation, the sweep the other way round).
+  DELETE FROM chatgen_leases WHERE id IN (
+    SELECT id FROM chatgen_leases WHERE id = ANY (ids) AND expires_at <= now()
+    FOR UPDATE SKIP LOCKED);
   IF cardinality(ids) < p_limit THEN
-    DELETE FROM chatgen_leases l WHERE l.expires_at < now() - p_grace_us * interval '1 microsecond'
-      AND NOT EXISTS (SELECT 1 FROM chatgen_conversations c WHERE c.id = l.id);
+    DELETE FROM chatgen_leases WHERE id IN (
+      SELECT l.id FROM chatgen_leases l WHERE l.expires_at < now() - p_grace_us * interval '1 microsecond'
+        AND NOT EXISTS (SELECT 1 FROM chatgen_conversations c WHERE c.id = l.id)
+      FOR UPDATE SKIP LOCKED);
   END IF;
   RETURN cardinality(ids);
 END $$;
