@@ -64,6 +64,36 @@ func BenchmarkSaveTurn(b *testing.B) {
 	b.ReportMetric(float64(rt.N()-start)/float64(b.N), "roundtrips/op")
 }
 
+// BenchmarkSaveTurnNoEviction saves turns that only add to the memory (a
+// memory that is not full): no read before the save.
+func BenchmarkSaveTurnNoEviction(b *testing.B) {
+	var rt pgtest.RoundTrips
+	ctx := b.Context()
+	s := migrated(b, pgtest.Pool(b, &rt), &pgstore.Options{TTL: time.Hour})
+	l, err := s.Acquire(ctx, "c", "node", time.Hour)
+	if err != nil {
+		b.Fatal(err)
+	}
+	st := conversationtest.State("c")
+	mid := st.Scopes[1].Memories[0]
+	turn := func() {
+		batch := chat.NewBatch()
+		if err := s.Memories().Apply(chat.WithBatch(ctx, batch), mid, memory.Change{Tail: turnMessages(2)}); err != nil {
+			b.Fatal(err)
+		}
+		if err := s.Save(ctx, st, l, batch); err != nil {
+			b.Fatal(err)
+		}
+	}
+	turn() // prepare the statements
+	start := rt.N()
+	b.ReportAllocs()
+	for b.Loop() {
+		turn()
+	}
+	b.ReportMetric(float64(rt.N()-start)/float64(b.N), "roundtrips/op")
+}
+
 // BenchmarkLoad loads the state BenchmarkSaveTurn saves.
 func BenchmarkLoad(b *testing.B) {
 	var rt pgtest.RoundTrips
