@@ -13,8 +13,7 @@ import (
 // the batch in which a request's other writes (chat memories) are committed
 // with the conversation's state. The stores live in their own packages
 // (runtime/boltstore, runtime/redisstore, runtime/pgstore); package
-// conversationtest holds
-// the conformance suite every store passes.
+// conversationtest holds the conformance suite every store passes.
 
 // A ConversationState is the saved form of a conversation: everything a
 // node needs to serve it after a restart, a reconnect or a move to another
