@@ -106,10 +106,8 @@ func (s *server) start() *pgxpool.Pool {
 	cmd := s.cmd
 	s.t.Cleanup(func() {
 		if cmd.ProcessState == nil {
-			for _, child := range children(cmd.Process.Pid) {
-				syscall.Kill(child, syscall.SIGKILL)
-			}
-			cmd.Process.Kill()
+			// A fast shutdown: it ends the backends and waits for them.
+			cmd.Process.Signal(syscall.SIGINT)
 			cmd.Wait()
 		}
 	})
@@ -126,7 +124,7 @@ func (s *server) start() *pgxpool.Pool {
 		if err == nil {
 			return pool
 		}
-		if time.Now().After(deadline) {
+		if !alive(s.cmd.Process.Pid) || time.Now().After(deadline) { // exited, or a zombie
 			out, _ := os.ReadFile(filepath.Join(s.dir, "server.log"))
 			s.t.Fatalf("the server did not come up: %v\n%s", err, out)
 		}
@@ -135,39 +133,77 @@ func (s *server) start() *pgxpool.Pool {
 }
 
 // kill kills the server and all its backends with SIGKILL, as a crash of
-// the machine would stop them. (Backends lead process groups of their
-// own, so they are found by their parent.)
+// the machine would stop them. Backends lead process groups of their own,
+// so they are found by their parent, which is stopped first so that it
+// starts no new one; kill returns once every one of them is gone (a
+// backend left alive would keep the old shared memory, and the restarted
+// server would refuse to start).
 func (s *server) kill() {
 	s.t.Helper()
 	pid := s.cmd.Process.Pid
-	for _, child := range children(pid) {
-		syscall.Kill(child, syscall.SIGKILL)
+	if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
+		s.t.Fatal(err)
+	}
+	var killed []int
+	deadline := time.Now().Add(time.Minute)
+	for kids := children(pid); len(kids) > 0; kids = children(pid) {
+		for _, child := range kids {
+			syscall.Kill(child, syscall.SIGKILL)
+		}
+		killed = append(killed, kids...)
+		if time.Now().After(deadline) {
+			s.t.Fatalf("backends %v of the server outlive SIGKILL", kids)
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
 		s.t.Fatal(err)
 	}
 	s.cmd.Wait()
+	for _, child := range killed { // reaped by init now that their parent is gone
+		for alive(child) {
+			if time.Now().After(deadline) {
+				s.t.Fatalf("backend %d of the killed server is still there", child)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
 }
 
-// children returns the pids of the processes whose parent is pid.
+// children returns the pids of the live (not zombie) processes whose
+// parent is pid.
 func children(pid int) []int {
 	stats, _ := filepath.Glob("/proc/[0-9]*/stat")
 	var out []int
 	for _, f := range stats {
-		data, err := os.ReadFile(f)
-		if err != nil {
-			continue
-		}
-		// pid (comm) state ppid ...: comm may hold spaces, so cut at the last ')'.
-		rest := string(data[strings.LastIndexByte(string(data), ')')+1:])
-		fields := strings.Fields(rest)
-		if len(fields) > 1 && fields[1] == strconv.Itoa(pid) {
+		if state, ppid, ok := procStat(f); ok && ppid == pid && state != "Z" {
 			if c, err := strconv.Atoi(filepath.Base(filepath.Dir(f))); err == nil {
 				out = append(out, c)
 			}
 		}
 	}
 	return out
+}
+
+// alive reports whether process pid exists and is not a zombie.
+func alive(pid int) bool {
+	state, _, ok := procStat(fmt.Sprintf("/proc/%d/stat", pid))
+	return ok && state != "Z"
+}
+
+// procStat reads the state and the parent's pid from a /proc/<pid>/stat.
+func procStat(path string) (state string, ppid int, ok bool) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return "", 0, false
+	}
+	// pid (comm) state ppid ...: comm may hold spaces, so cut at the last ')'.
+	fields := strings.Fields(string(data[strings.LastIndexByte(string(data), ')')+1:]))
+	if len(fields) < 2 {
+		return "", 0, false
+	}
+	ppid, err = strconv.Atoi(fields[1])
+	return fields[0], ppid, err == nil
 }
 
 // TestKillMidSave kills the server with SIGKILL while a conversation saves
