@@ -183,3 +183,38 @@ func TestSaveDeleteSweep(t *testing.T) {
 		t.Error(err)
 	}
 }
+
+// TestExpiredOnAccess: with no sweep, an expired conversation is not
+// loaded, a save from its version finds it gone, and a new conversation of
+// the same id starts without its memories.
+func TestExpiredOnAccess(t *testing.T) {
+	ctx := t.Context()
+	s := migrated(t, pgtest.Pool(t, nil), &pgstore.Options{TTL: 100 * time.Millisecond, SweepInterval: time.Hour})
+	l, err := s.Acquire(ctx, "c", "node", time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := conversationtest.State("c")
+	mid := st.Scopes[0].Memories[0]
+	b := chat.NewBatch()
+	if err := s.Memories().Update(chat.WithBatch(ctx, b), mid, []llms.MessageContent{llms.TextParts(llms.ChatMessageTypeHuman, "hi")}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Save(ctx, st, l, b); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(300 * time.Millisecond) // past the TTL
+	if _, err := s.Load(ctx, "c"); !errors.Is(err, chat.ErrConversationNotFound) {
+		t.Fatalf("Load of an expired conversation = %v, want ErrConversationNotFound", err)
+	}
+	if err := s.Save(ctx, st, l, nil); !errors.Is(err, chat.ErrVersionConflict) || !errors.Is(err, chat.ErrConversationNotFound) {
+		t.Fatalf("Save from the expired version = %v, want a conflict with ErrConversationNotFound", err)
+	}
+	fresh := conversationtest.State("c")
+	if err := s.Save(ctx, fresh, l, nil); err != nil {
+		t.Fatalf("creating the conversation again: %v", err)
+	}
+	if msgs, err := s.Memories().Get(ctx, mid); err != nil || len(msgs) != 0 {
+		t.Fatalf("the expired conversation's memory after a new one of the same id: %v, %v", msgs, err)
+	}
+}
