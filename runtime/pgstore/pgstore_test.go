@@ -153,7 +153,7 @@ func TestSaveDeleteSweep(t *testing.T) {
 				}
 				b := chat.NewBatch()
 				if err := s.Memories().Apply(chat.WithBatch(ctx, b), st.Scopes[0].Memories[0],
-					memory.Change{Tail: []llms.MessageContent{llms.TextParts(llms.ChatMessageTypeHuman, "hi")}}); err != nil {
+					memory.Change{Tail: turnMessages(30)}); err != nil {
 					errs <- err
 					continue
 				}

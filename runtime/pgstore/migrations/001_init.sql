@@ -140,8 +140,11 @@ END $$;
 CREATE FUNCTION chatgen_delete(p_id bytea)
 RETURNS void LANGUAGE plpgsql AS $$
 BEGIN
-  -- The lease first, as a save locks it: no deadlock with one.
+  -- Locks in the order a save takes them (the lease, the conversation,
+  -- then its messages), so that neither a save nor a sweep (which skips
+  -- locked conversations) deadlocks with a delete.
   PERFORM 1 FROM chatgen_leases WHERE id = p_id FOR UPDATE;
+  PERFORM 1 FROM chatgen_conversations WHERE id = p_id FOR UPDATE;
   DELETE FROM chatgen_messages WHERE memory_id IN (
     SELECT unnest(memory_ids) FROM chatgen_conversations WHERE id = p_id);
   DELETE FROM chatgen_conversations WHERE id = p_id;
