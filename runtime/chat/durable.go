@@ -12,8 +12,8 @@ import (
 // conversations durable (SPEC §11): what is saved, the store interface, and
 // the batch in which a request's other writes (chat memories) are committed
 // with the conversation's state. The stores live in their own packages
-// (runtime/boltstore, runtime/redisstore); package conversationtest holds
-// the conformance suite every store passes.
+// (runtime/boltstore, runtime/redisstore, runtime/pgstore); package
+// conversationtest holds the conformance suite every store passes.
 
 // A ConversationState is the saved form of a conversation: everything a
 // node needs to serve it after a restart, a reconnect or a move to another

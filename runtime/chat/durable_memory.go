@@ -15,7 +15,8 @@ import (
 // between the routers of the process, not a restart. It is the reference
 // implementation of the contract (versions, fenced leases, time to live,
 // deletion of dropped memories) and the store of tests; use an embedded or
-// shared store (runtime/boltstore, runtime/redisstore) to survive restarts.
+// shared store (runtime/boltstore, runtime/redisstore, runtime/pgstore) to
+// survive restarts.
 //
 // It also keeps chat memories, as opaque bytes by memory id
 // ([InMemoryConversationStore.GetMemory], [InMemoryConversationStore.PutMemory]):

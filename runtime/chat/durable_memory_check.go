@@ -22,7 +22,7 @@ import (
 var ErrMemoryNotDurable = errors.New("chat: the chat memory of a durable conversation is not kept in its conversation store")
 
 // A StagingStore is the memory side of a [ConversationStore] (the
-// memory.Store of runtime/boltstore, runtime/redisstore,
+// memory.Store of runtime/boltstore, runtime/redisstore, runtime/pgstore,
 // conversationtest.InMemoryMemories): it stages the writes made with a
 // request's context in the request's [Batch], so that they are saved with
 // the conversation's state. Memory stores implement it to say so.

@@ -1,5 +1,5 @@
 // Package durable holds what the conversation stores (runtime/boltstore,
-// runtime/redisstore) share: the encoding of conversation states and of
+// runtime/redisstore, runtime/pgstore) share: the encoding of conversation states and of
 // memory messages, and the staging of memory writes in a [chat.Batch].
 package durable
 
