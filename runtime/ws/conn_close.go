@@ -70,14 +70,16 @@ func (c *conn) abortTurns() {
 	c.turnCancel()
 }
 
-// abort cancels the requests in progress (but the turns of durable
-// conversations: abortTurns) and closes the connection now.
-// It does not wait: closing the network connection first makes a close
-// handshake in progress (which waits up to 5 s for a client that does not
-// read) fail at once, so that CloseNow, which waits for it, returns.
+// abort closes the connection now and cancels the requests in progress
+// (but the turns of durable conversations: abortTurns). The connection goes
+// first, so that what a cancelled request answers (Failed ServerError) is
+// never written: the client sees the connection lost. It does not wait:
+// closing the network connection first makes a close handshake in progress
+// (which waits up to 5 s for a client that does not read) fail at once, so
+// that CloseNow, which waits for it, returns.
 func (c *conn) abort() {
-	c.cancel()
 	_ = c.sock.closeNet()
+	c.cancel()
 	c.ws.CloseNow()
 }
 

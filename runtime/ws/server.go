@@ -405,8 +405,8 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	case <-ctx.Done():
 	}
 	for _, c := range s.stopConns() {
-		c.abortTurns()
 		c.abort()
+		c.abortTurns()
 	}
 	s.workers.close()
 	return fmt.Errorf("ws: shutdown: %w", ctx.Err())
@@ -419,8 +419,8 @@ func (s *Server) Shutdown(ctx context.Context) error {
 // Shutdown with a context that ends soon instead.
 func (s *Server) Close() error {
 	for _, c := range s.stopConns() {
-		c.abortTurns()
 		c.abort()
+		c.abortTurns()
 	}
 	s.wg.Wait()
 	s.workers.close()
