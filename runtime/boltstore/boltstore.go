@@ -848,22 +848,9 @@ func (m *Memories) Delete(ctx context.Context, id string) error {
 // staged in the batch, for [Store.Save] to commit.
 func (m *Memories) Apply(ctx context.Context, id string, c memory.Change) error {
 	s := m.s
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	if id == "" {
-		return errors.New("boltstore: memory id is empty")
-	}
-	if c.Drop < 0 {
-		return fmt.Errorf("boltstore: memory: change of %q drops %d messages", id, c.Drop)
-	}
-	head, err := durable.EncodeMessages(c.Head)
+	head, tail, err := durable.EncodeChange(ctx, id, c)
 	if err != nil {
-		return fmt.Errorf("boltstore: changing memory %q: %w", id, err)
-	}
-	tail, err := durable.EncodeMessages(c.Tail)
-	if err != nil {
-		return fmt.Errorf("boltstore: changing memory %q: %w", id, err)
+		return fmt.Errorf("boltstore: %w", err)
 	}
 	if b := chat.BatchFrom(ctx); b != nil {
 		if err := s.stage.Apply(ctx, b, base{s}, id, c.Drop, head, tail); err != nil {

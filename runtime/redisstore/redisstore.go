@@ -433,22 +433,9 @@ func (m *Memories) Delete(ctx context.Context, id string) error {
 // Apply implements [memory.IncrementalStore]. With a [chat.Batch] in ctx,
 // the change is staged in the batch, for [Store.Save] to commit.
 func (m *Memories) Apply(ctx context.Context, id string, c memory.Change) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	if id == "" {
-		return errors.New("redisstore: memory id is empty")
-	}
-	if c.Drop < 0 {
-		return fmt.Errorf("redisstore: memory: change of %q drops %d messages", id, c.Drop)
-	}
-	head, err := durable.EncodeMessages(c.Head)
+	head, tail, err := durable.EncodeChange(ctx, id, c)
 	if err != nil {
-		return fmt.Errorf("redisstore: changing memory %q: %w", id, err)
-	}
-	tail, err := durable.EncodeMessages(c.Tail)
-	if err != nil {
-		return fmt.Errorf("redisstore: changing memory %q: %w", id, err)
+		return fmt.Errorf("redisstore: %w", err)
 	}
 	if b := chat.BatchFrom(ctx); b != nil {
 		if err := m.s.stage.Apply(ctx, b, base{m.s}, id, c.Drop, head, tail); err != nil {

@@ -1,6 +1,8 @@
 package durable
 
 import (
+	"context"
+	"errors"
 	"fmt"
 
 	"github.com/chatscopes/chatgen/runtime/memory"
@@ -52,4 +54,26 @@ func DecodeMessages(elems [][]byte) ([]llms.MessageContent, error) {
 		return nil, fmt.Errorf("memory: %d stored messages decode as %d", len(elems), len(msgs))
 	}
 	return msgs, nil
+}
+
+// EncodeChange checks c, a change of the memory id, and encodes the
+// messages it adds: what each store's Memories.Apply does before it stages
+// or writes the change. Its errors have no store prefix.
+func EncodeChange(ctx context.Context, id string, c memory.Change) (head, tail [][]byte, err error) {
+	if err := ctx.Err(); err != nil {
+		return nil, nil, err
+	}
+	if id == "" {
+		return nil, nil, errors.New("memory id is empty")
+	}
+	if c.Drop < 0 {
+		return nil, nil, fmt.Errorf("memory: change of %q drops %d messages", id, c.Drop)
+	}
+	if head, err = EncodeMessages(c.Head); err != nil {
+		return nil, nil, fmt.Errorf("changing memory %q: %w", id, err)
+	}
+	if tail, err = EncodeMessages(c.Tail); err != nil {
+		return nil, nil, fmt.Errorf("changing memory %q: %w", id, err)
+	}
+	return head, tail, nil
 }
