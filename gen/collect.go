@@ -5,6 +5,8 @@ import (
 	"go/token"
 	"slices"
 	"strings"
+
+	"github.com/chatscopes/chatgen/internal/textdist"
 )
 
 // An annotated is one declaration with its //chat: directives. It holds
@@ -320,7 +322,7 @@ func nearMiss(text string) (nearMissInfo, bool) {
 	}
 	best, bestDist := "", maxDist+1
 	for _, name := range directiveNames() {
-		if dist := editDistance(lower, name); dist < bestDist {
+		if dist := textdist.Distance(lower, name); dist < bestDist {
 			best, bestDist = name, dist
 		}
 	}

@@ -3,6 +3,8 @@ package chat
 import (
 	"fmt"
 	"strings"
+
+	"github.com/chatscopes/chatgen/internal/textdist"
 )
 
 // An UnknownRouteError reports a route name that the conversation's router
@@ -50,7 +52,7 @@ func closestName(word string, names []string) string {
 	}
 	best, bestScore := "", maxDist+2
 	for _, n := range names {
-		score := editDistance(w, strings.ToLower(n))
+		score := textdist.Distance(w, strings.ToLower(n))
 		if score > maxDist {
 			l := strings.ToLower(n)
 			if len(w) < 2 || len(l) < 2 || !strings.HasPrefix(l, w) && !strings.HasPrefix(w, l) {
@@ -63,36 +65,4 @@ func closestName(word string, names []string) string {
 		}
 	}
 	return best
-}
-
-// editDistance returns the optimal string alignment distance between a and
-// b in runes: the Levenshtein distance with the transposition of two
-// adjacent runes as one edit. Long strings are never near.
-func editDistance(a, b string) int {
-	const limit = 64
-	ra, rb := []rune(a), []rune(b)
-	if len(ra) > limit || len(rb) > limit {
-		return limit
-	}
-	before := make([]int, len(rb)+1)
-	prev := make([]int, len(rb)+1)
-	cur := make([]int, len(rb)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(ra); i++ {
-		cur[0] = i
-		for j := 1; j <= len(rb); j++ {
-			cost := 1
-			if ra[i-1] == rb[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-			if i > 1 && j > 1 && ra[i-1] == rb[j-2] && ra[i-2] == rb[j-1] {
-				cur[j] = min(cur[j], before[j-2]+1)
-			}
-		}
-		before, prev, cur = prev, cur, before
-	}
-	return prev[len(rb)]
 }
