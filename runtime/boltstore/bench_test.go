@@ -1,6 +1,7 @@
 package boltstore_test
 
 import (
+	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -24,10 +25,17 @@ func exchange() []llms.MessageContent {
 // BenchmarkSaveTurn saves a typical turn: a state of two scopes with
 // beans, and one memory of 20 messages (full: each turn evicts two) that
 // gets the turn's two messages through the request's batch. Each save is a
-// transaction synced to the disk of the temporary directory.
+// transaction synced to the disk of the temporary directory. One writer,
+// with group commit (the default) and without: a lone writer's latency.
 func BenchmarkSaveTurn(b *testing.B) {
+	for _, noGroup := range []bool{false, true} {
+		b.Run(fmt.Sprint("NoGroupCommit=", noGroup), func(b *testing.B) { benchSaveTurn(b, noGroup) })
+	}
+}
+
+func benchSaveTurn(b *testing.B, noGroup bool) {
 	ctx := b.Context()
-	s, err := boltstore.Open(filepath.Join(b.TempDir(), "chat.db"), &boltstore.Options{TTL: time.Hour})
+	s, err := boltstore.Open(filepath.Join(b.TempDir(), "chat.db"), &boltstore.Options{TTL: time.Hour, NoGroupCommit: noGroup})
 	if err != nil {
 		b.Fatal(err)
 	}
