@@ -345,8 +345,10 @@ func (s *Store) Save(ctx context.Context, st *chat.ConversationState, lease chat
 				return err
 			}
 		}
-		if err := writeMids(tx, id, mids); err != nil {
-			return err
+		if !slices.Equal(old, mids) { // most saves list the same memories
+			if err := writeMids(tx, id, mids); err != nil {
+				return err
+			}
 		}
 		if exists {
 			if err := unindexExpiry(tx, id, convs.Get(id)); err != nil {
@@ -706,17 +708,25 @@ func memElems(tx *bolt.Tx, id string) [][]byte {
 	return elems
 }
 
+// memLen returns the length of the list of id from its first and last
+// keys: a list's sequence numbers are consecutive (replaceMem numbers it
+// from seqStart, editMem drops from the front and numbers what it adds
+// next to the ends).
 func memLen(tx *bolt.Tx, id string) (int, error) {
 	b := memBucket(tx, id)
 	if b == nil {
 		return 0, nil
 	}
-	n := 0
 	c := b.Cursor()
-	for k, _ := c.First(); k != nil; k, _ = c.Next() {
-		n++
+	first, _ := c.First()
+	if first == nil {
+		return 0, nil
 	}
-	return n, nil
+	last, _ := c.Last()
+	if len(first) != 8 || len(last) != 8 {
+		return 0, fmt.Errorf("%w: memory %q has a key of %d bytes", chat.ErrCorruptState, id, max(len(first), len(last)))
+	}
+	return int(binary.BigEndian.Uint64(last)-binary.BigEndian.Uint64(first)) + 1, nil
 }
 
 func deleteMem(tx *bolt.Tx, id string) error {
