@@ -1,6 +1,7 @@
 package boltstore
 
 import (
+	"fmt"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -120,7 +121,7 @@ func (g *committer) commit(group []*write) {
 		failed := -1
 		err := g.db.Update(func(tx *bolt.Tx) error {
 			for i, w := range group {
-				if err := w.fn(tx); err != nil {
+				if err := safely(w.fn, tx); err != nil {
 					failed = i
 					return err
 				}
@@ -140,10 +141,22 @@ func (g *committer) commit(group []*write) {
 		group = slices.Delete(group, failed, failed+1)
 	}
 	for _, w := range alone {
-		err := g.db.Update(w.fn)
+		err := g.db.Update(func(tx *bolt.Tx) error { return safely(w.fn, tx) })
 		if err == nil {
 			g.txs.Add(1)
 		}
 		w.err <- err
 	}
+}
+
+// safely runs fn, turning a panic into an error: a panic in one write must
+// not stop the committer, and so every write after it (DB.Batch does the
+// same).
+func safely(fn func(*bolt.Tx) error, tx *bolt.Tx) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("boltstore: a write panicked: %v", p)
+		}
+	}()
+	return fn(tx)
 }

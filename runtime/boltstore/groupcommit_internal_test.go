@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -182,5 +183,22 @@ func TestClosedCommitter(t *testing.T) {
 	_, err = s.Acquire(t.Context(), "c", "node", time.Minute)
 	if !errors.Is(err, berrors.ErrDatabaseNotOpen) {
 		t.Fatalf("Acquire after Close = %v, want ErrDatabaseNotOpen", err)
+	}
+}
+
+// TestPanickingWrite shows that a write that panics fails with an error
+// and leaves the committer serving the writes after it.
+func TestPanickingWrite(t *testing.T) {
+	s, err := Open(filepath.Join(t.TempDir(), "chat.db"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	err = s.commits.update(func(*bolt.Tx) error { panic("a bug") })
+	if err == nil || !strings.Contains(err.Error(), "a bug") {
+		t.Fatalf("panicking write = %v, want an error saying it panicked", err)
+	}
+	if _, err := s.Acquire(t.Context(), "c", "node", time.Minute); err != nil {
+		t.Fatalf("Acquire after a panicking write: %v", err)
 	}
 }
