@@ -107,14 +107,17 @@ bench-peers:
 
 ## bench-durable: the "Durable turns" of docs/numbers.md: 1,000 sessions
 ## chatting at once over each store (no store, in memory, bbolt with and
-## without group commit, Redis, PostgreSQL), DURABLECOUNT rounds, each
-## logging its ratios to no store; a lone writer's bbolt save with and
-## without group commit; the round trips of a turn (counted). Needs Redis
-## at 127.0.0.1:6379 and PostgreSQL at 127.0.0.1:5432 (database test).
+## without group commit, Redis, PostgreSQL), DURABLECOUNT rounds of all
+## stores one after the other, each round logging its ratios to no store;
+## a lone writer's bbolt save with and without group commit; the round
+## trips of a turn (counted). Needs Redis at 127.0.0.1:6379 and
+## PostgreSQL at 127.0.0.1:5432 (database test).
 DURABLECOUNT ?= 3
 DURABLETURNS ?= 20000
 bench-durable:
-	$(GO) test ./internal/durable -run '^$$' -bench 'BenchmarkConcurrentTurns' -benchtime $(DURABLETURNS)x -count $(DURABLECOUNT) -timeout 60m
+	for i in $$(seq $(DURABLECOUNT)); do \
+		$(GO) test ./internal/durable -run '^$$' -bench 'BenchmarkConcurrentTurns' -benchtime $(DURABLETURNS)x -count 1 -timeout 60m -v || exit 1; \
+	done
 	$(GO) test ./runtime/boltstore -run '^$$' -bench 'BenchmarkSaveTurn' -benchmem -count $(DURABLECOUNT)
 	$(GO) test ./internal/durable -run 'TestRoundTripsPerTurn' -count 1 -v
 

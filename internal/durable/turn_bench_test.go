@@ -23,6 +23,7 @@ import (
 	"github.com/chatscopes/chatgen/runtime/memory"
 	"github.com/chatscopes/chatgen/runtime/pgstore"
 	"github.com/chatscopes/chatgen/runtime/redisstore"
+	"github.com/jackc/pgx/v5/pgxpool"
 )
 
 // backend is where a router keeps its conversations: Store nil is a
@@ -71,9 +72,20 @@ func openRedis(tb testing.TB) backend {
 	return backend{Store: s, Memories: s.Memories(), trips: trips}
 }
 
+// pgConns is the size of the PostgreSQL connection pool of the
+// benchmarks: pgxpool's default (4 on 2 cores) would queue 1,000 sessions
+// on four connections.
+const pgConns = 32
+
 func openPostgres(tb testing.TB) backend {
 	trips := new(pgtest.RoundTrips)
-	pool := pgtest.Pool(tb, trips)
+	cfg := pgtest.Pool(tb, trips).Config() // its schema and round-trip count
+	cfg.MaxConns = pgConns
+	pool, err := pgxpool.NewWithConfig(tb.Context(), cfg)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(pool.Close) // before pgtest drops the schema
 	if _, err := pgstore.Migrate(tb.Context(), pool); err != nil {
 		tb.Fatal(err)
 	}
@@ -225,7 +237,7 @@ const concurrentSessions = 1000
 // PostgreSQL server's), and the round trips per turn to the store's
 // server. With 20 turns per session the window fills after ten, then
 // evicts two messages a turn. When the stores include "none", it logs
-// each store's ratios to it.
+// each store's ratios to it (shown with -v).
 func BenchmarkConcurrentTurns(b *testing.B) {
 	type result struct{ perSecond, cpuPerTurn float64 }
 	results := map[string]result{}
