@@ -20,10 +20,10 @@ const maxGroup = 1000
 // and so one fsync (group commit). A write that arrives when none is
 // committing starts at once: a lone writer waits for nothing.
 //
-// It does what bbolt's DB.Batch does, without Batch's timer: Batch holds a
-// transaction open for MaxBatchDelay (10 ms by default) to gather writes,
-// which a lone writer pays on every save, while a shorter delay gathers
-// almost nothing. Here the gathering is the previous commit's fsync.
+// It does what bbolt's DB.Batch does, without Batch's timer: Batch starts
+// a batch's transaction MaxBatchDelay (10 ms by default) after its first
+// write, a wait a lone writer pays on every save, while a short delay
+// gathers little. Here the gathering is the previous commit's fsync.
 //
 // Each write keeps its own all-or-nothing: a write function that fails
 // rolls the whole transaction back (bbolt has no savepoints), then the
