@@ -109,7 +109,8 @@ bench-peers:
 ## chatting at once over each store (no store, in memory, bbolt with and
 ## without group commit, Redis, PostgreSQL), DURABLECOUNT rounds of all
 ## stores one after the other, each round logging its ratios to no store;
-## a lone writer's bbolt save with and without group commit; the round
+## bbolt's saves alone, by one writer and by 1,000, with and without
+## group commit; the round
 ## trips of a turn (counted). Needs Redis at 127.0.0.1:6379 and
 ## PostgreSQL at 127.0.0.1:5432 (database test).
 DURABLECOUNT ?= 3
@@ -119,6 +120,7 @@ bench-durable:
 		$(GO) test ./internal/durable -run '^$$' -bench 'BenchmarkConcurrentTurns' -benchtime $(DURABLETURNS)x -count 1 -timeout 60m -v || exit 1; \
 	done
 	$(GO) test ./runtime/boltstore -run '^$$' -bench 'BenchmarkSaveTurn' -benchmem -count $(DURABLECOUNT)
+	$(GO) test ./runtime/boltstore -run '^$$' -bench 'BenchmarkConcurrentSaves' -benchmem -benchtime $(DURABLETURNS)x -count $(DURABLECOUNT)
 	$(GO) test ./internal/durable -run 'TestRoundTripsPerTurn' -count 1 -v
 
 ## numbers: the token and round-trip comparisons of docs/numbers.md.
