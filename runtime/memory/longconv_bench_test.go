@@ -7,7 +7,9 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
+	airt "github.com/chatscopes/chatgen/runtime/ai"
 	"github.com/chatscopes/chatgen/runtime/llmtest"
 	"github.com/chatscopes/chatgen/runtime/memory"
 	"github.com/tmc/langchaingo/llms"
@@ -95,11 +97,11 @@ func convChat() llmtest.Script {
 			key = strings.TrimSuffix(key, "?")
 			for _, m := range req.Messages[:len(req.Messages)-1] {
 				for _, p := range m.Parts {
-					t, ok := p.(llms.TextContent)
+					text, ok := partText(p)
 					if !ok {
 						continue
 					}
-					if _, after, ok := strings.Cut(t.Text, "FACT: "+key+" is "); ok {
+					if _, after, ok := strings.Cut(text, "FACT: "+key+" is "); ok {
 						value, _, _ := strings.Cut(after, ".")
 						return llmtest.Reply{Text: fmt.Sprintf("%s is %s.", key, value)}, nil
 					}
@@ -133,101 +135,212 @@ func convSummarizer() llmtest.Script {
 	})
 }
 
-// convResult is what one conversation cost and achieved.
-type convResult struct {
-	promptTokens, calls, summaries, summaryTokens, answered, maxPrompt int
+// convProfile is a provider's prompt cache and price list: the rules the
+// scripted models' simulated cache follows (llmtest.WithPromptCache) and
+// the multipliers of the input price it bills cache reads and writes at.
+type convProfile struct {
+	name        string
+	rules       llmtest.CacheRules
+	model       string  // the model name, for the cache's minimum length
+	read, write float64 // price of a token read from or written to the cache, per uncached token
 }
 
-// playConversation plays the conversation with policy; summarizer is the
-// model behind policy's Summarizer, if any.
-func playConversation(ctx context.Context, policy memory.Policy, summarizer *llmtest.Model) (convResult, error) {
-	chat := llmtest.NewModel(convChat())
-	mem, err := policy.New(ctx, memory.NewInMemoryStore(), "conversation")
-	if err != nil {
-		return convResult{}, err
+// convProfiles: OpenAI bills cached input at half price (gpt-4o; newer
+// models at 0.25× or 0.1×) and writes nothing extra; Anthropic bills
+// reads at 0.1× and 5-minute writes at 1.25×.
+var convProfiles = []convProfile{
+	{"openai", llmtest.CacheRulesOpenAI, "gpt-4o", 0.5, 1},
+	{"anthropic", llmtest.CacheRulesAnthropic, "claude-sonnet-4-5", 0.1, 1.25},
+}
+
+// convMemory is a memory the conversation is played with.
+type convMemory struct {
+	name   string
+	policy func(sum memory.Summarizer) memory.Policy
+	// marks plays the conversation through the runtime's Anthropic client
+	// shaping, which places cache breakpoints (with the OpenAI profile,
+	// whose cache is automatic, it changes nothing). Without it no
+	// breakpoint is sent, as by a framework that does not mark its
+	// prompts, and Anthropic caches nothing.
+	marks bool
+}
+
+// convMemories are the memories of the benchmark.
+func convMemories(logger *slog.Logger) []convMemory {
+	return []convMemory{
+		{"full-history", func(memory.Summarizer) memory.Policy { return memory.TokenWindow(1<<30, nil) }, true},
+		{"token-window", func(memory.Summarizer) memory.Policy { return memory.TokenWindow(convBudget, nil) }, false},
+		{"compressing", func(sum memory.Summarizer) memory.Policy {
+			return memory.Compressing(convBudget, sum, &memory.CompressOptions{Logger: logger})
+		}, false},
+		{"summary-per-eviction", func(sum memory.Summarizer) memory.Policy {
+			return memory.Compressing(convBudget, sum, &memory.CompressOptions{
+				TriggerTokens: convBudget / 2, KeepTokens: convBudget / 2, Logger: logger,
+			})
+		}, false},
+		{"cache-aware-window", func(memory.Summarizer) memory.Policy {
+			return memory.TokenWindow(convBudget, nil, memory.EvictTo(convWindowLow))
+		}, true},
+		{"cache-aware-compressing", func(sum memory.Summarizer) memory.Policy {
+			return memory.Compressing(convBudget, sum, &memory.CompressOptions{
+				TriggerTokens: convCacheTrigger, KeepTokens: convCacheKeep, Logger: logger,
+			})
+		}, true},
 	}
-	system := llms.TextParts(llms.ChatMessageTypeSystem, convSystem)
+}
+
+// The marks of the cache-aware memories.
+const (
+	// convWindowLow: the window evicts down to 60% of its budget.
+	convWindowLow = convBudget * 3 / 5
+	// convCacheTrigger and convCacheKeep: compress late (the cap, summary
+	// included, comes first) and keep enough that the prompt after a
+	// compression is about the cache's minimum (1,024 tokens): the gap
+	// between compressions is wide, and every prompt cacheable.
+	convCacheTrigger = convBudget * 9 / 10
+	convCacheKeep    = convBudget * 2 / 5
+)
+
+// convResult is what one conversation cost and achieved. Tokens are
+// llmtest's estimates; the summarizer's prompts count as input too.
+type convResult struct {
+	promptTokens, calls, summaries, summaryTokens, answered, maxPrompt int
+	// cached and written are the prompt tokens read from and written to
+	// the simulated cache; billed is the input bill in uncached tokens
+	// (uncached + read×cached + write×written).
+	cached, written int
+	billed          float64
+}
+
+// uncached is the prompt tokens neither read from nor written to the cache.
+func (r convResult) uncached() int { return r.promptTokens - r.cached - r.written }
+
+// partText returns the text of a part, marked for caching or not.
+func partText(p llms.ContentPart) (string, bool) {
+	if c, ok := p.(llms.CachedContent); ok {
+		p = c.ContentPart
+	}
+	t, ok := p.(llms.TextContent)
+	return t.Text, ok
+}
+
+// playConversation plays the conversation with mem through an AI service,
+// the models simulating profile's prompt cache.
+func playConversation(ctx context.Context, profile convProfile, mem convMemory) (convResult, error) {
+	cache := llmtest.WithPromptCache(llmtest.PromptCache{Rules: profile.rules, Now: func() time.Time { return time.Unix(0, 0) }})
+	name := llmtest.WithModelName(profile.model)
+	chat := llmtest.NewModel(convChat(), cache, name)
+	summarizer := llmtest.NewModel(convSummarizer(), cache, name)
+	client := airt.ClientOpenAI
+	if mem.marks {
+		client = airt.ClientAnthropic
+	}
+	quiet := slog.New(slog.DiscardHandler)
+	svc := airt.NewService("example.com/armory.Assistant", airt.Config{
+		Model: chat, Client: client, Logger: quiet,
+		Memory: memory.NewManager(memory.Config{Policy: mem.policy(memory.NewModelSummarizer(summarizer, nil))}),
+	})
+	method := &airt.Method{Name: "Chat", System: convSystem}
 	var r convResult
 	for i := range convTurns {
-		history, err := mem.Messages(ctx)
+		reply, err := svc.Chat(ctx, &airt.Request{Method: method, MemoryID: "conversation", User: convUser(i)})
 		if err != nil {
 			return r, err
 		}
-		user := llms.TextParts(llms.ChatMessageTypeHuman, convUser(i))
-		prompt := make([]llms.MessageContent, 0, len(history)+2)
-		prompt = append(prompt, system)
-		for _, m := range history {
-			if m.Role != llms.ChatMessageTypeSystem {
-				prompt = append(prompt, m)
-			}
-		}
-		prompt = append(prompt, user)
-		resp, err := chat.GenerateContent(ctx, prompt)
-		if err != nil {
-			return r, err
-		}
-		answer := resp.Choices[0].Content
 		if i >= convTurns-convFacts {
 			_, value := convFact(i - (convTurns - convFacts))
-			if strings.Contains(answer, value) {
+			if strings.Contains(reply.Content, value) {
 				r.answered++
 			}
-		}
-		if err := mem.Add(ctx, system, user, llms.TextParts(llms.ChatMessageTypeAI, answer)); err != nil {
-			return r, err
 		}
 	}
 	for _, req := range chat.Requests() {
 		r.calls++
 		r.promptTokens += req.PromptTokens
 		r.maxPrompt = max(r.maxPrompt, req.PromptTokens)
+		r.cached += req.Cache.ReadTokens
+		r.written += req.Cache.WriteTokens
 	}
-	if summarizer != nil {
-		for _, req := range summarizer.Requests() {
-			r.calls++
-			r.summaries++
-			r.promptTokens += req.PromptTokens
-			r.summaryTokens += req.PromptTokens
-		}
+	for _, req := range summarizer.Requests() {
+		r.calls++
+		r.summaries++
+		r.promptTokens += req.PromptTokens
+		r.summaryTokens += req.PromptTokens
+		r.cached += req.Cache.ReadTokens
+		r.written += req.Cache.WriteTokens
 	}
+	r.billed = float64(r.uncached()) + profile.read*float64(r.cached) + profile.write*float64(r.written)
 	return r, nil
+}
+
+// convFloor is the least a conversation with a memory of convBudget
+// tokens could be billed: every prompt as big as the full history's, up to
+// the budget, all of it read from the cache but the turn's new messages
+// (the previous answer and the user message), which are written.
+func convFloor(profile convProfile, full []llmtest.Request) float64 {
+	floor, prev := 0.0, 0
+	for _, req := range full {
+		size := min(req.PromptTokens, convBudget)
+		fresh := min(size, req.PromptTokens-prev)
+		prev = req.PromptTokens
+		floor += profile.read*float64(size-fresh) + profile.write*float64(fresh)
+	}
+	return floor
 }
 
 func BenchmarkLongConversation(b *testing.B) {
 	quiet := slog.New(slog.DiscardHandler)
-	for _, v := range []struct {
-		name   string
-		policy func(sum memory.Summarizer) memory.Policy
-	}{
-		{"memory=full-history", func(memory.Summarizer) memory.Policy { return memory.TokenWindow(1<<30, nil) }},
-		{"memory=token-window", func(memory.Summarizer) memory.Policy { return memory.TokenWindow(convBudget, nil) }},
-		{"memory=compressing", func(sum memory.Summarizer) memory.Policy {
-			return memory.Compressing(convBudget, sum, &memory.CompressOptions{Logger: quiet})
-		}},
-		{"memory=summary-per-eviction", func(sum memory.Summarizer) memory.Policy {
-			return memory.Compressing(convBudget, sum, &memory.CompressOptions{
-				TriggerTokens: convBudget / 2, KeepTokens: convBudget / 2, Logger: quiet,
+	for _, profile := range convProfiles {
+		for _, mem := range convMemories(quiet) {
+			b.Run("provider="+profile.name+"/memory="+mem.name, func(b *testing.B) {
+				var r convResult
+				for b.Loop() {
+					var err error
+					if r, err = playConversation(b.Context(), profile, mem); err != nil {
+						b.Fatal(err)
+					}
+				}
+				b.ReportMetric(float64(r.promptTokens), "prompt-tokens/conv")
+				b.ReportMetric(float64(r.uncached()), "uncached-tokens/conv")
+				b.ReportMetric(float64(r.cached), "cached-tokens/conv")
+				b.ReportMetric(float64(r.written), "written-tokens/conv")
+				b.ReportMetric(r.billed, "billed-tokens/conv")
+				b.ReportMetric(100*float64(r.cached)/float64(r.promptTokens), "%cached")
+				b.ReportMetric(float64(r.calls), "model-calls/conv")
+				b.ReportMetric(float64(r.summaries), "summaries/conv")
+				b.ReportMetric(float64(r.maxPrompt), "max-prompt-tokens")
+				b.ReportMetric(float64(r.answered), "answered/20")
 			})
-		}},
-	} {
-		b.Run(v.name, func(b *testing.B) {
-			var r convResult
+		}
+		b.Run("provider="+profile.name+"/memory=floor", func(b *testing.B) {
+			chat := llmtest.NewModel(convChat())
 			for b.Loop() {
-				summarizer := llmtest.NewModel(convSummarizer())
-				var err error
-				r, err = playConversation(b.Context(), v.policy(memory.NewModelSummarizer(summarizer, nil)), summarizer)
-				if err != nil {
+				chat.Reset()
+				if _, err := playFull(b.Context(), chat); err != nil {
 					b.Fatal(err)
 				}
 			}
-			b.ReportMetric(float64(r.promptTokens), "prompt-tokens/conv")
-			b.ReportMetric(float64(r.calls), "model-calls/conv")
-			b.ReportMetric(float64(r.summaries), "summaries/conv")
-			b.ReportMetric(float64(r.summaryTokens), "summary-prompt-tokens/conv")
-			b.ReportMetric(float64(r.maxPrompt), "max-prompt-tokens")
-			b.ReportMetric(float64(r.answered), "answered/20")
+			b.ReportMetric(convFloor(profile, chat.Requests()), "billed-tokens/conv")
 		})
 	}
+}
+
+// playFull plays the conversation with the full history on chat, for the
+// sizes of its prompts.
+func playFull(ctx context.Context, chat llms.Model) (*airt.Reply, error) {
+	svc := airt.NewService("example.com/armory.Assistant", airt.Config{
+		Model: chat, Logger: slog.New(slog.DiscardHandler),
+		Memory: memory.NewManager(memory.Config{Policy: memory.TokenWindow(1<<30, nil)}),
+	})
+	method := &airt.Method{Name: "Chat", System: convSystem}
+	var reply *airt.Reply
+	for i := range convTurns {
+		var err error
+		if reply, err = svc.Chat(ctx, &airt.Request{Method: method, MemoryID: "conversation", User: convUser(i)}); err != nil {
+			return nil, err
+		}
+	}
+	return reply, nil
 }
 
 // TestLongConversation pins what the benchmark shows: the compressing
@@ -236,24 +349,19 @@ func BenchmarkLongConversation(b *testing.B) {
 // summarises far less often than a summary per eviction.
 func TestLongConversation(t *testing.T) {
 	quiet := slog.New(slog.DiscardHandler)
-	play := func(p func(memory.Summarizer) memory.Policy) convResult {
-		t.Helper()
-		summarizer := llmtest.NewModel(convSummarizer())
-		r, err := playConversation(t.Context(), p(memory.NewModelSummarizer(summarizer, nil)), summarizer)
-		if err != nil {
-			t.Fatal(err)
+	results := map[string]convResult{} // by profile/memory
+	for _, profile := range convProfiles {
+		for _, mem := range convMemories(quiet) {
+			r, err := playConversation(t.Context(), profile, mem)
+			if err != nil {
+				t.Fatal(err)
+			}
+			results[profile.name+"/"+mem.name] = r
+			t.Logf("%s/%s: %+v", profile.name, mem.name, r)
 		}
-		return r
 	}
-	full := play(func(memory.Summarizer) memory.Policy { return memory.TokenWindow(1<<30, nil) })
-	window := play(func(memory.Summarizer) memory.Policy { return memory.TokenWindow(convBudget, nil) })
-	compressing := play(func(sum memory.Summarizer) memory.Policy {
-		return memory.Compressing(convBudget, sum, &memory.CompressOptions{Logger: quiet})
-	})
-	perEviction := play(func(sum memory.Summarizer) memory.Policy {
-		return memory.Compressing(convBudget, sum, &memory.CompressOptions{TriggerTokens: convBudget / 2, KeepTokens: convBudget / 2, Logger: quiet})
-	})
-	t.Logf("full %+v\nwindow %+v\ncompressing %+v\nper eviction %+v", full, window, compressing, perEviction)
+	full, window, compressing, perEviction := results["openai/full-history"], results["openai/token-window"],
+		results["openai/compressing"], results["openai/summary-per-eviction"]
 	switch {
 	case full.answered != convFacts || compressing.answered != convFacts || perEviction.answered != convFacts:
 		t.Fatalf("answered: full %d, compressing %d, per eviction %d; want %d", full.answered, compressing.answered, perEviction.answered, convFacts)
@@ -265,5 +373,25 @@ func TestLongConversation(t *testing.T) {
 		t.Fatalf("compressing sent a prompt of %d tokens, over its budget", compressing.maxPrompt)
 	case compressing.summaries*4 > perEviction.summaries:
 		t.Fatalf("compressing summarised %d times, a summary per eviction %d: batching saves too little", compressing.summaries, perEviction.summaries)
+	}
+
+	// The cache figures: a sliding window caches little; evicting in
+	// blocks, most of its prompts are served from the cache (OpenAI).
+	// With Anthropic, the cache-aware memories cost a fraction of the full
+	// history, itself served well by the cache, and still answer.
+	share := func(r convResult) float64 { return float64(r.cached) / float64(r.promptTokens) }
+	blocks := results["openai/cache-aware-window"]
+	aFull, aCompressing := results["anthropic/full-history"], results["anthropic/cache-aware-compressing"]
+	switch {
+	case share(window) > 0.2:
+		t.Fatalf("the sliding window had %.0f%% of its prompt tokens from the cache: the benchmark shows nothing", 100*share(window))
+	case share(blocks) < 0.7:
+		t.Fatalf("the block-evicting window had %.0f%% of its prompt tokens from the cache, want 70%% at least", 100*share(blocks))
+	case aCompressing.answered != convFacts:
+		t.Fatalf("cache-aware compressing answered %d, want %d", aCompressing.answered, convFacts)
+	case share(aFull) < 0.9:
+		t.Fatalf("the full history had %.0f%% of its prompt tokens from Anthropic's cache: the breakpoints do not work", 100*share(aFull))
+	case aCompressing.billed > 0.5*aFull.billed:
+		t.Fatalf("cache-aware compressing billed %.0f, more than half the full history's %.0f", aCompressing.billed, aFull.billed)
 	}
 }
