@@ -230,13 +230,20 @@ func ConversationSummaryPrompt(req SummaryRequest) string {
 	} else {
 		b.WriteString("Its first user message is the current summary. ")
 	}
-	fmt.Fprintf(&b, "Fold into the summary the %d oldest messages after it, which it is about to replace, and nothing newer.", len(req.Messages))
-	if req.MaxTokens > 0 {
-		fmt.Fprintf(&b, " Write the updated summary in at most %d words.", max(1, req.MaxTokens*3/4))
-	} else {
-		b.WriteString(" Write the updated summary.")
-	}
+	fmt.Fprintf(&b, "Fold into the summary the %d oldest messages after it, which it is about to replace, and nothing newer. ", len(req.Messages))
+	writeSizeRequest(&b, req.MaxTokens)
 	return b.String()
+}
+
+// writeSizeRequest asks for the updated summary, in at most the words of
+// maxTokens tokens when it is positive.
+func writeSizeRequest(b *strings.Builder, maxTokens int) {
+	if maxTokens > 0 {
+		// One token is about three quarters of an English word.
+		fmt.Fprintf(b, "Write the updated summary in at most %d words.", max(1, maxTokens*3/4))
+	} else {
+		b.WriteString("Write the updated summary.")
+	}
 }
 
 // SummaryPrompt returns the user message a [ModelSummarizer] sends for
@@ -255,12 +262,8 @@ func SummaryPrompt(req SummaryRequest) string {
 	for _, m := range req.Messages {
 		writeTranscript(&b, m)
 	}
-	if req.MaxTokens > 0 {
-		// One token is about three quarters of an English word.
-		fmt.Fprintf(&b, "\nWrite the updated summary in at most %d words.", max(1, req.MaxTokens*3/4))
-	} else {
-		b.WriteString("\nWrite the updated summary.")
-	}
+	b.WriteString("\n")
+	writeSizeRequest(&b, req.MaxTokens)
 	return b.String()
 }
 
