@@ -79,13 +79,13 @@ type PromptCache struct {
 }
 
 // WithPromptCache makes a [Model] or server simulate its provider's prompt
-// cache, as pc configures it. Each successful call (a failing one changes
-// nothing) reads the longest cached prefix of its prompt and writes its
-// own, by the rules of pc.Rules, and reports what it read and wrote in the
-// usage it returns ([Usage.CacheReadTokens] and [Usage.CacheWriteTokens],
-// unless the script set either) and in the recorded [Request]. Without
-// this option no server caches, so scripted usage figures stay as they
-// are.
+// cache, as pc configures it. Each call reads the longest cached prefix of
+// its prompt and writes its own, by the rules of pc.Rules (a reply that
+// fails with a Status, an Err or a Disconnect changes nothing), and
+// reports what it read and wrote in the usage it returns
+// ([Usage.CacheReadTokens] and [Usage.CacheWriteTokens], unless the script
+// set either) and in the recorded [Request]. Without this option no
+// server caches, so scripted usage figures stay as they are.
 //
 // The cache is keyed on content, block by block, in the order the
 // provider reads a prompt: the tools, then the messages (the system prompt

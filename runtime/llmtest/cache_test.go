@@ -2,6 +2,7 @@ package llmtest_test
 
 import (
 	"context"
+	"encoding/json"
 	"strings"
 	"sync"
 	"testing"
@@ -256,3 +257,37 @@ func intInfo32(t *testing.T, info map[string]any, key string) int {
 
 // aiText returns an AI message of text.
 func aiText(text string) llms.MessageContent { return llms.TextParts(llms.ChatMessageTypeAI, text) }
+
+// TestPromptCacheAnthropicTools: a breakpoint on the last tool caches the
+// tools (read first by Anthropic): a request that changes only its
+// messages reads them back; the raw usage has input_tokens as the rest.
+func TestPromptCacheAnthropicTools(t *testing.T) {
+	srv := llmtest.NewAnthropicServer(llmtest.Rules().WithFallback(llmtest.Reply{Text: "ok"}),
+		llmtest.WithPromptCache(llmtest.PromptCache{Now: newClock().Now}))
+	defer srv.Close()
+	headers := []string{"x-api-key", "k", "anthropic-version", llmtest.AnthropicVersion}
+	tools := `[{"name":"forge","description":"` + longText(1100) + `","input_schema":{"type":"object"},"cache_control":{"type":"ephemeral"}}]`
+	usage := func(user string) map[string]int {
+		t.Helper()
+		body := `{"model":"claude-sonnet-4-5","max_tokens":100,"tools":` + tools + `,"messages":[{"role":"user","content":"` + user + `"}]}`
+		status, got := rawPost(t, srv.HTTPClient(), srv.URL+"/messages", body, headers...)
+		var m struct {
+			Usage map[string]int `json:"usage"`
+		}
+		if err := json.Unmarshal([]byte(got), &m); status != 200 || err != nil {
+			t.Fatalf("%d %s", status, got)
+		}
+		return m.Usage
+	}
+	first := usage("hello")
+	reqs := srv.Requests()
+	tokens := reqs[0].PromptTokens - llmtest.EstimatePromptTokens(reqs[0].Messages, nil)
+	if first["cache_creation_input_tokens"] != tokens || first["cache_read_input_tokens"] != 0 {
+		t.Fatalf("first usage %v, want the tools' %d tokens written", first, tokens)
+	}
+	second := usage("something else")
+	if second["cache_read_input_tokens"] != tokens || second["cache_creation_input_tokens"] != 0 ||
+		second["input_tokens"] != srv.Requests()[1].PromptTokens-tokens {
+		t.Fatalf("second usage %v, want the tools' %d tokens read", second, tokens)
+	}
+}
