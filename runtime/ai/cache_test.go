@@ -1,7 +1,9 @@
 package ai_test
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"log/slog"
 	"strings"
 	"testing"
@@ -152,5 +154,54 @@ func TestCacheUsageSimulated(t *testing.T) {
 				t.Fatal("nothing written to Anthropic's cache")
 			}
 		})
+	}
+}
+
+// TestRequestsExtendOneAnother: over the OpenAI wire, every request of a
+// method, across turns and tool loops, sends the tools byte for byte as
+// the first did, and starts with the messages of the request before it,
+// byte for byte: a prompt cache serves each one the previous one.
+func TestRequestsExtendOneAnother(t *testing.T) {
+	f := newServerFixture(t, llmtest.Sequence(
+		llmtest.Reply{ToolCalls: []llmtest.ToolCall{{Name: "weather", Arguments: `{"city":"Paris"}`}}},
+		llmtest.Reply{Text: "Sunny in Paris."},
+		llmtest.Reply{ToolCalls: []llmtest.ToolCall{{Name: "add", Arguments: `{"a":1,"b":2}`}}},
+		llmtest.Reply{Text: "3."},
+		llmtest.Reply{Text: "Bye."},
+	), ai.Config{})
+	for _, user := range []string{"weather in Paris?", "1+2?", "bye"} {
+		req := f.req(user) // a new Method each turn, as the same generated one
+		req.MemoryID = "m"
+		if _, err := f.svc.Chat(context.Background(), req); err != nil {
+			t.Fatal(err)
+		}
+	}
+	type body struct {
+		Messages []json.RawMessage `json:"messages"`
+		Tools    json.RawMessage   `json:"tools"`
+	}
+	var prev body
+	if n := len(f.requests()); n != 5 {
+		t.Fatalf("%d requests, want 5", n)
+	}
+	for i, r := range f.requests() {
+		var b body
+		if err := json.Unmarshal(r.Body, &b); err != nil {
+			t.Fatal(err)
+		}
+		if i > 0 {
+			if !bytes.Equal(b.Tools, prev.Tools) {
+				t.Fatalf("request %d: tools\n%s\nwant\n%s", i, b.Tools, prev.Tools)
+			}
+			if len(b.Messages) <= len(prev.Messages) {
+				t.Fatalf("request %d has %d messages, the one before %d", i, len(b.Messages), len(prev.Messages))
+			}
+			for j, m := range prev.Messages {
+				if !bytes.Equal(m, b.Messages[j]) {
+					t.Fatalf("request %d: message %d is\n%s\nwas\n%s", i, j, b.Messages[j], m)
+				}
+			}
+		}
+		prev = b
 	}
 }
