@@ -509,9 +509,11 @@ func (c *compressing) summarize(ctx context.Context, k int, sys *llms.MessageCon
 	if err != nil {
 		return "", err
 	}
-	conv, err := c.conversation(ctx, sys, added)
-	if err != nil {
-		return "", err
+	var conv []llms.MessageContent
+	if cs, ok := c.p.sum.(ConversationSummarizer); ok && cs.WantsConversation() {
+		if conv, err = c.conversation(ctx, sys, added); err != nil {
+			return "", err
+		}
 	}
 	if c.p.timeout > 0 {
 		var cancel context.CancelFunc

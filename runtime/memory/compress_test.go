@@ -37,6 +37,10 @@ type joiner struct {
 	panic bool
 }
 
+// WantsConversation makes the joiner a memory.ConversationSummarizer, so
+// that the tests see the conversations it is given.
+func (j *joiner) WantsConversation() bool { return true }
+
 func (j *joiner) Summarize(ctx context.Context, req memory.SummaryRequest) (string, error) {
 	j.mu.Lock()
 	j.reqs = append(j.reqs, memory.SummaryRequest{Previous: req.Previous, Messages: slices.Clone(req.Messages), MaxTokens: req.MaxTokens,

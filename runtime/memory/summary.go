@@ -76,8 +76,19 @@ type SummaryRequest struct {
 	// after the summary. Most of it is the prompt the chat model was just
 	// sent: a summarizer that sends it first, as the chat did, is served
 	// by the provider's prompt cache (see
-	// [ModelSummarizerOptions.ReuseConversation]).
+	// [ModelSummarizerOptions.ReuseConversation]). It is filled in only
+	// for a [ConversationSummarizer] that wants it (it costs a copy of the
+	// memory); nil otherwise.
 	Conversation []llms.MessageContent
+}
+
+// A ConversationSummarizer is a [Summarizer] that may read
+// [SummaryRequest.Conversation]: a [Compressing] memory fills it in when
+// WantsConversation returns true.
+type ConversationSummarizer interface {
+	Summarizer
+	// WantsConversation reports whether Summarize reads the conversation.
+	WantsConversation() bool
 }
 
 // SummarizerFunc adapts a function to a [Summarizer].
@@ -152,7 +163,11 @@ type ModelSummarizerOptions struct {
 	CacheControl *llms.CacheControl
 }
 
-var _ Summarizer = (*ModelSummarizer)(nil)
+var _ ConversationSummarizer = (*ModelSummarizer)(nil)
+
+// WantsConversation implements [ConversationSummarizer]: it reports
+// whether the summarizer was made with ReuseConversation.
+func (s *ModelSummarizer) WantsConversation() bool { return s.reuse }
 
 // NewModelSummarizer returns a ModelSummarizer asking model. opts may be
 // nil.
