@@ -76,7 +76,7 @@ func compileSnippets(t *testing.T, doc string) {
 	n := 0
 	for _, m := range codeBlock.FindAllStringSubmatch(string(guide), -1) {
 		code := m[1]
-		if rest, ok := strings.CutPrefix(code, "//go:generate go run github.com/chatscopes/chatgen/cmd/chatgen\n"); ok {
+		if rest, ok := strings.CutPrefix(code, "//go:generate go tool chatgen\n"); ok {
 			code = strings.TrimLeft(rest, "\n")
 		}
 		if strings.TrimSpace(code) == "" {
