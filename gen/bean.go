@@ -29,7 +29,7 @@ type beanModel struct {
 	// are generated: when the package's own files (tests included) name
 	// them, or with //chat:scoped proxy.
 	emitProxy, emitAccessor bool
-	beanVar  string         // generated chat.Bean descriptor
+	beanVar                 string // generated chat.Bean descriptor
 }
 
 // ctorModel is the constructor of a bean: New<Type> (newType for
