@@ -25,11 +25,12 @@ type beanModel struct {
 	ai       *aiModel       // the //chat:ai service it is, if any
 	proxy    string         // proxy type, generated when emitProxy
 	accessor string         // accessor func, generated when emitAccessor
+	beanVar  string         // generated chat.Bean descriptor
+
 	// emitProxy and emitAccessor say whether the proxy and the accessor
 	// are generated: when the package's own files (tests included) name
 	// them, or with //chat:scoped proxy.
 	emitProxy, emitAccessor bool
-	beanVar                 string // generated chat.Bean descriptor
 }
 
 // ctorModel is the constructor of a bean: New<Type> (newType for
