@@ -71,3 +71,5 @@ require (
 	google.golang.org/grpc v1.70.0 // indirect
 	google.golang.org/protobuf v1.36.3 // indirect
 )
+
+tool github.com/chatscopes/chatgen/cmd/chatgen
