@@ -1,7 +1,6 @@
 package knowledge
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -47,7 +46,8 @@ type Chunk struct {
 // Hit is a chunk found by [Index.Search], with its relevance: a higher
 // Score is more relevant. Scores are comparable within a mode only: BM25
 // scores in the Lexical mode, cosine similarities in the Semantic mode,
-// and a blend of both, from 0 to 1, in the Hybrid mode.
+// and the mean of the two, at most 1, in the Hybrid mode, where the BM25
+// score is divided by the query's best.
 type Hit struct {
 	Chunk
 	Score float64
@@ -309,18 +309,33 @@ func (ix *Index) hasVectors() bool {
 	return ix.embedder != nil && len(ix.vectors) == len(ix.chunks)
 }
 
-// top returns the hits of the k best scores; ix.mu is held.
+// top returns the hits of the k best scores, best first (on a tie, the
+// chunk added first); ix.mu is held. It keeps the best k in a sorted
+// slice as it scans, so a search costs O(n·log k) comparisons and
+// O(k) memory beyond the scores.
 func (ix *Index) top(scores []float64, k int, mode Mode, minScore float64) []Hit {
-	order := make([]int, 0, len(scores))
+	best := make([]int, 0, k+1)
 	for i, s := range scores {
-		if (mode != Lexical || s > 0) && (minScore <= 0 || s >= minScore) {
-			order = append(order, i)
+		if mode == Lexical && s <= 0 || minScore > 0 && s < minScore {
+			continue
+		}
+		if len(best) == k && s <= scores[best[k-1]] {
+			continue
+		}
+		at, _ := slices.BinarySearchFunc(best, s, func(j int, s float64) int {
+			if scores[j] >= s {
+				return -1 // j stays before i: higher score, or added first
+			}
+			return 1
+		})
+		best = slices.Insert(best, at, i)
+		if len(best) > k {
+			best = best[:k]
 		}
 	}
-	slices.SortStableFunc(order, func(a, b int) int { return cmp.Compare(scores[b], scores[a]) })
-	hits := make([]Hit, 0, min(k, len(order)))
-	for _, i := range order[:min(k, len(order))] {
-		hits = append(hits, Hit{Chunk: ix.chunks[i], Score: scores[i]})
+	hits := make([]Hit, len(best))
+	for n, i := range best {
+		hits[n] = Hit{Chunk: ix.chunks[i], Score: scores[i]}
 	}
 	return hits
 }
