@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -173,4 +174,41 @@ func TestEvaluationRecall(t *testing.T) {
 		}
 	}
 	t.Log("\n" + table.String())
+}
+
+// TestEvaluationTokens logs what the retrieved passages weigh in a prompt
+// against the whole corpus (llmtest's estimate, one token per 4 bytes):
+// the cost side of putting the corpus in the system prompt instead.
+func TestEvaluationTokens(t *testing.T) {
+	qs := loadQuestions(t)
+	ix := loreIndex(t)
+	files, err := filepath.Glob(filepath.Join(loreDir, "*.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var corpus int
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		corpus += llmtest.EstimateTextTokens(string(b))
+	}
+	for _, k := range []int{1, 3, 5} {
+		var sum int
+		for _, q := range qs {
+			hits, err := ix.Search(context.Background(), q.Question, k, knowledge.Lexical, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, h := range hits {
+				sum += llmtest.EstimateTextTokens(h.Text)
+			}
+		}
+		mean := float64(sum) / float64(len(qs))
+		t.Logf("top %d passages: %.0f tokens per question on average; the %d documents: %d tokens", k, mean, len(files), corpus)
+		if mean <= 0 || mean >= float64(corpus) {
+			t.Errorf("top %d passages weigh %.0f tokens, the corpus %d", k, mean, corpus)
+		}
+	}
 }
