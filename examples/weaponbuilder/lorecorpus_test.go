@@ -18,15 +18,8 @@ func TestLoreCorpusTellsTheLegends(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	chunks, err := knowledge.LoadDir(ctx, corpus, knowledge.LoadOptions{})
+	ix, err := knowledge.IndexDir(ctx, corpus, knowledge.LoadOptions{})
 	if err != nil {
-		t.Fatal(err)
-	}
-	ix, err := knowledge.New()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := ix.Add(ctx, chunks...); err != nil {
 		t.Fatal(err)
 	}
 	documents := map[string]string{

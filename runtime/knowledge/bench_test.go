@@ -79,15 +79,7 @@ func BenchmarkSearch(b *testing.B) {
 func BenchmarkLoadAndIndex(b *testing.B) {
 	ctx := context.Background()
 	for b.Loop() {
-		chunks, err := knowledge.LoadDir(ctx, os.DirFS(loreDir), knowledge.LoadOptions{})
-		if err != nil {
-			b.Fatal(err)
-		}
-		ix, err := knowledge.New()
-		if err != nil {
-			b.Fatal(err)
-		}
-		if err := ix.Add(ctx, chunks...); err != nil {
+		if _, err := knowledge.IndexDir(ctx, os.DirFS(loreDir), knowledge.LoadOptions{}); err != nil {
 			b.Fatal(err)
 		}
 	}

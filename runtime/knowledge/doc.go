@@ -22,11 +22,8 @@
 // passage as PageContent, the relevance as Score and, in Metadata, the
 // strings "id", "title" and "source".
 //
-//	chunks, err := knowledge.LoadDir(ctx, loreFS, knowledge.LoadOptions{})
-//	...
-//	ix, err := knowledge.New() // or knowledge.New(knowledge.WithEmbedder(e))
-//	...
-//	err = ix.Add(ctx, chunks...)
+//	ix, err := knowledge.IndexDir(ctx, loreFS, knowledge.LoadOptions{}) // LoadDir, New, Add
+//	// or knowledge.IndexDir(ctx, loreFS, knowledge.LoadOptions{}, knowledge.WithEmbedder(e))
 //	...
 //	docs, err := ix.Retriever(3).GetRelevantDocuments(ctx, "Who carved the first fire runes?")
 //	// docs[0].Metadata["id"] == "fire-runes.md#1"

@@ -55,16 +55,8 @@ func loadQuestions(t testing.TB) []evalQuestion {
 // loreIndex loads the lore corpus into a new index with opts.
 func loreIndex(t testing.TB, opts ...knowledge.Option) *knowledge.Index {
 	t.Helper()
-	ctx := context.Background()
-	chunks, err := knowledge.LoadDir(ctx, os.DirFS(loreDir), knowledge.LoadOptions{ChunkSize: 300})
+	ix, err := knowledge.IndexDir(context.Background(), os.DirFS(loreDir), knowledge.LoadOptions{ChunkSize: 300}, opts...)
 	if err != nil {
-		t.Fatal(err)
-	}
-	ix, err := knowledge.New(opts...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := ix.Add(ctx, chunks...); err != nil {
 		t.Fatal(err)
 	}
 	return ix

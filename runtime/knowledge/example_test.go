@@ -6,6 +6,7 @@ import (
 	"log"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/tmc/langchaingo/embeddings"
 
@@ -17,15 +18,8 @@ import (
 // passages that answer a question, as a langchaingo retriever.
 func Example() {
 	ctx := context.Background()
-	chunks, err := knowledge.LoadDir(ctx, os.DirFS("../../examples/weaponbuilder/lore"), knowledge.LoadOptions{ChunkSize: 300})
+	ix, err := knowledge.IndexDir(ctx, os.DirFS("../../examples/weaponbuilder/lore"), knowledge.LoadOptions{ChunkSize: 300})
 	if err != nil {
-		log.Fatal(err)
-	}
-	ix, err := knowledge.New()
-	if err != nil {
-		log.Fatal(err)
-	}
-	if err := ix.Add(ctx, chunks...); err != nil {
 		log.Fatal(err)
 	}
 
@@ -36,9 +30,11 @@ func Example() {
 	for _, d := range docs {
 		fmt.Println(d.Metadata["id"], d.Metadata["title"])
 	}
+	fmt.Println(strings.Contains(docs[0].PageContent, "salamander priests"))
 	// Output:
 	// fire-runes.md#1 Fire runes
 	// enchanting.md#1 Enchanting a weapon
+	// true
 }
 
 // A hybrid index over an embedder (here langchaingo's OpenAI embedder

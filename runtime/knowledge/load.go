@@ -98,6 +98,24 @@ func LoadDir(ctx context.Context, fsys fs.FS, opts LoadOptions) ([]Chunk, error)
 	return chunks, nil
 }
 
+// IndexDir loads the documents of fsys with [LoadDir] and indexes them in
+// a new index configured by opts (with an embedder, embedding them in one
+// call).
+func IndexDir(ctx context.Context, fsys fs.FS, load LoadOptions, opts ...Option) (*Index, error) {
+	ix, err := New(opts...)
+	if err != nil {
+		return nil, err
+	}
+	chunks, err := LoadDir(ctx, fsys, load)
+	if err != nil {
+		return nil, err
+	}
+	if err := ix.Add(ctx, chunks...); err != nil {
+		return nil, err
+	}
+	return ix, nil
+}
+
 // loadFile loads and splits the document at p.
 func loadFile(fsys fs.FS, p string, splitter textsplitter.TextSplitter) ([]Chunk, error) {
 	b, err := fs.ReadFile(fsys, p)

@@ -98,3 +98,19 @@ func TestLoadDirErrors(t *testing.T) {
 		t.Errorf("cancelled: %v", err)
 	}
 }
+
+func TestIndexDirErrors(t *testing.T) {
+	ctx := context.Background()
+	docs := fstest.MapFS{"a.md": {Data: []byte("# A\n\nIron.")}}
+	if _, err := knowledge.IndexDir(ctx, docs, knowledge.LoadOptions{}, knowledge.WithBM25(-1, 0)); err == nil {
+		t.Error("a bad option gives no error")
+	}
+	if _, err := knowledge.IndexDir(ctx, fstest.MapFS{}, knowledge.LoadOptions{}); err == nil {
+		t.Error("no documents gives no error")
+	}
+	e, srv := llmtestEmbedder(t)
+	srv.Close()
+	if _, err := knowledge.IndexDir(ctx, docs, knowledge.LoadOptions{}, knowledge.WithEmbedder(e)); err == nil {
+		t.Error("a failing embedder gives no error")
+	}
+}
