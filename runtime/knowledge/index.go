@@ -181,8 +181,10 @@ func (ix *Index) Chunks() []Chunk {
 
 // Add indexes chunks. Each needs an ID not already in the index and a
 // Text. With an embedder, Add embeds the chunks first (one
-// EmbedDocuments call); if that fails, nothing is added. Add adds all
-// the chunks or, on error, none.
+// EmbedDocuments call); if that fails, nothing is added. An index loaded
+// with vectors but without its embedder takes no new chunk
+// (ErrNoEmbedder): they would have no vector. Add adds all the chunks or,
+// on error, none.
 func (ix *Index) Add(ctx context.Context, chunks ...Chunk) error {
 	batch := map[string]bool{}
 	for i, c := range chunks {
@@ -211,7 +213,10 @@ func (ix *Index) Add(ctx context.Context, chunks ...Chunk) error {
 			return fmt.Errorf("%w: id %q is already in the index", ErrInvalidChunk, c.ID)
 		}
 	}
-	if vecs != nil && len(ix.chunks) > 0 && (len(ix.vectors) != len(ix.chunks) || len(ix.vectors[0]) != len(vecs[0])) {
+	switch {
+	case vecs == nil && len(ix.vectors) > 0 && len(chunks) > 0:
+		return fmt.Errorf("%w to embed the new chunks of an index with vectors (load it WithEmbedder)", ErrNoEmbedder)
+	case vecs != nil && len(ix.chunks) > 0 && (len(ix.vectors) != len(ix.chunks) || len(ix.vectors[0]) != len(vecs[0])):
 		return fmt.Errorf("knowledge: the embedder's vectors (%d dimensions) do not match the index's (%d chunks, %d with vectors)",
 			len(vecs[0]), len(ix.chunks), len(ix.vectors))
 	}

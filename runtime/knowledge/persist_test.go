@@ -104,6 +104,9 @@ func TestSaveLoadVectors(t *testing.T) {
 	if _, err := lex.Search(ctx, "iron", 2, knowledge.Auto, 0); err != nil {
 		t.Errorf("auto search without embedder: %v", err)
 	}
+	if err := lex.Add(ctx, knowledge.Chunk{ID: "axe#1", Text: "Axes were tools."}); !errors.Is(err, knowledge.ErrNoEmbedder) || lex.Len() != len(forgeChunks) {
+		t.Errorf("Add to an index with vectors, without embedder: %v, Len %d", err, lex.Len())
+	}
 	resaved := filepath.Join(t.TempDir(), "resaved.idx")
 	if err := lex.Save(resaved); err != nil {
 		t.Fatal(err)
