@@ -115,4 +115,5 @@ numbers:
 fuzz:
 	$(GO) test ./gen -run '^$$' -fuzz FuzzParseDirective -fuzztime 30s
 	$(GO) test ./runtime/ws -run '^$$' -fuzz FuzzFrames -fuzztime 30s
+	$(GO) test ./runtime/knowledge -run '^$$' -fuzz FuzzDecode -fuzztime 30s
 	$(GO) test ./runtime/ws -run '^$$' -fuzz FuzzScanObject -fuzztime 30s
