@@ -77,6 +77,12 @@ func (s *Service) runTurn(ctx context.Context, req *Request, mode runMode, convI
 			return nil, s.errorf(m.Name, "%w", err)
 		}
 	}
+	var found *sourceLog
+	if s.know != nil {
+		if ctx, found, tools, defs, err = s.knowledgeTurn(ctx, m, tools, defs); err != nil {
+			return nil, s.errorf(m.Name, "%w", err)
+		}
+	}
 	if s.dialect.noTools && len(tools) > 0 {
 		return nil, s.errorf(m.Name, "%w", s.dialect.toolsError())
 	}
@@ -108,8 +114,14 @@ func (s *Service) runTurn(ctx context.Context, req *Request, mode runMode, convI
 	ctx = context.WithValue(ctx, heldKey{}, &t.held)
 	t.setOptions()
 	ended, err := t.begin(ctx, system, user, history)
+	if err == nil && !ended && found != nil && s.know.mode(m.Name) == RetrievalGeneric {
+		err = t.augment(ctx, user, history)
+	}
 	if err == nil && !ended {
 		err = t.loop(ctx)
+	}
+	if found != nil {
+		t.reply.Sources = found.all()
 	}
 	if err != nil {
 		if p := (*ConfirmationPending)(nil); errors.As(err, &p) {
