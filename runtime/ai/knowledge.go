@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -106,10 +107,12 @@ type Knowledge struct {
 	// retriever's first ones); 0 means [DefaultMaxPassages].
 	MaxPassages int
 	// Rewrite, in generic mode, turns the user's message and the turn's
-	// history into the query to retrieve with ("and the fees?" after a
-	// question on a product becomes a question on the product's fees).
-	// Nil retrieves with the user's message as it is. [RewriteWithModel]
-	// makes one that asks a model.
+	// history (the memory's messages) into the query to retrieve with
+	// ("and the fees?" after a question on a product becomes a question
+	// on the product's fees); an empty query means the message. Nil
+	// retrieves with the user's message as it is. [RewriteWithModel]
+	// makes one that asks a model: its call is not one of the turn's
+	// (neither counted in Reply.ModelCalls nor seen by ModelHooks).
 	Rewrite func(ctx context.Context, user string, history []llms.MessageContent) (string, error)
 	// Augment, in generic mode, makes the text of the user message the
 	// model is sent from the user's message and the passages (never
@@ -177,7 +180,7 @@ type knowledge struct {
 // searchParams is the JSON Schema of the search tool's arguments.
 const searchParams = `{"type":"object","properties":{"query":{"type":"string","description":"What to search for: a standalone question or keywords."}},"required":["query"],"additionalProperties":false}`
 
-// newKnowledge returns the knowledge of service svc, or nil for none.
+// newKnowledge returns the knowledge of s made from cfg, or nil for none.
 func newKnowledge(s *Service, cfg *Knowledge) *knowledge {
 	if cfg == nil {
 		return nil
@@ -233,6 +236,9 @@ func (k *knowledge) check(s *Service) error {
 	if k.err != nil {
 		return fmt.Errorf("ai: %s: the knowledge search tool: %w", s.name, k.err)
 	}
+	if err := k.checkModes(s); err != nil {
+		return err
+	}
 	for _, m := range s.methods {
 		if k.mode(m.Name) != RetrievalAgentic {
 			continue
@@ -242,6 +248,27 @@ func (k *knowledge) check(s *Service) error {
 		}
 		if _, ok := findTool(m.Tools, k.tool.Name); ok {
 			return fmt.Errorf("ai: %s.%s: %w: the knowledge search tool %q clashes with the generated tool %q (set Knowledge.ToolName)", s.name, m.Name, ErrToolClash, k.tool.Name, k.tool.Name)
+		}
+	}
+	return nil
+}
+
+// checkModes reports an unknown mode, and a method in Methods that the
+// service does not declare (when generated code declared its methods).
+func (k *knowledge) checkModes(s *Service) error {
+	if k.cfg.Mode > RetrievalOff {
+		return fmt.Errorf("ai: %s: Config.Knowledge.Mode: unknown %v", s.name, k.cfg.Mode)
+	}
+	var names []string
+	for _, m := range s.methods {
+		names = append(names, m.Name)
+	}
+	for name, mode := range k.cfg.Methods {
+		if mode > RetrievalOff {
+			return fmt.Errorf("ai: %s: Config.Knowledge.Methods[%q]: unknown %v", s.name, name, mode)
+		}
+		if len(names) > 0 && !slices.Contains(names, name) {
+			return fmt.Errorf("ai: %s: Config.Knowledge.Methods names %q, which is not a method of the service (its methods: %s)", s.name, name, strings.Join(names, ", "))
 		}
 	}
 	return nil
@@ -391,25 +418,11 @@ func (t *turn) augment(ctx context.Context, user string, history []llms.MessageC
 	if user == "" || n == 0 || t.prompt[n-1].Role != llms.ChatMessageTypeHuman {
 		return nil // resuming a paused turn: no new message
 	}
-	query := user
-	docs, err := func() ([]schema.Document, error) {
-		if k.cfg.Rewrite != nil {
-			rctx := ctx
-			if k.cfg.Timeout > 0 {
-				var cancel context.CancelFunc
-				rctx, cancel = context.WithTimeout(ctx, k.cfg.Timeout)
-				defer cancel()
-			}
-			q, err := k.cfg.Rewrite(rctx, user, history)
-			if err != nil {
-				return nil, fmt.Errorf("rewriting the query: %w", err)
-			}
-			if strings.TrimSpace(q) != "" {
-				query = q
-			}
-		}
-		return t.s.retrieve(ctx, t.m.Name, query)
-	}()
+	query, err := k.query(ctx, user, history)
+	var docs []schema.Document
+	if err == nil {
+		docs, err = t.s.retrieve(ctx, t.m.Name, query)
+	}
 	if err != nil {
 		if ctx.Err() != nil {
 			return t.errorf("%w", context.Cause(ctx))
@@ -432,6 +445,27 @@ func (t *turn) augment(ctx context.Context, user string, history []llms.MessageC
 	// Sent, never committed: t.msgs keeps the message as it was.
 	t.prompt[n-1] = llms.TextParts(llms.ChatMessageTypeHuman, format(user, docs))
 	return nil
+}
+
+// query returns what a generic retrieval searches for: user, or its
+// rewrite when the knowledge has a Rewrite.
+func (k *knowledge) query(ctx context.Context, user string, history []llms.MessageContent) (string, error) {
+	if k.cfg.Rewrite == nil {
+		return user, nil
+	}
+	if k.cfg.Timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, k.cfg.Timeout)
+		defer cancel()
+	}
+	q, err := k.cfg.Rewrite(ctx, user, history)
+	if err != nil {
+		return "", fmt.Errorf("rewriting the query: %w", err)
+	}
+	if strings.TrimSpace(q) == "" {
+		return user, nil
+	}
+	return q, nil
 }
 
 // AugmentMessage is the default [Knowledge.Augment]: the passages,

@@ -557,6 +557,38 @@ func TestKnowledgeCheck(t *testing.T) {
 	if err := svc.Check(); !errors.Is(err, ai.ErrToolClash) {
 		t.Fatalf("clash: %v", err)
 	}
+	svc = ai.NewService(svcName, ai.Config{Model: llm, Knowledge: &ai.Knowledge{Retriever: &keywords{}, Methods: map[string]ai.RetrievalMode{"Aks": ai.RetrievalOff}}})
+	svc.AddMethods(&ai.Method{Name: "Ask"})
+	if err := svc.Check(); err == nil || !strings.Contains(err.Error(), `names "Aks", which is not a method of the service (its methods: Ask)`) {
+		t.Fatalf("unknown method: %v", err)
+	}
+	svc = ai.NewService(svcName, ai.Config{Model: llm, Knowledge: &ai.Knowledge{Retriever: &keywords{}, Mode: 9}})
+	if err := svc.Check(); err == nil || !strings.Contains(err.Error(), "unknown RetrievalMode(9)") {
+		t.Fatalf("unknown mode: %v", err)
+	}
+}
+
+// A streamed turn retrieves like any other: the passages reach the model,
+// and the memory keeps the message as written.
+func TestKnowledgeStream(t *testing.T) {
+	f := newServerFixture(t, answerWith("Aldra forged it."), ai.Config{Knowledge: &ai.Knowledge{Retriever: &keywords{docs: lore}, MaxPassages: 1}})
+	ctx := begin(t)
+	req := f.req("Who forged Dawnbreaker?")
+	req.Method.Tools = nil
+	var text strings.Builder
+	for chunk, err := range f.svc.Stream(ctx, req) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		text.WriteString(chunk)
+	}
+	if text.String() != "Aldra forged it." || !f.requests()[0].Stream {
+		t.Fatalf("streamed %q", text.String())
+	}
+	if got := f.requests()[0].LastUserText(); !strings.Contains(got, "glows at dawn") {
+		t.Fatalf("the model was sent %q", got)
+	}
+	wantStrings(t, "memory", f.memory(ctx, memID(t, ctx)), "system: You are terse.", "human: Who forged Dawnbreaker?", "ai: Aldra forged it.")
 }
 
 // Telemetry: a retrieval span per retrieval, with the passages' ids and
