@@ -21,7 +21,9 @@ import (
 
 	"github.com/chatscopes/chatgen/runtime/ai"
 	"github.com/chatscopes/chatgen/runtime/chat"
+	"github.com/chatscopes/chatgen/runtime/chat/conversationtest"
 	"github.com/chatscopes/chatgen/runtime/llmtest"
+	"github.com/chatscopes/chatgen/runtime/memory"
 )
 
 // lore is a small corpus for the knowledge tests.
@@ -628,5 +630,60 @@ func TestKnowledgeTelemetry(t *testing.T) {
 			t.Fatalf("content %v: query %q", content, q)
 		}
 		_ = tp.Shutdown(context.Background())
+	}
+}
+
+// A durable conversation that leaves the process (Detach) closes its
+// per-scope retrievers; the process that resumes it makes its own on its
+// first retrieval, and closes them when the conversation ends.
+func TestKnowledgePerScopeDurable(t *testing.T) {
+	cs := chat.NewInMemoryConversationStore(nil)
+	start := func(node string, sc *scopes) *chat.LocalClient {
+		svc := ai.NewService(svcName, ai.Config{
+			Model:     llmtest.NewModel(echo()),
+			Memory:    memory.NewManager(memory.Config{Store: conversationtest.InMemoryMemories(cs), Policy: memory.Window(20)}),
+			Logger:    (&logBuffer{}).logger(),
+			Knowledge: &ai.Knowledge{ForScope: sc.forScope, MaxPassages: 1},
+		})
+		method := &ai.Method{Name: "Ask", Kind: chat.KindChat, System: "You are terse."}
+		p := chat.NewPackage("example.com/app")
+		p.AddRoute(chat.RouteSpec{Name: "menu", Default: true, Handle: func(ctx context.Context, req *chat.RouteRequest) error {
+			r, err := svc.Chat(ctx, &ai.Request{Method: method, User: req.UserMessage()})
+			if err != nil {
+				return err
+			}
+			return chat.SendValue(ctx, strings.Join(sourceIDs(r.Sources), ","))
+		}})
+		router := must[*chat.Router](t)(chat.NewRouter(&chat.RouterOptions{Store: cs, Node: node}, p))
+		client := chat.NewLocalClient(router)
+		t.Cleanup(func() { _ = client.Close() })
+		return client
+	}
+	scA, scB := &scopes{}, &scopes{}
+	a := start("a", scA)
+	var got messages
+	s := must[chat.Session](t)(a.Builder().OnMessage(got.add).Connect(context.Background(), ""))
+	id, token := s.ConversationID(), s.ResumeToken()
+	chatOK(t, s, "Dawnbreaker?")
+	if m := got.take(); m != "r1/dawnbreaker" {
+		t.Fatalf("sources %q", m)
+	}
+	if err := a.Detach(); err != nil {
+		t.Fatal(err)
+	}
+	if scA.count() != 1 || scA.open(t) != 0 {
+		t.Fatalf("after Detach: %d made, %d open", scA.count(), scA.open(t))
+	}
+	b := start("b", scB)
+	s2 := must[chat.Session](t)(b.Builder().OnMessage(got.add).Resume(context.Background(), id, token))
+	chatOK(t, s2, "Nightglass?")
+	if m := got.take(); m != "r1/nightglass" || scB.count() != 1 || scB.inScope[0] != id {
+		t.Fatalf("after the resume: sources %q, %d retrievers made in %q", m, scB.count(), scB.inScope)
+	}
+	if err := s2.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if scB.open(t) != 0 {
+		t.Fatal("the resumed conversation's retriever is open after Close")
 	}
 }
