@@ -159,11 +159,8 @@ func (Sources) ChatEventType() string { return chat.EventSources }
 // Passage is one result of the agentic search tool, as the model reads
 // it (JSON).
 type Passage struct {
-	ID      string  `json:"id"`
-	Title   string  `json:"title,omitempty"`
-	Source  string  `json:"source,omitempty"`
-	Score   float32 `json:"score"`
-	Content string  `json:"content"`
+	Source
+	Content string `json:"content"`
 }
 
 // knowledge is a service's Knowledge, ready for use.
@@ -370,21 +367,23 @@ func meta(d schema.Document, key string) string {
 }
 
 // sendSources sends the Sources event of a retrieval, inside a request,
-// and adds them to what the turn collects for its Reply.
-func (s *Service) sendSources(ctx context.Context, method, query string, docs []schema.Document) {
-	if len(docs) == 0 {
-		return
-	}
+// and adds them to what the turn collects for its Reply. It returns the
+// sources of docs.
+func (s *Service) sendSources(ctx context.Context, method, query string, docs []schema.Document) []Source {
 	src := sources(docs)
+	if len(docs) == 0 {
+		return src
+	}
 	if c, ok := ctx.Value(sourcesKey{}).(*sourceLog); ok {
 		c.add(src)
 	}
 	if s.know.cfg.NoEvents || chat.Request(ctx) == nil {
-		return
+		return src
 	}
 	if err := chat.Response(ctx).Event(chat.EventSources, Sources{Query: query, Sources: src}); err != nil {
 		s.log().WarnContext(ctx, "ai: the Sources event was not sent", "service", s.name, "method", method, "err", err)
 	}
+	return src
 }
 
 // sourceLog collects the sources of a turn (agentic searches may run
@@ -514,10 +513,10 @@ func (s *Service) search(ctx context.Context, arguments string) (any, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: %s: %w", ErrRetrieval, s.know.name, err)
 	}
-	s.sendSources(ctx, method, args.Query, docs)
+	src := s.sendSources(ctx, method, args.Query, docs)
 	out := make([]Passage, len(docs))
 	for i, d := range docs {
-		out[i] = Passage{ID: meta(d, "id"), Title: meta(d, "title"), Source: meta(d, "source"), Score: d.Score, Content: d.PageContent}
+		out[i] = Passage{Source: src[i], Content: d.PageContent}
 	}
 	return out, nil
 }

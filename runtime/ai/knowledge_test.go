@@ -612,7 +612,7 @@ func TestKnowledgeTelemetry(t *testing.T) {
 			if s.Name() == "retrieval lore" {
 				attrs = map[string]string{}
 				for _, a := range s.Attributes() {
-					attrs[string(a.Key)] = a.Value.Emit()
+					attrs[string(a.Key)] = a.Value.String()
 				}
 			}
 		}
