@@ -75,8 +75,8 @@ var (
 // model with that turn's user message (after the history, so a cached
 // prompt prefix stays valid) and never reach the memory: the next turn
 // retrieves afresh. In agentic mode the model gets a search tool whose
-// results, passages as JSON, are tool results like any other (and so are
-// remembered with the turn, as tool results are).
+// results, passages as JSON, are tool results like any other, except that
+// the memory keeps only the passages' ids (see RememberPassages).
 //
 // Inside a request, the passages used reach the client as a Sources
 // event ([chat.EventSources], data [Sources]); with telemetry on, each
@@ -131,6 +131,12 @@ type Knowledge struct {
 	ToolName, ToolDescription string
 	// NoEvents sends no Sources event.
 	NoEvents bool
+	// RememberPassages keeps, in agentic mode, the passages of the search
+	// tool's results in the memory. Without it the memory keeps their ids
+	// only ({"passages": [ids], "note": …}): the turn's own model calls
+	// read the passages, later turns search again if they need them, so
+	// prompts do not grow with every search of the conversation.
+	RememberPassages bool
 }
 
 // Source is a passage the model was given, as the client is told of it:
@@ -588,5 +594,54 @@ func RewriteWithModel(model llms.Model, opts ...llms.CallOption) func(ctx contex
 			return "", ErrEmptyResponse
 		}
 		return strings.TrimSpace(choice.Content), nil
+	}
+}
+
+// forgottenNote tells the model, in a remembered search result, where its
+// passages went.
+const forgottenNote = "the passages' text is not remembered: search again to read them"
+
+// forgetPassages replaces, in what the turn commits, the results of the
+// search tool with the ids of their passages (unless RememberPassages).
+// The prompt keeps them for the turn's own model calls.
+func (t *turn) forgetPassages() {
+	k := t.s.know
+	if k == nil || k.cfg.RememberPassages {
+		return
+	}
+	var found map[string][]Passage
+	for _, ex := range t.reply.Executions {
+		if ps, ok := ex.Result.([]Passage); ok && ex.Name == k.tool.Name {
+			if found == nil {
+				found = make(map[string][]Passage)
+			}
+			found[ex.ID] = ps
+		}
+	}
+	if found == nil {
+		return
+	}
+	for i, m := range t.msgs {
+		if m.Role != llms.ChatMessageTypeTool || len(m.Parts) != 1 {
+			continue
+		}
+		r, ok := m.Parts[0].(llms.ToolCallResponse)
+		ps, searched := found[r.ToolCallID]
+		if !ok || !searched {
+			continue
+		}
+		ids := make([]string, len(ps))
+		for j, p := range ps {
+			ids[j] = p.ID
+		}
+		b, err := json.Marshal(struct {
+			Passages []string `json:"passages"`
+			Note     string   `json:"note"`
+		}{ids, forgottenNote})
+		if err != nil {
+			continue
+		}
+		r.Content = string(b)
+		t.msgs[i] = llms.MessageContent{Role: m.Role, Parts: []llms.ContentPart{r}}
 	}
 }

@@ -282,6 +282,31 @@ func TestKnowledgeAgentic(t *testing.T) {
 	if ex.Name != ai.DefaultSearchTool || ex.Err != nil || !strings.Contains(ex.Text, `"content":"Nightglass is a dark crystal`) {
 		t.Fatalf("execution %+v", ex)
 	}
+	// The answer's model call read the passages; the memory keeps their ids.
+	if got := reqs[1].LastToolResults(); len(got) != 1 || got[0].Content != ex.Text {
+		t.Fatalf("the model was told %+v", got)
+	}
+	compact := `{"passages":["nightglass","ember-hills"],"note":"the passages' text is not remembered: search again to read them"}`
+	mem := f.memory(ctx, memID(t, ctx))
+	wantStrings(t, "memory", mem,
+		"system: You are terse.", "human: Where is nightglass mined?",
+		`ai: call search_knowledge {"query":"nightglass hills"}`,
+		"tool: result search_knowledge "+compact,
+		"ai: from nightglass,ember-hills")
+	must[*ai.Reply](t)(f.svc.Chat(ctx, f.req("And the hills?")))
+	if got := texts(f.requests()[2]); got[3] != "tool: result search_knowledge "+compact {
+		t.Fatalf("the next turn's prompt: %q", got)
+	}
+}
+
+// RememberPassages keeps the search results whole in the memory.
+func TestKnowledgeAgenticRememberPassages(t *testing.T) {
+	f := newServerFixture(t, searcher("nightglass"), ai.Config{Knowledge: &ai.Knowledge{Retriever: &keywords{docs: lore}, Mode: ai.RetrievalAgentic, MaxPassages: 1, RememberPassages: true}})
+	ctx := begin(t)
+	reply := must[*ai.Reply](t)(f.svc.Chat(ctx, f.req("Where is nightglass mined?")))
+	if mem := f.memory(ctx, memID(t, ctx)); mem[3] != "tool: result search_knowledge "+reply.Executions[0].Text {
+		t.Fatalf("memory %q", mem)
+	}
 }
 
 // Modes per method: Methods overrides Mode; RetrievalOff neither searches
