@@ -186,6 +186,7 @@ const rc = new ChatScopesClient({ reconnect: { minDelay: 50, maxDelay: 5000 } })
     .onConnectionState((state: ConnectionState, detail) => console.log(state, detail?.code))
     .autoReconnect(true);
 console.log(rc.state === "reconnecting");
+rc.builder().sourcesHandler((s, frame) => console.log(s.query, s.sources[0]?.score.toFixed(2), frame.type));
 const gate = await routes.gate.connect({
     onMessage(text) { console.log(text.length); },
     onSources(data) { for (const s of data.sources) console.log(data.query, s.id, s.title ?? s.source, s.score.toFixed(2)); },
