@@ -95,7 +95,9 @@ type Knowledge struct {
 	// own, like a per-chat bean), and the retriever is closed when the
 	// scope ends or leaves the process (when it has a Close() error or
 	// Close() method: an io.Closer, say). Retrieval outside a scope then
-	// fails with an error matching chat.ErrNotActive.
+	// fails with an error matching chat.ErrNotActive. It is called with
+	// the context of the retrieval (bounded by Timeout): what it opens
+	// for the scope must not depend on that context.
 	ForScope func(ctx context.Context) (schema.Retriever, error)
 	// Mode is how the service's methods use the knowledge, unless Methods
 	// says otherwise.
