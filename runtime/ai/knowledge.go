@@ -197,10 +197,10 @@ func newKnowledge(s *Service, cfg *Knowledge) *knowledge {
 	if k.max <= 0 {
 		k.max = DefaultMaxPassages
 	}
-	if cfg.ForScope != nil {
+	if forScope := k.cfg.ForScope; forScope != nil {
 		k.bean = chat.NewBean("ai.Knowledge "+s.name+" "+k.name, chat.KindPerChat,
 			func(ctx context.Context) (*scopedRetriever, error) {
-				r, err := cfg.ForScope(ctx)
+				r, err := forScope(ctx)
 				if err != nil {
 					return nil, err
 				}
