@@ -394,7 +394,7 @@ func (s *Service) sendSources(ctx context.Context, method, query string, docs []
 	return src
 }
 
-// sourceLog collects the sources of a turn (agentic searches may run
+// sourceLog collects the sources of an agentic turn (its searches may run
 // concurrently, with ParallelTools).
 type sourceLog struct {
 	mu   sync.Mutex
@@ -444,7 +444,7 @@ func (t *turn) augment(ctx context.Context, user string, history []llms.MessageC
 	if len(docs) == 0 {
 		return nil
 	}
-	t.s.sendSources(ctx, t.m.Name, query, docs)
+	t.reply.Sources = t.s.sendSources(ctx, t.m.Name, query, docs)
 	format := k.cfg.Augment
 	if format == nil {
 		format = AugmentMessage
@@ -475,11 +475,19 @@ func (k *knowledge) query(ctx context.Context, user string, history []llms.Messa
 	return q, nil
 }
 
+// augmentHeader opens the default augmented message.
+const augmentHeader = "Passages from the knowledge base that may help (answer from them when they are relevant, and cite their titles; say so when they do not answer):\n"
+
 // AugmentMessage is the default [Knowledge.Augment]: the passages,
 // numbered, each with its title and source, then the user's message.
 func AugmentMessage(user string, passages []schema.Document) string {
+	n := len(augmentHeader) + len(user) + 16
+	for _, d := range passages {
+		n += len(d.PageContent) + len(meta(d, "title")) + len(meta(d, "source")) + 16
+	}
 	var b strings.Builder
-	b.WriteString("Passages from the knowledge base that may help (answer from them when they are relevant, and cite their titles; say so when they do not answer):\n")
+	b.Grow(n)
+	b.WriteString(augmentHeader)
 	for i, d := range passages {
 		b.WriteString("\n[")
 		b.WriteString(strconv.Itoa(i + 1))
@@ -531,23 +539,16 @@ func (s *Service) search(ctx context.Context, arguments string) (any, error) {
 
 type methodKey struct{}
 
-// knowledgeTurn prepares a turn of method m for its knowledge: the
-// search tool for agentic retrieval, and the context that collects the
-// turn's sources.
-func (s *Service) knowledgeTurn(ctx context.Context, m *Method, tools []Tool, defs []llms.Tool) (context.Context, *sourceLog, []Tool, []llms.Tool, error) {
-	mode := s.know.mode(m.Name)
-	if mode == RetrievalOff {
-		return ctx, nil, tools, defs, nil
+// agenticTurn prepares a turn of method m that searches agentically: it
+// adds the search tool, and returns the context that tells the tool the
+// method and collects the turn's sources.
+func (s *Service) agenticTurn(ctx context.Context, m *Method, tools []Tool, defs []llms.Tool) (context.Context, *sourceLog, []Tool, []llms.Tool, error) {
+	tools, defs, err := s.know.withTool(tools, defs)
+	if err != nil {
+		return nil, nil, nil, nil, err
 	}
 	log := new(sourceLog)
-	ctx = context.WithValue(ctx, sourcesKey{}, log)
-	if mode == RetrievalAgentic {
-		var err error
-		if tools, defs, err = s.know.withTool(tools, defs); err != nil {
-			return nil, nil, nil, nil, err
-		}
-		ctx = context.WithValue(ctx, methodKey{}, m.Name)
-	}
+	ctx = context.WithValue(context.WithValue(ctx, sourcesKey{}, log), methodKey{}, m.Name)
 	return ctx, log, tools, defs, nil
 }
 

@@ -77,9 +77,13 @@ func (s *Service) runTurn(ctx context.Context, req *Request, mode runMode, convI
 			return nil, s.errorf(m.Name, "%w", err)
 		}
 	}
-	var found *sourceLog
+	retrieval := RetrievalOff
+	var found *sourceLog // the sources of an agentic turn
 	if s.know != nil {
-		if ctx, found, tools, defs, err = s.knowledgeTurn(ctx, m, tools, defs); err != nil {
+		retrieval = s.know.mode(m.Name)
+	}
+	if retrieval == RetrievalAgentic {
+		if ctx, found, tools, defs, err = s.agenticTurn(ctx, m, tools, defs); err != nil {
 			return nil, s.errorf(m.Name, "%w", err)
 		}
 	}
@@ -114,7 +118,7 @@ func (s *Service) runTurn(ctx context.Context, req *Request, mode runMode, convI
 	ctx = context.WithValue(ctx, heldKey{}, &t.held)
 	t.setOptions()
 	ended, err := t.begin(ctx, system, user, history)
-	if err == nil && !ended && found != nil && s.know.mode(m.Name) == RetrievalGeneric {
+	if err == nil && !ended && retrieval == RetrievalGeneric {
 		err = t.augment(ctx, user, history)
 	}
 	if err == nil && !ended {
