@@ -5,9 +5,6 @@ import (
 	"testing"
 
 	"github.com/tmc/langchaingo/schema"
-
-	"github.com/chatscopes/chatgen/runtime/chat"
-	"github.com/chatscopes/chatgen/runtime/memory"
 )
 
 // staticRetriever returns its passages whatever the query: the cost of
@@ -38,28 +35,6 @@ func BenchmarkAITurnKnowledge(b *testing.B) {
 		{"generic-per-scope", &Knowledge{ForScope: forScope}},
 		{"agentic", &Knowledge{Retriever: docs, Mode: RetrievalAgentic}},
 	} {
-		b.Run(c.name, func(b *testing.B) {
-			s := NewService("example.com/app.Assistant", Config{
-				Model:     newFastModel(),
-				Memory:    memory.NewManager(memory.Config{Policy: memory.Window(memory.DefaultMaxMessages)}),
-				Knowledge: c.k,
-			})
-			ctx, err := chat.Begin(context.Background(), nil)
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer chat.End(ctx)
-			req := &Request{Method: &Method{Name: "Ask", Kind: chat.KindChat, System: "You are terse.", Tools: benchTools}, User: "Weather in Paris?"}
-			b.ReportAllocs()
-			for b.Loop() {
-				r, err := s.Chat(ctx, req)
-				if err != nil {
-					b.Fatal(err)
-				}
-				if r.ModelCalls != 2 || len(r.Executions) != 1 {
-					b.Fatalf("reply %+v", r)
-				}
-			}
-		})
+		b.Run(c.name, func(b *testing.B) { benchBareTurn(b, Config{Knowledge: c.k}, nil) })
 	}
 }
