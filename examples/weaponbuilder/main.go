@@ -34,7 +34,7 @@ import (
 	"github.com/chatscopes/chatgen/runtime/ai"
 )
 
-//go:generate go run github.com/chatscopes/chatgen/cmd/chatgen
+//go:generate go tool chatgen
 
 func main() {
 	if len(os.Args) == 2 && os.Args[1] == loreCommand {

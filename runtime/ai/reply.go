@@ -27,6 +27,9 @@ type Reply struct {
 	Immediate bool
 	// ModelCalls is the number of model calls of the turn.
 	ModelCalls int
+	// Sources are the passages the turn's retrievals gave the model (see
+	// [Knowledge]), in the order they were retrieved.
+	Sources []Source
 }
 
 // ToolExecution is one tool call the model made and its outcome.
