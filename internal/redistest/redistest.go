@@ -1,7 +1,8 @@
 // Package redistest holds what the tests that use Redis share: a client of
 // the Redis of the development and CI machines, key prefixes of their own
 // that are cleaned up, a redis-server of a test's own that it may kill,
-// freeze and restart, and a hook counting round trips.
+// freeze and restart, a Redis Cluster of a test's own (StartCluster) whose
+// masters it may kill, and a hook counting round trips.
 //
 // A test that needs the shared Redis fails under CI=true when it is
 // unreachable, and is skipped otherwise; likewise for the redis-server
@@ -15,6 +16,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -62,28 +64,52 @@ func Prefix(t testing.TB, c redis.UniversalClient, name string) string {
 	return p
 }
 
-// Keys lists the keys that start with prefix.
+// Keys lists the keys that start with prefix (a SCAN pattern: escape
+// its glob characters), on every master of a cluster.
 func Keys(t testing.TB, c redis.UniversalClient, prefix string) []string {
 	t.Helper()
 	ctx := context.Background()
-	it := c.Scan(ctx, 0, prefix+"*", 1000).Iterator()
-	var keys []string
-	for it.Next(ctx) {
-		keys = append(keys, it.Val())
+	var (
+		mu   sync.Mutex
+		keys []string
+	)
+	scan := func(ctx context.Context, c redis.UniversalClient) error {
+		it := c.Scan(ctx, 0, prefix+"*", 1000).Iterator()
+		for it.Next(ctx) {
+			mu.Lock()
+			keys = append(keys, it.Val())
+			mu.Unlock()
+		}
+		return it.Err()
 	}
-	if err := it.Err(); err != nil {
+	var err error
+	if cc, ok := c.(*redis.ClusterClient); ok {
+		err = cc.ForEachMaster(ctx, func(ctx context.Context, c *redis.Client) error { return scan(ctx, c) })
+	} else {
+		err = scan(ctx, c)
+	}
+	if err != nil {
 		t.Errorf("listing the keys of %s*: %v", prefix, err)
 	}
 	return keys
 }
 
-// DeleteKeys deletes the keys that start with prefix.
+// DeleteKeys deletes the keys that start with prefix (one DEL per key, so
+// that the keys of a cluster may be in any slot).
 func DeleteKeys(t testing.TB, c redis.UniversalClient, prefix string) {
 	t.Helper()
-	if keys := Keys(t, c, prefix); len(keys) > 0 {
-		if err := c.Del(context.Background(), keys...).Err(); err != nil {
-			t.Errorf("deleting the keys of %s*: %v", prefix, err)
+	keys := Keys(t, c, prefix)
+	if len(keys) == 0 {
+		return
+	}
+	_, err := c.Pipelined(context.Background(), func(p redis.Pipeliner) error {
+		for _, k := range keys {
+			p.Del(context.Background(), k)
 		}
+		return nil
+	})
+	if err != nil {
+		t.Errorf("deleting the keys of %s*: %v", prefix, err)
 	}
 }
 

@@ -77,7 +77,22 @@ type Options struct {
 	// expires with its memories; 0 means never. Redis counts it in
 	// milliseconds.
 	TTL time.Duration
+	// WaitReplicas, when above 0, makes each save wait until that many
+	// replicas of the Redis master that ran it acknowledge it (WAIT), for
+	// up to WaitTimeout (default one second): a save that returns nil is
+	// then on that many replicas as well, and one they did not acknowledge
+	// in time fails with an error matching [ErrNotReplicated]. The script
+	// and the WAIT go in one pipeline: still one round trip per turn.
+	WaitReplicas int
+	// WaitTimeout bounds the wait of WaitReplicas; 0 means one second.
+	WaitTimeout time.Duration
 }
+
+// ErrNotReplicated reports a save that the Redis master applied but fewer
+// than [Options.WaitReplicas] replicas acknowledged in time: whether it
+// survives the failover of that master is unknown. A Load tells whether
+// the master (or its successor) has it, by the version.
+var ErrNotReplicated = errors.New("redisstore: the save is not acknowledged by enough replicas")
 
 // Store is a [chat.ConversationStore] in Redis, with the chat memories of
 // its conversations ([Store.Memories]). It is safe for concurrent use, by
@@ -87,6 +102,10 @@ type Store struct {
 	prefix string
 	ttl    time.Duration
 	stage  durable.Stager
+	homes  confirmed
+
+	waitReplicas int
+	waitTimeout  time.Duration
 }
 
 var _ chat.ConversationStore = (*Store)(nil)
@@ -104,6 +123,8 @@ var (
 	memUpdateSrc string
 	//go:embed memapply.lua
 	memApplySrc string
+	//go:embed unhome.lua
+	unhomeSrc string
 
 	saveScript      = redis.NewScript(saveSrc)
 	acquireScript   = redis.NewScript(acquireSrc)
@@ -129,23 +150,24 @@ func New(client redis.UniversalClient, opts *Options) (*Store, error) {
 	if o.Prefix == "" {
 		o.Prefix = "chatgen:"
 	}
-	return &Store{c: client, prefix: o.Prefix, ttl: o.TTL}, nil
+	if strings.ContainsAny(o.Prefix, "{}") {
+		return nil, errPrefixTag
+	}
+	if o.WaitReplicas < 0 || o.WaitTimeout < 0 {
+		return nil, fmt.Errorf("redisstore: WaitReplicas %d and WaitTimeout %v must not be negative", o.WaitReplicas, o.WaitTimeout)
+	}
+	if o.WaitTimeout == 0 {
+		o.WaitTimeout = time.Second
+	}
+	return &Store{c: client, prefix: o.Prefix, ttl: o.TTL, waitReplicas: o.WaitReplicas, waitTimeout: o.WaitTimeout}, nil
 }
 
 // Prefix returns the prefix of the store's keys.
 func (s *Store) Prefix() string { return s.prefix }
 
-func (s *Store) key(kind, id string) string { return s.prefix + kind + ":" + id }
-
-func (s *Store) convKeys(id string) []string {
-	return []string{s.key("conv", id), s.key("mids", id), s.key("lease", id), s.key("fence", id)}
-}
-
-func (s *Store) memPrefix() string { return s.prefix + "mem:" }
-
 // Load implements [chat.ConversationStore]: one round trip.
 func (s *Store) Load(ctx context.Context, id string) (*chat.ConversationState, error) {
-	vals, err := s.c.HMGet(ctx, s.key("conv", id), "v", "s").Result()
+	vals, err := s.c.HMGet(ctx, s.convPrefix(id)+"conv", "v", "s").Result()
 	if err != nil {
 		return nil, fmt.Errorf("redisstore: loading conversation %q: %w", id, describe(err))
 	}
@@ -183,27 +205,50 @@ func (s *Store) Save(ctx context.Context, st *chat.ConversationState, lease chat
 		return fmt.Errorf("redisstore: %w", err)
 	}
 	mids := durable.MemoryIDs(st)
+	writes := batchKinds(b)
+	var found []homeLookup
+	if ids := s.unconfirmed(st.ID, mids, writes); len(ids) > 0 {
+		if found, err = s.lookHomes(ctx, st.ID, ids, writes); err != nil {
+			return fmt.Errorf("redisstore: saving conversation %q: %w", st.ID, err)
+		}
+	}
 	staged := 0
 	if b != nil {
 		staged = b.Len()
 	}
-	args := make([]any, 0, 9+len(mids)+6*staged)
+	args := make([]any, 0, 10+len(mids)+6*staged)
 	args = append(args,
 		strconv.FormatUint(st.Version, 10), strconv.FormatUint(next, 10),
 		lease.Owner, strconv.FormatUint(lease.Token, 10),
-		s.ttl.Milliseconds(), data, s.memPrefix(), len(mids))
+		s.ttl.Milliseconds(), data, s.memPrefix(st.ID), len(mids))
 	for _, m := range mids {
 		args = append(args, m)
 	}
+	args = appendAdopted(args, found)
 	if args, err = appendWrites(args, b); err != nil {
 		return fmt.Errorf("redisstore: saving conversation %q: %w", st.ID, err)
 	}
-	res, err := saveScript.Run(ctx, s.c, s.convKeys(st.ID), args...).Slice()
+	res, replicas, err := s.runSave(ctx, s.convKeys(st.ID), args)
 	if err != nil {
 		return fmt.Errorf("redisstore: saving conversation %q: %w", st.ID, describe(err))
 	}
 	switch code(res) {
 	case 0:
+		listed := make(map[string]bool, len(mids))
+		for _, m := range mids {
+			listed[m] = true
+		}
+		dropped := make([]string, 0, len(res)-1)
+		for _, id := range res[1:] {
+			dropped = append(dropped, fmt.Sprint(id))
+		}
+		// The save is committed: a failure to settle the home pointers
+		// is not the save's, and the next save settles them.
+		_ = s.settle(ctx, st.ID, found, listed, dropped)
+		if replicas < int64(s.waitReplicas) {
+			return fmt.Errorf("redisstore: saving conversation %q at version %d: %w: %d of %d replicas acknowledged it within %v",
+				st.ID, next, ErrNotReplicated, replicas, s.waitReplicas, s.waitTimeout)
+		}
 		st.Version = next
 		return nil
 	case 1:
@@ -284,8 +329,12 @@ func appendElems(args []any, elems [][]byte) []any {
 // id used again start over; a stale lease still matches no new one, since
 // a save compares owner and token.
 func (s *Store) Delete(ctx context.Context, id string) error {
-	if err := deleteScript.Run(ctx, s.c, s.convKeys(id), s.memPrefix()).Err(); err != nil {
+	ids, err := deleteScript.Run(ctx, s.c, s.convKeys(id), s.memPrefix(id)).StringSlice()
+	if err != nil {
 		return fmt.Errorf("redisstore: deleting conversation %q: %w", id, describe(err))
+	}
+	if err := s.settle(ctx, id, nil, nil, ids); err != nil {
+		return fmt.Errorf("redisstore: deleting conversation %q: clearing the home pointers of its memories: %w", id, err)
 	}
 	return nil
 }
@@ -297,7 +346,7 @@ func (s *Store) Acquire(ctx context.Context, id, owner string, ttl time.Duration
 	if ttl < time.Millisecond || owner == "" {
 		return chat.Lease{}, fmt.Errorf("redisstore: acquiring conversation %q: a lease needs an owner and a time to live of a millisecond or more (got %q, %v)", id, owner, ttl)
 	}
-	keys := []string{s.key("lease", id), s.key("fence", id)}
+	keys := s.convKeys(id)[2:]
 	res, err := acquireScript.Run(ctx, s.c, keys, owner, ttl.Milliseconds(), s.ttl.Milliseconds()).Slice()
 	if err != nil {
 		return chat.Lease{}, fmt.Errorf("redisstore: acquiring conversation %q: %w", id, describe(err))
@@ -322,7 +371,7 @@ func (s *Store) Acquire(ctx context.Context, id, owner string, ttl time.Duration
 
 // Release implements [chat.ConversationStore]: one round trip.
 func (s *Store) Release(ctx context.Context, id string, lease chat.Lease) error {
-	err := releaseScript.Run(ctx, s.c, []string{s.key("lease", id)}, lease.Owner, strconv.FormatUint(lease.Token, 10)).Err()
+	err := releaseScript.Run(ctx, s.c, s.convKeys(id)[2:3], lease.Owner, strconv.FormatUint(lease.Token, 10)).Err()
 	if err != nil {
 		return fmt.Errorf("redisstore: releasing conversation %q: %w", id, describe(err))
 	}
@@ -355,12 +404,20 @@ func (s *Store) Memories() *Memories { return &Memories{s} }
 type base struct{ s *Store }
 
 func (b base) StoredLen(ctx context.Context, id string) (int, error) {
-	n, err := b.s.c.LLen(ctx, b.s.memPrefix()+id).Result()
+	key, err := b.s.memKey(ctx, id)
+	if err != nil {
+		return 0, err
+	}
+	n, err := b.s.c.LLen(ctx, key).Result()
 	return int(n), err
 }
 
 func (b base) StoredElems(ctx context.Context, id string) ([][]byte, error) {
-	strs, err := b.s.c.LRange(ctx, b.s.memPrefix()+id, 0, -1).Result()
+	key, err := b.s.memKey(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	strs, err := b.s.c.LRange(ctx, key, 0, -1).Result()
 	if err != nil || len(strs) == 0 {
 		return nil, err
 	}
@@ -408,7 +465,11 @@ func (m *Memories) Update(ctx context.Context, id string, msgs []llms.MessageCon
 		m.s.stage.Update(b, id, elems)
 		return nil
 	}
-	if err := memUpdateScript.Run(ctx, m.s.c, []string{m.s.memPrefix() + id}, appendElems(nil, elems)...).Err(); err != nil {
+	key, err := m.s.memKey(ctx, id)
+	if err == nil {
+		err = memUpdateScript.Run(ctx, m.s.c, []string{key}, appendElems(nil, elems)...).Err()
+	}
+	if err != nil {
 		return fmt.Errorf("redisstore: updating memory %q: %w", id, describe(err))
 	}
 	return nil
@@ -424,7 +485,11 @@ func (m *Memories) Delete(ctx context.Context, id string) error {
 		m.s.stage.Delete(b, id)
 		return nil
 	}
-	if err := m.s.c.Del(ctx, m.s.memPrefix()+id).Err(); err != nil {
+	key, err := m.s.memKey(ctx, id)
+	if err == nil {
+		err = m.s.c.Del(ctx, key).Err()
+	}
+	if err != nil {
 		return fmt.Errorf("redisstore: deleting memory %q: %w", id, describe(err))
 	}
 	return nil
@@ -447,7 +512,11 @@ func (m *Memories) Apply(ctx context.Context, id string, c memory.Change) error 
 	args = append(args, c.Drop, len(head))
 	args = appendElems(args, head)
 	args = appendElems(args, tail)
-	res, err := memApplyScript.Run(ctx, m.s.c, []string{m.s.memPrefix() + id}, args...).Slice()
+	key, err := m.s.memKey(ctx, id)
+	if err != nil {
+		return fmt.Errorf("redisstore: changing memory %q: %w", id, describe(err))
+	}
+	res, err := memApplyScript.Run(ctx, m.s.c, []string{key}, args...).Slice()
 	if err != nil {
 		return fmt.Errorf("redisstore: changing memory %q: %w", id, describe(err))
 	}
@@ -466,20 +535,30 @@ func (m *Memories) Apply(ctx context.Context, id string, c memory.Change) error 
 // proportional to the size of the database. With a [chat.Batch] in ctx, it
 // lists them as the batch leaves them.
 func (m *Memories) IDs(ctx context.Context) ([]string, error) {
-	prefix := m.s.memPrefix()
-	pattern := globEscape(prefix) + "*"
+	p := globEscape(m.s.prefix)
+	patterns := []string{p + "m{*}:mem", p + "c{*}:mem:*"}
 	var (
-		mu  sync.Mutex
-		ids []string
+		mu   sync.Mutex
+		seen = map[string]bool{}
+		ids  []string
 	)
 	scan := func(ctx context.Context, c redis.UniversalClient) error {
-		it := c.Scan(ctx, 0, pattern, 1000).Iterator()
-		for it.Next(ctx) {
-			mu.Lock()
-			ids = append(ids, strings.TrimPrefix(it.Val(), prefix))
-			mu.Unlock()
+		for _, pattern := range patterns {
+			it := c.Scan(ctx, 0, pattern, 1000).Iterator()
+			for it.Next(ctx) {
+				id, ok := m.s.memoryID(it.Val())
+				mu.Lock()
+				if ok && !seen[id] {
+					seen[id] = true
+					ids = append(ids, id)
+				}
+				mu.Unlock()
+			}
+			if err := it.Err(); err != nil {
+				return err
+			}
 		}
-		return it.Err()
+		return nil
 	}
 	var err error
 	if cc, ok := m.s.c.(*redis.ClusterClient); ok {
@@ -496,6 +575,24 @@ func (m *Memories) IDs(ctx context.Context) ([]string, error) {
 		}
 	}
 	return ids, nil
+}
+
+// memKey returns the key of the messages of memory id: in the
+// conversation its home pointer names (see homes.go), or outside any
+// conversation when it has none. It reads the pointer unless this process
+// confirmed it.
+func (s *Store) memKey(ctx context.Context, id string) (string, error) {
+	if conv, ok := s.homes.get(id, time.Now()); ok {
+		return s.memPrefix(conv) + id, nil
+	}
+	conv, err := s.c.Get(ctx, s.homeKey(id)).Result()
+	switch {
+	case err == nil:
+		return s.memPrefix(conv) + id, nil
+	case errors.Is(err, redis.Nil):
+		return s.soloKey(id), nil
+	}
+	return "", describe(err)
 }
 
 // describe adds to err, when it is the end of a connection, that the

@@ -2,6 +2,7 @@ package redisstore_test
 
 import (
 	"errors"
+	"maps"
 	"net"
 	"strings"
 	"testing"
@@ -10,7 +11,6 @@ import (
 	"github.com/chatscopes/chatgen/internal/redistest"
 	"github.com/chatscopes/chatgen/runtime/chat"
 	"github.com/chatscopes/chatgen/runtime/chat/conversationtest"
-	"github.com/chatscopes/chatgen/runtime/memory"
 	"github.com/chatscopes/chatgen/runtime/redisstore"
 	"github.com/redis/go-redis/v9"
 	"github.com/tmc/langchaingo/llms"
@@ -80,16 +80,20 @@ func TestTTLs(t *testing.T) {
 		t.Fatal(err)
 	}
 	ks := redistest.Keys(t, c, s.Prefix())
-	if len(ks) != 6 { // conv, mids, lease, fence, two memories
-		t.Fatalf("keys %q, want 6", ks)
+	if len(ks) != 8 { // conv, mids, lease, fence, two memories and their home pointers
+		t.Fatalf("keys %q, want 8", ks)
 	}
 	for _, k := range ks {
 		ttl, err := c.PTTL(ctx, k).Result()
 		if err != nil {
 			t.Fatal(err)
 		}
-		if ttl <= 50*time.Minute || ttl > time.Hour {
-			t.Errorf("%s expires in %v, want about an hour", k, ttl)
+		want := time.Hour
+		if strings.HasSuffix(k, "}:home") {
+			want = 2 * time.Hour // a home pointer outlives its conversation
+		}
+		if ttl <= want-10*time.Minute || ttl > want {
+			t.Errorf("%s expires in %v, want about %v", k, ttl, want)
 		}
 	}
 	if err := s.Delete(ctx, "c"); err != nil {
@@ -108,99 +112,53 @@ func TestRoundTripsPerTurn(t *testing.T) {
 	c := redistest.Client(t)
 	var cnt redistest.RoundTrips
 	c.AddHook(&cnt)
+	requireTurnRoundTrips(t, newStore(t, c, time.Hour), &cnt)
+}
+
+// TestOneSlotPerConversation shows the keys of a conversation and its
+// memories in one hash slot, which a save needs on a Redis Cluster, and
+// the keys of different conversations in different slots.
+func TestOneSlotPerConversation(t *testing.T) {
+	c := redistest.Client(t)
 	ctx := t.Context()
 	s := newStore(t, c, time.Hour)
-	l, err := s.Acquire(ctx, "c", "node", time.Minute)
-	if err != nil {
-		t.Fatal(err)
-	}
-	st := conversationtest.State("c")
-	mem := st.Scopes[1].Memories[0]
-	mw, err := memory.Window(10).New(ctx, s.Memories(), mem)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := mw.Add(ctx, llms.TextParts(llms.ChatMessageTypeSystem, "You build weapons.")); err != nil {
-		t.Fatal(err)
-	}
-	turn := func() int64 {
-		b := chat.NewBatch()
-		bctx := chat.WithBatch(ctx, b)
-		before := cnt.N()
-		if err := mw.Add(bctx, turnMessages(2)...); err != nil {
+	slots := map[string]map[int]bool{}
+	for _, id := range []string{"c", "d", "odd {x} }%7D"} {
+		l, err := s.Acquire(ctx, id, "node", time.Minute)
+		if err != nil {
 			t.Fatal(err)
+		}
+		st := conversationtest.State(id)
+		b := chat.NewBatch()
+		for _, sc := range st.Scopes {
+			if err := s.Memories().Update(chat.WithBatch(ctx, b), sc.Memories[0], turnMessages(2)); err != nil {
+				t.Fatal(err)
+			}
 		}
 		if err := s.Save(ctx, st, l, b); err != nil {
 			t.Fatal(err)
 		}
-		return cnt.N() - before
-	}
-	turn() // loads the scripts into Redis: EVALSHA fails, EVAL runs
-	// The window holds 10 messages: the system message and 2 per turn.
-	for i := range 3 {
-		if n := turn(); n != 1 {
-			t.Fatalf("turn %d, memory not full: %d round trips, want 1", i, n)
+		slots[id] = map[int]bool{}
+		for _, k := range redistest.Keys(t, c, s.Prefix()) {
+			if strings.HasSuffix(k, "}:home") {
+				continue // a memory's home pointer is in the memory's slot
+			}
+			// (TestCluster checks KeySlot against Redis Cluster's.)
+			slots[id][redistest.KeySlot(k)] = true
+		}
+		if err := s.Delete(ctx, id); err != nil {
+			t.Fatal(err)
+		}
+		if len(slots[id]) != 1 {
+			t.Fatalf("the keys of conversation %q are in %d slots, want 1", id, len(slots[id]))
 		}
 	}
-	// Now the window is full: each turn evicts two messages, which reads
-	// the memory's length first.
-	for i := range 4 {
-		if n := turn(); n != 2 {
-			t.Fatalf("turn %d, evicting: %d round trips, want 2", i, n)
-		}
+	if maps.Equal(slots["c"], slots["d"]) {
+		t.Fatalf("conversations c and d share their slot %v", slots["c"])
 	}
-	got, err := s.Memories().Get(ctx, mem)
-	if err != nil || len(got) != 10 {
-		t.Fatalf("memory after the turns: %d messages, %v", len(got), err)
+	if _, err := redisstore.New(c, &redisstore.Options{Prefix: "{chatgen}:"}); err == nil {
+		t.Fatal("New accepted a prefix with a hash tag")
 	}
-	loads := cnt.N()
-	if _, err := s.Load(ctx, "c"); err != nil {
-		t.Fatal(err)
-	}
-	if n := cnt.N() - loads; n != 1 {
-		t.Fatalf("Load: %d round trips, want 1", n)
-	}
-}
-
-// TestHashTagPrefix shows the store's keys all in one slot when the prefix
-// carries a hash tag, which is what a Redis Cluster needs.
-func TestHashTagPrefix(t *testing.T) {
-	c := redistest.Client(t)
-	ctx := t.Context()
-	p := "{" + strings.TrimSuffix(redistest.Prefix(t, c, "chatgen-test"), ":") + "}:"
-	t.Cleanup(func() { redistest.DeleteKeys(t, c, p) })
-	s, err := redisstore.New(c, &redisstore.Options{Prefix: p, TTL: time.Hour})
-	if err != nil {
-		t.Fatal(err)
-	}
-	l, err := s.Acquire(ctx, "c", "node", time.Minute)
-	if err != nil {
-		t.Fatal(err)
-	}
-	st := conversationtest.State("c")
-	b := chat.NewBatch()
-	if err := s.Memories().Update(chat.WithBatch(ctx, b), st.Scopes[0].Memories[0], turnMessages(2)); err != nil {
-		t.Fatal(err)
-	}
-	if err := s.Save(ctx, st, l, b); err != nil {
-		t.Fatal(err)
-	}
-	slots := map[int64]bool{}
-	for _, k := range redistest.Keys(t, c, globEscape(p)) {
-		slot, err := c.ClusterKeySlot(ctx, k).Result()
-		if err != nil {
-			t.Skipf("CLUSTER KEYSLOT: %v", err)
-		}
-		slots[slot] = true
-	}
-	if len(slots) != 1 {
-		t.Fatalf("keys in %d slots, want 1", len(slots))
-	}
-}
-
-func globEscape(s string) string {
-	r := strings.NewReplacer("[", `\[`, "]", `\]`, "*", `\*`, "?", `\?`)
-	return r.Replace(s)
 }
 
 func TestNewErrors(t *testing.T) {

@@ -1,0 +1,182 @@
+package redisstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/chatscopes/chatgen/runtime/chat"
+	"github.com/redis/go-redis/v9"
+)
+
+// A memory's messages live in the hash slot of the conversation that
+// lists it, under the conversation's key prefix. The memory's home pointer
+// ("<prefix>m{<id>}:home", in the memory's own slot) names that
+// conversation, so that a call made with only the memory id (outside a
+// request of the conversation) finds the messages. A save confirms the
+// home pointers of the memories it lists or writes, and moves into the
+// conversation the messages a memory held outside any conversation; the
+// process remembers the pointers it confirmed, so that a turn pays for
+// this only the first time (per process) it lists a memory.
+
+// maxConfirmed bounds the home pointers a store remembers; past it, it
+// forgets them all and confirms them again as saves list them.
+const maxConfirmed = 100_000
+
+// confirmed remembers the home pointers a store set or found: by memory
+// id, the conversation and the time until which it trusts the pointer.
+type confirmed struct {
+	mu sync.Mutex
+	m  map[string]home
+}
+
+type home struct {
+	conv  string
+	until time.Time // the zero time: for as long as the process lives
+}
+
+// get returns the conversation memory lives in, if its pointer is
+// confirmed and still trusted at now.
+func (c *confirmed) get(memory string, now time.Time) (string, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	h, ok := c.m[memory]
+	if !ok || !h.until.IsZero() && !now.Before(h.until) {
+		return "", false
+	}
+	return h.conv, true
+}
+
+// has reports whether the pointer of memory to conv is confirmed and
+// still trusted at now.
+func (c *confirmed) has(conv, memory string, now time.Time) bool {
+	got, ok := c.get(memory, now)
+	return ok && got == conv
+}
+
+// add confirms the pointers of memories to conv until until.
+func (c *confirmed) add(conv string, memories []string, until time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.m == nil || len(c.m)+len(memories) > maxConfirmed {
+		c.m = map[string]home{}
+	}
+	for _, id := range memories {
+		c.m[id] = home{conv: conv, until: until}
+	}
+}
+
+// drop forgets the pointers of memories to conv.
+func (c *confirmed) drop(conv string, memories []string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, id := range memories {
+		if c.m[id].conv == conv {
+			delete(c.m, id)
+		}
+	}
+}
+
+// homeLookup is what a save found of a memory whose home pointer it had
+// not confirmed: the conversation the pointer names ("" for none) and the
+// messages the memory holds outside any conversation.
+type homeLookup struct {
+	id   string
+	home *redis.StringCmd
+	solo *redis.StringSliceCmd
+	// kind is the memory's write in the save's batch: 0 for none.
+	kind byte
+}
+
+// unconfirmed returns the memories a save of conversation conv lists or
+// writes (writes maps them to the kind of their write: 'D' for a
+// deletion) whose home pointers are not confirmed.
+func (s *Store) unconfirmed(conv string, mids []string, writes map[string]byte) []string {
+	now := time.Now()
+	var out []string
+	seen := map[string]bool{}
+	add := func(id string) {
+		if !seen[id] && !s.homes.has(conv, id, now) {
+			seen[id] = true
+			out = append(out, id)
+		}
+	}
+	for _, id := range mids {
+		add(id)
+	}
+	for id := range writes {
+		add(id)
+	}
+	return out
+}
+
+// lookHomes reads, in one pipeline, the home pointers and the messages
+// outside any conversation of the memories ids, for a save of conv. A
+// memory whose pointer names another conversation is an error: a memory
+// belongs to one conversation.
+func (s *Store) lookHomes(ctx context.Context, conv string, ids []string, writes map[string]byte) ([]homeLookup, error) {
+	found := make([]homeLookup, len(ids))
+	_, err := s.c.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for i, id := range ids {
+			found[i] = homeLookup{id: id, kind: writes[id],
+				home: p.Get(ctx, s.homeKey(id)), solo: p.LRange(ctx, s.soloKey(id), 0, -1)}
+		}
+		return nil
+	})
+	if err != nil && !errors.Is(err, redis.Nil) {
+		return nil, describe(err)
+	}
+	for _, f := range found {
+		if home := f.home.Val(); home != "" && home != conv {
+			return nil, fmt.Errorf("%w: memory %q belongs to conversation %q", chat.ErrVersionConflict, f.id, home)
+		}
+	}
+	return found, nil
+}
+
+// settle sets the home pointers a save of conv found missing (for the
+// memories it lists, and those it wrote other than by deleting them),
+// deletes the messages it moved into the conversation from outside, and
+// clears the pointers of the memories it dropped. It runs after the save:
+// the save is committed whatever happens here, and what fails here is
+// done again by the next save (the pointers are not confirmed).
+func (s *Store) settle(ctx context.Context, conv string, found []homeLookup, listed map[string]bool, dropped []string) error {
+	if len(found) == 0 && len(dropped) == 0 {
+		return nil
+	}
+	_, err := s.c.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for _, f := range found {
+			if len(f.solo.Val()) > 0 || f.kind == 'D' {
+				p.Del(ctx, s.soloKey(f.id))
+			}
+			if f.home.Val() == conv || !listed[f.id] && f.kind == 'D' {
+				continue
+			}
+			p.Set(ctx, s.homeKey(f.id), conv, 2*s.ttl)
+		}
+		for _, id := range dropped {
+			p.Eval(ctx, unhomeSrc, []string{s.homeKey(id)}, conv)
+		}
+		return nil
+	})
+	if err != nil {
+		return describe(err)
+	}
+	var until time.Time
+	if s.ttl > 0 {
+		// A pointer lives twice the time to live and is set again once
+		// half of it has passed: it outlives the conversation's keys.
+		until = time.Now().Add(s.ttl / 2)
+	}
+	confirmedIDs := make([]string, 0, len(found))
+	for _, f := range found {
+		if listed[f.id] {
+			confirmedIDs = append(confirmedIDs, f.id)
+		}
+	}
+	s.homes.drop(conv, dropped)
+	s.homes.add(conv, confirmedIDs, until)
+	return nil
+}
