@@ -114,6 +114,15 @@ func TestCluster(t *testing.T) {
 		}
 	})
 
+	t.Run("Migrate", func(t *testing.T) {
+		// Older versions asked a cluster for a hash tag on the prefix: all
+		// their keys are in one slot.
+		p := redistest.Prefix(t, cc, "chatgen-test")
+		old := "{" + strings.TrimSuffix(p, ":") + "}:"
+		t.Cleanup(func() { redistest.DeleteKeys(t, cc, old) })
+		testMigrate(t, cc, old, p)
+	})
+
 	t.Run("Failover", func(t *testing.T) { testFailover(t, cl, newClusterStore(t, time.Hour, 1)) })
 }
 
