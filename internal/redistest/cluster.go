@@ -145,7 +145,10 @@ func (n *ClusterNode) start() error {
 		"--cluster-node-timeout", strconv.FormatInt(NodeTimeout.Milliseconds(), 10),
 		// A replica takes over however long ago it last heard from its
 		// master, and stays with it.
-		"--cluster-replica-validity-factor", "0", "--cluster-allow-replica-migration", "no")
+		"--cluster-replica-validity-factor", "0", "--cluster-allow-replica-migration", "no",
+		// A replica's full sync starts at once (the default waits 5 s
+		// for more replicas to share it).
+		"--repl-diskless-sync-delay", "0")
 	if err := n.cmd.Start(); err != nil {
 		return err
 	}

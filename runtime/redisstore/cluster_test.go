@@ -213,9 +213,12 @@ func testFailover(t *testing.T, cl *redistest.Cluster, s *redisstore.Store) {
 	// Once the replica took over, the killed master is started again: it
 	// comes back as the new master's replica, which a save waits for.
 	restarted := make(chan error, 1)
-	var acked uint64 // the last turn whose save returned nil
+	var tookOver time.Duration // from the kill to the cluster's being ok again
+	var acked uint64           // the last turn whose save returned nil
 	var failures []error
 	killed, back := false, false
+	var killedAt time.Time
+	var stall time.Duration // from the kill to the first save acknowledged after it
 	afterBack := 0
 	deadline := time.Now().Add(2 * time.Minute)
 	for turns := 0; afterBack < 10; turns++ {
@@ -224,13 +227,14 @@ func testFailover(t *testing.T, cl *redistest.Cluster, s *redisstore.Store) {
 		}
 		if turns == 20 {
 			master.Kill()
-			killed = true
+			killed, killedAt = true, time.Now()
 			t.Logf("killed master %s after turn %d", master.Addr, acked)
 			go func() {
 				if err := cl.WaitOK(ctx); err != nil {
 					restarted <- err
 					return
 				}
+				tookOver = time.Since(killedAt)
 				cl.Restart(master)
 				restarted <- cl.WaitReplica(ctx, master)
 			}()
@@ -248,6 +252,9 @@ func testFailover(t *testing.T, cl *redistest.Cluster, s *redisstore.Store) {
 		err := v.turn(ctx)
 		if err == nil {
 			acked = v.st.Version
+			if killed && stall == 0 {
+				stall = time.Since(killedAt)
+			}
 			if back {
 				afterBack++
 			}
@@ -304,6 +311,6 @@ func testFailover(t *testing.T, cl *redistest.Cluster, s *redisstore.Store) {
 			notReplicated++
 		}
 	}
-	t.Logf("replica %s took over from %s; %d saves failed meanwhile (%d not acknowledged by a replica; first: %v); the conversation is at turn %d",
-		newMaster.Addr, master.Addr, len(failures), notReplicated, failures[0], st.Version)
+	t.Logf("replica %s took over from %s %v after the kill; the first save acknowledged after the kill came %v after it; %d saves failed meanwhile (%d not acknowledged by a replica; first: %v); the conversation is at turn %d",
+		newMaster.Addr, master.Addr, tookOver.Round(time.Millisecond), stall.Round(time.Millisecond), len(failures), notReplicated, failures[0], st.Version)
 }

@@ -7,7 +7,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/chatscopes/chatgen/runtime/chat"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -20,6 +19,11 @@ import (
 // conversation the messages a memory held outside any conversation; the
 // process remembers the pointers it confirmed, so that a turn pays for
 // this only the first time (per process) it lists a memory.
+
+// ErrForeignMemory reports a save that lists or writes a memory of another
+// conversation: on a Redis Cluster the two conversations' keys are in
+// different slots, which one script cannot reach. Nothing was written.
+var ErrForeignMemory = errors.New("redisstore: the memory belongs to another conversation")
 
 // maxConfirmed bounds the home pointers a store remembers; past it, it
 // forgets them all and confirms them again as saves list them.
@@ -130,7 +134,7 @@ func (s *Store) lookHomes(ctx context.Context, conv string, ids []string, writes
 	}
 	for _, f := range found {
 		if home := f.home.Val(); home != "" && home != conv {
-			return nil, fmt.Errorf("%w: memory %q belongs to conversation %q", chat.ErrVersionConflict, f.id, home)
+			return nil, fmt.Errorf("%w: memory %q belongs to conversation %q", ErrForeignMemory, f.id, home)
 		}
 	}
 	return found, nil

@@ -1,8 +1,8 @@
 // Package redisstore is the conversation store for several servers: the
 // conversations and their chat memories in Redis (github.com/redis/go-redis/v9),
-// shared by every node. A [Store] is a chat.ConversationStore; its
-// [Store.Memories] is the memory.IncrementalStore of the conversations'
-// chat memories.
+// one Redis or a Redis Cluster, shared by every node. A [Store] is a
+// chat.ConversationStore; its [Store.Memories] is the
+// memory.IncrementalStore of the conversations' chat memories.
 //
 // # Round trips
 //
@@ -15,38 +15,83 @@
 // add these), without reading the memory; only a change that drops
 // messages the request did not add itself reads the memory's length first,
 // once per memory and request. A turn is thus saved in one round trip, two
-// when it evicts messages from a full memory. (The first call of each
-// script on a Redis server costs one more: EVALSHA, then EVAL.)
+// when it evicts messages from a full memory. With [Options.WaitReplicas]
+// the script and a WAIT go in one pipeline: still one round trip.
+//
+// Costs paid once: the first call of each script on a Redis server is one
+// more (EVALSHA, then EVAL); and the first save in a process that lists a
+// memory (a new scope's, or any after the conversation moved to this
+// process) reads and then sets the memory's home pointer (below): two
+// more, pipelined over the memories of the save.
 //
 // # Keys
 //
-// Every key starts with [Options.Prefix] (default "chatgen:"):
+// Every key starts with [Options.Prefix] (default "chatgen:"), followed by
+// a hash tag: the conversation's id for the keys of a conversation, the
+// memory's id for a memory's own keys ("}" and "%" in an id are written
+// %7D and %25):
 //
-//	<prefix>conv:<id>     hash: "v" the version, "s" the state as JSON
-//	<prefix>mids:<id>     set: the memory ids the state lists
-//	<prefix>lease:<id>    hash: "o" the owner, "t" the fencing token, "e" the expiry (ms since 1970, Redis's clock)
-//	<prefix>fence:<id>    the counter fencing tokens are drawn from (INCR)
-//	<prefix>mem:<memory>  list: a memory's messages, one JSON object each
+//	<prefix>c{<id>}:conv          hash: "v" the version, "s" the state as JSON
+//	<prefix>c{<id>}:mids          set: the memory ids the state lists
+//	<prefix>c{<id>}:lease         hash: "o" the owner, "t" the fencing token, "e" the expiry (ms since 1970, Redis's clock)
+//	<prefix>c{<id>}:fence         the counter fencing tokens are drawn from (INCR)
+//	<prefix>c{<id>}:mem:<memory>  list: the messages of a memory of the conversation, one JSON object each
+//	<prefix>m{<memory>}:home      string: the id of the conversation the memory belongs to
+//	<prefix>m{<memory>}:mem       list: the messages of a memory of no conversation
 //
-// The state's JSON records its format version ("format": 1); a state of a
-// format this package does not know is refused rather than misread. A
-// message is the JSON object memory.MarshalMessages writes for it.
+// A conversation's keys and its memories' lists share one hash slot, so a
+// save is one script on a Redis Cluster too, and the conversations spread
+// over the cluster's masters. A memory belongs to the conversation whose
+// save first lists it or writes it (from the request's batch); its home
+// pointer,
+// in the memory's own slot, lets a call that has only the memory's id
+// (outside a request, or in another process) find its messages. A memory
+// written outside any conversation lives in its own slot until a
+// conversation's save lists or writes it, which moves its messages into
+// the conversation. A save that lists or writes a memory of another
+// conversation fails, writing nothing, with an error matching
+// [ErrForeignMemory] that names that conversation: a memory that several
+// conversations write (an ai memory id the application chose for several
+// conversations, say) cannot be saved atomically with each.
+//
+// The prefix must not hold "{" or "}": a hash tag there would put every
+// key in one slot. The state's JSON records its format version
+// ("format": 1); a state of a format this package does not know is refused
+// rather than misread. A message is the JSON object
+// memory.MarshalMessages writes for it.
+//
+// Data written by versions before the per-conversation hash tags
+// ("<prefix>conv:<id>", "<prefix>mem:<memory>", …) is moved to this layout
+// by [Store.MigrateFrom], or the redismigrate command, run once when
+// upgrading.
 //
 // # Time to live
 //
 // With [Options.TTL] set, each save sets the expiry (PEXPIRE) of the
 // conversation's state, its memory id set and its memories to the TTL, so
 // they expire together when the conversation is idle. The lease and its
-// counter live at least as long. Memories that no saved conversation lists
+// counter live at least as long; the memories' home pointers live twice
+// the TTL (a save sets them again once half of it has passed), so they
+// outlive the conversation. Memories that no saved conversation lists
 // (those written directly, outside a request of a durable conversation)
 // keep the expiry they have, none for new ones.
 //
-// # Redis Cluster
+// # Redis Cluster and replication
 //
-// A save touches a conversation's keys and its memories' keys in one
-// script, which Redis Cluster allows only within one hash slot. To use a
-// cluster, give the prefix a hash tag ("{chatgen}:"): all keys of the
-// store then live in one slot, and so on one shard.
+// Give [New] a *redis.ClusterClient. Sweeps of the whole store
+// ([Memories.IDs], [Store.MigrateFrom]) scan every master. Redis
+// replicates asynchronously: without [Options.WaitReplicas], a save that
+// returned nil is on the master, and a master that dies before its
+// replicas received it takes it along: the replica that takes over serves
+// the conversation at an earlier version, silently for the client whose
+// turn it was. With WaitReplicas set to the number of replicas of each
+// master, a save that returned nil is on every replica of its master, so
+// on the one promoted when the master fails; a save the replicas did not
+// acknowledge in time fails with [ErrNotReplicated], as a save whose
+// connection failed: it may or may not survive, and a Load tells by the
+// version. WAIT makes a save reach the replicas' memory, not their disks:
+// what survives the loss of every copy is what the persistence
+// (appendonly, appendfsync) kept.
 package redisstore
 
 import (

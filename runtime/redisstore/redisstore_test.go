@@ -209,3 +209,38 @@ func TestUnreachable(t *testing.T) {
 		t.Errorf("memory Get: %v", err)
 	}
 }
+
+// TestForeignMemory shows a save refused, writing nothing, when it lists a
+// memory of another conversation: the two are in different hash slots.
+func TestForeignMemory(t *testing.T) {
+	c := redistest.Client(t)
+	ctx := t.Context()
+	s := newStore(t, c, time.Hour)
+	for i, id := range []string{"c", "d"} {
+		l, err := s.Acquire(ctx, id, "node", time.Minute)
+		if err != nil {
+			t.Fatal(err)
+		}
+		st := &chat.ConversationState{ID: id, Scopes: []chat.ScopeState{{ID: id, Memories: []string{"shared"}}}}
+		b := chat.NewBatch()
+		if err := s.Memories().Update(chat.WithBatch(ctx, b), "shared", turnMessages(1+i)); err != nil {
+			t.Fatal(err)
+		}
+		err = s.Save(ctx, st, l, b)
+		if i == 0 {
+			if err != nil {
+				t.Fatal(err)
+			}
+			continue
+		}
+		if !errors.Is(err, redisstore.ErrForeignMemory) || !strings.Contains(err.Error(), `"c"`) {
+			t.Fatalf("a save listing conversation c's memory = %v, want ErrForeignMemory naming c", err)
+		}
+		if _, err := s.Load(ctx, id); !errors.Is(err, chat.ErrConversationNotFound) {
+			t.Fatalf("Load after the refused save: %v, want not found", err)
+		}
+		if m, err := s.Memories().Get(ctx, "shared"); err != nil || len(m) != 1 {
+			t.Fatalf("the memory after the refused save: %d messages, %v; want conversation c's one", len(m), err)
+		}
+	}
+}
