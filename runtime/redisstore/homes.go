@@ -155,9 +155,11 @@ func (s *Store) settle(ctx context.Context, conv string, found []homeLookup, lis
 			if len(f.solo.Val()) > 0 || f.kind == 'D' {
 				p.Del(ctx, s.soloKey(f.id))
 			}
-			if f.home.Val() == conv || !listed[f.id] && f.kind == 'D' {
+			if !listed[f.id] && f.kind == 'D' || f.home.Val() == conv && s.ttl == 0 {
 				continue
 			}
+			// Set, or with a time to live set again: the pointer must
+			// outlive the conversation, which this save prolonged.
 			p.Set(ctx, s.homeKey(f.id), conv, 2*s.ttl)
 		}
 		for _, id := range dropped {

@@ -75,7 +75,17 @@ func (s *Store) runSave(ctx context.Context, keys []string, args []any) ([]any, 
 			node = m
 		}
 		res, n, err := s.saveAndWait(ctx, node, keys, args)
-		if err == nil || !isCluster || !redirected(err) {
+		if err == nil || !isCluster {
+			return res, n, err
+		}
+		if !redirected(err) {
+			var re redis.Error
+			if !errors.As(err, &re) {
+				// The node may be gone (a failover): the cluster client
+				// learns the new layout for the next call, as it does
+				// for the calls it routes itself.
+				cc.ReloadState(ctx)
+			}
 			return res, n, err
 		}
 		// The slot moved (a failover, a resharding) and the script did
