@@ -151,10 +151,7 @@ type Server struct {
 	t    testing.TB
 	dir  string
 	sock string
-	cmd  *exec.Cmd
-	// exited is closed when cmd has exited; err is then its error.
-	exited chan struct{}
-	err    error
+	proc *process // nil when not running
 }
 
 // StartServer starts a Server, killed when the test ends. Without the
@@ -192,59 +189,28 @@ func (s *Server) Addr() string { return s.sock }
 // Start starts the server (again, after Kill) and waits until it answers.
 func (s *Server) Start() {
 	s.t.Helper()
-	s.cmd = exec.Command("redis-server", "--port", "0", "--unixsocket", s.sock, "--unixsocketperm", "700",
-		"--dir", s.dir, "--save", "", "--appendonly", "yes", "--appendfsync", "always",
-		"--logfile", filepath.Join(s.dir, "redis.log"))
-	if err := s.cmd.Start(); err != nil {
+	p, err := startProcess([]string{"--port", "0", "--unixsocket", s.sock, "--unixsocketperm", "700",
+		"--dir", s.dir, "--save", "", "--appendonly", "yes", "--appendfsync", "always"},
+		s.Network(), s.Addr(), filepath.Join(s.dir, "redis.log"))
+	if err != nil {
 		s.t.Fatal(err)
 	}
-	s.exited = make(chan struct{})
-	go func(cmd *exec.Cmd, exited chan struct{}) {
-		s.err = cmd.Wait()
-		close(exited)
-	}(s.cmd, s.exited)
-	c := redis.NewClient(&redis.Options{Network: s.Network(), Addr: s.Addr(), MaxRetries: -1})
-	defer c.Close()
-	// A loaded machine may take long to start a process: the deadline is
-	// generous, and a server that exits is reported at once.
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-		err := c.Ping(ctx).Err()
-		cancel()
-		if err == nil {
-			return
-		}
-		select {
-		case <-s.exited:
-			log, _ := os.ReadFile(filepath.Join(s.dir, "redis.log"))
-			s.t.Fatalf("redis-server on %s exited: %v\n%s", s.sock, s.err, log)
-		default:
-		}
-		if time.Now().After(deadline) {
-			log, _ := os.ReadFile(filepath.Join(s.dir, "redis.log"))
-			s.t.Fatalf("redis-server on %s does not answer: %v\n%s", s.sock, err, log)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	s.proc = p
 }
 
 // Kill stops the server with SIGKILL (a frozen one too): no shutdown, no
 // last write.
 func (s *Server) Kill() {
-	if s.cmd == nil {
-		return
+	if s.proc != nil {
+		s.proc.kill()
+		s.proc = nil
 	}
-	_ = s.cmd.Process.Signal(syscall.SIGCONT)
-	_ = s.cmd.Process.Kill()
-	<-s.exited
-	s.cmd = nil
 }
 
 // Signal sends sig to the server (SIGSTOP freezes it, SIGCONT thaws it).
 func (s *Server) Signal(sig syscall.Signal) {
 	s.t.Helper()
-	if err := s.cmd.Process.Signal(sig); err != nil {
+	if err := s.proc.cmd.Process.Signal(sig); err != nil {
 		s.t.Fatal(err)
 	}
 }

@@ -194,17 +194,7 @@ func requireTurnRoundTrips(t *testing.T, s *redisstore.Store, cnt *redistest.Rou
 // its caller, who loads the conversation to learn whether it happened.
 func testFailover(t *testing.T, cl *redistest.Cluster, s *redisstore.Store) {
 	ctx := t.Context()
-	l, err := s.Acquire(ctx, "c", "node-a", time.Hour)
-	if err != nil {
-		t.Fatal(err)
-	}
-	v := &saver{s: s, l: l, mem: "c#memory",
-		st: &chat.ConversationState{ID: "c", Scopes: []chat.ScopeState{{ID: "c", Memories: []string{"c#memory"}}}}}
-	for range 5 {
-		if err := v.turn(ctx); err != nil {
-			t.Fatal(err)
-		}
-	}
+	v := startSaver(t, s)
 	master, err := cl.MasterOf(ctx, s.Prefix()+"c{c}:conv")
 	if err != nil {
 		t.Fatal(err)

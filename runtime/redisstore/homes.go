@@ -88,8 +88,8 @@ func (c *confirmed) drop(conv string, memories []string) {
 // messages the memory holds outside any conversation.
 type homeLookup struct {
 	id   string
-	home *redis.StringCmd
-	solo *redis.StringSliceCmd
+	home string
+	solo []string
 	// kind is the memory's write in the save's batch: 0 for none.
 	kind byte
 }
@@ -118,24 +118,37 @@ func (s *Store) unconfirmed(conv string, mids []string, writes map[string]byte) 
 
 // lookHomes reads, in one pipeline, the home pointers and the messages
 // outside any conversation of the memories ids, for a save of conv. A
-// memory whose pointer names another conversation is an error: a memory
-// belongs to one conversation.
+// memory whose pointer names another conversation that exists is an
+// error matching [ErrForeignMemory]: a memory belongs to one conversation.
+// A pointer to a conversation deleted or expired since is stale, and
+// ignored.
 func (s *Store) lookHomes(ctx context.Context, conv string, ids []string, writes map[string]byte) ([]homeLookup, error) {
-	found := make([]homeLookup, len(ids))
+	homes := make([]*redis.StringCmd, len(ids))
+	solos := make([]*redis.StringSliceCmd, len(ids))
 	_, err := s.c.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for i, id := range ids {
-			found[i] = homeLookup{id: id, kind: writes[id],
-				home: p.Get(ctx, s.homeKey(id)), solo: p.LRange(ctx, s.soloKey(id), 0, -1)}
+			homes[i], solos[i] = p.Get(ctx, s.homeKey(id)), p.LRange(ctx, s.soloKey(id), 0, -1)
 		}
 		return nil
 	})
 	if err != nil && !errors.Is(err, redis.Nil) {
 		return nil, describe(err)
 	}
-	for _, f := range found {
-		if home := f.home.Val(); home != "" && home != conv {
-			return nil, fmt.Errorf("%w: memory %q belongs to conversation %q", ErrForeignMemory, f.id, home)
+	found := make([]homeLookup, len(ids))
+	for i, id := range ids {
+		found[i] = homeLookup{id: id, home: homes[i].Val(), solo: solos[i].Val(), kind: writes[id]}
+		other := found[i].home
+		if other == "" || other == conv {
+			continue
 		}
+		n, err := s.c.Exists(ctx, s.convPrefix(other)+"conv").Result()
+		if err != nil {
+			return nil, describe(err)
+		}
+		if n == 1 {
+			return nil, fmt.Errorf("%w: memory %q belongs to conversation %q", ErrForeignMemory, id, other)
+		}
+		found[i].home = ""
 	}
 	return found, nil
 }
@@ -152,10 +165,10 @@ func (s *Store) settle(ctx context.Context, conv string, found []homeLookup, lis
 	}
 	_, err := s.c.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for _, f := range found {
-			if len(f.solo.Val()) > 0 || f.kind == 'D' {
+			if len(f.solo) > 0 || f.kind == 'D' {
 				p.Del(ctx, s.soloKey(f.id))
 			}
-			if !listed[f.id] && f.kind == 'D' || f.home.Val() == conv && s.ttl == 0 {
+			if !listed[f.id] && f.kind == 'D' || f.home == conv && s.ttl == 0 {
 				continue
 			}
 			// Set, or with a time to live set again: the pointer must

@@ -243,4 +243,37 @@ func TestForeignMemory(t *testing.T) {
 			t.Fatalf("the memory after the refused save: %d messages, %v; want conversation c's one", len(m), err)
 		}
 	}
+
+	// A memory that conversation c wrote without listing it keeps its
+	// pointer to c when c is deleted: the pointer is stale, and another
+	// conversation may take the memory.
+	l, err := s.Acquire(ctx, "c2", "node", time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := chat.NewBatch()
+	if err := s.Memories().Update(chat.WithBatch(ctx, b), "unlisted", turnMessages(1)); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Save(ctx, &chat.ConversationState{ID: "c2"}, l, b); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Delete(ctx, "c2"); err != nil {
+		t.Fatal(err)
+	}
+	l, err = s.Acquire(ctx, "d2", "node", time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b = chat.NewBatch()
+	if err := s.Memories().Update(chat.WithBatch(ctx, b), "unlisted", turnMessages(3)); err != nil {
+		t.Fatal(err)
+	}
+	st := &chat.ConversationState{ID: "d2", Scopes: []chat.ScopeState{{ID: "d2", Memories: []string{"unlisted"}}}}
+	if err := s.Save(ctx, st, l, b); err != nil {
+		t.Fatalf("a save taking a memory of a deleted conversation: %v", err)
+	}
+	if m, err := s.Memories().Get(ctx, "unlisted"); err != nil || len(m) != 3 {
+		t.Fatalf("the memory taken over: %d messages, %v; want 3", len(m), err)
+	}
 }

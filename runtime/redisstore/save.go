@@ -38,8 +38,8 @@ func appendAdopted(args []any, found []homeLookup) []any {
 	args = append(args, 0)
 	n := 0
 	for _, f := range found {
-		elems := f.solo.Val()
-		if len(elems) == 0 || f.home.Val() != "" {
+		elems := f.solo
+		if len(elems) == 0 || f.home != "" {
 			continue
 		}
 		n++
