@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
+	"github.com/chatscopes/chatgen/runtime/chat"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -95,23 +97,21 @@ type homeLookup struct {
 }
 
 // unconfirmed returns the memories a save of conversation conv lists or
-// writes (writes maps them to the kind of their write: 'D' for a
-// deletion) whose home pointers are not confirmed.
-func (s *Store) unconfirmed(conv string, mids []string, writes map[string]byte) []string {
+// writes whose home pointers are not confirmed: none, without
+// allocating, once the process confirmed them all.
+func (s *Store) unconfirmed(conv string, mids []string, b *chat.Batch) []string {
 	now := time.Now()
 	var out []string
-	seen := map[string]bool{}
 	add := func(id string) {
-		if !seen[id] && !s.homes.has(conv, id, now) {
-			seen[id] = true
+		if !s.homes.has(conv, id, now) && !slices.Contains(out, id) {
 			out = append(out, id)
 		}
 	}
 	for _, id := range mids {
 		add(id)
 	}
-	for id := range writes {
-		add(id)
+	if b != nil {
+		b.All(func(id string, _ []byte) { add(id) })
 	}
 	return out
 }
@@ -141,7 +141,7 @@ func (s *Store) lookHomes(ctx context.Context, conv string, ids []string, writes
 		if other == "" || other == conv {
 			continue
 		}
-		n, err := s.c.Exists(ctx, s.convPrefix(other)+"conv").Result()
+		n, err := s.c.Exists(ctx, s.convKey(other, "conv")).Result()
 		if err != nil {
 			return nil, describe(err)
 		}
@@ -159,7 +159,7 @@ func (s *Store) lookHomes(ctx context.Context, conv string, ids []string, writes
 // clears the pointers of the memories it dropped. It runs after the save:
 // the save is committed whatever happens here, and what fails here is
 // done again by the next save (the pointers are not confirmed).
-func (s *Store) settle(ctx context.Context, conv string, found []homeLookup, listed map[string]bool, dropped []string) error {
+func (s *Store) settle(ctx context.Context, conv string, found []homeLookup, mids []string, dropped []string) error {
 	if len(found) == 0 && len(dropped) == 0 {
 		return nil
 	}
@@ -168,7 +168,7 @@ func (s *Store) settle(ctx context.Context, conv string, found []homeLookup, lis
 			if len(f.solo) > 0 || f.kind == 'D' {
 				p.Del(ctx, s.soloKey(f.id))
 			}
-			if !listed[f.id] && f.kind == 'D' || f.home == conv && s.ttl == 0 {
+			if !slices.Contains(mids, f.id) && f.kind == 'D' || f.home == conv && s.ttl == 0 {
 				continue
 			}
 			// Set, or with a time to live set again: the pointer must
@@ -191,7 +191,7 @@ func (s *Store) settle(ctx context.Context, conv string, found []homeLookup, lis
 	}
 	confirmedIDs := make([]string, 0, len(found))
 	for _, f := range found {
-		if listed[f.id] {
+		if slices.Contains(mids, f.id) {
 			confirmedIDs = append(confirmedIDs, f.id)
 		}
 	}

@@ -23,10 +23,17 @@ func (s *Store) convPrefix(id string) string {
 	return s.prefix + "c{" + tagEscaper.Replace(id) + "}:"
 }
 
+// convKey returns the key of conversation id of the kind: "conv",
+// "mids", "lease" or "fence".
+func (s *Store) convKey(id, kind string) string {
+	return s.prefix + "c{" + tagEscaper.Replace(id) + "}:" + kind
+}
+
 // convKeys returns the keys save.lua and delete.lua take, in order.
 func (s *Store) convKeys(id string) []string {
-	p := s.convPrefix(id)
-	return []string{p + "conv", p + "mids", p + "lease", p + "fence"}
+	tag := tagEscaper.Replace(id)
+	return []string{s.prefix + "c{" + tag + "}:conv", s.prefix + "c{" + tag + "}:mids",
+		s.prefix + "c{" + tag + "}:lease", s.prefix + "c{" + tag + "}:fence"}
 }
 
 // memPrefix returns the prefix of the keys of the memories of

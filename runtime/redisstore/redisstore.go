@@ -212,7 +212,7 @@ func (s *Store) Prefix() string { return s.prefix }
 
 // Load implements [chat.ConversationStore]: one round trip.
 func (s *Store) Load(ctx context.Context, id string) (*chat.ConversationState, error) {
-	vals, err := s.c.HMGet(ctx, s.convPrefix(id)+"conv", "v", "s").Result()
+	vals, err := s.c.HMGet(ctx, s.convKey(id, "conv"), "v", "s").Result()
 	if err != nil {
 		return nil, fmt.Errorf("redisstore: loading conversation %q: %w", id, describe(err))
 	}
@@ -250,10 +250,9 @@ func (s *Store) Save(ctx context.Context, st *chat.ConversationState, lease chat
 		return fmt.Errorf("redisstore: %w", err)
 	}
 	mids := durable.MemoryIDs(st)
-	writes := batchKinds(b)
 	var found []homeLookup
-	if ids := s.unconfirmed(st.ID, mids, writes); len(ids) > 0 {
-		if found, err = s.lookHomes(ctx, st.ID, ids, writes); err != nil {
+	if ids := s.unconfirmed(st.ID, mids, b); len(ids) > 0 {
+		if found, err = s.lookHomes(ctx, st.ID, ids, batchKinds(b)); err != nil {
 			return fmt.Errorf("redisstore: saving conversation %q: %w", st.ID, err)
 		}
 	}
@@ -279,17 +278,13 @@ func (s *Store) Save(ctx context.Context, st *chat.ConversationState, lease chat
 	}
 	switch code(res) {
 	case 0:
-		listed := make(map[string]bool, len(mids))
-		for _, m := range mids {
-			listed[m] = true
-		}
-		dropped := make([]string, 0, len(res)-1)
+		var dropped []string
 		for _, id := range res[1:] {
 			dropped = append(dropped, fmt.Sprint(id))
 		}
 		// The save is committed: a failure to settle the home pointers
 		// is not the save's, and the next save settles them.
-		_ = s.settle(ctx, st.ID, found, listed, dropped)
+		_ = s.settle(ctx, st.ID, found, mids, dropped)
 		if replicas < int64(s.waitReplicas) {
 			return fmt.Errorf("redisstore: saving conversation %q at version %d: %w: %d of %d replicas acknowledged it within %v",
 				st.ID, next, ErrNotReplicated, replicas, s.waitReplicas, s.waitTimeout)

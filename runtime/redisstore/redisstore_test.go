@@ -277,3 +277,37 @@ func TestForeignMemory(t *testing.T) {
 		t.Fatalf("the memory taken over: %d messages, %v; want 3", len(m), err)
 	}
 }
+
+// TestWaitReplicasUnmet saves with WaitReplicas 1 to a Redis that has no
+// replica: the save is applied, but its caller is told that no replica has
+// it, and a Load tells that it happened.
+func TestWaitReplicasUnmet(t *testing.T) {
+	c := redistest.Client(t)
+	ctx := t.Context()
+	s, err := redisstore.New(c, &redisstore.Options{Prefix: redistest.Prefix(t, c, "chatgen-test"),
+		WaitReplicas: 1, WaitTimeout: 50 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := s.Acquire(ctx, "c", "node", time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := conversationtest.State("c")
+	err = s.Save(ctx, st, l, nil)
+	if !errors.Is(err, redisstore.ErrNotReplicated) || !strings.Contains(err.Error(), "0 of 1 replicas") {
+		t.Fatalf("Save without a replica = %v, want ErrNotReplicated", err)
+	}
+	if st.Version != 0 {
+		t.Fatalf("a save that returned an error set Version to %d", st.Version)
+	}
+	got, err := s.Load(ctx, "c")
+	if err != nil || got.Version != 1 {
+		t.Fatalf("Load after the unreplicated save: %+v, %v; want version 1", got, err)
+	}
+	for _, bad := range []redisstore.Options{{WaitReplicas: -1}, {WaitTimeout: -time.Second}} {
+		if _, err := redisstore.New(c, &bad); err == nil {
+			t.Errorf("New(%+v) succeeded", bad)
+		}
+	}
+}
