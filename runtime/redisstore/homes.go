@@ -98,7 +98,9 @@ type homeLookup struct {
 
 // unconfirmed returns the memories a save of conversation conv lists or
 // writes whose home pointers are not confirmed: none, without
-// allocating, once the process confirmed them all.
+// allocating, once the process confirmed them all. A memory the batch
+// deletes and the state does not list is not among them: the save needs
+// nothing of it before it runs (see erased).
 func (s *Store) unconfirmed(conv string, mids []string, b *chat.Batch) []string {
 	now := time.Now()
 	var out []string
@@ -111,7 +113,27 @@ func (s *Store) unconfirmed(conv string, mids []string, b *chat.Batch) []string 
 		add(id)
 	}
 	if b != nil {
-		b.All(func(id string, _ []byte) { add(id) })
+		b.All(func(id string, v []byte) {
+			if v != nil || slices.Contains(mids, id) {
+				add(id)
+			}
+		})
+	}
+	return out
+}
+
+// erased returns the memories b deletes that the state, whose memory ids
+// are mids, does not list (an invocation's memory, say): the save deletes
+// their lists in the conversation, and [Store.settle] what they may have
+// outside it.
+func erased(mids []string, b *chat.Batch) []string {
+	var out []string
+	if b != nil {
+		b.All(func(id string, v []byte) {
+			if v == nil && !slices.Contains(mids, id) {
+				out = append(out, id)
+			}
+		})
 	}
 	return out
 }
@@ -155,12 +177,14 @@ func (s *Store) lookHomes(ctx context.Context, conv string, ids []string, writes
 
 // settle sets the home pointers a save of conv found missing (for the
 // memories it lists, and those it wrote other than by deleting them),
-// deletes the messages it moved into the conversation from outside, and
-// clears the pointers of the memories it dropped. It runs after the save:
+// deletes the messages it moved into the conversation from outside, clears
+// the pointers of the memories it dropped, and deletes the messages
+// outside the conversation, and the pointers to it, of the memories it
+// erased. It runs after the save:
 // the save is committed whatever happens here, and what fails here is
 // done again by the next save (the pointers are not confirmed).
-func (s *Store) settle(ctx context.Context, conv string, found []homeLookup, mids []string, dropped []string) error {
-	if len(found) == 0 && len(dropped) == 0 {
+func (s *Store) settle(ctx context.Context, conv string, found []homeLookup, mids, dropped, erased []string) error {
+	if len(found) == 0 && len(dropped) == 0 && len(erased) == 0 {
 		return nil
 	}
 	_, err := s.c.Pipelined(ctx, func(p redis.Pipeliner) error {
@@ -176,6 +200,10 @@ func (s *Store) settle(ctx context.Context, conv string, found []homeLookup, mid
 			p.Set(ctx, s.homeKey(f.id), conv, 2*s.ttl)
 		}
 		for _, id := range dropped {
+			p.Eval(ctx, unhomeSrc, []string{s.homeKey(id)}, conv)
+		}
+		for _, id := range erased {
+			p.Del(ctx, s.soloKey(id))
 			p.Eval(ctx, unhomeSrc, []string{s.homeKey(id)}, conv)
 		}
 		return nil

@@ -22,7 +22,10 @@
 // more (EVALSHA, then EVAL); and the first save in a process that lists a
 // memory (a new scope's, or any after the conversation moved to this
 // process) reads and then sets the memory's home pointer (below): two
-// more, pipelined over the memories of the save.
+// more, pipelined over the memories of the save. Not only once: a save
+// whose request deleted a memory the conversation does not list (an
+// invocation-scoped AI service's) costs one more, after it, to delete what
+// that memory may hold outside the conversation.
 //
 // # Keys
 //
@@ -78,7 +81,9 @@
 //
 // # Redis Cluster and replication
 //
-// Give [New] a *redis.ClusterClient. Sweeps of the whole store
+// Give [New] a *redis.ClusterClient, with its reads on the masters
+// (ReadOnly, RouteByLatency and RouteRandomly off: a replica may not have
+// the last save yet). Sweeps of the whole store
 // ([Memories.IDs], [Store.MigrateFrom]) scan every master. Redis
 // replicates asynchronously: without [Options.WaitReplicas], a save that
 // returned nil is on the master, and a master that dies before its
@@ -284,7 +289,7 @@ func (s *Store) Save(ctx context.Context, st *chat.ConversationState, lease chat
 		}
 		// The save is committed: a failure to settle the home pointers
 		// is not the save's, and the next save settles them.
-		_ = s.settle(ctx, st.ID, found, mids, dropped)
+		_ = s.settle(ctx, st.ID, found, mids, dropped, erased(mids, b))
 		if replicas < int64(s.waitReplicas) {
 			return fmt.Errorf("redisstore: saving conversation %q at version %d: %w: %d of %d replicas acknowledged it within %v",
 				st.ID, next, ErrNotReplicated, replicas, s.waitReplicas, s.waitTimeout)
@@ -373,7 +378,7 @@ func (s *Store) Delete(ctx context.Context, id string) error {
 	if err != nil {
 		return fmt.Errorf("redisstore: deleting conversation %q: %w", id, describe(err))
 	}
-	if err := s.settle(ctx, id, nil, nil, ids); err != nil {
+	if err := s.settle(ctx, id, nil, nil, ids, nil); err != nil {
 		return fmt.Errorf("redisstore: deleting conversation %q: clearing the home pointers of its memories: %w", id, err)
 	}
 	return nil
