@@ -90,14 +90,16 @@ func StartCluster(t testing.TB, masters, replicasPerMaster int) *Cluster {
 func (c *Cluster) startNode(i int) *ClusterNode {
 	c.t.Helper()
 	var last error
-	for range 10 {
+	for attempt := range 10 {
 		port, err := freeClusterPort()
 		if err != nil {
 			last = err
 			continue
 		}
+		// A directory per attempt: a failed start may leave a
+		// nodes.conf behind.
 		n := &ClusterNode{Addr: net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), port: port,
-			dir: filepath.Join(c.dir, strconv.Itoa(i))}
+			dir: filepath.Join(c.dir, fmt.Sprintf("%d-%d", i, attempt))}
 		if err := os.MkdirAll(n.dir, 0o700); err != nil {
 			c.t.Fatal(err)
 		}
