@@ -42,7 +42,9 @@ type Migration struct {
 // and before starting the new one: a conversation saved in the old layout
 // while it runs may be missed, and one the new version does not find yet
 // is reported not found. It is safe to run again after a failure: a
-// conversation moved already is not written twice.
+// conversation moved already is not written twice. A memory that several
+// conversations listed, which the old layout allowed, goes with the first
+// of them moved: the saves of the others fail with [ErrForeignMemory].
 func (s *Store) MigrateFrom(ctx context.Context, oldPrefix string) (Migration, error) {
 	var mig Migration
 	convs, err := s.scanIDs(ctx, globEscape(oldPrefix)+"conv:*", oldPrefix+"conv:")
@@ -160,10 +162,12 @@ func (s *Store) migrateConversation(ctx context.Context, oldPrefix, id string) (
 		return 0, 0, err
 	}
 	if imported == 1 && len(ids) > 0 {
-		// The memories' home pointers, as a save sets them.
+		// The memories' home pointers, as a save sets them; a memory
+		// that two conversations listed (which the old layout allowed)
+		// stays with the first one moved.
 		_, err = s.c.Pipelined(ctx, func(p redis.Pipeliner) error {
 			for _, m := range ids {
-				p.Set(ctx, s.homeKey(m), id, 2*s.ttl)
+				p.SetNX(ctx, s.homeKey(m), id, 2*s.ttl)
 			}
 			return nil
 		})
