@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -26,7 +27,8 @@ type Cluster struct {
 	nodes []*ClusterNode
 }
 
-// A ClusterNode is one redis-server of a [Cluster].
+// A ClusterNode is one redis-server of a [Cluster]. Its methods may be
+// called from any goroutine.
 type ClusterNode struct {
 	// Addr is the node's host:port on loopback.
 	Addr string
@@ -39,6 +41,8 @@ type ClusterNode struct {
 
 	port int
 	dir  string
+
+	mu   sync.Mutex
 	proc *process // nil when not running
 }
 
@@ -151,15 +155,20 @@ func (n *ClusterNode) start() error {
 	if err != nil {
 		return err
 	}
+	n.mu.Lock()
 	n.proc = p
+	n.mu.Unlock()
 	return nil
 }
 
 // kill stops the node's process with SIGKILL, if it runs.
 func (n *ClusterNode) kill() {
-	if n.proc != nil {
-		n.proc.kill()
-		n.proc = nil
+	n.mu.Lock()
+	p := n.proc
+	n.proc = nil
+	n.mu.Unlock()
+	if p != nil {
+		p.kill()
 	}
 }
 
@@ -360,23 +369,28 @@ func (c *Cluster) Masters(ctx context.Context) (map[string][]redis.ClusterSlot, 
 }
 
 // Running reports whether the node's process runs.
-func (n *ClusterNode) Running() bool { return n.proc != nil }
+func (n *ClusterNode) Running() bool {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.proc != nil
+}
 
 // Kill stops the node with SIGKILL: no shutdown, no last write, no
 // goodbye to the other nodes.
 func (n *ClusterNode) Kill() { n.kill() }
 
 // Restart starts a killed node again, on its address, with its cluster
-// configuration file: it rejoins the cluster (a master whose replica took
-// over while it was down comes back as that replica's replica).
-func (c *Cluster) Restart(n *ClusterNode) {
-	c.t.Helper()
+// configuration file, and waits until it answers: it rejoins the cluster
+// (a master whose replica took over while it was down comes back as that
+// replica's replica). It may be called from any goroutine.
+func (n *ClusterNode) Restart() error {
 	if n.Running() {
-		c.t.Fatalf("redistest: restarting %s, which runs", n.Addr)
+		return fmt.Errorf("redistest: restarting %s, which runs", n.Addr)
 	}
 	if err := n.start(); err != nil {
-		c.t.Fatalf("redistest: restarting %s: %v", n.Addr, err)
+		return fmt.Errorf("redistest: restarting %s: %w", n.Addr, err)
 	}
+	return nil
 }
 
 // WaitReplica waits until n is a replica in sync with a master, or ctx

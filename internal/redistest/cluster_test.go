@@ -9,7 +9,9 @@ import (
 
 // TestStartCluster starts a cluster of three masters with a replica each,
 // checks that a key goes to the master KeySlot and MasterOf name, and that
-// the cluster's own CLUSTER KEYSLOT agrees with KeySlot.
+// the cluster's own CLUSTER KEYSLOT agrees with KeySlot; then kills a
+// master, whose replica takes its slots over with their keys, and restarts
+// it as that replica's replica.
 func TestStartCluster(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts redis-server processes")
@@ -43,5 +45,34 @@ func TestStartCluster(t *testing.T) {
 		if n, err := m.Client(t).Exists(ctx, key).Result(); err != nil || n != 1 {
 			t.Fatalf("%s is not on %s, its master: %d, %v", key, m.Addr, n, err)
 		}
+	}
+	// WAIT tells that the key reached the replica before the kill.
+	key := "k{0}x"
+	old, err := c.MasterOf(ctx, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n, err := old.Client(t).Do(ctx, "WAIT", 1, 5000).Int(); err != nil || n != 1 {
+		t.Fatalf("WAIT 1: %d, %v", n, err)
+	}
+	old.Kill()
+	if err := c.WaitOK(ctx); err != nil {
+		t.Fatal(err)
+	}
+	promoted, err := c.MasterOf(ctx, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if promoted == old || promoted.Master != old.Addr {
+		t.Fatalf("slot of %s served by %s after %s was killed, want its replica", key, promoted.Addr, old.Addr)
+	}
+	if v, err := promoted.Client(t).Get(ctx, key).Result(); err != nil || v != "v" {
+		t.Fatalf("%s on the promoted replica: %q, %v", key, v, err)
+	}
+	if err := old.Restart(); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.WaitReplica(ctx, old); err != nil {
+		t.Fatal(err)
 	}
 }

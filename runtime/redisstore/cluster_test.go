@@ -225,7 +225,10 @@ func testFailover(t *testing.T, cl *redistest.Cluster, s *redisstore.Store) {
 					return
 				}
 				tookOver = time.Since(killedAt)
-				cl.Restart(master)
+				if err := master.Restart(); err != nil {
+					restarted <- err
+					return
+				}
 				restarted <- cl.WaitReplica(ctx, master)
 			}()
 		}
