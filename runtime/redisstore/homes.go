@@ -41,6 +41,10 @@ type confirmed struct {
 type home struct {
 	conv  string
 	until time.Time // the zero time: for as long as the process lives
+	// set reports that a save of this process set the pointer (or found
+	// it set) and its time to live; otherwise a read found it, and a save
+	// still sets it again.
+	set bool
 }
 
 // get returns the conversation memory lives in, if its pointer is
@@ -55,22 +59,28 @@ func (c *confirmed) get(memory string, now time.Time) (string, bool) {
 	return h.conv, true
 }
 
-// has reports whether the pointer of memory to conv is confirmed and
-// still trusted at now.
+// has reports whether a save of this process set the pointer of memory to
+// conv, and it is still trusted at now.
 func (c *confirmed) has(conv, memory string, now time.Time) bool {
-	got, ok := c.get(memory, now)
-	return ok && got == conv
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	h, ok := c.m[memory]
+	return ok && h.set && h.conv == conv && (h.until.IsZero() || now.Before(h.until))
 }
 
-// add confirms the pointers of memories to conv until until.
-func (c *confirmed) add(conv string, memories []string, until time.Time) {
+// add confirms the pointers of memories to conv until until; set tells
+// whether a save set them.
+func (c *confirmed) add(conv string, memories []string, until time.Time, set bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.m == nil || len(c.m)+len(memories) > maxConfirmed {
 		c.m = map[string]home{}
 	}
 	for _, id := range memories {
-		c.m[id] = home{conv: conv, until: until}
+		if h, ok := c.m[id]; ok && !set && h.set && h.conv == conv {
+			continue // what a save confirmed stays so
+		}
+		c.m[id] = home{conv: conv, until: until, set: set}
 	}
 }
 
@@ -211,12 +221,6 @@ func (s *Store) settle(ctx context.Context, conv string, found []homeLookup, mid
 	if err != nil {
 		return describe(err)
 	}
-	var until time.Time
-	if s.ttl > 0 {
-		// A pointer lives twice the time to live and is set again once
-		// half of it has passed: it outlives the conversation's keys.
-		until = time.Now().Add(s.ttl / 2)
-	}
 	confirmedIDs := make([]string, 0, len(found))
 	for _, f := range found {
 		if slices.Contains(mids, f.id) {
@@ -224,6 +228,74 @@ func (s *Store) settle(ctx context.Context, conv string, found []homeLookup, mid
 		}
 	}
 	s.homes.drop(conv, dropped)
-	s.homes.add(conv, confirmedIDs, until)
+	s.homes.add(conv, confirmedIDs, s.trustUntil(), true)
 	return nil
+}
+
+// trustUntil returns until when the store trusts a home pointer it
+// confirms now: the zero time (for ever) without a time to live. A
+// pointer lives twice the time to live and a save sets it again once half
+// of it has passed: it outlives the conversation's keys.
+func (s *Store) trustUntil() time.Time {
+	if s.ttl == 0 {
+		return time.Time{}
+	}
+	return time.Now().Add(s.ttl / 2)
+}
+
+// Each call on a memory outside a request's batch, and each read a
+// request makes of the stored messages, goes to the memory's list in its
+// conversation when this process knows the conversation; else to its list
+// outside any conversation by a script that checks the home pointer
+// first, and returns the conversation instead ({2, id}) when there is
+// one; then to the list in that conversation. So a memory of no
+// conversation costs one round trip per call, and a memory of a
+// conversation one more the first time a process calls on it.
+
+// onMemory runs script (memupdate.lua or memapply.lua) with args on the
+// list of memory id, as above, and returns its reply.
+func (s *Store) onMemory(ctx context.Context, script *redis.Script, id string, args ...any) ([]any, error) {
+	if conv, ok := s.homes.get(id, time.Now()); ok {
+		return script.Run(ctx, s.c, []string{s.memPrefix(conv) + id}, args...).Slice()
+	}
+	res, err := script.Run(ctx, s.c, []string{s.soloKey(id), s.homeKey(id)}, args...).Slice()
+	if err != nil || code(res) != 2 || len(res) < 2 {
+		return res, err
+	}
+	conv := fmt.Sprint(res[1])
+	s.homes.add(conv, []string{id}, s.trustUntil(), false)
+	return script.Run(ctx, s.c, []string{s.memPrefix(conv) + id}, args...).Slice()
+}
+
+// readMemory reads (op "range": the list; "len": its length) or deletes
+// (op "del") the list of memory id, as above, and returns the result.
+func (s *Store) readMemory(ctx context.Context, id, op string) (any, error) {
+	conv, ok := s.homes.get(id, time.Now())
+	if !ok {
+		res, err := soloScript.Run(ctx, s.c, []string{s.soloKey(id), s.homeKey(id)}, op).Slice()
+		if err != nil {
+			return nil, err
+		}
+		if code(res) != 2 {
+			if len(res) < 2 {
+				return nil, nil
+			}
+			return res[1], nil
+		}
+		conv = fmt.Sprint(res[1])
+		s.homes.add(conv, []string{id}, s.trustUntil(), false)
+	}
+	key := s.memPrefix(conv) + id
+	switch op {
+	case "range":
+		elems, err := s.c.LRange(ctx, key, 0, -1).Result()
+		out := make([]any, len(elems))
+		for i, e := range elems {
+			out[i] = e
+		}
+		return out, err
+	case "len":
+		return s.c.LLen(ctx, key).Result()
+	}
+	return nil, s.c.Del(ctx, key).Err()
 }

@@ -221,7 +221,7 @@ func (s *Store) migrateSolo(ctx context.Context, key, id string) error {
 			for i, e := range elems {
 				args[i] = e
 			}
-			if err := memUpdateScript.Run(ctx, s.c, []string{solo}, args...).Err(); err != nil {
+			if err := s.c.RPush(ctx, solo, args...).Err(); err != nil {
 				return err
 			}
 			if ttl > 0 {

@@ -175,6 +175,8 @@ var (
 	memApplySrc string
 	//go:embed unhome.lua
 	unhomeSrc string
+	//go:embed solo.lua
+	soloSrc string
 
 	saveScript      = redis.NewScript(saveSrc)
 	acquireScript   = redis.NewScript(acquireSrc)
@@ -182,6 +184,7 @@ var (
 	deleteScript    = redis.NewScript(deleteSrc)
 	memUpdateScript = redis.NewScript(memUpdateSrc)
 	memApplyScript  = redis.NewScript(memApplySrc)
+	soloScript      = redis.NewScript(soloSrc)
 )
 
 // New returns a store in the Redis that client reaches. It makes no call
@@ -433,7 +436,8 @@ func (s *Store) Release(ctx context.Context, id string, lease chat.Lease) error 
 // calls made in a request of a durable conversation do, stages its write
 // in the batch instead of writing, for [Store.Save] to commit with the
 // conversation's state, and reads see the batch's writes first. Other
-// calls write at once, one round trip each.
+// calls write at once, one round trip each (two on a process's first call
+// on a memory of a conversation, which finds where the memory lives).
 type Memories struct{ s *Store }
 
 // StagesInBatch implements [chat.StagingStore]: the writes made in a
@@ -449,26 +453,33 @@ func (s *Store) Memories() *Memories { return &Memories{s} }
 type base struct{ s *Store }
 
 func (b base) StoredLen(ctx context.Context, id string) (int, error) {
-	key, err := b.s.memKey(ctx, id)
+	n, err := b.s.readMemory(ctx, id, "len")
 	if err != nil {
 		return 0, err
 	}
-	n, err := b.s.c.LLen(ctx, key).Result()
-	return int(n), err
+	l, ok := n.(int64)
+	if !ok {
+		return 0, fmt.Errorf("memory %q: unexpected length %v", id, n)
+	}
+	return int(l), nil
 }
 
 func (b base) StoredElems(ctx context.Context, id string) ([][]byte, error) {
-	key, err := b.s.memKey(ctx, id)
+	v, err := b.s.readMemory(ctx, id, "range")
 	if err != nil {
 		return nil, err
 	}
-	strs, err := b.s.c.LRange(ctx, key, 0, -1).Result()
-	if err != nil || len(strs) == 0 {
-		return nil, err
+	strs, _ := v.([]any)
+	if len(strs) == 0 {
+		return nil, nil
 	}
 	elems := make([][]byte, len(strs))
 	for i, e := range strs {
-		elems[i] = []byte(e)
+		str, ok := e.(string)
+		if !ok {
+			return nil, fmt.Errorf("memory %q: unexpected message %v", id, e)
+		}
+		elems[i] = []byte(str)
 	}
 	return elems, nil
 }
@@ -510,11 +521,7 @@ func (m *Memories) Update(ctx context.Context, id string, msgs []llms.MessageCon
 		m.s.stage.Update(b, id, elems)
 		return nil
 	}
-	key, err := m.s.memKey(ctx, id)
-	if err == nil {
-		err = memUpdateScript.Run(ctx, m.s.c, []string{key}, appendElems(nil, elems)...).Err()
-	}
-	if err != nil {
+	if _, err := m.s.onMemory(ctx, memUpdateScript, id, appendElems(nil, elems)...); err != nil {
 		return fmt.Errorf("redisstore: updating memory %q: %w", id, describe(err))
 	}
 	return nil
@@ -530,11 +537,7 @@ func (m *Memories) Delete(ctx context.Context, id string) error {
 		m.s.stage.Delete(b, id)
 		return nil
 	}
-	key, err := m.s.memKey(ctx, id)
-	if err == nil {
-		err = m.s.c.Del(ctx, key).Err()
-	}
-	if err != nil {
+	if _, err := m.s.readMemory(ctx, id, "del"); err != nil {
 		return fmt.Errorf("redisstore: deleting memory %q: %w", id, describe(err))
 	}
 	return nil
@@ -557,11 +560,7 @@ func (m *Memories) Apply(ctx context.Context, id string, c memory.Change) error 
 	args = append(args, c.Drop, len(head))
 	args = appendElems(args, head)
 	args = appendElems(args, tail)
-	key, err := m.s.memKey(ctx, id)
-	if err != nil {
-		return fmt.Errorf("redisstore: changing memory %q: %w", id, describe(err))
-	}
-	res, err := memApplyScript.Run(ctx, m.s.c, []string{key}, args...).Slice()
+	res, err := m.s.onMemory(ctx, memApplyScript, id, args...)
 	if err != nil {
 		return fmt.Errorf("redisstore: changing memory %q: %w", id, describe(err))
 	}
@@ -620,24 +619,6 @@ func (m *Memories) IDs(ctx context.Context) ([]string, error) {
 		}
 	}
 	return ids, nil
-}
-
-// memKey returns the key of the messages of memory id: in the
-// conversation its home pointer names (see homes.go), or outside any
-// conversation when it has none. It reads the pointer unless this process
-// confirmed it.
-func (s *Store) memKey(ctx context.Context, id string) (string, error) {
-	if conv, ok := s.homes.get(id, time.Now()); ok {
-		return s.memPrefix(conv) + id, nil
-	}
-	conv, err := s.c.Get(ctx, s.homeKey(id)).Result()
-	switch {
-	case err == nil:
-		return s.memPrefix(conv) + id, nil
-	case errors.Is(err, redis.Nil):
-		return s.soloKey(id), nil
-	}
-	return "", describe(err)
 }
 
 // describe adds to err, when it is the end of a connection, that the

@@ -2,6 +2,7 @@ package redisstore_test
 
 import (
 	"errors"
+	"fmt"
 	"maps"
 	"net"
 	"strings"
@@ -11,6 +12,7 @@ import (
 	"github.com/chatscopes/chatgen/internal/redistest"
 	"github.com/chatscopes/chatgen/runtime/chat"
 	"github.com/chatscopes/chatgen/runtime/chat/conversationtest"
+	"github.com/chatscopes/chatgen/runtime/memory"
 	"github.com/chatscopes/chatgen/runtime/redisstore"
 	"github.com/redis/go-redis/v9"
 	"github.com/tmc/langchaingo/llms"
@@ -310,4 +312,76 @@ func TestWaitReplicasUnmet(t *testing.T) {
 			t.Errorf("New(%+v) succeeded", bad)
 		}
 	}
+}
+
+// TestMemoryRoundTrips counts the round trips of calls on memories outside
+// a request: one per call for a memory of no conversation; for a memory of
+// a conversation, one more on the first call of a process (a new Store),
+// which learns where the memory lives.
+func TestMemoryRoundTrips(t *testing.T) {
+	c := redistest.Client(t)
+	var cnt redistest.RoundTrips
+	c.AddHook(&cnt)
+	ctx := t.Context()
+	s := newStore(t, c, time.Hour)
+	ms := s.Memories()
+	count := func(what string, want int64, call func() error) {
+		t.Helper()
+		before := cnt.N()
+		if err := call(); err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+		if n := cnt.N() - before; n != want {
+			t.Errorf("%s: %d round trips, want %d", what, n, want)
+		}
+	}
+	// Load the scripts.
+	if err := ms.Update(ctx, "warm", turnMessages(2)); err != nil {
+		t.Fatal(err)
+	}
+	if err := ms.Apply(ctx, "warm", memory.Change{Drop: 1}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ms.Get(ctx, "warm"); err != nil {
+		t.Fatal(err)
+	}
+	count("Update of a memory of no conversation", 1, func() error { return ms.Update(ctx, "solo", turnMessages(2)) })
+	count("Apply", 1, func() error { return ms.Apply(ctx, "solo", memory.Change{Drop: 1, Tail: turnMessages(1)}) })
+	count("Get", 1, func() error {
+		m, err := ms.Get(ctx, "solo")
+		if err == nil && len(m) != 2 {
+			err = fmt.Errorf("%d messages, want 2", len(m))
+		}
+		return err
+	})
+	count("Delete", 1, func() error { return ms.Delete(ctx, "solo") })
+
+	l, err := s.Acquire(ctx, "c", "node", time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := &chat.ConversationState{ID: "c", Scopes: []chat.ScopeState{{ID: "c", Memories: []string{"c#m"}}}}
+	b := chat.NewBatch()
+	if err := ms.Update(chat.WithBatch(ctx, b), "c#m", turnMessages(2)); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Save(ctx, st, l, b); err != nil {
+		t.Fatal(err)
+	}
+	count("Get of a memory of a conversation, in the process that saved it", 1, func() error { _, err := ms.Get(ctx, "c#m"); return err })
+	other, err := redisstore.New(c, &redisstore.Options{Prefix: s.Prefix(), TTL: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	count("Get in another process, first", 2, func() error { _, err := other.Memories().Get(ctx, "c#m"); return err })
+	count("Get in another process, then", 1, func() error {
+		m, err := other.Memories().Get(ctx, "c#m")
+		if err == nil && len(m) != 2 {
+			err = fmt.Errorf("%d messages, want 2", len(m))
+		}
+		return err
+	})
+	count("Apply in another process", 1, func() error {
+		return other.Memories().Apply(ctx, "c#m", memory.Change{Tail: turnMessages(1)})
+	})
 }
