@@ -1,14 +1,8 @@
 -- Replaces a memory's list, keeping the key's time to live.
 -- KEYS: the memory's list; for a list outside any conversation, its home
--- pointer too. ARGV: elems...
+-- pointer too (homecheck.lua, run first, answers for the memory then). ARGV: elems...
 -- Returns {0}, or {2, conversation id} without writing when the memory has
 -- a home pointer: its list is that conversation's.
-if KEYS[2] then
-  local home = redis.call('GET', KEYS[2])
-  if home then
-    return {2, home}
-  end
-end
 local ttl = redis.call('PTTL', KEYS[1])
 redis.call('DEL', KEYS[1])
 local j = 1

@@ -177,13 +177,15 @@ var (
 	unhomeSrc string
 	//go:embed solo.lua
 	soloSrc string
+	//go:embed homecheck.lua
+	homeCheckSrc string
 
 	saveScript      = redis.NewScript(saveSrc)
 	acquireScript   = redis.NewScript(acquireSrc)
 	releaseScript   = redis.NewScript(releaseSrc)
 	deleteScript    = redis.NewScript(deleteSrc)
-	memUpdateScript = redis.NewScript(memUpdateSrc)
-	memApplyScript  = redis.NewScript(memApplySrc)
+	memUpdateScript = redis.NewScript(homeCheckSrc + memUpdateSrc)
+	memApplyScript  = redis.NewScript(homeCheckSrc + memApplySrc)
 	soloScript      = redis.NewScript(soloSrc)
 )
 
