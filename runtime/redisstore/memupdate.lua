@@ -1,6 +1,7 @@
 -- Replaces a memory's list, keeping the key's time to live.
 -- KEYS: the memory's list; for a list outside any conversation, its home
--- pointer too (homecheck.lua, run first, answers for the memory then). ARGV: elems...
+-- pointer too (homecheck.lua, run first, answers for the memory then).
+-- ARGV: elems...
 -- Returns {0}, or {2, conversation id} without writing when the memory has
 -- a home pointer: its list is that conversation's.
 local ttl = redis.call('PTTL', KEYS[1])
