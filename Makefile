@@ -127,9 +127,12 @@ bench-durable:
 numbers:
 	CHATGEN_NUMBERS=1 $(GO) test ./examples/weaponbuilder -run TestTokenEfficiency -count=1 -v
 	$(GO) test ./runtime/memory -run '^$$' -bench LongConversation -benchtime 1x
+	$(GO) test ./runtime/knowledge -run Evaluation -count=1 -v
+	$(GO) test ./runtime/ai -run TestKnowledgePromptTokens -count=1 -v
 
 ## fuzz: a short run of each fuzz target.
 fuzz:
 	$(GO) test ./gen -run '^$$' -fuzz FuzzParseDirective -fuzztime 30s
 	$(GO) test ./runtime/ws -run '^$$' -fuzz FuzzFrames -fuzztime 30s
+	$(GO) test ./runtime/knowledge -run '^$$' -fuzz FuzzDecode -fuzztime 30s
 	$(GO) test ./runtime/ws -run '^$$' -fuzz FuzzScanObject -fuzztime 30s

@@ -16,6 +16,7 @@ import (
 	"golang.org/x/tools/imports"
 
 	"github.com/chatscopes/chatgen/gen"
+	"github.com/chatscopes/chatgen/internal/testmod"
 )
 
 var codeBlock = regexp.MustCompile("(?s)```go\n(.*?)```")
@@ -39,6 +40,8 @@ const snippetImports = `import (
 	"github.com/tmc/langchaingo/llms/anthropic"
 	"github.com/tmc/langchaingo/llms/googleai"
 	"github.com/tmc/langchaingo/llms/openai"
+	"github.com/tmc/langchaingo/schema"
+	"github.com/tmc/langchaingo/vectorstores"
 
 	"github.com/chatscopes/chatgen/runtime/ai"
 	"github.com/chatscopes/chatgen/runtime/boltstore"
@@ -75,7 +78,7 @@ func compileSnippets(t *testing.T, doc string) {
 	n := 0
 	for _, m := range codeBlock.FindAllStringSubmatch(string(guide), -1) {
 		code := m[1]
-		if rest, ok := strings.CutPrefix(code, "//go:generate go run github.com/chatscopes/chatgen/cmd/chatgen\n"); ok {
+		if rest, ok := strings.CutPrefix(code, "//go:generate go tool chatgen\n"); ok {
 			code = strings.TrimLeft(rest, "\n")
 		}
 		if strings.TrimSpace(code) == "" {
@@ -104,17 +107,13 @@ func compileSnippets(t *testing.T, doc string) {
 		t.Fatal(err)
 	}
 	dir := t.TempDir()
-	gomod := fmt.Sprintf("module example.com/guide\n\ngo 1.26\n\nrequire github.com/chatscopes/chatgen v0.0.0\n\nreplace github.com/chatscopes/chatgen => %s\n", root)
-	sum, err := os.ReadFile(filepath.Join(root, "go.sum"))
-	if err != nil {
+	if err := testmod.Write(dir, root, "example.com/guide"); err != nil {
 		t.Fatal(err)
 	}
-	for name, data := range map[string][]byte{"go.mod": []byte(gomod), "go.sum": sum, "guide.go": formatted} {
-		if err := os.WriteFile(filepath.Join(dir, name), data, 0o644); err != nil {
-			t.Fatal(err)
-		}
+	if err := os.WriteFile(filepath.Join(dir, "guide.go"), formatted, 0o644); err != nil {
+		t.Fatal(err)
 	}
-	env := append(os.Environ(), "GOFLAGS=-mod=mod", "GOPROXY=off", "GOWORK=off")
+	env := append(os.Environ(), testmod.Env()...)
 	res, err := gen.Generate(context.Background(), gen.Config{Dir: dir, Env: env})
 	if err != nil {
 		t.Fatal(err)

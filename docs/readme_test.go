@@ -23,7 +23,7 @@ func TestReadmeTastePrintsWhatItSays(t *testing.T) {
 	if len(blocks) != 3 || blocks[0][0] != "go" || blocks[1][0] != "go" || blocks[2][0] != "text" {
 		t.Fatalf("the taste changed shape: %d blocks", len(blocks))
 	}
-	decls := strings.Replace(blocks[0][1], "//go:generate go run github.com/chatscopes/chatgen/cmd/chatgen", "//go:generate go tool chatgen", 1)
+	decls := blocks[0][1]
 	body := strings.ReplaceAll(strings.TrimRight(blocks[1][1], "\n"), "\n", "\n\t")
 	src := "package main\n\nimport (\n\t\"context\"\n\t\"fmt\"\n\t\"log\"\n\t\"strings\"\n\n\t\"github.com/chatscopes/chatgen/runtime/chat\"\n)\n\n" +
 		decls + "\nfunc main() {\n\tif err := run(context.Background()); err != nil {\n\t\tlog.Fatal(err)\n\t}\n}\n\n" +

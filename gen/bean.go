@@ -18,13 +18,19 @@ type beanModel struct {
 	obj      *types.TypeName
 	kind     beanKind // how long its instances live
 	durable  bool     // saved with durable conversations (//chat:scoped durable)
+	exported bool     // //chat:scoped proxy: proxy and accessor whether used here or not
 	iface    bool     // an interface type: instances come from its constructor or AI service
 	ctor     *ctorModel
 	methods  []*methodModel // the methods its proxy forwards
 	ai       *aiModel       // the //chat:ai service it is, if any
-	proxy    string         // generated proxy type
-	accessor string         // generated accessor func
+	proxy    string         // proxy type, generated when emitProxy
+	accessor string         // accessor func, generated when emitAccessor
 	beanVar  string         // generated chat.Bean descriptor
+
+	// emitProxy and emitAccessor say whether the proxy and the accessor
+	// are generated: when the package's own files (tests included) name
+	// them, or with //chat:scoped proxy.
+	emitProxy, emitAccessor bool
 }
 
 // ctorModel is the constructor of a bean: New<Type> (newType for
@@ -63,6 +69,9 @@ func (m *pkgModel) analyzeBean(a *annotated, d *scopedDirective, diags *Diagnost
 	if b != nil && d.durable {
 		m.checkDurable(b, d, diags)
 		b.durable = true
+	}
+	if b != nil {
+		b.exported = d.proxy
 	}
 }
 

@@ -37,11 +37,12 @@ type arg struct {
 	pos   token.Pos
 }
 
-// scopedDirective is //chat:scoped [chat | per-chat | invocation] [durable].
+// scopedDirective is //chat:scoped [chat | per-chat | invocation] [durable] [proxy].
 type scopedDirective struct {
 	directiveCommon
 	kind    beanKind // kindChat unless a flag says otherwise
 	durable bool     // the durable flag
+	proxy   bool     // the proxy flag
 }
 
 // aiDirective is //chat:ai.

@@ -270,12 +270,13 @@ func directiveNames() []string {
 var directiveTable = []directiveSpec{
 	{
 		Name:  "scoped",
-		Usage: "//chat:scoped [chat | per-chat | invocation] [durable]",
+		Usage: "//chat:scoped [chat | per-chat | invocation] [durable] [proxy]",
 		Doc: "Makes the type a scoped bean: one instance per chat scope, per scope or per call. " +
-			"The generator writes a scope proxy with the methods a caller can call — a struct's exported " +
+			"The generator can write a scope proxy with the methods a caller can call — a struct's exported " +
 			"methods, promoted ones included, or all of an interface's — each with a leading " +
-			"`context.Context` where the method has none, and an accessor such as " +
-			"`CounterFrom(ctx) (*Counter, error)`. " +
+			"`context.Context` where the method has none, such as `CounterProxy`, and an accessor such as " +
+			"`CounterFrom(ctx) (*Counter, error)`. It writes each when the package's own files (its tests " +
+			"included) name it, or both with `proxy`: other packages need the flag to use them. " +
 			"With no flag or `chat`, there is one instance per chat scope, inherited by nested scopes; " +
 			"a bean first used in a nested scope lives and dies with that scope. " +
 			"With `per-chat`, every scope has its own instance and never looks at its parents. " +
@@ -313,6 +314,9 @@ type Draft struct {
 			{Name: "durable", Doc: "saved with durable conversations and restored on resume, as its `encoding/json` form " +
 				"(with `chat` or `per-chat`)",
 				Set: setFlag(func(d *scopedDirective) { d.durable = true }), Independent: true},
+			{Name: "proxy", Doc: "always write the scope proxy and the accessor, for use from other packages " +
+				"(without it, each is written only when this package's files name it)",
+				Set: setFlag(func(d *scopedDirective) { d.proxy = true }), Independent: true},
 		},
 		ExclusiveFlags: true,
 		New:            func() directive { return new(scopedDirective) },

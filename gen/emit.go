@@ -287,7 +287,7 @@ func (e *emitter) bean(b *beanModel) {
 	kindDoc := map[beanKind]string{
 		kindChat:       "one instance per chat scope, inherited by nested scopes",
 		kindPerChat:    "one instance per chat scope, never inherited",
-		kindInvocation: "one instance per top-level call through " + b.proxy,
+		kindInvocation: "one instance per top-level call through its proxy",
 	}[b.kind]
 	newBean := "NewBean"
 	if b.durable {
@@ -300,10 +300,19 @@ func (e *emitter) bean(b *beanModel) {
 	)
 	e.f.Line()
 
-	// The accessor.
+	if b.emitAccessor {
+		e.accessor(b, name, where)
+	}
+	if b.emitProxy {
+		e.proxy(b, name, where)
+	}
+}
+
+// accessor writes the bean's accessor, XFrom(ctx).
+func (e *emitter) accessor(b *beanModel, name, where string) {
 	accessorDoc := fmt.Sprintf("%s returns the %s of %s, creating it on first use. ", b.accessor, name, where)
 	if invocationScoped(b) {
-		accessorDoc += fmt.Sprintf("Calls through %s start invocations; the error matches chat.ErrNotActive outside one.", b.proxy)
+		accessorDoc += "Calls through its proxy start invocations; the error matches chat.ErrNotActive outside one."
 	} else {
 		accessorDoc += "Without an active chat scope the error matches chat.ErrNotActive."
 	}
@@ -312,8 +321,10 @@ func (e *emitter) bean(b *beanModel) {
 		jen.Return(jen.Qual(chatPkg, "Lookup").Call(jen.Id("ctx"), jen.Id(b.beanVar))),
 	)
 	e.f.Line()
+}
 
-	// The proxy.
+// proxy writes the bean's scope proxy, XProxy, and its methods.
+func (e *emitter) proxy(b *beanModel, name, where string) {
 	proxyDoc := fmt.Sprintf("%s forwards each call to the %s of %s. ", b.proxy, name, where)
 	if invocationScoped(b) {
 		proxyDoc += "A call made with a context that carries no invocation starts one and ends it (closing its beans) when the call returns; calls made with the context a method is handed share its invocation. "
@@ -397,6 +408,9 @@ func (e *emitter) assertions() {
 	for _, b := range e.m.beans {
 		if b.ctor != nil {
 			checks = append(checks, jen.Var().Id("_").Add(e.typ(b.ctor.fn.Type())).Op("=").Id(b.ctor.fn.Name()))
+		}
+		if !b.emitProxy {
+			continue
 		}
 		allCtx := b.iface
 		for _, mm := range b.methods {

@@ -115,6 +115,11 @@ func generatePackage(fset *token.FileSet, pkg *packages.Package, diags *Diagnost
 	anns := collect(fset, pkg.Syntax, diags)
 	m := analyze(fset, pkg, anns, diags)
 	reportTypeErrors(fset, pkg, anns, m, diags)
+	used := usedNames(pkg, dir)
+	for _, b := range m.beans {
+		b.emitProxy = b.exported || used[b.proxy]
+		b.emitAccessor = b.exported || used[b.accessor]
+	}
 	if diags.hasErrors() {
 		return File{}, false
 	}

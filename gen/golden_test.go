@@ -14,6 +14,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/chatscopes/chatgen/internal/testmod"
 	"golang.org/x/tools/imports"
 	"golang.org/x/tools/txtar"
 )
@@ -73,18 +74,10 @@ func newGoldenModule() (*goldenModule, error) {
 	if err != nil {
 		return nil, err
 	}
-	gomod := fmt.Sprintf("module example.com/golden\n\ngo 1.26\n\nrequire github.com/chatscopes/chatgen v0.0.0\n\nreplace github.com/chatscopes/chatgen => %s\n", root)
-	if err := os.WriteFile(filepath.Join(dir, "go.mod"), []byte(gomod), 0o644); err != nil {
+	if err := testmod.Write(dir, root, "example.com/golden"); err != nil {
 		return nil, err
 	}
-	sum, err := os.ReadFile(filepath.Join(root, "go.sum"))
-	if err != nil {
-		return nil, err
-	}
-	if err := os.WriteFile(filepath.Join(dir, "go.sum"), sum, 0o644); err != nil {
-		return nil, err
-	}
-	env := append(os.Environ(), "GOFLAGS=-mod=mod", "GOPROXY=off", "GOWORK=off")
+	env := append(os.Environ(), testmod.Env()...)
 	return &goldenModule{dir: dir, env: env}, nil
 }
 

@@ -1,7 +1,8 @@
 // Command chatgen generates the chat_gen.go of Go packages annotated with
-// //chat: directives. Run it with go generate:
+// //chat: directives. Add it to a module as a tool (go get -tool
+// github.com/chatscopes/chatgen/cmd/chatgen) and run it with go generate:
 //
-//	//go:generate go run github.com/chatscopes/chatgen/cmd/chatgen
+//	//go:generate go tool chatgen
 //
 // With no arguments it processes the package in the current directory.
 // It prints every problem as file:line:col: message, sorted, and exits 1

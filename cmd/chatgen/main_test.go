@@ -3,11 +3,12 @@ package main
 import (
 	"bytes"
 	"context"
-	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/chatscopes/chatgen/internal/testmod"
 )
 
 // module writes a temporary module holding one package with src as a.go,
@@ -19,19 +20,16 @@ func module(t *testing.T, src string) string {
 		t.Fatal(err)
 	}
 	dir := t.TempDir()
-	gomod := fmt.Sprintf("module example.com/m\n\ngo 1.26\n\nrequire github.com/chatscopes/chatgen v0.0.0\n\nreplace github.com/chatscopes/chatgen => %s\n", root)
-	sum, err := os.ReadFile(filepath.Join(root, "go.sum"))
-	if err != nil {
+	if err := testmod.Write(dir, root, "example.com/m"); err != nil {
 		t.Fatal(err)
 	}
-	for name, data := range map[string][]byte{"go.mod": []byte(gomod), "go.sum": sum, "a.go": []byte(src)} {
-		if err := os.WriteFile(filepath.Join(dir, name), data, 0o644); err != nil {
-			t.Fatal(err)
-		}
+	if err := os.WriteFile(filepath.Join(dir, "a.go"), []byte(src), 0o644); err != nil {
+		t.Fatal(err)
 	}
-	t.Setenv("GOFLAGS", "-mod=mod")
-	t.Setenv("GOPROXY", "off")
-	t.Setenv("GOWORK", "off")
+	for _, kv := range testmod.Env() {
+		k, v, _ := strings.Cut(kv, "=")
+		t.Setenv(k, v)
+	}
 	t.Chdir(dir)
 	return dir
 }

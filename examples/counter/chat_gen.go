@@ -78,13 +78,6 @@ var chatBeanPerChatCounter = chat.NewBean[*PerChatCounter](chatPackagePath+".Per
 	return new(PerChatCounter), nil
 })
 
-// PerChatCounterFrom returns the PerChatCounter of the chat scope active in
-// ctx, creating it on first use. Without an active chat scope the error
-// matches chat.ErrNotActive.
-func PerChatCounterFrom(ctx context.Context) (*PerChatCounter, error) {
-	return chat.Lookup(ctx, chatBeanPerChatCounter)
-}
-
 // PerChatCounterProxy forwards each call to the PerChatCounter of the chat
 // scope active in ctx. Methods without an error result panic with an error
 // matching chat.ErrNotActive when there is no instance to call. The zero
@@ -106,9 +99,8 @@ var chatBeanInvocationCounter = chat.NewBean[*InvocationCounter](chatPackagePath
 })
 
 // InvocationCounterFrom returns the InvocationCounter of the invocation
-// active in ctx, creating it on first use. Calls through
-// InvocationCounterProxy start invocations; the error matches
-// chat.ErrNotActive outside one.
+// active in ctx, creating it on first use. Calls through its proxy start
+// invocations; the error matches chat.ErrNotActive outside one.
 func InvocationCounterFrom(ctx context.Context) (*InvocationCounter, error) {
 	return chat.Lookup(ctx, chatBeanInvocationCounter)
 }
@@ -140,13 +132,6 @@ func (InvocationCounterProxy) Increment(ctx context.Context) {
 var chatBeanCalculator = chat.NewBean[*Calculator](chatPackagePath+".Calculator", chat.KindInvocation, func(context.Context) (*Calculator, error) {
 	return new(Calculator), nil
 })
-
-// CalculatorFrom returns the Calculator of the invocation active in ctx,
-// creating it on first use. Calls through CalculatorProxy start invocations;
-// the error matches chat.ErrNotActive outside one.
-func CalculatorFrom(ctx context.Context) (*Calculator, error) {
-	return chat.Lookup(ctx, chatBeanCalculator)
-}
 
 // CalculatorProxy forwards each call to the Calculator of the invocation
 // active in ctx. A call made with a context that carries no invocation

@@ -6,7 +6,7 @@ import (
 	"io"
 )
 
-//go:generate go run github.com/chatscopes/chatgen/cmd/chatgen
+//go:generate go tool chatgen
 
 // Counter counts within a conversation. One instance lives in the chat
 // scope that first uses it and nested scopes inherit it.

@@ -20,28 +20,8 @@ const chatPackagePath = "github.com/chatscopes/chatgen/examples/weaponbuilder"
 // Compile-time assertions: a compiler error here means the annotated source
 // changed since this file was generated. Re-run go generate.
 func _() {
-	var _ func(ArmorBuilder, context.Context, string) (ai.Result[string], error) = ArmorBuilder.Chat
-	var _ ArmorBuilder = ArmorBuilderProxy{}
 	var _ func(*Armory) *Anvil = NewAnvil
-	var _ func(*Anvil, context.Context, Piece) (Armor, error) = (*Anvil).SetPiece
-	var _ func(*Anvil, context.Context, Material) (Armor, error) = (*Anvil).SetMaterial
-	var _ func(*Anvil, context.Context) (string, error) = (*Anvil).FinishArmor
-	var _ func(*Anvil, context.Context) (string, error) = (*Anvil).Cancel
-	var _ func(Enchanter, context.Context, string) (ai.Result[string], error) = Enchanter.Chat
-	var _ Enchanter = EnchanterProxy{}
-	var _ func(*Runes, context.Context, Element) (Enchantment, error) = (*Runes).SetElement
-	var _ func(*Runes, context.Context, int) (Enchantment, error) = (*Runes).SetPower
-	var _ func(*Runes, context.Context) (string, error) = (*Runes).Bind
-	var _ func(*Runes, context.Context) (string, error) = (*Runes).Cancel
-	var _ func(MainMenu, context.Context, string) iter.Seq2[string, error] = MainMenu.Chat
-	var _ MainMenu = MainMenuProxy{}
 	var _ func(*Armory) *Counter = NewCounter
-	var _ func(*Counter, context.Context) error = (*Counter).BuildWeapon
-	var _ func(*Counter, context.Context) error = (*Counter).BuildArmor
-	var _ func(*Counter, context.Context) (Inventory, error) = (*Counter).ListArmory
-	var _ func(*Counter, context.Context, string) (string, error) = (*Counter).DeleteItem
-	var _ func(WeaponBuilder, context.Context, string) (ai.Result[string], error) = WeaponBuilder.Chat
-	var _ WeaponBuilder = WeaponBuilderProxy{}
 	var _ func(*Armory) *Workbench = NewWorkbench
 	var _ func(*Workbench, context.Context, Kind) (Weapon, error) = (*Workbench).SetKind
 	var _ func(*Workbench, context.Context, string) (Weapon, error) = (*Workbench).SetName
@@ -247,259 +227,21 @@ func chatManifest() *chat.Manifest {
 
 var chatBeanArmorBuilder = chat.NewBean[ArmorBuilder](chatPackagePath+".ArmorBuilder", chat.KindChat, nil)
 
-// ArmorBuilderFrom returns the ArmorBuilder of the chat scope active in ctx,
-// creating it on first use. Without an active chat scope the error matches
-// chat.ErrNotActive.
-func ArmorBuilderFrom(ctx context.Context) (ArmorBuilder, error) {
-	return chat.Lookup(ctx, chatBeanArmorBuilder)
-}
-
-// ArmorBuilderProxy forwards each call to the ArmorBuilder of the chat scope
-// active in ctx. Methods without an error result panic with an error
-// matching chat.ErrNotActive when there is no instance to call. The zero
-// value is ready to use.
-type ArmorBuilderProxy struct{}
-
-// Chat calls Chat on the ArmorBuilder of the chat scope in ctx.
-func (ArmorBuilderProxy) Chat(ctx context.Context, userMessage string) (ai.Result[string], error) {
-	armorBuilder, err := chat.Lookup(ctx, chatBeanArmorBuilder)
-	if err != nil {
-		return ai.Result[string]{}, err
-	}
-	return armorBuilder.Chat(ctx, userMessage)
-}
-
 var chatBeanAnvil = chat.NewDurableBean[*Anvil](chatPackagePath+".Anvil", chat.KindChat, nil)
 
-// AnvilFrom returns the Anvil of the chat scope active in ctx, creating it
-// on first use. Without an active chat scope the error matches
-// chat.ErrNotActive.
-func AnvilFrom(ctx context.Context) (*Anvil, error) {
-	return chat.Lookup(ctx, chatBeanAnvil)
-}
-
-// AnvilProxy forwards each call to the Anvil of the chat scope active in
-// ctx. Methods without an error result panic with an error matching
-// chat.ErrNotActive when there is no instance to call. The zero value is
-// ready to use.
-type AnvilProxy struct{}
-
-// SetPiece calls SetPiece on the Anvil of the chat scope in ctx.
-func (AnvilProxy) SetPiece(ctx context.Context, piece Piece) (Armor, error) {
-	anvil, err := chat.Lookup(ctx, chatBeanAnvil)
-	if err != nil {
-		return Armor{}, err
-	}
-	return anvil.SetPiece(ctx, piece)
-}
-
-// SetMaterial calls SetMaterial on the Anvil of the chat scope in ctx.
-func (AnvilProxy) SetMaterial(ctx context.Context, material Material) (Armor, error) {
-	anvil, err := chat.Lookup(ctx, chatBeanAnvil)
-	if err != nil {
-		return Armor{}, err
-	}
-	return anvil.SetMaterial(ctx, material)
-}
-
-// FinishArmor calls FinishArmor on the Anvil of the chat scope in ctx.
-func (AnvilProxy) FinishArmor(ctx context.Context) (string, error) {
-	anvil, err := chat.Lookup(ctx, chatBeanAnvil)
-	if err != nil {
-		return "", err
-	}
-	return anvil.FinishArmor(ctx)
-}
-
-// Cancel calls Cancel on the Anvil of the chat scope in ctx.
-func (AnvilProxy) Cancel(ctx context.Context) (string, error) {
-	anvil, err := chat.Lookup(ctx, chatBeanAnvil)
-	if err != nil {
-		return "", err
-	}
-	return anvil.Cancel(ctx)
-}
-
 var chatBeanEnchanter = chat.NewBean[Enchanter](chatPackagePath+".Enchanter", chat.KindChat, nil)
-
-// EnchanterFrom returns the Enchanter of the chat scope active in ctx,
-// creating it on first use. Without an active chat scope the error matches
-// chat.ErrNotActive.
-func EnchanterFrom(ctx context.Context) (Enchanter, error) {
-	return chat.Lookup(ctx, chatBeanEnchanter)
-}
-
-// EnchanterProxy forwards each call to the Enchanter of the chat scope
-// active in ctx. Methods without an error result panic with an error
-// matching chat.ErrNotActive when there is no instance to call. The zero
-// value is ready to use.
-type EnchanterProxy struct{}
-
-// Chat calls Chat on the Enchanter of the chat scope in ctx.
-func (EnchanterProxy) Chat(ctx context.Context, userMessage string) (ai.Result[string], error) {
-	enchanter, err := chat.Lookup(ctx, chatBeanEnchanter)
-	if err != nil {
-		return ai.Result[string]{}, err
-	}
-	return enchanter.Chat(ctx, userMessage)
-}
 
 var chatBeanRunes = chat.NewDurableBean[*Runes](chatPackagePath+".Runes", chat.KindPerChat, func(context.Context) (*Runes, error) {
 	return new(Runes), nil
 })
 
-// RunesFrom returns the Runes of the chat scope active in ctx, creating it
-// on first use. Without an active chat scope the error matches
-// chat.ErrNotActive.
-func RunesFrom(ctx context.Context) (*Runes, error) {
-	return chat.Lookup(ctx, chatBeanRunes)
-}
-
-// RunesProxy forwards each call to the Runes of the chat scope active in
-// ctx. Methods without an error result panic with an error matching
-// chat.ErrNotActive when there is no instance to call. The zero value is
-// ready to use.
-type RunesProxy struct{}
-
-// SetElement calls SetElement on the Runes of the chat scope in ctx.
-func (RunesProxy) SetElement(ctx context.Context, element Element) (Enchantment, error) {
-	runes, err := chat.Lookup(ctx, chatBeanRunes)
-	if err != nil {
-		return Enchantment{}, err
-	}
-	return runes.SetElement(ctx, element)
-}
-
-// SetPower calls SetPower on the Runes of the chat scope in ctx.
-func (RunesProxy) SetPower(ctx context.Context, power int) (Enchantment, error) {
-	runes, err := chat.Lookup(ctx, chatBeanRunes)
-	if err != nil {
-		return Enchantment{}, err
-	}
-	return runes.SetPower(ctx, power)
-}
-
-// Bind calls Bind on the Runes of the chat scope in ctx.
-func (RunesProxy) Bind(ctx context.Context) (string, error) {
-	runes, err := chat.Lookup(ctx, chatBeanRunes)
-	if err != nil {
-		return "", err
-	}
-	return runes.Bind(ctx)
-}
-
-// Cancel calls Cancel on the Runes of the chat scope in ctx.
-func (RunesProxy) Cancel(ctx context.Context) (string, error) {
-	runes, err := chat.Lookup(ctx, chatBeanRunes)
-	if err != nil {
-		return "", err
-	}
-	return runes.Cancel(ctx)
-}
-
 var chatBeanMainMenu = chat.NewBean[MainMenu](chatPackagePath+".MainMenu", chat.KindChat, nil)
-
-// MainMenuFrom returns the MainMenu of the chat scope active in ctx,
-// creating it on first use. Without an active chat scope the error matches
-// chat.ErrNotActive.
-func MainMenuFrom(ctx context.Context) (MainMenu, error) {
-	return chat.Lookup(ctx, chatBeanMainMenu)
-}
-
-// MainMenuProxy forwards each call to the MainMenu of the chat scope active
-// in ctx. Methods without an error result panic with an error matching
-// chat.ErrNotActive when there is no instance to call. The zero value is
-// ready to use.
-type MainMenuProxy struct{}
-
-// Chat calls Chat on the MainMenu of the chat scope in ctx.
-func (MainMenuProxy) Chat(ctx context.Context, userMessage string) iter.Seq2[string, error] {
-	return chat.MustLookup(ctx, chatBeanMainMenu).Chat(ctx, userMessage)
-}
 
 var chatBeanCounter = chat.NewBean[*Counter](chatPackagePath+".Counter", chat.KindChat, nil)
 
-// CounterFrom returns the Counter of the chat scope active in ctx, creating
-// it on first use. Without an active chat scope the error matches
-// chat.ErrNotActive.
-func CounterFrom(ctx context.Context) (*Counter, error) {
-	return chat.Lookup(ctx, chatBeanCounter)
-}
-
-// CounterProxy forwards each call to the Counter of the chat scope active in
-// ctx. Methods without an error result panic with an error matching
-// chat.ErrNotActive when there is no instance to call. The zero value is
-// ready to use.
-type CounterProxy struct{}
-
-// BuildWeapon calls BuildWeapon on the Counter of the chat scope in ctx.
-func (CounterProxy) BuildWeapon(ctx context.Context) error {
-	counter, err := chat.Lookup(ctx, chatBeanCounter)
-	if err != nil {
-		return err
-	}
-	return counter.BuildWeapon(ctx)
-}
-
-// BuildArmor calls BuildArmor on the Counter of the chat scope in ctx.
-func (CounterProxy) BuildArmor(ctx context.Context) error {
-	counter, err := chat.Lookup(ctx, chatBeanCounter)
-	if err != nil {
-		return err
-	}
-	return counter.BuildArmor(ctx)
-}
-
-// ListArmory calls ListArmory on the Counter of the chat scope in ctx.
-func (CounterProxy) ListArmory(ctx context.Context) (Inventory, error) {
-	counter, err := chat.Lookup(ctx, chatBeanCounter)
-	if err != nil {
-		return Inventory{}, err
-	}
-	return counter.ListArmory(ctx)
-}
-
-// DeleteItem calls DeleteItem on the Counter of the chat scope in ctx.
-func (CounterProxy) DeleteItem(ctx context.Context, item string) (string, error) {
-	counter, err := chat.Lookup(ctx, chatBeanCounter)
-	if err != nil {
-		return "", err
-	}
-	return counter.DeleteItem(ctx, item)
-}
-
 var chatBeanWeaponBuilder = chat.NewBean[WeaponBuilder](chatPackagePath+".WeaponBuilder", chat.KindChat, nil)
 
-// WeaponBuilderFrom returns the WeaponBuilder of the chat scope active in
-// ctx, creating it on first use. Without an active chat scope the error
-// matches chat.ErrNotActive.
-func WeaponBuilderFrom(ctx context.Context) (WeaponBuilder, error) {
-	return chat.Lookup(ctx, chatBeanWeaponBuilder)
-}
-
-// WeaponBuilderProxy forwards each call to the WeaponBuilder of the chat
-// scope active in ctx. Methods without an error result panic with an error
-// matching chat.ErrNotActive when there is no instance to call. The zero
-// value is ready to use.
-type WeaponBuilderProxy struct{}
-
-// Chat calls Chat on the WeaponBuilder of the chat scope in ctx.
-func (WeaponBuilderProxy) Chat(ctx context.Context, userMessage string) (ai.Result[string], error) {
-	weaponBuilder, err := chat.Lookup(ctx, chatBeanWeaponBuilder)
-	if err != nil {
-		return ai.Result[string]{}, err
-	}
-	return weaponBuilder.Chat(ctx, userMessage)
-}
-
 var chatBeanWorkbench = chat.NewDurableBean[*Workbench](chatPackagePath+".Workbench", chat.KindChat, nil)
-
-// WorkbenchFrom returns the Workbench of the chat scope active in ctx,
-// creating it on first use. Without an active chat scope the error matches
-// chat.ErrNotActive.
-func WorkbenchFrom(ctx context.Context) (*Workbench, error) {
-	return chat.Lookup(ctx, chatBeanWorkbench)
-}
 
 // WorkbenchProxy forwards each call to the Workbench of the chat scope
 // active in ctx. Methods without an error result panic with an error

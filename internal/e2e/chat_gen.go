@@ -27,8 +27,6 @@ func _() {
 	var _ func() string = Admin
 	var _ func(context.Context) error = Bye
 	var _ func(context.Context, *StockError) error = OnStock
-	var _ func(*Menu, context.Context, string) (string, error) = (*Menu).Chat
-	var _ func(*Builder, context.Context, string, int) (*Weapon, error) = (*Builder).Build
 }
 
 // The names of this package's routes, for chat.Route, chat.PushRoute and
@@ -307,53 +305,9 @@ var chatBeanMenu = chat.NewBean[*Menu](chatPackagePath+".Menu", chat.KindChat, f
 	return new(Menu), nil
 })
 
-// MenuFrom returns the Menu of the chat scope active in ctx, creating it on
-// first use. Without an active chat scope the error matches
-// chat.ErrNotActive.
-func MenuFrom(ctx context.Context) (*Menu, error) {
-	return chat.Lookup(ctx, chatBeanMenu)
-}
-
-// MenuProxy forwards each call to the Menu of the chat scope active in ctx.
-// Methods without an error result panic with an error matching
-// chat.ErrNotActive when there is no instance to call. The zero value is
-// ready to use.
-type MenuProxy struct{}
-
-// Chat calls Chat on the Menu of the chat scope in ctx.
-func (MenuProxy) Chat(ctx context.Context, msg string) (string, error) {
-	menu, err := chat.Lookup(ctx, chatBeanMenu)
-	if err != nil {
-		return "", err
-	}
-	return menu.Chat(ctx, msg)
-}
-
 var chatBeanBuilder = chat.NewBean[*Builder](chatPackagePath+".Builder", chat.KindChat, func(context.Context) (*Builder, error) {
 	return new(Builder), nil
 })
-
-// BuilderFrom returns the Builder of the chat scope active in ctx, creating
-// it on first use. Without an active chat scope the error matches
-// chat.ErrNotActive.
-func BuilderFrom(ctx context.Context) (*Builder, error) {
-	return chat.Lookup(ctx, chatBeanBuilder)
-}
-
-// BuilderProxy forwards each call to the Builder of the chat scope active in
-// ctx. Methods without an error result panic with an error matching
-// chat.ErrNotActive when there is no instance to call. The zero value is
-// ready to use.
-type BuilderProxy struct{}
-
-// Build calls Build on the Builder of the chat scope in ctx.
-func (BuilderProxy) Build(ctx context.Context, message string, damage int) (*Weapon, error) {
-	builder, err := chat.Lookup(ctx, chatBeanBuilder)
-	if err != nil {
-		return nil, err
-	}
-	return builder.Build(ctx, message, damage)
-}
 
 // ChatEventType returns "receipt": Receipt values are sent as events of that
 // type (//chat:event).

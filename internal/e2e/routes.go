@@ -13,7 +13,7 @@ import (
 	"github.com/chatscopes/chatgen/runtime/chat"
 )
 
-//go:generate go run github.com/chatscopes/chatgen/cmd/chatgen
+//go:generate go tool chatgen
 
 // Menu is the top-level conversation.
 type Menu struct{ turns int }

@@ -116,34 +116,11 @@ func (m *fastModel) Call(ctx context.Context, prompt string, options ...llms.Cal
 // model calls, one tool, one memory commit into a window of 10 messages).
 func BenchmarkAITurn(b *testing.B) {
 	run := func(b *testing.B, model llms.Model, reset func(), tel ...Telemetry) {
-		cfg := Config{
-			Model:  model,
-			Memory: memory.NewManager(memory.Config{Policy: memory.Window(memory.DefaultMaxMessages)}),
-		}
+		cfg := Config{Model: model}
 		if len(tel) > 0 {
 			cfg.Telemetry = tel[0]
 		}
-		s := NewService("example.com/app.Assistant", cfg)
-		ctx, err := chat.Begin(context.Background(), nil)
-		if err != nil {
-			b.Fatal(err)
-		}
-		defer chat.End(ctx)
-		req := &Request{Method: &Method{Name: "Ask", Kind: chat.KindChat, System: "You are terse.", Tools: benchTools}, User: "Weather in Paris?"}
-		b.ReportAllocs()
-		i := 0
-		for b.Loop() {
-			r, err := s.Chat(ctx, req)
-			if err != nil {
-				b.Fatal(err)
-			}
-			if r.ModelCalls != 2 || len(r.Executions) != 1 {
-				b.Fatalf("reply %+v", r)
-			}
-			if i++; reset != nil && i%1000 == 0 {
-				reset() // llmtest.Model records every request
-			}
-		}
+		benchBareTurn(b, cfg, reset)
 	}
 	b.Run("llmtest.Model", func(b *testing.B) {
 		m := llmtest.NewModel(llmtest.Rules(

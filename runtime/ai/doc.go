@@ -13,6 +13,9 @@
 // the tools that are methods of scoped beans. [Config.ToolSources] add
 // tools made at run time to every method of a service — the tools of MCP
 // servers (package runtime/mcptools), for example: see [ToolSource].
+// [Config.Knowledge] makes a service answer from documents, through any
+// langchaingo schema.Retriever, retrieved before each turn or searched by
+// the model, per scope: see [Knowledge].
 //
 // # A turn
 //
@@ -27,7 +30,9 @@
 //     active scope (or invocation) the call fails with an error matching
 //     chat.ErrNotActive.
 //  2. The prompt: the system message (a new one replaces a different one
-//     in the memory), the memory's messages, the user message.
+//     in the memory), the memory's messages, the user message (with, in
+//     generic retrieval, the passages of [Config.Knowledge], which the
+//     memory never gets).
 //  3. The tool loop: the model is offered the method's tools, then those
 //     of the service's tool sources (asked once per turn; a name clash
 //     fails the turn with [ErrToolClash]). While the model's reply calls

@@ -102,6 +102,9 @@ type Config struct {
 	// Telemetry configures the OpenTelemetry spans and metrics of the
 	// service; the zero value uses the global providers.
 	Telemetry Telemetry
+	// Knowledge, when set, is what the service answers from: a retriever
+	// used before each turn or as a search tool (see [Knowledge]).
+	Knowledge *Knowledge
 }
 
 // Service is one configured AI service (one //chat:ai interface): it runs
@@ -132,6 +135,7 @@ type Service struct {
 	toolHooks                 ToolHandler  // nil without hooks
 	thinking                  bool
 	tel                       *telemetry
+	know                      *knowledge // nil without Config.Knowledge
 	// sleep waits between retries; tests replace it.
 	sleep func(ctx context.Context, d time.Duration) error
 
@@ -169,6 +173,7 @@ func NewService(name string, cfg Config) *Service {
 		c = detectClient(cfg.Model)
 	}
 	s.dialect = newDialect(c)
+	s.know = newKnowledge(s, cfg.Knowledge)
 	if s.memory == nil {
 		s.memory = memory.NewManager(memory.Config{Policy: memory.Window(memory.DefaultMaxMessages)})
 	}
@@ -195,6 +200,11 @@ func (s *Service) Check() error {
 	}
 	if err := s.checkTools(); err != nil {
 		return err
+	}
+	if s.know != nil {
+		if err := s.know.check(s); err != nil {
+			return err
+		}
 	}
 	return s.checkSources()
 }

@@ -38,30 +38,43 @@ func newBenchSource(n int) *benchSource {
 func BenchmarkAITurnToolSource(b *testing.B) {
 	for _, n := range []int{0, 8, 32} {
 		b.Run(fmt.Sprintf("tools=%d", n), func(b *testing.B) {
-			cfg := Config{
-				Model:  newFastModel(),
-				Memory: memory.NewManager(memory.Config{Policy: memory.Window(memory.DefaultMaxMessages)}),
-			}
+			var cfg Config
 			if n > 0 {
 				cfg.ToolSources = []ToolSource{newBenchSource(n)}
 			}
-			s := NewService("example.com/app.Assistant", cfg)
-			ctx, err := chat.Begin(context.Background(), nil)
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer chat.End(ctx)
-			req := &Request{Method: &Method{Name: "Ask", Kind: chat.KindChat, System: "You are terse.", Tools: benchTools}, User: "Weather in Paris?"}
-			b.ReportAllocs()
-			for b.Loop() {
-				r, err := s.Chat(ctx, req)
-				if err != nil {
-					b.Fatal(err)
-				}
-				if r.ModelCalls != 2 || len(r.Executions) != 1 {
-					b.Fatalf("reply %+v", r)
-				}
-			}
+			benchBareTurn(b, cfg, nil)
 		})
+	}
+}
+
+// benchBareTurn runs BenchmarkAITurn's turn (a tool call, then the
+// answer) on a service configured by cfg, with a window memory; a nil
+// cfg.Model means a fast bare model. reset, when set, runs every 1,000
+// turns (llmtest.Model records every request).
+func benchBareTurn(b *testing.B, cfg Config, reset func()) {
+	if cfg.Model == nil {
+		cfg.Model = newFastModel()
+	}
+	cfg.Memory = memory.NewManager(memory.Config{Policy: memory.Window(memory.DefaultMaxMessages)})
+	s := NewService("example.com/app.Assistant", cfg)
+	ctx, err := chat.Begin(context.Background(), nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer chat.End(ctx)
+	req := &Request{Method: &Method{Name: "Ask", Kind: chat.KindChat, System: "You are terse.", Tools: benchTools}, User: "Weather in Paris?"}
+	b.ReportAllocs()
+	i := 0
+	for b.Loop() {
+		r, err := s.Chat(ctx, req)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if r.ModelCalls != 2 || len(r.Executions) != 1 {
+			b.Fatalf("reply %+v", r)
+		}
+		if i++; reset != nil && i%1000 == 0 {
+			reset()
+		}
 	}
 }

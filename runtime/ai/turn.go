@@ -77,6 +77,16 @@ func (s *Service) runTurn(ctx context.Context, req *Request, mode runMode, convI
 			return nil, s.errorf(m.Name, "%w", err)
 		}
 	}
+	retrieval := RetrievalOff
+	var found *sourceLog // the sources of an agentic turn
+	if s.know != nil {
+		retrieval = s.know.mode(m.Name)
+	}
+	if retrieval == RetrievalAgentic {
+		if ctx, found, tools, defs, err = s.agenticTurn(ctx, m, tools, defs); err != nil {
+			return nil, s.errorf(m.Name, "%w", err)
+		}
+	}
 	if s.dialect.noTools && len(tools) > 0 {
 		return nil, s.errorf(m.Name, "%w", s.dialect.toolsError())
 	}
@@ -108,8 +118,14 @@ func (s *Service) runTurn(ctx context.Context, req *Request, mode runMode, convI
 	ctx = context.WithValue(ctx, heldKey{}, &t.held)
 	t.setOptions()
 	ended, err := t.begin(ctx, system, user, history)
+	if err == nil && !ended && retrieval == RetrievalGeneric {
+		err = t.augment(ctx, user, history)
+	}
 	if err == nil && !ended {
 		err = t.loop(ctx)
+	}
+	if found != nil {
+		t.reply.Sources = found.all()
 	}
 	if err != nil {
 		if p := (*ConfirmationPending)(nil); errors.As(err, &p) {
@@ -354,6 +370,7 @@ func (t *turn) call(ctx context.Context) (*llms.ContentChoice, error) {
 // cleared or deleted since the turn read it (a wipe or the end of its
 // scope wins over the turn).
 func (t *turn) commit(ctx context.Context, st *memState, mem memory.Memory, gen uint64) error {
+	t.forgetPassages()
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	if st.gen != gen {

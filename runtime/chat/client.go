@@ -259,7 +259,7 @@ type Resumer interface {
 }
 
 // Resume opens a session on the durable conversation conversationID,
-// saved by a server with a [ConversationStore] (see [Router.Resume]): the
+// saved by a server with a [chatstore.ConversationStore] (see [Router.Resume]): the
 // session goes on where the conversation was, in the same scope and route,
 // with its durable beans and chat memories. token is the session's last
 // [Session.ResumeToken]; the new session has a new one. An unknown,

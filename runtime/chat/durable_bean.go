@@ -7,7 +7,7 @@ import (
 )
 
 // NewDurableBean is [NewBean] for a durable bean (//chat:scoped durable):
-// in a conversation served by a [Router] with a [ConversationStore], its
+// in a conversation served by a [Router] with a [chatstore.ConversationStore], its
 // instances are saved with the conversation, as their encoding/json
 // encoding, and restored when the conversation is resumed — on first use,
 // by building an instance (with its constructor, or its provider) and

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/chatscopes/chatgen/runtime/chat"
+	"github.com/chatscopes/chatgen/runtime/chatstore"
 )
 
 // handoverStore holds back one call of the old session's teardown (hold:
@@ -65,19 +66,19 @@ func (s *handoverStore) ran(call string) {
 	}
 }
 
-func (s *handoverStore) Acquire(ctx context.Context, id, owner string, ttl time.Duration) (chat.Lease, error) {
+func (s *handoverStore) Acquire(ctx context.Context, id, owner string, ttl time.Duration) (chatstore.Lease, error) {
 	l, err := s.InMemoryConversationStore.Acquire(ctx, id, owner, ttl)
 	s.ran("Acquire")
 	return l, err
 }
 
-func (s *handoverStore) Save(ctx context.Context, st *chat.ConversationState, l chat.Lease, b *chat.Batch) error {
+func (s *handoverStore) Save(ctx context.Context, st *chatstore.ConversationState, l chatstore.Lease, b *chatstore.Batch) error {
 	err := s.InMemoryConversationStore.Save(ctx, st, l, b)
 	s.ran("Save")
 	return err
 }
 
-func (s *handoverStore) Release(ctx context.Context, id string, l chat.Lease) error {
+func (s *handoverStore) Release(ctx context.Context, id string, l chatstore.Lease) error {
 	s.holdBack("Release")
 	return s.InMemoryConversationStore.Release(ctx, id, l)
 }
@@ -193,7 +194,7 @@ func TestDurableResumeRacingDetachMany(t *testing.T) {
 	}
 	wantStats(t, r, 0, 0)
 	_, err = store.Load(bg, c.ID())
-	if !errors.Is(err, chat.ErrConversationNotFound) {
+	if !errors.Is(err, chatstore.ErrConversationNotFound) {
 		t.Fatalf("closed conversation still stored: %v", err)
 	}
 }

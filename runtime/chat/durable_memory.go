@@ -8,9 +8,11 @@ import (
 	"sort"
 	"sync"
 	"time"
+
+	"github.com/chatscopes/chatgen/runtime/chatstore"
 )
 
-// InMemoryConversationStore is a [ConversationStore] that keeps
+// InMemoryConversationStore is a [chatstore.ConversationStore] that keeps
 // conversations in this process: they outlive a connection and move
 // between the routers of the process, not a restart. It is the reference
 // implementation of the contract (versions, fenced leases, time to live,
@@ -22,7 +24,7 @@ import (
 // ([InMemoryConversationStore.GetMemory], [InMemoryConversationStore.PutMemory]):
 // a memory.Store adapter over those methods (conversationtest.InMemoryMemories)
 // stages its writes in the
-// request's [Batch], so that they are committed with the conversation's
+// request's [chatstore.Batch], so that they are committed with the conversation's
 // state or not at all.
 //
 // It is safe for concurrent use.
@@ -32,7 +34,7 @@ type InMemoryConversationStore struct {
 
 	mu        sync.Mutex
 	convs     map[string]*storedConversation
-	leases    map[string]Lease
+	leases    map[string]chatstore.Lease
 	memories  map[string][]byte
 	token     uint64    // the last fencing token granted
 	lastSweep time.Time // when expired conversations were last removed
@@ -40,8 +42,8 @@ type InMemoryConversationStore struct {
 
 // storedConversation is a conversation held by the store.
 type storedConversation struct {
-	state   *ConversationState // owned by the store
-	expires time.Time          // zero: never
+	state   *chatstore.ConversationState // owned by the store
+	expires time.Time                    // zero: never
 }
 
 // InMemoryConversationStoreOptions configures an
@@ -56,7 +58,7 @@ type InMemoryConversationStoreOptions struct {
 	Now func() time.Time
 }
 
-var _ ConversationStore = (*InMemoryConversationStore)(nil)
+var _ chatstore.ConversationStore = (*InMemoryConversationStore)(nil)
 
 // NewInMemoryConversationStore returns an empty store. opts may be nil.
 func NewInMemoryConversationStore(opts *InMemoryConversationStoreOptions) *InMemoryConversationStore {
@@ -71,13 +73,13 @@ func NewInMemoryConversationStore(opts *InMemoryConversationStoreOptions) *InMem
 		ttl:      o.TTL,
 		now:      o.Now,
 		convs:    map[string]*storedConversation{},
-		leases:   map[string]Lease{},
+		leases:   map[string]chatstore.Lease{},
 		memories: map[string][]byte{},
 	}
 }
 
-// Load implements [ConversationStore].
-func (s *InMemoryConversationStore) Load(ctx context.Context, id string) (*ConversationState, error) {
+// Load implements [chatstore.ConversationStore].
+func (s *InMemoryConversationStore) Load(ctx context.Context, id string) (*chatstore.ConversationState, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -85,13 +87,13 @@ func (s *InMemoryConversationStore) Load(ctx context.Context, id string) (*Conve
 	defer s.mu.Unlock()
 	c := s.live(id, s.now())
 	if c == nil {
-		return nil, fmt.Errorf("chat: loading conversation %q: %w", id, ErrConversationNotFound)
+		return nil, fmt.Errorf("chat: loading conversation %q: %w", id, chatstore.ErrConversationNotFound)
 	}
 	return cloneState(c.state), nil
 }
 
-// Save implements [ConversationStore].
-func (s *InMemoryConversationStore) Save(ctx context.Context, st *ConversationState, lease Lease, b *Batch) error {
+// Save implements [chatstore.ConversationStore].
+func (s *InMemoryConversationStore) Save(ctx context.Context, st *chatstore.ConversationState, lease chatstore.Lease, b *chatstore.Batch) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -105,7 +107,7 @@ func (s *InMemoryConversationStore) Save(ctx context.Context, st *ConversationSt
 	// A lease that expired while nobody took the conversation over is
 	// still the current one: its Expires is not consulted.
 	if cur, ok := s.leases[st.ID]; !ok || cur.Token != lease.Token || cur.Owner != lease.Owner {
-		return fmt.Errorf("chat: saving conversation %q under lease %d of %q: %w", st.ID, lease.Token, lease.Owner, ErrLeaseLost)
+		return fmt.Errorf("chat: saving conversation %q under lease %d of %q: %w", st.ID, lease.Token, lease.Owner, chatstore.ErrLeaseLost)
 	}
 	c := s.live(st.ID, now)
 	var version uint64
@@ -113,10 +115,10 @@ func (s *InMemoryConversationStore) Save(ctx context.Context, st *ConversationSt
 		version = c.state.Version
 	}
 	if c == nil && st.Version > 0 {
-		return fmt.Errorf("chat: saving conversation %q from version %d: %w (%w)", st.ID, st.Version, ErrVersionConflict, ErrConversationNotFound)
+		return fmt.Errorf("chat: saving conversation %q from version %d: %w (%w)", st.ID, st.Version, chatstore.ErrVersionConflict, chatstore.ErrConversationNotFound)
 	}
 	if version != st.Version {
-		return fmt.Errorf("chat: saving conversation %q from version %d, stored %d: %w", st.ID, st.Version, version, ErrVersionConflict)
+		return fmt.Errorf("chat: saving conversation %q from version %d, stored %d: %w", st.ID, st.Version, version, chatstore.ErrVersionConflict)
 	}
 
 	saved := cloneState(st)
@@ -150,7 +152,7 @@ func (s *InMemoryConversationStore) Save(ctx context.Context, st *ConversationSt
 	return nil
 }
 
-// Delete implements [ConversationStore].
+// Delete implements [chatstore.ConversationStore].
 func (s *InMemoryConversationStore) Delete(ctx context.Context, id string) error {
 	if err := ctx.Err(); err != nil {
 		return err
@@ -162,13 +164,13 @@ func (s *InMemoryConversationStore) Delete(ctx context.Context, id string) error
 	return nil
 }
 
-// Acquire implements [ConversationStore].
-func (s *InMemoryConversationStore) Acquire(ctx context.Context, id, owner string, ttl time.Duration) (Lease, error) {
+// Acquire implements [chatstore.ConversationStore].
+func (s *InMemoryConversationStore) Acquire(ctx context.Context, id, owner string, ttl time.Duration) (chatstore.Lease, error) {
 	if err := ctx.Err(); err != nil {
-		return Lease{}, err
+		return chatstore.Lease{}, err
 	}
 	if owner == "" || ttl <= 0 {
-		return Lease{}, fmt.Errorf("chat: acquiring conversation %q: an owner and a positive ttl are needed", id)
+		return chatstore.Lease{}, fmt.Errorf("chat: acquiring conversation %q: an owner and a positive ttl are needed", id)
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -176,21 +178,21 @@ func (s *InMemoryConversationStore) Acquire(ctx context.Context, id, owner strin
 	cur, ok := s.leases[id]
 	switch {
 	case ok && cur.Owner != owner && now.Before(cur.Expires):
-		return Lease{}, fmt.Errorf("chat: acquiring conversation %q: %w (until %s)", id, ErrLeaseHeld, cur.Expires.Format(time.RFC3339))
+		return chatstore.Lease{}, fmt.Errorf("chat: acquiring conversation %q: %w (until %s)", id, chatstore.ErrLeaseHeld, cur.Expires.Format(time.RFC3339))
 	case ok && cur.Owner == owner:
 		// A renewal keeps the token, even of a lease that expired: nobody
 		// took the conversation over meanwhile, so it is still current.
 		cur.Expires = now.Add(ttl)
 	default:
 		s.token++
-		cur = Lease{Owner: owner, Token: s.token, Expires: now.Add(ttl)}
+		cur = chatstore.Lease{Owner: owner, Token: s.token, Expires: now.Add(ttl)}
 	}
 	s.leases[id] = cur
 	return cur, nil
 }
 
-// Release implements [ConversationStore].
-func (s *InMemoryConversationStore) Release(ctx context.Context, id string, lease Lease) error {
+// Release implements [chatstore.ConversationStore].
+func (s *InMemoryConversationStore) Release(ctx context.Context, id string, lease chatstore.Lease) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -203,13 +205,13 @@ func (s *InMemoryConversationStore) Release(ctx context.Context, id string, leas
 }
 
 // GetMemory returns the bytes stored under the memory id, or nil when
-// there are none. A [Batch] in ctx is read first: its staged value (nil for
+// there are none. A [chatstore.Batch] in ctx is read first: its staged value (nil for
 // a staged deletion) wins over the stored one.
 func (s *InMemoryConversationStore) GetMemory(ctx context.Context, id string) ([]byte, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	if b := BatchFrom(ctx); b != nil {
+	if b := chatstore.BatchFrom(ctx); b != nil {
 		if v, ok := b.Get(id); ok {
 			return v, nil
 		}
@@ -221,7 +223,7 @@ func (s *InMemoryConversationStore) GetMemory(ctx context.Context, id string) ([
 }
 
 // PutMemory stores value under the memory id; nil (or empty) deletes it.
-// With a [Batch] in ctx the write is staged in it, to be committed by the
+// With a [chatstore.Batch] in ctx the write is staged in it, to be committed by the
 // next [InMemoryConversationStore.Save] of the request; without one it is
 // made at once.
 func (s *InMemoryConversationStore) PutMemory(ctx context.Context, id string, value []byte) error {
@@ -234,7 +236,7 @@ func (s *InMemoryConversationStore) PutMemory(ctx context.Context, id string, va
 	if len(value) == 0 {
 		value = nil
 	}
-	if b := BatchFrom(ctx); b != nil {
+	if b := chatstore.BatchFrom(ctx); b != nil {
 		b.Put(id, value)
 		return nil
 	}
@@ -248,7 +250,7 @@ func (s *InMemoryConversationStore) PutMemory(ctx context.Context, id string, va
 	return nil
 }
 
-// MemoryIDs returns the ids of the stored memories, sorted. A [Batch] in
+// MemoryIDs returns the ids of the stored memories, sorted. A [chatstore.Batch] in
 // ctx is read first: memories it creates are listed, those it deletes are
 // not.
 func (s *InMemoryConversationStore) MemoryIDs(ctx context.Context) ([]string, error) {
@@ -262,7 +264,7 @@ func (s *InMemoryConversationStore) MemoryIDs(ctx context.Context) ([]string, er
 		ids[id] = true
 	}
 	s.mu.Unlock()
-	if b := BatchFrom(ctx); b != nil {
+	if b := chatstore.BatchFrom(ctx); b != nil {
 		b.All(func(key string, value []byte) { ids[key] = value != nil })
 	}
 	var out []string
@@ -339,7 +341,7 @@ func (s *InMemoryConversationStore) sweep(now time.Time) {
 }
 
 // memoryIDs lists the memory ids of every scope of st.
-func memoryIDs(st *ConversationState) []string {
+func memoryIDs(st *chatstore.ConversationState) []string {
 	var ids []string
 	for _, sc := range st.Scopes {
 		ids = append(ids, sc.Memories...)
@@ -348,7 +350,7 @@ func memoryIDs(st *ConversationState) []string {
 }
 
 // cloneState returns a deep copy of st.
-func cloneState(st *ConversationState) *ConversationState {
+func cloneState(st *chatstore.ConversationState) *chatstore.ConversationState {
 	c := *st
 	c.ResumeTokenHash = slices.Clone(st.ResumeTokenHash)
 	if st.Extra != nil {
@@ -358,7 +360,7 @@ func cloneState(st *ConversationState) *ConversationState {
 		}
 	}
 	if st.Scopes != nil {
-		c.Scopes = make([]ScopeState, len(st.Scopes))
+		c.Scopes = make([]chatstore.ScopeState, len(st.Scopes))
 		for i, sc := range st.Scopes {
 			c.Scopes[i] = sc
 			c.Scopes[i].Memories = slices.Clone(sc.Memories)

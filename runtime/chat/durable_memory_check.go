@@ -3,6 +3,8 @@ package chat
 import (
 	"errors"
 	"fmt"
+
+	"github.com/chatscopes/chatgen/runtime/chatstore"
 )
 
 // A durable conversation's chat memories must live in its
@@ -15,21 +17,11 @@ import (
 // durable conversation.
 
 // ErrMemoryNotDurable reports a chat memory of a durable conversation that
-// is not kept in the router's [ConversationStore]: after a restart the
+// is not kept in the router's [chatstore.ConversationStore]: after a restart the
 // model would have forgotten the conversation. Configure the memory with
 // the store's memory side (memory.NewManager(memory.Config{Store:
 // store.Memories(), …}) as the Memory of the AI service's ai.Config).
 var ErrMemoryNotDurable = errors.New("chat: the chat memory of a durable conversation is not kept in its conversation store")
-
-// A StagingStore is the memory side of a [ConversationStore] (the
-// memory.Store of runtime/boltstore, runtime/redisstore, runtime/pgstore,
-// conversationtest.InMemoryMemories): it stages the writes made with a
-// request's context in the request's [Batch], so that they are saved with
-// the conversation's state. Memory stores implement it to say so.
-type StagingStore interface {
-	// StagesInBatch marks the store; it does nothing.
-	StagesInBatch()
-}
 
 // A DurableMemory is a [ScopedMemory] that can tell whether it is kept in
 // a conversation store (the AI services' memories can). [AttachMemory]
@@ -37,7 +29,7 @@ type StagingStore interface {
 type DurableMemory interface {
 	ScopedMemory
 	// KeptInStore reports whether the memory's writes go to a
-	// [StagingStore].
+	// [chatstore.StagingStore].
 	KeptInStore() bool
 }
 
@@ -45,12 +37,12 @@ type DurableMemory interface {
 // [RouterOptions.Store] is set, with that store: an error fails NewRouter.
 // An AI service's (ai.Service.CheckStore) refuses a chat memory kept
 // outside the store.
-func (p *Package) AddStoreCheck(check func(ConversationStore) error) {
+func (p *Package) AddStoreCheck(check func(chatstore.ConversationStore) error) {
 	p.storeChecks = append(p.storeChecks, check)
 }
 
 // checkStore runs the store checks of p.
-func (p *Package) checkStore(store ConversationStore) error {
+func (p *Package) checkStore(store chatstore.ConversationStore) error {
 	var errs []error
 	for _, check := range p.storeChecks {
 		if err := check(store); err != nil {

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/chatscopes/chatgen/runtime/chat"
+	"github.com/chatscopes/chatgen/runtime/chatstore"
 )
 
 // fakeClock is a clock tests move by hand: expiry is tested without
@@ -32,7 +33,7 @@ func (c *fakeClock) Advance(d time.Duration) {
 	c.mu.Unlock()
 }
 
-func mustAcquire(t *testing.T, s chat.ConversationStore, id, owner string) chat.Lease {
+func mustAcquire(t *testing.T, s chatstore.ConversationStore, id, owner string) chatstore.Lease {
 	t.Helper()
 	l, err := s.Acquire(bg, id, owner, time.Minute)
 	if err != nil {
@@ -43,11 +44,11 @@ func mustAcquire(t *testing.T, s chat.ConversationStore, id, owner string) chat.
 
 func TestInMemoryStoreVersions(t *testing.T) {
 	s := chat.NewInMemoryConversationStore(nil)
-	if _, err := s.Load(bg, "c1"); !errors.Is(err, chat.ErrConversationNotFound) {
+	if _, err := s.Load(bg, "c1"); !errors.Is(err, chatstore.ErrConversationNotFound) {
 		t.Fatalf("Load of an unknown conversation: %v, want ErrConversationNotFound", err)
 	}
 	l := mustAcquire(t, s, "c1", "a")
-	st := &chat.ConversationState{ID: "c1", Principal: "ann", Scopes: []chat.ScopeState{{ID: "c1", Route: "top"}}}
+	st := &chatstore.ConversationState{ID: "c1", Principal: "ann", Scopes: []chatstore.ScopeState{{ID: "c1", Route: "top"}}}
 	if err := s.Save(bg, st, l, nil); err != nil {
 		t.Fatal(err)
 	}
@@ -55,7 +56,7 @@ func TestInMemoryStoreVersions(t *testing.T) {
 		t.Fatalf("version after the first save: %d, want 1", st.Version)
 	}
 	// A second "first save" (version 0) conflicts: the conversation exists.
-	if err := s.Save(bg, &chat.ConversationState{ID: "c1"}, l, nil); !errors.Is(err, chat.ErrVersionConflict) {
+	if err := s.Save(bg, &chatstore.ConversationState{ID: "c1"}, l, nil); !errors.Is(err, chatstore.ErrVersionConflict) {
 		t.Fatalf("saving version 0 over version 1: %v, want ErrVersionConflict", err)
 	}
 	got, err := s.Load(bg, "c1")
@@ -67,14 +68,14 @@ func TestInMemoryStoreVersions(t *testing.T) {
 	}
 	// Two writers from version 1: the second fails and writes nothing.
 	a, b := *got, *got
-	a.Scopes = []chat.ScopeState{{ID: "c1", Route: "a"}}
-	b.Scopes = []chat.ScopeState{{ID: "c1", Route: "b"}}
+	a.Scopes = []chatstore.ScopeState{{ID: "c1", Route: "a"}}
+	b.Scopes = []chatstore.ScopeState{{ID: "c1", Route: "b"}}
 	if err := s.Save(bg, &a, l, nil); err != nil {
 		t.Fatal(err)
 	}
-	batch := chat.NewBatch()
+	batch := chatstore.NewBatch()
 	batch.Put("c1#m", []byte("lost"))
-	if err := s.Save(bg, &b, l, batch); !errors.Is(err, chat.ErrVersionConflict) {
+	if err := s.Save(bg, &b, l, batch); !errors.Is(err, chatstore.ErrVersionConflict) {
 		t.Fatalf("stale save: %v, want ErrVersionConflict", err)
 	}
 	if b.Version != 1 {
@@ -92,9 +93,9 @@ func TestInMemoryStoreVersions(t *testing.T) {
 func TestInMemoryStoreIsolatesValues(t *testing.T) {
 	s := chat.NewInMemoryConversationStore(nil)
 	l := mustAcquire(t, s, "c", "a")
-	st := &chat.ConversationState{
+	st := &chatstore.ConversationState{
 		ID: "c", ResumeTokenHash: []byte{1, 2},
-		Scopes: []chat.ScopeState{{ID: "c", Beans: map[string][]byte{"b": []byte(`{"n":1}`)}, Memories: []string{"c#m"}}},
+		Scopes: []chatstore.ScopeState{{ID: "c", Beans: map[string][]byte{"b": []byte(`{"n":1}`)}, Memories: []string{"c#m"}}},
 		Extra:  map[string][]byte{"ws": []byte("x")},
 	}
 	if err := s.Save(bg, st, l, nil); err != nil {
@@ -125,7 +126,7 @@ func TestInMemoryStoreLeases(t *testing.T) {
 	if la.Token == 0 || la.Owner != "a" {
 		t.Fatalf("lease %+v", la)
 	}
-	if _, err := s.Acquire(bg, "c", "b", time.Minute); !errors.Is(err, chat.ErrLeaseHeld) {
+	if _, err := s.Acquire(bg, "c", "b", time.Minute); !errors.Is(err, chatstore.ErrLeaseHeld) {
 		t.Fatalf("Acquire while another node holds the lease: %v, want ErrLeaseHeld", err)
 	}
 	clock.Advance(30 * time.Second)
@@ -136,7 +137,7 @@ func TestInMemoryStoreLeases(t *testing.T) {
 	if renewed.Token != la.Token || !renewed.Expires.After(la.Expires) {
 		t.Fatalf("renewal %+v of %+v: same token, later expiry wanted", renewed, la)
 	}
-	st := &chat.ConversationState{ID: "c"}
+	st := &chatstore.ConversationState{ID: "c"}
 	if err := s.Save(bg, st, renewed, nil); err != nil {
 		t.Fatal(err)
 	}
@@ -151,15 +152,15 @@ func TestInMemoryStoreLeases(t *testing.T) {
 	if lb.Token <= la.Token {
 		t.Fatalf("takeover token %d is not greater than %d", lb.Token, la.Token)
 	}
-	late := &chat.ConversationState{ID: "c", Version: 1}
-	if err := s.Save(bg, late, renewed, nil); !errors.Is(err, chat.ErrLeaseLost) {
+	late := &chatstore.ConversationState{ID: "c", Version: 1}
+	if err := s.Save(bg, late, renewed, nil); !errors.Is(err, chatstore.ErrLeaseLost) {
 		t.Fatalf("save under a lost lease: %v, want ErrLeaseLost", err)
 	}
 	// Releasing the lost lease does nothing; b's release lets a in at once.
 	if err := s.Release(bg, "c", renewed); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.Acquire(bg, "c", "a", time.Minute); !errors.Is(err, chat.ErrLeaseHeld) {
+	if _, err := s.Acquire(bg, "c", "a", time.Minute); !errors.Is(err, chatstore.ErrLeaseHeld) {
 		t.Fatalf("a stale release freed b's lease: %v", err)
 	}
 	if err := s.Release(bg, "c", lb); err != nil {
@@ -189,7 +190,7 @@ func TestInMemoryStoreLeases(t *testing.T) {
 	if _, err := s.Acquire(bg, "c", "b", time.Minute); err != nil {
 		t.Fatalf("takeover after expiry: %v", err)
 	}
-	if err := s.Save(bg, st, la3, nil); !errors.Is(err, chat.ErrLeaseLost) {
+	if err := s.Save(bg, st, la3, nil); !errors.Is(err, chatstore.ErrLeaseLost) {
 		t.Fatalf("save under a lease taken over: %v, want ErrLeaseLost", err)
 	}
 }
@@ -197,8 +198,8 @@ func TestInMemoryStoreLeases(t *testing.T) {
 func TestInMemoryStoreMemories(t *testing.T) {
 	s := chat.NewInMemoryConversationStore(nil)
 	l := mustAcquire(t, s, "c", "a")
-	b := chat.NewBatch()
-	ctx := chat.WithBatch(bg, b)
+	b := chatstore.NewBatch()
+	ctx := chatstore.WithBatch(bg, b)
 	if err := s.PutMemory(ctx, "c#top", []byte("1")); err != nil {
 		t.Fatal(err)
 	}
@@ -211,7 +212,7 @@ func TestInMemoryStoreMemories(t *testing.T) {
 	if v, _ := s.GetMemory(bg, "c#top"); v != nil {
 		t.Fatalf("a staged write is visible before the save: %q", v)
 	}
-	st := &chat.ConversationState{ID: "c", Scopes: []chat.ScopeState{
+	st := &chatstore.ConversationState{ID: "c", Scopes: []chatstore.ScopeState{
 		{ID: "c", Memories: []string{"c#top"}},
 		{ID: "n", Memories: []string{"n#nested"}},
 	}}
@@ -230,8 +231,8 @@ func TestInMemoryStoreMemories(t *testing.T) {
 		t.Fatalf("memories after dropping n#nested: %q", ids)
 	}
 	// A staged deletion (a wipe) is committed with the save.
-	b = chat.NewBatch()
-	if err := s.PutMemory(chat.WithBatch(bg, b), "c#top", nil); err != nil {
+	b = chatstore.NewBatch()
+	if err := s.PutMemory(chatstore.WithBatch(bg, b), "c#top", nil); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.Save(bg, st, l, b); err != nil {
@@ -250,7 +251,7 @@ func TestInMemoryStoreMemories(t *testing.T) {
 	if ids, _ := s.MemoryIDs(bg); len(ids) != 0 {
 		t.Fatalf("memories after Delete: %q", ids)
 	}
-	if _, err := s.Load(bg, "c"); !errors.Is(err, chat.ErrConversationNotFound) {
+	if _, err := s.Load(bg, "c"); !errors.Is(err, chatstore.ErrConversationNotFound) {
 		t.Fatalf("Load after Delete: %v", err)
 	}
 	if _, err := s.Acquire(bg, "c", "b", time.Minute); err != nil {
@@ -265,9 +266,9 @@ func TestInMemoryStoreTTL(t *testing.T) {
 	clock := newFakeClock()
 	s := chat.NewInMemoryConversationStore(&chat.InMemoryConversationStoreOptions{TTL: time.Hour, Now: clock.Now})
 	l, _ := s.Acquire(bg, "c", "a", 3*time.Hour)
-	b := chat.NewBatch()
+	b := chatstore.NewBatch()
 	b.Put("c#m", []byte("hi"))
-	st := &chat.ConversationState{ID: "c", Scopes: []chat.ScopeState{{ID: "c", Memories: []string{"c#m"}}}}
+	st := &chatstore.ConversationState{ID: "c", Scopes: []chatstore.ScopeState{{ID: "c", Memories: []string{"c#m"}}}}
 	if err := s.Save(bg, st, l, b); err != nil {
 		t.Fatal(err)
 	}
@@ -280,13 +281,13 @@ func TestInMemoryStoreTTL(t *testing.T) {
 		t.Fatalf("Load within the time to live of the last save: %v", err)
 	}
 	clock.Advance(2 * time.Minute)
-	if _, err := s.Load(bg, "c"); !errors.Is(err, chat.ErrConversationNotFound) {
+	if _, err := s.Load(bg, "c"); !errors.Is(err, chatstore.ErrConversationNotFound) {
 		t.Fatalf("Load after the time to live: %v, want ErrConversationNotFound", err)
 	}
 	if ids, _ := s.MemoryIDs(bg); len(ids) != 0 {
 		t.Fatalf("the memories of an expired conversation stay: %q", ids)
 	}
-	if err := s.Save(bg, st, l, nil); !errors.Is(err, chat.ErrVersionConflict) {
+	if err := s.Save(bg, st, l, nil); !errors.Is(err, chatstore.ErrVersionConflict) {
 		t.Fatalf("saving an expired conversation: %v, want ErrVersionConflict", err)
 	}
 }
@@ -296,13 +297,13 @@ func TestInMemoryStoreSweepsUntouchedConversations(t *testing.T) {
 	s := chat.NewInMemoryConversationStore(&chat.InMemoryConversationStoreOptions{TTL: time.Hour, Now: clock.Now})
 	for _, id := range []string{"old1", "old2"} {
 		l, _ := s.Acquire(bg, id, "a", time.Minute)
-		if err := s.Save(bg, &chat.ConversationState{ID: id}, l, nil); err != nil {
+		if err := s.Save(bg, &chatstore.ConversationState{ID: id}, l, nil); err != nil {
 			t.Fatal(err)
 		}
 	}
 	clock.Advance(2 * time.Hour)
 	l, _ := s.Acquire(bg, "new", "a", time.Minute)
-	if err := s.Save(bg, &chat.ConversationState{ID: "new"}, l, nil); err != nil {
+	if err := s.Save(bg, &chatstore.ConversationState{ID: "new"}, l, nil); err != nil {
 		t.Fatal(err)
 	}
 	if ids, _ := s.ConversationIDs(bg); !slices.Equal(ids, []string{"new"}) {
@@ -317,7 +318,7 @@ func TestInMemoryStoreHonoursContext(t *testing.T) {
 	if _, err := s.Acquire(ctx, "c", "a", time.Minute); !errors.Is(err, context.Canceled) {
 		t.Fatalf("Acquire with a cancelled context: %v", err)
 	}
-	if err := s.Save(ctx, &chat.ConversationState{ID: "c"}, chat.Lease{}, nil); !errors.Is(err, context.Canceled) {
+	if err := s.Save(ctx, &chatstore.ConversationState{ID: "c"}, chatstore.Lease{}, nil); !errors.Is(err, context.Canceled) {
 		t.Fatalf("Save with a cancelled context: %v", err)
 	}
 }

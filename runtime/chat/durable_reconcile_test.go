@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/chatscopes/chatgen/runtime/chat"
+	"github.com/chatscopes/chatgen/runtime/chatstore"
 )
 
 // lateStore is a store whose saves, while late is set, are applied but
@@ -27,7 +28,7 @@ func (s *lateStore) set(late, loadDown bool) {
 	s.mu.Unlock()
 }
 
-func (s *lateStore) Save(ctx context.Context, st *chat.ConversationState, l chat.Lease, b *chat.Batch) error {
+func (s *lateStore) Save(ctx context.Context, st *chatstore.ConversationState, l chatstore.Lease, b *chatstore.Batch) error {
 	s.mu.Lock()
 	late := s.late
 	s.mu.Unlock()
@@ -37,7 +38,7 @@ func (s *lateStore) Save(ctx context.Context, st *chat.ConversationState, l chat
 	return errTimeout
 }
 
-func (s *lateStore) Load(ctx context.Context, id string) (*chat.ConversationState, error) {
+func (s *lateStore) Load(ctx context.Context, id string) (*chatstore.ConversationState, error) {
 	s.mu.Lock()
 	down := s.loadDown
 	s.mu.Unlock()

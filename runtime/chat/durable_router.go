@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/chatscopes/chatgen/runtime/chatstore"
 	"github.com/google/uuid"
 )
 
@@ -35,7 +36,7 @@ var (
 	ErrResumeRefused = &Failure{Reason: "ResumeRefused"}
 	// ErrConversationBusy is the failure of a [Router.Resume] of a
 	// conversation another node serves (its error also matches
-	// [ErrLeaseHeld]): the client tries again later, when that node has
+	// [chatstore.ErrLeaseHeld]): the client tries again later, when that node has
 	// let go of it or its lease has ended.
 	ErrConversationBusy = &Failure{Reason: "ConversationBusy"}
 	// ErrUnavailable is the failure of a request whose state could not be
@@ -50,20 +51,20 @@ var (
 )
 
 // ErrNotDurable is returned by [Router.Resume] on a router without a
-// [ConversationStore].
+// [chatstore.ConversationStore].
 var ErrNotDurable = errors.New("chat: the router has no conversation store")
 
 // durableConv is the durable side of a Conversation served by a router
 // with a store.
 type durableConv struct {
 	// Guarded by Conversation.mu.
-	saved    *ConversationState // the state last saved, owned here
-	unsure   bool               // a save failed: the store may have applied it all the same
+	saved    *chatstore.ConversationState // the state last saved, owned here
+	unsure   bool                         // a save failed: the store may have applied it all the same
 	extraFns map[string]func(scopeID string, f *Failure) []byte
 
 	mu         sync.Mutex // guards the token, and the lease against the renewal timer
 	token      string     // the current resume token
-	lease      Lease
+	lease      chatstore.Lease
 	leaseUntil time.Time     // when the lease ends, by this node's clock
 	renewing   bool          // a request is running: the timer renews the lease
 	running    chan struct{} // closed when the request running ends (after its save); nil when none runs
@@ -98,7 +99,7 @@ func (c *Conversation) ID() string { return c.id }
 
 // ResumeToken returns the token with which a client resumes the
 // conversation ([Router.Resume]), or "" when the router keeps no
-// conversations (it has no [ConversationStore]). It changes with every
+// conversations (it has no [chatstore.ConversationStore]). It changes with every
 // resume: only the latest token is accepted.
 func (c *Conversation) ResumeToken() string {
 	if c.dur == nil {
@@ -110,7 +111,7 @@ func (c *Conversation) ResumeToken() string {
 }
 
 // Extra returns the value saved under key in the conversation's
-// [ConversationState.Extra] when it was connected or resumed, or nil.
+// [chatstore.ConversationState.Extra] when it was connected or resumed, or nil.
 func (c *Conversation) Extra(key string) []byte {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -121,7 +122,7 @@ func (c *Conversation) Extra(key string) []byte {
 }
 
 // SetExtra registers fn to compute, at each save of a durable conversation,
-// the value saved under key in its [ConversationState.Extra] (nil removes
+// the value saved under key in its [chatstore.ConversationState.Extra] (nil removes
 // it). fn gets the result of the request being saved, as Handle would
 // return it: the scope current after the request and its failure. It runs
 // with the conversation locked: it must not call the conversation's
@@ -149,12 +150,12 @@ func (r *Router) connectDurable(ctx context.Context, c *Conversation) error {
 	}
 	tok, hash := newResumeToken()
 	now := time.Now()
-	st := &ConversationState{
+	st := &chatstore.ConversationState{
 		ID:              c.id,
 		Principal:       principalName(c.principal),
 		Created:         now,
 		Used:            now,
-		Scopes:          []ScopeState{{ID: c.id, Route: c.stack.current.Load().route}},
+		Scopes:          []chatstore.ScopeState{{ID: c.id, Route: c.stack.current.Load().route}},
 		ResumeTokenHash: hash,
 	}
 	if err := r.store.Save(ctx, st, d.currentLease(), nil); err != nil {
@@ -194,12 +195,12 @@ func (r *Router) Resume(ctx context.Context, id, token string) (*Conversation, e
 		return nil, ErrNotDurable
 	}
 	principal := PrincipalFrom(ctx)
-	check := func() (*ConversationState, error) {
+	check := func() (*chatstore.ConversationState, error) {
 		st, err := r.store.Load(ctx, id)
-		if errors.Is(err, ErrConversationNotFound) {
+		if errors.Is(err, chatstore.ErrConversationNotFound) {
 			return nil, fail(ErrResumeRefused, err)
 		}
-		if errors.Is(err, ErrCorruptState) {
+		if errors.Is(err, chatstore.ErrCorruptState) {
 			// Not worth a retry: the record stays as it is, for an
 			// operator to look at.
 			r.logger.ErrorContext(ctx, "chat: a conversation's stored state cannot be read: its resume is refused", "conversation", id, "err", err)
@@ -255,7 +256,7 @@ func (r *Router) Resume(ctx context.Context, id, token string) (*Conversation, e
 
 	c := &Conversation{router: r, id: id, principal: principal, dur: &durableConv{}}
 	if err := c.acquire(ctx); err != nil {
-		if errors.Is(err, ErrLeaseHeld) {
+		if errors.Is(err, chatstore.ErrLeaseHeld) {
 			// Another node serves it: maybe a resume with the same token
 			// that won; then this one is refused, not busy.
 			if _, cerr := check(); cerr != nil && errors.Is(cerr, ErrResumeRefused) {
@@ -287,7 +288,7 @@ func (r *Router) Resume(ctx context.Context, id, token string) (*Conversation, e
 		c.mu.Lock()
 		c.drop(ctx, err)
 		c.mu.Unlock()
-		if errors.Is(err, ErrVersionConflict) || errors.Is(err, ErrLeaseLost) {
+		if errors.Is(err, chatstore.ErrVersionConflict) || errors.Is(err, chatstore.ErrLeaseLost) {
 			return nil, fail(ErrConversationBusy, err)
 		}
 		return nil, fail(ErrUnavailable, fmt.Errorf("saving the resumed conversation %s: %w", id, err))
@@ -331,7 +332,7 @@ func (d *durableConv) setToken(tok string) {
 }
 
 // currentLease returns the lease held now.
-func (d *durableConv) currentLease() Lease {
+func (d *durableConv) currentLease() chatstore.Lease {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	return d.lease
@@ -379,10 +380,10 @@ func (c *Conversation) beforeRequest(ctx context.Context) (string, *Failure) {
 		if err == nil && fresh {
 			// The lease had ended and was granted again: another node may
 			// have served the conversation meanwhile.
-			var st *ConversationState
+			var st *chatstore.ConversationState
 			st, err = r.store.Load(ctx, c.id)
 			if err == nil && st.Version != d.saved.Version {
-				err = fmt.Errorf("chat: conversation %s is at version %d, this node has %d: %w", c.id, st.Version, d.saved.Version, ErrVersionConflict)
+				err = fmt.Errorf("chat: conversation %s is at version %d, this node has %d: %w", c.id, st.Version, d.saved.Version, chatstore.ErrVersionConflict)
 			}
 		}
 		if err != nil {
@@ -407,9 +408,9 @@ func (c *Conversation) beforeRequest(ctx context.Context) (string, *Failure) {
 // lost reports whether err means that the conversation is no longer this
 // node's to serve: another node holds it or saved it, or it is gone.
 func lost(err error) bool {
-	return errors.Is(err, ErrLeaseHeld) || errors.Is(err, ErrLeaseLost) ||
-		errors.Is(err, ErrVersionConflict) || errors.Is(err, ErrConversationNotFound) ||
-		errors.Is(err, ErrCorruptState)
+	return errors.Is(err, chatstore.ErrLeaseHeld) || errors.Is(err, chatstore.ErrLeaseLost) ||
+		errors.Is(err, chatstore.ErrVersionConflict) || errors.Is(err, chatstore.ErrConversationNotFound) ||
+		errors.Is(err, chatstore.ErrCorruptState)
 }
 
 // renewTick renews the lease during a request that runs for longer than a
@@ -493,7 +494,7 @@ func (d *durableConv) stopRenewing() {
 // rebuilt from it (durable beans as saved, other beans afresh, chat
 // memories as stored), and the request fails with Unavailable, reporting
 // the scope the client is back in. Nothing of the request was kept.
-func (c *Conversation) save(ctx context.Context, b *Batch, after string, reqErr error) (string, *Failure, bool) {
+func (c *Conversation) save(ctx context.Context, b *chatstore.Batch, after string, reqErr error) (string, *Failure, bool) {
 	r, d := c.router, c.dur
 	ctx = context.WithoutCancel(ctx)
 	if after == "" {
@@ -511,7 +512,7 @@ func (c *Conversation) save(ctx context.Context, b *Batch, after string, reqErr 
 		scope, f := c.rollback(ctx, err, ErrServerError)
 		return scope, f, false
 	}
-	st := &ConversationState{
+	st := &chatstore.ConversationState{
 		ID:              c.id,
 		Version:         d.saved.Version,
 		Principal:       d.saved.Principal,
@@ -572,7 +573,7 @@ func (c *Conversation) reconcile(ctx context.Context) *Failure {
 		var fresh bool
 		fresh, err = c.acquireLease(ctx)
 		if err == nil && (fresh || st.Version != d.saved.Version+1) {
-			err = fmt.Errorf("chat: conversation %s is at version %d, this node has %d: %w", c.id, st.Version, d.saved.Version, ErrVersionConflict)
+			err = fmt.Errorf("chat: conversation %s is at version %d, this node has %d: %w", c.id, st.Version, d.saved.Version, chatstore.ErrVersionConflict)
 		}
 	}
 	if err != nil {

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/chatscopes/chatgen/runtime/chat"
+	"github.com/chatscopes/chatgen/runtime/chatstore"
 )
 
 // draft is a durable bean: its exported state is saved with the
@@ -272,7 +273,7 @@ func TestDurableResumeOnAnotherRouter(t *testing.T) {
 	// Close ends the conversation and deletes it from the store.
 	wantNoErr(t, c2.Close(bg))
 	wantStats(t, rb, 0, 0)
-	if _, err := store.Load(bg, id); !errors.Is(err, chat.ErrConversationNotFound) {
+	if _, err := store.Load(bg, id); !errors.Is(err, chatstore.ErrConversationNotFound) {
 		t.Fatalf("Load after Close: %v", err)
 	}
 }
@@ -344,7 +345,7 @@ func TestDurableLeaseHeldAndTakeover(t *testing.T) {
 	rb := app.router(t, "b", nil)
 	_, err = rb.Resume(bg, id, token)
 	wantFailed(t, err, chat.ErrConversationBusy)
-	if !errors.Is(err, chat.ErrLeaseHeld) {
+	if !errors.Is(err, chatstore.ErrLeaseHeld) {
 		t.Fatalf("busy error %v does not match ErrLeaseHeld", err)
 	}
 	wantStats(t, rb, 0, 0)
@@ -431,7 +432,7 @@ func (s *failingStore) setFailing(v bool) {
 	s.mu.Unlock()
 }
 
-func (s *failingStore) Save(ctx context.Context, st *chat.ConversationState, l chat.Lease, b *chat.Batch) error {
+func (s *failingStore) Save(ctx context.Context, st *chatstore.ConversationState, l chatstore.Lease, b *chatstore.Batch) error {
 	s.mu.Lock()
 	failing := s.failing
 	s.mu.Unlock()
@@ -591,7 +592,7 @@ type signalStore struct {
 	acquired chan string
 }
 
-func (s *signalStore) Acquire(ctx context.Context, id, owner string, ttl time.Duration) (chat.Lease, error) {
+func (s *signalStore) Acquire(ctx context.Context, id, owner string, ttl time.Duration) (chatstore.Lease, error) {
 	l, err := s.InMemoryConversationStore.Acquire(ctx, id, owner, ttl)
 	if err == nil {
 		select {

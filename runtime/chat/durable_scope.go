@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+
+	"github.com/chatscopes/chatgen/runtime/chatstore"
 )
 
 // A ReleasableMemory is a [ScopedMemory] that holds state in the process
@@ -25,13 +27,13 @@ type ReleasableMemory interface {
 // storedMemory stands for a chat memory of a scope restored from a store,
 // until its owner (an AI service) attaches it again. It clears and deletes
 // the memory in the store: a wipe stages the deletion in the request's
-// [Batch]; the end of its scope needs nothing, as the save (or the
+// [chatstore.Batch]; the end of its scope needs nothing, as the save (or the
 // deletion) of the conversation that no longer lists the id deletes it.
 type storedMemory struct{ id string }
 
 // ClearMemory implements [ScopedMemory].
 func (m storedMemory) ClearMemory(ctx context.Context) error {
-	if b := BatchFrom(ctx); b != nil {
+	if b := chatstore.BatchFrom(ctx); b != nil {
 		b.Put(m.id, nil)
 	}
 	return nil
@@ -43,7 +45,7 @@ func (m storedMemory) DeleteMemory(ctx context.Context) error { return m.ClearMe
 // restore rebuilds the scopes of states (top scope first) as the scope
 // stack of st, whose current scope must be nil, and reports them Resumed,
 // then the current one Activated. It returns the current scope.
-func (st *scopeStack) restore(ctx context.Context, states []ScopeState) *scope {
+func (st *scopeStack) restore(ctx context.Context, states []chatstore.ScopeState) *scope {
 	var s *scope
 	wipes := false
 	for i, ss := range states {
@@ -136,17 +138,17 @@ func (s *scope) release(ctx context.Context) error {
 
 // snapshot returns the saved form of the scopes of st, top scope first:
 // nil when the conversation ended.
-func (st *scopeStack) snapshot() ([]ScopeState, error) {
+func (st *scopeStack) snapshot() ([]chatstore.ScopeState, error) {
 	type durableBean struct {
 		name  string
 		value any
 		scope int
 	}
-	var out []ScopeState
+	var out []chatstore.ScopeState
 	var beans []durableBean
 	st.mu.Lock()
 	for s := st.current.Load(); s != nil; s = s.parent {
-		ss := ScopeState{ID: s.id, Route: s.route, Wipe: s.wipe}
+		ss := chatstore.ScopeState{ID: s.id, Route: s.route, Wipe: s.wipe}
 		for _, m := range s.memories {
 			ss.Memories = append(ss.Memories, m.key)
 		}

@@ -16,6 +16,7 @@ const (
 	EventError     = "Error"     // an application error message
 	EventStream    = "Stream"    // one chunk of a streamed reply
 	EventConfirm   = "Confirm"   // a tool call waits for the user's confirmation
+	EventSources   = "Sources"   // the passages an AI service's answer draws on
 	EventCompleted = "Completed" // terminator: data is the current scope id
 	EventFailed    = "Failed"    // terminator: data is the failure reason
 )

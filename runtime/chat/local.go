@@ -102,7 +102,7 @@ func (c *LocalClient) Close() error {
 }
 
 // Detach ends every session without ending their conversations: with a
-// router that has a [ConversationStore], they stay in the store, to be
+// router that has a [chatstore.ConversationStore], they stay in the store, to be
 // resumed (by this process after a restart, say) with
 // Builder().Resume and each session's ConversationID and ResumeToken.
 // Without a store it is Close.

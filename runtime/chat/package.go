@@ -1,6 +1,10 @@
 package chat
 
-import "context"
+import (
+	"context"
+
+	"github.com/chatscopes/chatgen/runtime/chatstore"
+)
 
 // A Package is the chat registration of one Go package, built by the
 // package's generated Register function: the providers of its scoped beans
@@ -13,7 +17,7 @@ type Package struct {
 	catches   []CatchSpec
 	checks    []func() error
 	// storeChecks run when the router has a store (durable_memory_check.go).
-	storeChecks []func(ConversationStore) error
+	storeChecks []func(chatstore.ConversationStore) error
 	manifest    *Manifest // see Describe
 }
 

@@ -11,6 +11,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/chatscopes/chatgen/runtime/chatstore"
 )
 
 // A Router serves chat routes: it starts conversations on a route and runs
@@ -32,7 +34,7 @@ type Router struct {
 	hooked RouteHandler
 
 	// Durable conversations (durable_router.go).
-	store    ConversationStore // nil: conversations live in this process only
+	store    chatstore.ConversationStore // nil: conversations live in this process only
 	node     string
 	leaseTTL time.Duration
 	liveMu   sync.Mutex
@@ -62,7 +64,7 @@ type RouterOptions struct {
 	// resume token, on this router or any other over the same store, after
 	// a reconnect or a restart ([Router.Resume]). Nil keeps conversations
 	// in this process only.
-	Store ConversationStore
+	Store chatstore.ConversationStore
 	// Node names this router as the holder of the leases that give one
 	// router at a time the right to serve a conversation. Empty means a
 	// random name. Routers sharing a store need distinct names; a stable
@@ -222,7 +224,7 @@ func (r *Router) Stats() Stats {
 // are checked per request, as Quarkus does: connecting to a route the
 // principal may not use succeeds, and its requests fail with Forbidden.
 //
-// With a [ConversationStore] the new conversation is saved before Connect
+// With a [chatstore.ConversationStore] the new conversation is saved before Connect
 // returns (a failing store is an error matching [ErrUnavailable]), and its
 // [Conversation.ResumeToken] lets the client resume it.
 func (r *Router) Connect(ctx context.Context, route string) (*Conversation, error) {
@@ -313,7 +315,7 @@ func (c *Conversation) handle(ctx context.Context, scopeID string, req *RouteReq
 	if target == nil {
 		return cur.id, fail(ErrSessionNotActive, fmt.Errorf("scope %q is not active in this conversation", scopeID))
 	}
-	var batch *Batch
+	var batch *chatstore.Batch
 	if c.dur != nil {
 		if after, f := c.beforeRequest(ctx); f != nil {
 			return after, f
@@ -324,8 +326,8 @@ func (c *Conversation) handle(ctx context.Context, scopeID string, req *RouteReq
 		defer c.dur.requestStarted()()
 		// The request's memory writes are staged in the batch, to be
 		// committed with its state.
-		batch = NewBatch()
-		ctx = WithBatch(ctx, batch)
+		batch = chatstore.NewBatch()
+		ctx = chatstore.WithBatch(ctx, batch)
 	}
 
 	// One allocation holds the request and the context binding it adds.

@@ -27,7 +27,7 @@ type memoryEntry struct {
 // destroyed, after its beans. It returns the scope id.
 //
 // In a durable conversation key is the memory id in the
-// [ConversationStore], saved with the scope: after a resume the scope
+// [chatstore.ConversationStore], saved with the scope: after a resume the scope
 // clears and deletes it through the store until the memory is attached
 // again, and mem's ReleaseMemory method, when it has one (see
 // [ReleasableMemory]), is called when the scope leaves the process without

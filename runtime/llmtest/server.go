@@ -27,6 +27,13 @@ import (
 //     "choices": []; and "data: [DONE]". Tool calls are sent one after
 //     another, never interleaved: langchaingo's client ignores the index and
 //     appends fragments to the last call.
+//   - POST /v1/embeddings, answered without the script with deterministic
+//     vectors ([Embed]; [EmbeddingDimensions] unless the request sets
+//     dimensions), as floats or base64, checked as OpenAI checks it
+//     (model and input required, no unknown field, no empty string in an
+//     input array); [Server.EmbeddingCalls] counts the calls. Use it with
+//     embeddings.NewEmbedder over the client, as the vector path of a
+//     retriever needs.
 //   - GET /v1/models, listing one model.
 //
 // Failures use the OpenAI error body {"error":{"message","type","param",
@@ -41,6 +48,7 @@ type Server struct {
 	URL string
 
 	loopback
+	embeddingEndpoint
 }
 
 // NewServer starts a Server answering from script.
@@ -49,10 +57,11 @@ func NewServer(script Script, opts ...Option) *Server {
 	mux := http.NewServeMux()
 	mux.HandleFunc("/v1/chat/completions", s.handleChat)
 	mux.HandleFunc("/v1/models", s.handleModels)
+	mux.HandleFunc("/v1/embeddings", s.handleEmbeddings)
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, fmt.Sprintf("llmtest: unknown path %s (the API is under /v1)", r.URL.Path))
 	})
-	s.init(script, opts, nil, mux)
+	s.init(script, opts, CacheRulesOpenAI, nil, mux)
 	s.URL = s.ts.URL + "/v1"
 	return s
 }

@@ -74,6 +74,7 @@ func TestRoutesModuleNames(t *testing.T) {
 		`"weird-name": __cs_route("weird-name", false, ["odd key"], []),`,
 		`"public": __cs_route("public", true, [], ["Stream"]),`,
 		`onMessage: "Message",`,
+		`onSources: "Sources",`,
 	} {
 		if !strings.Contains(mod, want) {
 			t.Errorf("the module lacks %s", want)
@@ -98,6 +99,7 @@ func TestRoutesModuleNames(t *testing.T) {
 		`    readonly client: ChatRoute<"client", Record<string, never>>;`,
 		`export declare const defaultRoute: ChatRoutes["menu"];`,
 		"    Object: unknown;",
+		"    Sources: { query: string; sources: { id: string; title?: string; source?: string; score: number }[] };",
 		`    onMessage?: (data: ChatEvents["Message"], frame: __cs_Frame) => void;`,
 		"    defaultHandler?: (type: string, data: unknown, frame: __cs_Frame) => void;",
 	} {
@@ -184,7 +186,11 @@ const rc = new ChatScopesClient({ reconnect: { minDelay: 50, maxDelay: 5000 } })
     .onConnectionState((state: ConnectionState, detail) => console.log(state, detail?.code))
     .autoReconnect(true);
 console.log(rc.state === "reconnecting");
-const gate = await routes.gate.connect({ onMessage(text) { console.log(text.length); } });
+rc.builder().sourcesHandler((s, frame) => console.log(s.query, s.sources[0]?.score.toFixed(2), frame.type));
+const gate = await routes.gate.connect({
+    onMessage(text) { console.log(text.length); },
+    onSources(data) { for (const s of data.sources) console.log(data.query, s.id, s.title ?? s.source, s.score.toFixed(2)); },
+});
 await gate.send({ userMessage: "anything", goes: 1 });
 const menu = await awkward.defaultRoute.connect({ onMessage(text) { console.log(text); } });
 await menu.send({ kind: 2 });

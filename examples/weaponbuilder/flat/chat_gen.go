@@ -15,26 +15,6 @@ const _ = chat.SupportPackageIsVersion3
 
 const chatPackagePath = "github.com/chatscopes/chatgen/examples/weaponbuilder/flat"
 
-// Compile-time assertions: a compiler error here means the annotated source
-// changed since this file was generated. Re-run go generate.
-func _() {
-	var _ func(Armorer, context.Context, string) (string, error) = Armorer.Chat
-	var _ Armorer = ArmorerProxy{}
-	var _ func(*Shop, string) Weapon = (*Shop).SetKind
-	var _ func(*Shop, string) Weapon = (*Shop).SetName
-	var _ func(*Shop, int) Weapon = (*Shop).SetDamage
-	var _ func(*Shop) Weapon = (*Shop).ShowWeapon
-	var _ func(*Shop, string) Weapon = (*Shop).SetElement
-	var _ func(*Shop, int) Weapon = (*Shop).SetPower
-	var _ func(*Shop) (Weapon, error) = (*Shop).Bind
-	var _ func(*Shop) (string, error) = (*Shop).FinishWeapon
-	var _ func(*Shop, string) Armor = (*Shop).SetPiece
-	var _ func(*Shop, string) Armor = (*Shop).SetMaterial
-	var _ func(*Shop) (string, error) = (*Shop).FinishArmor
-	var _ func(*Shop) string = (*Shop).Cancel
-	var _ func(*Shop) string = (*Shop).ListArmory
-}
-
 // Deps holds the application dependencies of this package's scoped beans and
 // the configuration of its AI services: each dependency is passed to the
 // constructors that take its type. Give it to Register.
@@ -98,121 +78,9 @@ func chatManifest() *chat.Manifest {
 
 var chatBeanArmorer = chat.NewBean[Armorer](chatPackagePath+".Armorer", chat.KindChat, nil)
 
-// ArmorerFrom returns the Armorer of the chat scope active in ctx, creating
-// it on first use. Without an active chat scope the error matches
-// chat.ErrNotActive.
-func ArmorerFrom(ctx context.Context) (Armorer, error) {
-	return chat.Lookup(ctx, chatBeanArmorer)
-}
-
-// ArmorerProxy forwards each call to the Armorer of the chat scope active in
-// ctx. Methods without an error result panic with an error matching
-// chat.ErrNotActive when there is no instance to call. The zero value is
-// ready to use.
-type ArmorerProxy struct{}
-
-// Chat calls Chat on the Armorer of the chat scope in ctx.
-func (ArmorerProxy) Chat(ctx context.Context, userMessage string) (string, error) {
-	armorer, err := chat.Lookup(ctx, chatBeanArmorer)
-	if err != nil {
-		return "", err
-	}
-	return armorer.Chat(ctx, userMessage)
-}
-
 var chatBeanShop = chat.NewBean[*Shop](chatPackagePath+".Shop", chat.KindChat, func(context.Context) (*Shop, error) {
 	return new(Shop), nil
 })
-
-// ShopFrom returns the Shop of the chat scope active in ctx, creating it on
-// first use. Without an active chat scope the error matches
-// chat.ErrNotActive.
-func ShopFrom(ctx context.Context) (*Shop, error) {
-	return chat.Lookup(ctx, chatBeanShop)
-}
-
-// ShopProxy forwards each call to the Shop of the chat scope active in ctx.
-// Methods without an error result panic with an error matching
-// chat.ErrNotActive when there is no instance to call. The zero value is
-// ready to use.
-type ShopProxy struct{}
-
-// SetKind calls SetKind on the Shop of the chat scope in ctx.
-func (ShopProxy) SetKind(ctx context.Context, kind string) Weapon {
-	return chat.MustLookup(ctx, chatBeanShop).SetKind(kind)
-}
-
-// SetName calls SetName on the Shop of the chat scope in ctx.
-func (ShopProxy) SetName(ctx context.Context, name string) Weapon {
-	return chat.MustLookup(ctx, chatBeanShop).SetName(name)
-}
-
-// SetDamage calls SetDamage on the Shop of the chat scope in ctx.
-func (ShopProxy) SetDamage(ctx context.Context, damage int) Weapon {
-	return chat.MustLookup(ctx, chatBeanShop).SetDamage(damage)
-}
-
-// ShowWeapon calls ShowWeapon on the Shop of the chat scope in ctx.
-func (ShopProxy) ShowWeapon(ctx context.Context) Weapon {
-	return chat.MustLookup(ctx, chatBeanShop).ShowWeapon()
-}
-
-// SetElement calls SetElement on the Shop of the chat scope in ctx.
-func (ShopProxy) SetElement(ctx context.Context, element string) Weapon {
-	return chat.MustLookup(ctx, chatBeanShop).SetElement(element)
-}
-
-// SetPower calls SetPower on the Shop of the chat scope in ctx.
-func (ShopProxy) SetPower(ctx context.Context, power int) Weapon {
-	return chat.MustLookup(ctx, chatBeanShop).SetPower(power)
-}
-
-// Bind calls Bind on the Shop of the chat scope in ctx.
-func (ShopProxy) Bind(ctx context.Context) (Weapon, error) {
-	shop, err := chat.Lookup(ctx, chatBeanShop)
-	if err != nil {
-		return Weapon{}, err
-	}
-	return shop.Bind()
-}
-
-// FinishWeapon calls FinishWeapon on the Shop of the chat scope in ctx.
-func (ShopProxy) FinishWeapon(ctx context.Context) (string, error) {
-	shop, err := chat.Lookup(ctx, chatBeanShop)
-	if err != nil {
-		return "", err
-	}
-	return shop.FinishWeapon()
-}
-
-// SetPiece calls SetPiece on the Shop of the chat scope in ctx.
-func (ShopProxy) SetPiece(ctx context.Context, piece string) Armor {
-	return chat.MustLookup(ctx, chatBeanShop).SetPiece(piece)
-}
-
-// SetMaterial calls SetMaterial on the Shop of the chat scope in ctx.
-func (ShopProxy) SetMaterial(ctx context.Context, material string) Armor {
-	return chat.MustLookup(ctx, chatBeanShop).SetMaterial(material)
-}
-
-// FinishArmor calls FinishArmor on the Shop of the chat scope in ctx.
-func (ShopProxy) FinishArmor(ctx context.Context) (string, error) {
-	shop, err := chat.Lookup(ctx, chatBeanShop)
-	if err != nil {
-		return "", err
-	}
-	return shop.FinishArmor()
-}
-
-// Cancel calls Cancel on the Shop of the chat scope in ctx.
-func (ShopProxy) Cancel(ctx context.Context) string {
-	return chat.MustLookup(ctx, chatBeanShop).Cancel()
-}
-
-// ListArmory calls ListArmory on the Shop of the chat scope in ctx.
-func (ShopProxy) ListArmory(ctx context.Context) string {
-	return chat.MustLookup(ctx, chatBeanShop).ListArmory()
-}
 
 var chatToolShopSetKind = ai.Tool{
 	Name:        "setKind",

@@ -12,7 +12,7 @@ import (
 	"strings"
 )
 
-//go:generate go run github.com/chatscopes/chatgen/cmd/chatgen
+//go:generate go tool chatgen
 
 // Armorer is the whole armorer in one prompt.
 //

@@ -12,7 +12,7 @@ import (
 	"github.com/chatscopes/chatgen/runtime/chat"
 )
 
-//go:generate go run github.com/chatscopes/chatgen/cmd/chatgen
+//go:generate go tool chatgen
 
 // Kind is a kind of weapon.
 type Kind string

@@ -16,20 +16,6 @@ const _ = chat.SupportPackageIsVersion3
 
 const chatPackagePath = "github.com/chatscopes/chatgen/internal/e2e/aisvc"
 
-// Compile-time assertions: a compiler error here means the annotated source
-// changed since this file was generated. Re-run go generate.
-func _() {
-	var _ func(*Workbench, context.Context, Kind) (Weapon, error) = (*Workbench).SetKind
-	var _ func(*Workbench, string) Weapon = (*Workbench).SetName
-	var _ func(*Workbench) Weapon = (*Workbench).Inspect
-	var _ func(*Workbench) string = (*Workbench).Explode
-	var _ func(Smith, context.Context, string) (Weapon, error) = Smith.Appraise
-	var _ func(Smith, context.Context, string) (string, error) = Smith.Ask
-	var _ func(Smith, context.Context, string) (ai.Result[string], error) = Smith.Build
-	var _ func(Smith, context.Context, string) iter.Seq2[string, error] = Smith.Tell
-	var _ Smith = SmithProxy{}
-}
-
 // Deps holds the application dependencies of this package's scoped beans and
 // the configuration of its AI services: each dependency is passed to the
 // constructors that take its type. Give it to Register.
@@ -175,89 +161,7 @@ var chatBeanWorkbench = chat.NewBean[*Workbench](chatPackagePath+".Workbench", c
 	return new(Workbench), nil
 })
 
-// WorkbenchFrom returns the Workbench of the chat scope active in ctx,
-// creating it on first use. Without an active chat scope the error matches
-// chat.ErrNotActive.
-func WorkbenchFrom(ctx context.Context) (*Workbench, error) {
-	return chat.Lookup(ctx, chatBeanWorkbench)
-}
-
-// WorkbenchProxy forwards each call to the Workbench of the chat scope
-// active in ctx. Methods without an error result panic with an error
-// matching chat.ErrNotActive when there is no instance to call. The zero
-// value is ready to use.
-type WorkbenchProxy struct{}
-
-// SetKind calls SetKind on the Workbench of the chat scope in ctx.
-func (WorkbenchProxy) SetKind(ctx context.Context, kind Kind) (Weapon, error) {
-	workbench, err := chat.Lookup(ctx, chatBeanWorkbench)
-	if err != nil {
-		return Weapon{}, err
-	}
-	return workbench.SetKind(ctx, kind)
-}
-
-// SetName calls SetName on the Workbench of the chat scope in ctx.
-func (WorkbenchProxy) SetName(ctx context.Context, name string) Weapon {
-	return chat.MustLookup(ctx, chatBeanWorkbench).SetName(name)
-}
-
-// Inspect calls Inspect on the Workbench of the chat scope in ctx.
-func (WorkbenchProxy) Inspect(ctx context.Context) Weapon {
-	return chat.MustLookup(ctx, chatBeanWorkbench).Inspect()
-}
-
-// Explode calls Explode on the Workbench of the chat scope in ctx.
-func (WorkbenchProxy) Explode(ctx context.Context) string {
-	return chat.MustLookup(ctx, chatBeanWorkbench).Explode()
-}
-
 var chatBeanSmith = chat.NewBean[Smith](chatPackagePath+".Smith", chat.KindChat, nil)
-
-// SmithFrom returns the Smith of the chat scope active in ctx, creating it
-// on first use. Without an active chat scope the error matches
-// chat.ErrNotActive.
-func SmithFrom(ctx context.Context) (Smith, error) {
-	return chat.Lookup(ctx, chatBeanSmith)
-}
-
-// SmithProxy forwards each call to the Smith of the chat scope active in
-// ctx. Methods without an error result panic with an error matching
-// chat.ErrNotActive when there is no instance to call. The zero value is
-// ready to use.
-type SmithProxy struct{}
-
-// Appraise calls Appraise on the Smith of the chat scope in ctx.
-func (SmithProxy) Appraise(ctx context.Context, userMessage string) (Weapon, error) {
-	smith, err := chat.Lookup(ctx, chatBeanSmith)
-	if err != nil {
-		return Weapon{}, err
-	}
-	return smith.Appraise(ctx, userMessage)
-}
-
-// Ask calls Ask on the Smith of the chat scope in ctx.
-func (SmithProxy) Ask(ctx context.Context, question string) (string, error) {
-	smith, err := chat.Lookup(ctx, chatBeanSmith)
-	if err != nil {
-		return "", err
-	}
-	return smith.Ask(ctx, question)
-}
-
-// Build calls Build on the Smith of the chat scope in ctx.
-func (SmithProxy) Build(ctx context.Context, userMessage string) (ai.Result[string], error) {
-	smith, err := chat.Lookup(ctx, chatBeanSmith)
-	if err != nil {
-		return ai.Result[string]{}, err
-	}
-	return smith.Build(ctx, userMessage)
-}
-
-// Tell calls Tell on the Smith of the chat scope in ctx.
-func (SmithProxy) Tell(ctx context.Context, userMessage string) iter.Seq2[string, error] {
-	return chat.MustLookup(ctx, chatBeanSmith).Tell(ctx, userMessage)
-}
 
 // ChatEventType returns "weapon": Weapon values are sent as events of that
 // type (//chat:event).

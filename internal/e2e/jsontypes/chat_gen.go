@@ -21,15 +21,6 @@ const chatPackagePath = "github.com/chatscopes/chatgen/internal/e2e/jsontypes"
 // changed since this file was generated. Re-run go generate.
 func _() {
 	var _ func(string) iter.Seq[string] = Lines
-	var _ func(*Store, Everything, Page[Item], Level, Priority) Everything = (*Store).Put
-	var _ func(*Store, *Everything) *Everything = (*Store).PutPtr
-	var _ func(*Store, Tree) Tree = (*Store).Tree
-	var _ func(*Store, Page[Tree]) Page[Tree] = (*Store).Pages
-	var _ func(*Store, Report) *Report = (*Store).Report
-	var _ func(*Shelf, string) Page[Item] = (*Shelf).Find
-	var _ func(*Shelf, Level) Report = (*Shelf).Log
-	var _ func(Clerk, context.Context, string) (ai.Result[string], error) = Clerk.Ask
-	var _ Clerk = ClerkProxy{}
 }
 
 // Deps holds the application dependencies of this package's scoped beans and
@@ -281,94 +272,11 @@ var chatBeanStore = chat.NewBean[*Store](chatPackagePath+".Store", chat.KindChat
 	return new(Store), nil
 })
 
-// StoreFrom returns the Store of the chat scope active in ctx, creating it
-// on first use. Without an active chat scope the error matches
-// chat.ErrNotActive.
-func StoreFrom(ctx context.Context) (*Store, error) {
-	return chat.Lookup(ctx, chatBeanStore)
-}
-
-// StoreProxy forwards each call to the Store of the chat scope active in
-// ctx. Methods without an error result panic with an error matching
-// chat.ErrNotActive when there is no instance to call. The zero value is
-// ready to use.
-type StoreProxy struct{}
-
-// Put calls Put on the Store of the chat scope in ctx.
-func (StoreProxy) Put(ctx context.Context, everything Everything, page Page[Item], level Level, prio Priority) Everything {
-	return chat.MustLookup(ctx, chatBeanStore).Put(everything, page, level, prio)
-}
-
-// PutPtr calls PutPtr on the Store of the chat scope in ctx.
-func (StoreProxy) PutPtr(ctx context.Context, everything *Everything) *Everything {
-	return chat.MustLookup(ctx, chatBeanStore).PutPtr(everything)
-}
-
-// Tree calls Tree on the Store of the chat scope in ctx.
-func (StoreProxy) Tree(ctx context.Context, tree Tree) Tree {
-	return chat.MustLookup(ctx, chatBeanStore).Tree(tree)
-}
-
-// Pages calls Pages on the Store of the chat scope in ctx.
-func (StoreProxy) Pages(ctx context.Context, page Page[Tree]) Page[Tree] {
-	return chat.MustLookup(ctx, chatBeanStore).Pages(page)
-}
-
-// Report calls Report on the Store of the chat scope in ctx.
-func (StoreProxy) Report(ctx context.Context, report Report) *Report {
-	return chat.MustLookup(ctx, chatBeanStore).Report(report)
-}
-
 var chatBeanShelf = chat.NewBean[*Shelf](chatPackagePath+".Shelf", chat.KindChat, func(context.Context) (*Shelf, error) {
 	return new(Shelf), nil
 })
 
-// ShelfFrom returns the Shelf of the chat scope active in ctx, creating it
-// on first use. Without an active chat scope the error matches
-// chat.ErrNotActive.
-func ShelfFrom(ctx context.Context) (*Shelf, error) {
-	return chat.Lookup(ctx, chatBeanShelf)
-}
-
-// ShelfProxy forwards each call to the Shelf of the chat scope active in
-// ctx. Methods without an error result panic with an error matching
-// chat.ErrNotActive when there is no instance to call. The zero value is
-// ready to use.
-type ShelfProxy struct{}
-
-// Find calls Find on the Shelf of the chat scope in ctx.
-func (ShelfProxy) Find(ctx context.Context, sku string) Page[Item] {
-	return chat.MustLookup(ctx, chatBeanShelf).Find(sku)
-}
-
-// Log calls Log on the Shelf of the chat scope in ctx.
-func (ShelfProxy) Log(ctx context.Context, level Level) Report {
-	return chat.MustLookup(ctx, chatBeanShelf).Log(level)
-}
-
 var chatBeanClerk = chat.NewBean[Clerk](chatPackagePath+".Clerk", chat.KindChat, nil)
-
-// ClerkFrom returns the Clerk of the chat scope active in ctx, creating it
-// on first use. Without an active chat scope the error matches
-// chat.ErrNotActive.
-func ClerkFrom(ctx context.Context) (Clerk, error) {
-	return chat.Lookup(ctx, chatBeanClerk)
-}
-
-// ClerkProxy forwards each call to the Clerk of the chat scope active in
-// ctx. Methods without an error result panic with an error matching
-// chat.ErrNotActive when there is no instance to call. The zero value is
-// ready to use.
-type ClerkProxy struct{}
-
-// Ask calls Ask on the Clerk of the chat scope in ctx.
-func (ClerkProxy) Ask(ctx context.Context, userMessage string) (ai.Result[string], error) {
-	clerk, err := chat.Lookup(ctx, chatBeanClerk)
-	if err != nil {
-		return ai.Result[string]{}, err
-	}
-	return clerk.Ask(ctx, userMessage)
-}
 
 // ChatEventType returns "report": Report values are sent as events of that
 // type (//chat:event).

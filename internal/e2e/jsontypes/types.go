@@ -16,7 +16,7 @@ import (
 	"time"
 )
 
-//go:generate go run github.com/chatscopes/chatgen/cmd/chatgen
+//go:generate go tool chatgen
 
 // Level is a log level.
 type Level string

@@ -129,6 +129,16 @@ export class Session {
     disconnect(): void;
 }
 
+/**
+ * The data of a Sources event: the passages an AI service's answer draws on
+ * (what was searched for, and each passage's id, title, source and score),
+ * best first.
+ */
+export interface Sources {
+    query: string;
+    sources: { id: string; title?: string; source?: string; score: number }[];
+}
+
 /** Collects event handlers, then connects sessions. */
 export class SessionBuilder {
     constructor(client: ChatScopesClient);
@@ -144,6 +154,8 @@ export class SessionBuilder {
     objectHandler(handler: EventHandler): this;
     /** Handles Confirm events: a tool call waiting for the user's confirmation. */
     confirmHandler(handler: (confirmation: Confirmation, frame: ServerFrame) => void): this;
+    /** Handles Sources events: the passages an AI service's answer draws on. */
+    sourcesHandler(handler: (sources: Sources, frame: ServerFrame) => void): this;
     defaultHandler(handler: DefaultHandler): this;
     /** Starts a session on route (omitted or null: the default route). */
     connect(route?: string | null): Promise<Session>;

@@ -463,6 +463,15 @@ class SessionBuilder {
         });
     }
 
+    /**
+     * Handles Sources events: handler(sources, frame), where sources is
+     * {query, sources: [{id, title, source, score}]}: the passages an AI
+     * service's answer draws on, sent before the answer.
+     */
+    sourcesHandler(handler) {
+        return this.eventHandler("Sources", handler);
+    }
+
     /** Handles events of every type without a handler: fn(type, data, frame). */
     defaultHandler(handler) {
         this._defaultHandler = handler;

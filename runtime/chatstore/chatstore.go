@@ -1,4 +1,15 @@
-package chat
+// Package chatstore is the contract between the chat runtime (package
+// runtime/chat) and the stores that make conversations durable (SPEC §11):
+// what is saved ([ConversationState]), the store interface
+// ([ConversationStore]), leases, and the [Batch] in which a request's other
+// writes (chat memories) are committed with the conversation's state.
+//
+// It is for store implementers. Applications configure a store
+// (runtime/boltstore, runtime/redisstore, runtime/pgstore, or
+// chat.NewInMemoryConversationStore) as chat.RouterOptions.Store and need
+// nothing from this package. Package chatstoretest holds the conformance
+// suite every store passes.
+package chatstore
 
 import (
 	"context"
@@ -7,13 +18,6 @@ import (
 	"sync"
 	"time"
 )
-
-// This file holds the contract between the runtime and the stores that make
-// conversations durable (SPEC §11): what is saved, the store interface, and
-// the batch in which a request's other writes (chat memories) are committed
-// with the conversation's state. The stores live in their own packages
-// (runtime/boltstore, runtime/redisstore, runtime/pgstore); package
-// conversationtest holds the conformance suite every store passes.
 
 // A ConversationState is the saved form of a conversation: everything a
 // node needs to serve it after a restart, a reconnect or a move to another
@@ -103,7 +107,7 @@ var (
 	// ErrCorruptState reports a stored conversation the store cannot
 	// read: a record that does not decode, a version that is not a
 	// number. It is not retryable: a resume of it is refused
-	// ([ErrResumeRefused]) and the cause logged.
+	// (chat.ErrResumeRefused) and the cause logged.
 	ErrCorruptState = errors.New("chat: the stored conversation cannot be read")
 )
 
@@ -165,7 +169,8 @@ type ConversationStore interface {
 //
 // The runtime puts a batch in the context of each request of a durable
 // conversation ([WithBatch]); stores stage memory writes made with that
-// context in it ([BatchFrom]) instead of writing them at once.
+// context in it ([BatchFrom]) instead of writing them at once, and say so
+// by implementing [StagingStore].
 type Batch struct {
 	mu     sync.Mutex
 	writes map[string][]byte
@@ -232,4 +237,16 @@ func WithBatch(ctx context.Context, b *Batch) context.Context {
 func BatchFrom(ctx context.Context) *Batch {
 	b, _ := ctx.Value(batchKey{}).(*Batch)
 	return b
+}
+
+// A StagingStore is the memory side of a [ConversationStore] (the
+// memory.Store of runtime/boltstore, runtime/redisstore, runtime/pgstore,
+// chatstoretest.InMemoryMemories): it stages the writes made with a
+// request's context in the request's [Batch], so that they are saved with
+// the conversation's state. Memory stores implement it to say so; the
+// runtime refuses, in a durable conversation, a chat memory whose store
+// does not (chat.ErrMemoryNotDurable).
+type StagingStore interface {
+	// StagesInBatch marks the store; it does nothing.
+	StagesInBatch()
 }

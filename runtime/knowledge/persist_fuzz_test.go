@@ -1,0 +1,45 @@
+package knowledge
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"testing"
+)
+
+// FuzzDecode feeds damaged index files to the decoder: each gives an
+// index or an error matching ErrCorrupt, never a panic, and a decoded
+// index searches.
+func FuzzDecode(f *testing.F) {
+	ix, err := New()
+	if err != nil {
+		f.Fatal(err)
+	}
+	if err := ix.Add(context.Background(),
+		Chunk{ID: "a#1", Title: "A", Source: "a.md", Text: "Iron was the first gift of the mountain."},
+		Chunk{ID: "b#1", Source: "b.md", Text: "Steel is iron that walked through fire twice."},
+	); err != nil {
+		f.Fatal(err)
+	}
+	var good bytes.Buffer
+	if err := ix.encode(&good); err != nil {
+		f.Fatal(err)
+	}
+	f.Add(good.Bytes())
+	f.Add([]byte(magic))
+	f.Add([]byte("not an index"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		got, err := decode(context.Background(), bytes.NewReader(data), nil)
+		if err != nil {
+			if !errors.Is(err, ErrCorrupt) {
+				t.Fatalf("error %v does not match ErrCorrupt", err)
+			}
+			return
+		}
+		if got.Len() > 0 {
+			if _, err := got.Search(context.Background(), "iron", 2, Lexical, 0); err != nil {
+				t.Fatalf("a decoded index does not search: %v", err)
+			}
+		}
+	})
+}
