@@ -6,13 +6,13 @@ import (
 )
 
 // TestRoundTripsPerTurn counts the round trips a durable turn makes to
-// Redis and to PostgreSQL (the shared servers on loopback): a turn of the
-// "count" route (a durable bean), and turns of the "ask" route (an AI
+// Redis, to a Redis Cluster of three masters and to PostgreSQL: a turn of
+// the "count" route (a durable bean), and turns of the "ask" route (an AI
 // turn whose window memory of 20 messages is in the store) before the
 // window is full and after, when each turn evicts two messages (from the
 // tenth turn on). The first turn of a session (it creates the
-// conversation) and the first that evicts are left out. Goals:
-// Redis one round trip per turn without eviction, PostgreSQL at most two.
+// conversation) and the first that evicts are left out. Goals: Redis one
+// round trip per turn without eviction, PostgreSQL at most two.
 func TestRoundTripsPerTurn(t *testing.T) {
 	tests := []struct {
 		name string
@@ -21,10 +21,14 @@ func TestRoundTripsPerTurn(t *testing.T) {
 		want, wantEvicting float64
 	}{
 		{"redis", openRedis, 1, 2},
+		{"redis-cluster", openRedisCluster, 1, 2},
 		{"postgres", openPostgres, 2, 2},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			if tt.name == "redis-cluster" && testing.Short() {
+				t.Skip("starts a Redis Cluster")
+			}
 			store := tt.open(t)
 			_, client, _ := newClient(t, store)
 			ctx := context.Background()

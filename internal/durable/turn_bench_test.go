@@ -36,7 +36,8 @@ type backend struct {
 
 // backends are the configurations the benchmarks compare: no store, the
 // in-memory store, bbolt with group commit (its default) and without,
-// Redis and PostgreSQL (the shared servers on loopback).
+// Redis (the shared server on loopback), a Redis Cluster of three masters
+// started for the benchmark, and PostgreSQL (the shared server).
 var backends = []struct {
 	name string
 	open func(b *testing.B) backend
@@ -49,6 +50,7 @@ var backends = []struct {
 	{"store=bolt", func(b *testing.B) backend { return openBolt(b, false) }},
 	{"store=bolt-nogroupcommit", func(b *testing.B) backend { return openBolt(b, true) }},
 	{"store=redis", func(b *testing.B) backend { return openRedis(b) }},
+	{"store=redis-cluster", func(b *testing.B) backend { return openRedisCluster(b) }},
 	{"store=postgres", func(b *testing.B) backend { return openPostgres(b) }},
 }
 
@@ -76,6 +78,19 @@ func openRedis(tb testing.TB) backend {
 // benchmarks: pgxpool's default (4 on 2 cores) would queue 1,000 sessions
 // on four connections.
 const pgConns = 32
+
+// openRedisCluster starts a Redis Cluster of three masters (no replicas)
+// on loopback for the benchmark.
+func openRedisCluster(tb testing.TB) backend {
+	c := redistest.StartCluster(tb, 3, 0).Client(tb)
+	trips := new(redistest.RoundTrips)
+	c.AddHook(trips)
+	s, err := redisstore.New(c, &redisstore.Options{Prefix: "chatgen:", TTL: time.Hour})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return backend{Store: s, Memories: s.Memories(), trips: trips}
+}
 
 func openPostgres(tb testing.TB) backend {
 	trips := new(pgtest.RoundTrips)
