@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"log/slog"
-	"net/http/httptest"
 	"os"
 	"slices"
 	"strings"
@@ -70,14 +69,7 @@ func squash(s string) string { return strings.Join(strings.Fields(s), " ") }
 func TestLoreQuestionsAnsweredFromTheCorpus(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	a := newOfflineApp(t)
-	h, chatServer, err := a.handler(slog.New(slog.DiscardHandler))
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := httptest.NewServer(h)
-	defer srv.Close()
-	defer chatServer.Close()
+	srv := serveOffline(t)
 	client, err := ws.Dial(ctx, "ws"+strings.TrimPrefix(srv.URL, "http")+ws.RoutesPath, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -152,14 +144,15 @@ func TestLoreQuestionsAnsweredFromTheCorpus(t *testing.T) {
 		}
 	}
 	t.Logf("%d of %d lore answers hold the evaluation's quote", quoted, len(questions))
-	// The floor is two under the measured 22 (docs/numbers.md).
-	if floor := 20; quoted < floor {
+	// The floor is two under the measured 23 (docs/numbers.md).
+	if floor := 21; quoted < floor {
 		t.Errorf("%d of %d lore answers hold the evaluation's quote, fewer than %d", quoted, len(questions), floor)
 	}
 }
 
 // TestTerminalLore: in the terminal, a lore question at the counter prints
-// the passages searched, then the answer drawn from them; a question the
+// the passages searched, then the answer drawn from them; without the MCP
+// lore server a legend is searched for in the corpus too; a question the
 // lore cannot answer is told so; the weapon builder nested under the menu
 // has no lore to search.
 func TestTerminalLore(t *testing.T) {
@@ -169,29 +162,25 @@ func TestTerminalLore(t *testing.T) {
 		t.Fatal(err)
 	}
 	var out strings.Builder
-	in := strings.NewReader("who forged Dawnbreaker?\nwhat do the zorblax eat?\nbuild a sword\nwho forged Dawnbreaker?\n")
+	in := strings.NewReader("who forged Dawnbreaker?\ntell me the legend of mithril\nwhat do the zorblax eat?\nbuild a sword\nwho forged Dawnbreaker?\n")
 	if err := runTerminal(context.Background(), a.router, in, &out); err != nil {
 		t.Fatal(err)
 	}
 	got := out.String()
-	rest := got
-	for _, w := range []string{
+	showsInOrder(t, got,
 		"[lore: Dawnbreaker — dawnbreaker.md ",
 		"armorer: It was forged for Queen Isolde in the year of the Long Winter",
 		"(so says *Dawnbreaker*)",
+		"[lore: Mithril — mithril.md ",
+		"armorer: Mithril was forged in starfire", // the MCP server's legend, told by the corpus
+		"(so says *Mithril*)",
 		"armorer: The old books say nothing of that.",
 		"── » Weapon builder ──",
 		"armorer: A fine sword! What shall we call it?",
 		"armorer: A fine sword! What shall we call it?", // no lore in the builder
-	} {
-		i := strings.Index(rest, w)
-		if i < 0 {
-			t.Fatalf("the terminal did not show %q (in order); it showed:\n%s", w, got)
-		}
-		rest = rest[i+len(w):]
-	}
-	if n := strings.Count(got, "[lore: "); n != 1 {
-		t.Fatalf("%d lore searches printed, want 1 (the zorblax are in no passage):\n%s", n, got)
+	)
+	if n := strings.Count(got, "[lore: "); n != 2 {
+		t.Fatalf("%d lore searches printed, want 2 (the zorblax are in no passage):\n%s", n, got)
 	}
 	for _, req := range model.Requests() {
 		offered := req.ToolNames()

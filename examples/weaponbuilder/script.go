@@ -94,7 +94,7 @@ func playMenu(req *llmtest.Request) llmtest.Reply {
 		return say(results[0].Content)
 	}
 	if results := req.LastToolResults(); len(results) > 0 && results[0].Name == ai.DefaultSearchTool {
-		return fromLore(req.LastUserText(), results[0].Content)
+		return fromLore(loreQuery(req.LastUserText()), results[0].Content)
 	}
 	if results := req.LastToolResults(); len(results) > 0 && results[0].Name == "deleteItem" {
 		return deleted(results[0].Content)
@@ -117,7 +117,7 @@ func playMenu(req *llmtest.Request) llmtest.Reply {
 	case wordsList.MatchString(u):
 		return calls(tool("listArmory", nil))
 	case slices.Contains(req.ToolNames(), ai.DefaultSearchTool) && loreQuestion(u):
-		return calls(tool(ai.DefaultSearchTool, map[string]any{"query": u}))
+		return calls(tool(ai.DefaultSearchTool, map[string]any{"query": loreQuery(u)}))
 	case wordsArmor.MatchString(u):
 		return calls(tool("buildArmor", nil))
 	case wordsWeapon.MatchString(u):
@@ -133,11 +133,23 @@ func loreQuestion(u string) bool {
 	return wordsLegend.MatchString(u) || (wordsAsk.MatchString(u) && !wordsOrder.MatchString(u))
 }
 
+// loreQuery is what the armorer searches the lore for: the player's
+// message without the words that only say it is about lore ("tell me the
+// legend of mithril" searches for "tell me the of mithril": every
+// document is a legend, and "legend" would find the one that says so).
+func loreQuery(u string) string {
+	if q := strings.Join(strings.Fields(wordsLegend.ReplaceAllString(u, "")), " "); q != "" {
+		return q
+	}
+	return u
+}
+
 // fromLore is the armorer's answer to question from the passages the lore
 // search returned (result, the search tool's JSON): the sentence of the
 // passages that shares the most words with the question, and the title
-// of its passage. Words of a passage's title count half in its sentences:
-// they say what the passage is about, not which sentence answers.
+// of its passage. A word of the question in a passage's title counts for
+// the whole passage, and half in each of its sentences that has it: it
+// says what the passage is about more than which sentence answers.
 func fromLore(question, result string) llmtest.Reply {
 	if msg, ok := strings.CutPrefix(result, "error: "); ok {
 		return say("The old books are out of reach: " + msg + ".")
@@ -150,8 +162,14 @@ func fromLore(question, result string) llmtest.Reply {
 	best, score, title := "", 0.0, ""
 	for _, p := range passages {
 		inTitle := stems(p.Title)
+		about := 0.0 // the passage is about what was asked
+		for w := range inTitle {
+			if asked[w] {
+				about += 0.75
+			}
+		}
 		for _, sentence := range sentences(p.Content) {
-			s := 0.0
+			s := about
 			for w := range stems(sentence) {
 				switch {
 				case !asked[w]:
