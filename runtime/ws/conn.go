@@ -433,6 +433,14 @@ func (c *conn) request(f *inFrame) *session {
 	var reason, detail string
 	start := false
 	switch {
+	case c.draining && s != nil && s.dur != nil:
+		// Handed over: the server drains, and will close the connection
+		// with 1001 once its running requests end. The request is not
+		// answered: the client sends it again, with its requestId, where
+		// it resumes the conversation, and it runs there, once.
+		c.mu.Unlock()
+		c.log(slog.LevelDebug, "ws: draining: a request of a durable conversation is left for the client to send again elsewhere", "chat", f.ChatID)
+		return nil
 	case c.draining:
 		reason = ErrShuttingDown.Reason
 	case s == nil:
