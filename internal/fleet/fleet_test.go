@@ -1,0 +1,488 @@
+package fleet
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/redis/go-redis/v9"
+	"github.com/tmc/langchaingo/llms"
+
+	"github.com/chatscopes/chatgen/internal/pgtest"
+	"github.com/chatscopes/chatgen/runtime/chat"
+	"github.com/chatscopes/chatgen/runtime/memory"
+	"github.com/chatscopes/chatgen/runtime/pgstore"
+	"github.com/chatscopes/chatgen/runtime/redisstore"
+	"github.com/chatscopes/chatgen/runtime/ws"
+)
+
+// The fleet's settings. CHATGEN_FLEET_CLIENTS overrides the number of
+// clients.
+const (
+	defaultClients = 200
+	leaseTTL       = 5 * time.Second       // how long a killed node's conversations stay busy
+	drainDelay     = 2 * time.Second       // > HAProxy's inter 1s × fall 1
+	settle         = 4 * time.Second       // between two restarts
+	minThink       = 200 * time.Millisecond // a client's pause between two turns
+	maxThink       = 600 * time.Millisecond
+)
+
+// TestFleet runs the fleet: three fleetnode processes on a durable store
+// behind a load balancer configured by docs/deploy, clients with
+// reconnection chatting continuously, each node drained (SIGTERM) and
+// restarted in turn, then one killed (kill -9) and restarted. Every turn
+// a client sent must be answered once, with the answer of its place in
+// the conversation (so none was lost or run twice); every conversation's
+// saved state and memory must hold exactly its turns; a turn may have run
+// twice only if its first run was on the killed node, which saved nothing
+// of it.
+//
+// It runs with CHATGEN_FLEET=1 (make fleet); CHATGEN_FLEET_RUNS picks the
+// runs ("nginx/redis,haproxy/redis,nginx/postgres" by default).
+func TestFleet(t *testing.T) {
+	if os.Getenv("CHATGEN_FLEET") == "" {
+		t.Skip("the fleet test runs with CHATGEN_FLEET=1 (make fleet)")
+	}
+	clients := defaultClients
+	if v := os.Getenv("CHATGEN_FLEET_CLIENTS"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n <= 0 {
+			t.Fatalf("CHATGEN_FLEET_CLIENTS=%q is not a positive number", v)
+		}
+		clients = n
+	}
+	runs := "nginx/redis,haproxy/redis,nginx/postgres"
+	if v := os.Getenv("CHATGEN_FLEET_RUNS"); v != "" {
+		runs = v
+	}
+	bin := buildNode(t, t.TempDir())
+	for _, run := range strings.Split(runs, ",") {
+		lbName, storeName, _ := strings.Cut(run, "/")
+		lb, ok := balancers[lbName]
+		if !ok || (storeName != "redis" && storeName != "postgres") {
+			t.Fatalf("CHATGEN_FLEET_RUNS: unknown run %q", run)
+		}
+		t.Run(run, func(t *testing.T) {
+			f := &fleet{t: t, bin: bin, dir: t.TempDir(), clients: clients}
+			f.openStore(storeName)
+			f.run(lb)
+		})
+	}
+}
+
+// A fleet is one run of the fleet test.
+type fleet struct {
+	t       *testing.T
+	bin     string
+	dir     string
+	clients int
+
+	storeArgs []string               // the nodes' store flags
+	store     chat.ConversationStore // the test's view of the store
+	memories  memory.Store
+
+	nodes  []*node
+	killed map[string]bool // incarnations killed by kill -9
+
+	mu         sync.Mutex
+	latencies  []time.Duration
+	stalls     []stall
+	executions int // runs of the answered turns, on every node
+	reran      int // runs beyond the first (on the killed node)
+}
+
+// A node is one of the fleet's three nodes; each start is an incarnation
+// of its own name (n2-g1, n2-g2…).
+type node struct {
+	name string
+	addr string
+	gen  int
+	proc *proc
+}
+
+func (n *node) incarnation() string { return fmt.Sprintf("%s-g%d", n.name, n.gen) }
+
+// A stall is a turn that took long, and when.
+type stall struct {
+	d      time.Duration
+	at     time.Duration // since the start of the chat
+	client int
+}
+
+func (f *fleet) openStore(name string) {
+	t := f.t
+	switch name {
+	case "redis":
+		addr := startRedis(t, f.dir)
+		prefix := "fleet:"
+		f.storeArgs = []string{"-redis", addr, "-prefix", prefix}
+		c := redis.NewClient(&redis.Options{Addr: addr})
+		t.Cleanup(func() { c.Close() })
+		s, err := redisstore.New(c, &redisstore.Options{Prefix: prefix, TTL: time.Hour})
+		if err != nil {
+			t.Fatal(err)
+		}
+		f.store, f.memories = s, s.Memories()
+	case "postgres":
+		pool := pgtest.Pool(t, nil)
+		if _, err := pgstore.Migrate(t.Context(), pool); err != nil {
+			t.Fatal(err)
+		}
+		f.storeArgs = []string{"-postgres", nodeURL(t, pool)}
+		s, err := pgstore.New(t.Context(), pool, &pgstore.Options{TTL: time.Hour})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { s.Close() })
+		f.store, f.memories = s, s.Memories()
+	}
+}
+
+// nodeURL is the URL of pgtest's database with the pool's schema.
+func nodeURL(t *testing.T, pool *pgxpool.Pool) string {
+	schema := pool.Config().ConnConfig.RuntimeParams["search_path"]
+	if schema == "" {
+		t.Fatal("pgtest's pool has no search_path")
+	}
+	u := pgtest.URL()
+	sep := "?"
+	if strings.Contains(u, "?") {
+		sep = "&"
+	}
+	return u + sep + "search_path=" + schema
+}
+
+// startNode starts n's next incarnation and waits until it is ready.
+func (f *fleet) startNode(n *node) {
+	f.t.Helper()
+	n.gen++
+	name := n.incarnation()
+	args := append([]string{f.bin, "-addr", n.addr, "-node", name,
+		"-exec-log", filepath.Join(f.dir, "exec-"+name+".log"),
+		"-lease-ttl", leaseTTL.String(), "-drain-delay", drainDelay.String(), "-drain-timeout", "20s"}, f.storeArgs...)
+	n.proc = start(f.t, f.dir, name, args...)
+	n.proc.waitUntil(f.t, "readiness", func() bool { return httpOK("http://" + n.addr + "/readyz") })
+}
+
+func (f *fleet) run(lb balancer) {
+	t := f.t
+	f.killed = map[string]bool{}
+	var addrs []string
+	for i := range 3 {
+		n := &node{name: fmt.Sprintf("n%d", i+1), addr: fmt.Sprintf("127.0.0.1:%d", freePort(t))}
+		f.nodes = append(f.nodes, n)
+		addrs = append(addrs, n.addr)
+		f.startNode(n)
+	}
+	lbAddr := fmt.Sprintf("127.0.0.1:%d", freePort(t))
+	lb.start(t, f.dir, lbAddr, addrs)
+	url := "ws://" + lbAddr + ws.RoutesPath
+
+	// The clients connect, then chat until told to stop.
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var stop atomic.Bool
+	started := time.Now()
+	cs := make([]*client, f.clients)
+	var wg sync.WaitGroup
+	var connected sync.WaitGroup
+	for i := range cs {
+		cs[i] = &client{id: i}
+		connected.Add(1)
+		wg.Go(func() { cs[i].chat(ctx, f, url, &stop, started, &connected) })
+	}
+	connected.Wait()
+	t.Logf("%d clients connected through %s in %v", f.clients, lb.name, time.Since(started).Round(time.Millisecond))
+
+	// Each node drained and restarted in turn, then one killed.
+	time.Sleep(settle)
+	for _, n := range f.nodes {
+		t0 := time.Now()
+		name := n.incarnation()
+		if err := n.proc.stop(syscall.SIGTERM, 30*time.Second); err != nil {
+			t.Errorf("%s after SIGTERM: %v\n%s", name, err, n.proc.tail())
+		}
+		drained := time.Since(t0)
+		f.startNode(n)
+		t.Logf("%s drained in %v (delay %v), %s ready %v after the SIGTERM", name, drained.Round(time.Millisecond), drainDelay, n.incarnation(), time.Since(t0).Round(time.Millisecond))
+		time.Sleep(settle)
+	}
+	victim := f.nodes[1]
+	f.killed[victim.incarnation()] = true
+	t0 := time.Now()
+	victim.proc.kill()
+	f.startNode(victim)
+	t.Logf("%s killed (kill -9), %s ready %v later", victim.name+"-g"+strconv.Itoa(victim.gen-1), victim.incarnation(), time.Since(t0).Round(time.Millisecond))
+	time.Sleep(leaseTTL + settle)
+
+	stop.Store(true)
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(2 * time.Minute):
+		cancel()
+		<-done
+		t.Error("clients still waiting for answers 2 minutes after the last restart")
+	}
+	elapsed := time.Since(started)
+	f.check(cs)
+	f.report(lb.name, cs, elapsed)
+	for _, c := range cs {
+		c.close()
+	}
+}
+
+// A client is one of the fleet's clients: one connection, one
+// conversation.
+type client struct {
+	id      int
+	c       *ws.Client
+	s       chat.Session
+	convID  string
+	turns   int // answered
+	failure error
+
+	mu   sync.Mutex
+	msgs []string
+}
+
+func (c *client) add(text string) {
+	c.mu.Lock()
+	c.msgs = append(c.msgs, text)
+	c.mu.Unlock()
+}
+
+func (c *client) take() []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	m := c.msgs
+	c.msgs = nil
+	return m
+}
+
+func (c *client) close() {
+	if c.c != nil {
+		c.c.Close()
+	}
+}
+
+// chat connects, then sends turn after turn, each checked against the
+// answer it must get, until stop; the first failure ends it.
+func (c *client) chat(ctx context.Context, f *fleet, url string, stop *atomic.Bool, started time.Time, connected *sync.WaitGroup) {
+	fail := func(err error) {
+		c.failure = err
+	}
+	var err error
+	c.c, err = ws.Dial(ctx, url, &ws.DialOptions{
+		Logger:    slog.New(slog.DiscardHandler),
+		Reconnect: &ws.ReconnectOptions{MinDelay: 50 * time.Millisecond, MaxDelay: time.Second},
+	})
+	if err == nil {
+		c.s, err = c.c.Builder().OnMessage(c.add).Connect(ctx, "")
+	}
+	connected.Done()
+	if err != nil {
+		fail(fmt.Errorf("connecting: %w", err))
+		return
+	}
+	c.convID = c.s.(interface{ ConversationID() string }).ConversationID()
+	for k := 1; !stop.Load(); k++ {
+		msg := fmt.Sprintf("c%d t%d", c.id, k)
+		t0 := time.Now()
+		if err := c.s.Chat(ctx, msg); err != nil {
+			fail(fmt.Errorf("turn %d: %w", k, err))
+			return
+		}
+		d := time.Since(t0)
+		if got, want := c.take(), Answer(k, msg); len(got) != 1 || got[0] != want {
+			fail(fmt.Errorf("turn %d answered %q, want %q", k, got, want))
+			return
+		}
+		c.turns = k
+		f.mu.Lock()
+		f.latencies = append(f.latencies, d)
+		if d > time.Second {
+			f.stalls = append(f.stalls, stall{d: d, at: t0.Sub(started), client: c.id})
+		}
+		f.mu.Unlock()
+		think := minThink + rand.N(maxThink-minThink)
+		select {
+		case <-time.After(think):
+		case <-ctx.Done():
+			return
+		}
+	}
+}
+
+// check checks each client's answers, each conversation's saved state
+// and memory, and the nodes' executions.
+func (f *fleet) check(cs []*client) {
+	t := f.t
+	ctx := context.Background()
+	failed := 0
+	for _, c := range cs {
+		if c.failure != nil {
+			failed++
+			if failed <= 10 {
+				t.Errorf("client %d (conversation %s): %v", c.id, c.convID, c.failure)
+			}
+		}
+	}
+	if failed > 0 {
+		t.Fatalf("%d of %d clients failed", failed, len(cs))
+	}
+	for _, c := range cs {
+		if err := f.checkConversation(ctx, c); err != nil {
+			t.Errorf("client %d, conversation %s: %v", c.id, c.convID, err)
+		}
+	}
+	f.checkExecutions(cs)
+}
+
+// checkConversation checks that c's conversation holds its turns: the
+// counter bean, and the memory (the system message, then each message
+// and answer in order).
+func (f *fleet) checkConversation(ctx context.Context, c *client) error {
+	st, err := f.store.Load(ctx, c.convID)
+	if err != nil {
+		return fmt.Errorf("loading: %w", err)
+	}
+	if len(st.Scopes) != 1 || len(st.Scopes[0].Memories) != 1 {
+		return fmt.Errorf("saved scopes %+v, want one with one memory", st.Scopes)
+	}
+	var counter Counter
+	if err := json.Unmarshal(st.Scopes[0].Beans[CounterBean], &counter); err != nil {
+		return fmt.Errorf("the counter bean %s: %w", st.Scopes[0].Beans[CounterBean], err)
+	}
+	if counter.N != c.turns {
+		return fmt.Errorf("the counter bean holds %d turns, the client was answered %d", counter.N, c.turns)
+	}
+	mem, err := f.memories.Get(ctx, st.Scopes[0].Memories[0])
+	if err != nil {
+		return fmt.Errorf("the memory: %w", err)
+	}
+	want := []string{"system " + askMethod.System}
+	for k := 1; k <= c.turns; k++ {
+		want = append(want, fmt.Sprintf("human c%d t%d", c.id, k), fmt.Sprintf("ai %d messages", 2*k))
+	}
+	var got []string
+	for _, m := range mem {
+		var text string
+		for _, p := range m.Parts {
+			if tc, ok := p.(llms.TextContent); ok {
+				text += tc.Text
+			}
+		}
+		got = append(got, string(m.Role)+" "+text)
+	}
+	if !slices.Equal(got, want) {
+		return fmt.Errorf("the memory holds %d messages, want %d: %q", len(got), len(want), firstDiff(got, want))
+	}
+	return nil
+}
+
+// firstDiff returns the messages from the first that differs.
+func firstDiff(got, want []string) []string {
+	for i := range got {
+		if i >= len(want) || got[i] != want[i] {
+			return got[i:min(len(got), i+4)]
+		}
+	}
+	return nil
+}
+
+// checkExecutions reads the nodes' execution logs: every answered turn ran
+// at least once, and twice only if a run was on the killed node.
+func (f *fleet) checkExecutions(cs []*client) {
+	t := f.t
+	runs := map[string][]string{} // message → incarnations
+	logs, err := filepath.Glob(filepath.Join(f.dir, "exec-*.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range logs {
+		b, err := os.ReadFile(l)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for line := range strings.Lines(string(b)) {
+			inc, msg, ok := strings.Cut(strings.TrimSuffix(line, "\n"), " ")
+			if !ok || !strings.HasSuffix(line, "\n") {
+				t.Errorf("%s: a malformed line %q", l, line)
+				continue
+			}
+			runs[msg] = append(runs[msg], inc)
+		}
+	}
+	total, again := 0, 0
+	for _, c := range cs {
+		for k := 1; k <= c.turns; k++ {
+			msg := fmt.Sprintf("c%d t%d", c.id, k)
+			incs := runs[msg]
+			total += len(incs)
+			switch {
+			case len(incs) == 0:
+				t.Errorf("%s was answered but never ran", msg)
+			case len(incs) > 1:
+				cut := 0
+				for _, inc := range incs {
+					if f.killed[inc] {
+						cut++
+					}
+				}
+				if cut < len(incs)-1 {
+					t.Errorf("%s ran %d times, on %v (killed: %v)", msg, len(incs), incs, f.killed)
+				}
+				again += len(incs) - 1
+			}
+		}
+	}
+	f.mu.Lock()
+	f.reran = again
+	f.executions = total
+	f.mu.Unlock()
+}
+
+// report logs the run's figures: turns, latency percentiles, the longest
+// stalls, and the turns run again after the kill.
+func (f *fleet) report(lb string, cs []*client, elapsed time.Duration) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	lat := slices.Clone(f.latencies)
+	slices.Sort(lat)
+	pct := func(p float64) time.Duration {
+		if len(lat) == 0 {
+			return 0
+		}
+		return lat[min(len(lat)-1, int(p*float64(len(lat))))].Round(100 * time.Microsecond)
+	}
+	turns := 0
+	for _, c := range cs {
+		turns += c.turns
+	}
+	slices.SortFunc(f.stalls, func(a, b stall) int { return int(b.d - a.d) })
+	var longest []string
+	for _, s := range f.stalls[:min(5, len(f.stalls))] {
+		longest = append(longest, fmt.Sprintf("%v (client %d, at %v)", s.d.Round(time.Millisecond), s.client, s.at.Round(time.Second)))
+	}
+	f.t.Logf("FLEET %s: %d clients, %d turns in %v (%.0f/s), none lost, none run twice; "+
+		"latency p50 %v, p99 %v, max %v; %d turns over 1 s; longest: %s; "+
+		"%d runs of %d answered turns, %d again after the kill -9 (their first run was cut, unsaved)",
+		f.t.Name(), len(cs), turns, elapsed.Round(time.Second), float64(turns)/elapsed.Seconds(),
+		pct(0.5), pct(0.99), pct(1), len(f.stalls), strings.Join(longest, ", "),
+		f.executions, turns, f.reran)
+}
