@@ -33,9 +33,9 @@ import (
 // clients.
 const (
 	defaultClients = 200
-	leaseTTL       = 5 * time.Second       // how long a killed node's conversations stay busy
-	drainDelay     = 2 * time.Second       // > HAProxy's inter 1s × fall 1
-	settle         = 4 * time.Second       // between two restarts
+	leaseTTL       = 5 * time.Second        // how long a killed node's conversations stay busy
+	drainDelay     = 2 * time.Second        // > HAProxy's inter 1s × fall 1
+	settle         = 4 * time.Second        // between two restarts
 	minThink       = 200 * time.Millisecond // a client's pause between two turns
 	maxThink       = 600 * time.Millisecond
 )

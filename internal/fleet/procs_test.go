@@ -275,4 +275,3 @@ func runHAProxy(t *testing.T, dir, conf string) *proc {
 	}
 	return start(t, dir, "haproxy", "haproxy", "-db", "-f", global, "-f", path)
 }
-
