@@ -14,6 +14,7 @@ import (
 	"io"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/chatscopes/chatgen/runtime/ai"
 	"github.com/chatscopes/chatgen/runtime/chat"
@@ -48,10 +49,11 @@ const maxRecorded = 1000
 // messages, k-1 answers): a turn lost, run twice, or a memory that lost
 // or doubled a message shows in the answer.
 type App struct {
-	node    string
-	model   *llmtest.Model
-	counter *chat.Bean[*Counter]
-	svc     *ai.Service
+	node     string
+	turnTime time.Duration
+	model    *llmtest.Model
+	counter  *chat.Bean[*Counter]
+	svc      *ai.Service
 
 	logMu sync.Mutex
 	log   io.Writer
@@ -59,9 +61,10 @@ type App struct {
 
 // NewApp returns the application of the node named node, whose chat
 // memories are in memories; it writes a line "<node> <message>" to execLog
-// for each execution of a turn, before the turn is saved.
-func NewApp(node string, memories memory.Store, execLog io.Writer) *App {
-	a := &App{node: node, log: execLog}
+// for each execution of a turn, before the turn is saved. Each turn takes
+// turnTime more (the model's time to answer), or until its context ends.
+func NewApp(node string, memories memory.Store, execLog io.Writer, turnTime time.Duration) *App {
+	a := &App{node: node, log: execLog, turnTime: turnTime}
 	a.model = llmtest.NewModel(llmtest.Rules(llmtest.WhenFunc(nil, func(req *llmtest.Request) (llmtest.Reply, error) {
 		return llmtest.Reply{Text: fmt.Sprintf("%d messages", len(req.Messages))}, nil
 	})))
@@ -102,6 +105,15 @@ func (a *App) turn(ctx context.Context, req *chat.RouteRequest) error {
 	}
 	if a.model.Calls() > maxRecorded {
 		a.model.Reset()
+	}
+	if a.turnTime > 0 {
+		t := time.NewTimer(a.turnTime)
+		defer t.Stop()
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
 	}
 	return chat.SendValue(ctx, fmt.Sprintf("turn %d: %s (%s)", c.N, msg, r.Content))
 }

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -36,6 +37,7 @@ const (
 	leaseTTL       = 5 * time.Second        // how long a killed node's conversations stay busy
 	drainDelay     = 2 * time.Second        // > HAProxy's inter 1s × fall 1
 	settle         = 4 * time.Second        // between two restarts
+	turnTime       = 50 * time.Millisecond  // the model's time: a drain or a kill finds turns running
 	minThink       = 200 * time.Millisecond // a client's pause between two turns
 	maxThink       = 600 * time.Millisecond
 )
@@ -97,11 +99,19 @@ type fleet struct {
 	nodes  []*node
 	killed map[string]bool // incarnations killed by kill -9
 
+	phase  atomic.Pointer[string] // what the fleet goes through
+	phases []string               // every phase, in order
+
 	mu         sync.Mutex
-	latencies  []time.Duration
-	stalls     []stall
-	executions int // runs of the answered turns, on every node
-	reran      int // runs beyond the first (on the killed node)
+	samples    []sample // every answered turn
+	executions int      // runs of the answered turns, on every node
+	reran      int      // runs beyond the first (on the killed node)
+}
+
+// setPhase starts phase: the turns sent from now on are counted in it.
+func (f *fleet) setPhase(phase string) {
+	f.phases = append(f.phases, phase)
+	f.phase.Store(&phase)
 }
 
 // A node is one of the fleet's three nodes; each start is an incarnation
@@ -115,10 +125,11 @@ type node struct {
 
 func (n *node) incarnation() string { return fmt.Sprintf("%s-g%d", n.name, n.gen) }
 
-// A stall is a turn that took long, and when.
-type stall struct {
+// A sample is a turn's latency, from the client's Chat to its answer, and
+// the phase of the fleet when it was answered.
+type sample struct {
 	d      time.Duration
-	at     time.Duration // since the start of the chat
+	phase  string
 	client int
 }
 
@@ -172,7 +183,7 @@ func (f *fleet) startNode(n *node) {
 	name := n.incarnation()
 	args := append([]string{f.bin, "-addr", n.addr, "-node", name,
 		"-exec-log", filepath.Join(f.dir, "exec-"+name+".log"),
-		"-lease-ttl", leaseTTL.String(), "-drain-delay", drainDelay.String(), "-drain-timeout", "20s"}, f.storeArgs...)
+		"-lease-ttl", leaseTTL.String(), "-turn-time", turnTime.String(), "-drain-delay", drainDelay.String(), "-drain-timeout", "20s"}, f.storeArgs...)
 	n.proc = start(f.t, f.dir, name, args...)
 	n.proc.waitUntil(f.t, "readiness", func() bool { return httpOK("http://" + n.addr + "/readyz") })
 }
@@ -195,6 +206,7 @@ func (f *fleet) run(lb balancer) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	var stop atomic.Bool
+	f.setPhase("steady")
 	started := time.Now()
 	cs := make([]*client, f.clients)
 	var wg sync.WaitGroup
@@ -202,7 +214,7 @@ func (f *fleet) run(lb balancer) {
 	for i := range cs {
 		cs[i] = &client{id: i}
 		connected.Add(1)
-		wg.Go(func() { cs[i].chat(ctx, f, url, &stop, started, &connected) })
+		wg.Go(func() { cs[i].chat(ctx, f, url, &stop, &connected) })
 	}
 	connected.Wait()
 	t.Logf("%d clients connected through %s in %v", f.clients, lb.name, time.Since(started).Round(time.Millisecond))
@@ -212,6 +224,7 @@ func (f *fleet) run(lb balancer) {
 	for _, n := range f.nodes {
 		t0 := time.Now()
 		name := n.incarnation()
+		f.setPhase("drain " + n.name)
 		if err := n.proc.stop(syscall.SIGTERM, 30*time.Second); err != nil {
 			t.Errorf("%s after SIGTERM: %v\n%s", name, err, n.proc.tail())
 		}
@@ -223,6 +236,7 @@ func (f *fleet) run(lb balancer) {
 	victim := f.nodes[1]
 	f.killed[victim.incarnation()] = true
 	t0 := time.Now()
+	f.setPhase("kill -9 " + victim.name)
 	victim.proc.kill()
 	f.startNode(victim)
 	t.Logf("%s killed (kill -9), %s ready %v later", victim.name+"-g"+strconv.Itoa(victim.gen-1), victim.incarnation(), time.Since(t0).Round(time.Millisecond))
@@ -240,7 +254,7 @@ func (f *fleet) run(lb balancer) {
 	}
 	elapsed := time.Since(started)
 	f.check(cs)
-	f.report(lb.name, cs, elapsed)
+	f.report(cs, elapsed)
 	for _, c := range cs {
 		c.close()
 	}
@@ -282,7 +296,7 @@ func (c *client) close() {
 
 // chat connects, then sends turn after turn, each checked against the
 // answer it must get, until stop; the first failure ends it.
-func (c *client) chat(ctx context.Context, f *fleet, url string, stop *atomic.Bool, started time.Time, connected *sync.WaitGroup) {
+func (c *client) chat(ctx context.Context, f *fleet, url string, stop *atomic.Bool, connected *sync.WaitGroup) {
 	fail := func(err error) {
 		c.failure = err
 	}
@@ -308,16 +322,14 @@ func (c *client) chat(ctx context.Context, f *fleet, url string, stop *atomic.Bo
 			return
 		}
 		d := time.Since(t0)
+		phase := *f.phase.Load() // the phase of a restart that held the turn up
 		if got, want := c.take(), Answer(k, msg); len(got) != 1 || got[0] != want {
 			fail(fmt.Errorf("turn %d answered %q, want %q", k, got, want))
 			return
 		}
 		c.turns = k
 		f.mu.Lock()
-		f.latencies = append(f.latencies, d)
-		if d > time.Second {
-			f.stalls = append(f.stalls, stall{d: d, at: t0.Sub(started), client: c.id})
-		}
+		f.samples = append(f.samples, sample{d: d, phase: phase, client: c.id})
 		f.mu.Unlock()
 		think := minThink + rand.N(maxThink-minThink)
 		select {
@@ -457,32 +469,43 @@ func (f *fleet) checkExecutions(cs []*client) {
 	f.mu.Unlock()
 }
 
-// report logs the run's figures: turns, latency percentiles, the longest
-// stalls, and the turns run again after the kill.
-func (f *fleet) report(lb string, cs []*client, elapsed time.Duration) {
+// report logs the run's figures: turns, latency percentiles overall and
+// in each phase (a phase lasts from its SIGTERM or kill until the next
+// one; a turn counts in the phase it was answered in), and the turns run
+// again after the kill.
+func (f *fleet) report(cs []*client, elapsed time.Duration) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	lat := slices.Clone(f.latencies)
-	slices.Sort(lat)
-	pct := func(p float64) time.Duration {
-		if len(lat) == 0 {
-			return 0
-		}
-		return lat[min(len(lat)-1, int(p*float64(len(lat))))].Round(100 * time.Microsecond)
-	}
 	turns := 0
 	for _, c := range cs {
 		turns += c.turns
 	}
-	slices.SortFunc(f.stalls, func(a, b stall) int { return int(b.d - a.d) })
-	var longest []string
-	for _, s := range f.stalls[:min(5, len(f.stalls))] {
-		longest = append(longest, fmt.Sprintf("%v (client %d, at %v)", s.d.Round(time.Millisecond), s.client, s.at.Round(time.Second)))
+	f.t.Logf("FLEET %s: %d clients, %d turns in %v (%.0f/s), none lost, none run twice; %d runs of the %d turns: %d again after the kill -9 (their first run was cut, unsaved)",
+		f.t.Name(), len(cs), turns, elapsed.Round(time.Second), float64(turns)/elapsed.Seconds(), f.executions, turns, f.reran)
+	f.t.Logf("FLEET %s: all turns: %s", f.t.Name(), latencies(f.samples))
+	for _, phase := range f.phases {
+		var in []sample
+		for _, s := range f.samples {
+			if s.phase == phase {
+				in = append(in, s)
+			}
+		}
+		f.t.Logf("FLEET %s: %-10s %s", f.t.Name(), phase+":", latencies(in))
 	}
-	f.t.Logf("FLEET %s: %d clients, %d turns in %v (%.0f/s), none lost, none run twice; "+
-		"latency p50 %v, p99 %v, max %v; %d turns over 1 s; longest: %s; "+
-		"%d runs of %d answered turns, %d again after the kill -9 (their first run was cut, unsaved)",
-		f.t.Name(), len(cs), turns, elapsed.Round(time.Second), float64(turns)/elapsed.Seconds(),
-		pct(0.5), pct(0.99), pct(1), len(f.stalls), strings.Join(longest, ", "),
-		f.executions, turns, f.reran)
+}
+
+// latencies describes the samples: their number, p50, p99, the longest
+// (the longest stall a client saw) and how many took over a second.
+func latencies(samples []sample) string {
+	if len(samples) == 0 {
+		return "no turns"
+	}
+	s := slices.Clone(samples)
+	slices.SortFunc(s, func(a, b sample) int { return int(a.d - b.d) })
+	pct := func(p float64) time.Duration {
+		return s[min(len(s)-1, int(p*float64(len(s))))].d.Round(100 * time.Microsecond)
+	}
+	over := len(s) - sort.Search(len(s), func(i int) bool { return s[i].d > time.Second })
+	return fmt.Sprintf("%6d turns, p50 %v, p99 %v, longest %v (client %d), %d over 1 s",
+		len(s), pct(0.5), pct(0.99), s[len(s)-1].d.Round(time.Millisecond), s[len(s)-1].client, over)
 }

@@ -168,12 +168,13 @@ type balancer struct {
 	// config is the file of docs/deploy.
 	config string
 	// listen and backends are the strings of config replaced by the
-	// balancer's address and the nodes'.
+	// balancer's address (in listenAs) and the nodes'.
 	listen   string
+	listenAs string
 	backends []string
-	// run starts the balancer with conf, the configuration with the
-	// test's addresses, written in dir.
-	run func(t *testing.T, dir, conf string) *proc
+	// run starts the balancer's binary bin with conf, the configuration
+	// with the test's addresses, written in dir.
+	run func(t *testing.T, dir, bin, conf string) *proc
 }
 
 var balancers = map[string]balancer{
@@ -181,6 +182,7 @@ var balancers = map[string]balancer{
 		name:     "nginx",
 		config:   "../../docs/deploy/nginx.conf",
 		listen:   "listen 8080;",
+		listenAs: "listen %s;",
 		backends: []string{"127.0.0.1:8081", "127.0.0.1:8082", "127.0.0.1:8083"},
 		run:      runNginx,
 	},
@@ -188,18 +190,30 @@ var balancers = map[string]balancer{
 		name:     "haproxy",
 		config:   "../../docs/deploy/haproxy.cfg",
 		listen:   "bind :8080",
+		listenAs: "bind %s",
 		backends: []string{"127.0.0.1:8081", "127.0.0.1:8082", "127.0.0.1:8083"},
 		run:      runHAProxy,
 	},
+}
+
+// lookPath finds the binary name, in PATH or in /usr/sbin (where Debian
+// puts nginx and haproxy, outside a user's PATH).
+func lookPath(t *testing.T, name string) string {
+	t.Helper()
+	if p, err := exec.LookPath(name); err == nil {
+		return p
+	}
+	p := filepath.Join("/usr/sbin", name)
+	if _, err := os.Stat(p); err != nil {
+		t.Fatalf("%s is not installed (apt-get install nginx haproxy)", name)
+	}
+	return p
 }
 
 // start writes the configuration with the balancer listening on lbAddr
 // and the nodes at nodes, starts the balancer and waits until it serves.
 func (b balancer) start(t *testing.T, dir, lbAddr string, nodes []string) *proc {
 	t.Helper()
-	if _, err := exec.LookPath(b.name); err != nil {
-		t.Fatalf("%s is not installed (apt-get install nginx haproxy): %v", b.name, err)
-	}
 	raw, err := os.ReadFile(b.config)
 	if err != nil {
 		t.Fatal(err)
@@ -211,11 +225,11 @@ func (b balancer) start(t *testing.T, dir, lbAddr string, nodes []string) *proc 
 		}
 		conf = strings.Replace(conf, old, new, 1)
 	}
-	replace(b.listen, strings.Replace(b.listen, "8080", lbAddr, 1))
+	replace(b.listen, fmt.Sprintf(b.listenAs, lbAddr))
 	for i, backend := range b.backends {
 		replace(backend, nodes[i])
 	}
-	p := b.run(t, dir, conf)
+	p := b.run(t, dir, lookPath(t, b.name), conf)
 	p.waitUntil(t, b.name+" to serve", func() bool {
 		return httpOK("http://" + lbAddr + "/readyz")
 	})
@@ -224,7 +238,7 @@ func (b balancer) start(t *testing.T, dir, lbAddr string, nodes []string) *proc 
 
 // runNginx runs nginx in the foreground with conf included in a main
 // configuration of the test's (pid file, temporary files, logs in dir).
-func runNginx(t *testing.T, dir, conf string) *proc {
+func runNginx(t *testing.T, dir, bin, conf string) *proc {
 	t.Helper()
 	if err := os.WriteFile(filepath.Join(dir, "chatgen.conf"), []byte(conf), 0o644); err != nil {
 		t.Fatal(err)
@@ -252,15 +266,15 @@ http {
 	if err := os.WriteFile(path, []byte(main), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if out, err := exec.Command("nginx", "-t", "-e", "stderr", "-p", dir, "-c", path).CombinedOutput(); err != nil {
+	if out, err := exec.Command(bin, "-t", "-e", "stderr", "-p", dir, "-c", path).CombinedOutput(); err != nil {
 		t.Fatalf("nginx -t: %v\n%s", err, out)
 	}
-	return start(t, dir, "nginx", "nginx", "-e", "stderr", "-p", dir, "-c", path, "-g", "daemon off;")
+	return start(t, dir, "nginx", bin, "-e", "stderr", "-p", dir, "-c", path, "-g", "daemon off;")
 }
 
 // runHAProxy runs HAProxy in the foreground with a global section of the
 // test's, then conf.
-func runHAProxy(t *testing.T, dir, conf string) *proc {
+func runHAProxy(t *testing.T, dir, bin, conf string) *proc {
 	t.Helper()
 	global := filepath.Join(dir, "global.cfg")
 	if err := os.WriteFile(global, []byte("global\n    maxconn 8192\n"), 0o644); err != nil {
@@ -270,8 +284,8 @@ func runHAProxy(t *testing.T, dir, conf string) *proc {
 	if err := os.WriteFile(path, []byte(conf), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if out, err := exec.Command("haproxy", "-c", "-f", global, "-f", path).CombinedOutput(); err != nil {
+	if out, err := exec.Command(bin, "-c", "-f", global, "-f", path).CombinedOutput(); err != nil {
 		t.Fatalf("haproxy -c: %v\n%s", err, out)
 	}
-	return start(t, dir, "haproxy", "haproxy", "-db", "-f", global, "-f", path)
+	return start(t, dir, "haproxy", bin, "-db", "-f", global, "-f", path)
 }

@@ -55,6 +55,7 @@ func run(ctx context.Context, args []string) error {
 	pgURL := fs.String("postgres", "", "the PostgreSQL to keep conversations in (a migrated schema), instead of Redis")
 	execLog := fs.String("exec-log", "", "the file each execution of a turn is appended to")
 	leaseTTL := fs.Duration("lease-ttl", chat.DefaultLeaseTTL, "the conversations' lease time: how long a conversation of a killed node stays busy")
+	turnTime := fs.Duration("turn-time", 0, "how much longer each turn takes (the model's time)")
 	delay := fs.Duration("drain-delay", 0, "how long the node serves after readiness fails on SIGTERM")
 	timeout := fs.Duration("drain-timeout", ws.DefaultDrainTimeout, "the bound of the drain on SIGTERM")
 	if err := fs.Parse(args); err != nil {
@@ -82,7 +83,7 @@ func run(ctx context.Context, args []string) error {
 	}
 	defer st.close()
 
-	app := fleet.NewApp(*node, st.memories, log)
+	app := fleet.NewApp(*node, st.memories, log, *turnTime)
 	router, err := chat.NewRouter(&chat.RouterOptions{Store: st, Node: *node, Logger: logger, LeaseTTL: *leaseTTL}, app.Package())
 	if err != nil {
 		return err
