@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -76,12 +77,24 @@ func (sn *servingNode) wait(t *testing.T) error {
 	return sn.err
 }
 
-func (n *durableNodes) serve(t *testing.T, name string, g *gateRoute, opts *DrainOptions) *servingNode {
+// serve starts a node named name served by ServeUntilSignal with opts;
+// its logger tells handedOver (if not nil) each time a request is left
+// for the client to send again elsewhere. It serves reconnectPage at
+// /page.html.
+func (n *durableNodes) serve(t *testing.T, name string, g *gateRoute, opts *DrainOptions, handedOver chan<- struct{}) *servingNode {
 	t.Helper()
 	r, _ := n.router(t, name, g)
-	srv := NewServer(r, &ServerOptions{Logger: quietLogger()})
+	logger := quietLogger()
+	if handedOver != nil {
+		logger = slog.New(&handOverLog{ch: handedOver})
+	}
+	srv := NewServer(r, &ServerOptions{Logger: logger})
 	mux := http.NewServeMux()
 	mux.Handle("/", srv)
+	mux.HandleFunc("/page.html", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		_, _ = w.Write([]byte(reconnectPage))
+	})
 	mux.Handle("/readyz", srv.ReadinessHandler())
 	mux.Handle("/livez", srv.LivenessHandler())
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -113,6 +126,20 @@ func (n *durableNodes) serve(t *testing.T, name string, g *gateRoute, opts *Drai
 		return resp.StatusCode == http.StatusOK
 	})
 	return sn
+}
+
+// handOverLog signals each request a draining server leaves for the
+// client to send again elsewhere.
+type handOverLog struct{ ch chan<- struct{} }
+
+func (h *handOverLog) Enabled(context.Context, slog.Level) bool { return true }
+func (h *handOverLog) WithAttrs([]slog.Attr) slog.Handler       { return h }
+func (h *handOverLog) WithGroup(string) slog.Handler            { return h }
+func (h *handOverLog) Handle(_ context.Context, r slog.Record) error {
+	if strings.Contains(r.Message, "left for the client") {
+		h.ch <- struct{}{}
+	}
+	return nil
 }
 
 // probe answers h's status for a GET of path, in process.
@@ -170,7 +197,8 @@ func TestServeUntilSignalDrains(t *testing.T) {
 	checkGoroutines(t)
 	nodes := &durableNodes{store: chat.NewInMemoryConversationStore(nil)}
 	g := newGateRoute()
-	a := nodes.serve(t, "a", g, &DrainOptions{Delay: 20 * time.Millisecond, Signals: []os.Signal{syscall.SIGTERM}})
+	handedOver := make(chan struct{}, 1)
+	a := nodes.serve(t, "a", g, &DrainOptions{Delay: 20 * time.Millisecond, Signals: []os.Signal{syscall.SIGTERM}}, handedOver)
 	rb, routes := nodes.router(t, "b", g)
 	b := startServerFor(t, rb, routes, nil)
 	proxy := startProxy(t, b)
@@ -204,6 +232,7 @@ func TestServeUntilSignalDrains(t *testing.T) {
 	}
 	waitFor(t, "the connection to drain", func() bool { return anyDraining(a.srv) })
 	during := s2.ChatAsync(context.Background(), "during the drain")
+	recv(t, handedOver) // a leaves it to the client
 
 	close(g.release)
 	recv(t, long.Done())
@@ -252,7 +281,7 @@ func TestDrainTimeoutCutsTurns(t *testing.T) {
 	checkGoroutines(t)
 	nodes := &durableNodes{store: chat.NewInMemoryConversationStore(nil)}
 	g := newGateRoute()
-	a := nodes.serve(t, "a", g, &DrainOptions{Timeout: 50 * time.Millisecond, Signals: []os.Signal{syscall.SIGUSR1}})
+	a := nodes.serve(t, "a", g, &DrainOptions{Timeout: 50 * time.Millisecond, Signals: []os.Signal{syscall.SIGUSR1}}, nil)
 	rb, routes := nodes.router(t, "b", g)
 	b := startServerFor(t, rb, routes, nil)
 	proxy := startProxy(t, b)
