@@ -242,6 +242,12 @@ func (f *fleet) run(lb balancer) {
 	t.Logf("%s killed (kill -9), %s ready %v later", victim.name+"-g"+strconv.Itoa(victim.gen-1), victim.incarnation(), time.Since(t0).Round(time.Millisecond))
 	time.Sleep(leaseTTL + settle)
 
+	var spread []string
+	for _, n := range f.nodes {
+		_, port, _ := strings.Cut(n.addr, ":")
+		spread = append(spread, fmt.Sprintf("%s %d", n.name, established(port)))
+	}
+	t.Logf("FLEET %s: websockets per node at the end: %s", t.Name(), strings.Join(spread, ", "))
 	stop.Store(true)
 	done := make(chan struct{})
 	go func() { wg.Wait(); close(done) }()

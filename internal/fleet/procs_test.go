@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -288,4 +289,29 @@ func runHAProxy(t *testing.T, dir, bin, conf string) *proc {
 		t.Fatalf("haproxy -c: %v\n%s", err, out)
 	}
 	return start(t, dir, "haproxy", bin, "-db", "-f", global, "-f", path)
+}
+
+// established counts the established TCP connections whose local port is
+// port (/proc/net/tcp): the connections a node accepted and holds.
+func established(port string) int {
+	p, err := strconv.Atoi(port)
+	if err != nil {
+		return -1
+	}
+	want := fmt.Sprintf(":%04X", p)
+	n := 0
+	for _, f := range []string{"/proc/net/tcp", "/proc/net/tcp6"} {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			continue
+		}
+		for line := range strings.Lines(string(b)) {
+			fields := strings.Fields(line)
+			// sl local_address rem_address st …; 01 is ESTABLISHED.
+			if len(fields) > 3 && strings.HasSuffix(fields[1], want) && fields[3] == "01" {
+				n++
+			}
+		}
+	}
+	return n
 }
