@@ -103,6 +103,29 @@ const (
 })()`
 )
 
+// openPage opens url in b and returns a function that evaluates a step's
+// expression in the page, within 30 s of the opening, and decodes its
+// JSON result into v; a failure ends the test, with the browser's console.
+func openPage(t *testing.T, b *browsertest.Browser, url string) func(step, expr string, v any) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	t.Cleanup(cancel)
+	page, err := b.Open(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return func(step, expr string, v any) {
+		t.Helper()
+		out, err := page.Eval(ctx, expr)
+		if err != nil {
+			t.Fatalf("%s: %v\nconsole:\n%s", step, err, b.ConsoleLog())
+		}
+		if err := json.Unmarshal([]byte(out), v); err != nil {
+			t.Fatalf("%s: %s: %v", step, out, err)
+		}
+	}
+}
+
 // TestBrowserReconnects runs the JavaScript client with the reconnect
 // option in headless Chromium against a durable server behind a TCP proxy
 // whose connections the test cuts.
@@ -122,22 +145,7 @@ func TestBrowserReconnects(t *testing.T) {
 	front := &testServer{http: hs}
 	proxy := startProxy(t, front)
 
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	page, err := b.Open(ctx, "http://"+proxy.ln.Addr().String()+"/page.html")
-	if err != nil {
-		t.Fatal(err)
-	}
-	eval := func(step, expr string, v any) {
-		t.Helper()
-		out, err := page.Eval(ctx, expr)
-		if err != nil {
-			t.Fatalf("%s: %v\nconsole:\n%s", step, err, b.ConsoleLog())
-		}
-		if err := json.Unmarshal([]byte(out), v); err != nil {
-			t.Fatalf("%s: %s: %v", step, out, err)
-		}
-	}
+	eval := openPage(t, b, "http://"+proxy.ln.Addr().String()+"/page.html")
 
 	var setup struct {
 		Nested     bool
@@ -389,22 +397,7 @@ func browserDropMidTurn(t *testing.T, b *browsertest.Browser, store chat.Convers
 	defer hs.Close()
 	proxy := startProxy(t, &testServer{http: hs})
 
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	page, err := b.Open(ctx, "http://"+proxy.ln.Addr().String()+"/page.html")
-	if err != nil {
-		t.Fatal(err)
-	}
-	eval := func(step, expr string, v any) {
-		t.Helper()
-		out, err := page.Eval(ctx, expr)
-		if err != nil {
-			t.Fatalf("%s: %v\nconsole:\n%s", step, err, b.ConsoleLog())
-		}
-		if err := json.Unmarshal([]byte(out), v); err != nil {
-			t.Fatalf("%s: %s: %v", step, out, err)
-		}
-	}
+	eval := openPage(t, b, "http://"+proxy.ln.Addr().String()+"/page.html")
 	var first []string
 	eval("setup", dropSetup, &first)
 	checkLog(t, first, []string{"message answer 1: hello"})

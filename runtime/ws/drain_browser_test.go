@@ -3,10 +3,7 @@
 package ws
 
 import (
-	"context"
-	"encoding/json"
 	"testing"
-	"time"
 
 	"github.com/chatscopes/chatgen/internal/browsertest"
 	"github.com/chatscopes/chatgen/runtime/chat"
@@ -57,22 +54,7 @@ func TestBrowserResumesAfterDrain(t *testing.T) {
 	proxy := startProxy(t, nb)
 	proxy.switchToAddr(a.addr)
 
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	page, err := b.Open(ctx, "http://"+proxy.ln.Addr().String()+"/page.html")
-	if err != nil {
-		t.Fatal(err)
-	}
-	eval := func(step, expr string, v any) {
-		t.Helper()
-		out, err := page.Eval(ctx, expr)
-		if err != nil {
-			t.Fatalf("%s: %v\nconsole:\n%s", step, err, b.ConsoleLog())
-		}
-		if err := json.Unmarshal([]byte(out), v); err != nil {
-			t.Fatalf("%s: %s: %v", step, out, err)
-		}
-	}
+	eval := openPage(t, b, "http://"+proxy.ln.Addr().String()+"/page.html")
 	var sent string
 	eval("setup", drainSetup, &sent)
 	recv(t, g.started)
