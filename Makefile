@@ -61,7 +61,7 @@ gotest:
 ## drained (SIGTERM) and restarted, then one killed; no turn may be lost
 ## or run twice. Needs nginx, haproxy, redis-server and the PostgreSQL at
 ## 127.0.0.1:5432; .ci/run runs it after make test. FLEETFLAGS is passed
-## to go test (say -run 'TestFleet/haproxy').
+## to go test; CHATGEN_FLEET_RUNS picks the runs (say haproxy/postgres).
 FLEETFLAGS ?=
 fleet:
 	CHATGEN_FLEET=1 $(GO) test ./internal/fleet -run TestFleet -count=1 -v -timeout 15m $(FLEETFLAGS)
