@@ -210,6 +210,13 @@ func (f *fleet) run(lb balancer) {
 	started := time.Now()
 	cs := make([]*client, f.clients)
 	var wg sync.WaitGroup
+	defer func() {
+		cancel()
+		wg.Wait()
+		for _, c := range cs {
+			c.close()
+		}
+	}()
 	var connected sync.WaitGroup
 	for i := range cs {
 		cs[i] = &client{id: i}
@@ -261,9 +268,6 @@ func (f *fleet) run(lb balancer) {
 	elapsed := time.Since(started)
 	f.check(cs)
 	f.report(cs, elapsed)
-	for _, c := range cs {
-		c.close()
-	}
 }
 
 // A client is one of the fleet's clients: one connection, one
