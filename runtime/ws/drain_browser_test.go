@@ -48,8 +48,8 @@ func TestBrowserResumesAfterDrain(t *testing.T) {
 	nodes := &durableNodes{store: chat.NewInMemoryConversationStore(nil)}
 	g := newGateRoute()
 	handedOver := make(chan struct{}, 1)
-	a := nodes.serve(t, "a", g, nil, handedOver)
-	rb, routes := nodes.router(t, "b", g)
+	a := nodes.serve(t, "a", g, nil, handedOver, 0)
+	rb, routes := nodes.router(t, "b", g, 0)
 	nb := startServerFor(t, rb, routes, nil)
 	proxy := startProxy(t, nb)
 	proxy.switchToAddr(a.addr)

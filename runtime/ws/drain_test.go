@@ -47,12 +47,28 @@ func (g *gateRoute) pkg() *chat.Package {
 	return p
 }
 
+// slowRelease is a store whose leases take long to release, as on a
+// loaded store: a node lets go of a conversation well after it decided to.
+type slowRelease struct {
+	*chat.InMemoryConversationStore
+	delay time.Duration
+}
+
+func (s slowRelease) Release(ctx context.Context, id string, lease chat.Lease) error {
+	time.Sleep(s.delay)
+	return s.InMemoryConversationStore.Release(ctx, id, lease)
+}
+
 // router returns a router over the nodes' store with the tick and held
-// routes.
-func (n *durableNodes) router(t *testing.T, name string, g *gateRoute) (*chat.Router, *testRoutes) {
+// routes; its leases take releaseDelay to release.
+func (n *durableNodes) router(t *testing.T, name string, g *gateRoute, releaseDelay time.Duration) (*chat.Router, *testRoutes) {
 	t.Helper()
 	routes := newTestRoutes()
-	r, err := chat.NewRouter(&chat.RouterOptions{Store: n.store, Node: name, Logger: quietLogger()},
+	var store chat.ConversationStore = n.store
+	if releaseDelay > 0 {
+		store = slowRelease{n.store, releaseDelay}
+	}
+	r, err := chat.NewRouter(&chat.RouterOptions{Store: store, Node: name, Logger: quietLogger()},
 		e2e.Register(), routes.pkg(), n.tickPkg(), g.pkg())
 	if err != nil {
 		t.Fatal(err)
@@ -81,9 +97,9 @@ func (sn *servingNode) wait(t *testing.T) error {
 // its logger tells handedOver (if not nil) each time a request is left
 // for the client to send again elsewhere. It serves reconnectPage at
 // /page.html.
-func (n *durableNodes) serve(t *testing.T, name string, g *gateRoute, opts *DrainOptions, handedOver chan<- struct{}) *servingNode {
+func (n *durableNodes) serve(t *testing.T, name string, g *gateRoute, opts *DrainOptions, handedOver chan<- struct{}, releaseDelay time.Duration) *servingNode {
 	t.Helper()
-	r, _ := n.router(t, name, g)
+	r, _ := n.router(t, name, g, releaseDelay)
 	logger := quietLogger()
 	if handedOver != nil {
 		logger = slog.New(&handOverLog{ch: handedOver})
@@ -198,13 +214,20 @@ func TestServeUntilSignalDrains(t *testing.T) {
 	nodes := &durableNodes{store: chat.NewInMemoryConversationStore(nil)}
 	g := newGateRoute()
 	handedOver := make(chan struct{}, 1)
-	a := nodes.serve(t, "a", g, &DrainOptions{Delay: 20 * time.Millisecond, Signals: []os.Signal{syscall.SIGTERM}}, handedOver)
-	rb, routes := nodes.router(t, "b", g)
+	a := nodes.serve(t, "a", g, &DrainOptions{Delay: 20 * time.Millisecond, Signals: []os.Signal{syscall.SIGTERM}}, handedOver, 300*time.Millisecond)
+	rb, routes := nodes.router(t, "b", g, 0)
 	b := startServerFor(t, rb, routes, nil)
 	proxy := startProxy(t, b)
 	proxy.switchToAddr(a.addr)
-	states := newStateLog()
-	c := dialReconnecting(t, proxy.url(), states)
+	retries := &retryLog{}
+	c, err := Dial(context.Background(), proxy.url(), &DialOptions{
+		Logger:    slog.New(retries),
+		Reconnect: &ReconnectOptions{MinDelay: time.Millisecond, MaxDelay: 20 * time.Millisecond},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
 	var rec1, rec2 recorder
 	s1, err := rec1.builder(c).Connect(context.Background(), "held")
 	if err != nil {
@@ -271,6 +294,24 @@ func TestServeUntilSignalDrains(t *testing.T) {
 	if g.runs.Load() != 2 || nodes.ticks.Load() != 2 {
 		t.Fatalf("held ran %d times, tick %d times; want 2 and 2", g.runs.Load(), nodes.ticks.Load())
 	}
+	// Node a had let go of both conversations before it told the client
+	// to go: no resume found one busy.
+	if n := retries.n.Load(); n != 0 {
+		t.Fatalf("%d resumes were tried again", n)
+	}
+}
+
+// retryLog counts the resumes a client tries again.
+type retryLog struct{ n atomic.Int64 }
+
+func (h *retryLog) Enabled(context.Context, slog.Level) bool { return true }
+func (h *retryLog) WithAttrs([]slog.Attr) slog.Handler       { return h }
+func (h *retryLog) WithGroup(string) slog.Handler            { return h }
+func (h *retryLog) Handle(_ context.Context, r slog.Record) error {
+	if strings.Contains(r.Message, "trying again") {
+		h.n.Add(1)
+	}
+	return nil
 }
 
 // TestDrainTimeoutCutsTurns drains a node whose turn outlasts the drain's
@@ -281,8 +322,8 @@ func TestDrainTimeoutCutsTurns(t *testing.T) {
 	checkGoroutines(t)
 	nodes := &durableNodes{store: chat.NewInMemoryConversationStore(nil)}
 	g := newGateRoute()
-	a := nodes.serve(t, "a", g, &DrainOptions{Timeout: 50 * time.Millisecond, Signals: []os.Signal{syscall.SIGUSR1}}, nil)
-	rb, routes := nodes.router(t, "b", g)
+	a := nodes.serve(t, "a", g, &DrainOptions{Timeout: 50 * time.Millisecond, Signals: []os.Signal{syscall.SIGUSR1}}, nil, 0)
+	rb, routes := nodes.router(t, "b", g, 0)
 	b := startServerFor(t, rb, routes, nil)
 	proxy := startProxy(t, b)
 	proxy.switchToAddr(a.addr)
