@@ -31,10 +31,10 @@ window.states = [];
 window.pageReady = true;
 </script></body></html>`
 
-// The steps of TestBrowserReconnects, evaluated in the page in turn; each
-// returns a JSON string.
-const (
-	reconnectSetup = `(async () => {
+// openReconnecting starts the first step of a reconnect test: an async
+// function, ended by the step, that waits for reconnectPage, opens a
+// client with the reconnect option (window.client) and logs its states.
+const openReconnecting = `(async () => {
     for (let i = 0; i < 3000 && !window.pageReady; i++) {
         await new Promise((r) => setTimeout(r, 10));
     }
@@ -42,7 +42,12 @@ const (
     client.onConnectionState((state) => states.push(state));
     await client.open();
     window.client = client;
-    window.menu = await client.builder()
+`
+
+// The steps of TestBrowserReconnects, evaluated in the page in turn; each
+// returns a JSON string.
+const (
+	reconnectSetup = openReconnecting + `    window.menu = await client.builder()
         .messageHandler((m) => log.push("menu message " + m))
         .eventHandler("weapon", (w) => log.push("menu weapon " + w.name + "/" + w.damage))
         .connect();
@@ -324,15 +329,7 @@ func TestBrowserReconnectsToAPlainServer(t *testing.T) {
 
 // The steps of TestBrowserDropMidTurn.
 const (
-	dropSetup = `(async () => {
-    for (let i = 0; i < 3000 && !window.pageReady; i++) {
-        await new Promise((r) => setTimeout(r, 10));
-    }
-    const client = new ChatScopesClient({ reconnect: { minDelay: 5, maxDelay: 50 } });
-    client.onConnectionState((state) => states.push(state));
-    await client.open();
-    window.client = client;
-    window.session = await client.builder()
+	dropSetup = openReconnecting + `    window.session = await client.builder()
         .messageHandler((m) => log.push("message " + m))
         .connect("answerfirst");
     window.call = session.chat("hello").then(() => "resolved", (e) => "rejected " + e.reason);

@@ -11,15 +11,7 @@ import (
 
 // The steps of TestBrowserResumesAfterDrain.
 const (
-	drainSetup = `(async () => {
-    for (let i = 0; i < 3000 && !window.pageReady; i++) {
-        await new Promise((r) => setTimeout(r, 10));
-    }
-    const client = new ChatScopesClient({ reconnect: { minDelay: 5, maxDelay: 50 } });
-    client.onConnectionState((state) => states.push(state));
-    await client.open();
-    window.client = client;
-    window.held = await client.builder().messageHandler((m) => log.push("held " + m)).connect("held");
+	drainSetup = openReconnecting + `    window.held = await client.builder().messageHandler((m) => log.push("held " + m)).connect("held");
     window.tick = await client.builder().messageHandler((m) => log.push("tick " + m)).connect("tick");
     window.long = held.chat("long").then(() => "resolved", (e) => "rejected " + e.reason);
     return JSON.stringify("sent");
