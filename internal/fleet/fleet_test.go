@@ -23,6 +23,7 @@ import (
 	"github.com/tmc/langchaingo/llms"
 
 	"github.com/chatscopes/chatgen/internal/pgtest"
+	"github.com/chatscopes/chatgen/internal/redistest"
 	"github.com/chatscopes/chatgen/runtime/chat"
 	"github.com/chatscopes/chatgen/runtime/memory"
 	"github.com/chatscopes/chatgen/runtime/pgstore"
@@ -53,7 +54,9 @@ const (
 // of it.
 //
 // It runs with CHATGEN_FLEET=1 (make fleet); CHATGEN_FLEET_RUNS picks the
-// runs ("nginx/redis,haproxy/redis,nginx/postgres" by default).
+// runs ("nginx/cluster,haproxy/cluster,nginx/postgres" by default; redis
+// is one redis-server, cluster a Redis Cluster of three masters with a
+// replica each).
 func TestFleet(t *testing.T) {
 	if os.Getenv("CHATGEN_FLEET") == "" {
 		t.Skip("the fleet test runs with CHATGEN_FLEET=1 (make fleet)")
@@ -66,7 +69,7 @@ func TestFleet(t *testing.T) {
 		}
 		clients = n
 	}
-	runs := "nginx/redis,haproxy/redis,nginx/postgres"
+	runs := "nginx/cluster,haproxy/cluster,nginx/postgres"
 	if v := os.Getenv("CHATGEN_FLEET_RUNS"); v != "" {
 		runs = v
 	}
@@ -74,7 +77,7 @@ func TestFleet(t *testing.T) {
 	for _, run := range strings.Split(runs, ",") {
 		lbName, storeName, _ := strings.Cut(run, "/")
 		lb, ok := balancers[lbName]
-		if !ok || (storeName != "redis" && storeName != "postgres") {
+		if !ok || (storeName != "redis" && storeName != "cluster" && storeName != "postgres") {
 			t.Fatalf("CHATGEN_FLEET_RUNS: unknown run %q", run)
 		}
 		t.Run(run, func(t *testing.T) {
@@ -144,6 +147,15 @@ func (f *fleet) openStore(name string) {
 		c := redis.NewClient(&redis.Options{Addr: addr})
 		t.Cleanup(func() { c.Close() })
 		s, err := redisstore.New(c, &redisstore.Options{Prefix: prefix, TTL: time.Hour})
+		if err != nil {
+			t.Fatal(err)
+		}
+		f.store, f.memories = s, s.Memories()
+	case "cluster":
+		cl := redistest.StartCluster(t, 3, 1)
+		prefix := "fleet:"
+		f.storeArgs = []string{"-redis", strings.Join(cl.Addrs(), ","), "-prefix", prefix}
+		s, err := redisstore.New(cl.Client(t), &redisstore.Options{Prefix: prefix, TTL: time.Hour})
 		if err != nil {
 			t.Fatal(err)
 		}

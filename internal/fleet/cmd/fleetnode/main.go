@@ -50,7 +50,7 @@ func run(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("fleetnode", flag.ContinueOnError)
 	addr := fs.String("addr", "127.0.0.1:8081", "the address to listen on")
 	node := fs.String("node", "", "the node's name (leases, the execution log)")
-	redisAddr := fs.String("redis", "", "the Redis to keep conversations in: host:port, or the path of a Unix socket")
+	redisAddr := fs.String("redis", "", "the Redis to keep conversations in: host:port, the path of a Unix socket, or a Redis Cluster's comma-separated seed addresses")
 	prefix := fs.String("prefix", "fleet:", "the Redis store's key prefix")
 	pgURL := fs.String("postgres", "", "the PostgreSQL to keep conversations in (a migrated schema), instead of Redis")
 	execLog := fs.String("exec-log", "", "the file each execution of a turn is appended to")
@@ -99,11 +99,17 @@ func run(ctx context.Context, args []string) error {
 }
 
 func openRedis(addr, prefix string) (*store, error) {
-	opts := &redis.Options{Addr: addr}
-	if strings.HasPrefix(addr, "/") {
-		opts.Network = "unix"
+	var c redis.UniversalClient
+	if addrs := strings.Split(addr, ","); len(addrs) > 1 {
+		// The seed nodes of a Redis Cluster.
+		c = redis.NewClusterClient(&redis.ClusterOptions{Addrs: addrs})
+	} else {
+		opts := &redis.Options{Addr: addr}
+		if strings.HasPrefix(addr, "/") {
+			opts.Network = "unix"
+		}
+		c = redis.NewClient(opts)
 	}
-	c := redis.NewClient(opts)
 	s, err := redisstore.New(c, &redisstore.Options{Prefix: prefix, TTL: time.Hour})
 	if err != nil {
 		c.Close()
