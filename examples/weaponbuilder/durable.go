@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/chatscopes/chatgen/runtime/boltstore"
@@ -54,7 +55,7 @@ type storage struct {
 // storageFlags says where conversations are kept.
 type storageFlags struct {
 	data        string        // the bbolt file ("": in memory)
-	redisAddr   string        // a Redis address: several servers share it (wins over data)
+	redisAddr   string        // a Redis address, or a cluster's comma-separated seed addresses: several servers share it (wins over data)
 	redisPrefix string        // the prefix of the Redis keys
 	lease       time.Duration // the lease on a conversation (0: the default)
 }
@@ -80,7 +81,9 @@ func openStorage(f storageFlags) (s storage, close func() error, err error) {
 
 func openStore(f storageFlags) (s storage, close func() error, err error) {
 	if f.redisAddr != "" {
-		client := redis.NewClient(&redis.Options{Addr: f.redisAddr})
+		// One address is a Redis server; several, the seed nodes of a
+		// Redis Cluster (the universal client then speaks cluster).
+		client := redis.NewUniversalClient(&redis.UniversalOptions{Addrs: strings.Split(f.redisAddr, ",")})
 		rs, err := redisstore.New(client, &redisstore.Options{Prefix: f.redisPrefix, TTL: conversationTTL})
 		if err != nil {
 			client.Close()

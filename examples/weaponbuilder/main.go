@@ -52,7 +52,7 @@ func main() {
 	lore := flag.Bool("mcp-lore", false, "offer the tools of the lore MCP server (run as a child process) at the Main Menu")
 	withOTel := flag.Bool("otel", false, "export OpenTelemetry traces and metrics to standard output")
 	data := flag.String("data", defaultDataFile(), `the file that keeps the conversations across restarts ("": in memory only; with -terminal the default is in memory)`)
-	redisAddr := flag.String("redis", "", "keep the conversations in the Redis at this address instead (several servers can share it)")
+	redisAddr := flag.String("redis", "", "keep the conversations in the Redis at this address instead (several servers can share it); comma-separated addresses name the seed nodes of a Redis Cluster")
 	redisPrefix := flag.String("redis-prefix", "weaponbuilder:", "the prefix of the Redis keys")
 	provider := flag.String("provider", "", "the model: "+strings.Join(providers, ", ")+` (keys from OPENAI_API_KEY, ANTHROPIC_API_KEY, GEMINI_API_KEY, OLLAMA_HOST; CHATGEN_MODEL names the model; default: openai when OPENAI_API_KEY is set, else offline)`)
 	lease := flag.Duration("lease", 0, "how long a server holds a conversation between requests: another server resuming it after a crash waits that long (0: 30s)")

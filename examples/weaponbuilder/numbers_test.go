@@ -7,6 +7,7 @@ import (
 	"os"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/chatscopes/chatgen/examples/weaponbuilder/flat"
 	"github.com/chatscopes/chatgen/runtime/ai"
@@ -36,10 +37,27 @@ type usage struct {
 	calls        int
 	promptTokens int
 	toolsOffered int
+	// cached is the prompt tokens OpenAI's prompt cache (simulated) would
+	// serve: a prefix of 1,024 tokens or more repeated from an earlier
+	// request.
+	cached int
 }
 
 func (u usage) String() string {
-	return fmt.Sprintf("%d model calls, %d prompt tokens, %.1f tools offered per call", u.calls, u.promptTokens, float64(u.toolsOffered)/float64(u.calls))
+	return fmt.Sprintf("%d model calls, %d prompt tokens (%d cached), %.1f tools offered per call",
+		u.calls, u.promptTokens, u.cached, float64(u.toolsOffered)/float64(u.calls))
+}
+
+// billed is the input bill in uncached-token equivalents at OpenAI's
+// price for cached input (0.5×, gpt-4o).
+func (u usage) billed() float64 { return float64(u.promptTokens-u.cached) + 0.5*float64(u.cached) }
+
+// newModel returns the scripted model of a run, with OpenAI's prompt
+// cache simulated (the session's turns come within its TTL).
+func newModel(script llmtest.Script) *llmtest.Model {
+	return llmtest.NewModel(script, llmtest.WithPromptCache(llmtest.PromptCache{
+		Rules: llmtest.CacheRulesOpenAI, Now: func() time.Time { return time.Unix(0, 0) },
+	}))
 }
 
 func measure(model *llmtest.Model) usage {
@@ -48,6 +66,7 @@ func measure(model *llmtest.Model) usage {
 		u.calls++
 		u.promptTokens += r.PromptTokens
 		u.toolsOffered += len(r.Tools)
+		u.cached += r.Cache.ReadTokens
 	}
 	return u
 }
@@ -76,7 +95,7 @@ func playSession(t testing.TB, router *chat.Router, after func(turn int)) {
 // the main menu's model calls in the turns that hand the player over to a
 // nested conversation.
 func runScoped(t testing.TB) (usage, *app, []int) {
-	model := llmtest.NewModel(llmtest.ScriptFunc(playArmorer))
+	model := newModel(llmtest.ScriptFunc(playArmorer))
 	a, err := newApp(context.Background(), model, slog.New(slog.DiscardHandler), storage{})
 	if err != nil {
 		t.Fatal(err)
@@ -104,7 +123,7 @@ func runScoped(t testing.TB) (usage, *app, []int) {
 // (the lore search too, as the scoped Main Menu has it), one memory (the
 // same 40-message window).
 func runFlat(t testing.TB) usage {
-	model := llmtest.NewModel(llmtest.ScriptFunc(flat.Play))
+	model := newModel(llmtest.ScriptFunc(flat.Play))
 	lore, err := loreKnowledge(context.Background())
 	if err != nil {
 		t.Fatal(err)
@@ -126,6 +145,7 @@ func TestTokenEfficiency(t *testing.T) {
 	t.Logf("chat scopes: %s", scoped)
 	t.Logf("flat prompt: %s", flatUsage)
 	t.Logf("prompt tokens: chat scopes send %.0f%% of the flat prompt's", 100*float64(scoped.promptTokens)/float64(flatUsage.promptTokens))
+	t.Logf("billed with OpenAI's prompt cache: chat scopes %.0f, flat prompt %.0f (%.0f%%)", scoped.billed(), flatUsage.billed(), 100*scoped.billed()/flatUsage.billed())
 	// Immediate hand-off tools: the menu's model picks the tool and no
 	// second menu call follows (a normal tool needs one more round trip to
 	// hand the tool's result back to the model).
@@ -140,7 +160,12 @@ func TestTokenEfficiency(t *testing.T) {
 		t.Errorf("chat scopes sent %d prompt tokens, more than half of the flat prompt's %d", scoped.promptTokens, flatUsage.promptTokens)
 	}
 	if os.Getenv("CHATGEN_NUMBERS") != "" {
-		fmt.Printf("| chat scopes | %d | %d | %.1f |\n", scoped.calls, scoped.promptTokens, float64(scoped.toolsOffered)/float64(scoped.calls))
-		fmt.Printf("| flat prompt | %d | %d | %.1f |\n", flatUsage.calls, flatUsage.promptTokens, float64(flatUsage.toolsOffered)/float64(flatUsage.calls))
+		for _, r := range []struct {
+			name string
+			u    usage
+		}{{"chat scopes", scoped}, {"flat prompt", flatUsage}} {
+			fmt.Printf("| %s | %d | %d | %.1f | %d | %.0f |\n", r.name, r.u.calls, r.u.promptTokens,
+				float64(r.u.toolsOffered)/float64(r.u.calls), r.u.cached, r.u.billed())
+		}
 	}
 }

@@ -56,7 +56,7 @@ func TestCorruptStateIsNotBusy(t *testing.T) {
 				t.Fatal(err)
 			}
 			return s, func(id string) chat.ConversationStore {
-				if err := c.HSet(t.Context(), prefix+"conv:"+id, "v", "garbage").Err(); err != nil {
+				if err := c.HSet(t.Context(), prefix+"c{"+id+"}:conv", "v", "garbage").Err(); err != nil {
 					t.Fatal(err)
 				}
 				return s

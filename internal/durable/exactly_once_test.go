@@ -51,6 +51,17 @@ var realStores = []struct {
 		}
 		return durableStore{s, s.Memories()}
 	}},
+	{"redis-cluster", func(t *testing.T) durableStore {
+		if testing.Short() {
+			t.Skip("starts a Redis Cluster")
+		}
+		c := redistest.StartCluster(t, 3, 0).Client(t)
+		s, err := redisstore.New(c, &redisstore.Options{Prefix: "chatgen:", TTL: time.Hour})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return durableStore{s, s.Memories()}
+	}},
 }
 
 // gatedApp is route "gate": it counts its turns in counterBean, asks an

@@ -1,7 +1,8 @@
 // Package redistest holds what the tests that use Redis share: a client of
 // the Redis of the development and CI machines, key prefixes of their own
 // that are cleaned up, a redis-server of a test's own that it may kill,
-// freeze and restart, and a hook counting round trips.
+// freeze and restart, a Redis Cluster of a test's own (StartCluster) whose
+// masters it may kill, and a hook counting round trips.
 //
 // A test that needs the shared Redis fails under CI=true when it is
 // unreachable, and is skipped otherwise; likewise for the redis-server
@@ -15,6 +16,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -62,28 +64,52 @@ func Prefix(t testing.TB, c redis.UniversalClient, name string) string {
 	return p
 }
 
-// Keys lists the keys that start with prefix.
+// Keys lists the keys that start with prefix (a SCAN pattern: escape
+// its glob characters), on every master of a cluster.
 func Keys(t testing.TB, c redis.UniversalClient, prefix string) []string {
 	t.Helper()
 	ctx := context.Background()
-	it := c.Scan(ctx, 0, prefix+"*", 1000).Iterator()
-	var keys []string
-	for it.Next(ctx) {
-		keys = append(keys, it.Val())
+	var (
+		mu   sync.Mutex
+		keys []string
+	)
+	scan := func(ctx context.Context, c redis.UniversalClient) error {
+		it := c.Scan(ctx, 0, prefix+"*", 1000).Iterator()
+		for it.Next(ctx) {
+			mu.Lock()
+			keys = append(keys, it.Val())
+			mu.Unlock()
+		}
+		return it.Err()
 	}
-	if err := it.Err(); err != nil {
+	var err error
+	if cc, ok := c.(*redis.ClusterClient); ok {
+		err = cc.ForEachMaster(ctx, func(ctx context.Context, c *redis.Client) error { return scan(ctx, c) })
+	} else {
+		err = scan(ctx, c)
+	}
+	if err != nil {
 		t.Errorf("listing the keys of %s*: %v", prefix, err)
 	}
 	return keys
 }
 
-// DeleteKeys deletes the keys that start with prefix.
+// DeleteKeys deletes the keys that start with prefix (one DEL per key, so
+// that the keys of a cluster may be in any slot).
 func DeleteKeys(t testing.TB, c redis.UniversalClient, prefix string) {
 	t.Helper()
-	if keys := Keys(t, c, prefix); len(keys) > 0 {
-		if err := c.Del(context.Background(), keys...).Err(); err != nil {
-			t.Errorf("deleting the keys of %s*: %v", prefix, err)
+	keys := Keys(t, c, prefix)
+	if len(keys) == 0 {
+		return
+	}
+	_, err := c.Pipelined(context.Background(), func(p redis.Pipeliner) error {
+		for _, k := range keys {
+			p.Del(context.Background(), k)
 		}
+		return nil
+	})
+	if err != nil {
+		t.Errorf("deleting the keys of %s*: %v", prefix, err)
 	}
 }
 
@@ -125,10 +151,7 @@ type Server struct {
 	t    testing.TB
 	dir  string
 	sock string
-	cmd  *exec.Cmd
-	// exited is closed when cmd has exited; err is then its error.
-	exited chan struct{}
-	err    error
+	proc *process // nil when not running
 }
 
 // StartServer starts a Server, killed when the test ends. Without the
@@ -166,59 +189,28 @@ func (s *Server) Addr() string { return s.sock }
 // Start starts the server (again, after Kill) and waits until it answers.
 func (s *Server) Start() {
 	s.t.Helper()
-	s.cmd = exec.Command("redis-server", "--port", "0", "--unixsocket", s.sock, "--unixsocketperm", "700",
-		"--dir", s.dir, "--save", "", "--appendonly", "yes", "--appendfsync", "always",
-		"--logfile", filepath.Join(s.dir, "redis.log"))
-	if err := s.cmd.Start(); err != nil {
+	p, err := startProcess([]string{"--port", "0", "--unixsocket", s.sock, "--unixsocketperm", "700",
+		"--dir", s.dir, "--save", "", "--appendonly", "yes", "--appendfsync", "always"},
+		s.Network(), s.Addr(), filepath.Join(s.dir, "redis.log"))
+	if err != nil {
 		s.t.Fatal(err)
 	}
-	s.exited = make(chan struct{})
-	go func(cmd *exec.Cmd, exited chan struct{}) {
-		s.err = cmd.Wait()
-		close(exited)
-	}(s.cmd, s.exited)
-	c := redis.NewClient(&redis.Options{Network: s.Network(), Addr: s.Addr(), MaxRetries: -1})
-	defer c.Close()
-	// A loaded machine may take long to start a process: the deadline is
-	// generous, and a server that exits is reported at once.
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-		err := c.Ping(ctx).Err()
-		cancel()
-		if err == nil {
-			return
-		}
-		select {
-		case <-s.exited:
-			log, _ := os.ReadFile(filepath.Join(s.dir, "redis.log"))
-			s.t.Fatalf("redis-server on %s exited: %v\n%s", s.sock, s.err, log)
-		default:
-		}
-		if time.Now().After(deadline) {
-			log, _ := os.ReadFile(filepath.Join(s.dir, "redis.log"))
-			s.t.Fatalf("redis-server on %s does not answer: %v\n%s", s.sock, err, log)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	s.proc = p
 }
 
 // Kill stops the server with SIGKILL (a frozen one too): no shutdown, no
 // last write.
 func (s *Server) Kill() {
-	if s.cmd == nil {
-		return
+	if s.proc != nil {
+		s.proc.kill()
+		s.proc = nil
 	}
-	_ = s.cmd.Process.Signal(syscall.SIGCONT)
-	_ = s.cmd.Process.Kill()
-	<-s.exited
-	s.cmd = nil
 }
 
 // Signal sends sig to the server (SIGSTOP freezes it, SIGCONT thaws it).
 func (s *Server) Signal(sig syscall.Signal) {
 	s.t.Helper()
-	if err := s.cmd.Process.Signal(sig); err != nil {
+	if err := s.proc.cmd.Process.Signal(sig); err != nil {
 		s.t.Fatal(err)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"slices"
 
 	"github.com/tmc/langchaingo/llms"
 )
@@ -137,6 +138,13 @@ type dialect struct {
 	// createMessage), so thinking without streaming failed with "parse
 	// response: invalid character 'e'".
 	pairStreaming bool
+	// cacheMarks places prompt-cache breakpoints (llms.CachedContent)
+	// on the stable prefix of every request (see markCache). Anthropic
+	// caches only the prefixes that end at a block with cache_control, and
+	// llms/anthropic sends the marker only on the parts of a human message
+	// (handleHumanMessage): its system prompt is one string, and it sends
+	// AI and tool messages without one.
+	cacheMarks bool
 	// unspecifiedReason is the finish reason the client reports when the
 	// provider sent none (llms/googleai reports genai's
 	// "FinishReasonUnspecified" for a stream cut before its last chunk).
@@ -148,7 +156,7 @@ func newDialect(c Client) dialect {
 	d := dialect{client: c}
 	switch c {
 	case ClientAnthropic:
-		d.splitAI, d.splitResults, d.pairStreaming = true, true, true
+		d.splitAI, d.splitResults, d.pairStreaming, d.cacheMarks = true, true, true, true
 	case ClientGoogleAI:
 		d.mergeResults, d.mapParameters = true, true
 		d.unspecifiedReason = "FinishReasonUnspecified"
@@ -185,6 +193,9 @@ func (d dialect) toolsError() error {
 // needs no change. msgs is never modified.
 func (d dialect) messages(msgs []llms.MessageContent) []llms.MessageContent {
 	if !d.needsShaping(msgs) {
+		if d.cacheMarks {
+			return markCache(msgs)
+		}
 		return msgs
 	}
 	out := make([]llms.MessageContent, 0, len(msgs)+4)
@@ -211,7 +222,81 @@ func (d dialect) messages(msgs []llms.MessageContent) []llms.MessageContent {
 			out = append(out, m)
 		}
 	}
+	if d.cacheMarks {
+		return markCache(out)
+	}
 	return out
+}
+
+// maxCacheMarks is the most blocks with cache_control Anthropic takes in
+// one request ("A maximum of 4 blocks with cache_control may be
+// provided").
+const maxCacheMarks = 4
+
+// markCache returns msgs with prompt-cache breakpoints on the stable
+// prefix of the request, for a provider that caches explicitly
+// (Anthropic). Every request of a method is laid out system message,
+// tools, memory (the pinned summary first, then history), new turn, and
+// each extends the previous one until the memory evicts; the breakpoints
+// go on the last part of three human messages:
+//
+//   - the last one (the newest turn's user message; in a tool loop, the
+//     turn's message before the tool exchange): its prefix is written, for
+//     the next request to read;
+//   - the one before it (the previous turn's, written by the previous
+//     request): read whole, however many blocks a tool loop added since
+//     (Anthropic looks back only 20 blocks from a breakpoint);
+//   - the first one (the summary of a Compressing memory, or the oldest
+//     message of a window), whose prefix outlives the history after it.
+//
+// Marks the caller placed count against Anthropic's limit of 4; no mark
+// is added beyond it, and a part already marked is left as it is. msgs is
+// never modified: a marked message gets new parts. Placing breakpoints
+// costs nothing at Anthropic: a write is billed from the longest prefix
+// read to the last breakpoint, wherever the others are.
+func markCache(msgs []llms.MessageContent) []llms.MessageContent {
+	var humans []int // human messages whose last part can carry a mark
+	marks := 0
+	for i, m := range msgs {
+		for _, p := range m.Parts {
+			if _, ok := p.(llms.CachedContent); ok {
+				marks++
+			}
+		}
+		if m.Role == llms.ChatMessageTypeHuman && len(m.Parts) > 0 && markable(m.Parts[len(m.Parts)-1]) {
+			humans = append(humans, i)
+		}
+	}
+	if len(humans) == 0 || marks >= maxCacheMarks {
+		return msgs
+	}
+	out := slices.Clone(msgs)
+	picks := []int{humans[len(humans)-1]}
+	if len(humans) > 1 {
+		picks = append(picks, humans[len(humans)-2])
+	}
+	if len(humans) > 2 {
+		picks = append(picks, humans[0])
+	}
+	for _, i := range picks[:min(len(picks), maxCacheMarks-marks)] {
+		parts := slices.Clone(out[i].Parts)
+		last := len(parts) - 1
+		parts[last] = llms.CachedContent{ContentPart: parts[last], CacheControl: &llms.CacheControl{Type: "ephemeral"}}
+		out[i].Parts = parts
+	}
+	return out
+}
+
+// markable reports whether llms/anthropic sends a cache_control on p, in
+// a human message: a non-empty text, or an image.
+func markable(p llms.ContentPart) bool {
+	switch p := p.(type) {
+	case llms.TextContent:
+		return p.Text != ""
+	case llms.BinaryContent:
+		return true
+	}
+	return false
 }
 
 // needsShaping reports whether messages would change msgs.
@@ -301,6 +386,14 @@ func (d dialect) finish(choice *llms.ContentChoice) (reason string, clean bool) 
 //   - "usage", a struct with prompt_tokens/completion_tokens/total_tokens
 //     JSON fields: llms/mistral (the mistral-go SDK's UsageInfo).
 //
+// The prompt-cache figures: PromptCachedTokens (llms/openai, OpenAI's
+// prompt_tokens_details.cached_tokens); CacheReadInputTokens and
+// CacheCreationInputTokens (llms/anthropic; llms/googleai sets the first
+// too, with CachedTokens, from Gemini's cachedContentTokenCount).
+// Anthropic's input_tokens leaves the cached tokens out: the prompt is
+// InputTokens plus both cache figures, as OpenTelemetry's
+// gen_ai.usage.input_tokens wants it.
+//
 // Gemini counts the model's thinking in the total only
 // (thoughtsTokenCount), and llms/googleai reports candidatesTokenCount as
 // the completion: when the total exceeds prompt plus completion, the
@@ -310,9 +403,16 @@ func (d dialect) usage(info map[string]any) Usage {
 	if len(info) == 0 {
 		return u
 	}
+	read, _ := count(info["PromptCachedTokens"])
+	if read == 0 {
+		read, _ = count(info["CacheReadInputTokens"])
+	}
+	write, _ := count(info["CacheCreationInputTokens"])
 	p, okP := count(info["PromptTokens"])
 	if !okP {
-		p, okP = count(info["InputTokens"])
+		if p, okP = count(info["InputTokens"]); okP {
+			p += read + write
+		}
 	}
 	c, okC := count(info["CompletionTokens"])
 	if !okC {
@@ -331,6 +431,7 @@ func (d dialect) usage(info map[string]any) Usage {
 		t = p + c
 	}
 	u.PromptTokens, u.CompletionTokens, u.TotalTokens = p, c, t
+	u.CacheReadTokens, u.CacheWriteTokens = read, write
 	return u
 }
 

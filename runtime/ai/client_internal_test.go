@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"reflect"
+	"slices"
 	"testing"
 
 	"github.com/tmc/langchaingo/llms"
@@ -128,11 +129,18 @@ func TestDialectUsage(t *testing.T) {
 		info map[string]any
 		want Usage
 	}{
-		{"openai", map[string]any{"PromptTokens": 3, "CompletionTokens": int32(2), "TotalTokens": int64(5)}, Usage{3, 2, 5}},
-		{"anthropic", map[string]any{"InputTokens": int32(10), "OutputTokens": 4}, Usage{10, 4, 14}},
-		{"numbers", map[string]any{"PromptTokens": 1.0, "CompletionTokens": json.Number("1")}, Usage{1, 1, 2}},
-		{"mistral", map[string]any{"usage": usage{7, 3, 10}, "model": "m"}, Usage{7, 3, 10}},
-		{"gemini thoughts", map[string]any{"PromptTokens": int32(10), "CompletionTokens": int32(5), "TotalTokens": int32(40)}, Usage{10, 30, 40}},
+		{"openai", map[string]any{"PromptTokens": 3, "CompletionTokens": int32(2), "TotalTokens": int64(5)}, Usage{PromptTokens: 3, CompletionTokens: 2, TotalTokens: 5}},
+		{"anthropic", map[string]any{"InputTokens": int32(10), "OutputTokens": 4}, Usage{PromptTokens: 10, CompletionTokens: 4, TotalTokens: 14}},
+		{"numbers", map[string]any{"PromptTokens": 1.0, "CompletionTokens": json.Number("1")}, Usage{PromptTokens: 1, CompletionTokens: 1, TotalTokens: 2}},
+		{"mistral", map[string]any{"usage": usage{7, 3, 10}, "model": "m"}, Usage{PromptTokens: 7, CompletionTokens: 3, TotalTokens: 10}},
+		{"gemini thoughts", map[string]any{"PromptTokens": int32(10), "CompletionTokens": int32(5), "TotalTokens": int32(40)}, Usage{PromptTokens: 10, CompletionTokens: 30, TotalTokens: 40}},
+		{"openai cached", map[string]any{"PromptTokens": 2000, "CompletionTokens": 5, "TotalTokens": 2005, "PromptCachedTokens": 1536},
+			Usage{PromptTokens: 2000, CompletionTokens: 5, TotalTokens: 2005, CacheReadTokens: 1536}},
+		{"anthropic cached", map[string]any{"InputTokens": 200, "OutputTokens": 5, "CacheReadInputTokens": 1500, "CacheCreationInputTokens": 300},
+			Usage{PromptTokens: 2000, CompletionTokens: 5, TotalTokens: 2005, CacheReadTokens: 1500, CacheWriteTokens: 300}},
+		{"gemini cached", map[string]any{"PromptTokens": int32(2000), "CompletionTokens": int32(5), "TotalTokens": int32(2005),
+			"CachedTokens": int32(1500), "CacheReadInputTokens": int32(1500)},
+			Usage{PromptTokens: 2000, CompletionTokens: 5, TotalTokens: 2005, CacheReadTokens: 1500}},
 		{"none", nil, Usage{}},
 	} {
 		if got := (dialect{}).usage(tc.info); got != tc.want {
@@ -183,7 +191,65 @@ func TestPickChoiceAnthropicBlocks(t *testing.T) {
 	if c.Content != "Let me look." || len(c.ToolCalls) != 1 || c.ReasoningContent != "Paris first." || c.StopReason != "tool_use" {
 		t.Fatalf("merged %+v", c)
 	}
-	if u := newDialect(ClientAnthropic).usage(c.GenerationInfo); u != (Usage{10, 5, 15}) {
+	if u := newDialect(ClientAnthropic).usage(c.GenerationInfo); u != (Usage{PromptTokens: 10, CompletionTokens: 5, TotalTokens: 15}) {
 		t.Fatalf("usage %+v", u)
+	}
+}
+
+// marked lists the indexes of the messages whose last part is a
+// prompt-cache breakpoint.
+func marked(msgs []llms.MessageContent) []int {
+	var out []int
+	for i, m := range msgs {
+		if len(m.Parts) > 0 {
+			if _, ok := m.Parts[len(m.Parts)-1].(llms.CachedContent); ok {
+				out = append(out, i)
+			}
+		}
+	}
+	return out
+}
+
+// TestDialectAnthropicCacheMarks: the Anthropic client's requests carry
+// breakpoints on the last part of the first, the second-to-last and the
+// last human messages, never more than 4 marks with the caller's, and the
+// memory's messages are not changed; other clients get none.
+func TestDialectAnthropicCacheMarks(t *testing.T) {
+	human := func(s string) llms.MessageContent { return llms.TextParts(llms.ChatMessageTypeHuman, s) }
+	aiText := func(s string) llms.MessageContent { return llms.TextParts(llms.ChatMessageTypeAI, s) }
+	in := []llms.MessageContent{
+		llms.TextParts(llms.ChatMessageTypeSystem, "Be brief."),
+		human("Summary: the user likes swords."),
+		aiText("ok"), human("one"), aiText("ok"), human("two"), aiText("ok"),
+	}
+	in = append(in, turnMessages()[1:5]...) // a turn in a tool loop: human, ai with calls, results
+	got := newDialect(ClientAnthropic).messages(in)
+	// shaped: 0 system, 1 summary, 2 ai, 3 one, 4 ai, 5 two, 6 ai, 7 human, 8-10 ai parts, 11-12 results
+	if m := marked(got); !reflect.DeepEqual(m, []int{1, 5, 7}) {
+		t.Fatalf("marked %v, want [1 5 7]", m)
+	}
+	if m := marked(in); m != nil {
+		t.Fatalf("the memory's messages were marked: %v", m)
+	}
+	if c := got[7].Parts[0].(llms.CachedContent); c.ContentPart != (llms.TextContent{Text: "Weather in Paris and Rome?"}) || c.CacheControl.Type != "ephemeral" {
+		t.Fatalf("mark %+v", c)
+	}
+
+	// The caller's marks count: with three, one is added, on the last.
+	own := slices.Clone(in)
+	for _, i := range []int{1, 3, 5} {
+		own[i] = llms.MessageContent{Role: llms.ChatMessageTypeHuman, Parts: []llms.ContentPart{
+			llms.CachedContent{ContentPart: in[i].Parts[0], CacheControl: &llms.CacheControl{Type: "ephemeral"}}}}
+	}
+	if m := marked(newDialect(ClientAnthropic).messages(own)); !reflect.DeepEqual(m, []int{1, 3, 5, 7}) {
+		t.Fatalf("with the caller's marks: %v", m)
+	}
+
+	// No other client marks, or copies what needs no shaping.
+	for _, c := range []Client{ClientOpenAI, ClientGoogleAI, ClientOllama, ClientMistral} {
+		msgs := in[:7]
+		if got := newDialect(c).messages(msgs); marked(got) != nil || &got[0] != &msgs[0] {
+			t.Fatalf("%s: marked %v", c, marked(got))
+		}
 	}
 }

@@ -54,8 +54,17 @@ type ToolExecution struct {
 }
 
 // Usage counts tokens.
+//
+// PromptTokens counts the whole prompt, its cached part included, with
+// every client (Anthropic reports the uncached rest as input_tokens; the
+// runtime adds the cache figures back). CacheReadTokens is the part of
+// PromptTokens the provider read from its prompt cache, and
+// CacheWriteTokens the part it wrote to it (only Anthropic reports
+// writes); both are 0 with a client or provider that reports no caching.
+// The uncached part is PromptTokens - CacheReadTokens - CacheWriteTokens.
 type Usage struct {
 	PromptTokens, CompletionTokens, TotalTokens int
+	CacheReadTokens, CacheWriteTokens           int
 }
 
 // add adds v to u.
@@ -63,6 +72,8 @@ func (u *Usage) add(v Usage) {
 	u.PromptTokens += v.PromptTokens
 	u.CompletionTokens += v.CompletionTokens
 	u.TotalTokens += v.TotalTokens
+	u.CacheReadTokens += v.CacheReadTokens
+	u.CacheWriteTokens += v.CacheWriteTokens
 }
 
 // count converts a token count of any integer (or float, or JSON number)

@@ -206,11 +206,26 @@ func (s *Service) runTraced(ctx context.Context, tr trace.Tracer, req *Request, 
 		span.SetAttributes(semconv.ErrorTypeKey.String(errType))
 		return nil, err
 	}
-	span.SetAttributes(
-		semconv.GenAIUsageInputTokens(reply.Usage.PromptTokens),
-		semconv.GenAIUsageOutputTokens(reply.Usage.CompletionTokens),
-	)
+	span.SetAttributes(usageAttributes(reply.Usage)...)
 	return reply, nil
+}
+
+// usageAttributes returns the span attributes of u: the input and output
+// tokens, and the prompt-cache reads and writes when there were any
+// (gen_ai.usage.cache_read.input_tokens and
+// gen_ai.usage.cache_creation.input_tokens, both included in
+// gen_ai.usage.input_tokens).
+func usageAttributes(u Usage) []attribute.KeyValue {
+	attrs := make([]attribute.KeyValue, 2, 4)
+	attrs[0] = semconv.GenAIUsageInputTokens(u.PromptTokens)
+	attrs[1] = semconv.GenAIUsageOutputTokens(u.CompletionTokens)
+	if u.CacheReadTokens > 0 {
+		attrs = append(attrs, semconv.GenAIUsageCacheReadInputTokens(u.CacheReadTokens))
+	}
+	if u.CacheWriteTokens > 0 {
+		attrs = append(attrs, semconv.GenAIUsageCacheCreationInputTokens(u.CacheWriteTokens))
+	}
+	return attrs
 }
 
 // chatObservation is a model call being traced or measured.
@@ -318,10 +333,7 @@ func (t *turn) endChat(ctx context.Context, obs chatObservation, resp *llms.Cont
 	if choice == nil {
 		return
 	}
-	attrs := []attribute.KeyValue{
-		semconv.GenAIUsageInputTokens(usage.PromptTokens),
-		semconv.GenAIUsageOutputTokens(usage.CompletionTokens),
-	}
+	attrs := usageAttributes(usage)
 	reason, _ := t.s.dialect.finish(choice)
 	if reason != "" {
 		attrs = append(attrs, semconv.GenAIResponseFinishReasons(reason))

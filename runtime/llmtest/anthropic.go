@@ -11,6 +11,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/tmc/langchaingo/llms"
 )
@@ -44,6 +45,9 @@ const AnthropicVersion = "2023-06-01"
 //     tool_use);
 //   - tool names match ^[a-zA-Z0-9_-]{1,64}$ and input_schema is an object
 //     schema;
+//   - cache_control is {"type":"ephemeral"} with an optional ttl of "5m"
+//     or "1h", on at most 4 blocks and tools ("A maximum of 4 blocks with
+//     cache_control may be provided. Found 5.");
 //   - thinking {"type":"enabled","budget_tokens":N} needs N >= 1024,
 //     max_tokens > N, a temperature of 1 when one is sent and a tool_choice
 //     that does not force tool use, and when the
@@ -96,7 +100,7 @@ func NewAnthropicServer(script Script, opts ...Option) *AnthropicServer {
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeAnthropicError(w, http.StatusNotFound, "Not Found")
 	})
-	s.init(script, opts, func(n int) string { return fmt.Sprintf("toolu_%02d", n) }, mux)
+	s.init(script, opts, CacheRulesAnthropic, func(n int) string { return fmt.Sprintf("toolu_%02d", n) }, mux)
 	s.URL = s.ts.URL + "/v1"
 	return s
 }
@@ -126,20 +130,18 @@ type anthropicMessage struct {
 
 // anthropicBlock is a content block of a request or a response.
 type anthropicBlock struct {
-	Type         string          `json:"type"`
-	Text         string          `json:"text,omitempty"`
-	ID           string          `json:"id,omitempty"`
-	Name         string          `json:"name,omitempty"`
-	Input        json.RawMessage `json:"input,omitempty"`
-	ToolUseID    string          `json:"tool_use_id,omitempty"`
-	Content      json.RawMessage `json:"content,omitempty"`
-	IsError      bool            `json:"is_error,omitempty"`
-	Thinking     string          `json:"thinking,omitempty"`
-	Signature    string          `json:"signature,omitempty"`
-	Source       *anthropicImage `json:"source,omitempty"`
-	CacheControl *struct {
-		Type string `json:"type"`
-	} `json:"cache_control,omitempty"`
+	Type         string                 `json:"type"`
+	Text         string                 `json:"text,omitempty"`
+	ID           string                 `json:"id,omitempty"`
+	Name         string                 `json:"name,omitempty"`
+	Input        json.RawMessage        `json:"input,omitempty"`
+	ToolUseID    string                 `json:"tool_use_id,omitempty"`
+	Content      json.RawMessage        `json:"content,omitempty"`
+	IsError      bool                   `json:"is_error,omitempty"`
+	Thinking     string                 `json:"thinking,omitempty"`
+	Signature    string                 `json:"signature,omitempty"`
+	Source       *anthropicImage        `json:"source,omitempty"`
+	CacheControl *anthropicCacheControl `json:"cache_control,omitempty"`
 }
 
 // anthropicImage is the source of an image block.
@@ -152,9 +154,25 @@ type anthropicImage struct {
 
 // anthropicTool is a tool definition.
 type anthropicTool struct {
-	Name        string `json:"name"`
-	Description string `json:"description"`
-	InputSchema any    `json:"input_schema"`
+	Name         string                 `json:"name"`
+	Description  string                 `json:"description"`
+	InputSchema  any                    `json:"input_schema"`
+	CacheControl *anthropicCacheControl `json:"cache_control,omitempty"`
+}
+
+// anthropicCacheControl is the cache_control of a block or a tool: a
+// breakpoint of the prompt cache.
+type anthropicCacheControl struct {
+	Type string `json:"type"`
+	TTL  string `json:"ttl,omitempty"`
+}
+
+// duration is the lifetime the breakpoint asks for; 0 for the default.
+func (c *anthropicCacheControl) duration() time.Duration {
+	if c != nil && c.TTL == "1h" {
+		return time.Hour
+	}
+	return 0
 }
 
 // anthropicToolName is the pattern of a tool name.
@@ -199,6 +217,14 @@ func (s *AnthropicServer) handleMessages(w http.ResponseWriter, r *http.Request)
 		Body:       body,
 	}
 	req.PromptTokens = EstimatePromptTokens(req.Messages, req.Tools)
+	for i, t := range ar.Tools {
+		if t.CacheControl != nil {
+			if req.toolBreakpoints == nil {
+				req.toolBreakpoints = make([]bool, len(ar.Tools))
+			}
+			req.toolBreakpoints[i] = true
+		}
+	}
 	rep := s.play(w, r, req, keepReasoning(req.Thinking), writeAnthropicError)
 	switch {
 	case rep == nil:
@@ -289,6 +315,9 @@ func checkAnthropicRequest(ar *anthropicRequest, validate bool) ([][]anthropicBl
 		}
 		blocks[i] = bs
 	}
+	if msg := checkCacheControl(ar, blocks); msg != "" {
+		return nil, msg
+	}
 	if !validate {
 		return blocks, ""
 	}
@@ -296,6 +325,51 @@ func checkAnthropicRequest(ar *anthropicRequest, validate bool) ([][]anthropicBl
 		return nil, `messages: first message must use the "user" role`
 	}
 	return blocks, checkAnthropicTurns(ar.Messages, blocks, thinking)
+}
+
+// checkCacheControl checks the cache_control of the tools, the system
+// blocks and the message blocks: each must be {"type":"ephemeral"} with
+// an optional ttl of "5m" or "1h", and there may be at most 4.
+func checkCacheControl(ar *anthropicRequest, blocks [][]anthropicBlock) string {
+	n := 0
+	check := func(at string, c *anthropicCacheControl) string {
+		if c == nil {
+			return ""
+		}
+		n++
+		switch {
+		case c.Type != "ephemeral":
+			return at + ".cache_control.type: Input should be 'ephemeral'"
+		case c.TTL != "" && c.TTL != "5m" && c.TTL != "1h":
+			return at + ".cache_control.ephemeral.ttl: Input should be '5m' or '1h'"
+		}
+		return ""
+	}
+	for i, t := range ar.Tools {
+		if msg := check(fmt.Sprintf("tools.%d.custom", i), t.CacheControl); msg != "" {
+			return msg
+		}
+	}
+	var sys []anthropicBlock
+	if raw := bytes.TrimSpace(ar.System); len(raw) > 0 && raw[0] == '[' {
+		_ = json.Unmarshal(raw, &sys) // checked by checkAnthropicSystem
+	}
+	for j, b := range sys {
+		if msg := check(fmt.Sprintf("system.%d.text", j), b.CacheControl); msg != "" {
+			return msg
+		}
+	}
+	for i, bs := range blocks {
+		for j, b := range bs {
+			if msg := check(fmt.Sprintf("messages.%d.content.%d.%s", i, j, b.Type), b.CacheControl); msg != "" {
+				return msg
+			}
+		}
+	}
+	if n > maxCacheBreakpoints {
+		return fmt.Sprintf("A maximum of %d blocks with cache_control may be provided. Found %d.", maxCacheBreakpoints, n)
+	}
+	return ""
 }
 
 // forcesToolUse reports whether a tool_choice forces the model to call a
@@ -501,7 +575,7 @@ func anthropicToLLMs(system json.RawMessage, msgs []anthropicMessage, blocks [][
 				continue
 			}
 			if b.CacheControl != nil {
-				p = llms.CachedContent{ContentPart: p, CacheControl: &llms.CacheControl{Type: b.CacheControl.Type}}
+				p = llms.CachedContent{ContentPart: p, CacheControl: &llms.CacheControl{Type: b.CacheControl.Type, Duration: b.CacheControl.duration()}}
 			}
 			add(role, p)
 		}
@@ -528,7 +602,7 @@ func anthropicSystemParts(raw json.RawMessage) []llms.ContentPart {
 	for _, b := range bs {
 		var p llms.ContentPart = llms.TextContent{Text: b.Text}
 		if b.CacheControl != nil {
-			p = llms.CachedContent{ContentPart: p, CacheControl: &llms.CacheControl{Type: b.CacheControl.Type}}
+			p = llms.CachedContent{ContentPart: p, CacheControl: &llms.CacheControl{Type: b.CacheControl.Type, Duration: b.CacheControl.duration()}}
 		}
 		parts = append(parts, p)
 	}

@@ -326,6 +326,13 @@ func TestAnthropicRejects(t *testing.T) {
 			"messages.1: `tool_use` ids were found without `tool_result` blocks immediately after: toolu_b. Each `tool_use` block must have a corresponding `tool_result` block in the next message."},
 		{"use at the end", body(user(`"Hi"`), asst(`[`+use("toolu_a")+`]`)), headers, 400, "invalid_request_error",
 			"messages.1: `tool_use` ids were found without `tool_result` blocks immediately after: toolu_a."},
+		{"five breakpoints", body(user(`[` + strings.Repeat(`{"type":"text","text":"x","cache_control":{"type":"ephemeral"}},`, 4) +
+			`{"type":"text","text":"y","cache_control":{"type":"ephemeral","ttl":"1h"}}]`)), headers, 400, "invalid_request_error",
+			"A maximum of 4 blocks with cache_control may be provided. Found 5."},
+		{"breakpoint type", body(user(`[{"type":"text","text":"x","cache_control":{"type":"persistent"}}]`)), headers, 400, "invalid_request_error",
+			"messages.0.content.0.text.cache_control.type: Input should be 'ephemeral'"},
+		{"breakpoint ttl", body(user(`[{"type":"text","text":"x","cache_control":{"type":"ephemeral","ttl":"2h"}}]`)), headers, 400, "invalid_request_error",
+			"messages.0.content.0.text.cache_control.ephemeral.ttl: Input should be '5m' or '1h'"},
 		{"result two turns later", body(user(`"Hi"`), asst(`[`+use("toolu_a")+`]`), user(`[`+result("toolu_a")+`]`), asst(`"ok"`), user(`[`+result("toolu_a")+`]`)), headers, 400, "invalid_request_error",
 			"messages.4.content.0: unexpected `tool_use_id` found in `tool_result` blocks: toolu_a."},
 		{"input not an object", body(user(`"Hi"`), asst(`[{"type":"tool_use","id":"t","name":"w","input":"x"}]`), user(`[`+result("t")+`]`)), headers, 400, "invalid_request_error",

@@ -54,6 +54,13 @@
 // bills (see [EstimatePromptTokens], [EstimateBilledTokens] and
 // [EstimateTextTokens]), the rule of runtime/memory's default estimator.
 //
+// Prompt caches: with [WithPromptCache] a Model or server simulates its
+// provider's prompt cache (OpenAI's and Gemini's automatic prefix caching,
+// Anthropic's cache_control breakpoints, a TTL on an injectable clock) and
+// reports what each request read from and wrote to it, in the usage of its
+// wire and in [Request.Cache], so tests and benchmarks can measure what a
+// conversation costs. Without it nothing is cached.
+//
 // Defects of langchaingo v0.1.14's other clients, pinned by this
 // package's tests against the strict servers (what a runtime must work
 // around): the anthropic client sends only Parts[0] of an AI or tool

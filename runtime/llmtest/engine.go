@@ -21,6 +21,7 @@ type Option func(*config)
 type config struct {
 	name     string
 	validate bool
+	cache    *PromptCache
 }
 
 // newConfig applies opts to the defaults.
@@ -57,6 +58,8 @@ type engine struct {
 	// toolID formats the n-th generated tool-call id (n counts from 1);
 	// nil means call_n, the OpenAI form.
 	toolID func(n int) string
+	// cache is the simulated prompt cache; nil when there is none.
+	cache *promptCache
 
 	mu       sync.Mutex
 	requests []Request
@@ -78,13 +81,24 @@ func (e *engine) play(req *Request, shape func(*Reply)) (*resolved, error) {
 	if shape != nil {
 		shape(&reply)
 	}
-	return resolve(req, reply, func() string {
+	r, err := resolve(req, reply, func() string {
 		e.toolSeq++
 		if e.toolID != nil {
 			return e.toolID(e.toolSeq)
 		}
 		return fmt.Sprintf("call_%d", e.toolSeq)
 	})
+	if err != nil || e.cache == nil || r.failing() || r.Disconnect || r.Err != nil {
+		return r, err
+	}
+	u := e.cache.use(req)
+	req.Cache = u
+	e.requests[req.Index].Cache = u
+	if r.Usage.CacheReadTokens == 0 && r.Usage.CacheWriteTokens == 0 {
+		r.Usage.CacheReadTokens = min(u.ReadTokens, r.Usage.PromptTokens)
+		r.Usage.CacheWriteTokens = min(u.WriteTokens, r.Usage.PromptTokens-r.Usage.CacheReadTokens)
+	}
+	return r, nil
 }
 
 // recorded returns a deep copy of the recorded requests.

@@ -89,7 +89,7 @@ func NewGeminiServer(script Script, opts ...Option) *GeminiServer {
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeGeminiError(w, http.StatusNotFound, fmt.Sprintf("The requested URL %s was not found on this server.", r.URL.Path))
 	})
-	s.init(script, opts, nil, mux)
+	s.init(script, opts, CacheRulesGemini, nil, mux)
 	s.URL = s.ts.URL
 	return s
 }
@@ -686,8 +686,9 @@ func (s *GeminiServer) stream(w http.ResponseWriter, r *http.Request, req *Reque
 			sofar.WriteString(*parts[0].Text)
 		}
 		usage := &geminiUsage{
-			PromptTokenCount:     rep.Usage.PromptTokens,
-			CandidatesTokenCount: EstimateTextTokens(sofar.String()),
+			PromptTokenCount:        rep.Usage.PromptTokens,
+			CandidatesTokenCount:    EstimateTextTokens(sofar.String()),
+			CachedContentTokenCount: rep.Usage.CacheReadTokens,
 		}
 		usage.TotalTokenCount = usage.PromptTokenCount + usage.CandidatesTokenCount
 		send(s.response(req, parts, nil, usage))

@@ -35,11 +35,12 @@ type loopback struct {
 	closeOnce sync.Once
 }
 
-// init prepares l and starts its httptest.Server with h. toolID formats
+// init prepares l and starts its httptest.Server with h. rules are the
+// prompt-cache rules of the wire (see WithPromptCache); toolID formats
 // generated tool-call ids (nil: call_n).
-func (l *loopback) init(script Script, opts []Option, toolID func(n int) string, h http.Handler) {
+func (l *loopback) init(script Script, opts []Option, rules CacheRules, toolID func(n int) string, h http.Handler) {
 	l.cfg = newConfig(opts)
-	l.eng = engine{script: script, toolID: toolID}
+	l.eng = engine{script: script, toolID: toolID, cache: newPromptCache(l.cfg.cache, rules)}
 	l.closed = make(chan struct{})
 	l.ts = httptest.NewServer(h)
 }

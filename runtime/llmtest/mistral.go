@@ -68,7 +68,7 @@ func NewMistralServer(script Script, opts ...Option) *MistralServer {
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeMistralError(w, http.StatusNotFound, "Not Found")
 	})
-	s.init(script, opts, func(n int) string { return fmt.Sprintf("call%05d", n) }, mux)
+	s.init(script, opts, CacheRulesWire, func(n int) string { return fmt.Sprintf("call%05d", n) }, mux)
 	s.URL = s.ts.URL
 	return s
 }

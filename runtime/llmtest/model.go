@@ -32,7 +32,8 @@ var _ llms.Model = (*Model)(nil)
 
 // NewModel returns a Model answering from script.
 func NewModel(script Script, opts ...Option) *Model {
-	return &Model{cfg: newConfig(opts), eng: engine{script: script}}
+	cfg := newConfig(opts)
+	return &Model{cfg: cfg, eng: engine{script: script, cache: newPromptCache(cfg.cache, CacheRulesOpenAI)}}
 }
 
 // Call answers a single prompt, through llms.GenerateFromSinglePrompt.

@@ -72,7 +72,7 @@ func NewOllamaServer(script Script, opts ...Option) *OllamaServer {
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeOllamaError(w, http.StatusNotFound, "404 page not found")
 	})
-	s.init(script, opts, nil, mux)
+	s.init(script, opts, CacheRulesWire, nil, mux)
 	s.models = []string{ollamaModelName(s.cfg.name)}
 	s.URL = s.ts.URL
 	return s

@@ -104,14 +104,14 @@ type Usage struct {
 	// CompletionTokens is the size of the answer.
 	CompletionTokens int
 	// CacheReadTokens is the part of PromptTokens read from a prompt
-	// cache, and CacheWriteTokens the part written to it. They are 0 unless
-	// the script sets them: no server simulates a cache yet. Servers whose
+	// cache, and CacheWriteTokens the part written to it. When the script
+	// leaves both 0, a Model or server with a simulated prompt cache
+	// ([WithPromptCache]) fills them in; without one they stay 0. Servers whose
 	// wire reports cache use send them (Anthropic: cache_read_input_tokens
 	// and cache_creation_input_tokens, input_tokens being the rest of
 	// PromptTokens; Gemini: cachedContentTokenCount; OpenAI:
 	// prompt_tokens_details.cached_tokens, and the in-process Model's
-	// GenerationInfo["PromptCachedTokens"]). A simulated cache would fill
-	// them in when the reply is resolved.
+	// GenerationInfo["PromptCachedTokens"]).
 	CacheReadTokens  int
 	CacheWriteTokens int
 }

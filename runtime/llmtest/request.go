@@ -51,6 +51,14 @@ type Request struct {
 	PromptTokens int
 	// Body is the raw HTTP request body; nil in-process.
 	Body []byte
+	// Cache is what the simulated prompt cache read and wrote for the
+	// request (see [WithPromptCache]); zero without one, and for a call
+	// that failed.
+	Cache CacheUse
+
+	// toolBreakpoints marks the tools that carried cache_control
+	// (Anthropic's wire), by index.
+	toolBreakpoints []bool
 }
 
 // LastUserText returns the text of the last user (human) message, or "".
@@ -116,6 +124,7 @@ func (r *Request) clone() Request {
 		}
 	}
 	c.Body = slices.Clone(r.Body)
+	c.toolBreakpoints = slices.Clone(r.toolBreakpoints)
 	return c
 }
 
@@ -147,10 +156,13 @@ func cloneMessages(msgs []llms.MessageContent) []llms.MessageContent {
 	return out
 }
 
-// messageText joins the text parts of m.
+// messageText joins the text parts of m (marked for caching or not).
 func messageText(m llms.MessageContent) string {
 	var b strings.Builder
 	for _, p := range m.Parts {
+		if c, ok := p.(llms.CachedContent); ok {
+			p = c.ContentPart
+		}
 		if t, ok := p.(llms.TextContent); ok {
 			b.WriteString(t.Text)
 		}

@@ -61,7 +61,7 @@ func NewServer(script Script, opts ...Option) *Server {
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, fmt.Sprintf("llmtest: unknown path %s (the API is under /v1)", r.URL.Path))
 	})
-	s.init(script, opts, nil, mux)
+	s.init(script, opts, CacheRulesOpenAI, nil, mux)
 	s.URL = s.ts.URL + "/v1"
 	return s
 }

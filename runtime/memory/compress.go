@@ -414,7 +414,7 @@ func (c *compressing) Add(ctx context.Context, msgs ...llms.MessageContent) erro
 		for i := range k {
 			folded += int(at(i).cost)
 		}
-		text, err := c.summarize(ctx, k)
+		text, err := c.summarize(ctx, k, sys, added)
 		if err == nil {
 			// The summary must leave room for the turn being added (what
 			// the cap would keep of it): a bigger one would push it out.
@@ -504,10 +504,16 @@ func (c *compressing) Add(ctx context.Context, msgs ...llms.MessageContent) erro
 // summarize asks the Summarizer for the summary of the current one and the
 // k oldest messages, with the policy's timeout, turning a panic or an
 // empty summary into an error.
-func (c *compressing) summarize(ctx context.Context, k int) (text string, err error) {
+func (c *compressing) summarize(ctx context.Context, k int, sys *llms.MessageContent, added []llms.MessageContent) (text string, err error) {
 	msgs, err := c.oldest(ctx, k)
 	if err != nil {
 		return "", err
+	}
+	var conv []llms.MessageContent
+	if cs, ok := c.p.sum.(ConversationSummarizer); ok && cs.WantsConversation() {
+		if conv, err = c.conversation(ctx, sys, added); err != nil {
+			return "", err
+		}
 	}
 	if c.p.timeout > 0 {
 		var cancel context.CancelFunc
@@ -519,7 +525,7 @@ func (c *compressing) summarize(ctx context.Context, k int) (text string, err er
 			text, err = "", fmt.Errorf("%w: %v", ErrSummarizerPanicked, r)
 		}
 	}()
-	text, err = c.p.sum.Summarize(ctx, SummaryRequest{Previous: c.summText, Messages: msgs, MaxTokens: c.p.summaryTokens})
+	text, err = c.p.sum.Summarize(ctx, SummaryRequest{Previous: c.summText, Messages: msgs, MaxTokens: c.p.summaryTokens, Conversation: conv})
 	if err != nil {
 		return "", err
 	}
@@ -531,6 +537,30 @@ func (c *compressing) summarize(ctx context.Context, k int) (text string, err er
 		return "", ErrEmptySummary
 	}
 	return text, nil
+}
+
+// conversation returns copies of what the memory holds, with sys as its
+// system message (the Add in progress may change it), followed by added:
+// the conversation as the model last saw it, and the turn's answer.
+func (c *compressing) conversation(ctx context.Context, sys *llms.MessageContent, added []llms.MessageContent) ([]llms.MessageContent, error) {
+	var list []llms.MessageContent
+	if c.mem != nil {
+		var err error
+		if list, err = c.mem.Get(ctx, c.id); err != nil {
+			return nil, fmt.Errorf("memory: reading %q: %w", c.id, err)
+		}
+		if c.sys != nil && len(list) > 0 {
+			list = list[1:]
+		}
+	} else {
+		list = cloneMessages(c.list(nil, c.summ, 0, nil))
+	}
+	out := make([]llms.MessageContent, 0, 1+len(list)+len(added))
+	if sys != nil {
+		out = append(out, cloneMessage(*sys))
+	}
+	out = append(out, list...)
+	return append(out, cloneMessages(added)...), nil
 }
 
 // oldest returns copies of the k oldest messages after the system message

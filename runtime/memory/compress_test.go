@@ -37,9 +37,14 @@ type joiner struct {
 	panic bool
 }
 
+// WantsConversation makes the joiner a memory.ConversationSummarizer, so
+// that the tests see the conversations it is given.
+func (j *joiner) WantsConversation() bool { return true }
+
 func (j *joiner) Summarize(ctx context.Context, req memory.SummaryRequest) (string, error) {
 	j.mu.Lock()
-	j.reqs = append(j.reqs, memory.SummaryRequest{Previous: req.Previous, Messages: slices.Clone(req.Messages), MaxTokens: req.MaxTokens})
+	j.reqs = append(j.reqs, memory.SummaryRequest{Previous: req.Previous, Messages: slices.Clone(req.Messages), MaxTokens: req.MaxTokens,
+		Conversation: slices.Clone(req.Conversation)})
 	call := len(j.reqs)
 	j.mu.Unlock()
 	if j.panic {
@@ -180,6 +185,16 @@ func TestCompressingSummarizesInBatches(t *testing.T) {
 			if calls[1].Previous != "human:1 ai:2 human:3 ai:4" ||
 				strings.Join(words(calls[1].Messages), " ") != "human:5 ai:6 human:7 ai:8" {
 				t.Fatalf("second summary request: previous %q, messages %s", calls[1].Previous, summary(calls[1].Messages))
+			}
+			// Conversation: everything, the Add in progress included.
+			if got := summary(calls[0].Conversation); got != "system:s human:1 ai:2 human:3 ai:4 human:5 ai:6" {
+				t.Fatalf("first summary request: conversation %s", got)
+			}
+			if got := summary(calls[1].Conversation); got != "system:s human:5 ai:6 human:7 ai:8 human:9 ai:a" {
+				t.Fatalf("second summary request: conversation %s", got)
+			}
+			if text, ok := memory.SummaryText(calls[1].Conversation[1]); !ok || text != calls[1].Previous {
+				t.Fatalf("second summary request: the conversation's second message is not the summary: %s", summary(calls[1].Conversation[1:2]))
 			}
 			if calls[0].MaxTokens != 25 {
 				t.Fatalf("MaxTokens = %d, want the default MaxTokens/4 = 25", calls[0].MaxTokens)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/tmc/langchaingo/llms"
@@ -68,6 +69,26 @@ type SummaryRequest struct {
 	// MaxTokens is the size the summary should keep within, counted by
 	// the memory's tokenizer ([CompressOptions.SummaryTokens]).
 	MaxTokens int
+	// Conversation is the whole conversation when the compression starts,
+	// oldest first: the system message, the summary message (when there is
+	// one), the messages the memory holds, and the messages of the Add in
+	// progress (the turn being added). Messages are its oldest messages
+	// after the summary. Most of it is the prompt the chat model was just
+	// sent: a summarizer that sends it first, as the chat did, is served
+	// by the provider's prompt cache (see
+	// [ModelSummarizerOptions.ReuseConversation]). It is filled in only
+	// for a [ConversationSummarizer] that wants it (it costs a copy of the
+	// memory); nil otherwise.
+	Conversation []llms.MessageContent
+}
+
+// A ConversationSummarizer is a [Summarizer] that may read
+// [SummaryRequest.Conversation]: a [Compressing] memory fills it in when
+// WantsConversation returns true.
+type ConversationSummarizer interface {
+	Summarizer
+	// WantsConversation reports whether Summarize reads the conversation.
+	WantsConversation() bool
 }
 
 // SummarizerFunc adapts a function to a [Summarizer].
@@ -101,10 +122,18 @@ const DefaultSummaryInstructions = "You keep the running summary of a conversati
 // "Tool f returned: …"), and the size to keep within. Tool calls are sent
 // as text, not as tool messages, so any model can summarise them and no
 // tool definitions are needed.
+//
+// With [ModelSummarizerOptions.ReuseConversation], it sends instead the
+// conversation as the chat model was sent it ([SummaryRequest.Conversation])
+// followed by one user message with the instructions
+// ([ConversationSummaryPrompt]), so that the provider's prompt cache
+// serves all of it but the instructions.
 type ModelSummarizer struct {
 	model        llms.Model
 	instructions string
 	options      []llms.CallOption
+	reuse        bool
+	cache        *llms.CacheControl
 }
 
 // ModelSummarizerOptions configures a [ModelSummarizer].
@@ -115,9 +144,30 @@ type ModelSummarizerOptions struct {
 	// CallOptions are passed to every model call, for example
 	// llms.WithModel to pick a small model, or llms.WithTemperature.
 	CallOptions []llms.CallOption
+	// ReuseConversation sends the conversation as the chat model was sent
+	// it, then the instructions as the last user message, instead of a
+	// transcript under the instructions as the system message. The chat
+	// model's prompt is then a prefix of the summarizer's, and a provider
+	// that caches prompts (OpenAI and Gemini automatically, Anthropic at
+	// its breakpoints: see CacheControl) bills it at its cached price: use
+	// it with the AI service's own model. With tools, pass the same tool
+	// definitions in CallOptions, or the prefix differs (providers read
+	// the tools first).
+	ReuseConversation bool
+	// CacheControl, with ReuseConversation, marks the last part of the
+	// conversation's last user message with it (llms.CachedContent; with
+	// langchaingo's anthropic client, anthropic.EphemeralCache()): the
+	// breakpoint the AI service's Anthropic requests carry there, so that
+	// Anthropic reads the conversation from its cache. Nil marks nothing
+	// (what any other client wants).
+	CacheControl *llms.CacheControl
 }
 
-var _ Summarizer = (*ModelSummarizer)(nil)
+var _ ConversationSummarizer = (*ModelSummarizer)(nil)
+
+// WantsConversation implements [ConversationSummarizer]: it reports
+// whether the summarizer was made with ReuseConversation.
+func (s *ModelSummarizer) WantsConversation() bool { return s.reuse }
 
 // NewModelSummarizer returns a ModelSummarizer asking model. opts may be
 // nil.
@@ -128,6 +178,7 @@ func NewModelSummarizer(model llms.Model, opts *ModelSummarizerOptions) *ModelSu
 			s.instructions = opts.Instructions
 		}
 		s.options = append([]llms.CallOption(nil), opts.CallOptions...)
+		s.reuse, s.cache = opts.ReuseConversation, opts.CacheControl
 	}
 	return s
 }
@@ -142,6 +193,9 @@ func (s *ModelSummarizer) Summarize(ctx context.Context, req SummaryRequest) (st
 		llms.TextParts(llms.ChatMessageTypeSystem, s.instructions),
 		llms.TextParts(llms.ChatMessageTypeHuman, SummaryPrompt(req)),
 	}
+	if s.reuse && len(req.Conversation) > 0 {
+		prompt = s.conversationPrompt(req)
+	}
 	resp, err := s.model.GenerateContent(ctx, prompt, s.options...)
 	if err != nil {
 		return "", fmt.Errorf("memory: summarizing: %w", err)
@@ -154,6 +208,57 @@ func (s *ModelSummarizer) Summarize(ctx context.Context, req SummaryRequest) (st
 		return "", ErrEmptySummary
 	}
 	return text, nil
+}
+
+// conversationPrompt returns the prompt of req with ReuseConversation: the
+// conversation, its last user message marked with the cache control, then
+// the instructions.
+func (s *ModelSummarizer) conversationPrompt(req SummaryRequest) []llms.MessageContent {
+	prompt := make([]llms.MessageContent, 0, len(req.Conversation)+1)
+	prompt = append(prompt, req.Conversation...)
+	if s.cache != nil {
+		for i := len(prompt) - 1; i >= 0; i-- {
+			m := prompt[i]
+			if m.Role != llms.ChatMessageTypeHuman || len(m.Parts) == 0 {
+				continue
+			}
+			last := m.Parts[len(m.Parts)-1]
+			if t, ok := last.(llms.TextContent); ok && t.Text != "" {
+				parts := slices.Clone(m.Parts)
+				parts[len(parts)-1] = llms.CachedContent{ContentPart: last, CacheControl: s.cache}
+				prompt[i].Parts = parts
+			}
+			break
+		}
+	}
+	return append(prompt, llms.TextParts(llms.ChatMessageTypeHuman, s.instructions+"\n\n"+ConversationSummaryPrompt(req)))
+}
+
+// ConversationSummaryPrompt returns the request a [ModelSummarizer] with
+// ReuseConversation sends after the conversation, under its instructions:
+// which messages to fold into the summary, and the size to keep within.
+func ConversationSummaryPrompt(req SummaryRequest) string {
+	var b strings.Builder
+	b.WriteString("The messages above are the conversation so far. ")
+	if req.Previous == "" {
+		b.WriteString("It has no summary yet: the current summary is empty. ")
+	} else {
+		b.WriteString("Its first user message is the current summary. ")
+	}
+	fmt.Fprintf(&b, "Fold into the summary the %d oldest messages after it, which it is about to replace, and nothing newer. ", len(req.Messages))
+	writeSizeRequest(&b, req.MaxTokens)
+	return b.String()
+}
+
+// writeSizeRequest asks for the updated summary, in at most the words of
+// maxTokens tokens when it is positive.
+func writeSizeRequest(b *strings.Builder, maxTokens int) {
+	if maxTokens > 0 {
+		// One token is about three quarters of an English word.
+		fmt.Fprintf(b, "Write the updated summary in at most %d words.", max(1, maxTokens*3/4))
+	} else {
+		b.WriteString("Write the updated summary.")
+	}
 }
 
 // SummaryPrompt returns the user message a [ModelSummarizer] sends for
@@ -172,12 +277,8 @@ func SummaryPrompt(req SummaryRequest) string {
 	for _, m := range req.Messages {
 		writeTranscript(&b, m)
 	}
-	if req.MaxTokens > 0 {
-		// One token is about three quarters of an English word.
-		fmt.Fprintf(&b, "\nWrite the updated summary in at most %d words.", max(1, req.MaxTokens*3/4))
-	} else {
-		b.WriteString("\nWrite the updated summary.")
-	}
+	b.WriteString("\n")
+	writeSizeRequest(&b, req.MaxTokens)
 	return b.String()
 }
 

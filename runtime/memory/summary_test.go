@@ -165,3 +165,43 @@ func ExampleCompressing() {
 	// ai: Done.
 	// {Adds:2 Compressions:1 Failures:0 Summarized:2 Dropped:0}
 }
+
+// TestModelSummarizerReusesTheConversation: with ReuseConversation the
+// model gets the conversation as the chat model got it, its last user
+// message marked with the cache control, then the instructions; the
+// simulated cache of the chat model's prompt serves it.
+func TestModelSummarizerReusesTheConversation(t *testing.T) {
+	model := llmtest.NewModel(llmtest.Rules().WithFallback(llmtest.Reply{Text: "The user is Ada; she likes swords."}),
+		llmtest.WithPromptCache(llmtest.PromptCache{Rules: llmtest.CacheRulesAnthropic}))
+	long := strings.Repeat("Be precise and brief. ", 300)
+	mark := &llms.CacheControl{Type: "ephemeral"}
+	conv := []llms.MessageContent{sys(long), human("I am Ada."), ai("Hello Ada."), human("I like swords."), ai("Noted.")}
+	// The chat request, as the AI service sends it to Anthropic.
+	chat := append(conv[:3:3], llms.MessageContent{Role: llms.ChatMessageTypeHuman,
+		Parts: []llms.ContentPart{llms.CachedContent{ContentPart: llms.TextContent{Text: "I like swords."}, CacheControl: mark}}})
+	if _, err := model.GenerateContent(t.Context(), chat); err != nil {
+		t.Fatal(err)
+	}
+	s := memory.NewModelSummarizer(model, &memory.ModelSummarizerOptions{ReuseConversation: true, CacheControl: mark})
+	got, err := s.Summarize(t.Context(), memory.SummaryRequest{Messages: conv[1:3], MaxTokens: 100, Conversation: conv})
+	if err != nil || got != "The user is Ada; she likes swords." {
+		t.Fatalf("summary %q, %v", got, err)
+	}
+	req := model.Requests()[1]
+	if n := len(req.Messages); n != len(conv)+1 || summary(req.Messages[:3]) != summary(conv[:3]) || summary(req.Messages[4:5]) != "ai:Noted." {
+		t.Fatalf("prompt %s, want the conversation then the instructions", summary(req.Messages))
+	}
+	if c, ok := req.Messages[3].Parts[0].(llms.CachedContent); !ok || c.ContentPart != (llms.TextContent{Text: "I like swords."}) {
+		t.Fatalf("the last user message of the conversation is not marked: %#v", req.Messages[3].Parts[0])
+	}
+	want := memory.DefaultSummaryInstructions + "\n\n" + memory.ConversationSummaryPrompt(memory.SummaryRequest{Messages: conv[1:3], MaxTokens: 100})
+	if text := req.LastUserText(); text != want || !strings.Contains(text, "the 2 oldest messages") || !strings.Contains(text, "no summary yet") {
+		t.Fatalf("instructions %q", text)
+	}
+	if req.Cache.ReadTokens != model.Requests()[0].PromptTokens {
+		t.Fatalf("the summarizer read %d tokens from the cache, want the chat prompt's %d", req.Cache.ReadTokens, model.Requests()[0].PromptTokens)
+	}
+	if _, ok := conv[3].Parts[0].(llms.TextContent); !ok {
+		t.Fatal("the request's conversation was changed")
+	}
+}

@@ -42,9 +42,40 @@ var ErrInvalid = errors.New("memory: invalid argument")
 
 // Window returns the policy of langchain4j's MessageWindowChatMemory: the
 // memory keeps at most the last maxMessages messages, the system message
-// included. See [TokenWindow] for the rules both share.
-func Window(maxMessages int) Policy {
-	return windowPolicy{name: "window", max: maxMessages}
+// included. See [TokenWindow] for the rules both share, and [EvictTo] for
+// eviction in blocks.
+func Window(maxMessages int, opts ...WindowOption) Policy {
+	return windowPolicy{name: "window", max: maxMessages}.with(opts)
+}
+
+// A WindowOption configures [Window] or [TokenWindow].
+type WindowOption func(*windowPolicy)
+
+// EvictTo makes a window evict in blocks: when an Add takes it over its
+// budget (the high-water mark), it evicts its oldest messages until it
+// holds at most low messages (for [Window]) or tokens (for
+// [TokenWindow]), the system message included, instead of just enough to
+// fit the budget. The messages of the Add in progress are evicted only as
+// far as the budget itself requires, as without the option.
+//
+// A sliding window evicts on every Add once full, so everything after the
+// system message changes on every request and a provider's prompt cache
+// (which serves only a request that starts with exactly the bytes of an
+// earlier one) reads nothing but the system message. A window that evicts
+// in blocks is append-only between evictions: its requests extend one
+// another for the (budget-low)/turn size turns the gap lasts, so the
+// cache serves all but the newest turn of most of them (see
+// docs/numbers.md for the figures).
+//
+// The price is memory: right after an eviction the model sees as little
+// as low of history, where a sliding window always shows it a full budget.
+// That is why it is an option, off by default: it changes what the model
+// sees within the budget. Compressing memories evict in blocks already (their
+// TriggerTokens and KeepTokens marks). low must be in [1, budget]; low
+// equal to the budget is the sliding window. A low out of range fails the
+// policy's New with an error wrapping [ErrInvalid].
+func EvictTo(low int) WindowOption {
+	return func(p *windowPolicy) { p.low = low }
 }
 
 // TokenWindow returns the policy of langchain4j's TokenWindowChatMemory: the
@@ -90,17 +121,26 @@ func Window(maxMessages int) Policy {
 // When New finds a list that breaks the rules (for example written under a
 // bigger budget, or with several system messages, of which the first is
 // kept), it normalises it and writes it back.
-func TokenWindow(maxTokens int, t Tokenizer) Policy {
+func TokenWindow(maxTokens int, t Tokenizer, opts ...WindowOption) Policy {
 	if t == nil {
 		t = TokenizerFunc(EstimateTokens)
 	}
-	return windowPolicy{name: "token window", max: maxTokens, tok: t}
+	return windowPolicy{name: "token window", max: maxTokens, tok: t}.with(opts)
 }
 
 type windowPolicy struct {
 	name string
 	max  int
+	low  int       // the low-water mark of block eviction; 0: none (see EvictTo)
 	tok  Tokenizer // nil: every message costs 1
+}
+
+// with returns p with opts applied.
+func (p windowPolicy) with(opts []WindowOption) windowPolicy {
+	for _, o := range opts {
+		o(&p)
+	}
+	return p
 }
 
 // New implements [Policy].
@@ -108,6 +148,8 @@ func (p windowPolicy) New(ctx context.Context, store Store, id string) (Memory, 
 	switch {
 	case p.max <= 0:
 		return nil, fmt.Errorf("%w: %s size %d is not positive", ErrInvalid, p.name, p.max)
+	case p.low != 0 && (p.low < 1 || p.low > p.max):
+		return nil, fmt.Errorf("%w: %s evicts to %d, not in [1, %d]", ErrInvalid, p.name, p.low, p.max)
 	case store == nil:
 		return nil, fmt.Errorf("%w: nil store", ErrInvalid)
 	case id == "":
@@ -117,7 +159,7 @@ func (p windowPolicy) New(ctx context.Context, store Store, id string) (Memory, 
 	if err != nil {
 		return nil, fmt.Errorf("memory: loading %q: %w", id, err)
 	}
-	w := &window{id: id, store: store, max: p.max, tok: p.tok}
+	w := &window{id: id, store: store, max: p.max, low: p.low, tok: p.tok}
 	w.inc, _ = store.(IncrementalStore)
 	w.mem, _ = store.(*InMemoryStore)
 
@@ -177,6 +219,7 @@ type window struct {
 	inc   IncrementalStore // store, when it is one
 	mem   *InMemoryStore   // store, when it is one
 	max   int
+	low   int // the low-water mark of block eviction; 0: none
 	tok   Tokenizer
 
 	mu      sync.Mutex
@@ -211,7 +254,8 @@ func (w *window) cost(m *llms.MessageContent) int {
 
 // evictions returns how many of the oldest non-system messages, whose
 // costs are those of kept followed by those of added, must go for total to
-// fit, and the total after that.
+// fit, and the total after that. With a low-water mark, once something
+// must go, the kept messages go until total fits in it.
 func (w *window) evictions(total int, kept, added []msgCost) (int, int) {
 	e := 0
 	at := func(i int) msgCost {
@@ -224,6 +268,11 @@ func (w *window) evictions(total int, kept, added []msgCost) (int, int) {
 	for ; total > w.max && e < n; e++ {
 		total -= int(at(e).cost)
 	}
+	if e > 0 && w.low > 0 {
+		for ; total > w.low && e < len(kept) && !w.callAnsweredIn(e, kept, added); e++ {
+			total -= int(kept[e].cost)
+		}
+	}
 	if e > 0 {
 		for ; e < n; e++ {
 			m := at(e)
@@ -234,6 +283,20 @@ func (w *window) evictions(total int, kept, added []msgCost) (int, int) {
 		}
 	}
 	return e, total
+}
+
+// callAnsweredIn reports whether kept[i] is followed by tool results that
+// run into added: a tool call answered in the Add in progress, which block
+// eviction must not take away from its results.
+func (w *window) callAnsweredIn(i int, kept, added []msgCost) bool {
+	if kept[i].tool {
+		return false
+	}
+	j := i + 1
+	for j < len(kept) && kept[j].tool {
+		j++
+	}
+	return j == len(kept) && len(added) > 0 && added[0].tool
 }
 
 // pop removes the n oldest non-system messages from the window's deques

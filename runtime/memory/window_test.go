@@ -565,3 +565,45 @@ func TestConcurrentAdds(t *testing.T) {
 		}
 	}
 }
+
+// TestEvictTo: a window with a low-water mark evicts in blocks, down to
+// the mark, and is append-only between evictions; the Add in progress is
+// evicted only as far as the budget requires, and a tool call is never
+// separated from its results.
+func TestEvictTo(t *testing.T) {
+	for _, pc := range []policyCase{
+		{"Window", func(n int) memory.Policy { return memory.Window(n, memory.EvictTo(3)) }},
+		{"TokenWindow", func(n int) memory.Policy { return memory.TokenWindow(n, testTokens, memory.EvictTo(3)) }},
+	} {
+		for name, s := range stores(t) {
+			t.Run(pc.name+"/"+name, func(t *testing.T) {
+				m := newMemory(t, pc.policy(6), s)
+				add(t, m, sys("s"), human("1"), ai("2"))
+				add(t, m, human("3"), ai("4"))
+				add(t, m, human("5"))
+				check(t, m, s, "system:s human:1 ai:2 human:3 ai:4 human:5")
+				add(t, m, ai("6")) // 7 > 6: down to 3, the system message included
+				check(t, m, s, "system:s human:5 ai:6")
+				add(t, m, human("7"))
+				add(t, m, ai("8"))
+				add(t, m, human("9")) // 6: no eviction, append only
+				check(t, m, s, "system:s human:5 ai:6 human:7 ai:8 human:9")
+				add(t, m, aiCalls("a"), result("a")) // 8: down to 3
+				check(t, m, s, "system:s ai:calls(a) tool:a")
+				// A tool call whose results come in the Add in progress
+				// stays with them: the block stops short of the mark.
+				add(t, m, human("x"), aiCalls("b", "c")) // 5
+				add(t, m, result("b"), result("c"))      // 7: calls(a) goes for the budget, tool:a and human:x for the mark
+				check(t, m, s, "system:s ai:calls(b,c) tool:b tool:c")
+				// The Add in progress is kept whole when it fits the budget.
+				add(t, m, human("y"), ai("z"), human("w"), ai("v"))
+				check(t, m, s, "system:s human:y ai:z human:w ai:v")
+			})
+		}
+	}
+	for _, low := range []int{-1, 7} {
+		if _, err := memory.Window(6, memory.EvictTo(low)).New(t.Context(), memory.NewInMemoryStore(), "x"); !errors.Is(err, memory.ErrInvalid) {
+			t.Fatalf("EvictTo(%d) of a window of 6: %v, want ErrInvalid", low, err)
+		}
+	}
+}

@@ -1,6 +1,8 @@
 package redisstore_test
 
 import (
+	"fmt"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -8,6 +10,7 @@ import (
 	"github.com/chatscopes/chatgen/runtime/chat"
 	"github.com/chatscopes/chatgen/runtime/chat/conversationtest"
 	"github.com/chatscopes/chatgen/runtime/memory"
+	"github.com/chatscopes/chatgen/runtime/redisstore"
 )
 
 // BenchmarkSaveTurn saves a typical turn, as the bolt store's benchmark
@@ -67,4 +70,63 @@ func BenchmarkLoad(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+}
+
+// BenchmarkTurns saves turns of many conversations at once, each of its
+// goroutines (16 per GOMAXPROCS) a conversation of its own as in
+// BenchmarkSaveTurn: durable turns per second on one Redis and on a Redis
+// Cluster of three masters (with a replica each, and with WaitReplicas 1)
+// started by the benchmark, all on this machine.
+func BenchmarkTurns(b *testing.B) {
+	b.Run("Redis", func(b *testing.B) {
+		c := redistest.Client(b)
+		benchmarkTurns(b, newStore(b, c, time.Hour))
+	})
+	if testing.Short() {
+		return
+	}
+	cl := redistest.StartCluster(b, 3, 1)
+	cc := cl.Client(b)
+	for _, wait := range []int{0, 1} {
+		b.Run(fmt.Sprintf("Cluster/WaitReplicas=%d", wait), func(b *testing.B) {
+			s, err := redisstore.New(cc, &redisstore.Options{Prefix: redistest.Prefix(b, cc, "chatgen-bench"), TTL: time.Hour, WaitReplicas: wait})
+			if err != nil {
+				b.Fatal(err)
+			}
+			benchmarkTurns(b, s)
+		})
+	}
+}
+
+func benchmarkTurns(b *testing.B, s *redisstore.Store) {
+	ctx := b.Context()
+	var next atomic.Int64
+	b.SetParallelism(16)
+	b.ReportAllocs()
+	b.RunParallel(func(pb *testing.PB) {
+		id := fmt.Sprint("conv-", next.Add(1))
+		l, err := s.Acquire(ctx, id, "node", time.Hour)
+		if err != nil {
+			b.Error(err)
+			return
+		}
+		st := conversationtest.State(id)
+		mw, err := memory.Window(20).New(ctx, s.Memories(), st.Scopes[1].Memories[0])
+		if err != nil {
+			b.Error(err)
+			return
+		}
+		for pb.Next() {
+			batch := chat.NewBatch()
+			if err := mw.Add(chat.WithBatch(ctx, batch), turnMessages(2)...); err != nil {
+				b.Error(err)
+				return
+			}
+			if err := s.Save(ctx, st, l, batch); err != nil {
+				b.Error(err)
+				return
+			}
+		}
+	})
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "turns/s")
 }

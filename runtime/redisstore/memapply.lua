@@ -1,6 +1,10 @@
 -- Applies a change to a memory's list, keeping the key's time to live.
--- KEYS: the memory. ARGV: drop, #head, head..., tail...
--- Returns {0} when applied, {1, length} when drop exceeds the length.
+-- KEYS: the memory's list; for a list outside any conversation, its home
+-- pointer too (homecheck.lua, run first, answers for the memory then).
+-- ARGV: drop, #head, head..., tail...
+-- Returns {0} when applied, {1, length} when drop exceeds the length, {2,
+-- conversation id} without writing when the memory has a home pointer: its
+-- list is that conversation's.
 local drop, nh = tonumber(ARGV[1]), tonumber(ARGV[2])
 local n = redis.call('LLEN', KEYS[1])
 if drop > n then

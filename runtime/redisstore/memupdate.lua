@@ -1,5 +1,9 @@
 -- Replaces a memory's list, keeping the key's time to live.
--- KEYS: the memory. ARGV: elems...
+-- KEYS: the memory's list; for a list outside any conversation, its home
+-- pointer too (homecheck.lua, run first, answers for the memory then).
+-- ARGV: elems...
+-- Returns {0}, or {2, conversation id} without writing when the memory has
+-- a home pointer: its list is that conversation's.
 local ttl = redis.call('PTTL', KEYS[1])
 redis.call('DEL', KEYS[1])
 local j = 1
@@ -11,4 +15,4 @@ end
 if ttl > 0 and #ARGV > 0 then
   redis.call('PEXPIRE', KEYS[1], ttl)
 end
-return 0
+return {0}

@@ -28,6 +28,25 @@ type saver struct {
 	mem string
 }
 
+// startSaver acquires conversation "c" for node-a and saves its first
+// five turns.
+func startSaver(t *testing.T, s *redisstore.Store) *saver {
+	t.Helper()
+	ctx := t.Context()
+	l, err := s.Acquire(ctx, "c", "node-a", time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v := &saver{s: s, l: l, mem: "c#memory",
+		st: &chat.ConversationState{ID: "c", Scopes: []chat.ScopeState{{ID: "c", Memories: []string{"c#memory"}}}}}
+	for range 5 {
+		if err := v.turn(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return v
+}
+
 func (v *saver) turn(ctx context.Context) error {
 	b := chat.NewBatch()
 	err := v.s.Memories().Apply(chat.WithBatch(ctx, b), v.mem, memory.Change{
@@ -82,17 +101,7 @@ func TestOutage(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := t.Context()
-	l, err := s.Acquire(ctx, "c", "node-a", time.Hour)
-	if err != nil {
-		t.Fatal(err)
-	}
-	v := &saver{s: s, l: l, mem: "c#memory",
-		st: &chat.ConversationState{ID: "c", Scopes: []chat.ScopeState{{ID: "c", Memories: []string{"c#memory"}}}}}
-	for range 5 {
-		if err := v.turn(ctx); err != nil {
-			t.Fatal(err)
-		}
-	}
+	v := startSaver(t, s)
 
 	t.Run("Frozen", func(t *testing.T) {
 		srv.Signal(syscall.SIGSTOP)

@@ -1,8 +1,8 @@
 // Package redisstore is the conversation store for several servers: the
 // conversations and their chat memories in Redis (github.com/redis/go-redis/v9),
-// shared by every node. A [Store] is a chat.ConversationStore; its
-// [Store.Memories] is the memory.IncrementalStore of the conversations'
-// chat memories.
+// one Redis or a Redis Cluster, shared by every node. A [Store] is a
+// chat.ConversationStore; its [Store.Memories] is the
+// memory.IncrementalStore of the conversations' chat memories.
 //
 // # Round trips
 //
@@ -15,38 +15,88 @@
 // add these), without reading the memory; only a change that drops
 // messages the request did not add itself reads the memory's length first,
 // once per memory and request. A turn is thus saved in one round trip, two
-// when it evicts messages from a full memory. (The first call of each
-// script on a Redis server costs one more: EVALSHA, then EVAL.)
+// when it evicts messages from a full memory. With [Options.WaitReplicas]
+// the script and a WAIT go in one pipeline: still one round trip.
+//
+// Costs paid once: the first call of each script on a Redis server is one
+// more (EVALSHA, then EVAL); and the first save in a process that lists a
+// memory (a new scope's, or any after the conversation moved to this
+// process) reads and then sets the memory's home pointer (below): two
+// more, pipelined over the memories of the save. Not only once: a save
+// whose request deleted a memory the conversation does not list (an
+// invocation-scoped AI service's) costs one more, after it, to delete what
+// that memory may hold outside the conversation.
 //
 // # Keys
 //
-// Every key starts with [Options.Prefix] (default "chatgen:"):
+// Every key starts with [Options.Prefix] (default "chatgen:"), followed by
+// a hash tag: the conversation's id for the keys of a conversation, the
+// memory's id for a memory's own keys ("}" and "%" in an id are written
+// %7D and %25):
 //
-//	<prefix>conv:<id>     hash: "v" the version, "s" the state as JSON
-//	<prefix>mids:<id>     set: the memory ids the state lists
-//	<prefix>lease:<id>    hash: "o" the owner, "t" the fencing token, "e" the expiry (ms since 1970, Redis's clock)
-//	<prefix>fence:<id>    the counter fencing tokens are drawn from (INCR)
-//	<prefix>mem:<memory>  list: a memory's messages, one JSON object each
+//	<prefix>c{<id>}:conv          hash: "v" the version, "s" the state as JSON
+//	<prefix>c{<id>}:mids          set: the memory ids the state lists
+//	<prefix>c{<id>}:lease         hash: "o" the owner, "t" the fencing token, "e" the expiry (ms since 1970, Redis's clock)
+//	<prefix>c{<id>}:fence         the counter fencing tokens are drawn from (INCR)
+//	<prefix>c{<id>}:mem:<memory>  list: the messages of a memory of the conversation, one JSON object each
+//	<prefix>m{<memory>}:home      string: the id of the conversation the memory belongs to
+//	<prefix>m{<memory>}:mem       list: the messages of a memory of no conversation
 //
-// The state's JSON records its format version ("format": 1); a state of a
-// format this package does not know is refused rather than misread. A
-// message is the JSON object memory.MarshalMessages writes for it.
+// A conversation's keys and its memories' lists share one hash slot, so a
+// save is one script on a Redis Cluster too, and the conversations spread
+// over the cluster's masters. A memory belongs to the conversation whose
+// save first lists it or writes it (from the request's batch); its home
+// pointer,
+// in the memory's own slot, lets a call that has only the memory's id
+// (outside a request, or in another process) find its messages. A memory
+// written outside any conversation lives in its own slot until a
+// conversation's save lists or writes it, which moves its messages into
+// the conversation. A save that lists or writes a memory of another
+// conversation fails, writing nothing, with an error matching
+// [ErrForeignMemory] that names that conversation: a memory that several
+// conversations write (an ai memory id the application chose for several
+// conversations, say) cannot be saved atomically with each.
+//
+// The prefix must not hold "{" or "}": a hash tag there would put every
+// key in one slot. The state's JSON records its format version
+// ("format": 1); a state of a format this package does not know is refused
+// rather than misread. A message is the JSON object
+// memory.MarshalMessages writes for it.
+//
+// Data written by versions before the per-conversation hash tags
+// ("<prefix>conv:<id>", "<prefix>mem:<memory>", …) is moved to this layout
+// by [Store.MigrateFrom], or the redismigrate command, run once when
+// upgrading.
 //
 // # Time to live
 //
 // With [Options.TTL] set, each save sets the expiry (PEXPIRE) of the
 // conversation's state, its memory id set and its memories to the TTL, so
 // they expire together when the conversation is idle. The lease and its
-// counter live at least as long. Memories that no saved conversation lists
+// counter live at least as long; the memories' home pointers live twice
+// the TTL (a save sets them again once half of it has passed), so they
+// outlive the conversation. Memories that no saved conversation lists
 // (those written directly, outside a request of a durable conversation)
 // keep the expiry they have, none for new ones.
 //
-// # Redis Cluster
+// # Redis Cluster and replication
 //
-// A save touches a conversation's keys and its memories' keys in one
-// script, which Redis Cluster allows only within one hash slot. To use a
-// cluster, give the prefix a hash tag ("{chatgen}:"): all keys of the
-// store then live in one slot, and so on one shard.
+// Give [New] a *redis.ClusterClient, with its reads on the masters
+// (ReadOnly, RouteByLatency and RouteRandomly off: a replica may not have
+// the last save yet). Sweeps of the whole store
+// ([Memories.IDs], [Store.MigrateFrom]) scan every master. Redis
+// replicates asynchronously: without [Options.WaitReplicas], a save that
+// returned nil is on the master, and a master that dies before its
+// replicas received it takes it along: the replica that takes over serves
+// the conversation at an earlier version, silently for the client whose
+// turn it was. With WaitReplicas set to the number of replicas of each
+// master, a save that returned nil is on every replica of its master, so
+// on the one promoted when the master fails; a save the replicas did not
+// acknowledge in time fails with [ErrNotReplicated], as a save whose
+// connection failed: it may or may not survive, and a Load tells by the
+// version. WAIT makes a save reach the replicas' memory, not their disks:
+// what survives the loss of every copy is what the persistence
+// (appendonly, appendfsync) kept.
 package redisstore
 
 import (
@@ -77,7 +127,22 @@ type Options struct {
 	// expires with its memories; 0 means never. Redis counts it in
 	// milliseconds.
 	TTL time.Duration
+	// WaitReplicas, when above 0, makes each save wait until that many
+	// replicas of the Redis master that ran it acknowledge it (WAIT), for
+	// up to WaitTimeout (default one second): a save that returns nil is
+	// then on that many replicas as well, and one they did not acknowledge
+	// in time fails with an error matching [ErrNotReplicated]. The script
+	// and the WAIT go in one pipeline: still one round trip per turn.
+	WaitReplicas int
+	// WaitTimeout bounds the wait of WaitReplicas; 0 means one second.
+	WaitTimeout time.Duration
 }
+
+// ErrNotReplicated reports a save that the Redis master applied but fewer
+// than [Options.WaitReplicas] replicas acknowledged in time: whether it
+// survives the failover of that master is unknown. A Load tells whether
+// the master (or its successor) has it, by the version.
+var ErrNotReplicated = errors.New("redisstore: the save is not acknowledged by enough replicas")
 
 // Store is a [chat.ConversationStore] in Redis, with the chat memories of
 // its conversations ([Store.Memories]). It is safe for concurrent use, by
@@ -87,6 +152,10 @@ type Store struct {
 	prefix string
 	ttl    time.Duration
 	stage  durable.Stager
+	homes  confirmed
+
+	waitReplicas int
+	waitTimeout  time.Duration
 }
 
 var _ chat.ConversationStore = (*Store)(nil)
@@ -104,13 +173,20 @@ var (
 	memUpdateSrc string
 	//go:embed memapply.lua
 	memApplySrc string
+	//go:embed unhome.lua
+	unhomeSrc string
+	//go:embed solo.lua
+	soloSrc string
+	//go:embed homecheck.lua
+	homeCheckSrc string
 
 	saveScript      = redis.NewScript(saveSrc)
 	acquireScript   = redis.NewScript(acquireSrc)
 	releaseScript   = redis.NewScript(releaseSrc)
 	deleteScript    = redis.NewScript(deleteSrc)
-	memUpdateScript = redis.NewScript(memUpdateSrc)
-	memApplyScript  = redis.NewScript(memApplySrc)
+	memUpdateScript = redis.NewScript(homeCheckSrc + memUpdateSrc)
+	memApplyScript  = redis.NewScript(homeCheckSrc + memApplySrc)
+	soloScript      = redis.NewScript(soloSrc)
 )
 
 // New returns a store in the Redis that client reaches. It makes no call
@@ -129,23 +205,24 @@ func New(client redis.UniversalClient, opts *Options) (*Store, error) {
 	if o.Prefix == "" {
 		o.Prefix = "chatgen:"
 	}
-	return &Store{c: client, prefix: o.Prefix, ttl: o.TTL}, nil
+	if strings.ContainsAny(o.Prefix, "{}") {
+		return nil, errPrefixTag
+	}
+	if o.WaitReplicas < 0 || o.WaitTimeout < 0 {
+		return nil, fmt.Errorf("redisstore: WaitReplicas %d and WaitTimeout %v must not be negative", o.WaitReplicas, o.WaitTimeout)
+	}
+	if o.WaitTimeout == 0 {
+		o.WaitTimeout = time.Second
+	}
+	return &Store{c: client, prefix: o.Prefix, ttl: o.TTL, waitReplicas: o.WaitReplicas, waitTimeout: o.WaitTimeout}, nil
 }
 
 // Prefix returns the prefix of the store's keys.
 func (s *Store) Prefix() string { return s.prefix }
 
-func (s *Store) key(kind, id string) string { return s.prefix + kind + ":" + id }
-
-func (s *Store) convKeys(id string) []string {
-	return []string{s.key("conv", id), s.key("mids", id), s.key("lease", id), s.key("fence", id)}
-}
-
-func (s *Store) memPrefix() string { return s.prefix + "mem:" }
-
 // Load implements [chat.ConversationStore]: one round trip.
 func (s *Store) Load(ctx context.Context, id string) (*chat.ConversationState, error) {
-	vals, err := s.c.HMGet(ctx, s.key("conv", id), "v", "s").Result()
+	vals, err := s.c.HMGet(ctx, s.convKey(id, "conv"), "v", "s").Result()
 	if err != nil {
 		return nil, fmt.Errorf("redisstore: loading conversation %q: %w", id, describe(err))
 	}
@@ -183,27 +260,45 @@ func (s *Store) Save(ctx context.Context, st *chat.ConversationState, lease chat
 		return fmt.Errorf("redisstore: %w", err)
 	}
 	mids := durable.MemoryIDs(st)
+	var found []homeLookup
+	if ids := s.unconfirmed(st.ID, mids, b); len(ids) > 0 {
+		if found, err = s.lookHomes(ctx, st.ID, ids, batchKinds(b)); err != nil {
+			return fmt.Errorf("redisstore: saving conversation %q: %w", st.ID, err)
+		}
+	}
 	staged := 0
 	if b != nil {
 		staged = b.Len()
 	}
-	args := make([]any, 0, 9+len(mids)+6*staged)
+	args := make([]any, 0, 10+len(mids)+6*staged)
 	args = append(args,
 		strconv.FormatUint(st.Version, 10), strconv.FormatUint(next, 10),
 		lease.Owner, strconv.FormatUint(lease.Token, 10),
-		s.ttl.Milliseconds(), data, s.memPrefix(), len(mids))
+		s.ttl.Milliseconds(), data, s.memPrefix(st.ID), len(mids))
 	for _, m := range mids {
 		args = append(args, m)
 	}
+	args = appendAdopted(args, found)
 	if args, err = appendWrites(args, b); err != nil {
 		return fmt.Errorf("redisstore: saving conversation %q: %w", st.ID, err)
 	}
-	res, err := saveScript.Run(ctx, s.c, s.convKeys(st.ID), args...).Slice()
+	res, replicas, err := s.runSave(ctx, s.convKeys(st.ID), args)
 	if err != nil {
 		return fmt.Errorf("redisstore: saving conversation %q: %w", st.ID, describe(err))
 	}
 	switch code(res) {
 	case 0:
+		var dropped []string
+		for _, id := range res[1:] {
+			dropped = append(dropped, fmt.Sprint(id))
+		}
+		// The save is committed: a failure to settle the home pointers
+		// is not the save's, and the next save settles them.
+		_ = s.settle(ctx, st.ID, found, mids, dropped, erased(mids, b))
+		if replicas < int64(s.waitReplicas) {
+			return fmt.Errorf("redisstore: saving conversation %q at version %d: %w: %d of %d replicas acknowledged it within %v",
+				st.ID, next, ErrNotReplicated, replicas, s.waitReplicas, s.waitTimeout)
+		}
 		st.Version = next
 		return nil
 	case 1:
@@ -284,8 +379,12 @@ func appendElems(args []any, elems [][]byte) []any {
 // id used again start over; a stale lease still matches no new one, since
 // a save compares owner and token.
 func (s *Store) Delete(ctx context.Context, id string) error {
-	if err := deleteScript.Run(ctx, s.c, s.convKeys(id), s.memPrefix()).Err(); err != nil {
+	ids, err := deleteScript.Run(ctx, s.c, s.convKeys(id), s.memPrefix(id)).StringSlice()
+	if err != nil {
 		return fmt.Errorf("redisstore: deleting conversation %q: %w", id, describe(err))
+	}
+	if err := s.settle(ctx, id, nil, nil, ids, nil); err != nil {
+		return fmt.Errorf("redisstore: deleting conversation %q: clearing the home pointers of its memories: %w", id, err)
 	}
 	return nil
 }
@@ -297,7 +396,7 @@ func (s *Store) Acquire(ctx context.Context, id, owner string, ttl time.Duration
 	if ttl < time.Millisecond || owner == "" {
 		return chat.Lease{}, fmt.Errorf("redisstore: acquiring conversation %q: a lease needs an owner and a time to live of a millisecond or more (got %q, %v)", id, owner, ttl)
 	}
-	keys := []string{s.key("lease", id), s.key("fence", id)}
+	keys := s.convKeys(id)[2:]
 	res, err := acquireScript.Run(ctx, s.c, keys, owner, ttl.Milliseconds(), s.ttl.Milliseconds()).Slice()
 	if err != nil {
 		return chat.Lease{}, fmt.Errorf("redisstore: acquiring conversation %q: %w", id, describe(err))
@@ -322,7 +421,7 @@ func (s *Store) Acquire(ctx context.Context, id, owner string, ttl time.Duration
 
 // Release implements [chat.ConversationStore]: one round trip.
 func (s *Store) Release(ctx context.Context, id string, lease chat.Lease) error {
-	err := releaseScript.Run(ctx, s.c, []string{s.key("lease", id)}, lease.Owner, strconv.FormatUint(lease.Token, 10)).Err()
+	err := releaseScript.Run(ctx, s.c, s.convKeys(id)[2:3], lease.Owner, strconv.FormatUint(lease.Token, 10)).Err()
 	if err != nil {
 		return fmt.Errorf("redisstore: releasing conversation %q: %w", id, describe(err))
 	}
@@ -339,7 +438,8 @@ func (s *Store) Release(ctx context.Context, id string, lease chat.Lease) error 
 // calls made in a request of a durable conversation do, stages its write
 // in the batch instead of writing, for [Store.Save] to commit with the
 // conversation's state, and reads see the batch's writes first. Other
-// calls write at once, one round trip each.
+// calls write at once, one round trip each (two on a process's first call
+// on a memory of a conversation, which finds where the memory lives).
 type Memories struct{ s *Store }
 
 // StagesInBatch implements [chat.StagingStore]: the writes made in a
@@ -355,18 +455,33 @@ func (s *Store) Memories() *Memories { return &Memories{s} }
 type base struct{ s *Store }
 
 func (b base) StoredLen(ctx context.Context, id string) (int, error) {
-	n, err := b.s.c.LLen(ctx, b.s.memPrefix()+id).Result()
-	return int(n), err
+	n, err := b.s.readMemory(ctx, id, "len")
+	if err != nil {
+		return 0, err
+	}
+	l, ok := n.(int64)
+	if !ok {
+		return 0, fmt.Errorf("memory %q: unexpected length %v", id, n)
+	}
+	return int(l), nil
 }
 
 func (b base) StoredElems(ctx context.Context, id string) ([][]byte, error) {
-	strs, err := b.s.c.LRange(ctx, b.s.memPrefix()+id, 0, -1).Result()
-	if err != nil || len(strs) == 0 {
+	v, err := b.s.readMemory(ctx, id, "range")
+	if err != nil {
 		return nil, err
+	}
+	strs, _ := v.([]any)
+	if len(strs) == 0 {
+		return nil, nil
 	}
 	elems := make([][]byte, len(strs))
 	for i, e := range strs {
-		elems[i] = []byte(e)
+		str, ok := e.(string)
+		if !ok {
+			return nil, fmt.Errorf("memory %q: unexpected message %v", id, e)
+		}
+		elems[i] = []byte(str)
 	}
 	return elems, nil
 }
@@ -408,7 +523,7 @@ func (m *Memories) Update(ctx context.Context, id string, msgs []llms.MessageCon
 		m.s.stage.Update(b, id, elems)
 		return nil
 	}
-	if err := memUpdateScript.Run(ctx, m.s.c, []string{m.s.memPrefix() + id}, appendElems(nil, elems)...).Err(); err != nil {
+	if _, err := m.s.onMemory(ctx, memUpdateScript, id, appendElems(nil, elems)...); err != nil {
 		return fmt.Errorf("redisstore: updating memory %q: %w", id, describe(err))
 	}
 	return nil
@@ -424,7 +539,7 @@ func (m *Memories) Delete(ctx context.Context, id string) error {
 		m.s.stage.Delete(b, id)
 		return nil
 	}
-	if err := m.s.c.Del(ctx, m.s.memPrefix()+id).Err(); err != nil {
+	if _, err := m.s.readMemory(ctx, id, "del"); err != nil {
 		return fmt.Errorf("redisstore: deleting memory %q: %w", id, describe(err))
 	}
 	return nil
@@ -447,7 +562,7 @@ func (m *Memories) Apply(ctx context.Context, id string, c memory.Change) error 
 	args = append(args, c.Drop, len(head))
 	args = appendElems(args, head)
 	args = appendElems(args, tail)
-	res, err := memApplyScript.Run(ctx, m.s.c, []string{m.s.memPrefix() + id}, args...).Slice()
+	res, err := m.s.onMemory(ctx, memApplyScript, id, args...)
 	if err != nil {
 		return fmt.Errorf("redisstore: changing memory %q: %w", id, describe(err))
 	}
@@ -466,20 +581,30 @@ func (m *Memories) Apply(ctx context.Context, id string, c memory.Change) error 
 // proportional to the size of the database. With a [chat.Batch] in ctx, it
 // lists them as the batch leaves them.
 func (m *Memories) IDs(ctx context.Context) ([]string, error) {
-	prefix := m.s.memPrefix()
-	pattern := globEscape(prefix) + "*"
+	p := globEscape(m.s.prefix)
+	patterns := []string{p + "m{*}:mem", p + "c{*}:mem:*"}
 	var (
-		mu  sync.Mutex
-		ids []string
+		mu   sync.Mutex
+		seen = map[string]bool{}
+		ids  []string
 	)
 	scan := func(ctx context.Context, c redis.UniversalClient) error {
-		it := c.Scan(ctx, 0, pattern, 1000).Iterator()
-		for it.Next(ctx) {
-			mu.Lock()
-			ids = append(ids, strings.TrimPrefix(it.Val(), prefix))
-			mu.Unlock()
+		for _, pattern := range patterns {
+			it := c.Scan(ctx, 0, pattern, 1000).Iterator()
+			for it.Next(ctx) {
+				id, ok := m.s.memoryID(it.Val())
+				mu.Lock()
+				if ok && !seen[id] {
+					seen[id] = true
+					ids = append(ids, id)
+				}
+				mu.Unlock()
+			}
+			if err := it.Err(); err != nil {
+				return err
+			}
 		}
-		return it.Err()
+		return nil
 	}
 	var err error
 	if cc, ok := m.s.c.(*redis.ClusterClient); ok {

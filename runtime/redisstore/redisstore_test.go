@@ -2,6 +2,8 @@ package redisstore_test
 
 import (
 	"errors"
+	"fmt"
+	"maps"
 	"net"
 	"strings"
 	"testing"
@@ -80,16 +82,20 @@ func TestTTLs(t *testing.T) {
 		t.Fatal(err)
 	}
 	ks := redistest.Keys(t, c, s.Prefix())
-	if len(ks) != 6 { // conv, mids, lease, fence, two memories
-		t.Fatalf("keys %q, want 6", ks)
+	if len(ks) != 8 { // conv, mids, lease, fence, two memories and their home pointers
+		t.Fatalf("keys %q, want 8", ks)
 	}
 	for _, k := range ks {
 		ttl, err := c.PTTL(ctx, k).Result()
 		if err != nil {
 			t.Fatal(err)
 		}
-		if ttl <= 50*time.Minute || ttl > time.Hour {
-			t.Errorf("%s expires in %v, want about an hour", k, ttl)
+		want := time.Hour
+		if strings.HasSuffix(k, "}:home") {
+			want = 2 * time.Hour // a home pointer outlives its conversation
+		}
+		if ttl <= want-10*time.Minute || ttl > want {
+			t.Errorf("%s expires in %v, want about %v", k, ttl, want)
 		}
 	}
 	if err := s.Delete(ctx, "c"); err != nil {
@@ -108,99 +114,53 @@ func TestRoundTripsPerTurn(t *testing.T) {
 	c := redistest.Client(t)
 	var cnt redistest.RoundTrips
 	c.AddHook(&cnt)
+	requireTurnRoundTrips(t, newStore(t, c, time.Hour), &cnt)
+}
+
+// TestOneSlotPerConversation shows the keys of a conversation and its
+// memories in one hash slot, which a save needs on a Redis Cluster, and
+// the keys of different conversations in different slots.
+func TestOneSlotPerConversation(t *testing.T) {
+	c := redistest.Client(t)
 	ctx := t.Context()
 	s := newStore(t, c, time.Hour)
-	l, err := s.Acquire(ctx, "c", "node", time.Minute)
-	if err != nil {
-		t.Fatal(err)
-	}
-	st := conversationtest.State("c")
-	mem := st.Scopes[1].Memories[0]
-	mw, err := memory.Window(10).New(ctx, s.Memories(), mem)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := mw.Add(ctx, llms.TextParts(llms.ChatMessageTypeSystem, "You build weapons.")); err != nil {
-		t.Fatal(err)
-	}
-	turn := func() int64 {
-		b := chat.NewBatch()
-		bctx := chat.WithBatch(ctx, b)
-		before := cnt.N()
-		if err := mw.Add(bctx, turnMessages(2)...); err != nil {
+	slots := map[string]map[int]bool{}
+	for _, id := range []string{"c", "d", "odd {x} }%7D"} {
+		l, err := s.Acquire(ctx, id, "node", time.Minute)
+		if err != nil {
 			t.Fatal(err)
+		}
+		st := conversationtest.State(id)
+		b := chat.NewBatch()
+		for _, sc := range st.Scopes {
+			if err := s.Memories().Update(chat.WithBatch(ctx, b), sc.Memories[0], turnMessages(2)); err != nil {
+				t.Fatal(err)
+			}
 		}
 		if err := s.Save(ctx, st, l, b); err != nil {
 			t.Fatal(err)
 		}
-		return cnt.N() - before
-	}
-	turn() // loads the scripts into Redis: EVALSHA fails, EVAL runs
-	// The window holds 10 messages: the system message and 2 per turn.
-	for i := range 3 {
-		if n := turn(); n != 1 {
-			t.Fatalf("turn %d, memory not full: %d round trips, want 1", i, n)
+		slots[id] = map[int]bool{}
+		for _, k := range redistest.Keys(t, c, s.Prefix()) {
+			if strings.HasSuffix(k, "}:home") {
+				continue // a memory's home pointer is in the memory's slot
+			}
+			// (TestCluster checks KeySlot against Redis Cluster's.)
+			slots[id][redistest.KeySlot(k)] = true
+		}
+		if err := s.Delete(ctx, id); err != nil {
+			t.Fatal(err)
+		}
+		if len(slots[id]) != 1 {
+			t.Fatalf("the keys of conversation %q are in %d slots, want 1", id, len(slots[id]))
 		}
 	}
-	// Now the window is full: each turn evicts two messages, which reads
-	// the memory's length first.
-	for i := range 4 {
-		if n := turn(); n != 2 {
-			t.Fatalf("turn %d, evicting: %d round trips, want 2", i, n)
-		}
+	if maps.Equal(slots["c"], slots["d"]) {
+		t.Fatalf("conversations c and d share their slot %v", slots["c"])
 	}
-	got, err := s.Memories().Get(ctx, mem)
-	if err != nil || len(got) != 10 {
-		t.Fatalf("memory after the turns: %d messages, %v", len(got), err)
+	if _, err := redisstore.New(c, &redisstore.Options{Prefix: "{chatgen}:"}); err == nil {
+		t.Fatal("New accepted a prefix with a hash tag")
 	}
-	loads := cnt.N()
-	if _, err := s.Load(ctx, "c"); err != nil {
-		t.Fatal(err)
-	}
-	if n := cnt.N() - loads; n != 1 {
-		t.Fatalf("Load: %d round trips, want 1", n)
-	}
-}
-
-// TestHashTagPrefix shows the store's keys all in one slot when the prefix
-// carries a hash tag, which is what a Redis Cluster needs.
-func TestHashTagPrefix(t *testing.T) {
-	c := redistest.Client(t)
-	ctx := t.Context()
-	p := "{" + strings.TrimSuffix(redistest.Prefix(t, c, "chatgen-test"), ":") + "}:"
-	t.Cleanup(func() { redistest.DeleteKeys(t, c, p) })
-	s, err := redisstore.New(c, &redisstore.Options{Prefix: p, TTL: time.Hour})
-	if err != nil {
-		t.Fatal(err)
-	}
-	l, err := s.Acquire(ctx, "c", "node", time.Minute)
-	if err != nil {
-		t.Fatal(err)
-	}
-	st := conversationtest.State("c")
-	b := chat.NewBatch()
-	if err := s.Memories().Update(chat.WithBatch(ctx, b), st.Scopes[0].Memories[0], turnMessages(2)); err != nil {
-		t.Fatal(err)
-	}
-	if err := s.Save(ctx, st, l, b); err != nil {
-		t.Fatal(err)
-	}
-	slots := map[int64]bool{}
-	for _, k := range redistest.Keys(t, c, globEscape(p)) {
-		slot, err := c.ClusterKeySlot(ctx, k).Result()
-		if err != nil {
-			t.Skipf("CLUSTER KEYSLOT: %v", err)
-		}
-		slots[slot] = true
-	}
-	if len(slots) != 1 {
-		t.Fatalf("keys in %d slots, want 1", len(slots))
-	}
-}
-
-func globEscape(s string) string {
-	r := strings.NewReplacer("[", `\[`, "]", `\]`, "*", `\*`, "?", `\?`)
-	return r.Replace(s)
 }
 
 func TestNewErrors(t *testing.T) {
@@ -250,4 +210,178 @@ func TestUnreachable(t *testing.T) {
 	if _, err := s.Memories().Get(ctx, "m"); !errors.As(err, &opErr) {
 		t.Errorf("memory Get: %v", err)
 	}
+}
+
+// TestForeignMemory shows a save refused, writing nothing, when it lists a
+// memory of another conversation: the two are in different hash slots.
+func TestForeignMemory(t *testing.T) {
+	c := redistest.Client(t)
+	ctx := t.Context()
+	s := newStore(t, c, time.Hour)
+	for i, id := range []string{"c", "d"} {
+		l, err := s.Acquire(ctx, id, "node", time.Minute)
+		if err != nil {
+			t.Fatal(err)
+		}
+		st := &chat.ConversationState{ID: id, Scopes: []chat.ScopeState{{ID: id, Memories: []string{"shared"}}}}
+		b := chat.NewBatch()
+		if err := s.Memories().Update(chat.WithBatch(ctx, b), "shared", turnMessages(1+i)); err != nil {
+			t.Fatal(err)
+		}
+		err = s.Save(ctx, st, l, b)
+		if i == 0 {
+			if err != nil {
+				t.Fatal(err)
+			}
+			continue
+		}
+		if !errors.Is(err, redisstore.ErrForeignMemory) || !strings.Contains(err.Error(), `"c"`) {
+			t.Fatalf("a save listing conversation c's memory = %v, want ErrForeignMemory naming c", err)
+		}
+		if _, err := s.Load(ctx, id); !errors.Is(err, chat.ErrConversationNotFound) {
+			t.Fatalf("Load after the refused save: %v, want not found", err)
+		}
+		if m, err := s.Memories().Get(ctx, "shared"); err != nil || len(m) != 1 {
+			t.Fatalf("the memory after the refused save: %d messages, %v; want conversation c's one", len(m), err)
+		}
+	}
+
+	// A memory that conversation c wrote without listing it keeps its
+	// pointer to c when c is deleted: the pointer is stale, and another
+	// conversation may take the memory.
+	l, err := s.Acquire(ctx, "c2", "node", time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := chat.NewBatch()
+	if err := s.Memories().Update(chat.WithBatch(ctx, b), "unlisted", turnMessages(1)); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Save(ctx, &chat.ConversationState{ID: "c2"}, l, b); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Delete(ctx, "c2"); err != nil {
+		t.Fatal(err)
+	}
+	l, err = s.Acquire(ctx, "d2", "node", time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b = chat.NewBatch()
+	if err := s.Memories().Update(chat.WithBatch(ctx, b), "unlisted", turnMessages(3)); err != nil {
+		t.Fatal(err)
+	}
+	st := &chat.ConversationState{ID: "d2", Scopes: []chat.ScopeState{{ID: "d2", Memories: []string{"unlisted"}}}}
+	if err := s.Save(ctx, st, l, b); err != nil {
+		t.Fatalf("a save taking a memory of a deleted conversation: %v", err)
+	}
+	if m, err := s.Memories().Get(ctx, "unlisted"); err != nil || len(m) != 3 {
+		t.Fatalf("the memory taken over: %d messages, %v; want 3", len(m), err)
+	}
+}
+
+// TestWaitReplicasUnmet saves with WaitReplicas 1 to a Redis that has no
+// replica: the save is applied, but its caller is told that no replica has
+// it, and a Load tells that it happened.
+func TestWaitReplicasUnmet(t *testing.T) {
+	c := redistest.Client(t)
+	ctx := t.Context()
+	s, err := redisstore.New(c, &redisstore.Options{Prefix: redistest.Prefix(t, c, "chatgen-test"),
+		WaitReplicas: 1, WaitTimeout: 50 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := s.Acquire(ctx, "c", "node", time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := conversationtest.State("c")
+	err = s.Save(ctx, st, l, nil)
+	if !errors.Is(err, redisstore.ErrNotReplicated) || !strings.Contains(err.Error(), "0 of 1 replicas") {
+		t.Fatalf("Save without a replica = %v, want ErrNotReplicated", err)
+	}
+	if st.Version != 0 {
+		t.Fatalf("a save that returned an error set Version to %d", st.Version)
+	}
+	got, err := s.Load(ctx, "c")
+	if err != nil || got.Version != 1 {
+		t.Fatalf("Load after the unreplicated save: %+v, %v; want version 1", got, err)
+	}
+	for _, bad := range []redisstore.Options{{WaitReplicas: -1}, {WaitTimeout: -time.Second}} {
+		if _, err := redisstore.New(c, &bad); err == nil {
+			t.Errorf("New(%+v) succeeded", bad)
+		}
+	}
+}
+
+// TestMemoryRoundTrips counts the round trips of calls on memories outside
+// a request: one per call for a memory of no conversation; for a memory of
+// a conversation, one more on the first call of a process (a new Store),
+// which learns where the memory lives.
+func TestMemoryRoundTrips(t *testing.T) {
+	c := redistest.Client(t)
+	var cnt redistest.RoundTrips
+	c.AddHook(&cnt)
+	ctx := t.Context()
+	s := newStore(t, c, time.Hour)
+	ms := s.Memories()
+	count := func(what string, want int64, call func() error) {
+		t.Helper()
+		before := cnt.N()
+		if err := call(); err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+		if n := cnt.N() - before; n != want {
+			t.Errorf("%s: %d round trips, want %d", what, n, want)
+		}
+	}
+	// Load the scripts.
+	if err := ms.Update(ctx, "warm", turnMessages(2)); err != nil {
+		t.Fatal(err)
+	}
+	if err := ms.Apply(ctx, "warm", memory.Change{Drop: 1}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ms.Get(ctx, "warm"); err != nil {
+		t.Fatal(err)
+	}
+	count("Update of a memory of no conversation", 1, func() error { return ms.Update(ctx, "solo", turnMessages(2)) })
+	count("Apply", 1, func() error { return ms.Apply(ctx, "solo", memory.Change{Drop: 1, Tail: turnMessages(1)}) })
+	count("Get", 1, func() error {
+		m, err := ms.Get(ctx, "solo")
+		if err == nil && len(m) != 2 {
+			err = fmt.Errorf("%d messages, want 2", len(m))
+		}
+		return err
+	})
+	count("Delete", 1, func() error { return ms.Delete(ctx, "solo") })
+
+	l, err := s.Acquire(ctx, "c", "node", time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := &chat.ConversationState{ID: "c", Scopes: []chat.ScopeState{{ID: "c", Memories: []string{"c#m"}}}}
+	b := chat.NewBatch()
+	if err := ms.Update(chat.WithBatch(ctx, b), "c#m", turnMessages(2)); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Save(ctx, st, l, b); err != nil {
+		t.Fatal(err)
+	}
+	count("Get of a memory of a conversation, in the process that saved it", 1, func() error { _, err := ms.Get(ctx, "c#m"); return err })
+	other, err := redisstore.New(c, &redisstore.Options{Prefix: s.Prefix(), TTL: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	count("Get in another process, first", 2, func() error { _, err := other.Memories().Get(ctx, "c#m"); return err })
+	count("Get in another process, then", 1, func() error {
+		m, err := other.Memories().Get(ctx, "c#m")
+		if err == nil && len(m) != 2 {
+			err = fmt.Errorf("%d messages, want 2", len(m))
+		}
+		return err
+	})
+	count("Apply in another process", 1, func() error {
+		return other.Memories().Apply(ctx, "c#m", memory.Change{Tail: turnMessages(1)})
+	})
 }

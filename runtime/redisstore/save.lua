@@ -1,11 +1,17 @@
 -- Save: one conversation's state and its request's memory writes, atomically.
--- KEYS: conv, mids, lease, fence.
+-- KEYS: conv, mids, lease, fence: all in the conversation's hash slot, as
+-- is the memory key prefix (each memory's key is the prefix and its id).
 -- ARGV: version, next version, lease owner, lease token, ttl (ms, 0: none),
---       state, memory key prefix, #ids, ids..., #writes, writes...
+--       state, memory key prefix, #ids, ids..., #adopted, adopted...,
+--       #writes, writes...
+-- An adopted memory is: memory id, #elems, elems...: the messages the
+-- memory held outside the conversation, written to its key in the
+-- conversation when that key does not exist, before the writes.
 -- A write is: memory id, kind, then for kind "R" (replace) #elems, elems...;
 -- for "E" (edit) stored length (-1: unknown), drop, #head, head..., #tail,
 -- tail...; for "D" (delete) nothing.
--- Returns {0} when saved, {1, stored version} on a version conflict, {2} when
+-- Returns {0, dropped ids...} when saved (the memory ids the stored state
+-- listed and the new one does not: their keys are deleted), {1, stored version} on a version conflict, {2} when
 -- the lease is not the current one, {3, memory id, length} when a memory
 -- changed since the request staged an edit of it. Every check runs before
 -- the first write: a script that fails halfway keeps what it wrote.
@@ -31,6 +37,19 @@ end
 local idsfirst, idslast = i + 1, i + nids
 i = i + 1 + nids
 
+local nadopt = tonumber(ARGV[i])
+i = i + 1
+local adopt, adopted = {}, {}
+for a = 1, nadopt do
+  local n = tonumber(ARGV[i + 1])
+  local ad = {key = memprefix .. ARGV[i], first = i + 2, last = i + 1 + n}
+  if redis.call('EXISTS', ad.key) == 0 then
+    adopt[ARGV[i]] = n
+    adopted[#adopted + 1] = ad
+  end
+  i = i + 2 + n
+end
+
 local nwrites = tonumber(ARGV[i])
 i = i + 1
 local writes = {}
@@ -49,7 +68,7 @@ for w = 1, nwrites do
     local nt = tonumber(ARGV[i])
     wr.tfirst, wr.tlast = i + 1, i + nt
     i = i + 1 + nt
-    local n = redis.call('LLEN', wr.key)
+    local n = adopt[wr.id] or redis.call('LLEN', wr.key)
     if (base >= 0 and n ~= base) or n < drop then
       return {3, wr.id, n}
     end
@@ -66,6 +85,10 @@ local function push(cmd, key, first, last)
     redis.call(cmd, key, unpack(ARGV, j, k))
     j = k + 1
   end
+end
+
+for _, ad in ipairs(adopted) do
+  push('RPUSH', ad.key, ad.first, ad.last)
 end
 
 for _, wr in ipairs(writes) do
@@ -85,9 +108,11 @@ for _, wr in ipairs(writes) do
   end
 end
 
+local dropped = {0}
 for _, id in ipairs(redis.call('SMEMBERS', KEYS[2])) do
   if not keep[id] then
     redis.call('DEL', memprefix .. id)
+    dropped[#dropped + 1] = id
   end
 end
 redis.call('DEL', KEYS[2])
@@ -113,4 +138,4 @@ else
     redis.call('PERSIST', memprefix .. ARGV[j])
   end
 end
-return {0}
+return dropped

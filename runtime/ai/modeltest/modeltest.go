@@ -423,6 +423,10 @@ func describe(msgs []llms.MessageContent) []string {
 	out := make([]string, 0, len(msgs))
 	for _, m := range msgs {
 		for _, p := range m.Parts {
+			if c, ok := p.(llms.CachedContent); ok {
+				// A prompt-cache breakpoint changes nothing the model reads.
+				p = c.ContentPart
+			}
 			switch p := p.(type) {
 			case llms.TextContent:
 				if p.Text != "" {
