@@ -121,7 +121,7 @@ numbers:
 	CHATGEN_NUMBERS=1 $(GO) test ./examples/weaponbuilder -run TestTokenEfficiency -count=1 -v
 	$(GO) test ./runtime/memory -run '^$$' -bench LongConversation -benchtime 1x
 	$(GO) test ./runtime/knowledge -run Evaluation -count=1 -v
-	$(GO) test ./runtime/ai -run TestKnowledgePromptTokens -count=1 -v
+	$(GO) test ./runtime/ai -run 'TestKnowledge.*Tokens' -count=1 -v
 
 ## fuzz: a short run of each fuzz target.
 fuzz:
