@@ -2,7 +2,7 @@
 
 GO ?= go
 
-.PHONY: demo terminal counter test test-stress fmt-check vet lint generate-check gotest golden bench bench-peers bench-durable numbers fuzz
+.PHONY: demo terminal counter test test-stress fmt-check vet lint generate-check gotest fleet golden bench bench-peers bench-durable numbers fuzz
 
 ## demo: generate the weaponbuilder example and serve it offline (Ctrl-C stops it).
 demo:
@@ -54,6 +54,17 @@ gotest:
 	$(GO) build -o "$$dir/testsummary" ./internal/cmd/testsummary || exit 1; \
 	echo "$(GO) test -race -json $(GOTESTFLAGS) $(TESTPKGS) | testsummary"; \
 	"$$dir/testsummary" $(GO) test -race -json $(GOTESTFLAGS) $(TESTPKGS)
+
+## fleet: the fleet test (internal/fleet, 2-3 minutes): three server
+## processes on Redis, then on PostgreSQL, behind nginx and HAProxy
+## configured by docs/deploy, 200 clients chatting while each node is
+## drained (SIGTERM) and restarted, then one killed; no turn may be lost
+## or run twice. Needs nginx, haproxy, redis-server and the PostgreSQL at
+## 127.0.0.1:5432; .ci/run runs it after make test. FLEETFLAGS is passed
+## to go test; CHATGEN_FLEET_RUNS picks the runs (say haproxy/postgres).
+FLEETFLAGS ?=
+fleet:
+	CHATGEN_FLEET=1 $(GO) test ./internal/fleet -run TestFleet -count=1 -v -timeout 15m $(FLEETFLAGS)
 
 ## test-stress: the race-enabled tests (of TESTPKGS) STRESS_N times, with
 ## -count=1, beside STRESS_HOGS busy loops (a loaded machine), which stop
@@ -128,7 +139,7 @@ numbers:
 	CHATGEN_NUMBERS=1 $(GO) test ./examples/weaponbuilder -run TestTokenEfficiency -count=1 -v
 	$(GO) test ./runtime/memory -run '^$$' -bench LongConversation -benchtime 1x
 	$(GO) test ./runtime/knowledge -run Evaluation -count=1 -v
-	$(GO) test ./runtime/ai -run TestKnowledgePromptTokens -count=1 -v
+	$(GO) test ./runtime/ai -run 'TestKnowledge.*Tokens' -count=1 -v
 
 ## fuzz: a short run of each fuzz target.
 fuzz:

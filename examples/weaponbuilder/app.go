@@ -1,6 +1,8 @@
 package main
 
 import (
+	"context"
+	"fmt"
 	"log/slog"
 	"os"
 
@@ -8,6 +10,7 @@ import (
 
 	"github.com/chatscopes/chatgen/runtime/ai"
 	"github.com/chatscopes/chatgen/runtime/chat"
+	"github.com/chatscopes/chatgen/runtime/knowledge"
 	"github.com/chatscopes/chatgen/runtime/llmtest"
 	"github.com/chatscopes/chatgen/runtime/memory"
 	"github.com/chatscopes/chatgen/runtime/otelchat"
@@ -39,11 +42,16 @@ type app struct {
 	memory *memory.Manager
 }
 
-// newApp wires the generated registration to a model. The Main Menu also
+// newApp wires the generated registration to a model. The Main Menu
+// answers lore questions from the lore corpus (loreKnowledge) and also
 // offers the tools of menuTools (the lore MCP server's, with -mcp-lore);
 // the nested conversations offer only their own. Conversations and chat
 // memories are kept in store (the zero storage: in the process only).
-func newApp(model llms.Model, logger *slog.Logger, store storage, menuTools ...ai.ToolSource) (*app, error) {
+func newApp(ctx context.Context, model llms.Model, logger *slog.Logger, store storage, menuTools ...ai.ToolSource) (*app, error) {
+	lore, err := loreKnowledge(ctx)
+	if err != nil {
+		return nil, err
+	}
 	a := &app{
 		armory: &Armory{},
 		memory: memory.NewManager(memory.Config{Policy: memory.Window(40), Store: store.memories}),
@@ -54,6 +62,7 @@ func newApp(model llms.Model, logger *slog.Logger, store storage, menuTools ...a
 	cfg.Telemetry.ModelName = modelName(model)
 	menu := cfg
 	menu.ToolSources = menuTools
+	menu.Knowledge = lore
 	router, err := chat.NewRouter(&chat.RouterOptions{Logger: logger, Store: store.conversations, LeaseTTL: store.leaseTTL, RouteHooks: []chat.RouteHook{otelchat.RouteHook(nil)}},
 		Register(Deps{
 			Armory:        a.armory,
@@ -68,4 +77,38 @@ func newApp(model llms.Model, logger *slog.Logger, store storage, menuTools ...a
 	}
 	a.router = router
 	return a, nil
+}
+
+// loreLoad splits the lore corpus as runtime/knowledge's evaluation does:
+// passages of at most 300 characters, of which BM25 puts one that answers
+// among the first three for 93% of its questions (docs/numbers.md).
+var loreLoad = knowledge.LoadOptions{ChunkSize: 300}
+
+// lorePassages is how many passages one lore search gives the model.
+const lorePassages = 3
+
+// loreKnowledge is the Main Menu's knowledge: the lore corpus shipped in
+// the program (loreCorpus), indexed in memory with BM25 when the program
+// starts — a few milliseconds, no model, no server — and searched by the
+// model with the search_knowledge tool when a question needs it (agentic
+// mode: most of the menu's turns only pick a hand-off tool, and need no
+// passages). Each search sends the page a Sources event.
+func loreKnowledge(ctx context.Context) (*ai.Knowledge, error) {
+	corpus, err := loreCorpus()
+	if err != nil {
+		return nil, fmt.Errorf("the lore corpus: %w", err)
+	}
+	ix, err := knowledge.IndexDir(ctx, corpus, loreLoad)
+	if err != nil {
+		return nil, fmt.Errorf("indexing the lore corpus: %w", err)
+	}
+	return &ai.Knowledge{
+		Name:        "lore",
+		Retriever:   ix.Retriever(lorePassages),
+		Mode:        ai.RetrievalAgentic,
+		MaxPassages: lorePassages,
+		ToolDescription: "Searches the lore of the realm — its metals, runes, weapons, armour, places and legends — " +
+			"and returns the passages most relevant to the query, best first, as JSON: [{id, title, source, score, content}]. " +
+			"Answer lore questions from these passages only, and name the title you answer from.",
+	}, nil
 }

@@ -20,14 +20,7 @@ import (
 // of the client, the routes module at both of its URLs, the declarations
 // and the import map script of pages written for newer Quarkus.
 func TestServesEveryBrowserFile(t *testing.T) {
-	a := newOfflineApp(t)
-	h, chatServer, err := a.handler(slog.New(slog.DiscardHandler))
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := httptest.NewServer(h)
-	defer srv.Close()
-	defer chatServer.Close()
+	srv := serveOffline(t)
 	for _, tc := range []struct{ path, contentType, body string }{
 		{"/", "text/html", "<script"},
 		{"/favicon.ico", "image/svg+xml", "<svg"}, // browsers ask for it: no 404 in the console

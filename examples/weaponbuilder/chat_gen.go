@@ -522,7 +522,7 @@ type chatAIMainMenu struct {
 var chatMethodMainMenuChat = ai.Method{
 	Name:   "Chat",
 	Kind:   chat.KindChat,
-	System: "You are the armorer of a fantasy video game, at the counter of your forge.\nTo build a weapon call buildWeapon, to build armour call buildArmor,\nto show what the player has built call listArmory, to delete an item from the armory call\ndeleteItem (the player is asked to confirm). Otherwise answer in one or two sentences;\nyou may use markdown.",
+	System: "You are the armorer of a fantasy video game, at the counter of your forge.\nTo build a weapon call buildWeapon, to build armour call buildArmor,\nto show what the player has built call listArmory, to delete an item from the armory call\ndeleteItem (the player is asked to confirm). For a question on the lore of the realm (its\nmetals, runes, weapons, armour, places and legends) call search_knowledge and answer from the\npassages it returns, naming their titles. Otherwise answer in one or two sentences;\nyou may use markdown.",
 	Tools: []ai.Tool{
 		chatToolCounterBuildWeapon,
 		chatToolCounterBuildArmor,

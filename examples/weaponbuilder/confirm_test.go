@@ -33,8 +33,7 @@ func TestTerminalConfirmsDeletion(t *testing.T) {
 	}
 	got := out.String()
 	ask := `? the armorer wants to run deleteItem {"item":"Nightfall"}. Allow it? [y/n]`
-	rest := got
-	for _, w := range []string{
+	showsInOrder(t, got,
 		"(Nightfall added to your armory)",
 		ask,
 		"armorer: As you wish, it stays in your armory (the player said no). What next?",
@@ -44,13 +43,7 @@ func TestTerminalConfirmsDeletion(t *testing.T) {
 		"(your armory is empty)",
 		"armorer: Done: Nightfall is gone from the armory. What next?",
 		"(your armory is empty)",
-	} {
-		i := strings.Index(rest, w)
-		if i < 0 {
-			t.Fatalf("the terminal did not show %q (in order); it showed:\n%s", w, got)
-		}
-		rest = rest[i+len(w):]
-	}
+	)
 	if strings.Contains(got, "failed") {
 		t.Fatalf("a request failed:\n%s", got)
 	}

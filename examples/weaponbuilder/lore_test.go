@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/chatscopes/chatgen/runtime/ai"
 	"github.com/chatscopes/chatgen/runtime/llmtest"
 )
 
@@ -25,7 +26,8 @@ func TestMain(m *testing.M) {
 
 // TestLore plays the offline script with -mcp-lore: the Main Menu calls
 // the lore server's tool over stdio (an unknown topic is an error result
-// the armorer reads), and the nested weapon builder does not offer it.
+// the armorer reads), beside the search of its lore corpus, and the
+// nested weapon builder offers neither.
 func TestLore(t *testing.T) {
 	ctx := context.Background()
 	src, err := connectLore(ctx, slog.New(slog.DiscardHandler))
@@ -33,7 +35,7 @@ func TestLore(t *testing.T) {
 		t.Fatal(err)
 	}
 	model := llmtest.NewModel(llmtest.ScriptFunc(playArmorer))
-	a, err := newApp(model, slog.New(slog.DiscardHandler), storage{}, src)
+	a, err := newApp(ctx, model, slog.New(slog.DiscardHandler), storage{}, src)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -43,25 +45,21 @@ func TestLore(t *testing.T) {
 		t.Fatal(err)
 	}
 	got := out.String()
-	rest := got
-	for _, w := range []string{
+	showsInOrder(t, got,
 		"armorer: Mithril was forged in starfire",
 		`armorer: The old books are silent: MCP server "lore", tool "legend": no legend tells of "adamantium"; I know of axe, bow,`,
 		"── » Weapon builder ──",
 		"armorer: A fine sword! What shall we call it?",
 		// The legend question, in the weapon builder: no lore tool there.
 		"armorer: A fine sword! What shall we call it?",
-	} {
-		i := strings.Index(rest, w)
-		if i < 0 {
-			t.Fatalf("the terminal did not show %q (in order); it showed:\n%s", w, got)
-		}
-		rest = rest[i+len(w):]
-	}
+	)
 	for _, req := range model.Requests() {
 		offered := req.ToolNames()
 		if slices.Contains(offered, "setKind") == slices.Contains(offered, "legend") {
 			t.Fatalf("a request offered %v: the lore belongs to the Main Menu only", offered)
+		}
+		if slices.Contains(offered, "legend") != slices.Contains(offered, ai.DefaultSearchTool) {
+			t.Fatalf("a request offered %v: the Main Menu searches its lore corpus beside the MCP server", offered)
 		}
 	}
 	if err := src.Close(); err != nil {

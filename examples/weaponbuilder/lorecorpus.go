@@ -7,9 +7,9 @@ import (
 
 // The lore corpus: short Markdown documents about the armorer's
 // materials, elements, weapons, armour and places, which the Main Menu
-// will answer lore questions from through runtime/knowledge (the same
-// legends as the MCP lore server, told at more length). The evaluation of
-// runtime/knowledge's retrieval is run on it too.
+// answers lore questions from through runtime/knowledge (loreKnowledge;
+// the same legends as the MCP lore server, told at more length). The
+// evaluation of runtime/knowledge's retrieval is run on it too.
 
 //go:embed lore/*.md
 var loreFiles embed.FS

@@ -7,10 +7,13 @@
 // It serves a web page (the JavaScript client over the websocket endpoint)
 // and, with -terminal, chats in the terminal through the local client. It
 // runs offline on a scripted model unless -provider (or OPENAI_API_KEY)
-// chooses a real one: OpenAI, Anthropic, Gemini or Ollama. With
-// -mcp-lore the Main Menu also offers the tools of a small MCP server, the
-// lore server, which the program runs as its own child process
-// (`weaponbuilder lore-server`).
+// chooses a real one: OpenAI, Anthropic, Gemini or Ollama. The Main Menu
+// answers questions on the lore of the realm from documents shipped in the
+// program (lore/*.md, indexed in memory by runtime/knowledge at start):
+// the model searches them with a tool, and the page lists the passages an
+// answer is drawn from. With -mcp-lore the Main Menu also offers the tools
+// of a small MCP server, the lore server, which the program runs as its
+// own child process (`weaponbuilder lore-server`).
 //
 // Conversations are durable: they are kept, with the builders' state and
 // the AI services' chat memories, in a bbolt data file (-data; by default
@@ -105,7 +108,7 @@ func run(ctx context.Context, provider, addr string, data storageFlags, terminal
 		menuTools = append(menuTools, src)
 		about += ", with the lore MCP server"
 	}
-	a, err := newApp(model, logger, store, menuTools...)
+	a, err := newApp(ctx, model, logger, store, menuTools...)
 	if err != nil {
 		return err
 	}

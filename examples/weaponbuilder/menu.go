@@ -8,15 +8,18 @@ import (
 )
 
 // MainMenu is the armorer at the counter: the conversation every session
-// starts in. Its tools hand the player over to nested conversations. Its
-// answers stream to the page as the model writes them, in markdown.
+// starts in. Its tools hand the player over to nested conversations; its
+// knowledge, the lore corpus, answers questions on the realm (newApp).
+// Its answers stream to the page as the model writes them, in markdown.
 //
 //chat:ai
 //chat:markdown
 //chat:system You are the armorer of a fantasy video game, at the counter of your forge.
 //chat:system To build a weapon call buildWeapon, to build armour call buildArmor,
 //chat:system to show what the player has built call listArmory, to delete an item from the armory call
-//chat:system deleteItem (the player is asked to confirm). Otherwise answer in one or two sentences;
+//chat:system deleteItem (the player is asked to confirm). For a question on the lore of the realm (its
+//chat:system metals, runes, weapons, armour, places and legends) call search_knowledge and answer from the
+//chat:system passages it returns, naming their titles. Otherwise answer in one or two sentences;
 //chat:system you may use markdown.
 //chat:tools Counter
 type MainMenu interface {

@@ -96,7 +96,7 @@ func playSession(t testing.TB, router *chat.Router, after func(turn int)) {
 // nested conversation.
 func runScoped(t testing.TB) (usage, *app, []int) {
 	model := newModel(llmtest.ScriptFunc(playArmorer))
-	a, err := newApp(model, slog.New(slog.DiscardHandler), storage{})
+	a, err := newApp(context.Background(), model, slog.New(slog.DiscardHandler), storage{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -119,11 +119,16 @@ func runScoped(t testing.TB) (usage, *app, []int) {
 	return measure(model), a, menuCalls
 }
 
-// runFlat plays the session on the flat armorer: one prompt, every tool,
-// one memory (the same 40-message window).
+// runFlat plays the session on the flat armorer: one prompt, every tool
+// (the lore search too, as the scoped Main Menu has it), one memory (the
+// same 40-message window).
 func runFlat(t testing.TB) usage {
 	model := newModel(llmtest.ScriptFunc(flat.Play))
-	cfg := ai.Config{Model: model, Memory: memory.NewManager(memory.Config{Policy: memory.Window(40)}), Logger: slog.New(slog.DiscardHandler)}
+	lore, err := loreKnowledge(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := ai.Config{Model: model, Memory: memory.NewManager(memory.Config{Policy: memory.Window(40)}), Logger: slog.New(slog.DiscardHandler), Knowledge: lore}
 	router, err := chat.NewRouter(&chat.RouterOptions{Logger: slog.New(slog.DiscardHandler)}, flat.Register(flat.Deps{Armorer: cfg}))
 	if err != nil {
 		t.Fatal(err)

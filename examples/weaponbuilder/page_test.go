@@ -29,7 +29,8 @@ import (
 
 // TestPageInTheRealWorld drives the armorer's page in headless Chromium,
 // by keyboard, at a desktop width and at a phone's, through what goes
-// right and what goes wrong: streamed and markdown answers, nested
+// right and what goes wrong: streamed and markdown answers, a lore
+// answer with its sources, nested
 // conversations left by the breadcrumbs, the armory updated on finishing,
 // the model failing, markup a model was tricked into writing, and the
 // server going away and coming back on the same port. Screenshots go to
@@ -45,6 +46,7 @@ func TestPageInTheRealWorld(t *testing.T) {
 			h.checkAccessibility()
 			h.keyboardToInput()
 			h.streamedMarkdownWelcome()
+			h.answersLore()
 			h.checkLayout()
 			h.nestedAndBack()
 			h.finishShowsArmory()
@@ -157,7 +159,7 @@ func newPageHarness(t *testing.T, width, height int, mobile bool) *pageHarness {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	t.Cleanup(cancel)
 	model := newControlModel()
-	a, err := newApp(model, slog.New(slog.DiscardHandler), storage{})
+	a, err := newApp(context.Background(), model, slog.New(slog.DiscardHandler), storage{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -447,10 +449,41 @@ func (h *pageHarness) streamedMarkdownWelcome() {
 		items: b.querySelectorAll("ul li").length,
 		raw: b.textContent.includes("**"),
 	}; })()`, &r)
-	if !slices.Equal(r.Strong, []string{"build", "armour", "list"}) || r.Items != 3 || r.Raw {
+	if !slices.Equal(r.Strong, []string{"build", "armour", "list", "lore"}) || r.Items != 4 || r.Raw {
 		h.t.Fatalf("the welcome is not rendered from markdown: %+v\n%s", r, h.text())
 	}
 	h.shot("welcome")
+}
+
+// answersLore: a lore question at the counter is answered from the lore
+// corpus, and the passages the armorer searched show under the answer —
+// title, file and score — as the index ranked them.
+func (h *pageHarness) answersLore() {
+	h.t.Helper()
+	const question = "Who forged Dawnbreaker?"
+	h.send(question)
+	var r struct {
+		Answer  string     `json:"answer"`
+		Sources [][]string `json:"sources"`
+	}
+	h.evalJSON(`(() => { const m = Array.from(document.querySelectorAll("#log .msg.armorer")).pop(); return {
+		answer: m.querySelector(".bubble.rendered").textContent,
+		sources: Array.from(m.querySelectorAll(".sources li")).map(li => [li.querySelector("cite").textContent, li.querySelector(".source").textContent, li.querySelector(".score").textContent]),
+	}; })()`, &r)
+	var want [][]string
+	for _, d := range loreSearch(h.t, question) {
+		want = append(want, []string{d.Metadata["title"].(string), d.Metadata["source"].(string), fmt.Sprintf("%.2f", d.Score)})
+	}
+	if len(want) == 0 || !slices.EqualFunc(r.Sources, want, slices.Equal) {
+		h.t.Fatalf("the sources under the answer: %q, want %q (the index's)\n%s", r.Sources, want, h.text())
+	}
+	if !strings.Contains(r.Answer, "It was forged for Queen Isolde") || !strings.HasSuffix(strings.TrimSpace(r.Answer), "(so says Dawnbreaker)") {
+		h.t.Fatalf("the lore answer %q is not dawnbreaker.md's", r.Answer)
+	}
+	if c := h.crumbs(); c != "Main menu" {
+		h.t.Fatalf("a lore question left the main menu: crumbs %q", c)
+	}
+	h.shot("lore")
 }
 
 // checkLayout: at a phone's width nothing overflows sideways, the sidebar

@@ -10,6 +10,7 @@ import (
 
 	"github.com/tmc/langchaingo/llms"
 
+	"github.com/chatscopes/chatgen/runtime/ai"
 	"github.com/chatscopes/chatgen/runtime/llmtest"
 )
 
@@ -57,7 +58,7 @@ func failure(req *llmtest.Request) (llmtest.Reply, bool) {
 var (
 	wordsWeapon  = regexp.MustCompile(`(?i)\b(weapon|sword|axe|bow|dagger|staff|blade)s?\b`)
 	wordsArmor   = regexp.MustCompile(`(?i)\b(armou?r|helm|breastplate|gauntlets|greaves|shield)\b`)
-	wordsList    = regexp.MustCompile(`(?i)\b(list|inventory|armory|built|have i)\b`)
+	wordsList    = regexp.MustCompile(`(?i)\b(list|inventory|armory|have i|i(?:'ve| have) built)\b`)
 	wordsKind    = regexp.MustCompile(`(?i)\b(sword|axe|bow|dagger|staff)\b`)
 	wordsName    = regexp.MustCompile(`(?i)\b(?:call(?:ed)? it|name(?:d)?(?: it)?)\s+["']?([\p{L}][\p{L}' -]{0,30}?)["']?\s*(?:[.,!]|$)`)
 	wordsNumber  = regexp.MustCompile(`\b(\d{1,3})\b`)
@@ -72,13 +73,16 @@ var (
 	wordsLegend  = regexp.MustCompile(`(?i)\b(legends?|lore|tales?|stor(?:y|ies))\b`)
 	wordsDelete  = regexp.MustCompile(`(?i)\b(?:delete|remove|destroy|scrap|melt down)\s+(?:the\s+|my\s+)?["']?([\p{L}][\p{L}' -]{0,30}?)["']?\s*(?:[.!]|$)`)
 	wordsTopic   = regexp.MustCompile(`(?i)\b(iron|steel|mithril|leather|fire|frost|lightning|sword|axe|bow|dagger|staff|[a-z]+ium)\b`)
+	wordsAsk     = regexp.MustCompile(`(?i)^\s*(who|whom|whose|where|when|why|what|which|how|is|are|was|were|does|do|did|can|could|should|tell me)\b|\?\s*$`)
+	wordsOrder   = regexp.MustCompile(`(?i)\b(?:can|could|will|would) you (?:build|make|forge|craft)\b|\b(?:build|make|forge|craft) (?:me|us)\b|\bi (?:want|need|would like|'d like)\b`)
 )
 
 // welcome is the main menu's answer to anything else, in markdown.
 const welcome = "Welcome to my forge, traveller! I can:\n\n" +
 	"- **build** you a weapon: a sword, an axe, a bow, a dagger or a staff,\n" +
 	"- make you a piece of **armour**,\n" +
-	"- or **list** what you have built.\n\n" +
+	"- **list** what you have built,\n" +
+	"- or tell you the **lore** of the realm: ask me who forged Dawnbreaker.\n\n" +
 	"What shall it be?"
 
 func playMenu(req *llmtest.Request) llmtest.Reply {
@@ -88,6 +92,9 @@ func playMenu(req *llmtest.Request) llmtest.Reply {
 			return say("The old books are silent: " + msg + ".")
 		}
 		return say(results[0].Content)
+	}
+	if results := req.LastToolResults(); len(results) > 0 && results[0].Name == ai.DefaultSearchTool {
+		return fromLore(loreQuery(req.LastUserText()), results[0].Content)
 	}
 	if results := req.LastToolResults(); len(results) > 0 && results[0].Name == "deleteItem" {
 		return deleted(results[0].Content)
@@ -109,12 +116,134 @@ func playMenu(req *llmtest.Request) llmtest.Reply {
 	switch {
 	case wordsList.MatchString(u):
 		return calls(tool("listArmory", nil))
+	case slices.Contains(req.ToolNames(), ai.DefaultSearchTool) && loreQuestion(u):
+		return calls(tool(ai.DefaultSearchTool, map[string]any{"query": loreQuery(u)}))
 	case wordsArmor.MatchString(u):
 		return calls(tool("buildArmor", nil))
 	case wordsWeapon.MatchString(u):
 		return calls(tool("buildWeapon", nil))
 	}
 	return say(welcome)
+}
+
+// loreQuestion reports whether the player's message asks about the lore
+// (a legend, or a question that is not an order: "who forged
+// Dawnbreaker?", not "can you make me a sword?").
+func loreQuestion(u string) bool {
+	return wordsLegend.MatchString(u) || (wordsAsk.MatchString(u) && !wordsOrder.MatchString(u))
+}
+
+// loreQuery is what the armorer searches the lore for: the player's
+// message without the words that only say it is about lore ("tell me the
+// legend of mithril" searches for "tell me the of mithril": every
+// document is a legend, and "legend" would find the one that says so).
+func loreQuery(u string) string {
+	if q := strings.Join(strings.Fields(wordsLegend.ReplaceAllString(u, "")), " "); q != "" {
+		return q
+	}
+	return u
+}
+
+// fromLore is the armorer's answer to question from the passages the lore
+// search returned (result, the search tool's JSON): the sentence of the
+// passages that shares the most words with the question, and the title
+// of its passage. A word of the question in a passage's title counts for
+// the whole passage, and half in each of its sentences that has it: it
+// says what the passage is about more than which sentence answers.
+func fromLore(question, result string) llmtest.Reply {
+	if msg, ok := strings.CutPrefix(result, "error: "); ok {
+		return say("The old books are out of reach: " + msg + ".")
+	}
+	var passages []ai.Passage
+	if err := json.Unmarshal([]byte(result), &passages); err != nil {
+		return say("The old books are out of reach: I cannot read them.")
+	}
+	asked := stems(question)
+	best, score, title := "", 0.0, ""
+	for _, p := range passages {
+		inTitle := stems(p.Title)
+		about := 0.0 // the passage is about what was asked
+		for w := range inTitle {
+			if asked[w] {
+				about += 0.75
+			}
+		}
+		for _, sentence := range sentences(p.Content) {
+			s := about
+			for w := range stems(sentence) {
+				switch {
+				case !asked[w]:
+				case inTitle[w]:
+					s += 0.5
+				default:
+					s++
+				}
+			}
+			if s > score {
+				best, score, title = sentence, s, p.Title
+			}
+		}
+	}
+	if best == "" {
+		return say("The old books say nothing of that. Ask me of metals, runes, weapons or the places of the realm.")
+	}
+	return say(best + " (so says *" + title + "*)")
+}
+
+var (
+	sentenceEnd = regexp.MustCompile(`[.!?]["”’)]?\s+`)
+	wordRun     = regexp.MustCompile(`\p{L}+`)
+)
+
+// sentences splits a passage into its sentences, leaving out its
+// headings.
+func sentences(passage string) []string {
+	var text []string
+	for _, l := range strings.Split(passage, "\n") {
+		if l = strings.TrimSpace(l); l != "" && !strings.HasPrefix(l, "#") {
+			text = append(text, l)
+		}
+	}
+	rest := strings.Join(text, " ")
+	var out []string
+	for rest != "" {
+		end := len(rest)
+		if loc := sentenceEnd.FindStringIndex(rest); loc != nil {
+			end = loc[1]
+		}
+		out = append(out, strings.TrimSpace(rest[:end]))
+		rest = rest[end:]
+	}
+	return out
+}
+
+// stopWords are the words a question shares with any sentence.
+var stopWords = map[string]bool{
+	"a": true, "an": true, "and": true, "any": true, "are": true, "at": true, "be": true, "by": true, "can": true,
+	"could": true, "did": true, "do": true, "does": true, "for": true, "from": true, "how": true, "i": true,
+	"in": true, "is": true, "it": true, "its": true, "me": true, "my": true, "of": true, "on": true, "or": true,
+	"should": true, "so": true, "tell": true, "that": true, "the": true, "their": true, "them": true, "they": true,
+	"this": true, "to": true, "was": true, "were": true, "what": true, "when": true, "where": true, "which": true,
+	"who": true, "why": true, "with": true, "you": true, "about": true, "has": true, "have": true,
+}
+
+// stems returns the words of text, lower-cased, without stop words, with
+// their commonest English endings cut (forged and forge both give forg).
+func stems(text string) map[string]bool {
+	out := map[string]bool{}
+	for _, w := range wordRun.FindAllString(strings.ToLower(text), -1) {
+		if stopWords[w] {
+			continue
+		}
+		for _, suffix := range []string{"ing", "ed", "es", "e", "s"} {
+			if len(w) > len(suffix)+2 && strings.HasSuffix(w, suffix) {
+				w = strings.TrimSuffix(w, suffix)
+				break
+			}
+		}
+		out[w] = true
+	}
+	return out
 }
 
 // deleted is the armorer's answer once deleteItem ran, or the player

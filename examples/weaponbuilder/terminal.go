@@ -74,6 +74,13 @@ func runTerminal(ctx context.Context, router *chat.Router, in io.Reader, out io.
 				fmt.Fprintf(out, "  ── %s ──\n", strings.Repeat("» ", c.Depth)+c.Name)
 			}
 		}).
+		On(chat.EventSources, func(ev chat.Event) {
+			var s ai.Sources
+			if ev.Decode(&s) == nil {
+				endStream()
+				fmt.Fprint(out, sourcesText(s))
+			}
+		}).
 		On(chat.EventConfirm, func(ev chat.Event) {
 			var c ai.Confirmation
 			if ev.Decode(&c) == nil {
@@ -177,6 +184,20 @@ func inventoryText(inv Inventory) string {
 		fmt.Fprintf(&b, "  • a %s %s\n", a.Material, a.Piece)
 	}
 	return b.String()
+}
+
+// sourcesText is the line of a Sources event: the passages the armorer
+// was given, each with its title, file and score, best first.
+func sourcesText(s ai.Sources) string {
+	items := make([]string, len(s.Sources))
+	for i, src := range s.Sources {
+		title := src.Title
+		if title == "" {
+			title = src.ID
+		}
+		items[i] = fmt.Sprintf("%s — %s %.2f", title, orDash(src.Source), src.Score)
+	}
+	return "  [lore: " + strings.Join(items, "; ") + "]\n"
 }
 
 func orDash(s string) string {

@@ -2,9 +2,7 @@ package main
 
 import (
 	"io"
-	"log/slog"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"regexp"
 	"strings"
@@ -21,14 +19,7 @@ import (
 // not take, event data used wrongly, a kind that is not one) must be
 // reported.
 func TestTypedRoutesTypeCheck(t *testing.T) {
-	a := newOfflineApp(t)
-	h, chatServer, err := a.handler(slog.New(slog.DiscardHandler))
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := httptest.NewServer(h)
-	defer srv.Close()
-	defer chatServer.Close()
+	srv := serveOffline(t)
 	get := func(path string) string {
 		t.Helper()
 		resp, err := http.Get(srv.URL + path)
@@ -60,14 +51,7 @@ func TestBrowserDocShowsTheDeclarations(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	a := newOfflineApp(t)
-	h, chatServer, err := a.handler(slog.New(slog.DiscardHandler))
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := httptest.NewServer(h)
-	defer srv.Close()
-	defer chatServer.Close()
+	srv := serveOffline(t)
 	resp, err := http.Get(srv.URL + ws.RoutesTypeScriptPath)
 	if err != nil {
 		t.Fatal(err)

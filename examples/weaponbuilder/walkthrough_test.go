@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"log/slog"
+	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
@@ -29,11 +30,41 @@ var walkthrough = []string{
 
 func newOfflineApp(t *testing.T) *app {
 	t.Helper()
-	a, err := newApp(llmtest.NewModel(llmtest.ScriptFunc(playArmorer)), slog.New(slog.DiscardHandler), storage{})
+	a, err := newApp(context.Background(), llmtest.NewModel(llmtest.ScriptFunc(playArmorer)), slog.New(slog.DiscardHandler), storage{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	return a
+}
+
+// showsInOrder fails the test unless the terminal's output got shows
+// every string of want, in order.
+func showsInOrder(t *testing.T, got string, want ...string) {
+	t.Helper()
+	rest := got
+	for _, w := range want {
+		i := strings.Index(rest, w)
+		if i < 0 {
+			t.Fatalf("the terminal did not show %q (in order); it showed:\n%s", w, got)
+		}
+		rest = rest[i+len(w):]
+	}
+}
+
+// serveOffline serves the offline armorer's page and chat endpoint (its
+// handler) on a loopback server that closes when the test ends.
+func serveOffline(t *testing.T) *httptest.Server {
+	t.Helper()
+	h, chatServer, err := newOfflineApp(t).handler(slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(h)
+	t.Cleanup(func() {
+		_ = chatServer.Close()
+		srv.Close()
+	})
+	return srv
 }
 
 func TestTerminalWalkthrough(t *testing.T) {
@@ -68,14 +99,7 @@ func TestTerminalWalkthrough(t *testing.T) {
 		"armorer: **Dawnbreaker** is in your armory. What next?",
 		"• Dawnbreaker, a sword (40 damage) with fire 7",
 	}
-	rest := got
-	for _, w := range want {
-		i := strings.Index(rest, w)
-		if i < 0 {
-			t.Fatalf("the terminal did not show %q (in order); it showed:\n%s", w, got)
-		}
-		rest = rest[i+len(w):]
-	}
+	showsInOrder(t, got, want...)
 	if strings.Contains(got, "failed") {
 		t.Fatalf("a request failed:\n%s", got)
 	}
@@ -102,8 +126,7 @@ func TestCancelLeavesNestedConversations(t *testing.T) {
 		t.Fatal(err)
 	}
 	got := out.String()
-	rest := got
-	for _, w := range []string{
+	showsInOrder(t, got,
 		"── » Weapon builder ──",
 		"── » » Enchantment ──",
 		"── » Weapon builder ──",
@@ -114,13 +137,7 @@ func TestCancelLeavesNestedConversations(t *testing.T) {
 		"── Main menu ──",
 		"armorer: I put the armour aside, unfinished.",
 		"(your armory is empty)",
-	} {
-		i := strings.Index(rest, w)
-		if i < 0 {
-			t.Fatalf("the terminal did not show %q (in order); it showed:\n%s", w, got)
-		}
-		rest = rest[i+len(w):]
-	}
+	)
 	if len(a.armory.Weapons()) != 0 || len(a.armory.ArmorPieces()) != 0 {
 		t.Fatal("a cancelled build was saved")
 	}

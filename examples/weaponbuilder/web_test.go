@@ -3,8 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"log/slog"
-	"net/http/httptest"
 	"os"
 	"strings"
 	"testing"
@@ -33,14 +31,7 @@ const readPage = `JSON.stringify({
 // headless Chromium, typing into the form, and checks what the player sees.
 func TestWebWalkthrough(t *testing.T) {
 	b := browsertest.Start(t)
-	a := newOfflineApp(t)
-	h, chatServer, err := a.handler(slog.New(slog.DiscardHandler))
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := httptest.NewServer(h)
-	defer srv.Close()
-	defer chatServer.Close()
+	srv := serveOffline(t)
 
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()

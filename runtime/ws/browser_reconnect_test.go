@@ -31,10 +31,10 @@ window.states = [];
 window.pageReady = true;
 </script></body></html>`
 
-// The steps of TestBrowserReconnects, evaluated in the page in turn; each
-// returns a JSON string.
-const (
-	reconnectSetup = `(async () => {
+// openReconnecting starts the first step of a reconnect test: an async
+// function, ended by the step, that waits for reconnectPage, opens a
+// client with the reconnect option (window.client) and logs its states.
+const openReconnecting = `(async () => {
     for (let i = 0; i < 3000 && !window.pageReady; i++) {
         await new Promise((r) => setTimeout(r, 10));
     }
@@ -42,7 +42,12 @@ const (
     client.onConnectionState((state) => states.push(state));
     await client.open();
     window.client = client;
-    window.menu = await client.builder()
+`
+
+// The steps of TestBrowserReconnects, evaluated in the page in turn; each
+// returns a JSON string.
+const (
+	reconnectSetup = openReconnecting + `    window.menu = await client.builder()
         .messageHandler((m) => log.push("menu message " + m))
         .eventHandler("weapon", (w) => log.push("menu weapon " + w.name + "/" + w.damage))
         .connect();
@@ -103,6 +108,29 @@ const (
 })()`
 )
 
+// openPage opens url in b and returns a function that evaluates a step's
+// expression in the page, within 30 s of the opening, and decodes its
+// JSON result into v; a failure ends the test, with the browser's console.
+func openPage(t *testing.T, b *browsertest.Browser, url string) func(step, expr string, v any) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	t.Cleanup(cancel)
+	page, err := b.Open(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return func(step, expr string, v any) {
+		t.Helper()
+		out, err := page.Eval(ctx, expr)
+		if err != nil {
+			t.Fatalf("%s: %v\nconsole:\n%s", step, err, b.ConsoleLog())
+		}
+		if err := json.Unmarshal([]byte(out), v); err != nil {
+			t.Fatalf("%s: %s: %v", step, out, err)
+		}
+	}
+}
+
 // TestBrowserReconnects runs the JavaScript client with the reconnect
 // option in headless Chromium against a durable server behind a TCP proxy
 // whose connections the test cuts.
@@ -122,22 +150,7 @@ func TestBrowserReconnects(t *testing.T) {
 	front := &testServer{http: hs}
 	proxy := startProxy(t, front)
 
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	page, err := b.Open(ctx, "http://"+proxy.ln.Addr().String()+"/page.html")
-	if err != nil {
-		t.Fatal(err)
-	}
-	eval := func(step, expr string, v any) {
-		t.Helper()
-		out, err := page.Eval(ctx, expr)
-		if err != nil {
-			t.Fatalf("%s: %v\nconsole:\n%s", step, err, b.ConsoleLog())
-		}
-		if err := json.Unmarshal([]byte(out), v); err != nil {
-			t.Fatalf("%s: %s: %v", step, out, err)
-		}
-	}
+	eval := openPage(t, b, "http://"+proxy.ln.Addr().String()+"/page.html")
 
 	var setup struct {
 		Nested     bool
@@ -316,15 +329,7 @@ func TestBrowserReconnectsToAPlainServer(t *testing.T) {
 
 // The steps of TestBrowserDropMidTurn.
 const (
-	dropSetup = `(async () => {
-    for (let i = 0; i < 3000 && !window.pageReady; i++) {
-        await new Promise((r) => setTimeout(r, 10));
-    }
-    const client = new ChatScopesClient({ reconnect: { minDelay: 5, maxDelay: 50 } });
-    client.onConnectionState((state) => states.push(state));
-    await client.open();
-    window.client = client;
-    window.session = await client.builder()
+	dropSetup = openReconnecting + `    window.session = await client.builder()
         .messageHandler((m) => log.push("message " + m))
         .connect("answerfirst");
     window.call = session.chat("hello").then(() => "resolved", (e) => "rejected " + e.reason);
@@ -389,22 +394,7 @@ func browserDropMidTurn(t *testing.T, b *browsertest.Browser, store chat.Convers
 	defer hs.Close()
 	proxy := startProxy(t, &testServer{http: hs})
 
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	page, err := b.Open(ctx, "http://"+proxy.ln.Addr().String()+"/page.html")
-	if err != nil {
-		t.Fatal(err)
-	}
-	eval := func(step, expr string, v any) {
-		t.Helper()
-		out, err := page.Eval(ctx, expr)
-		if err != nil {
-			t.Fatalf("%s: %v\nconsole:\n%s", step, err, b.ConsoleLog())
-		}
-		if err := json.Unmarshal([]byte(out), v); err != nil {
-			t.Fatalf("%s: %s: %v", step, out, err)
-		}
-	}
+	eval := openPage(t, b, "http://"+proxy.ln.Addr().String()+"/page.html")
 	var first []string
 	eval("setup", dropSetup, &first)
 	checkLog(t, first, []string{"message answer 1: hello"})

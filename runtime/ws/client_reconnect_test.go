@@ -48,8 +48,13 @@ func startProxy(t *testing.T, target *testServer) *testProxy {
 func (p *testProxy) url() string { return "ws://" + p.ln.Addr().String() + RoutesPath }
 
 func (p *testProxy) switchTo(ts *testServer) {
+	p.switchToAddr(strings.TrimPrefix(ts.http.URL, "http://"))
+}
+
+// switchToAddr sends the next connections to host:port addr.
+func (p *testProxy) switchToAddr(addr string) {
 	p.mu.Lock()
-	p.target = strings.TrimPrefix(ts.http.URL, "http://")
+	p.target = addr
 	p.mu.Unlock()
 }
 

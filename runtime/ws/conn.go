@@ -92,9 +92,10 @@ type conn struct {
 
 	mu          sync.Mutex // guards what follows; taken before session.mu
 	sessions    map[string]*session
-	live        int  // sessions not yet finished (closing ones count)
-	draining    bool // Shutdown began: no new requests
-	closing     bool // the connection is being torn down
+	live        int             // sessions not yet finished (closing ones count)
+	draining    bool            // Shutdown began: no new requests
+	handedOver  map[string]bool // chatIds of the durable sessions a drain let go (handOver)
+	closing     bool            // the connection is being torn down
 	closeCode   websocket.StatusCode
 	closeReason string
 	idleTimer   *time.Timer // armed while live == 0
@@ -433,6 +434,14 @@ func (c *conn) request(f *inFrame) *session {
 	var reason, detail string
 	start := false
 	switch {
+	case c.draining && (s != nil && s.dur != nil || c.handedOver[f.ChatID]):
+		// Handed over: the server drains, and will close the connection
+		// with 1001 once its running requests end. The request is not
+		// answered: the client sends it again, with its requestId, where
+		// it resumes the conversation, and it runs there, once.
+		c.mu.Unlock()
+		c.log(slog.LevelDebug, "ws: draining: a request of a durable conversation is left for the client to send again elsewhere", "chat", f.ChatID)
+		return nil
 	case c.draining:
 		reason = ErrShuttingDown.Reason
 	case s == nil:

@@ -60,8 +60,34 @@ func (c *conn) drain() {
 	c.mu.Unlock()
 	go func() {
 		c.workers.Wait()
+		c.handOver()
 		c.closeGracefully(websocket.StatusGoingAway, "server shutting down")
 	}()
+}
+
+// handOver lets go of the durable conversations of a draining connection
+// whose requests have ended, before the connection closes: each is saved
+// and its lease released, so that the client, told 1001, resumes it at
+// once on another node rather than finding it busy until this one has
+// let go (after the close handshake, on a slow store, a second or more).
+// The requests of those sessions that arrive meanwhile are left for the
+// client to send again elsewhere, like those of the sessions still open.
+func (c *conn) handOver() {
+	c.mu.Lock()
+	var durable []*session
+	for id, s := range c.sessions {
+		if s.dur != nil {
+			durable = append(durable, s)
+			if c.handedOver == nil {
+				c.handedOver = map[string]bool{}
+			}
+			c.handedOver[id] = true
+		}
+	}
+	c.mu.Unlock()
+	for _, s := range durable {
+		s.closeKeeping()
+	}
 }
 
 // abortTurns cancels the requests of durable conversations too (see

@@ -22,6 +22,10 @@
 //	httpServer.Shutdown(ctx)
 //	srv.Shutdown(ctx) // hijacked connections are not the http.Server's
 //
+// A replica behind a load balancer serves with [Server.ServeUntilSignal]
+// instead, which drains on SIGTERM, and mounts [Server.ReadinessHandler]
+// and [Server.LivenessHandler] (docs/deploy.md).
+//
 // The protocol is the one of Quarkus LangChain4j Chat Scopes (see
 // docs/protocol.md): a page written for the Quarkus JavaScript client works
 // unchanged. Per connection there is one goroutine, which only waits for

@@ -8,7 +8,8 @@
 // waiting longer after each failed attempt. The server keeps conversations
 // (docs/durability.md): the page keeps its conversation's id and resume
 // token in sessionStorage and, on reconnecting (or reloading), resumes it
-// where it was instead of starting a new one.
+// where it was instead of starting a new one. Under an answer drawn from
+// the lore it lists the passages the armorer was given (Sources events).
 (function () {
   "use strict";
   const $ = (id) => document.getElementById(id);
@@ -35,6 +36,7 @@
     refocus: false, // the form had the focus when sending was disabled
     confirmEl: null, // the confirmation whose buttons are live
     cardKey: null,  // the armory key of the saved item on the card, if any
+    sources: [],    // the passages of the answer being made (Sources events)
   };
 
   // What the player reads for each reason a request can fail (the server's
@@ -157,6 +159,7 @@
     } else {
       bubble.textContent = String(data);
     }
+    showSources(bubble);
   }
 
   // onStream shows the chunks of a streamed answer as they arrive, as text;
@@ -167,6 +170,7 @@
       const bubble = state.streamEl || answer();
       bubble.innerHTML = frame.html;
       bubble.classList.add("rendered");
+      showSources(bubble);
       endStream();
       toEnd();
       return;
@@ -197,6 +201,47 @@
   function onThinking(text) {
     line("thinking", text);
     thinkingText.textContent = text;
+  }
+
+  // ---- sources: the passages an answer is drawn from
+
+  // onSources keeps the passages of a search: the Sources event comes
+  // before the answer it feeds, which shows them (showSources).
+  function onSources(s) {
+    for (const src of s && Array.isArray(s.sources) ? s.sources : []) {
+      if (!state.sources.some((x) => x.id === src.id)) state.sources.push(src);
+    }
+  }
+
+  // showSources lists, under the answer in bubble, the passages kept for
+  // it: the title, the file and the relevance score of each, best first.
+  function showSources(bubble) {
+    if (state.sources.length === 0) return;
+    const box = document.createElement("div");
+    box.className = "sources";
+    const label = document.createElement("span");
+    label.className = "label";
+    label.textContent = "From the lore:";
+    const list = document.createElement("ol");
+    list.setAttribute("aria-label", "Sources of this answer");
+    for (const src of state.sources) {
+      const li = document.createElement("li");
+      const title = document.createElement("cite");
+      title.textContent = src.title || src.id;
+      const file = document.createElement("span");
+      file.className = "source";
+      file.textContent = src.source || "";
+      const score = document.createElement("span");
+      score.className = "score";
+      score.title = "relevance";
+      score.textContent = Number(src.score).toFixed(2);
+      li.append(title, " ", file, " ", score);
+      list.appendChild(li);
+    }
+    box.append(label, " ", list);
+    bubble.parentElement.appendChild(box);
+    state.sources = [];
+    toEnd();
   }
 
   // ---- the cards and the armory
@@ -362,6 +407,7 @@
         .catch((err) => failed(reasonOf(err), session))
         .finally(() => {
           endStream();
+          state.sources = []; // an answer that never came shows no sources
           setBusy(-1);
           if (state.connected) input.focus();
         });
@@ -409,6 +455,7 @@
       .catch((err) => failed(reasonOf(err), session))
       .finally(() => {
         endStream();
+        state.sources = []; // an answer that never came shows no sources
         setBusy(-1);
       });
   }
@@ -470,6 +517,7 @@
       .eventHandler("armor", armorCard)
       .eventHandler("inventory", inventory)
       .eventHandler("conversation", conversation)
+      .sourcesHandler(onSources)
       .confirmHandler(onConfirm);
   }
 
@@ -553,7 +601,7 @@
         line("system", "Reconnected: a new conversation has started at the main menu.");
       } else {
         hideBanner();
-        line("system", "Connected. Try: I want to build a sword.");
+        line("system", "Connected. Try: I want to build a sword. Or ask: who forged Dawnbreaker?");
       }
     });
   }
