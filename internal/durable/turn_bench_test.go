@@ -19,6 +19,7 @@ import (
 	"github.com/chatscopes/chatgen/runtime/boltstore"
 	"github.com/chatscopes/chatgen/runtime/chat"
 	"github.com/chatscopes/chatgen/runtime/chat/conversationtest"
+	"github.com/chatscopes/chatgen/runtime/chatstore"
 	"github.com/chatscopes/chatgen/runtime/llmtest"
 	"github.com/chatscopes/chatgen/runtime/memory"
 	"github.com/chatscopes/chatgen/runtime/pgstore"
@@ -29,7 +30,7 @@ import (
 // backend is where a router keeps its conversations: Store nil is a
 // router without a store (conversations live in the process only).
 type backend struct {
-	Store    chat.ConversationStore
+	Store    chatstore.ConversationStore
 	Memories memory.Store           // the AI memories' store; nil: memory's in-memory store
 	trips    interface{ N() int64 } // round trips to the server (Redis, PostgreSQL); nil for the others
 }

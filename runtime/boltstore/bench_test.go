@@ -12,8 +12,8 @@ import (
 	"time"
 
 	"github.com/chatscopes/chatgen/runtime/boltstore"
-	"github.com/chatscopes/chatgen/runtime/chat"
 	"github.com/chatscopes/chatgen/runtime/chat/conversationtest"
+	"github.com/chatscopes/chatgen/runtime/chatstore"
 	"github.com/chatscopes/chatgen/runtime/memory"
 	"github.com/tmc/langchaingo/llms"
 )
@@ -115,15 +115,15 @@ func saver(ctx context.Context, s *boltstore.Store, id string) (func() error, er
 		return nil, err
 	}
 	turn := func() error {
-		batch := chat.NewBatch()
-		if err := mw.Add(chat.WithBatch(ctx, batch), exchange()...); err != nil {
+		batch := chatstore.NewBatch()
+		if err := mw.Add(chatstore.WithBatch(ctx, batch), exchange()...); err != nil {
 			return err
 		}
 		return s.Save(ctx, st, l, batch)
 	}
 	// Fill the window: from now on, each turn evicts two messages.
-	fill := chat.NewBatch()
-	if err := mw.Add(chat.WithBatch(ctx, fill), slices.Repeat(exchange(), 10)...); err != nil {
+	fill := chatstore.NewBatch()
+	if err := mw.Add(chatstore.WithBatch(ctx, fill), slices.Repeat(exchange(), 10)...); err != nil {
 		return nil, err
 	}
 	if err := s.Save(ctx, st, l, fill); err != nil {

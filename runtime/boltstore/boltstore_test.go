@@ -14,8 +14,8 @@ import (
 	"time"
 
 	"github.com/chatscopes/chatgen/runtime/boltstore"
-	"github.com/chatscopes/chatgen/runtime/chat"
 	"github.com/chatscopes/chatgen/runtime/chat/conversationtest"
+	"github.com/chatscopes/chatgen/runtime/chatstore"
 	"github.com/chatscopes/chatgen/runtime/memory"
 	"github.com/tmc/langchaingo/llms"
 )
@@ -74,9 +74,9 @@ func TestReopen(t *testing.T) {
 		t.Fatal(err)
 	}
 	st := conversationtest.State("c")
-	b := chat.NewBatch()
+	b := chatstore.NewBatch()
 	msgs := []llms.MessageContent{llms.TextParts(llms.ChatMessageTypeHuman, "hi")}
-	if err := s.Memories().Update(chat.WithBatch(ctx, b), st.Scopes[0].Memories[0], msgs); err != nil {
+	if err := s.Memories().Update(chatstore.WithBatch(ctx, b), st.Scopes[0].Memories[0], msgs); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.Save(ctx, st, l, b); err != nil {
@@ -114,7 +114,7 @@ func TestReopen(t *testing.T) {
 	if l2.Token <= l.Token {
 		t.Fatalf("token after reopening %d, not greater than %d", l2.Token, l.Token)
 	}
-	if err := s.Save(ctx, got, l, nil); !errors.Is(err, chat.ErrLeaseLost) {
+	if err := s.Save(ctx, got, l, nil); !errors.Is(err, chatstore.ErrLeaseLost) {
 		t.Fatalf("Save under the old process's lease = %v, want ErrLeaseLost", err)
 	}
 }
@@ -130,8 +130,8 @@ func TestSweep(t *testing.T) {
 			t.Fatal(err)
 		}
 		st := conversationtest.State(id)
-		b := chat.NewBatch()
-		if err := s.Memories().Update(chat.WithBatch(ctx, b), st.Scopes[0].Memories[0],
+		b := chatstore.NewBatch()
+		if err := s.Memories().Update(chatstore.WithBatch(ctx, b), st.Scopes[0].Memories[0],
 			[]llms.MessageContent{llms.TextParts(llms.ChatMessageTypeHuman, id)}); err != nil {
 			t.Fatal(err)
 		}
@@ -259,11 +259,11 @@ func crashChild(path string, noGroup bool) {
 			panic(err)
 		}
 		wg.Go(func() {
-			st := &chat.ConversationState{ID: id, Scopes: []chat.ScopeState{{ID: id, Memories: []string{id + "#memory"}}}}
+			st := &chatstore.ConversationState{ID: id, Scopes: []chatstore.ScopeState{{ID: id, Memories: []string{id + "#memory"}}}}
 			for {
 				turn := fmt.Sprint("turn ", st.Version+1)
-				b := chat.NewBatch()
-				err := s.Memories().Apply(chat.WithBatch(ctx, b), id+"#memory", memory.Change{
+				b := chatstore.NewBatch()
+				err := s.Memories().Apply(chatstore.WithBatch(ctx, b), id+"#memory", memory.Change{
 					Tail: []llms.MessageContent{llms.TextParts(llms.ChatMessageTypeHuman, turn)},
 				})
 				if err != nil {

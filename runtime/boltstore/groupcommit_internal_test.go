@@ -11,8 +11,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/chatscopes/chatgen/runtime/chat"
 	"github.com/chatscopes/chatgen/runtime/chat/conversationtest"
+	"github.com/chatscopes/chatgen/runtime/chatstore"
 	"github.com/chatscopes/chatgen/runtime/memory"
 	"github.com/tmc/langchaingo/llms"
 	bolt "go.etcd.io/bbolt"
@@ -40,8 +40,8 @@ func TestGroupCommitOneTransaction(t *testing.T) {
 	}
 	defer s.Close()
 	const n = 20
-	states := make([]*chat.ConversationState, n)
-	leases := make([]chat.Lease, n)
+	states := make([]*chatstore.ConversationState, n)
+	leases := make([]chatstore.Lease, n)
 	for i := range n {
 		states[i] = conversationtest.State(fmt.Sprint("c", i))
 		if leases[i], err = s.Acquire(ctx, states[i].ID, "node-a", time.Hour); err != nil {
@@ -83,10 +83,10 @@ func TestGroupCommitOneTransaction(t *testing.T) {
 	before := s.commits.txs.Load()
 
 	// saveTurn saves st with a batch that adds a message to its memory.
-	saveTurn := func(st *chat.ConversationState, l chat.Lease) error {
-		b := chat.NewBatch()
+	saveTurn := func(st *chatstore.ConversationState, l chatstore.Lease) error {
+		b := chatstore.NewBatch()
 		mid := st.Scopes[1].Memories[0]
-		err := s.Memories().Apply(chat.WithBatch(ctx, b), mid, memory.Change{Tail: []llms.MessageContent{llms.TextParts(llms.ChatMessageTypeHuman, st.ID)}})
+		err := s.Memories().Apply(chatstore.WithBatch(ctx, b), mid, memory.Change{Tail: []llms.MessageContent{llms.TextParts(llms.ChatMessageTypeHuman, st.ID)}})
 		if err != nil {
 			return err
 		}
@@ -133,10 +133,10 @@ func TestGroupCommitOneTransaction(t *testing.T) {
 			t.Fatalf("%s's memory after its save: %v, %v", states[i].ID, m, err)
 		}
 	}
-	if !errors.Is(staleErr, chat.ErrVersionConflict) {
+	if !errors.Is(staleErr, chatstore.ErrVersionConflict) {
 		t.Fatalf("save from a stale version = %v, want ErrVersionConflict", staleErr)
 	}
-	if !errors.Is(lostErr, chat.ErrLeaseLost) {
+	if !errors.Is(lostErr, chatstore.ErrLeaseLost) {
 		t.Fatalf("save under a lease taken over = %v, want ErrLeaseLost", lostErr)
 	}
 	if !errors.Is(failErr, boom) || failRuns.Load() < 2 {
@@ -162,7 +162,7 @@ func TestGroupCommitOneTransaction(t *testing.T) {
 	if m, err := s.Memories().Get(ctx, stale.Scopes[1].Memories[0]); err != nil || len(m) != 0 {
 		t.Fatalf("the stale save's memory: %v, %v; want none", m, err)
 	}
-	if _, err := s.Load(ctx, taken.ID); !errors.Is(err, chat.ErrConversationNotFound) {
+	if _, err := s.Load(ctx, taken.ID); !errors.Is(err, chatstore.ErrConversationNotFound) {
 		t.Fatalf("the conversation saved under a lost lease: %v, want not found", err)
 	}
 	if m, err := s.Memories().Get(ctx, taken.Scopes[1].Memories[0]); err != nil || len(m) != 0 {
