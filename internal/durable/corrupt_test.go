@@ -16,6 +16,7 @@ import (
 	"github.com/chatscopes/chatgen/internal/redistest"
 	"github.com/chatscopes/chatgen/runtime/boltstore"
 	"github.com/chatscopes/chatgen/runtime/chat"
+	"github.com/chatscopes/chatgen/runtime/chatstore"
 	"github.com/chatscopes/chatgen/runtime/redisstore"
 )
 
@@ -46,29 +47,29 @@ func (l *logBuffer) String() string {
 func TestCorruptStateIsNotBusy(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
-		store func(t *testing.T) (chat.ConversationStore, func(id string) chat.ConversationStore)
+		store func(t *testing.T) (chatstore.ConversationStore, func(id string) chatstore.ConversationStore)
 	}{
-		{"redis", func(t *testing.T) (chat.ConversationStore, func(string) chat.ConversationStore) {
+		{"redis", func(t *testing.T) (chatstore.ConversationStore, func(string) chatstore.ConversationStore) {
 			c := redistest.Client(t)
 			prefix := redistest.Prefix(t, c, "chatgen-corrupt")
 			s, err := redisstore.New(c, &redisstore.Options{Prefix: prefix, TTL: time.Hour})
 			if err != nil {
 				t.Fatal(err)
 			}
-			return s, func(id string) chat.ConversationStore {
+			return s, func(id string) chatstore.ConversationStore {
 				if err := c.HSet(t.Context(), prefix+"c{"+id+"}:conv", "v", "garbage").Err(); err != nil {
 					t.Fatal(err)
 				}
 				return s
 			}
 		}},
-		{"bolt", func(t *testing.T) (chat.ConversationStore, func(string) chat.ConversationStore) {
+		{"bolt", func(t *testing.T) (chatstore.ConversationStore, func(string) chatstore.ConversationStore) {
 			path := filepath.Join(t.TempDir(), "chat.db")
 			s, err := boltstore.Open(path, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
-			return s, func(id string) chat.ConversationStore {
+			return s, func(id string) chatstore.ConversationStore {
 				if err := s.Close(); err != nil {
 					t.Fatal(err)
 				}
@@ -118,14 +119,14 @@ func TestCorruptStateIsNotBusy(t *testing.T) {
 				t.Fatal(err)
 			}
 			_, err = r.Resume(ctx, c.ID(), c.ResumeToken())
-			if !errors.Is(err, chat.ErrResumeRefused) || !errors.Is(err, chat.ErrCorruptState) || !strings.Contains(err.Error(), c.ID()) {
+			if !errors.Is(err, chat.ErrResumeRefused) || !errors.Is(err, chatstore.ErrCorruptState) || !strings.Contains(err.Error(), c.ID()) {
 				t.Fatalf("resuming a conversation whose record is spoilt: %v; want ResumeRefused, matching ErrCorruptState, naming %s", err, c.ID())
 			}
 			if l := logs.String(); !strings.Contains(l, "level=ERROR") || !strings.Contains(l, c.ID()) {
 				t.Fatalf("the log: %s", l)
 			}
 			_, err = store.Load(context.Background(), c.ID())
-			if !errors.Is(err, chat.ErrCorruptState) {
+			if !errors.Is(err, chatstore.ErrCorruptState) {
 				t.Fatalf("Load: %v", err)
 			}
 		})

@@ -18,6 +18,7 @@ import (
 	"github.com/chatscopes/chatgen/runtime/ai"
 	"github.com/chatscopes/chatgen/runtime/boltstore"
 	"github.com/chatscopes/chatgen/runtime/chat"
+	"github.com/chatscopes/chatgen/runtime/chatstore"
 	"github.com/chatscopes/chatgen/runtime/llmtest"
 	"github.com/chatscopes/chatgen/runtime/memory"
 	"github.com/chatscopes/chatgen/runtime/redisstore"
@@ -26,7 +27,7 @@ import (
 
 // durableStore is a conversation store and its memories' side.
 type durableStore struct {
-	chat.ConversationStore
+	chatstore.ConversationStore
 	memories memory.Store
 }
 

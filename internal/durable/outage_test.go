@@ -18,6 +18,7 @@ import (
 	"github.com/chatscopes/chatgen/internal/redistest"
 	"github.com/chatscopes/chatgen/runtime/ai"
 	"github.com/chatscopes/chatgen/runtime/chat"
+	"github.com/chatscopes/chatgen/runtime/chatstore"
 	"github.com/chatscopes/chatgen/runtime/llmtest"
 	"github.com/chatscopes/chatgen/runtime/memory"
 	"github.com/chatscopes/chatgen/runtime/redisstore"
@@ -233,7 +234,7 @@ func (c *outageConv) close(t *testing.T) {
 	deadline := time.Now().Add(5 * time.Second)
 	for {
 		_, err := c.store.Load(t.Context(), c.id)
-		if errors.Is(err, chat.ErrConversationNotFound) {
+		if errors.Is(err, chatstore.ErrConversationNotFound) {
 			break
 		}
 		if time.Now().After(deadline) {

@@ -12,7 +12,8 @@ import (
 	"github.com/chatscopes/chatgen/runtime/ai"
 	"github.com/chatscopes/chatgen/runtime/boltstore"
 	"github.com/chatscopes/chatgen/runtime/chat"
-	"github.com/chatscopes/chatgen/runtime/chat/conversationtest"
+	"github.com/chatscopes/chatgen/runtime/chatstore"
+	"github.com/chatscopes/chatgen/runtime/chatstore/chatstoretest"
 	"github.com/chatscopes/chatgen/runtime/llmtest"
 	"github.com/chatscopes/chatgen/runtime/memory"
 	"github.com/chatscopes/chatgen/runtime/redisstore"
@@ -21,7 +22,7 @@ import (
 // backend is where a router keeps its conversations: Store nil is a
 // router without a store (conversations live in the process only).
 type backend struct {
-	Store    chat.ConversationStore
+	Store    chatstore.ConversationStore
 	Memories memory.Store          // the AI memories' store; nil: memory's in-memory store
 	trips    *redistest.RoundTrips // Redis only
 }
@@ -34,7 +35,7 @@ var backends = []struct {
 	{"store=none", func(*testing.B) backend { return backend{} }},
 	{"store=inmemory", func(*testing.B) backend {
 		s := chat.NewInMemoryConversationStore(nil)
-		return backend{Store: s, Memories: conversationtest.InMemoryMemories(s)}
+		return backend{Store: s, Memories: chatstoretest.InMemoryMemories(s)}
 	}},
 	{"store=bolt", func(b *testing.B) backend {
 		s, err := boltstore.Open(filepath.Join(b.TempDir(), "chat.db"), &boltstore.Options{TTL: time.Hour})

@@ -16,7 +16,7 @@
 //
 // [Store.Save] runs one read-write transaction: it checks the lease and
 // the version, applies the memory writes staged in the request's
-// [chat.Batch], deletes the memories the new state no longer lists, and
+// [chatstore.Batch], deletes the memories the new state no longer lists, and
 // writes the state. bbolt syncs the file when the transaction commits, so
 // a save that returned is on disk, and a crash leaves the file as it was
 // before the save or after it.
@@ -60,7 +60,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/chatscopes/chatgen/runtime/chat"
+	"github.com/chatscopes/chatgen/runtime/chatstore"
 	"github.com/chatscopes/chatgen/runtime/internal/durable"
 	"github.com/chatscopes/chatgen/runtime/memory"
 	"github.com/tmc/langchaingo/llms"
@@ -84,7 +84,7 @@ type Options struct {
 	Logger *slog.Logger
 }
 
-// Store is a [chat.ConversationStore] in one bbolt file, with the chat
+// Store is a [chatstore.ConversationStore] in one bbolt file, with the chat
 // memories of its conversations ([Store.Memories]). It is safe for
 // concurrent use.
 type Store struct {
@@ -99,7 +99,7 @@ type Store struct {
 	closeErr  error
 }
 
-var _ chat.ConversationStore = (*Store)(nil)
+var _ chatstore.ConversationStore = (*Store)(nil)
 
 var (
 	bucketMeta   = []byte("meta")
@@ -211,28 +211,28 @@ const convHeader = 16
 
 func parseConv(v []byte) (version, exp uint64, state []byte, err error) {
 	if len(v) < convHeader {
-		return 0, 0, nil, fmt.Errorf("%w: a record of %d bytes", chat.ErrCorruptState, len(v))
+		return 0, 0, nil, fmt.Errorf("%w: a record of %d bytes", chatstore.ErrCorruptState, len(v))
 	}
 	return binary.BigEndian.Uint64(v), binary.BigEndian.Uint64(v[8:]), v[convHeader:], nil
 }
 
-// Load implements [chat.ConversationStore].
-func (s *Store) Load(ctx context.Context, id string) (*chat.ConversationState, error) {
+// Load implements [chatstore.ConversationStore].
+func (s *Store) Load(ctx context.Context, id string) (*chatstore.ConversationState, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	var st *chat.ConversationState
+	var st *chatstore.ConversationState
 	err := s.db.View(func(tx *bolt.Tx) error {
 		v := tx.Bucket(bucketConv).Get([]byte(id))
 		if v == nil {
-			return fmt.Errorf("boltstore: conversation %q: %w", id, chat.ErrConversationNotFound)
+			return fmt.Errorf("boltstore: conversation %q: %w", id, chatstore.ErrConversationNotFound)
 		}
 		version, exp, data, err := parseConv(v)
 		if err != nil {
 			return fmt.Errorf("boltstore: conversation %q: %w", id, err)
 		}
 		if expired(exp, time.Now()) {
-			return fmt.Errorf("boltstore: conversation %q expired: %w", id, chat.ErrConversationNotFound)
+			return fmt.Errorf("boltstore: conversation %q expired: %w", id, chatstore.ErrConversationNotFound)
 		}
 		if st, err = durable.DecodeState(data); err != nil {
 			return fmt.Errorf("boltstore: conversation %q: %w", id, err)
@@ -246,8 +246,8 @@ func (s *Store) Load(ctx context.Context, id string) (*chat.ConversationState, e
 	return st, nil
 }
 
-// Save implements [chat.ConversationStore].
-func (s *Store) Save(ctx context.Context, st *chat.ConversationState, lease chat.Lease, b *chat.Batch) error {
+// Save implements [chatstore.ConversationStore].
+func (s *Store) Save(ctx context.Context, st *chatstore.ConversationState, lease chatstore.Lease, b *chatstore.Batch) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -289,9 +289,9 @@ func (s *Store) Save(ctx context.Context, st *chat.ConversationState, lease chat
 		switch {
 		case stored == st.Version:
 		case !exists:
-			return fmt.Errorf("%w: conversation %q is at version %d: %w", chat.ErrVersionConflict, st.ID, st.Version, chat.ErrConversationNotFound)
+			return fmt.Errorf("%w: conversation %q is at version %d: %w", chatstore.ErrVersionConflict, st.ID, st.Version, chatstore.ErrConversationNotFound)
 		default:
-			return fmt.Errorf("%w: conversation %q is at version %d, the save is from version %d", chat.ErrVersionConflict, st.ID, stored, st.Version)
+			return fmt.Errorf("%w: conversation %q is at version %d, the save is from version %d", chatstore.ErrVersionConflict, st.ID, stored, st.Version)
 		}
 		for _, w := range writes {
 			if err := w.apply(tx); err != nil {
@@ -345,7 +345,7 @@ type memWrite struct {
 	st *durable.Staged
 }
 
-func batchWrites(b *chat.Batch) ([]memWrite, error) {
+func batchWrites(b *chatstore.Batch) ([]memWrite, error) {
 	if b == nil {
 		return nil, nil
 	}
@@ -382,7 +382,7 @@ func (w memWrite) apply(tx *bolt.Tx) error {
 	return editMem(tx, w.id, w.st.Drop, w.st.Head, w.st.Tail)
 }
 
-func checkLease(tx *bolt.Tx, id string, lease chat.Lease) error {
+func checkLease(tx *bolt.Tx, id string, lease chatstore.Lease) error {
 	if lease.Token != 0 {
 		if v := tx.Bucket(bucketLease).Get([]byte(id)); v != nil {
 			token, _, owner, err := parseLease(v)
@@ -394,7 +394,7 @@ func checkLease(tx *bolt.Tx, id string, lease chat.Lease) error {
 			}
 		}
 	}
-	return fmt.Errorf("%w: %q's lease with token %d is not the current one", chat.ErrLeaseLost, lease.Owner, lease.Token)
+	return fmt.Errorf("%w: %q's lease with token %d is not the current one", chatstore.ErrLeaseLost, lease.Owner, lease.Token)
 }
 
 // purge deletes the conversation id and everything that goes with it.
@@ -456,7 +456,7 @@ func writeMids(tx *bolt.Tx, id []byte, mids []string) error {
 	return tx.Bucket(bucketMids).Put(id, buf)
 }
 
-// Delete implements [chat.ConversationStore].
+// Delete implements [chatstore.ConversationStore].
 func (s *Store) Delete(ctx context.Context, id string) error {
 	if err := ctx.Err(); err != nil {
 		return err
@@ -475,15 +475,15 @@ func parseLease(v []byte) (token uint64, exp time.Time, owner string, err error)
 	return binary.BigEndian.Uint64(v), time.Unix(0, int64(binary.BigEndian.Uint64(v[8:]))), string(v[16:]), nil
 }
 
-// Acquire implements [chat.ConversationStore].
-func (s *Store) Acquire(ctx context.Context, id, owner string, ttl time.Duration) (chat.Lease, error) {
+// Acquire implements [chatstore.ConversationStore].
+func (s *Store) Acquire(ctx context.Context, id, owner string, ttl time.Duration) (chatstore.Lease, error) {
 	if err := ctx.Err(); err != nil {
-		return chat.Lease{}, err
+		return chatstore.Lease{}, err
 	}
 	if ttl <= 0 || owner == "" {
-		return chat.Lease{}, fmt.Errorf("boltstore: acquiring conversation %q: a lease needs an owner and a positive time to live (got %q, %v)", id, owner, ttl)
+		return chatstore.Lease{}, fmt.Errorf("boltstore: acquiring conversation %q: a lease needs an owner and a positive time to live (got %q, %v)", id, owner, ttl)
 	}
-	var l chat.Lease
+	var l chatstore.Lease
 	err := s.db.Update(func(tx *bolt.Tx) error {
 		now := time.Now()
 		leases := tx.Bucket(bucketLease)
@@ -497,7 +497,7 @@ func (s *Store) Acquire(ctx context.Context, id, owner string, ttl time.Duration
 			case o == owner:
 				token = t
 			case exp.After(now):
-				return fmt.Errorf("%w: %q holds it until %v", chat.ErrLeaseHeld, o, exp.Format(time.RFC3339Nano))
+				return fmt.Errorf("%w: %q holds it until %v", chatstore.ErrLeaseHeld, o, exp.Format(time.RFC3339Nano))
 			}
 		}
 		if token == 0 {
@@ -510,18 +510,18 @@ func (s *Store) Acquire(ctx context.Context, id, owner string, ttl time.Duration
 				return err
 			}
 		}
-		l = chat.Lease{Owner: owner, Token: token, Expires: now.Add(ttl).Round(0)}
+		l = chatstore.Lease{Owner: owner, Token: token, Expires: now.Add(ttl).Round(0)}
 		rec := binary.BigEndian.AppendUint64(u64(token), uint64(l.Expires.UnixNano()))
 		return leases.Put([]byte(id), append(rec, owner...))
 	})
 	if err != nil {
-		return chat.Lease{}, wrapErr("acquiring conversation", id, err)
+		return chatstore.Lease{}, wrapErr("acquiring conversation", id, err)
 	}
 	return l, nil
 }
 
-// Release implements [chat.ConversationStore].
-func (s *Store) Release(ctx context.Context, id string, lease chat.Lease) error {
+// Release implements [chatstore.ConversationStore].
+func (s *Store) Release(ctx context.Context, id string, lease chatstore.Lease) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -630,14 +630,14 @@ func (s *Store) sweepOnce() (n int, more bool, err error) {
 // method.) It is a [memory.IncrementalStore]: a change touches only the
 // messages it drops and adds.
 //
-// A call whose context carries a [chat.Batch] (chat.WithBatch), as the
+// A call whose context carries a [chatstore.Batch] (chat.WithBatch), as the
 // calls made in a request of a durable conversation do, stages its write
 // in the batch instead of writing, for [Store.Save] to commit with the
 // conversation's state, and reads see the batch's writes first. Other
 // calls write at once, one transaction each.
 type Memories struct{ s *Store }
 
-// StagesInBatch implements [chat.StagingStore]: the writes made in a
+// StagesInBatch implements [chatstore.StagingStore]: the writes made in a
 // request of a durable conversation are saved with its state.
 func (m *Memories) StagesInBatch() {}
 
@@ -778,7 +778,7 @@ func (b base) StoredElems(ctx context.Context, id string) ([][]byte, error) {
 	return elems, err
 }
 
-// Get implements [memory.Store]. With a [chat.Batch] in ctx, it returns the
+// Get implements [memory.Store]. With a [chatstore.Batch] in ctx, it returns the
 // list as the batch leaves it.
 func (m *Memories) Get(ctx context.Context, id string) ([]llms.MessageContent, error) {
 	s := m.s
@@ -787,7 +787,7 @@ func (m *Memories) Get(ctx context.Context, id string) ([]llms.MessageContent, e
 	}
 	var elems [][]byte
 	var err error
-	if b := chat.BatchFrom(ctx); b != nil {
+	if b := chatstore.BatchFrom(ctx); b != nil {
 		elems, err = s.stage.Get(ctx, b, base{s}, id)
 	} else {
 		elems, err = base{s}.StoredElems(ctx, id)
@@ -802,7 +802,7 @@ func (m *Memories) Get(ctx context.Context, id string) ([]llms.MessageContent, e
 	return msgs, nil
 }
 
-// Update implements [memory.Store]. With a [chat.Batch] in ctx, the write is
+// Update implements [memory.Store]. With a [chatstore.Batch] in ctx, the write is
 // staged in the batch, for [Store.Save] to commit.
 func (m *Memories) Update(ctx context.Context, id string, msgs []llms.MessageContent) error {
 	s := m.s
@@ -816,7 +816,7 @@ func (m *Memories) Update(ctx context.Context, id string, msgs []llms.MessageCon
 	if err != nil {
 		return fmt.Errorf("boltstore: updating memory %q: %w", id, err)
 	}
-	if b := chat.BatchFrom(ctx); b != nil {
+	if b := chatstore.BatchFrom(ctx); b != nil {
 		s.stage.Update(b, id, elems)
 		return nil
 	}
@@ -826,14 +826,14 @@ func (m *Memories) Update(ctx context.Context, id string, msgs []llms.MessageCon
 	return nil
 }
 
-// Delete implements [memory.Store]. With a [chat.Batch] in ctx, the
+// Delete implements [memory.Store]. With a [chatstore.Batch] in ctx, the
 // deletion is staged in the batch, for [Store.Save] to commit.
 func (m *Memories) Delete(ctx context.Context, id string) error {
 	s := m.s
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	if b := chat.BatchFrom(ctx); b != nil {
+	if b := chatstore.BatchFrom(ctx); b != nil {
 		s.stage.Delete(b, id)
 		return nil
 	}
@@ -844,7 +844,7 @@ func (m *Memories) Delete(ctx context.Context, id string) error {
 }
 
 // Apply implements [memory.IncrementalStore]: it touches only the messages
-// the change drops and adds. With a [chat.Batch] in ctx, the change is
+// the change drops and adds. With a [chatstore.Batch] in ctx, the change is
 // staged in the batch, for [Store.Save] to commit.
 func (m *Memories) Apply(ctx context.Context, id string, c memory.Change) error {
 	s := m.s
@@ -852,7 +852,7 @@ func (m *Memories) Apply(ctx context.Context, id string, c memory.Change) error 
 	if err != nil {
 		return fmt.Errorf("boltstore: %w", err)
 	}
-	if b := chat.BatchFrom(ctx); b != nil {
+	if b := chatstore.BatchFrom(ctx); b != nil {
 		if err := s.stage.Apply(ctx, b, base{s}, id, c.Drop, head, tail); err != nil {
 			return fmt.Errorf("boltstore: %w", err)
 		}
@@ -865,7 +865,7 @@ func (m *Memories) Apply(ctx context.Context, id string, c memory.Change) error 
 }
 
 // IDs implements [memory.Store]: the ids of all memories in the file. With
-// a [chat.Batch] in ctx, it lists them as the batch leaves them.
+// a [chatstore.Batch] in ctx, it lists them as the batch leaves them.
 func (m *Memories) IDs(ctx context.Context) ([]string, error) {
 	s := m.s
 	if err := ctx.Err(); err != nil {
@@ -881,7 +881,7 @@ func (m *Memories) IDs(ctx context.Context) ([]string, error) {
 	if err != nil {
 		return nil, fmt.Errorf("boltstore: listing memories: %w", err)
 	}
-	if b := chat.BatchFrom(ctx); b != nil {
+	if b := chatstore.BatchFrom(ctx); b != nil {
 		if ids, err = s.stage.IDs(ctx, b, base{s}, ids); err != nil {
 			return nil, fmt.Errorf("boltstore: listing memories: %w", err)
 		}

@@ -13,8 +13,8 @@ import (
 	"time"
 
 	"github.com/chatscopes/chatgen/runtime/boltstore"
-	"github.com/chatscopes/chatgen/runtime/chat"
-	"github.com/chatscopes/chatgen/runtime/chat/conversationtest"
+	"github.com/chatscopes/chatgen/runtime/chatstore"
+	"github.com/chatscopes/chatgen/runtime/chatstore/chatstoretest"
 	"github.com/chatscopes/chatgen/runtime/memory"
 	"github.com/tmc/langchaingo/llms"
 )
@@ -33,21 +33,21 @@ func open(t *testing.T, path string, opts *boltstore.Options) *boltstore.Store {
 	return s
 }
 
-func newStore(t *testing.T, ttl time.Duration) conversationtest.Store {
+func newStore(t *testing.T, ttl time.Duration) chatstoretest.Store {
 	s := open(t, filepath.Join(t.TempDir(), "chat.db"), &boltstore.Options{TTL: ttl, SweepInterval: 50 * time.Millisecond})
-	return conversationtest.Store{Conversations: s, Memories: s.Memories()}
+	return chatstoretest.Store{Conversations: s, Memories: s.Memories()}
 }
 
 func TestConformance(t *testing.T) {
-	conversationtest.Run(t, func(t *testing.T) conversationtest.Store { return newStore(t, time.Hour) })
+	chatstoretest.Run(t, func(t *testing.T) chatstoretest.Store { return newStore(t, time.Hour) })
 }
 
 func TestConformanceNoTTL(t *testing.T) {
-	conversationtest.Run(t, func(t *testing.T) conversationtest.Store { return newStore(t, 0) })
+	chatstoretest.Run(t, func(t *testing.T) chatstoretest.Store { return newStore(t, 0) })
 }
 
 func TestExpiry(t *testing.T) {
-	conversationtest.RunExpiry(t, newStore)
+	chatstoretest.RunExpiry(t, newStore)
 }
 
 // TestReopen shows what survives a restart: conversations and memories;
@@ -63,10 +63,10 @@ func TestReopen(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	st := conversationtest.State("c")
-	b := chat.NewBatch()
+	st := chatstoretest.State("c")
+	b := chatstore.NewBatch()
 	msgs := []llms.MessageContent{llms.TextParts(llms.ChatMessageTypeHuman, "hi")}
-	if err := s.Memories().Update(chat.WithBatch(ctx, b), st.Scopes[0].Memories[0], msgs); err != nil {
+	if err := s.Memories().Update(chatstore.WithBatch(ctx, b), st.Scopes[0].Memories[0], msgs); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.Save(ctx, st, l, b); err != nil {
@@ -88,7 +88,7 @@ func TestReopen(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !conversationtest.Equal(got, st) {
+	if !chatstoretest.Equal(got, st) {
 		t.Fatalf("after reopening: %+v, want %+v", got, st)
 	}
 	m, err := s.Memories().Get(ctx, st.Scopes[0].Memories[0])
@@ -104,7 +104,7 @@ func TestReopen(t *testing.T) {
 	if l2.Token <= l.Token {
 		t.Fatalf("token after reopening %d, not greater than %d", l2.Token, l.Token)
 	}
-	if err := s.Save(ctx, got, l, nil); !errors.Is(err, chat.ErrLeaseLost) {
+	if err := s.Save(ctx, got, l, nil); !errors.Is(err, chatstore.ErrLeaseLost) {
 		t.Fatalf("Save under the old process's lease = %v, want ErrLeaseLost", err)
 	}
 }
@@ -119,9 +119,9 @@ func TestSweep(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		st := conversationtest.State(id)
-		b := chat.NewBatch()
-		if err := s.Memories().Update(chat.WithBatch(ctx, b), st.Scopes[0].Memories[0],
+		st := chatstoretest.State(id)
+		b := chatstore.NewBatch()
+		if err := s.Memories().Update(chatstore.WithBatch(ctx, b), st.Scopes[0].Memories[0],
 			[]llms.MessageContent{llms.TextParts(llms.ChatMessageTypeHuman, id)}); err != nil {
 			t.Fatal(err)
 		}
@@ -220,11 +220,11 @@ func crashChild(path string) {
 	if err != nil {
 		panic(err)
 	}
-	st := &chat.ConversationState{ID: "c", Scopes: []chat.ScopeState{{ID: "c", Memories: []string{"c#memory"}}}}
+	st := &chatstore.ConversationState{ID: "c", Scopes: []chatstore.ScopeState{{ID: "c", Memories: []string{"c#memory"}}}}
 	for {
 		turn := fmt.Sprint("turn ", st.Version+1)
-		b := chat.NewBatch()
-		err := s.Memories().Apply(chat.WithBatch(ctx, b), "c#memory", memory.Change{
+		b := chatstore.NewBatch()
+		err := s.Memories().Apply(chatstore.WithBatch(ctx, b), "c#memory", memory.Change{
 			Tail: []llms.MessageContent{llms.TextParts(llms.ChatMessageTypeHuman, turn)},
 		})
 		if err != nil {

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/chatscopes/chatgen/runtime/boltstore"
-	"github.com/chatscopes/chatgen/runtime/chat"
+	"github.com/chatscopes/chatgen/runtime/chatstore"
 	"github.com/chatscopes/chatgen/runtime/memory"
 	"github.com/tmc/langchaingo/llms"
 )
@@ -33,15 +33,15 @@ func Example() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	st := &chat.ConversationState{ID: "conv-1", Scopes: []chat.ScopeState{
+	st := &chatstore.ConversationState{ID: "conv-1", Scopes: []chatstore.ScopeState{
 		{ID: "conv-1", Route: "example.com/app.Menu", Memories: []string{"conv-1#example.com/app.Assistant.Chat"}},
 	}}
-	batch := chat.NewBatch()
+	batch := chatstore.NewBatch()
 	mem, err := memory.Window(20).New(ctx, store.Memories(), "conv-1#example.com/app.Assistant.Chat")
 	if err != nil {
 		log.Fatal(err)
 	}
-	if err := mem.Add(chat.WithBatch(ctx, batch), llms.TextParts(llms.ChatMessageTypeHuman, "hello")); err != nil {
+	if err := mem.Add(chatstore.WithBatch(ctx, batch), llms.TextParts(llms.ChatMessageTypeHuman, "hello")); err != nil {
 		log.Fatal(err)
 	}
 	if err := store.Save(ctx, st, lease, batch); err != nil {
