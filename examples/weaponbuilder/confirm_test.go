@@ -10,7 +10,7 @@ import (
 
 	"github.com/chatscopes/chatgen/runtime/ai"
 	"github.com/chatscopes/chatgen/runtime/chat"
-	"github.com/chatscopes/chatgen/runtime/chat/conversationtest"
+	"github.com/chatscopes/chatgen/runtime/chatstore/chatstoretest"
 	"github.com/chatscopes/chatgen/runtime/llmtest"
 	"github.com/chatscopes/chatgen/runtime/memory"
 )
@@ -61,7 +61,7 @@ func durableArmorer(t *testing.T, node string, cs *chat.InMemoryConversationStor
 	t.Helper()
 	cfg := ai.Config{
 		Model:  llmtest.NewModel(llmtest.ScriptFunc(playArmorer), llmtest.WithHistoryValidation(true)),
-		Memory: memory.NewManager(memory.Config{Store: conversationtest.InMemoryMemories(cs), Policy: memory.Window(40)}),
+		Memory: memory.NewManager(memory.Config{Store: chatstoretest.InMemoryMemories(cs), Policy: memory.Window(40)}),
 		Logger: slog.New(slog.DiscardHandler),
 	}
 	r, err := chat.NewRouter(&chat.RouterOptions{Store: cs, Node: node, Logger: slog.New(slog.DiscardHandler)},

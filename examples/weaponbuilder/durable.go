@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/chatscopes/chatgen/runtime/boltstore"
-	"github.com/chatscopes/chatgen/runtime/chat"
+	"github.com/chatscopes/chatgen/runtime/chatstore"
 	"github.com/chatscopes/chatgen/runtime/memory"
 	"github.com/chatscopes/chatgen/runtime/redisstore"
 	"github.com/redis/go-redis/v9"
@@ -46,7 +46,7 @@ const conversationTTL = 7 * 24 * time.Hour
 // kept: one store, so that a turn's memory writes are committed with its
 // state. The zero storage keeps conversations in the process only.
 type storage struct {
-	conversations chat.ConversationStore
+	conversations chatstore.ConversationStore
 	memories      memory.Store
 	where         string        // for the start-up message
 	leaseTTL      time.Duration // how long another server waits for a crashed one (0: the router's default)

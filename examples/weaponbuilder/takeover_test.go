@@ -15,6 +15,7 @@ import (
 
 	"github.com/chatscopes/chatgen/internal/redistest"
 	"github.com/chatscopes/chatgen/runtime/chat"
+	"github.com/chatscopes/chatgen/runtime/chatstore"
 	"github.com/chatscopes/chatgen/runtime/redisstore"
 	"github.com/chatscopes/chatgen/runtime/ws"
 )
@@ -216,7 +217,7 @@ func TestTakeoverWhileAlive(t *testing.T) {
 
 // sameScopes reports whether a and b hold the same scopes, beans and
 // memories.
-func sameScopes(a, b *chat.ConversationState) bool {
+func sameScopes(a, b *chatstore.ConversationState) bool {
 	if len(a.Scopes) != len(b.Scopes) {
 		return false
 	}

@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/chatscopes/chatgen/runtime/chat"
-	"github.com/chatscopes/chatgen/runtime/chat/conversationtest"
+	"github.com/chatscopes/chatgen/runtime/chatstore/chatstoretest"
 )
 
 // TestRacingResumes resumes one conversation twice at once with the same
@@ -20,7 +20,7 @@ func TestRacingResumes(t *testing.T) {
 		for _, routers := range []int{1, 2} {
 			t.Run(fmt.Sprintf("%s/routers=%d", st.name, routers), func(t *testing.T) {
 				store := st.open(t)
-				bs := conversationtest.NewBarrier(store.ConversationStore)
+				bs := chatstoretest.NewBarrier(store.ConversationStore)
 				var rs []*chat.Router
 				for _, node := range []string{"node-a", "node-b"}[:routers] {
 					r, err := chat.NewRouter(&chat.RouterOptions{Store: bs, Node: node}, app(nil))

@@ -18,8 +18,8 @@ import (
 	"github.com/chatscopes/chatgen/runtime/ai"
 	"github.com/chatscopes/chatgen/runtime/boltstore"
 	"github.com/chatscopes/chatgen/runtime/chat"
-	"github.com/chatscopes/chatgen/runtime/chat/conversationtest"
 	"github.com/chatscopes/chatgen/runtime/chatstore"
+	"github.com/chatscopes/chatgen/runtime/chatstore/chatstoretest"
 	"github.com/chatscopes/chatgen/runtime/llmtest"
 	"github.com/chatscopes/chatgen/runtime/memory"
 	"github.com/chatscopes/chatgen/runtime/pgstore"
@@ -46,7 +46,7 @@ var backends = []struct {
 	{"store=none", func(*testing.B) backend { return backend{} }},
 	{"store=inmemory", func(*testing.B) backend {
 		s := chat.NewInMemoryConversationStore(nil)
-		return backend{Store: s, Memories: conversationtest.InMemoryMemories(s)}
+		return backend{Store: s, Memories: chatstoretest.InMemoryMemories(s)}
 	}},
 	{"store=bolt", func(b *testing.B) backend { return openBolt(b, false) }},
 	{"store=bolt-nogroupcommit", func(b *testing.B) backend { return openBolt(b, true) }},

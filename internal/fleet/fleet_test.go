@@ -25,6 +25,7 @@ import (
 	"github.com/chatscopes/chatgen/internal/pgtest"
 	"github.com/chatscopes/chatgen/internal/redistest"
 	"github.com/chatscopes/chatgen/runtime/chat"
+	"github.com/chatscopes/chatgen/runtime/chatstore"
 	"github.com/chatscopes/chatgen/runtime/memory"
 	"github.com/chatscopes/chatgen/runtime/pgstore"
 	"github.com/chatscopes/chatgen/runtime/redisstore"
@@ -95,8 +96,8 @@ type fleet struct {
 	dir     string
 	clients int
 
-	storeArgs []string               // the nodes' store flags
-	store     chat.ConversationStore // the test's view of the store
+	storeArgs []string                    // the nodes' store flags
+	store     chatstore.ConversationStore // the test's view of the store
 	memories  memory.Store
 
 	nodes  []*node

@@ -11,7 +11,7 @@ import (
 
 	"github.com/chatscopes/chatgen/runtime/ai"
 	"github.com/chatscopes/chatgen/runtime/chat"
-	"github.com/chatscopes/chatgen/runtime/chat/conversationtest"
+	"github.com/chatscopes/chatgen/runtime/chatstore/chatstoretest"
 	"github.com/chatscopes/chatgen/runtime/llmtest"
 	"github.com/chatscopes/chatgen/runtime/memory"
 )
@@ -61,7 +61,7 @@ func newConfirmApp(t *testing.T, cs *chat.InMemoryConversationStore, hook bool) 
 	a := &confirmApp{model: llmtest.NewModel(confirmScript(), llmtest.WithHistoryValidation(true))}
 	cfg := ai.Config{Model: a.model, Logger: (&logBuffer{}).logger()}
 	if cs != nil {
-		cfg.Memory = memory.NewManager(memory.Config{Store: conversationtest.InMemoryMemories(cs), Policy: memory.Window(20)})
+		cfg.Memory = memory.NewManager(memory.Config{Store: chatstoretest.InMemoryMemories(cs), Policy: memory.Window(20)})
 	}
 	if hook {
 		cfg.ToolHooks = []ai.ToolHook{func(next ai.ToolHandler) ai.ToolHandler {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/chatscopes/chatgen/runtime/chat"
+	"github.com/chatscopes/chatgen/runtime/chatstore"
 	"github.com/chatscopes/chatgen/runtime/memory"
 )
 
@@ -11,13 +12,13 @@ import (
 // with the durable conversations of a router over store: an error matching
 // [chat.ErrMemoryNotDurable] when its memory provider keeps them in a
 // memory.Store that is not a conversation store's memory side (a
-// [chat.StagingStore]) — the default in-process one, say —, so that after
+// [chatstore.StagingStore]) — the default in-process one, say —, so that after
 // a restart the model would have forgotten every conversation. Services
 // whose methods all use invocation memories (which never outlive a
 // request) pass, as do memory providers other than a *memory.Manager,
 // which the application answers for. Register it with
 // [chat.Package.AddStoreCheck].
-func (s *Service) CheckStore(store chat.ConversationStore) error {
+func (s *Service) CheckStore(store chatstore.ConversationStore) error {
 	if store == nil || !s.keepsChatMemory() || s.memoryKeptInStore() {
 		return nil
 	}
@@ -47,7 +48,7 @@ func (s *Service) memoryKeptInStore() bool {
 	if !ok {
 		return true
 	}
-	_, ok = mgr.Store().(chat.StagingStore)
+	_, ok = mgr.Store().(chatstore.StagingStore)
 	return ok
 }
 

@@ -11,7 +11,8 @@ import (
 
 	"github.com/chatscopes/chatgen/runtime/ai"
 	"github.com/chatscopes/chatgen/runtime/chat"
-	"github.com/chatscopes/chatgen/runtime/chat/conversationtest"
+	"github.com/chatscopes/chatgen/runtime/chatstore"
+	"github.com/chatscopes/chatgen/runtime/chatstore/chatstoretest"
 	"github.com/chatscopes/chatgen/runtime/llmtest"
 	"github.com/chatscopes/chatgen/runtime/memory"
 )
@@ -34,7 +35,7 @@ type node struct {
 
 // failSwitch makes a store's saves fail while on.
 type failSwitch struct {
-	chat.ConversationStore
+	chatstore.ConversationStore
 	mu sync.Mutex
 	on bool
 }
@@ -47,7 +48,7 @@ func (s *failSwitch) set(on bool) {
 	s.mu.Unlock()
 }
 
-func (s *failSwitch) Save(ctx context.Context, st *chat.ConversationState, l chat.Lease, b *chat.Batch) error {
+func (s *failSwitch) Save(ctx context.Context, st *chatstore.ConversationState, l chatstore.Lease, b *chatstore.Batch) error {
 	s.mu.Lock()
 	on := s.on
 	s.mu.Unlock()
@@ -59,12 +60,12 @@ func (s *failSwitch) Save(ctx context.Context, st *chat.ConversationState, l cha
 
 // newNode starts a process named name over store (whose memories cs
 // holds).
-func newNode(t *testing.T, name string, store chat.ConversationStore, cs *chat.InMemoryConversationStore) *node {
+func newNode(t *testing.T, name string, store chatstore.ConversationStore, cs *chat.InMemoryConversationStore) *node {
 	t.Helper()
 	n := &node{model: llmtest.NewModel(echo()), logs: &logBuffer{}}
 	n.svc = ai.NewService(svcName, ai.Config{
 		Model:  n.model,
-		Memory: memory.NewManager(memory.Config{Store: conversationtest.InMemoryMemories(cs), Policy: memory.Window(20)}),
+		Memory: memory.NewManager(memory.Config{Store: chatstoretest.InMemoryMemories(cs), Policy: memory.Window(20)}),
 		Logger: n.logs.logger(),
 	})
 	method := &ai.Method{Name: "Ask", Kind: chat.KindChat, System: "You are terse."}

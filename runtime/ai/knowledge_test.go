@@ -21,7 +21,7 @@ import (
 
 	"github.com/chatscopes/chatgen/runtime/ai"
 	"github.com/chatscopes/chatgen/runtime/chat"
-	"github.com/chatscopes/chatgen/runtime/chat/conversationtest"
+	"github.com/chatscopes/chatgen/runtime/chatstore/chatstoretest"
 	"github.com/chatscopes/chatgen/runtime/llmtest"
 	"github.com/chatscopes/chatgen/runtime/memory"
 )
@@ -666,7 +666,7 @@ func TestKnowledgePerScopeDurable(t *testing.T) {
 	start := func(node string, sc *scopes) *chat.LocalClient {
 		svc := ai.NewService(svcName, ai.Config{
 			Model:     llmtest.NewModel(echo()),
-			Memory:    memory.NewManager(memory.Config{Store: conversationtest.InMemoryMemories(cs), Policy: memory.Window(20)}),
+			Memory:    memory.NewManager(memory.Config{Store: chatstoretest.InMemoryMemories(cs), Policy: memory.Window(20)}),
 			Logger:    (&logBuffer{}).logger(),
 			Knowledge: &ai.Knowledge{ForScope: sc.forScope, MaxPassages: 1},
 		})

@@ -12,8 +12,8 @@ import (
 	"time"
 
 	"github.com/chatscopes/chatgen/runtime/boltstore"
-	"github.com/chatscopes/chatgen/runtime/chat/conversationtest"
 	"github.com/chatscopes/chatgen/runtime/chatstore"
+	"github.com/chatscopes/chatgen/runtime/chatstore/chatstoretest"
 	"github.com/chatscopes/chatgen/runtime/memory"
 	"github.com/tmc/langchaingo/llms"
 )
@@ -109,7 +109,7 @@ func saver(ctx context.Context, s *boltstore.Store, id string) (func() error, er
 	if err != nil {
 		return nil, err
 	}
-	st := conversationtest.State(id)
+	st := chatstoretest.State(id)
 	mw, err := memory.Window(20).New(ctx, s.Memories(), st.Scopes[1].Memories[0])
 	if err != nil {
 		return nil, err
@@ -144,7 +144,7 @@ func BenchmarkLoad(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	if err := s.Save(ctx, conversationtest.State("c"), l, nil); err != nil {
+	if err := s.Save(ctx, chatstoretest.State("c"), l, nil); err != nil {
 		b.Fatal(err)
 	}
 	b.ReportAllocs()

@@ -14,8 +14,8 @@ import (
 	"time"
 
 	"github.com/chatscopes/chatgen/runtime/boltstore"
-	"github.com/chatscopes/chatgen/runtime/chat/conversationtest"
 	"github.com/chatscopes/chatgen/runtime/chatstore"
+	"github.com/chatscopes/chatgen/runtime/chatstore/chatstoretest"
 	"github.com/chatscopes/chatgen/runtime/memory"
 	"github.com/tmc/langchaingo/llms"
 )
@@ -34,30 +34,30 @@ func open(t *testing.T, path string, opts *boltstore.Options) *boltstore.Store {
 	return s
 }
 
-func newStore(t *testing.T, ttl time.Duration) conversationtest.Store {
+func newStore(t *testing.T, ttl time.Duration) chatstoretest.Store {
 	s := open(t, filepath.Join(t.TempDir(), "chat.db"), &boltstore.Options{TTL: ttl, SweepInterval: 50 * time.Millisecond})
-	return conversationtest.Store{Conversations: s, Memories: s.Memories()}
+	return chatstoretest.Store{Conversations: s, Memories: s.Memories()}
 }
 
 func TestConformance(t *testing.T) {
-	conversationtest.Run(t, func(t *testing.T) conversationtest.Store { return newStore(t, time.Hour) })
+	chatstoretest.Run(t, func(t *testing.T) chatstoretest.Store { return newStore(t, time.Hour) })
 }
 
 func TestConformanceNoTTL(t *testing.T) {
-	conversationtest.Run(t, func(t *testing.T) conversationtest.Store { return newStore(t, 0) })
+	chatstoretest.Run(t, func(t *testing.T) chatstoretest.Store { return newStore(t, 0) })
 }
 
 // TestConformanceNoGroupCommit runs the suite on a store whose writes
 // each have a transaction of their own.
 func TestConformanceNoGroupCommit(t *testing.T) {
-	conversationtest.Run(t, func(t *testing.T) conversationtest.Store {
+	chatstoretest.Run(t, func(t *testing.T) chatstoretest.Store {
 		s := open(t, filepath.Join(t.TempDir(), "chat.db"), &boltstore.Options{TTL: time.Hour, NoGroupCommit: true})
-		return conversationtest.Store{Conversations: s, Memories: s.Memories()}
+		return chatstoretest.Store{Conversations: s, Memories: s.Memories()}
 	})
 }
 
 func TestExpiry(t *testing.T) {
-	conversationtest.RunExpiry(t, newStore)
+	chatstoretest.RunExpiry(t, newStore)
 }
 
 // TestReopen shows what survives a restart: conversations and memories;
@@ -73,7 +73,7 @@ func TestReopen(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	st := conversationtest.State("c")
+	st := chatstoretest.State("c")
 	b := chatstore.NewBatch()
 	msgs := []llms.MessageContent{llms.TextParts(llms.ChatMessageTypeHuman, "hi")}
 	if err := s.Memories().Update(chatstore.WithBatch(ctx, b), st.Scopes[0].Memories[0], msgs); err != nil {
@@ -98,7 +98,7 @@ func TestReopen(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !conversationtest.Equal(got, st) {
+	if !chatstoretest.Equal(got, st) {
 		t.Fatalf("after reopening: %+v, want %+v", got, st)
 	}
 	m, err := s.Memories().Get(ctx, st.Scopes[0].Memories[0])
@@ -129,7 +129,7 @@ func TestSweep(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		st := conversationtest.State(id)
+		st := chatstoretest.State(id)
 		b := chatstore.NewBatch()
 		if err := s.Memories().Update(chatstore.WithBatch(ctx, b), st.Scopes[0].Memories[0],
 			[]llms.MessageContent{llms.TextParts(llms.ChatMessageTypeHuman, id)}); err != nil {

@@ -11,8 +11,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/chatscopes/chatgen/runtime/chat/conversationtest"
 	"github.com/chatscopes/chatgen/runtime/chatstore"
+	"github.com/chatscopes/chatgen/runtime/chatstore/chatstoretest"
 	"github.com/chatscopes/chatgen/runtime/memory"
 	"github.com/tmc/langchaingo/llms"
 	bolt "go.etcd.io/bbolt"
@@ -43,12 +43,12 @@ func TestGroupCommitOneTransaction(t *testing.T) {
 	states := make([]*chatstore.ConversationState, n)
 	leases := make([]chatstore.Lease, n)
 	for i := range n {
-		states[i] = conversationtest.State(fmt.Sprint("c", i))
+		states[i] = chatstoretest.State(fmt.Sprint("c", i))
 		if leases[i], err = s.Acquire(ctx, states[i].ID, "node-a", time.Hour); err != nil {
 			t.Fatal(err)
 		}
 	}
-	stale := conversationtest.State("stale")
+	stale := chatstoretest.State("stale")
 	staleLease, err := s.Acquire(ctx, stale.ID, "node-a", time.Hour)
 	if err != nil {
 		t.Fatal(err)
@@ -57,7 +57,7 @@ func TestGroupCommitOneTransaction(t *testing.T) {
 		t.Fatal(err)
 	}
 	stale.Version = 0 // a save from the version before: a conflict
-	taken := conversationtest.State("taken")
+	taken := chatstoretest.State("taken")
 	lostLease, err := s.Acquire(ctx, taken.ID, "node-a", time.Millisecond)
 	if err != nil {
 		t.Fatal(err)

@@ -22,7 +22,7 @@ import (
 //
 // It also keeps chat memories, as opaque bytes by memory id
 // ([InMemoryConversationStore.GetMemory], [InMemoryConversationStore.PutMemory]):
-// a memory.Store adapter over those methods (conversationtest.InMemoryMemories)
+// a memory.Store adapter over those methods (chatstoretest.InMemoryMemories)
 // stages its writes in the
 // request's [chatstore.Batch], so that they are committed with the conversation's
 // state or not at all.

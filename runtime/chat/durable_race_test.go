@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/chatscopes/chatgen/runtime/chat"
-	"github.com/chatscopes/chatgen/runtime/chat/conversationtest"
+	"github.com/chatscopes/chatgen/runtime/chatstore/chatstoretest"
 )
 
 // Two resumes with the same token at once (a client that retries, two
@@ -22,7 +22,7 @@ func TestDurableRacingResumes(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			store := chat.NewInMemoryConversationStore(nil)
 			app := newDurableApp(store)
-			bs := conversationtest.NewBarrier(store)
+			bs := chatstoretest.NewBarrier(store)
 			var routers []*chat.Router
 			for _, node := range []string{"a", "b"}[:tc.routers] {
 				r, err := chat.NewRouter(&chat.RouterOptions{Store: bs, Node: node}, app.pkg)

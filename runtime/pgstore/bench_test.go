@@ -6,8 +6,8 @@ import (
 	"time"
 
 	"github.com/chatscopes/chatgen/internal/pgtest"
-	"github.com/chatscopes/chatgen/runtime/chat"
-	"github.com/chatscopes/chatgen/runtime/chat/conversationtest"
+	"github.com/chatscopes/chatgen/runtime/chatstore"
+	"github.com/chatscopes/chatgen/runtime/chatstore/chatstoretest"
 	"github.com/chatscopes/chatgen/runtime/memory"
 	"github.com/chatscopes/chatgen/runtime/pgstore"
 	"github.com/tmc/langchaingo/llms"
@@ -39,14 +39,14 @@ func BenchmarkSaveTurn(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	st := conversationtest.State("c")
+	st := chatstoretest.State("c")
 	mw, err := memory.Window(20).New(ctx, s.Memories(), st.Scopes[1].Memories[0])
 	if err != nil {
 		b.Fatal(err)
 	}
 	turn := func() {
-		batch := chat.NewBatch()
-		if err := mw.Add(chat.WithBatch(ctx, batch), turnMessages(2)...); err != nil {
+		batch := chatstore.NewBatch()
+		if err := mw.Add(chatstore.WithBatch(ctx, batch), turnMessages(2)...); err != nil {
 			b.Fatal(err)
 		}
 		if err := s.Save(ctx, st, l, batch); err != nil {
@@ -74,11 +74,11 @@ func BenchmarkSaveTurnNoEviction(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	st := conversationtest.State("c")
+	st := chatstoretest.State("c")
 	mid := st.Scopes[1].Memories[0]
 	turn := func() {
-		batch := chat.NewBatch()
-		if err := s.Memories().Apply(chat.WithBatch(ctx, batch), mid, memory.Change{Tail: turnMessages(2)}); err != nil {
+		batch := chatstore.NewBatch()
+		if err := s.Memories().Apply(chatstore.WithBatch(ctx, batch), mid, memory.Change{Tail: turnMessages(2)}); err != nil {
 			b.Fatal(err)
 		}
 		if err := s.Save(ctx, st, l, batch); err != nil {
@@ -103,7 +103,7 @@ func BenchmarkLoad(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	if err := s.Save(ctx, conversationtest.State("c"), l, nil); err != nil {
+	if err := s.Save(ctx, chatstoretest.State("c"), l, nil); err != nil {
 		b.Fatal(err)
 	}
 	start := rt.N()

@@ -14,8 +14,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/chatscopes/chatgen/runtime/chat"
-	"github.com/chatscopes/chatgen/runtime/chat/conversationtest"
+	"github.com/chatscopes/chatgen/runtime/chatstore"
+	"github.com/chatscopes/chatgen/runtime/chatstore/chatstoretest"
 	"github.com/chatscopes/chatgen/runtime/memory"
 	"github.com/chatscopes/chatgen/runtime/pgstore"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -229,7 +229,7 @@ func TestKillMidSave(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	st := conversationtest.State("c")
+	st := chatstoretest.State("c")
 	mid := st.Scopes[0].Memories[0]
 	big := strings.Repeat("x", 20_000) // a save of some length, so that kills land inside one
 
@@ -238,12 +238,12 @@ func TestKillMidSave(t *testing.T) {
 	go func() {
 		for {
 			n := st.Version + 1
-			b := chat.NewBatch()
+			b := chatstore.NewBatch()
 			change := memory.Change{Tail: []llms.MessageContent{
 				llms.TextParts(llms.ChatMessageTypeHuman, fmt.Sprintf("turn %d", n)),
 				llms.TextParts(llms.ChatMessageTypeAI, fmt.Sprintf("answer %d %s", n, big)),
 			}}
-			if err := s.Memories().Apply(chat.WithBatch(ctx, b), mid, change); err != nil {
+			if err := s.Memories().Apply(chatstore.WithBatch(ctx, b), mid, change); err != nil {
 				done <- err
 				return
 			}

@@ -29,7 +29,7 @@
 // [Store.Save] sends one pipeline (a pgx.Batch) that PostgreSQL runs as one
 // implicit transaction: it checks the lease's fencing token and the
 // version, locking the conversation's rows; applies the memory writes the
-// request staged in its [chat.Batch]; deletes the memories the new state no
+// request staged in its [chatstore.Batch]; deletes the memories the new state no
 // longer lists; and writes the state. A failed check aborts the whole
 // transaction, so a turn is saved whole or not at all, and a save that
 // returned is committed (durable as the server's synchronous_commit
@@ -70,7 +70,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/chatscopes/chatgen/runtime/chat"
+	"github.com/chatscopes/chatgen/runtime/chatstore"
 	"github.com/chatscopes/chatgen/runtime/internal/durable"
 	"github.com/chatscopes/chatgen/runtime/memory"
 	"github.com/jackc/pgx/v5"
@@ -92,7 +92,7 @@ type Options struct {
 	Logger *slog.Logger
 }
 
-// Store is a [chat.ConversationStore] in PostgreSQL, with the chat memories
+// Store is a [chatstore.ConversationStore] in PostgreSQL, with the chat memories
 // of its conversations ([Store.Memories]). It is safe for concurrent use,
 // by the goroutines of one process and by the processes sharing the
 // database.
@@ -107,7 +107,7 @@ type Store struct {
 	closeOnce sync.Once
 }
 
-var _ chat.ConversationStore = (*Store)(nil)
+var _ chatstore.ConversationStore = (*Store)(nil)
 
 // New returns a store in the database pool reaches, after checking that
 // its schema is at [SchemaVersion]; it fails with an error matching
@@ -159,14 +159,14 @@ func (s *Store) Close() error {
 	return nil
 }
 
-// Load implements [chat.ConversationStore]: one round trip.
-func (s *Store) Load(ctx context.Context, id string) (*chat.ConversationState, error) {
+// Load implements [chatstore.ConversationStore]: one round trip.
+func (s *Store) Load(ctx context.Context, id string) (*chatstore.ConversationState, error) {
 	var version uint64
 	var data []byte
 	err := s.pool.QueryRow(ctx, `SELECT version, state FROM chatgen_conversations
 		WHERE id = $1 AND (expires_at IS NULL OR expires_at > now())`, []byte(id)).Scan(&version, &data)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return nil, fmt.Errorf("pgstore: loading conversation %q: %w", id, chat.ErrConversationNotFound)
+		return nil, fmt.Errorf("pgstore: loading conversation %q: %w", id, chatstore.ErrConversationNotFound)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("pgstore: loading conversation %q: %w", id, err)
@@ -179,13 +179,13 @@ func (s *Store) Load(ctx context.Context, id string) (*chat.ConversationState, e
 	return st, nil
 }
 
-// Save implements [chat.ConversationStore]: one round trip (see the
+// Save implements [chatstore.ConversationStore]: one round trip (see the
 // package documentation).
 //
 // When the connection fails during the call, Save returns that error, and
 // the save may or may not have been committed (whole or not at all). A
 // Load tells which, by the version.
-func (s *Store) Save(ctx context.Context, st *chat.ConversationState, lease chat.Lease, b *chat.Batch) error {
+func (s *Store) Save(ctx context.Context, st *chatstore.ConversationState, lease chatstore.Lease, b *chatstore.Batch) error {
 	if st == nil || st.ID == "" {
 		return errors.New("pgstore: saving a conversation without an id")
 	}
@@ -213,23 +213,23 @@ func (s *Store) Save(ctx context.Context, st *chat.ConversationState, lease chat
 }
 
 // saveErr turns the error of a save into the contract's errors.
-func (s *Store) saveErr(st *chat.ConversationState, lease chat.Lease, err error) error {
+func (s *Store) saveErr(st *chatstore.ConversationState, lease chatstore.Lease, err error) error {
 	pgErr, ok := errors.AsType[*pgconn.PgError](err)
 	if !ok {
 		return fmt.Errorf("pgstore: saving conversation %q: %w", st.ID, err)
 	}
 	switch pgErr.Code {
 	case "CG001":
-		return fmt.Errorf("pgstore: saving conversation %q: %w: %q's lease with token %d is not the current one", st.ID, chat.ErrLeaseLost, lease.Owner, lease.Token)
+		return fmt.Errorf("pgstore: saving conversation %q: %w: %q's lease with token %d is not the current one", st.ID, chatstore.ErrLeaseLost, lease.Owner, lease.Token)
 	case "CG002":
 		stored, perr := strconv.ParseUint(pgErr.Detail, 10, 64)
 		switch {
 		case perr != nil:
 			return fmt.Errorf("pgstore: saving conversation %q: %w", st.ID, err)
 		case stored == 0:
-			return fmt.Errorf("%w: conversation %q is at version %d: %w", chat.ErrVersionConflict, st.ID, st.Version, chat.ErrConversationNotFound)
+			return fmt.Errorf("%w: conversation %q is at version %d: %w", chatstore.ErrVersionConflict, st.ID, st.Version, chatstore.ErrConversationNotFound)
 		}
-		return fmt.Errorf("%w: conversation %q is at version %d, the save is from version %d", chat.ErrVersionConflict, st.ID, stored, st.Version)
+		return fmt.Errorf("%w: conversation %q is at version %d, the save is from version %d", chatstore.ErrVersionConflict, st.ID, stored, st.Version)
 	case "CG003":
 		return fmt.Errorf("pgstore: saving conversation %q: %w: a memory holds %s messages", st.ID, durable.ErrChanged, pgErr.Detail)
 	}
@@ -237,7 +237,7 @@ func (s *Store) saveErr(st *chat.ConversationState, lease chat.Lease, err error)
 }
 
 // queueWrites queues the memory writes staged in b.
-func queueWrites(q *pgx.Batch, b *chat.Batch) error {
+func queueWrites(q *pgx.Batch, b *chatstore.Batch) error {
 	if b == nil {
 		return nil
 	}
@@ -270,7 +270,7 @@ func elems(e [][]byte) [][]byte {
 	return e
 }
 
-// Delete implements [chat.ConversationStore]: one round trip. It deletes
+// Delete implements [chatstore.ConversationStore]: one round trip. It deletes
 // the conversation, its memories and its lease.
 func (s *Store) Delete(ctx context.Context, id string) error {
 	if _, err := s.pool.Exec(ctx, "SELECT chatgen_delete($1)", []byte(id)); err != nil {
@@ -279,12 +279,12 @@ func (s *Store) Delete(ctx context.Context, id string) error {
 	return nil
 }
 
-// Acquire implements [chat.ConversationStore]: one round trip. Lease
+// Acquire implements [chatstore.ConversationStore]: one round trip. Lease
 // expiry is measured by the database server's clock, and the lease's
 // Expires is in that clock.
-func (s *Store) Acquire(ctx context.Context, id, owner string, ttl time.Duration) (chat.Lease, error) {
+func (s *Store) Acquire(ctx context.Context, id, owner string, ttl time.Duration) (chatstore.Lease, error) {
 	if ttl < time.Microsecond || owner == "" {
-		return chat.Lease{}, fmt.Errorf("pgstore: acquiring conversation %q: a lease needs an owner and a time to live of a microsecond or more (got %q, %v)", id, owner, ttl)
+		return chatstore.Lease{}, fmt.Errorf("pgstore: acquiring conversation %q: a lease needs an owner and a time to live of a microsecond or more (got %q, %v)", id, owner, ttl)
 	}
 	var (
 		granted bool
@@ -295,17 +295,17 @@ func (s *Store) Acquire(ctx context.Context, id, owner string, ttl time.Duration
 	err := s.pool.QueryRow(ctx, "SELECT o_granted, o_token, o_holder, o_expires FROM chatgen_acquire($1, $2, $3)",
 		[]byte(id), []byte(owner), ttl.Microseconds()).Scan(&granted, &token, &holder, &exp)
 	if err != nil {
-		return chat.Lease{}, fmt.Errorf("pgstore: acquiring conversation %q: %w", id, err)
+		return chatstore.Lease{}, fmt.Errorf("pgstore: acquiring conversation %q: %w", id, err)
 	}
 	if !granted {
-		return chat.Lease{}, fmt.Errorf("pgstore: acquiring conversation %q: %w: %q holds it until %v",
-			id, chat.ErrLeaseHeld, holder, exp.Format(time.RFC3339Nano))
+		return chatstore.Lease{}, fmt.Errorf("pgstore: acquiring conversation %q: %w: %q holds it until %v",
+			id, chatstore.ErrLeaseHeld, holder, exp.Format(time.RFC3339Nano))
 	}
-	return chat.Lease{Owner: owner, Token: uint64(token), Expires: exp}, nil
+	return chatstore.Lease{Owner: owner, Token: uint64(token), Expires: exp}, nil
 }
 
-// Release implements [chat.ConversationStore]: one round trip.
-func (s *Store) Release(ctx context.Context, id string, lease chat.Lease) error {
+// Release implements [chatstore.ConversationStore]: one round trip.
+func (s *Store) Release(ctx context.Context, id string, lease chatstore.Lease) error {
 	_, err := s.pool.Exec(ctx, "DELETE FROM chatgen_leases WHERE id = $1 AND owner = $2 AND token = $3",
 		[]byte(id), []byte(lease.Owner), int64(lease.Token))
 	if err != nil {
@@ -369,20 +369,20 @@ func (s *Store) Sweep(ctx context.Context) (int, error) {
 // method.) It is a [memory.IncrementalStore]: a change sends only the
 // messages it adds.
 //
-// A call whose context carries a [chat.Batch] (chat.WithBatch), as the
+// A call whose context carries a [chatstore.Batch] (chat.WithBatch), as the
 // calls made in a request of a durable conversation do, stages its write
 // in the batch instead of writing, for [Store.Save] to commit with the
 // conversation's state, and reads see the batch's writes first. Other
 // calls write at once, one transaction each.
 type Memories struct{ s *Store }
 
-// StagesInBatch implements [chat.StagingStore]: the writes made in a
+// StagesInBatch implements [chatstore.StagingStore]: the writes made in a
 // request of a durable conversation are saved with its state.
 func (m *Memories) StagesInBatch() {}
 
 var (
 	_ memory.IncrementalStore = (*Memories)(nil)
-	_ chat.StagingStore       = (*Memories)(nil)
+	_ chatstore.StagingStore  = (*Memories)(nil)
 )
 
 // Memories returns the memory store of the store's conversations.
@@ -410,7 +410,7 @@ func (b base) StoredElems(ctx context.Context, id string) ([][]byte, error) {
 func (m *Memories) Get(ctx context.Context, id string) ([]llms.MessageContent, error) {
 	var elems [][]byte
 	var err error
-	if b := chat.BatchFrom(ctx); b != nil {
+	if b := chatstore.BatchFrom(ctx); b != nil {
 		elems, err = m.s.stage.Get(ctx, b, base{m.s}, id)
 	} else {
 		elems, err = base{m.s}.StoredElems(ctx, id)
@@ -425,7 +425,7 @@ func (m *Memories) Get(ctx context.Context, id string) ([]llms.MessageContent, e
 	return msgs, nil
 }
 
-// Update implements [memory.Store]. With a [chat.Batch] in ctx, the write is
+// Update implements [memory.Store]. With a [chatstore.Batch] in ctx, the write is
 // staged in the batch, for [Store.Save] to commit.
 func (m *Memories) Update(ctx context.Context, id string, msgs []llms.MessageContent) error {
 	if err := ctx.Err(); err != nil {
@@ -438,7 +438,7 @@ func (m *Memories) Update(ctx context.Context, id string, msgs []llms.MessageCon
 	if err != nil {
 		return fmt.Errorf("pgstore: updating memory %q: %w", id, err)
 	}
-	if b := chat.BatchFrom(ctx); b != nil {
+	if b := chatstore.BatchFrom(ctx); b != nil {
 		m.s.stage.Update(b, id, list)
 		return nil
 	}
@@ -448,13 +448,13 @@ func (m *Memories) Update(ctx context.Context, id string, msgs []llms.MessageCon
 	return nil
 }
 
-// Delete implements [memory.Store]. With a [chat.Batch] in ctx, the
+// Delete implements [memory.Store]. With a [chatstore.Batch] in ctx, the
 // deletion is staged in the batch, for [Store.Save] to commit.
 func (m *Memories) Delete(ctx context.Context, id string) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	if b := chat.BatchFrom(ctx); b != nil {
+	if b := chatstore.BatchFrom(ctx); b != nil {
 		m.s.stage.Delete(b, id)
 		return nil
 	}
@@ -464,14 +464,14 @@ func (m *Memories) Delete(ctx context.Context, id string) error {
 	return nil
 }
 
-// Apply implements [memory.IncrementalStore]. With a [chat.Batch] in ctx,
+// Apply implements [memory.IncrementalStore]. With a [chatstore.Batch] in ctx,
 // the change is staged in the batch, for [Store.Save] to commit.
 func (m *Memories) Apply(ctx context.Context, id string, c memory.Change) error {
 	head, tail, err := durable.EncodeChange(ctx, id, c)
 	if err != nil {
 		return fmt.Errorf("pgstore: %w", err)
 	}
-	if b := chat.BatchFrom(ctx); b != nil {
+	if b := chatstore.BatchFrom(ctx); b != nil {
 		if err := m.s.stage.Apply(ctx, b, base{m.s}, id, c.Drop, head, tail); err != nil {
 			return fmt.Errorf("pgstore: %w", err)
 		}
@@ -488,7 +488,7 @@ func (m *Memories) Apply(ctx context.Context, id string, c memory.Change) error 
 }
 
 // IDs implements [memory.Store]: the ids of all memories in the database.
-// With a [chat.Batch] in ctx, it lists them as the batch leaves them.
+// With a [chatstore.Batch] in ctx, it lists them as the batch leaves them.
 func (m *Memories) IDs(ctx context.Context) ([]string, error) {
 	rows, err := m.s.pool.Query(ctx, "SELECT DISTINCT memory_id FROM chatgen_messages ORDER BY memory_id")
 	if err != nil {
@@ -502,7 +502,7 @@ func (m *Memories) IDs(ctx context.Context) ([]string, error) {
 	if err != nil {
 		return nil, fmt.Errorf("pgstore: listing memories: %w", err)
 	}
-	if b := chat.BatchFrom(ctx); b != nil {
+	if b := chatstore.BatchFrom(ctx); b != nil {
 		if ids, err = m.s.stage.IDs(ctx, b, base{m.s}, ids); err != nil {
 			return nil, fmt.Errorf("pgstore: listing memories: %w", err)
 		}

@@ -8,8 +8,8 @@ import (
 	"time"
 
 	"github.com/chatscopes/chatgen/internal/pgtest"
-	"github.com/chatscopes/chatgen/runtime/chat"
-	"github.com/chatscopes/chatgen/runtime/chat/conversationtest"
+	"github.com/chatscopes/chatgen/runtime/chatstore"
+	"github.com/chatscopes/chatgen/runtime/chatstore/chatstoretest"
 	"github.com/chatscopes/chatgen/runtime/memory"
 	"github.com/chatscopes/chatgen/runtime/pgstore"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -30,21 +30,21 @@ func migrated(t testing.TB, pool *pgxpool.Pool, opts *pgstore.Options) *pgstore.
 	return s
 }
 
-func newStore(t *testing.T, ttl time.Duration) conversationtest.Store {
+func newStore(t *testing.T, ttl time.Duration) chatstoretest.Store {
 	s := migrated(t, pgtest.Pool(t, nil), &pgstore.Options{TTL: ttl, SweepInterval: 50 * time.Millisecond})
-	return conversationtest.Store{Conversations: s, Memories: s.Memories()}
+	return chatstoretest.Store{Conversations: s, Memories: s.Memories()}
 }
 
 func TestConformance(t *testing.T) {
-	conversationtest.Run(t, func(t *testing.T) conversationtest.Store { return newStore(t, time.Hour) })
+	chatstoretest.Run(t, func(t *testing.T) chatstoretest.Store { return newStore(t, time.Hour) })
 }
 
 func TestConformanceNoTTL(t *testing.T) {
-	conversationtest.Run(t, func(t *testing.T) conversationtest.Store { return newStore(t, 0) })
+	chatstoretest.Run(t, func(t *testing.T) chatstoretest.Store { return newStore(t, 0) })
 }
 
 func TestExpiry(t *testing.T) {
-	conversationtest.RunExpiry(t, newStore)
+	chatstoretest.RunExpiry(t, newStore)
 }
 
 // TestNewNeedsMigration: New refuses a database without the schema, and
@@ -92,9 +92,9 @@ func TestSweep(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		st := conversationtest.State(id)
-		b := chat.NewBatch()
-		if err := s.Memories().Update(chat.WithBatch(ctx, b), st.Scopes[0].Memories[0],
+		st := chatstoretest.State(id)
+		b := chatstore.NewBatch()
+		if err := s.Memories().Update(chatstore.WithBatch(ctx, b), st.Scopes[0].Memories[0],
 			[]llms.MessageContent{llms.TextParts(llms.ChatMessageTypeHuman, id)}); err != nil {
 			t.Fatal(err)
 		}
@@ -144,20 +144,20 @@ func TestSaveDeleteSweep(t *testing.T) {
 					continue
 				}
 				st, err := s.Load(ctx, id)
-				if errors.Is(err, chat.ErrConversationNotFound) {
-					st, err = conversationtest.State(id), nil
+				if errors.Is(err, chatstore.ErrConversationNotFound) {
+					st, err = chatstoretest.State(id), nil
 				}
 				if err != nil {
 					errs <- err
 					continue
 				}
-				b := chat.NewBatch()
-				if err := s.Memories().Apply(chat.WithBatch(ctx, b), st.Scopes[0].Memories[0],
+				b := chatstore.NewBatch()
+				if err := s.Memories().Apply(chatstore.WithBatch(ctx, b), st.Scopes[0].Memories[0],
 					memory.Change{Tail: turnMessages(30)}); err != nil {
 					errs <- err
 					continue
 				}
-				if err := s.Save(ctx, st, l, b); err != nil && !errors.Is(err, chat.ErrLeaseLost) && !errors.Is(err, chat.ErrVersionConflict) {
+				if err := s.Save(ctx, st, l, b); err != nil && !errors.Is(err, chatstore.ErrLeaseLost) && !errors.Is(err, chatstore.ErrVersionConflict) {
 					errs <- err
 				}
 			}
@@ -194,23 +194,23 @@ func TestExpiredOnAccess(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	st := conversationtest.State("c")
+	st := chatstoretest.State("c")
 	mid := st.Scopes[0].Memories[0]
-	b := chat.NewBatch()
-	if err := s.Memories().Update(chat.WithBatch(ctx, b), mid, []llms.MessageContent{llms.TextParts(llms.ChatMessageTypeHuman, "hi")}); err != nil {
+	b := chatstore.NewBatch()
+	if err := s.Memories().Update(chatstore.WithBatch(ctx, b), mid, []llms.MessageContent{llms.TextParts(llms.ChatMessageTypeHuman, "hi")}); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.Save(ctx, st, l, b); err != nil {
 		t.Fatal(err)
 	}
 	time.Sleep(300 * time.Millisecond) // past the TTL
-	if _, err := s.Load(ctx, "c"); !errors.Is(err, chat.ErrConversationNotFound) {
+	if _, err := s.Load(ctx, "c"); !errors.Is(err, chatstore.ErrConversationNotFound) {
 		t.Fatalf("Load of an expired conversation = %v, want ErrConversationNotFound", err)
 	}
-	if err := s.Save(ctx, st, l, nil); !errors.Is(err, chat.ErrVersionConflict) || !errors.Is(err, chat.ErrConversationNotFound) {
+	if err := s.Save(ctx, st, l, nil); !errors.Is(err, chatstore.ErrVersionConflict) || !errors.Is(err, chatstore.ErrConversationNotFound) {
 		t.Fatalf("Save from the expired version = %v, want a conflict with ErrConversationNotFound", err)
 	}
-	fresh := conversationtest.State("c")
+	fresh := chatstoretest.State("c")
 	if err := s.Save(ctx, fresh, l, nil); err != nil {
 		t.Fatalf("creating the conversation again: %v", err)
 	}

@@ -7,8 +7,8 @@ import (
 	"time"
 
 	"github.com/chatscopes/chatgen/internal/redistest"
-	"github.com/chatscopes/chatgen/runtime/chat"
-	"github.com/chatscopes/chatgen/runtime/chat/conversationtest"
+	"github.com/chatscopes/chatgen/runtime/chatstore"
+	"github.com/chatscopes/chatgen/runtime/chatstore/chatstoretest"
 	"github.com/chatscopes/chatgen/runtime/memory"
 	"github.com/chatscopes/chatgen/runtime/redisstore"
 )
@@ -27,14 +27,14 @@ func BenchmarkSaveTurn(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	st := conversationtest.State("c")
+	st := chatstoretest.State("c")
 	mw, err := memory.Window(20).New(ctx, s.Memories(), st.Scopes[1].Memories[0])
 	if err != nil {
 		b.Fatal(err)
 	}
 	turn := func() {
-		batch := chat.NewBatch()
-		if err := mw.Add(chat.WithBatch(ctx, batch), turnMessages(2)...); err != nil {
+		batch := chatstore.NewBatch()
+		if err := mw.Add(chatstore.WithBatch(ctx, batch), turnMessages(2)...); err != nil {
 			b.Fatal(err)
 		}
 		if err := s.Save(ctx, st, l, batch); err != nil {
@@ -61,7 +61,7 @@ func BenchmarkLoad(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	if err := s.Save(ctx, conversationtest.State("c"), l, nil); err != nil {
+	if err := s.Save(ctx, chatstoretest.State("c"), l, nil); err != nil {
 		b.Fatal(err)
 	}
 	b.ReportAllocs()
@@ -110,15 +110,15 @@ func benchmarkTurns(b *testing.B, s *redisstore.Store) {
 			b.Error(err)
 			return
 		}
-		st := conversationtest.State(id)
+		st := chatstoretest.State(id)
 		mw, err := memory.Window(20).New(ctx, s.Memories(), st.Scopes[1].Memories[0])
 		if err != nil {
 			b.Error(err)
 			return
 		}
 		for pb.Next() {
-			batch := chat.NewBatch()
-			if err := mw.Add(chat.WithBatch(ctx, batch), turnMessages(2)...); err != nil {
+			batch := chatstore.NewBatch()
+			if err := mw.Add(chatstore.WithBatch(ctx, batch), turnMessages(2)...); err != nil {
 				b.Error(err)
 				return
 			}

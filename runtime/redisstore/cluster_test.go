@@ -9,8 +9,8 @@ import (
 	"time"
 
 	"github.com/chatscopes/chatgen/internal/redistest"
-	"github.com/chatscopes/chatgen/runtime/chat"
-	"github.com/chatscopes/chatgen/runtime/chat/conversationtest"
+	"github.com/chatscopes/chatgen/runtime/chatstore"
+	"github.com/chatscopes/chatgen/runtime/chatstore/chatstoretest"
 	"github.com/chatscopes/chatgen/runtime/memory"
 	"github.com/chatscopes/chatgen/runtime/redisstore"
 	"github.com/redis/go-redis/v9"
@@ -37,13 +37,13 @@ func TestCluster(t *testing.T) {
 	}
 
 	t.Run("Conformance", func(t *testing.T) {
-		conversationtest.Run(t, func(t *testing.T) conversationtest.Store { return pair(newClusterStore(t, time.Hour, 0)) })
+		chatstoretest.Run(t, func(t *testing.T) chatstoretest.Store { return pair(newClusterStore(t, time.Hour, 0)) })
 	})
 	t.Run("ConformanceWaitReplicas", func(t *testing.T) {
-		conversationtest.Run(t, func(t *testing.T) conversationtest.Store { return pair(newClusterStore(t, 0, 1)) })
+		chatstoretest.Run(t, func(t *testing.T) chatstoretest.Store { return pair(newClusterStore(t, 0, 1)) })
 	})
 	t.Run("Expiry", func(t *testing.T) {
-		conversationtest.RunExpiry(t, func(t *testing.T, ttl time.Duration) conversationtest.Store {
+		chatstoretest.RunExpiry(t, func(t *testing.T, ttl time.Duration) chatstoretest.Store {
 			return pair(newClusterStore(t, ttl, 0))
 		})
 	})
@@ -58,9 +58,9 @@ func TestCluster(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			st := conversationtest.State(id)
-			b := chat.NewBatch()
-			if err := s.Memories().Update(chat.WithBatch(ctx, b), st.Scopes[1].Memories[0], turnMessages(2)); err != nil {
+			st := chatstoretest.State(id)
+			b := chatstore.NewBatch()
+			if err := s.Memories().Update(chatstore.WithBatch(ctx, b), st.Scopes[1].Memories[0], turnMessages(2)); err != nil {
 				t.Fatal(err)
 			}
 			if err := s.Save(ctx, st, l, b); err != nil {
@@ -137,7 +137,7 @@ func requireTurnRoundTrips(t *testing.T, s *redisstore.Store, cnt *redistest.Rou
 	if err != nil {
 		t.Fatal(err)
 	}
-	st := conversationtest.State("c")
+	st := chatstoretest.State("c")
 	mem := st.Scopes[1].Memories[0]
 	mw, err := memory.Window(10).New(ctx, s.Memories(), mem)
 	if err != nil {
@@ -147,8 +147,8 @@ func requireTurnRoundTrips(t *testing.T, s *redisstore.Store, cnt *redistest.Rou
 		t.Fatal(err)
 	}
 	turn := func() int64 {
-		b := chat.NewBatch()
-		bctx := chat.WithBatch(ctx, b)
+		b := chatstore.NewBatch()
+		bctx := chatstore.WithBatch(ctx, b)
 		before := cnt.N()
 		if err := mw.Add(bctx, turnMessages(2)...); err != nil {
 			t.Fatal(err)

@@ -8,7 +8,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/chatscopes/chatgen/runtime/chat"
+	"github.com/chatscopes/chatgen/runtime/chatstore"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -111,7 +111,7 @@ type homeLookup struct {
 // allocating, once the process confirmed them all. A memory the batch
 // deletes and the state does not list is not among them: the save needs
 // nothing of it before it runs (see erased).
-func (s *Store) unconfirmed(conv string, mids []string, b *chat.Batch) []string {
+func (s *Store) unconfirmed(conv string, mids []string, b *chatstore.Batch) []string {
 	now := time.Now()
 	var out []string
 	add := func(id string) {
@@ -136,7 +136,7 @@ func (s *Store) unconfirmed(conv string, mids []string, b *chat.Batch) []string 
 // are mids, does not list (an invocation's memory, say): the save deletes
 // their lists in the conversation, and [Store.settle] what they may have
 // outside it.
-func erased(mids []string, b *chat.Batch) []string {
+func erased(mids []string, b *chatstore.Batch) []string {
 	var out []string
 	if b != nil {
 		b.All(func(id string, v []byte) {

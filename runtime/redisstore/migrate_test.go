@@ -7,8 +7,8 @@ import (
 	"time"
 
 	"github.com/chatscopes/chatgen/internal/redistest"
-	"github.com/chatscopes/chatgen/runtime/chat"
-	"github.com/chatscopes/chatgen/runtime/chat/conversationtest"
+	"github.com/chatscopes/chatgen/runtime/chatstore"
+	"github.com/chatscopes/chatgen/runtime/chatstore/chatstoretest"
 	"github.com/chatscopes/chatgen/runtime/internal/durable"
 	"github.com/chatscopes/chatgen/runtime/memory/storetest"
 	"github.com/chatscopes/chatgen/runtime/redisstore"
@@ -20,7 +20,7 @@ import (
 // owner and token, and its memories, in the layout of the versions before
 // the hash tag per conversation: "<prefix>conv:<id>", "<prefix>mids:<id>",
 // "<prefix>lease:<id>", "<prefix>fence:<id>", "<prefix>mem:<memory>".
-func writeOldLayout(t *testing.T, c redis.UniversalClient, prefix string, st *chat.ConversationState,
+func writeOldLayout(t *testing.T, c redis.UniversalClient, prefix string, st *chatstore.ConversationState,
 	owner string, token uint64, mems map[string][]llms.MessageContent, ttl time.Duration) {
 	t.Helper()
 	ctx := t.Context()
@@ -78,12 +78,12 @@ func testMigrate(t *testing.T, c redis.UniversalClient, oldPrefix, prefix string
 		}
 		return out
 	}
-	withTTL := conversationtest.State("c")
+	withTTL := chatstoretest.State("c")
 	withTTL.Version = 3
 	top, nested := withTTL.Scopes[0].Memories[0], withTTL.Scopes[1].Memories[0]
 	mems := map[string][]llms.MessageContent{top: msgs("top 1", "top 2"), nested: msgs("nested")}
 	writeOldLayout(t, c, oldPrefix, withTTL, "node-a", 7, mems, time.Hour)
-	forever := conversationtest.State("d")
+	forever := chatstoretest.State("d")
 	forever.Version = 1
 	writeOldLayout(t, c, oldPrefix, forever, "node-b", 2, map[string][]llms.MessageContent{forever.Scopes[0].Memories[0]: msgs("d")}, 0)
 	// A memory no conversation lists.
@@ -113,12 +113,12 @@ func testMigrate(t *testing.T, c redis.UniversalClient, oldPrefix, prefix string
 	}
 
 	// The conversations, their memories, leases and times to live moved.
-	for _, want := range []*chat.ConversationState{withTTL, forever} {
+	for _, want := range []*chatstore.ConversationState{withTTL, forever} {
 		got, err := s.Load(ctx, want.ID)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if !conversationtest.Equal(got, want) {
+		if !chatstoretest.Equal(got, want) {
 			t.Fatalf("Load(%q) after the migration = %+v, want %+v", want.ID, got, want)
 		}
 	}
@@ -129,7 +129,7 @@ func testMigrate(t *testing.T, c redis.UniversalClient, oldPrefix, prefix string
 			t.Fatalf("memory %q after the migration = %v, %v; want %v", id, got, err, want)
 		}
 	}
-	if _, err := s.Acquire(ctx, "c", "node-b", time.Minute); !errors.Is(err, chat.ErrLeaseHeld) {
+	if _, err := s.Acquire(ctx, "c", "node-b", time.Minute); !errors.Is(err, chatstore.ErrLeaseHeld) {
 		t.Fatalf("Acquire of a conversation whose lease node-a holds = %v, want ErrLeaseHeld", err)
 	}
 	l, err := s.Acquire(ctx, "c", "node-a", time.Minute)
@@ -147,8 +147,8 @@ func testMigrate(t *testing.T, c redis.UniversalClient, oldPrefix, prefix string
 	}
 
 	// The conversation goes on in the new layout.
-	b := chat.NewBatch()
-	if err := s.Memories().Update(chat.WithBatch(ctx, b), top, msgs("top 1", "top 2", "top 3")); err != nil {
+	b := chatstore.NewBatch()
+	if err := s.Memories().Update(chatstore.WithBatch(ctx, b), top, msgs("top 1", "top 2", "top 3")); err != nil {
 		t.Fatal(err)
 	}
 	st := withTTL

@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/chatscopes/chatgen/internal/redistest"
-	"github.com/chatscopes/chatgen/runtime/chat"
+	"github.com/chatscopes/chatgen/runtime/chatstore"
 	"github.com/chatscopes/chatgen/runtime/memory"
 	"github.com/chatscopes/chatgen/runtime/redisstore"
 	"github.com/redis/go-redis/v9"
@@ -23,8 +23,8 @@ import (
 // memory, in the request's batch, and saves.
 type saver struct {
 	s   *redisstore.Store
-	l   chat.Lease
-	st  *chat.ConversationState
+	l   chatstore.Lease
+	st  *chatstore.ConversationState
 	mem string
 }
 
@@ -38,7 +38,7 @@ func startSaver(t *testing.T, s *redisstore.Store) *saver {
 		t.Fatal(err)
 	}
 	v := &saver{s: s, l: l, mem: "c#memory",
-		st: &chat.ConversationState{ID: "c", Scopes: []chat.ScopeState{{ID: "c", Memories: []string{"c#memory"}}}}}
+		st: &chatstore.ConversationState{ID: "c", Scopes: []chatstore.ScopeState{{ID: "c", Memories: []string{"c#memory"}}}}}
 	for range 5 {
 		if err := v.turn(ctx); err != nil {
 			t.Fatal(err)
@@ -48,8 +48,8 @@ func startSaver(t *testing.T, s *redisstore.Store) *saver {
 }
 
 func (v *saver) turn(ctx context.Context) error {
-	b := chat.NewBatch()
-	err := v.s.Memories().Apply(chat.WithBatch(ctx, b), v.mem, memory.Change{
+	b := chatstore.NewBatch()
+	err := v.s.Memories().Apply(chatstore.WithBatch(ctx, b), v.mem, memory.Change{
 		Tail: []llms.MessageContent{llms.TextParts(llms.ChatMessageTypeHuman, fmt.Sprint("turn ", v.st.Version+1))},
 	})
 	if err != nil {
@@ -61,7 +61,7 @@ func (v *saver) turn(ctx context.Context) error {
 
 // requireConsistent checks that the stored state and memory are those of
 // one and the same turn, at least turn min, and returns the state.
-func requireConsistent(t *testing.T, s *redisstore.Store, mem string, min uint64) *chat.ConversationState {
+func requireConsistent(t *testing.T, s *redisstore.Store, mem string, min uint64) *chatstore.ConversationState {
 	t.Helper()
 	st, err := s.Load(t.Context(), "c")
 	if err != nil {
@@ -111,7 +111,7 @@ func TestOutage(t *testing.T) {
 			srv.Signal(syscall.SIGCONT)
 			t.Fatalf("Save to a frozen Redis: %v, want a wrapped timeout", err)
 		}
-		if _, err := s.Load(ctx, "c"); !errors.As(err, &ne) || errors.Is(err, chat.ErrConversationNotFound) {
+		if _, err := s.Load(ctx, "c"); !errors.As(err, &ne) || errors.Is(err, chatstore.ErrConversationNotFound) {
 			srv.Signal(syscall.SIGCONT)
 			t.Fatalf("Load from a frozen Redis: %v, want a wrapped timeout", err)
 		}

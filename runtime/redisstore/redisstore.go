@@ -8,7 +8,7 @@
 //
 // [Store.Save] is one Lua script call, so one round trip: it checks the
 // lease's fencing token and the version, applies the memory writes the
-// request staged in its [chat.Batch], deletes the memories the new state
+// request staged in its [chatstore.Batch], deletes the memories the new state
 // no longer lists, writes the state and restarts the time to live of the
 // conversation's keys. A request's memory writes cost no round trip of
 // their own: they are staged in the batch as edits (drop so many messages,
@@ -110,7 +110,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/chatscopes/chatgen/runtime/chat"
+	"github.com/chatscopes/chatgen/runtime/chatstore"
 	"github.com/chatscopes/chatgen/runtime/internal/durable"
 	"github.com/chatscopes/chatgen/runtime/memory"
 	"github.com/redis/go-redis/v9"
@@ -144,7 +144,7 @@ type Options struct {
 // the master (or its successor) has it, by the version.
 var ErrNotReplicated = errors.New("redisstore: the save is not acknowledged by enough replicas")
 
-// Store is a [chat.ConversationStore] in Redis, with the chat memories of
+// Store is a [chatstore.ConversationStore] in Redis, with the chat memories of
 // its conversations ([Store.Memories]). It is safe for concurrent use, by
 // the goroutines of one process and by the processes sharing the Redis.
 type Store struct {
@@ -158,7 +158,7 @@ type Store struct {
 	waitTimeout  time.Duration
 }
 
-var _ chat.ConversationStore = (*Store)(nil)
+var _ chatstore.ConversationStore = (*Store)(nil)
 
 var (
 	//go:embed save.lua
@@ -220,8 +220,8 @@ func New(client redis.UniversalClient, opts *Options) (*Store, error) {
 // Prefix returns the prefix of the store's keys.
 func (s *Store) Prefix() string { return s.prefix }
 
-// Load implements [chat.ConversationStore]: one round trip.
-func (s *Store) Load(ctx context.Context, id string) (*chat.ConversationState, error) {
+// Load implements [chatstore.ConversationStore]: one round trip.
+func (s *Store) Load(ctx context.Context, id string) (*chatstore.ConversationState, error) {
 	vals, err := s.c.HMGet(ctx, s.convKey(id, "conv"), "v", "s").Result()
 	if err != nil {
 		return nil, fmt.Errorf("redisstore: loading conversation %q: %w", id, describe(err))
@@ -229,7 +229,7 @@ func (s *Store) Load(ctx context.Context, id string) (*chat.ConversationState, e
 	v, _ := vals[0].(string)
 	data, ok := vals[1].(string)
 	if !ok {
-		return nil, fmt.Errorf("redisstore: loading conversation %q: %w", id, chat.ErrConversationNotFound)
+		return nil, fmt.Errorf("redisstore: loading conversation %q: %w", id, chatstore.ErrConversationNotFound)
 	}
 	st, err := durable.DecodeState([]byte(data))
 	if err != nil {
@@ -238,19 +238,19 @@ func (s *Store) Load(ctx context.Context, id string) (*chat.ConversationState, e
 	// The version saves check is the hash's v: one that is not the
 	// state's would make every save a conflict.
 	if version, err := strconv.ParseUint(v, 10, 64); err != nil || version != st.Version {
-		return nil, fmt.Errorf("redisstore: loading conversation %q: %w: its version field is %q, its state's version %d", id, chat.ErrCorruptState, v, st.Version)
+		return nil, fmt.Errorf("redisstore: loading conversation %q: %w: its version field is %q, its state's version %d", id, chatstore.ErrCorruptState, v, st.Version)
 	}
 	return st, nil
 }
 
-// Save implements [chat.ConversationStore]: one round trip (see the
+// Save implements [chatstore.ConversationStore]: one round trip (see the
 // package documentation).
 //
 // When Redis cannot be reached, or the connection fails during the call,
 // Save returns that error, and the save may or may not have happened (it
 // happened whole or not at all: the script is atomic). A Load tells which,
 // by the version.
-func (s *Store) Save(ctx context.Context, st *chat.ConversationState, lease chat.Lease, b *chat.Batch) error {
+func (s *Store) Save(ctx context.Context, st *chatstore.ConversationState, lease chatstore.Lease, b *chatstore.Batch) error {
 	if st == nil || st.ID == "" {
 		return errors.New("redisstore: saving a conversation without an id")
 	}
@@ -304,14 +304,14 @@ func (s *Store) Save(ctx context.Context, st *chat.ConversationState, lease chat
 	case 1:
 		stored := fmt.Sprint(res[1])
 		if _, err := strconv.ParseUint(stored, 10, 64); err != nil {
-			return fmt.Errorf("redisstore: saving conversation %q: %w: its version field is %q", st.ID, chat.ErrCorruptState, stored)
+			return fmt.Errorf("redisstore: saving conversation %q: %w: its version field is %q", st.ID, chatstore.ErrCorruptState, stored)
 		}
 		if stored == "0" {
-			return fmt.Errorf("%w: conversation %q is at version %d: %w", chat.ErrVersionConflict, st.ID, st.Version, chat.ErrConversationNotFound)
+			return fmt.Errorf("%w: conversation %q is at version %d: %w", chatstore.ErrVersionConflict, st.ID, st.Version, chatstore.ErrConversationNotFound)
 		}
-		return fmt.Errorf("%w: conversation %q is at version %s, the save is from version %d", chat.ErrVersionConflict, st.ID, stored, st.Version)
+		return fmt.Errorf("%w: conversation %q is at version %s, the save is from version %d", chatstore.ErrVersionConflict, st.ID, stored, st.Version)
 	case 2:
-		return fmt.Errorf("redisstore: saving conversation %q: %w: %q's lease with token %d is not the current one", st.ID, chat.ErrLeaseLost, lease.Owner, lease.Token)
+		return fmt.Errorf("redisstore: saving conversation %q: %w: %q's lease with token %d is not the current one", st.ID, chatstore.ErrLeaseLost, lease.Owner, lease.Token)
 	case 3:
 		return fmt.Errorf("redisstore: saving conversation %q: %w: memory %q holds %v messages", st.ID, durable.ErrChanged, res[1], res[2])
 	}
@@ -332,7 +332,7 @@ func code(res []any) int64 {
 
 // appendWrites appends to args the writes staged in b, in save.lua's
 // encoding.
-func appendWrites(args []any, b *chat.Batch) ([]any, error) {
+func appendWrites(args []any, b *chatstore.Batch) ([]any, error) {
 	if b == nil {
 		return append(args, 0), nil
 	}
@@ -374,7 +374,7 @@ func appendElems(args []any, elems [][]byte) []any {
 	return args
 }
 
-// Delete implements [chat.ConversationStore]: one round trip. The
+// Delete implements [chatstore.ConversationStore]: one round trip. The
 // conversation's token counter goes too, so the tokens of a conversation
 // id used again start over; a stale lease still matches no new one, since
 // a save compares owner and token.
@@ -389,38 +389,38 @@ func (s *Store) Delete(ctx context.Context, id string) error {
 	return nil
 }
 
-// Acquire implements [chat.ConversationStore]: one round trip. Lease
+// Acquire implements [chatstore.ConversationStore]: one round trip. Lease
 // expiry is measured by the Redis server's clock, and the lease's Expires
 // is in that clock.
-func (s *Store) Acquire(ctx context.Context, id, owner string, ttl time.Duration) (chat.Lease, error) {
+func (s *Store) Acquire(ctx context.Context, id, owner string, ttl time.Duration) (chatstore.Lease, error) {
 	if ttl < time.Millisecond || owner == "" {
-		return chat.Lease{}, fmt.Errorf("redisstore: acquiring conversation %q: a lease needs an owner and a time to live of a millisecond or more (got %q, %v)", id, owner, ttl)
+		return chatstore.Lease{}, fmt.Errorf("redisstore: acquiring conversation %q: a lease needs an owner and a time to live of a millisecond or more (got %q, %v)", id, owner, ttl)
 	}
 	keys := s.convKeys(id)[2:]
 	res, err := acquireScript.Run(ctx, s.c, keys, owner, ttl.Milliseconds(), s.ttl.Milliseconds()).Slice()
 	if err != nil {
-		return chat.Lease{}, fmt.Errorf("redisstore: acquiring conversation %q: %w", id, describe(err))
+		return chatstore.Lease{}, fmt.Errorf("redisstore: acquiring conversation %q: %w", id, describe(err))
 	}
 	if len(res) != 3 {
-		return chat.Lease{}, fmt.Errorf("redisstore: acquiring conversation %q: unexpected reply %v", id, res)
+		return chatstore.Lease{}, fmt.Errorf("redisstore: acquiring conversation %q: unexpected reply %v", id, res)
 	}
 	exp, err := strconv.ParseInt(fmt.Sprint(res[2]), 10, 64)
 	if err != nil {
-		return chat.Lease{}, fmt.Errorf("redisstore: acquiring conversation %q: reply %v: %w", id, res, err)
+		return chatstore.Lease{}, fmt.Errorf("redisstore: acquiring conversation %q: reply %v: %w", id, res, err)
 	}
 	if code(res) == 1 {
-		return chat.Lease{}, fmt.Errorf("redisstore: acquiring conversation %q: %w: %q holds it until %v",
-			id, chat.ErrLeaseHeld, res[1], time.UnixMilli(exp).Format(time.RFC3339Nano))
+		return chatstore.Lease{}, fmt.Errorf("redisstore: acquiring conversation %q: %w: %q holds it until %v",
+			id, chatstore.ErrLeaseHeld, res[1], time.UnixMilli(exp).Format(time.RFC3339Nano))
 	}
 	token, err := strconv.ParseUint(fmt.Sprint(res[1]), 10, 64)
 	if code(res) != 0 || err != nil {
-		return chat.Lease{}, fmt.Errorf("redisstore: acquiring conversation %q: unexpected reply %v", id, res)
+		return chatstore.Lease{}, fmt.Errorf("redisstore: acquiring conversation %q: unexpected reply %v", id, res)
 	}
-	return chat.Lease{Owner: owner, Token: token, Expires: time.UnixMilli(exp)}, nil
+	return chatstore.Lease{Owner: owner, Token: token, Expires: time.UnixMilli(exp)}, nil
 }
 
-// Release implements [chat.ConversationStore]: one round trip.
-func (s *Store) Release(ctx context.Context, id string, lease chat.Lease) error {
+// Release implements [chatstore.ConversationStore]: one round trip.
+func (s *Store) Release(ctx context.Context, id string, lease chatstore.Lease) error {
 	err := releaseScript.Run(ctx, s.c, s.convKeys(id)[2:3], lease.Owner, strconv.FormatUint(lease.Token, 10)).Err()
 	if err != nil {
 		return fmt.Errorf("redisstore: releasing conversation %q: %w", id, describe(err))
@@ -434,7 +434,7 @@ func (s *Store) Release(ctx context.Context, id string, lease chat.Lease) error 
 // method.) It is a [memory.IncrementalStore]: a change sends only the
 // messages it adds.
 //
-// A call whose context carries a [chat.Batch] (chat.WithBatch), as the
+// A call whose context carries a [chatstore.Batch] (chat.WithBatch), as the
 // calls made in a request of a durable conversation do, stages its write
 // in the batch instead of writing, for [Store.Save] to commit with the
 // conversation's state, and reads see the batch's writes first. Other
@@ -442,7 +442,7 @@ func (s *Store) Release(ctx context.Context, id string, lease chat.Lease) error 
 // on a memory of a conversation, which finds where the memory lives).
 type Memories struct{ s *Store }
 
-// StagesInBatch implements [chat.StagingStore]: the writes made in a
+// StagesInBatch implements [chatstore.StagingStore]: the writes made in a
 // request of a durable conversation are saved with its state.
 func (m *Memories) StagesInBatch() {}
 
@@ -491,7 +491,7 @@ func (b base) StoredElems(ctx context.Context, id string) ([][]byte, error) {
 func (m *Memories) Get(ctx context.Context, id string) ([]llms.MessageContent, error) {
 	var elems [][]byte
 	var err error
-	if b := chat.BatchFrom(ctx); b != nil {
+	if b := chatstore.BatchFrom(ctx); b != nil {
 		elems, err = m.s.stage.Get(ctx, b, base{m.s}, id)
 	} else {
 		elems, err = base{m.s}.StoredElems(ctx, id)
@@ -506,7 +506,7 @@ func (m *Memories) Get(ctx context.Context, id string) ([]llms.MessageContent, e
 	return msgs, nil
 }
 
-// Update implements [memory.Store]. With a [chat.Batch] in ctx, the write is
+// Update implements [memory.Store]. With a [chatstore.Batch] in ctx, the write is
 // staged in the batch, for [Store.Save] to commit.
 func (m *Memories) Update(ctx context.Context, id string, msgs []llms.MessageContent) error {
 	if err := ctx.Err(); err != nil {
@@ -519,7 +519,7 @@ func (m *Memories) Update(ctx context.Context, id string, msgs []llms.MessageCon
 	if err != nil {
 		return fmt.Errorf("redisstore: updating memory %q: %w", id, err)
 	}
-	if b := chat.BatchFrom(ctx); b != nil {
+	if b := chatstore.BatchFrom(ctx); b != nil {
 		m.s.stage.Update(b, id, elems)
 		return nil
 	}
@@ -529,13 +529,13 @@ func (m *Memories) Update(ctx context.Context, id string, msgs []llms.MessageCon
 	return nil
 }
 
-// Delete implements [memory.Store]. With a [chat.Batch] in ctx, the
+// Delete implements [memory.Store]. With a [chatstore.Batch] in ctx, the
 // deletion is staged in the batch, for [Store.Save] to commit.
 func (m *Memories) Delete(ctx context.Context, id string) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	if b := chat.BatchFrom(ctx); b != nil {
+	if b := chatstore.BatchFrom(ctx); b != nil {
 		m.s.stage.Delete(b, id)
 		return nil
 	}
@@ -545,14 +545,14 @@ func (m *Memories) Delete(ctx context.Context, id string) error {
 	return nil
 }
 
-// Apply implements [memory.IncrementalStore]. With a [chat.Batch] in ctx,
+// Apply implements [memory.IncrementalStore]. With a [chatstore.Batch] in ctx,
 // the change is staged in the batch, for [Store.Save] to commit.
 func (m *Memories) Apply(ctx context.Context, id string, c memory.Change) error {
 	head, tail, err := durable.EncodeChange(ctx, id, c)
 	if err != nil {
 		return fmt.Errorf("redisstore: %w", err)
 	}
-	if b := chat.BatchFrom(ctx); b != nil {
+	if b := chatstore.BatchFrom(ctx); b != nil {
 		if err := m.s.stage.Apply(ctx, b, base{m.s}, id, c.Drop, head, tail); err != nil {
 			return fmt.Errorf("redisstore: %w", err)
 		}
@@ -578,7 +578,7 @@ func (m *Memories) Apply(ctx context.Context, id string, c memory.Change) error 
 
 // IDs implements [memory.Store]: the ids of all memories under the store's
 // prefix, found with SCAN (on every master of a cluster), so in time
-// proportional to the size of the database. With a [chat.Batch] in ctx, it
+// proportional to the size of the database. With a [chatstore.Batch] in ctx, it
 // lists them as the batch leaves them.
 func (m *Memories) IDs(ctx context.Context) ([]string, error) {
 	p := globEscape(m.s.prefix)
@@ -615,7 +615,7 @@ func (m *Memories) IDs(ctx context.Context) ([]string, error) {
 	if err != nil {
 		return nil, fmt.Errorf("redisstore: listing memories: %w", describe(err))
 	}
-	if b := chat.BatchFrom(ctx); b != nil {
+	if b := chatstore.BatchFrom(ctx); b != nil {
 		if ids, err = m.s.stage.IDs(ctx, b, base{m.s}, ids); err != nil {
 			return nil, fmt.Errorf("redisstore: listing memories: %w", err)
 		}

@@ -10,8 +10,8 @@ import (
 	"time"
 
 	"github.com/chatscopes/chatgen/internal/redistest"
-	"github.com/chatscopes/chatgen/runtime/chat"
-	"github.com/chatscopes/chatgen/runtime/chat/conversationtest"
+	"github.com/chatscopes/chatgen/runtime/chatstore"
+	"github.com/chatscopes/chatgen/runtime/chatstore/chatstoretest"
 	"github.com/chatscopes/chatgen/runtime/memory"
 	"github.com/chatscopes/chatgen/runtime/redisstore"
 	"github.com/redis/go-redis/v9"
@@ -41,23 +41,23 @@ func newStore(t testing.TB, c redis.UniversalClient, ttl time.Duration) *redisst
 	return s
 }
 
-func pair(s *redisstore.Store) conversationtest.Store {
-	return conversationtest.Store{Conversations: s, Memories: s.Memories()}
+func pair(s *redisstore.Store) chatstoretest.Store {
+	return chatstoretest.Store{Conversations: s, Memories: s.Memories()}
 }
 
 func TestConformance(t *testing.T) {
 	c := redistest.Client(t)
-	conversationtest.Run(t, func(t *testing.T) conversationtest.Store { return pair(newStore(t, c, time.Hour)) })
+	chatstoretest.Run(t, func(t *testing.T) chatstoretest.Store { return pair(newStore(t, c, time.Hour)) })
 }
 
 func TestConformanceNoTTL(t *testing.T) {
 	c := redistest.Client(t)
-	conversationtest.Run(t, func(t *testing.T) conversationtest.Store { return pair(newStore(t, c, 0)) })
+	chatstoretest.Run(t, func(t *testing.T) chatstoretest.Store { return pair(newStore(t, c, 0)) })
 }
 
 func TestExpiry(t *testing.T) {
 	c := redistest.Client(t)
-	conversationtest.RunExpiry(t, func(t *testing.T, ttl time.Duration) conversationtest.Store {
+	chatstoretest.RunExpiry(t, func(t *testing.T, ttl time.Duration) chatstoretest.Store {
 		return pair(newStore(t, c, ttl))
 	})
 }
@@ -71,10 +71,10 @@ func TestTTLs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	st := conversationtest.State("c")
-	b := chat.NewBatch()
+	st := chatstoretest.State("c")
+	b := chatstore.NewBatch()
 	for _, sc := range st.Scopes {
-		if err := s.Memories().Update(chat.WithBatch(ctx, b), sc.Memories[0], turnMessages(2)); err != nil {
+		if err := s.Memories().Update(chatstore.WithBatch(ctx, b), sc.Memories[0], turnMessages(2)); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -130,10 +130,10 @@ func TestOneSlotPerConversation(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		st := conversationtest.State(id)
-		b := chat.NewBatch()
+		st := chatstoretest.State(id)
+		b := chatstore.NewBatch()
 		for _, sc := range st.Scopes {
-			if err := s.Memories().Update(chat.WithBatch(ctx, b), sc.Memories[0], turnMessages(2)); err != nil {
+			if err := s.Memories().Update(chatstore.WithBatch(ctx, b), sc.Memories[0], turnMessages(2)); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -197,10 +197,10 @@ func TestUnreachable(t *testing.T) {
 	if !errors.As(err, &opErr) || !strings.Contains(err.Error(), `redisstore: loading conversation "c"`) {
 		t.Errorf("Load: %v", err)
 	}
-	if errors.Is(err, chat.ErrConversationNotFound) {
+	if errors.Is(err, chatstore.ErrConversationNotFound) {
 		t.Errorf("Load of an unreachable store reports the conversation not found: %v", err)
 	}
-	err = s.Save(ctx, conversationtest.State("c"), chat.Lease{Owner: "n", Token: 1}, nil)
+	err = s.Save(ctx, chatstoretest.State("c"), chatstore.Lease{Owner: "n", Token: 1}, nil)
 	if !errors.As(err, &opErr) || !strings.Contains(err.Error(), `redisstore: saving conversation "c"`) {
 		t.Errorf("Save: %v", err)
 	}
@@ -223,9 +223,9 @@ func TestForeignMemory(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		st := &chat.ConversationState{ID: id, Scopes: []chat.ScopeState{{ID: id, Memories: []string{"shared"}}}}
-		b := chat.NewBatch()
-		if err := s.Memories().Update(chat.WithBatch(ctx, b), "shared", turnMessages(1+i)); err != nil {
+		st := &chatstore.ConversationState{ID: id, Scopes: []chatstore.ScopeState{{ID: id, Memories: []string{"shared"}}}}
+		b := chatstore.NewBatch()
+		if err := s.Memories().Update(chatstore.WithBatch(ctx, b), "shared", turnMessages(1+i)); err != nil {
 			t.Fatal(err)
 		}
 		err = s.Save(ctx, st, l, b)
@@ -238,7 +238,7 @@ func TestForeignMemory(t *testing.T) {
 		if !errors.Is(err, redisstore.ErrForeignMemory) || !strings.Contains(err.Error(), `"c"`) {
 			t.Fatalf("a save listing conversation c's memory = %v, want ErrForeignMemory naming c", err)
 		}
-		if _, err := s.Load(ctx, id); !errors.Is(err, chat.ErrConversationNotFound) {
+		if _, err := s.Load(ctx, id); !errors.Is(err, chatstore.ErrConversationNotFound) {
 			t.Fatalf("Load after the refused save: %v, want not found", err)
 		}
 		if m, err := s.Memories().Get(ctx, "shared"); err != nil || len(m) != 1 {
@@ -253,11 +253,11 @@ func TestForeignMemory(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b := chat.NewBatch()
-	if err := s.Memories().Update(chat.WithBatch(ctx, b), "unlisted", turnMessages(1)); err != nil {
+	b := chatstore.NewBatch()
+	if err := s.Memories().Update(chatstore.WithBatch(ctx, b), "unlisted", turnMessages(1)); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.Save(ctx, &chat.ConversationState{ID: "c2"}, l, b); err != nil {
+	if err := s.Save(ctx, &chatstore.ConversationState{ID: "c2"}, l, b); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.Delete(ctx, "c2"); err != nil {
@@ -267,11 +267,11 @@ func TestForeignMemory(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b = chat.NewBatch()
-	if err := s.Memories().Update(chat.WithBatch(ctx, b), "unlisted", turnMessages(3)); err != nil {
+	b = chatstore.NewBatch()
+	if err := s.Memories().Update(chatstore.WithBatch(ctx, b), "unlisted", turnMessages(3)); err != nil {
 		t.Fatal(err)
 	}
-	st := &chat.ConversationState{ID: "d2", Scopes: []chat.ScopeState{{ID: "d2", Memories: []string{"unlisted"}}}}
+	st := &chatstore.ConversationState{ID: "d2", Scopes: []chatstore.ScopeState{{ID: "d2", Memories: []string{"unlisted"}}}}
 	if err := s.Save(ctx, st, l, b); err != nil {
 		t.Fatalf("a save taking a memory of a deleted conversation: %v", err)
 	}
@@ -295,7 +295,7 @@ func TestWaitReplicasUnmet(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	st := conversationtest.State("c")
+	st := chatstoretest.State("c")
 	err = s.Save(ctx, st, l, nil)
 	if !errors.Is(err, redisstore.ErrNotReplicated) || !strings.Contains(err.Error(), "0 of 1 replicas") {
 		t.Fatalf("Save without a replica = %v, want ErrNotReplicated", err)
@@ -360,9 +360,9 @@ func TestMemoryRoundTrips(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	st := &chat.ConversationState{ID: "c", Scopes: []chat.ScopeState{{ID: "c", Memories: []string{"c#m"}}}}
-	b := chat.NewBatch()
-	if err := ms.Update(chat.WithBatch(ctx, b), "c#m", turnMessages(2)); err != nil {
+	st := &chatstore.ConversationState{ID: "c", Scopes: []chatstore.ScopeState{{ID: "c", Memories: []string{"c#m"}}}}
+	b := chatstore.NewBatch()
+	if err := ms.Update(chatstore.WithBatch(ctx, b), "c#m", turnMessages(2)); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.Save(ctx, st, l, b); err != nil {

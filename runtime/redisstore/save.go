@@ -7,13 +7,13 @@ import (
 	"strings"
 	"time"
 
-	"github.com/chatscopes/chatgen/runtime/chat"
+	"github.com/chatscopes/chatgen/runtime/chatstore"
 	"github.com/redis/go-redis/v9"
 )
 
 // batchKinds returns the memories b writes, with the kind of their write
 // ('R', 'E' or 'D').
-func batchKinds(b *chat.Batch) map[string]byte {
+func batchKinds(b *chatstore.Batch) map[string]byte {
 	if b == nil || b.Len() == 0 {
 		return nil
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/chatscopes/chatgen/internal/redistest"
 	"github.com/chatscopes/chatgen/runtime/boltstore"
 	"github.com/chatscopes/chatgen/runtime/chat"
+	"github.com/chatscopes/chatgen/runtime/chatstore"
 	"github.com/chatscopes/chatgen/runtime/redisstore"
 )
 
@@ -357,10 +358,10 @@ func TestBrowserDropMidTurn(t *testing.T) {
 	b := browsertest.Start(t)
 	for _, st := range []struct {
 		name  string
-		store func(t *testing.T) chat.ConversationStore
+		store func(t *testing.T) chatstore.ConversationStore
 	}{
-		{"inmemory", func(*testing.T) chat.ConversationStore { return chat.NewInMemoryConversationStore(nil) }},
-		{"bolt", func(t *testing.T) chat.ConversationStore {
+		{"inmemory", func(*testing.T) chatstore.ConversationStore { return chat.NewInMemoryConversationStore(nil) }},
+		{"bolt", func(t *testing.T) chatstore.ConversationStore {
 			s, err := boltstore.Open(filepath.Join(t.TempDir(), "chat.db"), nil)
 			if err != nil {
 				t.Fatal(err)
@@ -368,7 +369,7 @@ func TestBrowserDropMidTurn(t *testing.T) {
 			t.Cleanup(func() { s.Close() })
 			return s
 		}},
-		{"redis", func(t *testing.T) chat.ConversationStore {
+		{"redis", func(t *testing.T) chatstore.ConversationStore {
 			c := redistest.Client(t)
 			s, err := redisstore.New(c, &redisstore.Options{Prefix: redistest.Prefix(t, c, "chatgen-ws-browser")})
 			if err != nil {
@@ -381,7 +382,7 @@ func TestBrowserDropMidTurn(t *testing.T) {
 	}
 }
 
-func browserDropMidTurn(t *testing.T, b *browsertest.Browser, store chat.ConversationStore) {
+func browserDropMidTurn(t *testing.T, b *browsertest.Browser, store chatstore.ConversationStore) {
 	g := newGate()
 	a := startGated(t, store, "a", g, nil)
 	mux := http.NewServeMux()

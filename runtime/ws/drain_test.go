@@ -18,6 +18,7 @@ import (
 
 	"github.com/chatscopes/chatgen/internal/e2e"
 	"github.com/chatscopes/chatgen/runtime/chat"
+	"github.com/chatscopes/chatgen/runtime/chatstore"
 )
 
 // gateRoute is route "held": it counts its runs, tells started, and
@@ -54,7 +55,7 @@ type slowRelease struct {
 	delay time.Duration
 }
 
-func (s slowRelease) Release(ctx context.Context, id string, lease chat.Lease) error {
+func (s slowRelease) Release(ctx context.Context, id string, lease chatstore.Lease) error {
 	time.Sleep(s.delay)
 	return s.InMemoryConversationStore.Release(ctx, id, lease)
 }
@@ -64,7 +65,7 @@ func (s slowRelease) Release(ctx context.Context, id string, lease chat.Lease) e
 func (n *durableNodes) router(t *testing.T, name string, g *gateRoute, releaseDelay time.Duration) (*chat.Router, *testRoutes) {
 	t.Helper()
 	routes := newTestRoutes()
-	var store chat.ConversationStore = n.store
+	var store chatstore.ConversationStore = n.store
 	if releaseDelay > 0 {
 		store = slowRelease{n.store, releaseDelay}
 	}

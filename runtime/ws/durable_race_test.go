@@ -5,7 +5,7 @@ import (
 
 	"github.com/chatscopes/chatgen/internal/e2e"
 	"github.com/chatscopes/chatgen/runtime/chat"
-	"github.com/chatscopes/chatgen/runtime/chat/conversationtest"
+	"github.com/chatscopes/chatgen/runtime/chatstore/chatstoretest"
 )
 
 // Two websocket connections resume one conversation with the same token
@@ -13,7 +13,7 @@ import (
 // the other is refused.
 func TestRacingResumesOverTwoConnections(t *testing.T) {
 	checkGoroutines(t)
-	store := conversationtest.NewBarrier(chat.NewInMemoryConversationStore(nil))
+	store := chatstoretest.NewBarrier(chat.NewInMemoryConversationStore(nil))
 	routes := newTestRoutes()
 	r, err := chat.NewRouter(&chat.RouterOptions{Store: store, Node: "a", Logger: quietLogger()}, e2e.Register(), routes.pkg())
 	if err != nil {

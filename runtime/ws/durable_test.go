@@ -13,6 +13,7 @@ import (
 
 	"github.com/chatscopes/chatgen/internal/e2e"
 	"github.com/chatscopes/chatgen/runtime/chat"
+	"github.com/chatscopes/chatgen/runtime/chatstore"
 )
 
 // durableFrame is a server frame with the fields of durable sessions.
@@ -310,7 +311,7 @@ func TestOldClientsOnADurableServer(t *testing.T) {
 	}
 	c.send(map[string]any{"type": "Disconnect", "chatId": "q"})
 	waitNoConversations(t, a.router)
-	if _, err := nodes.store.Load(context.Background(), scope); !errors.Is(err, chat.ErrConversationNotFound) {
+	if _, err := nodes.store.Load(context.Background(), scope); !errors.Is(err, chatstore.ErrConversationNotFound) {
 		t.Fatalf("after Disconnect: %v", err)
 	}
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/chatscopes/chatgen/internal/e2e"
 	"github.com/chatscopes/chatgen/runtime/chat"
+	"github.com/chatscopes/chatgen/runtime/chatstore"
 )
 
 // A gate is the route "waitgate": it sends a Thinking event, tells started,
@@ -61,7 +62,7 @@ func (g *gate) pkg() *chat.Package {
 }
 
 // startGated starts a node named name of store with the waitgate route.
-func startGated(t *testing.T, store chat.ConversationStore, name string, g *gate, opts *ServerOptions) *testServer {
+func startGated(t *testing.T, store chatstore.ConversationStore, name string, g *gate, opts *ServerOptions) *testServer {
 	t.Helper()
 	routes := newTestRoutes()
 	r, err := chat.NewRouter(&chat.RouterOptions{Store: store, Node: name, Logger: quietLogger()}, e2e.Register(), routes.pkg(), g.pkg())

@@ -50,7 +50,7 @@ import (
 
 	"github.com/chatscopes/chatgen/runtime/ai"
 	"github.com/chatscopes/chatgen/runtime/chat"
-	"github.com/chatscopes/chatgen/runtime/chat/conversationtest"
+	"github.com/chatscopes/chatgen/runtime/chatstore/chatstoretest"
 	"github.com/chatscopes/chatgen/runtime/llmtest"
 	"github.com/chatscopes/chatgen/runtime/memory"
 )
@@ -254,7 +254,7 @@ func newApp(t *testing.T, c Client, script llmtest.Script, o appOptions) (*app, 
 		cfg.Options = append(cfg.Options, c.ThinkingOptions...)
 	}
 	if o.store != nil {
-		cfg.Memory = memory.NewManager(memory.Config{Store: conversationtest.InMemoryMemories(o.store), Policy: memory.Window(40)})
+		cfg.Memory = memory.NewManager(memory.Config{Store: chatstoretest.InMemoryMemories(o.store), Policy: memory.Window(40)})
 	}
 	a.svc = ai.NewService("example.com/modeltest.Assistant", cfg)
 	a.method = &ai.Method{Name: "Ask", Kind: chat.KindChat, System: "You are terse."}

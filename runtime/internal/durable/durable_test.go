@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/chatscopes/chatgen/runtime/chat"
+	"github.com/chatscopes/chatgen/runtime/chatstore"
 )
 
 func TestStagedRoundTrip(t *testing.T) {
@@ -75,7 +75,7 @@ func TestCheck(t *testing.T) {
 		t.Fatal(err)
 	}
 	err := edit.Check("m", 1)
-	if !errors.Is(err, ErrChanged) || !errors.Is(err, chat.ErrVersionConflict) || !strings.Contains(err.Error(), `"m" holds 1`) {
+	if !errors.Is(err, ErrChanged) || !errors.Is(err, chatstore.ErrVersionConflict) || !strings.Contains(err.Error(), `"m" holds 1`) {
 		t.Fatalf("Check of a too short list: %v", err)
 	}
 	known := Staged{BaseLen: 3, Drop: 1}
@@ -85,7 +85,7 @@ func TestCheck(t *testing.T) {
 }
 
 func TestDecodeStateFormat(t *testing.T) {
-	data, err := EncodeState(&chat.ConversationState{ID: "c"}, 3)
+	data, err := EncodeState(&chatstore.ConversationState{ID: "c"}, 3)
 	if err != nil {
 		t.Fatal(err)
 	}

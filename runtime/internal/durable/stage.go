@@ -9,10 +9,10 @@ import (
 	"slices"
 	"sync"
 
-	"github.com/chatscopes/chatgen/runtime/chat"
+	"github.com/chatscopes/chatgen/runtime/chatstore"
 )
 
-// A Staged is a memory write staged in a [chat.Batch], in the encoding of
+// A Staged is a memory write staged in a [chatstore.Batch], in the encoding of
 // the batch's values (a nil value, a deletion, is not a Staged). Messages
 // are elements written by [EncodeMessages].
 //
@@ -156,7 +156,7 @@ func (s *Staged) ApplyTo(id string, stored [][]byte) ([][]byte, error) {
 // ErrChanged reports that a memory's stored list changed after a request
 // staged an edit of it, and before the request's save. It matches
 // chat.ErrVersionConflict.
-var ErrChanged = fmt.Errorf("%w: a memory changed since the request staged its change", chat.ErrVersionConflict)
+var ErrChanged = fmt.Errorf("%w: a memory changed since the request staged its change", chatstore.ErrVersionConflict)
 
 // Check returns an error matching [ErrChanged] unless s can be applied to
 // a stored list of n messages.
@@ -197,7 +197,7 @@ func (s *Stager) lock(id string) *sync.Mutex {
 }
 
 // Get returns the list of id as the batch leaves it.
-func (s *Stager) Get(ctx context.Context, b *chat.Batch, base Base, id string) ([][]byte, error) {
+func (s *Stager) Get(ctx context.Context, b *chatstore.Batch, base Base, id string) ([][]byte, error) {
 	v, ok := b.Get(id)
 	if !ok {
 		return base.StoredElems(ctx, id)
@@ -220,7 +220,7 @@ func (s *Stager) Get(ctx context.Context, b *chat.Batch, base Base, id string) (
 }
 
 // Update stages the replacement of the list of id by elems.
-func (s *Stager) Update(b *chat.Batch, id string, elems [][]byte) {
+func (s *Stager) Update(b *chatstore.Batch, id string, elems [][]byte) {
 	mu := s.lock(id)
 	mu.Lock()
 	defer mu.Unlock()
@@ -228,14 +228,14 @@ func (s *Stager) Update(b *chat.Batch, id string, elems [][]byte) {
 }
 
 // Delete stages the deletion of id.
-func (s *Stager) Delete(b *chat.Batch, id string) {
+func (s *Stager) Delete(b *chatstore.Batch, id string) {
 	mu := s.lock(id)
 	mu.Lock()
 	defer mu.Unlock()
 	b.Put(id, nil)
 }
 
-func put(b *chat.Batch, id string, st *Staged) {
+func put(b *chatstore.Batch, id string, st *Staged) {
 	if st.Replace && len(st.List) == 0 {
 		b.Put(id, nil)
 		return
@@ -248,7 +248,7 @@ func put(b *chat.Batch, id string, st *Staged) {
 // stored list's length only when the change drops messages the batch has
 // not put there itself, and fails, staging nothing, when drop is negative
 // or greater than the list's length.
-func (s *Stager) Apply(ctx context.Context, b *chat.Batch, base Base, id string, drop int, head, tail [][]byte) error {
+func (s *Stager) Apply(ctx context.Context, b *chatstore.Batch, base Base, id string, drop int, head, tail [][]byte) error {
 	if drop < 0 {
 		return fmt.Errorf("memory: change of %q drops %d messages", id, drop)
 	}
@@ -311,7 +311,7 @@ func (s *Stager) Apply(ctx context.Context, b *chat.Batch, base Base, id string,
 
 // IDs returns the ids with messages as the batch leaves them, given those
 // the store holds.
-func (s *Stager) IDs(ctx context.Context, b *chat.Batch, base Base, stored []string) ([]string, error) {
+func (s *Stager) IDs(ctx context.Context, b *chatstore.Batch, base Base, stored []string) ([]string, error) {
 	type staged struct {
 		id string
 		v  []byte

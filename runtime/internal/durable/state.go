@@ -1,6 +1,6 @@
 // Package durable holds what the conversation stores (runtime/boltstore,
 // runtime/redisstore, runtime/pgstore) share: the encoding of conversation states and of
-// memory messages, and the staging of memory writes in a [chat.Batch].
+// memory messages, and the staging of memory writes in a [chatstore.Batch].
 package durable
 
 import (
@@ -9,7 +9,7 @@ import (
 	"slices"
 	"time"
 
-	"github.com/chatscopes/chatgen/runtime/chat"
+	"github.com/chatscopes/chatgen/runtime/chatstore"
 )
 
 // FormatVersion is the version of the encoding of conversation states
@@ -41,7 +41,7 @@ type scopeJSON struct {
 }
 
 // EncodeState encodes st as JSON, with version in place of st.Version.
-func EncodeState(st *chat.ConversationState, version uint64) ([]byte, error) {
+func EncodeState(st *chatstore.ConversationState, version uint64) ([]byte, error) {
 	j := stateJSON{
 		Format:          FormatVersion,
 		ID:              st.ID,
@@ -67,16 +67,16 @@ func EncodeState(st *chat.ConversationState, version uint64) ([]byte, error) {
 
 // DecodeState decodes a state written by [EncodeState]. The result shares
 // nothing with data.
-func DecodeState(data []byte) (*chat.ConversationState, error) {
+func DecodeState(data []byte) (*chatstore.ConversationState, error) {
 	var j stateJSON
 	if err := json.Unmarshal(data, &j); err != nil {
-		return nil, fmt.Errorf("decoding a conversation: %w: %w", chat.ErrCorruptState, err)
+		return nil, fmt.Errorf("decoding a conversation: %w: %w", chatstore.ErrCorruptState, err)
 	}
 	if j.Format != FormatVersion {
 		return nil, fmt.Errorf("decoding conversation %q: format %d is not %d (written by another version of chatgen?)",
 			j.ID, j.Format, FormatVersion)
 	}
-	st := &chat.ConversationState{
+	st := &chatstore.ConversationState{
 		ID:              j.ID,
 		Version:         j.Version,
 		Principal:       j.Principal,
@@ -86,16 +86,16 @@ func DecodeState(data []byte) (*chat.ConversationState, error) {
 		Extra:           j.Extra,
 	}
 	if len(j.Scopes) > 0 {
-		st.Scopes = make([]chat.ScopeState, len(j.Scopes))
+		st.Scopes = make([]chatstore.ScopeState, len(j.Scopes))
 		for i, sc := range j.Scopes {
-			st.Scopes[i] = chat.ScopeState{ID: sc.ID, Route: sc.Route, Wipe: sc.Wipe, Beans: sc.Beans, Memories: sc.Memories}
+			st.Scopes[i] = chatstore.ScopeState{ID: sc.ID, Route: sc.Route, Wipe: sc.Wipe, Beans: sc.Beans, Memories: sc.Memories}
 		}
 	}
 	return st, nil
 }
 
 // MemoryIDs returns the ids of the memories st lists, sorted, each once.
-func MemoryIDs(st *chat.ConversationState) []string {
+func MemoryIDs(st *chatstore.ConversationState) []string {
 	var ids []string
 	for _, sc := range st.Scopes {
 		ids = append(ids, sc.Memories...)

@@ -24,6 +24,7 @@ import (
 
 	"github.com/chatscopes/chatgen/internal/fleet"
 	"github.com/chatscopes/chatgen/runtime/chat"
+	"github.com/chatscopes/chatgen/runtime/chatstore"
 	"github.com/chatscopes/chatgen/runtime/memory"
 	"github.com/chatscopes/chatgen/runtime/pgstore"
 	"github.com/chatscopes/chatgen/runtime/redisstore"
@@ -40,7 +41,7 @@ func main() {
 // A store is a conversation store, its memories, a health check and what
 // closes it.
 type store struct {
-	chat.ConversationStore
+	chatstore.ConversationStore
 	memories memory.Store
 	ping     ws.HealthCheck
 	close    func()

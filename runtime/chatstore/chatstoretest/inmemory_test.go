@@ -1,26 +1,26 @@
-package conversationtest_test
+package chatstoretest_test
 
 import (
 	"testing"
 	"time"
 
 	"github.com/chatscopes/chatgen/runtime/chat"
-	"github.com/chatscopes/chatgen/runtime/chat/conversationtest"
+	"github.com/chatscopes/chatgen/runtime/chatstore/chatstoretest"
 )
 
 // TestInMemoryConversationStore runs the conformance suite against the
 // reference implementation of the contract, chat.InMemoryConversationStore,
 // whose memory side is inMemoryMemories below.
 func TestInMemoryConversationStore(t *testing.T) {
-	conversationtest.Run(t, func(t *testing.T) conversationtest.Store {
+	chatstoretest.Run(t, func(t *testing.T) chatstoretest.Store {
 		return newInMemory(0)
 	})
-	conversationtest.RunExpiry(t, func(t *testing.T, ttl time.Duration) conversationtest.Store {
+	chatstoretest.RunExpiry(t, func(t *testing.T, ttl time.Duration) chatstoretest.Store {
 		return newInMemory(ttl)
 	})
 }
 
-func newInMemory(ttl time.Duration) conversationtest.Store {
+func newInMemory(ttl time.Duration) chatstoretest.Store {
 	s := chat.NewInMemoryConversationStore(&chat.InMemoryConversationStoreOptions{TTL: ttl})
-	return conversationtest.Store{Conversations: s, Memories: conversationtest.InMemoryMemories(s)}
+	return chatstoretest.Store{Conversations: s, Memories: chatstoretest.InMemoryMemories(s)}
 }

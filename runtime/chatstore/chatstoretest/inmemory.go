@@ -1,4 +1,4 @@
-package conversationtest
+package chatstoretest
 
 import (
 	"context"

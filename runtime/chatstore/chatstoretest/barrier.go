@@ -1,10 +1,10 @@
-package conversationtest
+package chatstoretest
 
 import (
 	"context"
 	"sync"
 
-	"github.com/chatscopes/chatgen/runtime/chat"
+	"github.com/chatscopes/chatgen/runtime/chatstore"
 )
 
 // A Barrier is a chat.ConversationStore that holds back the Loads it is
@@ -13,14 +13,14 @@ import (
 // checks they make on what they loaded before any goes on: the race
 // happens every time, not on some schedules only.
 type Barrier struct {
-	chat.ConversationStore
+	chatstore.ConversationStore
 	mu   sync.Mutex
 	n    int
 	open chan struct{}
 }
 
 // NewBarrier returns a Barrier over store, not armed.
-func NewBarrier(store chat.ConversationStore) *Barrier {
+func NewBarrier(store chatstore.ConversationStore) *Barrier {
 	return &Barrier{ConversationStore: store}
 }
 
@@ -33,7 +33,7 @@ func (b *Barrier) Arm(n int) {
 
 // Load loads from the store and, when armed, waits for the other armed
 // Loads (or for ctx to end).
-func (b *Barrier) Load(ctx context.Context, id string) (*chat.ConversationState, error) {
+func (b *Barrier) Load(ctx context.Context, id string) (*chatstore.ConversationState, error) {
 	st, err := b.ConversationStore.Load(ctx, id)
 	b.mu.Lock()
 	open := b.open

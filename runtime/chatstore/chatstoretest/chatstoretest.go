@@ -1,10 +1,10 @@
-// Package conversationtest is a conformance suite for implementations of
+// Package chatstoretest is a conformance suite for implementations of
 // chat.ConversationStore and of the memory.Store that keeps their
 // conversations' chat memories. A store passes if
 //
 //	func TestMyStore(t *testing.T) {
-//		conversationtest.Run(t, func(t *testing.T) conversationtest.Store { return newMyStore(t, 0) })
-//		conversationtest.RunExpiry(t, func(t *testing.T, ttl time.Duration) conversationtest.Store {
+//		chatstoretest.Run(t, func(t *testing.T) chatstoretest.Store { return newMyStore(t, 0) })
+//		chatstoretest.RunExpiry(t, func(t *testing.T, ttl time.Duration) chatstoretest.Store {
 //			return newMyStore(t, ttl)
 //		})
 //	}
@@ -12,13 +12,13 @@
 // passes, under -race. Run checks every sentence of the contract documented
 // on chat.ConversationStore: creation at version 0, the optimistic version
 // check, leases and their fencing tokens, release, deletion, the memories a
-// save drops, the atomic commit of a [chat.Batch] with the state, values
+// save drops, the atomic commit of a [chatstore.Batch] with the state, values
 // that are never aliased, concurrent savers, and the store's memory side
 // (package memory's storetest suite, run once directly and once through a
 // batch, plus a model-based walk of staged memory changes committed by
 // saves). RunExpiry checks that idle conversations expire with their
 // memories.
-package conversationtest
+package chatstoretest
 
 import (
 	"bytes"
@@ -32,7 +32,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/chatscopes/chatgen/runtime/chat"
+	"github.com/chatscopes/chatgen/runtime/chatstore"
 	"github.com/chatscopes/chatgen/runtime/memory"
 	"github.com/chatscopes/chatgen/runtime/memory/storetest"
 	"github.com/tmc/langchaingo/llms"
@@ -41,7 +41,7 @@ import (
 // A Store is what the suite tests: a conversation store and the memory
 // store of its conversations' chat memories.
 type Store struct {
-	Conversations chat.ConversationStore
+	Conversations chatstore.ConversationStore
 	Memories      memory.Store
 }
 
@@ -99,14 +99,14 @@ func RunExpiry(t *testing.T, newStore func(t *testing.T, ttl time.Duration) Stor
 // State returns a conversation state with two scopes, durable beans, a
 // memory per scope, a resume token hash and transport state: the shape the
 // runtime saves after a turn in a nested scope. Version is 0.
-func State(id string) *chat.ConversationState {
+func State(id string) *chatstore.ConversationState {
 	created := time.Date(2026, 11, 24, 12, 0, 0, 123456789, time.UTC)
-	return &chat.ConversationState{
+	return &chatstore.ConversationState{
 		ID:        id,
 		Principal: "alice",
 		Created:   created,
 		Used:      created.Add(90 * time.Second),
-		Scopes: []chat.ScopeState{
+		Scopes: []chatstore.ScopeState{
 			{
 				ID:       id,
 				Route:    "example.com/app.MainMenu",
@@ -128,7 +128,7 @@ func State(id string) *chat.ConversationState {
 
 // Equal reports whether a and b are the same state: times are compared
 // with time.Time.Equal, and nil and empty slices and maps are equal.
-func Equal(a, b *chat.ConversationState) bool {
+func Equal(a, b *chatstore.ConversationState) bool {
 	if a == nil || b == nil {
 		return a == b
 	}
@@ -152,14 +152,14 @@ func equalBytesMap(a, b map[string][]byte) bool {
 	return maps.EqualFunc(a, b, bytes.Equal)
 }
 
-func show(st *chat.ConversationState) string {
+func show(st *chatstore.ConversationState) string {
 	if st == nil {
 		return "<nil>"
 	}
 	return fmt.Sprintf("%+v", *st)
 }
 
-func requireState(t *testing.T, what string, got, want *chat.ConversationState) {
+func requireState(t *testing.T, what string, got, want *chatstore.ConversationState) {
 	t.Helper()
 	if !Equal(got, want) {
 		t.Fatalf("%s:\n got: %s\nwant: %s", what, show(got), show(want))
@@ -167,7 +167,7 @@ func requireState(t *testing.T, what string, got, want *chat.ConversationState) 
 }
 
 // clone returns a deep copy of st.
-func clone(st *chat.ConversationState) *chat.ConversationState {
+func clone(st *chatstore.ConversationState) *chatstore.ConversationState {
 	c := *st
 	c.ResumeTokenHash = slices.Clone(st.ResumeTokenHash)
 	c.Extra = cloneBytesMap(st.Extra)
@@ -190,7 +190,7 @@ func cloneBytesMap(m map[string][]byte) map[string][]byte {
 	return c
 }
 
-func load(t *testing.T, s chat.ConversationStore, id string) *chat.ConversationState {
+func load(t *testing.T, s chatstore.ConversationStore, id string) *chatstore.ConversationState {
 	t.Helper()
 	st, err := s.Load(t.Context(), id)
 	if err != nil {
@@ -199,7 +199,7 @@ func load(t *testing.T, s chat.ConversationStore, id string) *chat.ConversationS
 	return st
 }
 
-func acquire(t *testing.T, s chat.ConversationStore, id, owner string) chat.Lease {
+func acquire(t *testing.T, s chatstore.ConversationStore, id, owner string) chatstore.Lease {
 	t.Helper()
 	l, err := s.Acquire(t.Context(), id, owner, time.Minute)
 	if err != nil {
@@ -211,7 +211,7 @@ func acquire(t *testing.T, s chat.ConversationStore, id, owner string) chat.Leas
 	return l
 }
 
-func save(t *testing.T, s chat.ConversationStore, st *chat.ConversationState, l chat.Lease, b *chat.Batch) {
+func save(t *testing.T, s chatstore.ConversationStore, st *chatstore.ConversationState, l chatstore.Lease, b *chatstore.Batch) {
 	t.Helper()
 	want := st.Version + 1
 	if err := s.Save(t.Context(), st, l, b); err != nil {
@@ -223,7 +223,7 @@ func save(t *testing.T, s chat.ConversationStore, st *chat.ConversationState, l 
 }
 
 // create saves State(id) for the first time under a new lease of "node-a".
-func create(t *testing.T, s chat.ConversationStore, id string) (*chat.ConversationState, chat.Lease) {
+func create(t *testing.T, s chatstore.ConversationStore, id string) (*chatstore.ConversationState, chatstore.Lease) {
 	t.Helper()
 	l := acquire(t, s, id, "node-a")
 	st := State(id)
@@ -231,10 +231,10 @@ func create(t *testing.T, s chat.ConversationStore, id string) (*chat.Conversati
 	return st, l
 }
 
-func requireNotFound(t *testing.T, s chat.ConversationStore, id string) {
+func requireNotFound(t *testing.T, s chatstore.ConversationStore, id string) {
 	t.Helper()
 	st, err := s.Load(t.Context(), id)
-	if !errors.Is(err, chat.ErrConversationNotFound) {
+	if !errors.Is(err, chatstore.ErrConversationNotFound) {
 		t.Fatalf("Load(%q) = %s, %v; want an error matching ErrConversationNotFound", id, show(st), err)
 	}
 }
@@ -287,7 +287,7 @@ func testLoadUnknown(t *testing.T, x Store) {
 	if err := s.Delete(t.Context(), "unknown"); err != nil {
 		t.Fatalf("Delete of an unknown conversation: %v", err)
 	}
-	if err := s.Release(t.Context(), "unknown", chat.Lease{Owner: "node-a", Token: 1}); err != nil {
+	if err := s.Release(t.Context(), "unknown", chatstore.Lease{Owner: "node-a", Token: 1}); err != nil {
 		t.Fatalf("Release of a lease never granted: %v", err)
 	}
 }
@@ -303,7 +303,7 @@ func testCreateAndLoad(t *testing.T, x Store) {
 	again := State("c1")
 	again.Principal = "mallory"
 	err := s.Save(t.Context(), again, l, nil)
-	if !errors.Is(err, chat.ErrVersionConflict) {
+	if !errors.Is(err, chatstore.ErrVersionConflict) {
 		t.Fatalf("Save at version 0 of an existing conversation = %v, want ErrVersionConflict", err)
 	}
 	if again.Version != 0 {
@@ -322,7 +322,7 @@ func testCreateAndLoad(t *testing.T, x Store) {
 func testRoundTrip(t *testing.T, x Store) {
 	s := x.Conversations
 	ctx := t.Context()
-	cases := []*chat.ConversationState{
+	cases := []*chatstore.ConversationState{
 		State("full"),
 		{ID: "bare"}, // zero times, no scopes, no maps
 		{
@@ -330,7 +330,7 @@ func testRoundTrip(t *testing.T, x Store) {
 			Principal: "ünïcode \"quoted\"",
 			Created:   time.Date(1999, 12, 31, 23, 59, 59, 999999999, time.FixedZone("X", -7*3600)),
 			Used:      time.Date(2100, 1, 1, 0, 0, 0, 1, time.UTC),
-			Scopes: []chat.ScopeState{{
+			Scopes: []chatstore.ScopeState{{
 				ID: "s", Route: "r",
 				Beans:    map[string][]byte{"empty": {}, "text": []byte("not json at all")},
 				Memories: []string{"m1", "m2", "m3"},
@@ -358,21 +358,21 @@ func testVersionConflict(t *testing.T, x Store) {
 	mem := st.Scopes[0].Memories[0]
 	first, second := load(t, s, "c"), load(t, s, "c")
 
-	b := chat.NewBatch()
-	updateMem(t, chat.WithBatch(ctx, b), ms, mem, msgs("from the first writer"))
+	b := chatstore.NewBatch()
+	updateMem(t, chatstore.WithBatch(ctx, b), ms, mem, msgs("from the first writer"))
 	first.Principal = "first"
 	save(t, s, first, l, b)
 
 	// The second writer's state is stale: its save writes nothing, neither
 	// the state nor its batch.
-	b2 := chat.NewBatch()
-	bctx := chat.WithBatch(ctx, b2)
+	b2 := chatstore.NewBatch()
+	bctx := chatstore.WithBatch(ctx, b2)
 	updateMem(t, bctx, ms, mem, msgs("from the second writer"))
 	updateMem(t, bctx, ms, "new-memory", msgs("also from the second writer"))
 	second.Principal = "second"
 	second.Scopes[0].Memories = append(second.Scopes[0].Memories, "new-memory")
 	err := s.Save(ctx, second, l, b2)
-	if !errors.Is(err, chat.ErrVersionConflict) {
+	if !errors.Is(err, chatstore.ErrVersionConflict) {
 		t.Fatalf("Save of a stale version = %v, want ErrVersionConflict", err)
 	}
 	if second.Version != 1 {
@@ -399,7 +399,7 @@ func testSaveDeleted(t *testing.T, x Store) {
 	}
 	l := acquire(t, s, "gone", "node-a")
 	err := s.Save(t.Context(), st, l, nil)
-	if !errors.Is(err, chat.ErrVersionConflict) || !errors.Is(err, chat.ErrConversationNotFound) {
+	if !errors.Is(err, chatstore.ErrVersionConflict) || !errors.Is(err, chatstore.ErrConversationNotFound) {
 		t.Fatalf("Save of a deleted conversation = %v, want ErrVersionConflict and ErrConversationNotFound", err)
 	}
 	if st.Version != 1 {
@@ -424,21 +424,21 @@ func testLeaseAcquireRenewHeld(t *testing.T, x Store) {
 		t.Fatalf("renewal of %+v = %+v: want the same token, a later expiry", a, renewed)
 	}
 	_, err = s.Acquire(ctx, "c", "node-b", time.Minute)
-	if !errors.Is(err, chat.ErrLeaseHeld) {
+	if !errors.Is(err, chatstore.ErrLeaseHeld) {
 		t.Fatalf("Acquire of a held lease = %v, want ErrLeaseHeld", err)
 	}
 	// Leases are per conversation.
 	other := acquire(t, s, "other", "node-b")
 	// A save under the lease of another conversation is refused.
-	if err := s.Save(ctx, State("c"), other, nil); !errors.Is(err, chat.ErrLeaseLost) {
+	if err := s.Save(ctx, State("c"), other, nil); !errors.Is(err, chatstore.ErrLeaseLost) {
 		t.Fatalf("Save under another conversation's lease = %v, want ErrLeaseLost", err)
 	}
 	// So is a save under no lease.
-	if err := s.Save(ctx, State("c"), chat.Lease{}, nil); !errors.Is(err, chat.ErrLeaseLost) {
+	if err := s.Save(ctx, State("c"), chatstore.Lease{}, nil); !errors.Is(err, chatstore.ErrLeaseLost) {
 		t.Fatalf("Save under the zero lease = %v, want ErrLeaseLost", err)
 	}
 	// Or under a forged one: the right token, the wrong owner.
-	if err := s.Save(ctx, State("c"), chat.Lease{Owner: "node-b", Token: a.Token, Expires: a.Expires}, nil); !errors.Is(err, chat.ErrLeaseLost) {
+	if err := s.Save(ctx, State("c"), chatstore.Lease{Owner: "node-b", Token: a.Token, Expires: a.Expires}, nil); !errors.Is(err, chatstore.ErrLeaseLost) {
 		t.Fatalf("Save under a lease with another owner = %v, want ErrLeaseLost", err)
 	}
 	requireNotFound(t, s, "c")
@@ -447,7 +447,7 @@ func testLeaseAcquireRenewHeld(t *testing.T, x Store) {
 
 // waitExpired waits until l has expired, by the clock of this process and
 // with a margin for the store's.
-func waitExpired(l chat.Lease) {
+func waitExpired(l chatstore.Lease) {
 	time.Sleep(time.Until(l.Expires) + 50*time.Millisecond)
 }
 
@@ -471,11 +471,11 @@ func testLeaseExpiryTakeover(t *testing.T, x Store) {
 	}
 	// The old holder's late write is fenced off, batch included.
 	mem := st.Scopes[0].Memories[0]
-	batch := chat.NewBatch()
-	updateMem(t, chat.WithBatch(ctx, batch), ms, mem, msgs("late"))
+	batch := chatstore.NewBatch()
+	updateMem(t, chatstore.WithBatch(ctx, batch), ms, mem, msgs("late"))
 	late := clone(st)
 	late.Principal = "late"
-	if err := s.Save(ctx, late, a, batch); !errors.Is(err, chat.ErrLeaseLost) {
+	if err := s.Save(ctx, late, a, batch); !errors.Is(err, chatstore.ErrLeaseLost) {
 		t.Fatalf("Save under a lease taken over = %v, want ErrLeaseLost", err)
 	}
 	if late.Version != st.Version {
@@ -484,7 +484,7 @@ func testLeaseExpiryTakeover(t *testing.T, x Store) {
 	requireState(t, "after the late write", load(t, s, "c"), st)
 	requireMem(t, "after the late write", ctx, ms, mem, nil)
 	// The old holder cannot take it back while the new lease runs.
-	if _, err := s.Acquire(ctx, "c", "node-a", time.Minute); !errors.Is(err, chat.ErrLeaseHeld) {
+	if _, err := s.Acquire(ctx, "c", "node-a", time.Minute); !errors.Is(err, chatstore.ErrLeaseHeld) {
 		t.Fatalf("the old holder's Acquire = %v, want ErrLeaseHeld", err)
 	}
 	// The new holder saves.
@@ -521,7 +521,7 @@ func testRelease(t *testing.T, x Store) {
 	// A released lease writes nothing.
 	late := clone(st)
 	late.Principal = "late"
-	if err := s.Save(ctx, late, a, nil); !errors.Is(err, chat.ErrLeaseLost) {
+	if err := s.Save(ctx, late, a, nil); !errors.Is(err, chatstore.ErrLeaseLost) {
 		t.Fatalf("Save under a released lease = %v, want ErrLeaseLost", err)
 	}
 	requireState(t, "after a save under a released lease", load(t, s, "c"), st)
@@ -534,10 +534,10 @@ func testRelease(t *testing.T, x Store) {
 	if err := s.Release(ctx, "c", a); err != nil {
 		t.Fatalf("Release of a stale lease: %v", err)
 	}
-	if err := s.Release(ctx, "c", chat.Lease{Owner: "node-b", Token: b.Token + 1}); err != nil {
+	if err := s.Release(ctx, "c", chatstore.Lease{Owner: "node-b", Token: b.Token + 1}); err != nil {
 		t.Fatalf("Release of a lease never granted: %v", err)
 	}
-	if _, err := s.Acquire(ctx, "c", "node-c", time.Minute); !errors.Is(err, chat.ErrLeaseHeld) {
+	if _, err := s.Acquire(ctx, "c", "node-c", time.Minute); !errors.Is(err, chatstore.ErrLeaseHeld) {
 		t.Fatalf("Acquire after releasing stale leases = %v, want ErrLeaseHeld", err)
 	}
 	save(t, s, st, b, nil)
@@ -556,8 +556,8 @@ func testDelete(t *testing.T, x Store) {
 	ms := x.Memories
 	l := acquire(t, s, "c", "node-a")
 	st := State("c")
-	b := chat.NewBatch()
-	bctx := chat.WithBatch(ctx, b)
+	b := chatstore.NewBatch()
+	bctx := chatstore.WithBatch(ctx, b)
 	for _, sc := range st.Scopes {
 		updateMem(t, bctx, ms, sc.Memories[0], msgs("hello", sc.ID))
 	}
@@ -595,8 +595,8 @@ func testDroppedMemories(t *testing.T, x Store) {
 	top, nested := st.Scopes[0].Memories[0], st.Scopes[1].Memories[0]
 	// One memory written at once, one through the batch.
 	updateMem(t, ctx, ms, top, msgs("top"))
-	b := chat.NewBatch()
-	updateMem(t, chat.WithBatch(ctx, b), ms, nested, msgs("nested"))
+	b := chatstore.NewBatch()
+	updateMem(t, chatstore.WithBatch(ctx, b), ms, nested, msgs("nested"))
 	save(t, s, st, l, b)
 	requireMem(t, "after the first save", ctx, ms, top, msgs("top"))
 	requireMem(t, "after the first save", ctx, ms, nested, msgs("nested"))
@@ -609,15 +609,15 @@ func testDroppedMemories(t *testing.T, x Store) {
 
 	// A memory detached and written in the same request is deleted too.
 	st.Scopes[0].Memories = nil
-	b = chat.NewBatch()
-	updateMem(t, chat.WithBatch(ctx, b), ms, top, msgs("top", "more"))
+	b = chatstore.NewBatch()
+	updateMem(t, chatstore.WithBatch(ctx, b), ms, top, msgs("top", "more"))
 	save(t, s, st, l, b)
 	requireMem(t, "after detaching the top memory", ctx, ms, top, nil)
 	if got := memIDs(t, ms); len(got) != 0 {
 		t.Fatalf("memory IDs = %q, want none", got)
 	}
 	// A memory moved from one scope to another is kept.
-	st.Scopes = append(st.Scopes, chat.ScopeState{ID: "s2", Route: "r", Memories: []string{"moving"}})
+	st.Scopes = append(st.Scopes, chatstore.ScopeState{ID: "s2", Route: "r", Memories: []string{"moving"}})
 	updateMem(t, ctx, ms, "moving", msgs("moves"))
 	save(t, s, st, l, nil)
 	st.Scopes[1].Memories = nil
@@ -635,8 +635,8 @@ func testBatchAtomic(t *testing.T, x Store) {
 	updateMem(t, ctx, ms, top, msgs("t1"))
 	updateMem(t, ctx, ms, nested, msgs("n1"))
 
-	b := chat.NewBatch()
-	bctx := chat.WithBatch(ctx, b)
+	b := chatstore.NewBatch()
+	bctx := chatstore.WithBatch(ctx, b)
 	updateMem(t, bctx, ms, top, msgs("t1", "t2"))
 	if err := ms.Delete(bctx, nested); err != nil {
 		t.Fatal(err)
@@ -661,8 +661,8 @@ func testBatchReadYourWrites(t *testing.T, x Store) {
 	is, ok := ms.(memory.IncrementalStore)
 	updateMem(t, ctx, ms, "m", msgs("1", "2", "3"))
 	updateMem(t, ctx, ms, "gone", msgs("x"))
-	b := chat.NewBatch()
-	bctx := chat.WithBatch(ctx, b)
+	b := chatstore.NewBatch()
+	bctx := chatstore.WithBatch(ctx, b)
 	requireMem(t, "in a new batch", bctx, ms, "m", msgs("1", "2", "3"))
 	if ok {
 		if err := is.Apply(bctx, "m", memory.Change{Drop: 1, Tail: msgs("4")}); err != nil {
@@ -698,7 +698,7 @@ func testBatchReadYourWrites(t *testing.T, x Store) {
 		t.Fatal("the store staged nothing in the batch")
 	}
 	// The save commits what the batch showed.
-	st := &chat.ConversationState{ID: "c", Scopes: []chat.ScopeState{{ID: "c", Memories: []string{"m", "new"}}}}
+	st := &chatstore.ConversationState{ID: "c", Scopes: []chatstore.ScopeState{{ID: "c", Memories: []string{"m", "new"}}}}
 	save(t, s, st, acquire(t, s, "c", "node-a"), b)
 	requireMem(t, "after the save", ctx, ms, "m", msgs("2", "3", "4"))
 	requireMem(t, "after the save", ctx, ms, "gone", nil)
@@ -715,7 +715,7 @@ func testBatchModel(t *testing.T, x Store) {
 	is, incremental := ms.(memory.IncrementalStore)
 	r := rand.New(rand.NewPCG(3, 4))
 	l := acquire(t, s, "c", "node-a")
-	st := &chat.ConversationState{ID: "c", Scopes: []chat.ScopeState{{ID: "c", Route: "r"}}}
+	st := &chatstore.ConversationState{ID: "c", Scopes: []chatstore.ScopeState{{ID: "c", Route: "r"}}}
 	ids := []string{"m0", "m1", "m2"}
 	model := map[string][]llms.MessageContent{}
 	next := 0
@@ -730,8 +730,8 @@ func testBatchModel(t *testing.T, x Store) {
 		}
 	}
 	for turn := range 40 {
-		b := chat.NewBatch()
-		bctx := chat.WithBatch(ctx, b)
+		b := chatstore.NewBatch()
+		bctx := chatstore.WithBatch(ctx, b)
 		before := maps.Clone(model)
 		for range 1 + r.IntN(6) {
 			id := ids[r.IntN(len(ids))]
@@ -806,7 +806,7 @@ func testNoAliasing(t *testing.T, x Store) {
 	got := load(t, s, "c")
 	got.Scopes[0].Beans["example.com/app.Cart"][1] = 'X'
 	got.Scopes[1].Memories[0] = "changed"
-	got.Scopes = append(got.Scopes[:1], chat.ScopeState{ID: "x"})
+	got.Scopes = append(got.Scopes[:1], chatstore.ScopeState{ID: "x"})
 	got.ResumeTokenHash[0] = 1
 	got.Extra["ws"][1] = 'X'
 	requireState(t, "after mutating a loaded state", load(t, s, "c"), want)
@@ -830,8 +830,8 @@ func testConcurrentSavers(t *testing.T, x Store) {
 			wg.Go(func() {
 				st := clone(base)
 				st.Principal = fmt.Sprint("saver ", g)
-				b := chat.NewBatch()
-				if err := ms.Update(chat.WithBatch(ctx, b), "shared", msgs(st.Principal)); err != nil {
+				b := chatstore.NewBatch()
+				if err := ms.Update(chatstore.WithBatch(ctx, b), "shared", msgs(st.Principal)); err != nil {
 					t.Error(err)
 					return
 				}
@@ -842,7 +842,7 @@ func testConcurrentSavers(t *testing.T, x Store) {
 					mu.Lock()
 					won = append(won, g)
 					mu.Unlock()
-				case !errors.Is(err, chat.ErrVersionConflict):
+				case !errors.Is(err, chatstore.ErrVersionConflict):
 					t.Errorf("saver %d: %v, want nil or ErrVersionConflict", g, err)
 				}
 			})
@@ -876,8 +876,8 @@ func testConcurrentConversations(t *testing.T, x Store) {
 			}
 			st := State(id)
 			for i := range 10 {
-				b := chat.NewBatch()
-				if err := ms.Update(chat.WithBatch(ctx, b), st.Scopes[0].Memories[0], msgs(fmt.Sprint(id, " turn ", i))); err != nil {
+				b := chatstore.NewBatch()
+				if err := ms.Update(chatstore.WithBatch(ctx, b), st.Scopes[0].Memories[0], msgs(fmt.Sprint(id, " turn ", i))); err != nil {
 					t.Error(err)
 					return
 				}
@@ -904,8 +904,8 @@ func testExpiry(t *testing.T, x Store) {
 	ctx := t.Context()
 	ms := x.Memories
 	st := State("c")
-	b := chat.NewBatch()
-	bctx := chat.WithBatch(ctx, b)
+	b := chatstore.NewBatch()
+	bctx := chatstore.WithBatch(ctx, b)
 	for _, sc := range st.Scopes {
 		updateMem(t, bctx, ms, sc.Memories[0], msgs("hello"))
 	}
@@ -914,10 +914,10 @@ func testExpiry(t *testing.T, x Store) {
 	for {
 		_, err := s.Load(ctx, "c")
 		ids := memIDs(t, ms)
-		if errors.Is(err, chat.ErrConversationNotFound) && len(ids) == 0 {
+		if errors.Is(err, chatstore.ErrConversationNotFound) && len(ids) == 0 {
 			break
 		}
-		if err != nil && !errors.Is(err, chat.ErrConversationNotFound) {
+		if err != nil && !errors.Is(err, chatstore.ErrConversationNotFound) {
 			t.Fatalf("Load while waiting for the expiry: %v", err)
 		}
 		if time.Now().After(deadline) {
@@ -931,7 +931,7 @@ func testExpiry(t *testing.T, x Store) {
 	// An expired conversation can be created again, and a save of the
 	// expired version is refused.
 	l := acquire(t, s, "c", "node-a")
-	if err := s.Save(ctx, st, l, nil); !errors.Is(err, chat.ErrVersionConflict) {
+	if err := s.Save(ctx, st, l, nil); !errors.Is(err, chatstore.ErrVersionConflict) {
 		t.Fatalf("Save of an expired conversation's version = %v, want ErrVersionConflict", err)
 	}
 	save(t, s, State("c"), l, nil)
@@ -941,7 +941,7 @@ func testExpiry(t *testing.T, x Store) {
 // is never saved: the store's staging of memory writes must behave as a
 // memory.Store of its own.
 func batched(ms memory.Store) memory.Store {
-	b := &batchedStore{ms: ms, b: chat.NewBatch()}
+	b := &batchedStore{ms: ms, b: chatstore.NewBatch()}
 	if is, ok := ms.(memory.IncrementalStore); ok {
 		return &batchedIncremental{batchedStore: b, is: is}
 	}
@@ -950,10 +950,10 @@ func batched(ms memory.Store) memory.Store {
 
 type batchedStore struct {
 	ms memory.Store
-	b  *chat.Batch
+	b  *chatstore.Batch
 }
 
-func (s *batchedStore) ctx(ctx context.Context) context.Context { return chat.WithBatch(ctx, s.b) }
+func (s *batchedStore) ctx(ctx context.Context) context.Context { return chatstore.WithBatch(ctx, s.b) }
 
 func (s *batchedStore) Get(ctx context.Context, id string) ([]llms.MessageContent, error) {
 	return s.ms.Get(s.ctx(ctx), id)
