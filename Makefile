@@ -2,7 +2,7 @@
 
 GO ?= go
 
-.PHONY: demo terminal counter test test-stress fmt-check vet lint generate-check gotest fleet golden bench bench-peers numbers fuzz
+.PHONY: demo terminal counter test test-stress fmt-check vet lint generate-check gotest fleet golden bench bench-peers bench-durable numbers fuzz
 
 ## demo: generate the weaponbuilder example and serve it offline (Ctrl-C stops it).
 demo:
@@ -115,6 +115,24 @@ bench-peers:
 	$(GO) test ./runtime/ai -run '^$$' -bench 'BenchmarkAITurn' -benchmem -count $(PEERCOUNT)
 	$(GO) test ./runtime/memory -run '^$$' -bench 'BenchmarkWindowAdd|BenchmarkWindowMessages|BenchmarkWindowHeld' -benchmem -count $(PEERCOUNT)
 	$(GO) test ./runtime/ws -run '^$$' -bench 'BenchmarkLoad$$|BenchmarkIdleMemory' -benchtime 1x -count $(PEERCOUNT)
+
+## bench-durable: the "Durable turns" of docs/numbers.md: 1,000 sessions
+## chatting at once over each store (no store, in memory, bbolt with and
+## without group commit, Redis, PostgreSQL), DURABLECOUNT rounds of all
+## stores one after the other, each round logging its ratios to no store;
+## bbolt's saves alone, by one writer and by 1,000, with and without
+## group commit; the round
+## trips of a turn (counted). Needs Redis at 127.0.0.1:6379 and
+## PostgreSQL at 127.0.0.1:5432 (database test).
+DURABLECOUNT ?= 3
+DURABLETURNS ?= 20000
+bench-durable:
+	for i in $$(seq $(DURABLECOUNT)); do \
+		$(GO) test ./internal/durable -run '^$$' -bench 'BenchmarkConcurrentTurns' -benchtime $(DURABLETURNS)x -count 1 -timeout 60m -v || exit 1; \
+	done
+	$(GO) test ./runtime/boltstore -run '^$$' -bench 'BenchmarkSaveTurn' -benchmem -count $(DURABLECOUNT)
+	$(GO) test ./runtime/boltstore -run '^$$' -bench 'BenchmarkConcurrentSaves' -benchmem -benchtime $(DURABLETURNS)x -count $(DURABLECOUNT)
+	$(GO) test ./internal/durable -run 'TestRoundTripsPerTurn' -count 1 -v
 
 ## numbers: the token and round-trip comparisons of docs/numbers.md.
 numbers:

@@ -8,7 +8,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
+	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -44,6 +45,15 @@ func TestConformance(t *testing.T) {
 
 func TestConformanceNoTTL(t *testing.T) {
 	chatstoretest.Run(t, func(t *testing.T) chatstoretest.Store { return newStore(t, 0) })
+}
+
+// TestConformanceNoGroupCommit runs the suite on a store whose writes
+// each have a transaction of their own.
+func TestConformanceNoGroupCommit(t *testing.T) {
+	chatstoretest.Run(t, func(t *testing.T) chatstoretest.Store {
+		s := open(t, filepath.Join(t.TempDir(), "chat.db"), &boltstore.Options{TTL: time.Hour, NoGroupCommit: true})
+		return chatstoretest.Store{Conversations: s, Memories: s.Memories()}
+	})
 }
 
 func TestExpiry(t *testing.T) {
@@ -152,21 +162,36 @@ func TestSweep(t *testing.T) {
 	}
 }
 
-// TestCrash kills a process in the middle of saving turns (state and
-// memory in one batch) and checks that the file holds the state and the
+// crashWriters is how many conversations the crash test's child saves at
+// the same time: with group commit, their saves share transactions.
+const crashWriters = 8
+
+// TestCrash kills a process in the middle of saving turns of several
+// conversations at once (each turn's state and memory in one batch) and
+// checks that the file holds, for each conversation, the state and the
 // memory of one and the same turn, at least the last one the process
-// reported saved.
+// reported saved. It runs with group commit (saves sharing transactions)
+// and without.
 func TestCrash(t *testing.T) {
 	if path := os.Getenv("BOLTSTORE_CRASH_CHILD"); path != "" {
-		crashChild(path)
+		crashChild(path, os.Getenv("BOLTSTORE_CRASH_NOGROUP") != "")
 		return
 	}
 	if testing.Short() {
 		t.Skip("starts a process")
 	}
+	for _, noGroup := range []bool{false, true} {
+		t.Run(fmt.Sprint("NoGroupCommit=", noGroup), func(t *testing.T) { testCrash(t, noGroup) })
+	}
+}
+
+func testCrash(t *testing.T, noGroup bool) {
 	path := filepath.Join(t.TempDir(), "chat.db")
 	cmd := exec.Command(os.Args[0], "-test.run=^TestCrash$")
 	cmd.Env = append(os.Environ(), "BOLTSTORE_CRASH_CHILD="+path)
+	if noGroup {
+		cmd.Env = append(cmd.Env, "BOLTSTORE_CRASH_NOGROUP=1")
+	}
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -176,64 +201,83 @@ func TestCrash(t *testing.T) {
 		t.Fatal(err)
 	}
 	sc := bufio.NewScanner(out)
-	last := 0
-	for sc.Scan() && last < 30 {
-		if last, err = strconv.Atoi(sc.Text()); err != nil {
+	last := make([]uint64, crashWriters)
+	for n := 0; n < 30*crashWriters && sc.Scan(); n++ {
+		var i int
+		var v uint64
+		if _, err := fmt.Sscan(sc.Text(), &i, &v); err != nil || i < 0 || i >= crashWriters {
 			t.Fatalf("child printed %q", sc.Text())
 		}
+		last[i] = v
 	}
 	if err := cmd.Process.Kill(); err != nil { // SIGKILL: no deferred cleanup runs
 		t.Fatal(err)
 	}
 	_ = cmd.Wait()
-	if last < 30 {
-		t.Fatalf("the child saved %d turns before it stopped", last)
+	if slices.Contains(last, 0) {
+		t.Fatalf("the child stopped early: turns saved per conversation %v", last)
 	}
 
 	s := open(t, path, nil)
-	st, err := s.Load(t.Context(), "c")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if st.Version < uint64(last) {
-		t.Fatalf("version %d after the crash, but the child reported %d saved", st.Version, last)
-	}
-	m, err := s.Memories().Get(t.Context(), "c#memory")
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := fmt.Sprint("turn ", st.Version)
-	if st.Principal != want || len(m) != int(st.Version) || m[len(m)-1].Parts[0].(llms.TextContent).Text != want {
-		t.Fatalf("after the crash: state %q at version %d, memory of %d messages ending %v", st.Principal, st.Version, len(m), m[len(m)-1])
+	for i, reported := range last {
+		id := crashID(i)
+		st, err := s.Load(t.Context(), id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st.Version < reported {
+			t.Fatalf("%s: version %d after the crash, but the child reported %d saved", id, st.Version, reported)
+		}
+		m, err := s.Memories().Get(t.Context(), id+"#memory")
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := fmt.Sprint("turn ", st.Version)
+		if st.Principal != want || len(m) != int(st.Version) || m[len(m)-1].Parts[0].(llms.TextContent).Text != want {
+			t.Fatalf("%s after the crash: state %q at version %d, memory of %d messages ending %v", id, st.Principal, st.Version, len(m), m[len(m)-1])
+		}
 	}
 }
 
-// crashChild saves turns until it is killed, printing the number of each
-// turn saved.
-func crashChild(path string) {
+func crashID(i int) string { return fmt.Sprint("c", i) }
+
+// crashChild saves turns of crashWriters conversations at once until it is
+// killed, printing the conversation's number and the number of each turn
+// saved.
+func crashChild(path string, noGroup bool) {
 	ctx := context.Background()
-	s, err := boltstore.Open(path, nil)
+	s, err := boltstore.Open(path, &boltstore.Options{NoGroupCommit: noGroup})
 	if err != nil {
 		panic(err)
 	}
-	l, err := s.Acquire(ctx, "c", "child", time.Hour)
-	if err != nil {
-		panic(err)
-	}
-	st := &chatstore.ConversationState{ID: "c", Scopes: []chatstore.ScopeState{{ID: "c", Memories: []string{"c#memory"}}}}
-	for {
-		turn := fmt.Sprint("turn ", st.Version+1)
-		b := chatstore.NewBatch()
-		err := s.Memories().Apply(chatstore.WithBatch(ctx, b), "c#memory", memory.Change{
-			Tail: []llms.MessageContent{llms.TextParts(llms.ChatMessageTypeHuman, turn)},
-		})
+	var mu sync.Mutex // one line at a time on stdout
+	var wg sync.WaitGroup
+	for i := range crashWriters {
+		id := crashID(i)
+		l, err := s.Acquire(ctx, id, "child", time.Hour)
 		if err != nil {
 			panic(err)
 		}
-		st.Principal = turn
-		if err := s.Save(ctx, st, l, b); err != nil {
-			panic(err)
-		}
-		fmt.Println(st.Version)
+		wg.Go(func() {
+			st := &chatstore.ConversationState{ID: id, Scopes: []chatstore.ScopeState{{ID: id, Memories: []string{id + "#memory"}}}}
+			for {
+				turn := fmt.Sprint("turn ", st.Version+1)
+				b := chatstore.NewBatch()
+				err := s.Memories().Apply(chatstore.WithBatch(ctx, b), id+"#memory", memory.Change{
+					Tail: []llms.MessageContent{llms.TextParts(llms.ChatMessageTypeHuman, turn)},
+				})
+				if err != nil {
+					panic(err)
+				}
+				st.Principal = turn
+				if err := s.Save(ctx, st, l, b); err != nil {
+					panic(err)
+				}
+				mu.Lock()
+				fmt.Println(i, st.Version)
+				mu.Unlock()
+			}
+		})
 	}
+	wg.Wait()
 }

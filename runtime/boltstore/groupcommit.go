@@ -1,0 +1,162 @@
+package boltstore
+
+import (
+	"fmt"
+	"slices"
+	"sync"
+	"sync/atomic"
+
+	bolt "go.etcd.io/bbolt"
+	berrors "go.etcd.io/bbolt/errors"
+)
+
+// maxGroup is how many writes one group transaction holds at most, to keep
+// a transaction's dirty pages bounded (bbolt's DefaultMaxBatchSize).
+const maxGroup = 1000
+
+// A committer runs a Store's write transactions, one at a time, and puts
+// the writes that arrive while one commits together into the next: writes
+// of different conversations made at the same time share one transaction
+// and so one fsync (group commit). A write that arrives when none is
+// committing starts at once: a lone writer waits for nothing.
+//
+// It does what bbolt's DB.Batch does, without Batch's timer: Batch starts
+// a batch's transaction MaxBatchDelay (10 ms by default) after its first
+// write, a wait a lone writer pays on every save, while a short delay
+// gathers little. Here the gathering is the previous commit's fsync.
+//
+// Each write keeps its own all-or-nothing: a write function that fails
+// rolls the whole transaction back (bbolt has no savepoints), then the
+// others are run again without it, and it runs alone after them, so its
+// error is the one it gets against the file as committed. The functions
+// must therefore be repeatable: they may run several times, and only the
+// last run counts.
+type committer struct {
+	db *bolt.DB
+
+	mu     sync.Mutex
+	queue  []*write
+	closed bool
+
+	wake chan struct{} // capacity 1: the queue has writes
+	done chan struct{} // closed when run returns
+
+	txs atomic.Uint64 // transactions committed (read by the tests)
+}
+
+// A write is one caller's transaction function and its result.
+type write struct {
+	fn  func(*bolt.Tx) error
+	err chan error // capacity 1
+}
+
+// newCommitter starts the committer of db; close stops it.
+func newCommitter(db *bolt.DB) *committer {
+	g := &committer{db: db, wake: make(chan struct{}, 1), done: make(chan struct{})}
+	go g.run()
+	return g
+}
+
+// update runs fn in a read-write transaction, shared with the writes that
+// arrive meanwhile, and returns once it is committed (and synced) or
+// failed. After close it fails with bbolt's ErrDatabaseNotOpen, as
+// DB.Update does on a closed file.
+func (g *committer) update(fn func(*bolt.Tx) error) error {
+	w := &write{fn: fn, err: make(chan error, 1)}
+	g.mu.Lock()
+	if g.closed {
+		g.mu.Unlock()
+		return berrors.ErrDatabaseNotOpen
+	}
+	g.queue = append(g.queue, w)
+	g.mu.Unlock()
+	select {
+	case g.wake <- struct{}{}:
+	default: // already woken
+	}
+	return <-w.err
+}
+
+// close commits the writes queued and stops the committer. Later updates
+// fail.
+func (g *committer) close() {
+	g.mu.Lock()
+	g.closed = true
+	g.mu.Unlock()
+	select {
+	case g.wake <- struct{}{}:
+	default:
+	}
+	<-g.done
+}
+
+func (g *committer) run() {
+	defer close(g.done)
+	for {
+		<-g.wake
+		for {
+			g.mu.Lock()
+			group, closed := g.queue, g.closed
+			if len(group) > maxGroup {
+				group, g.queue = group[:maxGroup:maxGroup], group[maxGroup:]
+			} else {
+				g.queue = nil
+			}
+			g.mu.Unlock()
+			if len(group) == 0 {
+				if closed {
+					return
+				}
+				break
+			}
+			g.commit(group)
+		}
+	}
+}
+
+// commit runs group in one transaction and tells each write its result.
+func (g *committer) commit(group []*write) {
+	var alone []*write
+	for len(group) > 0 {
+		failed := -1
+		err := g.db.Update(func(tx *bolt.Tx) error {
+			for i, w := range group {
+				if err := safely(w.fn, tx); err != nil {
+					failed = i
+					return err
+				}
+			}
+			return nil
+		})
+		if failed < 0 {
+			if err == nil {
+				g.txs.Add(1)
+			}
+			for _, w := range group {
+				w.err <- err
+			}
+			break
+		}
+		alone = append(alone, group[failed])
+		group = slices.Delete(group, failed, failed+1)
+	}
+	for _, w := range alone {
+		err := g.db.Update(func(tx *bolt.Tx) error { return safely(w.fn, tx) })
+		if err == nil {
+			g.txs.Add(1)
+		}
+		w.err <- err
+	}
+}
+
+// safely runs fn, turning a panic into an error: a panic in one write must
+// not stop the committer, and so every write after it (DB.Batch does the
+// same).
+func safely(fn func(*bolt.Tx) error, tx *bolt.Tx) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("boltstore: a write panicked: %v", p)
+		}
+	}()
+	return fn(tx)
+}
