@@ -28,7 +28,26 @@ import (
 // and a nil part is written as null. Pointer parts (*llms.TextContent, …)
 // are written as the values they point to.
 func MarshalMessages(msgs []llms.MessageContent) ([]byte, error) {
-	return appendMessages(nil, msgs)
+	return appendMessages(make([]byte, 0, encodedSize(msgs)), msgs)
+}
+
+// encodedSize estimates the length of the encoding of msgs, so that
+// MarshalMessages allocates its buffer once for a chat of text parts
+// (escapes and other parts may still grow it).
+func encodedSize(msgs []llms.MessageContent) int {
+	n := 2
+	for _, m := range msgs {
+		n += len(`{"role":"","parts":[]},`) + len(m.Role)
+		for _, p := range m.Parts {
+			n += len(`{"type":"text","text":""},`)
+			if t, ok := derefPart(p).(llms.TextContent); ok {
+				n += len(t.Text)
+			} else {
+				n += 64
+			}
+		}
+	}
+	return n
 }
 
 // appendMessages appends the encoding of msgs by [MarshalMessages] to dst
