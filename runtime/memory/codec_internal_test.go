@@ -107,3 +107,28 @@ func FuzzAppendMessagesIsJSON(f *testing.F) {
 		}
 	})
 }
+
+// BenchmarkMarshalMessages encodes a window of 20 chat messages (what the
+// in-memory conversation store writes each turn of BenchmarkConcurrentTurns)
+// with MarshalMessages and with the reflective encoding it replaced.
+func BenchmarkMarshalMessages(b *testing.B) {
+	msgs := make([]llms.MessageContent, 0, 20)
+	for range 10 {
+		msgs = append(msgs,
+			llms.TextParts(llms.ChatMessageTypeHuman, "Weather in Paris?"),
+			llms.TextParts(llms.ChatMessageTypeAI, "It is sunny in Paris."))
+	}
+	for _, enc := range []struct {
+		name string
+		fn   func([]llms.MessageContent) ([]byte, error)
+	}{{"append", MarshalMessages}, {"reflect", reflectMarshal}} {
+		b.Run(enc.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := enc.fn(msgs); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
