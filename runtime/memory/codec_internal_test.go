@@ -60,17 +60,24 @@ func TestAppendMessagesIsJSON(t *testing.T) {
 		)
 	}
 	for _, in := range [][]llms.MessageContent{nil, {}, msgs[:1], msgs} {
-		want, err := reflectMarshal(in)
-		if err != nil {
-			t.Fatal(err)
-		}
-		got, err := MarshalMessages(in)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if !bytes.Equal(got, want) {
-			t.Fatalf("MarshalMessages(%d messages):\n got %s\nwant %s", len(in), got, want)
-		}
+		checkSameAsReflect(t, in)
+	}
+}
+
+// checkSameAsReflect fails t unless MarshalMessages writes the bytes of
+// reflectMarshal for in.
+func checkSameAsReflect(t *testing.T, in []llms.MessageContent) {
+	t.Helper()
+	want, err := reflectMarshal(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := MarshalMessages(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Fatalf("MarshalMessages(%d messages):\n got %s\nwant %s", len(in), got, want)
 	}
 }
 
@@ -93,18 +100,9 @@ func FuzzAppendMessagesIsJSON(f *testing.F) {
 		f.Add(s, s)
 	}
 	f.Fuzz(func(t *testing.T, role, text string) {
-		in := []llms.MessageContent{{Role: llms.ChatMessageType(role), Parts: []llms.ContentPart{llms.TextContent{Text: text}, llms.ToolCallResponse{Content: text}}}}
-		want, err := reflectMarshal(in)
-		if err != nil {
-			t.Fatal(err)
-		}
-		got, err := MarshalMessages(in)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if !bytes.Equal(got, want) {
-			t.Fatalf("got %s\nwant %s", got, want)
-		}
+		checkSameAsReflect(t, []llms.MessageContent{{Role: llms.ChatMessageType(role), Parts: []llms.ContentPart{
+			llms.TextContent{Text: text}, llms.ToolCallResponse{Content: text},
+		}}})
 	})
 }
 
