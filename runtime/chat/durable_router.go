@@ -67,7 +67,8 @@ type durableConv struct {
 	lease      chatstore.Lease
 	leaseUntil time.Time     // when the lease ends, by this node's clock
 	renewing   bool          // a request is running: the timer renews the lease
-	running    chan struct{} // closed when the request running ends (after its save); nil when none runs
+	running    bool          // a request runs (until after its save)
+	idle       chan struct{} // made by awaitRequest while a request runs, closed when it ends; else nil
 	timer      *time.Timer   // renews the lease during long requests
 	renewals   sync.WaitGroup
 }
@@ -436,31 +437,40 @@ func (c *Conversation) renewTick() {
 	d.mu.Unlock()
 }
 
-// requestStarted records that a request runs and returns the function
-// that records its end.
-func (d *durableConv) requestStarted() (ended func()) {
-	done := make(chan struct{})
+// requestStarted records that a request runs; requestEnded records its
+// end. The channel awaitRequest waits on is made only when something
+// waits (a resume taking the conversation over), not on every request.
+func (d *durableConv) requestStarted() {
 	d.mu.Lock()
-	d.running = done
+	d.running = true
 	d.mu.Unlock()
-	return func() {
-		d.mu.Lock()
-		d.running = nil
-		d.mu.Unlock()
-		close(done)
+}
+
+// requestEnded records the end of the request requestStarted recorded.
+func (d *durableConv) requestEnded() {
+	d.mu.Lock()
+	d.running = false
+	if d.idle != nil {
+		close(d.idle)
+		d.idle = nil
 	}
+	d.mu.Unlock()
 }
 
 // awaitRequest waits until no request runs, or ctx ends (its error).
 func (d *durableConv) awaitRequest(ctx context.Context) error {
 	d.mu.Lock()
-	done := d.running
-	d.mu.Unlock()
-	if done == nil {
+	if !d.running {
+		d.mu.Unlock()
 		return nil
 	}
+	if d.idle == nil {
+		d.idle = make(chan struct{})
+	}
+	idle := d.idle
+	d.mu.Unlock()
 	select {
-	case <-done:
+	case <-idle:
 		return nil
 	case <-ctx.Done():
 		return ctx.Err()

@@ -323,7 +323,8 @@ func (c *Conversation) handle(ctx context.Context, scopeID string, req *RouteReq
 		defer c.dur.stopRenewing()
 		// A resume on this router waits for the request (and its save)
 		// before it takes the conversation over (Router.Resume).
-		defer c.dur.requestStarted()()
+		c.dur.requestStarted()
+		defer c.dur.requestEnded()
 		// The request's memory writes are staged in the batch, to be
 		// committed with its state.
 		batch = chatstore.NewBatch()

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"time"
+	"unicode/utf8"
 
 	"github.com/tmc/langchaingo/llms"
 )
@@ -27,22 +28,137 @@ import (
 // and a nil part is written as null. Pointer parts (*llms.TextContent, …)
 // are written as the values they point to.
 func MarshalMessages(msgs []llms.MessageContent) ([]byte, error) {
-	w := make([]wireMessage, len(msgs))
-	for i, m := range msgs {
-		w[i].Role = m.Role
-		if m.Parts == nil {
-			continue
-		}
-		w[i].Parts = make([]*wirePart, len(m.Parts))
-		for j, p := range m.Parts {
-			wp, err := toWire(p)
-			if err != nil {
-				return nil, fmt.Errorf("memory: message %d, part %d: %w", i, j, err)
+	return appendMessages(make([]byte, 0, encodedSize(msgs)), msgs)
+}
+
+// encodedSize estimates the length of the encoding of msgs, so that
+// MarshalMessages allocates its buffer once for a chat of text parts
+// (escapes and other parts may still grow it).
+func encodedSize(msgs []llms.MessageContent) int {
+	n := 2
+	for _, m := range msgs {
+		n += len(`{"role":"","parts":[]},`) + len(m.Role)
+		for _, p := range m.Parts {
+			n += len(`{"type":"text","text":""},`)
+			if t, ok := derefPart(p).(llms.TextContent); ok {
+				n += len(t.Text)
+			} else {
+				n += 64
 			}
-			w[i].Parts[j] = wp
 		}
 	}
-	return json.Marshal(w)
+	return n
+}
+
+// appendMessages appends the encoding of msgs by [MarshalMessages] to dst
+// and returns the extended buffer (on error, dst unchanged).
+//
+// It writes the bytes json.Marshal would write for the wire form of the
+// messages, but writes the roles and text parts (nearly every part of a
+// chat) itself instead of through reflection: a durable turn encodes its
+// memory's new messages, and a store without edits (the in-memory one) its
+// whole window, so this is on the hot path of every durable turn. Other
+// parts go through json.Marshal, as before. TestAppendMessagesIsJSON
+// checks the bytes against json.Marshal.
+func appendMessages(dst []byte, msgs []llms.MessageContent) ([]byte, error) {
+	start := len(dst)
+	dst = append(dst, '[')
+	for i, m := range msgs {
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		dst = append(dst, `{"role":`...)
+		dst = appendJSONString(dst, string(m.Role))
+		dst = append(dst, `,"parts":`...)
+		if m.Parts == nil {
+			dst = append(dst, "null}"...)
+			continue
+		}
+		dst = append(dst, '[')
+		for j, p := range m.Parts {
+			if j > 0 {
+				dst = append(dst, ',')
+			}
+			var err error
+			if dst, err = appendPart(dst, p); err != nil {
+				return dst[:start], fmt.Errorf("memory: message %d, part %d: %w", i, j, err)
+			}
+		}
+		dst = append(dst, "]}"...)
+	}
+	return append(dst, ']'), nil
+}
+
+// appendPart appends the JSON of p's wire form: a text part directly,
+// any other through json.Marshal.
+func appendPart(dst []byte, p llms.ContentPart) ([]byte, error) {
+	if t, ok := derefPart(p).(llms.TextContent); ok {
+		dst = append(dst, `{"type":"text","text":`...)
+		return append(appendJSONString(dst, t.Text), '}'), nil
+	}
+	wp, err := toWire(p)
+	if err != nil {
+		return dst, err
+	}
+	b, err := json.Marshal(wp)
+	if err != nil {
+		return dst, err
+	}
+	return append(dst, b...), nil
+}
+
+// appendJSONString appends s as a JSON string exactly as json.Marshal
+// writes it (HTML escaping on): <, >, & and the control characters other
+// than \b, \f, \n, \r and \t as \u00XX, invalid UTF-8 as \ufffd,
+// U+2028 and U+2029 escaped.
+func appendJSONString(dst []byte, s string) []byte {
+	const hex = "0123456789abcdef"
+	dst = append(dst, '"')
+	start := 0
+	for i := 0; i < len(s); {
+		if b := s[i]; b < utf8.RuneSelf {
+			if b >= 0x20 && b != '"' && b != '\\' && b != '<' && b != '>' && b != '&' {
+				i++
+				continue
+			}
+			dst = append(dst, s[start:i]...)
+			switch b {
+			case '\\', '"':
+				dst = append(dst, '\\', b)
+			case '\b':
+				dst = append(dst, '\\', 'b')
+			case '\f':
+				dst = append(dst, '\\', 'f')
+			case '\n':
+				dst = append(dst, '\\', 'n')
+			case '\r':
+				dst = append(dst, '\\', 'r')
+			case '\t':
+				dst = append(dst, '\\', 't')
+			default:
+				dst = append(dst, '\\', 'u', '0', '0', hex[b>>4], hex[b&0xF])
+			}
+			i++
+			start = i
+			continue
+		}
+		c, size := utf8.DecodeRuneInString(s[i:])
+		switch {
+		case c == utf8.RuneError && size == 1:
+			dst = append(dst, s[start:i]...)
+			dst = append(dst, `\ufffd`...)
+		case c == '\u2028' || c == '\u2029':
+			dst = append(dst, s[start:i]...)
+			dst = append(dst, '\\', 'u', '2', '0', '2', hex[c&0xF])
+		default:
+			i += size
+			continue
+		}
+		i += size
+		start = i
+	}
+	dst = append(dst, s[start:]...)
+	return append(dst, '"')
 }
 
 // UnmarshalMessages decodes a JSON array written by [MarshalMessages]. It
