@@ -834,17 +834,7 @@ func (m *Memories) Get(ctx context.Context, id string) ([]llms.MessageContent, e
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	var elems [][]byte
-	var err error
-	if b := chatstore.BatchFrom(ctx); b != nil {
-		elems, err = s.stage.Get(ctx, b, base{s}, id)
-	} else {
-		elems, err = base{s}.StoredElems(ctx, id)
-	}
-	if err != nil {
-		return nil, fmt.Errorf("boltstore: reading memory %q: %w", id, err)
-	}
-	msgs, err := durable.DecodeMessages(elems)
+	msgs, err := s.stage.Messages(ctx, base{s}, id)
 	if err != nil {
 		return nil, fmt.Errorf("boltstore: reading memory %q: %w", id, err)
 	}

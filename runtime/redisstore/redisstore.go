@@ -489,19 +489,9 @@ func (b base) StoredElems(ctx context.Context, id string) ([][]byte, error) {
 // Get implements [memory.Store]: one round trip, none for a memory the
 // batch in ctx replaced.
 func (m *Memories) Get(ctx context.Context, id string) ([]llms.MessageContent, error) {
-	var elems [][]byte
-	var err error
-	if b := chatstore.BatchFrom(ctx); b != nil {
-		elems, err = m.s.stage.Get(ctx, b, base{m.s}, id)
-	} else {
-		elems, err = base{m.s}.StoredElems(ctx, id)
-	}
+	msgs, err := m.s.stage.Messages(ctx, base{m.s}, id)
 	if err != nil {
 		return nil, fmt.Errorf("redisstore: reading memory %q: %w", id, describe(err))
-	}
-	msgs, err := durable.DecodeMessages(elems)
-	if err != nil {
-		return nil, fmt.Errorf("redisstore: reading memory %q: %w", id, err)
 	}
 	return msgs, nil
 }

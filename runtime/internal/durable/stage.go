@@ -10,6 +10,7 @@ import (
 	"sync"
 
 	"github.com/chatscopes/chatgen/runtime/chatstore"
+	"github.com/tmc/langchaingo/llms"
 )
 
 // A Staged is a memory write staged in a [chatstore.Batch], in the encoding of
@@ -217,6 +218,23 @@ func (s *Stager) Get(ctx context.Context, b *chatstore.Batch, base Base, id stri
 		return nil, err
 	}
 	return st.ApplyTo(id, stored)
+}
+
+// Messages returns the messages of memory id as the request in ctx sees
+// them: as its batch leaves them when ctx carries one ([chatstore.BatchFrom]),
+// else as base stores them. It is the Get of every store's memory side.
+func (s *Stager) Messages(ctx context.Context, base Base, id string) ([]llms.MessageContent, error) {
+	var elems [][]byte
+	var err error
+	if b := chatstore.BatchFrom(ctx); b != nil {
+		elems, err = s.Get(ctx, b, base, id)
+	} else {
+		elems, err = base.StoredElems(ctx, id)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return DecodeMessages(elems)
 }
 
 // Update stages the replacement of the list of id by elems.
