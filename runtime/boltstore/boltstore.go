@@ -66,6 +66,7 @@
 package boltstore
 
 import (
+	"bytes"
 	"context"
 	"encoding/binary"
 	"errors"
@@ -112,6 +113,7 @@ type Store struct {
 	db      *bolt.DB
 	commits *committer // nil with Options.NoGroupCommit
 	ttl     time.Duration
+	grain   time.Duration // of the expiry index; see expiry
 	log     *slog.Logger
 	stage   durable.Stager
 
@@ -127,16 +129,15 @@ var (
 	bucketMeta   = []byte("meta")
 	bucketConv   = []byte("conv")
 	bucketExpiry = []byte("expiry")
-	bucketMids   = []byte("mids")
 	bucketLease  = []byte("lease")
-	bucketMem    = []byte("mem")
+	bucketMem    = []byte("memlist")
 
 	keyLayout = []byte("layout")
 	keyFence  = []byte("fence")
 )
 
 // layoutVersion is the version of the file's layout, in meta/layout.
-const layoutVersion = "1"
+const layoutVersion = "2"
 
 // Open opens the store in the file at path, creating it (mode 0600) if
 // needed. It fails when another process has the file open.
@@ -164,11 +165,12 @@ func Open(path string, opts *Options) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("boltstore: opening %s: %w", path, err)
 	}
-	if err := db.Update(initialise); err != nil {
+	grain := expiryGrain(o.TTL)
+	if err := db.Update(func(tx *bolt.Tx) error { return initialise(tx, grain) }); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("boltstore: %s: %w", path, err)
 	}
-	s := &Store{db: db, ttl: o.TTL, log: o.Logger, stop: make(chan struct{})}
+	s := &Store{db: db, ttl: o.TTL, grain: grain, log: o.Logger, stop: make(chan struct{})}
 	if !o.NoGroupCommit {
 		s.commits = newCommitter(db)
 	}
@@ -178,9 +180,9 @@ func Open(path string, opts *Options) (*Store, error) {
 	return s, nil
 }
 
-// initialise creates the buckets, checks the layout, and ends the leases
-// of the process that had the file before.
-func initialise(tx *bolt.Tx) error {
+// initialise creates the buckets, checks the layout (upgrading a file of
+// layout 1), and ends the leases of the process that had the file before.
+func initialise(tx *bolt.Tx, grain time.Duration) error {
 	meta, err := tx.CreateBucketIfNotExists(bucketMeta)
 	if err != nil {
 		return err
@@ -190,13 +192,17 @@ func initialise(tx *bolt.Tx) error {
 		if err := meta.Put(keyLayout, []byte(layoutVersion)); err != nil {
 			return err
 		}
+	case string(v) == "1":
+		if err := upgrade1(tx, meta, grain); err != nil {
+			return fmt.Errorf("upgrading the file from layout 1 to %s: %w", layoutVersion, err)
+		}
 	case string(v) != layoutVersion:
 		return fmt.Errorf("file layout %q is not %q (written by another version of chatgen?)", v, layoutVersion)
 	}
 	if err := tx.DeleteBucket(bucketLease); err != nil && !errors.Is(err, berrors.ErrBucketNotFound) {
 		return err
 	}
-	for _, name := range [][]byte{bucketConv, bucketExpiry, bucketMids, bucketLease, bucketMem} {
+	for _, name := range [][]byte{bucketConv, bucketExpiry, bucketLease, bucketMem} {
 		if _, err := tx.CreateBucketIfNotExists(name); err != nil {
 			return err
 		}
@@ -232,26 +238,34 @@ func (s *Store) Path() string { return s.db.Path() }
 
 func u64(v uint64) []byte { return binary.BigEndian.AppendUint64(nil, v) }
 
-// expiresAt returns the expiry of a conversation saved at now, 0 for never.
-func (s *Store) expiresAt(now time.Time) uint64 {
+// expiry returns the expiry of a conversation saved at now, and the time
+// of its entry in the expiry index: the expiry rounded up to the store's
+// grain, so that the saves of a conversation within one grain share one
+// entry and leave the index as it is. Both are 0 for never.
+func (s *Store) expiry(now time.Time) (exp, indexed uint64) {
 	if s.ttl <= 0 {
-		return 0
+		return 0, 0
 	}
-	return uint64(now.Add(s.ttl).UnixNano())
+	exp = uint64(now.Add(s.ttl).UnixNano())
+	return exp, indexTime(exp, s.grain)
+}
+
+// indexTime returns the time of the expiry index entry of an expiry: the
+// expiry rounded up to grain; 0 for never.
+func indexTime(exp uint64, grain time.Duration) uint64 {
+	g := uint64(grain)
+	return (exp + g - 1) / g * g
+}
+
+// expiryGrain is the grain of the expiry index for a time to live: an
+// eighth of it, at most a minute. The sweeper finds a conversation at the
+// first sweep after its expiry rounded up to the grain.
+func expiryGrain(ttl time.Duration) time.Duration {
+	return max(min(ttl/8, time.Minute), 1)
 }
 
 func expired(exp uint64, now time.Time) bool {
 	return exp != 0 && exp <= uint64(now.UnixNano())
-}
-
-// A conv record: version, expiry, state JSON.
-const convHeader = 16
-
-func parseConv(v []byte) (version, exp uint64, state []byte, err error) {
-	if len(v) < convHeader {
-		return 0, 0, nil, fmt.Errorf("%w: a record of %d bytes", chatstore.ErrCorruptState, len(v))
-	}
-	return binary.BigEndian.Uint64(v), binary.BigEndian.Uint64(v[8:]), v[convHeader:], nil
 }
 
 // Load implements [chatstore.ConversationStore].
@@ -265,17 +279,17 @@ func (s *Store) Load(ctx context.Context, id string) (*chatstore.ConversationSta
 		if v == nil {
 			return fmt.Errorf("boltstore: conversation %q: %w", id, chatstore.ErrConversationNotFound)
 		}
-		version, exp, data, err := parseConv(v)
+		r, err := parseConv(v)
 		if err != nil {
 			return fmt.Errorf("boltstore: conversation %q: %w", id, err)
 		}
-		if expired(exp, time.Now()) {
+		if expired(r.exp, time.Now()) {
 			return fmt.Errorf("boltstore: conversation %q expired: %w", id, chatstore.ErrConversationNotFound)
 		}
-		if st, err = durable.DecodeState(data); err != nil {
+		if st, err = durable.DecodeState(r.state); err != nil {
 			return fmt.Errorf("boltstore: conversation %q: %w", id, err)
 		}
-		st.Version = version
+		st.Version = r.version
 		return nil
 	})
 	if err != nil {
@@ -298,6 +312,7 @@ func (s *Store) Save(ctx context.Context, st *chatstore.ConversationState, lease
 		return fmt.Errorf("boltstore: %w", err)
 	}
 	mids := durable.MemoryIDs(st)
+	enc := encodeMids(mids)
 	writes, err := batchWrites(b)
 	if err != nil {
 		return fmt.Errorf("boltstore: saving conversation %q: %w", st.ID, err)
@@ -309,63 +324,51 @@ func (s *Store) Save(ctx context.Context, st *chatstore.ConversationState, lease
 			return err
 		}
 		convs := tx.Bucket(bucketConv)
-		var stored uint64
+		var old convRecord
 		exists := false
 		if v := convs.Get(id); v != nil {
-			version, exp, _, err := parseConv(v)
-			if err != nil {
+			var err error
+			if old, err = parseConv(v); err != nil {
 				return err
 			}
-			if expired(exp, now) {
+			if expired(old.exp, now) {
 				if err := purge(tx, id); err != nil { // as the sweeper would have
 					return err
 				}
+				old = convRecord{}
 			} else {
-				stored, exists = version, true
+				exists = true
 			}
 		}
 		switch {
-		case stored == st.Version:
+		case old.version == st.Version: // 0 for a new conversation
 		case !exists:
 			return fmt.Errorf("%w: conversation %q is at version %d: %w", chatstore.ErrVersionConflict, st.ID, st.Version, chatstore.ErrConversationNotFound)
 		default:
-			return fmt.Errorf("%w: conversation %q is at version %d, the save is from version %d", chatstore.ErrVersionConflict, st.ID, stored, st.Version)
+			return fmt.Errorf("%w: conversation %q is at version %d, the save is from version %d", chatstore.ErrVersionConflict, st.ID, old.version, st.Version)
 		}
 		for _, w := range writes {
 			if err := w.apply(tx); err != nil {
 				return err
 			}
 		}
-		old, err := readMids(tx, id)
-		if err != nil {
+		if !bytes.Equal(old.mids, enc) { // most saves list the same memories
+			prev, err := decodeMids(old.mids)
+			if err != nil {
+				return err
+			}
+			for _, mid := range durable.Dropped(prev, mids) {
+				if err := deleteMem(tx, mid); err != nil {
+					return err
+				}
+			}
+		}
+		rec := convRecord{version: next, mids: enc, state: data}
+		rec.exp, rec.indexed = s.expiry(now)
+		if err := reindex(tx, id, old.indexed, rec.indexed); err != nil {
 			return err
 		}
-		for _, mid := range durable.Dropped(old, mids) {
-			if err := deleteMem(tx, mid); err != nil {
-				return err
-			}
-		}
-		if !slices.Equal(old, mids) { // most saves list the same memories
-			if err := writeMids(tx, id, mids); err != nil {
-				return err
-			}
-		}
-		if exists {
-			if err := unindexExpiry(tx, id, convs.Get(id)); err != nil {
-				return err
-			}
-		}
-		exp := s.expiresAt(now)
-		rec := make([]byte, convHeader, convHeader+len(data))
-		binary.BigEndian.PutUint64(rec, next)
-		binary.BigEndian.PutUint64(rec[8:], exp)
-		if err := convs.Put(id, append(rec, data...)); err != nil {
-			return err
-		}
-		if exp != 0 {
-			return tx.Bucket(bucketExpiry).Put(append(u64(exp), id...), nil)
-		}
-		return nil
+		return convs.Put(id, rec.bytes())
 	})
 	if err != nil {
 		return wrapErr("saving conversation", st.ID, err)
@@ -437,63 +440,32 @@ func checkLease(tx *bolt.Tx, id string, lease chatstore.Lease) error {
 	return fmt.Errorf("%w: %q's lease with token %d is not the current one", chatstore.ErrLeaseLost, lease.Owner, lease.Token)
 }
 
-// purge deletes the conversation id and everything that goes with it.
+// purge deletes the conversation id and everything that goes with it. A
+// record too corrupt to list its memories and index entry is deleted all
+// the same, with its lease: what it listed can no longer be known, and the
+// sweeper drops an index entry whose record is gone.
 func purge(tx *bolt.Tx, id []byte) error {
-	mids, err := readMids(tx, id)
-	if err != nil {
-		return err
-	}
-	for _, mid := range mids {
-		if err := deleteMem(tx, mid); err != nil {
-			return err
-		}
-	}
 	convs := tx.Bucket(bucketConv)
 	if v := convs.Get(id); v != nil {
-		if err := unindexExpiry(tx, id, v); err != nil {
-			return err
+		if r, err := parseConv(v); err == nil {
+			mids, err := decodeMids(r.mids)
+			if err != nil {
+				return err
+			}
+			for _, mid := range mids {
+				if err := deleteMem(tx, mid); err != nil {
+					return err
+				}
+			}
+			if err := reindex(tx, id, r.indexed, 0); err != nil {
+				return err
+			}
 		}
 	}
-	for _, name := range [][]byte{bucketConv, bucketMids, bucketLease} {
-		if err := tx.Bucket(name).Delete(id); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-func unindexExpiry(tx *bolt.Tx, id, rec []byte) error {
-	_, exp, _, err := parseConv(rec)
-	if err != nil || exp == 0 {
+	if err := convs.Delete(id); err != nil {
 		return err
 	}
-	return tx.Bucket(bucketExpiry).Delete(append(u64(exp), id...))
-}
-
-func readMids(tx *bolt.Tx, id []byte) ([]string, error) {
-	v := tx.Bucket(bucketMids).Get(id)
-	var mids []string
-	for len(v) > 0 {
-		n, k := binary.Uvarint(v)
-		if k <= 0 || n > uint64(len(v)-k) {
-			return nil, errors.New("corrupt memory id list")
-		}
-		mids = append(mids, string(v[k:k+int(n)]))
-		v = v[k+int(n):]
-	}
-	return mids, nil
-}
-
-func writeMids(tx *bolt.Tx, id []byte, mids []string) error {
-	if len(mids) == 0 {
-		return tx.Bucket(bucketMids).Delete(id)
-	}
-	var buf []byte
-	for _, m := range mids {
-		buf = binary.AppendUvarint(buf, uint64(len(m)))
-		buf = append(buf, m...)
-	}
-	return tx.Bucket(bucketMids).Put(id, buf)
+	return tx.Bucket(bucketLease).Delete(id)
 }
 
 // Delete implements [chatstore.ConversationStore].
@@ -625,37 +597,56 @@ func (s *Store) Sweep() (int, error) {
 func (s *Store) sweepOnce() (n int, more bool, err error) {
 	err = s.update(func(tx *bolt.Tx) error {
 		more = false // a repeated run starts again
-		now := uint64(time.Now().UnixNano())
-		c := tx.Bucket(bucketExpiry).Cursor()
-		var ids [][]byte
-		for k, _ := c.First(); len(k) >= 8 && binary.BigEndian.Uint64(k) <= now; k, _ = c.Next() {
-			if len(ids) == sweepBatch {
+		t := time.Now()
+		// An entry's time is its record's expiry rounded up to the
+		// grain (see Store.expiry): the records expired by now have
+		// entries up to a grain ahead.
+		until := uint64(t.Add(s.grain).UnixNano())
+		idx := tx.Bucket(bucketExpiry)
+		c := idx.Cursor()
+		var gone, stale [][]byte
+		for k, _ := c.First(); len(k) >= 8 && binary.BigEndian.Uint64(k) <= until; k, _ = c.Next() {
+			if len(gone)+len(stale) == sweepBatch {
 				more = true
 				break
 			}
-			ids = append(ids, slices.Clone(k[8:]))
+			// An entry that is not its record's (the record is gone or
+			// corrupt) is dropped alone.
+			id := k[8:]
+			r, err := parseConv(tx.Bucket(bucketConv).Get(id))
+			switch {
+			case err != nil || r.indexed != binary.BigEndian.Uint64(k):
+				stale = append(stale, slices.Clone(k))
+			case expired(r.exp, t):
+				gone = append(gone, slices.Clone(id))
+			}
 		}
-		for _, id := range ids {
+		for _, k := range stale {
+			if err := idx.Delete(k); err != nil {
+				return err
+			}
+		}
+		for _, id := range gone {
 			if err := purge(tx, id); err != nil {
 				return err
 			}
 		}
-		n = len(ids)
+		n = len(gone)
 		if more {
 			return nil
 		}
 		// Leases of conversations never saved (or gone) that expired a
 		// time to live ago.
-		cutoff := time.Now().Add(-s.ttl)
-		var stale [][]byte
+		cutoff := t.Add(-s.ttl)
+		var orphans [][]byte
 		convs := tx.Bucket(bucketConv)
 		lc := tx.Bucket(bucketLease).Cursor()
 		for k, v := lc.First(); k != nil; k, v = lc.Next() {
 			if _, exp, _, err := parseLease(v); err == nil && exp.Before(cutoff) && convs.Get(k) == nil {
-				stale = append(stale, slices.Clone(k))
+				orphans = append(orphans, slices.Clone(k))
 			}
 		}
-		for _, k := range stale {
+		for _, k := range orphans {
 			if err := tx.Bucket(bucketLease).Delete(k); err != nil {
 				return err
 			}
@@ -687,122 +678,6 @@ var _ memory.IncrementalStore = (*Memories)(nil)
 // Memories returns the memory store of the store's conversations.
 func (s *Store) Memories() *Memories { return &Memories{s} }
 
-// seqStart is the sequence number of the first message of a new list:
-// the middle of the range, so that lists grow both ways.
-const seqStart = 1 << 63
-
-func memBucket(tx *bolt.Tx, id string) *bolt.Bucket {
-	return tx.Bucket(bucketMem).Bucket([]byte(id))
-}
-
-func memElems(tx *bolt.Tx, id string) [][]byte {
-	b := memBucket(tx, id)
-	if b == nil {
-		return nil
-	}
-	var elems [][]byte
-	c := b.Cursor()
-	for k, v := c.First(); k != nil; k, v = c.Next() {
-		elems = append(elems, slices.Clone(v))
-	}
-	return elems
-}
-
-// memLen returns the length of the list of id from its first and last
-// keys: a list's sequence numbers are consecutive (replaceMem numbers it
-// from seqStart, editMem drops from the front and numbers what it adds
-// next to the ends).
-func memLen(tx *bolt.Tx, id string) (int, error) {
-	b := memBucket(tx, id)
-	if b == nil {
-		return 0, nil
-	}
-	c := b.Cursor()
-	first, _ := c.First()
-	if first == nil {
-		return 0, nil
-	}
-	last, _ := c.Last()
-	if len(first) != 8 || len(last) != 8 {
-		return 0, fmt.Errorf("%w: memory %q has a key of %d bytes", chatstore.ErrCorruptState, id, max(len(first), len(last)))
-	}
-	return int(binary.BigEndian.Uint64(last)-binary.BigEndian.Uint64(first)) + 1, nil
-}
-
-func deleteMem(tx *bolt.Tx, id string) error {
-	if err := tx.Bucket(bucketMem).DeleteBucket([]byte(id)); err != nil && !errors.Is(err, berrors.ErrBucketNotFound) {
-		return err
-	}
-	return nil
-}
-
-func replaceMem(tx *bolt.Tx, id string, elems [][]byte) error {
-	if err := deleteMem(tx, id); err != nil || len(elems) == 0 {
-		return err
-	}
-	b, err := tx.Bucket(bucketMem).CreateBucket([]byte(id))
-	if err != nil {
-		return err
-	}
-	b.FillPercent = 1 // keys only grow at the ends
-	for i, e := range elems {
-		if err := b.Put(u64(seqStart+uint64(i)), e); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// editMem drops drop messages from the front of the list of id, puts head
-// in front and appends tail; the caller checked that the list has at least
-// drop messages.
-func editMem(tx *bolt.Tx, id string, drop int, head, tail [][]byte) error {
-	if drop == 0 && len(head) == 0 && len(tail) == 0 {
-		return nil
-	}
-	b := memBucket(tx, id)
-	if b == nil {
-		if drop > 0 {
-			return fmt.Errorf("memory: change of %q drops %d of 0 messages", id, drop)
-		}
-		return replaceMem(tx, id, slices.Concat(head, tail))
-	}
-	b.FillPercent = 1
-	c := b.Cursor()
-	var dropped [][]byte
-	for k, _ := c.First(); k != nil && len(dropped) < drop; k, _ = c.Next() {
-		dropped = append(dropped, slices.Clone(k))
-	}
-	if len(dropped) < drop {
-		return fmt.Errorf("memory: change of %q drops %d of %d messages", id, drop, len(dropped))
-	}
-	for _, k := range dropped {
-		if err := b.Delete(k); err != nil {
-			return err
-		}
-	}
-	first, last := uint64(seqStart), uint64(seqStart-1)
-	if k, _ := c.First(); k != nil {
-		first = binary.BigEndian.Uint64(k)
-		k, _ = c.Last()
-		last = binary.BigEndian.Uint64(k)
-	}
-	for i, e := range head {
-		if err := b.Put(u64(first-uint64(len(head)-i)), e); err != nil {
-			return err
-		}
-	}
-	for i, e := range tail {
-		if err := b.Put(u64(last+1+uint64(i)), e); err != nil {
-			return err
-		}
-	}
-	if k, _ := c.First(); k == nil {
-		return deleteMem(tx, id)
-	}
-	return nil
-}
-
 // base reads the stored memories for the stager.
 type base struct{ s *Store }
 
@@ -820,9 +695,9 @@ func (b base) StoredElems(ctx context.Context, id string) ([][]byte, error) {
 		return nil, err
 	}
 	var elems [][]byte
-	err := b.s.db.View(func(tx *bolt.Tx) error {
-		elems = memElems(tx, id)
-		return nil
+	err := b.s.db.View(func(tx *bolt.Tx) (err error) {
+		elems, err = memElems(tx, id)
+		return err
 	})
 	return elems, err
 }
