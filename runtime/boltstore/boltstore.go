@@ -415,14 +415,15 @@ func (w memWrite) apply(tx *bolt.Tx) error {
 	case w.st.Replace:
 		return replaceMem(tx, w.id, w.st.List)
 	}
-	n, err := memLen(tx, w.id)
+	v := memValue(tx, w.id)
+	n, err := listLen(w.id, v)
 	if err != nil {
 		return err
 	}
 	if err := w.st.Check(w.id, n); err != nil {
 		return err
 	}
-	return editMem(tx, w.id, w.st.Drop, w.st.Head, w.st.Tail)
+	return editList(tx, w.id, v, w.st.Drop, w.st.Head, w.st.Tail)
 }
 
 func checkLease(tx *bolt.Tx, id string, lease chatstore.Lease) error {

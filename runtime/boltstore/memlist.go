@@ -108,10 +108,14 @@ func replaceMem(tx *bolt.Tx, id string, elems [][]byte) error {
 // in front and appends tail. What stays is copied as it is stored, in one
 // piece.
 func editMem(tx *bolt.Tx, id string, drop int, head, tail [][]byte) error {
+	return editList(tx, id, memValue(tx, id), drop, head, tail)
+}
+
+// editList is editMem given the list's stored value v.
+func editList(tx *bolt.Tx, id string, v []byte, drop int, head, tail [][]byte) error {
 	if drop == 0 && len(head) == 0 && len(tail) == 0 {
 		return nil
 	}
-	v := memValue(tx, id)
 	n, err := listLen(id, v)
 	if err != nil {
 		return err
