@@ -127,10 +127,9 @@ var _ chatstore.ConversationStore = (*Store)(nil)
 
 var (
 	bucketMeta   = []byte("meta")
-	bucketConv   = []byte("conv")
+	bucketData   = []byte("data")
 	bucketExpiry = []byte("expiry")
 	bucketLease  = []byte("lease")
-	bucketMem    = []byte("memlist")
 
 	keyLayout = []byte("layout")
 	keyFence  = []byte("fence")
@@ -202,7 +201,7 @@ func initialise(tx *bolt.Tx, grain time.Duration) error {
 	if err := tx.DeleteBucket(bucketLease); err != nil && !errors.Is(err, berrors.ErrBucketNotFound) {
 		return err
 	}
-	for _, name := range [][]byte{bucketConv, bucketExpiry, bucketLease, bucketMem} {
+	for _, name := range [][]byte{bucketData, bucketExpiry, bucketLease} {
 		if _, err := tx.CreateBucketIfNotExists(name); err != nil {
 			return err
 		}
@@ -275,7 +274,7 @@ func (s *Store) Load(ctx context.Context, id string) (*chatstore.ConversationSta
 	}
 	var st *chatstore.ConversationState
 	err := s.db.View(func(tx *bolt.Tx) error {
-		v := tx.Bucket(bucketConv).Get([]byte(id))
+		v := tx.Bucket(bucketData).Get(recKey(id))
 		if v == nil {
 			return fmt.Errorf("boltstore: conversation %q: %w", id, chatstore.ErrConversationNotFound)
 		}
@@ -317,16 +316,16 @@ func (s *Store) Save(ctx context.Context, st *chatstore.ConversationState, lease
 	if err != nil {
 		return fmt.Errorf("boltstore: saving conversation %q: %w", st.ID, err)
 	}
-	id := []byte(st.ID)
+	id, key := []byte(st.ID), recKey(st.ID)
 	err = s.update(func(tx *bolt.Tx) error {
 		now := time.Now()
 		if err := checkLease(tx, st.ID, lease); err != nil {
 			return err
 		}
-		convs := tx.Bucket(bucketConv)
+		bucket := tx.Bucket(bucketData)
 		var old convRecord
 		exists := false
-		if v := convs.Get(id); v != nil {
+		if v := bucket.Get(key); v != nil {
 			var err error
 			if old, err = parseConv(v); err != nil {
 				return err
@@ -368,7 +367,7 @@ func (s *Store) Save(ctx context.Context, st *chatstore.ConversationState, lease
 		if err := reindex(tx, id, old.indexed, rec.indexed); err != nil {
 			return err
 		}
-		return convs.Put(id, rec.bytes())
+		return bucket.Put(key, rec.bytes())
 	})
 	if err != nil {
 		return wrapErr("saving conversation", st.ID, err)
@@ -446,8 +445,8 @@ func checkLease(tx *bolt.Tx, id string, lease chatstore.Lease) error {
 // the same, with its lease: what it listed can no longer be known, and the
 // sweeper drops an index entry whose record is gone.
 func purge(tx *bolt.Tx, id []byte) error {
-	convs := tx.Bucket(bucketConv)
-	if v := convs.Get(id); v != nil {
+	data, key := tx.Bucket(bucketData), recKey(string(id))
+	if v := data.Get(key); v != nil {
 		if r, err := parseConv(v); err == nil {
 			mids, err := decodeMids(r.mids)
 			if err != nil {
@@ -463,7 +462,7 @@ func purge(tx *bolt.Tx, id []byte) error {
 			}
 		}
 	}
-	if err := convs.Delete(id); err != nil {
+	if err := data.Delete(key); err != nil {
 		return err
 	}
 	return tx.Bucket(bucketLease).Delete(id)
@@ -614,7 +613,7 @@ func (s *Store) sweepOnce() (n int, more bool, err error) {
 			// An entry that is not its record's (the record is gone or
 			// corrupt) is dropped alone.
 			id := k[8:]
-			r, err := parseConv(tx.Bucket(bucketConv).Get(id))
+			r, err := parseConv(tx.Bucket(bucketData).Get(recKey(string(id))))
 			switch {
 			case err != nil || r.indexed != binary.BigEndian.Uint64(k):
 				stale = append(stale, slices.Clone(k))
@@ -640,10 +639,10 @@ func (s *Store) sweepOnce() (n int, more bool, err error) {
 		// time to live ago.
 		cutoff := t.Add(-s.ttl)
 		var orphans [][]byte
-		convs := tx.Bucket(bucketConv)
+		data := tx.Bucket(bucketData)
 		lc := tx.Bucket(bucketLease).Cursor()
 		for k, v := lc.First(); k != nil; k, v = lc.Next() {
-			if _, exp, _, err := parseLease(v); err == nil && exp.Before(cutoff) && convs.Get(k) == nil {
+			if _, exp, _, err := parseLease(v); err == nil && exp.Before(cutoff) && data.Get(recKey(string(k))) == nil {
 				orphans = append(orphans, slices.Clone(k))
 			}
 		}
@@ -788,8 +787,10 @@ func (m *Memories) IDs(ctx context.Context) ([]string, error) {
 	}
 	var ids []string
 	err := s.db.View(func(tx *bolt.Tx) error {
-		return tx.Bucket(bucketMem).ForEach(func(k, _ []byte) error {
-			ids = append(ids, string(k))
+		return tx.Bucket(bucketData).ForEach(func(k, _ []byte) error {
+			if n := len(k) - 1; n >= 0 && k[n] == kindList {
+				ids = append(ids, string(k[:n]))
+			}
 			return nil
 		})
 	})

@@ -8,16 +8,16 @@ import (
 	bolt "go.etcd.io/bbolt"
 )
 
-// A memory's list is one value of the memlist bucket: the number of
+// A memory's list is one value of the data bucket: the number of
 // messages, then each message's length and bytes (uvarints). A save
-// rewrites the value of each memory the turn changed, next to nothing
-// else: one key, where a bucket per memory costs a bucket of pages and a
-// dirty page in the parent for its new root.
+// rewrites the value of each memory the turn changed: one key, usually in
+// the page of the conversation's record (see dataKey), where a bucket per
+// memory cost pages of its own and a page of the parent for its new root.
 
 // memValue returns the stored value of memory id, nil if there is none.
 // It is valid for the transaction's life only.
 func memValue(tx *bolt.Tx, id string) []byte {
-	return tx.Bucket(bucketMem).Get([]byte(id))
+	return tx.Bucket(bucketData).Get(listKey(id))
 }
 
 // listLen reads the number of messages of a list value.
@@ -92,7 +92,7 @@ func memLen(tx *bolt.Tx, id string) (int, error) {
 }
 
 func deleteMem(tx *bolt.Tx, id string) error {
-	return tx.Bucket(bucketMem).Delete([]byte(id))
+	return tx.Bucket(bucketData).Delete(listKey(id))
 }
 
 func replaceMem(tx *bolt.Tx, id string, elems [][]byte) error {
@@ -101,7 +101,7 @@ func replaceMem(tx *bolt.Tx, id string, elems [][]byte) error {
 	}
 	buf := make([]byte, 0, binary.MaxVarintLen64+listSize(elems))
 	buf = binary.AppendUvarint(buf, uint64(len(elems)))
-	return tx.Bucket(bucketMem).Put([]byte(id), appendList(buf, elems))
+	return tx.Bucket(bucketData).Put(listKey(id), appendList(buf, elems))
 }
 
 // editMem drops drop messages from the front of the list of id, puts head
@@ -141,5 +141,5 @@ func editList(tx *bolt.Tx, id string, v []byte, drop int, head, tail [][]byte) e
 	buf = appendList(buf, head)
 	buf = append(buf, kept...)
 	buf = appendList(buf, tail)
-	return tx.Bucket(bucketMem).Put([]byte(id), buf)
+	return tx.Bucket(bucketData).Put(listKey(id), buf)
 }

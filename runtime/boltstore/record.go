@@ -8,7 +8,29 @@ import (
 	bolt "go.etcd.io/bbolt"
 )
 
-// A convRecord is a conversation's value in the conv bucket:
+// The data bucket holds the conversations' records and the memories'
+// lists, each under its id followed by a byte of its kind. A memory's id
+// starts with the id of its scope, and a conversation's id is its first
+// scope's: so the record of a conversation and the lists of the memories
+// of its first scope sort side by side, and a save that changes both
+// usually writes one page.
+const (
+	kindRecord = 0
+	kindList   = 1
+)
+
+// dataKey is the key of id's value of kind in the data bucket.
+func dataKey(id string, kind byte) []byte {
+	k := make([]byte, len(id)+1)
+	copy(k, id)
+	k[len(id)] = kind
+	return k
+}
+
+func recKey(id string) []byte  { return dataKey(id, kindRecord) }
+func listKey(id string) []byte { return dataKey(id, kindList) }
+
+// A convRecord is a conversation's value in the data bucket:
 //
 //	version (uint64) | expiry (Unix ns, 0 for never) | indexed (the time of its expiry index key, 0 for none)
 //	| the length of mids (uvarint) | mids: the memory ids the state lists, each uvarint-length-prefixed, sorted

@@ -99,7 +99,7 @@ func TestUpgradeFromLayout1(t *testing.T) {
 		if v := tx.Bucket(bucketMeta).Get(keyLayout); string(v) != layoutVersion {
 			t.Errorf("layout after the upgrade: %q", v)
 		}
-		for _, name := range [][]byte{bucketMids1, bucketMem1} {
+		for _, name := range [][]byte{bucketConv1, bucketMids1, bucketMem1} {
 			if tx.Bucket(name) != nil {
 				t.Errorf("bucket %s of layout 1 is still there", name)
 			}
