@@ -135,6 +135,13 @@ var (
 	keyFence  = []byte("fence")
 )
 
+// pageSize is the page size of a new file (a file keeps the size it was
+// created with). Concurrent saves of many conversations dirty most pages
+// of the data bucket in each group transaction; pages of 16 KiB hold a
+// conversation's record and lists whole, which halves the pages a save
+// writes and the page buffers bbolt allocates for pages that overflow.
+const pageSize = 16 << 10
+
 // layoutVersion is the version of the file's layout, in meta/layout.
 const layoutVersion = "2"
 
@@ -157,7 +164,7 @@ func Open(path string, opts *Options) (*Store, error) {
 	if o.Logger == nil {
 		o.Logger = slog.Default()
 	}
-	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: o.OpenTimeout})
+	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: o.OpenTimeout, PageSize: pageSize})
 	if errors.Is(err, berrors.ErrTimeout) {
 		return nil, fmt.Errorf("boltstore: %s is open in another process (a bbolt file serves one process; several need a shared store such as redisstore): %w", path, err)
 	}
