@@ -774,7 +774,7 @@ func (m *Memories) Apply(ctx context.Context, id string, c memory.Change) error 
 		return fmt.Errorf("boltstore: %w", err)
 	}
 	if b := chatstore.BatchFrom(ctx); b != nil {
-		if err := s.stage.Apply(ctx, b, base{s}, id, c.Drop, head, tail); err != nil {
+		if err := s.stage.Apply(ctx, b, base{s}, id, c.Len, c.Drop, head, tail); err != nil {
 			return fmt.Errorf("boltstore: %w", err)
 		}
 		return nil
