@@ -51,7 +51,7 @@ func FuzzEncodeState(f *testing.F) {
 	f.Add("c1|alice|<k>|&", []byte("bean"), uint8(0xff), int64(1795000000), int32(123456789), int32(3600))
 	f.Add("", []byte(nil), uint8(0), int64(0), int32(0), int32(0))
 	f.Add("\xff\u2028|\"q\"|\\|\x00", []byte{0, 1, 2}, uint8(0x7e), int64(-62135596800), int32(1), int32(-5400))
-	f.Add("far", []byte{}, uint8(3), int64(253402300800), int32(0), int32(0))   // year 10000
+	f.Add("far", []byte{}, uint8(3), int64(253402300800), int32(0), int32(0))    // year 10000
 	f.Add("zone", []byte{}, uint8(3), int64(1795000000), int32(0), int32(86400)) // offset of a day
 	f.Fuzz(func(t *testing.T, s string, b []byte, n uint8, sec int64, nsec int32, zone int32) {
 		st := fuzzState(s, b, n, sec, nsec, zone)
