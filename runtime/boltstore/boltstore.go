@@ -232,11 +232,11 @@ func (s *Store) Close() error {
 // update runs fn in a read-write transaction: with group commit, one
 // shared with the writes made meanwhile, so fn must be repeatable (see
 // committer).
-func (s *Store) update(fn func(*bolt.Tx) error) error {
+func (s *Store) update(fn func(*bolt.Tx, *arena) error) error {
 	if s.commits != nil {
 		return s.commits.update(fn)
 	}
-	return s.db.Update(fn)
+	return s.db.Update(func(tx *bolt.Tx) error { return fn(tx, nil) })
 }
 
 // Path returns the path of the store's file.
@@ -324,7 +324,7 @@ func (s *Store) Save(ctx context.Context, st *chatstore.ConversationState, lease
 		return fmt.Errorf("boltstore: saving conversation %q: %w", st.ID, err)
 	}
 	id, key := []byte(st.ID), recKey(st.ID)
-	err = s.update(func(tx *bolt.Tx) error {
+	err = s.update(func(tx *bolt.Tx, a *arena) error {
 		now := time.Now()
 		if err := checkLease(tx, st.ID, lease); err != nil {
 			return err
@@ -354,7 +354,7 @@ func (s *Store) Save(ctx context.Context, st *chatstore.ConversationState, lease
 			return fmt.Errorf("%w: conversation %q is at version %d, the save is from version %d", chatstore.ErrVersionConflict, st.ID, old.version, st.Version)
 		}
 		for _, w := range writes {
-			if err := w.apply(tx); err != nil {
+			if err := w.apply(tx, a); err != nil {
 				return err
 			}
 		}
@@ -374,7 +374,7 @@ func (s *Store) Save(ctx context.Context, st *chatstore.ConversationState, lease
 		if err := reindex(tx, id, old.indexed, rec.indexed); err != nil {
 			return err
 		}
-		return bucket.Put(key, rec.bytes())
+		return bucket.Put(key, rec.bytes(a))
 	})
 	if err != nil {
 		return wrapErr("saving conversation", st.ID, err)
@@ -414,12 +414,12 @@ func batchWrites(b *chatstore.Batch) ([]memWrite, error) {
 	return writes, err
 }
 
-func (w memWrite) apply(tx *bolt.Tx) error {
+func (w memWrite) apply(tx *bolt.Tx, a *arena) error {
 	switch {
 	case w.st == nil:
 		return deleteMem(tx, w.id)
 	case w.st.Replace:
-		return replaceMem(tx, w.id, w.st.List)
+		return replaceMem(tx, a, w.id, w.st.List)
 	}
 	v := memValue(tx, w.id)
 	n, err := listLen(w.id, v)
@@ -429,7 +429,7 @@ func (w memWrite) apply(tx *bolt.Tx) error {
 	if err := w.st.Check(w.id, n); err != nil {
 		return err
 	}
-	return editList(tx, w.id, v, w.st.Drop, w.st.Head, w.st.Tail)
+	return editList(tx, a, w.id, v, w.st.Drop, w.st.Head, w.st.Tail)
 }
 
 func checkLease(tx *bolt.Tx, id string, lease chatstore.Lease) error {
@@ -480,7 +480,7 @@ func (s *Store) Delete(ctx context.Context, id string) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	if err := s.update(func(tx *bolt.Tx) error { return purge(tx, []byte(id)) }); err != nil {
+	if err := s.update(func(tx *bolt.Tx, _ *arena) error { return purge(tx, []byte(id)) }); err != nil {
 		return wrapErr("deleting conversation", id, err)
 	}
 	return nil
@@ -503,7 +503,7 @@ func (s *Store) Acquire(ctx context.Context, id, owner string, ttl time.Duration
 		return chatstore.Lease{}, fmt.Errorf("boltstore: acquiring conversation %q: a lease needs an owner and a positive time to live (got %q, %v)", id, owner, ttl)
 	}
 	var l chatstore.Lease
-	err := s.update(func(tx *bolt.Tx) error {
+	err := s.update(func(tx *bolt.Tx, _ *arena) error {
 		now := time.Now()
 		leases := tx.Bucket(bucketLease)
 		var token uint64
@@ -544,7 +544,7 @@ func (s *Store) Release(ctx context.Context, id string, lease chatstore.Lease) e
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	err := s.update(func(tx *bolt.Tx) error {
+	err := s.update(func(tx *bolt.Tx, _ *arena) error {
 		leases := tx.Bucket(bucketLease)
 		v := leases.Get([]byte(id))
 		if v == nil {
@@ -602,7 +602,7 @@ func (s *Store) Sweep() (int, error) {
 }
 
 func (s *Store) sweepOnce() (n int, more bool, err error) {
-	err = s.update(func(tx *bolt.Tx) error {
+	err = s.update(func(tx *bolt.Tx, _ *arena) error {
 		more = false // a repeated run starts again
 		t := time.Now()
 		// An entry's time is its record's expiry rounded up to the
@@ -741,7 +741,7 @@ func (m *Memories) Update(ctx context.Context, id string, msgs []llms.MessageCon
 		s.stage.Update(b, id, elems)
 		return nil
 	}
-	if err := s.update(func(tx *bolt.Tx) error { return replaceMem(tx, id, elems) }); err != nil {
+	if err := s.update(func(tx *bolt.Tx, a *arena) error { return replaceMem(tx, a, id, elems) }); err != nil {
 		return fmt.Errorf("boltstore: updating memory %q: %w", id, err)
 	}
 	return nil
@@ -758,7 +758,7 @@ func (m *Memories) Delete(ctx context.Context, id string) error {
 		s.stage.Delete(b, id)
 		return nil
 	}
-	if err := s.update(func(tx *bolt.Tx) error { return deleteMem(tx, id) }); err != nil {
+	if err := s.update(func(tx *bolt.Tx, _ *arena) error { return deleteMem(tx, id) }); err != nil {
 		return fmt.Errorf("boltstore: deleting memory %q: %w", id, err)
 	}
 	return nil
@@ -779,7 +779,7 @@ func (m *Memories) Apply(ctx context.Context, id string, c memory.Change) error 
 		}
 		return nil
 	}
-	if err := s.update(func(tx *bolt.Tx) error { return editMem(tx, id, c.Drop, head, tail) }); err != nil {
+	if err := s.update(func(tx *bolt.Tx, a *arena) error { return editMem(tx, a, id, c.Drop, head, tail) }); err != nil {
 		return fmt.Errorf("boltstore: %w", err)
 	}
 	return nil

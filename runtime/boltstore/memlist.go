@@ -95,24 +95,24 @@ func deleteMem(tx *bolt.Tx, id string) error {
 	return tx.Bucket(bucketData).Delete(listKey(id))
 }
 
-func replaceMem(tx *bolt.Tx, id string, elems [][]byte) error {
+func replaceMem(tx *bolt.Tx, a *arena, id string, elems [][]byte) error {
 	if len(elems) == 0 {
 		return deleteMem(tx, id)
 	}
-	buf := make([]byte, 0, binary.MaxVarintLen64+listSize(elems))
+	buf := a.alloc(binary.MaxVarintLen64 + listSize(elems))
 	buf = binary.AppendUvarint(buf, uint64(len(elems)))
-	return tx.Bucket(bucketData).Put(listKey(id), appendList(buf, elems))
+	return tx.Bucket(bucketData).Put(dataKey(a, id, kindList), appendList(buf, elems))
 }
 
 // editMem drops drop messages from the front of the list of id, puts head
 // in front and appends tail. What stays is copied as it is stored, in one
 // piece.
-func editMem(tx *bolt.Tx, id string, drop int, head, tail [][]byte) error {
-	return editList(tx, id, memValue(tx, id), drop, head, tail)
+func editMem(tx *bolt.Tx, a *arena, id string, drop int, head, tail [][]byte) error {
+	return editList(tx, a, id, memValue(tx, id), drop, head, tail)
 }
 
 // editList is editMem given the list's stored value v.
-func editList(tx *bolt.Tx, id string, v []byte, drop int, head, tail [][]byte) error {
+func editList(tx *bolt.Tx, a *arena, id string, v []byte, drop int, head, tail [][]byte) error {
 	if drop == 0 && len(head) == 0 && len(tail) == 0 {
 		return nil
 	}
@@ -136,10 +136,10 @@ func editList(tx *bolt.Tx, id string, v []byte, drop int, head, tail [][]byte) e
 		}
 		kept = v[from:]
 	}
-	buf := make([]byte, 0, binary.MaxVarintLen64+listSize(head)+len(kept)+listSize(tail))
+	buf := a.alloc(binary.MaxVarintLen64 + listSize(head) + len(kept) + listSize(tail))
 	buf = binary.AppendUvarint(buf, uint64(left))
 	buf = appendList(buf, head)
 	buf = append(buf, kept...)
 	buf = appendList(buf, tail)
-	return tx.Bucket(bucketData).Put(listKey(id), buf)
+	return tx.Bucket(bucketData).Put(dataKey(a, id, kindList), buf)
 }

@@ -19,16 +19,13 @@ const (
 	kindList   = 1
 )
 
-// dataKey is the key of id's value of kind in the data bucket.
-func dataKey(id string, kind byte) []byte {
-	k := make([]byte, len(id)+1)
-	copy(k, id)
-	k[len(id)] = kind
-	return k
+// dataKey is the key of id's value of kind in the data bucket, in a.
+func dataKey(a *arena, id string, kind byte) []byte {
+	return append(append(a.alloc(len(id)+1), id...), kind)
 }
 
-func recKey(id string) []byte  { return dataKey(id, kindRecord) }
-func listKey(id string) []byte { return dataKey(id, kindList) }
+func recKey(id string) []byte  { return dataKey(nil, id, kindRecord) }
+func listKey(id string) []byte { return dataKey(nil, id, kindList) }
 
 // A convRecord is a conversation's value in the data bucket:
 //
@@ -61,9 +58,9 @@ func parseConv(v []byte) (convRecord, error) {
 	return r, nil
 }
 
-// bytes encodes r as a new value.
-func (r convRecord) bytes() []byte {
-	buf := make([]byte, convHeader, convHeader+binary.MaxVarintLen64+len(r.mids)+len(r.state))
+// bytes encodes r as a new value, in a.
+func (r convRecord) bytes(a *arena) []byte {
+	buf := a.alloc(convHeader + binary.MaxVarintLen64 + len(r.mids) + len(r.state))[:convHeader]
 	binary.BigEndian.PutUint64(buf, r.version)
 	binary.BigEndian.PutUint64(buf[8:], r.exp)
 	binary.BigEndian.PutUint64(buf[16:], r.indexed)

@@ -35,7 +35,7 @@ func upgrade1(tx *bolt.Tx, meta *bolt.Bucket, grain time.Duration) error {
 			for k, v := c.First(); k != nil; k, v = c.Next() {
 				elems = append(elems, v)
 			}
-			return replaceMem(tx, string(id), elems)
+			return replaceMem(tx, nil, string(id), elems)
 		})
 		if err != nil {
 			return fmt.Errorf("memories: %w", err)
@@ -68,7 +68,7 @@ func upgrade1(tx *bolt.Tx, meta *bolt.Bucket, grain time.Duration) error {
 			if r.exp != 0 {
 				r.indexed = indexTime(r.exp, grain)
 			}
-			if err := data.Put(recKey(string(id)), r.bytes()); err != nil {
+			if err := data.Put(recKey(string(id)), r.bytes(nil)); err != nil {
 				return err
 			}
 			return reindex(tx, id, 0, r.indexed)
