@@ -22,7 +22,7 @@ func (a *arena) alloc(n int) []byte {
 	}
 	l := len(a.buf)
 	a.buf = a.buf[:l+n]
-	return a.buf[l:l:l+n]
+	return a.buf[l : l : l+n]
 }
 
 // reset makes the arena's buffer free for the next transaction: none of
