@@ -322,7 +322,16 @@ func (s *Store) Save(ctx context.Context, st *chatstore.ConversationState, lease
 		return errors.New("boltstore: saving a conversation without an id")
 	}
 	next := st.Version + 1
-	data, err := durable.EncodeState(st, next)
+	// The state is copied into the record the transaction puts: its
+	// encoding is garbage after the save, and goes back to the pool.
+	buf := stateBufs.Get().(*[]byte)
+	data, err := durable.AppendState((*buf)[:0], st, next)
+	defer func() {
+		if cap(data) <= maxPooledState {
+			*buf = data[:0]
+			stateBufs.Put(buf)
+		}
+	}()
 	if err != nil {
 		return fmt.Errorf("boltstore: %w", err)
 	}
@@ -391,6 +400,12 @@ func (s *Store) Save(ctx context.Context, st *chatstore.ConversationState, lease
 	st.Version = next
 	return nil
 }
+
+// stateBufs pools the buffers Save encodes states in, up to
+// maxPooledState bytes.
+var stateBufs = sync.Pool{New: func() any { b := make([]byte, 0, 1024); return &b }}
+
+const maxPooledState = 64 << 10
 
 // wrapErr prefixes err with the package and what failed, once.
 func wrapErr(what, id string, err error) error {

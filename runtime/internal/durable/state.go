@@ -42,10 +42,16 @@ type scopeJSON struct {
 
 // EncodeState encodes st as JSON, with version in place of st.Version.
 func EncodeState(st *chatstore.ConversationState, version uint64) ([]byte, error) {
-	if data, ok := appendState(make([]byte, 0, 512), st, version); ok {
+	return AppendState(make([]byte, 0, 512), st, version)
+}
+
+// AppendState appends the encoding of EncodeState to dst.
+func AppendState(dst []byte, st *chatstore.ConversationState, version uint64) ([]byte, error) {
+	if data, ok := appendState(dst, st, version); ok {
 		return data, nil
 	}
-	return marshalState(st, version)
+	data, err := marshalState(st, version)
+	return append(dst, data...), err
 }
 
 // marshalState is EncodeState through encoding/json: the reference
