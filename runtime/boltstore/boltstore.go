@@ -38,22 +38,28 @@
 //
 // # File format
 //
-// The file holds these buckets (bbolt's keyed tables):
+// The file holds these buckets (bbolt's keyed tables), in layout 2:
 //
-//	meta     "layout" → "1" (the version of this layout); "fence" → the last fencing token (uint64, big-endian)
-//	conv     conversation id → version (uint64) | expiry (Unix ns, 0 for never) | the state as JSON
-//	expiry   expiry (Unix ns) | conversation id → "" (the sweeper's index)
-//	mids     conversation id → the memory ids the state lists (uvarint-length-prefixed)
+//	meta     "layout" → "2"; "fence" → the last fencing token (uint64)
+//	data     conversation id + 0x00 → the conversation's record: version (uint64) | expiry (Unix ns, 0 for never)
+//	           | the time of its expiry index entry (0 for none) | the memory ids the state lists | the state as JSON
+//	         memory id + 0x01 → the memory's messages: their number, then each one's length and bytes
+//	expiry   index time | conversation id → "" (the sweeper's index)
 //	lease    conversation id → token (uint64) | expiry (Unix ns) | owner
-//	mem      memory id → a bucket of the memory's messages: sequence number (uint64) → one message as JSON
 //
-// Integers are big-endian. The state's JSON records its own format
-// version ("format": 1); a file or a state of a format this package does
-// not know is refused rather than misread. A message is the JSON object
-// memory.MarshalMessages writes for it, so tool calls and tool results
-// survive losslessly. Keeping one key per message lets a memory change
-// (memory.IncrementalStore's Apply) touch only the messages it drops and
-// adds.
+// Integers are big-endian, lengths uvarints. The state's JSON records its
+// own format version ("format": 1); a file or a state of a format this
+// package does not know is refused rather than misread. A message is the
+// JSON object memory.MarshalMessages writes for it, so tool calls and tool
+// results survive losslessly. A memory id starts with its scope's id and a
+// conversation's id is its first scope's, so a conversation's record and
+// its first scope's memories sit side by side, usually in one page: a save
+// rewrites one page for both. The expiry index moves only when the expiry,
+// rounded up to a grain (an eighth of the TTL, at most a minute), does.
+//
+// A file of layout 1 (a bucket of messages per memory, records and memory
+// ids in buckets of their own) is upgraded by Open, in the transaction
+// that opens it.
 //
 // # Time to live
 //
@@ -690,8 +696,10 @@ func (s *Store) sweepOnce() (n int, more bool, err error) {
 // Memories is the memory.Store of the chat memories of a [Store]'s
 // conversations; [Store.Memories] returns it. (It is a value of its own
 // because chatstore.ConversationStore and memory.Store both have a Delete
-// method.) It is a [memory.IncrementalStore]: a change touches only the
-// messages it drops and adds.
+// method.) It is a [memory.IncrementalStore]: a change in a request is
+// staged as the messages it drops and adds, never reading the list (the
+// memory's [memory.Change.Len] stands for the length), and the save
+// rewrites the list's one value.
 //
 // A call whose context carries a [chatstore.Batch] (chatstore.WithBatch), as the
 // calls made in a request of a durable conversation do, stages its write
@@ -788,9 +796,10 @@ func (m *Memories) Delete(ctx context.Context, id string) error {
 	return nil
 }
 
-// Apply implements [memory.IncrementalStore]: it touches only the messages
-// the change drops and adds. With a [chatstore.Batch] in ctx, the change is
-// staged in the batch, for [Store.Save] to commit.
+// Apply implements [memory.IncrementalStore]. With a [chatstore.Batch] in
+// ctx, the change is staged in the batch as the messages it drops and
+// adds, for [Store.Save] to commit; else the list's value is rewritten at
+// once.
 func (m *Memories) Apply(ctx context.Context, id string, c memory.Change) error {
 	s := m.s
 	head, tail, err := durable.EncodeChange(ctx, id, c)
