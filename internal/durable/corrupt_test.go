@@ -3,6 +3,7 @@ package durable_test
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"errors"
 	"log/slog"
 	"path/filepath"
@@ -78,10 +79,14 @@ func TestCorruptStateIsNotBusy(t *testing.T) {
 					t.Fatal(err)
 				}
 				err = db.Update(func(tx *bolt.Tx) error {
-					b := tx.Bucket([]byte("conv"))
-					v := b.Get([]byte(id))
-					spoilt := append(bytes.Clone(v[:16]), "{not json"...) // the version and expiry stay
-					return b.Put([]byte(id), spoilt)
+					// The record (see runtime/boltstore's record.go):
+					// a header of 24 bytes, the memory ids with their
+					// length, the state.
+					b, key := tx.Bucket([]byte("data")), append([]byte(id), 0)
+					v := b.Get(key)
+					n, k := binary.Uvarint(v[24:])
+					spoilt := append(bytes.Clone(v[:24+k+int(n)]), "{not json"...) // all but the state stays
+					return b.Put(key, spoilt)
 				})
 				if err != nil {
 					t.Fatal(err)

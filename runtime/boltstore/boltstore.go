@@ -38,22 +38,28 @@
 //
 // # File format
 //
-// The file holds these buckets (bbolt's keyed tables):
+// The file holds these buckets (bbolt's keyed tables), in layout 2:
 //
-//	meta     "layout" → "1" (the version of this layout); "fence" → the last fencing token (uint64, big-endian)
-//	conv     conversation id → version (uint64) | expiry (Unix ns, 0 for never) | the state as JSON
-//	expiry   expiry (Unix ns) | conversation id → "" (the sweeper's index)
-//	mids     conversation id → the memory ids the state lists (uvarint-length-prefixed)
+//	meta     "layout" → "2"; "fence" → the last fencing token (uint64)
+//	data     conversation id + 0x00 → the conversation's record: version (uint64) | expiry (Unix ns, 0 for never)
+//	           | the time of its expiry index entry (0 for none) | the memory ids the state lists | the state as JSON
+//	         memory id + 0x01 → the memory's messages: their number, then each one's length and bytes
+//	expiry   index time | conversation id → "" (the sweeper's index)
 //	lease    conversation id → token (uint64) | expiry (Unix ns) | owner
-//	mem      memory id → a bucket of the memory's messages: sequence number (uint64) → one message as JSON
 //
-// Integers are big-endian. The state's JSON records its own format
-// version ("format": 1); a file or a state of a format this package does
-// not know is refused rather than misread. A message is the JSON object
-// memory.MarshalMessages writes for it, so tool calls and tool results
-// survive losslessly. Keeping one key per message lets a memory change
-// (memory.IncrementalStore's Apply) touch only the messages it drops and
-// adds.
+// Integers are big-endian, lengths uvarints. The state's JSON records its
+// own format version ("format": 1); a file or a state of a format this
+// package does not know is refused rather than misread. A message is the
+// JSON object memory.MarshalMessages writes for it, so tool calls and tool
+// results survive losslessly. A memory id starts with its scope's id and a
+// conversation's id is its first scope's, so a conversation's record and
+// its first scope's memories sit side by side, usually in one page: a save
+// rewrites one page for both. The expiry index moves only when the expiry,
+// rounded up to a grain (an eighth of the TTL, at most a minute), does.
+//
+// A file of layout 1 (a bucket of messages per memory, records and memory
+// ids in buckets of their own) is upgraded by Open, in the transaction
+// that opens it.
 //
 // # Time to live
 //
@@ -66,6 +72,7 @@
 package boltstore
 
 import (
+	"bytes"
 	"context"
 	"encoding/binary"
 	"errors"
@@ -112,6 +119,7 @@ type Store struct {
 	db      *bolt.DB
 	commits *committer // nil with Options.NoGroupCommit
 	ttl     time.Duration
+	grain   time.Duration // of the expiry index; see expiry
 	log     *slog.Logger
 	stage   durable.Stager
 
@@ -125,18 +133,23 @@ var _ chatstore.ConversationStore = (*Store)(nil)
 
 var (
 	bucketMeta   = []byte("meta")
-	bucketConv   = []byte("conv")
+	bucketData   = []byte("data")
 	bucketExpiry = []byte("expiry")
-	bucketMids   = []byte("mids")
 	bucketLease  = []byte("lease")
-	bucketMem    = []byte("mem")
 
 	keyLayout = []byte("layout")
 	keyFence  = []byte("fence")
 )
 
+// pageSize is the page size of a new file (a file keeps the size it was
+// created with). Concurrent saves of many conversations dirty most pages
+// of the data bucket in each group transaction; pages of 16 KiB hold a
+// conversation's record and lists whole, which halves the pages a save
+// writes and the page buffers bbolt allocates for pages that overflow.
+const pageSize = 16 << 10
+
 // layoutVersion is the version of the file's layout, in meta/layout.
-const layoutVersion = "1"
+const layoutVersion = "2"
 
 // Open opens the store in the file at path, creating it (mode 0600) if
 // needed. It fails when another process has the file open.
@@ -157,18 +170,28 @@ func Open(path string, opts *Options) (*Store, error) {
 	if o.Logger == nil {
 		o.Logger = slog.Default()
 	}
-	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: o.OpenTimeout})
+	db, err := bolt.Open(path, 0o600, &bolt.Options{
+		Timeout:  o.OpenTimeout,
+		PageSize: pageSize,
+		// Not writing the free page list on every commit saves a page
+		// write and its share of the fsync on each; Open then finds the
+		// free pages by walking the file (as etcd does), and the map
+		// keeps allocation cheap in a fragmented file.
+		NoFreelistSync: true,
+		FreelistType:   bolt.FreelistMapType,
+	})
 	if errors.Is(err, berrors.ErrTimeout) {
 		return nil, fmt.Errorf("boltstore: %s is open in another process (a bbolt file serves one process; several need a shared store such as redisstore): %w", path, err)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("boltstore: opening %s: %w", path, err)
 	}
-	if err := db.Update(initialise); err != nil {
+	grain := expiryGrain(o.TTL)
+	if err := db.Update(func(tx *bolt.Tx) error { return initialise(tx, grain) }); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("boltstore: %s: %w", path, err)
 	}
-	s := &Store{db: db, ttl: o.TTL, log: o.Logger, stop: make(chan struct{})}
+	s := &Store{db: db, ttl: o.TTL, grain: grain, log: o.Logger, stop: make(chan struct{})}
 	if !o.NoGroupCommit {
 		s.commits = newCommitter(db)
 	}
@@ -178,9 +201,9 @@ func Open(path string, opts *Options) (*Store, error) {
 	return s, nil
 }
 
-// initialise creates the buckets, checks the layout, and ends the leases
-// of the process that had the file before.
-func initialise(tx *bolt.Tx) error {
+// initialise creates the buckets, checks the layout (upgrading a file of
+// layout 1), and ends the leases of the process that had the file before.
+func initialise(tx *bolt.Tx, grain time.Duration) error {
 	meta, err := tx.CreateBucketIfNotExists(bucketMeta)
 	if err != nil {
 		return err
@@ -190,13 +213,17 @@ func initialise(tx *bolt.Tx) error {
 		if err := meta.Put(keyLayout, []byte(layoutVersion)); err != nil {
 			return err
 		}
+	case string(v) == "1":
+		if err := upgrade1(tx, meta, grain); err != nil {
+			return fmt.Errorf("upgrading the file from layout 1 to %s: %w", layoutVersion, err)
+		}
 	case string(v) != layoutVersion:
 		return fmt.Errorf("file layout %q is not %q (written by another version of chatgen?)", v, layoutVersion)
 	}
 	if err := tx.DeleteBucket(bucketLease); err != nil && !errors.Is(err, berrors.ErrBucketNotFound) {
 		return err
 	}
-	for _, name := range [][]byte{bucketConv, bucketExpiry, bucketMids, bucketLease, bucketMem} {
+	for _, name := range [][]byte{bucketData, bucketExpiry, bucketLease} {
 		if _, err := tx.CreateBucketIfNotExists(name); err != nil {
 			return err
 		}
@@ -220,11 +247,11 @@ func (s *Store) Close() error {
 // update runs fn in a read-write transaction: with group commit, one
 // shared with the writes made meanwhile, so fn must be repeatable (see
 // committer).
-func (s *Store) update(fn func(*bolt.Tx) error) error {
+func (s *Store) update(fn func(*bolt.Tx, *arena) error) error {
 	if s.commits != nil {
 		return s.commits.update(fn)
 	}
-	return s.db.Update(fn)
+	return s.db.Update(func(tx *bolt.Tx) error { return fn(tx, nil) })
 }
 
 // Path returns the path of the store's file.
@@ -232,26 +259,34 @@ func (s *Store) Path() string { return s.db.Path() }
 
 func u64(v uint64) []byte { return binary.BigEndian.AppendUint64(nil, v) }
 
-// expiresAt returns the expiry of a conversation saved at now, 0 for never.
-func (s *Store) expiresAt(now time.Time) uint64 {
+// expiry returns the expiry of a conversation saved at now, and the time
+// of its entry in the expiry index: the expiry rounded up to the store's
+// grain, so that the saves of a conversation within one grain share one
+// entry and leave the index as it is. Both are 0 for never.
+func (s *Store) expiry(now time.Time) (exp, indexed uint64) {
 	if s.ttl <= 0 {
-		return 0
+		return 0, 0
 	}
-	return uint64(now.Add(s.ttl).UnixNano())
+	exp = uint64(now.Add(s.ttl).UnixNano())
+	return exp, indexTime(exp, s.grain)
+}
+
+// indexTime returns the time of the expiry index entry of an expiry: the
+// expiry rounded up to grain; 0 for never.
+func indexTime(exp uint64, grain time.Duration) uint64 {
+	g := uint64(grain)
+	return (exp + g - 1) / g * g
+}
+
+// expiryGrain is the grain of the expiry index for a time to live: an
+// eighth of it, at most a minute. The sweeper finds a conversation at the
+// first sweep after its expiry rounded up to the grain.
+func expiryGrain(ttl time.Duration) time.Duration {
+	return max(min(ttl/8, time.Minute), 1)
 }
 
 func expired(exp uint64, now time.Time) bool {
 	return exp != 0 && exp <= uint64(now.UnixNano())
-}
-
-// A conv record: version, expiry, state JSON.
-const convHeader = 16
-
-func parseConv(v []byte) (version, exp uint64, state []byte, err error) {
-	if len(v) < convHeader {
-		return 0, 0, nil, fmt.Errorf("%w: a record of %d bytes", chatstore.ErrCorruptState, len(v))
-	}
-	return binary.BigEndian.Uint64(v), binary.BigEndian.Uint64(v[8:]), v[convHeader:], nil
 }
 
 // Load implements [chatstore.ConversationStore].
@@ -261,21 +296,21 @@ func (s *Store) Load(ctx context.Context, id string) (*chatstore.ConversationSta
 	}
 	var st *chatstore.ConversationState
 	err := s.db.View(func(tx *bolt.Tx) error {
-		v := tx.Bucket(bucketConv).Get([]byte(id))
+		v := tx.Bucket(bucketData).Get(recKey(id))
 		if v == nil {
 			return fmt.Errorf("boltstore: conversation %q: %w", id, chatstore.ErrConversationNotFound)
 		}
-		version, exp, data, err := parseConv(v)
+		r, err := parseConv(v)
 		if err != nil {
 			return fmt.Errorf("boltstore: conversation %q: %w", id, err)
 		}
-		if expired(exp, time.Now()) {
+		if expired(r.exp, time.Now()) {
 			return fmt.Errorf("boltstore: conversation %q expired: %w", id, chatstore.ErrConversationNotFound)
 		}
-		if st, err = durable.DecodeState(data); err != nil {
+		if st, err = durable.DecodeState(r.state); err != nil {
 			return fmt.Errorf("boltstore: conversation %q: %w", id, err)
 		}
-		st.Version = version
+		st.Version = r.version
 		return nil
 	})
 	if err != nil {
@@ -293,79 +328,77 @@ func (s *Store) Save(ctx context.Context, st *chatstore.ConversationState, lease
 		return errors.New("boltstore: saving a conversation without an id")
 	}
 	next := st.Version + 1
-	data, err := durable.EncodeState(st, next)
+	// The state is copied into the record the transaction puts: its
+	// encoding is garbage after the save, and goes back to the pool.
+	buf := stateBufs.Get().(*[]byte)
+	data, err := durable.AppendState((*buf)[:0], st, next)
+	defer func() {
+		if cap(data) <= maxPooledState {
+			*buf = data[:0]
+			stateBufs.Put(buf)
+		}
+	}()
 	if err != nil {
 		return fmt.Errorf("boltstore: %w", err)
 	}
 	mids := durable.MemoryIDs(st)
+	enc := encodeMids(mids)
 	writes, err := batchWrites(b)
 	if err != nil {
 		return fmt.Errorf("boltstore: saving conversation %q: %w", st.ID, err)
 	}
-	id := []byte(st.ID)
-	err = s.update(func(tx *bolt.Tx) error {
+	id, key := []byte(st.ID), recKey(st.ID)
+	err = s.update(func(tx *bolt.Tx, a *arena) error {
 		now := time.Now()
 		if err := checkLease(tx, st.ID, lease); err != nil {
 			return err
 		}
-		convs := tx.Bucket(bucketConv)
-		var stored uint64
+		bucket := tx.Bucket(bucketData)
+		var old convRecord
 		exists := false
-		if v := convs.Get(id); v != nil {
-			version, exp, _, err := parseConv(v)
-			if err != nil {
+		if v := bucket.Get(key); v != nil {
+			var err error
+			if old, err = parseConv(v); err != nil {
 				return err
 			}
-			if expired(exp, now) {
+			if expired(old.exp, now) {
 				if err := purge(tx, id); err != nil { // as the sweeper would have
 					return err
 				}
+				old = convRecord{}
 			} else {
-				stored, exists = version, true
+				exists = true
 			}
 		}
 		switch {
-		case stored == st.Version:
+		case old.version == st.Version: // 0 for a new conversation
 		case !exists:
 			return fmt.Errorf("%w: conversation %q is at version %d: %w", chatstore.ErrVersionConflict, st.ID, st.Version, chatstore.ErrConversationNotFound)
 		default:
-			return fmt.Errorf("%w: conversation %q is at version %d, the save is from version %d", chatstore.ErrVersionConflict, st.ID, stored, st.Version)
+			return fmt.Errorf("%w: conversation %q is at version %d, the save is from version %d", chatstore.ErrVersionConflict, st.ID, old.version, st.Version)
 		}
 		for _, w := range writes {
-			if err := w.apply(tx); err != nil {
+			if err := w.apply(tx, a); err != nil {
 				return err
 			}
 		}
-		old, err := readMids(tx, id)
-		if err != nil {
+		if !bytes.Equal(old.mids, enc) { // most saves list the same memories
+			prev, err := decodeMids(old.mids)
+			if err != nil {
+				return err
+			}
+			for _, mid := range durable.Dropped(prev, mids) {
+				if err := deleteMem(tx, mid); err != nil {
+					return err
+				}
+			}
+		}
+		rec := convRecord{version: next, mids: enc, state: data}
+		rec.exp, rec.indexed = s.expiry(now)
+		if err := reindex(tx, id, old.indexed, rec.indexed); err != nil {
 			return err
 		}
-		for _, mid := range durable.Dropped(old, mids) {
-			if err := deleteMem(tx, mid); err != nil {
-				return err
-			}
-		}
-		if !slices.Equal(old, mids) { // most saves list the same memories
-			if err := writeMids(tx, id, mids); err != nil {
-				return err
-			}
-		}
-		if exists {
-			if err := unindexExpiry(tx, id, convs.Get(id)); err != nil {
-				return err
-			}
-		}
-		exp := s.expiresAt(now)
-		rec := make([]byte, convHeader, convHeader+len(data))
-		binary.BigEndian.PutUint64(rec, next)
-		binary.BigEndian.PutUint64(rec[8:], exp)
-		if err := convs.Put(id, append(rec, data...)); err != nil {
-			return err
-		}
-		if exp != 0 {
-			return tx.Bucket(bucketExpiry).Put(append(u64(exp), id...), nil)
-		}
-		return nil
+		return bucket.Put(key, rec.bytes(a))
 	})
 	if err != nil {
 		return wrapErr("saving conversation", st.ID, err)
@@ -373,6 +406,12 @@ func (s *Store) Save(ctx context.Context, st *chatstore.ConversationState, lease
 	st.Version = next
 	return nil
 }
+
+// stateBufs pools the buffers Save encodes states in, up to
+// maxPooledState bytes.
+var stateBufs = sync.Pool{New: func() any { b := make([]byte, 0, 1024); return &b }}
+
+const maxPooledState = 64 << 10
 
 // wrapErr prefixes err with the package and what failed, once.
 func wrapErr(what, id string, err error) error {
@@ -405,21 +444,22 @@ func batchWrites(b *chatstore.Batch) ([]memWrite, error) {
 	return writes, err
 }
 
-func (w memWrite) apply(tx *bolt.Tx) error {
+func (w memWrite) apply(tx *bolt.Tx, a *arena) error {
 	switch {
 	case w.st == nil:
 		return deleteMem(tx, w.id)
 	case w.st.Replace:
-		return replaceMem(tx, w.id, w.st.List)
+		return replaceMem(tx, a, w.id, w.st.List)
 	}
-	n, err := memLen(tx, w.id)
+	v := memValue(tx, w.id)
+	n, err := listLen(w.id, v)
 	if err != nil {
 		return err
 	}
 	if err := w.st.Check(w.id, n); err != nil {
 		return err
 	}
-	return editMem(tx, w.id, w.st.Drop, w.st.Head, w.st.Tail)
+	return editList(tx, a, w.id, v, w.st.Drop, w.st.Head, w.st.Tail)
 }
 
 func checkLease(tx *bolt.Tx, id string, lease chatstore.Lease) error {
@@ -437,63 +477,32 @@ func checkLease(tx *bolt.Tx, id string, lease chatstore.Lease) error {
 	return fmt.Errorf("%w: %q's lease with token %d is not the current one", chatstore.ErrLeaseLost, lease.Owner, lease.Token)
 }
 
-// purge deletes the conversation id and everything that goes with it.
+// purge deletes the conversation id and everything that goes with it. A
+// record too corrupt to list its memories and index entry is deleted all
+// the same, with its lease: what it listed can no longer be known, and the
+// sweeper drops an index entry whose record is gone.
 func purge(tx *bolt.Tx, id []byte) error {
-	mids, err := readMids(tx, id)
-	if err != nil {
+	data, key := tx.Bucket(bucketData), recKey(string(id))
+	if v := data.Get(key); v != nil {
+		if r, err := parseConv(v); err == nil {
+			mids, err := decodeMids(r.mids)
+			if err != nil {
+				return err
+			}
+			for _, mid := range mids {
+				if err := deleteMem(tx, mid); err != nil {
+					return err
+				}
+			}
+			if err := reindex(tx, id, r.indexed, 0); err != nil {
+				return err
+			}
+		}
+	}
+	if err := data.Delete(key); err != nil {
 		return err
 	}
-	for _, mid := range mids {
-		if err := deleteMem(tx, mid); err != nil {
-			return err
-		}
-	}
-	convs := tx.Bucket(bucketConv)
-	if v := convs.Get(id); v != nil {
-		if err := unindexExpiry(tx, id, v); err != nil {
-			return err
-		}
-	}
-	for _, name := range [][]byte{bucketConv, bucketMids, bucketLease} {
-		if err := tx.Bucket(name).Delete(id); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-func unindexExpiry(tx *bolt.Tx, id, rec []byte) error {
-	_, exp, _, err := parseConv(rec)
-	if err != nil || exp == 0 {
-		return err
-	}
-	return tx.Bucket(bucketExpiry).Delete(append(u64(exp), id...))
-}
-
-func readMids(tx *bolt.Tx, id []byte) ([]string, error) {
-	v := tx.Bucket(bucketMids).Get(id)
-	var mids []string
-	for len(v) > 0 {
-		n, k := binary.Uvarint(v)
-		if k <= 0 || n > uint64(len(v)-k) {
-			return nil, errors.New("corrupt memory id list")
-		}
-		mids = append(mids, string(v[k:k+int(n)]))
-		v = v[k+int(n):]
-	}
-	return mids, nil
-}
-
-func writeMids(tx *bolt.Tx, id []byte, mids []string) error {
-	if len(mids) == 0 {
-		return tx.Bucket(bucketMids).Delete(id)
-	}
-	var buf []byte
-	for _, m := range mids {
-		buf = binary.AppendUvarint(buf, uint64(len(m)))
-		buf = append(buf, m...)
-	}
-	return tx.Bucket(bucketMids).Put(id, buf)
+	return tx.Bucket(bucketLease).Delete(id)
 }
 
 // Delete implements [chatstore.ConversationStore].
@@ -501,7 +510,7 @@ func (s *Store) Delete(ctx context.Context, id string) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	if err := s.update(func(tx *bolt.Tx) error { return purge(tx, []byte(id)) }); err != nil {
+	if err := s.update(func(tx *bolt.Tx, _ *arena) error { return purge(tx, []byte(id)) }); err != nil {
 		return wrapErr("deleting conversation", id, err)
 	}
 	return nil
@@ -524,7 +533,7 @@ func (s *Store) Acquire(ctx context.Context, id, owner string, ttl time.Duration
 		return chatstore.Lease{}, fmt.Errorf("boltstore: acquiring conversation %q: a lease needs an owner and a positive time to live (got %q, %v)", id, owner, ttl)
 	}
 	var l chatstore.Lease
-	err := s.update(func(tx *bolt.Tx) error {
+	err := s.update(func(tx *bolt.Tx, _ *arena) error {
 		now := time.Now()
 		leases := tx.Bucket(bucketLease)
 		var token uint64
@@ -565,7 +574,7 @@ func (s *Store) Release(ctx context.Context, id string, lease chatstore.Lease) e
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	err := s.update(func(tx *bolt.Tx) error {
+	err := s.update(func(tx *bolt.Tx, _ *arena) error {
 		leases := tx.Bucket(bucketLease)
 		v := leases.Get([]byte(id))
 		if v == nil {
@@ -623,39 +632,58 @@ func (s *Store) Sweep() (int, error) {
 }
 
 func (s *Store) sweepOnce() (n int, more bool, err error) {
-	err = s.update(func(tx *bolt.Tx) error {
+	err = s.update(func(tx *bolt.Tx, _ *arena) error {
 		more = false // a repeated run starts again
-		now := uint64(time.Now().UnixNano())
-		c := tx.Bucket(bucketExpiry).Cursor()
-		var ids [][]byte
-		for k, _ := c.First(); len(k) >= 8 && binary.BigEndian.Uint64(k) <= now; k, _ = c.Next() {
-			if len(ids) == sweepBatch {
+		t := time.Now()
+		// An entry's time is its record's expiry rounded up to the
+		// grain (see Store.expiry): the records expired by now have
+		// entries up to a grain ahead.
+		until := uint64(t.Add(s.grain).UnixNano())
+		idx := tx.Bucket(bucketExpiry)
+		c := idx.Cursor()
+		var gone, stale [][]byte
+		for k, _ := c.First(); len(k) >= 8 && binary.BigEndian.Uint64(k) <= until; k, _ = c.Next() {
+			if len(gone)+len(stale) == sweepBatch {
 				more = true
 				break
 			}
-			ids = append(ids, slices.Clone(k[8:]))
+			// An entry that is not its record's (the record is gone or
+			// corrupt) is dropped alone.
+			id := k[8:]
+			r, err := parseConv(tx.Bucket(bucketData).Get(recKey(string(id))))
+			switch {
+			case err != nil || r.indexed != binary.BigEndian.Uint64(k):
+				stale = append(stale, slices.Clone(k))
+			case expired(r.exp, t):
+				gone = append(gone, slices.Clone(id))
+			}
 		}
-		for _, id := range ids {
+		for _, k := range stale {
+			if err := idx.Delete(k); err != nil {
+				return err
+			}
+		}
+		for _, id := range gone {
 			if err := purge(tx, id); err != nil {
 				return err
 			}
 		}
-		n = len(ids)
+		n = len(gone)
 		if more {
 			return nil
 		}
 		// Leases of conversations never saved (or gone) that expired a
 		// time to live ago.
-		cutoff := time.Now().Add(-s.ttl)
-		var stale [][]byte
-		convs := tx.Bucket(bucketConv)
+		cutoff := t.Add(-s.ttl)
+		var orphans [][]byte
+		data := tx.Bucket(bucketData)
 		lc := tx.Bucket(bucketLease).Cursor()
 		for k, v := lc.First(); k != nil; k, v = lc.Next() {
-			if _, exp, _, err := parseLease(v); err == nil && exp.Before(cutoff) && convs.Get(k) == nil {
-				stale = append(stale, slices.Clone(k))
+			if _, exp, _, err := parseLease(v); err == nil && exp.Before(cutoff) && data.Get(recKey(string(k))) == nil {
+				orphans = append(orphans, slices.Clone(k))
 			}
 		}
-		for _, k := range stale {
+		for _, k := range orphans {
 			if err := tx.Bucket(bucketLease).Delete(k); err != nil {
 				return err
 			}
@@ -668,8 +696,10 @@ func (s *Store) sweepOnce() (n int, more bool, err error) {
 // Memories is the memory.Store of the chat memories of a [Store]'s
 // conversations; [Store.Memories] returns it. (It is a value of its own
 // because chatstore.ConversationStore and memory.Store both have a Delete
-// method.) It is a [memory.IncrementalStore]: a change touches only the
-// messages it drops and adds.
+// method.) It is a [memory.IncrementalStore]: a change in a request is
+// staged as the messages it drops and adds, never reading the list (the
+// memory's [memory.Change.Len] stands for the length), and the save
+// rewrites the list's one value.
 //
 // A call whose context carries a [chatstore.Batch] (chatstore.WithBatch), as the
 // calls made in a request of a durable conversation do, stages its write
@@ -686,122 +716,6 @@ var _ memory.IncrementalStore = (*Memories)(nil)
 
 // Memories returns the memory store of the store's conversations.
 func (s *Store) Memories() *Memories { return &Memories{s} }
-
-// seqStart is the sequence number of the first message of a new list:
-// the middle of the range, so that lists grow both ways.
-const seqStart = 1 << 63
-
-func memBucket(tx *bolt.Tx, id string) *bolt.Bucket {
-	return tx.Bucket(bucketMem).Bucket([]byte(id))
-}
-
-func memElems(tx *bolt.Tx, id string) [][]byte {
-	b := memBucket(tx, id)
-	if b == nil {
-		return nil
-	}
-	var elems [][]byte
-	c := b.Cursor()
-	for k, v := c.First(); k != nil; k, v = c.Next() {
-		elems = append(elems, slices.Clone(v))
-	}
-	return elems
-}
-
-// memLen returns the length of the list of id from its first and last
-// keys: a list's sequence numbers are consecutive (replaceMem numbers it
-// from seqStart, editMem drops from the front and numbers what it adds
-// next to the ends).
-func memLen(tx *bolt.Tx, id string) (int, error) {
-	b := memBucket(tx, id)
-	if b == nil {
-		return 0, nil
-	}
-	c := b.Cursor()
-	first, _ := c.First()
-	if first == nil {
-		return 0, nil
-	}
-	last, _ := c.Last()
-	if len(first) != 8 || len(last) != 8 {
-		return 0, fmt.Errorf("%w: memory %q has a key of %d bytes", chatstore.ErrCorruptState, id, max(len(first), len(last)))
-	}
-	return int(binary.BigEndian.Uint64(last)-binary.BigEndian.Uint64(first)) + 1, nil
-}
-
-func deleteMem(tx *bolt.Tx, id string) error {
-	if err := tx.Bucket(bucketMem).DeleteBucket([]byte(id)); err != nil && !errors.Is(err, berrors.ErrBucketNotFound) {
-		return err
-	}
-	return nil
-}
-
-func replaceMem(tx *bolt.Tx, id string, elems [][]byte) error {
-	if err := deleteMem(tx, id); err != nil || len(elems) == 0 {
-		return err
-	}
-	b, err := tx.Bucket(bucketMem).CreateBucket([]byte(id))
-	if err != nil {
-		return err
-	}
-	b.FillPercent = 1 // keys only grow at the ends
-	for i, e := range elems {
-		if err := b.Put(u64(seqStart+uint64(i)), e); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// editMem drops drop messages from the front of the list of id, puts head
-// in front and appends tail; the caller checked that the list has at least
-// drop messages.
-func editMem(tx *bolt.Tx, id string, drop int, head, tail [][]byte) error {
-	if drop == 0 && len(head) == 0 && len(tail) == 0 {
-		return nil
-	}
-	b := memBucket(tx, id)
-	if b == nil {
-		if drop > 0 {
-			return fmt.Errorf("memory: change of %q drops %d of 0 messages", id, drop)
-		}
-		return replaceMem(tx, id, slices.Concat(head, tail))
-	}
-	b.FillPercent = 1
-	c := b.Cursor()
-	var dropped [][]byte
-	for k, _ := c.First(); k != nil && len(dropped) < drop; k, _ = c.Next() {
-		dropped = append(dropped, slices.Clone(k))
-	}
-	if len(dropped) < drop {
-		return fmt.Errorf("memory: change of %q drops %d of %d messages", id, drop, len(dropped))
-	}
-	for _, k := range dropped {
-		if err := b.Delete(k); err != nil {
-			return err
-		}
-	}
-	first, last := uint64(seqStart), uint64(seqStart-1)
-	if k, _ := c.First(); k != nil {
-		first = binary.BigEndian.Uint64(k)
-		k, _ = c.Last()
-		last = binary.BigEndian.Uint64(k)
-	}
-	for i, e := range head {
-		if err := b.Put(u64(first-uint64(len(head)-i)), e); err != nil {
-			return err
-		}
-	}
-	for i, e := range tail {
-		if err := b.Put(u64(last+1+uint64(i)), e); err != nil {
-			return err
-		}
-	}
-	if k, _ := c.First(); k == nil {
-		return deleteMem(tx, id)
-	}
-	return nil
-}
 
 // base reads the stored memories for the stager.
 type base struct{ s *Store }
@@ -820,9 +734,9 @@ func (b base) StoredElems(ctx context.Context, id string) ([][]byte, error) {
 		return nil, err
 	}
 	var elems [][]byte
-	err := b.s.db.View(func(tx *bolt.Tx) error {
-		elems = memElems(tx, id)
-		return nil
+	err := b.s.db.View(func(tx *bolt.Tx) (err error) {
+		elems, err = memElems(tx, id)
+		return err
 	})
 	return elems, err
 }
@@ -859,7 +773,7 @@ func (m *Memories) Update(ctx context.Context, id string, msgs []llms.MessageCon
 		s.stage.Update(b, id, elems)
 		return nil
 	}
-	if err := s.update(func(tx *bolt.Tx) error { return replaceMem(tx, id, elems) }); err != nil {
+	if err := s.update(func(tx *bolt.Tx, a *arena) error { return replaceMem(tx, a, id, elems) }); err != nil {
 		return fmt.Errorf("boltstore: updating memory %q: %w", id, err)
 	}
 	return nil
@@ -876,15 +790,16 @@ func (m *Memories) Delete(ctx context.Context, id string) error {
 		s.stage.Delete(b, id)
 		return nil
 	}
-	if err := s.update(func(tx *bolt.Tx) error { return deleteMem(tx, id) }); err != nil {
+	if err := s.update(func(tx *bolt.Tx, _ *arena) error { return deleteMem(tx, id) }); err != nil {
 		return fmt.Errorf("boltstore: deleting memory %q: %w", id, err)
 	}
 	return nil
 }
 
-// Apply implements [memory.IncrementalStore]: it touches only the messages
-// the change drops and adds. With a [chatstore.Batch] in ctx, the change is
-// staged in the batch, for [Store.Save] to commit.
+// Apply implements [memory.IncrementalStore]. With a [chatstore.Batch] in
+// ctx, the change is staged in the batch as the messages it drops and
+// adds, for [Store.Save] to commit; else the list's value is rewritten at
+// once.
 func (m *Memories) Apply(ctx context.Context, id string, c memory.Change) error {
 	s := m.s
 	head, tail, err := durable.EncodeChange(ctx, id, c)
@@ -892,12 +807,12 @@ func (m *Memories) Apply(ctx context.Context, id string, c memory.Change) error 
 		return fmt.Errorf("boltstore: %w", err)
 	}
 	if b := chatstore.BatchFrom(ctx); b != nil {
-		if err := s.stage.Apply(ctx, b, base{s}, id, c.Drop, head, tail); err != nil {
+		if err := s.stage.Apply(ctx, b, base{s}, id, c.Len, c.Drop, head, tail); err != nil {
 			return fmt.Errorf("boltstore: %w", err)
 		}
 		return nil
 	}
-	if err := s.update(func(tx *bolt.Tx) error { return editMem(tx, id, c.Drop, head, tail) }); err != nil {
+	if err := s.update(func(tx *bolt.Tx, a *arena) error { return editMem(tx, a, id, c.Drop, head, tail) }); err != nil {
 		return fmt.Errorf("boltstore: %w", err)
 	}
 	return nil
@@ -912,8 +827,10 @@ func (m *Memories) IDs(ctx context.Context) ([]string, error) {
 	}
 	var ids []string
 	err := s.db.View(func(tx *bolt.Tx) error {
-		return tx.Bucket(bucketMem).ForEach(func(k, _ []byte) error {
-			ids = append(ids, string(k))
+		return tx.Bucket(bucketData).ForEach(func(k, _ []byte) error {
+			if n := len(k) - 1; n >= 0 && k[n] == kindList {
+				ids = append(ids, string(k[:n]))
+			}
 			return nil
 		})
 	})

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	bolt "go.etcd.io/bbolt"
 	berrors "go.etcd.io/bbolt/errors"
@@ -42,11 +43,14 @@ type committer struct {
 	done chan struct{} // closed when run returns
 
 	txs atomic.Uint64 // transactions committed (read by the tests)
+
+	buf   arena     // the buffers of the transaction running (run's alone)
+	spare sync.Pool // of *write
 }
 
 // A write is one caller's transaction function and its result.
 type write struct {
-	fn  func(*bolt.Tx) error
+	fn  func(*bolt.Tx, *arena) error
 	err chan error // capacity 1
 }
 
@@ -61,8 +65,12 @@ func newCommitter(db *bolt.DB) *committer {
 // arrive meanwhile, and returns once it is committed (and synced) or
 // failed. After close it fails with bbolt's ErrDatabaseNotOpen, as
 // DB.Update does on a closed file.
-func (g *committer) update(fn func(*bolt.Tx) error) error {
-	w := &write{fn: fn, err: make(chan error, 1)}
+func (g *committer) update(fn func(*bolt.Tx, *arena) error) error {
+	w, _ := g.spare.Get().(*write)
+	if w == nil {
+		w = &write{err: make(chan error, 1)}
+	}
+	w.fn = fn
 	g.mu.Lock()
 	if g.closed {
 		g.mu.Unlock()
@@ -74,7 +82,10 @@ func (g *committer) update(fn func(*bolt.Tx) error) error {
 	case g.wake <- struct{}{}:
 	default: // already woken
 	}
-	return <-w.err
+	err := <-w.err
+	w.fn = nil
+	g.spare.Put(w)
+	return err
 }
 
 // close commits the writes queued and stops the committer. Later updates
@@ -92,9 +103,13 @@ func (g *committer) close() {
 
 func (g *committer) run() {
 	defer close(g.done)
+	last, took := 0, time.Duration(0)
 	for {
 		<-g.wake
 		for {
+			if last >= gatherFrom {
+				g.gather(last, took)
+			}
 			g.mu.Lock()
 			group, closed := g.queue, g.closed
 			if len(group) > maxGroup {
@@ -109,8 +124,31 @@ func (g *committer) run() {
 				}
 				break
 			}
+			start := time.Now()
 			g.commit(group)
+			last, took = len(group), time.Since(start)
 		}
+	}
+}
+
+// gatherFrom is the size of a group from which the committer lets the
+// next one gather (see gather).
+const gatherFrom = 8
+
+// gather waits, after a group of last writes that took took to commit,
+// for the next group to reach half that size, at most a quarter of took
+// (and 2 ms): under load, a commit rewrites about the same pages however
+// many writes share it, so a larger group costs each write less.
+func (g *committer) gather(last int, took time.Duration) {
+	deadline := time.Now().Add(min(took/4, 2*time.Millisecond))
+	for {
+		g.mu.Lock()
+		n, closed := len(g.queue), g.closed
+		g.mu.Unlock()
+		if n >= last/2 || closed || !time.Now().Before(deadline) {
+			return
+		}
+		time.Sleep(100 * time.Microsecond)
 	}
 }
 
@@ -120,8 +158,9 @@ func (g *committer) commit(group []*write) {
 	for len(group) > 0 {
 		failed := -1
 		err := g.db.Update(func(tx *bolt.Tx) error {
+			g.buf.reset()
 			for i, w := range group {
-				if err := safely(w.fn, tx); err != nil {
+				if err := safely(w.fn, tx, &g.buf); err != nil {
 					failed = i
 					return err
 				}
@@ -141,7 +180,10 @@ func (g *committer) commit(group []*write) {
 		group = slices.Delete(group, failed, failed+1)
 	}
 	for _, w := range alone {
-		err := g.db.Update(func(tx *bolt.Tx) error { return safely(w.fn, tx) })
+		err := g.db.Update(func(tx *bolt.Tx) error {
+			g.buf.reset()
+			return safely(w.fn, tx, &g.buf)
+		})
 		if err == nil {
 			g.txs.Add(1)
 		}
@@ -152,11 +194,11 @@ func (g *committer) commit(group []*write) {
 // safely runs fn, turning a panic into an error: a panic in one write must
 // not stop the committer, and so every write after it (DB.Batch does the
 // same).
-func safely(fn func(*bolt.Tx) error, tx *bolt.Tx) (err error) {
+func safely(fn func(*bolt.Tx, *arena) error, tx *bolt.Tx, a *arena) (err error) {
 	defer func() {
 		if p := recover(); p != nil {
 			err = fmt.Errorf("boltstore: a write panicked: %v", p)
 		}
 	}()
-	return fn(tx)
+	return fn(tx, a)
 }

@@ -73,7 +73,7 @@ func TestGroupCommitOneTransaction(t *testing.T) {
 	entered, release := make(chan struct{}), make(chan struct{})
 	holding := make(chan error, 1)
 	go func() {
-		holding <- s.commits.update(func(*bolt.Tx) error {
+		holding <- s.commits.update(func(*bolt.Tx, *arena) error {
 			close(entered)
 			<-release
 			return nil
@@ -103,7 +103,7 @@ func TestGroupCommitOneTransaction(t *testing.T) {
 	boom := errors.New("boom")
 	var failRuns atomic.Int32
 	wg.Go(func() {
-		failErr = s.commits.update(func(tx *bolt.Tx) error {
+		failErr = s.commits.update(func(tx *bolt.Tx, _ *arena) error {
 			failRuns.Add(1)
 			if err := tx.Bucket(bucketMeta).Put([]byte("written by a failed write"), []byte("x")); err != nil {
 				return err
@@ -194,7 +194,7 @@ func TestPanickingWrite(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	err = s.commits.update(func(*bolt.Tx) error { panic("a bug") })
+	err = s.commits.update(func(*bolt.Tx, *arena) error { panic("a bug") })
 	if err == nil || !strings.Contains(err.Error(), "a bug") {
 		t.Fatalf("panicking write = %v, want an error saying it panicked", err)
 	}

@@ -589,7 +589,13 @@ func (c *compressing) write(ctx context.Context, sys *llms.MessageContent, sysCh
 	if c.inc == nil {
 		return c.store.Update(ctx, c.id, c.list(sys, summ, drop, tail))
 	}
-	ch := Change{Drop: drop, Tail: tail}
+	ch := Change{Drop: drop, Tail: tail, Len: c.meta.len()}
+	if c.sys != nil {
+		ch.Len++
+	}
+	if c.summ != nil {
+		ch.Len++
+	}
 	if sysChanged || summChanged || drop > 0 {
 		// Drop counts from the front: rewrite the system message and the
 		// summary.

@@ -57,6 +57,15 @@ type Change struct {
 	Drop int                   // how many messages to remove from the front
 	Head []llms.MessageContent // messages to put in front after dropping
 	Tail []llms.MessageContent // messages to append at the end
+	// Len, when positive, is the length of the list the change was made
+	// against, as the memory making it knows the list: read when it was
+	// loaded and kept since by its own writes. 0 means unknown. A store
+	// may take Len for the list's length instead of reading it, provided
+	// the change then fails, changing nothing, when the list's length is
+	// another (a store that stages writes fails the commit); a store may
+	// also ignore it. [Window], [TokenWindow] and [Compressing] memories
+	// set it.
+	Len int
 }
 
 // InMemoryStore is the default [Store]: message lists in a map, in this

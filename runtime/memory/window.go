@@ -409,7 +409,10 @@ func (w *window) write(ctx context.Context, sys *llms.MessageContent, sysChanged
 		list = append(list, tail...)
 		return w.store.Update(ctx, w.id, list)
 	}
-	c := Change{Drop: drop, Tail: tail}
+	c := Change{Drop: drop, Tail: tail, Len: w.meta.len()}
+	if w.sys != nil {
+		c.Len++
+	}
 	keep := 0
 	switch {
 	case sysChanged:

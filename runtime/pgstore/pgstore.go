@@ -462,7 +462,7 @@ func (m *Memories) Apply(ctx context.Context, id string, c memory.Change) error 
 		return fmt.Errorf("pgstore: %w", err)
 	}
 	if b := chatstore.BatchFrom(ctx); b != nil {
-		if err := m.s.stage.Apply(ctx, b, base{m.s}, id, c.Drop, head, tail); err != nil {
+		if err := m.s.stage.Apply(ctx, b, base{m.s}, id, c.Len, c.Drop, head, tail); err != nil {
 			return fmt.Errorf("pgstore: %w", err)
 		}
 		return nil

@@ -543,7 +543,7 @@ func (m *Memories) Apply(ctx context.Context, id string, c memory.Change) error 
 		return fmt.Errorf("redisstore: %w", err)
 	}
 	if b := chatstore.BatchFrom(ctx); b != nil {
-		if err := m.s.stage.Apply(ctx, b, base{m.s}, id, c.Drop, head, tail); err != nil {
+		if err := m.s.stage.Apply(ctx, b, base{m.s}, id, c.Len, c.Drop, head, tail); err != nil {
 			return fmt.Errorf("redisstore: %w", err)
 		}
 		return nil

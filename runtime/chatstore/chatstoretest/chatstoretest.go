@@ -68,6 +68,7 @@ func Run(t *testing.T, newStore func(t *testing.T) Store) {
 		{"DroppedMemories", testDroppedMemories},
 		{"BatchAtomic", testBatchAtomic},
 		{"BatchReadYourWrites", testBatchReadYourWrites},
+		{"BatchKnownLength", testBatchKnownLength},
 		{"BatchModel", testBatchModel},
 		{"NoAliasing", testNoAliasing},
 		{"ConcurrentSavers", testConcurrentSavers},
@@ -708,6 +709,52 @@ func testBatchReadYourWrites(t *testing.T, x Store) {
 // testBatchModel runs turns of random memory changes staged in a batch
 // and committed by a save, checked against a model before and after each
 // save, through the batch and directly.
+// testBatchKnownLength stages changes that tell the list's length
+// (memory.Change.Len) instead of leaving the store to read it: one made
+// against the length the list has commits; one made against another
+// length fails the save with ErrVersionConflict, changing nothing, even
+// when the list holds enough messages for its drop.
+func testBatchKnownLength(t *testing.T, x Store) {
+	is, ok := x.Memories.(memory.IncrementalStore)
+	if !ok {
+		t.Skip("the memory store is not a memory.IncrementalStore")
+	}
+	s := x.Conversations
+	ctx := t.Context()
+	st, l := create(t, s, "c")
+	mid := st.Scopes[0].Memories[0]
+	updateMem(t, ctx, is, mid, msgs("1", "2", "3"))
+
+	b := chatstore.NewBatch()
+	bctx := chatstore.WithBatch(ctx, b)
+	if err := is.Apply(bctx, mid, memory.Change{Drop: 1, Tail: msgs("4"), Len: 3}); err != nil {
+		t.Fatal(err)
+	}
+	// A second change in the batch: Len counts what the batch leaves.
+	if err := is.Apply(bctx, mid, memory.Change{Drop: 2, Tail: msgs("5"), Len: 3}); err != nil {
+		t.Fatal(err)
+	}
+	requireMem(t, "in the batch", bctx, is, mid, msgs("4", "5"))
+	save(t, s, st, l, b)
+	requireMem(t, "after the save", ctx, is, mid, msgs("4", "5"))
+
+	b = chatstore.NewBatch()
+	bctx = chatstore.WithBatch(ctx, b)
+	if err := is.Apply(bctx, mid, memory.Change{Drop: 1, Tail: msgs("6"), Len: 5}); err != nil {
+		t.Fatal(err)
+	}
+	st.Used = st.Used.Add(time.Minute)
+	err := s.Save(ctx, st, l, b)
+	if !errors.Is(err, chatstore.ErrVersionConflict) {
+		t.Fatalf("Save of a change made against 5 messages, of a list of 2 = %v, want ErrVersionConflict", err)
+	}
+	requireMem(t, "after the failed save", ctx, is, mid, msgs("4", "5"))
+	got := load(t, s, "c")
+	if got.Version != st.Version {
+		t.Fatalf("after the failed save, the conversation is at version %d, want %d", got.Version, st.Version)
+	}
+}
+
 func testBatchModel(t *testing.T, x Store) {
 	s := x.Conversations
 	ctx := t.Context()

@@ -262,11 +262,14 @@ func put(b *chatstore.Batch, id string, st *Staged) {
 }
 
 // Apply stages a memory.Change of the list of id: drop messages from its
-// front, put head in front of what remains, append tail. It reads the
-// stored list's length only when the change drops messages the batch has
-// not put there itself, and fails, staging nothing, when drop is negative
-// or greater than the list's length.
-func (s *Stager) Apply(ctx context.Context, b *chatstore.Batch, base Base, id string, drop int, head, tail [][]byte) error {
+// front, put head in front of what remains, append tail. seen is the
+// change's Len: the list's length as its memory knows it, through the
+// batch (0 for unknown). When the change drops messages the batch has not
+// put there itself, the stored list's length is needed: Apply takes it
+// from seen, which the save then checks as it checks a length it read, or
+// else reads it. It fails, staging nothing, when drop is negative or
+// greater than the list's length.
+func (s *Stager) Apply(ctx context.Context, b *chatstore.Batch, base Base, id string, seen, drop int, head, tail [][]byte) error {
 	if drop < 0 {
 		return fmt.Errorf("memory: change of %q drops %d messages", id, drop)
 	}
@@ -295,9 +298,13 @@ func (s *Stager) Apply(ctx context.Context, b *chatstore.Batch, base Base, id st
 		st.Head = st.Head[drop:]
 	} else {
 		if st.BaseLen < 0 {
-			n, err := base.StoredLen(ctx, id)
-			if err != nil {
-				return err
+			// What the batch leaves is st.Head ++ stored[st.Drop:] ++ st.Tail.
+			n := seen - len(st.Head) - len(st.Tail) + st.Drop
+			if seen <= 0 {
+				var err error
+				if n, err = base.StoredLen(ctx, id); err != nil {
+					return err
+				}
 			}
 			if n < st.Drop {
 				return fmt.Errorf("%w: memory %q holds %d messages, the change needs at least %d", ErrChanged, id, n, st.Drop)

@@ -42,6 +42,22 @@ type scopeJSON struct {
 
 // EncodeState encodes st as JSON, with version in place of st.Version.
 func EncodeState(st *chatstore.ConversationState, version uint64) ([]byte, error) {
+	return AppendState(make([]byte, 0, 512), st, version)
+}
+
+// AppendState appends the encoding of EncodeState to dst.
+func AppendState(dst []byte, st *chatstore.ConversationState, version uint64) ([]byte, error) {
+	if data, ok := appendState(dst, st, version); ok {
+		return data, nil
+	}
+	data, err := marshalState(st, version)
+	return append(dst, data...), err
+}
+
+// marshalState is EncodeState through encoding/json: the reference
+// appendState is checked against (FuzzEncodeState), and the way to the
+// error json.Marshal gives for what appendState refuses.
+func marshalState(st *chatstore.ConversationState, version uint64) ([]byte, error) {
 	j := stateJSON{
 		Format:          FormatVersion,
 		ID:              st.ID,

@@ -1,0 +1,145 @@
+package boltstore
+
+import (
+	"encoding/binary"
+	"fmt"
+
+	"github.com/chatscopes/chatgen/runtime/chatstore"
+	bolt "go.etcd.io/bbolt"
+)
+
+// A memory's list is one value of the data bucket: the number of
+// messages, then each message's length and bytes (uvarints). A save
+// rewrites the value of each memory the turn changed: one key, usually in
+// the page of the conversation's record (see dataKey), where a bucket per
+// memory cost pages of its own and a page of the parent for its new root.
+
+// memValue returns the stored value of memory id, nil if there is none.
+// It is valid for the transaction's life only.
+func memValue(tx *bolt.Tx, id string) []byte {
+	return tx.Bucket(bucketData).Get(listKey(id))
+}
+
+// listLen reads the number of messages of a list value.
+func listLen(id string, v []byte) (int, error) {
+	if v == nil {
+		return 0, nil
+	}
+	n, k := binary.Uvarint(v)
+	if k <= 0 || n > uint64(len(v)) {
+		return 0, fmt.Errorf("%w: memory %q: a list of %d bytes", chatstore.ErrCorruptState, id, len(v))
+	}
+	return int(n), nil
+}
+
+// listSkip returns the offset in v of message i (len(v) for i = count),
+// starting from off, the offset of message 0.
+func listSkip(id string, v []byte, off, i int) (int, error) {
+	for ; i > 0; i-- {
+		l, k := binary.Uvarint(v[off:])
+		if k <= 0 || l > uint64(len(v)-off-k) {
+			return 0, fmt.Errorf("%w: memory %q: a list of %d bytes", chatstore.ErrCorruptState, id, len(v))
+		}
+		off += k + int(l)
+	}
+	return off, nil
+}
+
+func appendList(buf []byte, elems [][]byte) []byte {
+	for _, e := range elems {
+		buf = binary.AppendUvarint(buf, uint64(len(e)))
+		buf = append(buf, e...)
+	}
+	return buf
+}
+
+func listSize(elems [][]byte) int {
+	n := 0
+	for _, e := range elems {
+		n += binary.MaxVarintLen64 + len(e)
+	}
+	return n
+}
+
+// memElems returns the messages of memory id, copied out of the file.
+func memElems(tx *bolt.Tx, id string) ([][]byte, error) {
+	v := memValue(tx, id)
+	n, err := listLen(id, v)
+	if err != nil || n == 0 {
+		return nil, err
+	}
+	v = append([]byte(nil), v...)
+	_, off := binary.Uvarint(v)
+	elems := make([][]byte, n)
+	for i := range elems {
+		end, err := listSkip(id, v, off, 1)
+		if err != nil {
+			return nil, err
+		}
+		_, k := binary.Uvarint(v[off:])
+		elems[i] = v[off+k : end : end]
+		off = end
+	}
+	if off != len(v) {
+		return nil, fmt.Errorf("%w: memory %q: %d bytes after its %d messages", chatstore.ErrCorruptState, id, len(v)-off, n)
+	}
+	return elems, nil
+}
+
+// memLen returns the number of messages of memory id.
+func memLen(tx *bolt.Tx, id string) (int, error) {
+	return listLen(id, memValue(tx, id))
+}
+
+func deleteMem(tx *bolt.Tx, id string) error {
+	return tx.Bucket(bucketData).Delete(listKey(id))
+}
+
+func replaceMem(tx *bolt.Tx, a *arena, id string, elems [][]byte) error {
+	if len(elems) == 0 {
+		return deleteMem(tx, id)
+	}
+	buf := a.alloc(binary.MaxVarintLen64 + listSize(elems))
+	buf = binary.AppendUvarint(buf, uint64(len(elems)))
+	return tx.Bucket(bucketData).Put(dataKey(a, id, kindList), appendList(buf, elems))
+}
+
+// editMem drops drop messages from the front of the list of id, puts head
+// in front and appends tail. What stays is copied as it is stored, in one
+// piece.
+func editMem(tx *bolt.Tx, a *arena, id string, drop int, head, tail [][]byte) error {
+	return editList(tx, a, id, memValue(tx, id), drop, head, tail)
+}
+
+// editList is editMem given the list's stored value v.
+func editList(tx *bolt.Tx, a *arena, id string, v []byte, drop int, head, tail [][]byte) error {
+	if drop == 0 && len(head) == 0 && len(tail) == 0 {
+		return nil
+	}
+	n, err := listLen(id, v)
+	if err != nil {
+		return err
+	}
+	if drop > n {
+		return fmt.Errorf("memory: change of %q drops %d of %d messages", id, drop, n)
+	}
+	left := n - drop + len(head) + len(tail)
+	if left == 0 {
+		return deleteMem(tx, id)
+	}
+	var kept []byte
+	if n > 0 {
+		_, k := binary.Uvarint(v)
+		from, err := listSkip(id, v, k, drop)
+		if err != nil {
+			return err
+		}
+		kept = v[from:]
+	}
+	buf := a.alloc(binary.MaxVarintLen64 + listSize(head) + len(kept) + listSize(tail))
+	buf = binary.AppendUvarint(buf, uint64(left))
+	buf = appendList(buf, head)
+	buf = append(buf, kept...)
+	buf = appendList(buf, tail)
+	return tx.Bucket(bucketData).Put(dataKey(a, id, kindList), buf)
+}
