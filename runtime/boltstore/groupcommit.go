@@ -42,7 +42,8 @@ type committer struct {
 	wake chan struct{} // capacity 1: the queue has writes
 	done chan struct{} // closed when run returns
 
-	txs atomic.Uint64 // transactions committed (read by the tests)
+	txs      atomic.Uint64 // transactions committed (read by the tests)
+	gathered atomic.Uint64 // calls of gather (read by the tests)
 
 	buf   arena     // the buffers of the transaction running (run's alone)
 	spare sync.Pool // of *write
@@ -103,9 +104,15 @@ func (g *committer) close() {
 
 func (g *committer) run() {
 	defer close(g.done)
-	last, took := 0, time.Duration(0)
+	last, took := 0, time.Duration(0) // the last group's size and commit time
+	var idle time.Time                // when the queue was last found empty
 	for {
 		<-g.wake
+		if time.Since(idle) > took {
+			// Idle for longer than a commit takes: not under load, so
+			// the write that woke the committer does not wait.
+			last = 0
+		}
 		for {
 			if last >= gatherFrom {
 				g.gather(last, took)
@@ -122,6 +129,7 @@ func (g *committer) run() {
 				if closed {
 					return
 				}
+				idle = time.Now()
 				break
 			}
 			start := time.Now()
@@ -138,8 +146,12 @@ const gatherFrom = 8
 // gather waits, after a group of last writes that took took to commit,
 // for the next group to reach half that size, at most a quarter of took
 // (and 2 ms): under load, a commit rewrites about the same pages however
-// many writes share it, so a larger group costs each write less.
+// many writes share it, so a larger group costs each write less. run
+// calls it only under load: after a group of gatherFrom writes or more,
+// and not for a write that comes after the committer idled longer than a
+// commit takes.
 func (g *committer) gather(last int, took time.Duration) {
+	g.gathered.Add(1)
 	deadline := time.Now().Add(min(took/4, 2*time.Millisecond))
 	for {
 		g.mu.Lock()

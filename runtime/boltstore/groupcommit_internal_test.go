@@ -202,3 +202,65 @@ func TestPanickingWrite(t *testing.T) {
 		t.Fatalf("Acquire after a panicking write: %v", err)
 	}
 }
+
+// TestGatherOnlyUnderLoad builds a group of twenty writes behind a held
+// committer: after their commit the committer lets the next group gather,
+// but a write that comes after the committer idled does not wait for one.
+func TestGatherOnlyUnderLoad(t *testing.T) {
+	s, err := Open(filepath.Join(t.TempDir(), "chat.db"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	g := s.commits
+	put := func(k string) error {
+		return g.update(func(tx *bolt.Tx, a *arena) error {
+			return tx.Bucket(bucketData).Put(dataKey(a, k, kindList), []byte("v"))
+		})
+	}
+	entered, release := make(chan struct{}), make(chan struct{})
+	holding := make(chan error, 1)
+	go func() {
+		holding <- g.update(func(*bolt.Tx, *arena) error {
+			close(entered)
+			<-release
+			return nil
+		})
+	}()
+	<-entered
+	const n = 20
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			if err := put(fmt.Sprint("k", i)); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	for g.queued() < n {
+		runtime.Gosched()
+	}
+	close(release)
+	if err := <-holding; err != nil {
+		t.Fatal(err)
+	}
+	wg.Wait()
+	// After the group of twenty, the committer waits a little for the
+	// next group (none comes) before it finds the queue empty.
+	for deadline := time.Now().Add(10 * time.Second); g.gathered.Load() == 0; {
+		if time.Now().After(deadline) {
+			t.Fatal("after a group of twenty, the committer did not let the next group gather")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	// Idle for longer than any commit here takes: the next write is not
+	// under load, and does not wait.
+	time.Sleep(500 * time.Millisecond)
+	before := g.gathered.Load()
+	if err := put("alone"); err != nil {
+		t.Fatal(err)
+	}
+	if got := g.gathered.Load(); got != before {
+		t.Fatalf("a lone write after the committer idled waited for a group (%d gathers, %d before)", got, before)
+	}
+}
