@@ -3,16 +3,19 @@ package boltstore
 import (
 	"encoding/binary"
 	"fmt"
+	"slices"
 
 	"github.com/chatscopes/chatgen/runtime/chatstore"
+	"github.com/chatscopes/chatgen/runtime/internal/durable"
 	bolt "go.etcd.io/bbolt"
 )
 
-// A memory's list is one value of the data bucket: the number of
-// messages, then each message's length and bytes (uvarints). A save
-// rewrites the value of each memory the turn changed: one key, usually in
-// the page of the conversation's record (see dataKey), where a bucket per
-// memory cost pages of its own and a page of the parent for its new root.
+// A memory's list is one value of the data bucket, in durable's list
+// encoding (durable.AppendList): the number of messages, then each
+// message's length and bytes. A save rewrites the value of each memory the
+// turn changed: one key, usually in the page of the conversation's record
+// (see dataKey), where a bucket per memory cost pages of its own and a
+// page of the parent for its new root.
 
 // memValue returns the stored value of memory id, nil if there is none.
 // It is valid for the transaction's life only.
@@ -45,43 +48,15 @@ func listSkip(id string, v []byte, off, i int) (int, error) {
 	return off, nil
 }
 
-func appendList(buf []byte, elems [][]byte) []byte {
-	for _, e := range elems {
-		buf = binary.AppendUvarint(buf, uint64(len(e)))
-		buf = append(buf, e...)
-	}
-	return buf
-}
-
-func listSize(elems [][]byte) int {
-	n := 0
-	for _, e := range elems {
-		n += binary.MaxVarintLen64 + len(e)
-	}
-	return n
-}
-
 // memElems returns the messages of memory id, copied out of the file.
 func memElems(tx *bolt.Tx, id string) ([][]byte, error) {
 	v := memValue(tx, id)
-	n, err := listLen(id, v)
-	if err != nil || n == 0 {
-		return nil, err
+	if v == nil {
+		return nil, nil
 	}
-	v = append([]byte(nil), v...)
-	_, off := binary.Uvarint(v)
-	elems := make([][]byte, n)
-	for i := range elems {
-		end, err := listSkip(id, v, off, 1)
-		if err != nil {
-			return nil, err
-		}
-		_, k := binary.Uvarint(v[off:])
-		elems[i] = v[off+k : end : end]
-		off = end
-	}
-	if off != len(v) {
-		return nil, fmt.Errorf("%w: memory %q: %d bytes after its %d messages", chatstore.ErrCorruptState, id, len(v)-off, n)
+	elems, rest, ok := durable.ReadList(slices.Clone(v))
+	if !ok || len(rest) != 0 {
+		return nil, fmt.Errorf("%w: memory %q: a list of %d bytes", chatstore.ErrCorruptState, id, len(v))
 	}
 	return elems, nil
 }
@@ -99,9 +74,8 @@ func replaceMem(tx *bolt.Tx, a *arena, id string, elems [][]byte) error {
 	if len(elems) == 0 {
 		return deleteMem(tx, id)
 	}
-	buf := a.alloc(binary.MaxVarintLen64 + listSize(elems))
-	buf = binary.AppendUvarint(buf, uint64(len(elems)))
-	return tx.Bucket(bucketData).Put(dataKey(a, id, kindList), appendList(buf, elems))
+	buf := durable.AppendList(a.alloc(durable.ListSize(elems)), elems)
+	return tx.Bucket(bucketData).Put(dataKey(a, id, kindList), buf)
 }
 
 // editMem drops drop messages from the front of the list of id, puts head
@@ -136,10 +110,10 @@ func editList(tx *bolt.Tx, a *arena, id string, v []byte, drop int, head, tail [
 		}
 		kept = v[from:]
 	}
-	buf := a.alloc(binary.MaxVarintLen64 + listSize(head) + len(kept) + listSize(tail))
+	buf := a.alloc(durable.ListSize(head) + len(kept) + durable.ListSize(tail))
 	buf = binary.AppendUvarint(buf, uint64(left))
-	buf = appendList(buf, head)
+	buf = durable.AppendElems(buf, head)
 	buf = append(buf, kept...)
-	buf = appendList(buf, tail)
+	buf = durable.AppendElems(buf, tail)
 	return tx.Bucket(bucketData).Put(dataKey(a, id, kindList), buf)
 }

@@ -41,31 +41,44 @@ const (
 
 // Marshal encodes s as a batch value.
 func (s *Staged) Marshal() []byte {
-	n := 1 + 3*binary.MaxVarintLen64
-	for _, l := range [][][]byte{s.List, s.Head, s.Tail} {
-		for _, e := range l {
-			n += binary.MaxVarintLen64 + len(e)
-		}
-	}
-	buf := make([]byte, 0, n)
+	buf := make([]byte, 0, 1+binary.MaxVarintLen64+ListSize(s.List)+ListSize(s.Head)+ListSize(s.Tail))
 	if s.Replace {
 		buf = append(buf, kindReplace)
-		return appendElems(buf, s.List)
+		return AppendList(buf, s.List)
 	}
 	buf = append(buf, kindEdit)
 	buf = binary.AppendVarint(buf, int64(s.BaseLen))
 	buf = binary.AppendUvarint(buf, uint64(s.Drop))
-	buf = appendElems(buf, s.Head)
-	return appendElems(buf, s.Tail)
+	buf = AppendList(buf, s.Head)
+	return AppendList(buf, s.Tail)
 }
 
-func appendElems(buf []byte, elems [][]byte) []byte {
-	buf = binary.AppendUvarint(buf, uint64(len(elems)))
+// A list is the encoding of a list of elements that batch values and
+// runtime/boltstore's memories use: the number of elements, then each
+// element's length and bytes (uvarints).
+
+// AppendList appends the list of elems to buf.
+func AppendList(buf []byte, elems [][]byte) []byte {
+	return AppendElems(binary.AppendUvarint(buf, uint64(len(elems))), elems)
+}
+
+// AppendElems appends elems to buf as a list's elements, without their
+// number.
+func AppendElems(buf []byte, elems [][]byte) []byte {
 	for _, e := range elems {
 		buf = binary.AppendUvarint(buf, uint64(len(e)))
 		buf = append(buf, e...)
 	}
 	return buf
+}
+
+// ListSize returns the most bytes AppendList writes for elems.
+func ListSize(elems [][]byte) int {
+	n := binary.MaxVarintLen64
+	for _, e := range elems {
+		n += binary.MaxVarintLen64 + len(e)
+	}
+	return n
 }
 
 var errCorrupt = errors.New("corrupt staged memory write")
@@ -82,7 +95,7 @@ func UnmarshalStaged(v []byte) (Staged, error) {
 	switch kind {
 	case kindReplace:
 		s.Replace = true
-		if s.List, rest, ok = readElems(rest); !ok {
+		if s.List, rest, ok = ReadList(rest); !ok {
 			return s, errCorrupt
 		}
 	case kindEdit:
@@ -97,10 +110,10 @@ func UnmarshalStaged(v []byte) (Staged, error) {
 		}
 		rest = rest[n:]
 		s.BaseLen, s.Drop = int(base), int(drop)
-		if s.Head, rest, ok = readElems(rest); !ok {
+		if s.Head, rest, ok = ReadList(rest); !ok {
 			return s, errCorrupt
 		}
-		if s.Tail, rest, ok = readElems(rest); !ok {
+		if s.Tail, rest, ok = ReadList(rest); !ok {
 			return s, errCorrupt
 		}
 	default:
@@ -112,13 +125,15 @@ func UnmarshalStaged(v []byte) (Staged, error) {
 	return s, nil
 }
 
-func readElems(buf []byte) ([][]byte, []byte, bool) {
+// ReadList reads a list written by AppendList from the front of buf and
+// returns its elements, which share buf's memory, and what follows it;
+// ok is false when buf does not start with a list.
+func ReadList(buf []byte) (elems [][]byte, rest []byte, ok bool) {
 	count, n := binary.Uvarint(buf)
 	if n <= 0 || count > uint64(len(buf)) {
 		return nil, nil, false
 	}
 	buf = buf[n:]
-	var elems [][]byte
 	if count > 0 {
 		elems = make([][]byte, count)
 	}
@@ -298,9 +313,11 @@ func (s *Stager) Apply(ctx context.Context, b *chatstore.Batch, base Base, id st
 		st.Head = st.Head[drop:]
 	} else {
 		if st.BaseLen < 0 {
-			// What the batch leaves is st.Head ++ stored[st.Drop:] ++ st.Tail.
-			n := seen - len(st.Head) - len(st.Tail) + st.Drop
-			if seen <= 0 {
+			var n int
+			if seen > 0 {
+				// What the batch leaves is st.Head ++ stored[st.Drop:] ++ st.Tail.
+				n = seen - len(st.Head) - len(st.Tail) + st.Drop
+			} else {
 				var err error
 				if n, err = base.StoredLen(ctx, id); err != nil {
 					return err
