@@ -26,6 +26,29 @@ func (g *committer) queued() int {
 	return len(g.queue)
 }
 
+// hold holds g's committer in a write transaction until the returned
+// function is called; that function then checks the held write's result.
+func hold(t *testing.T, g *committer) (letGo func()) {
+	t.Helper()
+	entered, release := make(chan struct{}), make(chan struct{})
+	holding := make(chan error, 1)
+	go func() {
+		holding <- g.update(func(*bolt.Tx, *arena) error {
+			close(entered)
+			<-release
+			return nil
+		})
+	}()
+	<-entered
+	return func() {
+		t.Helper()
+		close(release)
+		if err := <-holding; err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
 // TestGroupCommitOneTransaction holds the committer in a transaction while
 // twenty saves of different conversations, a save from a stale version, a
 // save under a lease another node has since taken, and a write that fails
@@ -69,17 +92,7 @@ func TestGroupCommitOneTransaction(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	// Hold the committer.
-	entered, release := make(chan struct{}), make(chan struct{})
-	holding := make(chan error, 1)
-	go func() {
-		holding <- s.commits.update(func(*bolt.Tx, *arena) error {
-			close(entered)
-			<-release
-			return nil
-		})
-	}()
-	<-entered
+	letGo := hold(t, s.commits)
 	before := s.commits.txs.Load()
 
 	// saveTurn saves st with a batch that adds a message to its memory.
@@ -114,11 +127,8 @@ func TestGroupCommitOneTransaction(t *testing.T) {
 	for s.commits.queued() < n+3 {
 		runtime.Gosched()
 	}
-	close(release)
+	letGo()
 	wg.Wait()
-	if err := <-holding; err != nil {
-		t.Fatal(err)
-	}
 
 	for i, err := range errs {
 		if err != nil {
@@ -218,16 +228,7 @@ func TestGatherOnlyUnderLoad(t *testing.T) {
 			return tx.Bucket(bucketData).Put(dataKey(a, k, kindList), []byte("v"))
 		})
 	}
-	entered, release := make(chan struct{}), make(chan struct{})
-	holding := make(chan error, 1)
-	go func() {
-		holding <- g.update(func(*bolt.Tx, *arena) error {
-			close(entered)
-			<-release
-			return nil
-		})
-	}()
-	<-entered
+	letGo := hold(t, g)
 	const n = 20
 	var wg sync.WaitGroup
 	for i := range n {
@@ -240,10 +241,7 @@ func TestGatherOnlyUnderLoad(t *testing.T) {
 	for g.queued() < n {
 		runtime.Gosched()
 	}
-	close(release)
-	if err := <-holding; err != nil {
-		t.Fatal(err)
-	}
+	letGo()
 	wg.Wait()
 	// After the group of twenty, the committer waits a little for the
 	// next group (none comes) before it finds the queue empty.
