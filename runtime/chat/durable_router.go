@@ -549,7 +549,7 @@ func (c *Conversation) save(ctx context.Context, b *chatstore.Batch, after strin
 			}
 		}
 	}
-	if err := r.store.Save(ctx, st, d.currentLease(), b); err != nil {
+	if err := holdStack(func() error { return r.store.Save(ctx, st, d.currentLease(), b) }); err != nil {
 		err = fmt.Errorf("chat: saving conversation %s: %w", c.id, err)
 		if lost(err) {
 			r.logger.WarnContext(ctx, "chat: another node serves the conversation: this node lets go of it", "conversation", c.id, "err", err)
