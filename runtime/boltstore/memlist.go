@@ -28,24 +28,15 @@ func listLen(id string, v []byte) (int, error) {
 	if v == nil {
 		return 0, nil
 	}
-	n, k := binary.Uvarint(v)
-	if k <= 0 || n > uint64(len(v)) {
-		return 0, fmt.Errorf("%w: memory %q: a list of %d bytes", chatstore.ErrCorruptState, id, len(v))
+	n, _, ok := durable.ReadCount(v)
+	if !ok {
+		return 0, corruptList(id, v)
 	}
-	return int(n), nil
+	return n, nil
 }
 
-// listSkip returns the offset in v of message i (len(v) for i = count),
-// starting from off, the offset of message 0.
-func listSkip(id string, v []byte, off, i int) (int, error) {
-	for ; i > 0; i-- {
-		l, k := binary.Uvarint(v[off:])
-		if k <= 0 || l > uint64(len(v)-off-k) {
-			return 0, fmt.Errorf("%w: memory %q: a list of %d bytes", chatstore.ErrCorruptState, id, len(v))
-		}
-		off += k + int(l)
-	}
-	return off, nil
+func corruptList(id string, v []byte) error {
+	return fmt.Errorf("%w: memory %q: a list of %d bytes", chatstore.ErrCorruptState, id, len(v))
 }
 
 // memElems returns the messages of memory id, copied out of the file.
@@ -56,7 +47,7 @@ func memElems(tx *bolt.Tx, id string) ([][]byte, error) {
 	}
 	elems, rest, ok := durable.ReadList(slices.Clone(v))
 	if !ok || len(rest) != 0 {
-		return nil, fmt.Errorf("%w: memory %q: a list of %d bytes", chatstore.ErrCorruptState, id, len(v))
+		return nil, corruptList(id, v)
 	}
 	return elems, nil
 }
@@ -90,9 +81,13 @@ func editList(tx *bolt.Tx, a *arena, id string, v []byte, drop int, head, tail [
 	if drop == 0 && len(head) == 0 && len(tail) == 0 {
 		return nil
 	}
-	n, err := listLen(id, v)
-	if err != nil {
-		return err
+	var n int
+	var kept []byte // the messages that stay, as they are stored
+	if v != nil {
+		var ok bool
+		if n, kept, ok = durable.ReadCount(v); !ok {
+			return corruptList(id, v)
+		}
 	}
 	if drop > n {
 		return fmt.Errorf("memory: change of %q drops %d of %d messages", id, drop, n)
@@ -101,14 +96,9 @@ func editList(tx *bolt.Tx, a *arena, id string, v []byte, drop int, head, tail [
 	if left == 0 {
 		return deleteMem(tx, id)
 	}
-	var kept []byte
-	if n > 0 {
-		_, k := binary.Uvarint(v)
-		from, err := listSkip(id, v, k, drop)
-		if err != nil {
-			return err
-		}
-		kept = v[from:]
+	kept, ok := durable.SkipElems(kept, drop)
+	if !ok {
+		return corruptList(id, v)
 	}
 	buf := a.alloc(durable.ListSize(head) + len(kept) + durable.ListSize(tail))
 	buf = binary.AppendUvarint(buf, uint64(left))

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/chatscopes/chatgen/runtime/chatstore"
+	"github.com/chatscopes/chatgen/runtime/internal/durable"
 	bolt "go.etcd.io/bbolt"
 )
 
@@ -82,13 +83,12 @@ func encodeMids(mids []string) []byte {
 // decodeMids decodes a record's memory ids.
 func decodeMids(v []byte) ([]string, error) {
 	var mids []string
-	for len(v) > 0 {
-		n, k := binary.Uvarint(v)
-		if k <= 0 || n > uint64(len(v)-k) {
+	for rest := v; len(rest) > 0; {
+		mid, r, ok := durable.ReadElem(rest)
+		if !ok {
 			return nil, fmt.Errorf("%w: a memory id list of %d bytes", chatstore.ErrCorruptState, len(v))
 		}
-		mids = append(mids, string(v[k:k+int(n)]))
-		v = v[k+int(n):]
+		mids, rest = append(mids, string(mid)), r
 	}
 	return mids, nil
 }

@@ -129,23 +129,50 @@ func UnmarshalStaged(v []byte) (Staged, error) {
 // returns its elements, which share buf's memory, and what follows it;
 // ok is false when buf does not start with a list.
 func ReadList(buf []byte) (elems [][]byte, rest []byte, ok bool) {
-	count, n := binary.Uvarint(buf)
-	if n <= 0 || count > uint64(len(buf)) {
+	count, rest, ok := ReadCount(buf)
+	if !ok {
 		return nil, nil, false
 	}
-	buf = buf[n:]
 	if count > 0 {
 		elems = make([][]byte, count)
 	}
 	for i := range elems {
-		l, n := binary.Uvarint(buf)
-		if n <= 0 || l > uint64(len(buf)-n) {
+		if elems[i], rest, ok = ReadElem(rest); !ok {
 			return nil, nil, false
 		}
-		elems[i] = buf[n : n+int(l) : n+int(l)]
-		buf = buf[n+int(l):]
 	}
-	return elems, buf, true
+	return elems, rest, true
+}
+
+// ReadCount reads the number of elements of a list written by AppendList
+// from the front of buf; rest starts with the elements.
+func ReadCount(buf []byte) (count int, rest []byte, ok bool) {
+	n, k := binary.Uvarint(buf)
+	if k <= 0 || n > uint64(len(buf)) { // each element takes a byte at least
+		return 0, nil, false
+	}
+	return int(n), buf[k:], true
+}
+
+// ReadElem reads one element, as AppendElems writes it, from the front of
+// buf; elem shares buf's memory.
+func ReadElem(buf []byte) (elem, rest []byte, ok bool) {
+	l, k := binary.Uvarint(buf)
+	if k <= 0 || l > uint64(len(buf)-k) {
+		return nil, nil, false
+	}
+	end := k + int(l)
+	return buf[k:end:end], buf[end:], true
+}
+
+// SkipElems returns buf after its first n elements.
+func SkipElems(buf []byte, n int) (rest []byte, ok bool) {
+	for range n {
+		if _, buf, ok = ReadElem(buf); !ok {
+			return nil, false
+		}
+	}
+	return buf, true
 }
 
 // Len returns the length of the list s leaves, given the length of the
