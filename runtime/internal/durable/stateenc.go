@@ -2,6 +2,7 @@ package durable
 
 import (
 	"encoding/base64"
+	"maps"
 	"slices"
 	"strconv"
 	"time"
@@ -105,13 +106,8 @@ func appendBytes(dst, b []byte) []byte {
 // appendBytesMap appends m as encoding/json writes a map[string][]byte:
 // its keys sorted.
 func appendBytesMap(dst []byte, m map[string][]byte) []byte {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
 	dst = append(dst, '{')
-	for i, k := range keys {
+	for i, k := range slices.Sorted(maps.Keys(m)) {
 		if i > 0 {
 			dst = append(dst, ',')
 		}
