@@ -73,10 +73,26 @@ func (x *bm25) scores(query []string) []float64 {
 		df := float64(len(ps))
 		idf := math.Log(1 + (n-df+0.5)/(df+0.5))
 		for _, p := range ps {
-			tf := float64(p.tf)
-			norm := x.k1 * (1 - x.b + x.b*float64(x.lengths[p.doc])/avg)
-			out[p.doc] += idf * tf * (x.k1 + 1) / (tf + norm)
+			out[p.doc] += termScore(idf, float64(p.tf), x.k1, 1-x.b+x.b*float64(x.lengths[p.doc])/avg)
 		}
 	}
 	return out
+}
+
+// termScore is a term's BM25 score in a passage, idf · tf·(k1+1) /
+// (tf + k1·f), f being the passage's length normalization. Above k1 =
+// 1e6 it is computed divided through by k1, so that no finite k1
+// overflows into Inf/Inf = NaN; below, as written, so that the usual
+// parameters score bit for bit as they always did.
+func termScore(idf, tf, k1, f float64) float64 {
+	if k1 <= 1e6 {
+		return idf * tf * (k1 + 1) / (tf + k1*f)
+	}
+	return idf * tf * (1 + 1/k1) / (tf/k1 + f)
+}
+
+// validBM25 reports whether k1 and b are BM25 parameters: k1 finite and
+// at least 0, b from 0 to 1 (NaN is neither).
+func validBM25(k1, b float64) bool {
+	return k1 >= 0 && !math.IsInf(k1, 1) && b >= 0 && b <= 1
 }

@@ -126,13 +126,15 @@ func WithEmbedder(e embeddings.Embedder) Option {
 	}
 }
 
-// WithBM25 sets the BM25 parameters: k1 ≥ 0, how fast a term's repeats
-// stop counting, and b from 0 to 1, how much a long passage is
-// penalized. The defaults are [DefaultK1] and [DefaultB].
+// WithBM25 sets the BM25 parameters: k1, finite and ≥ 0, how fast a
+// term's repeats stop counting, and b from 0 to 1, how much a long
+// passage is penalized. NaN, an infinite k1 or a value out of range is
+// an error of [New], [IndexDir] or [Load]. The defaults are [DefaultK1]
+// and [DefaultB].
 func WithBM25(k1, b float64) Option {
 	return func(c *config) error {
-		if k1 < 0 || b < 0 || b > 1 {
-			return fmt.Errorf("knowledge: WithBM25(%v, %v): want k1 ≥ 0 and b from 0 to 1", k1, b)
+		if !validBM25(k1, b) {
+			return fmt.Errorf("knowledge: WithBM25(%v, %v): want a finite k1 ≥ 0 and b from 0 to 1", k1, b)
 		}
 		c.k1, c.b = k1, b
 		return nil

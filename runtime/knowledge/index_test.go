@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 
@@ -133,6 +135,38 @@ func TestNewRejectsBadOptions(t *testing.T) {
 	}
 	if _, err := knowledge.New(knowledge.WithBM25(0, 0)); err != nil {
 		t.Errorf("WithBM25(0, 0): %v", err)
+	}
+}
+
+// TestWithBM25RejectsNonFinite checks that NaN and infinite BM25
+// parameters, with which every search would score NaN, are refused.
+func TestWithBM25RejectsNonFinite(t *testing.T) {
+	nan, inf := math.NaN(), math.Inf(1)
+	for _, p := range [][2]float64{{nan, 0.75}, {1.2, nan}, {inf, 0.75}, {math.Inf(-1), 0.75}, {1.2, inf}, {1.2, math.Inf(-1)}, {nan, nan}} {
+		ix, err := knowledge.New(knowledge.WithBM25(p[0], p[1]))
+		if err == nil {
+			hits, _ := newIndex(t, forgeChunks).Search(context.Background(), "iron", 1, knowledge.Lexical, 0)
+			if ix != nil {
+				_ = ix.Add(context.Background(), forgeChunks...)
+				hits, _ = ix.Search(context.Background(), "iron", 1, knowledge.Lexical, 0)
+			}
+			t.Errorf("WithBM25(%v, %v) accepted (its search gives %v)", p[0], p[1], hits)
+			continue
+		}
+		if !strings.Contains(err.Error(), "WithBM25") {
+			t.Errorf("WithBM25(%v, %v): %v, want an error naming WithBM25", p[0], p[1], err)
+		}
+	}
+	// Large finite parameters are fine and score numbers.
+	ix := newIndex(t, forgeChunks, knowledge.WithBM25(math.MaxFloat64, 1))
+	hits, err := ix.Search(context.Background(), "iron steel", 4, knowledge.Lexical, 0)
+	if err != nil || len(hits) == 0 {
+		t.Fatalf("k1 = MaxFloat64: %v, %v", hits, err)
+	}
+	for _, h := range hits {
+		if math.IsNaN(h.Score) || math.IsInf(h.Score, 0) {
+			t.Errorf("k1 = MaxFloat64: %s scores %v", h.ID, h.Score)
+		}
 	}
 }
 

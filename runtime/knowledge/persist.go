@@ -113,8 +113,8 @@ func decode(ctx context.Context, r io.Reader, opts []Option) (*Index, error) {
 
 // check reports what makes f inconsistent.
 func (f *indexFile) check() error {
-	if f.K1 < 0 || f.B < 0 || f.B > 1 {
-		return fmt.Errorf("invalid BM25 parameters k1 = %v, b = %v", f.K1, f.B)
+	if !validBM25(f.K1, f.B) {
+		return fmt.Errorf("invalid BM25 parameters k1 = %v, b = %v (want a finite k1 ≥ 0 and b from 0 to 1)", f.K1, f.B)
 	}
 	ids := make(map[string]bool, len(f.Chunks))
 	for i, c := range f.Chunks {

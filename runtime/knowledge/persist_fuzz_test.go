@@ -3,13 +3,15 @@ package knowledge
 import (
 	"bytes"
 	"context"
+	"encoding/gob"
 	"errors"
+	"math"
 	"testing"
 )
 
 // FuzzDecode feeds damaged index files to the decoder: each gives an
 // index or an error matching ErrCorrupt, never a panic, and a decoded
-// index searches.
+// index searches, scoring finite numbers (never NaN).
 func FuzzDecode(f *testing.F) {
 	ix, err := New()
 	if err != nil {
@@ -26,6 +28,14 @@ func FuzzDecode(f *testing.F) {
 		f.Fatal(err)
 	}
 	f.Add(good.Bytes())
+	for _, p := range [][2]float64{{math.NaN(), DefaultB}, {math.Inf(1), DefaultB}, {DefaultK1, math.NaN()}, {math.MaxFloat64, 1}} {
+		var bad bytes.Buffer
+		bad.WriteString(magic)
+		if err := gob.NewEncoder(&bad).Encode(indexFile{K1: p[0], B: p[1], Chunks: ix.chunks}); err != nil {
+			f.Fatal(err)
+		}
+		f.Add(bad.Bytes())
+	}
 	f.Add([]byte(magic))
 	f.Add([]byte("not an index"))
 	f.Fuzz(func(t *testing.T, data []byte) {
@@ -37,8 +47,14 @@ func FuzzDecode(f *testing.F) {
 			return
 		}
 		if got.Len() > 0 {
-			if _, err := got.Search(context.Background(), "iron", 2, Lexical, 0); err != nil {
+			hits, err := got.Search(context.Background(), "iron", 2, Lexical, 0)
+			if err != nil {
 				t.Fatalf("a decoded index does not search: %v", err)
+			}
+			for _, h := range hits {
+				if math.IsNaN(h.Score) || math.IsInf(h.Score, 0) {
+					t.Fatalf("a decoded index (k1 = %v, b = %v) scores %v", got.lex.k1, got.lex.b, h.Score)
+				}
 			}
 		}
 	})

@@ -1,11 +1,15 @@
 package knowledge_test
 
 import (
+	"bytes"
 	"context"
+	"encoding/gob"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/chatscopes/chatgen/runtime/knowledge"
@@ -172,5 +176,52 @@ func TestLoadCorrupt(t *testing.T) {
 	}
 	if _, err := knowledge.Load(context.Background(), filepath.Join(dir, "missing.idx")); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("missing file: %v, want os.ErrNotExist", err)
+	}
+}
+
+// TestLoadRejectsNonFiniteBM25 hand-crafts index files whose BM25
+// parameters are NaN, infinite or out of range: each is refused as
+// corrupt, where it used to load and score every search NaN.
+func TestLoadRejectsNonFiniteBM25(t *testing.T) {
+	// file mirrors the gob-encoded part of an index file: gob matches
+	// fields by name.
+	type file struct {
+		K1, B   float64
+		Chunks  []knowledge.Chunk
+		Vectors [][]float32
+	}
+	write := func(t *testing.T, k1, b float64) string {
+		t.Helper()
+		var buf bytes.Buffer
+		buf.WriteString("chatgen knowledge index v1\n")
+		if err := gob.NewEncoder(&buf).Encode(file{K1: k1, B: b, Chunks: forgeChunks}); err != nil {
+			t.Fatal(err)
+		}
+		path := filepath.Join(t.TempDir(), "bm25.idx")
+		if err := os.WriteFile(path, buf.Bytes(), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return path
+	}
+	ctx := context.Background()
+	// The hand-crafted format is the real one.
+	if ix, err := knowledge.Load(ctx, write(t, 2, 0.5)); err != nil || ix.Len() != len(forgeChunks) {
+		t.Fatalf("a well-formed hand-crafted file: %v", err)
+	}
+	nan, inf := math.NaN(), math.Inf(1)
+	for _, p := range [][2]float64{{nan, 0.75}, {1.2, nan}, {inf, 0.75}, {math.Inf(-1), 0.75}, {1.2, inf}, {-1, 0.75}, {1.2, 1.5}, {1.2, -0.5}} {
+		ix, err := knowledge.Load(ctx, write(t, p[0], p[1]))
+		if err == nil {
+			hits, _ := ix.Search(ctx, "iron", 1, knowledge.Lexical, 0)
+			t.Errorf("k1 = %v, b = %v: loaded (its search gives %v), want ErrCorrupt", p[0], p[1], hits)
+			continue
+		}
+		if !errors.Is(err, knowledge.ErrCorrupt) || !strings.Contains(err.Error(), "BM25") {
+			t.Errorf("k1 = %v, b = %v: %v, want ErrCorrupt naming the BM25 parameters", p[0], p[1], err)
+		}
+		// WithBM25 given to Load does not rescue a corrupt file.
+		if _, err := knowledge.Load(ctx, write(t, p[0], p[1]), knowledge.WithBM25(1.2, 0.75)); !errors.Is(err, knowledge.ErrCorrupt) {
+			t.Errorf("k1 = %v, b = %v, loaded WithBM25: %v, want ErrCorrupt", p[0], p[1], err)
+		}
 	}
 }
