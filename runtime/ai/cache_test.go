@@ -5,11 +5,13 @@ import (
 	"context"
 	"encoding/json"
 	"log/slog"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/tmc/langchaingo/llms"
+	"github.com/tmc/langchaingo/llms/anthropic"
 	"go.opentelemetry.io/otel/attribute"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
@@ -17,6 +19,7 @@ import (
 	"github.com/chatscopes/chatgen/runtime/ai"
 	"github.com/chatscopes/chatgen/runtime/llmtest"
 	"github.com/chatscopes/chatgen/runtime/llmtest/llmclient"
+	"github.com/chatscopes/chatgen/runtime/memory"
 )
 
 // cacheServer is a loopback server of one provider's wire with a
@@ -203,5 +206,57 @@ func TestRequestsExtendOneAnother(t *testing.T) {
 			}
 		}
 		prev = b
+	}
+}
+
+// TestCallerBreakpointsAtMostFour: breakpoints a model hook places on
+// every user message reach Anthropic through langchaingo's real client,
+// never more than the 4 it takes (llmtest's server refuses a fifth, as
+// Anthropic does): with more, the first and the last three are sent, and
+// the service adds none of its own.
+func TestCallerBreakpointsAtMostFour(t *testing.T) {
+	srv := llmtest.NewAnthropicServer(llmtest.Rules().WithFallback(llmtest.Reply{Text: "Noted."}),
+		llmtest.WithModelName("claude-sonnet-4-5"))
+	t.Cleanup(srv.Close)
+	llm, err := llmclient.Anthropic(srv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	markAll := func(next ai.ModelHandler) ai.ModelHandler {
+		return func(ctx context.Context, call *ai.ModelCall) (*llms.ContentResponse, error) {
+			msgs := make([]llms.MessageContent, len(call.Messages))
+			for i, m := range call.Messages {
+				msgs[i] = m
+				if m.Role == llms.ChatMessageTypeHuman {
+					msgs[i].Parts = []llms.ContentPart{llms.CachedContent{ContentPart: m.Parts[0], CacheControl: anthropic.EphemeralCache()}}
+				}
+			}
+			call.Messages = msgs
+			return next(ctx, call)
+		}
+	}
+	svc := ai.NewService(svcName, ai.Config{Model: llm, Logger: slog.New(slog.DiscardHandler),
+		ModelHooks: []ai.ModelHook{markAll}, Memory: memory.NewManager(memory.Config{Policy: memory.Window(20)})})
+	m := &ai.Method{Name: "Ask", System: "Be terse."}
+	users := []string{"one", "two", "three", "four", "five", "six"}
+	for i, user := range users {
+		if _, err := svc.Chat(context.Background(), &ai.Request{Method: m, MemoryID: "m", User: user}); err != nil {
+			t.Fatalf("turn %d (%d breakpoints placed): %v", i+1, i+1, err)
+		}
+		var sent []string
+		for _, msg := range srv.Requests()[i].Messages {
+			for _, p := range msg.Parts {
+				if c, ok := p.(llms.CachedContent); ok {
+					sent = append(sent, c.ContentPart.(llms.TextContent).Text)
+				}
+			}
+		}
+		want := users[:i+1]
+		if len(want) > 4 {
+			want = append([]string{want[0]}, want[len(want)-3:]...)
+		}
+		if !slices.Equal(sent, want) {
+			t.Fatalf("turn %d: breakpoints on %q, want %q", i+1, sent, want)
+		}
 	}
 }

@@ -249,25 +249,35 @@ const maxCacheMarks = 4
 //   - the first one (the summary of a Compressing memory, or the oldest
 //     message of a window), whose prefix outlives the history after it.
 //
-// Marks the caller placed count against Anthropic's limit of 4; no mark
-// is added beyond it, and a part already marked is left as it is. msgs is
-// never modified: a marked message gets new parts. Placing breakpoints
-// costs nothing at Anthropic: a write is billed from the longest prefix
-// read to the last breakpoint, wherever the others are.
+// Marks the caller placed (a model hook, say) count against Anthropic's
+// limit of 4, and no mark is added beyond it; a part already marked is
+// left as it is. When the caller placed more than 4 (a mark is a part
+// wrapped in llms.CachedContent with a CacheControl, in any message),
+// the first and the last three are sent, the others unmarked, and none
+// is added: the first's prefix outlives the history after it, the last
+// ones write and read the newest prefixes. So a request never carries
+// more than 4. msgs is never modified: a marked or unmarked message gets
+// new parts. Placing breakpoints costs nothing at
+// Anthropic: a write is billed from the longest prefix read to the last
+// breakpoint, wherever the others are.
 func markCache(msgs []llms.MessageContent) []llms.MessageContent {
 	var humans []int // human messages whose last part can carry a mark
-	marks := 0
+	var placed [][2]int
 	for i, m := range msgs {
-		for _, p := range m.Parts {
-			if _, ok := p.(llms.CachedContent); ok {
-				marks++
+		for j, p := range m.Parts {
+			if isMark(p) {
+				placed = append(placed, [2]int{i, j})
 			}
 		}
 		if m.Role == llms.ChatMessageTypeHuman && len(m.Parts) > 0 && markable(m.Parts[len(m.Parts)-1]) {
 			humans = append(humans, i)
 		}
 	}
-	if len(humans) == 0 || marks >= maxCacheMarks {
+	if len(placed) > maxCacheMarks {
+		return unmark(msgs, placed[1:len(placed)-(maxCacheMarks-1)])
+	}
+	marks := len(placed)
+	if len(humans) == 0 || marks == maxCacheMarks {
 		return msgs
 	}
 	out := slices.Clone(msgs)
@@ -283,6 +293,30 @@ func markCache(msgs []llms.MessageContent) []llms.MessageContent {
 		last := len(parts) - 1
 		parts[last] = llms.CachedContent{ContentPart: parts[last], CacheControl: &llms.CacheControl{Type: "ephemeral"}}
 		out[i].Parts = parts
+	}
+	return out
+}
+
+// isMark reports whether p is a prompt-cache breakpoint: a part wrapped
+// in llms.CachedContent with a CacheControl (without one, llms/anthropic
+// sends the part unmarked).
+func isMark(p llms.ContentPart) bool {
+	c, ok := p.(llms.CachedContent)
+	return ok && c.CacheControl != nil
+}
+
+// unmark returns msgs with the marks at drop (message and part indexes,
+// in order) replaced by the parts they wrap.
+func unmark(msgs []llms.MessageContent, drop [][2]int) []llms.MessageContent {
+	out := slices.Clone(msgs)
+	prev := -1
+	for _, at := range drop {
+		i, j := at[0], at[1]
+		if i != prev {
+			out[i].Parts = slices.Clone(out[i].Parts)
+			prev = i
+		}
+		out[i].Parts[j] = out[i].Parts[j].(llms.CachedContent).ContentPart
 	}
 	return out
 }

@@ -245,6 +245,30 @@ func TestDialectAnthropicCacheMarks(t *testing.T) {
 		t.Fatalf("with the caller's marks: %v", m)
 	}
 
+	// More than 4: the first and the last three are sent, none is added;
+	// a CachedContent without CacheControl is no mark.
+	five := slices.Clone(in)
+	for _, i := range []int{1, 2, 3, 4, 5} {
+		five[i] = llms.MessageContent{Role: in[i].Role, Parts: []llms.ContentPart{
+			llms.CachedContent{ContentPart: in[i].Parts[0], CacheControl: &llms.CacheControl{Type: "ephemeral"}}}}
+	}
+	five[6] = llms.MessageContent{Role: llms.ChatMessageTypeAI, Parts: []llms.ContentPart{llms.CachedContent{ContentPart: in[6].Parts[0]}}}
+	got = newDialect(ClientAnthropic).messages(five)
+	var sent []int
+	for i, m := range got {
+		for _, p := range m.Parts {
+			if c, ok := p.(llms.CachedContent); ok && c.CacheControl != nil {
+				sent = append(sent, i)
+			}
+		}
+	}
+	if !reflect.DeepEqual(sent, []int{1, 3, 4, 5}) || got[2].Parts[0] != in[2].Parts[0] {
+		t.Fatalf("with five of the caller's marks: sent %v, message 2 %#v", sent, got[2].Parts)
+	}
+	if _, ok := five[2].Parts[0].(llms.CachedContent); !ok {
+		t.Fatal("the caller's messages were changed")
+	}
+
 	// No other client marks, or copies what needs no shaping.
 	for _, c := range []Client{ClientOpenAI, ClientGoogleAI, ClientOllama, ClientMistral} {
 		msgs := in[:7]
