@@ -3,6 +3,8 @@ package ws
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -105,6 +107,12 @@ type Client struct {
 	onState func(ConnectionState, error) // nil for none
 	done    chan struct{}                // closed when the client has ended for good
 	stop    chan struct{}                // closed by Close: stops reconnecting
+	// reqPrefix starts every requestId of the client: `"` and a random
+	// nonce of the client, then "-"; a counter follows. A server compares
+	// the first requestId after a resume with that of the answer it saved
+	// (durable.go): a new client resuming a conversation must not send
+	// the id of the request another client lost, as a counter alone would.
+	reqPrefix []byte
 
 	dispatching atomic.Bool // the reader is running an event handler
 
@@ -154,6 +162,7 @@ func Dial(ctx context.Context, url string, opts *DialOptions) (*Client, error) {
 		stop:     make(chan struct{}),
 		sessions: map[string]*clientSession{},
 	}
+	c.reqPrefix = requestIDPrefix()
 	c.dial = func(ctx context.Context) (*websocket.Conn, error) {
 		wc, _, err := websocket.Dial(ctx, url, &websocket.DialOptions{HTTPHeader: o.Header, HTTPClient: o.HTTPClient})
 		if err != nil {
@@ -169,6 +178,30 @@ func Dial(ctx context.Context, url string, opts *DialOptions) (*Client, error) {
 	c.link = c.newLink(wc)
 	go c.link.readLoop()
 	return c, nil
+}
+
+// requestIDPrefix returns the start of the request ids of a new client:
+// `"`, 12 random bytes in hex, and "-".
+func requestIDPrefix() []byte {
+	var nonce [12]byte
+	rand.Read(nonce[:]) // never fails (crypto/rand)
+	b := make([]byte, 0, 2+hex.EncodedLen(len(nonce)))
+	b = append(b, '"')
+	b = hex.AppendEncode(b, nonce[:])
+	return append(b, '-')
+}
+
+// newRequestID returns the requestId of a new request, as JSON: a string
+// that no other client sends (see reqPrefix).
+func (c *Client) newRequestID() []byte {
+	c.mu.Lock()
+	c.nextReq++
+	n := c.nextReq
+	c.mu.Unlock()
+	b := make([]byte, 0, len(c.reqPrefix)+21)
+	b = append(b, c.reqPrefix...)
+	b = strconv.AppendUint(b, n, 10)
+	return append(b, '"')
 }
 
 // newLink returns a link over wc; its reader is not started.
@@ -238,8 +271,30 @@ func (c *Client) Connect(ctx context.Context, route string, h *chat.Handlers) (c
 
 // Close ends every session (sending Disconnect), closes the connection and
 // waits for the client's goroutines. Requests pending fail with
-// [chat.ErrSessionClosed].
-func (c *Client) Close() error {
+// [chat.ErrSessionClosed]. To leave the conversations resumable, use
+// [Client.Detach].
+func (c *Client) Close() error { return c.end(false) }
+
+// Detach ends the client as Close does, but without ending the
+// conversations of its sessions that the server keeps (their Connect was
+// answered with a resume token): no Disconnect is sent for them, and the
+// server keeps them in its store, to be resumed, by this process or
+// another, on any server over the same store, with Builder().Resume and
+// each session's ConversationID and ResumeToken (read after Detach
+// returns: a resume that was under way when Detach was called is awaited,
+// for a while, so that ResumeToken is the token it rotated). Sessions of a
+// server that keeps no conversations are closed as Close closes them. The
+// same semantics as [chat.LocalClient.Detach].
+//
+// Requests pending fail with [chat.ErrSessionClosed]. A request the
+// server is running goes on there: its answer is saved with the
+// conversation but not delivered (a new client's first request, with
+// another requestId, is not taken for it). Wait for a request's answer
+// before Detach to get it.
+func (c *Client) Detach() error { return c.end(true) }
+
+// end is Close (detach false) or Detach.
+func (c *Client) end(detach bool) error {
 	c.mu.Lock()
 	if c.closed {
 		l := c.link
@@ -254,8 +309,13 @@ func (c *Client) Close() error {
 	sessions := c.allSessions()
 	l := c.link
 	c.mu.Unlock()
+	if detach && l != nil && !c.dispatching.Load() {
+		c.awaitResumes(sessions)
+	}
 	for _, s := range sessions {
-		_ = s.Close()
+		if !detach || !s.end(true) {
+			_ = s.Close()
+		}
 	}
 	if l == nil {
 		// Reconnecting: there is no connection to close.
@@ -284,6 +344,35 @@ func (c *Client) Close() error {
 	}
 	c.lost(l, nil)
 	return nil
+}
+
+// awaitResumes waits, for Detach, until the resuming Connects in flight
+// of sessions are answered, so that their sessions' ResumeToken is the
+// one the server rotated, for at most twice the write timeout (or until
+// the connection is lost). Their queued requests fail at once; none is
+// sent after.
+func (c *Client) awaitResumes(sessions []*clientSession) {
+	var waits []<-chan struct{}
+	for _, s := range sessions {
+		if w := s.holdForDetach(); w != nil {
+			waits = append(waits, w)
+		}
+	}
+	if len(waits) == 0 {
+		return
+	}
+	timer := time.NewTimer(2 * c.timeout)
+	defer timer.Stop()
+	for _, w := range waits {
+		select {
+		case <-w:
+		case <-c.done:
+			return
+		case <-timer.C:
+			c.log.Warn("ws: detaching: a session's resume was not answered; its resume token may have been rotated", "timeout", 2*c.timeout)
+			return
+		}
+	}
 }
 
 func (c *Client) allSessions() []*clientSession {

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strconv"
 	"sync"
 
 	"github.com/chatscopes/chatgen/runtime/chat"
@@ -32,6 +31,11 @@ type clientSession struct {
 	queue          []*clientCall
 	inflight       *clientCall
 	closed         bool
+	// detaching: the client is detaching (Client.Detach): nothing more is
+	// sent, and resumeAnswer, if set, is closed when the resuming Connect
+	// in flight is answered.
+	detaching    bool
+	resumeAnswer chan struct{}
 }
 
 type clientCall struct {
@@ -41,7 +45,7 @@ type clientCall struct {
 	initial   bool // the resume of Builder().Resume, not of a reconnection
 	route     string
 	data      []byte // the request data, a JSON object
-	requestID uint64
+	requestID []byte // as JSON (see Client.reqPrefix); given when first sent, kept when sent again
 	call      *chat.Call
 	// One delivery across reconnects (guarded by clientSession.mu):
 	// delivered counts the events of the answer handed to the handlers;
@@ -119,7 +123,7 @@ func (s *clientSession) next(inline bool) {
 		var frame []byte
 		var l *link // the connection the request goes out on
 		s.mu.Lock()
-		if s.inflight != nil || len(s.queue) == 0 || (s.resuming && !s.queue[0].resume) {
+		if s.inflight != nil || len(s.queue) == 0 || s.detaching || (s.resuming && !s.queue[0].resume) {
 			s.mu.Unlock()
 			return
 		}
@@ -136,11 +140,8 @@ func (s *clientSession) next(inline bool) {
 				s.mu.Unlock()
 				return
 			}
-			if cc.requestID == 0 { // else sent again after a reconnect, with its id
-				s.c.mu.Lock()
-				s.c.nextReq++
-				cc.requestID = s.c.nextReq
-				s.c.mu.Unlock()
+			if cc.requestID == nil { // else sent again after a reconnect, with its id
+				cc.requestID = s.c.newRequestID()
 			}
 			frame = s.frame(cc)
 			s.inflight = cc
@@ -185,7 +186,7 @@ func (s *clientSession) frame(cc *clientCall) []byte {
 		b = append(b, cc.data...)
 	}
 	b = append(b, `,"requestId":`...)
-	b = strconv.AppendUint(b, cc.requestID, 10)
+	b = append(b, cc.requestID...)
 	return append(b, '}')
 }
 
@@ -200,7 +201,7 @@ func (s *clientSession) receive(f *serverFrame) {
 	}
 	s.mu.Lock()
 	cc := s.inflight
-	if cc == nil || (len(f.requestID) > 0 && !bytes.Equal(f.requestID, strconv.AppendUint(make([]byte, 0, 20), cc.requestID, 10))) {
+	if cc == nil || (len(f.requestID) > 0 && !bytes.Equal(f.requestID, cc.requestID)) {
 		s.mu.Unlock()
 		s.c.log.Debug("ws: a terminator matches no request", "chat", s.id, "type", typ, "requestId", string(f.requestID))
 		return
@@ -257,8 +258,7 @@ func (s *clientSession) firstDelivery(f *serverFrame) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	cc := s.inflight
-	var id [20]byte
-	if cc == nil || (len(f.requestID) > 0 && !bytes.Equal(f.requestID, strconv.AppendUint(id[:0], cc.requestID, 10))) {
+	if cc == nil || (len(f.requestID) > 0 && !bytes.Equal(f.requestID, cc.requestID)) {
 		return true
 	}
 	if !f.replayed && cc.pos == 0 {
@@ -305,21 +305,8 @@ func (s *clientSession) dispatch(ev chat.Event) {
 // fail with [chat.ErrSessionClosed]. The server sends nothing for the
 // session after Disconnect.
 func (s *clientSession) Close() error {
-	s.mu.Lock()
-	if s.closed {
-		s.mu.Unlock()
+	if !s.end(false) {
 		return nil
-	}
-	s.closed = true
-	pending := s.queue
-	if s.inflight != nil {
-		pending = append([]*clientCall{s.inflight}, pending...)
-	}
-	s.inflight, s.queue = nil, nil
-	s.mu.Unlock()
-	s.c.forget(s)
-	for _, cc := range pending {
-		cc.call.Finish(chat.ErrSessionClosed)
 	}
 	b := make([]byte, 0, 40+len(s.idJSON))
 	b = append(b, `{"type":"Disconnect","chatId":`...)
@@ -327,6 +314,55 @@ func (s *clientSession) Close() error {
 	b = append(b, '}')
 	_ = s.c.write(b, true)
 	return nil
+}
+
+// end ends the session on the client's side: the requests pending fail
+// with [chat.ErrSessionClosed]. It reports whether it did: not when the
+// session had ended, nor, with kept, when its server keeps no
+// conversation for it (no resume token: Detach closes it instead).
+func (s *clientSession) end(kept bool) bool {
+	s.mu.Lock()
+	if s.closed || (kept && s.token == "") {
+		s.mu.Unlock()
+		return false
+	}
+	s.closed = true
+	pending := s.queue
+	if s.inflight != nil {
+		pending = append([]*clientCall{s.inflight}, pending...)
+	}
+	s.inflight, s.queue = nil, nil
+	if s.resumeAnswer != nil {
+		close(s.resumeAnswer)
+		s.resumeAnswer = nil
+	}
+	s.mu.Unlock()
+	s.c.forget(s)
+	for _, cc := range pending {
+		cc.call.Finish(chat.ErrSessionClosed)
+	}
+	return true
+}
+
+// holdForDetach stops the session from sending anything more, for
+// Detach: its queued requests fail now. When its resuming Connect is in
+// flight, it returns a channel closed once that is answered (or the
+// session ended).
+func (s *clientSession) holdForDetach() <-chan struct{} {
+	s.mu.Lock()
+	s.detaching = true
+	queued := s.queue
+	s.queue = nil
+	var answered chan struct{}
+	if s.inflight != nil && s.inflight.resume && !s.closed {
+		answered = make(chan struct{})
+		s.resumeAnswer = answered
+	}
+	s.mu.Unlock()
+	for _, cc := range queued {
+		cc.call.Finish(chat.ErrSessionClosed)
+	}
+	return answered
 }
 
 // fail ends every pending request of the session with err.
@@ -337,6 +373,10 @@ func (s *clientSession) fail(err error) {
 		pending = append([]*clientCall{s.inflight}, pending...)
 	}
 	s.inflight, s.queue, s.closed = nil, nil, true
+	if s.resumeAnswer != nil {
+		close(s.resumeAnswer)
+		s.resumeAnswer = nil
+	}
 	s.mu.Unlock()
 	for _, cc := range pending {
 		cc.call.Finish(err)
