@@ -3,6 +3,7 @@ package ws
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"log/slog"
@@ -102,6 +103,7 @@ const MaxReplaySize = 64 << 10
 type durableSession struct {
 	mu        sync.Mutex      // events are delivered from any goroutine of the route
 	requestID json.RawMessage // the running request's id
+	digest    []byte          // of the running request's data (requestDigest)
 	ctx       context.Context // the running request's context
 	events    []answerEvent
 	size      int
@@ -115,6 +117,7 @@ type durableSession struct {
 // session may have another one).
 type answer struct {
 	RequestID json.RawMessage `json:"requestId"`
+	Digest    []byte          `json:"digest,omitempty"` // requestDigest of its data; none in answers saved before it was (the requestId alone is compared)
 	Events    []answerEvent   `json:"events,omitempty"`
 	Partial   bool            `json:"partial,omitempty"` // the events were too large to keep
 	Type      string          `json:"type"`              // Completed or Failed
@@ -207,7 +210,7 @@ func (d *durableSession) save(scopeID string, f *chat.Failure) []byte {
 		d.mu.Unlock()
 		return nil
 	}
-	a := answer{RequestID: requestID, Events: d.events, Partial: d.partial, Type: chat.EventCompleted, Data: scopeID}
+	a := answer{RequestID: requestID, Digest: d.digest, Events: d.events, Partial: d.partial, Type: chat.EventCompleted, Data: scopeID}
 	d.mu.Unlock()
 	if f != nil {
 		a.Type, a.Data, a.ScopeID = chat.EventFailed, f.Reason, scopeID
@@ -232,22 +235,39 @@ func (d *durableSession) save(scopeID string, f *chat.Failure) []byte {
 // beforeRun is called by the session's worker before it runs r: it
 // returns the saved answer to replay when r re-sends the request it
 // answers (the first request of a resumed session, with the same
-// requestId); otherwise it starts recording r's answer and returns nil.
+// requestId and the same data); otherwise it starts recording r's answer
+// and returns nil.
+//
+// The requestId is what tells a re-sent request from a new one: the
+// clients of this package make theirs unique to the client (a random
+// part and a counter), so that the first request of a new client that
+// resumes the conversation is never taken for the one its previous
+// client lost. The data must be the same too, byte for byte, as a client
+// sends it again: a client that numbers its requests from 1 on every
+// start gets its new request run, not the answer of another one.
 func (s *session) beforeRun(r *request) *answer {
 	d := s.dur
 	if d == nil {
 		return nil
 	}
+	digest := requestDigest(r.data)
 	a := d.replay
 	d.replay = nil
-	if a != nil && bytes.Equal(a.RequestID, r.requestID) {
+	if a != nil && bytes.Equal(a.RequestID, r.requestID) && (a.Digest == nil || bytes.Equal(a.Digest, digest)) {
 		return a
 	}
 	d.mu.Lock()
 	d.events, d.size, d.partial = nil, 0, false
-	d.requestID, d.ctx = r.requestID, r.ctx
+	d.requestID, d.digest, d.ctx = r.requestID, digest, r.ctx
 	d.mu.Unlock()
 	return nil
+}
+
+// requestDigest returns what a saved answer keeps of its request's data
+// to recognise it re-sent: the first 16 bytes of its SHA-256.
+func requestDigest(data []byte) []byte {
+	sum := sha256.Sum256(data)
+	return sum[:16]
 }
 
 // replay sends a saved answer again as the answer of r, unless r was cut
