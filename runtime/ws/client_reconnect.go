@@ -278,6 +278,11 @@ func (c *Client) Resume(ctx context.Context, conversationID, token string, h *ch
 // resumeAnswered handles the terminator of the resuming Connect cc: typ
 // and f are the frame. s.mu is held; resumeAnswered releases it.
 func (s *clientSession) resumeAnswered(cc *clientCall, typ string, f *serverFrame) {
+	if s.resumeAnswer != nil {
+		// Detach waits for this answer: the token it rotates.
+		defer close(s.resumeAnswer)
+		s.resumeAnswer = nil
+	}
 	if typ == chat.EventCompleted {
 		s.resuming = false
 		s.resumeFailures = 0
@@ -308,7 +313,7 @@ func (s *clientSession) resumeAnswered(cc *clientCall, typ string, f *serverFram
 	s.resumeFailures++
 	limit := s.c.recon.MaxAttempts
 	retry := reason == chat.ErrConversationBusy.Reason || reason == chat.ErrUnavailable.Reason || reason == ErrShuttingDown.Reason
-	if retry && (limit == 0 || s.resumeFailures < limit) {
+	if retry && !s.detaching && (limit == 0 || s.resumeFailures < limit) {
 		delay := s.c.recon.delay(s.resumeFailures - 1)
 		s.mu.Unlock()
 		s.c.log.Info("ws: resuming a session failed; trying again", "chat", s.id, "reason", reason, "delay", delay)
