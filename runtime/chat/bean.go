@@ -38,6 +38,12 @@ func (k Kind) String() string {
 
 // A Bean describes a scoped type T. Generated code declares one per
 // //chat:scoped type; it is immutable.
+//
+// An instance with a Close() error, Close(), Destroy() error or Destroy()
+// method has it called once, when its scope ends (or its invocation, for
+// invocation beans) — not when a durable conversation's scope merely
+// leaves the process: [DetachableBean] describes that case, and the whole
+// lifecycle.
 type Bean[T any] struct {
 	info  beanInfo
 	newFn func(context.Context) (T, error)
@@ -48,6 +54,11 @@ type beanInfo struct {
 	name    string
 	kind    Kind
 	durable bool // saved with a durable conversation (//chat:scoped durable)
+	// restoreToClose builds an instance of a durable bean from its saved
+	// state, to close it at the end of a scope that did not use it since
+	// it was restored (closePending); nil for beans that are not durable
+	// or have no Close or Destroy method.
+	restoreToClose func(ctx context.Context, raw []byte) (any, error)
 }
 
 type beanEntry struct {
@@ -135,24 +146,30 @@ func createInScope[T any](ctx context.Context, s *scope, b *Bean[T]) (T, error) 
 	if err != nil {
 		return zero, err
 	}
-	return install(ctx, s, b, v)
+	return install(ctx, s, b, v, false)
 }
 
 // install makes v the instance of b in s, unless s ended or another
-// goroutine installed one first.
-func install[T any](ctx context.Context, s *scope, b *Bean[T], v T) (T, error) {
+// goroutine installed one first. restored says v was restored from the
+// saved state of s: then a v not kept is detached, not closed (the
+// instance kept, or the end of s, closes that state's bean).
+func install[T any](ctx context.Context, s *scope, b *Bean[T], v T, restored bool) (T, error) {
 	var zero T
+	discard := closeDiscarded
+	if restored {
+		discard = detachDiscarded
+	}
 	st := s.stack
 	st.mu.Lock()
 	if s.ended {
 		st.mu.Unlock()
-		closeDiscarded(ctx, v)
+		discard(ctx, v)
 		return zero, &BeanError{Bean: b.info.name, Err: ErrNotActive}
 	}
 	// Another goroutine of this conversation may have created it meanwhile.
 	if existing, ok := s.find(&b.info); ok {
 		st.mu.Unlock()
-		closeDiscarded(ctx, v)
+		discard(ctx, v)
 		return existing.(T), nil
 	}
 	var beans []beanEntry

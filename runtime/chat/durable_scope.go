@@ -78,9 +78,11 @@ func (st *scopeStack) restore(ctx context.Context, states []chatstore.ScopeState
 }
 
 // detach drops every scope of st from the process without ending them:
-// their beans are closed and their memories released (not deleted). The
-// scopes are reported Deactivated (the current one), then Detached,
-// innermost first. It does nothing when st has no current scope.
+// their beans are detached (DetachableBean; never closed: their scopes go
+// on elsewhere, or here from the saved state) and their memories released
+// (not deleted). The scopes are reported Deactivated (the current one),
+// then Detached, innermost first. It does nothing when st has no current
+// scope.
 func (st *scopeStack) detach(ctx context.Context) error {
 	ctx = context.WithoutCancel(ctx)
 	st.mu.Lock()
@@ -105,7 +107,8 @@ func (st *scopeStack) detach(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
-// release closes the beans of a detached scope and releases its memories.
+// release detaches the beans of a detached scope, newest first, and
+// releases its memories.
 func (s *scope) release(ctx context.Context) error {
 	s.stack.mu.Lock()
 	beans := s.beans.Swap(nil)
@@ -116,7 +119,7 @@ func (s *scope) release(ctx context.Context) error {
 
 	var errs []error
 	if beans != nil {
-		errs = append(errs, closeBeans(*beans))
+		errs = append(errs, detachBeans(ctx, *beans))
 	}
 	for _, m := range slices.Backward(memories) {
 		rm, ok := m.mem.(ReleasableMemory)

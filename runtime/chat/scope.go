@@ -242,7 +242,8 @@ func (st *scopeStack) observe(ctx context.Context, ev ScopeEvent) {
 	st.observer(ctx, ev)
 }
 
-// destroy closes the beans of an ended scope, newest first, then deletes
+// destroy closes the beans of an ended scope, newest first (then those of
+// its saved durable beans not used since it was restored), then deletes
 // its chat memories, newest first. It must be called once, after s.ended
 // was set.
 func (s *scope) destroy(ctx context.Context) error {
@@ -252,12 +253,17 @@ func (s *scope) destroy(ctx context.Context) error {
 	s.stack.mu.Lock()
 	beans := s.beans.Swap(nil)
 	memories := s.memories
+	pending := s.pending
 	s.memories = nil
+	s.pending = nil
 	s.stack.mu.Unlock()
 
 	var errs []error
 	if beans != nil {
 		errs = append(errs, closeBeans(*beans))
+	}
+	if len(pending) > 0 {
+		errs = append(errs, s.closePending(ctx, pending))
 	}
 	for i := len(memories) - 1; i >= 0; i-- {
 		m := memories[i]
