@@ -620,7 +620,7 @@ func (c *Conversation) rollback(ctx context.Context, err error, reason *Failure)
 }
 
 // drop detaches c from this node after it lost the conversation (or let
-// go of it): its scopes leave the process (beans closed, memories
+// go of it): its scopes leave the process (beans detached, memories
 // released), its lease is released, and its requests fail with
 // SessionNotActive. The store keeps the conversation. c.mu is held.
 func (c *Conversation) drop(ctx context.Context, cause error) {
@@ -641,12 +641,12 @@ func (c *Conversation) drop(ctx context.Context, cause error) {
 // transport calls it when the connection is lost (rather than closed by the
 // client), so that the client can resume the conversation, here or on
 // another node. The conversation's scopes leave the process (their beans
-// are closed, their chat memories released, the router's [Stats] count
-// them no more) and its lease is released; the store keeps it until its
-// time to live ends. It waits for a request in progress, and for a
-// [Router.Resume] of the conversation on the same router. Detaching twice,
-// or after Close, or after a resume on the same router superseded this
-// session, does nothing.
+// are detached, not closed: see [DetachableBean]; their chat memories are
+// released, the router's [Stats] count them no more) and its lease is
+// released; the store keeps it until its time to live ends. It waits for
+// a request in progress, and for a [Router.Resume] of the conversation on
+// the same router. Detaching twice, or after Close, or after a resume on
+// the same router superseded this session, does nothing.
 //
 // On a router without a store, Detach is Close: nothing could resume the
 // conversation.
