@@ -75,8 +75,8 @@ type CompressionStats struct {
 	// Summarized is the number of messages folded into summaries.
 	Summarized int64
 	// Dropped is the number of messages evicted without being summarised:
-	// at the cap while the Summarizer was failing, the oldest messages of
-	// an Add that alone exceeds the cap, and the oldest messages of a
+	// at the cap while the Summarizer was failing, the older turns beside
+	// a newest turn that alone fills the cap, and the oldest turns of a
 	// stored list found over the cap when a memory loads it.
 	Dropped int64
 }
@@ -101,28 +101,33 @@ var _ Policy = (*CompressingPolicy)(nil)
 // crossed, keep the newest messages) with langchain4j's memory contract.
 //
 // The memory holds the system message, then the summary message (see
-// [SummaryText]), then the newest messages word for word, and sends the
-// model exactly that. It works with token counts, like [TokenWindow]:
+// [SummaryText]), then the newest turns word for word, and sends the
+// model exactly that. It works with token counts and whole turns, like
+// [TokenWindow]:
 //
 //   - When an Add leaves the system message and the messages over
 //     TriggerTokens (the high-water mark), or everything over maxTokens,
-//     the oldest messages are summarised until the system message and the
+//     the oldest turns are summarised until the system message and the
 //     rest fit in KeepTokens (the low-water mark). The Summarizer gets the
 //     old summary and only those messages: the summary is updated
 //     incrementally, and only when messages leave, once per crossing of
 //     the high-water mark rather than on every Add. [CompressionStats]
 //     counts how often.
-//   - Never summarised: the system message, the messages of the Add in
-//     progress (the current turn: they can only be evicted, as by
-//     TokenWindow, when they alone exceed maxTokens), and an AI message
-//     whose tool results are not all old (a tool call is never separated
-//     from its results; it waits for the next compression).
-//   - maxTokens is a hard cap on everything, summary included: when the
-//     memory would still exceed it, the oldest messages are evicted
-//     without being summarised, as by TokenWindow, then the summary (it
-//     stands for older messages still), and only then the oldest
-//     messages of the Add in progress: a turn that fits alone is never
-//     split.
+//   - Only whole turns are summarised (a turn: a user message and every
+//     message up to the next one), so what the memory keeps word for
+//     word starts with a user message, after the summary (itself a user
+//     message): never with an AI message or a tool result, and a tool call
+//     is never separated from its results. Never summarised: the system
+//     message and the newest turn, the current one, which the Add in
+//     progress adds or ends.
+//   - maxTokens is a hard cap on everything, summary included, but for
+//     the newest turn: when the memory would still exceed it, the oldest
+//     turns are evicted without being summarised, as by TokenWindow, then
+//     the summary (it stands for older messages still). The newest turn
+//     is never evicted or split: a turn that alone exceeds maxTokens (or
+//     leaves no room for a summary beside it) is kept whole, with the
+//     system message only, until the next turn's Add evicts it, as in
+//     TokenWindow.
 //   - langchain4j's contract holds as for [TokenWindow]: one system
 //     message, first, never evicted or summarised (an identical one is
 //     ignored, a different one replaces it); no orphan tool results;
@@ -134,13 +139,14 @@ var _ Policy = (*CompressingPolicy)(nil)
 //
 // Failures: when the Summarizer returns an error, times out
 // ([CompressOptions.Timeout]), panics, or writes a summary that does not
-// fit (with the system message and what the cap keeps of the turn being
-// added, it exceeds maxTokens: [ErrSummaryTooLong]), nothing is summarised
+// fit (with the system message and the newest turn it exceeds maxTokens,
+// or it would cost the Add in progress a turn: [ErrSummaryTooLong]),
+// nothing is summarised
 // and nothing is lost: the messages stay and the next Add tries again (one Summarizer
 // call per Add at most, so a failing Summarizer costs a call, bounded by
 // the timeout, per turn). The room between TriggerTokens and maxTokens is
 // what the memory may grow into meanwhile; at maxTokens it evicts the
-// oldest messages as TokenWindow would, so the memory stays bounded. A
+// oldest turns as TokenWindow would, so the memory stays bounded. A
 // failure is logged as a warning and counted in CompressionStats.Failures.
 // Add itself fails only when its store does, and then changes nothing.
 //
@@ -149,8 +155,8 @@ var _ Policy = (*CompressingPolicy)(nil)
 // memory holds its messages in the store only, as the window memories do.
 // Consistency is that of TokenWindow: one memory per id per process (a
 // [Manager] ensures it). Loading a list whose total exceeds maxTokens
-// (written under a bigger budget) evicts its oldest messages without
-// summarising them.
+// (written under a bigger budget) evicts its oldest turns, then the
+// summary, without summarising them.
 //
 // Arguments are checked when a memory is made (by [CompressingPolicy.New],
 // so on an AI service's first turn): a maxTokens that is not positive, a
@@ -258,14 +264,19 @@ func (p *CompressingPolicy) New(ctx context.Context, store Store, id string) (Me
 		}
 		c.msgs.items = append(c.msgs.items, m)
 		cost := p.cost(&m)
-		c.meta.items = append(c.meta.items, msgCost{cost: int32(cost), tool: isToolResult(m)})
+		c.meta.items = append(c.meta.items, costOf(&m, cost))
 		c.body += cost
 	}
-	if c.summ != nil && c.sysCost+c.summCost > p.max {
-		changed = true // written under a bigger budget: it no longer fits
+	// Written under a bigger budget, the list may no longer fit: whole
+	// turns go, then the summary (see Add).
+	s := newTurns(c.meta.live(), nil)
+	e, rest := s.fit(0, c.sysCost+c.summCost, c.body, p.max)
+	if c.summ != nil && c.sysCost+c.summCost+rest > p.max {
+		changed = true
 		c.summ, c.summText, c.summCost = nil, "", 0
+		e, rest = s.fit(0, c.sysCost, c.body, p.max)
 	}
-	if e, rest := cut(c.meta.live(), nil, c.sysCost+c.summCost, c.body, p.max); e > 0 {
+	if e > 0 {
 		changed = true
 		c.meta.drop(0, e)
 		c.msgs.drop(0, e)
@@ -308,31 +319,6 @@ type compressing struct {
 	// Scratch space of Add, reused across calls.
 	added []llms.MessageContent // the non-system messages of an Add, not copied
 	costs []msgCost             // their costs
-}
-
-// cut returns how many of the oldest messages, whose costs are those of a
-// followed by those of b, must go for fixed plus the cost of the rest
-// (total, before the cut) to fit budget, and the cost of the rest after
-// that. When it is not 0 it also covers the tool results that follow, so
-// that no tool result outlives its call.
-func cut(a, b []msgCost, fixed, total, budget int) (int, int) {
-	at := func(i int) msgCost {
-		if i < len(a) {
-			return a[i]
-		}
-		return b[i-len(a)]
-	}
-	n := len(a) + len(b)
-	e := 0
-	for ; fixed+total > budget && e < n; e++ {
-		total -= int(at(e).cost)
-	}
-	if e > 0 {
-		for ; e < n && at(e).tool; e++ {
-			total -= int(at(e).cost)
-		}
-	}
-	return e, total
 }
 
 // list returns the stored list of the state sys, summ, the other messages
@@ -385,47 +371,42 @@ func (c *compressing) Add(ctx context.Context, msgs ...llms.MessageContent) erro
 	costs := c.costs[:0]
 	total := c.body
 	for i := range added {
-		costs = append(costs, msgCost{cost: int32(p.cost(&added[i])), tool: isToolResult(added[i])})
+		costs = append(costs, costOf(&added[i], p.cost(&added[i])))
 		total += int(costs[i].cost)
 	}
 	c.costs = costs
 	old := c.meta.live()
-	at := func(i int) msgCost {
-		if i < len(old) {
-			return old[i]
-		}
-		return costs[i-len(old)]
-	}
-	n := len(old) + len(added)
+	s := newTurns(old, costs)
 
-	// Compress: fold the oldest messages, up to the low-water mark but
-	// never into this Add, into the summary.
+	// Compress: fold the oldest turns, up to the low-water mark but never
+	// the newest turn (the current one), into the summary. When the newest
+	// turn alone leaves no room for a summary, the cap below keeps it
+	// alone: nothing is worth summarising.
 	summ, summText, summCost := c.summ, c.summText, c.summCost
 	summChanged := false
 	k, folded := 0, 0
-	if sysCost+total > p.trigger || sysCost+total+summCost > p.max {
-		k, _ = cut(old, costs, sysCost, total, p.keep)
-		k = min(k, len(old))
-		for k > 0 && k < n && at(k).tool {
-			k-- // the call's results are in this Add: keep the call with them
+	if (sysCost+total > p.trigger || sysCost+total+summCost > p.max) && sysCost+s.cost(s.limit, s.len()) < p.max {
+		for rest := total; sysCost+rest > p.keep && k < s.limit; {
+			j, cost := s.next(k)
+			k, rest, folded = j, rest-cost, folded+cost
 		}
 	}
 	if k > 0 {
-		for i := range k {
-			folded += int(at(i).cost)
-		}
 		text, err := c.summarize(ctx, k, sys, added)
 		if err == nil {
 			// The summary must leave room for the turn being added (what
-			// the cap would keep of it): a bigger one would push it out.
-			_, turn := cut(nil, costs, sysCost, total-c.body, p.max)
+			// the cap keeps of this Add without it): a bigger one would
+			// push it out.
 			m := summaryMessage(text)
-			switch cost := p.cost(&m); {
+			cost := p.cost(&m)
+			eWith, restWith := s.fit(k, sysCost+cost, total-folded, p.max)
+			eWithout, _ := s.fit(k, sysCost, total-folded, p.max)
+			switch {
 			case sysCost+cost > p.max:
 				err = fmt.Errorf("%w: %d tokens with the system message, over %d", ErrSummaryTooLong, sysCost+cost, p.max)
-			case sysCost+cost+turn > p.max:
+			case sysCost+cost+restWith > p.max || eWith > len(old) && eWithout < eWith:
 				err = fmt.Errorf("%w: %d tokens with the system message, and %d of the turn being added, over %d",
-					ErrSummaryTooLong, sysCost+cost, turn, p.max)
+					ErrSummaryTooLong, sysCost+cost, restWith, p.max)
 			default:
 				summ, summText, summCost, summChanged = &m, text, cost, true
 			}
@@ -444,22 +425,17 @@ func (c *compressing) Add(ctx context.Context, msgs ...llms.MessageContent) erro
 		summ, summText, summCost, summChanged = nil, "", 0, true
 	}
 
-	// Enforce the cap, evicting without summarising: the oldest messages,
-	// then the summary (older than any of them), and only then messages
-	// of this Add.
+	// Enforce the cap, evicting without summarising: the oldest turns,
+	// then the summary (older than any of them) when it would cost this
+	// Add a turn or does not fit with the newest turn. The newest turn
+	// stays, even alone over the cap.
 	rest := total - folded
-	e := 0
+	e := k
 	if sysCost+summCost+rest > p.max {
-		var a, b []msgCost
-		if k < len(old) {
-			a, b = old[k:], costs
-		} else {
-			b = costs[k-len(old):]
-		}
-		e, rest = cut(a, b, sysCost+summCost, total-folded, p.max)
-		if e > len(a) && summ != nil {
-			// The cut reaches this Add: does the summary cost it messages?
-			if e2, rest2 := cut(a, b, sysCost, total-folded, p.max); e2 < e {
+		e, rest = s.fit(k, sysCost+summCost, total-folded, p.max)
+		if summ != nil {
+			e2, rest2 := s.fit(k, sysCost, total-folded, p.max)
+			if sysCost+summCost+rest > p.max || e > len(old) && e2 < e {
 				p.log().WarnContext(ctx, "memory: the summary leaves no room for the turn being added; the summary is dropped",
 					"memory", c.id, "summary_tokens", summCost, "max_tokens", p.max)
 				summ, summText, summCost, summChanged = nil, "", 0, true
@@ -468,7 +444,7 @@ func (c *compressing) Add(ctx context.Context, msgs ...llms.MessageContent) erro
 		}
 	}
 
-	drop := k + e
+	drop := e
 	dropOld := min(drop, len(old))
 	tail, tailCosts := added[drop-dropOld:], costs[drop-dropOld:]
 	if !sysChanged && !summChanged && drop == 0 && len(tail) == 0 {
@@ -495,20 +471,23 @@ func (c *compressing) Add(ctx context.Context, msgs ...llms.MessageContent) erro
 		p.log().DebugContext(ctx, "memory: compressed", "memory", c.id, "messages", k,
 			"summary_tokens", summCost, "kept_tokens", sysCost+rest)
 	}
-	if e > 0 {
-		p.dropped.Add(int64(e))
+	if e > k {
+		p.dropped.Add(int64(e - k))
 	}
 	return nil
 }
 
 // summarize asks the Summarizer for the summary of the current one and the
-// k oldest messages, with the policy's timeout, turning a panic or an
-// empty summary into an error.
+// k oldest messages (those the memory keeps, then those of added), with
+// the policy's timeout, turning a panic or an empty summary into an error.
 func (c *compressing) summarize(ctx context.Context, k int, sys *llms.MessageContent, added []llms.MessageContent) (text string, err error) {
-	msgs, err := c.oldest(ctx, k)
+	kept := min(k, c.meta.len())
+	msgs, err := c.oldest(ctx, kept)
 	if err != nil {
 		return "", err
 	}
+	// An older turn may end in this Add, before the turn it starts.
+	msgs = appendClones(msgs, added[:k-kept])
 	var conv []llms.MessageContent
 	if cs, ok := c.p.sum.(ConversationSummarizer); ok && cs.WantsConversation() {
 		if conv, err = c.conversation(ctx, sys, added); err != nil {

@@ -210,15 +210,21 @@ func TestCompressingSummarizesInBatches(t *testing.T) {
 func TestCompressingNeverSummarizesTheCurrentTurn(t *testing.T) {
 	j := &joiner{}
 	s := memory.NewInMemoryStore()
-	m := newMemory(t, memory.Compressing(12, j, compressOpts(4, 2)), s)
+	p := memory.Compressing(12, j, compressOpts(4, 2))
+	m := newMemory(t, p, s)
 	add(t, m, human("1"), ai("2"))
 	// One turn of six messages: over both marks on its own. The old
 	// messages are summarised, the turn is kept whole (it fits the cap).
 	add(t, m, human("3"), aiCalls("a"), result("a"), aiCalls("b"), result("b"), ai("4"))
 	checkShown(t, m, s, "summary:[human:1 ai:2] human:3 ai:calls(a) tool:a ai:calls(b) tool:b ai:4")
-	// A turn over the cap: its oldest messages are evicted, never summarised.
+	// A turn over the cap: kept whole and alone (the cap gives way to the
+	// newest turn only). The older turn is evicted, never summarised, and
+	// the summary too: nothing fits beside the turn.
 	add(t, m, human(strings.Repeat("x", 13)), ai("5"))
-	checkShown(t, m, s, "summary:[human:1 ai:2 human:3 ai:calls(a) tool:a ai:calls(b) tool:b ai:4] ai:5")
+	checkShown(t, m, s, "human:xxxxxxxxxxxxx ai:5")
+	if st := p.Stats(); st.Compressions != 1 || st.Dropped != 6 {
+		t.Fatalf("stats %+v", st)
+	}
 	for _, req := range j.calls() {
 		for _, msg := range req.Messages {
 			if strings.Contains(summary([]llms.MessageContent{msg}), "x") || summary([]llms.MessageContent{msg}) == "ai:5" {
@@ -234,11 +240,12 @@ func TestCompressingKeepsToolCallsWithTheirResults(t *testing.T) {
 			j := &joiner{}
 			m := newMemory(t, memory.Compressing(100, j, compressOpts(4, 1)), s)
 			add(t, m, human("1"), aiCalls("a", "b"))
-			// The results of the call come in this Add: the call is part of
-			// the current turn and must not be summarised without them.
+			// The results of the call come in this Add: over the mark, but
+			// the turn is the current one and is not summarised.
 			add(t, m, result("a"), result("b"), ai("2"))
-			checkShown(t, m, s, "summary:[human:1] ai:calls(a,b) tool:a tool:b ai:2")
-			// The next compression takes the call and its results together.
+			checkShown(t, m, s, "human:1 ai:calls(a,b) tool:a tool:b ai:2")
+			// The next compression takes the turn whole: the call with its
+			// results.
 			add(t, m, human("3"))
 			checkShown(t, m, s, "summary:[human:1 ai:calls(a,b) tool:a tool:b ai:2] human:3")
 			for _, req := range j.calls() {
@@ -300,8 +307,8 @@ func TestCompressingFailureKeepsMessages(t *testing.T) {
 				t.Fatalf("%d summarizer calls, want one per Add over the mark (2)", n)
 			}
 			failing = false
-			add(t, m, ai("6")) // works again: everything old is folded in
-			checkShown(t, m, s, "system:s summary:[human:1 ai:2 human:3 ai:4 human:5] ai:6")
+			add(t, m, ai("6")) // works again: every turn but the current one is folded in
+			checkShown(t, m, s, "system:s summary:[human:1 ai:2 human:3 ai:4] human:5 ai:6")
 			if st := p.Stats(); st.Failures != 2 || st.Compressions != 1 || st.Dropped != 0 {
 				t.Fatalf("stats %+v", st)
 			}
@@ -378,9 +385,9 @@ func TestCompressingBadSummaries(t *testing.T) {
 			sum := memory.SummarizerFunc(func(context.Context, memory.SummaryRequest) (string, error) { return text, nil })
 			p := memory.Compressing(10, sum, compressOpts(2, 1))
 			m := newMemory(t, p, s)
-			add(t, m, sys("s"), human("1"))
-			add(t, m, ai("2"))
-			checkShown(t, m, s, "system:s human:1 ai:2")
+			add(t, m, sys("s"), human("1"), ai("2"))
+			add(t, m, human("3"))
+			checkShown(t, m, s, "system:s human:1 ai:2 human:3")
 			if p.Stats().Failures != 1 {
 				t.Fatalf("stats %+v", p.Stats())
 			}
@@ -435,8 +442,9 @@ func TestCompressingSurvivesRestart(t *testing.T) {
 	m2 := newMemory(t, memory.Compressing(100, j, compressOpts(3, 1)), reopened)
 	checkShown(t, m2, reopened, "system:s summary:[human:1 ai:2] human:3")
 	add(t, m2, ai("4"), human("5"))
-	// Never the messages of this Add: ai:4 stays, over the low-water mark.
-	checkShown(t, m2, reopened, "system:s summary:[human:1 ai:2 human:3] ai:4 human:5")
+	// Whole turns: human:3's, which ai:4 ends, is folded; the current one
+	// stays, over the low-water mark.
+	checkShown(t, m2, reopened, "system:s summary:[human:1 ai:2 human:3 ai:4] human:5")
 	if calls := j.calls(); len(calls) != 1 || calls[0].Previous != "human:1 ai:2" {
 		t.Fatalf("after a restart the summary is updated from the stored one: %+v", calls)
 	}
@@ -575,7 +583,8 @@ func TestCompressingInvariants(t *testing.T) {
 		for name, s := range stores(t) {
 			t.Run(tc.name+"/"+name, func(t *testing.T) {
 				r := rand.New(rand.NewPCG(3, 5))
-				var current map[string]bool // texts of the Add in progress
+				var current map[string]bool   // texts of the newest turn
+				preamble := map[string]bool{} // texts added before the first user message
 				j := &joiner{}
 				if tc.failEvery > 0 {
 					j.fail = func(call int) error {
@@ -633,7 +642,7 @@ func TestCompressingInvariants(t *testing.T) {
 				}
 				for step := range steps {
 					var batch []llms.MessageContent
-					for range 1 + r.IntN(3) {
+					for i := range 1 + r.IntN(3) {
 						switch k := r.IntN(12); {
 						case k == 0:
 							batch = append(batch, sys(fmt.Sprint("sys", r.IntN(2))))
@@ -651,17 +660,30 @@ func TestCompressingInvariants(t *testing.T) {
 						case k == 3 && tc.long:
 							batch = append(batch, human(fmt.Sprintf("%0*d", tc.max, step))) // over the cap
 						case k <= 7:
-							batch = append(batch, human(fmt.Sprint("h", step, "-", k)))
+							batch = append(batch, human(fmt.Sprint("h", step, "-", k, i)))
 						default:
-							batch = append(batch, ai(fmt.Sprint("a", step, "-", k)))
+							batch = append(batch, ai(fmt.Sprint("a", step, "-", k, i)))
+						}
+					}
+					for _, msg := range batch {
+						if msg.Role != llms.ChatMessageTypeSystem {
+							w := summary([]llms.MessageContent{msg})
+							added = append(added, w)
+							if !slices.ContainsFunc(added, isHumanWord) {
+								preamble[w] = true
+							}
 						}
 					}
 					current = map[string]bool{}
-					for _, msg := range batch {
-						if msg.Role != llms.ChatMessageTypeSystem {
-							current[summary([]llms.MessageContent{msg})] = true
-							added = append(added, summary([]llms.MessageContent{msg}))
+					newest := slices.IndexFunc(added, isHumanWord)
+					for i := len(added) - 1; newest >= 0 && i >= newest; i-- {
+						if isHumanWord(added[i]) {
+							newest = i
+							break
 						}
+					}
+					for _, w := range added[max(newest, 0):] {
+						current[w] = true
 					}
 					before := len(j.calls())
 					pending = nil
@@ -696,7 +718,7 @@ func TestCompressingInvariants(t *testing.T) {
 					if !storetest.Equal(got, stored) {
 						t.Fatalf("step %d: memory %s, store %s", step, show(got), show(stored))
 					}
-					if err := wellFormed(got, tok, tc.max, lastSummary); err != nil {
+					if err := wellFormed(got, tok, tc.max, lastSummary, preamble); err != nil {
 						t.Fatalf("step %d: %v\n%s", step, err, show(got))
 					}
 					kept := words(withoutSummary(got))
@@ -731,14 +753,23 @@ func TestCompressingInvariants(t *testing.T) {
 	}
 }
 
-// wellFormed checks the shape of a compressing memory's messages.
-func wellFormed(msgs []llms.MessageContent, tok memory.Tokenizer, maxTokens int, lastSummary string) error {
+// isHumanWord reports whether w, a message rendered by summary, is a user
+// message.
+func isHumanWord(w string) bool { return strings.HasPrefix(w, "human:") }
+
+// wellFormed checks the shape of a compressing memory's messages: the
+// system message, the summary, whole tool exchanges that start with a user
+// message (or with what preamble holds, the messages added before the
+// first user message, never evicted yet), within the cap unless the
+// newest turn alone exceeds it and is all the memory holds.
+func wellFormed(msgs []llms.MessageContent, tok memory.Tokenizer, maxTokens int, lastSummary string, preamble map[string]bool) error {
 	rest := msgs
 	total := 0
 	if len(rest) > 0 && rest[0].Role == llms.ChatMessageTypeSystem {
 		total += tok.CountTokens(rest[0])
 		rest = rest[1:]
 	}
+	summarised := false
 	if len(rest) > 0 {
 		if text, ok := memory.SummaryText(rest[0]); ok {
 			if text != lastSummary {
@@ -746,8 +777,10 @@ func wellFormed(msgs []llms.MessageContent, tok memory.Tokenizer, maxTokens int,
 			}
 			total += 8
 			rest = rest[1:]
+			summarised = true
 		}
 	}
+	turns := 0
 	for i, m := range rest {
 		if m.Role == llms.ChatMessageTypeSystem {
 			return fmt.Errorf("system message at %d", i)
@@ -755,13 +788,19 @@ func wellFormed(msgs []llms.MessageContent, tok memory.Tokenizer, maxTokens int,
 		if _, ok := memory.SummaryText(m); ok {
 			return fmt.Errorf("a second summary at %d", i)
 		}
+		if m.Role == llms.ChatMessageTypeHuman {
+			turns++
+		}
 		total += tok.CountTokens(m)
 	}
 	if err := wholeToolExchanges(rest); err != nil {
 		return err
 	}
-	if total > maxTokens && len(rest) > 0 {
-		return fmt.Errorf("%d tokens, over the cap of %d", total, maxTokens)
+	if len(rest) > 0 && rest[0].Role != llms.ChatMessageTypeHuman && !preamble[summary(rest[:1])] {
+		return fmt.Errorf("the messages start with %s, after an eviction", summary(rest[:1]))
+	}
+	if total > maxTokens && len(rest) > 0 && (summarised || turns > 1 || turns == 1 && rest[0].Role != llms.ChatMessageTypeHuman) {
+		return fmt.Errorf("%d tokens, over the cap of %d, and more than the newest turn", total, maxTokens)
 	}
 	return nil
 }
@@ -801,12 +840,12 @@ func TestCompressingBiggerSystemMessage(t *testing.T) {
 	add(t, m, sys("s"), human("1"), ai("2"))
 	add(t, m, human("3"), ai("4"))
 	checkShown(t, m, s, "system:s summary:[human:1 ai:2] human:3 ai:4")
-	// A system message that leaves no room for the summary: it goes, and
-	// the oldest messages too, as TokenWindow would evict them.
+	// A system message that leaves no room for the summary: it goes. The
+	// newest turn stays, even over the cap, as in TokenWindow.
 	add(t, m, sys(strings.Repeat("S", 9)))
-	checkShown(t, m, s, "system:SSSSSSSSS ai:4")
+	checkShown(t, m, s, "system:SSSSSSSSS human:3 ai:4")
 	add(t, m, sys("s"), human("5"))
-	checkShown(t, m, s, "system:s ai:4 human:5")
+	checkShown(t, m, s, "system:s human:3 ai:4 human:5")
 }
 
 // TestCompressingForgedSummary: a user can type SummaryPrefix. Such a

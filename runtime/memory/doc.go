@@ -8,8 +8,8 @@
 // carrying one [llms.ToolCallResponse]. A [Memory] holds the messages of one
 // memory id under a [Policy]:
 //
-//   - [Window](n) keeps the last n messages;
-//   - [TokenWindow](max, tokenizer) keeps the newest messages that fit in max
+//   - [Window](n) keeps the newest turns that total at most n messages;
+//   - [TokenWindow](max, tokenizer) keeps the newest turns that fit in max
 //     tokens, counting each message once ([EstimateTokens] by default);
 //   - [Compressing](max, summarizer, opts) is a token memory that, instead
 //     of forgetting its oldest messages, folds them into a summary written
@@ -18,11 +18,16 @@
 //     in batches, when the messages cross a high-water mark, down to a
 //     low-water mark, and a failing summarizer loses nothing.
 //
-// All keep one system message, first; an identical one is ignored and a
-// different one replaces it; evicting an AI message that called tools also
-// evicts the tool results that follow it. [Memory.Add] is a transaction: an
-// AI turn (user message, tool calls, tool results, answer) goes in whole or
-// not at all, with a single store write.
+// All evict (or summarise) whole turns, the oldest first: a turn is a user
+// message and every message up to the next one (AI messages, tool calls,
+// tool results). So the messages after the system message always start
+// with a user message, as every provider wants, and a tool call never
+// leaves without its results; a window may hold fewer messages than its
+// size, and the newest turn is kept even when it alone exceeds it. All
+// keep one system message, first; an identical one is ignored and a
+// different one replaces it. [Memory.Add] is a transaction: an AI turn
+// (user message, tool calls, tool results, answer) goes in whole or not at
+// all, with a single store write.
 //
 // A [Store] persists the lists: [NewInMemoryStore] (the default) or the
 // durable [NewFileStore]; Redis or SQL stores implement the same interface,

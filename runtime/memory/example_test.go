@@ -9,7 +9,7 @@ import (
 )
 
 // Example keeps the memory of one AI service in a window of 4 messages and
-// shows a tool exchange leaving the memory as a whole.
+// shows a turn with a tool exchange leaving the memory as a whole.
 func Example() {
 	ctx := context.Background()
 	memories := memory.NewManager(memory.Config{Policy: memory.Window(4)})
@@ -20,7 +20,8 @@ func Example() {
 	}
 
 	// One AI turn, committed at once: system message, user message, the
-	// model's tool call, the tool's result, and the answer.
+	// model's tool call, the tool's result, and the answer. It is bigger
+	// than the window, and the newest turn is always kept whole.
 	err = mem.Add(ctx,
 		llms.TextParts(llms.ChatMessageTypeSystem, "You sell swords."),
 		llms.TextParts(llms.ChatMessageTypeHuman, "Price of a katana?"),
@@ -39,7 +40,8 @@ func Example() {
 	}
 	printMemory(ctx, mem)
 
-	// The next turn evicts the tool call, and with it its result.
+	// The next turn evicts the first one, whole: the memory never starts
+	// with an AI message or a tool result.
 	err = mem.Add(ctx,
 		llms.TextParts(llms.ChatMessageTypeSystem, "You sell swords."), // identical: ignored
 		llms.TextParts(llms.ChatMessageTypeHuman, "Thanks!"),
@@ -59,12 +61,12 @@ func Example() {
 
 	// Output:
 	// system: You sell swords.
+	// human: Price of a katana?
 	// ai: call price {"item":"katana"}
 	// tool: 300
 	// ai: 300 gold.
 	// --
 	// system: You sell swords.
-	// ai: 300 gold.
 	// human: Thanks!
 	// ai: Anytime.
 	// --

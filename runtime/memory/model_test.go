@@ -11,10 +11,13 @@ import (
 	"github.com/tmc/langchaingo/llms"
 )
 
-// reference is a direct transcription of langchain4j's add and
-// ensureCapacity (keeping the system message first, evicting after a whole
-// batch, and evicting leading tool results after any eviction), recounting
-// everything on every call.
+// reference is a direct transcription of the memories' rules (langchain4j's
+// add and ensureCapacity, keeping the system message first and evicting
+// after a whole batch, with whole turns evicted instead of messages),
+// recounting everything on every call: while over the budget, the oldest
+// turn after the system message goes (a user message and what follows up
+// to the next one), never the newest; messages before the first user
+// message go one by one, each AI message with the tool results after it.
 func reference(list []llms.MessageContent, batch []llms.MessageContent, maxCost int, cost func(llms.MessageContent) int) []llms.MessageContent {
 	list = slices.Clone(list)
 	for _, m := range batch {
@@ -38,14 +41,31 @@ func reference(list []llms.MessageContent, batch []llms.MessageContent, maxCost 
 	if len(list) > 0 && list[0].Role == llms.ChatMessageTypeSystem {
 		first = 1
 	}
-	evicted := false
-	for total > maxCost && len(list) > first {
-		total -= cost(list[first])
-		list = slices.Delete(list, first, first+1)
-		evicted = true
-	}
-	for evicted && len(list) > first && list[first].Role == llms.ChatMessageTypeTool {
-		list = slices.Delete(list, first, first+1)
+	isHuman := func(m llms.MessageContent) bool { return m.Role == llms.ChatMessageTypeHuman }
+	for total > maxCost {
+		body := list[first:]
+		newest := len(body) // where the newest turn starts
+		if i := slices.IndexFunc(body, isHuman); i >= 0 {
+			for newest = len(body) - 1; !isHuman(body[newest]); newest-- {
+			}
+		}
+		if newest == 0 {
+			break
+		}
+		n := 1 // what goes: the oldest turn, or the oldest message before the first turn and its results
+		if isHuman(body[0]) {
+			for n < newest && !isHuman(body[n]) {
+				n++
+			}
+		} else {
+			for n < newest && body[n].Role == llms.ChatMessageTypeTool {
+				n++
+			}
+		}
+		for _, m := range body[:n] {
+			total -= cost(m)
+		}
+		list = slices.Delete(list, first, first+n)
 	}
 	return list
 }

@@ -62,9 +62,10 @@ type SummaryRequest struct {
 	// Previous is the current summary; "" when there is none yet.
 	Previous string
 	// Messages are the oldest messages of the memory, oldest first, that
-	// the new summary replaces: never the system message, never the
-	// messages of the Add in progress (the current turn), and never an AI
-	// message calling tools without the tool results that follow it.
+	// the new summary replaces: whole turns (a user message and every
+	// message up to the next one), so never an AI message calling tools
+	// without the tool results that follow it; never the system message,
+	// and never the newest turn (the current one).
 	Messages []llms.MessageContent
 	// MaxTokens is the size the summary should keep within, counted by
 	// the memory's tokenizer ([CompressOptions.SummaryTokens]).

@@ -92,7 +92,7 @@ func TestCompressingLogsFailures(t *testing.T) {
 	var logs bytes.Buffer
 	model := llmtest.NewModel(llmtest.Sequence(
 		llmtest.Reply{Status: 503},
-		llmtest.Reply{Text: "The user said 1 and 3, the assistant 2."},
+		llmtest.Reply{Text: "The user said 1, the assistant 2."},
 	))
 	p := memory.Compressing(100, memory.NewModelSummarizer(model, nil), &memory.CompressOptions{
 		Tokenizer:     summaryCosts(testTokens, false),
@@ -109,7 +109,7 @@ func TestCompressingLogsFailures(t *testing.T) {
 		t.Fatalf("logs: %s", logs.String())
 	}
 	add(t, m, ai("4"))
-	checkShown(t, m, s, "summary:[The user said 1 and 3, the assistant 2.] ai:4")
+	checkShown(t, m, s, "summary:[The user said 1, the assistant 2.] human:3 ai:4")
 }
 
 func TestSummaryText(t *testing.T) {

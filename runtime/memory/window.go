@@ -40,10 +40,14 @@ type Policy interface {
 // non-positive size, a nil store, an empty id).
 var ErrInvalid = errors.New("memory: invalid argument")
 
-// Window returns the policy of langchain4j's MessageWindowChatMemory: the
-// memory keeps at most the last maxMessages messages, the system message
-// included. See [TokenWindow] for the rules both share, and [EvictTo] for
-// eviction in blocks.
+// Window returns the policy of langchain4j's MessageWindowChatMemory, by
+// whole turns: the memory keeps the newest turns that total at most
+// maxMessages messages, the system message included. Because a turn is
+// evicted whole, the memory often holds fewer than maxMessages messages
+// (a Window(10) of turns of four messages holds two of them and the
+// system message, nine messages); because the newest turn is never
+// evicted, it holds more when that turn alone has more. See [TokenWindow]
+// for the rules both share, and [EvictTo] for eviction in blocks.
 func Window(maxMessages int, opts ...WindowOption) Policy {
 	return windowPolicy{name: "window", max: maxMessages}.with(opts)
 }
@@ -52,11 +56,13 @@ func Window(maxMessages int, opts ...WindowOption) Policy {
 type WindowOption func(*windowPolicy)
 
 // EvictTo makes a window evict in blocks: when an Add takes it over its
-// budget (the high-water mark), it evicts its oldest messages until it
+// budget (the high-water mark), it evicts its oldest turns until it
 // holds at most low messages (for [Window]) or tokens (for
 // [TokenWindow]), the system message included, instead of just enough to
-// fit the budget. The messages of the Add in progress are evicted only as
-// far as the budget itself requires, as without the option.
+// fit the budget. It evicts whole turns, as without the option, and never
+// the newest one, so it may stop above low. A turn that ends in the Add in
+// progress is evicted only as far as the budget itself requires, as
+// without the option.
 //
 // A sliding window evicts on every Add once full, so everything after the
 // system message changes on every request and a provider's prompt cache
@@ -78,35 +84,47 @@ func EvictTo(low int) WindowOption {
 	return func(p *windowPolicy) { p.low = low }
 }
 
-// TokenWindow returns the policy of langchain4j's TokenWindowChatMemory: the
-// memory keeps the newest messages whose tokens, counted by t, total at most
-// maxTokens, the system message included. A nil t means [EstimateTokens].
+// TokenWindow returns the policy of langchain4j's TokenWindowChatMemory, by
+// whole turns: the memory keeps the newest turns whose tokens, counted by
+// t, total at most maxTokens, the system message included. A nil t means
+// [EstimateTokens].
 //
-// Rules shared with [Window], as in langchain4j:
+// Rules shared with [Window] (langchain4j's, but for whole turns):
 //
-//   - Eviction removes the oldest messages first; messages are indivisible.
+//   - Eviction removes the oldest turns first. A turn is a user message and
+//     every message up to the next user message: AI messages, tool calls,
+//     tool results. It is evicted whole, so after an eviction the memory
+//     starts (after the system message) with a user message, never with
+//     an AI message or a tool result, which providers such as Anthropic,
+//     Mistral and Gemini refuse; a tool call is never kept without its
+//     results nor its results without it. Nothing is added or dropped to
+//     make it so: the memory holds the messages it was given, less whole
+//     turns. Messages added before any user message (an application's
+//     greeting, say) are evicted first, one at a time, each AI message
+//     with the tool results after it.
+//   - The newest turn (from the last user message on) is never evicted:
+//     a turn that alone exceeds the budget is kept, whole and alone after
+//     the system message, until the next turn's Add evicts it. Dropping
+//     its head instead would leave its answer or tool results first, and
+//     dropping all of it would leave the model knowing nothing of what it
+//     just did. The budget bounds the memory, then, but for that one turn.
 //   - There is at most one system message and it is always first. Adding a
 //     system message equal (same role and parts) to the current one does
 //     nothing; adding a different one replaces it, at the front. The system
 //     message is never evicted: if it alone exceeds the budget, the memory
-//     holds just it (langchain4j 1.x does the same).
-//   - A message that alone exceeds the budget is evicted as soon as it is
-//     added, with every message older than it: it is never sent.
-//   - No orphan tool results: when eviction removes an AI message, the tool
-//     messages that follow it (its results) are evicted too. More strictly
-//     than langchain4j, whenever anything is evicted, tool messages left at
-//     the front (after the system message) are evicted as well, so the
-//     memory never starts with a tool result whose call is gone.
+//     holds just it and the newest turn (langchain4j 1.x keeps it too).
 //   - Add is a transaction: eviction runs once, after all the messages of
-//     the call are in, and the store is written once. An AI message is
-//     therefore never evicted while its results are kept, nor kept with its
-//     results dropped.
+//     the call are in, and the store is written once. An AI turn (user
+//     message, tool calls, tool results, answer) goes in whole or not at
+//     all, and one Add may continue the newest turn (the answer to a
+//     confirmation, say, without a user message).
 //
 // Token accounting is incremental: each message is counted once, when it is
 // added or loaded, and the memory keeps a running total, so Add costs
-// O(messages added + messages evicted) — not a recount or a copy of the
-// history — when the store is an [IncrementalStore]; over a plain Store, Add
-// writes the whole list with Update.
+// O(messages added + messages evicted + the newest turn's length) — not a
+// recount or a copy of the history — when the store is an
+// [IncrementalStore]; over a plain Store, Add writes the whole list with
+// Update.
 //
 // Memory held: each message is copied once, when it is added, and held
 // once. Over an [InMemoryStore] the memory keeps its messages in the store
@@ -120,7 +138,10 @@ func EvictTo(low int) WindowOption {
 // through the store while the memory is in use.
 // When New finds a list that breaks the rules (for example written under a
 // bigger budget, or with several system messages, of which the first is
-// kept), it normalises it and writes it back.
+// kept), it normalises it, by the same rules, and writes it back. A list
+// that starts with an AI message (such as one written by an earlier
+// version of this package, which evicted single messages) is kept as it
+// is: those messages are the first the next eviction removes.
 func TokenWindow(maxTokens int, t Tokenizer, opts ...WindowOption) Policy {
 	if t == nil {
 		t = TokenizerFunc(EstimateTokens)
@@ -179,7 +200,7 @@ func (p windowPolicy) New(ctx context.Context, store Store, id string) (Memory, 
 			continue
 		}
 		w.msgs.items = append(w.msgs.items, m)
-		w.meta.items = append(w.meta.items, msgCost{cost: int32(c), tool: isToolResult(m)})
+		w.meta.items = append(w.meta.items, costOf(&m, c))
 		w.total += c
 	}
 	e, total := w.evictions(w.total, w.meta.live(), nil)
@@ -236,13 +257,6 @@ type window struct {
 	head  [1]llms.MessageContent
 }
 
-// msgCost is what a window keeps of a message besides the message itself:
-// 8 bytes.
-type msgCost struct {
-	cost int32 // see window.cost
-	tool bool  // a tool result
-}
-
 // cost returns the cost of m: 1 for a message window, its tokens,
 // clamped to [0, math.MaxInt32], for a token window.
 func (w *window) cost(m *llms.MessageContent) int {
@@ -254,49 +268,22 @@ func (w *window) cost(m *llms.MessageContent) int {
 
 // evictions returns how many of the oldest non-system messages, whose
 // costs are those of kept followed by those of added, must go for total to
-// fit, and the total after that. With a low-water mark, once something
-// must go, the kept messages go until total fits in it.
+// fit, and the total after that: whole turns, the oldest first, never the
+// newest one (see turns). With a low-water mark, once something must go,
+// the turns that are wholly kept messages go until total fits in it.
 func (w *window) evictions(total int, kept, added []msgCost) (int, int) {
-	e := 0
-	at := func(i int) msgCost {
-		if i < len(kept) {
-			return kept[i]
-		}
-		return added[i-len(kept)]
-	}
-	n := len(kept) + len(added)
-	for ; total > w.max && e < n; e++ {
-		total -= int(at(e).cost)
-	}
+	s := newTurns(kept, added)
+	e, total := s.fit(0, 0, total, w.max)
 	if e > 0 && w.low > 0 {
-		for ; total > w.low && e < len(kept) && !w.callAnsweredIn(e, kept, added); e++ {
-			total -= int(kept[e].cost)
-		}
-	}
-	if e > 0 {
-		for ; e < n; e++ {
-			m := at(e)
-			if !m.tool {
-				break
+		for total > w.low && e < s.limit {
+			j, c := s.next(e)
+			if j > len(kept) {
+				break // the turn runs into the Add in progress
 			}
-			total -= int(m.cost)
+			e, total = j, total-c
 		}
 	}
 	return e, total
-}
-
-// callAnsweredIn reports whether kept[i] is followed by tool results that
-// run into added: a tool call answered in the Add in progress, which block
-// eviction must not take away from its results.
-func (w *window) callAnsweredIn(i int, kept, added []msgCost) bool {
-	if kept[i].tool {
-		return false
-	}
-	j := i + 1
-	for j < len(kept) && kept[j].tool {
-		j++
-	}
-	return j == len(kept) && len(added) > 0 && added[0].tool
 }
 
 // pop removes the n oldest non-system messages from the window's deques
@@ -341,7 +328,7 @@ func (w *window) Add(ctx context.Context, msgs ...llms.MessageContent) error {
 	defer w.release()
 	costs := w.costs[:0]
 	for i := range body {
-		c := msgCost{cost: int32(w.cost(&body[i])), tool: isToolResult(body[i])}
+		c := costOf(&body[i], w.cost(&body[i]))
 		costs = append(costs, c)
 		total += int(c.cost)
 	}

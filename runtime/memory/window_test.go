@@ -213,10 +213,10 @@ func TestEvictsOldest(t *testing.T) {
 		add(t, m, ai("2"))
 		add(t, m, human("3"))
 		check(t, m, s, "human:1 ai:2 human:3")
-		add(t, m, ai("4"))
-		check(t, m, s, "ai:2 human:3 ai:4")
+		add(t, m, ai("4")) // the oldest turn goes whole: the window holds fewer than 3
+		check(t, m, s, "human:3 ai:4")
 		add(t, m, human("5"), ai("6"))
-		check(t, m, s, "ai:4 human:5 ai:6")
+		check(t, m, s, "human:5 ai:6")
 	})
 }
 
@@ -225,10 +225,12 @@ func TestTokenWindowCountsTokens(t *testing.T) {
 	m := newMemory(t, memory.TokenWindow(10, testTokens), s)
 	add(t, m, sys("ss"), human("aaaa"), ai("bbbb")) // 10 tokens
 	check(t, m, s, "system:ss human:aaaa ai:bbbb")
-	add(t, m, human("c")) // 11: evict the human
-	check(t, m, s, "system:ss ai:bbbb human:c")
-	add(t, m, ai("dddddd")) // 13: evict ai:bbbb
+	add(t, m, human("c")) // 11: evict the oldest turn
+	check(t, m, s, "system:ss human:c")
+	add(t, m, ai("dddddd")) // 9
 	check(t, m, s, "system:ss human:c ai:dddddd")
+	add(t, m, human("e")) // 10
+	check(t, m, s, "system:ss human:c ai:dddddd human:e")
 }
 
 func TestSystemMessage(t *testing.T) {
@@ -236,14 +238,14 @@ func TestSystemMessage(t *testing.T) {
 		m := newMemory(t, p(3), s)
 		add(t, m, sys("a"), human("1"), ai("2"))
 		check(t, m, s, "system:a human:1 ai:2")
-		add(t, m, human("3")) // the system message stays, the oldest other goes
-		check(t, m, s, "system:a ai:2 human:3")
+		add(t, m, human("3")) // the system message stays, the oldest turn goes
+		check(t, m, s, "system:a human:3")
 		add(t, m, sys("a")) // identical: ignored
-		check(t, m, s, "system:a ai:2 human:3")
+		check(t, m, s, "system:a human:3")
 		add(t, m, sys("b")) // different: replaces, first
-		check(t, m, s, "system:b ai:2 human:3")
+		check(t, m, s, "system:b human:3")
 		add(t, m, ai("4"), sys("c"), human("5")) // replaced mid-batch, still first
-		check(t, m, s, "system:c ai:4 human:5")
+		check(t, m, s, "system:c human:5")
 	})
 }
 
@@ -254,7 +256,7 @@ func TestSystemMessageAddedLate(t *testing.T) {
 		add(t, m, sys("a")) // goes first, and counts
 		check(t, m, s, "system:a human:1 ai:2")
 		add(t, m, human("3"))
-		check(t, m, s, "system:a ai:2 human:3")
+		check(t, m, s, "system:a human:3")
 	})
 }
 
@@ -272,34 +274,38 @@ func TestSystemMessageNotStoredTwice(t *testing.T) {
 	}
 }
 
-func TestOrphanToolResultsEvicted(t *testing.T) {
+// TestWholeTurnsEvicted: a turn (a user message and everything up to the
+// next one) is evicted whole, so the memory never starts with an AI
+// message or a tool result, which providers such as Anthropic refuse.
+func TestWholeTurnsEvicted(t *testing.T) {
 	forEach(t, func(t *testing.T, p func(int) memory.Policy, s memory.Store) {
 		m := newMemory(t, p(5), s)
 		add(t, m, sys("s"), human("1"), aiCalls("a", "b"), result("a"), result("b"))
 		check(t, m, s, "system:s human:1 ai:calls(a,b) tool:a tool:b")
-		add(t, m, ai("2")) // evicts human:1 only
-		check(t, m, s, "system:s ai:calls(a,b) tool:a tool:b ai:2")
-		add(t, m, human("3")) // evicts the AI message and both its results
-		check(t, m, s, "system:s ai:2 human:3")
+		add(t, m, ai("2")) // the newest turn grows past the window: it stays whole
+		check(t, m, s, "system:s human:1 ai:calls(a,b) tool:a tool:b ai:2")
+		add(t, m, human("3"), ai("4")) // the tool turn goes whole
+		check(t, m, s, "system:s human:3 ai:4")
+		add(t, m, human("5"), aiCalls("c"), result("c"), ai("6")) // 7: human:3's turn goes
+		check(t, m, s, "system:s human:5 ai:calls(c) tool:c ai:6")
+		add(t, m, human("7")) // 6: the tool turn goes, never its head alone
+		check(t, m, s, "system:s human:7")
 	})
 }
 
-func TestTurnIsAtomic(t *testing.T) {
+// TestNewestTurnBiggerThanWindow: a turn that alone exceeds the window is
+// kept whole (dropping its head would leave an AI message or tool results
+// first), alone after the system message, until the next turn evicts it.
+func TestNewestTurnBiggerThanWindow(t *testing.T) {
 	forEach(t, func(t *testing.T, p func(int) memory.Policy, s memory.Store) {
-		// The turn is bigger than the window: the whole tool exchange goes,
-		// never the call without its results or the results without it.
 		m := newMemory(t, p(3), s)
-		add(t, m, human("1"), aiCalls("a", "b"), result("a"), result("b"), ai("2"))
-		check(t, m, s, "ai:2")
-
-		// The window's edge falls just before the tool exchange: it stays.
-		if err := m.Clear(t.Context()); err != nil {
-			t.Fatal(err)
-		}
-		m = newMemory(t, p(4), s)
-		add(t, m, human("0"))
-		add(t, m, human("1"), aiCalls("a", "b"), result("a"), result("b"), ai("2"))
-		check(t, m, s, "ai:calls(a,b) tool:a tool:b ai:2")
+		add(t, m, human("0"), ai("1"))
+		add(t, m, human("2"), aiCalls("a", "b"), result("a"), result("b"), ai("3"))
+		check(t, m, s, "human:2 ai:calls(a,b) tool:a tool:b ai:3")
+		add(t, m, human("4"))
+		check(t, m, s, "human:4")
+		add(t, m, ai("5"), human("6"), ai("7")) // human:4's turn goes, whole
+		check(t, m, s, "human:6 ai:7")
 	})
 }
 
@@ -321,10 +327,12 @@ func TestMessageBiggerThanBudget(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			m := newMemory(t, memory.TokenWindow(10, testTokens), s)
 			add(t, m, sys("ss"), human("a"), ai("b"))
-			add(t, m, human(strings.Repeat("x", 11))) // alone over budget: evicted with everything older
-			check(t, m, s, "system:ss")
-			add(t, m, human(strings.Repeat("x", 11)), ai("ok")) // newer messages of the same Add stay
-			check(t, m, s, "system:ss ai:ok")
+			add(t, m, human(strings.Repeat("x", 11))) // alone over budget: kept, the newest turn, alone
+			check(t, m, s, "system:ss human:xxxxxxxxxxx")
+			add(t, m, human("c"), ai("d")) // and evicted by the next turn
+			check(t, m, s, "system:ss human:c ai:d")
+			add(t, m, human(strings.Repeat("y", 11)), ai("ok")) // an Add's older turns go first
+			check(t, m, s, "system:ss human:yyyyyyyyyyy ai:ok")
 		})
 	}
 }
@@ -334,9 +342,11 @@ func TestSystemMessageBiggerThanBudget(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			m := newMemory(t, memory.TokenWindow(3, testTokens), s)
 			add(t, m, sys("system"), human("a"))
-			check(t, m, s, "system:system") // the system message is never evicted
-			add(t, m, sys("s"), human("a"))
-			check(t, m, s, "system:s human:a")
+			check(t, m, s, "system:system human:a") // the system message is never evicted, nor the newest turn
+			add(t, m, human("b"))
+			check(t, m, s, "system:system human:b")
+			add(t, m, sys("s"), human("c"))
+			check(t, m, s, "system:s human:b human:c")
 		})
 	}
 }
@@ -348,7 +358,7 @@ func TestAddIsOneWrite(t *testing.T) {
 	if s.Writes() != 1 {
 		t.Fatalf("Add of 6 messages made %d store writes, want 1", s.Writes())
 	}
-	check(t, m, s, "system:s ai:2 human:3")
+	check(t, m, s, "system:s human:3")
 }
 
 func TestFailedAddChangesNothing(t *testing.T) {
@@ -369,7 +379,7 @@ func TestFailedAddChangesNothing(t *testing.T) {
 			fs.failing = false
 			check(t, m, s, "system:s human:1 ai:2")
 			add(t, m, human("3"))
-			check(t, m, s, "system:s ai:2 human:3")
+			check(t, m, s, "system:s human:3")
 		})
 	}
 }
@@ -422,7 +432,7 @@ func TestSurvivesReopen(t *testing.T) {
 	for _, pc := range policies() {
 		t.Run(pc.name, func(t *testing.T) {
 			s := newFileStore(t, dir)
-			m, err := pc.policy(5).New(t.Context(), s, pc.name)
+			m, err := pc.policy(6).New(t.Context(), s, pc.name)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -430,11 +440,11 @@ func TestSurvivesReopen(t *testing.T) {
 			add(t, m, ai("2"))
 
 			reopened := newFileStore(t, dir)
-			m2, err := pc.policy(5).New(t.Context(), reopened, pc.name)
+			m2, err := pc.policy(6).New(t.Context(), reopened, pc.name)
 			if err != nil {
 				t.Fatal(err)
 			}
-			check(t, m2, reopened, "system:s ai:calls(a,b) tool:a tool:b ai:2")
+			check(t, m2, reopened, "system:s human:1 ai:calls(a,b) tool:a tool:b ai:2")
 			got, _ := m2.Messages(t.Context())
 			want, _ := m.Messages(t.Context())
 			if !storetest.Equal(got, want) {
@@ -442,7 +452,7 @@ func TestSurvivesReopen(t *testing.T) {
 			}
 			// It keeps counting where the old one stopped.
 			add(t, m2, human("3"))
-			check(t, m2, reopened, "system:s ai:2 human:3")
+			check(t, m2, reopened, "system:s human:3")
 		})
 	}
 }
@@ -456,7 +466,7 @@ func TestLoadNormalises(t *testing.T) {
 		t.Fatal(err)
 	}
 	m := newMemory(t, memory.Window(4), s)
-	check(t, m, s, "system:first ai:2 human:3 ai:4") // the first system message, first; human:1 evicted
+	check(t, m, s, "system:first human:3 ai:4") // the first system message, first; human:1's turn evicted
 	if s.Writes() != 1 {
 		t.Fatalf("%d writes, want 1 (the normalised list)", s.Writes())
 	}
@@ -478,7 +488,7 @@ func TestLoadNormalisesInMemory(t *testing.T) {
 			m := newMemory(t, pc.policy(6), s)
 			add(t, m, sys("s"), human("1"), aiCalls("a"), result("a"), ai("2"), human("3"))
 			m = newMemory(t, pc.policy(3), s)
-			check(t, m, s, "system:s ai:2 human:3")
+			check(t, m, s, "system:s human:3")
 			add(t, m, ai("4"))
 			check(t, m, s, "system:s human:3 ai:4")
 		})
@@ -512,7 +522,7 @@ func TestDefaultTokenizer(t *testing.T) {
 	add(t, m, human("hello world!"), ai("hello world!"))
 	check(t, m, s, "human:hello world! ai:hello world!")
 	add(t, m, human("x")) // 1 byte → 1 + 4 = 5: 19 > 14
-	check(t, m, s, "ai:hello world! human:x")
+	check(t, m, s, "human:x")
 }
 
 func TestEstimateTokens(t *testing.T) {
@@ -588,13 +598,13 @@ func TestEvictTo(t *testing.T) {
 				add(t, m, ai("8"))
 				add(t, m, human("9")) // 6: no eviction, append only
 				check(t, m, s, "system:s human:5 ai:6 human:7 ai:8 human:9")
-				add(t, m, aiCalls("a"), result("a")) // 8: down to 3
-				check(t, m, s, "system:s ai:calls(a) tool:a")
-				// A tool call whose results come in the Add in progress
-				// stays with them: the block stops short of the mark.
-				add(t, m, human("x"), aiCalls("b", "c")) // 5
-				add(t, m, result("b"), result("c"))      // 7: calls(a) goes for the budget, tool:a and human:x for the mark
-				check(t, m, s, "system:s ai:calls(b,c) tool:b tool:c")
+				add(t, m, aiCalls("a"), result("a")) // 8: down to the newest turn, over the mark
+				check(t, m, s, "system:s human:9 ai:calls(a) tool:a")
+				// The turn whose tool results come in the Add in progress
+				// stays whole: the block stops short of the mark.
+				add(t, m, human("x"), aiCalls("b", "c")) // 6
+				add(t, m, result("b"), result("c"))      // 8: human:9's turn goes for the budget
+				check(t, m, s, "system:s human:x ai:calls(b,c) tool:b tool:c")
 				// The Add in progress is kept whole when it fits the budget.
 				add(t, m, human("y"), ai("z"), human("w"), ai("v"))
 				check(t, m, s, "system:s human:y ai:z human:w ai:v")
