@@ -296,8 +296,12 @@ func (k *knowledge) withTool(tools []Tool, defs []llms.Tool) ([]Tool, []llms.Too
 }
 
 // scopedRetriever is the retriever of one scope: a per-chat bean, closed
-// with its scope.
+// when its scope ends or leaves the process.
 type scopedRetriever struct{ r schema.Retriever }
+
+// DetachBean implements chat.DetachableBean: the retriever is this
+// process's, and the node where the scope goes on makes its own.
+func (sr *scopedRetriever) DetachBean(context.Context) error { return sr.Close() }
 
 // Close closes the retriever when it can be closed.
 func (sr *scopedRetriever) Close() error {
