@@ -237,6 +237,12 @@ func (c *conn) close() error {
 // Close closes the connection: a scope's session ends with its scope.
 func (c *conn) Close() error { return c.close() }
 
+// DetachBean implements chat.DetachableBean: the session is this
+// process's, and closes when its scope leaves the process (its durable
+// conversation is detached); the node where the scope goes on opens its
+// own.
+func (c *conn) DetachBean(context.Context) error { return c.close() }
+
 // call calls the tool the server names name with the model's arguments.
 // When the session has ended since the turn began (the server exited, or
 // an earlier call broke the connection), nothing has been sent: it opens a

@@ -149,7 +149,8 @@ func Connect(ctx context.Context, opts *Options) (*Source, error) {
 }
 
 // PerScope returns a source that opens a session with the server on first
-// use in a scope of the given kind, and closes it when that scope ends:
+// use in a scope of the given kind, and closes it when that scope ends
+// (or, in a durable conversation, leaves the process):
 // chat.KindChat for a session per chat scope that nested scopes share
 // (like a //chat:scoped bean), chat.KindPerChat for a session per scope,
 // nested ones included, chat.KindInvocation for a session per top-level
