@@ -145,6 +145,13 @@ type dialect struct {
 	// (handleHumanMessage): its system prompt is one string, and it sends
 	// AI and tool messages without one.
 	cacheMarks bool
+	// wireUsage: the client reports the usage of a stream's first
+	// response, so the usage of each call is read off the wire, by
+	// Transport, from its last response. llms/googleai's SDK
+	// (generative-ai-go) always streams and keeps the first response's
+	// usageMetadata, which Gemini sends with the prompt's count only
+	// (see gemini_usage.go).
+	wireUsage bool
 	// unspecifiedReason is the finish reason the client reports when the
 	// provider sent none (llms/googleai reports genai's
 	// "FinishReasonUnspecified" for a stream cut before its last chunk).
@@ -158,7 +165,7 @@ func newDialect(c Client) dialect {
 	case ClientAnthropic:
 		d.splitAI, d.splitResults, d.pairStreaming, d.cacheMarks = true, true, true, true
 	case ClientGoogleAI:
-		d.mergeResults, d.mapParameters = true, true
+		d.mergeResults, d.mapParameters, d.wireUsage = true, true, true
 		d.unspecifiedReason = "FinishReasonUnspecified"
 	case ClientOllama:
 		d.noTools, d.reasonless = true, true

@@ -67,12 +67,13 @@ func (t *turn) attempts(ctx context.Context, msgs []llms.MessageContent, opts []
 }
 
 // attempt makes one attempt of a model call, with the model call's
-// timeout and telemetry; the caller resets the turn's flags first. It returns what Transport saw of it when the
-// service retries.
+// timeout and telemetry; the caller resets the turn's flags first. It
+// returns what Transport saw of it when the service retries or its client
+// is googleai (whose usage Transport reads).
 func (t *turn) attempt(ctx context.Context, msgs []llms.MessageContent, opts []llms.CallOption) (*llms.ContentResponse, *httpRecord, error) {
 	actx := ctx
 	var rec *httpRecord
-	if t.s.retry.MaxRetries > 0 {
+	if t.s.retry.MaxRetries > 0 || t.s.dialect.wireUsage {
 		rec = new(httpRecord)
 		actx = context.WithValue(actx, httpRecordKey{}, rec)
 	}
@@ -89,6 +90,9 @@ func (t *turn) attempt(ctx context.Context, msgs []llms.MessageContent, opts []l
 	resp, err := t.s.model.GenerateContent(actx, t.s.dialect.messages(msgs), opts...)
 	if d > 0 && ctx.Err() == nil && context.Cause(actx) == errModelDeadline {
 		resp, err = nil, &modelTimeoutError{after: d, err: err}
+	}
+	if err == nil && t.s.dialect.wireUsage {
+		t.useGeminiUsage(ctx, resp, rec)
 	}
 	if obs.active() {
 		t.endChat(actx, obs, resp, err, rec)

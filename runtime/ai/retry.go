@@ -163,15 +163,34 @@ func sleep(ctx context.Context, d time.Duration) error {
 }
 
 // Transport returns an http.RoundTripper over base (nil means
-// http.DefaultTransport) that lets an AI service see the HTTP status and
-// the Retry-After header of its model calls, which langchaingo's clients
-// do not report, so that [Retry] honours them. Give it to the provider's
-// client:
+// http.DefaultTransport) that lets an AI service see what langchaingo's
+// clients do not report of its model calls: the HTTP status and the
+// Retry-After header, so that [Retry] honours them, and Gemini's usage.
+// Give it to the provider's client:
 //
 //	llm, err := openai.New(openai.WithHTTPClient(&http.Client{Transport: ai.Transport(nil)}))
 //
-// It changes nothing in the requests and responses it carries, and calls
-// made outside an AI service pass through it untouched.
+// Gemini sends usageMetadata in every response of a stream, the prompt's
+// count before the last response and the whole call's in the last, and
+// Google's SDK under llms/googleai keeps the first, for a call that
+// streams or not (it always streams): without Transport, the usage of an
+// answer of more than one response is the prompt's only, no output
+// tokens (the service then logs a warning, once). Through Transport the
+// service counts each call with its last response's usage. The googleai
+// client's HTTP client skips the API key, so Google's transport adds it
+// over Transport (import "google.golang.org/api/transport/http" as
+// htransport), and the key is given again for the client's cache service:
+//
+//	rt, err := htransport.NewTransport(ctx, ai.Transport(nil), option.WithAPIKey(key))
+//	if err != nil {
+//		return err
+//	}
+//	llm, err := googleai.New(ctx, googleai.WithAPIKey(key), googleai.WithHTTPClient(&http.Client{Transport: rt}))
+//
+// The vertex package's client speaks gRPC, which Transport does not see.
+//
+// Transport changes nothing in the requests and responses it carries, and
+// calls made outside an AI service pass through it untouched.
 func Transport(base http.RoundTripper) http.RoundTripper {
 	if base == nil {
 		base = http.DefaultTransport
@@ -186,6 +205,9 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	resp, err := t.base.RoundTrip(req)
 	if rec, ok := req.Context().Value(httpRecordKey{}).(*httpRecord); ok {
 		rec.record(resp, err)
+		if err == nil && resp.StatusCode/100 == 2 && resp.Body != nil && geminiGenerate(req.URL.Path) {
+			resp.Body = &usageBody{ReadCloser: resp.Body, rec: rec}
+		}
 	}
 	return resp, err
 }
@@ -202,17 +224,40 @@ type httpRecord struct {
 	after      time.Duration
 	hasAfter   bool
 	transportE error
+	// gemini is the usageMetadata of the last Gemini response read from
+	// the exchange's body (see usageBody), when hasGemini.
+	gemini    geminiUsage
+	hasGemini bool
 }
 
 func (r *httpRecord) record(resp *http.Response, err error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.seen, r.status, r.after, r.hasAfter, r.transportE = true, 0, 0, false, err
+	r.gemini, r.hasGemini = geminiUsage{}, false
 	if resp == nil {
 		return
 	}
 	r.status = resp.StatusCode
 	r.after, r.hasAfter = parseRetryAfter(resp.Header, time.Now())
+}
+
+// setGeminiUsage records the usage of a Gemini response.
+func (r *httpRecord) setGeminiUsage(u geminiUsage) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.gemini, r.hasGemini = u, true
+}
+
+// geminiUsage returns the usage of the last Gemini response of the
+// exchange, if there was one.
+func (r *httpRecord) geminiUsage() (geminiUsage, bool) {
+	if r == nil {
+		return geminiUsage{}, false
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.gemini, r.hasGemini
 }
 
 // retryAfter returns the wait the server asked for, if it did.

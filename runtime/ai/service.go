@@ -138,6 +138,9 @@ type Service struct {
 	know                      *knowledge // nil without Config.Knowledge
 	// sleep waits between retries; tests replace it.
 	sleep func(ctx context.Context, d time.Duration) error
+	// geminiWarned: the warning that a googleai call's usage lacks its
+	// output (the client is not through Transport) was logged.
+	geminiWarned atomic.Bool
 
 	mu  sync.Mutex
 	ids map[string]*memState // memory ids in use or attached to a scope

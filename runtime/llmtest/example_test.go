@@ -7,7 +7,9 @@ import (
 	"log"
 
 	"github.com/tmc/langchaingo/llms"
+	"github.com/tmc/langchaingo/llms/googleai"
 	"github.com/tmc/langchaingo/llms/openai"
+	"google.golang.org/api/option"
 
 	"github.com/chatscopes/chatgen/runtime/llmtest"
 	"github.com/chatscopes/chatgen/runtime/llmtest/llmclient"
@@ -115,4 +117,39 @@ func ExampleNewAnthropicServer() {
 	// tool call: toolu_01 weather {"city":"Paris"}
 	// answer: It is sunny in Paris. (end_turn)
 	// results seen: sunny
+}
+
+// langchaingo's googleai client built by hand and pointed at a
+// GeminiServer. The endpoint is a Google API option, which googleai takes
+// in Options.ClientOptions; the server wants an API key, any key.
+// (llmclient.GoogleAI builds the same client.)
+func ExampleNewGeminiServer() {
+	srv := llmtest.NewGeminiServer(llmtest.Sequence(llmtest.Reply{Text: "Hello from Gemini."}),
+		llmtest.WithModelName("gemini-2.5-flash"))
+	defer srv.Close()
+	ctx := context.Background()
+	llm, err := googleai.New(ctx,
+		googleai.WithAPIKey("test-key"),
+		googleai.WithDefaultModel(srv.ModelName()),
+		func(o *googleai.Options) {
+			o.ClientOptions = append(o.ClientOptions, option.WithEndpoint(srv.URL))
+		},
+	)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer llm.Close()
+	resp, err := llm.GenerateContent(ctx, []llms.MessageContent{
+		llms.TextParts(llms.ChatMessageTypeSystem, "Be brief."),
+		llms.TextParts(llms.ChatMessageTypeHuman, "Hi!"),
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
+	req := srv.Requests()[0]
+	fmt.Println("answer:", resp.Choices[0].Content)
+	fmt.Println("model:", req.Model, "streamed on the wire:", req.Stream)
+	// Output:
+	// answer: Hello from Gemini.
+	// model: gemini-2.5-flash streamed on the wire: true
 }

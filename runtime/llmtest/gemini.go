@@ -15,8 +15,21 @@ import (
 
 // GeminiServer is a Gemini API (generativelanguage v1beta) server on a
 // loopback [httptest.Server], answering from a [Script]. Point
-// langchaingo's googleai client at it with the API option
-// option.WithEndpoint(srv.URL) and any API key (see package llmclient).
+// langchaingo's googleai client at it with the Google API option
+// option.WithEndpoint(srv.URL) (package google.golang.org/api/option),
+// which googleai has no option of its own for: append it to the
+// client's Options.ClientOptions, and give any API key:
+//
+//	llm, err := googleai.New(ctx,
+//		googleai.WithAPIKey("any"),
+//		googleai.WithDefaultModel(srv.ModelName()),
+//		func(o *googleai.Options) {
+//			o.ClientOptions = append(o.ClientOptions, option.WithEndpoint(srv.URL))
+//		},
+//	)
+//
+// llmclient.GoogleAI does just that. To count Gemini's usage whole, the
+// client goes through runtime/ai's ai.Transport: its doc shows how.
 //
 // It serves POST /v1beta/models/{model}:generateContent and
 // :streamGenerateContent (also under /v1/). The API key comes in the
@@ -53,14 +66,18 @@ import (
 // the request asks for "$alt=json;enum-encoding=int" (as Google's Go REST
 // client does) finishReason is the enum's number. Streamed, the answer is a
 // JSON array of such responses (or server-sent events with alt=sse): a
-// response per thought or text chunk, each with the usage so far, and the
-// function calls whole; the last response carries finishReason and the
-// final usage. A [Reply.Err] after streamed chunks cuts the connection.
+// response per thought or text chunk and the function calls whole, every
+// one with usageMetadata as the API sends it: the prompt's count in each
+// response before the last (promptTokenCount, cachedContentTokenCount and
+// a totalTokenCount of the prompt's), the whole call's in the last, which
+// carries finishReason. A [Reply.Err] after streamed chunks cuts the
+// connection.
 //
 // Google's Go SDK (generative-ai-go, under langchaingo's googleai client)
 // calls streamGenerateContent even for a non-streamed call, and keeps the
-// usage of the stream's first response, so the output tokens it reports
-// are those of the first chunk.
+// usage of the stream's first response (its joinResponses), so an answer
+// of more than one response is reported with the prompt's tokens only;
+// runtime/ai's ai.Transport reads the last response's usage from the wire.
 //
 // Request.Messages holds the conversation in llms form: the system
 // instruction first as a system message; a user turn's function responses
@@ -74,7 +91,7 @@ import (
 // schema as JSON Schema (lower-case types).
 type GeminiServer struct {
 	// URL is the root URL of the API (such as http://127.0.0.1:38461):
-	// pass it to option.WithEndpoint.
+	// pass it to option.WithEndpoint, in googleai.Options.ClientOptions.
 	URL string
 
 	loopback
@@ -675,23 +692,19 @@ func (s *GeminiServer) stream(w http.ResponseWriter, r *http.Request, req *Reque
 		empty := ""
 		chunks = append(chunks, []geminiPart{{Text: &empty}})
 	}
-	var sofar strings.Builder
+	// The responses before the last carry the prompt's usage only.
+	early := &geminiUsage{
+		PromptTokenCount:        rep.Usage.PromptTokens,
+		CachedContentTokenCount: rep.Usage.CacheReadTokens,
+		TotalTokenCount:         rep.Usage.PromptTokens,
+	}
 	for i, parts := range chunks {
 		sw.pause()
 		if i == len(chunks)-1 && rep.Err == nil {
 			send(s.response(req, parts, enc.finish(rep.StopReason), geminiUsageOf(rep)))
 			break
 		}
-		if parts[0].Text != nil {
-			sofar.WriteString(*parts[0].Text)
-		}
-		usage := &geminiUsage{
-			PromptTokenCount:        rep.Usage.PromptTokens,
-			CandidatesTokenCount:    EstimateTextTokens(sofar.String()),
-			CachedContentTokenCount: rep.Usage.CacheReadTokens,
-		}
-		usage.TotalTokenCount = usage.PromptTokenCount + usage.CandidatesTokenCount
-		send(s.response(req, parts, nil, usage))
+		send(s.response(req, parts, nil, early))
 	}
 	if rep.Err != nil {
 		sw.abort()

@@ -50,13 +50,14 @@ func TestGeminiText(t *testing.T) {
 			}
 			// The SDK always calls streamGenerateContent (genai/client.go
 			// generateContent), and keeps the usage of the stream's first
-			// response (joinResponses), so output tokens are undercounted:
-			// here, those of "Hello ".
+			// response (joinResponses), which is the prompt's only, as the
+			// API sends it: no output tokens are reported (ai.Transport
+			// reads the last response's).
 			req := srv.Requests()[0]
 			if !reflect.DeepEqual(req.Messages, msgs) || !req.Stream || req.MaxTokens != 2048 || req.Model != "gemini-2.5-flash" {
 				t.Errorf("recorded %+v", req)
 			}
-			completion := int32(llmtest.EstimateTextTokens("Hello "))
+			completion := int32(0)
 			if streamed {
 				if got, want := rec.got(), []string{"Hello ", "there, ", "brave ", "new ", "world."}; !reflect.DeepEqual(got, want) {
 					t.Errorf("chunks %q, want %q", got, want)
@@ -261,6 +262,23 @@ func TestGeminiStreamFraming(t *testing.T) {
 	}
 	if fr := arr[2]["candidates"].([]any)[0].(map[string]any)["finishReason"]; fr != float64(1) {
 		t.Fatalf("finishReason %v", fr)
+	}
+	// Every response carries usageMetadata, as the API sends it: the
+	// prompt's before the last, the whole call's in the last.
+	req := srv.Requests()[1]
+	prompt := float64(req.PromptTokens)
+	out := float64(llmtest.EstimateTextTokens("Hi you"))
+	thoughts := float64(llmtest.EstimateTextTokens("Hmm."))
+	for i, r := range arr {
+		u, _ := r["usageMetadata"].(map[string]any)
+		want := map[string]any{"promptTokenCount": prompt, "totalTokenCount": prompt}
+		if i == len(arr)-1 {
+			want = map[string]any{"promptTokenCount": prompt, "candidatesTokenCount": out, "thoughtsTokenCount": thoughts,
+				"totalTokenCount": prompt + out + thoughts}
+		}
+		if !reflect.DeepEqual(u, want) {
+			t.Fatalf("response %d: usageMetadata %v, want %v", i, u, want)
+		}
 	}
 	if !srv.Requests()[0].Thinking {
 		t.Fatal("Thinking not recorded")
