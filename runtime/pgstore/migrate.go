@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"log/slog"
 	"strconv"
 	"strings"
 
@@ -73,9 +74,18 @@ func Migrate(ctx context.Context, pool *pgxpool.Pool) ([]int, error) {
 	if err != nil {
 		return nil, err
 	}
+	r := retrier{pool: pool, timeout: DefaultRetryTimeout, log: slog.Default()}
 	var applied []int
 	for {
-		v, done, err := migrateOne(ctx, pool, ms)
+		var (
+			v    int
+			done bool
+		)
+		// Sent again, a migration that committed is found applied.
+		err := r.do(ctx, "migration", true, func() (err error) {
+			v, done, err = migrateOne(ctx, pool, ms)
+			return err
+		})
 		if err != nil {
 			return applied, err
 		}
@@ -124,10 +134,18 @@ func migrateOne(ctx context.Context, pool *pgxpool.Pool, ms []migration) (applie
 }
 
 // Version returns the version of the database's schema: 0 when pgstore's
-// migrations were never applied to it.
+// migrations were never applied to it. Like the store's operations, it is
+// tried again on another connection when its connection fails, for up to
+// [DefaultRetryTimeout].
 func Version(ctx context.Context, pool *pgxpool.Pool) (int, error) {
+	return retrier{pool: pool, timeout: DefaultRetryTimeout, log: slog.Default()}.version(ctx)
+}
+
+func (r retrier) version(ctx context.Context) (int, error) {
 	var v int
-	err := pool.QueryRow(ctx, "SELECT coalesce(max(version), 0) FROM "+migrationsTable).Scan(&v)
+	err := r.do(ctx, "schema version", true, func() error {
+		return r.pool.QueryRow(ctx, "SELECT coalesce(max(version), 0) FROM "+migrationsTable).Scan(&v)
+	})
 	if pgErr, ok := errors.AsType[*pgconn.PgError](err); ok && pgErr.Code == "42P01" { // undefined_table
 		return 0, nil
 	}

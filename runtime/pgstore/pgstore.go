@@ -63,9 +63,11 @@ package pgstore
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -88,7 +90,14 @@ type Options struct {
 	// SweepInterval is how often the sweeper deletes expired
 	// conversations when TTL is set. The default is TTL, at most a minute.
 	SweepInterval time.Duration
-	// Logger receives the sweeper's failures; nil means slog.Default().
+	// RetryTimeout is how long an operation whose connection failed (a
+	// restart or a failover of the server ends the sessions of every
+	// pooled connection) is tried again on new connections, from its first
+	// failure; 0 means [DefaultRetryTimeout], a negative value never. See
+	// "Restarts and failovers" in the package documentation.
+	RetryTimeout time.Duration
+	// Logger receives the sweeper's failures and the retries; nil means
+	// slog.Default().
 	Logger *slog.Logger
 }
 
@@ -101,6 +110,7 @@ type Store struct {
 	ttl   time.Duration
 	log   *slog.Logger
 	stage durable.Stager
+	retry retrier
 
 	stop      chan struct{}
 	sweeping  sync.WaitGroup
@@ -130,7 +140,11 @@ func New(ctx context.Context, pool *pgxpool.Pool, opts *Options) (*Store, error)
 	if o.Logger == nil {
 		o.Logger = slog.Default()
 	}
-	v, err := Version(ctx, pool)
+	if o.RetryTimeout == 0 {
+		o.RetryTimeout = DefaultRetryTimeout
+	}
+	r := retrier{pool: pool, timeout: o.RetryTimeout, log: o.Logger}
+	v, err := r.version(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -142,7 +156,7 @@ func New(ctx context.Context, pool *pgxpool.Pool, opts *Options) (*Store, error)
 	case v > SchemaVersion:
 		return nil, fmt.Errorf("pgstore: the database's schema version %d is newer than this chatgen's %d (written by a later version of chatgen?)", v, SchemaVersion)
 	}
-	s := &Store{pool: pool, ttl: o.TTL, log: o.Logger, stop: make(chan struct{})}
+	s := &Store{pool: pool, ttl: o.TTL, log: o.Logger, retry: r, stop: make(chan struct{})}
 	if o.TTL > 0 {
 		s.sweeping.Go(func() { s.sweepEvery(o.SweepInterval) })
 	}
@@ -159,32 +173,65 @@ func (s *Store) Close() error {
 	return nil
 }
 
-// Load implements [chatstore.ConversationStore]: one round trip.
+// Load implements [chatstore.ConversationStore]: one round trip. A row
+// no save could have written (a state that does not decode or records no
+// format, such as {} or null; a version below 1, or other than the
+// state's) is an error matching [chatstore.ErrCorruptState].
 func (s *Store) Load(ctx context.Context, id string) (*chatstore.ConversationState, error) {
-	var version uint64
+	var version int64
 	var data []byte
-	err := s.pool.QueryRow(ctx, `SELECT version, state FROM chatgen_conversations
-		WHERE id = $1 AND (expires_at IS NULL OR expires_at > now())`, []byte(id)).Scan(&version, &data)
+	err := s.retry.do(ctx, "load", true, func() error {
+		return s.pool.QueryRow(ctx, `SELECT version, state FROM chatgen_conversations
+			WHERE id = $1 AND (expires_at IS NULL OR expires_at > now())`, []byte(id)).Scan(&version, &data)
+	})
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, fmt.Errorf("pgstore: loading conversation %q: %w", id, chatstore.ErrConversationNotFound)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("pgstore: loading conversation %q: %w", id, err)
 	}
-	st, err := durable.DecodeState(data)
+	st, err := decodeState(version, data)
 	if err != nil {
 		return nil, fmt.Errorf("pgstore: loading conversation %q: %w", id, err)
 	}
-	st.Version = version
+	return st, nil
+}
+
+// decodeState decodes the state a row holds at version, and refuses as
+// corrupt ([chatstore.ErrCorruptState]) a row no save could have written.
+// A state of a later format is refused with durable's error, not as
+// corrupt: a later chatgen reads it.
+func decodeState(version int64, data []byte) (*chatstore.ConversationState, error) {
+	st, err := durable.DecodeState(data)
+	if err != nil {
+		if errors.Is(err, chatstore.ErrCorruptState) {
+			return nil, err
+		}
+		var f struct {
+			Format int `json:"format"`
+		}
+		if json.Unmarshal(data, &f) != nil || f.Format <= 0 { // {}, null, or a format of 0
+			return nil, fmt.Errorf("%w: its state records no format (%d bytes: %.40q)", chatstore.ErrCorruptState, len(data), data)
+		}
+		return nil, err
+	}
+	if version < 1 || uint64(version) != st.Version {
+		return nil, fmt.Errorf("%w: its version column is %d, its state's version %d", chatstore.ErrCorruptState, version, st.Version)
+	}
 	return st, nil
 }
 
 // Save implements [chatstore.ConversationStore]: one round trip (see the
 // package documentation).
 //
-// When the connection fails during the call, Save returns that error, and
-// the save may or may not have been committed (whole or not at all). A
-// Load tells which, by the version.
+// When its connection fails (a restart or a failover of the server), Save
+// sends the save again on another connection, for up to
+// [Options.RetryTimeout]: the version check makes a second commit
+// impossible, and when the first attempt did commit before its connection
+// failed, Save finds its state at the new version and returns nil. When
+// no attempt gets an answer in that time, Save returns the last error,
+// and the save may or may not have been committed (whole or not at all).
+// A Load tells which, by the version.
 func (s *Store) Save(ctx context.Context, st *chatstore.ConversationState, lease chatstore.Lease, b *chatstore.Batch) error {
 	if st == nil || st.ID == "" {
 		return errors.New("pgstore: saving a conversation without an id")
@@ -199,17 +246,78 @@ func (s *Store) Save(ctx context.Context, st *chatstore.ConversationState, lease
 		mids = append(mids, []byte(m))
 	}
 	sid := []byte(st.ID)
-	var q pgx.Batch
-	q.Queue("SELECT chatgen_save_begin($1, $2, $3, $4)", sid, int64(st.Version), []byte(lease.Owner), int64(lease.Token))
-	if err := queueWrites(&q, b); err != nil {
+	// A batch is sent once (pgx keeps in it what it learnt of the
+	// connection): each attempt gets one of its own.
+	queue := func() (*pgx.Batch, error) {
+		q := &pgx.Batch{}
+		q.Queue("SELECT chatgen_save_begin($1, $2, $3, $4)", sid, int64(st.Version), []byte(lease.Owner), int64(lease.Token))
+		if err := queueWrites(q, b); err != nil {
+			return nil, err
+		}
+		q.Queue("SELECT chatgen_save_end($1, $2, $3, $4, $5)", sid, int64(next), data, mids, s.ttl.Microseconds())
+		return q, nil
+	}
+	q, err := queue()
+	if err != nil {
 		return fmt.Errorf("pgstore: saving conversation %q: %w", st.ID, err)
 	}
-	q.Queue("SELECT chatgen_save_end($1, $2, $3, $4, $5)", sid, int64(next), data, mids, s.ttl.Microseconds())
-	if err := s.pool.SendBatch(ctx, &q).Close(); err != nil {
+	lost := false // an attempt failed after it was sent: it may have committed
+	err = s.retry.do(ctx, "save", true, func() error {
+		if q == nil {
+			q, _ = queue() // it queued once without an error
+		}
+		br := s.pool.SendBatch(ctx, q)
+		q = nil
+		_, err := br.Exec()
+		err = firstAnswer(err)
+		if cerr := br.Close(); err == nil {
+			err = cerr
+		}
+		if classify(err) == unknown {
+			lost = true
+		}
+		return err
+	})
+	if err != nil && lost && isCode(err, "CG001", "CG002") {
+		// An attempt whose connection failed may have committed; then
+		// the next found the version it wrote (or, later, the lease
+		// taken over). The save is this one when the stored state is
+		// the one it wrote, at its version.
+		ok, cerr := s.holds(ctx, sid, next, data)
+		if cerr != nil {
+			return fmt.Errorf("pgstore: saving conversation %q: a connection failed during the save, and reading whether it committed failed too: %w", st.ID, cerr)
+		}
+		if ok {
+			s.log.InfoContext(ctx, "pgstore: a save had committed before its connection failed",
+				"conversation", st.ID, "version", next, "err", err)
+			err = nil
+		}
+	}
+	if err != nil {
 		return s.saveErr(st, lease, err)
 	}
 	st.Version = next
 	return nil
+}
+
+// holds reports whether conversation id is at version with the state
+// data.
+func (s *Store) holds(ctx context.Context, id []byte, version uint64, data []byte) (bool, error) {
+	var same bool
+	err := s.retry.do(ctx, "save's check", true, func() error {
+		return s.pool.QueryRow(ctx, "SELECT version = $2 AND state = $3 FROM chatgen_conversations WHERE id = $1",
+			id, int64(version), data).Scan(&same)
+	})
+	if errors.Is(err, pgx.ErrNoRows) {
+		return false, nil
+	}
+	return same, err
+}
+
+// isCode reports whether err is a PostgreSQL error of one of the codes.
+func isCode(err error, codes ...string) bool {
+	pgErr, ok := errors.AsType[*pgconn.PgError](err)
+	return ok && slices.Contains(codes, pgErr.Code)
 }
 
 // saveErr turns the error of a save into the contract's errors.
@@ -222,10 +330,10 @@ func (s *Store) saveErr(st *chatstore.ConversationState, lease chatstore.Lease, 
 	case "CG001":
 		return fmt.Errorf("pgstore: saving conversation %q: %w: %q's lease with token %d is not the current one", st.ID, chatstore.ErrLeaseLost, lease.Owner, lease.Token)
 	case "CG002":
-		stored, perr := strconv.ParseUint(pgErr.Detail, 10, 64)
+		stored, perr := strconv.ParseInt(pgErr.Detail, 10, 64)
 		switch {
-		case perr != nil:
-			return fmt.Errorf("pgstore: saving conversation %q: %w", st.ID, err)
+		case perr != nil || stored < 0:
+			return fmt.Errorf("pgstore: saving conversation %q: %w: its version column is %s", st.ID, chatstore.ErrCorruptState, pgErr.Detail)
 		case stored == 0:
 			return fmt.Errorf("%w: conversation %q is at version %d: %w", chatstore.ErrVersionConflict, st.ID, st.Version, chatstore.ErrConversationNotFound)
 		}
@@ -273,7 +381,11 @@ func elems(e [][]byte) [][]byte {
 // Delete implements [chatstore.ConversationStore]: one round trip. It deletes
 // the conversation, its memories and its lease.
 func (s *Store) Delete(ctx context.Context, id string) error {
-	if _, err := s.pool.Exec(ctx, "SELECT chatgen_delete($1)", []byte(id)); err != nil {
+	err := s.retry.do(ctx, "delete", true, func() error {
+		_, err := s.pool.Exec(ctx, "SELECT chatgen_delete($1)", []byte(id))
+		return err
+	})
+	if err != nil {
 		return fmt.Errorf("pgstore: deleting conversation %q: %w", id, err)
 	}
 	return nil
@@ -292,8 +404,11 @@ func (s *Store) Acquire(ctx context.Context, id, owner string, ttl time.Duration
 		holder  []byte
 		exp     time.Time
 	)
-	err := s.pool.QueryRow(ctx, "SELECT o_granted, o_token, o_holder, o_expires FROM chatgen_acquire($1, $2, $3)",
-		[]byte(id), []byte(owner), ttl.Microseconds()).Scan(&granted, &token, &holder, &exp)
+	// Sent again, an acquire that was granted renews the lease it granted.
+	err := s.retry.do(ctx, "acquire", true, func() error {
+		return s.pool.QueryRow(ctx, "SELECT o_granted, o_token, o_holder, o_expires FROM chatgen_acquire($1, $2, $3)",
+			[]byte(id), []byte(owner), ttl.Microseconds()).Scan(&granted, &token, &holder, &exp)
+	})
 	if err != nil {
 		return chatstore.Lease{}, fmt.Errorf("pgstore: acquiring conversation %q: %w", id, err)
 	}
@@ -306,8 +421,11 @@ func (s *Store) Acquire(ctx context.Context, id, owner string, ttl time.Duration
 
 // Release implements [chatstore.ConversationStore]: one round trip.
 func (s *Store) Release(ctx context.Context, id string, lease chatstore.Lease) error {
-	_, err := s.pool.Exec(ctx, "DELETE FROM chatgen_leases WHERE id = $1 AND owner = $2 AND token = $3",
-		[]byte(id), []byte(lease.Owner), int64(lease.Token))
+	err := s.retry.do(ctx, "release", true, func() error {
+		_, err := s.pool.Exec(ctx, "DELETE FROM chatgen_leases WHERE id = $1 AND owner = $2 AND token = $3",
+			[]byte(id), []byte(lease.Owner), int64(lease.Token))
+		return err
+	})
 	if err != nil {
 		return fmt.Errorf("pgstore: releasing conversation %q: %w", id, err)
 	}
@@ -352,7 +470,9 @@ func (s *Store) Sweep(ctx context.Context) (int, error) {
 	total := 0
 	for {
 		var n int
-		err := s.pool.QueryRow(ctx, "SELECT chatgen_sweep($1, $2)", sweepBatch, s.ttl.Microseconds()).Scan(&n)
+		err := s.retry.do(ctx, "sweep", true, func() error {
+			return s.pool.QueryRow(ctx, "SELECT chatgen_sweep($1, $2)", sweepBatch, s.ttl.Microseconds()).Scan(&n)
+		})
 		total += n
 		if err != nil {
 			return total, fmt.Errorf("pgstore: sweeping: %w", err)
@@ -393,16 +513,23 @@ type base struct{ s *Store }
 
 func (b base) StoredLen(ctx context.Context, id string) (int, error) {
 	var n int
-	err := b.s.pool.QueryRow(ctx, "SELECT count(*) FROM chatgen_messages WHERE memory_id = $1", []byte(id)).Scan(&n)
+	err := b.s.retry.do(ctx, "memory length", true, func() error {
+		return b.s.pool.QueryRow(ctx, "SELECT count(*) FROM chatgen_messages WHERE memory_id = $1", []byte(id)).Scan(&n)
+	})
 	return n, err
 }
 
 func (b base) StoredElems(ctx context.Context, id string) ([][]byte, error) {
-	rows, err := b.s.pool.Query(ctx, "SELECT message FROM chatgen_messages WHERE memory_id = $1 ORDER BY seq", []byte(id))
-	if err != nil {
-		return nil, err
-	}
-	return pgx.CollectRows(rows, pgx.RowTo[[]byte])
+	var elems [][]byte
+	err := b.s.retry.do(ctx, "memory read", true, func() error {
+		rows, err := b.s.pool.Query(ctx, "SELECT message FROM chatgen_messages WHERE memory_id = $1 ORDER BY seq", []byte(id))
+		if err != nil {
+			return err
+		}
+		elems, err = pgx.CollectRows(rows, pgx.RowTo[[]byte])
+		return err
+	})
+	return elems, err
 }
 
 // Get implements [memory.Store]: one round trip, none for a memory the
@@ -432,7 +559,11 @@ func (m *Memories) Update(ctx context.Context, id string, msgs []llms.MessageCon
 		m.s.stage.Update(b, id, list)
 		return nil
 	}
-	if _, err := m.s.pool.Exec(ctx, "SELECT chatgen_mem_replace($1, $2)", []byte(id), elems(list)); err != nil {
+	err = m.s.retry.do(ctx, "memory update", true, func() error {
+		_, err := m.s.pool.Exec(ctx, "SELECT chatgen_mem_replace($1, $2)", []byte(id), elems(list))
+		return err
+	})
+	if err != nil {
 		return fmt.Errorf("pgstore: updating memory %q: %w", id, err)
 	}
 	return nil
@@ -448,7 +579,11 @@ func (m *Memories) Delete(ctx context.Context, id string) error {
 		m.s.stage.Delete(b, id)
 		return nil
 	}
-	if _, err := m.s.pool.Exec(ctx, "DELETE FROM chatgen_messages WHERE memory_id = $1", []byte(id)); err != nil {
+	err := m.s.retry.do(ctx, "memory delete", true, func() error {
+		_, err := m.s.pool.Exec(ctx, "DELETE FROM chatgen_messages WHERE memory_id = $1", []byte(id))
+		return err
+	})
+	if err != nil {
 		return fmt.Errorf("pgstore: deleting memory %q: %w", id, err)
 	}
 	return nil
@@ -467,7 +602,19 @@ func (m *Memories) Apply(ctx context.Context, id string, c memory.Change) error 
 		}
 		return nil
 	}
-	_, err = m.s.pool.Exec(ctx, "SELECT chatgen_mem_edit($1, $2, $3, $4, $5)", []byte(id), -1, c.Drop, elems(head), elems(tail))
+	// Sent again, an edit that committed would apply twice: it is sent
+	// again only when it certainly did not run.
+	err = m.s.retry.do(ctx, "memory change", false, func() error {
+		var q pgx.Batch
+		q.Queue("SELECT chatgen_mem_edit($1, $2, $3, $4, $5)", []byte(id), -1, c.Drop, elems(head), elems(tail))
+		br := m.s.pool.SendBatch(ctx, &q)
+		_, err := br.Exec()
+		err = firstAnswer(err)
+		if cerr := br.Close(); err == nil {
+			err = cerr
+		}
+		return err
+	})
 	if pgErr, ok := errors.AsType[*pgconn.PgError](err); ok && pgErr.Code == "CG003" {
 		return fmt.Errorf("pgstore: memory: change of %q drops %d of %s messages", id, c.Drop, pgErr.Detail)
 	}
@@ -480,14 +627,18 @@ func (m *Memories) Apply(ctx context.Context, id string, c memory.Change) error 
 // IDs implements [memory.Store]: the ids of all memories in the database.
 // With a [chatstore.Batch] in ctx, it lists them as the batch leaves them.
 func (m *Memories) IDs(ctx context.Context) ([]string, error) {
-	rows, err := m.s.pool.Query(ctx, "SELECT DISTINCT memory_id FROM chatgen_messages ORDER BY memory_id")
-	if err != nil {
-		return nil, fmt.Errorf("pgstore: listing memories: %w", err)
-	}
-	ids, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (string, error) {
-		var id []byte
-		err := r.Scan(&id)
-		return string(id), err
+	var ids []string
+	err := m.s.retry.do(ctx, "memory list", true, func() error {
+		rows, err := m.s.pool.Query(ctx, "SELECT DISTINCT memory_id FROM chatgen_messages ORDER BY memory_id")
+		if err != nil {
+			return err
+		}
+		ids, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (string, error) {
+			var id []byte
+			err := r.Scan(&id)
+			return string(id), err
+		})
+		return err
 	})
 	if err != nil {
 		return nil, fmt.Errorf("pgstore: listing memories: %w", err)
