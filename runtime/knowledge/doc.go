@@ -5,16 +5,27 @@
 // [LoadDir] reads the Markdown and text files of an fs.FS (such as an
 // embed.FS shipped with the application) and splits them with
 // langchaingo's textsplitter into [Chunk] values whose ids are stable: the
-// file's path and the chunk's number, "lore/iron.md#2". An [Index] holds
-// them in a BM25 lexical index (lower-cased words without stop words,
-// reduced by a light English stemmer; k1 and b set by [WithBM25]) and,
-// given a langchaingo embeddings.Embedder with [WithEmbedder], a vector per
-// chunk searched by brute-force cosine similarity, which suits the
-// thousands of passages an application ships. [Index.Search] ranks in one
-// of the [Mode] values: Lexical, Semantic, or Hybrid (the mean of the
-// BM25 score, divided by the query's best, and the cosine), Auto picking
-// Hybrid when there are vectors. [Index.Save] writes the index to a file
-// atomically and [Load] reads it back, without embedding the chunks again.
+// file's path and the chunk's number, "lore/iron.md#2"; [LoadDirPath]
+// reads a directory on disk.
+//
+// Both read through [ReadFiles] (and [ReadFilesPath]), the safe loader
+// for folders given by users, to reuse for any such folder (an agent's
+// skills): regular files only, their type checked before they are opened
+// (links, FIFOs, devices and sockets are skipped, and logged), never
+// outside the root (for a directory on disk, through os.OpenRoot), at
+// most [DefaultMaxFileBytes] per file and [DefaultMaxTotalBytes] in all
+// unless told otherwise, and cancelled with its context.
+//
+// An [Index] holds chunks in a BM25 lexical index (lower-cased words
+// without stop words, reduced by a light English stemmer; k1 and b set by
+// [WithBM25]) and, given a langchaingo embeddings.Embedder with
+// [WithEmbedder], a vector per chunk searched by brute-force cosine
+// similarity, which suits the thousands of passages an application
+// ships. [Index.Search] ranks in one of the [Mode] values: Lexical,
+// Semantic, or Hybrid (the mean of the BM25 score, divided by the query's
+// best, and the cosine), Auto picking Hybrid when there are vectors.
+// [Index.Save] writes the index to a file atomically and [Load] reads it
+// back, without embedding the chunks again.
 //
 // [Index.Retriever] adapts the index to langchaingo's schema.Retriever,
 // so it plugs in wherever a retriever is taken, like the vector stores'
@@ -29,8 +40,8 @@
 //	// docs[0].Metadata["id"] == "fire-runes.md#1"
 //
 // An Index is safe for concurrent use. Errors match [ErrEmptyQuery],
-// [ErrInvalidK], [ErrNoEmbedder], [ErrInvalidChunk] and [ErrCorrupt] with
-// errors.Is.
+// [ErrInvalidK], [ErrNoEmbedder], [ErrInvalidChunk], [ErrCorrupt] and
+// [ErrTooLarge] with errors.Is.
 //
 // Quality, measured by this package's tests on the lore corpus of the
 // weaponbuilder example (30 questions, 44 passages of at most 300

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"log/slog"
+	"os"
 	"path"
 	"strconv"
 	"strings"
@@ -23,6 +25,15 @@ type LoadOptions struct {
 	// before it, when a section is split; 0 means DefaultChunkOverlap,
 	// and a negative value none.
 	ChunkOverlap int
+	// MaxFileBytes is the most a document may hold; 0 means
+	// DefaultMaxFileBytes (8 MiB).
+	MaxFileBytes int64
+	// MaxTotalBytes is the most the documents may hold together; 0
+	// means DefaultMaxTotalBytes (256 MiB).
+	MaxTotalBytes int64
+	// Logger receives a warning for each document skipped (a link, a
+	// FIFO...); nil means slog.Default().
+	Logger *slog.Logger
 }
 
 // The chunk sizes LoadDir uses unless LoadOptions says otherwise.
@@ -40,7 +51,35 @@ const (
 // heading (or the file name without extension) and its ID the source and
 // the chunk's number from 1, "lore/iron.md#1": the same files and options
 // give the same ids. It is an error when fsys holds no document.
+//
+// It reads the documents with [ReadFiles], safely: regular files only,
+// their type checked before they are opened (a symbolic link, FIFO,
+// device or socket named like a document is skipped, with a warning to
+// opts.Logger), never outside fsys, at most opts.MaxFileBytes per file
+// and opts.MaxTotalBytes in all (more is an error matching
+// [ErrTooLarge]), checking ctx before each file and while reading. For
+// a folder on disk, [LoadDirPath] also follows the links that stay
+// inside it. On error it returns no chunk.
 func LoadDir(ctx context.Context, fsys fs.FS, opts LoadOptions) ([]Chunk, error) {
+	return loadDir(ctx, fsys, nil, opts)
+}
+
+// LoadDirPath is [LoadDir] for the directory dir on disk, read with
+// [ReadFilesPath]: through os.OpenRoot, so that a symbolic link is
+// followed while it stays inside dir and skipped, with a warning, when it
+// leaves it. Prefer it to LoadDir(ctx, os.DirFS(dir), opts), which skips
+// every link.
+func LoadDirPath(ctx context.Context, dir string, opts LoadOptions) ([]Chunk, error) {
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		return nil, fmt.Errorf("knowledge: loading %s: %w", dir, err)
+	}
+	defer root.Close()
+	return loadDir(ctx, root.FS(), root, opts)
+}
+
+// loadDir is LoadDir, reading fsys under root when root is not nil.
+func loadDir(ctx context.Context, fsys fs.FS, root *os.Root, opts LoadOptions) ([]Chunk, error) {
 	size, overlap := opts.ChunkSize, opts.ChunkOverlap
 	if size == 0 {
 		size = DefaultChunkSize
@@ -59,29 +98,26 @@ func LoadDir(ctx context.Context, fsys fs.FS, opts LoadOptions) ([]Chunk, error)
 		textsplitter.WithHeadingHierarchy(true), textsplitter.WithCodeBlocks(true))
 	plain := textsplitter.NewRecursiveCharacter(
 		textsplitter.WithChunkSize(size), textsplitter.WithChunkOverlap(overlap))
+	splitter := func(p string) textsplitter.TextSplitter {
+		switch strings.ToLower(path.Ext(p)) {
+		case ".md", ".markdown":
+			return markdown
+		case ".txt":
+			return plain
+		}
+		return nil
+	}
 
 	var chunks []Chunk
 	docs := 0
-	err := fs.WalkDir(fsys, ".", func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		var splitter textsplitter.TextSplitter
-		switch strings.ToLower(path.Ext(p)) {
-		case ".md", ".markdown":
-			splitter = markdown
-		case ".txt":
-			splitter = plain
-		default:
-			return nil
-		}
-		if d.IsDir() {
-			return nil
-		}
-		cs, err := loadFile(fsys, p, splitter)
+	read := ReadOptions{
+		Match:         func(p string) bool { return splitter(p) != nil },
+		MaxFileBytes:  opts.MaxFileBytes,
+		MaxTotalBytes: opts.MaxTotalBytes,
+		Logger:        opts.Logger,
+	}
+	err := walkFiles(ctx, fsys, root, read, func(p string, data []byte) error {
+		cs, err := splitFile(p, data, splitter(p))
 		if err != nil {
 			return fmt.Errorf("knowledge: loading %s: %w", p, err)
 		}
@@ -102,11 +138,23 @@ func LoadDir(ctx context.Context, fsys fs.FS, opts LoadOptions) ([]Chunk, error)
 // a new index configured by opts (with an embedder, embedding them in one
 // call).
 func IndexDir(ctx context.Context, fsys fs.FS, load LoadOptions, opts ...Option) (*Index, error) {
+	return indexChunks(ctx, func() ([]Chunk, error) { return LoadDir(ctx, fsys, load) }, opts)
+}
+
+// IndexDirPath is [IndexDir] for the directory dir on disk, loaded with
+// [LoadDirPath].
+func IndexDirPath(ctx context.Context, dir string, load LoadOptions, opts ...Option) (*Index, error) {
+	return indexChunks(ctx, func() ([]Chunk, error) { return LoadDirPath(ctx, dir, load) }, opts)
+}
+
+// indexChunks indexes the chunks that load returns in a new index
+// configured by opts.
+func indexChunks(ctx context.Context, load func() ([]Chunk, error), opts []Option) (*Index, error) {
 	ix, err := New(opts...)
 	if err != nil {
 		return nil, err
 	}
-	chunks, err := LoadDir(ctx, fsys, load)
+	chunks, err := load()
 	if err != nil {
 		return nil, err
 	}
@@ -116,12 +164,8 @@ func IndexDir(ctx context.Context, fsys fs.FS, load LoadOptions, opts ...Option)
 	return ix, nil
 }
 
-// loadFile loads and splits the document at p.
-func loadFile(fsys fs.FS, p string, splitter textsplitter.TextSplitter) ([]Chunk, error) {
-	b, err := fs.ReadFile(fsys, p)
-	if err != nil {
-		return nil, err
-	}
+// splitFile splits b, the document at p.
+func splitFile(p string, b []byte, splitter textsplitter.TextSplitter) ([]Chunk, error) {
 	if !utf8.Valid(b) {
 		return nil, errors.New("not UTF-8 text")
 	}
