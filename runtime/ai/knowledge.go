@@ -483,7 +483,10 @@ func (k *knowledge) query(ctx context.Context, user string, history []llms.Messa
 const augmentHeader = "Passages from the knowledge base that may help (answer from them when they are relevant, and cite their titles; say so when they do not answer):\n"
 
 // AugmentMessage is the default [Knowledge.Augment]: the passages,
-// numbered, each with its title and source, then the user's message.
+// numbered, each with its title and source, then a line "Message:" and
+// the user's message. runtime/llmtest reads this format back: its
+// LastUserTyped matches, and Request.UserTyped returns, what follows the
+// passages.
 func AugmentMessage(user string, passages []schema.Document) string {
 	n := len(augmentHeader) + len(user) + 16
 	for _, d := range passages {

@@ -71,6 +71,36 @@ func (r *Request) LastUserText() string {
 	return ""
 }
 
+// UserTyped returns what the user typed of the last user (human) message:
+// its text without the passages runtime/ai's generic knowledge puts before
+// it. The service sends the retrieved passages in the turn's user message
+// (ai.AugmentMessage, the default Knowledge.Augment, opens it with "Passages
+// from the knowledge base that may help …", numbers the passages, then
+// writes a line "Message:" and the user's message); UserTyped returns
+// what follows the last such line, so never a passage's text (a message
+// that holds a line "Message:" itself is returned from its last one). A
+// message that does not open so is returned whole, as LastUserText does.
+// With an Augment of your own, match what your format makes.
+func (r *Request) UserTyped() string {
+	text := r.LastUserText()
+	if !strings.HasPrefix(text, augmentHeader) {
+		return text
+	}
+	if i := strings.LastIndex(text, augmentMark); i >= 0 {
+		return text[i+len(augmentMark):]
+	}
+	return text
+}
+
+// augmentHeader opens a user message to which runtime/ai's
+// ai.AugmentMessage added passages; augmentMark comes before the user's
+// message. runtime/ai's tests pin both against AugmentMessage.
+const (
+	augmentHeader = "Passages from the knowledge base that may help (answer from them when they are relevant, " +
+		"and cite their titles; say so when they do not answer):\n"
+	augmentMark = "\nMessage:\n"
+)
+
 // LastToolResults returns the tool results the request ends with: those of
 // the tool messages after the last assistant message, in order. A result
 // without a name gets the name of the assistant's tool call with the same

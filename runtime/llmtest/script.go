@@ -153,7 +153,10 @@ func truncate(s string, n int) string {
 }
 
 // LastUserContains matches requests whose last user (human) message
-// contains sub, ignoring case.
+// contains sub, ignoring case. The message is the whole text the model
+// got: with runtime/ai's generic knowledge, the passages retrieved come
+// first in it, so sub may match a passage; [LastUserTyped] matches only
+// what the user typed.
 //
 // The user's message stays the last human message while tool results
 // follow it, so this keeps matching the follow-up calls of a tool loop:
@@ -169,6 +172,25 @@ func LastUserContains(sub string) Match {
 // re. See [LastUserContains] about tool loops.
 func LastUserMatches(re *regexp.Regexp) Match {
 	return func(req *Request) bool { return re.MatchString(req.LastUserText()) }
+}
+
+// LastUserTyped matches requests in which what the user typed of the last
+// user (human) message contains sub, ignoring case: the message without
+// the passages runtime/ai's generic knowledge adds to it (see
+// [Request.UserTyped]). Use it rather than [LastUserContains] for a
+// service with knowledge, so that a rule fires on the user's words, not
+// on a passage's. See [LastUserContains] about tool loops.
+func LastUserTyped(sub string) Match {
+	sub = strings.ToLower(sub)
+	return func(req *Request) bool {
+		return strings.Contains(strings.ToLower(req.UserTyped()), sub)
+	}
+}
+
+// LastUserTypedMatches matches requests in which what the user typed of
+// the last user (human) message matches re (see [LastUserTyped]).
+func LastUserTypedMatches(re *regexp.Regexp) Match {
+	return func(req *Request) bool { return re.MatchString(req.UserTyped()) }
 }
 
 // HasTool matches requests that offer the tool name to the model.

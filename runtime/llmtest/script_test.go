@@ -186,3 +186,29 @@ func TestRulesDemo(t *testing.T) {
 		t.Fatalf("fallback: %q", c.Content)
 	}
 }
+
+// TestLastUserTyped: a user message with passages before it (as
+// runtime/ai's generic knowledge sends it) is matched on what follows
+// them; another message whole.
+func TestLastUserTyped(t *testing.T) {
+	augmented := "Passages from the knowledge base that may help (answer from them when they are relevant, " +
+		"and cite their titles; say so when they do not answer):\n\n[1] Returns (policy.md)\nA weapon may be returned.\n\nMessage:\nIs my sword sharp?"
+	req := func(text string) *llmtest.Request {
+		return &llmtest.Request{Messages: []llms.MessageContent{llms.TextParts(llms.ChatMessageTypeHuman, text)}}
+	}
+	s := llmtest.Rules(
+		llmtest.When(llmtest.LastUserTyped("RETURN"), llmtest.Reply{Text: "return"}),
+		llmtest.When(llmtest.LastUserTypedMatches(regexp.MustCompile(`^Is my \w+ sharp\?$`)), llmtest.Reply{Text: "sharp"}),
+	).WithFallback(llmtest.Reply{Text: "fallback"})
+	for text, want := range map[string]string{augmented: "sharp", "I want to return it": "return", "hello": "fallback"} {
+		if r, err := s.Next(req(text)); err != nil || r.Text != want {
+			t.Fatalf("%q: %q, %v; want %q", text, r.Text, err, want)
+		}
+	}
+	if got := req(augmented).UserTyped(); got != "Is my sword sharp?" {
+		t.Fatalf("UserTyped %q", got)
+	}
+	if !llmtest.LastUserContains("return")(req(augmented)) {
+		t.Fatal("LastUserContains does not see the passages")
+	}
+}
