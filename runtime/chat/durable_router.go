@@ -178,13 +178,14 @@ func (r *Router) connectDurable(ctx context.Context, c *Conversation) error {
 // store), rotates the resume token (see [Conversation.ResumeToken]) and
 // returns the conversation, ready to handle requests.
 //
-// An unknown, expired or ended conversation, a wrong token and another
-// principal all fail with [ErrResumeRefused]; a conversation another node
-// serves with [ErrConversationBusy] (the node lets go when its client
-// disconnects, or its lease ends: try again); a failing store with
-// [ErrUnavailable]. A conversation this router serves already (its client
-// reconnected before the old connection was found dead) is detached from
-// its old session first, keeping the lease: the old session's next
+// A principal whose name is not valid UTF-8 fails with [ErrForbidden]
+// ([ErrInvalidPrincipal]), as in [Router.Connect]. An unknown, expired or
+// ended conversation, a wrong token and another principal all fail with
+// [ErrResumeRefused]; a conversation another node serves with
+// [ErrConversationBusy] (the node lets go when its client disconnects, or
+// its lease ends: try again); a failing store with [ErrUnavailable]. A
+// conversation this router serves already (its client reconnected before
+// the old connection was found dead) is detached from its old session first, keeping the lease: the old session's next
 // request fails with SessionNotActive, and its Detach or Close, even one
 // already under way, waits for the resume and then leaves the conversation
 // to the new session. A request the old session still runs (a transport
@@ -196,6 +197,9 @@ func (r *Router) Resume(ctx context.Context, id, token string) (*Conversation, e
 		return nil, ErrNotDurable
 	}
 	principal := PrincipalFrom(ctx)
+	if f := checkPrincipal(principal); f != nil {
+		return nil, f
+	}
 	check := func() (*chatstore.ConversationState, error) {
 		st, err := r.store.Load(ctx, id)
 		if errors.Is(err, chatstore.ErrConversationNotFound) {

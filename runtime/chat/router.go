@@ -223,6 +223,8 @@ func (r *Router) Stats() Stats {
 // principal in ctx (see [WithPrincipal]) is kept for its requests. Roles
 // are checked per request, as Quarkus does: connecting to a route the
 // principal may not use succeeds, and its requests fail with Forbidden.
+// A principal whose name is not valid UTF-8 is refused: the error
+// matches [ErrForbidden] and [ErrInvalidPrincipal].
 //
 // With a [chatstore.ConversationStore] the new conversation is saved before Connect
 // returns (a failing store is an error matching [ErrUnavailable]), and its
@@ -234,11 +236,15 @@ func (r *Router) Connect(ctx context.Context, route string) (*Conversation, erro
 	if _, ok := r.routes[route]; !ok || route == "" {
 		return nil, r.routeNotFound(route)
 	}
+	principal := PrincipalFrom(ctx)
+	if f := checkPrincipal(principal); f != nil {
+		return nil, f
+	}
 	bctx, err := begin(context.Background(), &BeginOptions{Logger: r.logger, Observer: r.observer}, r)
 	if err != nil {
 		return nil, err
 	}
-	c := &Conversation{router: r, stack: stackFrom(bctx), principal: PrincipalFrom(ctx)}
+	c := &Conversation{router: r, stack: stackFrom(bctx), principal: principal}
 	top := c.stack.current.Load()
 	top.route = route
 	c.id = top.id
