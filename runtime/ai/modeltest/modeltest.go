@@ -23,8 +23,10 @@
 // its result delivered in the provider's shape, text before a tool call,
 // two parallel calls, streaming with and without tools, thinking forwarded,
 // usage recorded, the memory replayed on the next turn, a confirmed tool
-// resumed, and a durable conversation resumed mid-tool-loop on a new
-// service (a restart). The scripted server checks the conversation as the
+// resumed, a durable conversation resumed mid-tool-loop on a new
+// service (a restart), and long conversations that run far past the
+// memory's window with each of the package memory's policies (every
+// request must still start with a user message, as providers want). The scripted server checks the conversation as the
 // provider would, so a check fails where the provider would refuse the
 // request.
 //
@@ -119,6 +121,7 @@ func Checks() []Check {
 		{Name: "DurableResume", Tools: true, run: checkDurableResume},
 		{Name: "Thinking", Thinking: true, run: checkThinking},
 		{Name: "ThinkingWithTools", Tools: true, Thinking: true, run: checkThinkingWithTools},
+		{Name: "LongConversation", run: checkLongConversation},
 	}
 }
 
@@ -240,6 +243,10 @@ type appOptions struct {
 	thinking bool
 	store    *chat.InMemoryConversationStore // durable when set
 	stream   bool                            // the route streams its answer
+	// policy, when set and store is not, is the memory's policy, given
+	// the model (a compressing memory summarises with it); nil is the
+	// service's default memory.
+	policy func(llms.Model) memory.Policy
 }
 
 // weatherParams is the schema of the tools' arguments.
@@ -253,8 +260,11 @@ func newApp(t *testing.T, c Client, script llmtest.Script, o appOptions) (*app, 
 	if o.thinking {
 		cfg.Options = append(cfg.Options, c.ThinkingOptions...)
 	}
-	if o.store != nil {
+	switch {
+	case o.store != nil:
 		cfg.Memory = memory.NewManager(memory.Config{Store: chatstoretest.InMemoryMemories(o.store), Policy: memory.Window(40)})
+	case o.policy != nil:
+		cfg.Memory = memory.NewManager(memory.Config{Policy: o.policy(model)})
 	}
 	a.svc = ai.NewService("example.com/modeltest.Assistant", cfg)
 	a.method = &ai.Method{Name: "Ask", Kind: chat.KindChat, System: "You are terse."}
