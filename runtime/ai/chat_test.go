@@ -521,7 +521,8 @@ func TestDefaultMemory(t *testing.T) {
 	}
 	mem := must[memory.Memory](t)(svc.Memory().Memory(ctx, memID(t, ctx)))
 	msgs := must[[]llms.MessageContent](t)(mem.Messages(ctx))
-	if len(msgs) != memory.DefaultMaxMessages || msgs[0].Role != llms.ChatMessageTypeSystem {
+	// Whole turns of two messages: the system message and four turns.
+	if len(msgs) != memory.DefaultMaxMessages-1 || msgs[0].Role != llms.ChatMessageTypeSystem || msgs[1].Role != llms.ChatMessageTypeHuman {
 		t.Fatalf("memory %q", describe(msgs))
 	}
 }

@@ -168,7 +168,7 @@ func TestUpgradeFromLayout1(t *testing.T) {
 	if st, err := s.Load(ctx, live); err != nil || st.Version != 4 {
 		t.Fatalf("Load after reopening: %+v, %v", st, err)
 	}
-	wantMsgs := append(msgs[1:], turn...)
+	wantMsgs := append(msgs[2:], turn...) // the window evicts the oldest turn, whole
 	if got, err := s.Memories().Get(ctx, liveMem); err != nil || !reflect.DeepEqual(got, wantMsgs) {
 		t.Errorf("memory after a save and reopening: %v, %v; want %v", got, err, wantMsgs)
 	}
