@@ -18,6 +18,7 @@ import (
 	"github.com/chatscopes/chatgen/runtime/chatstore/chatstoretest"
 	"github.com/chatscopes/chatgen/runtime/memory"
 	"github.com/chatscopes/chatgen/runtime/pgstore"
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/tmc/langchaingo/llms"
 )
@@ -92,6 +93,24 @@ func (s *server) command(name string, args ...string) *exec.Cmd {
 // returns a pool on it, once it accepts connections.
 func (s *server) start() *pgxpool.Pool {
 	s.t.Helper()
+	s.run()
+	pool, err := pgxpool.New(context.Background(), s.url())
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	s.t.Cleanup(pool.Close)
+	return pool
+}
+
+// url is the server's database postgres.
+func (s *server) url() string {
+	return fmt.Sprintf("postgres://postgres@127.0.0.1:%d/postgres?sslmode=disable", s.port)
+}
+
+// run starts the server (recovering from a crash if need be) and returns
+// once it accepts connections.
+func (s *server) run() {
+	s.t.Helper()
 	log, err := os.OpenFile(filepath.Join(s.dir, "server.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o666)
 	if err != nil {
 		s.t.Fatal(err)
@@ -111,18 +130,17 @@ func (s *server) start() *pgxpool.Pool {
 			cmd.Wait()
 		}
 	})
-	pool, err := pgxpool.New(context.Background(), fmt.Sprintf("postgres://postgres@127.0.0.1:%d/postgres?sslmode=disable", s.port))
-	if err != nil {
-		s.t.Fatal(err)
-	}
-	s.t.Cleanup(pool.Close)
 	deadline := time.Now().Add(2 * time.Minute) // generous: recovery on a loaded machine
 	for {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		err := pool.Ping(ctx)
+		c, err := pgx.Connect(ctx, s.url())
+		if err == nil {
+			err = c.Ping(ctx)
+			c.Close(ctx)
+		}
 		cancel()
 		if err == nil {
-			return pool
+			return
 		}
 		if !alive(s.cmd.Process.Pid) || time.Now().After(deadline) { // exited, or a zombie
 			out, _ := os.ReadFile(filepath.Join(s.dir, "server.log"))
@@ -130,6 +148,18 @@ func (s *server) start() *pgxpool.Pool {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
+}
+
+// stop shuts the server down and returns once it has exited: with
+// SIGINT a fast shutdown (each backend ends its session with SQLSTATE
+// 57P01, admin_shutdown), with SIGQUIT an immediate one (the backends
+// exit at once; the next start recovers from the WAL).
+func (s *server) stop(sig syscall.Signal) {
+	s.t.Helper()
+	if err := s.cmd.Process.Signal(sig); err != nil {
+		s.t.Fatal(err)
+	}
+	s.cmd.Wait()
 }
 
 // kill kills the server and all its backends with SIGKILL, as a crash of
