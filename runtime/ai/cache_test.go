@@ -4,10 +4,12 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"log/slog"
 	"slices"
 	"strings"
 	"testing"
+	"text/template"
 	"time"
 
 	"github.com/tmc/langchaingo/llms"
@@ -258,5 +260,40 @@ func TestCallerBreakpointsAtMostFour(t *testing.T) {
 		if !slices.Equal(sent, want) {
 			t.Fatalf("turn %d: breakpoints on %q, want %q", i+1, sent, want)
 		}
+	}
+}
+
+// TestPerRequestSystemPromptNeverRead pins what the docs say of a system
+// prompt that changes per request: through Anthropic's wire and its
+// simulated cache, every turn writes the prompt and none reads it; the
+// same template with the same data reads it.
+func TestPerRequestSystemPromptNeverRead(t *testing.T) {
+	long := strings.Repeat("You are the armorer's assistant; answer briefly and precisely. ", 80) // ~1,300 tokens
+	tmpl := template.Must(template.New("system").Parse("The user is {{.name}}. " + long))
+	for _, varies := range []bool{true, false} {
+		t.Run(fmt.Sprintf("varies=%v", varies), func(t *testing.T) {
+			now := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
+			anthropicWire := cacheServers[slices.IndexFunc(cacheServers, func(c cacheServer) bool { return c.name == "anthropic" })]
+			llm, _ := anthropicWire.start(t, llmtest.Rules().WithFallback(llmtest.Reply{Text: "Noted."}),
+				llmtest.WithPromptCache(llmtest.PromptCache{Now: func() time.Time { return now }}))
+			svc := ai.NewService(svcName, ai.Config{Model: llm, Logger: slog.New(slog.DiscardHandler)})
+			m := &ai.Method{Name: "Ask", SystemTemplate: tmpl}
+			for i, user := range []string{"one", "two", "three"} {
+				name := "Ada"
+				if varies {
+					name = fmt.Sprintf("Ada at %d", i)
+				}
+				r, err := svc.Chat(context.Background(), &ai.Request{Method: m, MemoryID: "m", User: user, Data: map[string]any{"name": name}})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if r.Usage.CacheWriteTokens == 0 && (varies || i == 0) {
+					t.Fatalf("turn %d wrote nothing to the cache: %+v", i, r.Usage)
+				}
+				if read := r.Usage.CacheReadTokens; (read == 0) != (varies || i == 0) {
+					t.Fatalf("turn %d read %d tokens from the cache", i, read)
+				}
+			}
+		})
 	}
 }

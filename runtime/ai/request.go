@@ -54,7 +54,13 @@ type Method struct {
 	// none (a system message already in the memory is then kept and sent).
 	System string
 	// SystemTemplate, when set, is executed with [Request.Data] to make the
-	// system message.
+	// system message. A system message that changes from request to
+	// request (a template over data that does) changes the prompt's
+	// prefix: a provider's prompt cache then serves none of the
+	// conversation, and with Anthropic, whose breakpoints the service
+	// places after the system message, every turn writes the prompt to
+	// the cache (billed 1.25× the input price) and no turn reads it. Put
+	// per-request text in the user message (UserTemplate) instead.
 	SystemTemplate *template.Template
 	// UserTemplate, when set, is executed with [Request.Data] to make the
 	// user message; otherwise the user message is [Request.User].
