@@ -225,3 +225,34 @@ func newTwoNodes(t *testing.T, kind string) *twoNodes {
 	t.Fatalf("no store %q", kind)
 	return nil
 }
+
+// A save that fails rolls the conversation back to its saved state: the
+// beans of the request that was not kept are detached, not closed (their
+// scope goes on, rebuilt from the saved state), and the end closes each
+// bean once, with the state that was saved.
+func TestBeanRollbackDetaches(t *testing.T) {
+	store := &failingStore{InMemoryConversationStore: chat.NewInMemoryConversationStore(nil)}
+	j := &journal{}
+	app := newReturnsApp(j)
+	r := app.router(t, "a", store)
+	c, err := r.Connect(bg, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustTurn(t, c, "start 42")
+
+	store.setFailing(true)
+	if _, _, f := turn(t, c, c.ScopeID(), "start 43"); !errors.Is(f, chat.ErrUnavailable) {
+		t.Fatalf("start 43 with the store down: %v, want Unavailable", f)
+	}
+	wantJournal(t, "the rollback", j, "detach conn on a", "detach return 43 on a")
+	store.setFailing(false)
+
+	if out := mustTurn(t, c, "status"); !slices.Equal(out, []string{"processing 42"}) {
+		t.Fatalf("status after the rollback: %q", out)
+	}
+	if err := c.Close(bg); err != nil {
+		t.Fatal(err)
+	}
+	wantJournal(t, "the end", j, "cancel return 42 on a", "close plain 42 on a")
+}
