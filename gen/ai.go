@@ -109,18 +109,7 @@ func (m *pkgModel) analyzeTool(a *annotated, d *toolDirective, diags *Diagnostic
 	if t.desc == "" {
 		diags.warnf(m.fset.Position(fd.Name.Pos()), "tool %s has no doc comment: the model gets no description of it", t.name)
 	}
-	paramDocs := map[string]string{}
-	for _, pd := range all[*paramDirective](a) {
-		name := pd.param.value
-		if paramIndex(t.sig.Params(), name) < 0 {
-			d := diags.errorf(m.fset.Position(pd.param.pos), "//chat:param %s: %s has no parameter %s", name, fn.Name(), name)
-			if s, ok := suggest(name, paramNames(t.sig.Params())); ok {
-				d.Message += "; did you mean " + s + "?"
-			}
-			continue
-		}
-		paramDocs[name] = pd.text
-	}
+	paramDocs := m.paramDocs(a, fn, diags)
 	sb := m.schemas()
 	props := &schema{}
 	var required []string
@@ -184,6 +173,46 @@ func (m *pkgModel) analyzeTool(a *annotated, d *toolDirective, diags *Diagnostic
 	t.funcName = "chatTool" + a.recv + fn.Name()
 	m.declare(t.funcName, fd.Pos(), "tool "+t.name, diags)
 	m.tools[a.recv] = append(m.tools[a.recv], t)
+}
+
+// paramDocs returns the //chat:param descriptions of the method fn
+// annotated by a, by parameter name, and reports those naming no parameter.
+func (m *pkgModel) paramDocs(a *annotated, fn *types.Func, diags *Diagnostics) map[string]string {
+	docs := map[string]string{}
+	params := fn.Type().(*types.Signature).Params()
+	for _, pd := range all[*paramDirective](a) {
+		name := pd.param.value
+		if paramIndex(params, name) < 0 {
+			d := diags.errorf(m.fset.Position(pd.param.pos), "//chat:param %s: %s has no parameter %s", name, fn.Name(), name)
+			if s, ok := suggest(name, paramNames(params)); ok {
+				d.Message += "; did you mean " + s + "?"
+			}
+			continue
+		}
+		docs[name] = pd.text
+	}
+	return docs
+}
+
+// checkParamsWithoutTool reports the //chat:param directives of a method
+// without //chat:tool, which describe nothing to any model, and checks
+// their names all the same.
+func (m *pkgModel) checkParamsWithoutTool(a *annotated, diags *Diagnostics) {
+	params := all[*paramDirective](a)
+	if len(params) == 0 {
+		return
+	}
+	if _, ok := first[*toolDirective](a); ok {
+		return
+	}
+	for _, pd := range params {
+		diags.errorf(m.fset.Position(pd.pos), "//chat:param on %s needs //chat:tool: it describes a parameter of a tool to the model", a.name)
+	}
+	if fd, ok := a.node.(*ast.FuncDecl); ok {
+		if fn, _ := m.pkg.TypesInfo.Defs[fd.Name].(*types.Func); fn != nil {
+			m.paramDocs(a, fn, diags)
+		}
+	}
 }
 
 // isEventValue reports whether a value of type t is sent as a //chat:event
@@ -352,7 +381,8 @@ func (m *pkgModel) analyzeAIMethod(s *aiModel, fn *types.Func, ma *annotated, ty
 	if sys, ok := m.systemText(ma, diags); ok {
 		am.system = sys
 	}
-	if users := all[*userDirective](ma); len(users) > 0 {
+	users := all[*userDirective](ma)
+	if len(users) > 0 {
 		lines := make([]string, len(users))
 		for i, u := range users {
 			lines[i] = u.text
@@ -361,7 +391,7 @@ func (m *pkgModel) analyzeAIMethod(s *aiModel, fn *types.Func, ma *annotated, ty
 		am.userPos = users[0].pos
 	}
 	toolDirs := all[*toolsDirective](ma)
-	if am.user == "" {
+	if len(users) == 0 { // a //chat:user without text was reported
 		who := fmt.Sprintf("//chat:ai %s.%s", s.bean.obj.Name(), fn.Name())
 		route, _ := first[*routeDirective](ma)
 		name, ok := m.textParam(fn, route, who, diags)

@@ -1,6 +1,7 @@
 package gen
 
 import (
+	"cmp"
 	"go/ast"
 	"go/token"
 	"slices"
@@ -10,8 +11,12 @@ import (
 )
 
 // An annotated is one declaration with its //chat: directives. It holds
-// only well-formed directives, allowed on the declaration: the others are
-// reported and left out.
+// the directives allowed on the declaration that have their required
+// arguments: the others are reported and left out. A directive with a bad
+// optional argument, or standing in for a near miss, is kept marked
+// malformed (reported already), so that the checks that depend on it run
+// and report their own problems in the same run; generation never gets
+// that far, since an error was reported.
 type annotated struct {
 	target     target      // exactly one bit
 	name       string      // type, func or method name
@@ -155,9 +160,15 @@ func (c *collector) annotate(target target, name, recv string, node ast.Node, do
 	}
 	c.consumed[doc] = true
 	a := &annotated{target: target, name: name, recv: recv, node: node}
+	var standIns []directive
 	for _, cm := range doc.List {
 		d, ok := parseDirective(c.fset, cm, c.diags)
 		if !ok || d == nil {
+			// A near miss or a misspelt name, reported as such: the
+			// directive it means still gets its declaration checked.
+			if s := standIn(c.fset, cm, target, c.diags); s != nil && !s.common().incomplete {
+				standIns = append(standIns, s)
+			}
 			continue
 		}
 		dc := d.common()
@@ -165,9 +176,6 @@ func (c *collector) annotate(target target, name, recv string, node ast.Node, do
 			c.diags.errorf(c.fset.Position(dc.pos), "%s cannot annotate %s; it applies to %s",
 				d, target.withArticle(), dc.spec.Targets.plural())
 			continue
-		}
-		if dc.malformed {
-			continue // reported; keep the model free of half-parsed directives
 		}
 		if prev := duplicateOf(a, d); prev != nil {
 			msg, related := "duplicate "+d.String(), "previous "+prev.String()
@@ -179,8 +187,19 @@ func (c *collector) annotate(target target, name, recv string, node ast.Node, do
 			diag.Related = append(diag.Related, Related{Pos: c.fset.Position(prev.common().pos), Message: related + " here"})
 			continue
 		}
+		if dc.incomplete {
+			continue // reported; nothing to check without the argument
+		}
 		a.directives = append(a.directives, d)
 	}
+	// A stand-in never makes a duplicate: it is left out when the
+	// declaration has the directive it means.
+	for _, s := range standIns {
+		if duplicateOf(a, s) == nil {
+			a.directives = append(a.directives, s)
+		}
+	}
+	slices.SortStableFunc(a.directives, func(x, y directive) int { return cmp.Compare(x.common().pos, y.common().pos) })
 	if len(a.directives) > 0 {
 		c.out = append(c.out, a)
 	}

@@ -278,7 +278,7 @@ type I interface {
 			},
 		},
 		{
-			name: "near misses",
+			name: "near misses are reported and stand in for the directive they mean",
 			src: `package p
 
 // S is a bean.
@@ -319,6 +319,10 @@ chat:route menu
 // chat :route
 func H() {}
 `,
+			want: []string{
+				"struct type S: scoped",
+				"func A: route", "func B: route", "func C: route", "func D: route", "func E: route", "func F: route",
+			},
 			diags: []string{
 				`5:1: "// chat:scoped" is not a directive (no space allowed after //); did you mean //chat:scoped?`,
 				`8:1: "//chat: route" is not a directive (no space allowed after the colon); did you mean //chat:route?`,
@@ -379,7 +383,7 @@ type (
 			},
 		},
 		{
-			name: "malformed directives are reported and left out",
+			name: "malformed directives are reported, and left out without their required arguments",
 			src: `package p
 
 type S struct{}
@@ -398,11 +402,13 @@ type A interface{}
 //chat:tool name=1
 type B interface{}
 `,
-			want: []string{"method S.M: tool param", "interface type A: ai"},
+			want: []string{"method S.M: route tool param", "interface type A: ai"},
 			diags: []string{
 				`5:19: unexpected argument "defualt" for //chat:route; did you mean "default"?`,
+				"6:1: duplicate //chat:route\n\t5:1: previous //chat:route here",
 				`6:14: invalid NAME "main menu" for //chat:route: use only letters, digits, '-', '_', '.' and '/'`,
 				"8:1: //chat:param needs TEXT after NAME",
+				"9:1: duplicate //chat:param x\n\t8:1: previous //chat:param x here",
 				"13:1: //chat:tools needs a TYPE",
 				"16:1: //chat:tool cannot annotate an interface type; it applies to methods",
 				`16:18: invalid value "1" for key "name" in //chat:tool: not a Go identifier`,

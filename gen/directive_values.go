@@ -20,9 +20,16 @@ type directive interface {
 type directiveCommon struct {
 	spec *directiveSpec // its entry in the directive table
 	pos  token.Pos      // of the "//"
-	// malformed means an error was reported about the directive itself:
-	// its fields may be incomplete, and the collector drops it.
+	// malformed means an error was reported about the directive itself,
+	// or that it stands in for a comment that is not a directive (see
+	// standIn): nothing is generated from it, but the checks of its
+	// declaration run with the arguments it has, so that every mistake
+	// is reported in one run.
 	malformed bool
+	// incomplete means a required argument is missing or invalid: the
+	// collector drops the directive, whose checks would only report the
+	// missing argument again.
+	incomplete bool
 }
 
 func (c *directiveCommon) common() *directiveCommon { return c }

@@ -408,7 +408,12 @@ func (m *Menu) Restock(ctx context.Context, item string, count int) (string, err
 			"`file=PATH` reads the message from a file, relative to the package directory, at generate time. " +
 			"The message is a Go `text/template` over the method's parameters: `{{.kind}}` is the " +
 			"parameter called `kind`. " +
-			"A line holds either text or `file=PATH`, not both.",
+			"A line holds either text or `file=PATH`, not both. " +
+			"A template over parameters that change from request to request makes a new system message " +
+			"each time, and so a new prompt prefix: a provider's prompt cache then serves none of the " +
+			"conversation, and with Anthropic, whose breakpoints follow the system message, every turn " +
+			"writes the prompt to the cache (billed 1.25× the input price) and no turn reads it. " +
+			"Put per-request text in the user message (`//chat:user`) instead.",
 		Quarkus: "@SystemMessage",
 		Example: `// Smith is the weapon-smith of the game.
 //
@@ -549,7 +554,8 @@ func (f *Forge) Finish(ctx context.Context) error {
 		Usage: "//chat:param NAME TEXT",
 		Doc: "Describes a parameter of a tool method to the model. " +
 			"TEXT, the rest of the line after NAME, becomes the parameter's description in the tool's " +
-			"JSON schema. Write one line per parameter.",
+			"JSON schema. Write one line per parameter. It needs `//chat:tool` on the same method: " +
+			"elsewhere it describes nothing, and is an error.",
 		Quarkus: "@P",
 		Example: `// Engrave engraves a text on the blade.
 //

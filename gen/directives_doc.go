@@ -45,7 +45,10 @@ comment of a type, a method or a func. They follow Go's own directive form, like
 - Mistakes are errors: an unknown directive or key, a missing or malformed argument, a
   directive on the wrong kind of declaration or away from any, a duplicate. chatgen
   reports all of them at once as ` + "`file:line:col: message`" + `, the column pointing at the
-  offending argument, and writes nothing.
+  offending argument, and writes nothing. A mistake does not hide the others: the
+  declaration of a near miss or of a malformed directive is checked as if the directive
+  meant were there (` + "`// chat:tool`" + ` still has its ` + "`//chat:param`" + ` lines checked), and a
+  syntax error in one file does not hide the directive mistakes of the others.
 
 ` + "```go" + `
 // Menu is the main menu of the chat.

@@ -62,30 +62,49 @@ func FuzzParseDirective(f *testing.F) {
 			}
 		}
 
-		// The same comment on every kind of declaration.
-		src := "package p\n\n" + text + "\ntype T struct{}\n\ntype I interface {\n\t" + text + "\n\tM()\n}\n\n" +
-			text + "\nfunc (T) M() {}\n\n" + text + "\nfunc F() {}\n\n" + text + "\nvar V int\n"
-		fset = token.NewFileSet()
-		af, err := parser.ParseFile(fset, "fuzz.go", src, parser.ParseComments)
-		if err != nil {
-			return
+		// The same comment on every kind of declaration, and its near
+		// miss, which stands in for the directive it means.
+		for _, prefix := range []string{"//chat:", "// chat:"} {
+			checkCollect(t, prefix+input)
 		}
-		diags = nil
-		for _, a := range collect(fset, []*ast.File{af}, &diags) {
-			if a.target == 0 || a.target&(a.target-1) != 0 || a.node == nil || len(a.directives) == 0 {
-				t.Errorf("bad annotated %+v", a)
-			}
-			for _, d := range a.directives {
-				dc := d.common()
-				if dc.spec.Targets&a.target == 0 || dc.malformed {
-					t.Errorf("directive %s on %s (malformed: %v)", d, a.target, dc.malformed)
-					continue
-				}
-				checkComplete(t, d)
-			}
-		}
-		checkPositions(t, diags)
 	})
+}
+
+// checkCollect collects the comment text on every kind of declaration and
+// checks what is kept.
+func checkCollect(t *testing.T, text string) {
+	t.Helper()
+	src := "package p\n\n" + text + "\ntype T struct{}\n\ntype I interface {\n\t" + text + "\n\tM()\n}\n\n" +
+		text + "\nfunc (T) M() {}\n\n" + text + "\nfunc F() {}\n\n" + text + "\nvar V int\n"
+	fset := token.NewFileSet()
+	af, err := parser.ParseFile(fset, "fuzz.go", src, parser.ParseComments)
+	if err != nil {
+		return
+	}
+	var diags Diagnostics
+	for _, a := range collect(fset, []*ast.File{af}, &diags) {
+		if a.target == 0 || a.target&(a.target-1) != 0 || a.node == nil || len(a.directives) == 0 {
+			t.Errorf("bad annotated %+v", a)
+		}
+		for _, d := range a.directives {
+			dc := d.common()
+			if dc.spec.Targets&a.target == 0 || dc.incomplete {
+				t.Errorf("directive %s on %s (incomplete: %v)", d, a.target, dc.incomplete)
+				continue
+			}
+			if dc.malformed {
+				// Kept for the checks of its declaration, which
+				// never generate: an error must have been reported.
+				if !diags.hasErrors() {
+					t.Errorf("malformed directive %s kept without an error", d)
+				}
+				checkRequired(t, d)
+				continue
+			}
+			checkComplete(t, d)
+		}
+	}
+	checkPositions(t, diags)
 }
 
 // checkPositions checks that every diagnostic has a file, line and column.
@@ -128,6 +147,26 @@ func checkDirective(t *testing.T, fset *token.FileSet, d directive, text string)
 	}
 	if !strings.Contains(text, free) {
 		t.Errorf("text %q is not in %q", free, text)
+	}
+}
+
+// checkRequired checks that a directive kept malformed has the required
+// arguments that identify it.
+func checkRequired(t *testing.T, d directive) {
+	t.Helper()
+	ok := true
+	switch d := d.(type) {
+	case *routeDirective:
+		ok = d.name.value != ""
+	case *toolsDirective:
+		ok = len(d.types) > 0
+	case *paramDirective:
+		ok = d.param.value != ""
+	case *eventDirective:
+		ok = d.typ.value != ""
+	}
+	if !ok {
+		t.Errorf("malformed directive %s lacks a required argument: %+v", d, d)
 	}
 }
 

@@ -8,6 +8,7 @@ package gen
 import (
 	"context"
 	"fmt"
+	"go/ast"
 	"go/token"
 	"go/types"
 	"os"
@@ -99,16 +100,31 @@ func generatePackage(fset *token.FileSet, pkg *packages.Package, diags *Diagnost
 	// compiler output go list reports when it builds export data: those
 	// errors are type errors, handled below.
 	hard := false
+	broken := map[string]bool{} // the files with syntax errors
 	for _, e := range pkg.Errors {
 		if e.Kind == packages.ListError && e.Pos == "" && strings.HasPrefix(e.Msg, "# ") {
 			continue
 		}
 		if e.Kind == packages.ListError || e.Kind == packages.ParseError {
-			diags.errorf(parsePosition(e.Pos), "%s", e.Msg)
+			pos := parsePosition(e.Pos)
+			diags.errorf(pos, "%s", e.Msg)
 			hard = true
+			if e.Kind == packages.ParseError {
+				broken[pos.Filename] = true
+			}
 		}
 	}
 	if hard {
+		// The directives of the files that parsed are still checked, so
+		// that their mistakes come with the syntax errors in one run; the
+		// checks that need the package's types cannot run.
+		var parsed []*ast.File
+		for _, f := range pkg.Syntax {
+			if !broken[fset.Position(f.Pos()).Filename] {
+				parsed = append(parsed, f)
+			}
+		}
+		collect(fset, parsed, diags)
 		return File{}, false
 	}
 

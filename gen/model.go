@@ -95,6 +95,7 @@ func analyze(fset *token.FileSet, pkg *packages.Package, anns []*annotated, diag
 		if d, ok := first[*toolDirective](a); ok {
 			m.analyzeTool(a, d, diags)
 		}
+		m.checkParamsWithoutTool(a, diags)
 	}
 	for _, a := range anns {
 		if _, ok := first[*aiDirective](a); ok {

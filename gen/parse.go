@@ -17,7 +17,8 @@ import (
 // not a //chat: directive. Otherwise it reports every problem with the
 // directive to diags and returns its typed value, nil when the directive
 // name is unknown. A directive not marked malformed has every required
-// argument, and every argument it has is valid.
+// argument, and every argument it has is valid; one marked incomplete
+// lacks a required argument.
 func parseDirective(fset *token.FileSet, c *ast.Comment, diags *Diagnostics) (d directive, ok bool) {
 	text := c.Text
 	if i := strings.IndexAny(text, "\r\n"); i >= 0 {
@@ -36,16 +37,71 @@ func parseDirective(fset *token.FileSet, c *ast.Comment, diags *Diagnostics) (d 
 		diags.errorf(fset.Position(pd.Slash), "%s", msg)
 		return nil, true
 	}
-	d = spec.New()
-	*d.common() = directiveCommon{spec: spec, pos: pd.Slash}
-	p := &directiveParser{fset: fset, diags: diags, d: d, spec: spec, pos: pd.Slash}
-	sc := &argScanner{str: pd.Args, pos: pd.ArgsPos}
+	return parseArgs(fset, spec, pd.Slash, pd.Args, pd.ArgsPos, diags), true
+}
+
+// parseArgs parses args, the arguments of a directive of spec written at
+// slash, starting at argsPos, and reports their problems to diags.
+func parseArgs(fset *token.FileSet, spec *directiveSpec, slash token.Pos, args string, argsPos token.Pos, diags *Diagnostics) directive {
+	d := spec.New()
+	*d.common() = directiveCommon{spec: spec, pos: slash}
+	p := &directiveParser{fset: fset, diags: diags, d: d, spec: spec, pos: slash}
+	sc := &argScanner{str: args, pos: argsPos}
 	if spec.Text {
 		p.parseText(sc)
 	} else {
 		p.parseArgs(sc)
 	}
-	return d, true
+	for _, a := range spec.Args {
+		if a.Required && !slices.Contains(p.set, a.Name) {
+			d.common().incomplete = true
+		}
+	}
+	return d
+}
+
+// standIn returns the directive a comment of a declaration's doc most
+// likely means when it is not one, for the checks of the declaration: the
+// directive a near miss (// chat:tool) or a misspelt name (//chat:tol)
+// suggests, with its arguments parsed and their problems reported. The
+// comment itself is reported elsewhere. It returns nil when there is no
+// likely directive, or when it cannot annotate target.
+func standIn(fset *token.FileSet, c *ast.Comment, target target, diags *Diagnostics) directive {
+	text := c.Text
+	if i := strings.IndexAny(text, "\r\n"); i >= 0 {
+		text = text[:i]
+	}
+	var (
+		name    string
+		args    string
+		argsPos token.Pos
+	)
+	if pd, ok := ast.ParseDirective(c.Slash, text); ok {
+		if pd.Tool != "chat" {
+			return nil
+		}
+		if _, known := lookupSpec(pd.Name); known {
+			return nil
+		}
+		s, ok := suggest(pd.Name, directiveNames())
+		if !ok {
+			return nil
+		}
+		name, args, argsPos = s, pd.Args, pd.ArgsPos
+	} else if nm, ok := nearMiss(text); ok {
+		args = strings.TrimLeftFunc(text[len(nm.shown):], unicode.IsSpace)
+		name, argsPos = nm.name, c.Slash+token.Pos(len(text)-len(args))
+		args = strings.TrimRightFunc(args, unicode.IsSpace)
+	} else {
+		return nil
+	}
+	spec, _ := lookupSpec(name)
+	if spec == nil || spec.Targets&target == 0 {
+		return nil
+	}
+	d := parseArgs(fset, spec, c.Slash, args, argsPos, diags)
+	d.common().malformed = true
+	return d
 }
 
 // directiveParser holds the state of parsing one directive.
@@ -56,6 +112,7 @@ type directiveParser struct {
 	spec  *directiveSpec
 	pos   token.Pos // of the directive
 	args  []string  // the positional arguments so far
+	set   []string  // the names of the positional arguments set
 	flags []string  // the flags so far
 	keys  []string  // the keys so far
 }
@@ -244,6 +301,7 @@ func (p *directiveParser) positional(a argSpec, t argToken) {
 		return
 	}
 	p.args = append(p.args, v)
+	p.set = append(p.set, a.Name)
 	a.Set(p.d, arg{value: v, pos: t.pos})
 }
 
