@@ -61,19 +61,42 @@ func (c countingConn) Write(p []byte) (int, error) {
 // counts the round trips of the pool's connections.
 func Pool(t testing.TB, rt *RoundTrips) *pgxpool.Pool {
 	t.Helper()
+	schema := Schema(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	admin, err := pgx.Connect(ctx, URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer admin.Close(context.Background())
+	if _, err := admin.Exec(ctx, "CREATE SCHEMA "+schema); err != nil {
+		t.Fatalf("creating schema %s: %v", schema, err)
+	}
+	return PoolOn(t, schema, rt)
+}
+
+// Schema returns the name of a schema of the test's own in the
+// PostgreSQL at [URL], which does not exist yet; it is dropped, if it
+// exists then, when the test ends. The name needs no quoting.
+func Schema(t testing.TB) string {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	admin, err := pgx.Connect(ctx, URL())
 	if err != nil {
 		unavailable(t, "PostgreSQL at "+URL()+" is unreachable ("+err.Error()+")")
 	}
-	defer admin.Close(context.Background())
+	admin.Close(ctx)
 	var b [8]byte
 	_, _ = rand.Read(b[:])
 	schema := "chatgen_test_" + hex.EncodeToString(b[:])
-	if _, err := admin.Exec(ctx, "CREATE SCHEMA "+schema); err != nil {
-		t.Fatalf("creating schema %s: %v", schema, err)
-	}
+	DropAtEnd(t, schema)
+	return schema
+}
+
+// DropAtEnd drops schema (an identifier, quoted if need be), if it
+// exists, when the test ends.
+func DropAtEnd(t testing.TB, schema string) {
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
@@ -83,15 +106,25 @@ func Pool(t testing.TB, rt *RoundTrips) *pgxpool.Pool {
 			return
 		}
 		defer c.Close(ctx)
-		if _, err := c.Exec(ctx, "DROP SCHEMA "+schema+" CASCADE"); err != nil {
+		if _, err := c.Exec(ctx, "DROP SCHEMA IF EXISTS "+schema+" CASCADE"); err != nil {
 			t.Errorf("dropping schema %s: %v", schema, err)
 		}
 	})
+}
+
+// PoolOn returns a pool in the PostgreSQL at [URL] whose connections'
+// search_path is searchPath, closed when the test ends (before the
+// schemas of [Schema] and [DropAtEnd] are dropped). With rt non-nil, it
+// counts the round trips of the pool's connections.
+func PoolOn(t testing.TB, searchPath string, rt *RoundTrips) *pgxpool.Pool {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
 	cfg, err := pgxpool.ParseConfig(URL())
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg.ConnConfig.RuntimeParams["search_path"] = schema
+	cfg.ConnConfig.RuntimeParams["search_path"] = searchPath
 	if rt != nil {
 		d := &net.Dialer{}
 		cfg.ConnConfig.DialFunc = func(ctx context.Context, network, addr string) (net.Conn, error) {

@@ -5,8 +5,9 @@
 // -database defaults to $DATABASE_URL; connection settings may also come
 // from the PG* environment variables pgx reads. The objects are created in
 // the first schema of the connection's search_path (set it with
-// "?search_path=name" in the URL). With -check, pgmigrate only reports the
-// schema's version and exits with status 1 when it needs migrating.
+// "?search_path=name" in the URL), which pgmigrate creates when it does
+// not exist. With -check, pgmigrate only reports the schema's version and
+// exits with status 1 when it needs migrating.
 package main
 
 import (

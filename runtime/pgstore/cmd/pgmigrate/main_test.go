@@ -35,3 +35,23 @@ func TestRun(t *testing.T) {
 		t.Fatalf("-check after migrating: %v", err)
 	}
 }
+
+// TestRunCreatesSchema migrates into "?search_path=" a schema that does
+// not exist: pgmigrate creates it.
+func TestRunCreatesSchema(t *testing.T) {
+	ctx := t.Context()
+	schema := pgtest.Schema(t)
+	u, err := url.Parse(pgtest.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := u.Query()
+	q.Set("search_path", schema)
+	u.RawQuery = q.Encode()
+	if err := run(ctx, u.String(), false); err != nil {
+		t.Fatalf("migrating into a schema that does not exist: %v", err)
+	}
+	if v, err := pgstore.Version(ctx, pgtest.PoolOn(t, schema, nil)); err != nil || v != pgstore.SchemaVersion {
+		t.Fatalf("schema version after pgmigrate = %d, %v; want %d", v, err, pgstore.SchemaVersion)
+	}
+}
