@@ -21,8 +21,9 @@
 // when deploying. [New] checks the schema's version and fails with an
 // error matching [ErrSchemaNotReady] when it is missing or older than
 // [SchemaVersion]. The objects live in the first schema of the
-// connections' search_path; give each store its own schema to keep stores
-// apart.
+// connections' search_path ("?search_path=myapp" in the URL), which
+// Migrate creates when it does not exist; give each store its own schema
+// to keep stores apart.
 //
 // # What a save writes
 //
@@ -40,15 +41,41 @@
 //
 // # Tables
 //
-//	chatgen_conversations   id, version, state (JSON, bytea), memory_ids (text[]), expires_at
+//	chatgen_conversations   id, version, state (JSON, bytea), memory_ids (bytea[]), expires_at
 //	chatgen_leases          id, owner, token, expires_at
 //	chatgen_messages        memory_id, seq, message (one JSON object, bytea)
 //	chatgen_fence           the sequence fencing tokens are drawn from
 //	chatgen_schema_migrations  the migrations applied
 //
-// The state's JSON records its format version ("format": 1); a state of a
-// format this package does not know is refused rather than misread. Times
-// (expiry of conversations and leases) are the database server's.
+// The ids are bytea, so that any Go string is one. The state's JSON
+// records its format version ("format": 1); a state of a later format is
+// refused rather than misread. A row no save could have written (a state
+// that does not decode or records no format, such as {} or null; a
+// version below 1 or other than the state's) is refused with an error
+// matching [chatstore.ErrCorruptState], which the router does not retry.
+// Times (expiry of conversations and leases) are the database server's.
+//
+// # Restarts and failovers
+//
+// A restart or a failover of the server ends the session of every
+// connection the pool holds, and each connection learns it only when it
+// sends its next request (SQLSTATE 57P01, admin_shutdown, or a closed
+// connection). Every operation of a [Store] and its [Memories] is then
+// sent again on another connection, at once while the pool may hold more
+// dead ones, then backing off (10 ms doubling up to a second) while no
+// connection can be made, for up to [Options.RetryTimeout] (10 seconds by
+// default) and no longer than its context. A request is sent again only
+// when that is safe: reads, and writes that do the same the second time
+// (Acquire renews the lease it granted, Release, Delete) always; a save
+// always too, since its version check refuses a second commit, and when
+// the connection failed after the server had committed it (the answer
+// lost), the next attempt finds the state it wrote at its version, and
+// Save returns nil; [Memories.Apply] outside a request only when the
+// server certainly did not run it (nothing was sent, or the session had
+// ended before it answered). Errors that are not the connection's — a
+// wrong password, a refused check, a cancelled context — are never
+// retried. [Migrate] and [Version] retry the same way for
+// [DefaultRetryTimeout].
 //
 // # Time to live
 //
