@@ -9,7 +9,8 @@ export interface ServerFrame {
     chatId: string;
     type: string;
     data: EventData;
-    requestId?: number;
+    /** The requestId of the request the frame answers, as the client sent it (this client sends strings unique to the client). */
+    requestId?: string | number;
     scopeId?: string;
     detail?: string;
     /** On the Completed of a Connect, on a server that keeps conversations. */

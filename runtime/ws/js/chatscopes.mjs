@@ -150,9 +150,22 @@ export class Session {
         }
         const req = this._queue.shift();
         if (req.requestId === undefined) {
-            // A request sent again after a reconnect keeps its id: the
-            // server answers it from what it saved if it ran it.
-            req.requestId = this.client._nextRequestId++;
+            // A request sent again after a reconnect keeps its id and its
+            // data as first sent: the server answers it from what it saved
+            // if it ran it. The id is unique to this client (see
+            // ChatScopesClient), so that the first request of a page that
+            // resumes a conversation after a reload is never taken for
+            // the one the page before it lost.
+            req.requestId = this.client._requestIdPrefix + this.client._nextRequestId++;
+            if (req.type !== "Connect" && req.data !== undefined) {
+                try {
+                    req.data = JSON.parse(JSON.stringify(req.data));
+                } catch (e) {
+                    req.reject(e); // not JSON (a cycle, a BigInt): nothing is sent
+                    this._next();
+                    return;
+                }
+            }
         }
         const frame = { type: req.type, chatId: this.id, requestId: req.requestId };
         if (req.type === "Connect") {
@@ -348,6 +361,25 @@ function reconnectDelay(opts, n) {
     return d / 2 + Math.random() * (d / 2);
 }
 
+// randomNonce returns 12 random bytes in hex (crypto.getRandomValues,
+// which pages served over http have too; Math.random where there is none).
+function randomNonce() {
+    const bytes = new Uint8Array(12);
+    const c = globalThis.crypto;
+    if (c && typeof c.getRandomValues === "function") {
+        c.getRandomValues(bytes);
+    } else {
+        for (let i = 0; i < bytes.length; i++) {
+            bytes[i] = Math.floor(Math.random() * 256);
+        }
+    }
+    let hex = "";
+    for (const b of bytes) {
+        hex += (b < 16 ? "0" : "") + b.toString(16);
+    }
+    return hex;
+}
+
 function reconnectOptions(o) {
     const opts = o === true || o === undefined || o === null ? {} : o;
     const minDelay = opts.minDelay > 0 ? Number(opts.minDelay) : 100;
@@ -537,6 +569,12 @@ export class ChatScopesClient {
         this.debug = false;
         /** "idle", "connecting", "connected", "reconnecting" or "closed". */
         this.state = "idle";
+        // The requestIds of the client's requests: a random nonce of the
+        // client and a counter. A server that keeps conversations takes
+        // the first request after a resume with the id of the answer it
+        // saved for a re-sent one: a new client (a reloaded page) must
+        // not reuse the ids of another.
+        this._requestIdPrefix = randomNonce() + "-";
         this._nextRequestId = 1;
         this._waiting = [];
         this._closeHandler = null;
