@@ -80,4 +80,7 @@
 // sent one at a time (each is sent with the scope id the previous one left
 // the session in), events are decoded with [chat.Event.Decode], and a
 // connection lost fails pending requests with [ErrConnectionLost].
+// [Client.Close] ends the client's conversations; [Client.Detach] leaves
+// those the server keeps resumable, by another client, with
+// Builder().Resume.
 package ws
