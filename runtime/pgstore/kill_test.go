@@ -32,6 +32,7 @@ type server struct {
 	port int
 	cred *syscall.Credential
 	cmd  *exec.Cmd
+	args []string // more arguments of the postgres command
 }
 
 // newServer initialises a cluster (initdb) in a temporary directory. As
@@ -39,6 +40,31 @@ type server struct {
 // run as root. The test fails under CI=true when the binaries are missing,
 // and is skipped otherwise.
 func newServer(t *testing.T) *server {
+	t.Helper()
+	s := emptyServer(t)
+	cmd := s.command("initdb", "-D", s.data(), "-U", "postgres", "--auth=trust", "-E", "UTF8")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("initdb: %v\n%s", err, out)
+	}
+	return s
+}
+
+// newStandby makes a streaming standby of primary, which runs, with
+// pg_basebackup: started, it follows primary until promoted.
+func newStandby(t *testing.T, primary *server) *server {
+	t.Helper()
+	s := emptyServer(t)
+	cmd := s.command("pg_basebackup", "-h", "127.0.0.1", "-p", strconv.Itoa(primary.port), "-U", "postgres",
+		"-D", s.data(), "-R", "-X", "stream", "-c", "fast")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("pg_basebackup: %v\n%s", err, out)
+	}
+	return s
+}
+
+// emptyServer returns a server of a free port and an empty temporary
+// directory, with no cluster in it.
+func emptyServer(t *testing.T) *server {
 	t.Helper()
 	bins, _ := filepath.Glob("/usr/lib/postgresql/*/bin/initdb")
 	if len(bins) == 0 {
@@ -66,10 +92,6 @@ func newServer(t *testing.T) *server {
 			t.Fatal(err)
 		}
 		s.cred = &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}
-	}
-	cmd := s.command("initdb", "-D", s.data(), "-U", "postgres", "--auth=trust", "-E", "UTF8")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("initdb: %v\n%s", err, out)
 	}
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -116,8 +138,8 @@ func (s *server) run() {
 		s.t.Fatal(err)
 	}
 	defer log.Close()
-	s.cmd = s.command("postgres", "-D", s.data(), "-p", strconv.Itoa(s.port), "-k", s.dir,
-		"-c", "listen_addresses=127.0.0.1", "-c", "fsync=on", "-c", "synchronous_commit=on")
+	s.cmd = s.command("postgres", append([]string{"-D", s.data(), "-p", strconv.Itoa(s.port), "-k", s.dir,
+		"-c", "listen_addresses=127.0.0.1", "-c", "fsync=on", "-c", "synchronous_commit=on"}, s.args...)...)
 	s.cmd.Stdout, s.cmd.Stderr = log, log
 	if err := s.cmd.Start(); err != nil {
 		s.t.Fatal(err)

@@ -15,6 +15,7 @@ import (
 	"github.com/chatscopes/chatgen/runtime/chatstore/chatstoretest"
 	"github.com/chatscopes/chatgen/runtime/memory"
 	"github.com/chatscopes/chatgen/runtime/pgstore"
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/tmc/langchaingo/llms"
 )
@@ -153,6 +154,99 @@ func TestRestart(t *testing.T) {
 	checkTurns(t, s, "c", mid, 3)
 }
 
+// load saves conversations turn after turn, each in a goroutine of its
+// own, until stopped between two turns.
+type load struct {
+	t      *testing.T
+	s      *pgstore.Store
+	stop   atomic.Bool
+	wg     sync.WaitGroup
+	mu     sync.Mutex
+	saves  []uint64 // the versions acknowledged, by conversation
+	failed chan error
+}
+
+// startLoad starts saving n conversations on s.
+func startLoad(t *testing.T, s *pgstore.Store, n int) *load {
+	t.Helper()
+	ctx := t.Context()
+	ld := &load{t: t, s: s, saves: make([]uint64, n), failed: make(chan error, n)}
+	for i := range n {
+		id := fmt.Sprint("c", i)
+		l, err := s.Acquire(ctx, id, "node", time.Hour)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ld.wg.Go(func() {
+			st := chatstoretest.State(id)
+			mid := st.Scopes[0].Memories[0]
+			for !ld.stop.Load() {
+				n := st.Version + 1
+				b := chatstore.NewBatch()
+				change := memory.Change{Tail: []llms.MessageContent{
+					llms.TextParts(llms.ChatMessageTypeHuman, fmt.Sprintf("turn %d", n)),
+					llms.TextParts(llms.ChatMessageTypeAI, fmt.Sprintf("answer %d", n)),
+				}}
+				if err := s.Memories().Apply(chatstore.WithBatch(ctx, b), mid, change); err != nil {
+					ld.failed <- fmt.Errorf("%s: staging turn %d: %w", id, n, err)
+					return
+				}
+				st.Scopes[0].Beans["turn"] = []byte(strconv.FormatUint(n, 10))
+				if err := s.Save(ctx, st, l, b); err != nil {
+					ld.failed <- fmt.Errorf("%s: saving turn %d: %w", id, n, err)
+					return
+				}
+				ld.mu.Lock()
+				ld.saves[i] = st.Version
+				ld.mu.Unlock()
+			}
+		})
+	}
+	t.Cleanup(func() { ld.stop.Store(true); ld.wg.Wait() })
+	return ld
+}
+
+// total returns the number of saves acknowledged.
+func (ld *load) total() uint64 {
+	ld.mu.Lock()
+	defer ld.mu.Unlock()
+	var n uint64
+	for _, v := range ld.saves {
+		n += v
+	}
+	return n
+}
+
+// wait waits for n more saves, and fails the test at the first failed
+// one.
+func (ld *load) wait(n uint64) {
+	ld.t.Helper()
+	for target := ld.total() + n; ld.total() < target; {
+		select {
+		case err := <-ld.failed:
+			ld.t.Fatal(err)
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+}
+
+// finish stops the load, reports its failures, and checks that each
+// conversation holds each of its acknowledged turns once, in s (the store
+// of the server that has them now).
+func (ld *load) finish(s *pgstore.Store) {
+	ld.t.Helper()
+	ld.stop.Store(true)
+	ld.wg.Wait()
+	close(ld.failed)
+	for err := range ld.failed {
+		ld.t.Error(err)
+	}
+	for i, v := range ld.saves {
+		id := fmt.Sprint("c", i)
+		checkTurns(ld.t, s, id, chatstoretest.State(id).Scopes[0].Memories[0], v)
+	}
+}
+
 // TestFailoverRestartUnderLoad restarts a PostgreSQL server of its own
 // again and again — fast shutdowns, and immediate ones the server
 // recovers from — while conversations save turn after turn: no save
@@ -162,83 +256,79 @@ func TestFailoverRestartUnderLoad(t *testing.T) {
 	if os.Getenv("CHATGEN_FAILOVER") != "1" {
 		t.Skip("set CHATGEN_FAILOVER=1 to restart a PostgreSQL server under load (make failover)")
 	}
-	const conversations = 8
 	srv, _, s := restartable(t, 4)
-	ctx := t.Context()
-
-	var (
-		stop   atomic.Bool // the workers stop between turns, not in a save
-		wg     sync.WaitGroup
-		mu     sync.Mutex
-		saves  [conversations]uint64
-		failed = make(chan error, conversations)
-	)
-	for i := range conversations {
-		id := fmt.Sprint("c", i)
-		l, err := s.Acquire(ctx, id, "node", time.Hour)
-		if err != nil {
-			t.Fatal(err)
-		}
-		wg.Go(func() {
-			st := chatstoretest.State(id)
-			mid := st.Scopes[0].Memories[0]
-			for !stop.Load() {
-				n := st.Version + 1
-				b := chatstore.NewBatch()
-				change := memory.Change{Tail: []llms.MessageContent{
-					llms.TextParts(llms.ChatMessageTypeHuman, fmt.Sprintf("turn %d", n)),
-					llms.TextParts(llms.ChatMessageTypeAI, fmt.Sprintf("answer %d", n)),
-				}}
-				if err := s.Memories().Apply(chatstore.WithBatch(ctx, b), mid, change); err != nil {
-					failed <- fmt.Errorf("%s: staging turn %d: %w", id, n, err)
-					return
-				}
-				st.Scopes[0].Beans["turn"] = []byte(strconv.FormatUint(n, 10))
-				if err := s.Save(ctx, st, l, b); err != nil {
-					failed <- fmt.Errorf("%s: saving turn %d: %w", id, n, err)
-					return
-				}
-				mu.Lock()
-				saves[i] = st.Version
-				mu.Unlock()
-			}
-		})
-	}
-	total := func() uint64 {
-		mu.Lock()
-		defer mu.Unlock()
-		var n uint64
-		for _, v := range saves {
-			n += v
-		}
-		return n
-	}
-	// waitSaves waits for n more saves, or a failure.
-	waitSaves := func(n uint64) {
-		t.Helper()
-		for target := total() + n; total() < target; {
-			select {
-			case err := <-failed:
-				t.Fatal(err)
-			case <-time.After(10 * time.Millisecond):
-			}
-		}
-	}
-	waitSaves(50)
+	ld := startLoad(t, s, 8)
+	ld.wait(50)
 	for i, sig := range []syscall.Signal{syscall.SIGINT, syscall.SIGQUIT, syscall.SIGINT, syscall.SIGQUIT, syscall.SIGINT} {
-		before := total()
+		before := ld.total()
 		srv.stop(sig)
 		srv.run()
-		waitSaves(50)
-		t.Logf("restart %d (%v): %d saves before it, %d after", i+1, sig, before, total())
+		ld.wait(50)
+		t.Logf("restart %d (%v): %d saves before it, %d after", i+1, sig, before, ld.total())
 	}
-	stop.Store(true)
-	wg.Wait()
-	close(failed)
-	for err := range failed {
-		t.Error(err)
+	ld.finish(s)
+}
+
+// TestFailoverPromote fails a primary over to its synchronous standby
+// while conversations save turn after turn, through a pool whose URL
+// names both servers (target_session_attrs=read-write): the primary stops,
+// the standby is promoted, and no save fails; the new primary holds each
+// acknowledged turn once. It runs with CHATGEN_FAILOVER=1 (make
+// failover).
+func TestFailoverPromote(t *testing.T) {
+	if os.Getenv("CHATGEN_FAILOVER") != "1" {
+		t.Skip("set CHATGEN_FAILOVER=1 to fail a PostgreSQL server over under load (make failover)")
 	}
-	for i, v := range saves {
-		checkTurns(t, s, fmt.Sprint("c", i), chatstoretest.State(fmt.Sprint("c", i)).Scopes[0].Memories[0], v)
+	ctx := t.Context()
+	primary := newServer(t)
+	primary.run()
+	standby := newStandby(t, primary)
+	standby.run()
+	admin, err := pgx.Connect(ctx, primary.url())
+	if err != nil {
+		t.Fatal(err)
 	}
+	defer admin.Close(context.Background())
+	// Synchronous: a save acknowledged is on the standby too.
+	if _, err := admin.Exec(ctx, "ALTER SYSTEM SET synchronous_standby_names = '*'"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := admin.Exec(ctx, "SELECT pg_reload_conf()"); err != nil {
+		t.Fatal(err)
+	}
+	for {
+		var sync bool
+		if err := admin.QueryRow(ctx, "SELECT EXISTS (SELECT FROM pg_stat_replication WHERE sync_state = 'sync')").Scan(&sync); err != nil {
+			t.Fatal(err)
+		}
+		if sync {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	admin.Close(ctx)
+
+	cfg, err := pgxpool.ParseConfig(fmt.Sprintf(
+		"postgres://postgres@127.0.0.1:%d,127.0.0.1:%d/postgres?sslmode=disable&target_session_attrs=read-write",
+		primary.port, standby.port))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.MaxConns = 4
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pool.Close()
+	s := migrated(t, pool, &pgstore.Options{RetryTimeout: time.Minute})
+	ld := startLoad(t, s, 8)
+	ld.wait(100)
+	before := ld.total()
+	primary.stop(syscall.SIGINT)
+	if out, err := standby.command("pg_ctl", "promote", "-w", "-D", standby.data()).CombinedOutput(); err != nil {
+		t.Fatalf("promoting the standby: %v\n%s", err, out)
+	}
+	ld.wait(100)
+	t.Logf("failed over after %d saves; %d now", before, ld.total())
+	ld.finish(s)
 }
