@@ -33,10 +33,11 @@ type DrainOptions struct {
 	Delay time.Duration
 
 	// Timeout bounds the whole drain, Delay included (0:
-	// [DefaultDrainTimeout]). Turns still running when it passes are cut
-	// and the connections dropped: a durable conversation's client sends
-	// its request again on another node, where it runs again (nothing of
-	// the cut turn was saved).
+	// [DefaultDrainTimeout]). Turns still running when it passes are cut,
+	// the connections dropped and the conversations' leases released
+	// (within [ReleaseTimeout]): a durable conversation's client sends
+	// its request again on another node, which resumes it at once, and
+	// runs it again there (nothing of the cut turn was saved).
 	Timeout time.Duration
 
 	// Signals start the drain in ServeUntilSignal (nil: SIGTERM and

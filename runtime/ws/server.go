@@ -382,10 +382,15 @@ func (s *Server) refusedLocked() int {
 // (going away). It returns nil once all that is done.
 //
 // If ctx ends first, Shutdown cancels the context of the requests still
-// running, drops the connections and returns ctx's error at once, like
+// running, drops the connections, releases the leases of the durable
+// conversations still served here (taking at most [ReleaseTimeout]; see
+// [chat.Router.ReleaseLeases]) and returns ctx's error, like
 // http.Server.Shutdown: it does not wait for routes or tools that ignore
 // their context. Their sessions are cleaned up in the background when
-// they return, and nothing they send reaches a client.
+// they return, and nothing they send reaches a client. The released
+// conversations are resumed at once on another node, where their clients
+// send the cut requests again, rather than after the lease's time to live:
+// the process may exit as soon as Shutdown returns.
 //
 // An http.Server does not track hijacked connections: call Shutdown after
 // (or alongside) the http.Server's own Shutdown.
@@ -409,7 +414,34 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		c.abortTurns()
 	}
 	s.workers.close()
+	s.releaseLeases(ctx, done)
 	return fmt.Errorf("ws: shutdown: %w", ctx.Err())
+}
+
+// ReleaseTimeout bounds the release of the leases of the conversations a
+// [Server.Shutdown] cut short ([chat.Router.ReleaseLeases]).
+const ReleaseTimeout = 2 * time.Second
+
+// releaseLeases lets go of the conversations a cut shutdown leaves
+// served here, so that they do not stay leased to a process that exits:
+// those still served (their turns cut, or stuck in a route that ignores
+// its context) at once, then it waits, within ReleaseTimeout, for the
+// sessions already ending to detach theirs (closed done: every connection
+// has been torn down).
+func (s *Server) releaseLeases(ctx context.Context, done <-chan struct{}) {
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), ReleaseTimeout)
+	defer cancel()
+	n, err := s.router.ReleaseLeases(rctx)
+	if err != nil {
+		s.opts.Logger.WarnContext(rctx, "ws: shutdown cut short: releasing the leases of the conversations served here", "released", n, "err", err)
+	} else if n > 0 {
+		s.opts.Logger.InfoContext(rctx, "ws: shutdown cut short: released the conversations served here for other nodes", "released", n)
+	}
+	select {
+	case <-done:
+	case <-rctx.Done():
+		s.opts.Logger.WarnContext(rctx, "ws: shutdown cut short: sessions still ending after the release timeout", "timeout", ReleaseTimeout)
+	}
 }
 
 // Close closes every connection at once (no close handshake: clients see
