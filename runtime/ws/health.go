@@ -54,17 +54,22 @@ func (s *Server) Ready(ctx context.Context, checks ...HealthCheck) error {
 
 // ReadinessHandler returns the handler of a readiness probe (mount it at
 // /readyz, say): 200 "ready" while [Server.Ready] with checks returns nil,
-// 503 with the reason otherwise. Pass the conversation store's ping as a
+// 503 otherwise, with "draining" when the server drains and "not ready"
+// when a check fails. Probes are not authenticated, so the answer never
+// carries a check's error, which may name hosts, users or databases: that
+// is logged (at Warn) instead. Pass the conversation store's ping as a
 // check (for Redis, client.Ping(ctx).Err(); for PostgreSQL, pool.Ping), so
 // that a node cut off from the store stops getting new clients.
 func (s *Server) ReadinessHandler(checks ...HealthCheck) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		noStore(w)
 		if err := s.Ready(r.Context(), checks...); err != nil {
-			if !errors.Is(err, ErrDraining) {
-				s.opts.Logger.WarnContext(r.Context(), "ws: not ready", "err", err)
+			if errors.Is(err, ErrDraining) {
+				http.Error(w, "draining", http.StatusServiceUnavailable)
+				return
 			}
-			http.Error(w, err.Error(), http.StatusServiceUnavailable)
+			s.opts.Logger.WarnContext(r.Context(), "ws: not ready", "err", err)
+			http.Error(w, "not ready", http.StatusServiceUnavailable)
 			return
 		}
 		_, _ = w.Write([]byte("ready\n"))
