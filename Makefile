@@ -2,7 +2,7 @@
 
 GO ?= go
 
-.PHONY: demo terminal counter test test-stress fmt-check vet lint generate-check gotest fleet golden bench bench-peers bench-durable numbers fuzz
+.PHONY: demo terminal counter test test-stress fmt-check vet lint generate-check gotest fleet failover golden bench bench-peers bench-durable numbers fuzz
 
 ## demo: generate the weaponbuilder example and serve it offline (Ctrl-C stops it).
 demo:
@@ -65,6 +65,15 @@ gotest:
 FLEETFLAGS ?=
 fleet:
 	CHATGEN_FLEET=1 $(GO) test ./internal/fleet -run TestFleet -count=1 -v -timeout 15m $(FLEETFLAGS)
+
+## failover: the store tests that restart, fail over or reshard servers
+## of their own under load (a few minutes): a Redis Cluster resharded by
+## redis-cli --cluster reshard, PostgreSQL restarted and failed over.
+## Needs redis-server, redis-cli and PostgreSQL's binaries; .ci/run runs
+## it after make test. FAILOVERFLAGS is passed to go test.
+FAILOVERFLAGS ?=
+failover:
+	CHATGEN_FAILOVER=1 $(GO) test ./runtime/redisstore ./runtime/pgstore -run TestFailover -count=1 -v -timeout 20m $(FAILOVERFLAGS)
 
 ## test-stress: the race-enabled tests (of TESTPKGS) STRESS_N times, with
 ## -count=1, beside STRESS_HOGS busy loops (a loaded machine), which stop
