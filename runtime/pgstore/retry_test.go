@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"io"
+	"log/slog"
 	"net"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -330,5 +332,33 @@ func TestSaveAnswerLost(t *testing.T) {
 				t.Fatalf("memory of %d messages (%v) after two turns of 2: want 4, the second turn saved once", len(msgs), err)
 			}
 		})
+	}
+}
+
+// TestNoRetryOfOtherErrors: a failure that is not the connection's — a
+// database that does not exist, a cancelled context — is not tried again.
+func TestNoRetryOfOtherErrors(t *testing.T) {
+	var logs logBuffer
+	logger := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	cfg := pgtest.Pool(t, nil).Config()
+	cfg.ConnConfig.Database = "chatgen_no_such_database"
+	pool, err := pgxpool.NewWithConfig(t.Context(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pool.Close()
+	// An hour of retries: the test would time out if New retried.
+	if _, err := pgstore.New(t.Context(), pool, &pgstore.Options{RetryTimeout: time.Hour, Logger: logger}); err == nil {
+		t.Fatal("New on a database that does not exist succeeded")
+	}
+
+	s := migrated(t, busyPool(t), &pgstore.Options{RetryTimeout: time.Hour, Logger: logger})
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	if _, err := s.Load(ctx, "c"); !errors.Is(err, context.Canceled) {
+		t.Fatalf("Load with a cancelled context = %v", err)
+	}
+	if l := logs.String(); strings.Contains(l, "trying again") {
+		t.Fatalf("retried:\n%s", l)
 	}
 }
