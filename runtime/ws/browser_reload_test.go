@@ -140,8 +140,18 @@ window.inflight = tick.sendData(form).then(() => "resolved", (e) => "rejected " 
 form.userMessage = "changed";
 JSON.stringify("sent")`
 
+	// Then data that is not JSON fails its request alone.
 	resendAnswered = `(async () => {
     const result = await window.inflight;
+    const cycle = {};
+    cycle.self = cycle;
+    try {
+        await tick.sendData(cycle);
+        log.push("a cycle sent");
+    } catch (e) {
+        log.push("a cycle: " + e.name);
+    }
+    await tick.chat("after");
     await client.close();
     return JSON.stringify({ result, log });
 })()`
@@ -151,7 +161,8 @@ JSON.stringify("sent")`
 // answer the connection lost is sent again after the reconnect with its
 // requestId and its data as first sent (the page changed the object
 // meanwhile), and answered from what the server saved: replayed, the
-// route ran once.
+// route ran once. Data that cannot be sent as JSON fails its request and
+// the session goes on.
 func TestBrowserReSendsItsCutRequest(t *testing.T) {
 	checkGoroutines(t)
 	b := browsertest.Start(t)
@@ -187,9 +198,9 @@ func TestBrowserReSendsItsCutRequest(t *testing.T) {
 	if res.Result != "resolved" {
 		t.Fatalf("the request cut by the drop: %s", res.Result)
 	}
-	checkLog(t, res.Log, []string{"message tick 1: once", "completed replayed=true"})
-	if n := nodes.ticks.Load(); n != 1 {
-		t.Fatalf("the route ran %d times for one request", n)
+	checkLog(t, res.Log, []string{"message tick 1: once", "completed replayed=true", "a cycle: TypeError", "message tick 2: after", "completed replayed=false"})
+	if n := nodes.ticks.Load(); n != 2 {
+		t.Fatalf("the route ran %d times for two requests", n)
 	}
 	waitNoConversations(t, a.router)
 }
