@@ -97,7 +97,12 @@ func TestDecodeStateFormat(t *testing.T) {
 	if _, err := DecodeState(newer); err == nil || !strings.Contains(err.Error(), "format 2") {
 		t.Fatalf("DecodeState of format 2: %v", err)
 	}
-	if _, err := DecodeState([]byte("{")); err == nil {
-		t.Fatal("DecodeState of broken JSON succeeded")
+	if _, err := DecodeState(newer); errors.Is(err, chatstore.ErrCorruptState) {
+		t.Fatalf("DecodeState of format 2 is corrupt state, want a format error: %v", err)
+	}
+	for _, poisoned := range []string{"{", "{}", "null", `{"format":0}`, `{"format":-1,"id":"c"}`} {
+		if _, err := DecodeState([]byte(poisoned)); !errors.Is(err, chatstore.ErrCorruptState) {
+			t.Errorf("DecodeState(%s): %v, want ErrCorruptState", poisoned, err)
+		}
 	}
 }

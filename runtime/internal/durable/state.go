@@ -82,11 +82,17 @@ func marshalState(st *chatstore.ConversationState, version uint64) ([]byte, erro
 }
 
 // DecodeState decodes a state written by [EncodeState]. The result shares
-// nothing with data.
+// nothing with data. Data that no save writes (broken JSON, "{}", "null")
+// is an error matching [chatstore.ErrCorruptState]; a state of another
+// format, one that does not.
 func DecodeState(data []byte) (*chatstore.ConversationState, error) {
 	var j stateJSON
 	if err := json.Unmarshal(data, &j); err != nil {
 		return nil, fmt.Errorf("decoding a conversation: %w: %w", chatstore.ErrCorruptState, err)
+	}
+	if j.Format < 1 {
+		// No save writes it: "{}", "null", or a format that never was.
+		return nil, fmt.Errorf("decoding conversation %q: %w: format %d", j.ID, chatstore.ErrCorruptState, j.Format)
 	}
 	if j.Format != FormatVersion {
 		return nil, fmt.Errorf("decoding conversation %q: format %d is not %d (written by another version of chatgen?)",
