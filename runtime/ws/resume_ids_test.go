@@ -10,7 +10,7 @@ import (
 
 // TestFreshClientResumeIsNotAReplay: a conversation whose client lost its
 // connection after one message is resumed by a new client, whose first
-// message must run. Request ids of two clients never match, so the new
+// message, the same text, must run. Request ids of two clients never match, so the new
 // client's first request is not taken for the old client's last one (it
 // used to be: both clients numbered their requests from 1, and the new
 // one got the old answer, replayed).
@@ -25,7 +25,7 @@ func TestFreshClientResumeIsNotAReplay(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := s.Chat(ctx, "first"); err != nil {
+	if err := s.Chat(ctx, "hello"); err != nil {
 		t.Fatal(err)
 	}
 	id, token := s.ConversationID(), s.ResumeToken()
@@ -42,10 +42,12 @@ func TestFreshClientResumeIsNotAReplay(t *testing.T) {
 			t.Fatal(err)
 		}
 		want := nodes.ticks.Load() + 1
-		if err := s2.Chat(ctx, "again"); err != nil {
+		// The same message again (the user says it twice): a new request
+		// all the same.
+		if err := s2.Chat(ctx, "hello"); err != nil {
 			t.Fatal(err)
 		}
-		if got := rec.take(); got != "thinking ticking | message tick "+strconv.FormatInt(want, 10)+": again" {
+		if got := rec.take(); got != "thinking ticking | message tick "+strconv.FormatInt(want, 10)+": hello" {
 			t.Fatalf("the first message of a fresh client after its resume: %q (the route ran %d times)", got, nodes.ticks.Load())
 		}
 		id, token = s2.ConversationID(), s2.ResumeToken()
