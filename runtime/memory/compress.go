@@ -269,7 +269,7 @@ func (p *CompressingPolicy) New(ctx context.Context, store Store, id string) (Me
 	}
 	// Written under a bigger budget, the list may no longer fit: whole
 	// turns go, then the summary (see Add).
-	s := newTurns(c.meta.live(), nil)
+	s := turns{c.meta.live(), nil}
 	e, rest := s.fit(0, c.sysCost+c.summCost, c.body, p.max)
 	if c.summ != nil && c.sysCost+c.summCost+rest > p.max {
 		changed = true
@@ -376,7 +376,7 @@ func (c *compressing) Add(ctx context.Context, msgs ...llms.MessageContent) erro
 	}
 	c.costs = costs
 	old := c.meta.live()
-	s := newTurns(old, costs)
+	s := turns{old, costs}
 
 	// Compress: fold the oldest turns, up to the low-water mark but never
 	// the newest turn (the current one), into the summary. When the newest
@@ -385,9 +385,12 @@ func (c *compressing) Add(ctx context.Context, msgs ...llms.MessageContent) erro
 	summ, summText, summCost := c.summ, c.summText, c.summCost
 	summChanged := false
 	k, folded := 0, 0
-	if (sysCost+total > p.trigger || sysCost+total+summCost > p.max) && sysCost+s.cost(s.limit, s.len()) < p.max {
-		for rest := total; sysCost+rest > p.keep && k < s.limit; {
-			j, cost := s.next(k)
+	if (sysCost+total > p.trigger || sysCost+total+summCost > p.max) && sysCost+s.cost(s.newest(), s.len()) < p.max {
+		for rest := total; sysCost+rest > p.keep && k < s.len(); {
+			j, cost, ok := s.next(k)
+			if !ok {
+				break
+			}
 			k, rest, folded = j, rest-cost, folded+cost
 		}
 	}

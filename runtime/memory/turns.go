@@ -31,75 +31,77 @@ func costOf(m *llms.MessageContent, c int) msgCost {
 //     its call;
 //   - the end of the list, only when the list holds no user message.
 //
-// The newest turn (from the last user message on) is never cut: limit is
-// the furthest cut point.
-type turns struct {
-	a, b  []msgCost
-	first int // the index of the first user message; len when none
-	limit int // the start of the newest turn; len when there is no user message
-}
+// The newest turn (from the last user message on) is never cut. A cut
+// point below the end is a user message unless it comes before the first
+// one, which is how next tells the two apart without a scan.
+type turns struct{ a, b []msgCost }
 
-// newTurns returns the turns of a followed by b. It costs the length of
-// what comes before the first user message and of the newest turn.
-func newTurns(a, b []msgCost) turns {
-	s := turns{a: a, b: b}
-	n := len(a) + len(b)
-	s.first, s.limit = n, n
-	for i := range n {
-		if s.at(i).human {
-			s.first = i
-			break
-		}
-	}
-	if s.first == n {
-		return s
-	}
-	for i := n - 1; i >= s.first; i-- {
-		if s.at(i).human {
-			s.limit = i
-			break
-		}
-	}
-	return s
-}
+func (s *turns) len() int { return len(s.a) + len(s.b) }
 
-func (s turns) len() int { return len(s.a) + len(s.b) }
-
-func (s turns) at(i int) msgCost {
+func (s *turns) at(i int) msgCost {
 	if i < len(s.a) {
 		return s.a[i]
 	}
 	return s.b[i-len(s.a)]
 }
 
-// next returns the first cut point after i, and the cost of the messages
-// from i to it; i < s.limit.
-func (s turns) next(i int) (int, int) {
-	c := int(s.at(i).cost)
-	j := i + 1
-	for ; j < s.limit; j++ {
-		m := s.at(j)
-		if m.human || j < s.first && !m.tool {
-			break
+// next returns the first cut point after i, a cut point below s.len(),
+// and the cost of the messages from i to it. ok is false when the messages
+// from i on are the newest turn, which is never cut.
+func (s *turns) next(i int) (j, c int, ok bool) {
+	m := s.at(i)
+	before := !m.human // i comes before the first user message
+	c = int(m.cost)
+	j = i + 1
+	for ; j < len(s.a); j++ {
+		m := s.a[j]
+		if m.human || before && !m.tool {
+			return j, c, true
 		}
 		c += int(m.cost)
 	}
-	return j, c
+	for k := j - len(s.a); k < len(s.b); k++ {
+		m := s.b[k]
+		if m.human || before && !m.tool {
+			return len(s.a) + k, c, true
+		}
+		c += int(m.cost)
+	}
+	return s.len(), c, before
 }
 
 // fit returns the first cut point from i (a cut point) at which fixed
-// plus the cost of the messages from it fits budget, going no further
-// than s.limit, and that cost; rest is the cost of the messages from i.
-func (s turns) fit(i, fixed, rest, budget int) (int, int) {
-	for fixed+rest > budget && i < s.limit {
-		j, c := s.next(i)
+// plus the cost of the messages from it fits budget, or the start of the
+// newest turn, and that cost; rest is the cost of the messages from i.
+func (s *turns) fit(i, fixed, rest, budget int) (int, int) {
+	for fixed+rest > budget && i < s.len() {
+		j, c, ok := s.next(i)
+		if !ok {
+			break
+		}
 		i, rest = j, rest-c
 	}
 	return i, rest
 }
 
+// newest returns the start of the newest turn, or s.len() when there is no
+// user message. It costs the length of the newest turn.
+func (s *turns) newest() int {
+	for i := len(s.b) - 1; i >= 0; i-- {
+		if s.b[i].human {
+			return len(s.a) + i
+		}
+	}
+	for i := len(s.a) - 1; i >= 0; i-- {
+		if s.a[i].human {
+			return i
+		}
+	}
+	return s.len()
+}
+
 // cost returns the cost of the messages from i to j.
-func (s turns) cost(i, j int) int {
+func (s *turns) cost(i, j int) int {
 	c := 0
 	for ; i < j; i++ {
 		c += int(s.at(i).cost)

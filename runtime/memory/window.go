@@ -272,13 +272,16 @@ func (w *window) cost(m *llms.MessageContent) int {
 // newest one (see turns). With a low-water mark, once something must go,
 // the turns that are wholly kept messages go until total fits in it.
 func (w *window) evictions(total int, kept, added []msgCost) (int, int) {
-	s := newTurns(kept, added)
+	if total <= w.max {
+		return 0, total
+	}
+	s := turns{kept, added}
 	e, total := s.fit(0, 0, total, w.max)
 	if e > 0 && w.low > 0 {
-		for total > w.low && e < s.limit {
-			j, c := s.next(e)
-			if j > len(kept) {
-				break // the turn runs into the Add in progress
+		for total > w.low && e < s.len() {
+			j, c, ok := s.next(e)
+			if !ok || j > len(kept) {
+				break // the newest turn, or one that runs into the Add in progress
 			}
 			e, total = j, total-c
 		}
