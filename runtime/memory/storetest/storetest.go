@@ -10,8 +10,10 @@
 // it): unknown ids, update, replace, delete, listing, isolation of ids,
 // lossless round trips of every langchaingo content part (tool calls and
 // tool results especially), independence from the slices callers pass and
-// get, and concurrent use; and that a memory.Compressing memory over the
-// store finds its summary again when it is made anew (as after a restart).
+// get, and concurrent use; that a memory.Compressing memory over the
+// store finds its summary again when it is made anew (as after a restart);
+// and that the memories of package memory, evicting whole turns, find
+// their lists again through the store, Add after Add.
 package storetest
 
 import (
@@ -50,6 +52,7 @@ func Run(t *testing.T, newStore func(t *testing.T) memory.Store) {
 		{"Concurrent", testConcurrent},
 		{"Incremental", testIncremental},
 		{"CompressingMemory", testCompressingMemory},
+		{"EvictingMemories", testEvictingMemories},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
