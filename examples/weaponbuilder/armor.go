@@ -84,8 +84,7 @@ func (a *Anvil) FinishArmor(ctx context.Context) (string, error) {
 	if a.armor.Piece == "" || a.armor.Material == "" {
 		return "", errors.New("the armour needs a piece and a material first")
 	}
-	a.armor.Saved = true
-	a.armory.SaveArmor(ctx, a.armor)
+	a.armor = a.armory.SaveArmor(ctx, a.armor)
 	if err := chat.Response(ctx).Send(a.armor); err != nil {
 		return "", err
 	}

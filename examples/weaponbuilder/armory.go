@@ -98,22 +98,26 @@ type Armory struct {
 // ErrDuplicate is returned when a weapon of the same name is already saved.
 var ErrDuplicate = errors.New("the armory already holds a weapon of that name")
 
-// SaveWeapon stores w.
-func (a *Armory) SaveWeapon(_ context.Context, w Weapon) error {
+// SaveWeapon stores w and returns it as the armory holds it: saved. The
+// armory is what says an item is saved; the builders show what it returns.
+func (a *Armory) SaveWeapon(_ context.Context, w Weapon) (Weapon, error) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if slices.ContainsFunc(a.weapons, func(x Weapon) bool { return strings.EqualFold(x.Name, w.Name) }) {
-		return ErrDuplicate
+		return Weapon{}, fmt.Errorf("%w: %q", ErrDuplicate, w.Name)
 	}
+	w.Saved = true
 	a.weapons = append(a.weapons, w)
-	return nil
+	return w, nil
 }
 
-// SaveArmor stores p.
-func (a *Armory) SaveArmor(_ context.Context, p Armor) {
+// SaveArmor stores p and returns it as the armory holds it: saved.
+func (a *Armory) SaveArmor(_ context.Context, p Armor) Armor {
 	a.mu.Lock()
 	defer a.mu.Unlock()
+	p.Saved = true
 	a.armor = append(a.armor, p)
+	return p
 }
 
 // ErrNoSuchItem is returned when the armory holds no item of the name.
@@ -171,6 +175,14 @@ func handOff(ctx context.Context, route, name string) error {
 	if err := chat.ClearMemory(ctx); err != nil {
 		return err
 	}
+	return nest(ctx, route, name)
+}
+
+// nest pushes a nested conversation on route and lets it answer the
+// message that led there, in the same request, keeping the current
+// conversation's chat memory: the weapon builder, back from the
+// enchantment, still knows the weapon it was building.
+func nest(ctx context.Context, route, name string) error {
 	if err := chat.PushRoute(ctx, route); err != nil {
 		return err
 	}

@@ -114,7 +114,7 @@ func TestConfirmedDeletionSurvivesARestart(t *testing.T) {
 	cs := chat.NewInMemoryConversationStore(nil)
 	armory := &Armory{}
 	for _, name := range []string{"Nightfall", "Dawnbreaker"} {
-		if err := armory.SaveWeapon(ctx, Weapon{Name: name, Kind: Sword, Damage: 30}); err != nil {
+		if _, err := armory.SaveWeapon(ctx, Weapon{Name: name, Kind: Sword, Damage: 30}); err != nil {
 			t.Fatal(err)
 		}
 	}

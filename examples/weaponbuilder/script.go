@@ -60,7 +60,8 @@ var (
 	wordsArmor   = regexp.MustCompile(`(?i)\b(armou?r|helm|breastplate|gauntlets|greaves|shield)\b`)
 	wordsList    = regexp.MustCompile(`(?i)\b(list|inventory|armory|have i|i(?:'ve| have) built)\b`)
 	wordsKind    = regexp.MustCompile(`(?i)\b(sword|axe|bow|dagger|staff)\b`)
-	wordsName    = regexp.MustCompile(`(?i)\b(?:call(?:ed)? it|name(?:d)?(?: it)?)\s+["']?([\p{L}][\p{L}' -]{0,30}?)["']?\s*(?:[.,!]|$)`)
+	wordsName    = regexp.MustCompile(`(?i)\b(?:call(?:ed)? it|(?:re)?name(?:d)?(?: it)?(?: to)?)\s+["']?([\p{L}][\p{L}' -]{0,30}?)["']?\s*(?:[.,!]|$)`)
+	wordsBare    = regexp.MustCompile(`^\s*["']?([\p{L}][\p{L}'-]*(?:\s+[\p{L}][\p{L}'-]*){0,2})["']?\s*[.!]?\s*$`)
 	wordsNumber  = regexp.MustCompile(`\b(\d{1,3})\b`)
 	wordsEnchant = regexp.MustCompile(`(?i)\b(enchant\w*|magic|runes?)\b`)
 	wordsFinish  = regexp.MustCompile(`(?i)\b(finish\w*|done|save|that's all|complete)\b`)
@@ -266,7 +267,85 @@ func deleted(result string) llmtest.Reply {
 	return say("Done: " + result + " What next?")
 }
 
+// The builder's questions for a name: after one, a reply of a few words
+// that is no order is the name (bareName).
+const (
+	askName      = "What shall we call it?"
+	askOtherName = "what shall we call this one?"
+)
+
+// nameTaken is the builder's answer when finish found the weapon's name
+// taken: it says so and what the player can do.
+func nameTaken(req *llmtest.Request) (llmtest.Reply, bool) {
+	for _, r := range req.LastToolResults() {
+		if r.Name == "finish" && strings.Contains(r.Content, ErrDuplicate.Error()) {
+			what := "a weapon of that name"
+			if name := lastWeapon(req).Name; name != "" {
+				what = "a weapon called **" + name + "**"
+			}
+			return say("Not yet: the armory already holds " + what + ". Give this one another name — " +
+				"say *call it* and the name, or just the name — or say *cancel* to leave it unfinished."), true
+		}
+	}
+	return llmtest.Reply{}, false
+}
+
+// notNames are the short replies that are no weapon's name.
+var notNames = map[string]bool{
+	"ok": true, "okay": true, "yes": true, "no": true, "sure": true, "fine": true, "hmm": true, "hm": true,
+	"help": true, "what": true, "why": true, "how": true, "huh": true, "thanks": true, "thank you": true, "please": true,
+}
+
+// lastArmorerText is the text of the armorer's last answer before the
+// player's message.
+func lastArmorerText(req *llmtest.Request) string {
+	for i := len(req.Messages) - 1; i >= 0; i-- {
+		if req.Messages[i].Role != llms.ChatMessageTypeAI {
+			continue
+		}
+		var b strings.Builder
+		for _, p := range req.Messages[i].Parts {
+			if t, ok := p.(llms.TextContent); ok {
+				b.WriteString(t.Text)
+			}
+		}
+		if b.Len() > 0 {
+			return b.String()
+		}
+	}
+	return ""
+}
+
+// askedForAnotherName reports whether the armorer's last answer said the
+// weapon's name is taken.
+func askedForAnotherName(req *llmtest.Request) bool {
+	t := lastArmorerText(req)
+	return strings.Contains(t, "another name") || strings.Contains(t, askOtherName)
+}
+
+// bareName returns the name in u when the armorer just asked for one and u
+// is a few words that are no order ("Frostbite", not "finish").
+func bareName(req *llmtest.Request, u string) (string, bool) {
+	t := lastArmorerText(req)
+	if !strings.Contains(t, askName) && !askedForAnotherName(req) {
+		return "", false
+	}
+	m := wordsBare.FindStringSubmatch(u)
+	if m == nil || notNames[strings.ToLower(m[1])] {
+		return "", false
+	}
+	for _, order := range []*regexp.Regexp{wordsEnchant, wordsFinish, wordsShow, wordsCancel, wordsKind} {
+		if order.MatchString(u) {
+			return "", false
+		}
+	}
+	return m[1], true
+}
+
 func playWeapon(req *llmtest.Request) llmtest.Reply {
+	if r, ok := nameTaken(req); ok {
+		return r
+	}
 	if r, ok := failure(req); ok {
 		return r
 	}
@@ -290,6 +369,8 @@ func playWeapon(req *llmtest.Request) llmtest.Reply {
 	} else if m := wordsNumber.FindStringSubmatch(u); m != nil {
 		n, _ := strconv.Atoi(m[1])
 		cs = append(cs, tool("setDamage", map[string]any{"damage": n}))
+	} else if name, ok := bareName(req, u); ok {
+		cs = append(cs, tool("setName", map[string]any{"name": name}))
 	}
 	if len(cs) > 0 {
 		return calls(cs...)
@@ -302,7 +383,12 @@ func playWeapon(req *llmtest.Request) llmtest.Reply {
 	case wordsShow.MatchString(u):
 		return calls(tool("showWeapon", nil))
 	}
-	return say(nextWeaponQuestion(lastWeapon(req)))
+	w := lastWeapon(req)
+	if askedForAnotherName(req) && w.Name != "" {
+		// Still taken: finishing would fail again.
+		return say("The armory already holds a **" + w.Name + "**: " + askOtherName + " (Or say *cancel*.)")
+	}
+	return say(nextWeaponQuestion(w))
 }
 
 // lastWeapon is the weapon as the last tool result in the conversation
@@ -326,7 +412,7 @@ func nextWeaponQuestion(w Weapon) string {
 	case w.Kind == "":
 		return "What kind of weapon shall I forge: a sword, an axe, a bow, a dagger or a staff?"
 	case w.Name == "":
-		return fmt.Sprintf("A fine %s! What shall we call it?", w.Kind)
+		return fmt.Sprintf("A fine %s! %s", w.Kind, askName)
 	case w.Damage == 0:
 		return fmt.Sprintf("**%s**, a worthy name. How much damage should it deal, from 1 to 100?", w.Name)
 	}

@@ -72,6 +72,9 @@ func runTerminal(ctx context.Context, router *chat.Router, in io.Reader, out io.
 			if ev.Decode(&c) == nil {
 				endStream()
 				fmt.Fprintf(out, "  ── %s ──\n", strings.Repeat("» ", c.Depth)+c.Name)
+				if c.Depth > 0 {
+					fmt.Fprintf(out, "  (say cancel to leave the %s without finishing)\n", c.Name)
+				}
 			}
 		}).
 		On(chat.EventSources, func(ev chat.Event) {

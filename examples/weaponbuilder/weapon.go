@@ -92,7 +92,7 @@ func (w *Workbench) ShowWeapon() Weapon { return w.weapon }
 //
 //chat:tool immediate name=enchant
 func (w *Workbench) Enchant(ctx context.Context) error {
-	return handOff(ctx, RouteEnchant, conversationName("enchant"))
+	return nest(ctx, RouteEnchant, conversationName("enchant"))
 }
 
 // ApplyEnchantment binds e to the weapon (called by the enchantment
@@ -110,10 +110,16 @@ func (w *Workbench) Finish(ctx context.Context) (string, error) {
 	if err := w.weapon.Validate(); err != nil {
 		return "", err
 	}
-	if err := w.armory.SaveWeapon(ctx, w.weapon); err != nil {
+	saved, err := w.armory.SaveWeapon(ctx, w.weapon)
+	if errors.Is(err, ErrDuplicate) {
+		// What the model reads: the player can rename the weapon, or
+		// leave it unfinished.
+		return "", fmt.Errorf("%w; ask the player for another name (then call setName), or whether to cancel", err)
+	}
+	if err != nil {
 		return "", err
 	}
-	w.weapon.Saved = true
+	w.weapon = saved
 	if err := chat.Response(ctx).Send(w.weapon); err != nil {
 		return "", err
 	}
