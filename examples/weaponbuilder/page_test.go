@@ -155,11 +155,16 @@ type pageHarness struct {
 }
 
 func newPageHarness(t *testing.T, width, height int, mobile bool) *pageHarness {
+	return newPageHarnessWith(t, width, height, mobile, storage{})
+}
+
+// newPageHarnessWith is newPageHarness keeping conversations in store.
+func newPageHarnessWith(t *testing.T, width, height int, mobile bool, store storage) *pageHarness {
 	b := browsertest.Start(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	t.Cleanup(cancel)
 	model := newControlModel()
-	a, err := newApp(context.Background(), model, slog.New(slog.DiscardHandler), storage{})
+	a, err := newApp(context.Background(), model, slog.New(slog.DiscardHandler), store)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"embed"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -38,8 +39,26 @@ func (a *app) handler(logger *slog.Logger) (http.Handler, *ws.Server, error) {
 		w.Header().Set("Content-Type", "image/svg+xml")
 		http.ServeFileFS(w, r, page, "favicon.svg")
 	})
+	mux.HandleFunc("GET /armory", a.serveArmory)
 	mux.Handle("/", http.FileServerFS(page))
 	return mux, chatServer, nil
+}
+
+// serveArmory answers what the armory holds, as the inventory event's
+// JSON. The armory is the forge's, shared by every conversation, and the
+// inventory events come only with a conversation's own requests: the page
+// asks for it when it connects, and when it comes back into view.
+func (a *app) serveArmory(w http.ResponseWriter, r *http.Request) {
+	inv := inventory(a.armory, "")
+	if inv.Weapons == nil {
+		inv.Weapons = []Weapon{}
+	}
+	if inv.Armor == nil {
+		inv.Armor = []Armor{}
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	_ = json.NewEncoder(w).Encode(inv)
 }
 
 // serve serves the web page on addr until ctx ends, then shuts down: the

@@ -8,8 +8,13 @@
 // waiting longer after each failed attempt. The server keeps conversations
 // (docs/durability.md): the page keeps its conversation's id and resume
 // token in sessionStorage and, on reconnecting (or reloading), resumes it
-// where it was instead of starting a new one. Under an answer drawn from
-// the lore it lists the passages the armorer was given (Sources events).
+// where it was instead of starting a new one; after a reload it shows
+// again what it showed of that conversation (kept in sessionStorage too).
+// Under an answer drawn from the lore it lists the passages the armorer
+// was given (Sources events). The armory is the forge's, shared by every
+// tab and player: the page asks the server for it (GET armory) when it
+// connects and when it comes back into view, and keeps it from the
+// inventory events of its own conversation in between.
 (function () {
   "use strict";
   const $ = (id) => document.getElementById(id);
@@ -37,6 +42,8 @@
     confirmEl: null, // the confirmation whose buttons are live
     cardKey: null,  // the armory key of the saved item on the card, if any
     sources: [],    // the passages of the answer being made (Sources events)
+    conversationId: null, // the conversation the log shows, for its transcript
+    inventories: 0, // the inventory events received: a fetched armory older than one is dropped
   };
 
   // What the player reads for each reason a request can fail (the server's
@@ -85,9 +92,62 @@
   function forget() {
     try {
       sessionStorage.removeItem(savedKey);
+      sessionStorage.removeItem(transcriptKey);
     } catch (e) {
       // nothing to forget
     }
+  }
+
+  // ---- the transcript: what the log and the card showed, for a reload
+
+  const transcriptKey = "weaponbuilder.transcript";
+  const transcriptMax = 300; // the newest messages kept
+
+  // saveTranscript keeps what the log and the card show, with the
+  // conversation they belong to, in sessionStorage: the page that resumes
+  // the conversation after a reload shows it again (restoreTranscript).
+  // It is the page's own rendering (text as text, the server's safe HTML
+  // as HTML), put back as it was.
+  function saveTranscript() {
+    if (!state.conversationId) return;
+    const card = $("card");
+    try {
+      sessionStorage.setItem(transcriptKey, JSON.stringify({
+        id: state.conversationId,
+        log: Array.from(log.children).slice(-transcriptMax).map((el) => el.outerHTML).join(""),
+        card: { className: card.className, html: card.innerHTML, key: state.cardKey },
+      }));
+    } catch (e) {
+      // No storage, or full: a reload shows only what comes after it.
+    }
+  }
+
+  // restoreTranscript shows the transcript saved for conversation id, if
+  // any. Its confirmation buttons answer nothing any more, and an answer
+  // the reload cut short is marked as cut.
+  function restoreTranscript(id) {
+    let t = null;
+    try {
+      t = JSON.parse(sessionStorage.getItem(transcriptKey) || "null");
+    } catch (e) {
+      t = null;
+    }
+    if (!t || t.id !== id || typeof t.log !== "string") return;
+    log.innerHTML = t.log;
+    for (const b of log.querySelectorAll("button")) b.disabled = true;
+    for (const el of log.querySelectorAll(".streaming, [aria-busy]")) {
+      el.classList.remove("streaming");
+      el.removeAttribute("aria-busy");
+      el.classList.add("cut");
+    }
+    if (t.card && typeof t.card.html === "string" && typeof t.card.className === "string") {
+      const card = $("card");
+      card.className = t.card.className;
+      card.innerHTML = t.card.html;
+      state.cardKey = typeof t.card.key === "string" ? t.card.key : null;
+    }
+    follow = true;
+    toEnd();
   }
 
   function failureText(reason) {
@@ -290,6 +350,34 @@
   // inventory keeps the armory list: it comes when the player asks, and
   // after every finished item (with latest naming it).
   function inventory(inv) {
+    state.inventories++;
+    const count = showArmory(inv);
+    if (!inv.latest) {
+      line("armorer", count ? "Here is your armory." : "Your armory is empty.");
+    }
+  }
+
+  // loadArmory asks the server what the armory holds now, and shows it
+  // unless an inventory event came meanwhile (it is as new).
+  function loadArmory() {
+    const seen = state.inventories;
+    return fetch("armory", { cache: "no-store" })
+      .then((r) => (r.ok ? r.json() : Promise.reject(new Error("HTTP " + r.status))))
+      .then((inv) => {
+        if (state.inventories === seen) showArmory(inv || {});
+      })
+      .catch(() => {
+        // The panel keeps what it showed; the next connection asks again.
+      });
+  }
+
+  document.addEventListener("visibilitychange", () => {
+    if (!document.hidden && state.connected) loadArmory();
+  });
+
+  // showArmory lists what inv holds in the armory panel, and returns how
+  // many items that is.
+  function showArmory(inv) {
     const ul = $("armory");
     ul.innerHTML = "";
     const items = (inv.weapons || []).map((w) => ({
@@ -309,9 +397,7 @@
       if (inv.latest && item.key === inv.latest) li.className = "new";
       ul.appendChild(li);
     }
-    if (!inv.latest) {
-      line("armorer", items.length ? "Here is your armory." : "Your armory is empty.");
-    }
+    return items.length;
   }
 
   // ---- where the player is: the breadcrumbs
@@ -322,6 +408,19 @@
     renderCrumbs();
     save();
     line("system", "— " + c.name + " —");
+    if (c.depth > 0) {
+      line("system hint", "Say “cancel” to leave the " + c.name + " without finishing (or choose " +
+        state.names[c.depth - 1] + " above).");
+    }
+    showPlaceholder();
+  }
+
+  // showPlaceholder says in the message box what leaves a nested
+  // conversation.
+  function showPlaceholder() {
+    input.placeholder = state.names.length > 1
+      ? "Say something to the armorer… (“cancel” leaves the " + state.names[state.names.length - 1] + ")"
+      : "Say something to the armorer…";
   }
 
   function renderCrumbs() {
@@ -409,6 +508,7 @@
           endStream();
           state.sources = []; // an answer that never came shows no sources
           setBusy(-1);
+          saveTranscript();
           if (state.connected) input.focus();
         });
     };
@@ -457,6 +557,7 @@
         endStream();
         state.sources = []; // an answer that never came shows no sources
         setBusy(-1);
+        saveTranscript();
       });
   }
 
@@ -556,14 +657,19 @@
       }
       state.session = session;
       window.armorerSession = session;
+      if (!state.everConnected) restoreTranscript(saved.id); // a reload: the log is empty
+      state.conversationId = saved.id;
       state.everConnected = true;
       state.attempt = 0;
       if (Array.isArray(saved.names) && saved.names.length > 0) state.names = saved.names.map(String);
       save(); // the token was rotated: the old one no longer works
       renderCrumbs();
+      showPlaceholder();
       setConnected(true);
       showBanner("back", "Reconnected — continuing where you were.", false);
       line("system", "Reconnected — continuing where you were, in the " + state.names[state.names.length - 1] + ".");
+      saveTranscript();
+      loadArmory();
     }, (err) => {
       const reason = reasonOf(err);
       if (state.client !== client) return;
@@ -591,7 +697,9 @@
       state.everConnected = true;
       state.attempt = 0;
       state.names = ["Main menu"];
+      state.conversationId = session.conversationId || null;
       renderCrumbs();
+      showPlaceholder();
       emptyCard();
       setConnected(true);
       if (why) {
@@ -603,6 +711,8 @@
         hideBanner();
         line("system", "Connected. Try: I want to build a sword. Or ask: who forged Dawnbreaker?");
       }
+      saveTranscript();
+      loadArmory();
     });
   }
 
@@ -620,6 +730,9 @@
     clearTimeout(state.timer);
     state.timer = setTimeout(open, wait);
   }
+
+  // A reload or a navigation away keeps what the log shows, even mid-answer.
+  window.addEventListener("pagehide", saveTranscript);
 
   retry.addEventListener("click", () => {
     state.refocus = true;
