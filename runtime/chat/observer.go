@@ -19,8 +19,8 @@ const (
 	// ScopeDetached: a scope of a durable conversation left this process
 	// without ending (its connection was lost, another node took the
 	// conversation over, or a failed save rolled it back): its beans were
-	// closed and its chat memory released here; its saved state stays in
-	// the store.
+	// detached ([DetachableBean]), not closed, and its chat memory
+	// released here; its saved state stays in the store.
 	ScopeDetached
 	// ScopeResumed: a scope of a durable conversation was rebuilt in this
 	// process from its saved state ([Router.Resume], or the rollback of a
