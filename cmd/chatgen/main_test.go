@@ -63,6 +63,40 @@ func TestErrorsWriteNothing(t *testing.T) {
 	}
 }
 
+// TestAllMistakesInOneRun: a near miss of //chat:tool does not hide the
+// typo of the //chat:param under it: one run reports both.
+func TestAllMistakesInOneRun(t *testing.T) {
+	dir := module(t, `package m
+
+import "context"
+
+// Tickets opens tickets.
+type Tickets struct{}
+
+// Open opens a ticket.
+//
+// chat:tool
+//chat:param nmber the ticket number
+func (t *Tickets) Open(ctx context.Context, number int) (string, error) { return "", nil }
+`)
+	var stdout, stderr bytes.Buffer
+	if code := run(context.Background(), nil, &stdout, &stderr); code != 1 {
+		t.Fatalf("exit %d, want 1; stderr:\n%s", code, stderr.String())
+	}
+	for _, want := range []string{
+		`a.go:10:1: "// chat:tool" is not a directive (no space allowed after //); did you mean //chat:tool?` + "\n",
+		"a.go:11:14: //chat:param nmber: Open has no parameter nmber; did you mean number?\n",
+		"chatgen: 2 errors",
+	} {
+		if !strings.Contains(stderr.String(), want) {
+			t.Errorf("stderr lacks %q:\n%s", want, stderr.String())
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, "chat_gen.go")); !os.IsNotExist(err) {
+		t.Fatalf("chat_gen.go written despite errors (stat: %v)", err)
+	}
+}
+
 func TestWritesOnceThenNothing(t *testing.T) {
 	dir := module(t, "package m\n\n//chat:scoped\ntype A struct{ n int }\n\nfunc (a *A) N() int { return a.n }\n")
 	var stdout, stderr bytes.Buffer
