@@ -73,6 +73,7 @@ func Run(t *testing.T, newStore func(t *testing.T) Store) {
 		{"NoAliasing", testNoAliasing},
 		{"ConcurrentSavers", testConcurrentSavers},
 		{"ConcurrentConversations", testConcurrentConversations},
+		{"EvictingMemories", testEvictingMemories},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -1,0 +1,121 @@
+package chatstoretest
+
+import (
+	"context"
+	"fmt"
+	"testing"
+
+	"github.com/chatscopes/chatgen/runtime/chatstore"
+	"github.com/chatscopes/chatgen/runtime/memory"
+	"github.com/tmc/langchaingo/llms"
+)
+
+// testEvictingMemories plays turns (text, tool calls, one turn bigger than
+// the window) through the memories of package memory over the store's
+// memory side, as durable turns do: each turn's writes staged in a batch
+// and committed by the save. The memories evict or summarise whole turns
+// on most saves; after each one the store must hold exactly what each
+// memory holds, starting (after the system message and a summary) with a
+// user message, and memories made anew over the store (a restart, or the
+// conversation moving to another node) must find the same lists.
+func testEvictingMemories(t *testing.T, x Store) {
+	s, ms := x.Conversations, x.Memories
+	ctx := t.Context()
+	st, l := create(t, s, "evicting")
+	summarizer := memory.SummarizerFunc(func(_ context.Context, req memory.SummaryRequest) (string, error) {
+		return fmt.Sprintf("%d messages after %d bytes of summary", len(req.Messages), len(req.Previous)), nil
+	})
+	policies := map[string]memory.Policy{
+		"evicting#example.com/app.Assistant.Window":      memory.Window(9),
+		"evicting#example.com/app.Assistant.TokenWindow": memory.TokenWindow(160, nil, memory.EvictTo(90)),
+		"evicting#example.com/app.Assistant.Compressing": memory.Compressing(200, summarizer, &memory.CompressOptions{TriggerTokens: 150, KeepTokens: 60}),
+	}
+	mems := map[string]memory.Memory{}
+	open := func() {
+		t.Helper()
+		for id, p := range policies {
+			m, err := p.New(ctx, ms, id)
+			if err != nil {
+				t.Fatalf("memory %q: %v", id, err)
+			}
+			mems[id] = m
+		}
+	}
+	open()
+	for id := range policies {
+		st.Scopes[0].Memories = append(st.Scopes[0].Memories, id)
+	}
+	for i := range 30 {
+		b := chatstore.NewBatch()
+		bctx := chatstore.WithBatch(ctx, b)
+		turn := evictingTurn(i)
+		if i == 0 {
+			turn = append([]llms.MessageContent{llms.TextParts(llms.ChatMessageTypeSystem, "You build weapons.")}, turn...)
+		}
+		for id, m := range mems {
+			if err := m.Add(bctx, turn...); err != nil {
+				t.Fatalf("turn %d: memory %q: %v", i, id, err)
+			}
+		}
+		save(t, s, st, l, b)
+		held := map[string][]llms.MessageContent{}
+		for id, m := range mems {
+			msgs, err := m.Messages(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			held[id] = msgs
+			requireMem(t, fmt.Sprintf("turn %d, after the save", i), ctx, ms, id, msgs)
+			if len(msgs) > 1 && msgs[1].Role != llms.ChatMessageTypeHuman {
+				t.Fatalf("turn %d: memory %q starts with a %s message", i, id, msgs[1].Role)
+			}
+		}
+		if i%7 == 6 {
+			open()
+			for id, m := range mems {
+				msgs, err := m.Messages(ctx)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if len(msgs) != len(held[id]) {
+					t.Fatalf("turn %d: memory %q made anew holds %d messages, want %d", i, id, len(msgs), len(held[id]))
+				}
+				requireMem(t, fmt.Sprintf("turn %d, the memory made anew", i), ctx, ms, id, msgs)
+			}
+		}
+	}
+}
+
+// evictingTurn returns turn i of testEvictingMemories: text turns, tool
+// turns of one and two calls, and, once, a turn of 10 messages.
+func evictingTurn(i int) []llms.MessageContent {
+	user := llms.TextParts(llms.ChatMessageTypeHuman, fmt.Sprintf("Turn %d: make the blade a little longer.", i))
+	answer := llms.TextParts(llms.ChatMessageTypeAI, fmt.Sprintf("Done for turn %d.", i))
+	calls := 0
+	switch {
+	case i == 15:
+		calls = 6
+	case i%4 == 1:
+		calls = 1
+	case i%4 == 3:
+		calls = 2
+	}
+	out := []llms.MessageContent{user}
+	if calls > 0 {
+		call := llms.MessageContent{Role: llms.ChatMessageTypeAI}
+		var results []llms.MessageContent
+		for k := range calls {
+			id := fmt.Sprintf("call_%d_%d", i, k)
+			call.Parts = append(call.Parts, llms.ToolCall{ID: id, Type: "function",
+				FunctionCall: &llms.FunctionCall{Name: "setBlade", Arguments: fmt.Sprintf(`{"length":%d}`, 80+k)}})
+			results = append(results, llms.MessageContent{Role: llms.ChatMessageTypeTool, Parts: []llms.ContentPart{
+				llms.ToolCallResponse{ToolCallID: id, Name: "setBlade", Content: "ok"},
+			}})
+		}
+		out = append(append(out, call), results...)
+	}
+	if i == 15 {
+		out = append(out, llms.TextParts(llms.ChatMessageTypeAI, "One more thing."))
+	}
+	return append(out, answer)
+}
