@@ -226,6 +226,14 @@ type Base interface {
 // behave as the methods of a memory.IncrementalStore whose contents are
 // the store's as changed by the batch. Its zero value is ready to use.
 type Stager struct {
+	// CheckAdds makes an edit that drops nothing of the stored list (it
+	// only adds messages) record the stored list's length when its change
+	// tells it (memory.Change.Len, as Apply's seen), as an edit that drops
+	// stored messages does: the save then checks that length, and refuses
+	// to add to a list that is not the one the memory saw. The zero value
+	// checks only what a drop needs.
+	CheckAdds bool
+
 	// locks serialise the read-modify-write of one id's staged value;
 	// an id always uses the same one.
 	locks [32]sync.Mutex
@@ -309,8 +317,9 @@ func put(b *chatstore.Batch, id string, st *Staged) {
 // batch (0 for unknown). When the change drops messages the batch has not
 // put there itself, the stored list's length is needed: Apply takes it
 // from seen, which the save then checks as it checks a length it read, or
-// else reads it. It fails, staging nothing, when drop is negative or
-// greater than the list's length.
+// else reads it. With [Stager.CheckAdds], a change that only adds takes
+// the length from seen too, when it is known. It fails, staging nothing,
+// when drop is negative or greater than the list's length.
 func (s *Stager) Apply(ctx context.Context, b *chatstore.Batch, base Base, id string, seen, drop int, head, tail [][]byte) error {
 	if drop < 0 {
 		return fmt.Errorf("memory: change of %q drops %d messages", id, drop)
@@ -328,6 +337,14 @@ func (s *Stager) Apply(ctx context.Context, b *chatstore.Batch, base Base, id st
 		if st, err = UnmarshalStaged(v); err != nil {
 			return fmt.Errorf("memory %q: %w", id, err)
 		}
+	}
+	if s.CheckAdds && !st.Replace && st.BaseLen < 0 && seen > 0 {
+		// What the batch leaves is st.Head ++ stored[st.Drop:] ++ st.Tail.
+		n := seen - len(st.Head) - len(st.Tail) + st.Drop
+		if n < st.Drop {
+			return fmt.Errorf("%w: memory %q holds %d messages as the change saw it, the batch needs at least %d", ErrChanged, id, n, st.Drop)
+		}
+		st.BaseLen = n
 	}
 	if st.Replace {
 		if drop > len(st.List) {
