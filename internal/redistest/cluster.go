@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -25,6 +26,11 @@ type Cluster struct {
 	t     testing.TB
 	dir   string
 	nodes []*ClusterNode
+
+	mu sync.Mutex
+	// failedOver records when [Cluster.Failover] last moved a master's
+	// slots to its replica, by that master.
+	failedOver map[*ClusterNode]time.Time
 }
 
 // A ClusterNode is one redis-server of a [Cluster]. Its methods may be
@@ -489,4 +495,276 @@ func (n *ClusterNode) Client(t testing.TB) *redis.Client {
 	cl := redis.NewClient(&redis.Options{Addr: n.Addr})
 	t.Cleanup(func() { cl.Close() })
 	return cl
+}
+
+// A SlotMove is the move of one hash slot from the master that serves it
+// to another, made step by step as redis-cli --cluster reshard makes it:
+// [Cluster.StartSlotMove] marks the slot importing on the target and
+// migrating on the source (CLUSTER SETSLOT), [SlotMove.MoveKeys] moves
+// some of its keys (MIGRATE), [SlotMove.Finish] moves the rest and gives
+// the slot to the target. Between the first and the last, the source
+// serves the slot's keys it still holds and redirects the others (ASK),
+// and refuses a command over several keys of which it holds only some
+// (TRYAGAIN), as does the target.
+type SlotMove struct {
+	c        *Cluster
+	Slot     int
+	From, To *ClusterNode
+}
+
+// StartSlotMove starts the move of slot from the master that serves it to
+// to.
+func (c *Cluster) StartSlotMove(ctx context.Context, slot int, to *ClusterNode) (*SlotMove, error) {
+	from, err := c.masterOfSlot(ctx, slot)
+	if err != nil {
+		return nil, err
+	}
+	if from == to {
+		return nil, fmt.Errorf("redistest: slot %d is on %s already", slot, to.Addr)
+	}
+	m := &SlotMove{c: c, Slot: slot, From: from, To: to}
+	if err := m.setSlot(ctx, to, "IMPORTING", from.ID); err != nil {
+		return nil, err
+	}
+	if err := m.setSlot(ctx, from, "MIGRATING", to.ID); err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+func (m *SlotMove) setSlot(ctx context.Context, n *ClusterNode, args ...any) error {
+	cl := redis.NewClient(&redis.Options{Addr: n.Addr, MaxRetries: -1})
+	defer cl.Close()
+	cmd := append([]any{"CLUSTER", "SETSLOT", m.Slot}, args...)
+	if err := cl.Do(ctx, cmd...).Err(); err != nil {
+		return fmt.Errorf("redistest: %v on %s: %w", cmd, n.Addr, err)
+	}
+	return nil
+}
+
+// MoveKeys moves keys, which must be in the slot, from the source to the
+// target (MIGRATE, which fails with BUSYKEY when the target holds one of
+// them already).
+func (m *SlotMove) MoveKeys(ctx context.Context, keys ...string) error {
+	if len(keys) == 0 {
+		return nil
+	}
+	cl := redis.NewClient(&redis.Options{Addr: m.From.Addr, MaxRetries: -1})
+	defer cl.Close()
+	args := []any{"MIGRATE", "127.0.0.1", m.To.port, "", 0, 10000, "KEYS"}
+	for _, k := range keys {
+		if slot := KeySlot(k); slot != m.Slot {
+			return fmt.Errorf("redistest: key %q is in slot %d, not %d", k, slot, m.Slot)
+		}
+		args = append(args, k)
+	}
+	if err := cl.Do(ctx, args...).Err(); err != nil {
+		return fmt.Errorf("redistest: migrating %q from %s to %s: %w", keys, m.From.Addr, m.To.Addr, err)
+	}
+	return nil
+}
+
+// Finish moves the keys of the slot that the source still holds, then
+// gives the slot to the target, on the target, the source and every other
+// master, as redis-cli does.
+func (m *SlotMove) Finish(ctx context.Context) error {
+	cl := redis.NewClient(&redis.Options{Addr: m.From.Addr, MaxRetries: -1})
+	defer cl.Close()
+	for {
+		keys, err := cl.ClusterGetKeysInSlot(ctx, m.Slot, 100).Result()
+		if err != nil {
+			return fmt.Errorf("redistest: CLUSTER GETKEYSINSLOT %d on %s: %w", m.Slot, m.From.Addr, err)
+		}
+		if len(keys) == 0 {
+			break
+		}
+		if err := m.MoveKeys(ctx, keys...); err != nil {
+			return err
+		}
+	}
+	if err := m.setSlot(ctx, m.To, "NODE", m.To.ID); err != nil {
+		return err
+	}
+	if err := m.setSlot(ctx, m.From, "NODE", m.To.ID); err != nil {
+		return err
+	}
+	masters, err := m.c.Masters(ctx)
+	if err != nil {
+		return err
+	}
+	for addr := range masters {
+		if n := m.c.Node(addr); n != nil && n != m.From && n != m.To {
+			if err := m.setSlot(ctx, n, "NODE", m.To.ID); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// Reshard moves slots hash slots from the master from to the master to
+// with redis-cli --cluster reshard, which moves them one after the
+// other, each as a [SlotMove] does, while the cluster serves. It returns
+// redis-cli's output. Without the redis-cli binary the test fails under
+// CI=true and is skipped otherwise.
+func (c *Cluster) Reshard(ctx context.Context, from, to *ClusterNode, slots int) (string, error) {
+	c.t.Helper()
+	if _, err := exec.LookPath("redis-cli"); err != nil {
+		unavailable(c.t, "redis-cli is not installed (apt-get install redis-tools): "+err.Error())
+	}
+	cmd := exec.CommandContext(ctx, "redis-cli", "--cluster", "reshard", from.Addr,
+		"--cluster-from", from.ID, "--cluster-to", to.ID, "--cluster-slots", strconv.Itoa(slots),
+		"--cluster-yes")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		return string(out), fmt.Errorf("redistest: redis-cli --cluster reshard from %s to %s: %w\n%s", from.Addr, to.Addr, err, out)
+	}
+	return string(out), nil
+}
+
+// ReplicaOf returns a running replica of master, as master reports its
+// replicas, waiting until it reports one (after a failover, the old master
+// becomes the new one's replica within moments), or ctx ends.
+func (c *Cluster) ReplicaOf(ctx context.Context, master *ClusterNode) (*ClusterNode, error) {
+	for {
+		replicas, err := c.replicas(ctx, master)
+		for _, n := range replicas {
+			if n.Running() {
+				return n, nil
+			}
+		}
+		if err == nil {
+			err = errors.New("no running replica")
+		}
+		if e := sleep(ctx, 20*time.Millisecond); e != nil {
+			return nil, fmt.Errorf("redistest: the replicas of %s: %w (last: %v)", master.Addr, e, err)
+		}
+	}
+}
+
+// replicas returns the replicas of master, as it reports them.
+func (c *Cluster) replicas(ctx context.Context, master *ClusterNode) ([]*ClusterNode, error) {
+	cl := redis.NewClient(&redis.Options{Addr: master.Addr, MaxRetries: -1})
+	defer cl.Close()
+	lines, err := cl.Do(ctx, "CLUSTER", "REPLICAS", master.ID).StringSlice()
+	if err != nil {
+		return nil, fmt.Errorf("CLUSTER REPLICAS on %s: %w", master.Addr, err)
+	}
+	var out []*ClusterNode
+	for _, l := range lines {
+		if f := strings.Fields(l); len(f) > 0 {
+			for _, n := range c.nodes {
+				if n.ID == f[0] {
+					out = append(out, n)
+				}
+			}
+		}
+	}
+	return out, nil
+}
+
+// Failover makes replica the master of its master's slots with CLUSTER
+// FAILOVER (a manual failover: the master stops serving writes, the
+// replica catches up with it and takes over; the old master becomes its
+// replica), and waits until every running node serves the slots from
+// replica and the cluster is ok, or ctx ends. A manual failover needs the
+// replica in sync with a master that knows it, and the masters refuse to
+// vote for the failover of a master twice within two node timeouts:
+// Failover waits for all that first, and starts the failover again when
+// one times out.
+func (c *Cluster) Failover(ctx context.Context, replica *ClusterNode) error {
+	cl := redis.NewClient(&redis.Options{Addr: replica.Addr, MaxRetries: -1})
+	defer cl.Close()
+	for {
+		master, err := c.masterOfReplica(ctx, cl)
+		if err != nil {
+			return err
+		}
+		c.mu.Lock()
+		last := c.failedOver[master]
+		c.mu.Unlock()
+		if wait := time.Until(last.Add(2*NodeTimeout + 100*time.Millisecond)); wait > 0 {
+			if err := sleep(ctx, wait); err != nil {
+				return fmt.Errorf("redistest: failing %s over: %w", master.Addr, err)
+			}
+		}
+		for {
+			replicas, err := c.replicas(ctx, master)
+			if err == nil && slices.Contains(replicas, replica) {
+				break
+			}
+			if e := sleep(ctx, 20*time.Millisecond); e != nil {
+				return fmt.Errorf("redistest: %s does not know its replica %s: %w (last: %v)", master.Addr, replica.Addr, e, err)
+			}
+		}
+		if err := c.WaitReplica(ctx, replica); err != nil {
+			return err
+		}
+		if err := cl.Do(ctx, "CLUSTER", "FAILOVER").Err(); err != nil {
+			return fmt.Errorf("redistest: CLUSTER FAILOVER on %s: %w", replica.Addr, err)
+		}
+		// A manual failover that does not end within 5 s is abandoned
+		// by the nodes.
+		deadline := time.Now().Add(10 * time.Second)
+		for time.Now().Before(deadline) {
+			err = c.servesAll(ctx, replica)
+			if err == nil {
+				err = c.ok(ctx)
+			}
+			if err == nil {
+				c.mu.Lock()
+				if c.failedOver == nil {
+					c.failedOver = map[*ClusterNode]time.Time{}
+				}
+				c.failedOver[master] = time.Now()
+				c.mu.Unlock()
+				return nil
+			}
+			if e := sleep(ctx, 20*time.Millisecond); e != nil {
+				return fmt.Errorf("redistest: the failover to %s did not end: %w (last: %v)", replica.Addr, e, err)
+			}
+		}
+	}
+}
+
+// masterOfReplica returns the master the node of cl replicates, as it
+// reports it (ROLE).
+func (c *Cluster) masterOfReplica(ctx context.Context, cl *redis.Client) (*ClusterNode, error) {
+	role, err := cl.Do(ctx, "ROLE").Slice()
+	if err != nil {
+		return nil, fmt.Errorf("redistest: ROLE on %s: %w", cl.Options().Addr, err)
+	}
+	if len(role) < 3 || role[0] != "slave" {
+		return nil, fmt.Errorf("redistest: %s is not a replica: ROLE %v", cl.Options().Addr, role)
+	}
+	addr := net.JoinHostPort(fmt.Sprint(role[1]), fmt.Sprint(role[2]))
+	m := c.Node(addr)
+	if m == nil {
+		return nil, fmt.Errorf("redistest: %s replicates %s, not a node of the cluster", cl.Options().Addr, addr)
+	}
+	return m, nil
+}
+
+// servesAll returns nil when every running node reports n a master that
+// serves slots.
+func (c *Cluster) servesAll(ctx context.Context, n *ClusterNode) error {
+	for _, o := range c.nodes {
+		if !o.Running() {
+			continue
+		}
+		slots, err := nodeSlots(ctx, o.Addr)
+		if err != nil {
+			return err
+		}
+		serves := false
+		for _, s := range slots {
+			if len(s.Nodes) > 0 && s.Nodes[0].Addr == n.Addr {
+				serves = true
+			}
+		}
+		if !serves {
+			return fmt.Errorf("%s does not report %s a master", o.Addr, n.Addr)
+		}
+	}
+	return nil
 }
