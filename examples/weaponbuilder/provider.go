@@ -3,13 +3,17 @@ package main
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"strings"
 
 	"github.com/tmc/langchaingo/llms"
 	"github.com/tmc/langchaingo/llms/anthropic"
 	"github.com/tmc/langchaingo/llms/googleai"
 	"github.com/tmc/langchaingo/llms/openai"
+	"google.golang.org/api/option"
+	htransport "google.golang.org/api/transport/http"
 
+	"github.com/chatscopes/chatgen/runtime/ai"
 	"github.com/chatscopes/chatgen/runtime/llmtest"
 )
 
@@ -19,7 +23,7 @@ const (
 	providerOffline   = "offline"   // the scripted armorer
 	providerOpenAI    = "openai"    // OPENAI_API_KEY, OPENAI_BASE_URL
 	providerAnthropic = "anthropic" // ANTHROPIC_API_KEY, ANTHROPIC_BASE_URL
-	providerGemini    = "gemini"    // GEMINI_API_KEY (or GOOGLE_API_KEY)
+	providerGemini    = "gemini"    // GEMINI_API_KEY (or GOOGLE_API_KEY), GEMINI_BASE_URL
 	providerOllama    = "ollama"    // OLLAMA_HOST, through its OpenAI-compatible /v1
 )
 
@@ -99,11 +103,30 @@ func modelFor(ctx context.Context, provider string, getenv func(string) string) 
 		if err != nil {
 			return nil, "", err
 		}
-		m, err := googleai.New(ctx, googleai.WithAPIKey(key), googleai.WithDefaultModel(name))
+		// Through ai.Transport, which reads the usage of the whole call
+		// (Google's SDK keeps a stream's first usageMetadata, the
+		// prompt's count only); Google's transport adds the key on top.
+		rt, err := htransport.NewTransport(ctx, ai.Transport(nil), option.WithAPIKey(key))
+		if err != nil {
+			return nil, "", fmt.Errorf("creating the Google AI transport: %w", err)
+		}
+		opts := []googleai.Option{
+			googleai.WithAPIKey(key),
+			googleai.WithHTTPClient(&http.Client{Transport: rt}),
+			googleai.WithDefaultModel(name),
+		}
+		where := "Google AI"
+		if base := getenv("GEMINI_BASE_URL"); base != "" {
+			opts = append(opts, func(o *googleai.Options) {
+				o.ClientOptions = append(o.ClientOptions, option.WithEndpoint(base))
+			})
+			where = base
+		}
+		m, err := googleai.New(ctx, opts...)
 		if err != nil {
 			return nil, "", fmt.Errorf("creating the Google AI client: %w", err)
 		}
-		return m, fmt.Sprintf("%s at Google AI", name), nil
+		return m, fmt.Sprintf("%s at %s", name, where), nil
 	case providerOllama:
 		host := getenv("OLLAMA_HOST")
 		if host == "" {

@@ -24,6 +24,8 @@ func TestProviderFlag(t *testing.T) {
 	defer srv.Close()
 	claude := llmtest.NewAnthropicServer(llmtest.Sequence(llmtest.Reply{Text: "Hail."}), llmtest.WithModelName("claude-sonnet-4-5"))
 	defer claude.Close()
+	gemini := llmtest.NewGeminiServer(llmtest.Sequence(llmtest.Reply{Text: "Hail."}), llmtest.WithModelName("gemini-2.5-flash"))
+	defer gemini.Close()
 	for _, tc := range []struct {
 		provider string
 		vars     map[string]string
@@ -34,6 +36,7 @@ func TestProviderFlag(t *testing.T) {
 		{providerOpenAI, map[string]string{"OPENAI_API_KEY": "k", "OPENAI_BASE_URL": srv.URL}, "gpt-4o-mini", ai.ClientOpenAI, srv},
 		{providerOllama, map[string]string{"OLLAMA_HOST": strings.TrimSuffix(srv.URL, "/v1"), "CHATGEN_MODEL": "qwen3"}, "qwen3", ai.ClientOpenAI, srv},
 		{providerAnthropic, map[string]string{"ANTHROPIC_API_KEY": "k", "ANTHROPIC_BASE_URL": claude.URL}, "claude-sonnet-4-5", ai.ClientAnthropic, claude},
+		{providerGemini, map[string]string{"GEMINI_API_KEY": "k", "GEMINI_BASE_URL": gemini.URL}, "gemini-2.5-flash", ai.ClientGoogleAI, gemini},
 	} {
 		m, about, err := modelFor(ctx, tc.provider, env(tc.vars))
 		if err != nil {
@@ -62,5 +65,29 @@ func TestProviderFlag(t *testing.T) {
 	m, about, err := modelFor(ctx, providerAuto, env(nil))
 	if _, offline := m.(*llmtest.Model); err != nil || !offline {
 		t.Fatalf("no provider, no key: %T %q %v", m, about, err)
+	}
+}
+
+// TestGeminiProviderUsage: the -provider gemini client counts the whole
+// call's usage (Google's SDK alone reports the prompt's count of a
+// stream's first response).
+func TestGeminiProviderUsage(t *testing.T) {
+	ctx := context.Background()
+	srv := llmtest.NewGeminiServer(llmtest.Sequence(llmtest.Reply{
+		Text:  "Hail, smith.",
+		Usage: llmtest.Usage{PromptTokens: 20, CompletionTokens: 12},
+	}), llmtest.WithModelName("gemini-2.5-flash"))
+	defer srv.Close()
+	m, _, err := modelFor(ctx, providerGemini, env(map[string]string{"GEMINI_API_KEY": "k", "GEMINI_BASE_URL": srv.URL}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	svc := ai.NewService("x.S", ai.Config{Model: m})
+	reply, err := svc.Chat(ctx, &ai.Request{Method: &ai.Method{Name: "Ask", System: "Be brief."}, MemoryID: "m", User: "Hi!"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if u := reply.Usage; u.PromptTokens != 20 || u.CompletionTokens != 12 || u.TotalTokens != 32 {
+		t.Fatalf("usage %+v, want the whole call's: 20 + 12 = 32", u)
 	}
 }
