@@ -255,21 +255,36 @@ func (s *Store) trustUntil() time.Time {
 // onMemory runs script (memupdate.lua or memapply.lua) with args on the
 // list of memory id, as above, and returns its reply.
 func (s *Store) onMemory(ctx context.Context, script *redis.Script, id string, args ...any) ([]any, error) {
-	if conv, ok := s.homes.get(id, time.Now()); ok {
-		return script.Run(ctx, s.c, []string{s.memPrefix(conv) + id}, args...).Slice()
+	run := func(keys ...string) (res []any, err error) {
+		err = s.retry(ctx, func() (err error) {
+			res, err = script.Run(ctx, s.c, keys, args...).Slice()
+			return err
+		})
+		return res, err
 	}
-	res, err := script.Run(ctx, s.c, []string{s.soloKey(id), s.homeKey(id)}, args...).Slice()
+	if conv, ok := s.homes.get(id, time.Now()); ok {
+		return run(s.memPrefix(conv) + id)
+	}
+	res, err := run(s.soloKey(id), s.homeKey(id))
 	if err != nil || code(res) != 2 || len(res) < 2 {
 		return res, err
 	}
 	conv := fmt.Sprint(res[1])
 	s.homes.add(conv, []string{id}, s.trustUntil(), false)
-	return script.Run(ctx, s.c, []string{s.memPrefix(conv) + id}, args...).Slice()
+	return run(s.memPrefix(conv) + id)
 }
 
 // readMemory reads (op "range": the list; "len": its length) or deletes
 // (op "del") the list of memory id, as above, and returns the result.
-func (s *Store) readMemory(ctx context.Context, id, op string) (any, error) {
+func (s *Store) readMemory(ctx context.Context, id, op string) (out any, err error) {
+	err = s.retry(ctx, func() (err error) {
+		out, err = s.readMemoryOnce(ctx, id, op)
+		return err
+	})
+	return out, err
+}
+
+func (s *Store) readMemoryOnce(ctx context.Context, id, op string) (any, error) {
 	conv, ok := s.homes.get(id, time.Now())
 	if !ok {
 		res, err := soloScript.Run(ctx, s.c, []string{s.soloKey(id), s.homeKey(id)}, op).Slice()

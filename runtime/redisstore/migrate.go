@@ -150,14 +150,18 @@ func (s *Store) migrateConversation(ctx context.Context, oldPrefix, id string) (
 	}
 	l := lease.Val()
 	args := []any{c["v"], c["s"], ms(convTTL.Val()), l["o"], l["t"], l["e"], ms(leaseTTL.Val()),
-		fence.Val(), ms(fenceTTL.Val()), s.memPrefix(id), len(ids)}
+		fence.Val(), ms(fenceTTL.Val()), len(ids)}
 	for i, m := range ids {
 		args = append(args, m, ms(ttls[i].Val()), len(elems[i].Val()))
 		for _, e := range elems[i].Val() {
 			args = append(args, e)
 		}
 	}
-	imported, err := importScript.Run(ctx, s.c, s.convKeys(id), args...).Int()
+	var imported int
+	err = s.retry(ctx, func() (err error) {
+		imported, err = importScript.Run(ctx, s.c, s.keys(id, ids), args...).Int()
+		return err
+	})
 	if err != nil {
 		return 0, 0, err
 	}

@@ -30,15 +30,19 @@ type saver struct {
 
 // startSaver acquires conversation "c" for node-a and saves its first
 // five turns.
-func startSaver(t *testing.T, s *redisstore.Store) *saver {
+func startSaver(t *testing.T, s *redisstore.Store) *saver { return startSaverOf(t, s, "c") }
+
+// startSaverOf acquires conversation id for node-a and saves its first
+// five turns, in memory id+"#memory".
+func startSaverOf(t *testing.T, s *redisstore.Store, id string) *saver {
 	t.Helper()
 	ctx := t.Context()
-	l, err := s.Acquire(ctx, "c", "node-a", time.Hour)
+	l, err := s.Acquire(ctx, id, "node-a", time.Hour)
 	if err != nil {
 		t.Fatal(err)
 	}
-	v := &saver{s: s, l: l, mem: "c#memory",
-		st: &chatstore.ConversationState{ID: "c", Scopes: []chatstore.ScopeState{{ID: "c", Memories: []string{"c#memory"}}}}}
+	v := &saver{s: s, l: l, mem: id + "#memory",
+		st: &chatstore.ConversationState{ID: id, Scopes: []chatstore.ScopeState{{ID: id, Memories: []string{id + "#memory"}}}}}
 	for range 5 {
 		if err := v.turn(ctx); err != nil {
 			t.Fatal(err)
@@ -59,11 +63,18 @@ func (v *saver) turn(ctx context.Context) error {
 	return v.s.Save(ctx, v.st, v.l, b)
 }
 
-// requireConsistent checks that the stored state and memory are those of
-// one and the same turn, at least turn min, and returns the state.
+// requireConsistent checks that the stored state and memory of
+// conversation "c" are those of one and the same turn, at least turn min,
+// and returns the state.
 func requireConsistent(t *testing.T, s *redisstore.Store, mem string, min uint64) *chatstore.ConversationState {
 	t.Helper()
-	st, err := s.Load(t.Context(), "c")
+	return requireConsistentOf(t, s, "c", mem, min)
+}
+
+// requireConsistentOf is requireConsistent for conversation id.
+func requireConsistentOf(t *testing.T, s *redisstore.Store, id, mem string, min uint64) *chatstore.ConversationState {
+	t.Helper()
+	st, err := s.Load(t.Context(), id)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -72,10 +83,13 @@ func requireConsistent(t *testing.T, s *redisstore.Store, mem string, min uint64
 		t.Fatal(err)
 	}
 	want := fmt.Sprint("turn ", st.Version)
-	if st.Version < min || st.Principal != want || len(m) != int(st.Version) ||
-		m[len(m)-1].Parts[0].(llms.TextContent).Text != want {
-		t.Fatalf("state %q at version %d (at least %d expected), memory of %d messages ending %v",
-			st.Principal, st.Version, min, len(m), m[len(m)-1])
+	last := ""
+	if len(m) > 0 {
+		last = m[len(m)-1].Parts[0].(llms.TextContent).Text
+	}
+	if st.Version < min || st.Principal != want || len(m) != int(st.Version) || last != want {
+		t.Fatalf("state %q at version %d (at least %d expected), memory of %d messages ending %q",
+			st.Principal, st.Version, min, len(m), last)
 	}
 	return st
 }

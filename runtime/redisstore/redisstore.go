@@ -105,6 +105,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -136,6 +137,13 @@ type Options struct {
 	WaitReplicas int
 	// WaitTimeout bounds the wait of WaitReplicas; 0 means one second.
 	WaitTimeout time.Duration
+	// RetryTimeout bounds how long a call retries, with backoff, while
+	// Redis refuses it without running it because its cluster is changing
+	// (a hash slot moving to another master, a failover; see
+	// [ErrClusterChanging]); 0 means five seconds. The call's context
+	// bounds it too. Past it the call fails with an error matching
+	// ErrClusterChanging: nothing was written.
+	RetryTimeout time.Duration
 }
 
 // ErrNotReplicated reports a save that the Redis master applied but fewer
@@ -153,9 +161,11 @@ type Store struct {
 	ttl    time.Duration
 	stage  durable.Stager
 	homes  confirmed
+	listed listed
 
 	waitReplicas int
 	waitTimeout  time.Duration
+	retryTimeout time.Duration
 }
 
 var _ chatstore.ConversationStore = (*Store)(nil)
@@ -214,7 +224,19 @@ func New(client redis.UniversalClient, opts *Options) (*Store, error) {
 	if o.WaitTimeout == 0 {
 		o.WaitTimeout = time.Second
 	}
-	return &Store{c: client, prefix: o.Prefix, ttl: o.TTL, waitReplicas: o.WaitReplicas, waitTimeout: o.WaitTimeout}, nil
+	if o.RetryTimeout < 0 {
+		return nil, fmt.Errorf("redisstore: RetryTimeout %v must not be negative", o.RetryTimeout)
+	}
+	if o.RetryTimeout == 0 {
+		o.RetryTimeout = defaultRetryTimeout
+	}
+	s := &Store{c: client, prefix: o.Prefix, ttl: o.TTL, waitReplicas: o.WaitReplicas, waitTimeout: o.WaitTimeout,
+		retryTimeout: o.RetryTimeout}
+	// A save checks the length of every list a request adds to, when the
+	// memory knew it: a list that is not where its conversation's state
+	// is (a slot moving on a Redis Cluster) is not added to.
+	s.stage.CheckAdds = true
+	return s, nil
 }
 
 // Prefix returns the prefix of the store's keys.
@@ -222,7 +244,14 @@ func (s *Store) Prefix() string { return s.prefix }
 
 // Load implements [chatstore.ConversationStore]: one round trip.
 func (s *Store) Load(ctx context.Context, id string) (*chatstore.ConversationState, error) {
-	vals, err := s.c.HMGet(ctx, s.convKey(id, "conv"), "v", "s").Result()
+	if id == "" {
+		return nil, fmt.Errorf("redisstore: loading a conversation: %w", ErrEmptyID)
+	}
+	var vals []any
+	err := s.retry(ctx, func() (err error) {
+		vals, err = s.c.HMGet(ctx, s.convKey(id, "conv"), "v", "s").Result()
+		return err
+	})
 	if err != nil {
 		return nil, fmt.Errorf("redisstore: loading conversation %q: %w", id, describe(err))
 	}
@@ -240,6 +269,7 @@ func (s *Store) Load(ctx context.Context, id string) (*chatstore.ConversationSta
 	if version, err := strconv.ParseUint(v, 10, 64); err != nil || version != st.Version {
 		return nil, fmt.Errorf("redisstore: loading conversation %q: %w: its version field is %q, its state's version %d", id, chatstore.ErrCorruptState, v, st.Version)
 	}
+	s.listed.set(id, durable.MemoryIDs(st))
 	return st, nil
 }
 
@@ -249,10 +279,12 @@ func (s *Store) Load(ctx context.Context, id string) (*chatstore.ConversationSta
 // When Redis cannot be reached, or the connection fails during the call,
 // Save returns that error, and the save may or may not have happened (it
 // happened whole or not at all: the script is atomic). A Load tells which,
-// by the version.
+// by the version. A save that Redis refuses without running it while its
+// cluster changes is retried (see [Options.RetryTimeout]), then fails with
+// an error matching [ErrClusterChanging]: it did not happen.
 func (s *Store) Save(ctx context.Context, st *chatstore.ConversationState, lease chatstore.Lease, b *chatstore.Batch) error {
 	if st == nil || st.ID == "" {
-		return errors.New("redisstore: saving a conversation without an id")
+		return fmt.Errorf("redisstore: saving a conversation: %w", ErrEmptyID)
 	}
 	next := st.Version + 1
 	data, err := durable.EncodeState(st, next)
@@ -262,29 +294,35 @@ func (s *Store) Save(ctx context.Context, st *chatstore.ConversationState, lease
 	mids := durable.MemoryIDs(st)
 	var found []homeLookup
 	if ids := s.unconfirmed(st.ID, mids, b); len(ids) > 0 {
-		if found, err = s.lookHomes(ctx, st.ID, ids, batchKinds(b)); err != nil {
+		err := s.retry(ctx, func() (err error) {
+			found, err = s.lookHomes(ctx, st.ID, ids, batchKinds(b))
+			return err
+		})
+		if err != nil {
 			return fmt.Errorf("redisstore: saving conversation %q: %w", st.ID, err)
 		}
 	}
-	staged := 0
-	if b != nil {
-		staged = b.Len()
-	}
-	args := make([]any, 0, 10+len(mids)+6*staged)
-	args = append(args,
-		strconv.FormatUint(st.Version, 10), strconv.FormatUint(next, 10),
-		lease.Owner, strconv.FormatUint(lease.Token, 10),
-		s.ttl.Milliseconds(), data, s.memPrefix(st.ID), len(mids))
-	for _, m := range mids {
-		args = append(args, m)
-	}
-	args = appendAdopted(args, found)
-	if args, err = appendWrites(args, b); err != nil {
-		return fmt.Errorf("redisstore: saving conversation %q: %w", st.ID, err)
-	}
-	res, replicas, err := s.runSave(ctx, s.convKeys(st.ID), args)
-	if err != nil {
-		return fmt.Errorf("redisstore: saving conversation %q: %w", st.ID, describe(err))
+	decl := declared(mids, b, s.listed.get(st.ID))
+	var res []any
+	var replicas int64
+	for range maxUndeclared {
+		args, err := s.saveArgs(st, lease, data, decl, len(mids), found, b)
+		if err != nil {
+			return fmt.Errorf("redisstore: saving conversation %q: %w", st.ID, err)
+		}
+		res, replicas, err = s.runSave(ctx, s.keys(st.ID, decl), args)
+		if err != nil {
+			return fmt.Errorf("redisstore: saving conversation %q: %w", st.ID, describe(err))
+		}
+		if code(res) != 4 {
+			break
+		}
+		// The stored state lists memories this process did not know of
+		// (another saved the conversation since this one loaded it): the
+		// script wrote nothing, and runs again with their lists.
+		for _, id := range res[1:] {
+			decl = append(decl, fmt.Sprint(id))
+		}
 	}
 	switch code(res) {
 	case 0:
@@ -292,6 +330,7 @@ func (s *Store) Save(ctx context.Context, st *chatstore.ConversationState, lease
 		for _, id := range res[1:] {
 			dropped = append(dropped, fmt.Sprint(id))
 		}
+		s.listed.set(st.ID, mids)
 		// The save is committed: a failure to settle the home pointers
 		// is not the save's, and the next save settles them.
 		_ = s.settle(ctx, st.ID, found, mids, dropped, erased(mids, b))
@@ -314,8 +353,64 @@ func (s *Store) Save(ctx context.Context, st *chatstore.ConversationState, lease
 		return fmt.Errorf("redisstore: saving conversation %q: %w: %q's lease with token %d is not the current one", st.ID, chatstore.ErrLeaseLost, lease.Owner, lease.Token)
 	case 3:
 		return fmt.Errorf("redisstore: saving conversation %q: %w: memory %q holds %v messages", st.ID, durable.ErrChanged, res[1], res[2])
+	case 4:
+		return fmt.Errorf("redisstore: saving conversation %q: %w: its stored state lists memories %v anew at each try", st.ID, chatstore.ErrVersionConflict, res[1:])
 	}
 	return fmt.Errorf("redisstore: saving conversation %q: unexpected reply %v", st.ID, res)
+}
+
+// declared returns the memories whose lists a save of a state listing
+// mids declares to Redis: mids first, then those b writes, then those
+// the state last loaded or saved listed (prev), which the save may drop.
+func declared(mids []string, b *chatstore.Batch, prev []string) []string {
+	out := slices.Clip(mids)
+	add := func(id string) {
+		if _, found := slices.BinarySearch(mids, id); !found && !slices.Contains(out[len(mids):], id) {
+			out = append(out, id)
+		}
+	}
+	if b != nil {
+		b.All(func(id string, _ []byte) { add(id) })
+	}
+	for _, id := range prev {
+		add(id)
+	}
+	return out
+}
+
+// keys returns the keys of conversation conv, then the lists in it of
+// the memories mems.
+func (s *Store) keys(conv string, mems []string) []string {
+	keys := make([]string, 0, 4+len(mems))
+	keys = append(keys, s.convKeys(conv)...)
+	p := s.memPrefix(conv)
+	for _, id := range mems {
+		keys = append(keys, p+id)
+	}
+	return keys
+}
+
+// saveArgs returns save.lua's arguments, for the memories decl, the first
+// listed of which the state lists.
+func (s *Store) saveArgs(st *chatstore.ConversationState, lease chatstore.Lease, data []byte, decl []string, listed int, found []homeLookup, b *chatstore.Batch) ([]any, error) {
+	staged := 0
+	if b != nil {
+		staged = b.Len()
+	}
+	index := make(map[string]int, len(decl))
+	for i, id := range decl {
+		index[id] = i + 1
+	}
+	args := make([]any, 0, 11+len(decl)+6*staged)
+	args = append(args,
+		strconv.FormatUint(st.Version, 10), strconv.FormatUint(st.Version+1, 10),
+		lease.Owner, strconv.FormatUint(lease.Token, 10),
+		s.ttl.Milliseconds(), data, len(decl), listed)
+	for _, id := range decl {
+		args = append(args, id)
+	}
+	args = appendAdopted(args, found, index)
+	return appendWrites(args, b, index)
 }
 
 // code returns the status code a script put first in its reply.
@@ -331,8 +426,8 @@ func code(res []any) int64 {
 }
 
 // appendWrites appends to args the writes staged in b, in save.lua's
-// encoding.
-func appendWrites(args []any, b *chatstore.Batch) ([]any, error) {
+// encoding; index gives each memory's index among the script's.
+func appendWrites(args []any, b *chatstore.Batch, index map[string]int) ([]any, error) {
 	if b == nil {
 		return append(args, 0), nil
 	}
@@ -342,8 +437,9 @@ func appendWrites(args []any, b *chatstore.Batch) ([]any, error) {
 	var err error
 	b.All(func(id string, v []byte) {
 		n++
+		m := index[id]
 		if v == nil {
-			args = append(args, id, "D")
+			args = append(args, m, "D")
 			return
 		}
 		st, e := durable.UnmarshalStaged(v)
@@ -354,11 +450,11 @@ func appendWrites(args []any, b *chatstore.Batch) ([]any, error) {
 			return
 		}
 		if st.Replace {
-			args = append(args, id, "R", len(st.List))
+			args = append(args, m, "R", len(st.List))
 			args = appendElems(args, st.List)
 			return
 		}
-		args = append(args, id, "E", st.BaseLen, st.Drop, len(st.Head))
+		args = append(args, m, "E", st.BaseLen, st.Drop, len(st.Head))
 		args = appendElems(args, st.Head)
 		args = append(args, len(st.Tail))
 		args = appendElems(args, st.Tail)
@@ -374,30 +470,72 @@ func appendElems(args []any, elems [][]byte) []any {
 	return args
 }
 
-// Delete implements [chatstore.ConversationStore]: one round trip. The
-// conversation's token counter goes too, so the tokens of a conversation
-// id used again start over; a stale lease still matches no new one, since
-// a save compares owner and token.
+// Delete implements [chatstore.ConversationStore]: one round trip (two
+// when the conversation lists memories this process did not see it list).
+// The conversation's token counter goes too, so the tokens of a
+// conversation id used again start over; a stale lease still matches no
+// new one, since a save compares owner and token.
 func (s *Store) Delete(ctx context.Context, id string) error {
-	ids, err := deleteScript.Run(ctx, s.c, s.convKeys(id), s.memPrefix(id)).StringSlice()
-	if err != nil {
-		return fmt.Errorf("redisstore: deleting conversation %q: %w", id, describe(err))
+	if id == "" {
+		return fmt.Errorf("redisstore: deleting a conversation: %w", ErrEmptyID)
 	}
-	if err := s.settle(ctx, id, nil, nil, ids, nil); err != nil {
+	decl := slices.Clone(s.listed.get(id))
+	var res []any
+	for range maxUndeclared {
+		err := s.retry(ctx, func() (err error) {
+			res, err = deleteScript.Run(ctx, s.c, s.keys(id, decl), anys(decl)...).Slice()
+			return err
+		})
+		if err != nil {
+			return fmt.Errorf("redisstore: deleting conversation %q: %w", id, describe(err))
+		}
+		if code(res) != 4 {
+			break
+		}
+		for _, m := range res[1:] {
+			decl = append(decl, fmt.Sprint(m))
+		}
+	}
+	if code(res) != 0 {
+		return fmt.Errorf("redisstore: deleting conversation %q: unexpected reply %v", id, res)
+	}
+	s.listed.forget(id)
+	var ids []string
+	for _, m := range res[1:] {
+		ids = append(ids, fmt.Sprint(m))
+	}
+	err := s.retry(ctx, func() error { return s.settle(ctx, id, nil, nil, ids, nil) })
+	if err != nil {
 		return fmt.Errorf("redisstore: deleting conversation %q: clearing the home pointers of its memories: %w", id, err)
 	}
 	return nil
+}
+
+// anys returns strs as script arguments.
+func anys(strs []string) []any {
+	out := make([]any, len(strs))
+	for i, s := range strs {
+		out[i] = s
+	}
+	return out
 }
 
 // Acquire implements [chatstore.ConversationStore]: one round trip. Lease
 // expiry is measured by the Redis server's clock, and the lease's Expires
 // is in that clock.
 func (s *Store) Acquire(ctx context.Context, id, owner string, ttl time.Duration) (chatstore.Lease, error) {
+	if id == "" {
+		return chatstore.Lease{}, fmt.Errorf("redisstore: acquiring a conversation: %w", ErrEmptyID)
+	}
 	if ttl < time.Millisecond || owner == "" {
 		return chatstore.Lease{}, fmt.Errorf("redisstore: acquiring conversation %q: a lease needs an owner and a time to live of a millisecond or more (got %q, %v)", id, owner, ttl)
 	}
 	keys := s.convKeys(id)[2:]
-	res, err := acquireScript.Run(ctx, s.c, keys, owner, ttl.Milliseconds(), s.ttl.Milliseconds()).Slice()
+	var res []any
+	err := s.retry(ctx, func() (err error) {
+		res, err = acquireScript.Run(ctx, s.c, keys, owner, ttl.Milliseconds(), s.ttl.Milliseconds()).Slice()
+		return err
+	})
 	if err != nil {
 		return chatstore.Lease{}, fmt.Errorf("redisstore: acquiring conversation %q: %w", id, describe(err))
 	}
@@ -421,7 +559,12 @@ func (s *Store) Acquire(ctx context.Context, id, owner string, ttl time.Duration
 
 // Release implements [chatstore.ConversationStore]: one round trip.
 func (s *Store) Release(ctx context.Context, id string, lease chatstore.Lease) error {
-	err := releaseScript.Run(ctx, s.c, s.convKeys(id)[2:3], lease.Owner, strconv.FormatUint(lease.Token, 10)).Err()
+	if id == "" {
+		return fmt.Errorf("redisstore: releasing a conversation: %w", ErrEmptyID)
+	}
+	err := s.retry(ctx, func() error {
+		return releaseScript.Run(ctx, s.c, s.convKeys(id)[2:3], lease.Owner, strconv.FormatUint(lease.Token, 10)).Err()
+	})
 	if err != nil {
 		return fmt.Errorf("redisstore: releasing conversation %q: %w", id, describe(err))
 	}
@@ -489,6 +632,9 @@ func (b base) StoredElems(ctx context.Context, id string) ([][]byte, error) {
 // Get implements [memory.Store]: one round trip, none for a memory the
 // batch in ctx replaced.
 func (m *Memories) Get(ctx context.Context, id string) ([]llms.MessageContent, error) {
+	if id == "" {
+		return nil, fmt.Errorf("redisstore: reading a memory: %w", ErrEmptyID)
+	}
 	msgs, err := m.s.stage.Messages(ctx, base{m.s}, id)
 	if err != nil {
 		return nil, fmt.Errorf("redisstore: reading memory %q: %w", id, describe(err))
@@ -503,7 +649,7 @@ func (m *Memories) Update(ctx context.Context, id string, msgs []llms.MessageCon
 		return err
 	}
 	if id == "" {
-		return errors.New("redisstore: memory id is empty")
+		return fmt.Errorf("redisstore: updating a memory: %w", ErrEmptyID)
 	}
 	elems, err := durable.EncodeMessages(msgs)
 	if err != nil {
@@ -525,6 +671,9 @@ func (m *Memories) Delete(ctx context.Context, id string) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
+	if id == "" {
+		return fmt.Errorf("redisstore: deleting a memory: %w", ErrEmptyID)
+	}
 	if b := chatstore.BatchFrom(ctx); b != nil {
 		m.s.stage.Delete(b, id)
 		return nil
@@ -538,6 +687,9 @@ func (m *Memories) Delete(ctx context.Context, id string) error {
 // Apply implements [memory.IncrementalStore]. With a [chatstore.Batch] in ctx,
 // the change is staged in the batch, for [Store.Save] to commit.
 func (m *Memories) Apply(ctx context.Context, id string, c memory.Change) error {
+	if id == "" {
+		return fmt.Errorf("redisstore: changing a memory: %w", ErrEmptyID)
+	}
 	head, tail, err := durable.EncodeChange(ctx, id, c)
 	if err != nil {
 		return fmt.Errorf("redisstore: %w", err)
@@ -596,12 +748,12 @@ func (m *Memories) IDs(ctx context.Context) ([]string, error) {
 		}
 		return nil
 	}
-	var err error
-	if cc, ok := m.s.c.(*redis.ClusterClient); ok {
-		err = cc.ForEachMaster(ctx, func(ctx context.Context, c *redis.Client) error { return scan(ctx, c) })
-	} else {
-		err = scan(ctx, m.s.c)
-	}
+	err := m.s.retry(ctx, func() error {
+		if cc, ok := m.s.c.(*redis.ClusterClient); ok {
+			return cc.ForEachMaster(ctx, func(ctx context.Context, c *redis.Client) error { return scan(ctx, c) })
+		}
+		return scan(ctx, m.s.c)
+	})
 	if err != nil {
 		return nil, fmt.Errorf("redisstore: listing memories: %w", describe(err))
 	}

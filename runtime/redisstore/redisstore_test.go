@@ -385,3 +385,114 @@ func TestMemoryRoundTrips(t *testing.T) {
 		return other.Memories().Apply(ctx, "c#m", memory.Change{Tail: turnMessages(1)})
 	})
 }
+
+// TestAddChecksLength stages a change that only adds messages to a memory,
+// made against the length the memory knew (memory.Change.Len): a save
+// finding the list of another length (written meanwhile outside the
+// request, or, on a Redis Cluster, not where the conversation's state is)
+// fails with ErrVersionConflict, writing nothing, as a change that drops
+// messages does; one finding the length commits.
+func TestAddChecksLength(t *testing.T) {
+	c := redistest.Client(t)
+	ctx := t.Context()
+	s := newStore(t, c, time.Hour)
+	l, err := s.Acquire(ctx, "c", "node", time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := &chatstore.ConversationState{ID: "c", Scopes: []chatstore.ScopeState{{ID: "c", Memories: []string{"m"}}}}
+	if err := s.Save(ctx, st, l, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Memories().Update(ctx, "m", turnMessages(3)); err != nil {
+		t.Fatal(err)
+	}
+	add := func(seen int) error {
+		b := chatstore.NewBatch()
+		if err := s.Memories().Apply(chatstore.WithBatch(ctx, b), "m", memory.Change{Tail: turnMessages(1), Len: seen}); err != nil {
+			return err
+		}
+		return s.Save(ctx, st, l, b)
+	}
+	if err := add(2); !errors.Is(err, chatstore.ErrVersionConflict) {
+		t.Fatalf("a save adding to a list of 3 messages, staged against 2: %v, want ErrVersionConflict", err)
+	}
+	if m, err := s.Memories().Get(ctx, "m"); err != nil || len(m) != 3 {
+		t.Fatalf("the memory after the refused save: %d messages, %v; want 3", len(m), err)
+	}
+	if got, err := s.Load(ctx, "c"); err != nil || got.Version != 1 {
+		t.Fatalf("the conversation after the refused save: %+v, %v; want version 1", got, err)
+	}
+	if err := add(3); err != nil {
+		t.Fatalf("a save adding to a list of 3 messages, staged against 3: %v", err)
+	}
+	if m, err := s.Memories().Get(ctx, "m"); err != nil || len(m) != 4 {
+		t.Fatalf("the memory after the save: %d messages, %v; want 4", len(m), err)
+	}
+}
+
+// TestDropUnseenMemory saves, in one process, a state that drops a memory
+// another process's save listed: the save deletes its list, though the
+// process never saw the state that listed it (the script, which must be
+// given every key it touches, names it, and runs again with it).
+func TestDropUnseenMemory(t *testing.T) {
+	c := redistest.Client(t)
+	ctx := t.Context()
+	a := newStore(t, c, time.Hour)
+	b, err := redisstore.New(c, &redisstore.Options{Prefix: a.Prefix(), TTL: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := a.Acquire(ctx, "c", "node", time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := &chatstore.ConversationState{ID: "c", Scopes: []chatstore.ScopeState{{ID: "c", Memories: []string{"m1", "m2", "m3"}}}}
+	batch := chatstore.NewBatch()
+	for _, m := range st.Scopes[0].Memories {
+		if err := a.Memories().Update(chatstore.WithBatch(ctx, batch), m, turnMessages(2)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := a.Save(ctx, st, l, batch); err != nil {
+		t.Fatal(err)
+	}
+	st.Scopes[0].Memories = []string{"m1"}
+	if err := b.Save(ctx, st, l, nil); err != nil {
+		t.Fatalf("a save dropping memories another process listed: %v", err)
+	}
+	for _, m := range []string{"m2", "m3"} {
+		if got, err := b.Memories().Get(ctx, m); err != nil || len(got) != 0 {
+			t.Fatalf("dropped memory %s: %d messages, %v", m, len(got), err)
+		}
+	}
+	if got, err := b.Memories().Get(ctx, "m1"); err != nil || len(got) != 2 {
+		t.Fatalf("memory m1: %d messages, %v", len(got), err)
+	}
+	for _, k := range redistest.Keys(t, c, a.Prefix()) {
+		if strings.Contains(k, ":mem:m2") || strings.Contains(k, ":mem:m3") {
+			t.Errorf("key %s is left", k)
+		}
+	}
+	// The other way round, and a delete of what the process did not see.
+	st.Scopes[0].Memories = []string{"m1", "m4"}
+	batch = chatstore.NewBatch()
+	if err := b.Memories().Update(chatstore.WithBatch(ctx, batch), "m4", turnMessages(1)); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Save(ctx, st, l, batch); err != nil {
+		t.Fatal(err)
+	}
+	fresh, err := redisstore.New(c, &redisstore.Options{Prefix: a.Prefix(), TTL: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := fresh.Delete(ctx, "c"); err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range redistest.Keys(t, c, a.Prefix()) {
+		if !strings.HasSuffix(k, "}:home") {
+			t.Errorf("key %s is left after Delete", k)
+		}
+	}
+}

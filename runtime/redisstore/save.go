@@ -32,8 +32,9 @@ func batchKinds(b *chatstore.Batch) map[string]byte {
 }
 
 // appendAdopted appends to args the memories a save moves into its
-// conversation from outside, in save.lua's encoding.
-func appendAdopted(args []any, found []homeLookup) []any {
+// conversation from outside, in save.lua's encoding; index gives each
+// memory's index among the script's.
+func appendAdopted(args []any, found []homeLookup, index map[string]int) []any {
 	countAt := len(args)
 	args = append(args, 0)
 	n := 0
@@ -43,7 +44,7 @@ func appendAdopted(args []any, found []homeLookup) []any {
 			continue
 		}
 		n++
-		args = append(args, f.id, len(elems))
+		args = append(args, index[f.id], len(elems))
 		for _, e := range elems {
 			args = append(args, e)
 		}
@@ -55,48 +56,46 @@ func appendAdopted(args []any, found []homeLookup) []any {
 // runSave runs save.lua, and, with [Options.WaitReplicas], WAIT after it
 // in the same pipeline on the master that runs it. It returns the
 // script's reply and the number of replicas that acknowledged the save
-// (WaitReplicas when not waiting).
-func (s *Store) runSave(ctx context.Context, keys []string, args []any) ([]any, int64, error) {
-	if s.waitReplicas == 0 {
-		res, err := saveScript.Run(ctx, s.c, keys, args...).Slice()
-		return res, 0, err
+// (WaitReplicas when not waiting). A script Redis refused without running
+// it while the cluster changes is run again ([Store.retry]).
+func (s *Store) runSave(ctx context.Context, keys []string, args []any) (res []any, replicas int64, err error) {
+	err = s.retry(ctx, func() (err error) {
+		if s.waitReplicas == 0 {
+			res, err = saveScript.Run(ctx, s.c, keys, args...).Slice()
+			return err
+		}
+		res, replicas, err = s.saveWaiting(ctx, keys, args)
+		return err
+	})
+	return res, replicas, err
+}
+
+// saveWaiting runs save.lua and WAIT in one pipeline on the master of the
+// keys' slot.
+func (s *Store) saveWaiting(ctx context.Context, keys []string, args []any) ([]any, int64, error) {
+	cc, isCluster := s.c.(*redis.ClusterClient)
+	if !isCluster {
+		return s.saveAndWait(ctx, s.c, keys, args)
 	}
-	var last error
-	for range 3 {
-		node := redis.Cmdable(s.c)
-		cc, isCluster := s.c.(*redis.ClusterClient)
-		if isCluster {
-			// WAIT has no key: it must go to the master that ran the
-			// script, on the same connection, so both go to that node.
-			m, err := cc.MasterForKey(ctx, keys[0])
-			if err != nil {
-				return nil, 0, err
-			}
-			node = m
-		}
-		res, n, err := s.saveAndWait(ctx, node, keys, args)
-		if err == nil || !isCluster {
-			return res, n, err
-		}
-		if !redirected(err) {
-			var re redis.Error
-			if !errors.As(err, &re) {
-				// The node may be gone (a failover): the cluster client
-				// learns the new layout for the next call, as it does
-				// for the calls it routes itself.
-				cc.ReloadState(ctx)
-			}
-			return res, n, err
-		}
-		// The slot moved (a failover, a resharding) and the script did
-		// not run: learn the new layout and try its new master.
-		last = err
+	// WAIT has no key: it must go to the master that ran the script, on
+	// the same connection, so both go to that node, past the cluster
+	// client's redirections. A MOVED answer, the slot served elsewhere
+	// now, makes the retry learn the new layout; an ASK answer, the slot
+	// being moved and the keys gone already, makes it wait until the move
+	// ends.
+	m, err := cc.MasterForKey(ctx, keys[0])
+	if err != nil {
+		return nil, 0, err
+	}
+	res, n, err := s.saveAndWait(ctx, m, keys, args)
+	var re redis.Error
+	if err != nil && !errors.As(err, &re) {
+		// The node may be gone (a failover): the cluster client learns
+		// the new layout for the next call, as it does for the calls it
+		// routes itself.
 		cc.ReloadState(ctx)
-		if err := sleepCtx(ctx, 100*time.Millisecond); err != nil {
-			return nil, 0, err
-		}
 	}
-	return nil, 0, last
+	return res, n, err
 }
 
 // saveAndWait sends save.lua and WAIT in one pipeline to node.
@@ -130,17 +129,6 @@ func (s *Store) saveAndWait(ctx context.Context, node redis.Cmdable, keys []stri
 		return run(func(p redis.Pipeliner) *redis.Cmd { return p.Eval(ctx, saveSrc, keys, args...) })
 	}
 	return res, n, err
-}
-
-// redirected reports whether err is Redis Cluster's answer that the slot
-// is served elsewhere: the command did not run.
-func redirected(err error) bool {
-	var re redis.Error
-	if !errors.As(err, &re) {
-		return false
-	}
-	msg := err.Error()
-	return strings.HasPrefix(msg, "MOVED ") || strings.HasPrefix(msg, "ASK ")
 }
 
 func sleepCtx(ctx context.Context, d time.Duration) error {
