@@ -325,7 +325,7 @@ func upperFirst(name string) string {
 }
 
 // proxyMethods lists the methods a bean's proxy forwards, except the
-// lifecycle methods Close and Destroy: the methods of an interface (all of
+// lifecycle methods Close, Destroy and DetachBean: the methods of an interface (all of
 // them: the proxy implements it), or the exported methods of a struct
 // pointer, as a caller sees them: its own in source order, then those
 // promoted from its embedded fields, in field order. A struct's unexported
@@ -523,18 +523,20 @@ func typeNameOf(t types.Type) (*types.TypeName, *types.TypeList) {
 	return nil, nil
 }
 
-// isLifecycle reports whether a method is Close or Destroy with no
-// parameters and no result or an error: the runtime calls it when the
-// bean's scope dies, so the proxy does not forward it.
+// isLifecycle reports whether a method is one the runtime calls itself,
+// so the proxy does not forward it: Close or Destroy with no parameters
+// and no result or an error, called when the bean's scope ends, or
+// DetachBean(context.Context) error (chat.DetachableBean), called when
+// its scope leaves the process without ending.
 func isLifecycle(name string, sig *types.Signature) bool {
-	if name != "Close" && name != "Destroy" {
-		return false
+	p, r := sig.Params(), sig.Results()
+	switch name {
+	case "Close", "Destroy":
+		return p.Len() == 0 && (r.Len() == 0 || (r.Len() == 1 && isError(r.At(0).Type())))
+	case "DetachBean":
+		return p.Len() == 1 && isContext(p.At(0).Type()) && r.Len() == 1 && isError(r.At(0).Type())
 	}
-	if sig.Params().Len() != 0 {
-		return false
-	}
-	r := sig.Results()
-	return r.Len() == 0 || (r.Len() == 1 && isError(r.At(0).Type()))
+	return false
 }
 
 // isEncoding reports whether a method is one of the encoding methods the
