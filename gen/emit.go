@@ -227,24 +227,58 @@ func (e *emitter) register() {
 		if b.ctor == nil || len(b.ctor.deps) == 0 {
 			continue
 		}
-		args := []jen.Code{}
-		if b.ctor.takesCtx {
-			args = append(args, jen.Id("ctx"))
+		body = append(body, provide(b))
+	}
+	// A durable bean is provided whatever its constructor takes: the router
+	// of the node where a resumed conversation ends restores the durable
+	// beans that node did not use since the resume to close them, and it
+	// knows a bean by its provider.
+	first := true
+	for _, b := range e.m.beans {
+		if !b.durable || b.ctor != nil && len(b.ctor.deps) > 0 {
+			continue
 		}
-		for _, d := range b.ctor.deps {
-			args = append(args, jen.Id("deps").Dot(d.field))
+		if first {
+			body = append(body, jen.Comment("Durable beans are provided even without dependencies: the router"),
+				jen.Comment("where a resumed conversation ends restores them from their saved"),
+				jen.Comment("state, to close them."))
+			first = false
 		}
-		body = append(body, jen.Qual(chatPkg, "Provide").Call(
-			jen.Id("p"), jen.Id(b.beanVar),
-			jen.Func().Params(ctxParam(b.ctor.takesCtx)).Params(instanceType(b), jen.Error()).Block(
-				ctorReturn(b, args)...,
-			),
-		))
+		body = append(body, provide(b))
 	}
 	body = append(body, jen.Return(jen.Id("p")))
 	e.doc(fmt.Sprintf("Register returns the chat registration of package %s: its routes, error handlers and the providers of its scoped beans. Pass it to chat.NewRouter, or to chat.WithPackages to use the beans without a router.", e.m.pkg.Name))
 	e.f.Func().Id("Register").Params(params...).Op("*").Qual(chatPkg, "Package").Block(body...)
 	e.f.Line()
+}
+
+// provide is "chat.Provide(p, bean, constructor)" for the bean, binding
+// the dependencies its constructor takes.
+func provide(b *beanModel) jen.Code {
+	return jen.Qual(chatPkg, "Provide").Call(jen.Id("p"), jen.Id(b.beanVar), newFunc(b))
+}
+
+// newFunc is the bean's constructor as a func(context.Context) (T,
+// error): the constructor itself when it has that signature, else a func
+// calling it with the Deps it takes (deps.Field), or returning a new zero
+// instance when the bean has no constructor.
+func newFunc(b *beanModel) jen.Code {
+	if b.ctor == nil {
+		return jen.Func().Params(ctxType()).Params(instanceType(b), jen.Error()).Block(
+			jen.Return(jen.New(jen.Id(b.obj.Name())), jen.Nil()),
+		)
+	}
+	if b.ctor.takesCtx && b.ctor.err && len(b.ctor.deps) == 0 {
+		return jen.Id(b.ctor.fn.Name())
+	}
+	var args []jen.Code
+	if b.ctor.takesCtx {
+		args = append(args, jen.Id("ctx"))
+	}
+	for _, d := range b.ctor.deps {
+		args = append(args, jen.Id("deps").Dot(d.field))
+	}
+	return jen.Func().Params(ctxParam(b.ctor.takesCtx)).Params(instanceType(b), jen.Error()).Block(ctorReturn(b, args)...)
 }
 
 // ctorReturn is the body of a function returning (instance, error) by
@@ -265,24 +299,9 @@ func (e *emitter) bean(b *beanModel) {
 	}
 
 	// The descriptor.
-	var newFn jen.Code
-	switch {
-	case b.ai != nil:
-		newFn = jen.Nil()
-	case b.ctor == nil:
-		newFn = jen.Func().Params(ctxType()).Params(instanceType(b), jen.Error()).Block(
-			jen.Return(jen.New(jen.Id(name)), jen.Nil()),
-		)
-	case len(b.ctor.deps) > 0:
-		newFn = jen.Nil()
-	case b.ctor.takesCtx && b.ctor.err:
-		newFn = jen.Id(b.ctor.fn.Name())
-	default:
-		var args []jen.Code
-		if b.ctor.takesCtx {
-			args = append(args, jen.Id("ctx"))
-		}
-		newFn = jen.Func().Params(ctxParam(b.ctor.takesCtx)).Params(instanceType(b), jen.Error()).Block(ctorReturn(b, args)...)
+	newFn := newFunc(b)
+	if b.ai != nil || b.ctor != nil && len(b.ctor.deps) > 0 {
+		newFn = jen.Nil() // provided by Register
 	}
 	kindDoc := map[beanKind]string{
 		kindChat:       "one instance per chat scope, inherited by nested scopes",

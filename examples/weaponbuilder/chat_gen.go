@@ -113,6 +113,12 @@ func Register(deps Deps) *chat.Package {
 	chat.Provide(p, chatBeanWorkbench, func(context.Context) (*Workbench, error) {
 		return NewWorkbench(deps.Armory), nil
 	})
+	// Durable beans are provided even without dependencies: the router
+	// where a resumed conversation ends restores them from their saved
+	// state, to close them.
+	chat.Provide(p, chatBeanRunes, func(context.Context) (*Runes, error) {
+		return new(Runes), nil
+	})
 	return p
 }
 
