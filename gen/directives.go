@@ -283,11 +283,17 @@ var directiveTable = []directiveSpec{
 			"With `invocation`, an instance lives for one top-level call through its proxy, and nested " +
 			"proxy calls made with the `ctx` they are handed share it. " +
 			"A bean may have a constructor taking `ctx` and its dependencies, and a `Close` or `Destroy` " +
-			"method, called when its scope is destroyed. " +
+			"method, called once, where its scope ends (`Pop`, `End`, the session closed), and not when a " +
+			"durable conversation merely leaves the process (a lost connection, a drain, another node " +
+			"taking it over): a bean that needs to know of that implements `chat.DetachableBean`, " +
+			"`DetachBean(ctx context.Context) error`, to let go of what it holds in this process. " +
+			"Proxies do not forward `Close`, `Destroy` or `DetachBean`. " +
 			"With `durable`, a chat or per-chat bean is saved with its conversation when the router has a " +
 			"conversation store, and restored when the conversation is resumed (after a reconnect, a restart, " +
 			"on another node): its type must round-trip through `encoding/json`, which the generator checks; " +
-			"beans that are not durable are built afresh after a resume.",
+			"beans that are not durable are built afresh after a resume. `Register` provides every durable " +
+			"bean, so that the node where a resumed conversation ends restores one it did not use since the " +
+			"resume from its saved state, to close it.",
 		Quarkus: "@ChatScoped, @PerChatScoped, @InvocationScoped",
 		Example: `// Counter counts the messages of one conversation.
 //

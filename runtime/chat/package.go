@@ -50,7 +50,10 @@ func (p *Package) AddCheck(check func() error) {
 }
 
 // Provide registers fn as the constructor of bean b: generated code binds
-// the application dependencies of b's constructor into fn.
+// the application dependencies of b's constructor into fn. It provides
+// every durable bean, dependencies or not: a router knows a durable bean by
+// its provider, to restore and close one its node did not use since a
+// resume where its scope ends (see [DetachableBean]).
 func Provide[T any](p *Package, b *Bean[T], fn func(context.Context) (T, error)) {
 	p.providers = append(p.providers, provider{
 		info: &b.info,
