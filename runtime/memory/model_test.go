@@ -18,8 +18,15 @@ import (
 // turn after the system message goes (a user message and what follows up
 // to the next one), never the newest; messages before the first user
 // message go one by one, each AI message with the tool results after it.
-func reference(list []llms.MessageContent, batch []llms.MessageContent, maxCost int, cost func(llms.MessageContent) int) []llms.MessageContent {
+// With a low-water mark (low > 0), once something went, the turns that
+// were wholly in the list before the batch go too while the rest is over
+// low.
+func reference(list []llms.MessageContent, batch []llms.MessageContent, maxCost, low int, cost func(llms.MessageContent) int) []llms.MessageContent {
 	list = slices.Clone(list)
+	kept := len(list) // the messages, the system message apart, from before the batch
+	if kept > 0 && list[0].Role == llms.ChatMessageTypeSystem {
+		kept--
+	}
 	for _, m := range batch {
 		if m.Role == llms.ChatMessageTypeSystem {
 			if len(list) > 0 && list[0].Role == llms.ChatMessageTypeSystem {
@@ -42,7 +49,8 @@ func reference(list []llms.MessageContent, batch []llms.MessageContent, maxCost 
 		first = 1
 	}
 	isHuman := func(m llms.MessageContent) bool { return m.Role == llms.ChatMessageTypeHuman }
-	for total > maxCost {
+	evicted := false
+	for total > maxCost || evicted && low > 0 && total > low {
 		body := list[first:]
 		newest := len(body) // where the newest turn starts
 		if i := slices.IndexFunc(body, isHuman); i >= 0 {
@@ -62,10 +70,15 @@ func reference(list []llms.MessageContent, batch []llms.MessageContent, maxCost 
 				n++
 			}
 		}
+		if total <= maxCost && n > kept {
+			break // block eviction stops at a turn that runs into the batch
+		}
 		for _, m := range body[:n] {
 			total -= cost(m)
 		}
 		list = slices.Delete(list, first, first+n)
+		kept = max(0, kept-n)
+		evicted = true
 	}
 	return list
 }
@@ -76,16 +89,18 @@ func reference(list []llms.MessageContent, batch []llms.MessageContent, maxCost 
 // reference after every Add.
 func TestAgainstReference(t *testing.T) {
 	for _, pc := range []struct {
-		name   string
-		policy memory.Policy
-		max    int
-		cost   func(llms.MessageContent) int
+		name     string
+		policy   memory.Policy
+		max, low int
+		cost     func(llms.MessageContent) int
 	}{
-		{"Window", memory.Window(7), 7, func(llms.MessageContent) int { return 1 }},
-		{"TokenWindow", memory.TokenWindow(40, testTokens), 40, testTokens},
+		{"Window", memory.Window(7), 7, 0, func(llms.MessageContent) int { return 1 }},
+		{"WindowEvictTo", memory.Window(9, memory.EvictTo(4)), 9, 4, func(llms.MessageContent) int { return 1 }},
+		{"TokenWindow", memory.TokenWindow(40, testTokens), 40, 0, testTokens},
+		{"TokenWindowEvictTo", memory.TokenWindow(40, testTokens, memory.EvictTo(22)), 40, 22, testTokens},
 		// Both marks at the size and a free summary: the messages kept word
 		// for word are the token window's.
-		{"Compressing", contractCompressing(40), 40, testTokens},
+		{"Compressing", contractCompressing(40), 40, 0, testTokens},
 	} {
 		for name, s := range stores(t) {
 			t.Run(pc.name+"/"+name, func(t *testing.T) {
@@ -123,7 +138,7 @@ func TestAgainstReference(t *testing.T) {
 						}
 					}
 					add(t, m, batch...)
-					want = reference(want, batch, pc.max, pc.cost)
+					want = reference(want, batch, pc.max, pc.low, pc.cost)
 					got, err := m.Messages(t.Context())
 					if err != nil {
 						t.Fatal(err)
