@@ -612,6 +612,11 @@ func (c *Cluster) Reshard(ctx context.Context, from, to *ClusterNode, slots int)
 	if _, err := exec.LookPath("redis-cli"); err != nil {
 		unavailable(c.t, "redis-cli is not installed (apt-get install redis-tools): "+err.Error())
 	}
+	// redis-cli refuses to start while the nodes disagree on the slots'
+	// owners, as they do for moments after a reshard or a failover.
+	if err := c.waitAgreed(ctx); err != nil {
+		return "", err
+	}
 	cmd := exec.CommandContext(ctx, "redis-cli", "--cluster", "reshard", from.Addr,
 		"--cluster-from", from.ID, "--cluster-to", to.ID, "--cluster-slots", strconv.Itoa(slots),
 		"--cluster-yes")
@@ -619,7 +624,50 @@ func (c *Cluster) Reshard(ctx context.Context, from, to *ClusterNode, slots int)
 	if err != nil {
 		return string(out), fmt.Errorf("redistest: redis-cli --cluster reshard from %s to %s: %w\n%s", from.Addr, to.Addr, err, out)
 	}
-	return string(out), nil
+	return string(out), c.waitAgreed(ctx)
+}
+
+// waitAgreed waits until every running node reports the same masters for
+// the same slots, or ctx ends.
+func (c *Cluster) waitAgreed(ctx context.Context) error {
+	for {
+		err := c.agreed(ctx)
+		if err == nil {
+			return nil
+		}
+		if e := sleep(ctx, 20*time.Millisecond); e != nil {
+			return fmt.Errorf("redistest: the nodes do not agree on the slots: %w (last: %v)", e, err)
+		}
+	}
+}
+
+func (c *Cluster) agreed(ctx context.Context) error {
+	var first, firstAddr string
+	for _, n := range c.nodes {
+		if !n.Running() {
+			continue
+		}
+		slots, err := nodeSlots(ctx, n.Addr)
+		if err != nil {
+			return err
+		}
+		ranges := make([]string, 0, len(slots))
+		for _, s := range slots {
+			owner := ""
+			if len(s.Nodes) > 0 {
+				owner = s.Nodes[0].Addr
+			}
+			ranges = append(ranges, fmt.Sprintf("%d-%d:%s", s.Start, s.End, owner))
+		}
+		slices.Sort(ranges)
+		sig := strings.Join(ranges, ",")
+		if firstAddr == "" {
+			first, firstAddr = sig, n.Addr
+		} else if sig != first {
+			return fmt.Errorf("%s and %s disagree", firstAddr, n.Addr)
+		}
+	}
+	return nil
 }
 
 // ReplicaOf returns a running replica of master, as master reports its

@@ -232,6 +232,30 @@ func (s *Store) settle(ctx context.Context, conv string, found []homeLookup, mid
 	return nil
 }
 
+// settleSaved settles the home pointers after a save of conv (see
+// [Store.settle]). The save is committed: the pointers are settled even
+// when ctx ends now, for a reader that has only a memory's id finds the
+// memory's list through its pointer; a failure to settle them is not the
+// save's, and the next save settles them. Until then this process knows
+// where the lists are.
+func (s *Store) settleSaved(ctx context.Context, conv string, found []homeLookup, mids, dropped, erased []string) {
+	if len(found) == 0 && len(dropped) == 0 && len(erased) == 0 {
+		return
+	}
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.retryTimeout)
+	defer cancel()
+	if s.retry(sctx, func() error { return s.settle(sctx, conv, found, mids, dropped, erased) }) == nil {
+		return
+	}
+	var ids []string
+	for _, f := range found {
+		if slices.Contains(mids, f.id) {
+			ids = append(ids, f.id)
+		}
+	}
+	s.homes.add(conv, ids, s.trustUntil(), false)
+}
+
 // trustUntil returns until when the store trusts a home pointer it
 // confirms now: the zero time (for ever) without a time to live. A
 // pointer lives twice the time to live and a save sets it again once half

@@ -331,9 +331,7 @@ func (s *Store) Save(ctx context.Context, st *chatstore.ConversationState, lease
 			dropped = append(dropped, fmt.Sprint(id))
 		}
 		s.listed.set(st.ID, mids)
-		// The save is committed: a failure to settle the home pointers
-		// is not the save's, and the next save settles them.
-		_ = s.settle(ctx, st.ID, found, mids, dropped, erased(mids, b))
+		s.settleSaved(ctx, st.ID, found, mids, dropped, erased(mids, b))
 		if replicas < int64(s.waitReplicas) {
 			return fmt.Errorf("redisstore: saving conversation %q at version %d: %w: %d of %d replicas acknowledged it within %v",
 				st.ID, next, ErrNotReplicated, replicas, s.waitReplicas, s.waitTimeout)
