@@ -52,6 +52,9 @@ type talker struct {
 	name string
 	// knownLen makes the turns tell the memory's length (memory.Change.Len).
 	knownLen bool
+	// slots, when not 0, keeps the conversations in the hash slots below
+	// it.
+	slots int
 
 	n       int // conversations started
 	ending  bool
@@ -101,6 +104,10 @@ func (v *talker) check(what string, err error) (ok bool) {
 func (v *talker) start(ctx context.Context) {
 	v.n++
 	id := fmt.Sprintf("%s-%d", v.name, v.n)
+	for v.slots > 0 && redistest.KeySlot("{"+id+"}") >= v.slots {
+		v.n++
+		id = fmt.Sprintf("%s-%d", v.name, v.n)
+	}
 	v.st = &chatstore.ConversationState{ID: id, Scopes: []chatstore.ScopeState{{ID: id}}}
 	v.extra, v.extraAt, v.ending = false, 0, false
 	for ctx.Err() == nil {
@@ -331,11 +338,12 @@ func failoverStores(t *testing.T, cl *redistest.Cluster, r *redirects) (*redis.C
 
 // talk runs talkers on stores while change changes the cluster, then
 // checks every conversation, and that nothing is left of those deleted.
-func talk(t *testing.T, stores []*redisstore.Store, c redis.UniversalClient, r *redirects, change func(ctx context.Context) error) {
+// Their conversations are in the hash slots below slots (0: in any).
+func talk(t *testing.T, stores []*redisstore.Store, c redis.UniversalClient, r *redirects, slots int, change func(ctx context.Context) error) {
 	ctx := t.Context()
 	var talkers []*talker
 	for i := range 24 {
-		talkers = append(talkers, &talker{s: stores[i%len(stores)], name: fmt.Sprint("conv-", i), knownLen: i%3 != 0})
+		talkers = append(talkers, &talker{s: stores[i%len(stores)], name: fmt.Sprint("conv-", i), knownLen: i%3 != 0, slots: slots})
 	}
 	tctx, stop := context.WithCancel(ctx)
 	var wg sync.WaitGroup
@@ -398,30 +406,34 @@ func talk(t *testing.T, stores []*redisstore.Store, c redis.UniversalClient, r *
 		len(talkers), turns, took.Round(time.Millisecond), len(deleted), r, refused, unknown)
 }
 
-// TestFailoverReshard moves most of the hash slots of a Redis Cluster of
-// the test's own, three masters with a replica each, from master to master
-// with redis-cli --cluster reshard, 2,000 at a time, three times, while 24 conversations
-// save turns (half of them waiting for a replica, WaitReplicas 1), renew
-// their leases, and are deleted and started again. No reshard fails (a
-// save that wrote a memory's list on the target while the slot's other
-// keys were on the source makes the MIGRATE of the list fail with
-// BUSYKEY), no call returns a raw redirection or a script's error, every
-// refused call is refused whole, and every conversation ends whole: its
-// state and memories those of its last turn, every turn in order.
+// TestFailoverReshard moves hash slots of a Redis Cluster of the test's
+// own, three masters with a replica each, from master to master with
+// redis-cli --cluster reshard, twelve times, while 24 conversations in
+// those slots save turns (half of them waiting for a replica,
+// WaitReplicas 1), renew their leases, and are deleted and started again.
+// No reshard fails (a save that wrote a memory's list on the target while
+// the slot's other keys were on the source makes the MIGRATE of the list
+// fail with BUSYKEY), no call returns a raw redirection or a script's
+// error, every refused call is refused whole, and every conversation ends
+// whole: its state and memories those of its last turn, every turn in
+// order.
 func TestFailoverReshard(t *testing.T) {
 	requireFailoverRun(t)
 	cl := redistest.StartCluster(t, 3, 1)
 	var r redirects
 	cc, stores := failoverStores(t, cl, &r)
-	talk(t, stores, cc, &r, func(ctx context.Context) error {
+	// redis-cli moves the first slots of the source: the first 200 of the
+	// first master, then of the master that has them.
+	const slots = 200
+	talk(t, stores, cc, &r, slots, func(ctx context.Context) error {
 		nodes := cl.Nodes()[:3] // the masters, as started
-		for i := range 3 {
-			from, to := nodes[i], nodes[(i+1)%3]
+		for i := range 12 {
+			from, to := nodes[i%3], nodes[(i+1)%3]
 			start := time.Now()
-			if _, err := cl.Reshard(ctx, from, to, 2000); err != nil {
+			if _, err := cl.Reshard(ctx, from, to, slots); err != nil {
 				return err
 			}
-			t.Logf("moved 2000 slots from %s to %s in %v", from.Addr, to.Addr, time.Since(start).Round(time.Millisecond))
+			t.Logf("moved %d slots from %s to %s in %v", slots, from.Addr, to.Addr, time.Since(start).Round(time.Millisecond))
 		}
 		return nil
 	})
@@ -437,7 +449,7 @@ func TestFailoverManual(t *testing.T) {
 	cl := redistest.StartCluster(t, 3, 1)
 	var r redirects
 	cc, stores := failoverStores(t, cl, &r)
-	talk(t, stores, cc, &r, func(ctx context.Context) error {
+	talk(t, stores, cc, &r, 0, func(ctx context.Context) error {
 		for range 2 {
 			masters, err := cl.Masters(ctx)
 			if err != nil {

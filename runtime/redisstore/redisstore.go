@@ -25,7 +25,11 @@
 // more, pipelined over the memories of the save. Not only once: a save
 // whose request deleted a memory the conversation does not list (an
 // invocation-scoped AI service's) costs one more, after it, to delete what
-// that memory may hold outside the conversation.
+// that memory may hold outside the conversation; and a save that drops a
+// memory the state this process last loaded or saved did not list (a
+// state another process saved since) costs one more: the script, which
+// must be given every key it touches, names the memories, writing
+// nothing, and runs again with their lists.
 //
 // # Keys
 //
@@ -84,7 +88,28 @@
 // Give [New] a *redis.ClusterClient, with its reads on the masters
 // (ReadOnly, RouteByLatency and RouteRandomly off: a replica may not have
 // the last save yet). Sweeps of the whole store
-// ([Memories.IDs], [Store.MigrateFrom]) scan every master. Redis
+// ([Memories.IDs], [Store.MigrateFrom]) scan every master.
+//
+// Each script is given every key it touches (the Go side names the
+// memories' lists a save may write or drop), checks everything before its
+// first write, and never touches a key after emptying it. So while a
+// resharding moves a conversation's slot to another master, a save runs
+// whole where all its keys are (on the source, or, redirected by ASK, on
+// the target), or Redis refuses it without running it: TRYAGAIN while its
+// keys are split between the two, or while one of them exists on neither
+// (a memory's first list, a new conversation's state), until the slot's
+// move ends. A call that Redis refuses so (TRYAGAIN, ASK or MOVED that
+// go-redis's own retries did not settle, CLUSTERDOWN, MASTERDOWN,
+// READONLY, LOADING: during a resharding or a failover) is made again,
+// with backoff, for up to [Options.RetryTimeout] (five seconds by default)
+// within its context, then fails with an error matching
+// [ErrClusterChanging]: nothing was written. With [Options.WaitReplicas],
+// a save goes to the slot's master with its WAIT, past the cluster
+// client's redirections: one whose keys have all moved to the target
+// already (ASK) waits for the move to end. An empty conversation or memory
+// id, which has no hash tag, is refused with [ErrEmptyID].
+//
+// Redis
 // replicates asynchronously: without [Options.WaitReplicas], a save that
 // returned nil is on the master, and a master that dies before its
 // replicas received it takes it along: the replica that takes over serves
