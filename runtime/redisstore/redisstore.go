@@ -432,6 +432,11 @@ func (s *Store) saveArgs(st *chatstore.ConversationState, lease chatstore.Lease,
 	for _, id := range decl {
 		args = append(args, id)
 	}
+	for _, f := range found {
+		if _, ok := index[f.id]; !ok {
+			return nil, fmt.Errorf("memory %q is not among the save's keys", f.id)
+		}
+	}
 	args = appendAdopted(args, found, index)
 	return appendWrites(args, b, index)
 }
@@ -460,7 +465,13 @@ func appendWrites(args []any, b *chatstore.Batch, index map[string]int) ([]any, 
 	var err error
 	b.All(func(id string, v []byte) {
 		n++
-		m := index[id]
+		m, ok := index[id]
+		if !ok {
+			if err == nil {
+				err = fmt.Errorf("memory %q is not among the save's keys", id)
+			}
+			return
+		}
 		if v == nil {
 			args = append(args, m, "D")
 			return
