@@ -2,7 +2,9 @@
 // the Redis of the development and CI machines, key prefixes of their own
 // that are cleaned up, a redis-server of a test's own that it may kill,
 // freeze and restart, a Redis Cluster of a test's own (StartCluster) whose
-// masters it may kill, and a hook counting round trips.
+// masters it may kill or fail over (Cluster.Failover) and whose hash slots
+// it may move, step by step (Cluster.StartSlotMove) or with redis-cli
+// --cluster reshard (Cluster.Reshard), and a hook counting round trips.
 //
 // A test that needs the shared Redis fails under CI=true when it is
 // unreachable, and is skipped otherwise; likewise for the redis-server
