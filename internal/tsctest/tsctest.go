@@ -1,6 +1,7 @@
 // Package tsctest type-checks TypeScript in tests with the TypeScript
 // compiler from npm, at the version pinned by npm/package-lock.json: the
-// tests of the route declarations runtime/ws generates use it.
+// tests of the route declarations runtime/jsroutes writes, and of those
+// runtime/ws serves, use it.
 //
 // The compiler is installed with npm ci once, into the user's cache
 // directory (os.UserCacheDir()/chatgen/tsc-<hash of the lock>), and

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/chatscopes/chatgen/runtime/chat"
+	"github.com/chatscopes/chatgen/runtime/jsroutes"
 )
 
 // The JavaScript client, written by hand. chatscopes.mjs is the source;
@@ -75,7 +76,8 @@ const (
 )
 
 // assets are the files of the JavaScript client and of the routes
-// module. Those made from the router's manifest are made on first use.
+// module. Those made from the router's manifest (by jsroutes) are made on
+// first use.
 type assets struct {
 	router *chat.Router
 	once   sync.Once
@@ -98,8 +100,8 @@ func (as *assets) get(k assetKind) *asset {
 	if k >= assetRoutes {
 		as.once.Do(func() {
 			m := as.router.Manifest()
-			as.files[assetRoutes] = newAsset("routes.mjs", jsType, routesModule(m, "./chatscopes.mjs", "../routes"))
-			as.files[assetRoutesTypes] = newAsset("routes.d.ts", tsType, routesDeclarations(m))
+			as.files[assetRoutes] = newAsset("routes.mjs", jsType, jsroutes.Module(m, "./chatscopes.mjs", "../routes"))
+			as.files[assetRoutesTypes] = newAsset("routes.d.ts", tsType, jsroutes.Declarations(m))
 
 		})
 	}

@@ -11,7 +11,8 @@
 // the ES module at [ModulePath] and TypeScript declarations at
 // [TypeScriptPath]. From the router's [chat.Router.Manifest] it serves the
 // routes as an ES module typed from the Go code ([RoutesModulePath], with
-// declarations at [RoutesTypeScriptPath]), and it serves the import map
+// declarations at [RoutesTypeScriptPath]; package
+// [github.com/chatscopes/chatgen/runtime/jsroutes] writes both), and it serves the import map
 // script of newer Quarkus pages ([ImportMapPath]); see docs/browser.md.
 // Mount it on any mux:
 //

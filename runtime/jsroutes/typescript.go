@@ -1,4 +1,4 @@
-package ws
+package jsroutes
 
 import (
 	"encoding/json"

@@ -1,20 +1,53 @@
-package ws
+package jsroutes_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"io"
-	"net/http"
+	"log/slog"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/chatscopes/chatgen/internal/e2e"
 	"github.com/chatscopes/chatgen/internal/tsctest"
 	"github.com/chatscopes/chatgen/runtime/chat"
+	"github.com/chatscopes/chatgen/runtime/jsroutes"
 )
+
+// quietLogger drops the logs of the routers the tests build.
+func quietLogger() *slog.Logger {
+	return slog.New(slog.NewTextHandler(io.Discard, nil))
+}
+
+// testRouter returns a router with the routes of runtime/ws's test
+// router: internal/e2e's typed routes (menu is the default) and, registered
+// by hand without a description, the test routes.
+func testRouter(t testing.TB) *chat.Router {
+	t.Helper()
+	p := chat.NewPackage("github.com/chatscopes/chatgen/runtime/ws/wstest")
+	for _, name := range []string{"gate", "thinkgate", "flood", "whoami", "events", "unencodable"} {
+		p.AddRoute(chat.RouteSpec{Name: name, Handle: func(context.Context, *chat.RouteRequest) error { return nil }})
+	}
+	r, err := chat.NewRouter(&chat.RouterOptions{Logger: quietLogger()}, e2e.Register(), p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+// readClient reads a file of the JavaScript client, which runtime/ws
+// serves beside the routes module.
+func readClient(t testing.TB, name string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("..", "ws", "js", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
 
 // awkwardManifest has what a routes module must survive: route names that
 // are reserved words, the module's own exports, globals it uses,
@@ -53,14 +86,14 @@ func awkwardManifest(t *testing.T) *chat.Manifest {
 	return r.Manifest()
 }
 
-func TestRoutesModuleNames(t *testing.T) {
+func TestModuleNames(t *testing.T) {
 	m := awkwardManifest(t)
-	mod := string(routesModule(m, "./chatscopes.mjs", "../routes"))
-	dts := string(routesDeclarations(m))
-	if again := string(routesModule(awkwardManifest(t), "./chatscopes.mjs", "../routes")); again != mod {
+	mod := string(jsroutes.Module(m, "./chatscopes.mjs", "../routes"))
+	dts := string(jsroutes.Declarations(m))
+	if again := string(jsroutes.Module(awkwardManifest(t), "./chatscopes.mjs", "../routes")); again != mod {
 		t.Error("the module differs from one build to the next")
 	}
-	if again := string(routesDeclarations(awkwardManifest(t))); again != dts {
+	if again := string(jsroutes.Declarations(awkwardManifest(t))); again != dts {
 		t.Error("the declarations differ from one build to the next")
 	}
 	for _, want := range []string{
@@ -112,9 +145,9 @@ func TestRoutesModuleNames(t *testing.T) {
 	}
 }
 
-// TestRoutesModuleRuns imports the module in node: its exports and
+// TestModuleRuns imports the module in node: its exports and
 // routes are what the manifest says, and "__proto__" is a route.
-func TestRoutesModuleRuns(t *testing.T) {
+func TestModuleRuns(t *testing.T) {
 	node, err := exec.LookPath("node")
 	if err != nil {
 		t.Skip("node is not installed")
@@ -125,8 +158,8 @@ func TestRoutesModuleRuns(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	write("chatscopes.mjs", moduleSource)
-	write("routes.mjs", routesModule(awkwardManifest(t), "./chatscopes.mjs", "../routes"))
+	write("chatscopes.mjs", readClient(t, "chatscopes.mjs"))
+	write("routes.mjs", jsroutes.Module(awkwardManifest(t), "./chatscopes.mjs", "../routes"))
 	write("check.mjs", []byte(`
 import * as m from "./routes.mjs";
 const out = {
@@ -170,15 +203,14 @@ console.log(JSON.stringify(out));
 	}
 }
 
-// TestRoutesDeclarationsCompile checks that the declarations of the test
+// TestDeclarationsCompile checks that the declarations of the test
 // router (typed routes of internal/e2e, routes registered by hand) and of
 // the awkward manifest are valid TypeScript, usable with tsc --strict.
-func TestRoutesDeclarationsCompile(t *testing.T) {
-	ts := startServer(t, nil)
+func TestDeclarationsCompile(t *testing.T) {
 	files := map[string]string{
-		"routes.d.ts":     get(t, ts.http.URL+RoutesTypeScriptPath),
-		"awkward.d.ts":    string(routesDeclarations(awkwardManifest(t))),
-		"chatscopes.d.ts": string(typesSource),
+		"routes.d.ts":     string(jsroutes.Declarations(testRouter(t).Manifest())),
+		"awkward.d.ts":    string(jsroutes.Declarations(awkwardManifest(t))),
+		"chatscopes.d.ts": string(readClient(t, "chatscopes.d.ts")),
 		"use.ts": `import { routes, client } from "./routes.js";
 import * as awkward from "./awkward.js";
 import { ChatScopesClient, type ConnectionState } from "./chatscopes.js";
@@ -208,132 +240,16 @@ console.log(w, e, client.sessions.size);
 	}
 }
 
-func get(t *testing.T, url string) string {
-	t.Helper()
-	resp, err := http.Get(url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil || resp.StatusCode != http.StatusOK {
-		t.Fatalf("GET %s: %d %v", url, resp.StatusCode, err)
-	}
-	return string(b)
-}
-
-// TestScriptForms checks that /_chat/javascript/chatscopes.js is the
-// classic script for a classic <script> (no-cors) and the ES module for a
-// module script (cors), with Vary so that caches keep them apart.
-func TestScriptForms(t *testing.T) {
-	ts := startServer(t, nil)
-	fetch := func(mode, dest, etag string) *http.Response {
-		t.Helper()
-		req, _ := http.NewRequest(http.MethodGet, ts.http.URL+ScriptPath, nil)
-		if mode != "" {
-			req.Header.Set("Sec-Fetch-Mode", mode)
-			req.Header.Set("Sec-Fetch-Dest", dest)
-		}
-		if etag != "" {
-			req.Header.Set("If-None-Match", etag)
-		}
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { resp.Body.Close() })
-		return resp
-	}
-	body := func(resp *http.Response) []byte {
-		b, err := io.ReadAll(resp.Body)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return b
-	}
-	classic := fetch("no-cors", "script", "")
-	if b := body(classic); !bytes.Equal(b, scriptSource) {
-		t.Errorf("a classic script got %.80q", b)
-	}
-	module := fetch("cors", "script", "")
-	if b := body(module); !bytes.Equal(b, scriptModuleSource) {
-		t.Errorf("a module script got %.80q", b)
-	}
-	for _, resp := range []*http.Response{classic, module} {
-		if v := resp.Header.Get("Vary"); !strings.Contains(v, "Sec-Fetch-Mode") {
-			t.Errorf("Vary: %q", v)
-		}
-	}
-	if classic.Header.Get("ETag") == module.Header.Get("ETag") {
-		t.Error("both forms have the same ETag")
-	}
-	if b := body(fetch("", "", "")); !bytes.Equal(b, scriptSource) {
-		t.Error("a client without Sec-Fetch headers did not get the classic script")
-	}
-	if b := body(fetch("cors", "empty", "")); !bytes.Equal(b, scriptSource) {
-		t.Error("a fetch() did not get the classic script")
-	}
-	// A cache revalidating one form never gets a 304 for the other.
-	if resp := fetch("cors", "script", classic.Header.Get("ETag")); resp.StatusCode != http.StatusOK {
-		t.Errorf("revalidating the classic script's ETag as a module: %d", resp.StatusCode)
-	}
-	if resp := fetch("cors", "script", module.Header.Get("ETag")); resp.StatusCode != http.StatusNotModified {
-		t.Errorf("revalidating the module's ETag: %d", resp.StatusCode)
-	}
-}
-
-// TestGeneratedAssets checks what the server serves from its router's
-// manifest and the import map: types, and JavaScript that parses.
-func TestGeneratedAssets(t *testing.T) {
-	ts := startServer(t, nil)
-	node, _ := exec.LookPath("node")
-	for _, tc := range []struct {
-		path, contentType, has string
-		module                 bool
-	}{
-		{RoutesModulePath, jsType, `import { ChatScopesClient as __cs_Client } from "./chatscopes.mjs";`, true},
-		{QuarkusAPIPath, jsType, `export * from "../../_chat/javascript/routes.mjs";`, true},
-		{RoutesTypeScriptPath, tsType, `readonly gate: ChatRoute<"gate", Record<string, unknown>>;`, false},
-		{ImportMapPath, jsType, `"@quarkiverse/chat-scopes-api": new URL("../_chat/javascript/routes.mjs", base).href`, false},
-	} {
-		resp, err := http.Get(ts.http.URL + tc.path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		b, _ := io.ReadAll(resp.Body)
-		resp.Body.Close()
-		if resp.StatusCode != http.StatusOK || resp.Header.Get("Content-Type") != tc.contentType || resp.Header.Get("ETag") == "" {
-			t.Errorf("%s: %d %v", tc.path, resp.StatusCode, resp.Header)
-		}
-		if !strings.Contains(string(b), tc.has) {
-			t.Errorf("%s lacks %s", tc.path, tc.has)
-		}
-		if node == "" || tc.path == RoutesTypeScriptPath {
-			continue
-		}
-		f := filepath.Join(t.TempDir(), "asset.js")
-		if tc.module {
-			f += ".mjs"
-		}
-		if err := os.WriteFile(f, b, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		if out, err := exec.Command(node, "--check", f).CombinedOutput(); err != nil {
-			t.Errorf("%s: %v\n%s", tc.path, err, out)
-		}
-	}
-}
-
-// BenchmarkRoutesModule measures what a server does once, on the first
+// BenchmarkModule measures what a server does once, on the first
 // request for the routes module: merge the manifest and write the module
 // and its declarations (the test router: internal/e2e's typed routes and
 // the hand-registered ones).
-func BenchmarkRoutesModule(b *testing.B) {
-	router, _ := newTestRouter(b)
+func BenchmarkModule(b *testing.B) {
+	router := testRouter(b)
 	b.ReportAllocs()
 	for b.Loop() {
 		m := router.Manifest()
-		_ = routesModule(m, "./chatscopes.mjs", "../routes")
-		_ = routesDeclarations(m)
+		_ = jsroutes.Module(m, "./chatscopes.mjs", "../routes")
+		_ = jsroutes.Declarations(m)
 	}
 }

@@ -1,0 +1,144 @@
+package jsroutes
+
+import (
+	"slices"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/chatscopes/chatgen/runtime/chat"
+)
+
+// What the module and its declarations read of the manifest: the event
+// types the routes send (with the handlers named after them), the default
+// route and the names the routes are exported as.
+
+// builtinEvents are the event types every route may send, with their data.
+// Object events carry any value a route sends (ResponseChannel.Object, or
+// Send of a type without an event type of its own), whatever its results
+// are: their data is unknown.
+var builtinEvents = map[string]string{
+	chat.EventConsole:  "string",
+	chat.EventError:    "string",
+	chat.EventMessage:  "string",
+	chat.EventObject:   "unknown",
+	chat.EventSources:  "{ query: string; sources: { id: string; title?: string; source?: string; score: number }[] }",
+	chat.EventStream:   "string",
+	chat.EventThinking: "string",
+}
+
+// quarkusHandlers are the SessionBuilder methods a handler object may name
+// (Quarkus' route module passes its keys to them).
+var quarkusHandlers = []struct{ method, event string }{
+	{"consoleHandler", chat.EventConsole},
+	{"errorHandler", chat.EventError},
+	{"messageHandler", chat.EventMessage},
+	{"objectHandler", chat.EventObject},
+	{"streamHandler", chat.EventStream},
+	{"thinkingHandler", chat.EventThinking},
+}
+
+// reservedExports are the module's own exports and the globals it uses,
+// which no route is exported as (it stays in routes).
+var reservedExports = wordSet("client endpoint routes defaultRoute Object Error URL WebSocket")
+
+// routeExport returns the name route is exported as, or "" when it is not
+// a name a module can export.
+func routeExport(route string) string {
+	if !jsIdent.MatchString(route) || jsReserved[route] || reservedExports[route] || strings.HasPrefix(route, "__cs_") {
+		return ""
+	}
+	return route
+}
+
+// eventTable is every event type the routes send.
+type eventTable struct {
+	types    []string            // sorted
+	payloads map[string][]string // TypeScript types of the data, by event type
+	senders  map[string][]string // the routes whose results are sent so, by event type
+	handlers map[string]string   // event type by handler name (on<Type>)
+}
+
+func newEventTable(m *chat.Manifest, ts *tsTypes) *eventTable {
+	et := &eventTable{payloads: map[string][]string{}, senders: map[string][]string{}, handlers: map[string]string{}}
+	add := func(typ, payload string) {
+		if _, ok := et.payloads[typ]; !ok {
+			et.types = append(et.types, typ)
+			et.payloads[typ] = nil
+		}
+		if payload != "" && !slices.Contains(et.payloads[typ], payload) {
+			et.payloads[typ] = append(et.payloads[typ], payload)
+		}
+	}
+	for typ, payload := range builtinEvents {
+		add(typ, payload)
+	}
+	for _, r := range m.Routes {
+		for _, ev := range r.Events {
+			add(ev.Type, ts.expr(decodeOrdered(ev.Schema)))
+			if !slices.Contains(et.senders[ev.Type], r.Name) {
+				et.senders[ev.Type] = append(et.senders[ev.Type], r.Name)
+			}
+		}
+	}
+	for _, ev := range m.Events {
+		add(ev.Type, ts.expr(decodeOrdered(ev.Schema)))
+	}
+	slices.Sort(et.types)
+	// on<Type> handlers, for the types that give an identifier, and only
+	// one type each ("weapon" and "Weapon" have none: use eventHandlers).
+	count := map[string]int{}
+	for _, typ := range et.types {
+		if h := handlerName(typ); h != "" {
+			count[h]++
+		}
+	}
+	for _, typ := range et.types {
+		if h := handlerName(typ); h != "" && count[h] == 1 {
+			et.handlers[h] = typ
+		}
+	}
+	return et
+}
+
+// handlerName is "on" and the event type with its first letter upper
+// case, or "" when that is not an identifier.
+func handlerName(typ string) string {
+	r, size := utf8.DecodeRuneInString(typ)
+	if size == 0 {
+		return ""
+	}
+	h := "on" + string(unicode.ToUpper(r)) + typ[size:]
+	if !jsIdent.MatchString(h) {
+		return ""
+	}
+	return h
+}
+
+// payload is the TypeScript type of the data of an event type.
+func (et *eventTable) payload(typ string) string {
+	if len(et.payloads[typ]) == 0 {
+		return "unknown"
+	}
+	return union(et.payloads[typ])
+}
+
+// sortedHandlers are the handler names, sorted.
+func (et *eventTable) sortedHandlers() []string {
+	hs := make([]string, 0, len(et.handlers))
+	for h := range et.handlers {
+		hs = append(hs, h)
+	}
+	slices.Sort(hs)
+	return hs
+}
+
+// defaultRouteName returns the manifest's default route, or "".
+func defaultRouteName(m *chat.Manifest) string {
+	for _, r := range m.Routes {
+		if r.Default {
+			return r.Name
+		}
+	}
+	return ""
+}
