@@ -43,7 +43,7 @@ func (l *logBuffer) String() string {
 // store — Redis: a version field that is not a number; bbolt: a state that
 // is not JSON — and resumes it: the resume is refused (ResumeRefused, which
 // clients do not retry), not ConversationBusy or Unavailable (which they
-// retry for ever); the error matches chat.ErrCorruptState and names the
+// retry for ever); the error matches chatstore.ErrCorruptState and names the
 // conversation, and the router logs it at ERROR.
 func TestCorruptStateIsNotBusy(t *testing.T) {
 	for _, tc := range []struct {

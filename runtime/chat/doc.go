@@ -45,7 +45,7 @@
 // [BeginInvocation] for invocation-scoped beans; sends route results with
 // [SendValue], [SendStream] and [SendStreamWithErrors]; implements
 // [EventTyper] for //chat:event types; and asserts
-// [SupportPackageIsVersion2]. The AI services of runtime/ai register their
+// [SupportPackageIsVersion3]. The AI services of runtime/ai register their
 // chat memory with [AttachMemory] (it is a [ScopedMemory]) and use
 // [InvocationID] and [OnInvocationEnd] for invocation-scoped memory.
 //

@@ -8,7 +8,7 @@ import (
 )
 
 // A durable conversation's chat memories must live in its
-// ConversationStore, so that they are saved with its state: a memory kept
+// chatstore.ConversationStore, so that they are saved with its state: a memory kept
 // in the process would be gone after a restart or a move to another node,
 // while the conversation, resumed, goes on as if the model remembered it.
 // This file makes that mistake loud: a router refuses to start when a

@@ -17,7 +17,7 @@ import (
 )
 
 // This file makes a Router's conversations durable when it has a
-// ConversationStore (RouterOptions.Store): Connect saves the new
+// chatstore.ConversationStore (RouterOptions.Store): Connect saves the new
 // conversation, every request saves its state before Handle returns,
 // Resume rebuilds a conversation from the store on any node, and a lease
 // keeps one node serving each conversation.

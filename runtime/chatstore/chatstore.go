@@ -1,8 +1,9 @@
 // Package chatstore is the contract between the chat runtime (package
-// runtime/chat) and the stores that make conversations durable (SPEC §11):
-// what is saved ([ConversationState]), the store interface
-// ([ConversationStore]), leases, and the [Batch] in which a request's other
-// writes (chat memories) are committed with the conversation's state.
+// runtime/chat) and the stores that make conversations outlive their
+// process and connection (docs/durability.md, "The stores"): what is saved
+// ([ConversationState]), the store interface ([ConversationStore]), leases,
+// and the [Batch] in which a request's other writes (chat memories) are
+// committed with the conversation's state.
 //
 // It is for store implementers. Applications configure a store
 // (runtime/boltstore, runtime/redisstore, runtime/pgstore, or

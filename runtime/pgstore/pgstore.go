@@ -1,7 +1,7 @@
 // Package pgstore is the conversation store in PostgreSQL
 // (github.com/jackc/pgx/v5): the conversations and their chat memories in
 // tables, shared by every node that reaches the database. A [Store] is a
-// chat.ConversationStore; its [Store.Memories] is the
+// [chatstore.ConversationStore]; its [Store.Memories] is the
 // memory.IncrementalStore of the conversations' chat memories.
 //
 // # Choosing it
@@ -512,11 +512,11 @@ func (s *Store) Sweep(ctx context.Context) (int, error) {
 
 // Memories is the memory.Store of the chat memories of a [Store]'s
 // conversations; [Store.Memories] returns it. (It is a value of its own
-// because chat.ConversationStore and memory.Store both have a Delete
+// because chatstore.ConversationStore and memory.Store both have a Delete
 // method.) It is a [memory.IncrementalStore]: a change sends only the
 // messages it adds.
 //
-// A call whose context carries a [chatstore.Batch] (chat.WithBatch), as the
+// A call whose context carries a [chatstore.Batch] ([chatstore.WithBatch]), as the
 // calls made in a request of a durable conversation do, stages its write
 // in the batch instead of writing, for [Store.Save] to commit with the
 // conversation's state, and reads see the batch's writes first. Other

@@ -1,7 +1,7 @@
 // Package redisstore is the conversation store for several servers: the
 // conversations and their chat memories in Redis (github.com/redis/go-redis/v9),
 // one Redis or a Redis Cluster, shared by every node. A [Store] is a
-// chat.ConversationStore; its [Store.Memories] is the
+// [chatstore.ConversationStore]; its [Store.Memories] is the
 // memory.IncrementalStore of the conversations' chat memories.
 //
 // # Round trips
@@ -607,11 +607,11 @@ func (s *Store) Release(ctx context.Context, id string, lease chatstore.Lease) e
 
 // Memories is the memory.Store of the chat memories of a [Store]'s
 // conversations; [Store.Memories] returns it. (It is a value of its own
-// because chat.ConversationStore and memory.Store both have a Delete
+// because chatstore.ConversationStore and memory.Store both have a Delete
 // method.) It is a [memory.IncrementalStore]: a change sends only the
 // messages it adds.
 //
-// A call whose context carries a [chatstore.Batch] (chat.WithBatch), as the
+// A call whose context carries a [chatstore.Batch] ([chatstore.WithBatch]), as the
 // calls made in a request of a durable conversation do, stages its write
 // in the batch instead of writing, for [Store.Save] to commit with the
 // conversation's state, and reads see the batch's writes first. Other

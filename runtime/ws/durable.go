@@ -89,7 +89,7 @@ func (c *conn) connected(chatID []byte, conv *chat.Conversation, requestID []byt
 }
 
 // replayKey is the key of a session's last answer in its conversation's
-// saved state (chat.ConversationState.Extra).
+// saved state (chatstore.ConversationState.Extra).
 const replayKey = "ws.lastAnswer"
 
 // MaxReplaySize bounds the events kept, per session, of the last completed

@@ -7,7 +7,7 @@ import (
 	"github.com/chatscopes/chatgen/runtime/chatstore"
 )
 
-// A Barrier is a chat.ConversationStore that holds back the Loads it is
+// A Barrier is a [chatstore.ConversationStore] that holds back the Loads it is
 // armed for until all of them have loaded, so that racing operations (two
 // resumes of one conversation with the same token, say) all pass the
 // checks they make on what they loaded before any goes on: the race

@@ -1,5 +1,5 @@
 // Package chatstoretest is a conformance suite for implementations of
-// chat.ConversationStore and of the memory.Store that keeps their
+// [chatstore.ConversationStore] and of the memory.Store that keeps their
 // conversations' chat memories. A store passes if
 //
 //	func TestMyStore(t *testing.T) {
@@ -10,7 +10,7 @@
 //	}
 //
 // passes, under -race. Run checks every sentence of the contract documented
-// on chat.ConversationStore: creation at version 0, the optimistic version
+// on [chatstore.ConversationStore]: creation at version 0, the optimistic version
 // check, leases and their fencing tokens, release, deletion, the memories a
 // save drops, the atomic commit of a [chatstore.Batch] with the state, values
 // that are never aliased, concurrent savers, and the store's memory side

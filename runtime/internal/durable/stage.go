@@ -198,7 +198,7 @@ func (s *Staged) ApplyTo(id string, stored [][]byte) ([][]byte, error) {
 
 // ErrChanged reports that a memory's stored list changed after a request
 // staged an edit of it, and before the request's save. It matches
-// chat.ErrVersionConflict.
+// [chatstore.ErrVersionConflict].
 var ErrChanged = fmt.Errorf("%w: a memory changed since the request staged its change", chatstore.ErrVersionConflict)
 
 // Check returns an error matching [ErrChanged] unless s can be applied to

@@ -1,4 +1,4 @@
-package chatstoretest_test
+package chat_test
 
 import (
 	"testing"
@@ -10,7 +10,7 @@ import (
 
 // TestInMemoryConversationStore runs the conformance suite against the
 // reference implementation of the contract, chat.InMemoryConversationStore,
-// whose memory side is inMemoryMemories below.
+// whose memory side is chatstoretest.InMemoryMemories.
 func TestInMemoryConversationStore(t *testing.T) {
 	chatstoretest.Run(t, func(t *testing.T) chatstoretest.Store {
 		return newInMemory(0)
