@@ -9,7 +9,6 @@ import (
 	"go/constant"
 	"go/token"
 	"go/types"
-	"reflect"
 	"slices"
 	"strings"
 )
@@ -100,133 +99,91 @@ func (s *schema) MarshalJSON() ([]byte, error) {
 	return b.Bytes(), nil
 }
 
-// typeSchema returns the schema of t, or an explanation of why t has none.
-func (sb *schemaBuilder) typeSchema(t types.Type, stack []types.Type) (*schema, string) {
-	for _, s := range stack {
-		if types.Identical(s, t) {
-			return nil, fmt.Sprintf("%s is recursive", sb.m.typeString(t))
-		}
+// typeSchema returns the schema of the JSON encoding/json reads into a
+// value of type t (jsonDecode), or an explanation of why t has none. stack
+// holds the named types being walked: a schema here is one inline object,
+// so a recursive type has none.
+func (sb *schemaBuilder) typeSchema(t types.Type, stack []*types.Named) (*schema, string) {
+	f := jsonFormOf(t, jsonDecode)
+	if f.kind == jsonUnsupported {
+		return nil, fmt.Sprintf("%s %s", sb.m.typeString(t), f.why)
 	}
-	if named, ok := types.Unalias(t).(*types.Named); ok {
-		tn := named.Obj()
-		if tn.Pkg() != nil {
-			switch tn.Pkg().Path() + "." + tn.Name() {
-			case "time.Time":
-				return newSchema("type", "string", "format", "date-time"), ""
-			case "time.Duration":
-				return newSchema("type", "integer", "description", "a duration in nanoseconds"), ""
-			case "encoding/json.RawMessage", "encoding/json.Number":
-				return newSchema(), ""
-			}
+	if f.named != nil {
+		if slices.ContainsFunc(stack, func(n *types.Named) bool { return types.Identical(n, f.named) }) {
+			return nil, fmt.Sprintf("%s is recursive", sb.m.typeString(f.named))
 		}
+		stack = append(stack, f.named)
 	}
-	switch u := t.Underlying().(type) {
-	case *types.Basic:
-		var s *schema
-		switch {
-		case u.Info()&types.IsBoolean != 0:
-			s = newSchema("type", "boolean")
-		case u.Info()&types.IsInteger != 0:
-			s = newSchema("type", "integer")
-		case u.Info()&types.IsFloat != 0:
-			s = newSchema("type", "number")
-		case u.Info()&types.IsString != 0:
-			s = newSchema("type", "string")
-		default:
-			return nil, fmt.Sprintf("%s has no JSON form", sb.m.typeString(t))
+	var s *schema
+	switch f.kind {
+	case jsonAny:
+		return newSchema(), ""
+	case jsonBool, jsonInteger, jsonNumber, jsonString:
+		s = scalarSchema(f)
+	case jsonArray:
+		items, why := sb.typeSchema(f.elem, stack)
+		if why != "" {
+			return nil, why
 		}
-		if enum := sb.enum(t); len(enum) > 0 {
+		s = newSchema("type", "array", "items", items)
+		if f.length >= 0 {
+			s.set("minItems", int(f.length)).set("maxItems", int(f.length))
+		}
+	case jsonMap:
+		vals, why := sb.typeSchema(f.elem, stack)
+		if why != "" {
+			return nil, why
+		}
+		s = newSchema("type", "object", "additionalProperties", vals)
+	case jsonObject:
+		return sb.structSchema(f.fields, stack)
+	}
+	if f.named != nil {
+		if enum := sb.enum(f.named); len(enum) > 0 {
 			s.set("enum", enum)
 		}
-		return s, ""
-	case *types.Pointer:
-		return sb.typeSchema(u.Elem(), append(stack, t))
-	case *types.Slice:
-		if b, ok := u.Elem().Underlying().(*types.Basic); ok && b.Kind() == types.Byte {
-			return newSchema("type", "string", "contentEncoding", "base64"), ""
-		}
-		items, why := sb.typeSchema(u.Elem(), append(stack, t))
-		if why != "" {
-			return nil, why
-		}
-		return newSchema("type", "array", "items", items), ""
-	case *types.Array:
-		items, why := sb.typeSchema(u.Elem(), append(stack, t))
-		if why != "" {
-			return nil, why
-		}
-		return newSchema("type", "array", "items", items, "minItems", int(u.Len()), "maxItems", int(u.Len())), ""
-	case *types.Map:
-		if k, ok := u.Key().Underlying().(*types.Basic); !ok || k.Info()&(types.IsString|types.IsInteger) == 0 {
-			return nil, fmt.Sprintf("map keys of %s are not strings or integers", sb.m.typeString(t))
-		}
-		vals, why := sb.typeSchema(u.Elem(), append(stack, t))
-		if why != "" {
-			return nil, why
-		}
-		return newSchema("type", "object", "additionalProperties", vals), ""
-	case *types.Struct:
-		return sb.structSchema(t, u, append(stack, t))
-	case *types.Interface:
-		if u.Empty() {
-			return newSchema(), ""
-		}
-		return nil, fmt.Sprintf("%s is an interface with methods", sb.m.typeString(t))
-	case *types.Signature:
-		return nil, fmt.Sprintf("%s is a func", sb.m.typeString(t))
-	case *types.Chan:
-		return nil, fmt.Sprintf("%s is a channel", sb.m.typeString(t))
 	}
-	return nil, fmt.Sprintf("%s has no JSON schema", sb.m.typeString(t))
+	return s, ""
 }
 
-func (sb *schemaBuilder) structSchema(t types.Type, st *types.Struct, stack []types.Type) (*schema, string) {
+// scalarSchema is the schema of a boolean, number or string form.
+func scalarSchema(f jsonForm) *schema {
+	s := newSchema("type", [...]string{jsonBool: "boolean", jsonInteger: "integer", jsonNumber: "number", jsonString: "string"}[f.kind])
+	if f.format != "" {
+		s.set("format", f.format)
+	}
+	if f.encoding != "" {
+		s.set("contentEncoding", f.encoding)
+	}
+	if f.description != "" {
+		s.set("description", f.description)
+	}
+	return s
+}
+
+// structSchema is the schema of a struct's JSON object: its fields are
+// required unless they are pointers or omitempty or omitzero, and no other
+// properties are allowed.
+func (sb *schemaBuilder) structSchema(fields []jsonField, stack []*types.Named) (*schema, string) {
 	props := &schema{}
 	var required []string
-	var add func(st *types.Struct) string
-	add = func(st *types.Struct) string {
-		for i := range st.NumFields() {
-			f := st.Field(i)
-			tag := reflect.StructTag(st.Tag(i)).Get("json")
-			name, opts, _ := strings.Cut(tag, ",")
-			if name == "-" && opts == "" {
-				continue
-			}
-			if f.Embedded() && name == "" {
-				ft := f.Type()
-				if p, ok := ft.(*types.Pointer); ok {
-					ft = p.Elem()
-				}
-				if est, ok := ft.Underlying().(*types.Struct); ok {
-					if why := add(est); why != "" {
-						return why
-					}
-					continue
-				}
-			}
-			if !f.Exported() {
-				continue
-			}
-			if name == "" {
-				name = f.Name()
-			}
-			fs, why := sb.typeSchema(f.Type(), stack)
-			if why != "" {
-				return fmt.Sprintf("field %s: %s", f.Name(), why)
-			}
-			if doc := sb.fieldDocs[f.Pos()]; doc != "" {
-				fs.set("description", doc)
-			}
-			props.set(name, fs)
-			_, isPtr := f.Type().(*types.Pointer)
-			if !isPtr && !strings.Contains(","+opts+",", ",omitempty,") && !strings.Contains(","+opts+",", ",omitzero,") {
-				required = append(required, name)
+	for _, jf := range fields {
+		var fs *schema
+		if jf.quoted {
+			fs = newSchema("type", "string") // its JSON text, quoted
+		} else {
+			var why string
+			if fs, why = sb.typeSchema(jf.f.Type(), stack); why != "" {
+				return nil, fmt.Sprintf("field %s: %s", jf.f.Name(), why)
 			}
 		}
-		return ""
-	}
-	if why := add(st); why != "" {
-		return nil, why
+		if doc := sb.fieldDocs[jf.f.Pos()]; doc != "" {
+			fs.set("description", doc)
+		}
+		props.set(jf.name, fs)
+		if _, isPtr := types.Unalias(jf.f.Type()).(*types.Pointer); !isPtr && !jf.omitEmpty && !jf.omitZero {
+			required = append(required, jf.name)
+		}
 	}
 	s := newSchema("type", "object", "properties", props)
 	if len(required) > 0 {
