@@ -10,11 +10,11 @@ import (
 
 // The walker from Go types to JSON: how encoding/json writes (Marshal) or
 // reads (Unmarshal) a value of a Go type, worked out from go/types at
-// generate time. Tool parameter and AI result schemas (schema.go) describe
-// what encoding/json reads; the manifest (manifest.go) what it writes. Both
-// render the forms this file computes, one level at a time, so that the
-// rules of encoding/json live in one place; TestJSONWalker checks them
-// against encoding/json itself.
+// generate time. Tool parameter and AI result schemas (analyze_schema.go)
+// describe what encoding/json reads; the manifest (analyze_manifest.go)
+// what it writes. Both render the forms this file computes, one level at a
+// time, so that the rules of encoding/json live in one place;
+// TestJSONWalker checks them against encoding/json itself.
 
 // jsonDir is the direction of a conversion between Go and JSON.
 type jsonDir int

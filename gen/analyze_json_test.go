@@ -20,7 +20,7 @@ import (
 )
 
 // TestJSONWalker checks the walker against encoding/json on the types of
-// json_cases_test.go: what json.Marshal writes for each value has the form
+// analyze_json_cases_test.go: what json.Marshal writes for each value has the form
 // the walker gives its type (the same field names, required fields present,
 // the same kinds of values, Marshal failing where the form is
 // unsupported), and a document built from the walker's decode form
