@@ -6,7 +6,6 @@ import (
 	"go/ast"
 	"go/doc"
 	"go/types"
-	"reflect"
 	"slices"
 	"strings"
 	"unicode"
@@ -221,113 +220,59 @@ func nonNull(s *schema) *schema {
 	return s
 }
 
-// schemaOf returns the schema of the JSON form of t: nil pointers, slices
-// and maps are null.
+// schemaOf returns the schema of the JSON encoding/json writes for a
+// value of type t (jsonEncode): nil pointers, slices and maps are null.
 func (b *manifestBuilder) schemaOf(t types.Type) *schema {
-	t = types.Unalias(t)
-	if s, ok := b.special(t); ok {
-		return s
-	}
-	return b.plainSchemaOf(t)
+	return b.formSchema(jsonFormOf(t, jsonEncode))
 }
 
-// plainSchemaOf is schemaOf for a type written as encoding/json writes it
-// when its own marshalers do not apply.
-func (b *manifestBuilder) plainSchemaOf(t types.Type) *schema {
-	if n, ok := t.(*types.Named); ok {
+// formSchema renders a form: a named struct or enum as a reference to its
+// def, a recursive unnamed shape as any JSON.
+func (b *manifestBuilder) formSchema(f jsonForm) *schema {
+	if f.plainToo != nil {
+		// Written as a string when the value is addressable (behind a
+		// pointer, in a slice) and as it is otherwise (in a value sent as
+		// an event, in a map).
+		plain := b.formSchema(plainForm(f.plainToo, jsonEncode))
+		return newSchema("anyOf", []any{newSchema("type", "string"), plain})
+	}
+	s := b.formSchemaNonNull(f)
+	if f.nullable {
+		s = nullable(s)
+	}
+	return s
+}
+
+func (b *manifestBuilder) formSchemaNonNull(f jsonForm) *schema {
+	if n := f.named; n != nil {
 		if b.wantsDef(n) {
 			return newSchema("$ref", defsRef+b.def(n).name)
 		}
-		if slices.ContainsFunc(b.inline, func(u types.Type) bool { return types.Identical(u, t) }) {
+		if slices.ContainsFunc(b.inline, func(u types.Type) bool { return types.Identical(u, n) }) {
 			return newSchema() // a recursive unnamed shape: any JSON
 		}
-		b.inline = append(b.inline, t)
+		b.inline = append(b.inline, n)
 		defer func() { b.inline = b.inline[:len(b.inline)-1] }()
 	}
-	switch u := t.Underlying().(type) {
-	case *types.Basic:
-		switch {
-		case u.Info()&types.IsBoolean != 0:
-			return newSchema("type", "boolean")
-		case u.Info()&types.IsInteger != 0:
-			return newSchema("type", "integer")
-		case u.Info()&types.IsFloat != 0:
-			return newSchema("type", "number")
-		case u.Info()&types.IsString != 0:
-			return newSchema("type", "string")
-		}
+	var s *schema
+	switch f.kind {
+	case jsonAny, jsonUnsupported:
+		// Marshal fails on an unsupported type; the manifest describes
+		// what a client may receive, and a client receives nothing.
 		return newSchema()
-	case *types.Pointer:
-		// A pointer's own marshalers always apply (or null).
-		ms := types.NewMethodSet(t)
-		switch {
-		case ms.Lookup(nil, "MarshalJSON") != nil:
-			return newSchema()
-		case ms.Lookup(nil, "MarshalText") != nil:
-			return nullable(newSchema("type", "string"))
+	case jsonBool, jsonInteger, jsonNumber, jsonString:
+		return scalarSchema(f)
+	case jsonArray:
+		s = newSchema("type", "array", "items", b.schemaOf(f.elem))
+		if f.length >= 0 {
+			s.set("minItems", int(f.length)).set("maxItems", int(f.length))
 		}
-		return nullable(b.schemaOf(u.Elem()))
-	case *types.Slice:
-		// A slice of bytes is base64, unless its element type has a
-		// marshaler of its own.
-		if e, ok := u.Elem().Underlying().(*types.Basic); ok && e.Kind() == types.Byte && !hasMarshaler(u.Elem()) {
-			return nullable(newSchema("type", "string", "contentEncoding", "base64"))
-		}
-		return nullable(newSchema("type", "array", "items", b.schemaOf(u.Elem())))
-	case *types.Array:
-		return newSchema("type", "array", "items", b.schemaOf(u.Elem()), "minItems", int(u.Len()), "maxItems", int(u.Len()))
-	case *types.Map:
-		return nullable(newSchema("type", "object", "additionalProperties", b.schemaOf(u.Elem())))
-	case *types.Struct:
-		return b.structSchema(u)
+	case jsonMap:
+		s = newSchema("type", "object", "additionalProperties", b.schemaOf(f.elem))
+	case jsonObject:
+		return b.structSchema(f.fields)
 	}
-	return newSchema() // interfaces: any JSON
-}
-
-// special returns the schema of the types encoding/json treats apart:
-// time.Time, time.Duration, json.RawMessage and json.Number, and types
-// with their own MarshalJSON (any JSON) or MarshalText (a string).
-func (b *manifestBuilder) special(t types.Type) (*schema, bool) {
-	if n, ok := t.(*types.Named); ok && n.Obj().Pkg() != nil {
-		switch n.Obj().Pkg().Path() + "." + n.Obj().Name() {
-		case "time.Time":
-			return newSchema("type", "string", "format", "date-time"), true
-		case "time.Duration":
-			return newSchema("type", "integer", "description", "a duration in nanoseconds"), true
-		case "encoding/json.RawMessage":
-			return newSchema(), true
-		case "encoding/json.Number":
-			return newSchema("type", "number"), true
-		}
-	}
-	switch t.Underlying().(type) {
-	case *types.Pointer, *types.Interface:
-		return nil, false
-	}
-	ptr := types.NewMethodSet(types.NewPointer(t))
-	switch {
-	case ptr.Lookup(nil, "MarshalJSON") != nil:
-		return newSchema(), true
-	case types.NewMethodSet(t).Lookup(nil, "MarshalText") != nil:
-		return newSchema("type", "string"), true
-	case ptr.Lookup(nil, "MarshalText") != nil:
-		// Only *T has MarshalText: encoding/json calls it when it can take
-		// the value's address (behind a pointer, in a slice), and writes
-		// the value as it is otherwise (in a value sent as an event, in a
-		// map).
-		return newSchema("anyOf", []any{newSchema("type", "string"), b.plainSchemaOf(t)}), true
-	}
-	return nil, false
-}
-
-// hasMarshaler reports whether t or *t has a MarshalJSON or MarshalText
-// method, which encoding/json uses instead of its own encoding.
-func hasMarshaler(t types.Type) bool {
-	if p, ok := types.Unalias(t).(*types.Pointer); ok {
-		t = p.Elem()
-	}
-	ms := types.NewMethodSet(types.NewPointer(t))
-	return ms.Lookup(nil, "MarshalJSON") != nil || ms.Lookup(nil, "MarshalText") != nil
+	return s
 }
 
 // wantsDef reports whether named type n is listed in the manifest's types:
@@ -352,11 +297,10 @@ func (b *manifestBuilder) def(n *types.Named) *manifestDef {
 	d := &manifestDef{name: b.defName(n), t: n}
 	b.defs = append(b.defs, d)
 	b.byName[d.name] = d
-	var s *schema
-	if st, ok := n.Underlying().(*types.Struct); ok {
-		s = b.structSchema(st)
-	} else {
-		s = b.schemaOf(n.Underlying())
+	f := plainForm(n, jsonEncode)
+	f.named = nil // this is its def
+	s := b.formSchemaNonNull(f)
+	if f.kind != jsonObject {
 		s.set("enum", withZero(b.sb.enum(n), n))
 	}
 	if text := b.typeDoc(n.Obj()); text != "" {
@@ -432,39 +376,14 @@ func synopsis(text string) string {
 	return (&doc.Package{}).Synopsis(text)
 }
 
-// jsonField is one field of a struct's JSON object.
-type jsonField struct {
-	name     string
-	f        *types.Var
-	index    []int // the field's index path from the outer struct
-	tagged   bool
-	opts     string // the options of the json tag
-	embedPtr bool   // the field is promoted through an embedded pointer
-}
-
 // structSchema is the schema of a struct's JSON object, with the fields
-// encoding/json writes: exported, renamed by their json tags, promoted
-// from embedded structs by Go's rules.
-func (b *manifestBuilder) structSchema(st *types.Struct) *schema {
+// encoding/json writes.
+func (b *manifestBuilder) structSchema(fields []jsonField) *schema {
 	props := &schema{}
 	var required []string
-	for _, jf := range jsonFields(st) {
-		ft := jf.f.Type()
-		fs := b.schemaOf(ft)
-		omitEmpty := strings.Contains(","+jf.opts+",", ",omitempty,")
-		omitZero := strings.Contains(","+jf.opts+",", ",omitzero,")
-		optional := jf.embedPtr || omitZero || (omitEmpty && emptyable(ft))
-		if omitEmpty || omitZero {
-			fs = nonNull(fs) // nil is left out, not null
-		}
-		if strings.Contains(","+jf.opts+",", ",string,") && quotable(ft) {
-			// The value is written as a JSON string; a nil pointer is
-			// still null.
-			fs = newSchema("type", "string")
-			if _, isPtr := types.Unalias(ft).(*types.Pointer); isPtr && !omitEmpty && !omitZero {
-				fs = nullable(fs)
-			}
-		}
+	for _, jf := range fields {
+		f, optional := fieldForm(jf, jsonEncode)
+		fs := b.formSchema(f)
 		if text := synopsis(b.sb.fieldDocs[jf.f.Pos()]); text != "" {
 			fs = cloneSchema(fs)
 			fs.set("description", text)
@@ -483,30 +402,6 @@ func (b *manifestBuilder) structSchema(st *types.Struct) *schema {
 
 func cloneSchema(s *schema) *schema {
 	return &schema{keys: slices.Clone(s.keys), vals: slices.Clone(s.vals)}
-}
-
-// emptyable reports whether omitempty can leave out a value of type t:
-// false, 0, "", nil and empty slices, maps and arrays; never a struct.
-func emptyable(t types.Type) bool {
-	switch u := t.Underlying().(type) {
-	case *types.Struct:
-		return false
-	case *types.Array:
-		return u.Len() == 0
-	}
-	return true
-}
-
-// quotable reports whether the ",string" tag option applies to a field of
-// type t: strings, numbers and booleans, or unnamed pointers to them,
-// without a marshaler of their own (which writes them as it likes).
-func quotable(t types.Type) bool {
-	t = types.Unalias(t)
-	if p, ok := t.(*types.Pointer); ok {
-		t = p.Elem()
-	}
-	u, ok := t.Underlying().(*types.Basic)
-	return ok && u.Info()&(types.IsBoolean|types.IsInteger|types.IsFloat|types.IsString) != 0 && !hasMarshaler(t)
 }
 
 // withZero is the values of enum type t and its zero value, which a field
@@ -532,119 +427,4 @@ func withZero(values []any, t types.Type) []any {
 		}
 	}
 	return append(values, zero)
-}
-
-// jsonFields lists the fields encoding/json encodes for st, in its order.
-// It follows encoding/json's typeFields: a breadth-first walk of the
-// embedded structs, each struct type expanded once, at its shallowest
-// depth, and its fields counted twice when it is embedded more than once
-// at that depth (so that they annihilate each other); then, for each name,
-// the shallowest field wins, then the tagged one, and a tie hides them all.
-func jsonFields(st *types.Struct) []jsonField {
-	type embedded struct {
-		typ      types.Type // the struct type, as the map key of typeFields
-		st       *types.Struct
-		index    []int
-		embedPtr bool
-	}
-	var visited []types.Type
-	seen := func(ts []types.Type, t types.Type) bool {
-		return slices.ContainsFunc(ts, func(u types.Type) bool { return types.Identical(u, t) })
-	}
-	var all []jsonField
-	next := []embedded{{typ: st, st: st}}
-	var nextCount []types.Type // one entry per embedding in the next level
-	for len(next) > 0 {
-		current := next
-		count := nextCount
-		next, nextCount = nil, nil
-		for _, e := range current {
-			if seen(visited, e.typ) {
-				continue
-			}
-			visited = append(visited, e.typ)
-			times := 0
-			for _, c := range count {
-				if types.Identical(c, e.typ) {
-					times++
-				}
-			}
-			for i := range e.st.NumFields() {
-				f := e.st.Field(i)
-				tag := reflect.StructTag(e.st.Tag(i)).Get("json")
-				if tag == "-" {
-					continue
-				}
-				name, opts, _ := strings.Cut(tag, ",")
-				if !validTagName(name) {
-					name = ""
-				}
-				index := append(slices.Clip(e.index), i)
-				t := f.Type()
-				ptr := false
-				if f.Embedded() {
-					if p, ok := t.Underlying().(*types.Pointer); ok {
-						t, ptr = p.Elem(), true
-					}
-					if _, isStruct := t.Underlying().(*types.Struct); !f.Exported() && !isStruct {
-						continue // an unexported non-struct type
-					}
-				} else if !f.Exported() {
-					continue
-				}
-				est, isStruct := t.Underlying().(*types.Struct)
-				if name != "" || !f.Embedded() || !isStruct {
-					jf := jsonField{name: name, f: f, index: index, tagged: name != "", opts: opts, embedPtr: e.embedPtr}
-					if jf.name == "" {
-						jf.name = f.Name()
-					}
-					all = append(all, jf)
-					if times > 1 {
-						all = append(all, jf) // its twin annihilates it
-					}
-					continue
-				}
-				if !seen(nextCount, t) {
-					next = append(next, embedded{typ: t, st: est, index: index, embedPtr: e.embedPtr || ptr})
-				}
-				nextCount = append(nextCount, t)
-			}
-		}
-	}
-	var out []jsonField
-	for i, jf := range all {
-		dominant := true
-		rivals := 0
-		for j, o := range all {
-			if o.name != jf.name || i == j {
-				continue
-			}
-			switch {
-			case len(o.index) < len(jf.index), len(o.index) == len(jf.index) && o.tagged && !jf.tagged:
-				dominant = false
-			case len(o.index) == len(jf.index) && o.tagged == jf.tagged:
-				rivals++
-			}
-		}
-		if dominant && rivals == 0 {
-			out = append(out, jf)
-		}
-	}
-	slices.SortFunc(out, func(a, b jsonField) int { return slices.Compare(a.index, b.index) })
-	return out
-}
-
-// validTagName reports whether encoding/json accepts name as a key.
-func validTagName(name string) bool {
-	if name == "" {
-		return false
-	}
-	for _, c := range name {
-		switch {
-		case strings.ContainsRune("!#$%&()*+-./:;<=>?@[]^_{|}~ ", c):
-		case !unicode.IsLetter(c) && !unicode.IsDigit(c):
-			return false
-		}
-	}
-	return true
 }

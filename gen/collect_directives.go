@@ -506,7 +506,8 @@ type Smith interface {
 			"AI services whose `//chat:tools` name the method's type offer it to the model. " +
 			"The tool's description is the method's doc comment, and its parameters (after an optional " +
 			"`context.Context`) form a JSON schema computed at generate time from their Go types, `json` tags " +
-			"and `//chat:param` descriptions. " +
+			"and `//chat:param` descriptions, by encoding/json's rules for reading them (a type with `UnmarshalJSON` " +
+			"takes any JSON, one with `UnmarshalText` a string). " +
 			"The model calls the tool by the method's name unless `name=` sets another. " +
 			"An error, or arguments that do not decode, go back to the model as the tool result. " +
 			"A result whose type is a `//chat:event` type is also sent to the client, as that event, " +
