@@ -205,13 +205,13 @@ func (e *emitter) methodVar(s *aiModel, am *aiMethod) string {
 	}
 	tmpl := func(what, text string) jen.Code {
 		return jen.Qual(templatePkg, "Must").Call(
-			jen.Qual(templatePkg, "New").Call(jen.Lit(iface + "." + am.fn.Name() + " " + what)).Dot("Parse").Call(jen.Lit(text)),
+			jen.Qual(templatePkg, "New").Call(jen.Lit(iface + "." + am.fn.Name() + " " + what)).Dot("Parse").Call(promptLit(text)),
 		)
 	}
 	if system := systemPrompt(am); system.tmpl {
 		fields = append(fields, field("SystemTemplate", tmpl("system", am.system)))
 	} else if system.text != "" {
-		fields = append(fields, field("System", jen.Lit(system.text)))
+		fields = append(fields, field("System", promptLit(system.text)))
 	}
 	if promptOf(am.user, am).tmpl {
 		fields = append(fields, field("UserTemplate", tmpl("user", am.user)))
@@ -257,7 +257,7 @@ func (e *emitter) aiMethod(s *aiModel, am *aiMethod, methodVar string) {
 	case user.param > 0:
 		reqFields = append(reqFields, inline("User", jen.Id(am.idents[user.param])))
 	case !user.tmpl && user.text != "":
-		reqFields = append(reqFields, inline("User", jen.Lit(user.text)))
+		reqFields = append(reqFields, inline("User", promptLit(user.text)))
 	}
 	var req jen.Code
 	if user.tmpl || systemPrompt(am).tmpl {
@@ -309,6 +309,16 @@ func (e *emitter) aiMethod(s *aiModel, am *aiMethod, methodVar string) {
 	e.docFor(s.impl, fmt.Sprintf("%s asks the model, as %s.%s describes.", am.fn.Name(), s.bean.obj.Name(), am.fn.Name()))
 	e.f.Func().Params(jen.Id(recv).Op("*").Id(s.impl)).Id(am.fn.Name()).Params(params...).Add(resultList(results)).Block(body...)
 	e.f.Line()
+}
+
+// promptLit renders a prompt: a multi-line one as a raw string literal
+// when it can be one, so that chat_gen.go shows it as it was written, line
+// by line; a one-line prompt as an interpreted literal.
+func promptLit(s string) jen.Code {
+	if !strings.Contains(s, "\n") {
+		return jen.Lit(s)
+	}
+	return rawLit(s)
 }
 
 // rawLit renders s as a raw string literal when it can be one: JSON reads

@@ -393,9 +393,11 @@ type chatAIArmorBuilder struct {
 }
 
 var chatMethodArmorBuilderChat = ai.Method{
-	Name:   "Chat",
-	Kind:   chat.KindChat,
-	System: "You are the armorer, building a piece of armour with the player. Find out the piece\nand its material, set them with the tools, then call finishArmor. If the player wants\nto stop or go back without the armour, call cancel.",
+	Name: "Chat",
+	Kind: chat.KindChat,
+	System: `You are the armorer, building a piece of armour with the player. Find out the piece
+and its material, set them with the tools, then call finishArmor. If the player wants
+to stop or go back without the armour, call cancel.`,
 	Tools: []ai.Tool{
 		chatToolAnvilSetPiece,
 		chatToolAnvilSetMaterial,
@@ -459,9 +461,11 @@ type chatAIEnchanter struct {
 }
 
 var chatMethodEnchanterChat = ai.Method{
-	Name:   "Chat",
-	Kind:   chat.KindChat,
-	System: "You are the armorer's enchanter. Find out the element (fire, frost or lightning) and\nthe power (1 to 10) of the enchantment and set them with the tools. Then call bind.\nIf the player wants to stop or go back without the enchantment, call cancel.",
+	Name: "Chat",
+	Kind: chat.KindChat,
+	System: `You are the armorer's enchanter. Find out the element (fire, frost or lightning) and
+the power (1 to 10) of the enchantment and set them with the tools. Then call bind.
+If the player wants to stop or go back without the enchantment, call cancel.`,
 	Tools: []ai.Tool{
 		chatToolRunesSetElement,
 		chatToolRunesSetPower,
@@ -526,9 +530,15 @@ type chatAIMainMenu struct {
 }
 
 var chatMethodMainMenuChat = ai.Method{
-	Name:   "Chat",
-	Kind:   chat.KindChat,
-	System: "You are the armorer of a fantasy video game, at the counter of your forge.\nTo build a weapon call buildWeapon, to build armour call buildArmor,\nto show what the player has built call listArmory, to delete an item from the armory call\ndeleteItem (the player is asked to confirm). For a question on the lore of the realm (its\nmetals, runes, weapons, armour, places and legends) call search_knowledge and answer from the\npassages it returns, naming their titles. Otherwise answer in one or two sentences;\nyou may use markdown.",
+	Name: "Chat",
+	Kind: chat.KindChat,
+	System: `You are the armorer of a fantasy video game, at the counter of your forge.
+To build a weapon call buildWeapon, to build armour call buildArmor,
+to show what the player has built call listArmory, to delete an item from the armory call
+deleteItem (the player is asked to confirm). For a question on the lore of the realm (its
+metals, runes, weapons, armour, places and legends) call search_knowledge and answer from the
+passages it returns, naming their titles. Otherwise answer in one or two sentences;
+you may use markdown.`,
 	Tools: []ai.Tool{
 		chatToolCounterBuildWeapon,
 		chatToolCounterBuildArmor,
@@ -623,9 +633,12 @@ type chatAIWeaponBuilder struct {
 }
 
 var chatMethodWeaponBuilderChat = ai.Method{
-	Name:   "Chat",
-	Kind:   chat.KindChat,
-	System: "You are the armorer, building a weapon with the player. Find out its kind, its name\nand its damage, one at a time, and set each with the tools. Offer an enchantment\n(call enchant). When the player is happy, call finish. If the player wants to stop\nor go back without the weapon, call cancel. You may use markdown.",
+	Name: "Chat",
+	Kind: chat.KindChat,
+	System: `You are the armorer, building a weapon with the player. Find out its kind, its name
+and its damage, one at a time, and set each with the tools. Offer an enchantment
+(call enchant). When the player is happy, call finish. If the player wants to stop
+or go back without the weapon, call cancel. You may use markdown.`,
 	Tools: []ai.Tool{
 		chatToolWorkbenchSetKind,
 		chatToolWorkbenchSetName,
