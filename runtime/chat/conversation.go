@@ -20,7 +20,9 @@ type Conversation struct {
 
 // conversation is a conversation in this process: its scopes, and the
 // request path that runs each request on the route of the scope the
-// client names. A durable conversation wraps it (durableConv).
+// client names (handle: target, serve, result) and its end (close). On a
+// router with a store, the durable layer wraps both: handleDurable and
+// closeDurable (durable_conversation.go).
 type conversation struct {
 	router    *Router
 	id        string
