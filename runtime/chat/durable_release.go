@@ -51,8 +51,8 @@ func (r *Router) ReleaseLeases(ctx context.Context) (int, error) {
 		sem <- struct{}{}
 		wg.Go(func() {
 			defer func() { <-sem }()
-			c.dur.stopRenewing()
-			err := r.store.Release(ctx, c.id, c.dur.currentLease())
+			c.durable.stopRenewing()
+			err := r.store.Release(ctx, c.id, c.durable.currentLease())
 			mu.Lock()
 			defer mu.Unlock()
 			if err != nil {

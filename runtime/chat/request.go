@@ -196,7 +196,7 @@ type requestState struct {
 	ctx     requestContext
 	req     RouteRequest // a copy of the transport's: requests are immutable
 	resp    ResponseChannel
-	conv    *Conversation
+	conv    *conversation
 	failure *routeError // the request's error and its route, once one failed
 	depth   int32       // routes running: 1 for the request's own, more under Execute
 	aborted bool        // AbortWipe was called: no wipe this request
