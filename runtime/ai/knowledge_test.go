@@ -666,7 +666,7 @@ func TestKnowledgePerScopeDurable(t *testing.T) {
 	start := func(node string, sc *scopes) *chat.LocalClient {
 		svc := ai.NewService(svcName, ai.Config{
 			Model:     llmtest.NewModel(echo()),
-			Memory:    memory.NewManager(memory.Config{Store: chatstoretest.InMemoryMemories(cs), Policy: memory.Window(20)}),
+			Memory:    memory.NewManager(memory.Config{Store: chatstoretest.InMemoryMemories(cs), Policy: memory.Window(20, nil)}),
 			Logger:    (&logBuffer{}).logger(),
 			Knowledge: &ai.Knowledge{ForScope: sc.forScope, MaxPassages: 1},
 		})

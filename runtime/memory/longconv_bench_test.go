@@ -34,7 +34,7 @@ import (
 //     without a low-water mark does, such as LangChain's
 //     ConversationSummaryBufferMemory);
 //   - cache-aware window: TokenWindow(2000) evicting in blocks down to
-//     1200 tokens (memory.EvictTo), with the breakpoints of the runtime's
+//     1200 tokens (memory.WindowOptions.EvictTo), with the breakpoints of the runtime's
 //     Anthropic client;
 //   - cache-aware compressing: Compressing(2000) summarising at 1800
 //     tokens down to 800, with the breakpoints, and a ModelSummarizer that
@@ -260,8 +260,8 @@ type convMemory struct {
 // convMemories are the memories of the benchmark.
 func convMemories(logger *slog.Logger) []convMemory {
 	return []convMemory{
-		{"full-history", func(memory.Summarizer) memory.Policy { return memory.TokenWindow(1<<30, nil) }, true, false},
-		{"token-window", func(memory.Summarizer) memory.Policy { return memory.TokenWindow(convBudget, nil) }, false, false},
+		{"full-history", func(memory.Summarizer) memory.Policy { return memory.TokenWindow(1<<30, nil, nil) }, true, false},
+		{"token-window", func(memory.Summarizer) memory.Policy { return memory.TokenWindow(convBudget, nil, nil) }, false, false},
 		{"compressing", func(sum memory.Summarizer) memory.Policy {
 			return memory.Compressing(convBudget, sum, &memory.CompressOptions{Logger: logger})
 		}, false, false},
@@ -271,7 +271,7 @@ func convMemories(logger *slog.Logger) []convMemory {
 			})
 		}, false, false},
 		{"cache-aware-window", func(memory.Summarizer) memory.Policy {
-			return memory.TokenWindow(convBudget, nil, memory.EvictTo(convWindowLow))
+			return memory.TokenWindow(convBudget, nil, &memory.WindowOptions{EvictTo: convWindowLow})
 		}, true, false},
 		{"cache-aware-compressing", func(sum memory.Summarizer) memory.Policy {
 			return memory.Compressing(convBudget, sum, &memory.CompressOptions{
@@ -421,7 +421,7 @@ func BenchmarkLongConversation(b *testing.B) {
 func playFull(ctx context.Context, chat llms.Model) (*airt.Reply, error) {
 	svc := airt.NewService("example.com/armory.Assistant", airt.Config{
 		Model: chat, Logger: slog.New(slog.DiscardHandler),
-		Memory: memory.NewManager(memory.Config{Policy: memory.TokenWindow(1<<30, nil)}),
+		Memory: memory.NewManager(memory.Config{Policy: memory.TokenWindow(1<<30, nil, nil)}),
 	})
 	method := &airt.Method{Name: "Chat", System: convSystem}
 	var reply *airt.Reply

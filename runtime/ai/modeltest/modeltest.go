@@ -262,7 +262,7 @@ func newApp(t *testing.T, c Client, script llmtest.Script, o appOptions) (*app, 
 	}
 	switch {
 	case o.store != nil:
-		cfg.Memory = memory.NewManager(memory.Config{Store: chatstoretest.InMemoryMemories(o.store), Policy: memory.Window(40)})
+		cfg.Memory = memory.NewManager(memory.Config{Store: chatstoretest.InMemoryMemories(o.store), Policy: memory.Window(40, nil)})
 	case o.policy != nil:
 		cfg.Memory = memory.NewManager(memory.Config{Policy: o.policy(model)})
 	}
