@@ -134,23 +134,44 @@ func loadDir(ctx context.Context, fsys fs.FS, root *os.Root, opts LoadOptions) (
 	return chunks, nil
 }
 
+// IndexDirOptions configures [IndexDir] and [IndexDirPath]: how the
+// documents are loaded and how the index is made. A nil *IndexDirOptions
+// and the zero value load with the defaults of [LoadDir] into a lexical
+// index with the default BM25 parameters.
+type IndexDirOptions struct {
+	// Load configures the loading of the documents, as for [LoadDir].
+	Load LoadOptions
+	// Index configures the index, as for [New].
+	Index IndexOptions
+}
+
 // IndexDir loads the documents of fsys with [LoadDir] and indexes them in
 // a new index configured by opts (with an embedder, embedding them in one
 // call).
-func IndexDir(ctx context.Context, fsys fs.FS, load LoadOptions, opts ...Option) (*Index, error) {
-	return indexChunks(ctx, func() ([]Chunk, error) { return LoadDir(ctx, fsys, load) }, opts)
+func IndexDir(ctx context.Context, fsys fs.FS, opts *IndexDirOptions) (*Index, error) {
+	o := derefIndexDir(opts)
+	return indexChunks(ctx, func() ([]Chunk, error) { return LoadDir(ctx, fsys, o.Load) }, &o.Index)
 }
 
 // IndexDirPath is [IndexDir] for the directory dir on disk, loaded with
 // [LoadDirPath].
-func IndexDirPath(ctx context.Context, dir string, load LoadOptions, opts ...Option) (*Index, error) {
-	return indexChunks(ctx, func() ([]Chunk, error) { return LoadDirPath(ctx, dir, load) }, opts)
+func IndexDirPath(ctx context.Context, dir string, opts *IndexDirOptions) (*Index, error) {
+	o := derefIndexDir(opts)
+	return indexChunks(ctx, func() ([]Chunk, error) { return LoadDirPath(ctx, dir, o.Load) }, &o.Index)
+}
+
+// derefIndexDir returns *opts, or the zero options when opts is nil.
+func derefIndexDir(opts *IndexDirOptions) IndexDirOptions {
+	if opts == nil {
+		return IndexDirOptions{}
+	}
+	return *opts
 }
 
 // indexChunks indexes the chunks that load returns in a new index
 // configured by opts.
-func indexChunks(ctx context.Context, load func() ([]Chunk, error), opts []Option) (*Index, error) {
-	ix, err := New(opts...)
+func indexChunks(ctx context.Context, load func() ([]Chunk, error), opts *IndexOptions) (*Index, error) {
+	ix, err := New(opts)
 	if err != nil {
 		return nil, err
 	}

@@ -74,7 +74,7 @@ func TestLoadDir(t *testing.T) {
 	if err != nil || !slices.Equal(again, chunks) {
 		t.Errorf("loading twice gives other chunks (%v)", err)
 	}
-	ix, err := knowledge.New()
+	ix, err := knowledge.New(nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -109,15 +109,15 @@ func TestLoadDirErrors(t *testing.T) {
 func TestIndexDirErrors(t *testing.T) {
 	ctx := context.Background()
 	docs := fstest.MapFS{"a.md": {Data: []byte("# A\n\nIron.")}}
-	if _, err := knowledge.IndexDir(ctx, docs, knowledge.LoadOptions{}, knowledge.WithBM25(-1, 0)); err == nil {
+	if _, err := knowledge.IndexDir(ctx, docs, &knowledge.IndexDirOptions{Index: knowledge.IndexOptions{BM25: &knowledge.BM25Params{K1: -1, B: 0}}}); err == nil {
 		t.Error("a bad option gives no error")
 	}
-	if _, err := knowledge.IndexDir(ctx, fstest.MapFS{}, knowledge.LoadOptions{}); err == nil {
+	if _, err := knowledge.IndexDir(ctx, fstest.MapFS{}, nil); err == nil {
 		t.Error("no documents gives no error")
 	}
 	e, srv := llmtestEmbedder(t)
 	srv.Close()
-	if _, err := knowledge.IndexDir(ctx, docs, knowledge.LoadOptions{}, knowledge.WithEmbedder(e)); err == nil {
+	if _, err := knowledge.IndexDir(ctx, docs, &knowledge.IndexDirOptions{Index: knowledge.IndexOptions{Embedder: e}}); err == nil {
 		t.Error("a failing embedder gives no error")
 	}
 }
@@ -218,7 +218,7 @@ func TestLoadDirStaysInsideItsRoot(t *testing.T) {
 					t.Errorf("no warning for %s in the logs:\n%s", skipped, logs.String())
 				}
 			}
-			ix, err := knowledge.New()
+			ix, err := knowledge.New(nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -230,7 +230,7 @@ func TestLoadDirStaysInsideItsRoot(t *testing.T) {
 			}
 		})
 	}
-	ix, err := knowledge.IndexDirPath(ctx, root, knowledge.LoadOptions{Logger: logTo(new(bytes.Buffer))})
+	ix, err := knowledge.IndexDirPath(ctx, root, &knowledge.IndexDirOptions{Load: knowledge.LoadOptions{Logger: logTo(new(bytes.Buffer))}})
 	if err != nil || ix.Len() != 2 {
 		t.Fatalf("IndexDirPath: %v, %v", ix, err)
 	}
@@ -378,7 +378,7 @@ func TestLoadDirLimits(t *testing.T) {
 			t.Errorf("%s: a document of 8 MiB and a byte: %v, want ErrTooLarge", name, err)
 		}
 	}
-	if _, err := knowledge.IndexDirPath(ctx, root, knowledge.LoadOptions{}); !errors.Is(err, knowledge.ErrTooLarge) {
+	if _, err := knowledge.IndexDirPath(ctx, root, nil); !errors.Is(err, knowledge.ErrTooLarge) {
 		t.Errorf("IndexDirPath, a document of 8 MiB and a byte: %v, want ErrTooLarge", err)
 	}
 }
