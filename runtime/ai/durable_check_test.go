@@ -37,7 +37,7 @@ func notesApp(cfg ai.Config, storeCheck bool, routeErr *error) *chat.Package {
 }
 
 func echoModel() *llmtest.Model {
-	return llmtest.NewModel(llmtest.Rules(llmtest.When(nil, llmtest.Reply{Text: "noted"})))
+	return llmtest.NewModel(llmtest.Rules(llmtest.When(nil, llmtest.Reply{Text: "noted"})), nil)
 }
 
 // A durable router whose AI service keeps its chat memory in the process

@@ -77,7 +77,7 @@ func llmtestEmbedder(t testing.TB) (embeddings.Embedder, *llmtest.Server) {
 // dimensions (0: the server's default).
 func llmtestEmbedderDims(t testing.TB, dims int) (embeddings.Embedder, *llmtest.Server) {
 	t.Helper()
-	srv := llmtest.NewServer(llmtest.Sequence())
+	srv := llmtest.NewServer(llmtest.Sequence(), nil)
 	t.Cleanup(srv.Close)
 	opts := []openai.Option{openai.WithEmbeddingModel("text-embedding-3-small")}
 	if dims > 0 {

@@ -41,7 +41,7 @@ func Example() {
 // against llmtest's deterministic embeddings endpoint), saved to a file and
 // loaded back.
 func ExampleLoad() {
-	srv := llmtest.NewServer(llmtest.Sequence())
+	srv := llmtest.NewServer(llmtest.Sequence(), nil)
 	defer srv.Close()
 	llm, err := srv.Client()
 	if err != nil {

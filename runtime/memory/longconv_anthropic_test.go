@@ -77,7 +77,7 @@ func TestLongConversationThroughAnthropic(t *testing.T) {
 		}},
 	} {
 		t.Run(mc.name, func(t *testing.T) {
-			srv := llmtest.NewAnthropicServer(stockModel(), llmtest.WithHistoryValidation(true))
+			srv := llmtest.NewAnthropicServer(stockModel(), nil)
 			t.Cleanup(srv.Close)
 			llm, err := llmclient.Anthropic(srv)
 			if err != nil {

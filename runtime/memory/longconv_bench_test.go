@@ -225,7 +225,7 @@ func isSummaryRequest(req *llmtest.Request) bool {
 }
 
 // convProfile is a provider's prompt cache and price list: the rules the
-// scripted models' simulated cache follows (llmtest.WithPromptCache) and
+// scripted models' simulated cache follows (llmtest.Options.PromptCache) and
 // the multipliers of the input price it bills cache reads and writes at.
 type convProfile struct {
 	name        string
@@ -319,8 +319,7 @@ func partText(p llms.ContentPart) (string, bool) {
 // playConversation plays the conversation with mem through an AI service,
 // the models simulating profile's prompt cache.
 func playConversation(ctx context.Context, profile convProfile, mem convMemory) (convResult, error) {
-	model := llmtest.NewModel(convModel(), llmtest.WithModelName(profile.model),
-		llmtest.WithPromptCache(llmtest.PromptCache{Rules: profile.rules, Now: func() time.Time { return time.Unix(0, 0) }}))
+	model := llmtest.NewModel(convModel(), &llmtest.Options{ModelName: profile.model, PromptCache: &llmtest.PromptCache{Rules: profile.rules, Now: func() time.Time { return time.Unix(0, 0) }}})
 	client := airt.ClientOpenAI
 	opts := &memory.ModelSummarizerOptions{ReuseConversation: mem.reuse}
 	if mem.marks {
@@ -404,7 +403,7 @@ func BenchmarkLongConversation(b *testing.B) {
 			})
 		}
 		b.Run("provider="+profile.name+"/memory=floor", func(b *testing.B) {
-			chat := llmtest.NewModel(convChat())
+			chat := llmtest.NewModel(convChat(), nil)
 			for b.Loop() {
 				chat.Reset()
 				if _, err := playFull(b.Context(), chat); err != nil {

@@ -27,7 +27,7 @@ type aiRig struct {
 
 func newAIRig(t *testing.T, cfg ai.Config, replies ...llmtest.Reply) *aiRig {
 	t.Helper()
-	rig := &aiRig{llm: llmtest.NewServer(llmtest.Sequence(replies...)), stuck: make(chan struct{}, 1), release: make(chan struct{})}
+	rig := &aiRig{llm: llmtest.NewServer(llmtest.Sequence(replies...), nil), stuck: make(chan struct{}, 1), release: make(chan struct{})}
 	t.Cleanup(rig.llm.Close)
 	model, err := rig.llm.Client()
 	if err != nil {

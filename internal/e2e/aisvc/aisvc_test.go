@@ -33,7 +33,7 @@ type harness struct {
 // client talking to the scripted server.
 func newHarness(t *testing.T, route string, replies ...llmtest.Reply) *harness {
 	t.Helper()
-	h := &harness{srv: llmtest.NewServer(llmtest.Sequence(replies...))}
+	h := &harness{srv: llmtest.NewServer(llmtest.Sequence(replies...), nil)}
 	t.Cleanup(h.srv.Close)
 	llm, err := h.srv.Client()
 	if err != nil {

@@ -6,7 +6,7 @@
 //			Name:  "myclient",
 //			Tools: true,
 //			New: func(t *testing.T, script llmtest.Script) (llms.Model, modeltest.Recorder) {
-//				srv := llmtest.NewServer(script) // a server that speaks the client's wire
+//				srv := llmtest.NewServer(script, nil) // a server that speaks the client's wire
 //				t.Cleanup(srv.Close)
 //				llm, err := myclient.New(myclient.WithBaseURL(srv.URL))
 //				if err != nil {
