@@ -34,7 +34,7 @@ func inProcessEmbedder(b *testing.B) embeddings.Embedder {
 // distinct ids.
 func scaledLore(b *testing.B, times int) []knowledge.Chunk {
 	b.Helper()
-	chunks, err := knowledge.LoadDir(context.Background(), os.DirFS(loreDir), knowledge.LoadOptions{ChunkSize: 300})
+	chunks, err := knowledge.LoadDir(context.Background(), os.DirFS(loreDir), &knowledge.LoadOptions{ChunkSize: 300})
 	if err != nil {
 		b.Fatal(err)
 	}

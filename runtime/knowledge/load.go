@@ -16,7 +16,8 @@ import (
 	"github.com/tmc/langchaingo/textsplitter"
 )
 
-// LoadOptions configures [LoadDir]. The zero value is ready to use.
+// LoadOptions configures [LoadDir]. A nil *LoadOptions and the zero value
+// are ready to use.
 type LoadOptions struct {
 	// ChunkSize is the largest chunk, in characters (runes); 0 means
 	// DefaultChunkSize.
@@ -60,8 +61,8 @@ const (
 // [ErrTooLarge]), checking ctx before each file and while reading. For
 // a folder on disk, [LoadDirPath] also follows the links that stay
 // inside it. On error it returns no chunk.
-func LoadDir(ctx context.Context, fsys fs.FS, opts LoadOptions) ([]Chunk, error) {
-	return loadDir(ctx, fsys, nil, opts)
+func LoadDir(ctx context.Context, fsys fs.FS, opts *LoadOptions) ([]Chunk, error) {
+	return loadDir(ctx, fsys, nil, orZero(opts))
 }
 
 // LoadDirPath is [LoadDir] for the directory dir on disk, read with
@@ -69,13 +70,13 @@ func LoadDir(ctx context.Context, fsys fs.FS, opts LoadOptions) ([]Chunk, error)
 // followed while it stays inside dir and skipped, with a warning, when it
 // leaves it. Prefer it to LoadDir(ctx, os.DirFS(dir), opts), which skips
 // every link.
-func LoadDirPath(ctx context.Context, dir string, opts LoadOptions) ([]Chunk, error) {
+func LoadDirPath(ctx context.Context, dir string, opts *LoadOptions) ([]Chunk, error) {
 	root, err := os.OpenRoot(dir)
 	if err != nil {
 		return nil, fmt.Errorf("knowledge: loading %s: %w", dir, err)
 	}
 	defer root.Close()
-	return loadDir(ctx, root.FS(), root, opts)
+	return loadDir(ctx, root.FS(), root, orZero(opts))
 }
 
 // loadDir is LoadDir, reading fsys under root when root is not nil.
@@ -149,21 +150,22 @@ type IndexDirOptions struct {
 // a new index configured by opts (with an embedder, embedding them in one
 // call).
 func IndexDir(ctx context.Context, fsys fs.FS, opts *IndexDirOptions) (*Index, error) {
-	o := derefIndexDir(opts)
-	return indexChunks(ctx, func() ([]Chunk, error) { return LoadDir(ctx, fsys, o.Load) }, &o.Index)
+	o := orZero(opts)
+	return indexChunks(ctx, func() ([]Chunk, error) { return LoadDir(ctx, fsys, &o.Load) }, &o.Index)
 }
 
 // IndexDirPath is [IndexDir] for the directory dir on disk, loaded with
 // [LoadDirPath].
 func IndexDirPath(ctx context.Context, dir string, opts *IndexDirOptions) (*Index, error) {
-	o := derefIndexDir(opts)
-	return indexChunks(ctx, func() ([]Chunk, error) { return LoadDirPath(ctx, dir, o.Load) }, &o.Index)
+	o := orZero(opts)
+	return indexChunks(ctx, func() ([]Chunk, error) { return LoadDirPath(ctx, dir, &o.Load) }, &o.Index)
 }
 
-// derefIndexDir returns *opts, or the zero options when opts is nil.
-func derefIndexDir(opts *IndexDirOptions) IndexDirOptions {
+// orZero returns *opts, or the zero options when opts is nil.
+func orZero[T any](opts *T) T {
 	if opts == nil {
-		return IndexDirOptions{}
+		var zero T
+		return zero
 	}
 	return *opts
 }
