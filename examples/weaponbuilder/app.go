@@ -54,7 +54,7 @@ func newApp(ctx context.Context, model llms.Model, logger *slog.Logger, store st
 	}
 	a := &app{
 		armory: &Armory{},
-		memory: memory.NewManager(memory.Config{Policy: memory.Window(40), Store: store.memories}),
+		memory: memory.NewManager(memory.Config{Policy: memory.Window(40, nil), Store: store.memories}),
 	}
 	cfg := ai.Config{Model: model, Memory: a.memory, Logger: logger}
 	// Spans and metrics go to the global OpenTelemetry providers: no-op
@@ -98,13 +98,13 @@ func loreKnowledge(ctx context.Context) (*ai.Knowledge, error) {
 	if err != nil {
 		return nil, fmt.Errorf("the lore corpus: %w", err)
 	}
-	ix, err := knowledge.IndexDir(ctx, corpus, loreLoad)
+	ix, err := knowledge.IndexDir(ctx, corpus, &knowledge.IndexDirOptions{Load: loreLoad})
 	if err != nil {
 		return nil, fmt.Errorf("indexing the lore corpus: %w", err)
 	}
 	return &ai.Knowledge{
 		Name:        "lore",
-		Retriever:   ix.Retriever(lorePassages),
+		Retriever:   ix.Retriever(lorePassages, nil),
 		Mode:        ai.RetrievalAgentic,
 		MaxPassages: lorePassages,
 		ToolDescription: "Searches the lore of the realm — its metals, runes, weapons, armour, places and legends — " +

@@ -60,8 +60,8 @@ func TestTerminalConfirmsDeletion(t *testing.T) {
 func durableArmorer(t *testing.T, node string, cs *chat.InMemoryConversationStore, armory *Armory) (*chat.Router, *chat.LocalClient) {
 	t.Helper()
 	cfg := ai.Config{
-		Model:  llmtest.NewModel(llmtest.ScriptFunc(playArmorer), llmtest.WithHistoryValidation(true)),
-		Memory: memory.NewManager(memory.Config{Store: chatstoretest.InMemoryMemories(cs), Policy: memory.Window(40)}),
+		Model:  llmtest.NewModel(llmtest.ScriptFunc(playArmorer), nil),
+		Memory: memory.NewManager(memory.Config{Store: chatstoretest.InMemoryMemories(cs), Policy: memory.Window(40, nil)}),
 		Logger: slog.New(slog.DiscardHandler),
 	}
 	r, err := chat.NewRouter(&chat.RouterOptions{Store: cs, Node: node, Logger: slog.New(slog.DiscardHandler)},

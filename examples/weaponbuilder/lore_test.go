@@ -34,7 +34,7 @@ func TestLore(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	model := llmtest.NewModel(llmtest.ScriptFunc(playArmorer))
+	model := llmtest.NewModel(llmtest.ScriptFunc(playArmorer), nil)
 	a, err := newApp(ctx, model, slog.New(slog.DiscardHandler), storage{}, src)
 	if err != nil {
 		t.Fatal(err)

@@ -18,7 +18,7 @@ func TestLoreCorpusTellsTheLegends(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ix, err := knowledge.IndexDir(ctx, corpus, knowledge.LoadOptions{})
+	ix, err := knowledge.IndexDir(ctx, corpus, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -156,7 +156,7 @@ func TestLoreQuestionsAnsweredFromTheCorpus(t *testing.T) {
 // lore cannot answer is told so; the weapon builder nested under the menu
 // has no lore to search.
 func TestTerminalLore(t *testing.T) {
-	model := llmtest.NewModel(llmtest.ScriptFunc(playArmorer))
+	model := llmtest.NewModel(llmtest.ScriptFunc(playArmorer), nil)
 	a, err := newApp(context.Background(), model, slog.New(slog.DiscardHandler), storage{})
 	if err != nil {
 		t.Fatal(err)

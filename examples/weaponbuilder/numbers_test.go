@@ -55,9 +55,9 @@ func (u usage) billed() float64 { return float64(u.promptTokens-u.cached) + 0.5*
 // newModel returns the scripted model of a run, with OpenAI's prompt
 // cache simulated (the session's turns come within its TTL).
 func newModel(script llmtest.Script) *llmtest.Model {
-	return llmtest.NewModel(script, llmtest.WithPromptCache(llmtest.PromptCache{
+	return llmtest.NewModel(script, &llmtest.Options{PromptCache: &llmtest.PromptCache{
 		Rules: llmtest.CacheRulesOpenAI, Now: func() time.Time { return time.Unix(0, 0) },
-	}))
+	}})
 }
 
 func measure(model *llmtest.Model) usage {
@@ -128,7 +128,7 @@ func runFlat(t testing.TB) usage {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg := ai.Config{Model: model, Memory: memory.NewManager(memory.Config{Policy: memory.Window(40)}), Logger: slog.New(slog.DiscardHandler), Knowledge: lore}
+	cfg := ai.Config{Model: model, Memory: memory.NewManager(memory.Config{Policy: memory.Window(40, nil)}), Logger: slog.New(slog.DiscardHandler), Knowledge: lore}
 	router, err := chat.NewRouter(&chat.RouterOptions{Logger: slog.New(slog.DiscardHandler)}, flat.Register(flat.Deps{Armorer: cfg}))
 	if err != nil {
 		t.Fatal(err)

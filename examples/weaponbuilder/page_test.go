@@ -88,7 +88,7 @@ func newControlModel() *controlModel {
 			return llmtest.Reply{Text: tricks}, nil
 		}
 		return playArmorer(req)
-	}))
+	}), nil)
 	return c
 }
 

@@ -65,7 +65,7 @@ func modelFor(ctx context.Context, provider string, getenv func(string) string) 
 	}
 	switch provider {
 	case providerOffline:
-		return llmtest.NewModel(llmtest.ScriptFunc(playArmorer)), "the offline scripted armorer (-provider chooses a real model)", nil
+		return llmtest.NewModel(llmtest.ScriptFunc(playArmorer), nil), "the offline scripted armorer (-provider chooses a real model)", nil
 	case providerOpenAI:
 		key, err := need("OPENAI_API_KEY")
 		if err != nil {

@@ -20,11 +20,11 @@ func env(vars map[string]string) func(string) string {
 // server that speaks its wire.
 func TestProviderFlag(t *testing.T) {
 	ctx := context.Background()
-	srv := llmtest.NewServer(llmtest.Sequence(llmtest.Reply{Text: "Hail."}, llmtest.Reply{Text: "Hail again."}))
+	srv := llmtest.NewServer(llmtest.Sequence(llmtest.Reply{Text: "Hail."}, llmtest.Reply{Text: "Hail again."}), nil)
 	defer srv.Close()
-	claude := llmtest.NewAnthropicServer(llmtest.Sequence(llmtest.Reply{Text: "Hail."}), llmtest.WithModelName("claude-sonnet-4-5"))
+	claude := llmtest.NewAnthropicServer(llmtest.Sequence(llmtest.Reply{Text: "Hail."}), &llmtest.Options{ModelName: "claude-sonnet-4-5"})
 	defer claude.Close()
-	gemini := llmtest.NewGeminiServer(llmtest.Sequence(llmtest.Reply{Text: "Hail."}), llmtest.WithModelName("gemini-2.5-flash"))
+	gemini := llmtest.NewGeminiServer(llmtest.Sequence(llmtest.Reply{Text: "Hail."}), &llmtest.Options{ModelName: "gemini-2.5-flash"})
 	defer gemini.Close()
 	for _, tc := range []struct {
 		provider string
@@ -76,7 +76,7 @@ func TestGeminiProviderUsage(t *testing.T) {
 	srv := llmtest.NewGeminiServer(llmtest.Sequence(llmtest.Reply{
 		Text:  "Hail, smith.",
 		Usage: llmtest.Usage{PromptTokens: 20, CompletionTokens: 12},
-	}), llmtest.WithModelName("gemini-2.5-flash"))
+	}), &llmtest.Options{ModelName: "gemini-2.5-flash"})
 	defer srv.Close()
 	m, _, err := modelFor(ctx, providerGemini, env(map[string]string{"GEMINI_API_KEY": "k", "GEMINI_BASE_URL": srv.URL}))
 	if err != nil {

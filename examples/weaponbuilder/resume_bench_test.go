@@ -55,7 +55,7 @@ type frame struct {
 }
 
 func benchmarkResume(b *testing.B, store storage) {
-	a, err := newApp(context.Background(), llmtest.NewModel(llmtest.ScriptFunc(playArmorer)), slog.New(slog.DiscardHandler), store)
+	a, err := newApp(context.Background(), llmtest.NewModel(llmtest.ScriptFunc(playArmorer), nil), slog.New(slog.DiscardHandler), store)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -30,7 +30,7 @@ var walkthrough = []string{
 
 func newOfflineApp(t *testing.T) *app {
 	t.Helper()
-	a, err := newApp(context.Background(), llmtest.NewModel(llmtest.ScriptFunc(playArmorer)), slog.New(slog.DiscardHandler), storage{})
+	a, err := newApp(context.Background(), llmtest.NewModel(llmtest.ScriptFunc(playArmorer), nil), slog.New(slog.DiscardHandler), storage{})
 	if err != nil {
 		t.Fatal(err)
 	}

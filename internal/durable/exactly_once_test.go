@@ -78,10 +78,10 @@ type gatedApp struct {
 func (g *gatedApp) pkg(memories memory.Store) *chat.Package {
 	model := llmtest.NewModel(llmtest.Rules(llmtest.WhenFunc(nil, func(req *llmtest.Request) (llmtest.Reply, error) {
 		return llmtest.Reply{Text: fmt.Sprintf("%d messages", len(req.Messages))}, nil
-	})))
+	})), nil)
 	svc := ai.NewService("github.com/chatscopes/chatgen/internal/durable.Gated", ai.Config{
 		Model:  model,
-		Memory: memory.NewManager(memory.Config{Policy: memory.Window(1000), Store: memories}),
+		Memory: memory.NewManager(memory.Config{Policy: memory.Window(1000, nil), Store: memories}),
 	})
 	p := chat.NewPackage("github.com/chatscopes/chatgen/internal/durable/gated")
 	p.AddRoute(chat.RouteSpec{Name: "gate", Default: true, Handle: func(ctx context.Context, req *chat.RouteRequest) error {

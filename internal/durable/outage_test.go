@@ -33,10 +33,10 @@ import (
 func noteBook(store *redisstore.Store) *chat.Package {
 	model := llmtest.NewModel(llmtest.Rules(llmtest.WhenFunc(nil, func(req *llmtest.Request) (llmtest.Reply, error) {
 		return llmtest.Reply{Text: fmt.Sprintf("%d messages", len(req.Messages))}, nil
-	})))
+	})), nil)
 	svc := ai.NewService("github.com/chatscopes/chatgen/internal/durable.Notes", ai.Config{
 		Model:  model,
-		Memory: memory.NewManager(memory.Config{Policy: memory.Window(1000), Store: store.Memories()}),
+		Memory: memory.NewManager(memory.Config{Policy: memory.Window(1000, nil), Store: store.Memories()}),
 	})
 	p := chat.NewPackage("github.com/chatscopes/chatgen/internal/durable/notes")
 	p.AddRoute(chat.RouteSpec{Name: "note", Default: true, Handle: func(ctx context.Context, req *chat.RouteRequest) error {

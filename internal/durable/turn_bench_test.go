@@ -149,10 +149,10 @@ func app(svc *ai.Service) *chat.Package {
 // model, and a window memory of 20 messages in mem (full after ten turns;
 // then each turn evicts two).
 func newAI(mem memory.Store) (*ai.Service, *llmtest.Model) {
-	model := llmtest.NewModel(llmtest.Rules(llmtest.When(nil, llmtest.Reply{Text: "It is sunny in Paris."})))
+	model := llmtest.NewModel(llmtest.Rules(llmtest.When(nil, llmtest.Reply{Text: "It is sunny in Paris."})), nil)
 	svc := ai.NewService("github.com/chatscopes/chatgen/internal/durable.Assistant", ai.Config{
 		Model:  model,
-		Memory: memory.NewManager(memory.Config{Policy: memory.Window(20), Store: mem}),
+		Memory: memory.NewManager(memory.Config{Policy: memory.Window(20, nil), Store: mem}),
 	})
 	return svc, model
 }

@@ -67,14 +67,14 @@ func NewApp(node string, memories memory.Store, execLog io.Writer, turnTime time
 	a := &App{node: node, log: execLog, turnTime: turnTime}
 	a.model = llmtest.NewModel(llmtest.Rules(llmtest.WhenFunc(nil, func(req *llmtest.Request) (llmtest.Reply, error) {
 		return llmtest.Reply{Text: fmt.Sprintf("%d messages", len(req.Messages))}, nil
-	})))
+	})), nil)
 	a.counter = chat.NewDurableBean(CounterBean, chat.KindChat,
 		func(context.Context) (*Counter, error) { return &Counter{}, nil })
 	a.svc = ai.NewService("github.com/chatscopes/chatgen/internal/fleet.Counter", ai.Config{
 		Model: a.model,
 		// Larger than any conversation of the test: the memory is
 		// checked whole.
-		Memory: memory.NewManager(memory.Config{Policy: memory.Window(100_000), Store: memories}),
+		Memory: memory.NewManager(memory.Config{Policy: memory.Window(100_000, nil), Store: memories}),
 	})
 	return a
 }

@@ -61,7 +61,7 @@ func BenchmarkToolSchemas(b *testing.B) {
 		}
 	})
 	b.Run("call-options", func(b *testing.B) {
-		s := NewService("example.com/app.Assistant", Config{Model: llmtest.NewModel(llmtest.Sequence())})
+		s := NewService("example.com/app.Assistant", Config{Model: llmtest.NewModel(llmtest.Sequence(), nil)})
 		t := &turn{s: s, m: m}
 		t.defs, _ = m.definitions(s.dialect)
 		var o llms.CallOptions
@@ -126,7 +126,7 @@ func BenchmarkAITurn(b *testing.B) {
 		m := llmtest.NewModel(llmtest.Rules(
 			llmtest.When(llmtest.AfterToolResult(""), llmtest.Reply{Text: "It is sunny in Paris."}),
 			llmtest.When(nil, llmtest.Reply{ToolCalls: []llmtest.ToolCall{{Name: "weather", Arguments: `{"city":"Paris"}`}}}),
-		))
+		), nil)
 		run(b, m, m.Reset)
 	})
 	b.Run("bare-model", func(b *testing.B) {
@@ -196,7 +196,7 @@ func benchGeneratedAsk(ctx context.Context, svc *Service, userMessage string) (s
 func benchGeneratedTurn(b *testing.B, model llms.Model) {
 	s := NewService("example.com/app.Assistant", Config{
 		Model:  model,
-		Memory: memory.NewManager(memory.Config{Policy: memory.Window(memory.DefaultMaxMessages)}),
+		Memory: memory.NewManager(memory.Config{Policy: memory.Window(memory.DefaultMaxMessages, nil)}),
 	})
 	ctx, err := chat.Begin(context.Background(), nil)
 	if err != nil {

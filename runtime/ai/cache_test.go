@@ -30,13 +30,24 @@ type cacheServer struct {
 	name string
 	// start starts the server with opts and returns the client and the
 	// server's recorded requests.
-	start func(t *testing.T, script llmtest.Script, opts ...llmtest.Option) (llms.Model, func() []llmtest.Request)
+	start func(t *testing.T, script llmtest.Script, opts *llmtest.Options) (llms.Model, func() []llmtest.Request)
+}
+
+// withModelName returns a copy of opts (which may be nil) naming the model
+// name.
+func withModelName(opts *llmtest.Options, name string) *llmtest.Options {
+	var o llmtest.Options
+	if opts != nil {
+		o = *opts
+	}
+	o.ModelName = name
+	return &o
 }
 
 // cacheServers are the wires whose clients report prompt-cache figures.
 var cacheServers = []cacheServer{
-	{"openai", func(t *testing.T, script llmtest.Script, opts ...llmtest.Option) (llms.Model, func() []llmtest.Request) {
-		srv := llmtest.NewServer(script, opts...)
+	{"openai", func(t *testing.T, script llmtest.Script, opts *llmtest.Options) (llms.Model, func() []llmtest.Request) {
+		srv := llmtest.NewServer(script, opts)
 		t.Cleanup(srv.Close)
 		llm, err := srv.Client()
 		if err != nil {
@@ -44,8 +55,8 @@ var cacheServers = []cacheServer{
 		}
 		return llm, srv.Requests
 	}},
-	{"anthropic", func(t *testing.T, script llmtest.Script, opts ...llmtest.Option) (llms.Model, func() []llmtest.Request) {
-		srv := llmtest.NewAnthropicServer(script, append(opts, llmtest.WithModelName("claude-sonnet-4-5"))...)
+	{"anthropic", func(t *testing.T, script llmtest.Script, opts *llmtest.Options) (llms.Model, func() []llmtest.Request) {
+		srv := llmtest.NewAnthropicServer(script, withModelName(opts, "claude-sonnet-4-5"))
 		t.Cleanup(srv.Close)
 		llm, err := llmclient.Anthropic(srv)
 		if err != nil {
@@ -53,8 +64,8 @@ var cacheServers = []cacheServer{
 		}
 		return llm, srv.Requests
 	}},
-	{"googleai", func(t *testing.T, script llmtest.Script, opts ...llmtest.Option) (llms.Model, func() []llmtest.Request) {
-		srv := llmtest.NewGeminiServer(script, append(opts, llmtest.WithModelName("gemini-2.5-flash"))...)
+	{"googleai", func(t *testing.T, script llmtest.Script, opts *llmtest.Options) (llms.Model, func() []llmtest.Request) {
+		srv := llmtest.NewGeminiServer(script, withModelName(opts, "gemini-2.5-flash"))
 		t.Cleanup(srv.Close)
 		llm, err := llmclient.GoogleAI(context.Background(), srv)
 		if err != nil {
@@ -87,7 +98,7 @@ func TestCacheUsageFromEachClient(t *testing.T) {
 	}
 	for _, cs := range cacheServers {
 		t.Run(cs.name, func(t *testing.T) {
-			llm, _ := cs.start(t, script())
+			llm, _ := cs.start(t, script(), nil)
 			spans := tracetest.NewSpanRecorder()
 			tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(spans))
 			svc := ai.NewService(svcName, ai.Config{Model: llm, Logger: slog.New(slog.DiscardHandler),
@@ -135,8 +146,7 @@ func TestCacheUsageSimulated(t *testing.T) {
 	for _, cs := range cacheServers {
 		t.Run(cs.name, func(t *testing.T) {
 			now := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
-			llm, requests := cs.start(t, llmtest.Rules().WithFallback(llmtest.Reply{Text: "Noted."}),
-				llmtest.WithPromptCache(llmtest.PromptCache{Now: func() time.Time { return now }}))
+			llm, requests := cs.start(t, llmtest.Rules().WithFallback(llmtest.Reply{Text: "Noted."}), &llmtest.Options{PromptCache: &llmtest.PromptCache{Now: func() time.Time { return now }}})
 			svc := ai.NewService(svcName, ai.Config{Model: llm, Logger: slog.New(slog.DiscardHandler)})
 			m := &ai.Method{Name: "Ask", System: system}
 			var read, write int
@@ -217,8 +227,7 @@ func TestRequestsExtendOneAnother(t *testing.T) {
 // Anthropic does): with more, the first and the last three are sent, and
 // the service adds none of its own.
 func TestCallerBreakpointsAtMostFour(t *testing.T) {
-	srv := llmtest.NewAnthropicServer(llmtest.Rules().WithFallback(llmtest.Reply{Text: "Noted."}),
-		llmtest.WithModelName("claude-sonnet-4-5"))
+	srv := llmtest.NewAnthropicServer(llmtest.Rules().WithFallback(llmtest.Reply{Text: "Noted."}), &llmtest.Options{ModelName: "claude-sonnet-4-5"})
 	t.Cleanup(srv.Close)
 	llm, err := llmclient.Anthropic(srv)
 	if err != nil {
@@ -238,7 +247,7 @@ func TestCallerBreakpointsAtMostFour(t *testing.T) {
 		}
 	}
 	svc := ai.NewService(svcName, ai.Config{Model: llm, Logger: slog.New(slog.DiscardHandler),
-		ModelHooks: []ai.ModelHook{markAll}, Memory: memory.NewManager(memory.Config{Policy: memory.Window(20)})})
+		ModelHooks: []ai.ModelHook{markAll}, Memory: memory.NewManager(memory.Config{Policy: memory.Window(20, nil)})})
 	m := &ai.Method{Name: "Ask", System: "Be terse."}
 	users := []string{"one", "two", "three", "four", "five", "six"}
 	for i, user := range users {
@@ -274,8 +283,7 @@ func TestPerRequestSystemPromptNeverRead(t *testing.T) {
 		t.Run(fmt.Sprintf("varies=%v", varies), func(t *testing.T) {
 			now := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
 			anthropicWire := cacheServers[slices.IndexFunc(cacheServers, func(c cacheServer) bool { return c.name == "anthropic" })]
-			llm, _ := anthropicWire.start(t, llmtest.Rules().WithFallback(llmtest.Reply{Text: "Noted."}),
-				llmtest.WithPromptCache(llmtest.PromptCache{Now: func() time.Time { return now }}))
+			llm, _ := anthropicWire.start(t, llmtest.Rules().WithFallback(llmtest.Reply{Text: "Noted."}), &llmtest.Options{PromptCache: &llmtest.PromptCache{Now: func() time.Time { return now }}})
 			svc := ai.NewService(svcName, ai.Config{Model: llm, Logger: slog.New(slog.DiscardHandler)})
 			m := &ai.Method{Name: "Ask", SystemTemplate: tmpl}
 			for i, user := range []string{"one", "two", "three"} {

@@ -514,7 +514,7 @@ func TestDefaultMemory(t *testing.T) {
 	// Without Config.Memory: a window of memory.DefaultMaxMessages.
 	svc := ai.NewService(svcName, ai.Config{Model: llmtest.NewModel(llmtest.ScriptFunc(func(*llmtest.Request) (llmtest.Reply, error) {
 		return llmtest.Reply{Text: "ok"}, nil
-	}))})
+	}), nil)})
 	ctx := begin(t)
 	for range 8 {
 		must[*ai.Reply](t)(svc.Chat(ctx, &ai.Request{Method: &ai.Method{Name: "Ask", System: "sys"}, User: "hi"}))

@@ -76,7 +76,7 @@ func TestDialectAnthropicDropsEmptyText(t *testing.T) {
 }
 
 func TestDetectClient(t *testing.T) {
-	m := llmtest.NewModel(llmtest.Sequence())
+	m := llmtest.NewModel(llmtest.Sequence(), nil)
 	if c := detectClient(m); c != ClientOpenAI {
 		t.Fatalf("llmtest.Model: %v", c)
 	}

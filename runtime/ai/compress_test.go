@@ -66,7 +66,7 @@ func textOf(m llms.MessageContent) string {
 // message, tool exchanges are never split, and the summary survives.
 func TestCompressingMemory(t *testing.T) {
 	dir := t.TempDir()
-	srv := llmtest.NewServer(summaryScript(), llmtest.WithHistoryValidation(true))
+	srv := llmtest.NewServer(summaryScript(), nil)
 	t.Cleanup(srv.Close)
 	llm, err := srv.Client()
 	if err != nil {
@@ -152,7 +152,7 @@ func TestCompressingMemory(t *testing.T) {
 // memory is deleted from the store when the scope is popped, and nothing
 // is left when the conversation ends.
 func TestCompressingMemoryWipes(t *testing.T) {
-	srv := llmtest.NewServer(summaryScript(), llmtest.WithHistoryValidation(true))
+	srv := llmtest.NewServer(summaryScript(), nil)
 	t.Cleanup(srv.Close)
 	llm := must[llms.Model](t)(srv.Client())
 	store, err := memory.NewFileStore(t.TempDir())

@@ -58,10 +58,10 @@ func (a *confirmApp) drops() []string {
 // and the hook demands the confirmation instead.
 func newConfirmApp(t *testing.T, cs *chat.InMemoryConversationStore, hook bool) *confirmApp {
 	t.Helper()
-	a := &confirmApp{model: llmtest.NewModel(confirmScript(), llmtest.WithHistoryValidation(true))}
+	a := &confirmApp{model: llmtest.NewModel(confirmScript(), nil)}
 	cfg := ai.Config{Model: a.model, Logger: (&logBuffer{}).logger()}
 	if cs != nil {
-		cfg.Memory = memory.NewManager(memory.Config{Store: chatstoretest.InMemoryMemories(cs), Policy: memory.Window(20)})
+		cfg.Memory = memory.NewManager(memory.Config{Store: chatstoretest.InMemoryMemories(cs), Policy: memory.Window(20, nil)})
 	}
 	if hook {
 		cfg.ToolHooks = []ai.ToolHook{func(next ai.ToolHandler) ai.ToolHandler {
@@ -294,7 +294,7 @@ func TestConfirmSeveralCallsOfOneReply(t *testing.T) {
 			return llmtest.Reply{Text: strings.Join(parts, ", ")}, nil
 		}
 		return calls(call("drop", `{"item":"a"}`), call("look", `{}`), call("drop", `{"item":"b"}`)), nil
-	}), llmtest.WithHistoryValidation(true))
+	}), nil)
 	svc := ai.NewService(svcName, ai.Config{Model: model, ParallelTools: true, Logger: (&logBuffer{}).logger()})
 	var mu sync.Mutex
 	var ran []string

@@ -37,7 +37,7 @@ func notesApp(cfg ai.Config, storeCheck bool, routeErr *error) *chat.Package {
 }
 
 func echoModel() *llmtest.Model {
-	return llmtest.NewModel(llmtest.Rules(llmtest.When(nil, llmtest.Reply{Text: "noted"})))
+	return llmtest.NewModel(llmtest.Rules(llmtest.When(nil, llmtest.Reply{Text: "noted"})), nil)
 }
 
 // A durable router whose AI service keeps its chat memory in the process
@@ -55,7 +55,7 @@ func TestDurableRouterRefusesAMemoryOutsideItsStore(t *testing.T) {
 	if _, err := chat.NewRouter(nil, notesApp(ai.Config{Model: echoModel()}, true, &routeErr)); err != nil {
 		t.Fatalf("NewRouter without a store: %v", err)
 	}
-	mem := memory.NewManager(memory.Config{Store: chatstoretest.InMemoryMemories(cs), Policy: memory.Window(20)})
+	mem := memory.NewManager(memory.Config{Store: chatstoretest.InMemoryMemories(cs), Policy: memory.Window(20, nil)})
 	if _, err := chat.NewRouter(&chat.RouterOptions{Store: cs}, notesApp(ai.Config{Model: echoModel(), Memory: mem}, true, &routeErr)); err != nil {
 		t.Fatalf("NewRouter with the store's memories: %v", err)
 	}

@@ -62,10 +62,10 @@ func (s *failSwitch) Save(ctx context.Context, st *chatstore.ConversationState, 
 // holds).
 func newNode(t *testing.T, name string, store chatstore.ConversationStore, cs *chat.InMemoryConversationStore) *node {
 	t.Helper()
-	n := &node{model: llmtest.NewModel(echo()), logs: &logBuffer{}}
+	n := &node{model: llmtest.NewModel(echo(), nil), logs: &logBuffer{}}
 	n.svc = ai.NewService(svcName, ai.Config{
 		Model:  n.model,
-		Memory: memory.NewManager(memory.Config{Store: chatstoretest.InMemoryMemories(cs), Policy: memory.Window(20)}),
+		Memory: memory.NewManager(memory.Config{Store: chatstoretest.InMemoryMemories(cs), Policy: memory.Window(20, nil)}),
 		Logger: n.logs.logger(),
 	})
 	method := &ai.Method{Name: "Ask", Kind: chat.KindChat, System: "You are terse."}

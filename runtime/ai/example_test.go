@@ -73,7 +73,7 @@ func Example() {
 		llmtest.Reply{ToolCalls: []llmtest.ToolCall{{Name: "weather", Arguments: `{"city":"Paris"}`}}},
 		llmtest.Reply{Text: "Sunny in Paris, Ann."},
 		llmtest.Reply{Text: "You asked about Paris."},
-	))
+	), nil)
 	memories := memory.NewManager(memory.Config{})
 	assistant := &assistantImpl{svc: ai.NewService("example.com/app.Assistant", ai.Config{Model: model, Memory: memories})}
 

@@ -75,7 +75,7 @@ func TestGeminiUsageWholeCall(t *testing.T) {
 				name += "/streamed"
 			}
 			t.Run(name, func(t *testing.T) {
-				srv := llmtest.NewGeminiServer(tc.script(), llmtest.WithModelName("gemini-2.5-flash"))
+				srv := llmtest.NewGeminiServer(tc.script(), &llmtest.Options{ModelName: "gemini-2.5-flash"})
 				t.Cleanup(srv.Close)
 				spans := tracetest.NewSpanRecorder()
 				tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(spans))
@@ -131,7 +131,7 @@ func TestGeminiUsageWholeCall(t *testing.T) {
 // so in a warning, once, and counts what the client reported.
 func TestGeminiUsageWithoutTransport(t *testing.T) {
 	reply := llmtest.Reply{Text: "Hello there, brave new world.", Usage: llmtest.Usage{PromptTokens: 20, CompletionTokens: 12}}
-	srv := llmtest.NewGeminiServer(llmtest.Sequence(reply, reply), llmtest.WithModelName("gemini-2.5-flash"))
+	srv := llmtest.NewGeminiServer(llmtest.Sequence(reply, reply), &llmtest.Options{ModelName: "gemini-2.5-flash"})
 	t.Cleanup(srv.Close)
 	llm, err := llmclient.GoogleAI(context.Background(), srv)
 	if err != nil {

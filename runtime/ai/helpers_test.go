@@ -179,7 +179,7 @@ type fixture struct {
 // langchaingo's real OpenAI client.
 func newServerFixture(t *testing.T, script llmtest.Script, cfg ai.Config) *fixture {
 	t.Helper()
-	srv := llmtest.NewServer(script)
+	srv := llmtest.NewServer(script, nil)
 	t.Cleanup(srv.Close)
 	llm, err := srv.Client()
 	if err != nil {
@@ -193,7 +193,7 @@ func newServerFixture(t *testing.T, script llmtest.Script, cfg ai.Config) *fixtu
 // newModelFixture returns a service with an in-process llmtest.Model.
 func newModelFixture(t *testing.T, script llmtest.Script, cfg ai.Config) *fixture {
 	t.Helper()
-	m := llmtest.NewModel(script)
+	m := llmtest.NewModel(script, nil)
 	f := newFixture(t, m, cfg)
 	f.model = m
 	return f
@@ -201,7 +201,7 @@ func newModelFixture(t *testing.T, script llmtest.Script, cfg ai.Config) *fixtur
 
 func newFixture(t *testing.T, llm llms.Model, cfg ai.Config) *fixture {
 	f := &fixture{t: t, store: memory.NewInMemoryStore(), box: &toolbox{hooks: map[string]func(context.Context) error{}}, logs: &logBuffer{}}
-	f.mem = memory.NewManager(memory.Config{Store: f.store, Policy: memory.Window(50)})
+	f.mem = memory.NewManager(memory.Config{Store: f.store, Policy: memory.Window(50, nil)})
 	cfg.Model = llm
 	if cfg.Memory == nil {
 		cfg.Memory = f.mem

@@ -55,7 +55,7 @@ func TestKnowledgeLoreCorpusTokens(t *testing.T) {
 	for _, split := range []struct {
 		chunkSize, k int
 	}{{300, 3}, {800, 2}, {800, 3}} {
-		ix, err := knowledge.IndexDir(ctx, os.DirFS(loreDir), knowledge.LoadOptions{ChunkSize: split.chunkSize})
+		ix, err := knowledge.IndexDir(ctx, os.DirFS(loreDir), &knowledge.IndexDirOptions{Load: knowledge.LoadOptions{ChunkSize: split.chunkSize}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -65,8 +65,8 @@ func TestKnowledgeLoreCorpusTokens(t *testing.T) {
 			system string
 			script llmtest.Script
 		}{
-			{"generic", ai.Config{Knowledge: &ai.Knowledge{Retriever: ix.Retriever(split.k)}}, system, answerWith(answer)},
-			{"agentic", ai.Config{Knowledge: &ai.Knowledge{Retriever: ix.Retriever(split.k), Mode: ai.RetrievalAgentic}}, system, searchThenAnswer(answer)},
+			{"generic", ai.Config{Knowledge: &ai.Knowledge{Retriever: ix.Retriever(split.k, nil)}}, system, answerWith(answer)},
+			{"agentic", ai.Config{Knowledge: &ai.Knowledge{Retriever: ix.Retriever(split.k, nil), Mode: ai.RetrievalAgentic}}, system, searchThenAnswer(answer)},
 			{"corpus in system prompt", ai.Config{}, system + "\n\nThe lore:\n\n" + corpus, answerWith(answer)},
 		}
 		totals := map[string]int{}

@@ -172,7 +172,7 @@ func rewriter(query string) llmtest.Script {
 // standalone rewrite of it; the first turn, without history, asks nothing.
 func TestKnowledgeRewriteWithModel(t *testing.T) {
 	r := &keywords{docs: lore}
-	srv := llmtest.NewServer(rewriter("Sunken Forge fees to reforge a blade"))
+	srv := llmtest.NewServer(rewriter("Sunken Forge fees to reforge a blade"), nil)
 	t.Cleanup(srv.Close)
 	llm := must[*openai.LLM](t)(srv.Client())
 	f := newFixture(t, llm, ai.Config{Knowledge: &ai.Knowledge{Retriever: r, MaxPassages: 1, Rewrite: ai.RewriteWithModel(llm)}})
@@ -436,7 +436,7 @@ func TestKnowledgePerScope(t *testing.T) {
 // session releases every per-scope retriever.
 func TestKnowledgeSessionsReleaseRetrievers(t *testing.T) {
 	checkGoroutines(t)
-	srv := llmtest.NewServer(searcher("forge"))
+	srv := llmtest.NewServer(searcher("forge"), nil)
 	t.Cleanup(srv.Close)
 	llm := must[*openai.LLM](t)(srv.Client())
 	topScopes, loreScopes := &scopes{}, &scopes{}
@@ -574,7 +574,7 @@ func TestKnowledgeAgenticSearchFails(t *testing.T) {
 // Check reports a knowledge without a retriever, and a search tool named
 // like a generated tool.
 func TestKnowledgeCheck(t *testing.T) {
-	llm := llmtest.NewModel(echo())
+	llm := llmtest.NewModel(echo(), nil)
 	svc := ai.NewService(svcName, ai.Config{Model: llm, Knowledge: &ai.Knowledge{}})
 	if err := svc.Check(); !errors.Is(err, ai.ErrNoRetriever) {
 		t.Fatalf("no retriever: %v", err)
@@ -665,8 +665,8 @@ func TestKnowledgePerScopeDurable(t *testing.T) {
 	cs := chat.NewInMemoryConversationStore(nil)
 	start := func(node string, sc *scopes) *chat.LocalClient {
 		svc := ai.NewService(svcName, ai.Config{
-			Model:     llmtest.NewModel(echo()),
-			Memory:    memory.NewManager(memory.Config{Store: chatstoretest.InMemoryMemories(cs), Policy: memory.Window(20)}),
+			Model:     llmtest.NewModel(echo(), nil),
+			Memory:    memory.NewManager(memory.Config{Store: chatstoretest.InMemoryMemories(cs), Policy: memory.Window(20, nil)}),
 			Logger:    (&logBuffer{}).logger(),
 			Knowledge: &ai.Knowledge{ForScope: sc.forScope, MaxPassages: 1},
 		})

@@ -58,7 +58,7 @@ func BenchmarkAITurnPeerLangchaingo(b *testing.B) {
 		m := llmtest.NewModel(llmtest.Rules(
 			llmtest.When(llmtest.AfterToolResult(""), llmtest.Reply{Text: "It is sunny in Paris."}),
 			llmtest.When(nil, llmtest.Reply{ToolCalls: []llmtest.ToolCall{{Name: "weather", Arguments: `{"city":"Paris"}`}}}),
-		))
+		), nil)
 		run(b, m, m.Reset)
 	})
 	b.Run("bare-model", func(b *testing.B) {

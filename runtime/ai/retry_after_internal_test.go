@@ -109,7 +109,7 @@ func TestRetryAfterCap(t *testing.T) {
 		{name: "under a custom cap", max: 5 * time.Minute, h: hdr("Retry-After", "120"), wait: 2 * time.Minute},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			next := llmtest.NewServer(llmtest.Sequence(llmtest.Reply{Text: "Hello."}))
+			next := llmtest.NewServer(llmtest.Sequence(llmtest.Reply{Text: "Hello."}), nil)
 			t.Cleanup(next.Close)
 			front := newThrottlingServer(t, next, c.h)
 			llm, err := next.Client(openai.WithBaseURL(front.URL),

@@ -28,7 +28,7 @@ type retryFixture struct {
 
 func newRetryFixture(t *testing.T, script llmtest.Script, transport bool, cfg Config) *retryFixture {
 	t.Helper()
-	f := &retryFixture{srv: llmtest.NewServer(script)}
+	f := &retryFixture{srv: llmtest.NewServer(script, nil)}
 	t.Cleanup(f.srv.Close)
 	var opts []openai.Option
 	if transport {

@@ -60,7 +60,7 @@ type Config struct {
 	// wraps a client and has no Unwrap() llms.Model method.
 	Client Client
 	// Memory provides the chat memory of each memory id. Nil means a
-	// [memory.Manager] with memory.Window(memory.DefaultMaxMessages) over
+	// [memory.Manager] with memory.Window(memory.DefaultMaxMessages, nil) over
 	// an in-memory store, created once per Service.
 	Memory memory.Provider
 	// MaxModelCalls is the most model calls one request (one top-level
@@ -178,7 +178,7 @@ func NewService(name string, cfg Config) *Service {
 	s.dialect = newDialect(c)
 	s.know = newKnowledge(s, cfg.Knowledge)
 	if s.memory == nil {
-		s.memory = memory.NewManager(memory.Config{Policy: memory.Window(memory.DefaultMaxMessages)})
+		s.memory = memory.NewManager(memory.Config{Policy: memory.Window(memory.DefaultMaxMessages, nil)})
 	}
 	if s.maxCalls <= 0 {
 		s.maxCalls = DefaultMaxModelCalls

@@ -27,7 +27,7 @@ func TestEventToolSentOnce(t *testing.T) {
 	model := llmtest.NewModel(llmtest.Sequence(
 		calls(call("open", `{}`)), // the turn ends on the immediate tool
 		calls(call("open", `{}`)),
-	))
+	), nil)
 	svc := ai.NewService(svcName, ai.Config{Model: model, Logger: (&logBuffer{}).logger()})
 	method := &ai.Method{Name: "Ask", Kind: chat.KindChat, Tools: []ai.Tool{{
 		Name: "open", Parameters: json.RawMessage(`{"type":"object"}`), Event: true, Immediate: true,

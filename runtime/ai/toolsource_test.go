@@ -96,7 +96,7 @@ func TestToolSourceClash(t *testing.T) {
 	m := &ai.Method{Name: "Ask", Tools: (&toolbox{}).tools()}
 
 	t.Run("check", func(t *testing.T) {
-		svc := ai.NewService(svcName, ai.Config{Model: llmtest.NewModel(nil), ToolSources: []ai.ToolSource{lister{a}}})
+		svc := ai.NewService(svcName, ai.Config{Model: llmtest.NewModel(nil, nil), ToolSources: []ai.ToolSource{lister{a}}})
 		if err := svc.Check(); err != nil {
 			t.Fatalf("no methods declared: %v", err)
 		}
@@ -110,7 +110,7 @@ func TestToolSourceClash(t *testing.T) {
 			t.Fatalf("err\n got: %v\nwant: %s", err, want)
 		}
 
-		svc = ai.NewService(svcName, ai.Config{Model: llmtest.NewModel(nil), ToolSources: []ai.ToolSource{lister{b}, lister{a}}})
+		svc = ai.NewService(svcName, ai.Config{Model: llmtest.NewModel(nil, nil), ToolSources: []ai.ToolSource{lister{b}, lister{a}}})
 		svc.AddMethods(&ai.Method{Name: "Plain"})
 		want = `ai: example.com/app.Assistant.Plain: tool name clash: tool "lore" of MCP server "a" clashes with tool "lore" of MCP server "b"`
 		if err := svc.Check(); err == nil || err.Error() != want {
@@ -121,7 +121,7 @@ func TestToolSourceClash(t *testing.T) {
 	t.Run("turn", func(t *testing.T) {
 		// A source that cannot list its tools outside a turn: the clash
 		// fails the turn that meets it, before any model call.
-		model := llmtest.NewModel(llmtest.Sequence(llmtest.Reply{Text: "unused"}))
+		model := llmtest.NewModel(llmtest.Sequence(llmtest.Reply{Text: "unused"}), nil)
 		svc := ai.NewService(svcName, ai.Config{Model: model, ToolSources: []ai.ToolSource{a}})
 		svc.AddMethods(m)
 		if err := svc.Check(); err != nil {
@@ -138,7 +138,7 @@ func TestToolSourceClash(t *testing.T) {
 
 	t.Run("nameless", func(t *testing.T) {
 		c := &source{name: `source "c"`, tools: []ai.Tool{{Definition: llms.Tool{Type: "function"}, Invoke: noop}}}
-		svc := ai.NewService(svcName, ai.Config{Model: llmtest.NewModel(nil), ToolSources: []ai.ToolSource{lister{c}}})
+		svc := ai.NewService(svcName, ai.Config{Model: llmtest.NewModel(nil, nil), ToolSources: []ai.ToolSource{lister{c}}})
 		svc.AddMethods(&ai.Method{Name: "Ask"})
 		if err := svc.Check(); !errors.Is(err, ai.ErrToolClash) || !strings.Contains(err.Error(), `source "c" offers a tool without a name`) {
 			t.Fatalf("err %v", err)
@@ -177,7 +177,7 @@ func TestToolSourceChanges(t *testing.T) {
 // TestToolSourceNil: a nil source (a slot left empty) fails Check and each
 // turn with a clear error instead of a panic.
 func TestToolSourceNil(t *testing.T) {
-	model := llmtest.NewModel(llmtest.Sequence(llmtest.Reply{Text: "unused"}))
+	model := llmtest.NewModel(llmtest.Sequence(llmtest.Reply{Text: "unused"}), nil)
 	a := &source{name: `MCP server "a"`}
 	svc := ai.NewService(svcName, ai.Config{Model: model, ToolSources: []ai.ToolSource{a, nil}})
 	want := "ai: example.com/app.Assistant: nil tool source: ToolSources[1]"

@@ -25,7 +25,7 @@ func ExampleTransport_gemini() {
 	srv := llmtest.NewGeminiServer(llmtest.Sequence(llmtest.Reply{
 		Text:  "Hello there, brave new world.",
 		Usage: llmtest.Usage{PromptTokens: 20, CompletionTokens: 12},
-	}), llmtest.WithModelName("gemini-2.5-flash"))
+	}), &llmtest.Options{ModelName: "gemini-2.5-flash"})
 	defer srv.Close()
 	ctx := context.Background()
 	key := "GEMINI_API_KEY"

@@ -110,7 +110,7 @@ func saver(ctx context.Context, s *boltstore.Store, id string) (func() error, er
 		return nil, err
 	}
 	st := chatstoretest.State(id)
-	mw, err := memory.Window(20).New(ctx, s.Memories(), st.Scopes[1].Memories[0])
+	mw, err := memory.Window(20, nil).New(ctx, s.Memories(), st.Scopes[1].Memories[0])
 	if err != nil {
 		return nil, err
 	}

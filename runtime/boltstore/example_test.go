@@ -37,7 +37,7 @@ func Example() {
 		{ID: "conv-1", Route: "example.com/app.Menu", Memories: []string{"conv-1#example.com/app.Assistant.Chat"}},
 	}}
 	batch := chatstore.NewBatch()
-	mem, err := memory.Window(20).New(ctx, store.Memories(), "conv-1#example.com/app.Assistant.Chat")
+	mem, err := memory.Window(20, nil).New(ctx, store.Memories(), "conv-1#example.com/app.Assistant.Chat")
 	if err != nil {
 		log.Fatal(err)
 	}

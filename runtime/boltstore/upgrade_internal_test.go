@@ -144,7 +144,7 @@ func TestUpgradeFromLayout1(t *testing.T) {
 	if l.Token != 8 {
 		t.Errorf("first fencing token after the upgrade: %d, want 8", l.Token)
 	}
-	mw, err := memory.Window(4).New(ctx, mems, liveMem)
+	mw, err := memory.Window(4, nil).New(ctx, mems, liveMem)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -34,7 +34,7 @@ func inProcessEmbedder(b *testing.B) embeddings.Embedder {
 // distinct ids.
 func scaledLore(b *testing.B, times int) []knowledge.Chunk {
 	b.Helper()
-	chunks, err := knowledge.LoadDir(context.Background(), os.DirFS(loreDir), knowledge.LoadOptions{ChunkSize: 300})
+	chunks, err := knowledge.LoadDir(context.Background(), os.DirFS(loreDir), &knowledge.LoadOptions{ChunkSize: 300})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -54,7 +54,7 @@ func BenchmarkSearch(b *testing.B) {
 	ctx := context.Background()
 	for _, times := range []int{1, 100} {
 		chunks := scaledLore(b, times)
-		ix, err := knowledge.New(knowledge.WithEmbedder(inProcessEmbedder(b)))
+		ix, err := knowledge.New(&knowledge.IndexOptions{Embedder: inProcessEmbedder(b)})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -79,7 +79,7 @@ func BenchmarkSearch(b *testing.B) {
 func BenchmarkLoadAndIndex(b *testing.B) {
 	ctx := context.Background()
 	for b.Loop() {
-		if _, err := knowledge.IndexDir(ctx, os.DirFS(loreDir), knowledge.LoadOptions{}); err != nil {
+		if _, err := knowledge.IndexDir(ctx, os.DirFS(loreDir), nil); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -89,7 +89,7 @@ func BenchmarkLoadAndIndex(b *testing.B) {
 func BenchmarkSaveLoad(b *testing.B) {
 	ctx := context.Background()
 	e := inProcessEmbedder(b)
-	ix, err := knowledge.New(knowledge.WithEmbedder(e))
+	ix, err := knowledge.New(&knowledge.IndexOptions{Embedder: e})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -101,7 +101,7 @@ func BenchmarkSaveLoad(b *testing.B) {
 		if err := ix.Save(path); err != nil {
 			b.Fatal(err)
 		}
-		if _, err := knowledge.Load(ctx, path, knowledge.WithEmbedder(e)); err != nil {
+		if _, err := knowledge.Load(ctx, path, &knowledge.IndexOptions{Embedder: e}); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -2,7 +2,7 @@ package knowledge
 
 import "math"
 
-// The BM25 parameters that [New] uses unless [WithBM25] says otherwise:
+// The BM25 parameters that [New] uses unless [IndexOptions.BM25] says otherwise:
 // the usual defaults of Lucene and Elasticsearch.
 const (
 	DefaultK1 = 1.2

@@ -18,8 +18,8 @@
 //
 // An [Index] holds chunks in a BM25 lexical index (lower-cased words
 // without stop words, reduced by a light English stemmer; k1 and b set by
-// [WithBM25]) and, given a langchaingo embeddings.Embedder with
-// [WithEmbedder], a vector per chunk searched by brute-force cosine
+// [IndexOptions.BM25]) and, given a langchaingo embeddings.Embedder in
+// [IndexOptions.Embedder], a vector per chunk searched by brute-force cosine
 // similarity, which suits the thousands of passages an application
 // ships. [Index.Search] ranks in one of the [Mode] values: Lexical,
 // Semantic, or Hybrid (the mean of the BM25 score, divided by the query's
@@ -33,10 +33,10 @@
 // passage as PageContent, the relevance as Score and, in Metadata, the
 // strings "id", "title" and "source".
 //
-//	ix, err := knowledge.IndexDir(ctx, loreFS, knowledge.LoadOptions{}) // LoadDir, New, Add
-//	// or knowledge.IndexDir(ctx, loreFS, knowledge.LoadOptions{}, knowledge.WithEmbedder(e))
+//	ix, err := knowledge.IndexDir(ctx, loreFS, nil) // LoadDir, New, Add
+//	// or knowledge.IndexDir(ctx, loreFS, &knowledge.IndexDirOptions{Index: knowledge.IndexOptions{Embedder: e}})
 //	...
-//	docs, err := ix.Retriever(3).GetRelevantDocuments(ctx, "Who carved the first fire runes?")
+//	docs, err := ix.Retriever(3, nil).GetRelevantDocuments(ctx, "Who carved the first fire runes?")
 //	// docs[0].Metadata["id"] == "fire-runes.md#1"
 //
 // An Index is safe for concurrent use. Errors match [ErrEmptyQuery],

@@ -53,9 +53,13 @@ func loadQuestions(t testing.TB) []evalQuestion {
 }
 
 // loreIndex loads the lore corpus into a new index with opts.
-func loreIndex(t testing.TB, opts ...knowledge.Option) *knowledge.Index {
+func loreIndex(t testing.TB, opts *knowledge.IndexOptions) *knowledge.Index {
 	t.Helper()
-	ix, err := knowledge.IndexDir(context.Background(), os.DirFS(loreDir), knowledge.LoadOptions{ChunkSize: 300}, opts...)
+	o := &knowledge.IndexDirOptions{Load: knowledge.LoadOptions{ChunkSize: 300}}
+	if opts != nil {
+		o.Index = *opts
+	}
+	ix, err := knowledge.IndexDir(context.Background(), os.DirFS(loreDir), o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -73,7 +77,7 @@ func llmtestEmbedder(t testing.TB) (embeddings.Embedder, *llmtest.Server) {
 // dimensions (0: the server's default).
 func llmtestEmbedderDims(t testing.TB, dims int) (embeddings.Embedder, *llmtest.Server) {
 	t.Helper()
-	srv := llmtest.NewServer(llmtest.Sequence())
+	srv := llmtest.NewServer(llmtest.Sequence(), nil)
 	t.Cleanup(srv.Close)
 	opts := []openai.Option{openai.WithEmbeddingModel("text-embedding-3-small")}
 	if dims > 0 {
@@ -142,7 +146,7 @@ func sources(hits []knowledge.Hit) []string {
 func TestEvaluationRecall(t *testing.T) {
 	qs := loadQuestions(t)
 	e, _ := llmtestEmbedder(t)
-	ix := loreIndex(t, knowledge.WithEmbedder(e))
+	ix := loreIndex(t, &knowledge.IndexOptions{Embedder: e})
 	for _, q := range qs { // each question has a passage that answers it
 		if !slices.ContainsFunc(ix.Chunks(), q.answers) {
 			t.Fatalf("no passage of %v holds an answer %q to %q", q.Sources, q.Answers, q.Question)
@@ -173,7 +177,7 @@ func TestEvaluationRecall(t *testing.T) {
 // the cost side of putting the corpus in the system prompt instead.
 func TestEvaluationTokens(t *testing.T) {
 	qs := loadQuestions(t)
-	ix := loreIndex(t)
+	ix := loreIndex(t, nil)
 	files, err := filepath.Glob(filepath.Join(loreDir, "*.md"))
 	if err != nil {
 		t.Fatal(err)

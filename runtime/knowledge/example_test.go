@@ -18,12 +18,12 @@ import (
 // passages that answer a question, as a langchaingo retriever.
 func Example() {
 	ctx := context.Background()
-	ix, err := knowledge.IndexDir(ctx, os.DirFS("../../examples/weaponbuilder/lore"), knowledge.LoadOptions{ChunkSize: 300})
+	ix, err := knowledge.IndexDir(ctx, os.DirFS("../../examples/weaponbuilder/lore"), &knowledge.IndexDirOptions{Load: knowledge.LoadOptions{ChunkSize: 300}})
 	if err != nil {
 		log.Fatal(err)
 	}
 
-	docs, err := ix.Retriever(2).GetRelevantDocuments(ctx, "Who carved the first fire runes?")
+	docs, err := ix.Retriever(2, nil).GetRelevantDocuments(ctx, "Who carved the first fire runes?")
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -41,7 +41,7 @@ func Example() {
 // against llmtest's deterministic embeddings endpoint), saved to a file and
 // loaded back.
 func ExampleLoad() {
-	srv := llmtest.NewServer(llmtest.Sequence())
+	srv := llmtest.NewServer(llmtest.Sequence(), nil)
 	defer srv.Close()
 	llm, err := srv.Client()
 	if err != nil {
@@ -53,7 +53,7 @@ func ExampleLoad() {
 	}
 
 	ctx := context.Background()
-	ix, err := knowledge.New(knowledge.WithEmbedder(embedder))
+	ix, err := knowledge.New(&knowledge.IndexOptions{Embedder: embedder})
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -74,7 +74,7 @@ func ExampleLoad() {
 		log.Fatal(err)
 	}
 
-	loaded, err := knowledge.Load(ctx, path, knowledge.WithEmbedder(embedder))
+	loaded, err := knowledge.Load(ctx, path, &knowledge.IndexOptions{Embedder: embedder})
 	if err != nil {
 		log.Fatal(err)
 	}

@@ -104,8 +104,28 @@ type Index struct {
 	vectors [][]float32 // one per chunk, unit length; nil when none
 }
 
-// Option configures an [Index].
-type Option func(*config) error
+// IndexOptions configures an [Index] made by [New], [Load] or
+// [IndexDir]. A nil *IndexOptions and the zero value are a lexical index
+// (no embedder) with the default BM25 parameters.
+type IndexOptions struct {
+	// Embedder, when not nil, gives the index an embedder: Add embeds
+	// every passage and the Semantic and Hybrid modes embed the query. Any
+	// langchaingo embedder works, such as embeddings.NewEmbedder over an
+	// OpenAI client.
+	Embedder embeddings.Embedder
+	// BM25, when not nil, sets the BM25 parameters; nil means [DefaultK1]
+	// and [DefaultB] (for [Load], the file's). Parameters out of range are
+	// an error of [New], [IndexDir] or [Load].
+	BM25 *BM25Params
+}
+
+// BM25Params are the parameters of BM25 ranking ([IndexOptions.BM25]).
+type BM25Params struct {
+	// K1, finite and ≥ 0, is how fast a term's repeats stop counting.
+	K1 float64
+	// B, from 0 to 1, is how much a long passage is penalized.
+	B float64
+}
 
 // config is what the options set.
 type config struct {
@@ -113,47 +133,31 @@ type config struct {
 	k1, b    float64
 }
 
-// WithEmbedder gives the index an embedder: Add embeds every passage and
-// the Semantic and Hybrid modes embed the query. Any langchaingo embedder
-// works, such as embeddings.NewEmbedder over an OpenAI client.
-func WithEmbedder(e embeddings.Embedder) Option {
-	return func(c *config) error {
-		if e == nil {
-			return errors.New("knowledge: WithEmbedder(nil)")
-		}
-		c.embedder = e
-		return nil
-	}
+// newConfig applies opts, which may be nil, to the defaults.
+func newConfig(opts *IndexOptions) (config, error) {
+	return applyOptions(config{k1: DefaultK1, b: DefaultB}, opts)
 }
 
-// WithBM25 sets the BM25 parameters: k1, finite and ≥ 0, how fast a
-// term's repeats stop counting, and b from 0 to 1, how much a long
-// passage is penalized. NaN, an infinite k1 or a value out of range is
-// an error of [New], [IndexDir] or [Load]. The defaults are [DefaultK1]
-// and [DefaultB].
-func WithBM25(k1, b float64) Option {
-	return func(c *config) error {
-		if !validBM25(k1, b) {
-			return fmt.Errorf("knowledge: WithBM25(%v, %v): want a finite k1 ≥ 0 and b from 0 to 1", k1, b)
-		}
-		c.k1, c.b = k1, b
-		return nil
+// applyOptions returns c with opts, which may be nil, applied.
+func applyOptions(c config, opts *IndexOptions) (config, error) {
+	if opts == nil {
+		return c, nil
 	}
-}
-
-// newConfig applies opts to the defaults.
-func newConfig(opts []Option) (config, error) {
-	c := config{k1: DefaultK1, b: DefaultB}
-	for _, o := range opts {
-		if err := o(&c); err != nil {
-			return c, err
+	if p := opts.BM25; p != nil {
+		if !validBM25(p.K1, p.B) {
+			return c, fmt.Errorf("knowledge: IndexOptions.BM25 {K1: %v, B: %v}: want a finite K1 ≥ 0 and B from 0 to 1", p.K1, p.B)
 		}
+		c.k1, c.b = p.K1, p.B
+	}
+	if opts.Embedder != nil {
+		c.embedder = opts.Embedder
 	}
 	return c, nil
 }
 
-// New returns an empty index.
-func New(opts ...Option) (*Index, error) {
+// New returns an empty index configured by opts; nil opts is a lexical
+// index with the default BM25 parameters.
+func New(opts *IndexOptions) (*Index, error) {
 	c, err := newConfig(opts)
 	if err != nil {
 		return nil, err
@@ -217,7 +221,7 @@ func (ix *Index) Add(ctx context.Context, chunks ...Chunk) error {
 	}
 	switch {
 	case vecs == nil && len(ix.vectors) > 0 && len(chunks) > 0:
-		return fmt.Errorf("%w to embed the new chunks of an index with vectors (load it WithEmbedder)", ErrNoEmbedder)
+		return fmt.Errorf("%w to embed the new chunks of an index with vectors (load it with IndexOptions.Embedder)", ErrNoEmbedder)
 	case vecs != nil && len(ix.chunks) > 0 && (len(ix.vectors) != len(ix.chunks) || len(ix.vectors[0]) != len(vecs[0])):
 		return fmt.Errorf("knowledge: the embedder's vectors (%d dimensions) do not match the index's (%d chunks, %d with vectors)",
 			len(vecs[0]), len(ix.chunks), len(ix.vectors))
@@ -271,7 +275,7 @@ func (ix *Index) Search(ctx context.Context, query string, k int, mode Mode, min
 	var qvec []float32
 	if mode != Lexical {
 		if !ix.hasVectors() {
-			return nil, fmt.Errorf("%w for a %s search (create it with WithEmbedder)", ErrNoEmbedder, mode)
+			return nil, fmt.Errorf("%w for a %s search (create it with IndexOptions.Embedder)", ErrNoEmbedder, mode)
 		}
 		var err error
 		if qvec, err = embedQuery(ctx, ix.embedder, query); err != nil {

@@ -22,9 +22,9 @@ var forgeChunks = []knowledge.Chunk{
 }
 
 // newIndex returns an index of chunks built with opts.
-func newIndex(t *testing.T, chunks []knowledge.Chunk, opts ...knowledge.Option) *knowledge.Index {
+func newIndex(t *testing.T, chunks []knowledge.Chunk, opts *knowledge.IndexOptions) *knowledge.Index {
 	t.Helper()
-	ix, err := knowledge.New(opts...)
+	ix, err := knowledge.New(opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -44,7 +44,7 @@ func ids(hits []knowledge.Hit) []string {
 }
 
 func TestSearchLexical(t *testing.T) {
-	ix := newIndex(t, forgeChunks)
+	ix := newIndex(t, forgeChunks, nil)
 	ctx := context.Background()
 	hits, err := ix.Search(ctx, "Who quenches steel in snowmelt?", 3, knowledge.Auto, 0)
 	if err != nil {
@@ -93,7 +93,7 @@ func TestSearchLexical(t *testing.T) {
 }
 
 func TestSearchErrors(t *testing.T) {
-	ix := newIndex(t, forgeChunks)
+	ix := newIndex(t, forgeChunks, nil)
 	ctx := context.Background()
 	for _, tc := range []struct {
 		query string
@@ -121,44 +121,44 @@ func TestSearchErrors(t *testing.T) {
 	if _, err := ix.Search(cancelled, "iron", 3, knowledge.Auto, 0); !errors.Is(err, context.Canceled) {
 		t.Errorf("cancelled context: %v", err)
 	}
-	empty := newIndex(t, nil)
+	empty := newIndex(t, nil, nil)
 	if hits, err := empty.Search(ctx, "iron", 3, knowledge.Auto, 0); err != nil || len(hits) != 0 {
 		t.Errorf("empty index: %v, %v", hits, err)
 	}
 }
 
 func TestNewRejectsBadOptions(t *testing.T) {
-	for _, opt := range []knowledge.Option{knowledge.WithBM25(-1, 0.5), knowledge.WithBM25(1.2, 1.5), knowledge.WithEmbedder(nil)} {
-		if _, err := knowledge.New(opt); err == nil {
+	for _, opts := range []*knowledge.IndexOptions{{BM25: &knowledge.BM25Params{K1: -1, B: 0.5}}, {BM25: &knowledge.BM25Params{K1: 1.2, B: 1.5}}} {
+		if _, err := knowledge.New(opts); err == nil {
 			t.Error("New accepted a bad option")
 		}
 	}
-	if _, err := knowledge.New(knowledge.WithBM25(0, 0)); err != nil {
-		t.Errorf("WithBM25(0, 0): %v", err)
+	if _, err := knowledge.New(&knowledge.IndexOptions{BM25: &knowledge.BM25Params{K1: 0, B: 0}}); err != nil {
+		t.Errorf("BM25 0, 0: %v", err)
 	}
 }
 
-// TestWithBM25RejectsNonFinite checks that NaN and infinite BM25
+// TestBM25RejectsNonFinite checks that NaN and infinite BM25
 // parameters, with which every search would score NaN, are refused.
-func TestWithBM25RejectsNonFinite(t *testing.T) {
+func TestBM25RejectsNonFinite(t *testing.T) {
 	nan, inf := math.NaN(), math.Inf(1)
 	for _, p := range [][2]float64{{nan, 0.75}, {1.2, nan}, {inf, 0.75}, {math.Inf(-1), 0.75}, {1.2, inf}, {1.2, math.Inf(-1)}, {nan, nan}} {
-		ix, err := knowledge.New(knowledge.WithBM25(p[0], p[1]))
+		ix, err := knowledge.New(&knowledge.IndexOptions{BM25: &knowledge.BM25Params{K1: p[0], B: p[1]}})
 		if err == nil {
-			hits, _ := newIndex(t, forgeChunks).Search(context.Background(), "iron", 1, knowledge.Lexical, 0)
+			hits, _ := newIndex(t, forgeChunks, nil).Search(context.Background(), "iron", 1, knowledge.Lexical, 0)
 			if ix != nil {
 				_ = ix.Add(context.Background(), forgeChunks...)
 				hits, _ = ix.Search(context.Background(), "iron", 1, knowledge.Lexical, 0)
 			}
-			t.Errorf("WithBM25(%v, %v) accepted (its search gives %v)", p[0], p[1], hits)
+			t.Errorf("BM25 %v, %v accepted (its search gives %v)", p[0], p[1], hits)
 			continue
 		}
-		if !strings.Contains(err.Error(), "WithBM25") {
-			t.Errorf("WithBM25(%v, %v): %v, want an error naming WithBM25", p[0], p[1], err)
+		if !strings.Contains(err.Error(), "IndexOptions.BM25") {
+			t.Errorf("BM25 %v, %v: %v, want an error naming IndexOptions.BM25", p[0], p[1], err)
 		}
 	}
 	// Large finite parameters are fine and score numbers.
-	ix := newIndex(t, forgeChunks, knowledge.WithBM25(math.MaxFloat64, 1))
+	ix := newIndex(t, forgeChunks, &knowledge.IndexOptions{BM25: &knowledge.BM25Params{K1: math.MaxFloat64, B: 1}})
 	hits, err := ix.Search(context.Background(), "iron steel", 4, knowledge.Lexical, 0)
 	if err != nil || len(hits) == 0 {
 		t.Fatalf("k1 = MaxFloat64: %v, %v", hits, err)
@@ -171,7 +171,7 @@ func TestWithBM25RejectsNonFinite(t *testing.T) {
 }
 
 func TestAddIsAllOrNothing(t *testing.T) {
-	ix := newIndex(t, forgeChunks[:1])
+	ix := newIndex(t, forgeChunks[:1], nil)
 	ctx := context.Background()
 	for _, batch := range [][]knowledge.Chunk{
 		{forgeChunks[1], {ID: "", Text: "no id"}},
@@ -193,7 +193,7 @@ func TestAddIsAllOrNothing(t *testing.T) {
 
 func TestSearchSemanticAndHybrid(t *testing.T) {
 	e, srv := llmtestEmbedder(t)
-	ix := newIndex(t, forgeChunks, knowledge.WithEmbedder(e))
+	ix := newIndex(t, forgeChunks, &knowledge.IndexOptions{Embedder: e})
 	if got := srv.EmbeddingCalls(); got != 1 {
 		t.Errorf("Add made %d embeddings calls, want 1", got)
 	}
@@ -243,9 +243,9 @@ func TestSearchSemanticAndHybrid(t *testing.T) {
 }
 
 func TestRetriever(t *testing.T) {
-	ix := newIndex(t, forgeChunks)
+	ix := newIndex(t, forgeChunks, nil)
 	ctx := context.Background()
-	docs, err := ix.Retriever(2).GetRelevantDocuments(ctx, "iron and steel")
+	docs, err := ix.Retriever(2, nil).GetRelevantDocuments(ctx, "iron and steel")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -264,13 +264,13 @@ func TestRetriever(t *testing.T) {
 		t.Errorf("documents not best first")
 	}
 
-	if _, err := ix.Retriever(0).GetRelevantDocuments(ctx, "iron"); !errors.Is(err, knowledge.ErrInvalidK) {
+	if _, err := ix.Retriever(0, nil).GetRelevantDocuments(ctx, "iron"); !errors.Is(err, knowledge.ErrInvalidK) {
 		t.Errorf("k = 0: %v", err)
 	}
-	if _, err := ix.Retriever(3, knowledge.WithMode(knowledge.Semantic)).GetRelevantDocuments(ctx, "iron"); !errors.Is(err, knowledge.ErrNoEmbedder) {
+	if _, err := ix.Retriever(3, &knowledge.RetrieverOptions{Mode: knowledge.Semantic}).GetRelevantDocuments(ctx, "iron"); !errors.Is(err, knowledge.ErrNoEmbedder) {
 		t.Errorf("semantic without embedder: %v", err)
 	}
-	docs, err = ix.Retriever(3, knowledge.WithMinScore(1e9)).GetRelevantDocuments(ctx, "iron")
+	docs, err = ix.Retriever(3, &knowledge.RetrieverOptions{MinScore: 1e9}).GetRelevantDocuments(ctx, "iron")
 	if err != nil || len(docs) != 0 {
 		t.Errorf("min score 1e9: %v, %v", docs, err)
 	}
@@ -278,7 +278,7 @@ func TestRetriever(t *testing.T) {
 
 func TestConcurrentAddAndSearch(t *testing.T) {
 	e, _ := llmtestEmbedder(t)
-	ix := newIndex(t, forgeChunks, knowledge.WithEmbedder(e))
+	ix := newIndex(t, forgeChunks, &knowledge.IndexOptions{Embedder: e})
 	ctx := context.Background()
 	var wg sync.WaitGroup
 	errs := make(chan error, 40)

@@ -16,7 +16,8 @@ import (
 	"github.com/tmc/langchaingo/textsplitter"
 )
 
-// LoadOptions configures [LoadDir]. The zero value is ready to use.
+// LoadOptions configures [LoadDir]. A nil *LoadOptions and the zero value
+// are ready to use.
 type LoadOptions struct {
 	// ChunkSize is the largest chunk, in characters (runes); 0 means
 	// DefaultChunkSize.
@@ -60,8 +61,8 @@ const (
 // [ErrTooLarge]), checking ctx before each file and while reading. For
 // a folder on disk, [LoadDirPath] also follows the links that stay
 // inside it. On error it returns no chunk.
-func LoadDir(ctx context.Context, fsys fs.FS, opts LoadOptions) ([]Chunk, error) {
-	return loadDir(ctx, fsys, nil, opts)
+func LoadDir(ctx context.Context, fsys fs.FS, opts *LoadOptions) ([]Chunk, error) {
+	return loadDir(ctx, fsys, nil, orZero(opts))
 }
 
 // LoadDirPath is [LoadDir] for the directory dir on disk, read with
@@ -69,13 +70,13 @@ func LoadDir(ctx context.Context, fsys fs.FS, opts LoadOptions) ([]Chunk, error)
 // followed while it stays inside dir and skipped, with a warning, when it
 // leaves it. Prefer it to LoadDir(ctx, os.DirFS(dir), opts), which skips
 // every link.
-func LoadDirPath(ctx context.Context, dir string, opts LoadOptions) ([]Chunk, error) {
+func LoadDirPath(ctx context.Context, dir string, opts *LoadOptions) ([]Chunk, error) {
 	root, err := os.OpenRoot(dir)
 	if err != nil {
 		return nil, fmt.Errorf("knowledge: loading %s: %w", dir, err)
 	}
 	defer root.Close()
-	return loadDir(ctx, root.FS(), root, opts)
+	return loadDir(ctx, root.FS(), root, orZero(opts))
 }
 
 // loadDir is LoadDir, reading fsys under root when root is not nil.
@@ -134,23 +135,45 @@ func loadDir(ctx context.Context, fsys fs.FS, root *os.Root, opts LoadOptions) (
 	return chunks, nil
 }
 
+// IndexDirOptions configures [IndexDir] and [IndexDirPath]: how the
+// documents are loaded and how the index is made. A nil *IndexDirOptions
+// and the zero value load with the defaults of [LoadDir] into a lexical
+// index with the default BM25 parameters.
+type IndexDirOptions struct {
+	// Load configures the loading of the documents, as for [LoadDir].
+	Load LoadOptions
+	// Index configures the index, as for [New].
+	Index IndexOptions
+}
+
 // IndexDir loads the documents of fsys with [LoadDir] and indexes them in
 // a new index configured by opts (with an embedder, embedding them in one
 // call).
-func IndexDir(ctx context.Context, fsys fs.FS, load LoadOptions, opts ...Option) (*Index, error) {
-	return indexChunks(ctx, func() ([]Chunk, error) { return LoadDir(ctx, fsys, load) }, opts)
+func IndexDir(ctx context.Context, fsys fs.FS, opts *IndexDirOptions) (*Index, error) {
+	o := orZero(opts)
+	return indexChunks(ctx, func() ([]Chunk, error) { return LoadDir(ctx, fsys, &o.Load) }, &o.Index)
 }
 
 // IndexDirPath is [IndexDir] for the directory dir on disk, loaded with
 // [LoadDirPath].
-func IndexDirPath(ctx context.Context, dir string, load LoadOptions, opts ...Option) (*Index, error) {
-	return indexChunks(ctx, func() ([]Chunk, error) { return LoadDirPath(ctx, dir, load) }, opts)
+func IndexDirPath(ctx context.Context, dir string, opts *IndexDirOptions) (*Index, error) {
+	o := orZero(opts)
+	return indexChunks(ctx, func() ([]Chunk, error) { return LoadDirPath(ctx, dir, &o.Load) }, &o.Index)
+}
+
+// orZero returns *opts, or the zero options when opts is nil.
+func orZero[T any](opts *T) T {
+	if opts == nil {
+		var zero T
+		return zero
+	}
+	return *opts
 }
 
 // indexChunks indexes the chunks that load returns in a new index
 // configured by opts.
-func indexChunks(ctx context.Context, load func() ([]Chunk, error), opts []Option) (*Index, error) {
-	ix, err := New(opts...)
+func indexChunks(ctx context.Context, load func() ([]Chunk, error), opts *IndexOptions) (*Index, error) {
+	ix, err := New(opts)
 	if err != nil {
 		return nil, err
 	}

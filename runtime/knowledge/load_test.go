@@ -31,7 +31,7 @@ func TestLoadDir(t *testing.T) {
 		"lore/sub.md/x.json": {Data: []byte("{}")}, // a directory named like a document
 	}
 	ctx := context.Background()
-	chunks, err := knowledge.LoadDir(ctx, fsys, knowledge.LoadOptions{ChunkSize: 200, ChunkOverlap: 40})
+	chunks, err := knowledge.LoadDir(ctx, fsys, &knowledge.LoadOptions{ChunkSize: 200, ChunkOverlap: 40})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -70,11 +70,11 @@ func TestLoadDir(t *testing.T) {
 		t.Errorf("varn.md gave %d chunks, want it split into several", varn)
 	}
 
-	again, err := knowledge.LoadDir(ctx, fsys, knowledge.LoadOptions{ChunkSize: 200, ChunkOverlap: 40})
+	again, err := knowledge.LoadDir(ctx, fsys, &knowledge.LoadOptions{ChunkSize: 200, ChunkOverlap: 40})
 	if err != nil || !slices.Equal(again, chunks) {
 		t.Errorf("loading twice gives other chunks (%v)", err)
 	}
-	ix, err := knowledge.New()
+	ix, err := knowledge.New(nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -85,23 +85,23 @@ func TestLoadDir(t *testing.T) {
 
 func TestLoadDirErrors(t *testing.T) {
 	ctx := context.Background()
-	if _, err := knowledge.LoadDir(ctx, fstest.MapFS{"a.png": {}}, knowledge.LoadOptions{}); err == nil {
+	if _, err := knowledge.LoadDir(ctx, fstest.MapFS{"a.png": {}}, nil); err == nil {
 		t.Error("a directory without documents gives no error")
 	}
-	if _, err := knowledge.LoadDir(ctx, fstest.MapFS{"a.md": {Data: []byte{0xff, 0xfe}}}, knowledge.LoadOptions{}); err == nil || !strings.Contains(err.Error(), "a.md") {
+	if _, err := knowledge.LoadDir(ctx, fstest.MapFS{"a.md": {Data: []byte{0xff, 0xfe}}}, nil); err == nil || !strings.Contains(err.Error(), "a.md") {
 		t.Errorf("a document that is not UTF-8: %v", err)
 	}
 	for _, o := range []knowledge.LoadOptions{{ChunkSize: -1}, {ChunkSize: 100, ChunkOverlap: 100}} {
-		if _, err := knowledge.LoadDir(ctx, fstest.MapFS{"a.md": {Data: []byte("x")}}, o); err == nil {
+		if _, err := knowledge.LoadDir(ctx, fstest.MapFS{"a.md": {Data: []byte("x")}}, &o); err == nil {
 			t.Errorf("options %+v give no error", o)
 		}
 	}
-	if _, err := knowledge.LoadDir(ctx, os.DirFS(t.TempDir()+"/missing"), knowledge.LoadOptions{}); !errors.Is(err, os.ErrNotExist) {
+	if _, err := knowledge.LoadDir(ctx, os.DirFS(t.TempDir()+"/missing"), nil); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("a missing directory: %v", err)
 	}
 	cancelled, cancel := context.WithCancel(ctx)
 	cancel()
-	if _, err := knowledge.LoadDir(cancelled, fstest.MapFS{"a.md": {Data: []byte("x")}}, knowledge.LoadOptions{}); !errors.Is(err, context.Canceled) {
+	if _, err := knowledge.LoadDir(cancelled, fstest.MapFS{"a.md": {Data: []byte("x")}}, nil); !errors.Is(err, context.Canceled) {
 		t.Errorf("cancelled: %v", err)
 	}
 }
@@ -109,15 +109,15 @@ func TestLoadDirErrors(t *testing.T) {
 func TestIndexDirErrors(t *testing.T) {
 	ctx := context.Background()
 	docs := fstest.MapFS{"a.md": {Data: []byte("# A\n\nIron.")}}
-	if _, err := knowledge.IndexDir(ctx, docs, knowledge.LoadOptions{}, knowledge.WithBM25(-1, 0)); err == nil {
+	if _, err := knowledge.IndexDir(ctx, docs, &knowledge.IndexDirOptions{Index: knowledge.IndexOptions{BM25: &knowledge.BM25Params{K1: -1, B: 0}}}); err == nil {
 		t.Error("a bad option gives no error")
 	}
-	if _, err := knowledge.IndexDir(ctx, fstest.MapFS{}, knowledge.LoadOptions{}); err == nil {
+	if _, err := knowledge.IndexDir(ctx, fstest.MapFS{}, nil); err == nil {
 		t.Error("no documents gives no error")
 	}
 	e, srv := llmtestEmbedder(t)
 	srv.Close()
-	if _, err := knowledge.IndexDir(ctx, docs, knowledge.LoadOptions{}, knowledge.WithEmbedder(e)); err == nil {
+	if _, err := knowledge.IndexDir(ctx, docs, &knowledge.IndexDirOptions{Index: knowledge.IndexOptions{Embedder: e}}); err == nil {
 		t.Error("a failing embedder gives no error")
 	}
 }
@@ -158,8 +158,8 @@ func symlink(t *testing.T, target, link string) {
 
 // loaders are the two ways to load a folder on disk: as an fs.FS, and by
 // its path.
-var loaders = map[string]func(ctx context.Context, dir string, opts knowledge.LoadOptions) ([]knowledge.Chunk, error){
-	"LoadDir(os.DirFS)": func(ctx context.Context, dir string, opts knowledge.LoadOptions) ([]knowledge.Chunk, error) {
+var loaders = map[string]func(ctx context.Context, dir string, opts *knowledge.LoadOptions) ([]knowledge.Chunk, error){
+	"LoadDir(os.DirFS)": func(ctx context.Context, dir string, opts *knowledge.LoadOptions) ([]knowledge.Chunk, error) {
 		return knowledge.LoadDir(ctx, os.DirFS(dir), opts)
 	},
 	"LoadDirPath": knowledge.LoadDirPath,
@@ -201,7 +201,7 @@ func TestLoadDirStaysInsideItsRoot(t *testing.T) {
 	for name, load := range loaders {
 		t.Run(name, func(t *testing.T) {
 			var logs bytes.Buffer
-			chunks, err := load(ctx, root, knowledge.LoadOptions{Logger: logTo(&logs)})
+			chunks, err := load(ctx, root, &knowledge.LoadOptions{Logger: logTo(&logs)})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -218,7 +218,7 @@ func TestLoadDirStaysInsideItsRoot(t *testing.T) {
 					t.Errorf("no warning for %s in the logs:\n%s", skipped, logs.String())
 				}
 			}
-			ix, err := knowledge.New()
+			ix, err := knowledge.New(nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -230,7 +230,7 @@ func TestLoadDirStaysInsideItsRoot(t *testing.T) {
 			}
 		})
 	}
-	ix, err := knowledge.IndexDirPath(ctx, root, knowledge.LoadOptions{Logger: logTo(new(bytes.Buffer))})
+	ix, err := knowledge.IndexDirPath(ctx, root, &knowledge.IndexDirOptions{Load: knowledge.LoadOptions{Logger: logTo(new(bytes.Buffer))}})
 	if err != nil || ix.Len() != 2 {
 		t.Fatalf("IndexDirPath: %v, %v", ix, err)
 	}
@@ -251,7 +251,7 @@ func TestLoadDirSkipsDevZero(t *testing.T) {
 	for name, load := range loaders {
 		t.Run(name, func(t *testing.T) {
 			var logs bytes.Buffer
-			chunks, err := load(context.Background(), root, knowledge.LoadOptions{Logger: logTo(&logs)})
+			chunks, err := load(context.Background(), root, &knowledge.LoadOptions{Logger: logTo(&logs)})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -287,7 +287,7 @@ func TestLoadDirSkipsFIFO(t *testing.T) {
 			}
 			done := make(chan result, 1)
 			go func() {
-				chunks, err := load(ctx, root, knowledge.LoadOptions{Logger: logTo(&logs)})
+				chunks, err := load(ctx, root, &knowledge.LoadOptions{Logger: logTo(&logs)})
 				done <- result{chunks, err}
 			}()
 			var r result
@@ -345,7 +345,7 @@ func TestLoadDirLimits(t *testing.T) {
 				{knowledge.LoadOptions{MaxTotalBytes: all}, ""},
 				{knowledge.LoadOptions{MaxFileBytes: 1000, MaxTotalBytes: all}, ""},
 			} {
-				chunks, err := load(ctx, root, c.opts)
+				chunks, err := load(ctx, root, &c.opts)
 				if c.file == "" {
 					if err != nil || len(docSources(chunks)) != 3 {
 						t.Errorf("%+v: %v, %v, want the three documents", c.opts, docSources(chunks), err)
@@ -357,7 +357,7 @@ func TestLoadDirLimits(t *testing.T) {
 				}
 			}
 			for _, o := range []knowledge.LoadOptions{{MaxFileBytes: -1}, {MaxTotalBytes: -1}} {
-				if _, err := load(ctx, root, o); err == nil {
+				if _, err := load(ctx, root, &o); err == nil {
 					t.Errorf("%+v gives no error", o)
 				}
 			}
@@ -374,11 +374,11 @@ func TestLoadDirLimits(t *testing.T) {
 		t.Fatal(err)
 	}
 	for name, load := range loaders {
-		if _, err := load(ctx, root, knowledge.LoadOptions{}); !errors.Is(err, knowledge.ErrTooLarge) || !strings.Contains(err.Error(), "big.md") {
+		if _, err := load(ctx, root, nil); !errors.Is(err, knowledge.ErrTooLarge) || !strings.Contains(err.Error(), "big.md") {
 			t.Errorf("%s: a document of 8 MiB and a byte: %v, want ErrTooLarge", name, err)
 		}
 	}
-	if _, err := knowledge.IndexDirPath(ctx, root, knowledge.LoadOptions{}); !errors.Is(err, knowledge.ErrTooLarge) {
+	if _, err := knowledge.IndexDirPath(ctx, root, nil); !errors.Is(err, knowledge.ErrTooLarge) {
 		t.Errorf("IndexDirPath, a document of 8 MiB and a byte: %v, want ErrTooLarge", err)
 	}
 }
@@ -422,7 +422,7 @@ func TestLoadDirCancelledWhileReading(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	fsys := &slowFS{FS: os.DirFS(root), onRead: cancel}
-	chunks, err := knowledge.LoadDir(ctx, fsys, knowledge.LoadOptions{})
+	chunks, err := knowledge.LoadDir(ctx, fsys, nil)
 	if !errors.Is(err, context.Canceled) || chunks != nil {
 		t.Errorf("cancelled while reading: %d chunks, %v, want none and context.Canceled", len(chunks), err)
 	}

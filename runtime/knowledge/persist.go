@@ -65,12 +65,12 @@ func (ix *Index) encode(w io.Writer) error {
 }
 
 // Load reads an index that Save wrote. It keeps the file's BM25
-// parameters unless opts has WithBM25. Give it the embedder the index was
-// built with (WithEmbedder) to search it in the Semantic or Hybrid mode;
+// parameters unless opts sets BM25. Give it the embedder the index was
+// built with (opts.Embedder) to search it in the Semantic or Hybrid mode;
 // an index saved without vectors is embedded then, chunk by chunk in one
 // EmbedDocuments call. A file that is not an index, or is damaged, gives
 // an error matching ErrCorrupt.
-func Load(ctx context.Context, path string, opts ...Option) (*Index, error) {
+func Load(ctx context.Context, path string, opts *IndexOptions) (*Index, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("knowledge: loading the index: %w", err)
@@ -84,7 +84,7 @@ func Load(ctx context.Context, path string, opts ...Option) (*Index, error) {
 }
 
 // decode reads an index from r.
-func decode(ctx context.Context, r io.Reader, opts []Option) (*Index, error) {
+func decode(ctx context.Context, r io.Reader, opts *IndexOptions) (*Index, error) {
 	head := make([]byte, len(magic))
 	if _, err := io.ReadFull(r, head); err != nil || string(head) != magic {
 		return nil, fmt.Errorf("%w: it does not start with %q", ErrCorrupt, magic[:len(magic)-1])
@@ -96,7 +96,7 @@ func decode(ctx context.Context, r io.Reader, opts []Option) (*Index, error) {
 	if err := file.check(); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrCorrupt, err)
 	}
-	c, err := newConfig(append([]Option{WithBM25(file.K1, file.B)}, opts...))
+	c, err := applyOptions(config{k1: file.K1, b: file.B}, opts)
 	if err != nil {
 		return nil, err
 	}

@@ -13,7 +13,7 @@ import (
 // index or an error matching ErrCorrupt, never a panic, and a decoded
 // index searches, scoring finite numbers (never NaN).
 func FuzzDecode(f *testing.F) {
-	ix, err := New()
+	ix, err := New(nil)
 	if err != nil {
 		f.Fatal(err)
 	}

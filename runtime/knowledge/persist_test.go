@@ -31,13 +31,13 @@ func searchAll(t *testing.T, ix *knowledge.Index, query string, modes ...knowled
 }
 
 func TestSaveLoadLexical(t *testing.T) {
-	ix := newIndex(t, forgeChunks, knowledge.WithBM25(2, 0.5))
+	ix := newIndex(t, forgeChunks, &knowledge.IndexOptions{BM25: &knowledge.BM25Params{K1: 2, B: 0.5}})
 	path := filepath.Join(t.TempDir(), "lore.idx")
 	if err := ix.Save(path); err != nil {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	got, err := knowledge.Load(ctx, path)
+	got, err := knowledge.Load(ctx, path, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -45,12 +45,12 @@ func TestSaveLoadLexical(t *testing.T) {
 		t.Errorf("loaded index searches differently:\n%s\nwant\n%s", have, want)
 	}
 	// The BM25 parameters came with the file: other ones score differently.
-	other, err := knowledge.Load(ctx, path, knowledge.WithBM25(1.2, 0.75))
+	other, err := knowledge.Load(ctx, path, &knowledge.IndexOptions{BM25: &knowledge.BM25Params{K1: 1.2, B: 0.75}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if searchAll(t, other, "iron steel forging", knowledge.Lexical) == searchAll(t, got, "iron steel forging", knowledge.Lexical) {
-		t.Error("WithBM25 given to Load changed nothing")
+		t.Error("BM25 given to Load changed nothing")
 	}
 	entries, err := os.ReadDir(filepath.Dir(path))
 	if err != nil || len(entries) != 1 {
@@ -64,7 +64,7 @@ func TestSaveLoadLexical(t *testing.T) {
 	if err := got.Save(path); err != nil {
 		t.Fatal(err)
 	}
-	again, err := knowledge.Load(ctx, path)
+	again, err := knowledge.Load(ctx, path, nil)
 	if err != nil || again.Len() != len(forgeChunks)+1 {
 		t.Fatalf("reloaded: %v, %v", again, err)
 	}
@@ -77,14 +77,14 @@ func TestSaveLoadLexical(t *testing.T) {
 
 func TestSaveLoadVectors(t *testing.T) {
 	e, srv := llmtestEmbedder(t)
-	ix := newIndex(t, forgeChunks, knowledge.WithEmbedder(e))
+	ix := newIndex(t, forgeChunks, &knowledge.IndexOptions{Embedder: e})
 	path := filepath.Join(t.TempDir(), "lore.idx")
 	if err := ix.Save(path); err != nil {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
 	calls := srv.EmbeddingCalls()
-	got, err := knowledge.Load(ctx, path, knowledge.WithEmbedder(e))
+	got, err := knowledge.Load(ctx, path, &knowledge.IndexOptions{Embedder: e})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -98,7 +98,7 @@ func TestSaveLoadVectors(t *testing.T) {
 
 	// Loaded without an embedder, it searches lexically and keeps the
 	// vectors for the next save.
-	lex, err := knowledge.Load(ctx, path)
+	lex, err := knowledge.Load(ctx, path, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -116,17 +116,17 @@ func TestSaveLoadVectors(t *testing.T) {
 		t.Fatal(err)
 	}
 	calls = srv.EmbeddingCalls()
-	if _, err := knowledge.Load(ctx, resaved, knowledge.WithEmbedder(e)); err != nil || srv.EmbeddingCalls() != calls {
+	if _, err := knowledge.Load(ctx, resaved, &knowledge.IndexOptions{Embedder: e}); err != nil || srv.EmbeddingCalls() != calls {
 		t.Errorf("vectors lost on a save without embedder: %v, %d new calls", err, srv.EmbeddingCalls()-calls)
 	}
 
 	// A lexical index loaded with an embedder is embedded, in one call.
 	lexPath := filepath.Join(t.TempDir(), "lexical.idx")
-	if err := newIndex(t, forgeChunks).Save(lexPath); err != nil {
+	if err := newIndex(t, forgeChunks, nil).Save(lexPath); err != nil {
 		t.Fatal(err)
 	}
 	calls = srv.EmbeddingCalls()
-	emb, err := knowledge.Load(ctx, lexPath, knowledge.WithEmbedder(e))
+	emb, err := knowledge.Load(ctx, lexPath, &knowledge.IndexOptions{Embedder: e})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -139,7 +139,7 @@ func TestSaveLoadVectors(t *testing.T) {
 
 	// A query embedded with other dimensions is refused.
 	other, _ := llmtestEmbedderDims(t, 32)
-	small, err := knowledge.Load(ctx, path, knowledge.WithEmbedder(other))
+	small, err := knowledge.Load(ctx, path, &knowledge.IndexOptions{Embedder: other})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -151,7 +151,7 @@ func TestSaveLoadVectors(t *testing.T) {
 func TestLoadCorrupt(t *testing.T) {
 	dir := t.TempDir()
 	good := filepath.Join(dir, "good.idx")
-	if err := newIndex(t, forgeChunks).Save(good); err != nil {
+	if err := newIndex(t, forgeChunks, nil).Save(good); err != nil {
 		t.Fatal(err)
 	}
 	b, err := os.ReadFile(good)
@@ -169,12 +169,12 @@ func TestLoadCorrupt(t *testing.T) {
 		if err := os.WriteFile(path, content, 0o644); err != nil {
 			t.Fatal(err)
 		}
-		_, err := knowledge.Load(context.Background(), path)
+		_, err := knowledge.Load(context.Background(), path, nil)
 		if !errors.Is(err, knowledge.ErrCorrupt) {
 			t.Errorf("%s: %v, want ErrCorrupt", name, err)
 		}
 	}
-	if _, err := knowledge.Load(context.Background(), filepath.Join(dir, "missing.idx")); !errors.Is(err, os.ErrNotExist) {
+	if _, err := knowledge.Load(context.Background(), filepath.Join(dir, "missing.idx"), nil); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("missing file: %v, want os.ErrNotExist", err)
 	}
 }
@@ -205,12 +205,12 @@ func TestLoadRejectsNonFiniteBM25(t *testing.T) {
 	}
 	ctx := context.Background()
 	// The hand-crafted format is the real one.
-	if ix, err := knowledge.Load(ctx, write(t, 2, 0.5)); err != nil || ix.Len() != len(forgeChunks) {
+	if ix, err := knowledge.Load(ctx, write(t, 2, 0.5), nil); err != nil || ix.Len() != len(forgeChunks) {
 		t.Fatalf("a well-formed hand-crafted file: %v", err)
 	}
 	nan, inf := math.NaN(), math.Inf(1)
 	for _, p := range [][2]float64{{nan, 0.75}, {1.2, nan}, {inf, 0.75}, {math.Inf(-1), 0.75}, {1.2, inf}, {-1, 0.75}, {1.2, 1.5}, {1.2, -0.5}} {
-		ix, err := knowledge.Load(ctx, write(t, p[0], p[1]))
+		ix, err := knowledge.Load(ctx, write(t, p[0], p[1]), nil)
 		if err == nil {
 			hits, _ := ix.Search(ctx, "iron", 1, knowledge.Lexical, 0)
 			t.Errorf("k1 = %v, b = %v: loaded (its search gives %v), want ErrCorrupt", p[0], p[1], hits)
@@ -219,9 +219,9 @@ func TestLoadRejectsNonFiniteBM25(t *testing.T) {
 		if !errors.Is(err, knowledge.ErrCorrupt) || !strings.Contains(err.Error(), "BM25") {
 			t.Errorf("k1 = %v, b = %v: %v, want ErrCorrupt naming the BM25 parameters", p[0], p[1], err)
 		}
-		// WithBM25 given to Load does not rescue a corrupt file.
-		if _, err := knowledge.Load(ctx, write(t, p[0], p[1]), knowledge.WithBM25(1.2, 0.75)); !errors.Is(err, knowledge.ErrCorrupt) {
-			t.Errorf("k1 = %v, b = %v, loaded WithBM25: %v, want ErrCorrupt", p[0], p[1], err)
+		// BM25 given to Load does not rescue a corrupt file.
+		if _, err := knowledge.Load(ctx, write(t, p[0], p[1]), &knowledge.IndexOptions{BM25: &knowledge.BM25Params{K1: 1.2, B: 0.75}}); !errors.Is(err, knowledge.ErrCorrupt) {
+			t.Errorf("k1 = %v, b = %v, loaded with BM25: %v, want ErrCorrupt", p[0], p[1], err)
 		}
 	}
 }

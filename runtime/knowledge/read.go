@@ -36,8 +36,8 @@ type File struct {
 	Data []byte
 }
 
-// ReadOptions configures [ReadFiles]. The zero value reads every regular
-// file within the default limits.
+// ReadOptions configures [ReadFiles]. A nil *ReadOptions and the zero
+// value read every regular file within the default limits.
 type ReadOptions struct {
 	// Match reports whether to read the file at path (slash-separated,
 	// from the root); nil reads every file. Only files it accepts are
@@ -79,9 +79,9 @@ type ReadOptions struct {
 // ReadFiles returns all the files matched or, on error, none; an error
 // walking fsys (such as a missing root, matching fs.ErrNotExist) is an
 // error.
-func ReadFiles(ctx context.Context, fsys fs.FS, opts ReadOptions) ([]File, error) {
+func ReadFiles(ctx context.Context, fsys fs.FS, opts *ReadOptions) ([]File, error) {
 	var files []File
-	err := walkFiles(ctx, fsys, nil, opts, func(p string, data []byte) error {
+	err := walkFiles(ctx, fsys, nil, orZero(opts), func(p string, data []byte) error {
 		files = append(files, File{Path: p, Data: data})
 		return nil
 	})
@@ -98,14 +98,14 @@ func ReadFiles(ctx context.Context, fsys fs.FS, opts ReadOptions) ([]File, error
 // dir, or leads nowhere, is skipped and logged. A file that is replaced
 // by a link or a FIFO while it is read cannot take it outside dir or block
 // it either.
-func ReadFilesPath(ctx context.Context, dir string, opts ReadOptions) ([]File, error) {
+func ReadFilesPath(ctx context.Context, dir string, opts *ReadOptions) ([]File, error) {
 	root, err := os.OpenRoot(dir)
 	if err != nil {
 		return nil, fmt.Errorf("knowledge: reading %s: %w", dir, err)
 	}
 	defer root.Close()
 	var files []File
-	err = walkFiles(ctx, root.FS(), root, opts, func(p string, data []byte) error {
+	err = walkFiles(ctx, root.FS(), root, orZero(opts), func(p string, data []byte) error {
 		files = append(files, File{Path: p, Data: data})
 		return nil
 	})

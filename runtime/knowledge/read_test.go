@@ -46,7 +46,7 @@ func TestReadFiles(t *testing.T) {
 	})
 	ctx := context.Background()
 	var logs bytes.Buffer
-	files, err := knowledge.ReadFiles(ctx, os.DirFS(root), knowledge.ReadOptions{Logger: logTo(&logs)})
+	files, err := knowledge.ReadFiles(ctx, os.DirFS(root), &knowledge.ReadOptions{Logger: logTo(&logs)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -63,7 +63,7 @@ func TestReadFiles(t *testing.T) {
 	}
 
 	logs.Reset()
-	files, err = knowledge.ReadFilesPath(ctx, root, knowledge.ReadOptions{Logger: logTo(&logs)})
+	files, err = knowledge.ReadFilesPath(ctx, root, &knowledge.ReadOptions{Logger: logTo(&logs)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -80,14 +80,14 @@ func TestReadFiles(t *testing.T) {
 	}
 
 	// The largest limits are limits too.
-	if files, err := knowledge.ReadFilesPath(ctx, root, knowledge.ReadOptions{MaxFileBytes: math.MaxInt64, MaxTotalBytes: math.MaxInt64, Logger: logTo(new(bytes.Buffer))}); err != nil || len(files) != 5 || string(files[1].Data) != "# Steel\n" {
+	if files, err := knowledge.ReadFilesPath(ctx, root, &knowledge.ReadOptions{MaxFileBytes: math.MaxInt64, MaxTotalBytes: math.MaxInt64, Logger: logTo(new(bytes.Buffer))}); err != nil || len(files) != 5 || string(files[1].Data) != "# Steel\n" {
 		t.Errorf("ReadFilesPath with limits of MaxInt64: %v, %v", paths(files), err)
 	}
 
 	// Match picks the files opened: the others are neither read nor
 	// logged.
 	logs.Reset()
-	files, err = knowledge.ReadFilesPath(ctx, root, knowledge.ReadOptions{
+	files, err = knowledge.ReadFilesPath(ctx, root, &knowledge.ReadOptions{
 		Match:  func(p string) bool { return strings.HasSuffix(p, ".md") },
 		Logger: logTo(&logs),
 	})
@@ -96,29 +96,29 @@ func TestReadFiles(t *testing.T) {
 	}
 
 	// Errors give no file.
-	for name, read := range map[string]func(knowledge.ReadOptions) ([]knowledge.File, error){
-		"ReadFiles": func(o knowledge.ReadOptions) ([]knowledge.File, error) {
+	for name, read := range map[string]func(*knowledge.ReadOptions) ([]knowledge.File, error){
+		"ReadFiles": func(o *knowledge.ReadOptions) ([]knowledge.File, error) {
 			return knowledge.ReadFiles(ctx, os.DirFS(root), o)
 		},
-		"ReadFilesPath": func(o knowledge.ReadOptions) ([]knowledge.File, error) { return knowledge.ReadFilesPath(ctx, root, o) },
+		"ReadFilesPath": func(o *knowledge.ReadOptions) ([]knowledge.File, error) { return knowledge.ReadFilesPath(ctx, root, o) },
 	} {
 		quiet := logTo(new(bytes.Buffer))
-		if files, err := read(knowledge.ReadOptions{MaxTotalBytes: 50, Logger: quiet}); !errors.Is(err, knowledge.ErrTooLarge) || files != nil {
+		if files, err := read(&knowledge.ReadOptions{MaxTotalBytes: 50, Logger: quiet}); !errors.Is(err, knowledge.ErrTooLarge) || files != nil {
 			t.Errorf("%s over MaxTotalBytes: %v, %v", name, paths(files), err)
 		}
-		if files, err := read(knowledge.ReadOptions{MaxFileBytes: 1, Logger: quiet}); !errors.Is(err, knowledge.ErrTooLarge) || files != nil {
+		if files, err := read(&knowledge.ReadOptions{MaxFileBytes: 1, Logger: quiet}); !errors.Is(err, knowledge.ErrTooLarge) || files != nil {
 			t.Errorf("%s over MaxFileBytes: %v, %v", name, paths(files), err)
 		}
 	}
-	if _, err := knowledge.ReadFilesPath(ctx, filepath.Join(root, "missing"), knowledge.ReadOptions{}); !errors.Is(err, os.ErrNotExist) {
+	if _, err := knowledge.ReadFilesPath(ctx, filepath.Join(root, "missing"), nil); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("ReadFilesPath of a missing directory: %v", err)
 	}
-	if _, err := knowledge.LoadDirPath(ctx, filepath.Join(root, "missing"), knowledge.LoadOptions{}); !errors.Is(err, os.ErrNotExist) {
+	if _, err := knowledge.LoadDirPath(ctx, filepath.Join(root, "missing"), nil); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("LoadDirPath of a missing directory: %v", err)
 	}
 	cancelled, cancel := context.WithCancel(ctx)
 	cancel()
-	if _, err := knowledge.ReadFilesPath(cancelled, root, knowledge.ReadOptions{}); !errors.Is(err, context.Canceled) {
+	if _, err := knowledge.ReadFilesPath(cancelled, root, nil); !errors.Is(err, context.Canceled) {
 		t.Errorf("ReadFilesPath cancelled: %v", err)
 	}
 }
@@ -139,14 +139,14 @@ func TestReadFilesOfUnknownSize(t *testing.T) {
 		t.Fatalf("/proc/sys/kernel/version: size %d, holds %q (%v); the test wants a size of 0 and a text", fi.Size(), want, err)
 	}
 	ctx := context.Background()
-	version := knowledge.ReadOptions{Match: func(p string) bool { return p == "version" }}
+	version := &knowledge.ReadOptions{Match: func(p string) bool { return p == "version" }}
 	files, err := knowledge.ReadFiles(ctx, os.DirFS("/proc/sys/kernel"), version)
 	if err != nil || len(files) != 1 || !bytes.Equal(files[0].Data, want) {
 		t.Fatalf("read %v (%v), want version holding %q", files, err, want)
 	}
 	for _, o := range []knowledge.ReadOptions{{MaxFileBytes: 4}, {MaxTotalBytes: 4}} {
 		o.Match = version.Match
-		if files, err := knowledge.ReadFiles(ctx, os.DirFS("/proc/sys/kernel"), o); !errors.Is(err, knowledge.ErrTooLarge) || files != nil {
+		if files, err := knowledge.ReadFiles(ctx, os.DirFS("/proc/sys/kernel"), &o); !errors.Is(err, knowledge.ErrTooLarge) || files != nil {
 			t.Errorf("%+v: %v, %v, want ErrTooLarge", o, files, err)
 		}
 	}

@@ -17,23 +17,23 @@ type Retriever struct {
 
 var _ schema.Retriever = (*Retriever)(nil)
 
-// RetrieverOption configures a [Retriever].
-type RetrieverOption func(*Retriever)
-
-// WithMode sets how the retriever ranks passages (default Auto).
-func WithMode(m Mode) RetrieverOption { return func(r *Retriever) { r.mode = m } }
-
-// WithMinScore drops passages scoring below min (default 0: none is
-// dropped but, in the Lexical mode, those sharing no term with the query).
-// Scores depend on the mode: see [Hit].
-func WithMinScore(min float64) RetrieverOption { return func(r *Retriever) { r.minScore = min } }
+// RetrieverOptions configures a [Retriever]. A nil *RetrieverOptions and
+// the zero value rank in the Auto mode and drop no passage by score.
+type RetrieverOptions struct {
+	// Mode is how the retriever ranks passages; the zero value is Auto.
+	Mode Mode
+	// MinScore drops passages scoring below it (0: none is dropped but, in
+	// the Lexical mode, those sharing no term with the query). Scores
+	// depend on the mode: see [Hit].
+	MinScore float64
+}
 
 // Retriever returns a retriever of the k most relevant passages of the
-// index.
-func (ix *Index) Retriever(k int, opts ...RetrieverOption) *Retriever {
+// index, configured by opts (nil: the zero [RetrieverOptions]).
+func (ix *Index) Retriever(k int, opts *RetrieverOptions) *Retriever {
 	r := &Retriever{ix: ix, k: k}
-	for _, o := range opts {
-		o(r)
+	if opts != nil {
+		r.mode, r.minScore = opts.Mode, opts.MinScore
 	}
 	return r
 }

@@ -93,7 +93,7 @@ type AnthropicServer struct {
 }
 
 // NewAnthropicServer starts an AnthropicServer answering from script.
-func NewAnthropicServer(script Script, opts ...Option) *AnthropicServer {
+func NewAnthropicServer(script Script, opts *Options) *AnthropicServer {
 	s := &AnthropicServer{}
 	mux := http.NewServeMux()
 	mux.HandleFunc("/v1/messages", s.handleMessages)

@@ -21,9 +21,9 @@ const claude = "claude-sonnet-4-5"
 
 // newAnthropic starts an AnthropicServer closed at the end of the test and
 // langchaingo's real anthropic client pointed at it.
-func newAnthropic(t *testing.T, script llmtest.Script, opts ...llmtest.Option) (*llmtest.AnthropicServer, *anthropic.LLM) {
+func newAnthropic(t *testing.T, script llmtest.Script, opts *llmtest.Options) (*llmtest.AnthropicServer, *anthropic.LLM) {
 	t.Helper()
-	srv := llmtest.NewAnthropicServer(script, append([]llmtest.Option{llmtest.WithModelName(claude)}, opts...)...)
+	srv := llmtest.NewAnthropicServer(script, named(opts, claude))
 	t.Cleanup(srv.Close)
 	llm, err := llmclient.Anthropic(srv)
 	if err != nil {
@@ -67,7 +67,7 @@ func TestAnthropicText(t *testing.T) {
 			srv, llm := newAnthropic(t, llmtest.Sequence(llmtest.Reply{
 				Text:  text,
 				Usage: llmtest.Usage{CacheReadTokens: 3, CacheWriteTokens: 2},
-			}))
+			}), nil)
 			var rec recorder
 			opts := []llms.CallOption{}
 			if streamed {
@@ -112,7 +112,7 @@ func TestAnthropicToolLoop(t *testing.T) {
 			srv, llm := newAnthropic(t, llmtest.Sequence(
 				llmtest.Reply{ToolCalls: []llmtest.ToolCall{{Name: "weather", Arguments: `{"city":"Paris"}`}}},
 				llmtest.Reply{Text: "Sunny."},
-			))
+			), nil)
 			var opts []llms.CallOption
 			if streamed {
 				var rec recorder
@@ -165,7 +165,7 @@ func TestAnthropicClientSendsOnlyFirstPart(t *testing.T) {
 		{Name: "weather", Arguments: `{"city":"Paris"}`},
 		{Name: "time", Arguments: `{"tz":"Europe/Paris"}`},
 	}}
-	srv, llm := newAnthropic(t, llmtest.Rules().WithFallback(two))
+	srv, llm := newAnthropic(t, llmtest.Rules().WithFallback(two), nil)
 	tools := llms.WithTools([]llms.Tool{weatherTool, timeTool})
 	ctx := context.Background()
 	msgs := []llms.MessageContent{human("Weather and time in Paris?")}
@@ -221,7 +221,7 @@ func TestAnthropicClientSendsOnlyFirstPart(t *testing.T) {
 
 func TestAnthropicThinking(t *testing.T) {
 	think := llmtest.Reply{Reasoning: "The user greets me.", Text: "Hello!"}
-	srv, llm := newAnthropic(t, llmtest.Rules().WithFallback(think))
+	srv, llm := newAnthropic(t, llmtest.Rules().WithFallback(think), nil)
 	ctx := context.Background()
 	thinking := []llms.CallOption{llms.WithThinkingBudget(1024), llms.WithMaxTokens(4096), llms.WithTemperature(1)}
 
@@ -274,7 +274,7 @@ func TestAnthropicThinking(t *testing.T) {
 func TestAnthropicThinkingToolLoop(t *testing.T) {
 	_, llm := newAnthropic(t, llmtest.Rules().WithFallback(llmtest.Reply{
 		Reasoning: "I need the weather.", ToolCalls: []llmtest.ToolCall{{Name: "weather", Arguments: `{"city":"Paris"}`}},
-	}))
+	}), nil)
 	opts := []llms.CallOption{llms.WithThinkingBudget(1024), llms.WithMaxTokens(4096), llms.WithTemperature(1), llms.WithTools([]llms.Tool{weatherTool})}
 	msgs := []llms.MessageContent{human("Weather in Paris?")}
 	resp, err := llm.GenerateContent(context.Background(), msgs, opts...)
@@ -290,7 +290,7 @@ func TestAnthropicThinkingToolLoop(t *testing.T) {
 // TestAnthropicRejects checks each rule the server enforces, with the
 // API's error body and text, on requests the client cannot produce.
 func TestAnthropicRejects(t *testing.T) {
-	srv := llmtest.NewAnthropicServer(llmtest.Rules().WithFallback(llmtest.Reply{Text: "ok"}))
+	srv := llmtest.NewAnthropicServer(llmtest.Rules().WithFallback(llmtest.Reply{Text: "ok"}), nil)
 	defer srv.Close()
 	headers := []string{"x-api-key", "k", "anthropic-version", llmtest.AnthropicVersion}
 	user := func(content string) string { return `{"role":"user","content":` + content + `}` }
@@ -395,7 +395,7 @@ func TestAnthropicRejects(t *testing.T) {
 	}
 
 	// Without history validation the conversation rules are not checked.
-	lax := llmtest.NewAnthropicServer(llmtest.Rules().WithFallback(llmtest.Reply{Text: "ok"}), llmtest.WithHistoryValidation(false))
+	lax := llmtest.NewAnthropicServer(llmtest.Rules().WithFallback(llmtest.Reply{Text: "ok"}), &llmtest.Options{NoHistoryValidation: true})
 	defer lax.Close()
 	if status, got := rawPost(t, lax.HTTPClient(), lax.URL+"/messages", body(asst(`"Hi"`), user(`[`+result("x")+`]`)), headers...); status != 200 {
 		t.Fatalf("without validation: %d %s", status, got)

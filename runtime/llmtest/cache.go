@@ -14,7 +14,7 @@ import (
 )
 
 // CacheRules names the prompt-cache rules of a provider that a simulated
-// prompt cache ([WithPromptCache]) follows.
+// prompt cache ([Options.PromptCache]) follows.
 type CacheRules string
 
 // The providers' prompt-cache rules the simulation knows.
@@ -60,7 +60,7 @@ const anthropicLookback = 20
 const maxCacheBreakpoints = 4
 
 // PromptCache configures the prompt cache a [Model] or server simulates
-// (see [WithPromptCache]).
+// (see [Options.PromptCache]).
 type PromptCache struct {
 	// Rules are the provider rules to follow; CacheRulesWire (the zero
 	// value) follows the provider whose wire the server speaks.
@@ -76,25 +76,6 @@ type PromptCache struct {
 	// Now is the clock the TTL is measured with; nil means time.Now. Tests
 	// pass a fake clock to expire entries without sleeping.
 	Now func() time.Time
-}
-
-// WithPromptCache makes a [Model] or server simulate its provider's prompt
-// cache, as pc configures it. Each call reads the longest cached prefix of
-// its prompt and writes its own, by the rules of pc.Rules (a reply that
-// fails with a Status, an Err or a Disconnect changes nothing), and
-// reports what it read and wrote in the usage it returns
-// ([Usage.CacheReadTokens] and [Usage.CacheWriteTokens], unless the script
-// set either) and in the recorded [Request]. Without this option no
-// server caches, so scripted usage figures stay as they are.
-//
-// The cache is keyed on content, block by block, in the order the
-// provider reads a prompt: the tools, then the messages (the system prompt
-// first), each content part a block; its token counts are the package's
-// estimates ([EstimatePromptTokens]), cumulated block by block. The
-// cache belongs to the server: all its clients share it, as an
-// organization's requests share a provider's cache.
-func WithPromptCache(pc PromptCache) Option {
-	return func(c *config) { c.cache = &pc }
 }
 
 // CacheUse is what a simulated prompt cache did for one request.

@@ -53,8 +53,7 @@ func intInfo(t *testing.T, info map[string]any, key string) int {
 // client's PromptCachedTokens), and forgets it after the TTL of inactivity.
 func TestPromptCacheOpenAI(t *testing.T) {
 	clock := newClock()
-	srv, llm := newServer(t, llmtest.Rules().WithFallback(llmtest.Reply{Text: "ok"}),
-		llmtest.WithPromptCache(llmtest.PromptCache{Now: clock.Now}))
+	srv, llm := newServer(t, llmtest.Rules().WithFallback(llmtest.Reply{Text: "ok"}), &llmtest.Options{PromptCache: &llmtest.PromptCache{Now: clock.Now}})
 	ctx := context.Background()
 	sys := system(longText(1500))
 	turn := []llms.MessageContent{sys, human("first question")}
@@ -94,10 +93,10 @@ func TestPromptCacheOpenAI(t *testing.T) {
 	}
 }
 
-// TestPromptCacheOff: without WithPromptCache nothing is cached, and a
+// TestPromptCacheOff: without Options.PromptCache nothing is cached, and a
 // script's own cache figures are sent as they are.
 func TestPromptCacheOff(t *testing.T) {
-	_, llm := newServer(t, llmtest.Sequence(llmtest.Reply{Text: "a"}, llmtest.Reply{Text: "b", Usage: llmtest.Usage{CacheReadTokens: 7}}))
+	_, llm := newServer(t, llmtest.Sequence(llmtest.Reply{Text: "a"}, llmtest.Reply{Text: "b", Usage: llmtest.Usage{CacheReadTokens: 7}}), nil)
 	msgs := []llms.MessageContent{system(longText(1500)), human("hi")}
 	for i, want := range []int{0, 7} {
 		resp, err := llm.GenerateContent(context.Background(), msgs)
@@ -124,8 +123,7 @@ func TestPromptCacheAnthropic(t *testing.T) {
 	for _, stream := range []bool{false, true} {
 		t.Run(map[bool]string{false: "message", true: "stream"}[stream], func(t *testing.T) {
 			clock := newClock()
-			srv, llm := newAnthropic(t, llmtest.Rules().WithFallback(llmtest.Reply{Text: "ok"}),
-				llmtest.WithPromptCache(llmtest.PromptCache{Now: clock.Now}))
+			srv, llm := newAnthropic(t, llmtest.Rules().WithFallback(llmtest.Reply{Text: "ok"}), &llmtest.Options{PromptCache: &llmtest.PromptCache{Now: clock.Now}})
 			ctx := context.Background()
 			var opts []llms.CallOption
 			if stream {
@@ -183,8 +181,7 @@ func TestPromptCacheAnthropicLookback(t *testing.T) {
 	written := 0
 	// start returns a model whose cache holds base's prefix only.
 	start := func() *llmtest.Model {
-		model := llmtest.NewModel(llmtest.Rules().WithFallback(llmtest.Reply{Text: "ok"}),
-			llmtest.WithPromptCache(llmtest.PromptCache{Rules: llmtest.CacheRulesAnthropic, Now: newClock().Now}))
+		model := llmtest.NewModel(llmtest.Rules().WithFallback(llmtest.Reply{Text: "ok"}), &llmtest.Options{PromptCache: &llmtest.PromptCache{Rules: llmtest.CacheRulesAnthropic, Now: newClock().Now}})
 		if _, err := model.GenerateContent(ctx, base); err != nil {
 			t.Fatal(err)
 		}
@@ -229,8 +226,7 @@ func TestPromptCacheAnthropicLookback(t *testing.T) {
 // TestPromptCacheGemini: Gemini's implicit cache through the googleai
 // client, reported as cachedContentTokenCount (the client's CachedTokens).
 func TestPromptCacheGemini(t *testing.T) {
-	_, llm := newGemini(t, llmtest.Rules().WithFallback(llmtest.Reply{Text: "ok"}),
-		llmtest.WithPromptCache(llmtest.PromptCache{Now: newClock().Now}))
+	_, llm := newGemini(t, llmtest.Rules().WithFallback(llmtest.Reply{Text: "ok"}), &llmtest.Options{PromptCache: &llmtest.PromptCache{Now: newClock().Now}})
 	ctx := context.Background()
 	sys := system(longText(1500))
 	if _, err := llm.GenerateContent(ctx, []llms.MessageContent{sys, human("one")}); err != nil {
@@ -262,8 +258,7 @@ func aiText(text string) llms.MessageContent { return llms.TextParts(llms.ChatMe
 // tools (read first by Anthropic): a request that changes only its
 // messages reads them back; the raw usage has input_tokens as the rest.
 func TestPromptCacheAnthropicTools(t *testing.T) {
-	srv := llmtest.NewAnthropicServer(llmtest.Rules().WithFallback(llmtest.Reply{Text: "ok"}),
-		llmtest.WithPromptCache(llmtest.PromptCache{Now: newClock().Now}))
+	srv := llmtest.NewAnthropicServer(llmtest.Rules().WithFallback(llmtest.Reply{Text: "ok"}), &llmtest.Options{PromptCache: &llmtest.PromptCache{Now: newClock().Now}})
 	defer srv.Close()
 	headers := []string{"x-api-key", "k", "anthropic-version", llmtest.AnthropicVersion}
 	tools := `[{"name":"forge","description":"` + longText(1100) + `","input_schema":{"type":"object"},"cache_control":{"type":"ephemeral"}}]`

@@ -16,11 +16,12 @@
 // (each server's doc says how its wire maps). The servers are strict: they
 // check a request as the provider does and refuse what it refuses, with
 // the provider's status, error body and error text, before the script
-// sees it (rejected requests are not recorded; [WithHistoryValidation]
-// turns the conversation rules off). A test that passes against them does
-// not fail at the provider for those rules. Every server has URL,
+// sees it (rejected requests are not recorded;
+// [Options.NoHistoryValidation] turns the conversation rules off). A test
+// that passes against them does not fail at the provider for those rules.
+// Every server has URL,
 // Requests, Calls, Reset, HTTPClient, ModelName and Close, takes the same
-// [Option] values, bounds request bodies to 8 MiB, answers
+// [Options], bounds request bodies to 8 MiB, answers
 // deterministically (fixed ids, timestamps and durations), and plays
 // [Reply.Status], [Reply.Err], [Reply.Disconnect], [Reply.Delay] and
 // [Reply.ChunkDelay] the same way, in the provider's error format.
@@ -54,7 +55,7 @@
 // bills (see [EstimatePromptTokens], [EstimateBilledTokens] and
 // [EstimateTextTokens]), the rule of runtime/memory's default estimator.
 //
-// Prompt caches: with [WithPromptCache] a Model or server simulates its
+// Prompt caches: with [Options.PromptCache] a Model or server simulates its
 // provider's prompt cache (OpenAI's and Gemini's automatic prefix caching,
 // Anthropic's cache_control breakpoints, a TTL on an injectable clock) and
 // reports what each request read from and wrote to it, in the usage of its

@@ -26,7 +26,7 @@ func cosine(a, b []float32) float64 {
 }
 
 func TestEmbeddingsThroughLangchaingo(t *testing.T) {
-	srv, llm := newServer(t, llmtest.Sequence())
+	srv, llm := newServer(t, llmtest.Sequence(), nil)
 	e, err := embeddings.NewEmbedder(llm)
 	if err != nil {
 		t.Fatal(err)
@@ -70,7 +70,7 @@ func TestEmbeddingsThroughLangchaingo(t *testing.T) {
 }
 
 func TestEmbeddingsDimensions(t *testing.T) {
-	srv := llmtest.NewServer(llmtest.Sequence())
+	srv := llmtest.NewServer(llmtest.Sequence(), nil)
 	t.Cleanup(srv.Close)
 	llm, err := srv.Client(openai.WithEmbeddingModel("text-embedding-3-small"), openai.WithEmbeddingDimensions(64))
 	if err != nil {
@@ -94,7 +94,7 @@ func TestEmbeddingsDimensions(t *testing.T) {
 }
 
 func TestEmbeddingsWire(t *testing.T) {
-	srv := llmtest.NewServer(llmtest.Sequence())
+	srv := llmtest.NewServer(llmtest.Sequence(), nil)
 	t.Cleanup(srv.Close)
 	url := srv.URL + "/embeddings"
 
@@ -158,7 +158,7 @@ func TestEmbeddingsWire(t *testing.T) {
 }
 
 func TestEmbeddingsRejectsBadRequests(t *testing.T) {
-	srv := llmtest.NewServer(llmtest.Sequence())
+	srv := llmtest.NewServer(llmtest.Sequence(), nil)
 	t.Cleanup(srv.Close)
 	tooMany := `["` + strings.Repeat(`a","`, 2048) + `a"]`
 	for _, tc := range []struct{ body, want string }{

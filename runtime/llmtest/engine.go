@@ -11,11 +11,46 @@ import (
 )
 
 // DefaultModelName is the model name a [Model] or [Server] reports unless
-// [WithModelName] sets another.
+// [Options.ModelName] sets another.
 const DefaultModelName = "scripted"
 
-// Option configures a [Model] or a [Server].
-type Option func(*config)
+// Options configures a [Model] ([NewModel]) or a server ([NewServer],
+// [NewAnthropicServer], [NewGeminiServer], [NewMistralServer],
+// [NewOllamaServer]). A nil *Options and the zero value are the defaults:
+// the model name [DefaultModelName], history validation on, no prompt
+// cache.
+type Options struct {
+	// ModelName is the model name reported in responses and by
+	// GET /v1/models, and used in-process when the call names none; ""
+	// means DefaultModelName.
+	ModelName string
+	// NoHistoryValidation turns off the checks the OpenAI API makes on a
+	// conversation's tool messages, on by default. With them on, a
+	// request is rejected with status 400 (in-process: a [*StatusError]),
+	// before the script sees it, when its messages are empty, when a tool
+	// message does not answer a tool call of the assistant message it
+	// follows, answers one twice or lacks a tool_call_id, or when an
+	// assistant message's tool calls are not all answered by the tool
+	// messages right after it. Rejected requests are not recorded.
+	NoHistoryValidation bool
+	// PromptCache, when not nil, makes the model or server simulate its
+	// provider's prompt cache, as *PromptCache configures it (it is
+	// copied). Each call reads the longest cached prefix of its prompt and
+	// writes its own, by the rules of PromptCache.Rules (a reply that
+	// fails with a Status, an Err or a Disconnect changes nothing), and
+	// reports what it read and wrote in the usage it returns
+	// ([Usage.CacheReadTokens] and [Usage.CacheWriteTokens], unless the
+	// script set either) and in the recorded [Request]. Without it no
+	// server caches, so scripted usage figures stay as they are.
+	//
+	// The cache is keyed on content, block by block, in the order the
+	// provider reads a prompt: the tools, then the messages (the system
+	// prompt first), each content part a block; its token counts are the
+	// package's estimates ([EstimatePromptTokens]), cumulated block by
+	// block. The cache belongs to the server: all its clients share it, as
+	// an organization's requests share a provider's cache.
+	PromptCache *PromptCache
+}
 
 // config is the configuration shared by Model and Server.
 type config struct {
@@ -24,31 +59,21 @@ type config struct {
 	cache    *PromptCache
 }
 
-// newConfig applies opts to the defaults.
-func newConfig(opts []Option) config {
+// newConfig applies opts, which may be nil, to the defaults.
+func newConfig(opts *Options) config {
 	c := config{name: DefaultModelName, validate: true}
-	for _, o := range opts {
-		o(&c)
+	if opts == nil {
+		return c
+	}
+	if opts.ModelName != "" {
+		c.name = opts.ModelName
+	}
+	c.validate = !opts.NoHistoryValidation
+	if opts.PromptCache != nil {
+		pc := *opts.PromptCache
+		c.cache = &pc
 	}
 	return c
-}
-
-// WithModelName sets the model name reported in responses and by
-// GET /v1/models, and used in-process when the call names none.
-func WithModelName(name string) Option {
-	return func(c *config) { c.name = name }
-}
-
-// WithHistoryValidation turns on (the default) or off the checks the OpenAI
-// API makes on a conversation's tool messages. With them on, a request is
-// rejected with status 400 (in-process: a [*StatusError]), before the
-// script sees it, when its messages are empty, when a tool message does not
-// answer a tool call of the assistant message it follows, answers one twice
-// or lacks a tool_call_id, or when an assistant message's tool calls are
-// not all answered by the tool messages right after it. Rejected requests
-// are not recorded.
-func WithHistoryValidation(enabled bool) Option {
-	return func(c *config) { c.validate = enabled }
 }
 
 // engine is the part shared by Model and the servers: the script, the

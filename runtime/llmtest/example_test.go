@@ -20,7 +20,7 @@ func Example() {
 	srv := llmtest.NewServer(llmtest.Sequence(
 		llmtest.Reply{ToolCalls: []llmtest.ToolCall{{Name: "weather", Arguments: `{"city":"Paris"}`}}},
 		llmtest.Reply{Text: "It is sunny in Paris."},
-	))
+	), nil)
 	defer srv.Close()
 
 	llm, err := openai.New(openai.WithBaseURL(srv.URL), openai.WithToken("test"), openai.WithModel("scripted"))
@@ -79,7 +79,7 @@ func ExampleNewAnthropicServer() {
 	srv := llmtest.NewAnthropicServer(llmtest.Sequence(
 		llmtest.Reply{Text: "Let me check.", ToolCalls: []llmtest.ToolCall{{Name: "weather", Arguments: `{"city":"Paris"}`}}},
 		llmtest.Reply{Text: "It is sunny in Paris."},
-	), llmtest.WithModelName("claude-sonnet-4-5"))
+	), &llmtest.Options{ModelName: "claude-sonnet-4-5"})
 	defer srv.Close()
 	llm, err := llmclient.Anthropic(srv)
 	if err != nil {
@@ -124,8 +124,7 @@ func ExampleNewAnthropicServer() {
 // in Options.ClientOptions; the server wants an API key, any key.
 // (llmclient.GoogleAI builds the same client.)
 func ExampleNewGeminiServer() {
-	srv := llmtest.NewGeminiServer(llmtest.Sequence(llmtest.Reply{Text: "Hello from Gemini."}),
-		llmtest.WithModelName("gemini-2.5-flash"))
+	srv := llmtest.NewGeminiServer(llmtest.Sequence(llmtest.Reply{Text: "Hello from Gemini."}), &llmtest.Options{ModelName: "gemini-2.5-flash"})
 	defer srv.Close()
 	ctx := context.Background()
 	llm, err := googleai.New(ctx,

@@ -42,7 +42,7 @@ func TestServerRetryAfterAndDisconnect(t *testing.T) {
 		llmtest.Reply{Status: 429, ErrorMessage: "slow down", RetryAfter: 1500 * time.Millisecond},
 		llmtest.Reply{Disconnect: true},
 		llmtest.Reply{Text: "ok"},
-	))
+	), nil)
 	t.Cleanup(srv.Close)
 	rec := &headerRecorder{base: srv.HTTPClient().Transport}
 	llm, err := srv.Client(openai.WithHTTPClient(&http.Client{Transport: rec}))
@@ -75,7 +75,7 @@ func TestModelRetryAfterAndDisconnect(t *testing.T) {
 		llmtest.Reply{Status: 503, RetryAfter: time.Second},
 		llmtest.Reply{Disconnect: true, Status: 500},
 		llmtest.Reply{RetryAfter: -time.Second},
-	))
+	), nil)
 	msgs := []llms.MessageContent{human("hi")}
 	_, err := m.GenerateContent(context.Background(), msgs)
 	var se *llmtest.StatusError

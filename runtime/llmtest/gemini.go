@@ -98,7 +98,7 @@ type GeminiServer struct {
 }
 
 // NewGeminiServer starts a GeminiServer answering from script.
-func NewGeminiServer(script Script, opts ...Option) *GeminiServer {
+func NewGeminiServer(script Script, opts *Options) *GeminiServer {
 	s := &GeminiServer{}
 	mux := http.NewServeMux()
 	mux.HandleFunc("/v1beta/models/", s.handleModel)

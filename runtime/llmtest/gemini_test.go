@@ -17,9 +17,9 @@ import (
 
 // newGemini starts a GeminiServer closed at the end of the test and
 // langchaingo's real googleai client pointed at it.
-func newGemini(t *testing.T, script llmtest.Script, opts ...llmtest.Option) (*llmtest.GeminiServer, *googleai.GoogleAI) {
+func newGemini(t *testing.T, script llmtest.Script, opts *llmtest.Options) (*llmtest.GeminiServer, *googleai.GoogleAI) {
 	t.Helper()
-	srv := llmtest.NewGeminiServer(script, append([]llmtest.Option{llmtest.WithModelName("gemini-2.5-flash")}, opts...)...)
+	srv := llmtest.NewGeminiServer(script, named(opts, "gemini-2.5-flash"))
 	t.Cleanup(srv.Close)
 	llm, err := llmclient.GoogleAI(context.Background(), srv)
 	if err != nil {
@@ -36,7 +36,7 @@ func TestGeminiText(t *testing.T) {
 	const text = "Hello there, brave new world."
 	for _, streamed := range []bool{false, true} {
 		t.Run(fmt.Sprintf("streamed=%v", streamed), func(t *testing.T) {
-			srv, llm := newGemini(t, llmtest.Sequence(llmtest.Reply{Text: text}))
+			srv, llm := newGemini(t, llmtest.Sequence(llmtest.Reply{Text: text}), nil)
 			var rec recorder
 			var opts []llms.CallOption
 			if streamed {
@@ -78,7 +78,7 @@ func TestGeminiText(t *testing.T) {
 // reads candidatesTokenCount as the completion, which leaves out the
 // tokens of a thinking model's thoughts (thoughtsTokenCount).
 func TestGeminiThoughtsUndercount(t *testing.T) {
-	_, llm := newGemini(t, llmtest.Sequence(llmtest.Reply{Reasoning: "The user greets me, I greet back.", Text: "Hello!"}))
+	_, llm := newGemini(t, llmtest.Sequence(llmtest.Reply{Reasoning: "The user greets me, I greet back.", Text: "Hello!"}), nil)
 	resp, err := llm.GenerateContent(context.Background(), []llms.MessageContent{system("x"), human("Hi")})
 	c := choice0(t, resp, err)
 	if c.Content != "Hello!" || c.GenerationInfo["CompletionTokens"] != int32(llmtest.EstimateTextTokens("Hello!")) {
@@ -92,7 +92,7 @@ func TestGeminiToolLoop(t *testing.T) {
 			srv, llm := newGemini(t, llmtest.Sequence(
 				llmtest.Reply{Text: "Let me check.", ToolCalls: []llmtest.ToolCall{{Name: "weather", Arguments: `{"city":"Paris"}`}}},
 				llmtest.Reply{Text: "Sunny."},
-			))
+			), nil)
 			opts := []llms.CallOption{llms.WithTools([]llms.Tool{weatherTool})}
 			if streamed {
 				var rec recorder
@@ -131,7 +131,7 @@ func TestGeminiToolLoop(t *testing.T) {
 func TestGeminiTwoCalls(t *testing.T) {
 	srv, llm := newGemini(t, llmtest.Rules().WithFallback(llmtest.Reply{ToolCalls: []llmtest.ToolCall{
 		{Name: "weather", Arguments: `{"city":"Paris"}`}, {Name: "time", Arguments: `{"tz":"Europe/Paris"}`},
-	}}))
+	}}), nil)
 	tools := llms.WithTools([]llms.Tool{weatherTool, timeTool})
 	msgs := []llms.MessageContent{system("x"), human("Weather and time?")}
 	resp, err := llm.GenerateContent(context.Background(), msgs, tools)
@@ -158,7 +158,7 @@ func TestGeminiTwoCalls(t *testing.T) {
 // client (llms/googleai/googleai.go, convertTools) takes tool parameters
 // only as map[string]any.
 func TestGeminiClientRefusesRawParameters(t *testing.T) {
-	srv, llm := newGemini(t, llmtest.Rules().WithFallback(llmtest.Reply{Text: "ok"}))
+	srv, llm := newGemini(t, llmtest.Rules().WithFallback(llmtest.Reply{Text: "ok"}), nil)
 	raw := llms.Tool{Type: "function", Function: &llms.FunctionDefinition{
 		Name: "weather", Parameters: json.RawMessage(`{"type":"object","properties":{"city":{"type":"string"}}}`),
 	}}
@@ -170,7 +170,7 @@ func TestGeminiClientRefusesRawParameters(t *testing.T) {
 }
 
 func TestGeminiRejects(t *testing.T) {
-	srv := llmtest.NewGeminiServer(llmtest.Rules().WithFallback(llmtest.Reply{Text: "ok"}))
+	srv := llmtest.NewGeminiServer(llmtest.Rules().WithFallback(llmtest.Reply{Text: "ok"}), nil)
 	defer srv.Close()
 	url := srv.URL + "/v1beta/models/gemini-2.5-flash:generateContent"
 	key := []string{"x-goog-api-key", "k"}
@@ -245,7 +245,7 @@ func TestGeminiRejects(t *testing.T) {
 // TestGeminiStreamFraming checks both stream framings and the thoughts a
 // request with includeThoughts gets.
 func TestGeminiStreamFraming(t *testing.T) {
-	srv := llmtest.NewGeminiServer(llmtest.Rules().WithFallback(llmtest.Reply{Reasoning: "Hmm.", Text: "Hi you"}))
+	srv := llmtest.NewGeminiServer(llmtest.Rules().WithFallback(llmtest.Reply{Reasoning: "Hmm.", Text: "Hi you"}), nil)
 	defer srv.Close()
 	url := srv.URL + "/v1beta/models/g:streamGenerateContent"
 	body := `{"contents":[{"role":"user","parts":[{"text":"Hi"}]}],"generationConfig":{"thinkingConfig":{"includeThoughts":true}}}`

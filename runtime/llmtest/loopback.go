@@ -36,9 +36,9 @@ type loopback struct {
 }
 
 // init prepares l and starts its httptest.Server with h. rules are the
-// prompt-cache rules of the wire (see WithPromptCache); toolID formats
+// prompt-cache rules of the wire (see Options.PromptCache); toolID formats
 // generated tool-call ids (nil: call_n).
-func (l *loopback) init(script Script, opts []Option, rules CacheRules, toolID func(n int) string, h http.Handler) {
+func (l *loopback) init(script Script, opts *Options, rules CacheRules, toolID func(n int) string, h http.Handler) {
 	l.cfg = newConfig(opts)
 	l.eng = engine{script: script, toolID: toolID, cache: newPromptCache(l.cfg.cache, rules)}
 	l.closed = make(chan struct{})
@@ -229,5 +229,5 @@ func (s *streamWriter) pause() {
 func (s *streamWriter) abort() { panic(http.ErrAbortHandler) }
 
 // ModelName returns the model name the server reports when a request names
-// none (see [WithModelName]).
+// none (see [Options.ModelName]).
 func (l *loopback) ModelName() string { return l.cfg.name }

@@ -83,11 +83,24 @@ func human(text string) llms.MessageContent {
 	return llms.TextParts(llms.ChatMessageTypeHuman, text)
 }
 
+// named returns a copy of opts (which may be nil) whose ModelName is name
+// unless opts sets one.
+func named(opts *llmtest.Options, name string) *llmtest.Options {
+	var o llmtest.Options
+	if opts != nil {
+		o = *opts
+	}
+	if o.ModelName == "" {
+		o.ModelName = name
+	}
+	return &o
+}
+
 // newServer starts a server closed at the end of the test, and the real
 // OpenAI client pointed at it.
-func newServer(t *testing.T, script llmtest.Script, opts ...llmtest.Option) (*llmtest.Server, *openai.LLM) {
+func newServer(t *testing.T, script llmtest.Script, opts *llmtest.Options) (*llmtest.Server, *openai.LLM) {
 	t.Helper()
-	srv := llmtest.NewServer(script, opts...)
+	srv := llmtest.NewServer(script, opts)
 	t.Cleanup(srv.Close)
 	llm, err := srv.Client()
 	if err != nil {

@@ -59,7 +59,7 @@ var mistralDialect = chatDialect{
 }
 
 // NewMistralServer starts a MistralServer answering from script.
-func NewMistralServer(script Script, opts ...Option) *MistralServer {
+func NewMistralServer(script Script, opts *Options) *MistralServer {
 	s := &MistralServer{}
 	mux := http.NewServeMux()
 	mux.HandleFunc("/v1/chat/completions", func(w http.ResponseWriter, r *http.Request) {

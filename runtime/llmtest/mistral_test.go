@@ -18,9 +18,9 @@ import (
 
 // newMistral starts a MistralServer closed at the end of the test and
 // langchaingo's real mistral client pointed at it.
-func newMistral(t *testing.T, script llmtest.Script, opts ...llmtest.Option) (*llmtest.MistralServer, *mistral.Model) {
+func newMistral(t *testing.T, script llmtest.Script, opts *llmtest.Options) (*llmtest.MistralServer, *mistral.Model) {
 	t.Helper()
-	srv := llmtest.NewMistralServer(script, opts...)
+	srv := llmtest.NewMistralServer(script, opts)
 	t.Cleanup(srv.Close)
 	llm, err := llmclient.Mistral(srv)
 	if err != nil {
@@ -33,7 +33,7 @@ func TestMistralText(t *testing.T) {
 	const text = "Hello there, brave new world."
 	for _, streamed := range []bool{false, true} {
 		t.Run(fmt.Sprintf("streamed=%v", streamed), func(t *testing.T) {
-			srv, llm := newMistral(t, llmtest.Sequence(llmtest.Reply{Text: text, Reasoning: "never sent"}))
+			srv, llm := newMistral(t, llmtest.Sequence(llmtest.Reply{Text: text, Reasoning: "never sent"}), nil)
 			var rec recorder
 			var opts []llms.CallOption
 			if streamed {
@@ -70,7 +70,7 @@ func TestMistralToolCalls(t *testing.T) {
 			srv, llm := newMistral(t, llmtest.Sequence(llmtest.Reply{Text: "Let me check.", ToolCalls: []llmtest.ToolCall{
 				{Name: "weather", Arguments: `{"city":"Paris"}`},
 				{Name: "time", Arguments: `{"tz":"Europe/Paris"}`},
-			}}))
+			}}), nil)
 			opts := []llms.CallOption{llms.WithTools([]llms.Tool{weatherTool, timeTool})}
 			if streamed {
 				var rec recorder
@@ -95,7 +95,7 @@ func TestMistralToolCalls(t *testing.T) {
 // and an AI message with text and a tool call goes out as two assistant
 // messages.
 func TestMistralClientDefects(t *testing.T) {
-	srv, llm := newMistral(t, llmtest.Rules().WithFallback(llmtest.Reply{Text: "ok"}))
+	srv, llm := newMistral(t, llmtest.Rules().WithFallback(llmtest.Reply{Text: "ok"}), nil)
 	ctx := context.Background()
 	call := llms.ToolCall{ID: "call00001", Type: "function", FunctionCall: &llms.FunctionCall{Name: "weather", Arguments: `{"city":"Paris"}`}}
 	_, err := llm.GenerateContent(ctx, []llms.MessageContent{human("Weather?"), aiMsg(call), toolResultMsg("call00001", "weather", "sunny")})
@@ -109,7 +109,7 @@ func TestMistralClientDefects(t *testing.T) {
 }
 
 func TestMistralRejects(t *testing.T) {
-	srv := llmtest.NewMistralServer(llmtest.Rules().WithFallback(llmtest.Reply{Text: "ok"}))
+	srv := llmtest.NewMistralServer(llmtest.Rules().WithFallback(llmtest.Reply{Text: "ok"}), nil)
 	defer srv.Close()
 	auth := []string{"Authorization", "Bearer k"}
 	call := func(id string) string {

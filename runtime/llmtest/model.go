@@ -19,7 +19,7 @@ import (
 // ("PromptTokens", "CompletionTokens", "TotalTokens", …).
 //
 // Like the OpenAI provider it rejects a tool message that does not hold
-// exactly one llms.ToolCallResponse, and (see [WithHistoryValidation]) a
+// exactly one llms.ToolCallResponse, and (see [Options.NoHistoryValidation]) a
 // conversation the OpenAI API would reject.
 //
 // A Model is safe for concurrent use.
@@ -31,7 +31,7 @@ type Model struct {
 var _ llms.Model = (*Model)(nil)
 
 // NewModel returns a Model answering from script.
-func NewModel(script Script, opts ...Option) *Model {
+func NewModel(script Script, opts *Options) *Model {
 	cfg := newConfig(opts)
 	return &Model{cfg: cfg, eng: engine{script: script, cache: newPromptCache(cfg.cache, CacheRulesOpenAI)}}
 }

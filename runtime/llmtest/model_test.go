@@ -18,7 +18,7 @@ import (
 
 func TestModelText(t *testing.T) {
 	const text = "Hello there, brave new world."
-	m := llmtest.NewModel(llmtest.Sequence(llmtest.Reply{Text: text}, llmtest.Reply{Text: text}))
+	m := llmtest.NewModel(llmtest.Sequence(llmtest.Reply{Text: text}, llmtest.Reply{Text: text}), nil)
 	resp, err := m.GenerateContent(context.Background(), []llms.MessageContent{human("Hi!")})
 	c := choice0(t, resp, err)
 	if c.Content != text || c.StopReason != "stop" || len(c.ToolCalls) != 0 || c.FuncCall != nil {
@@ -46,7 +46,7 @@ func TestModelStreamingNeverSendsToolFragments(t *testing.T) {
 			{Name: "time", Arguments: `{"tz":"UTC"}`},
 		}},
 		llmtest.Reply{ToolCalls: []llmtest.ToolCall{{Name: "weather"}, {ID: "mine", Name: "time"}}},
-	))
+	), nil)
 	var rec recorder
 	opts := []llms.CallOption{llms.WithTools([]llms.Tool{weatherTool, timeTool}), llms.WithStreamingFunc(rec.fn)}
 	resp, err := m.GenerateContent(context.Background(), []llms.MessageContent{human("?")}, opts...)
@@ -86,7 +86,7 @@ func assertCalls(t *testing.T, c *llms.ContentChoice, want ...string) {
 }
 
 func TestModelReasoning(t *testing.T) {
-	m := llmtest.NewModel(llmtest.Sequence(llmtest.Reply{Reasoning: "Think hard.", Text: "4 2"}))
+	m := llmtest.NewModel(llmtest.Sequence(llmtest.Reply{Reasoning: "Think hard.", Text: "4 2"}), nil)
 	var calls []string
 	resp, err := m.GenerateContent(context.Background(), []llms.MessageContent{human("?")},
 		llms.WithStreamingReasoningFunc(func(_ context.Context, r, c []byte) error {
@@ -110,8 +110,8 @@ func TestModelReasoning(t *testing.T) {
 func TestModelUsageMatchesOpenAIClient(t *testing.T) {
 	reply := llmtest.Reply{Text: "It is sunny.", Reasoning: "Look outside.", ToolCalls: []llmtest.ToolCall{{Name: "weather", Arguments: `{"city":"Paris"}`}},
 		Usage: llmtest.Usage{CacheReadTokens: 12}}
-	_, llm := newServer(t, llmtest.Sequence(reply, reply))
-	m := llmtest.NewModel(llmtest.Sequence(reply, reply))
+	_, llm := newServer(t, llmtest.Sequence(reply, reply), nil)
+	m := llmtest.NewModel(llmtest.Sequence(reply, reply), nil)
 	msgs := conversation()
 	for _, streamed := range []bool{false, true} {
 		opts := []llms.CallOption{llms.WithTools([]llms.Tool{weatherTool, timeTool})}
@@ -153,7 +153,7 @@ func TestModelErrors(t *testing.T) {
 		llmtest.Reply{Text: "a", Chunks: []string{"b"}},
 		llmtest.Reply{Status: 200},
 		llmtest.Reply{ToolCalls: []llmtest.ToolCall{{Arguments: "{}"}}},
-	))
+	), nil)
 	ctx := context.Background()
 	msgs := []llms.MessageContent{human("hi")}
 
@@ -194,7 +194,7 @@ func TestModelErrors(t *testing.T) {
 
 	// A failing streaming func stops the stream.
 	stop := errors.New("client gone")
-	m = llmtest.NewModel(llmtest.Sequence(llmtest.Reply{Text: "one two"}))
+	m = llmtest.NewModel(llmtest.Sequence(llmtest.Reply{Text: "one two"}), nil)
 	_, err = m.GenerateContent(ctx, msgs, llms.WithStreamingFunc(func(context.Context, []byte) error { return stop }))
 	if !errors.Is(err, stop) {
 		t.Errorf("streaming func error: %v", err)
@@ -202,7 +202,7 @@ func TestModelErrors(t *testing.T) {
 }
 
 func TestModelRejectsWhatOpenAIRejects(t *testing.T) {
-	m := llmtest.NewModel(llmtest.Sequence(llmtest.Reply{Text: "ok"}))
+	m := llmtest.NewModel(llmtest.Sequence(llmtest.Reply{Text: "ok"}), nil)
 	ctx := context.Background()
 
 	two := conversation()[:4]
@@ -234,7 +234,7 @@ func TestModelRejectsWhatOpenAIRejects(t *testing.T) {
 	if c := choice0(t, resp, err); c.Content != "ok" {
 		t.Fatalf("content %q", c.Content)
 	}
-	lenient := llmtest.NewModel(llmtest.Sequence(llmtest.Reply{Text: "ok"}), llmtest.WithHistoryValidation(false))
+	lenient := llmtest.NewModel(llmtest.Sequence(llmtest.Reply{Text: "ok"}), &llmtest.Options{NoHistoryValidation: true})
 	if _, err := lenient.GenerateContent(ctx, conversation()[:4]); err != nil {
 		t.Fatalf("lenient model: %v", err)
 	}
@@ -244,7 +244,7 @@ func TestModelCancellation(t *testing.T) {
 	m := llmtest.NewModel(llmtest.Sequence(
 		llmtest.Reply{Text: "late", Delay: 10 * time.Second},
 		llmtest.Reply{Text: "one two three", ChunkDelay: 10 * time.Second},
-	))
+	), nil)
 	msgs := []llms.MessageContent{human("hi")}
 
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
@@ -274,7 +274,7 @@ func TestModelCancellation(t *testing.T) {
 func TestModelRecordsRequest(t *testing.T) {
 	m := llmtest.NewModel(llmtest.ScriptFunc(func(req *llmtest.Request) (llmtest.Reply, error) {
 		return llmtest.Reply{Text: fmt.Sprintf("#%d %s", req.Index, req.LastUserText())}, nil
-	}), llmtest.WithModelName("demo"))
+	}), &llmtest.Options{ModelName: "demo"})
 	ctx := context.Background()
 	msgs := []llms.MessageContent{human("json please")}
 	_, err := m.GenerateContent(ctx, msgs, llms.WithJSONMode(), llms.WithTools([]llms.Tool{weatherTool}),
@@ -311,7 +311,7 @@ func TestModelRecordsRequest(t *testing.T) {
 }
 
 func TestModelResetRewindsSequence(t *testing.T) {
-	m := llmtest.NewModel(llmtest.Sequence(llmtest.Reply{ToolCalls: []llmtest.ToolCall{{Name: "weather"}}}))
+	m := llmtest.NewModel(llmtest.Sequence(llmtest.Reply{ToolCalls: []llmtest.ToolCall{{Name: "weather"}}}), nil)
 	for range 2 {
 		resp, err := m.GenerateContent(context.Background(), []llms.MessageContent{human("hi")})
 		assertCalls(t, choice0(t, resp, err), "call_1 weather {}")
@@ -324,7 +324,7 @@ func TestModelConcurrent(t *testing.T) {
 	for i := range seq {
 		seq[i] = llmtest.Reply{Text: fmt.Sprint(i), ToolCalls: []llmtest.ToolCall{{Name: "weather"}}}
 	}
-	m := llmtest.NewModel(llmtest.Sequence(seq...))
+	m := llmtest.NewModel(llmtest.Sequence(seq...), nil)
 	var wg sync.WaitGroup
 	for range len(seq) {
 		wg.Go(func() {

@@ -37,7 +37,7 @@ import (
 //     {"status":"success"}, or one object with "stream": false).
 //   - GET /api/tags: lists the installed models.
 //
-// The server has one model installed, named by [WithModelName] (a name
+// The server has one model installed, named by [Options.ModelName] (a name
 // without a tag means name:latest, as in Ollama); a chat naming another
 // model that was not pulled fails 404 with Ollama's text `model "x" not
 // found, try pulling it first`, a chat naming none fails 400 "model is
@@ -63,7 +63,7 @@ type OllamaServer struct {
 }
 
 // NewOllamaServer starts an OllamaServer answering from script.
-func NewOllamaServer(script Script, opts ...Option) *OllamaServer {
+func NewOllamaServer(script Script, opts *Options) *OllamaServer {
 	s := &OllamaServer{}
 	mux := http.NewServeMux()
 	mux.HandleFunc("/api/chat", s.handleChat)

@@ -20,7 +20,7 @@ import (
 // langchaingo's real ollama client pointed at it.
 func newOllama(t *testing.T, script llmtest.Script, opts ...ollama.Option) (*llmtest.OllamaServer, *ollama.LLM) {
 	t.Helper()
-	srv := llmtest.NewOllamaServer(script, llmtest.WithModelName("llama3.2"))
+	srv := llmtest.NewOllamaServer(script, &llmtest.Options{ModelName: "llama3.2"})
 	t.Cleanup(srv.Close)
 	llm, err := llmclient.Ollama(srv, opts...)
 	if err != nil {
@@ -133,7 +133,7 @@ func TestOllamaRawToolLoop(t *testing.T) {
 	srv := llmtest.NewOllamaServer(llmtest.Sequence(
 		llmtest.Reply{Text: "Let me check.", ToolCalls: []llmtest.ToolCall{{Name: "weather", Arguments: `{"city":"Paris"}`}, {Name: "time", Arguments: `{}`}}},
 		llmtest.Reply{Text: "Sunny.", StopReason: "length"},
-	))
+	), nil)
 	defer srv.Close()
 	tools := `"tools":[{"type":"function","function":{"name":"weather","description":"d","parameters":{"type":"object"}}}]`
 	status, got := rawPost(t, srv.HTTPClient(), srv.URL+"/api/chat",

@@ -106,7 +106,7 @@ type Usage struct {
 	// CacheReadTokens is the part of PromptTokens read from a prompt
 	// cache, and CacheWriteTokens the part written to it. When the script
 	// leaves both 0, a Model or server with a simulated prompt cache
-	// ([WithPromptCache]) fills them in; without one they stay 0. Servers whose
+	// ([Options.PromptCache]) fills them in; without one they stay 0. Servers whose
 	// wire reports cache use send them (Anthropic: cache_read_input_tokens
 	// and cache_creation_input_tokens, input_tokens being the rest of
 	// PromptTokens; Gemini: cachedContentTokenCount; OpenAI:

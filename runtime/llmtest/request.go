@@ -52,7 +52,7 @@ type Request struct {
 	// Body is the raw HTTP request body; nil in-process.
 	Body []byte
 	// Cache is what the simulated prompt cache read and wrote for the
-	// request (see [WithPromptCache]); zero without one, and for a call
+	// request (see [Options.PromptCache]); zero without one, and for a call
 	// that failed.
 	Cache CacheUse
 

@@ -164,7 +164,7 @@ func TestRulesDemo(t *testing.T) {
 		llmtest.When(llmtest.All(llmtest.LastUserContains("weather"), llmtest.HasTool("weather")),
 			llmtest.Reply{ToolCalls: []llmtest.ToolCall{{Name: "weather", Arguments: `{"city":"Paris"}`}}}),
 	).WithFallback(llmtest.Reply{Text: "Ask me about the weather."})
-	m := llmtest.NewModel(script)
+	m := llmtest.NewModel(script, nil)
 	ctx := context.Background()
 	msgs := []llms.MessageContent{human("What's the weather?")}
 	tools := llms.WithTools([]llms.Tool{weatherTool})

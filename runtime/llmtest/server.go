@@ -38,7 +38,7 @@ import (
 //
 // Failures use the OpenAI error body {"error":{"message","type","param",
 // "code"}}: a malformed body or a conversation the API would reject (see
-// [WithHistoryValidation]) is a 400 that the script never sees; a script
+// [Options.NoHistoryValidation]) is a 400 that the script never sees; a script
 // error is a 500; [Reply.Status] and [Reply.Err] fail as documented there.
 //
 // A Server is safe for concurrent use. Close it when done.
@@ -52,7 +52,7 @@ type Server struct {
 }
 
 // NewServer starts a Server answering from script.
-func NewServer(script Script, opts ...Option) *Server {
+func NewServer(script Script, opts *Options) *Server {
 	s := &Server{}
 	mux := http.NewServeMux()
 	mux.HandleFunc("/v1/chat/completions", s.handleChat)

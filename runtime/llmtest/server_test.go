@@ -24,7 +24,7 @@ func TestServerText(t *testing.T) {
 	const text = "Hello there, brave new world."
 	for _, streamed := range []bool{false, true} {
 		t.Run(fmt.Sprintf("streamed=%v", streamed), func(t *testing.T) {
-			srv, llm := newServer(t, llmtest.Sequence(llmtest.Reply{Text: text}))
+			srv, llm := newServer(t, llmtest.Sequence(llmtest.Reply{Text: text}), nil)
 			var rec recorder
 			var opts []llms.CallOption
 			if streamed {
@@ -72,7 +72,7 @@ func TestServerExplicitChunksAndUsage(t *testing.T) {
 		Chunks:     []string{"Ex", "cal", "ibur"},
 		StopReason: "length",
 		Usage:      llmtest.Usage{PromptTokens: 100, CompletionTokens: 7, CacheReadTokens: 60},
-	}))
+	}), nil)
 	var rec recorder
 	resp, err := llm.GenerateContent(context.Background(), []llms.MessageContent{human("name?")}, llms.WithStreamingFunc(rec.fn))
 	c := choice0(t, resp, err)
@@ -92,7 +92,7 @@ func TestServerReasoning(t *testing.T) {
 	_, llm := newServer(t, llmtest.Sequence(
 		llmtest.Reply{Reasoning: "Think hard.", Text: "42"},
 		llmtest.Reply{Reasoning: "Think again.", Text: "43"},
-	))
+	), nil)
 	var reasoning, content []string
 	resp, err := llm.GenerateContent(context.Background(), []llms.MessageContent{human("?")},
 		llms.WithStreamingReasoningFunc(func(_ context.Context, r, c []byte) error {
@@ -128,7 +128,7 @@ func TestServerToolCalls(t *testing.T) {
 	for _, n := range []int{1, 2} {
 		for _, streamed := range []bool{false, true} {
 			t.Run(fmt.Sprintf("calls=%d/streamed=%v", n, streamed), func(t *testing.T) {
-				srv, llm := newServer(t, llmtest.Sequence(llmtest.Reply{ToolCalls: two[:n]}))
+				srv, llm := newServer(t, llmtest.Sequence(llmtest.Reply{ToolCalls: two[:n]}), nil)
 				var rec recorder
 				opts := []llms.CallOption{llms.WithTools([]llms.Tool{weatherTool, timeTool})}
 				if streamed {
@@ -185,7 +185,7 @@ func TestClientStreamingCallbackWithToolCalls(t *testing.T) {
 			{Name: "weather", Arguments: `{"city":"Paris"}`},
 			{Name: "time", Arguments: `{"tz":"UTC"}`},
 		},
-	}))
+	}), nil)
 	var rec recorder
 	resp, err := llm.GenerateContent(context.Background(), []llms.MessageContent{human("?")},
 		llms.WithTools([]llms.Tool{weatherTool, timeTool}), llms.WithStreamingFunc(rec.fn))
@@ -234,7 +234,7 @@ func conversation() []llms.MessageContent {
 func TestServerRecordsMultiTurnToolResults(t *testing.T) {
 	srv, llm := newServer(t, llmtest.Rules(
 		llmtest.When(llmtest.AfterToolResult("time"), llmtest.Reply{Text: "Sunny, noon."}),
-	))
+	), nil)
 	resp, err := llm.GenerateContent(context.Background(), conversation())
 	if c := choice0(t, resp, err); c.Content != "Sunny, noon." {
 		t.Fatalf("content %q", c.Content)
@@ -254,7 +254,7 @@ func TestServerRecordsMultiTurnToolResults(t *testing.T) {
 // TestClientRejectsTwoResultsInOneToolMessage pins the pitfall: the OpenAI
 // provider needs one tool message per tool result.
 func TestClientRejectsTwoResultsInOneToolMessage(t *testing.T) {
-	srv, llm := newServer(t, llmtest.Sequence(llmtest.Reply{Text: "unused"}))
+	srv, llm := newServer(t, llmtest.Sequence(llmtest.Reply{Text: "unused"}), nil)
 	msgs := conversation()[:4]
 	msgs[3].Parts = append(msgs[3].Parts, llms.ToolCallResponse{ToolCallID: "call_2", Name: "time", Content: "12:00"})
 	_, err := llm.GenerateContent(context.Background(), msgs)
@@ -266,7 +266,7 @@ func TestClientRejectsTwoResultsInOneToolMessage(t *testing.T) {
 
 func TestServerHistoryValidation(t *testing.T) {
 	dangling := conversation()[:4] // call_2 has no result
-	_, llm := newServer(t, llmtest.Sequence(llmtest.Reply{Text: "ok"}))
+	_, llm := newServer(t, llmtest.Sequence(llmtest.Reply{Text: "ok"}), nil)
 	_, err := llm.GenerateContent(context.Background(), dangling)
 	mustContain(t, err, "status code: 400", "did not have response messages: call_2")
 
@@ -274,7 +274,7 @@ func TestServerHistoryValidation(t *testing.T) {
 	_, err = llm.GenerateContent(context.Background(), orphan)
 	mustContain(t, err, "status code: 400", "must be a response to a preceding message with 'tool_calls'")
 
-	srv, lenient := newServer(t, llmtest.Sequence(llmtest.Reply{Text: "ok"}), llmtest.WithHistoryValidation(false))
+	srv, lenient := newServer(t, llmtest.Sequence(llmtest.Reply{Text: "ok"}), &llmtest.Options{NoHistoryValidation: true})
 	resp, err := lenient.GenerateContent(context.Background(), dangling)
 	if c := choice0(t, resp, err); c.Content != "ok" || srv.Calls() != 1 {
 		t.Fatalf("lenient server: %q, %d calls", c.Content, srv.Calls())
@@ -288,7 +288,7 @@ func TestServerErrorStatuses(t *testing.T) {
 		llmtest.Reply{Status: 400},
 		llmtest.Reply{Status: 503, Err: errors.New("overloaded")},
 		llmtest.Reply{Text: "recovered"},
-	))
+	), nil)
 	msgs := []llms.MessageContent{human("hi")}
 	for _, want := range []string{
 		"API returned unexpected status code: 500: model crashed",
@@ -309,7 +309,7 @@ func TestServerErrorStatuses(t *testing.T) {
 }
 
 func TestServerScriptExhausted(t *testing.T) {
-	_, llm := newServer(t, llmtest.Sequence(llmtest.Reply{Text: "only"}))
+	_, llm := newServer(t, llmtest.Sequence(llmtest.Reply{Text: "only"}), nil)
 	if _, err := llm.GenerateContent(context.Background(), []llms.MessageContent{human("1")}); err != nil {
 		t.Fatal(err)
 	}
@@ -324,7 +324,7 @@ func TestServerDelayPastDeadline(t *testing.T) {
 		llmtest.Reply{Text: "late", Delay: 10 * time.Second},
 		llmtest.Reply{Text: "late", Delay: 10 * time.Second},
 		llmtest.Reply{Text: "on time"},
-	))
+	), nil)
 	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
 	defer cancel()
 	start := time.Now()
@@ -348,7 +348,7 @@ func TestServerDelayPastDeadline(t *testing.T) {
 
 func TestServerStreamFailsMidway(t *testing.T) {
 	boom := errors.New("connection reset")
-	_, llm := newServer(t, llmtest.Sequence(llmtest.Reply{Text: "one two three", Err: boom}))
+	_, llm := newServer(t, llmtest.Sequence(llmtest.Reply{Text: "one two three", Err: boom}), nil)
 	var rec recorder
 	resp, err := llm.GenerateContent(context.Background(), []llms.MessageContent{human("hi")}, llms.WithStreamingFunc(rec.fn))
 	mustContain(t, err, "error reading streaming response")
@@ -369,7 +369,7 @@ func TestClientCancelMidStream(t *testing.T) {
 	const text = "one two three four five"
 	_, llm := newServer(t, llmtest.ScriptFunc(func(*llmtest.Request) (llmtest.Reply, error) {
 		return llmtest.Reply{Text: text, ChunkDelay: 20 * time.Millisecond}, nil
-	}))
+	}), nil)
 	outcomes := map[string]int{}
 	for range 10 {
 		ctx, cancel := context.WithCancel(context.Background())
@@ -394,7 +394,7 @@ func TestClientCancelMidStream(t *testing.T) {
 }
 
 func TestServerCloseDuringDelay(t *testing.T) {
-	srv := llmtest.NewServer(llmtest.Sequence(llmtest.Reply{Text: "late", Delay: 10 * time.Second}))
+	srv := llmtest.NewServer(llmtest.Sequence(llmtest.Reply{Text: "late", Delay: 10 * time.Second}), nil)
 	llm, err := srv.Client()
 	if err != nil {
 		t.Fatal(err)
@@ -417,7 +417,7 @@ func TestServerCloseDuringDelay(t *testing.T) {
 }
 
 func TestServerRecordsRequest(t *testing.T) {
-	srv, llm := newServer(t, llmtest.Sequence(llmtest.Reply{Text: `{"ok":true}`}, llmtest.Reply{Text: "plain"}))
+	srv, llm := newServer(t, llmtest.Sequence(llmtest.Reply{Text: `{"ok":true}`}, llmtest.Reply{Text: "plain"}), nil)
 	ctx := context.Background()
 	_, err := llm.GenerateContent(ctx, []llms.MessageContent{human("json please")},
 		llms.WithJSONMode(), llms.WithTools([]llms.Tool{weatherTool}), llms.WithToolChoice("required"),
@@ -464,10 +464,10 @@ func TestServerRecordsRequest(t *testing.T) {
 func TestPromptTokensGrowAndAgree(t *testing.T) {
 	srv, llm := newServer(t, llmtest.ScriptFunc(func(*llmtest.Request) (llmtest.Reply, error) {
 		return llmtest.Reply{Text: "ok"}, nil
-	}))
+	}), nil)
 	model := llmtest.NewModel(llmtest.ScriptFunc(func(*llmtest.Request) (llmtest.Reply, error) {
 		return llmtest.Reply{Text: "ok"}, nil
-	}))
+	}), nil)
 	ctx := context.Background()
 	full := conversation()
 	prev := 0
@@ -496,7 +496,7 @@ func TestPromptTokensGrowAndAgree(t *testing.T) {
 func TestServerConcurrent(t *testing.T) {
 	srv, llm := newServer(t, llmtest.ScriptFunc(func(req *llmtest.Request) (llmtest.Reply, error) {
 		return llmtest.Reply{Text: "echo: " + req.LastUserText(), ToolCalls: []llmtest.ToolCall{{Name: "weather"}}}, nil
-	}))
+	}), nil)
 	const n = 16
 	var wg sync.WaitGroup
 	ids := make(chan string, n)
@@ -538,7 +538,7 @@ func TestServerConcurrent(t *testing.T) {
 }
 
 func TestServerWithPlainBaseURL(t *testing.T) {
-	srv := llmtest.NewServer(llmtest.Sequence(llmtest.Reply{Text: "direct"}), llmtest.WithModelName("demo"))
+	srv := llmtest.NewServer(llmtest.Sequence(llmtest.Reply{Text: "direct"}), &llmtest.Options{ModelName: "demo"})
 	defer srv.Close()
 	llm, err := openai.New(openai.WithBaseURL(srv.URL), openai.WithToken("test"), openai.WithModel("demo"))
 	if err != nil {
@@ -554,7 +554,7 @@ func TestServerWithPlainBaseURL(t *testing.T) {
 }
 
 func TestServerReset(t *testing.T) {
-	srv, llm := newServer(t, llmtest.Sequence(llmtest.Reply{ToolCalls: []llmtest.ToolCall{{Name: "weather"}}}))
+	srv, llm := newServer(t, llmtest.Sequence(llmtest.Reply{ToolCalls: []llmtest.ToolCall{{Name: "weather"}}}), nil)
 	for range 2 {
 		resp, err := llm.GenerateContent(context.Background(), []llms.MessageContent{human("hi")})
 		if c := choice0(t, resp, err); c.ToolCalls[0].ID != "call_1" || c.ToolCalls[0].FunctionCall.Arguments != "{}" {
@@ -602,7 +602,7 @@ func apiError(t *testing.T, body string) (message, typ string) {
 }
 
 func TestServerRejectsBadRequests(t *testing.T) {
-	srv := llmtest.NewServer(llmtest.Sequence())
+	srv := llmtest.NewServer(llmtest.Sequence(), nil)
 	defer srv.Close()
 	for _, tc := range []struct{ name, body, want string }{
 		{"truncated", `{"messages":[`, "malformed JSON body"},
@@ -645,7 +645,7 @@ func TestServerRejectsBadRequests(t *testing.T) {
 }
 
 func TestServerModels(t *testing.T) {
-	srv := llmtest.NewServer(llmtest.Sequence(), llmtest.WithModelName("demo"))
+	srv := llmtest.NewServer(llmtest.Sequence(), &llmtest.Options{ModelName: "demo"})
 	defer srv.Close()
 	resp, err := http.Get(srv.URL + "/models")
 	if err != nil {
@@ -708,7 +708,7 @@ func TestServerStreamFraming(t *testing.T) {
 			{Name: "time", Arguments: `{}`},
 		}}, nil
 	})
-	srv := llmtest.NewServer(script)
+	srv := llmtest.NewServer(script, nil)
 	defer srv.Close()
 	const req = `{"model":"m","messages":[{"role":"user","content":"hi"}],"stream":true`
 	events := sse(t, srv, req+`,"stream_options":{"include_usage":true}}`)
@@ -772,7 +772,7 @@ func TestServerNonStreamedWire(t *testing.T) {
 	srv := llmtest.NewServer(llmtest.Sequence(
 		llmtest.Reply{ToolCalls: []llmtest.ToolCall{{Name: "weather", Arguments: `{"city":"Paris"}`}}},
 		llmtest.Reply{Status: 429, ErrorMessage: "slow down"},
-	))
+	), nil)
 	defer srv.Close()
 	const req = `{"messages":[{"role":"user","content":"hi"}]}`
 	status, body := post(t, srv, req)

@@ -37,7 +37,7 @@ type wire struct {
 // wires are the wires besides OpenAI's, whose own tests cover the same.
 var wires = []wire{
 	{"anthropic", func(t *testing.T, script llmtest.Script) (wireServer, llms.Model) {
-		srv := llmtest.NewAnthropicServer(script)
+		srv := llmtest.NewAnthropicServer(script, nil)
 		llm, err := llmclient.Anthropic(srv)
 		if err != nil {
 			t.Fatal(err)
@@ -45,7 +45,7 @@ var wires = []wire{
 		return srv, llm
 	}, true, "API returned unexpected status code: 429:", "issue scanning response: unexpected EOF"},
 	{"gemini", func(t *testing.T, script llmtest.Script) (wireServer, llms.Model) {
-		srv := llmtest.NewGeminiServer(script)
+		srv := llmtest.NewGeminiServer(script, nil)
 		llm, err := llmclient.GoogleAI(context.Background(), srv)
 		if err != nil {
 			t.Fatal(err)
@@ -54,7 +54,7 @@ var wires = []wire{
 		return srv, llm
 	}, true, "googleapi: Error 429:", "error in stream mode"},
 	{"ollama", func(t *testing.T, script llmtest.Script) (wireServer, llms.Model) {
-		srv := llmtest.NewOllamaServer(script)
+		srv := llmtest.NewOllamaServer(script, nil)
 		llm, err := llmclient.Ollama(srv)
 		if err != nil {
 			t.Fatal(err)
@@ -62,7 +62,7 @@ var wires = []wire{
 		return srv, llm
 	}, true, "", "out of memory"},
 	{"mistral", func(t *testing.T, script llmtest.Script) (wireServer, llms.Model) {
-		srv := llmtest.NewMistralServer(script)
+		srv := llmtest.NewMistralServer(script, nil)
 		llm, err := llmclient.Mistral(srv)
 		if err != nil {
 			t.Fatal(err)

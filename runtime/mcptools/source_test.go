@@ -47,7 +47,7 @@ type fixture struct {
 
 func newFixture(t *testing.T, script llmtest.Script, sources ...ai.ToolSource) *fixture {
 	t.Helper()
-	f := &fixture{t: t, llm: llmtest.NewServer(script), logs: &logBuffer{}}
+	f := &fixture{t: t, llm: llmtest.NewServer(script, nil), logs: &logBuffer{}}
 	t.Cleanup(f.llm.Close)
 	client, err := f.llm.Client()
 	if err != nil {
@@ -390,7 +390,7 @@ func TestClash(t *testing.T) {
 	h := newHTTPServer(t, "lore")
 	src := connect(t, &mcptools.Options{Name: "lore", Transport: h.transport()})
 	legend := ai.Method{Name: "Tell", Tools: []ai.Tool{{Name: "legend"}}}
-	svc := ai.NewService("example.com/lore.Bard", ai.Config{Model: llmtest.NewModel(nil), ToolSources: []ai.ToolSource{src}})
+	svc := ai.NewService("example.com/lore.Bard", ai.Config{Model: llmtest.NewModel(nil, nil), ToolSources: []ai.ToolSource{src}})
 	svc.AddMethods(&legend)
 	pkg := chat.NewPackage("example.com/lore")
 	pkg.AddCheck(svc.Check)
@@ -400,7 +400,7 @@ func TestClash(t *testing.T) {
 	}
 
 	src = connect(t, &mcptools.Options{Name: "lore", Transport: h.transport(), Prefix: "lore_"})
-	svc = ai.NewService("example.com/lore.Bard", ai.Config{Model: llmtest.NewModel(nil), ToolSources: []ai.ToolSource{src}})
+	svc = ai.NewService("example.com/lore.Bard", ai.Config{Model: llmtest.NewModel(nil, nil), ToolSources: []ai.ToolSource{src}})
 	svc.AddMethods(&legend)
 	if err := svc.Check(); err != nil {
 		t.Fatal(err)

@@ -52,6 +52,6 @@ func benchAdd(b *testing.B, policy func(n int, msg llms.MessageContent) memory.P
 func BenchmarkTokenWindowAdd(b *testing.B) {
 	benchAdd(b, func(n int, msg llms.MessageContent) memory.Policy {
 		sys := llms.TextParts(llms.ChatMessageTypeSystem, "You build weapons.")
-		return memory.TokenWindow(memory.EstimateTokens(sys)+n*memory.EstimateTokens(msg), nil)
+		return memory.TokenWindow(memory.EstimateTokens(sys)+n*memory.EstimateTokens(msg), nil, nil)
 	})
 }

@@ -65,19 +65,19 @@ func TestLongConversationThroughAnthropic(t *testing.T) {
 		policy func(memory.Summarizer) memory.Policy // nil: the Manager's default
 	}{
 		{"default", nil},
-		{"TokenWindow(2000)", func(memory.Summarizer) memory.Policy { return memory.TokenWindow(2000, nil) }},
+		{"TokenWindow(2000)", func(memory.Summarizer) memory.Policy { return memory.TokenWindow(2000, nil, nil) }},
 		{"TokenWindow(2000,EvictTo(1200))", func(memory.Summarizer) memory.Policy {
-			return memory.TokenWindow(2000, nil, memory.EvictTo(1200))
+			return memory.TokenWindow(2000, nil, &memory.WindowOptions{EvictTo: 1200})
 		}},
 		{"TokenWindow(4000,EvictTo(2400))", func(memory.Summarizer) memory.Policy {
-			return memory.TokenWindow(4000, nil, memory.EvictTo(2400))
+			return memory.TokenWindow(4000, nil, &memory.WindowOptions{EvictTo: 2400})
 		}},
 		{"Compressing(2000)", func(s memory.Summarizer) memory.Policy {
 			return memory.Compressing(2000, s, &memory.CompressOptions{Logger: quiet})
 		}},
 	} {
 		t.Run(mc.name, func(t *testing.T) {
-			srv := llmtest.NewAnthropicServer(stockModel(), llmtest.WithHistoryValidation(true))
+			srv := llmtest.NewAnthropicServer(stockModel(), nil)
 			t.Cleanup(srv.Close)
 			llm, err := llmclient.Anthropic(srv)
 			if err != nil {

@@ -34,7 +34,7 @@ import (
 //     without a low-water mark does, such as LangChain's
 //     ConversationSummaryBufferMemory);
 //   - cache-aware window: TokenWindow(2000) evicting in blocks down to
-//     1200 tokens (memory.EvictTo), with the breakpoints of the runtime's
+//     1200 tokens (memory.WindowOptions.EvictTo), with the breakpoints of the runtime's
 //     Anthropic client;
 //   - cache-aware compressing: Compressing(2000) summarising at 1800
 //     tokens down to 800, with the breakpoints, and a ModelSummarizer that
@@ -225,7 +225,7 @@ func isSummaryRequest(req *llmtest.Request) bool {
 }
 
 // convProfile is a provider's prompt cache and price list: the rules the
-// scripted models' simulated cache follows (llmtest.WithPromptCache) and
+// scripted models' simulated cache follows (llmtest.Options.PromptCache) and
 // the multipliers of the input price it bills cache reads and writes at.
 type convProfile struct {
 	name        string
@@ -260,8 +260,8 @@ type convMemory struct {
 // convMemories are the memories of the benchmark.
 func convMemories(logger *slog.Logger) []convMemory {
 	return []convMemory{
-		{"full-history", func(memory.Summarizer) memory.Policy { return memory.TokenWindow(1<<30, nil) }, true, false},
-		{"token-window", func(memory.Summarizer) memory.Policy { return memory.TokenWindow(convBudget, nil) }, false, false},
+		{"full-history", func(memory.Summarizer) memory.Policy { return memory.TokenWindow(1<<30, nil, nil) }, true, false},
+		{"token-window", func(memory.Summarizer) memory.Policy { return memory.TokenWindow(convBudget, nil, nil) }, false, false},
 		{"compressing", func(sum memory.Summarizer) memory.Policy {
 			return memory.Compressing(convBudget, sum, &memory.CompressOptions{Logger: logger})
 		}, false, false},
@@ -271,7 +271,7 @@ func convMemories(logger *slog.Logger) []convMemory {
 			})
 		}, false, false},
 		{"cache-aware-window", func(memory.Summarizer) memory.Policy {
-			return memory.TokenWindow(convBudget, nil, memory.EvictTo(convWindowLow))
+			return memory.TokenWindow(convBudget, nil, &memory.WindowOptions{EvictTo: convWindowLow})
 		}, true, false},
 		{"cache-aware-compressing", func(sum memory.Summarizer) memory.Policy {
 			return memory.Compressing(convBudget, sum, &memory.CompressOptions{
@@ -319,8 +319,7 @@ func partText(p llms.ContentPart) (string, bool) {
 // playConversation plays the conversation with mem through an AI service,
 // the models simulating profile's prompt cache.
 func playConversation(ctx context.Context, profile convProfile, mem convMemory) (convResult, error) {
-	model := llmtest.NewModel(convModel(), llmtest.WithModelName(profile.model),
-		llmtest.WithPromptCache(llmtest.PromptCache{Rules: profile.rules, Now: func() time.Time { return time.Unix(0, 0) }}))
+	model := llmtest.NewModel(convModel(), &llmtest.Options{ModelName: profile.model, PromptCache: &llmtest.PromptCache{Rules: profile.rules, Now: func() time.Time { return time.Unix(0, 0) }}})
 	client := airt.ClientOpenAI
 	opts := &memory.ModelSummarizerOptions{ReuseConversation: mem.reuse}
 	if mem.marks {
@@ -404,7 +403,7 @@ func BenchmarkLongConversation(b *testing.B) {
 			})
 		}
 		b.Run("provider="+profile.name+"/memory=floor", func(b *testing.B) {
-			chat := llmtest.NewModel(convChat())
+			chat := llmtest.NewModel(convChat(), nil)
 			for b.Loop() {
 				chat.Reset()
 				if _, err := playFull(b.Context(), chat); err != nil {
@@ -421,7 +420,7 @@ func BenchmarkLongConversation(b *testing.B) {
 func playFull(ctx context.Context, chat llms.Model) (*airt.Reply, error) {
 	svc := airt.NewService("example.com/armory.Assistant", airt.Config{
 		Model: chat, Logger: slog.New(slog.DiscardHandler),
-		Memory: memory.NewManager(memory.Config{Policy: memory.TokenWindow(1<<30, nil)}),
+		Memory: memory.NewManager(memory.Config{Policy: memory.TokenWindow(1<<30, nil, nil)}),
 	})
 	method := &airt.Method{Name: "Chat", System: convSystem}
 	var reply *airt.Reply

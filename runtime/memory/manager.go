@@ -32,7 +32,7 @@ type Provider interface {
 type Config struct {
 	// Store persists the messages. Nil means a new [InMemoryStore].
 	Store Store
-	// Policy builds each id's memory. Nil means Window(DefaultMaxMessages).
+	// Policy builds each id's memory. Nil means Window(DefaultMaxMessages, nil).
 	Policy Policy
 }
 
@@ -64,7 +64,7 @@ func NewManager(cfg Config) *Manager {
 		cfg.Store = NewInMemoryStore()
 	}
 	if cfg.Policy == nil {
-		cfg.Policy = Window(DefaultMaxMessages)
+		cfg.Policy = Window(DefaultMaxMessages, nil)
 	}
 	return &Manager{store: cfg.Store, policy: cfg.Policy, entries: make(map[string]*entry)}
 }

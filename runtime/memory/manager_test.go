@@ -49,7 +49,7 @@ func TestManagerDefaults(t *testing.T) {
 func TestManagerDelete(t *testing.T) {
 	ctx := t.Context()
 	s := memory.NewInMemoryStore()
-	mgr := memory.NewManager(memory.Config{Store: s, Policy: memory.TokenWindow(100, nil)})
+	mgr := memory.NewManager(memory.Config{Store: s, Policy: memory.TokenWindow(100, nil, nil)})
 	m, _ := mgr.Memory(ctx, "scope#svc")
 	add(t, m, sys("s"), human("1"))
 	if err := mgr.Delete(ctx, "scope#svc"); err != nil {
@@ -107,7 +107,7 @@ func (p *slowPolicy) New(ctx context.Context, s memory.Store, id string) (memory
 		return nil, errors.New("policy failed")
 	}
 	p.built.Add(1)
-	return memory.Window(5).New(ctx, s, id)
+	return memory.Window(5, nil).New(ctx, s, id)
 }
 
 func TestManagerConcurrentMemory(t *testing.T) {

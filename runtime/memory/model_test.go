@@ -94,10 +94,10 @@ func TestAgainstReference(t *testing.T) {
 		max, low int
 		cost     func(llms.MessageContent) int
 	}{
-		{"Window", memory.Window(7), 7, 0, func(llms.MessageContent) int { return 1 }},
-		{"WindowEvictTo", memory.Window(9, memory.EvictTo(4)), 9, 4, func(llms.MessageContent) int { return 1 }},
-		{"TokenWindow", memory.TokenWindow(40, testTokens), 40, 0, testTokens},
-		{"TokenWindowEvictTo", memory.TokenWindow(40, testTokens, memory.EvictTo(22)), 40, 22, testTokens},
+		{"Window", memory.Window(7, nil), 7, 0, func(llms.MessageContent) int { return 1 }},
+		{"WindowEvictTo", memory.Window(9, &memory.WindowOptions{EvictTo: 4}), 9, 4, func(llms.MessageContent) int { return 1 }},
+		{"TokenWindow", memory.TokenWindow(40, testTokens, nil), 40, 0, testTokens},
+		{"TokenWindowEvictTo", memory.TokenWindow(40, testTokens, &memory.WindowOptions{EvictTo: 22}), 40, 22, testTokens},
 		// Both marks at the size and a free summary: the messages kept word
 		// for word are the token window's.
 		{"Compressing", contractCompressing(40), 40, 0, testTokens},

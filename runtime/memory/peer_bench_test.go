@@ -49,7 +49,7 @@ const (
 // messages (n/2 exchanges), and the exchange to add.
 func newPeerWindow(b *testing.B, n int) (memory.Memory, []llms.MessageContent) {
 	ctx := b.Context()
-	m, err := memory.Window(n).New(ctx, memory.NewInMemoryStore(), "bench")
+	m, err := memory.Window(n, nil).New(ctx, memory.NewInMemoryStore(), "bench")
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -15,7 +15,7 @@ import (
 )
 
 func TestModelSummarizerPrompt(t *testing.T) {
-	model := llmtest.NewModel(llmtest.Sequence(llmtest.Reply{Text: "  Ada asked for the weather in Paris: sunny.\n"}))
+	model := llmtest.NewModel(llmtest.Sequence(llmtest.Reply{Text: "  Ada asked for the weather in Paris: sunny.\n"}), nil)
 	s := memory.NewModelSummarizer(model, &memory.ModelSummarizerOptions{
 		CallOptions: []llms.CallOption{llms.WithModel("small-model")},
 	})
@@ -74,7 +74,7 @@ func TestModelSummarizerFailures(t *testing.T) {
 		"empty": {llmtest.Reply{Text: " "}, memory.ErrEmptySummary},
 	} {
 		t.Run(name, func(t *testing.T) {
-			s := memory.NewModelSummarizer(llmtest.NewModel(llmtest.Sequence(tc.reply)), nil)
+			s := memory.NewModelSummarizer(llmtest.NewModel(llmtest.Sequence(tc.reply), nil), nil)
 			_, err := s.Summarize(t.Context(), memory.SummaryRequest{Messages: []llms.MessageContent{human("hi")}})
 			if !errors.Is(err, tc.want) {
 				t.Fatalf("Summarize = %v, want %v", err, tc.want)
@@ -93,7 +93,7 @@ func TestCompressingLogsFailures(t *testing.T) {
 	model := llmtest.NewModel(llmtest.Sequence(
 		llmtest.Reply{Status: 503},
 		llmtest.Reply{Text: "The user said 1, the assistant 2."},
-	))
+	), nil)
 	p := memory.Compressing(100, memory.NewModelSummarizer(model, nil), &memory.CompressOptions{
 		Tokenizer:     summaryCosts(testTokens, false),
 		TriggerTokens: 2,
@@ -134,7 +134,7 @@ func TestSummaryText(t *testing.T) {
 // what its window would forget, with a model (here a scripted one).
 func ExampleCompressing() {
 	ctx := context.Background()
-	model := llmtest.NewModel(llmtest.Sequence(llmtest.Reply{Text: "Ada is building a sword."}))
+	model := llmtest.NewModel(llmtest.Sequence(llmtest.Reply{Text: "Ada is building a sword."}), nil)
 	policy := memory.Compressing(4000, memory.NewModelSummarizer(model, nil), &memory.CompressOptions{
 		TriggerTokens: 30, // tiny, for the example
 		KeepTokens:    15,
@@ -171,8 +171,7 @@ func ExampleCompressing() {
 // message marked with the cache control, then the instructions; the
 // simulated cache of the chat model's prompt serves it.
 func TestModelSummarizerReusesTheConversation(t *testing.T) {
-	model := llmtest.NewModel(llmtest.Rules().WithFallback(llmtest.Reply{Text: "The user is Ada; she likes swords."}),
-		llmtest.WithPromptCache(llmtest.PromptCache{Rules: llmtest.CacheRulesAnthropic}))
+	model := llmtest.NewModel(llmtest.Rules().WithFallback(llmtest.Reply{Text: "The user is Ada; she likes swords."}), &llmtest.Options{PromptCache: &llmtest.PromptCache{Rules: llmtest.CacheRulesAnthropic}})
 	long := strings.Repeat("Be precise and brief. ", 300)
 	mark := &llms.CacheControl{Type: "ephemeral"}
 	conv := []llms.MessageContent{sys(long), human("I am Ada."), ai("Hello Ada."), human("I like swords."), ai("Noted.")}

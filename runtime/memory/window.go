@@ -47,41 +47,42 @@ var ErrInvalid = errors.New("memory: invalid argument")
 // (a Window(10) of turns of four messages holds two of them and the
 // system message, nine messages); because the newest turn is never
 // evicted, it holds more when that turn alone has more. See [TokenWindow]
-// for the rules both share, and [EvictTo] for eviction in blocks.
-func Window(maxMessages int, opts ...WindowOption) Policy {
+// for the rules both share, and [WindowOptions.EvictTo] for eviction in
+// blocks. A nil opts is the zero WindowOptions.
+func Window(maxMessages int, opts *WindowOptions) Policy {
 	return windowPolicy{name: "window", max: maxMessages}.with(opts)
 }
 
-// A WindowOption configures [Window] or [TokenWindow].
-type WindowOption func(*windowPolicy)
-
-// EvictTo makes a window evict in blocks: when an Add takes it over its
-// budget (the high-water mark), it evicts its oldest turns until it
-// holds at most low messages (for [Window]) or tokens (for
-// [TokenWindow]), the system message included, instead of just enough to
-// fit the budget. It evicts whole turns, as without the option, and never
-// the newest one, so it may stop above low. A turn that ends in the Add in
-// progress is evicted only as far as the budget itself requires, as
-// without the option.
-//
-// A sliding window evicts on every Add once full, so everything after the
-// system message changes on every request and a provider's prompt cache
-// (which serves only a request that starts with exactly the bytes of an
-// earlier one) reads nothing but the system message. A window that evicts
-// in blocks is append-only between evictions: its requests extend one
-// another for the (budget-low)/turn size turns the gap lasts, so the
-// cache serves all but the newest turn of most of them (see
-// docs/numbers.md for the figures).
-//
-// The price is memory: right after an eviction the model sees as little
-// as low of history, where a sliding window always shows it a full budget.
-// That is why it is an option, off by default: it changes what the model
-// sees within the budget. Compressing memories evict in blocks already (their
-// TriggerTokens and KeepTokens marks). low must be in [1, budget]; low
-// equal to the budget is the sliding window. A low out of range fails the
-// policy's New with an error wrapping [ErrInvalid].
-func EvictTo(low int) WindowOption {
-	return func(p *windowPolicy) { p.low = low }
+// WindowOptions configures [Window] or [TokenWindow]. The zero value is a
+// sliding window.
+type WindowOptions struct {
+	// EvictTo, when not 0, makes the window evict in blocks: when an Add
+	// takes it over its budget (the high-water mark), it evicts its oldest
+	// turns until it holds at most EvictTo messages (for [Window]) or
+	// tokens (for [TokenWindow]), the system message included, instead of
+	// just enough to fit the budget. It evicts whole turns, as a sliding
+	// window does, and never the newest one, so it may stop above EvictTo.
+	// A turn that ends in the Add in progress is evicted only as far as the
+	// budget itself requires, as in a sliding window.
+	//
+	// A sliding window evicts on every Add once full, so everything after
+	// the system message changes on every request and a provider's prompt
+	// cache (which serves only a request that starts with exactly the bytes
+	// of an earlier one) reads nothing but the system message. A window that
+	// evicts in blocks is append-only between evictions: its requests extend
+	// one another for the (budget-EvictTo)/turn size turns the gap lasts, so
+	// the cache serves all but the newest turn of most of them (see
+	// docs/numbers.md for the figures).
+	//
+	// The price is memory: right after an eviction the model sees as little
+	// as EvictTo of history, where a sliding window always shows it a full
+	// budget. That is why it is off (0) by default: it changes what the
+	// model sees within the budget. Compressing memories evict in blocks
+	// already (their TriggerTokens and KeepTokens marks). EvictTo must be 0
+	// or in [1, budget]; EvictTo equal to the budget is the sliding window.
+	// A value out of range fails the policy's New with an error wrapping
+	// [ErrInvalid].
+	EvictTo int
 }
 
 // TokenWindow returns the policy of langchain4j's TokenWindowChatMemory, by
@@ -142,7 +143,9 @@ func EvictTo(low int) WindowOption {
 // that starts with an AI message (such as one written by an earlier
 // version of this package, which evicted single messages) is kept as it
 // is: those messages are the first the next eviction removes.
-func TokenWindow(maxTokens int, t Tokenizer, opts ...WindowOption) Policy {
+//
+// A nil opts is the zero [WindowOptions]: a sliding window.
+func TokenWindow(maxTokens int, t Tokenizer, opts *WindowOptions) Policy {
 	if t == nil {
 		t = TokenizerFunc(EstimateTokens)
 	}
@@ -152,14 +155,14 @@ func TokenWindow(maxTokens int, t Tokenizer, opts ...WindowOption) Policy {
 type windowPolicy struct {
 	name string
 	max  int
-	low  int       // the low-water mark of block eviction; 0: none (see EvictTo)
+	low  int       // the low-water mark of block eviction; 0: none (see WindowOptions.EvictTo)
 	tok  Tokenizer // nil: every message costs 1
 }
 
-// with returns p with opts applied.
-func (p windowPolicy) with(opts []WindowOption) windowPolicy {
-	for _, o := range opts {
-		o(&p)
+// with returns p with opts applied; a nil opts changes nothing.
+func (p windowPolicy) with(opts *WindowOptions) windowPolicy {
+	if opts != nil {
+		p.low = opts.EvictTo
 	}
 	return p
 }

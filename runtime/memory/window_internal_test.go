@@ -86,7 +86,7 @@ func TestWindowKeepsOneCopy(t *testing.T) {
 		{"other", struct{ IncrementalStore }{NewInMemoryStore()}, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			m, err := Window(5).New(ctx, tc.store, "id")
+			m, err := Window(5, nil).New(ctx, tc.store, "id")
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -103,7 +103,7 @@ func TestWindowKeepsOneCopy(t *testing.T) {
 				t.Fatalf("the window counts %d messages, want 4", w.meta.len())
 			}
 			// Reopened, it still keeps one copy.
-			m, err = Window(5).New(ctx, tc.store, "id")
+			m, err = Window(5, nil).New(ctx, tc.store, "id")
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -120,7 +120,7 @@ func TestWindowKeepsOneCopy(t *testing.T) {
 // slice and the parts), plus one per tool call read.
 func TestWindowAllocations(t *testing.T) {
 	ctx := context.Background()
-	m, err := Window(10).New(ctx, NewInMemoryStore(), "id")
+	m, err := Window(10, nil).New(ctx, NewInMemoryStore(), "id")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -191,8 +191,8 @@ type policyCase struct {
 // (and summarises what the window forgets).
 func policies() []policyCase {
 	return []policyCase{
-		{"Window", func(n int) memory.Policy { return memory.Window(n) }},
-		{"TokenWindow", func(n int) memory.Policy { return memory.TokenWindow(n, testTokens) }},
+		{"Window", func(n int) memory.Policy { return memory.Window(n, nil) }},
+		{"TokenWindow", func(n int) memory.Policy { return memory.TokenWindow(n, testTokens, nil) }},
 		{"Compressing", func(n int) memory.Policy { return contractCompressing(n) }},
 	}
 }
@@ -222,7 +222,7 @@ func TestEvictsOldest(t *testing.T) {
 
 func TestTokenWindowCountsTokens(t *testing.T) {
 	s := memory.NewInMemoryStore()
-	m := newMemory(t, memory.TokenWindow(10, testTokens), s)
+	m := newMemory(t, memory.TokenWindow(10, testTokens, nil), s)
 	add(t, m, sys("ss"), human("aaaa"), ai("bbbb")) // 10 tokens
 	check(t, m, s, "system:ss human:aaaa ai:bbbb")
 	add(t, m, human("c")) // 11: evict the oldest turn
@@ -262,7 +262,7 @@ func TestSystemMessageAddedLate(t *testing.T) {
 
 func TestSystemMessageNotStoredTwice(t *testing.T) {
 	s := &countingStore{IncrementalStore: memory.NewInMemoryStore()}
-	m := newMemory(t, memory.Window(5), s)
+	m := newMemory(t, memory.Window(5, nil), s)
 	add(t, m, sys("a"), human("1"))
 	add(t, m, sys("a"))
 	if s.Writes() != 1 {
@@ -316,7 +316,7 @@ func TestLeadingToolMessagesEvicted(t *testing.T) {
 	if err := s.Update(t.Context(), "id", []llms.MessageContent{human("0"), result("x"), result("y"), human("1")}); err != nil {
 		t.Fatal(err)
 	}
-	m := newMemory(t, memory.Window(4), s)
+	m := newMemory(t, memory.Window(4, nil), s)
 	check(t, m, s, "human:0 tool:x tool:y human:1")
 	add(t, m, ai("2"))
 	check(t, m, s, "human:1 ai:2")
@@ -325,7 +325,7 @@ func TestLeadingToolMessagesEvicted(t *testing.T) {
 func TestMessageBiggerThanBudget(t *testing.T) {
 	for name, s := range stores(t) {
 		t.Run(name, func(t *testing.T) {
-			m := newMemory(t, memory.TokenWindow(10, testTokens), s)
+			m := newMemory(t, memory.TokenWindow(10, testTokens, nil), s)
 			add(t, m, sys("ss"), human("a"), ai("b"))
 			add(t, m, human(strings.Repeat("x", 11))) // alone over budget: kept, the newest turn, alone
 			check(t, m, s, "system:ss human:xxxxxxxxxxx")
@@ -340,7 +340,7 @@ func TestMessageBiggerThanBudget(t *testing.T) {
 func TestSystemMessageBiggerThanBudget(t *testing.T) {
 	for name, s := range stores(t) {
 		t.Run(name, func(t *testing.T) {
-			m := newMemory(t, memory.TokenWindow(3, testTokens), s)
+			m := newMemory(t, memory.TokenWindow(3, testTokens, nil), s)
 			add(t, m, sys("system"), human("a"))
 			check(t, m, s, "system:system human:a") // the system message is never evicted, nor the newest turn
 			add(t, m, human("b"))
@@ -353,7 +353,7 @@ func TestSystemMessageBiggerThanBudget(t *testing.T) {
 
 func TestAddIsOneWrite(t *testing.T) {
 	s := &countingStore{IncrementalStore: memory.NewInMemoryStore()}
-	m := newMemory(t, memory.Window(4), s)
+	m := newMemory(t, memory.Window(4, nil), s)
 	add(t, m, sys("s"), human("1"), aiCalls("a"), result("a"), ai("2"), human("3"))
 	if s.Writes() != 1 {
 		t.Fatalf("Add of 6 messages made %d store writes, want 1", s.Writes())
@@ -369,7 +369,7 @@ func TestFailedAddChangesNothing(t *testing.T) {
 			if !incremental {
 				s = plainStore{fs}
 			}
-			m := newMemory(t, memory.Window(3), s)
+			m := newMemory(t, memory.Window(3, nil), s)
 			add(t, m, sys("s"), human("1"), ai("2"))
 			fs.failing = true
 			err := m.Add(t.Context(), sys("t"), human("3"), ai("4"))
@@ -465,13 +465,13 @@ func TestLoadNormalises(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	m := newMemory(t, memory.Window(4), s)
+	m := newMemory(t, memory.Window(4, nil), s)
 	check(t, m, s, "system:first human:3 ai:4") // the first system message, first; human:1's turn evicted
 	if s.Writes() != 1 {
 		t.Fatalf("%d writes, want 1 (the normalised list)", s.Writes())
 	}
 	// A well-formed list is not rewritten.
-	if _, err := memory.Window(4).New(ctx, s, "id"); err != nil {
+	if _, err := memory.Window(4, nil).New(ctx, s, "id"); err != nil {
 		t.Fatal(err)
 	}
 	if s.Writes() != 1 {
@@ -499,13 +499,13 @@ func TestInvalidArguments(t *testing.T) {
 	ctx := t.Context()
 	s := memory.NewInMemoryStore()
 	for name, f := range map[string]func() error{
-		"Window(0)":        func() error { _, err := memory.Window(0).New(ctx, s, "id"); return err },
-		"TokenWindow(-1)":  func() error { _, err := memory.TokenWindow(-1, nil).New(ctx, s, "id"); return err },
-		"nil store":        func() error { _, err := memory.Window(1).New(ctx, nil, "id"); return err },
-		"empty id":         func() error { _, err := memory.Window(1).New(ctx, s, ""); return err },
+		"Window(0)":        func() error { _, err := memory.Window(0, nil).New(ctx, s, "id"); return err },
+		"TokenWindow(-1)":  func() error { _, err := memory.TokenWindow(-1, nil, nil).New(ctx, s, "id"); return err },
+		"nil store":        func() error { _, err := memory.Window(1, nil).New(ctx, nil, "id"); return err },
+		"empty id":         func() error { _, err := memory.Window(1, nil).New(ctx, s, ""); return err },
 		"Manager empty id": func() error { _, err := memory.NewManager(memory.Config{}).Memory(ctx, ""); return err },
 		"Manager bad policy": func() error {
-			_, err := memory.NewManager(memory.Config{Policy: memory.Window(0)}).Memory(ctx, "x")
+			_, err := memory.NewManager(memory.Config{Policy: memory.Window(0, nil)}).Memory(ctx, "x")
 			return err
 		},
 	} {
@@ -518,7 +518,7 @@ func TestInvalidArguments(t *testing.T) {
 func TestDefaultTokenizer(t *testing.T) {
 	s := memory.NewInMemoryStore()
 	// 12 bytes → 3 tokens, +4 overhead = 7 per message.
-	m := newMemory(t, memory.TokenWindow(14, nil), s)
+	m := newMemory(t, memory.TokenWindow(14, nil, nil), s)
 	add(t, m, human("hello world!"), ai("hello world!"))
 	check(t, m, s, "human:hello world! ai:hello world!")
 	add(t, m, human("x")) // 1 byte → 1 + 4 = 5: 19 > 14
@@ -546,7 +546,7 @@ func TestEstimateTokens(t *testing.T) {
 
 func TestConcurrentAdds(t *testing.T) {
 	s := memory.NewInMemoryStore()
-	m := newMemory(t, memory.TokenWindow(1000, testTokens), s)
+	m := newMemory(t, memory.TokenWindow(1000, testTokens, nil), s)
 	var wg sync.WaitGroup
 	for g := range 8 {
 		wg.Go(func() {
@@ -582,8 +582,8 @@ func TestConcurrentAdds(t *testing.T) {
 // separated from its results.
 func TestEvictTo(t *testing.T) {
 	for _, pc := range []policyCase{
-		{"Window", func(n int) memory.Policy { return memory.Window(n, memory.EvictTo(3)) }},
-		{"TokenWindow", func(n int) memory.Policy { return memory.TokenWindow(n, testTokens, memory.EvictTo(3)) }},
+		{"Window", func(n int) memory.Policy { return memory.Window(n, &memory.WindowOptions{EvictTo: 3}) }},
+		{"TokenWindow", func(n int) memory.Policy { return memory.TokenWindow(n, testTokens, &memory.WindowOptions{EvictTo: 3}) }},
 	} {
 		for name, s := range stores(t) {
 			t.Run(pc.name+"/"+name, func(t *testing.T) {
@@ -612,7 +612,7 @@ func TestEvictTo(t *testing.T) {
 		}
 	}
 	for _, low := range []int{-1, 7} {
-		if _, err := memory.Window(6, memory.EvictTo(low)).New(t.Context(), memory.NewInMemoryStore(), "x"); !errors.Is(err, memory.ErrInvalid) {
+		if _, err := memory.Window(6, &memory.WindowOptions{EvictTo: low}).New(t.Context(), memory.NewInMemoryStore(), "x"); !errors.Is(err, memory.ErrInvalid) {
 			t.Fatalf("EvictTo(%d) of a window of 6: %v, want ErrInvalid", low, err)
 		}
 	}

@@ -133,7 +133,7 @@ var askMethod = ai.Method{
 // instrumented with the SDK.
 func calculator(t *testing.T, s *sdk, script llmtest.Script, cfg ai.Config) (*chat.Router, *llmtest.Server) {
 	t.Helper()
-	srv := llmtest.NewServer(script)
+	srv := llmtest.NewServer(script, nil)
 	t.Cleanup(srv.Close)
 	llm, err := srv.Client()
 	if err != nil {
@@ -349,7 +349,7 @@ func TestTraceKeepsErrorTextsOut(t *testing.T) {
 			srv := llmtest.NewServer(llmtest.Sequence(
 				llmtest.Reply{ToolCalls: []llmtest.ToolCall{{Name: "find", Arguments: `{"item":"` + secret + `"}`}}},
 				llmtest.Reply{Status: 500, ErrorMessage: "cannot answer about " + secret},
-			))
+			), nil)
 			t.Cleanup(srv.Close)
 			llm, err := srv.Client()
 			if err != nil {

@@ -40,7 +40,7 @@ func BenchmarkSaveTurn(b *testing.B) {
 		b.Fatal(err)
 	}
 	st := chatstoretest.State("c")
-	mw, err := memory.Window(20).New(ctx, s.Memories(), st.Scopes[1].Memories[0])
+	mw, err := memory.Window(20, nil).New(ctx, s.Memories(), st.Scopes[1].Memories[0])
 	if err != nil {
 		b.Fatal(err)
 	}

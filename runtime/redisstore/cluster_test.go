@@ -139,7 +139,7 @@ func requireTurnRoundTrips(t *testing.T, s *redisstore.Store, cnt *redistest.Rou
 	}
 	st := chatstoretest.State("c")
 	mem := st.Scopes[1].Memories[0]
-	mw, err := memory.Window(10).New(ctx, s.Memories(), mem)
+	mw, err := memory.Window(10, nil).New(ctx, s.Memories(), mem)
 	if err != nil {
 		t.Fatal(err)
 	}

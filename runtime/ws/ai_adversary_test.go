@@ -27,14 +27,14 @@ type aiRig struct {
 
 func newAIRig(t *testing.T, cfg ai.Config, replies ...llmtest.Reply) *aiRig {
 	t.Helper()
-	rig := &aiRig{llm: llmtest.NewServer(llmtest.Sequence(replies...)), stuck: make(chan struct{}, 1), release: make(chan struct{})}
+	rig := &aiRig{llm: llmtest.NewServer(llmtest.Sequence(replies...), nil), stuck: make(chan struct{}, 1), release: make(chan struct{})}
 	t.Cleanup(rig.llm.Close)
 	model, err := rig.llm.Client()
 	if err != nil {
 		t.Fatal(err)
 	}
 	cfg.Model = model
-	cfg.Memory = memory.NewManager(memory.Config{Policy: memory.Window(50)})
+	cfg.Memory = memory.NewManager(memory.Config{Policy: memory.Window(50, nil)})
 	cfg.Logger = quietLogger()
 	svc := ai.NewService("example.com/app.Smith", cfg)
 	def := func(name string) llms.Tool {

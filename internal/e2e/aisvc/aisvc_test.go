@@ -33,13 +33,13 @@ type harness struct {
 // client talking to the scripted server.
 func newHarness(t *testing.T, route string, replies ...llmtest.Reply) *harness {
 	t.Helper()
-	h := &harness{srv: llmtest.NewServer(llmtest.Sequence(replies...))}
+	h := &harness{srv: llmtest.NewServer(llmtest.Sequence(replies...), nil)}
 	t.Cleanup(h.srv.Close)
 	llm, err := h.srv.Client()
 	if err != nil {
 		t.Fatal(err)
 	}
-	h.mem = memory.NewManager(memory.Config{Policy: memory.Window(20)})
+	h.mem = memory.NewManager(memory.Config{Policy: memory.Window(20, nil)})
 	h.router, err = chat.NewRouter(&chat.RouterOptions{Logger: slog.New(slog.DiscardHandler)},
 		Register(Deps{Smith: ai.Config{Model: llm, Memory: h.mem, Logger: slog.New(slog.DiscardHandler)}}),
 	)

@@ -41,9 +41,9 @@ type longMemory struct {
 func longMemories() []*longMemory {
 	mems := []*longMemory{
 		{name: "default"},
-		{name: "TokenWindow", policy: func(llms.Model) memory.Policy { return memory.TokenWindow(longTokens, nil) }},
+		{name: "TokenWindow", policy: func(llms.Model) memory.Policy { return memory.TokenWindow(longTokens, nil, nil) }},
 		{name: "TokenWindow+EvictTo", policy: func(llms.Model) memory.Policy {
-			return memory.TokenWindow(longTokens, nil, memory.EvictTo(longTokens*3/5))
+			return memory.TokenWindow(longTokens, nil, &memory.WindowOptions{EvictTo: longTokens * 3 / 5})
 		}},
 		{name: "Compressing"},
 	}

@@ -6,7 +6,7 @@
 //			Name:  "myclient",
 //			Tools: true,
 //			New: func(t *testing.T, script llmtest.Script) (llms.Model, modeltest.Recorder) {
-//				srv := llmtest.NewServer(script) // a server that speaks the client's wire
+//				srv := llmtest.NewServer(script, nil) // a server that speaks the client's wire
 //				t.Cleanup(srv.Close)
 //				llm, err := myclient.New(myclient.WithBaseURL(srv.URL))
 //				if err != nil {
@@ -262,7 +262,7 @@ func newApp(t *testing.T, c Client, script llmtest.Script, o appOptions) (*app, 
 	}
 	switch {
 	case o.store != nil:
-		cfg.Memory = memory.NewManager(memory.Config{Store: chatstoretest.InMemoryMemories(o.store), Policy: memory.Window(40)})
+		cfg.Memory = memory.NewManager(memory.Config{Store: chatstoretest.InMemoryMemories(o.store), Policy: memory.Window(40, nil)})
 	case o.policy != nil:
 		cfg.Memory = memory.NewManager(memory.Config{Policy: o.policy(model)})
 	}

@@ -56,7 +56,7 @@ func TestInProcess(t *testing.T) {
 		Tools:    true,
 		Thinking: true,
 		New: func(t *testing.T, script llmtest.Script) (llms.Model, modeltest.Recorder) {
-			m := llmtest.NewModel(script, llmtest.WithHistoryValidation(true))
+			m := llmtest.NewModel(script, nil)
 			return m, m
 		},
 	})

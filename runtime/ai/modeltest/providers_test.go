@@ -22,7 +22,7 @@ func providerClients() []modeltest.Client {
 			Tools:    true,
 			Thinking: true,
 			New: func(t *testing.T, script llmtest.Script) (llms.Model, modeltest.Recorder) {
-				srv := llmtest.NewServer(script, llmtest.WithHistoryValidation(true))
+				srv := llmtest.NewServer(script, nil)
 				t.Cleanup(srv.Close)
 				llm, err := srv.Client()
 				if err != nil {
@@ -42,7 +42,7 @@ func providerClients() []modeltest.Client {
 				"ThinkingWithTools": "anthropicllm.go:386 handleAIMessage cannot send a thinking block back, and Anthropic wants the assistant turn of a tool loop to start with one",
 			},
 			New: func(t *testing.T, script llmtest.Script) (llms.Model, modeltest.Recorder) {
-				srv := llmtest.NewAnthropicServer(script, llmtest.WithHistoryValidation(true), llmtest.WithModelName("claude-sonnet-4-5"))
+				srv := llmtest.NewAnthropicServer(script, &llmtest.Options{ModelName: "claude-sonnet-4-5"})
 				t.Cleanup(srv.Close)
 				llm, err := llmclient.Anthropic(srv)
 				if err != nil {
@@ -56,7 +56,7 @@ func providerClients() []modeltest.Client {
 			Tools:    true,
 			Thinking: true,
 			New: func(t *testing.T, script llmtest.Script) (llms.Model, modeltest.Recorder) {
-				srv := llmtest.NewGeminiServer(script, llmtest.WithHistoryValidation(true))
+				srv := llmtest.NewGeminiServer(script, nil)
 				t.Cleanup(srv.Close)
 				llm, err := llmclient.GoogleAI(context.Background(), srv)
 				if err != nil {
@@ -74,7 +74,7 @@ func providerClients() []modeltest.Client {
 			Name:     "ollama",
 			Thinking: true,
 			New: func(t *testing.T, script llmtest.Script) (llms.Model, modeltest.Recorder) {
-				srv := llmtest.NewOllamaServer(script, llmtest.WithHistoryValidation(true))
+				srv := llmtest.NewOllamaServer(script, nil)
 				t.Cleanup(srv.Close)
 				llm, err := llmclient.Ollama(srv)
 				if err != nil {
@@ -92,7 +92,7 @@ func providerClients() []modeltest.Client {
 			Name:  "openai→mistral",
 			Tools: true,
 			New: func(t *testing.T, script llmtest.Script) (llms.Model, modeltest.Recorder) {
-				srv := llmtest.NewMistralServer(script, llmtest.WithHistoryValidation(true))
+				srv := llmtest.NewMistralServer(script, nil)
 				t.Cleanup(srv.Close)
 				llm, err := openai.New(openai.WithBaseURL(srv.URL+"/v1"), openai.WithToken(llmclient.TestKey),
 					openai.WithModel(srv.ModelName()), openai.WithHTTPClient(srv.HTTPClient()))
@@ -106,7 +106,7 @@ func providerClients() []modeltest.Client {
 			Name:     "mistral",
 			Thinking: true,
 			New: func(t *testing.T, script llmtest.Script) (llms.Model, modeltest.Recorder) {
-				srv := llmtest.NewMistralServer(script, llmtest.WithHistoryValidation(true))
+				srv := llmtest.NewMistralServer(script, nil)
 				t.Cleanup(srv.Close)
 				llm, err := llmclient.Mistral(srv)
 				if err != nil {

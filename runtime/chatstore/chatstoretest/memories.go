@@ -26,8 +26,8 @@ func testEvictingMemories(t *testing.T, x Store) {
 		return fmt.Sprintf("%d messages after %d bytes of summary", len(req.Messages), len(req.Previous)), nil
 	})
 	policies := map[string]memory.Policy{
-		"evicting#example.com/app.Assistant.Window":      memory.Window(9),
-		"evicting#example.com/app.Assistant.TokenWindow": memory.TokenWindow(160, nil, memory.EvictTo(90)),
+		"evicting#example.com/app.Assistant.Window":      memory.Window(9, nil),
+		"evicting#example.com/app.Assistant.TokenWindow": memory.TokenWindow(160, nil, &memory.WindowOptions{EvictTo: 90}),
 		"evicting#example.com/app.Assistant.Compressing": memory.Compressing(200, summarizer, &memory.CompressOptions{TriggerTokens: 150, KeepTokens: 60}),
 	}
 	mems := map[string]memory.Memory{}

@@ -24,9 +24,9 @@ func testEvictingMemories(t *testing.T, s memory.Store) {
 		name   string
 		policy memory.Policy
 	}{
-		{"Window", memory.Window(9)},
-		{"TokenWindow", memory.TokenWindow(160, nil)},
-		{"TokenWindowEvictTo", memory.TokenWindow(160, nil, memory.EvictTo(90))},
+		{"Window", memory.Window(9, nil)},
+		{"TokenWindow", memory.TokenWindow(160, nil, nil)},
+		{"TokenWindowEvictTo", memory.TokenWindow(160, nil, &memory.WindowOptions{EvictTo: 90})},
 		{"Compressing", memory.Compressing(200, summarizer, &memory.CompressOptions{TriggerTokens: 150, KeepTokens: 60})},
 	} {
 		t.Run(pc.name, func(t *testing.T) {
