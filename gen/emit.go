@@ -65,7 +65,7 @@ func emit(m *pkgModel) ([]byte, error) {
 	}
 	e.nameFuncs()
 
-	e.doc(fmt.Sprintf("This file needs a chatgen runtime that supports generated code version %d.", GeneratedCodeVersion))
+	e.doc(fmt.Sprintf("This file needs a chatgen runtime that supports generated code version %d. A compiler error on the constant below means the file and the runtime do not match: re-run go generate with a chatgen that matches the runtime.", GeneratedCodeVersion))
 	f.Const().Id("_").Op("=").Qual(chatPkg, fmt.Sprintf("SupportPackageIsVersion%d", GeneratedCodeVersion))
 	f.Line()
 	f.Const().Id(e.pathConst).Op("=").Lit(m.pkg.PkgPath)
@@ -100,8 +100,9 @@ func emit(m *pkgModel) ([]byte, error) {
 // GeneratedCodeVersion is the version of the code chatgen writes: each
 // chat_gen.go says it in a comment and references
 // chat.SupportPackageIsVersion<N> with this N, so that it compiles only
-// against a runtime that supports it.
-const GeneratedCodeVersion = 3
+// against a runtime that supports it. A file written for another version
+// fails to compile at that line, whose comment says to re-run go generate.
+const GeneratedCodeVersion = 4
 
 // groupImports splits the import block jennifer writes (one block, sorted
 // by path) into the standard library and the rest, as goimports groups

@@ -15,29 +15,29 @@ const (
 	jsonPkg     = "encoding/json"
 )
 
-// aiRegister returns the statements of Register that create the AI
-// services, declare their methods (for the check of tool-name clashes
-// with their tool sources) and provide their beans.
+// aiRegister returns the statements of Register that register the AI
+// services: one ai.Register per service, with its configuration, its
+// methods (for the check of tool-name clashes with its tool sources) and
+// the constructor of its implementation. The runtime creates the service,
+// registers its checks and provides its bean.
 func (e *emitter) aiRegister() []jen.Code {
 	var out []jen.Code
 	for _, s := range e.m.ais {
-		svc := "svc" + s.field
-		methods := make([]jen.Code, len(s.methods))
-		for i, am := range s.methods {
-			methods[i] = jen.Op("&").Id(am.varName)
+		spec := jen.Dict{jen.Id("Config"): jen.Id("deps").Dot(s.field)}
+		if len(s.methods) > 0 {
+			methods := make([]jen.Code, len(s.methods))
+			for i, am := range s.methods {
+				methods[i] = jen.Op("&").Id(am.varName)
+			}
+			spec[jen.Id("Methods")] = jen.Index().Op("*").Qual(aiPkg, "Method").Values(methods...)
 		}
-		out = append(out, jen.Id(svc).Op(":=").Qual(aiPkg, "NewService").Call(e.qualified(s.bean), jen.Id("deps").Dot(s.field)))
-		if len(methods) > 0 {
-			out = append(out, jen.Id(svc).Dot("AddMethods").Call(methods...))
-		}
-		out = append(out,
-			jen.Id("p").Dot("AddCheck").Call(jen.Id(svc).Dot("Check")),
-			jen.Id("p").Dot("AddStoreCheck").Call(jen.Id(svc).Dot("CheckStore")),
-			jen.Qual(chatPkg, "Provide").Call(jen.Id("p"), jen.Id(s.bean.beanVar),
-				jen.Func().Params(ctxType()).Params(jen.Id(s.bean.obj.Name()), jen.Error()).Block(
-					jen.Return(jen.Op("&").Id(s.impl).Values(inline("svc", jen.Id(svc))), jen.Nil()),
-				)),
-		)
+		out = append(out, jen.Qual(aiPkg, "Register").Call(
+			jen.Id("p"), jen.Id(s.bean.beanVar),
+			jen.Qual(aiPkg, "ServiceSpec").Values(spec),
+			jen.Func().Params(jen.Id("svc").Op("*").Qual(aiPkg, "Service")).Id(s.bean.obj.Name()).Block(
+				jen.Return(jen.Op("&").Id(s.impl).Values(inline("svc", jen.Id("svc")))),
+			),
+		))
 	}
 	return out
 }

@@ -12,8 +12,10 @@ import (
 	"github.com/chatscopes/chatgen/runtime/markdown"
 )
 
-// This file needs a chatgen runtime that supports generated code version 3.
-const _ = chat.SupportPackageIsVersion3
+// This file needs a chatgen runtime that supports generated code version 4.
+// A compiler error on the constant below means the file and the runtime do
+// not match: re-run go generate with a chatgen that matches the runtime.
+const _ = chat.SupportPackageIsVersion4
 
 const chatPackagePath = "github.com/chatscopes/chatgen/examples/weaponbuilder"
 
@@ -71,33 +73,29 @@ const (
 // or to chat.WithPackages to use the beans without a router.
 func Register(deps Deps) *chat.Package {
 	p := chat.NewPackage(chatPackagePath)
-	svcArmorBuilder := ai.NewService(chatPackagePath+".ArmorBuilder", deps.ArmorBuilder)
-	svcArmorBuilder.AddMethods(&chatMethodArmorBuilderChat)
-	p.AddCheck(svcArmorBuilder.Check)
-	p.AddStoreCheck(svcArmorBuilder.CheckStore)
-	chat.Provide(p, chatBeanArmorBuilder, func(context.Context) (ArmorBuilder, error) {
-		return &chatAIArmorBuilder{svc: svcArmorBuilder}, nil
+	ai.Register(p, chatBeanArmorBuilder, ai.ServiceSpec{
+		Config:  deps.ArmorBuilder,
+		Methods: []*ai.Method{&chatMethodArmorBuilderChat},
+	}, func(svc *ai.Service) ArmorBuilder {
+		return &chatAIArmorBuilder{svc: svc}
 	})
-	svcEnchanter := ai.NewService(chatPackagePath+".Enchanter", deps.Enchanter)
-	svcEnchanter.AddMethods(&chatMethodEnchanterChat)
-	p.AddCheck(svcEnchanter.Check)
-	p.AddStoreCheck(svcEnchanter.CheckStore)
-	chat.Provide(p, chatBeanEnchanter, func(context.Context) (Enchanter, error) {
-		return &chatAIEnchanter{svc: svcEnchanter}, nil
+	ai.Register(p, chatBeanEnchanter, ai.ServiceSpec{
+		Config:  deps.Enchanter,
+		Methods: []*ai.Method{&chatMethodEnchanterChat},
+	}, func(svc *ai.Service) Enchanter {
+		return &chatAIEnchanter{svc: svc}
 	})
-	svcMainMenu := ai.NewService(chatPackagePath+".MainMenu", deps.MainMenu)
-	svcMainMenu.AddMethods(&chatMethodMainMenuChat)
-	p.AddCheck(svcMainMenu.Check)
-	p.AddStoreCheck(svcMainMenu.CheckStore)
-	chat.Provide(p, chatBeanMainMenu, func(context.Context) (MainMenu, error) {
-		return &chatAIMainMenu{svc: svcMainMenu}, nil
+	ai.Register(p, chatBeanMainMenu, ai.ServiceSpec{
+		Config:  deps.MainMenu,
+		Methods: []*ai.Method{&chatMethodMainMenuChat},
+	}, func(svc *ai.Service) MainMenu {
+		return &chatAIMainMenu{svc: svc}
 	})
-	svcWeaponBuilder := ai.NewService(chatPackagePath+".WeaponBuilder", deps.WeaponBuilder)
-	svcWeaponBuilder.AddMethods(&chatMethodWeaponBuilderChat)
-	p.AddCheck(svcWeaponBuilder.Check)
-	p.AddStoreCheck(svcWeaponBuilder.CheckStore)
-	chat.Provide(p, chatBeanWeaponBuilder, func(context.Context) (WeaponBuilder, error) {
-		return &chatAIWeaponBuilder{svc: svcWeaponBuilder}, nil
+	ai.Register(p, chatBeanWeaponBuilder, ai.ServiceSpec{
+		Config:  deps.WeaponBuilder,
+		Methods: []*ai.Method{&chatMethodWeaponBuilderChat},
+	}, func(svc *ai.Service) WeaponBuilder {
+		return &chatAIWeaponBuilder{svc: svc}
 	})
 	p.AddRoute(chat.RouteSpec{Name: RouteArmor, Handle: chatRouteArmor})
 	p.AddRoute(chat.RouteSpec{Name: RouteEnchant, Handle: chatRouteEnchant})

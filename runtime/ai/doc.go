@@ -6,7 +6,7 @@
 //
 // An application configures each AI service with a [Config] (the model,
 // the memory provider, limits) passed in the generated Deps; generated code
-// makes one [Service] per interface with [NewService], declares one
+// registers one [Service] per interface with [Register], declares one
 // [Method] per interface method (its prompts, its [Tool] table, the form of
 // its answer) and, per method call, passes a [Request] to [Service.Chat],
 // [Service.Stream] or [Structured]. [BeanTool] and [BeanToolNoArgs] make
@@ -91,8 +91,10 @@
 //		return reply.Content, nil
 //	}
 //
-// with x.svc = ai.NewService("example.com/app.Assistant", ai.Config{Model: llm})
-// and weatherBean the chat.Bean of Weather. A constant system message is
+// with x.svc the service that the generated Register's
+// ai.Register(p, assistantBean, ai.ServiceSpec{Config: deps.Assistant,
+// Methods: []*ai.Method{&assistantAsk}}, …) passes to the constructor of
+// assistantImpl, and weatherBean the chat.Bean of Weather. A constant system message is
 // Method.System rather than a template; a user message that is a parameter
 // as it is is Request.User, and Data stays nil when no template needs it.
 // See the package's Example for a complete program against a scripted

@@ -16,7 +16,7 @@ import (
 // a restart the model would have forgotten every conversation. Services
 // whose methods all use invocation memories (which never outlive a
 // request) pass, as do memory providers other than a *memory.Manager,
-// which the application answers for. Register it with
+// which the application answers for. [Register] registers it with
 // [chat.Package.AddStoreCheck].
 func (s *Service) CheckStore(store chatstore.ConversationStore) error {
 	if store == nil || !s.keepsChatMemory() || s.memoryKeptInStore() {

@@ -93,8 +93,8 @@ type Tool struct {
 	// Definition is the tool's definition as langchaingo's llms.Tool.
 	//
 	// Deprecated: set Name, Description and Parameters. Definition is read
-	// only when Name is empty, so that files generated for version 2 of
-	// the generated code, and tool sources written for it, keep working.
+	// only when Name is empty, so that tool sources written for it keep
+	// working (generated code sets Name).
 	Definition llms.Tool
 	// Event marks a tool whose result is a //chat:event value: inside a
 	// request, the service sends it to the client as that event when the

@@ -148,7 +148,8 @@ type Service struct {
 
 // NewService returns the service name ("import/path.Type") configured by
 // cfg. It never fails: a missing model is reported by [Service.Check] (which
-// generated code registers, so that chat.NewRouter fails) and by each call.
+// [Register] registers, so that chat.NewRouter fails) and by each call.
+// Generated code registers its services with [Register], which calls it.
 func NewService(name string, cfg Config) *Service {
 	s := &Service{
 		name:     name,
@@ -191,7 +192,7 @@ func NewService(name string, cfg Config) *Service {
 // tool sources has the name of a tool of a method declared with
 // [Service.AddMethods] (or of another source's), an error matching
 // [ErrToolClash] that names both; for a nil tool source, an error matching
-// [ErrNilToolSource]. Generated code registers it with the
+// [ErrNilToolSource]. [Register] registers it with the
 // package (chat.Package.AddCheck), so a router built with such a service
 // fails at chat.NewRouter rather than on its first request.
 func (s *Service) Check() error {

@@ -62,10 +62,11 @@ func (s *Service) nilSource() error {
 	return nil
 }
 
-// AddMethods tells the service the methods generated code calls it with,
-// so that [Service.Check] can compare their tools with those of the
-// service's tool sources. Generated code calls it once, in Register,
-// before the router is built.
+// AddMethods tells the service the methods it is called with, so that
+// [Service.Check] can compare their tools with those of the service's
+// tool sources. [Register] declares the methods of generated code's
+// services ([ServiceSpec.Methods]); call AddMethods for a service made
+// with [NewService], before the router is built.
 func (s *Service) AddMethods(methods ...*Method) {
 	s.methods = append(s.methods, methods...)
 }

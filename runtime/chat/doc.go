@@ -37,16 +37,18 @@
 // # For generated code
 //
 // chatgen's output registers a package with [NewPackage],
-// [Package.AddRoute] ([RouteSpec]), [Package.AddCatch] ([CatchSpec]),
-// [Package.AddCheck] (what [NewRouter] must refuse) and
+// [Package.AddRoute] ([RouteSpec]), [Package.AddCatch] ([CatchSpec]) and
 // [Package.Describe] (the [Manifest] of its routes, for clients);
 // declares beans with [NewBean] and binds their dependencies with
 // [Provide]; reaches them with [Lookup] and [MustLookup], around
 // [BeginInvocation] for invocation-scoped beans; sends route results with
 // [SendValue], [SendStream] and [SendStreamWithErrors]; implements
 // [EventTyper] for //chat:event types; and asserts
-// [SupportPackageIsVersion3]. The AI services of runtime/ai register their
-// chat memory with [AttachMemory] (it is a [ScopedMemory]) and use
+// [SupportPackageIsVersion4]. It registers each AI service with one call
+// of runtime/ai's Register, which adds the service's checks to the package
+// ([Package.AddCheck], [Package.AddStoreCheck]: what [NewRouter] must
+// refuse) and provides its bean. The AI services register their chat
+// memory with [AttachMemory] (it is a [ScopedMemory]) and use
 // [InvocationID] and [OnInvocationEnd] for invocation-scoped memory.
 //
 // # For transports

@@ -43,8 +43,9 @@ func NewPackage(path string) *Package {
 func (p *Package) Path() string { return p.path }
 
 // AddCheck registers a check that [NewRouter] runs: an error fails
-// NewRouter. Generated code adds one per AI service, refusing a service
-// without a model before it serves a request.
+// NewRouter. runtime/ai's Register, which generated code calls, adds one
+// per AI service, refusing a service without a model before it serves a
+// request.
 func (p *Package) AddCheck(check func() error) {
 	p.checks = append(p.checks, check)
 }

@@ -10,8 +10,10 @@ import (
 	"github.com/chatscopes/chatgen/runtime/chat"
 )
 
-// This file needs a chatgen runtime that supports generated code version 3.
-const _ = chat.SupportPackageIsVersion3
+// This file needs a chatgen runtime that supports generated code version 4.
+// A compiler error on the constant below means the file and the runtime do
+// not match: re-run go generate with a chatgen that matches the runtime.
+const _ = chat.SupportPackageIsVersion4
 
 const chatPackagePath = "github.com/chatscopes/chatgen/examples/weaponbuilder/flat"
 
@@ -36,12 +38,11 @@ const (
 // or to chat.WithPackages to use the beans without a router.
 func Register(deps Deps) *chat.Package {
 	p := chat.NewPackage(chatPackagePath)
-	svcArmorer := ai.NewService(chatPackagePath+".Armorer", deps.Armorer)
-	svcArmorer.AddMethods(&chatMethodArmorerChat)
-	p.AddCheck(svcArmorer.Check)
-	p.AddStoreCheck(svcArmorer.CheckStore)
-	chat.Provide(p, chatBeanArmorer, func(context.Context) (Armorer, error) {
-		return &chatAIArmorer{svc: svcArmorer}, nil
+	ai.Register(p, chatBeanArmorer, ai.ServiceSpec{
+		Config:  deps.Armorer,
+		Methods: []*ai.Method{&chatMethodArmorerChat},
+	}, func(svc *ai.Service) Armorer {
+		return &chatAIArmorer{svc: svc}
 	})
 	p.AddRoute(chat.RouteSpec{Name: RouteArmorer, Default: true, Handle: chatRouteArmorer})
 	p.Describe(chatManifest())

@@ -11,8 +11,10 @@ import (
 	"github.com/chatscopes/chatgen/runtime/chat"
 )
 
-// This file needs a chatgen runtime that supports generated code version 3.
-const _ = chat.SupportPackageIsVersion3
+// This file needs a chatgen runtime that supports generated code version 4.
+// A compiler error on the constant below means the file and the runtime do
+// not match: re-run go generate with a chatgen that matches the runtime.
+const _ = chat.SupportPackageIsVersion4
 
 const chatPackagePath = "github.com/chatscopes/chatgen/internal/e2e/aisvc"
 
@@ -43,12 +45,11 @@ const (
 // or to chat.WithPackages to use the beans without a router.
 func Register(deps Deps) *chat.Package {
 	p := chat.NewPackage(chatPackagePath)
-	svcSmith := ai.NewService(chatPackagePath+".Smith", deps.Smith)
-	svcSmith.AddMethods(&chatMethodSmithAppraise, &chatMethodSmithAsk, &chatMethodSmithBuild, &chatMethodSmithTell)
-	p.AddCheck(svcSmith.Check)
-	p.AddStoreCheck(svcSmith.CheckStore)
-	chat.Provide(p, chatBeanSmith, func(context.Context) (Smith, error) {
-		return &chatAISmith{svc: svcSmith}, nil
+	ai.Register(p, chatBeanSmith, ai.ServiceSpec{
+		Config:  deps.Smith,
+		Methods: []*ai.Method{&chatMethodSmithAppraise, &chatMethodSmithAsk, &chatMethodSmithBuild, &chatMethodSmithTell},
+	}, func(svc *ai.Service) Smith {
+		return &chatAISmith{svc: svc}
 	})
 	p.AddRoute(chat.RouteSpec{Name: RouteSmith, Default: true, Handle: chatRouteSmith})
 	p.AddRoute(chat.RouteSpec{Name: RouteStory, Handle: chatRouteStory})

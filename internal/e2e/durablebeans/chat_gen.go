@@ -8,8 +8,10 @@ import (
 	"github.com/chatscopes/chatgen/runtime/chat"
 )
 
-// This file needs a chatgen runtime that supports generated code version 3.
-const _ = chat.SupportPackageIsVersion3
+// This file needs a chatgen runtime that supports generated code version 4.
+// A compiler error on the constant below means the file and the runtime do
+// not match: re-run go generate with a chatgen that matches the runtime.
+const _ = chat.SupportPackageIsVersion4
 
 const chatPackagePath = "github.com/chatscopes/chatgen/internal/e2e/durablebeans"
 

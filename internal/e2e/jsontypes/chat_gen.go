@@ -12,8 +12,10 @@ import (
 	"github.com/chatscopes/chatgen/runtime/markdown"
 )
 
-// This file needs a chatgen runtime that supports generated code version 3.
-const _ = chat.SupportPackageIsVersion3
+// This file needs a chatgen runtime that supports generated code version 4.
+// A compiler error on the constant below means the file and the runtime do
+// not match: re-run go generate with a chatgen that matches the runtime.
+const _ = chat.SupportPackageIsVersion4
 
 const chatPackagePath = "github.com/chatscopes/chatgen/internal/e2e/jsontypes"
 
@@ -56,12 +58,11 @@ const (
 // chat.NewRouter, or to chat.WithPackages to use the beans without a router.
 func Register(deps Deps) *chat.Package {
 	p := chat.NewPackage(chatPackagePath)
-	svcClerk := ai.NewService(chatPackagePath+".Clerk", deps.Clerk)
-	svcClerk.AddMethods(&chatMethodClerkAsk)
-	p.AddCheck(svcClerk.Check)
-	p.AddStoreCheck(svcClerk.CheckStore)
-	chat.Provide(p, chatBeanClerk, func(context.Context) (Clerk, error) {
-		return &chatAIClerk{svc: svcClerk}, nil
+	ai.Register(p, chatBeanClerk, ai.ServiceSpec{
+		Config:  deps.Clerk,
+		Methods: []*ai.Method{&chatMethodClerkAsk},
+	}, func(svc *ai.Service) Clerk {
+		return &chatAIClerk{svc: svc}
 	})
 	p.AddRoute(chat.RouteSpec{Name: RoutePut, Handle: chatRoutePut})
 	p.AddRoute(chat.RouteSpec{Name: RoutePutPtr, Handle: chatRoutePutPtr})
