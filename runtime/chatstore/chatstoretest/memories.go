@@ -7,6 +7,7 @@ import (
 
 	"github.com/chatscopes/chatgen/runtime/chatstore"
 	"github.com/chatscopes/chatgen/runtime/memory"
+	"github.com/chatscopes/chatgen/runtime/memory/storetest"
 	"github.com/tmc/langchaingo/llms"
 )
 
@@ -48,7 +49,7 @@ func testEvictingMemories(t *testing.T, x Store) {
 	for i := range 30 {
 		b := chatstore.NewBatch()
 		bctx := chatstore.WithBatch(ctx, b)
-		turn := evictingTurn(i)
+		turn := storetest.EvictingTurn(i, 15)
 		if i == 0 {
 			turn = append([]llms.MessageContent{llms.TextParts(llms.ChatMessageTypeSystem, "You build weapons.")}, turn...)
 		}
@@ -84,38 +85,4 @@ func testEvictingMemories(t *testing.T, x Store) {
 			}
 		}
 	}
-}
-
-// evictingTurn returns turn i of testEvictingMemories: text turns, tool
-// turns of one and two calls, and, once, a turn of 10 messages.
-func evictingTurn(i int) []llms.MessageContent {
-	user := llms.TextParts(llms.ChatMessageTypeHuman, fmt.Sprintf("Turn %d: make the blade a little longer.", i))
-	answer := llms.TextParts(llms.ChatMessageTypeAI, fmt.Sprintf("Done for turn %d.", i))
-	calls := 0
-	switch {
-	case i == 15:
-		calls = 6
-	case i%4 == 1:
-		calls = 1
-	case i%4 == 3:
-		calls = 2
-	}
-	out := []llms.MessageContent{user}
-	if calls > 0 {
-		call := llms.MessageContent{Role: llms.ChatMessageTypeAI}
-		var results []llms.MessageContent
-		for k := range calls {
-			id := fmt.Sprintf("call_%d_%d", i, k)
-			call.Parts = append(call.Parts, llms.ToolCall{ID: id, Type: "function",
-				FunctionCall: &llms.FunctionCall{Name: "setBlade", Arguments: fmt.Sprintf(`{"length":%d}`, 80+k)}})
-			results = append(results, llms.MessageContent{Role: llms.ChatMessageTypeTool, Parts: []llms.ContentPart{
-				llms.ToolCallResponse{ToolCallID: id, Name: "setBlade", Content: "ok"},
-			}})
-		}
-		out = append(append(out, call), results...)
-	}
-	if i == 15 {
-		out = append(out, llms.TextParts(llms.ChatMessageTypeAI, "One more thing."))
-	}
-	return append(out, answer)
 }

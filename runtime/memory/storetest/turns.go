@@ -36,7 +36,7 @@ func testEvictingMemories(t *testing.T, s memory.Store) {
 				t.Fatal(err)
 			}
 			for i := range 40 {
-				msgs := evictingTurn(i)
+				msgs := EvictingTurn(i, 20)
 				if i == 0 {
 					msgs = append([]llms.MessageContent{text(llms.ChatMessageTypeSystem, "You build weapons.")}, msgs...)
 				}
@@ -71,15 +71,16 @@ func testEvictingMemories(t *testing.T, s memory.Store) {
 	}
 }
 
-// evictingTurn returns turn i of testEvictingMemories: text turns, tool
-// turns of one and two calls, and, once, a turn of 10 messages, more than
-// the window of 9 holds.
-func evictingTurn(i int) []llms.MessageContent {
+// EvictingTurn returns turn i of the conversation the eviction checks
+// play (here and in chatstoretest): text turns, tool turns of one and two
+// calls, and, at turn big, a turn of 10 messages, more than a window of 9
+// holds.
+func EvictingTurn(i, big int) []llms.MessageContent {
 	user := text(llms.ChatMessageTypeHuman, fmt.Sprintf("Turn %d: make the blade a little longer.", i))
 	answer := text(llms.ChatMessageTypeAI, fmt.Sprintf("Done for turn %d.", i))
 	calls := 0
 	switch {
-	case i == 20:
+	case i == big:
 		calls = 6
 	case i%4 == 1:
 		calls = 1
@@ -101,7 +102,7 @@ func evictingTurn(i int) []llms.MessageContent {
 	}
 	out := []llms.MessageContent{user, call}
 	out = append(out, results...)
-	if i == 20 {
+	if i == big {
 		out = append(out, text(llms.ChatMessageTypeAI, "One more thing."))
 	}
 	return append(out, answer)
