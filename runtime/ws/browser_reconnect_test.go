@@ -132,6 +132,23 @@ func openPage(t *testing.T, b *browsertest.Browser, url string) func(step, expr 
 	}
 }
 
+// pageBehindProxy serves endpoint at /_chat/ and reconnectPage at
+// /page.html behind a TCP proxy whose connections the test can cut; the
+// server (returned: the proxy's target) closes when the test ends.
+func pageBehindProxy(t *testing.T, endpoint http.Handler) (*testProxy, *testServer) {
+	t.Helper()
+	mux := http.NewServeMux()
+	mux.Handle("/_chat/", endpoint)
+	mux.HandleFunc("/page.html", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		_, _ = w.Write([]byte(reconnectPage))
+	})
+	hs := httptest.NewServer(mux)
+	t.Cleanup(hs.Close)
+	front := &testServer{http: hs}
+	return startProxy(t, front), front
+}
+
 // TestBrowserReconnects runs the JavaScript client with the reconnect
 // option in headless Chromium against a durable server behind a TCP proxy
 // whose connections the test cuts.
@@ -140,16 +157,7 @@ func TestBrowserReconnects(t *testing.T) {
 	b := browsertest.Start(t)
 	nodes := &durableNodes{store: chat.NewInMemoryConversationStore(nil)}
 	a := nodes.start(t, "a", nil)
-	mux := http.NewServeMux()
-	mux.Handle("/_chat/", a.Server)
-	mux.HandleFunc("/page.html", func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "text/html; charset=utf-8")
-		_, _ = w.Write([]byte(reconnectPage))
-	})
-	hs := httptest.NewServer(mux)
-	defer hs.Close()
-	front := &testServer{http: hs}
-	proxy := startProxy(t, front)
+	proxy, front := pageBehindProxy(t, a.Server)
 
 	eval := openPage(t, b, "http://"+proxy.ln.Addr().String()+"/page.html")
 
@@ -385,15 +393,7 @@ func TestBrowserDropMidTurn(t *testing.T) {
 func browserDropMidTurn(t *testing.T, b *browsertest.Browser, store chatstore.ConversationStore) {
 	g := newGate()
 	a := startGated(t, store, "a", g, nil)
-	mux := http.NewServeMux()
-	mux.Handle("/_chat/", a.Server)
-	mux.HandleFunc("/page.html", func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "text/html; charset=utf-8")
-		_, _ = w.Write([]byte(reconnectPage))
-	})
-	hs := httptest.NewServer(mux)
-	defer hs.Close()
-	proxy := startProxy(t, &testServer{http: hs})
+	proxy, _ := pageBehindProxy(t, a.Server)
 
 	eval := openPage(t, b, "http://"+proxy.ln.Addr().String()+"/page.html")
 	var first []string

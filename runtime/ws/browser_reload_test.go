@@ -168,15 +168,7 @@ func TestBrowserReSendsItsCutRequest(t *testing.T) {
 	b := browsertest.Start(t)
 	nodes := &durableNodes{store: chat.NewInMemoryConversationStore(nil)}
 	a := nodes.start(t, "a", nil)
-	mux := http.NewServeMux()
-	mux.Handle("/_chat/", a.Server)
-	mux.HandleFunc("/page.html", func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "text/html; charset=utf-8")
-		_, _ = w.Write([]byte(reconnectPage))
-	})
-	hs := httptest.NewServer(mux)
-	defer hs.Close()
-	proxy := startProxy(t, &testServer{http: hs})
+	proxy, _ := pageBehindProxy(t, a.Server)
 
 	eval := openPage(t, b, "http://"+proxy.ln.Addr().String()+"/page.html")
 	var id string
