@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"iter"
 	"log/slog"
+	"maps"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/tmc/langchaingo/llms"
 
+	"github.com/chatscopes/chatgen/runtime/guardrail"
 	"github.com/chatscopes/chatgen/runtime/memory"
 )
 
@@ -43,6 +45,9 @@ var (
 	// ErrInvalidRequest: the [Request] is malformed (nil, or without a
 	// Method).
 	ErrInvalidRequest = errors.New("invalid request")
+	// ErrUnknownMethod: [Config.MethodGuardrails] names a method the
+	// service does not have.
+	ErrUnknownMethod = errors.New("unknown method")
 	// ErrReentrant: a tool called the AI service method that is running it,
 	// on the same memory: waiting for the memory would deadlock.
 	ErrReentrant = errors.New("re-entrant call on the same memory")
@@ -105,6 +110,18 @@ type Config struct {
 	// Knowledge, when set, is what the service answers from: a retriever
 	// used before each turn or as a search tool (see [Knowledge]).
 	Knowledge *Knowledge
+
+	// Guardrails check the user message before the model call and the
+	// model's answer before it is committed, in every method (see package
+	// runtime/guardrail and "Guardrails" in docs/guide.md); nil means
+	// none.
+	Guardrails *guardrail.Set
+	// MethodGuardrails are the guardrails of the methods they name (the
+	// interface method's name): a method's set replaces Guardrails for
+	// it, as LangChain4j's method-level guardrails take precedence (a nil
+	// set turns them off for the method). [Service.Check] refuses a name
+	// that is not a method of the service ([ErrUnknownMethod]).
+	MethodGuardrails map[string]*guardrail.Set
 }
 
 // Service is one configured AI service (one //chat:ai interface): it runs
@@ -136,6 +153,8 @@ type Service struct {
 	thinking                  bool
 	tel                       *telemetry
 	know                      *knowledge // nil without Config.Knowledge
+	guards                    *guardrail.Set
+	methodGuards              map[string]*guardrail.Set
 	// sleep waits between retries; tests replace it.
 	sleep func(ctx context.Context, d time.Duration) error
 	// geminiWarned: the warning that a googleai call's usage lacks its
@@ -171,6 +190,8 @@ func NewService(name string, cfg Config) *Service {
 		thinking:     cfg.ForwardThinking,
 		tel:          newTelemetry(cfg.Telemetry, cfg.Model),
 		sleep:        sleep,
+		guards:       cfg.Guardrails,
+		methodGuards: maps.Clone(cfg.MethodGuardrails),
 	}
 	c := cfg.Client
 	if c == ClientAuto || validClient(c) != nil {
@@ -203,6 +224,9 @@ func (s *Service) Check() error {
 		return fmt.Errorf("ai: %s: Config.Client: %w", s.name, err)
 	}
 	if err := s.checkTools(); err != nil {
+		return err
+	}
+	if err := s.checkGuardrails(); err != nil {
 		return err
 	}
 	if s.know != nil {
@@ -324,6 +348,15 @@ type streamSink struct {
 	// provider that ignores WithStreamingFunc streams nothing, and its
 	// answer is then yielded whole.
 	yielded atomic.Bool
+	// sent reports that chunks went out since the turn began or last
+	// retracted them (output guardrails retract them).
+	sent atomic.Bool
+	// hold keeps the chunks back until the output guardrails accept the
+	// answer: a stream with output guardrails outside a request, where
+	// no Retract event can withdraw them.
+	hold   bool
+	heldMu sync.Mutex
+	held   []string
 }
 
 // errStopped aborts a model call whose stream's consumer stopped.
@@ -337,11 +370,48 @@ func (k *streamSink) onChunk(_ context.Context, chunk []byte) error {
 		return nil
 	}
 	k.yielded.Store(true)
-	if !k.yield(string(chunk), nil) {
-		k.stopped.Store(true)
+	if k.hold {
+		k.heldMu.Lock()
+		k.held = append(k.held, string(chunk))
+		k.heldMu.Unlock()
+		return nil
+	}
+	if !k.emit(string(chunk)) {
 		return errStopped
 	}
 	return nil
+}
+
+// emit yields text, reporting false when the iteration stopped.
+func (k *streamSink) emit(text string) bool {
+	k.sent.Store(true)
+	if !k.yield(text, nil) {
+		k.stopped.Store(true)
+		return false
+	}
+	return true
+}
+
+// flush yields the chunks held back, reporting false when the iteration
+// stopped.
+func (k *streamSink) flush() bool {
+	k.heldMu.Lock()
+	held := k.held
+	k.held = nil
+	k.heldMu.Unlock()
+	for _, c := range held {
+		if !k.emit(c) {
+			return false
+		}
+	}
+	return true
+}
+
+// drop forgets the chunks held back.
+func (k *streamSink) drop() {
+	k.heldMu.Lock()
+	k.held = nil
+	k.heldMu.Unlock()
 }
 
 // errorf returns an error of a request of method m, prefixed with the

@@ -11,6 +11,7 @@ import (
 	"github.com/tmc/langchaingo/llms"
 
 	"github.com/chatscopes/chatgen/runtime/chat"
+	"github.com/chatscopes/chatgen/runtime/guardrail"
 	"github.com/chatscopes/chatgen/runtime/memory"
 )
 
@@ -40,6 +41,12 @@ type turn struct {
 	reply  *Reply
 	turnFlags
 	convID string // the conversation's id, for telemetry (when it is on)
+
+	guard     *guardrail.Set   // nil without guardrails
+	user      string           // the user message, after the input guardrails
+	reprompts int              // reprompts the output guardrails asked for
+	gin       guardrail.Input  // what the input guardrails check, in place
+	gout      guardrail.Output // what the output guardrails check, in place
 }
 
 // run runs one turn of req: see [Service.Chat].
@@ -112,7 +119,19 @@ func (s *Service) runTurn(ctx context.Context, req *Request, mode runMode, convI
 		return nil, s.errorf(m.Name, "reading memory %q: %w", id, err)
 	}
 
-	t := &turn{s: s, m: m, mode: mode, tools: tools, defs: defs, reply: new(Reply), convID: convID}
+	t := &turn{s: s, m: m, mode: mode, tools: tools, defs: defs, reply: new(Reply), convID: convID, user: user}
+	if g := s.guardrails(m.Name); !g.Empty() {
+		t.guard = g
+		if len(g.Input) > 0 && user != "" {
+			if user, err = t.checkInput(ctx, user, history); err != nil {
+				return nil, err
+			}
+			t.user = user
+		}
+		if k := mode.stream; k != nil && len(g.Output) > 0 && chat.Response(ctx) == nil {
+			k.hold = true // no Retract event can withdraw chunks outside a request
+		}
+	}
 	t.held = heldTurn{st: st}
 	t.held.next, _ = ctx.Value(heldKey{}).(*heldTurn)
 	ctx = context.WithValue(ctx, heldKey{}, &t.held)
@@ -255,6 +274,16 @@ func (t *turn) loop(ctx context.Context) error {
 		calls := normaliseToolCalls(choice.ToolCalls, t.reply.ModelCalls)
 		if len(calls) == 0 {
 			content := choice.Content
+			if t.guard != nil && len(t.guard.Output) > 0 {
+				checked, again, err := t.checkOutput(ctx, content)
+				if err != nil {
+					return err
+				}
+				if again {
+					continue
+				}
+				content = checked
+			}
 			answer := llms.TextParts(llms.ChatMessageTypeAI, content)
 			if t.mode.check != nil {
 				checked, cerr := t.mode.check(content)
@@ -279,6 +308,9 @@ func (t *turn) loop(ctx context.Context) error {
 			return nil
 		}
 
+		if k := t.mode.stream; k != nil && k.hold && !k.flush() {
+			return errStopped // the text before tool calls is not guarded
+		}
 		call := llms.MessageContent{Role: llms.ChatMessageTypeAI, Parts: make([]llms.ContentPart, 0, len(calls)+1)}
 		if choice.Content != "" {
 			call.Parts = append(call.Parts, llms.TextContent{Text: choice.Content})

@@ -229,6 +229,18 @@ func (b *SessionBuilder) OnStream(fn func(chunk string)) *SessionBuilder {
 	return b.text(EventStream, fn)
 }
 
+// OnRetract handles Retract events: the Stream chunks of the current
+// request received so far are withdrawn (an AI service's output guardrail
+// refused or changed the answer); drop them from the display. Chunks
+// that follow belong to the replacement.
+func (b *SessionBuilder) OnRetract(fn func(Retraction)) *SessionBuilder {
+	return b.On(EventRetract, func(ev Event) {
+		var r Retraction
+		_ = ev.Decode(&r) // a Retract without data still withdraws
+		fn(r)
+	})
+}
+
 // OnObject handles Object events; decode the value with [Event.Decode].
 func (b *SessionBuilder) OnObject(fn func(Event)) *SessionBuilder {
 	return b.On(EventObject, fn)

@@ -17,9 +17,21 @@ const (
 	EventStream    = "Stream"    // one chunk of a streamed reply
 	EventConfirm   = "Confirm"   // a tool call waits for the user's confirmation
 	EventSources   = "Sources"   // the passages an AI service's answer draws on
+	EventRetract   = "Retract"   // the text streamed so far in the request is withdrawn
 	EventCompleted = "Completed" // terminator: data is the current scope id
 	EventFailed    = "Failed"    // terminator: data is the failure reason
 )
+
+// A Retraction is the data of a Retract event: an AI service's output
+// guardrail refused or changed an answer the client was already shown as
+// it streamed, so the client drops every Stream chunk of the request
+// received so far; what follows (a rewritten or new answer, or the
+// request's failure) replaces it.
+type Retraction struct {
+	// Reason is the guardrail outcome that withdrew the text: "rewrite",
+	// "reprompt", "fail" or "fatal".
+	Reason string `json:"reason"`
+}
 
 // ErrReservedEvent is the error of a route that sends an event of a
 // terminator type (Completed or Failed): only the transport ends a
