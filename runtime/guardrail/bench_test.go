@@ -33,7 +33,9 @@ func (m *fastModel) Call(ctx context.Context, prompt string, options ...llms.Cal
 // as a real check that finds nothing does.
 type passInput struct{}
 
-func (passInput) CheckInput(context.Context, *guardrail.Input) guardrail.Result { return guardrail.Pass() }
+func (passInput) CheckInput(context.Context, *guardrail.Input) guardrail.Result {
+	return guardrail.Pass()
+}
 
 type passOutput struct{}
 

@@ -407,7 +407,7 @@ func TestGuardrailHangingIgnoringContextIsBoundedByTimeout(t *testing.T) {
 		guardrail.OutputFunc(func(ctx context.Context, out *guardrail.Output) guardrail.Result {
 			if hang.Load() {
 				started <- struct{}{}
-				<-release // ignores ctx
+				<-release                   // ignores ctx
 				out.Text = "scribbled late" // a late guardrail writes into its own copy only
 				return guardrail.Rewrite("too late")
 			}
