@@ -108,6 +108,7 @@ func TestModuleNames(t *testing.T) {
 		`"public": __cs_route("public", true, [], ["Stream"]),`,
 		`onMessage: "Message",`,
 		`onSources: "Sources",`,
+		`onRetract: "Retract",`,
 	} {
 		if !strings.Contains(mod, want) {
 			t.Errorf("the module lacks %s", want)
@@ -133,6 +134,7 @@ func TestModuleNames(t *testing.T) {
 		`export declare const defaultRoute: ChatRoutes["menu"];`,
 		"    Object: unknown;",
 		"    Sources: { query: string; sources: { id: string; title?: string; source?: string; score: number }[] };",
+		`    Retract: { reason: "rewrite" | "reprompt" | "fail" | "fatal" };`,
 		`    onMessage?: (data: ChatEvents["Message"], frame: __cs_Frame) => void;`,
 		"    defaultHandler?: (type: string, data: unknown, frame: __cs_Frame) => void;",
 	} {
@@ -219,9 +221,11 @@ const rc = new ChatScopesClient({ reconnect: { minDelay: 50, maxDelay: 5000 } })
     .autoReconnect(true);
 console.log(rc.state === "reconnecting");
 rc.builder().sourcesHandler((s, frame) => console.log(s.query, s.sources[0]?.score.toFixed(2), frame.type));
+rc.builder().retractHandler((r, frame) => console.log(r.reason === "rewrite", frame.type));
 const gate = await routes.gate.connect({
     onMessage(text) { console.log(text.length); },
     onSources(data) { for (const s of data.sources) console.log(data.query, s.id, s.title ?? s.source, s.score.toFixed(2)); },
+    onRetract(data) { const r: "rewrite" | "reprompt" | "fail" | "fatal" = data.reason; console.log(r); },
 });
 await gate.send({ userMessage: "anything", goes: 1 });
 const menu = await awkward.defaultRoute.connect({ onMessage(text) { console.log(text); } });

@@ -22,6 +22,7 @@ var builtinEvents = map[string]string{
 	chat.EventError:    "string",
 	chat.EventMessage:  "string",
 	chat.EventObject:   "unknown",
+	chat.EventRetract:  `{ reason: "rewrite" | "reprompt" | "fail" | "fatal" }`,
 	chat.EventSources:  "{ query: string; sources: { id: string; title?: string; source?: string; score: number }[] }",
 	chat.EventStream:   "string",
 	chat.EventThinking: "string",

@@ -140,6 +140,14 @@ export interface Sources {
     sources: { id: string; title?: string; source?: string; score: number }[];
 }
 
+/**
+ * The data of a Retract event: an AI service's output guardrail withdrew
+ * the text the request streamed so far, for the reason given.
+ */
+export interface Retraction {
+    reason: "rewrite" | "reprompt" | "fail" | "fatal";
+}
+
 /** Collects event handlers, then connects sessions. */
 export class SessionBuilder {
     constructor(client: ChatScopesClient);
@@ -157,6 +165,11 @@ export class SessionBuilder {
     confirmHandler(handler: (confirmation: Confirmation, frame: ServerFrame) => void): this;
     /** Handles Sources events: the passages an AI service's answer draws on. */
     sourcesHandler(handler: (sources: Sources, frame: ServerFrame) => void): this;
+    /**
+     * Handles Retract events: drop the Stream chunks of the request shown so
+     * far; the chunks that follow replace them.
+     */
+    retractHandler(handler: (retraction: Retraction, frame: ServerFrame) => void): this;
     defaultHandler(handler: DefaultHandler): this;
     /** Starts a session on route (omitted or null: the default route). */
     connect(route?: string | null): Promise<Session>;

@@ -504,6 +504,16 @@ class SessionBuilder {
         return this.eventHandler("Sources", handler);
     }
 
+    /**
+     * Handles Retract events: handler(retraction, frame), where retraction
+     * is {reason}: an AI service's output guardrail withdrew the text the
+     * request streamed so far ("rewrite", "reprompt", "fail" or "fatal"):
+     * drop it from the page; the Stream chunks that follow replace it.
+     */
+    retractHandler(handler) {
+        return this.eventHandler("Retract", handler);
+    }
+
     /** Handles events of every type without a handler: fn(type, data, frame). */
     defaultHandler(handler) {
         this._defaultHandler = handler;
