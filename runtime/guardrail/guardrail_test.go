@@ -541,3 +541,59 @@ func waitGoroutines(t *testing.T, before int) {
 	}
 	t.Errorf("goroutines: %d before, %d after", before, runtime.NumGoroutine())
 }
+
+// Outside a request no Retract event can withdraw streamed text: a
+// stream with output guardrails holds its chunks until they accept the
+// answer.
+func TestStreamOutsideRequestHoldsChunks(t *testing.T) {
+	g := output(func(out *guardrail.Output) guardrail.Result {
+		if out.Streamed {
+			return guardrail.Fatal(errors.New("held chunks reported as streamed"))
+		}
+		switch {
+		case strings.HasPrefix(out.Text, "bad"):
+			return guardrail.Rewrite("good")
+		case strings.HasPrefix(out.Text, "rude"):
+			return guardrail.Reprompt("Be kind.")
+		case strings.HasPrefix(out.Text, "awful"):
+			return guardrail.Fail("Withheld.")
+		}
+		return guardrail.Pass()
+	})
+	r := newRig(t, ai.Config{Guardrails: &guardrail.Set{Output: []guardrail.OutputGuardrail{g}}},
+		llmtest.Reply{Chunks: []string{"fine ", "words"}},
+		llmtest.Reply{Chunks: []string{"bad ", "words"}},
+		llmtest.Reply{Chunks: []string{"rude ", "words"}}, llmtest.Reply{Chunks: []string{"kind ", "words"}},
+		llmtest.Reply{Chunks: []string{"awful ", "words"}},
+		llmtest.Reply{Text: "Looking.", ToolCalls: []llmtest.ToolCall{{Name: "look"}}}, llmtest.Reply{Chunks: []string{"bad"}},
+	)
+	r.m.Tools = []ai.Tool{{Name: "look", Parameters: []byte(`{"type":"object"}`), Invoke: func(context.Context, string) (any, error) { return "seen", nil }}}
+	ctx := begin(t)
+	for _, tc := range []struct {
+		want []string
+		err  error
+	}{
+		{want: []string{"fine ", "words"}},
+		{want: []string{"good"}},
+		{want: []string{"kind ", "words"}},
+		{err: guardrail.ErrGuardrailFailed},
+		// The text before a tool call is not guarded: it goes out when
+		// the model call that wrote it ends.
+		{want: []string{"Looking.", "good"}},
+	} {
+		var chunks []string
+		var err error
+		for c, e := range r.svc.Stream(ctx, r.req("hi")) {
+			if e != nil {
+				err = e
+				break
+			}
+			chunks = append(chunks, c)
+		}
+		if !errors.Is(err, tc.err) || strings.Join(chunks, "|") != strings.Join(tc.want, "|") {
+			t.Fatalf("chunks %q, err %v; want %q, %v", chunks, err, tc.want, tc.err)
+		}
+	}
+	got := r.memory(ctx)
+	want(t, "memory", got[:7], "system: You are terse.", "human: hi", "ai: fine words", "human: hi", "ai: good", "human: hi", "ai: kind words")
+}
