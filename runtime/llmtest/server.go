@@ -34,6 +34,13 @@ import (
 //     input array); [Server.EmbeddingCalls] counts the calls. Use it with
 //     embeddings.NewEmbedder over the client, as the vector path of a
 //     retriever needs.
+//   - POST /v1/moderations, answered without the script from
+//     [ModerationScores], checked as OpenAI checks it: a bearer token (else
+//     401), input required (a string, a non-empty array of strings, or of
+//     {"type":"text","text"} and at most one {"type":"image_url",
+//     "image_url":{"url"}} parts, these with an omni model only), model
+//     optional and one of OpenAI's moderation models (else 404), no
+//     unknown field; [Server.ModerationCalls] counts the calls.
 //   - GET /v1/models, listing one model.
 //
 // Failures use the OpenAI error body {"error":{"message","type","param",
@@ -49,6 +56,7 @@ type Server struct {
 
 	loopback
 	embeddingEndpoint
+	moderationEndpoint
 }
 
 // NewServer starts a Server answering from script.
@@ -58,6 +66,7 @@ func NewServer(script Script, opts *Options) *Server {
 	mux.HandleFunc("/v1/chat/completions", s.handleChat)
 	mux.HandleFunc("/v1/models", s.handleModels)
 	mux.HandleFunc("/v1/embeddings", s.handleEmbeddings)
+	mux.HandleFunc("/v1/moderations", s.handleModerations)
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, fmt.Sprintf("llmtest: unknown path %s (the API is under /v1)", r.URL.Path))
 	})
