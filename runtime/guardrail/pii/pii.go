@@ -200,7 +200,7 @@ var detectors = [numKinds]detector{
 }
 
 func checkEmail(text string, s, e int) (int, int, bool) {
-	local := text[s:strings.IndexByte(text[s:], '@')+s]
+	local := text[s : strings.IndexByte(text[s:], '@')+s]
 	if strings.HasPrefix(local, ".") || strings.HasSuffix(local, ".") || strings.Contains(local, "..") {
 		return 0, 0, false
 	}
@@ -217,7 +217,9 @@ func wordAt(text string, i int) bool {
 	return c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= 0x80
 }
 
-func digitAt(text string, i int) bool { return i >= 0 && i < len(text) && text[i] >= '0' && text[i] <= '9' }
+func digitAt(text string, i int) bool {
+	return i >= 0 && i < len(text) && text[i] >= '0' && text[i] <= '9'
+}
 
 // joined reports whether the number at text[s:e] continues past its
 // bounds: a digit, or a separator and a digit, next to it (a fragment of
