@@ -8,6 +8,8 @@ import (
 	"strings"
 
 	"github.com/tmc/langchaingo/llms"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/chatscopes/chatgen/runtime/chat"
 	"github.com/chatscopes/chatgen/runtime/guardrail"
@@ -20,6 +22,33 @@ func (s *Service) guardrails(method string) *guardrail.Set {
 		return g
 	}
 	return s.guards
+}
+
+// observed returns a copy of set whose Observe also records each check,
+// without content, as a "chatgen.guardrail" event of the turn's span when
+// the service traces; nil for nil.
+func (s *Service) observed(set *guardrail.Set) *guardrail.Set {
+	if set == nil {
+		return nil
+	}
+	cp := *set
+	user := set.Observe
+	cp.Observe = func(ctx context.Context, o guardrail.Observation) {
+		if _, on := s.tel.tracer(); on {
+			if span := trace.SpanFromContext(ctx); span.IsRecording() {
+				span.AddEvent("chatgen.guardrail", trace.WithAttributes(
+					attribute.String("chatgen.guardrail.name", o.Guardrail),
+					attribute.String("chatgen.guardrail.stage", o.Stage.String()),
+					attribute.String("chatgen.guardrail.outcome", o.Outcome.String()),
+					attribute.Float64("chatgen.guardrail.duration", o.Duration.Seconds()),
+				))
+			}
+		}
+		if user != nil {
+			user(ctx, o)
+		}
+	}
+	return &cp
 }
 
 // checkGuardrails reports a method in Config.MethodGuardrails that the

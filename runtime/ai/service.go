@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"iter"
 	"log/slog"
-	"maps"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -190,8 +189,13 @@ func NewService(name string, cfg Config) *Service {
 		thinking:     cfg.ForwardThinking,
 		tel:          newTelemetry(cfg.Telemetry, cfg.Model),
 		sleep:        sleep,
-		guards:       cfg.Guardrails,
-		methodGuards: maps.Clone(cfg.MethodGuardrails),
+	}
+	s.guards = s.observed(cfg.Guardrails)
+	if cfg.MethodGuardrails != nil {
+		s.methodGuards = make(map[string]*guardrail.Set, len(cfg.MethodGuardrails))
+		for name, set := range cfg.MethodGuardrails {
+			s.methodGuards[name] = s.observed(set)
+		}
 	}
 	c := cfg.Client
 	if c == ClientAuto || validClient(c) != nil {

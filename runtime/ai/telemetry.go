@@ -20,6 +20,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/chatscopes/chatgen/runtime/chat"
+	"github.com/chatscopes/chatgen/runtime/guardrail"
 	"github.com/chatscopes/chatgen/runtime/internal/oteltrace"
 )
 
@@ -40,11 +41,20 @@ import (
 //     (vetoed, timed out, panicked, bad arguments, unknown tool, the
 //     tool's error), error.type and an error status;
 //   - the histograms gen_ai.client.operation.duration (seconds) and
-//     gen_ai.client.token.usage (by gen_ai.token.type) per model call.
+//     gen_ai.client.token.usage (by gen_ai.token.type) per model call;
+//   - with guardrails ([Config.Guardrails]), an event "chatgen.guardrail"
+//     on the turn's span per check, with chatgen.guardrail.name,
+//     chatgen.guardrail.stage ("input", "output"),
+//     chatgen.guardrail.outcome ("pass", "rewrite", "reprompt", "fail",
+//     "fatal") and chatgen.guardrail.duration (seconds); a turn a
+//     guardrail stopped has error.type "guardrail" and the name, stage
+//     and outcome of the guardrail that stopped it. Never the text
+//     checked.
 //
 // error.type is a stable classification of the failure, never its text:
 // for turns and model calls "timeout" (ErrModelTimeout), "canceled",
-// "deadline_exceeded", "too_many_model_calls", "incomplete_stream",
+// "deadline_exceeded", "guardrail" (a guardrail stopped the turn: see
+// below), "too_many_model_calls", "incomplete_stream",
 // "invalid_output", "hook_panic", the HTTP status ("429", "503"),
 // "transport" or "_OTHER"; for tool calls "unknown_tool", "vetoed",
 // "timeout", "panic", "invalid_arguments", "tool_error" or "hook_panic".
@@ -204,6 +214,11 @@ func (s *Service) runTraced(ctx context.Context, tr trace.Tracer, req *Request, 
 		errType := modelErrorType(err, nil)
 		span.SetStatus(codes.Error, s.tel.errorDescription(errType, err))
 		span.SetAttributes(semconv.ErrorTypeKey.String(errType))
+		if ge := (*guardrail.Error)(nil); errors.As(err, &ge) {
+			span.SetAttributes(attribute.String("chatgen.guardrail.name", ge.Guardrail),
+				attribute.String("chatgen.guardrail.stage", ge.Stage.String()),
+				attribute.String("chatgen.guardrail.outcome", ge.Outcome.String()))
+		}
 		return nil, err
 	}
 	span.SetAttributes(usageAttributes(reply.Usage)...)
@@ -386,6 +401,8 @@ func modelErrorType(err error, rec *httpRecord) string {
 		return "canceled"
 	case errors.Is(err, context.DeadlineExceeded):
 		return "deadline_exceeded"
+	case errors.Is(err, guardrail.ErrGuardrailFailed):
+		return "guardrail"
 	case errors.Is(err, ErrTooManyModelCalls):
 		return "too_many_model_calls"
 	case errors.Is(err, ErrIncompleteStream):

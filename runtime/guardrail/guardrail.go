@@ -22,6 +22,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"reflect"
 	"runtime/debug"
 	"time"
 
@@ -39,6 +40,7 @@ const (
 	OutcomePass Outcome = iota
 	// OutcomeRewrite: the text is replaced by [Result.Text]; the next
 	// guardrails, the model (for input) and the memory get the new text.
+	// A rewrite to the same text is a pass.
 	OutcomeRewrite
 	// OutcomeReprompt: output only: the model is asked again, with
 	// [Result.Message] as a follow-up user message (none: the same prompt
@@ -162,12 +164,16 @@ type OutputFunc func(ctx context.Context, out *Output) Result
 // CheckOutput calls f.
 func (f OutputFunc) CheckOutput(ctx context.Context, out *Output) Result { return f(ctx, out) }
 
-// Name returns the name of guardrail g: its [Namer] name, else its Go type.
+// Name returns the name of guardrail g: its [Namer] name, else its Go
+// type ("pkg.Type", "*pkg.Type"; "<nil>" for nil).
 func Name(g any) string {
 	if n, ok := g.(Namer); ok {
 		return n.GuardrailName()
 	}
-	return fmt.Sprintf("%T", g)
+	if g == nil {
+		return "<nil>"
+	}
+	return reflect.TypeOf(g).String() // no allocation, unlike %T
 }
 
 // DefaultMaxReprompts is the number of reprompts a turn may make when
@@ -340,6 +346,9 @@ func (s *Set) CheckInput(ctx context.Context, in *Input) (string, error) {
 			start = time.Now()
 		}
 		res, err := s.input(ctx, g, in)
+		if res.Outcome == OutcomeRewrite && res.Text == in.Text {
+			res = Result{} // a rewrite that changes nothing passes
+		}
 		if err == nil {
 			err = s.verdict(g, StageInput, &res)
 		}
@@ -373,6 +382,9 @@ func (s *Set) CheckOutput(ctx context.Context, out *Output) (Result, error) {
 			start = time.Now()
 		}
 		res, err := s.output(ctx, g, out)
+		if res.Outcome == OutcomeRewrite && res.Text == out.Text {
+			res = Result{} // a rewrite that changes nothing passes
+		}
 		if err == nil {
 			err = s.verdict(g, StageOutput, &res)
 		}

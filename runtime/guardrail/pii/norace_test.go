@@ -1,0 +1,6 @@
+//go:build !race
+
+package pii_test
+
+// raceEnabled: the race detector allocates on its own.
+const raceEnabled = false
