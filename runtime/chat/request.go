@@ -226,6 +226,21 @@ type ResponseChannel struct {
 	mu   sync.Mutex
 	sink eventSink
 	done bool
+	// retracts counts the Retract events sent (see [ResponseChannel.Retracts]).
+	retracts uint32
+}
+
+// Retracts returns the number of Retract events the request has sent so
+// far: a sender that accumulates the streamed text (package
+// runtime/markdown, which renders it when the stream ends) starts over
+// when it changes. It is 0 outside a request.
+func (c *ResponseChannel) Retracts() int {
+	if c == nil {
+		return 0
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return int(c.retracts)
 }
 
 // An eventSink is where the events of a request go: to the transport.
@@ -271,6 +286,9 @@ func (c *ResponseChannel) Event(typ string, v any) error {
 	if c.done {
 		return fmt.Errorf("chat: sending %s event: the request is over: %w", typ, ErrNotActive)
 	}
+	if typ == EventRetract {
+		c.retracts++
+	}
 	return c.sink.event(Event{Type: typ, Data: v})
 }
 
@@ -304,6 +322,9 @@ func (c *ResponseChannel) SendEvent(ev Event) error {
 	defer c.mu.Unlock()
 	if c.done {
 		return fmt.Errorf("chat: sending %s event: the request is over: %w", ev.Type, ErrNotActive)
+	}
+	if ev.Type == EventRetract {
+		c.retracts++
 	}
 	return c.sink.event(ev)
 }

@@ -88,14 +88,14 @@ func SendStream(ctx context.Context, seq iter.Seq[string]) error {
 	if seq == nil {
 		return nil
 	}
-	var whole strings.Builder
+	var whole streamText
 	for chunk := range seq {
-		whole.WriteString(chunk)
+		whole.add(ctx, chunk)
 		if err := chat.Response(ctx).SendEvent(chat.Event{Type: chat.EventStream, Data: chunk}); err != nil {
 			return err
 		}
 	}
-	return closeStream(ctx, whole.String())
+	return closeStream(ctx, whole.text(ctx))
 }
 
 // SendStreamWithErrors is [SendStream] for a sequence that yields an error
@@ -106,17 +106,44 @@ func SendStreamWithErrors(ctx context.Context, seq iter.Seq2[string, error]) err
 	if seq == nil {
 		return nil
 	}
-	var whole strings.Builder
+	var whole streamText
 	for chunk, err := range seq {
 		if err != nil {
 			return &chat.StreamError{Err: err}
 		}
-		whole.WriteString(chunk)
+		whole.add(ctx, chunk)
 		if err := chat.Response(ctx).SendEvent(chat.Event{Type: chat.EventStream, Data: chunk}); err != nil {
 			return err
 		}
 	}
-	return closeStream(ctx, whole.String())
+	return closeStream(ctx, whole.text(ctx))
+}
+
+// streamText is the text a stream showed: what it sent since the last
+// Retract event of the request (an AI service's output guardrail withdrew
+// what came before).
+type streamText struct {
+	b        strings.Builder
+	retracts int
+}
+
+// add adds chunk, after the text retracted since the last chunk is dropped.
+func (s *streamText) add(ctx context.Context, chunk string) {
+	s.sync(ctx)
+	s.b.WriteString(chunk)
+}
+
+// text returns the text shown.
+func (s *streamText) text(ctx context.Context) string {
+	s.sync(ctx)
+	return s.b.String()
+}
+
+func (s *streamText) sync(ctx context.Context) {
+	if n := chat.Response(ctx).Retracts(); n != s.retracts {
+		s.retracts = n
+		s.b.Reset()
+	}
 }
 
 // closeStream sends the closing Stream event of a rendered stream.

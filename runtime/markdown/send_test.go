@@ -163,3 +163,45 @@ func BenchmarkHTML(b *testing.B) {
 		_ = markdown.HTML(src)
 	}
 }
+
+// A Retract event (an AI service's output guardrail withdrew the streamed
+// text) starts the rendered text over: the closing rendering is of what
+// the page shows after it.
+func TestStreamRenderingSkipsRetractedText(t *testing.T) {
+	for _, withErrors := range []bool{false, true} {
+		r := newRouter(t, func(ctx context.Context, req *chat.RouteRequest) error {
+			seq := func(yield func(string, error) bool) {
+				if !yield("**bad** ", nil) || !yield("words", nil) {
+					return
+				}
+				if err := chat.Response(ctx).Event(chat.EventRetract, chat.Retraction{Reason: "rewrite"}); err != nil {
+					yield("", err)
+					return
+				}
+				yield("*good*", nil)
+			}
+			if withErrors {
+				return markdown.SendStreamWithErrors(ctx, seq)
+			}
+			return markdown.SendStream(ctx, func(yield func(string) bool) {
+				for c, err := range seq {
+					if err != nil || !yield(c) {
+						return
+					}
+				}
+			})
+		})
+		events, err := run(t, r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, ev := range events {
+			got = append(got, ev.Type+":"+ev.Text()+":"+ev.HTML)
+		}
+		want := []string{"Stream:**bad** :", "Stream:words:", `Retract:{"reason":"rewrite"}:`, "Stream:*good*:", "Stream::<p><em>good</em></p>\n"}
+		if !slices.Equal(got, want) {
+			t.Fatalf("with errors %v:\n got %q\nwant %q", withErrors, got, want)
+		}
+	}
+}
