@@ -278,7 +278,11 @@ func (s *Service) log() *slog.Logger {
 
 // Chat runs one turn: it sends the system message, the memory and the user
 // message to the model, runs the tool loop, commits the turn to memory and
-// returns the model's final answer. With [OutputJSON] the answer must be
+// returns the model's final answer. Input guardrails check the user
+// message first and output guardrails the final answer
+// ([Config.Guardrails]); a guardrail that stops the turn returns an
+// error wrapping a *guardrail.Error, and nothing of the turn is
+// remembered. With [OutputJSON] the answer must be
 // JSON (see [Structured]); Reply.Content is then the JSON text.
 func (s *Service) Chat(ctx context.Context, req *Request) (*Reply, error) {
 	asJSON := req != nil && req.Method != nil && req.Method.Output == OutputJSON
@@ -302,6 +306,13 @@ func (s *Service) Chat(ctx context.Context, req *Request) (*Reply, error) {
 // model calls (text before a tool call, then the answer) are yielded as
 // the model sends them, without a separator. [OutputJSON] asks for JSON
 // but the streamed text is not checked.
+//
+// Output guardrails ([Config.Guardrails]) see the whole answer once the
+// model has finished it. Inside a request the chunks go out as they come,
+// and an answer the guardrails rewrite, reprompt or fail is withdrawn with
+// a Retract event (chat.EventRetract) before the replacement is yielded;
+// outside a request, where nothing can withdraw a chunk, the chunks of the
+// answer are held back until the guardrails accept it.
 func (s *Service) Stream(ctx context.Context, req *Request) iter.Seq2[string, error] {
 	return func(yield func(string, error) bool) {
 		sink := &streamSink{yield: yield}
