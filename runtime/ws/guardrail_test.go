@@ -53,12 +53,26 @@ func guardedStream(t *testing.T, replies ...llmtest.Reply) (*testServer, *llmtes
 	svc := ai.NewService("example.com/app.Smith", ai.Config{
 		Model: model, Logger: quietLogger(),
 		Memory:     memory.NewManager(memory.Config{Policy: memory.Window(50, nil)}),
-		Guardrails: &guardrail.Set{Output: []guardrail.OutputGuardrail{g}},
+		Guardrails: &guardrail.Set{Output: []guardrail.OutputGuardrail{g}, Input: []guardrail.InputGuardrail{
+			guardrail.InputFunc(func(_ context.Context, in *guardrail.Input) guardrail.Result {
+				if in.Text == "forbidden" {
+					return guardrail.Fail("Not that topic.")
+				}
+				return guardrail.Pass()
+			}),
+		}},
 	})
 	method := &ai.Method{Name: "Ask", Kind: chat.KindChat, System: "You are terse."}
 	p := chat.NewPackage("example.com/app")
 	p.AddRoute(chat.RouteSpec{Name: "stream", Handle: func(ctx context.Context, req *chat.RouteRequest) error {
 		return chat.SendStreamWithErrors(ctx, svc.Stream(ctx, &ai.Request{Method: method, User: req.UserMessage()}))
+	}})
+	p.AddRoute(chat.RouteSpec{Name: "chat", Handle: func(ctx context.Context, req *chat.RouteRequest) error {
+		r, err := svc.Chat(ctx, &ai.Request{Method: method, User: req.UserMessage()})
+		if err != nil {
+			return err
+		}
+		return chat.SendValue(ctx, r.Content)
 	}})
 	router, err := chat.NewRouter(&chat.RouterOptions{Logger: quietLogger()}, p)
 	if err != nil {
@@ -78,7 +92,7 @@ func frameLog(fs []frame) string {
 
 func TestGuardrailRetractOnTheWire(t *testing.T) {
 	checkGoroutines(t)
-	ts, _ := guardedStream(t,
+	ts, llm := guardedStream(t,
 		llmtest.Reply{Chunks: []string{"rude ", "words"}}, // fail
 		llmtest.Reply{Chunks: []string{"bad ", "words"}},  // rewrite
 		llmtest.Reply{Chunks: []string{"fine"}},           // pass
@@ -95,6 +109,16 @@ func TestGuardrailRetractOnTheWire(t *testing.T) {
 		if got := frameLog(c.chat("s", scope, tc.user)); got != tc.want {
 			t.Fatalf("%s:\n got %s\nwant %s", tc.user, got, tc.want)
 		}
+	}
+	// An input guardrail's failure, on a route that does not stream: the
+	// model is not called.
+	calls := llm.Calls()
+	chatScope := c.connect("c", "chat")
+	if got, want := frameLog(c.chat("c", chatScope, "forbidden")), "Error:Not that topic. Failed:GuardrailFailed"; got != want {
+		t.Fatalf("forbidden:\n got %s\nwant %s", got, want)
+	}
+	if llm.Calls() != calls {
+		t.Fatal("the model saw a refused message")
 	}
 }
 
