@@ -52,7 +52,7 @@ func guardedStream(t *testing.T, replies ...llmtest.Reply) (*testServer, *llmtes
 	})
 	svc := ai.NewService("example.com/app.Smith", ai.Config{
 		Model: model, Logger: quietLogger(),
-		Memory:     memory.NewManager(memory.Config{Policy: memory.Window(50, nil)}),
+		Memory: memory.NewManager(memory.Config{Policy: memory.Window(50, nil)}),
 		Guardrails: &guardrail.Set{Output: []guardrail.OutputGuardrail{g}, Input: []guardrail.InputGuardrail{
 			guardrail.InputFunc(func(_ context.Context, in *guardrail.Input) guardrail.Result {
 				if in.Text == "forbidden" {
