@@ -140,6 +140,9 @@ func (r *Redactor) Find(text string) []Match {
 		if !r.kinds[k] && k != IBAN {
 			continue
 		}
+		if d := &detectors[k]; !strings.ContainsAny(text, d.need) || !dense(text, d.minDigits, d.span) {
+			continue
+		}
 		for _, loc := range detectors[k].re.FindAllStringIndex(text, -1) {
 			s, e, ok := detectors[k].check(text, loc[0], loc[1])
 			switch {
@@ -185,18 +188,46 @@ func (r *Redactor) redact(text string) (string, bool) {
 
 // A detector finds candidates of one kind with re and checks each: check
 // returns the item's bounds (a candidate may be trimmed) and whether it is
-// one.
+// one. need is a byte set one of which every item holds, and an item
+// has minDigits digits or more within span bytes: a text without them is
+// not searched (Go's regexp engines are linear but not fast).
 type detector struct {
-	re    *regexp.Regexp
-	check func(text string, s, e int) (int, int, bool)
+	need      string
+	minDigits int
+	span      int
+	re        *regexp.Regexp
+	check     func(text string, s, e int) (int, int, bool)
 }
 
 var detectors = [numKinds]detector{
-	Email: {regexp.MustCompile(`[A-Za-z0-9._%+-]+@[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?)*\.[A-Za-z]{2,}`), checkEmail},
-	IBAN:  {regexp.MustCompile(`\b[A-Z]{2}[0-9]{2}(?: ?[A-Z0-9]){11,30}\b`), checkIBAN},
-	Card:  {regexp.MustCompile(`\b[0-9](?:[ -]?[0-9]){12,18}\b`), checkCard},
-	IP:    {regexp.MustCompile(`(?:[0-9]{1,3}\.){3}[0-9]{1,3}|[0-9A-Fa-f:.]*:[0-9A-Fa-f:.]*`), checkIP},
-	Phone: {regexp.MustCompile(`(?:\+|\b00)[0-9](?:[ .-]?\(?[0-9]+\)?){2,7}|\(?\b[0-9]{2,5}\)?[ .-]?[0-9]{2,8}(?:[ .-][0-9]{2,5}){0,3}`), checkPhone},
+	Email: {"@", 0, 0, regexp.MustCompile(`[A-Za-z0-9._%+-]+@[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?)*\.[A-Za-z]{2,}`), checkEmail},
+	IBAN:  {digits, 4, 42, regexp.MustCompile(`\b[A-Z]{2}[0-9]{2}(?: ?[A-Z0-9]){11,30}\b`), checkIBAN},
+	Card:  {digits, 13, 37, regexp.MustCompile(`\b[0-9](?:[ -]?[0-9]){12,18}\b`), checkCard},
+	IP:    {".:", 0, 0, regexp.MustCompile(`(?:[0-9]{1,3}\.){3}[0-9]{1,3}|[0-9A-Fa-f:.]*:[0-9A-Fa-f:.]*`), checkIP},
+	Phone: {digits, 7, 30, regexp.MustCompile(`(?:\+|\b00)[0-9](?:[ .-]?\(?[0-9]+\)?){2,7}|\(?\b[0-9]{2,5}\)?[ .-]?[0-9]{2,8}(?:[ .-][0-9]{2,5}){0,3}`), checkPhone},
+}
+
+const digits = "0123456789"
+
+// dense reports whether some span bytes of text hold n digits or more
+// (true for n 0).
+func dense(text string, n, span int) bool {
+	if n == 0 {
+		return true
+	}
+	in := 0 // digits in text[i-span:i]
+	for i := 0; i < len(text); i++ {
+		if digitAt(text, i) {
+			in++
+		}
+		if i >= span && digitAt(text, i-span) {
+			in--
+		}
+		if in >= n {
+			return true
+		}
+	}
+	return false
 }
 
 func checkEmail(text string, s, e int) (int, int, bool) {
