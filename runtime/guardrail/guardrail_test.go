@@ -597,3 +597,37 @@ func TestStreamOutsideRequestHoldsChunks(t *testing.T) {
 	got := r.memory(ctx)
 	want(t, "memory", got[:7], "system: You are terse.", "human: hi", "ai: fine words", "human: hi", "ai: good", "human: hi", "ai: kind words")
 }
+
+// The local client gets Retract like the websocket client: OnRetract.
+func TestRetractLocalClient(t *testing.T) {
+	r := newRig(t, ai.Config{Guardrails: &guardrail.Set{Output: []guardrail.OutputGuardrail{
+		output(func(out *guardrail.Output) guardrail.Result {
+			if !out.Streamed {
+				return guardrail.Fatal(errors.New("not streamed"))
+			}
+			return guardrail.Rewrite(strings.ToUpper(out.Text))
+		}),
+	}}}, llmtest.Reply{Chunks: []string{"a ", "sword"}})
+	p := chat.NewPackage("example.com/app")
+	p.AddRoute(chat.RouteSpec{Name: "stream", Default: true, Handle: func(ctx context.Context, req *chat.RouteRequest) error {
+		return chat.SendStreamWithErrors(ctx, r.svc.Stream(ctx, r.req(req.UserMessage())))
+	}})
+	router, err := chat.NewRouter(nil, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	client := chat.NewLocalClient(router)
+	defer client.Close()
+	var log []string
+	s, err := client.Builder().
+		OnStream(func(c string) { log = append(log, "stream "+c) }).
+		OnRetract(func(rt chat.Retraction) { log = append(log, "retract "+rt.Reason) }).
+		Connect(context.Background(), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Chat(context.Background(), "which?"); err != nil {
+		t.Fatal(err)
+	}
+	want(t, "events", log, "stream a ", "stream sword", "retract rewrite", "stream A SWORD")
+}
