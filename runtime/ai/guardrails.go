@@ -15,6 +15,16 @@ import (
 	"github.com/chatscopes/chatgen/runtime/guardrail"
 )
 
+// guarded is the guardrail state of a turn with guardrails, allocated
+// only then: a turn without pays nothing for it.
+type guarded struct {
+	set       *guardrail.Set
+	user      string           // the user message, after the input guardrails
+	reprompts int              // reprompts the output guardrails asked for
+	in        guardrail.Input  // what the input guardrails check, in place
+	out       guardrail.Output // what the output guardrails check, in place
+}
+
 // guardrails returns the guardrails of method: its own set in
 // Config.MethodGuardrails, else the service's; nil for none.
 func (s *Service) guardrails(method string) *guardrail.Set {
@@ -72,9 +82,10 @@ func (s *Service) checkGuardrails() error {
 // checkInput runs the input guardrails of the turn on the user message
 // and returns the message to send.
 func (t *turn) checkInput(ctx context.Context, user string, history []llms.MessageContent) (string, error) {
-	t.gin = guardrail.Input{Service: t.s.name, Method: t.m.Name, Text: user, Memory: history}
-	text, err := t.guard.CheckInput(ctx, &t.gin)
-	t.gin.Memory = nil
+	g := t.guard
+	g.in = guardrail.Input{Service: t.s.name, Method: t.m.Name, Text: user, Memory: history}
+	text, err := g.set.CheckInput(ctx, &g.in)
+	g.in.Memory = nil
 	if err != nil {
 		return "", t.guardFailed(ctx, err)
 	}
@@ -85,10 +96,10 @@ func (t *turn) checkInput(ctx context.Context, user string, history []llms.Messa
 // content. It returns the answer to commit, or again = true when the
 // model is to be asked again (the prompt then holds the reprompt).
 func (t *turn) checkOutput(ctx context.Context, content string) (answer string, again bool, err error) {
-	k := t.mode.stream
-	t.gout = guardrail.Output{Service: t.s.name, Method: t.m.Name, Text: content, User: t.user,
-		Reprompts: t.reprompts, Streamed: k != nil && !k.hold && k.sent.Load()}
-	res, err := t.guard.CheckOutput(ctx, &t.gout)
+	k, g := t.mode.stream, t.guard
+	g.out = guardrail.Output{Service: t.s.name, Method: t.m.Name, Text: content, User: g.user,
+		Reprompts: g.reprompts, Streamed: k != nil && !k.hold && k.sent.Load()}
+	res, err := g.set.CheckOutput(ctx, &g.out)
 	if err != nil {
 		t.retract(ctx, outcomeOf(err))
 		return "", false, t.guardFailed(ctx, err)
@@ -96,9 +107,9 @@ func (t *turn) checkOutput(ctx context.Context, content string) (answer string, 
 	switch res.Outcome {
 	case guardrail.OutcomeReprompt:
 		t.retract(ctx, guardrail.OutcomeReprompt)
-		t.reprompts++
+		g.reprompts++
 		t.s.log().DebugContext(ctx, "ai: an output guardrail asked for the answer again",
-			"service", t.s.name, "method", t.m.Name, "reprompts", t.reprompts)
+			"service", t.s.name, "method", t.m.Name, "reprompts", g.reprompts)
 		if res.Message != "" {
 			// Sent, never committed: the memory gets the accepted exchange.
 			t.prompt = append(t.prompt, llms.TextParts(llms.ChatMessageTypeAI, content),

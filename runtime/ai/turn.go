@@ -11,7 +11,6 @@ import (
 	"github.com/tmc/langchaingo/llms"
 
 	"github.com/chatscopes/chatgen/runtime/chat"
-	"github.com/chatscopes/chatgen/runtime/guardrail"
 	"github.com/chatscopes/chatgen/runtime/memory"
 )
 
@@ -36,17 +35,13 @@ type turn struct {
 	tools  []Tool                // what the model may call: m.Tools, then the sources'
 	defs   []llms.Tool           // the definitions of tools
 	opts   []llms.CallOption
-	optBuf [6]llms.CallOption
+	optBuf [5]llms.CallOption // the service's first option and the turn's 4 at most
 	held   heldTurn
 	reply  *Reply
 	turnFlags
 	convID string // the conversation's id, for telemetry (when it is on)
 
-	guard     *guardrail.Set   // nil without guardrails
-	user      string           // the user message, after the input guardrails
-	reprompts int              // reprompts the output guardrails asked for
-	gin       guardrail.Input  // what the input guardrails check, in place
-	gout      guardrail.Output // what the output guardrails check, in place
+	guard *guarded // nil without guardrails
 }
 
 // run runs one turn of req: see [Service.Chat].
@@ -119,14 +114,14 @@ func (s *Service) runTurn(ctx context.Context, req *Request, mode runMode, convI
 		return nil, s.errorf(m.Name, "reading memory %q: %w", id, err)
 	}
 
-	t := &turn{s: s, m: m, mode: mode, tools: tools, defs: defs, reply: new(Reply), convID: convID, user: user}
+	t := &turn{s: s, m: m, mode: mode, tools: tools, defs: defs, reply: new(Reply), convID: convID}
 	if g := s.guardrails(m.Name); !g.Empty() {
-		t.guard = g
+		t.guard = &guarded{set: g, user: user}
 		if len(g.Input) > 0 && user != "" {
 			if user, err = t.checkInput(ctx, user, history); err != nil {
 				return nil, err
 			}
-			t.user = user
+			t.guard.user = user
 		}
 		if k := mode.stream; k != nil && len(g.Output) > 0 && chat.Response(ctx) == nil {
 			k.hold = true // no Retract event can withdraw chunks outside a request
@@ -203,7 +198,10 @@ func (t *turn) begin(ctx context.Context, system, user string, history []llms.Me
 // the service's, then the tools (one slice per Method, made once, unless
 // the service has tool sources), JSON mode and streaming.
 func (t *turn) setOptions() {
-	n := len(t.s.options) + 5
+	// At most 4 of the turn's own: tools, JSON mode, and streaming and
+	// reasoning (the reasoning function with ignoreChunk, or with the
+	// stream's function).
+	n := len(t.s.options) + 4
 	if n <= len(t.optBuf) {
 		t.opts = t.optBuf[:0]
 	} else {
@@ -274,7 +272,7 @@ func (t *turn) loop(ctx context.Context) error {
 		calls := normaliseToolCalls(choice.ToolCalls, t.reply.ModelCalls)
 		if len(calls) == 0 {
 			content := choice.Content
-			if t.guard != nil && len(t.guard.Output) > 0 {
+			if t.guard != nil && len(t.guard.set.Output) > 0 {
 				checked, again, err := t.checkOutput(ctx, content)
 				if err != nil {
 					return err

@@ -90,7 +90,8 @@ func BenchmarkAITurnGuardrails(b *testing.B) {
 }
 
 // TestPassingGuardrailsAllocateAtMostTwo holds the goal: guardrails that
-// pass cost at most 2 allocations per turn, none configured costs none.
+// pass cost at most 2 allocations per turn (1: the turn's guardrail
+// state), an empty set costs none.
 func TestPassingGuardrailsAllocateAtMostTwo(t *testing.T) {
 	none := testing.AllocsPerRun(200, turnCost(t, nil))
 	empty := testing.AllocsPerRun(200, turnCost(t, &guardrail.Set{}))
