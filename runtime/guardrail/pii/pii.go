@@ -143,15 +143,17 @@ func (r *Redactor) Find(text string) []Match {
 		if d := &detectors[k]; !strings.ContainsAny(text, d.need) || !dense(text, d.minDigits, d.span) {
 			continue
 		}
-		for _, loc := range detectors[k].re.FindAllStringIndex(text, -1) {
-			s, e, ok := detectors[k].check(text, loc[0], loc[1])
-			switch {
-			case ok && !taken(s, e) && r.kinds[k]:
-				out = append(out, Match{Kind: k, Start: s, End: e})
-			case !ok && k == IBAN && !wordAt(text, loc[0]-1):
-				// Shaped like an IBAN but failing its check: a mistyped
-				// IBAN, whose digits are no card or phone number.
-				shaped = append(shaped, Match{Start: loc[0], End: loc[1]})
+		for _, re := range detectors[k].res {
+			for _, loc := range re.FindAllStringIndex(text, -1) {
+				s, e, ok := detectors[k].check(text, loc[0], loc[1])
+				switch {
+				case ok && !taken(s, e) && r.kinds[k]:
+					out = append(out, Match{Kind: k, Start: s, End: e})
+				case !ok && k == IBAN && !wordAt(text, loc[0]-1):
+					// Shaped like an IBAN but failing its check: a mistyped
+					// IBAN, whose digits are no card or phone number.
+					shaped = append(shaped, Match{Start: loc[0], End: loc[1]})
+				}
 			}
 		}
 	}
@@ -159,13 +161,32 @@ func (r *Redactor) Find(text string) []Match {
 	return out
 }
 
-// Redact returns text with its personal data replaced.
+// Redact returns text with its personal data replaced: what [Redactor.Find]
+// finds, and what it finds in the result, until nothing is left.
 func (r *Redactor) Redact(text string) string {
 	red, _ := r.redact(text)
 	return red
 }
 
+// maxRounds bounds the rounds of redact.
+const maxRounds = 4
+
+// redact replaces what Find finds, again on the result until nothing is
+// left (an item that overlapped another's candidate is found once that
+// one is replaced), for maxRounds rounds at most.
 func (r *Redactor) redact(text string) (string, bool) {
+	changed := false
+	for range maxRounds {
+		next, ok := r.redactOnce(text)
+		if !ok {
+			break
+		}
+		text, changed = next, true
+	}
+	return text, changed
+}
+
+func (r *Redactor) redactOnce(text string) (string, bool) {
 	found := r.Find(text)
 	if len(found) == 0 {
 		return text, false
@@ -186,7 +207,7 @@ func (r *Redactor) redact(text string) (string, bool) {
 	return b.String(), true
 }
 
-// A detector finds candidates of one kind with re and checks each: check
+// A detector finds candidates of one kind with res and checks each: check
 // returns the item's bounds (a candidate may be trimmed) and whether it is
 // one. need is a byte set one of which every item holds, and an item
 // has minDigits digits or more within span bytes: a text without them is
@@ -195,19 +216,31 @@ type detector struct {
 	need      string
 	minDigits int
 	span      int
-	re        *regexp.Regexp
-	check     func(text string, s, e int) (int, int, bool)
+	// res are searched one after the other: an alternation of an
+	// unbounded pattern after another (IPv6 after IPv4) makes Go's
+	// regexp quadratic on long texts.
+	res   []*regexp.Regexp
+	check func(text string, s, e int) (int, int, bool)
 }
 
 var detectors = [numKinds]detector{
-	Email: {"@", 0, 0, regexp.MustCompile(`[A-Za-z0-9._%+-]+@[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?)*\.[A-Za-z]{2,}`), checkEmail},
-	IBAN:  {digits, 4, 42, regexp.MustCompile(`\b[A-Z]{2}[0-9]{2}(?: ?[A-Z0-9]){11,30}\b`), checkIBAN},
-	Card:  {digits, 13, 37, regexp.MustCompile(`\b[0-9](?:[ -]?[0-9]){12,18}\b`), checkCard},
-	IP:    {".:", 0, 0, regexp.MustCompile(`(?:[0-9]{1,3}\.){3}[0-9]{1,3}|[0-9A-Fa-f:.]*:[0-9A-Fa-f:.]*`), checkIP},
-	Phone: {digits, 7, 30, regexp.MustCompile(`(?:\+|\b00)[0-9](?:[ .-]?\(?[0-9]+\)?){2,7}|\(?\b[0-9]{2,5}\)?[ .-]?[0-9]{2,8}(?:[ .-][0-9]{2,5}){0,3}`), checkPhone},
+	Email: {"@", 0, 0, res(`[A-Za-z0-9._%+-]+@[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?)*\.[A-Za-z]{2,}`), checkEmail},
+	IBAN:  {digits, 4, 42, res(`\b[A-Z]{2}[0-9]{2}(?: ?[A-Z0-9]){11,30}\b`), checkIBAN},
+	Card:  {digits, 13, 37, res(`\b[0-9](?:[ -]?[0-9]){12,18}\b`), checkCard},
+	IP:    {".:", 0, 0, res(`(?:[0-9]{1,3}\.){3}[0-9]{1,3}`, `[0-9A-Fa-f:.]*:[0-9A-Fa-f:.]*`), checkIP},
+	Phone: {digits, 7, 30, res(`(?:\+|\b00)[0-9](?:[ .-]?\(?[0-9]+\)?){2,7}|\(?\b[0-9]{2,5}\)?[ .-]?[0-9]{2,8}(?:[ .-][0-9]{2,5}){0,3}`), checkPhone},
 }
 
 const digits = "0123456789"
+
+// res compiles patterns.
+func res(patterns ...string) []*regexp.Regexp {
+	out := make([]*regexp.Regexp, len(patterns))
+	for i, p := range patterns {
+		out[i] = regexp.MustCompile(p)
+	}
+	return out
+}
 
 // dense reports whether some span bytes of text hold n digits or more
 // (true for n 0).
@@ -355,6 +388,9 @@ func checkIP(text string, s, e int) (int, int, bool) {
 		e < len(text) && text[e] == '.' && digitAt(text, e+1) {
 		return 0, 0, false
 	}
+	if !strings.ContainsAny(cand, "0123456789abcdefABCDEF") {
+		return 0, 0, false // "::" alone is punctuation more often than an address
+	}
 	a, err := netip.ParseAddr(cand)
 	if err != nil || a.Zone() != "" {
 		return 0, 0, false
@@ -374,7 +410,8 @@ func checkPhone(text string, s, e int) (int, int, bool) {
 	if !intl && (joined(text, s, e) || s > 0 && text[s-1] == '+') {
 		return 0, 0, false
 	}
-	if intl && (wordAt(text, e) || e < len(text)-1 && strings.IndexByte("-./", text[e]) >= 0 && digitAt(text, e+1)) {
+	if intl && (wordAt(text, s-1) || s > 0 && strings.IndexByte(".:-/", text[s-1]) >= 0 ||
+		wordAt(text, e) || e < len(text)-1 && strings.IndexByte("-./:", text[e]) >= 0 && digitAt(text, e+1)) {
 		return 0, 0, false
 	}
 	cand := text[s:e]

@@ -91,6 +91,9 @@ func BenchmarkRedactor(b *testing.B) {
 	for _, bc := range []struct{ name, text string }{
 		{"clean", strings.Repeat("What is the best sword for a level 3 paladin? ", 10)},
 		{"personal", "mail bob@example.org, call +1 555 123 4567, card 4111111111111111, from 10.0.0.1"},
+		// Long runs of candidates: linear, not quadratic.
+		{"dotted-60KB", strings.Repeat("12.", 20000)},
+		{"emails-35KB", strings.Repeat("a@b.cd ", 5000)},
 	} {
 		b.Run(bc.name, func(b *testing.B) {
 			in := &guardrail.Input{Text: bc.text}
@@ -100,4 +103,24 @@ func BenchmarkRedactor(b *testing.B) {
 			}
 		})
 	}
+}
+
+// FuzzRedact: redacting never panics, keeps the text around what it
+// replaces, and a redacted text has nothing left to redact.
+func FuzzRedact(f *testing.F) {
+	for _, s := range []string{"mail bob@example.org", "+1 (555) 123-4567", "4111 1111 1111 1111", "DE89 3704 0044 0532 0130 00", "::ffff:192.0.2.128", "2024-01-15", "std::vector"} {
+		f.Add(s)
+	}
+	r := pii.New(nil)
+	f.Fuzz(func(t *testing.T, text string) {
+		once := r.Redact(text)
+		if twice := r.Redact(once); twice != once {
+			t.Fatalf("Redact(%q) = %q, and again %q", text, once, twice)
+		}
+		for _, m := range r.Find(text) {
+			if m.Start < 0 || m.End > len(text) || m.Start >= m.End {
+				t.Fatalf("match %+v of %q", m, text)
+			}
+		}
+	})
 }
