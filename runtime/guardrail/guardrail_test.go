@@ -631,3 +631,24 @@ func TestRetractLocalClient(t *testing.T) {
 	}
 	want(t, "events", log, "stream a ", "stream sword", "retract rewrite", "stream A SWORD")
 }
+
+// Output guardrails run before a structured answer is decoded: the
+// decoded value is the rewritten answer's.
+func TestOutputRewriteOfStructuredAnswer(t *testing.T) {
+	r := newRig(t, ai.Config{Guardrails: &guardrail.Set{Output: []guardrail.OutputGuardrail{
+		output(func(out *guardrail.Output) guardrail.Result {
+			return guardrail.Rewrite(strings.ReplaceAll(out.Text, "bob@example.org", "[EMAIL]"))
+		}),
+	}}}, llmtest.Reply{Text: `{"name":"Bob","mail":"bob@example.org"}`})
+	r.m.Output = ai.OutputJSON
+	r.m.Schema = []byte(`{"type":"object"}`)
+	type contact struct{ Name, Mail string }
+	ctx := begin(t)
+	v, _, err := ai.Structured[contact](ctx, r.svc, r.req("who?"))
+	if err != nil || v.Mail != "[EMAIL]" || v.Name != "Bob" {
+		t.Fatalf("%+v %v", v, err)
+	}
+	if got := r.memory(ctx); !strings.Contains(got[len(got)-1], "[EMAIL]") {
+		t.Fatalf("memory %q", got)
+	}
+}
