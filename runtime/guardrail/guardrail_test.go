@@ -652,3 +652,15 @@ func TestOutputRewriteOfStructuredAnswer(t *testing.T) {
 		t.Fatalf("memory %q", got)
 	}
 }
+
+// A nil guardrail in a set fails the request cleanly, like a panic.
+func TestNilGuardrail(t *testing.T) {
+	r := newRig(t, ai.Config{Guardrails: &guardrail.Set{Input: []guardrail.InputGuardrail{nil}}}, llmtest.Reply{Text: "never"})
+	ctx := begin(t)
+	_, err := r.svc.Chat(ctx, r.req("hi"))
+	var ge *guardrail.Error
+	if !errors.As(err, &ge) || ge.Guardrail != "<nil>" || ge.Outcome != guardrail.OutcomeFatal || len(r.srv.Requests()) != 0 {
+		t.Fatalf("err %v", err)
+	}
+	want(t, "memory", r.memory(ctx))
+}
