@@ -182,11 +182,11 @@ func testPutAllOrNothing(t *testing.T, s longterm.Store) {
 func testInvalid(t *testing.T, s longterm.Store) {
 	ctx := t.Context()
 	for name, f := range map[string]longterm.Fact{
-		"no id":           fact("", "text"),
-		"no text":         fact("x", " \n"),
-		"bad utf-8 text":  fact("x", "a\xffb"),
-		"bad utf-8 id":    fact("x\xff", "text"),
-		"long id":         fact(strings.Repeat("i", longterm.MaxIDBytes+1), "text"),
+		"no id":            fact("", "text"),
+		"no text":          fact("x", " \n"),
+		"bad utf-8 text":   fact("x", "a\xffb"),
+		"bad utf-8 id":     fact("x\xff", "text"),
+		"long id":          fact(strings.Repeat("i", longterm.MaxIDBytes+1), "text"),
 		"bad utf-8 source": {ID: "x", Text: "t", Source: "\xfe"},
 	} {
 		if _, err := s.Put(ctx, "alice", f); !errors.Is(err, longterm.ErrInvalid) {
