@@ -105,6 +105,11 @@ type Config struct {
 	// Knowledge, when set, is what the service answers from: a retriever
 	// used before each turn or as a search tool (see [Knowledge]).
 	Knowledge *Knowledge
+	// LongTerm, when set, is what the service remembers about the
+	// principal of each request across conversations: facts recalled
+	// before each turn and extracted after it, or used through tools (see
+	// [LongTermMemory]; package runtime/longterm/recall makes one).
+	LongTerm LongTermMemory
 }
 
 // Service is one configured AI service (one //chat:ai interface): it runs
@@ -136,6 +141,7 @@ type Service struct {
 	thinking                  bool
 	tel                       *telemetry
 	know                      *knowledge // nil without Config.Knowledge
+	long                      *longTerm  // nil without Config.LongTerm
 	// sleep waits between retries; tests replace it.
 	sleep func(ctx context.Context, d time.Duration) error
 	// geminiWarned: the warning that a googleai call's usage lacks its
@@ -178,6 +184,7 @@ func NewService(name string, cfg Config) *Service {
 	}
 	s.dialect = newDialect(c)
 	s.know = newKnowledge(s, cfg.Knowledge)
+	s.long = newLongTerm(s, cfg.LongTerm)
 	if s.memory == nil {
 		s.memory = memory.NewManager(memory.Config{Policy: memory.Window(memory.DefaultMaxMessages, nil)})
 	}
@@ -207,6 +214,11 @@ func (s *Service) Check() error {
 	}
 	if s.know != nil {
 		if err := s.know.check(s); err != nil {
+			return err
+		}
+	}
+	if s.long != nil {
+		if err := s.long.check(s); err != nil {
 			return err
 		}
 	}

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/tmc/langchaingo/llms"
+	"github.com/tmc/langchaingo/schema"
 
 	"github.com/chatscopes/chatgen/runtime/chat"
 	"github.com/chatscopes/chatgen/runtime/memory"
@@ -40,6 +41,9 @@ type turn struct {
 	reply  *Reply
 	turnFlags
 	convID string // the conversation's id, for telemetry (when it is on)
+	// passages are what a generic retrieval put in the prompt's user
+	// message, for the long-term facts placed after them.
+	passages []schema.Document
 }
 
 // run runs one turn of req: see [Service.Chat].
@@ -87,6 +91,12 @@ func (s *Service) runTurn(ctx context.Context, req *Request, mode runMode, convI
 			return nil, s.errorf(m.Name, "%w", err)
 		}
 	}
+	longMode := s.long.mode(m.Name)
+	if longMode == RetrievalAgentic {
+		if tools, defs, err = s.long.withTools(tools, defs); err != nil {
+			return nil, s.errorf(m.Name, "%w", err)
+		}
+	}
 	if s.dialect.noTools && len(tools) > 0 {
 		return nil, s.errorf(m.Name, "%w", s.dialect.toolsError())
 	}
@@ -121,6 +131,9 @@ func (s *Service) runTurn(ctx context.Context, req *Request, mode runMode, convI
 	if err == nil && !ended && retrieval == RetrievalGeneric {
 		err = t.augment(ctx, user, history)
 	}
+	if err == nil && !ended && longMode == RetrievalGeneric {
+		err = t.recallFacts(ctx, user)
+	}
 	if err == nil && !ended {
 		err = t.loop(ctx)
 	}
@@ -138,6 +151,9 @@ func (s *Service) runTurn(ctx context.Context, req *Request, mode runMode, convI
 	}
 	if err := t.commit(ctx, st, mem, gen); err != nil {
 		return nil, err
+	}
+	if longMode == RetrievalGeneric {
+		t.extract(ctx)
 	}
 	if l := s.log(); l.Enabled(ctx, slog.LevelDebug) {
 		l.LogAttrs(ctx, slog.LevelDebug, "ai: turn completed",
