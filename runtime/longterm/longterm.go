@@ -102,8 +102,9 @@ type Fact struct {
 type Revision uint64
 
 // FirstRevision returns the revision of the first write of a lifetime of
-// a principal's facts: a random number in the upper half of the uint64
-// range, far from every other lifetime's with high probability.
+// a principal's facts: a random number from 2⁵¹ to 2⁵², far from every
+// other lifetime's with high probability, and exact as a float64 (Redis
+// scripts count in doubles) for 2⁵¹ writes.
 func FirstRevision() Revision {
 	var b [8]byte
 	_, _ = rand.Read(b[:])
@@ -111,7 +112,7 @@ func FirstRevision() Revision {
 	for _, c := range b {
 		n = n<<8 | uint64(c)
 	}
-	return Revision(n>>2 | 1<<62)
+	return Revision(n>>13 | 1<<51)
 }
 
 // Next returns the revision after r: [FirstRevision] when r is 0.
