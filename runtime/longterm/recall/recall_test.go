@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/tmc/langchaingo/embeddings"
 	"github.com/tmc/langchaingo/llms"
 
 	"github.com/chatscopes/chatgen/runtime/ai"
@@ -433,5 +434,52 @@ func TestFactsHeaderPinned(t *testing.T) {
 	req := llmtest.Request{Messages: []llms.MessageContent{llms.TextParts(llms.ChatMessageTypeHuman, ai.FactsHeader+"<facts>\n\"x\"\n</facts>\n\nMessage:\nhello")}}
 	if got := req.UserTyped(); got != "hello" {
 		t.Fatalf("UserTyped = %q", got)
+	}
+}
+
+// The index is kept up to date by the memory's own writes: no rebuild,
+// the new fact found at once; with an embedder only the new fact is
+// embedded.
+func TestIncrementalIndex(t *testing.T) {
+	srv := llmtest.NewServer(llmtest.Sequence(), nil)
+	t.Cleanup(srv.Close)
+	llm, err := srv.Client()
+	if err != nil {
+		t.Fatal(err)
+	}
+	emb, err := embeddings.NewEmbedder(llm)
+	if err != nil {
+		t.Fatal(err)
+	}
+	store := longterm.NewMemStore(nil)
+	for _, opts := range []*recall.Options{nil, {Embedder: emb}} {
+		m := recall.New(store, opts)
+		ctx := t.Context()
+		if _, err := m.Remember(ctx, "ana", "The user rides a grey horse.", ""); err != nil {
+			t.Fatal(err)
+		}
+		if got, err := m.Search(ctx, "ana", "horse", 5); err != nil || len(got) != 1 {
+			t.Fatalf("search = %+v, %v", got, err)
+		}
+		before := srv.EmbeddingCalls()
+		if _, err := m.Remember(ctx, "ana", "The user's shield is round.", ""); err != nil {
+			t.Fatal(err)
+		}
+		got, err := m.Search(ctx, "ana", "round shield", 5)
+		if err != nil || len(got) == 0 || !strings.Contains(got[0].Text, "shield") {
+			t.Fatalf("the new fact is not found: %+v, %v", got, err)
+		}
+		if n := m.Stats().IndexBuilds; n != 1 {
+			t.Fatalf("%d index builds, want 1 (then incremental)", n)
+		}
+		if opts != nil {
+			// One embedding of the new fact, one of the query.
+			if n := srv.EmbeddingCalls() - before; n != 2 {
+				t.Fatalf("%d embedding calls for one new fact and one query, want 2", n)
+			}
+		}
+		if err := m.Forget(ctx, "ana"); err != nil {
+			t.Fatal(err)
+		}
 	}
 }
