@@ -11,6 +11,7 @@ import (
 	"github.com/tmc/langchaingo/schema"
 
 	"github.com/chatscopes/chatgen/runtime/ai"
+	"github.com/chatscopes/chatgen/runtime/chat"
 	"github.com/chatscopes/chatgen/runtime/llmtest"
 )
 
@@ -214,5 +215,27 @@ func TestLongTermAgenticTools(t *testing.T) {
 	f.svc.AddMethods(req.Method)
 	if err := f.svc.Check(); !errors.Is(err, ai.ErrToolClash) {
 		t.Fatalf("Check = %v, want ErrToolClash", err)
+	}
+}
+
+// A turn during which its memory was cleared is not remembered, and so
+// not extracted from.
+func TestLongTermNoExtractionOfWipedTurn(t *testing.T) {
+	lt := &facts{}
+	f := newServerFixture(t, llmtest.Sequence(calls(call("wipe", `{}`)), llmtest.Reply{Text: "wiped"}), ai.Config{LongTerm: lt})
+	ctx := begin(t)
+	req := f.req("Forget this conversation")
+	req.Method.Tools = []ai.Tool{{Name: "wipe", Parameters: []byte(`{"type":"object"}`), Invoke: func(ctx context.Context, _ string) (any, error) {
+		return nil, chat.ClearMemory(ctx)
+	}}}
+	must[*ai.Reply](t)(f.svc.Chat(ctx, req))
+	if len(lt.extracted) != 0 {
+		t.Fatal("a wiped turn was extracted from")
+	}
+	req.Method.Tools = nil
+	f2 := newServerFixture(t, llmtest.Sequence(llmtest.Reply{Text: "kept"}), ai.Config{LongTerm: lt})
+	must[*ai.Reply](t)(f2.svc.Chat(ctx, req))
+	if len(lt.extracted) != 1 {
+		t.Fatal("a committed turn was not extracted from")
 	}
 }

@@ -44,6 +44,8 @@ type turn struct {
 	// passages are what a generic retrieval put in the prompt's user
 	// message, for the long-term facts placed after them.
 	passages []schema.Document
+	// committed: commit added the turn to the memory.
+	committed bool
 }
 
 // run runs one turn of req: see [Service.Chat].
@@ -152,7 +154,7 @@ func (s *Service) runTurn(ctx context.Context, req *Request, mode runMode, convI
 	if err := t.commit(ctx, st, mem, gen); err != nil {
 		return nil, err
 	}
-	if longMode == RetrievalGeneric {
+	if longMode == RetrievalGeneric && t.committed {
 		t.extract(ctx)
 	}
 	if l := s.log(); l.Enabled(ctx, slog.LevelDebug) {
@@ -400,6 +402,7 @@ func (t *turn) commit(ctx context.Context, st *memState, mem memory.Memory, gen 
 		}
 		return t.errorf("committing the turn to memory %q: %w", st.id, err)
 	}
+	t.committed = true
 	return nil
 }
 
