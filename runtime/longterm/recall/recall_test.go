@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strings"
 	"testing"
 
@@ -480,6 +481,46 @@ func TestIncrementalIndex(t *testing.T) {
 		}
 		if err := m.Forget(ctx, "ana"); err != nil {
 			t.Fatal(err)
+		}
+	}
+}
+
+// The extraction's answer: JSON in a code fence or a bare array is read;
+// anything else is a counted, logged failure, and the turn completes.
+func TestExtractionAnswers(t *testing.T) {
+	for _, tc := range []struct {
+		answer string
+		facts  int
+		fails  int64
+	}{
+		{"```json\n{\"facts\": [\"The user is tall.\"]}\n```", 1, 0},
+		{`["The user is tall.", "  ", "The user is tall."]`, 1, 0},
+		{`{"facts": []}`, 0, 0},
+		{`{}`, 0, 0},
+		{"I could not find any facts, sorry.", 0, 1},
+		{`{"facts": "The user is tall."}`, 0, 1},
+	} {
+		store := longterm.NewMemStore(nil)
+		srv := llmtest.NewServer(llmtest.ScriptFunc(func(req *llmtest.Request) (llmtest.Reply, error) {
+			if isExtraction(req) {
+				return llmtest.Reply{Text: tc.answer}, nil
+			}
+			return llmtest.Reply{Text: "ok"}, nil
+		}), nil)
+		llm, err := srv.Client()
+		if err != nil {
+			t.Fatal(err)
+		}
+		m := recall.New(store, nil)
+		svc := ai.NewService(svcName, ai.Config{Model: llm, LongTerm: m, Logger: slog.New(slog.DiscardHandler)})
+		r, err := svc.Chat(conversation(t, ana), &ai.Request{Method: ask, User: "I am tall."})
+		srv.Close()
+		if err != nil || r.Content != "ok" {
+			t.Fatalf("%q: the turn = %v, %v", tc.answer, r, err)
+		}
+		facts, _, _ := store.List(t.Context(), "ana")
+		if len(facts) != tc.facts || m.Stats().ExtractFailures != tc.fails {
+			t.Fatalf("%q: %d facts, %d failures; want %d, %d", tc.answer, len(facts), m.Stats().ExtractFailures, tc.facts, tc.fails)
 		}
 	}
 }
