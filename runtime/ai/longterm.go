@@ -43,7 +43,10 @@ type LongTermMemory interface {
 }
 
 // GenerateFunc makes one model call with the service's model and options
-// and returns the text of its answer (see [LongTermMemory.Extract]).
+// (bounded by [Config.ModelTimeout]) and returns the text of its answer
+// (see [LongTermMemory.Extract]). Its usage is added to the turn's
+// [Reply.Usage]; it is not one of the turn's model calls (not counted in
+// Reply.ModelCalls, not seen by ModelHooks, not retried).
 type GenerateFunc func(ctx context.Context, messages []llms.MessageContent, options ...llms.CallOption) (string, error)
 
 // FactsHeader opens the block of recalled facts in a user message: the
