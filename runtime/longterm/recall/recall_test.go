@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/tmc/langchaingo/embeddings"
@@ -521,6 +522,50 @@ func TestExtractionAnswers(t *testing.T) {
 		facts, _, _ := store.List(t.Context(), "ana")
 		if len(facts) != tc.facts || m.Stats().ExtractFailures != tc.fails {
 			t.Fatalf("%q: %d facts, %d failures; want %d, %d", tc.answer, len(facts), m.Stats().ExtractFailures, tc.facts, tc.fails)
+		}
+	}
+}
+
+// Concurrent writes and recalls of several principals, with fewer index
+// slots than principals: every recall returns the principal's own facts
+// only, and every fact written is found afterwards.
+func TestConcurrentPrincipals(t *testing.T) {
+	m := recall.New(longterm.NewMemStore(nil), &recall.Options{MaxIndexes: 2})
+	ctx := t.Context()
+	var wg sync.WaitGroup
+	errs := make(chan error, 64)
+	for g := range 8 {
+		wg.Go(func() {
+			p := fmt.Sprintf("p%d", g%4)
+			for i := range 10 {
+				if _, err := m.Remember(ctx, p, fmt.Sprintf("Fact %d of %s about dragons.", i, p), ""); err != nil {
+					errs <- err
+					return
+				}
+				got, err := m.Search(ctx, p, "dragons", 50)
+				if err != nil {
+					errs <- err
+					return
+				}
+				for _, f := range got {
+					if !strings.HasSuffix(f.Text, " of "+p+" about dragons.") {
+						errs <- fmt.Errorf("%s recalled %q", p, f.Text)
+						return
+					}
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	for g := range 4 {
+		p := fmt.Sprintf("p%d", g)
+		got, err := m.Search(ctx, p, "dragons", 50)
+		if err != nil || len(got) != 20 {
+			t.Fatalf("%s: %d facts found, want 20 (%v)", p, len(got), err)
 		}
 	}
 }
