@@ -1,6 +1,7 @@
 package recall_test
 
 import (
+	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -10,6 +11,7 @@ import (
 	"github.com/chatscopes/chatgen/runtime/boltstore"
 	"github.com/chatscopes/chatgen/runtime/chat"
 	"github.com/chatscopes/chatgen/runtime/longterm"
+	"github.com/chatscopes/chatgen/runtime/longterm/recall"
 	"github.com/chatscopes/chatgen/runtime/pgstore"
 	"github.com/chatscopes/chatgen/runtime/redisstore"
 )
@@ -22,7 +24,9 @@ type factStore struct {
 	trips func() int64
 }
 
-func factStores(t *testing.T) []factStore {
+func factStores(t *testing.T) []factStore { return benchStores(t) }
+
+func benchStores(t testing.TB) []factStore {
 	t.Helper()
 	bs, err := boltstore.Open(filepath.Join(t.TempDir(), "chat.db"), nil)
 	if err != nil {
@@ -115,6 +119,36 @@ func TestStores(t *testing.T) {
 			f.say(conversation(t, odd), "What is my sword named?")
 			if strings.Contains(f.lastChat().LastUserText(), "<facts>") {
 				t.Fatal("facts recalled after Forget")
+			}
+		})
+	}
+}
+
+// BenchmarkRecall10kStores: a recall over the 10,000 facts of one
+// principal once indexed, on each store: the revision read (a round trip
+// on Redis and PostgreSQL) and the search.
+func BenchmarkRecall10kStores(b *testing.B) {
+	batch := make([]longterm.Fact, longterm.DefaultMaxFacts)
+	for i := range batch {
+		batch[i] = longterm.Fact{ID: fmt.Sprint(i), Text: factText(i)}
+	}
+	for _, fs := range benchStores(b) {
+		b.Run(fs.name, func(b *testing.B) {
+			if _, err := fs.store.Put(b.Context(), "ana", batch...); err != nil {
+				b.Fatal(err)
+			}
+			m := recall.New(fs.store, nil)
+			if _, err := m.Search(b.Context(), "ana", "warm up", 5); err != nil {
+				b.Fatal(err)
+			}
+			for b.Loop() {
+				facts, err := m.Search(b.Context(), "ana", "Can you make me a mithril crossbow with a frost enchantment?", recall.DefaultMaxRecall)
+				if err != nil || len(facts) == 0 {
+					b.Fatalf("%d facts, %v", len(facts), err)
+				}
+			}
+			if n := m.Stats().IndexBuilds; n != 1 {
+				b.Fatalf("%d index builds", n)
 			}
 		})
 	}
