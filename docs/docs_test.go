@@ -30,6 +30,7 @@ var declStart = regexp.MustCompile(`(?m)\A(//|type |func |const |var |import )`)
 const snippetImports = `import (
 	"context"
 	"fmt"
+	"io"
 	"io/fs"
 	"iter"
 	"log/slog"
@@ -53,6 +54,8 @@ const snippetImports = `import (
 	"github.com/chatscopes/chatgen/runtime/chat"
 	"github.com/chatscopes/chatgen/runtime/knowledge"
 	"github.com/chatscopes/chatgen/runtime/llmtest"
+	"github.com/chatscopes/chatgen/runtime/longterm"
+	"github.com/chatscopes/chatgen/runtime/longterm/recall"
 	"github.com/chatscopes/chatgen/runtime/memory"
 	"github.com/chatscopes/chatgen/runtime/mcptools"
 	"github.com/chatscopes/chatgen/runtime/otelchat"

@@ -16,6 +16,10 @@
 // [Config.Knowledge] makes a service answer from documents, through any
 // langchaingo schema.Retriever, retrieved before each turn or searched by
 // the model, per scope: see [Knowledge].
+// [Config.LongTerm] gives it a memory of each principal that outlives
+// conversations — facts recalled into the turn's user message after the
+// passages and extracted after committed turns, or tools — see
+// [LongTermMemory] and package runtime/longterm/recall.
 //
 // # A turn
 //
@@ -31,8 +35,8 @@
 //     chat.ErrNotActive.
 //  2. The prompt: the system message (a new one replaces a different one
 //     in the memory), the memory's messages, the user message (with, in
-//     generic retrieval, the passages of [Config.Knowledge], which the
-//     memory never gets).
+//     generic retrieval, the passages of [Config.Knowledge] and then the
+//     facts of a generic [Config.LongTerm], which the memory never gets).
 //  3. The tool loop: the model is offered the method's tools, then those
 //     of the service's tool sources (asked once per turn; a name clash
 //     fails the turn with [ErrToolClash]). While the model's reply calls

@@ -455,6 +455,7 @@ func (t *turn) augment(ctx context.Context, user string, history []llms.MessageC
 	}
 	// Sent, never committed: t.msgs keeps the message as it was.
 	t.prompt[n-1] = llms.TextParts(llms.ChatMessageTypeHuman, format(user, docs))
+	t.passages = docs
 	return nil
 }
 
@@ -488,12 +489,28 @@ const augmentHeader = "Passages from the knowledge base that may help (answer fr
 // LastUserTyped matches, and Request.UserTyped returns, what follows the
 // passages.
 func AugmentMessage(user string, passages []schema.Document) string {
+	return augmentText(user, passages, nil)
+}
+
+// augmentText is the text of the turn's user message with the passages
+// of a generic retrieval and the recalled long-term facts (see
+// [FactsHeader]), in that order, before the line "Message:".
+func augmentText(user string, passages []schema.Document, facts []string) string {
 	n := len(augmentHeader) + len(user) + 16
 	for _, d := range passages {
 		n += len(d.PageContent) + len(meta(d, "title")) + len(meta(d, "source")) + 16
 	}
+	for _, f := range facts {
+		n += len(f) + 8
+	}
 	var b strings.Builder
 	b.Grow(n)
+	if len(passages) == 0 {
+		writeFacts(&b, facts)
+		b.WriteString("\nMessage:\n")
+		b.WriteString(user)
+		return b.String()
+	}
 	b.WriteString(augmentHeader)
 	for i, d := range passages {
 		b.WriteString("\n[")
@@ -511,6 +528,10 @@ func AugmentMessage(user string, passages []schema.Document) string {
 		b.WriteString("\n")
 		b.WriteString(strings.TrimSpace(d.PageContent))
 		b.WriteString("\n")
+	}
+	if len(facts) > 0 {
+		b.WriteString("\n")
+		writeFacts(&b, facts)
 	}
 	b.WriteString("\nMessage:\n")
 	b.WriteString(user)

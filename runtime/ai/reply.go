@@ -17,7 +17,9 @@ type Reply struct {
 	Content string
 	// Executions are the tool calls run during the turn, in order.
 	Executions []ToolExecution
-	// Usage sums the token usage of every model call of the turn.
+	// Usage sums the token usage of every model call of the turn, with
+	// the extraction calls of a generic long-term memory
+	// ([Config.LongTerm]) after it (which ModelCalls does not count).
 	Usage Usage
 	// FinishReason is the last model call's finish reason, as the provider
 	// reports it ("stop", "tool_calls", "end_turn", …).

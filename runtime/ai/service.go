@@ -121,6 +121,11 @@ type Config struct {
 	// set turns them off for the method). [Service.Check] refuses a name
 	// that is not a method of the service ([ErrUnknownMethod]).
 	MethodGuardrails map[string]*guardrail.Set
+	// LongTerm, when set, is what the service remembers about the
+	// principal of each request across conversations: facts recalled
+	// before each turn and extracted after it, or used through tools (see
+	// [LongTermMemory]; package runtime/longterm/recall makes one).
+	LongTerm LongTermMemory
 }
 
 // Service is one configured AI service (one //chat:ai interface): it runs
@@ -154,6 +159,7 @@ type Service struct {
 	know                      *knowledge // nil without Config.Knowledge
 	guards                    *guardrail.Set
 	methodGuards              map[string]*guardrail.Set
+	long                      *longTerm  // nil without Config.LongTerm
 	// sleep waits between retries; tests replace it.
 	sleep func(ctx context.Context, d time.Duration) error
 	// geminiWarned: the warning that a googleai call's usage lacks its
@@ -203,6 +209,7 @@ func NewService(name string, cfg Config) *Service {
 	}
 	s.dialect = newDialect(c)
 	s.know = newKnowledge(s, cfg.Knowledge)
+	s.long = newLongTerm(s, cfg.LongTerm)
 	if s.memory == nil {
 		s.memory = memory.NewManager(memory.Config{Policy: memory.Window(memory.DefaultMaxMessages, nil)})
 	}
@@ -235,6 +242,11 @@ func (s *Service) Check() error {
 	}
 	if s.know != nil {
 		if err := s.know.check(s); err != nil {
+			return err
+		}
+	}
+	if s.long != nil {
+		if err := s.long.check(s); err != nil {
 			return err
 		}
 	}

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/tmc/langchaingo/llms"
+	"github.com/tmc/langchaingo/schema"
 
 	"github.com/chatscopes/chatgen/runtime/chat"
 	"github.com/chatscopes/chatgen/runtime/memory"
@@ -42,6 +43,11 @@ type turn struct {
 	convID string // the conversation's id, for telemetry (when it is on)
 
 	guard *guarded // nil without guardrails
+	// passages are what a generic retrieval put in the prompt's user
+	// message, for the long-term facts placed after them.
+	passages []schema.Document
+	// committed: commit added the turn to the memory.
+	committed bool
 }
 
 // run runs one turn of req: see [Service.Chat].
@@ -86,6 +92,12 @@ func (s *Service) runTurn(ctx context.Context, req *Request, mode runMode, convI
 	}
 	if retrieval == RetrievalAgentic {
 		if ctx, found, tools, defs, err = s.agenticTurn(ctx, m, tools, defs); err != nil {
+			return nil, s.errorf(m.Name, "%w", err)
+		}
+	}
+	longMode := s.long.mode(m.Name)
+	if longMode == RetrievalAgentic {
+		if tools, defs, err = s.long.withTools(tools, defs); err != nil {
 			return nil, s.errorf(m.Name, "%w", err)
 		}
 	}
@@ -135,6 +147,9 @@ func (s *Service) runTurn(ctx context.Context, req *Request, mode runMode, convI
 	if err == nil && !ended && retrieval == RetrievalGeneric {
 		err = t.augment(ctx, user, history)
 	}
+	if err == nil && !ended && longMode == RetrievalGeneric {
+		err = t.recallFacts(ctx, user)
+	}
 	if err == nil && !ended {
 		err = t.loop(ctx)
 	}
@@ -152,6 +167,9 @@ func (s *Service) runTurn(ctx context.Context, req *Request, mode runMode, convI
 	}
 	if err := t.commit(ctx, st, mem, gen); err != nil {
 		return nil, err
+	}
+	if longMode == RetrievalGeneric && t.committed {
+		t.extract(ctx)
 	}
 	if l := s.log(); l.Enabled(ctx, slog.LevelDebug) {
 		l.LogAttrs(ctx, slog.LevelDebug, "ai: turn completed",
@@ -414,6 +432,7 @@ func (t *turn) commit(ctx context.Context, st *memState, mem memory.Memory, gen 
 		}
 		return t.errorf("committing the turn to memory %q: %w", st.id, err)
 	}
+	t.committed = true
 	return nil
 }
 

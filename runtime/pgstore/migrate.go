@@ -20,7 +20,7 @@ var migrationFiles embed.FS
 
 // SchemaVersion is the version of the schema this package needs: the
 // number of the last of its migrations.
-const SchemaVersion = 1
+const SchemaVersion = 2
 
 // ErrSchemaNotReady reports that the database's schema is missing or
 // older than [SchemaVersion]: run [Migrate] (or the pgmigrate command).

@@ -69,8 +69,8 @@ func TestMigrateCreatesSchema(t *testing.T) {
 			if _, err := pgstore.Migrate(ctx, pool); err != nil {
 				t.Fatalf("migrating into search_path %s: %v", path, err)
 			}
-			if n := tablesIn(t, pool, first); n != 4 {
-				t.Fatalf("schema %q holds %d of pgstore's 4 tables", first, n)
+			if n := tablesIn(t, pool, first); n != 6 {
+				t.Fatalf("schema %q holds %d of pgstore's 6 tables", first, n)
 			}
 			for _, l := range later {
 				if n := tablesIn(t, pool, l); n != 0 {
