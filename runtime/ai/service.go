@@ -159,7 +159,7 @@ type Service struct {
 	know                      *knowledge // nil without Config.Knowledge
 	guards                    *guardrail.Set
 	methodGuards              map[string]*guardrail.Set
-	long                      *longTerm  // nil without Config.LongTerm
+	long                      *longTerm // nil without Config.LongTerm
 	// sleep waits between retries; tests replace it.
 	sleep func(ctx context.Context, d time.Duration) error
 	// geminiWarned: the warning that a googleai call's usage lacks its
