@@ -40,6 +40,12 @@ type turn struct {
 	reply  *Reply
 	turnFlags
 	convID string // the conversation's id, for telemetry (when it is on)
+	// stable is what the memory tells of its front (memory.StableMemory),
+	// nil when it tells nothing; markLimit, set by start from it, is the
+	// index of the first prompt message that may not carry a prompt-cache
+	// breakpoint, -1 for none (see markCache).
+	stable    *memory.Stability
+	markLimit int
 }
 
 // run runs one turn of req: see [Service.Chat].
@@ -113,6 +119,17 @@ func (s *Service) runTurn(ctx context.Context, req *Request, mode runMode, convI
 	}
 
 	t := &turn{s: s, m: m, mode: mode, tools: tools, defs: defs, reply: new(Reply), convID: convID}
+	if sm, ok := mem.(memory.StableMemory); ok && s.dialect.cacheMarks {
+		var next []llms.MessageContent
+		if user != "" {
+			next = append(next, llms.TextParts(llms.ChatMessageTypeHuman, user))
+		}
+		st, err := sm.Stability(ctx, next)
+		if err != nil {
+			return nil, s.errorf(m.Name, "reading memory %q: %w", id, err)
+		}
+		t.stable = &st
+	}
 	t.held = heldTurn{st: st}
 	t.held.next, _ = ctx.Value(heldKey{}).(*heldTurn)
 	ctx = context.WithValue(ctx, heldKey{}, &t.held)
@@ -222,11 +239,25 @@ func (t *turn) start(system, user string, history []llms.MessageContent) {
 	if system != "" {
 		t.add(t.m.systemMessage(system))
 	}
-	for _, m := range history {
-		if system != "" && m.Role == llms.ChatMessageTypeSystem {
-			continue // the new system message replaces the stored one
+	// The breakpoints may go on the messages before the limit: those the
+	// memory keeps for the next request (its whole history kept: the new
+	// turn's too), or those the previous request had.
+	st := t.stable
+	t.markLimit = -1
+	if st != nil {
+		t.markLimit = 0
+	}
+	for h, m := range history {
+		// The new system message replaces the stored one.
+		if system == "" || m.Role != llms.ChatMessageTypeSystem {
+			t.prompt = append(t.prompt, m)
 		}
-		t.prompt = append(t.prompt, m)
+		if st != nil && (h < st.Kept || h < st.Keeps) {
+			t.markLimit = len(t.prompt)
+		}
+	}
+	if st != nil && st.Keeps >= len(history) {
+		t.markLimit = -1
 	}
 	if user != "" {
 		t.add(llms.TextParts(llms.ChatMessageTypeHuman, user))
