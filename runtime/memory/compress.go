@@ -460,7 +460,7 @@ func (c *compressing) Add(ctx context.Context, msgs ...llms.MessageContent) erro
 	if err := c.write(ctx, sys, sysChanged, summ, summChanged, dropOld, tail); err != nil {
 		return fmt.Errorf("memory: adding to %q: %w", c.id, err)
 	}
-	c.kept = !sysChanged && !summChanged && dropOld == 0
+	c.kept = dropOld == 0 && !summChanged && (!sysChanged || c.sys == nil) // a first system message changes no prefix
 
 	c.sys, c.sysCost = sys, sysCost
 	c.summ, c.summText, c.summCost = summ, summText, summCost

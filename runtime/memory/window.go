@@ -354,7 +354,7 @@ func (w *window) Add(ctx context.Context, msgs ...llms.MessageContent) error {
 	if err := w.write(ctx, sys, sysChanged, drop, tail); err != nil {
 		return fmt.Errorf("memory: adding to %q: %w", w.id, err)
 	}
-	w.kept = !sysChanged && drop == 0
+	w.kept = drop == 0 && (!sysChanged || w.sys == nil) // a first system message changes no prefix
 
 	w.sys, w.sysCost, w.total = sys, sysCost, total
 	w.pop(drop)
