@@ -36,10 +36,11 @@ const (
 	// at most 4 per request) are written, when they are at least
 	// MinTokens long (the model's profile's minimum, see ModelProfiles:
 	// 1,024 tokens on Sonnet 4.5, 2,048 on Sonnet 4.6 and Haiku 3.5, 4,096
-	// on Opus 4.5 and 4.6 and Haiku 4.5; 1,024 for a model without one). For each breakpoint the cache looks for a prefix written
-	// before that ends at the breakpoint or at one of the 20 block
-	// boundaries before it; the longest found is read, and everything from
-	// there to the last breakpoint is written.
+	// on Opus 4.5 and 4.6 and Haiku 4.5; 1,024 for a model without one).
+	// For each breakpoint the cache looks for a prefix written before
+	// that ends at the breakpoint or at one of the 20 block boundaries
+	// before it; the longest found is read, and everything from there to
+	// the last breakpoint is written.
 	CacheRulesAnthropic CacheRules = "anthropic"
 	// CacheRulesGemini is Gemini's implicit caching: as OpenAI's, without
 	// the 128-token increments, from MinTokens (1,024 tokens; 4,096 for a
