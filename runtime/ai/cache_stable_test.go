@@ -29,6 +29,14 @@ func markedTexts(req llmtest.Request) []string {
 	return out
 }
 
+// plainPolicy makes memories that are not memory.StableMemory.
+type plainPolicy struct{ memory.Policy }
+
+func (p plainPolicy) New(ctx context.Context, store memory.Store, id string) (memory.Memory, error) {
+	m, err := p.Policy.New(ctx, store, id)
+	return struct{ memory.Memory }{m}, err
+}
+
 // TestBreakpointsOnlyWhereTheyPay: through langchaingo's anthropic client,
 // the service marks only the messages the memory keeps for the next
 // request or that the previous request had (memory.StableMemory). A full
@@ -36,7 +44,8 @@ func markedTexts(req llmtest.Request) []string {
 // message and two turns) marks its turns while it grows, only the turns
 // the previous request had on the turn before it evicts (not the new one,
 // whose prefix the eviction drops), and nothing once it evicts on every
-// turn.
+// turn. A memory that does not tell its stability is marked as if it only
+// appended.
 func TestBreakpointsOnlyWhereTheyPay(t *testing.T) {
 	users := []string{"one", "two", "three", "four", "five"}
 	for _, c := range []struct {
@@ -49,6 +58,9 @@ func TestBreakpointsOnlyWhereTheyPay(t *testing.T) {
 		}},
 		{"sliding window", memory.Window(5, nil), [][]string{
 			{"one"}, {"one", "two"}, {"one", "two"}, nil, nil,
+		}},
+		{"memory that tells nothing", plainPolicy{memory.Window(5, nil)}, [][]string{
+			{"one"}, {"one", "two"}, {"one", "two", "three"}, {"two", "three", "four"}, {"three", "four", "five"},
 		}},
 	} {
 		t.Run(c.name, func(t *testing.T) {

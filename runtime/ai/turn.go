@@ -124,11 +124,12 @@ func (s *Service) runTurn(ctx context.Context, req *Request, mode runMode, convI
 		if user != "" {
 			next = append(next, llms.TextParts(llms.ChatMessageTypeHuman, user))
 		}
-		st, err := sm.Stability(ctx, next)
-		if err != nil {
+		switch st, err := sm.Stability(ctx, next); {
+		case err == nil:
+			t.stable = &st
+		case !errors.Is(err, memory.ErrNoStability):
 			return nil, s.errorf(m.Name, "reading memory %q: %w", id, err)
 		}
-		t.stable = &st
 	}
 	t.held = heldTurn{st: st}
 	t.held.next, _ = ctx.Value(heldKey{}).(*heldTurn)

@@ -2,6 +2,7 @@ package memory
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/tmc/langchaingo/llms"
@@ -25,6 +26,12 @@ type Stability struct {
 	// [ConversationSummarizer]), 0 when it will evict or summarise.
 	Keeps int
 }
+
+// ErrNoStability is the error of Stability on a memory that does not
+// know its stability: a [Manager]'s memory over a policy whose memories
+// are not StableMemory. An AI service then marks the prompt as if the
+// memory only appended.
+var ErrNoStability = errors.New("memory: the memory does not tell its stability")
 
 // A StableMemory is a [Memory] that tells which prefix of its history
 // stays in place from turn to turn. An AI service marks prompt-cache
@@ -126,19 +133,16 @@ func (c *compressing) Stability(ctx context.Context, next []llms.MessageContent)
 }
 
 // Stability implements [StableMemory]: the wrapped memory's, when it is
-// a StableMemory; else all its messages are taken to stay.
+// a StableMemory; else an error wrapping [ErrNoStability].
 func (g *managed) Stability(ctx context.Context, next []llms.MessageContent) (Stability, error) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if g.deleted {
 		return Stability{}, fmt.Errorf("memory: reading %q: %w", g.mem.ID(), ErrDeleted)
 	}
-	if s, ok := g.mem.(StableMemory); ok {
-		return s.Stability(ctx, next)
+	s, ok := g.mem.(StableMemory)
+	if !ok {
+		return Stability{}, fmt.Errorf("memory %q (%T): %w", g.mem.ID(), g.mem, ErrNoStability)
 	}
-	msgs, err := g.mem.Messages(ctx)
-	if err != nil {
-		return Stability{}, err
-	}
-	return Stability{Kept: len(msgs), Keeps: len(msgs)}, nil
+	return s.Stability(ctx, next)
 }

@@ -164,3 +164,24 @@ func TestStabilityDeleted(t *testing.T) {
 		t.Fatalf("Stability after Delete: %v, want ErrDeleted", err)
 	}
 }
+
+// plainPolicy makes memories that are not StableMemory.
+type plainPolicy struct{ memory.Policy }
+
+func (p plainPolicy) New(ctx context.Context, store memory.Store, id string) (memory.Memory, error) {
+	m, err := p.Policy.New(ctx, store, id)
+	return struct{ memory.Memory }{m}, err
+}
+
+// TestStabilityUnknown: the memory of a Manager over a policy whose
+// memories do not tell their stability fails with ErrNoStability.
+func TestStabilityUnknown(t *testing.T) {
+	ctx := context.Background()
+	mem, err := memory.NewManager(memory.Config{Policy: plainPolicy{memory.Window(10, nil)}}).Memory(ctx, "id")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := mem.(memory.StableMemory).Stability(ctx, nil); !errors.Is(err, memory.ErrNoStability) {
+		t.Fatalf("Stability: %v, want ErrNoStability", err)
+	}
+}
