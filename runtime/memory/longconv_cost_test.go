@@ -489,8 +489,14 @@ func cutHeads() []string {
 // 0.45× at 200) are not met: docs/numbers.md has the figures. With
 // CHATGEN_NUMBERS=1 it plays every profile and prints the tables.
 func TestConversationCost(t *testing.T) {
-	if testing.Short() {
+	switch {
+	case testing.Short():
 		t.Skip("the cost benchmark plays 200-turn conversations over loopback HTTP")
+	case raceEnabled:
+		// Its figures do not depend on it, and its code paths (the real
+		// clients, llmtest's servers, the service) are raced by
+		// TestLongConversationThroughAnthropic and runtime/ai's tests.
+		t.Skip("the cost benchmark takes minutes under the race detector")
 	}
 	profiles := costProfiles(t, "sonnet-4.5", "haiku-4.5")
 	all := os.Getenv("CHATGEN_NUMBERS") != ""
