@@ -199,9 +199,16 @@ func (d dialect) toolsError() error {
 // messages returns msgs shaped for the client; msgs itself when the client
 // needs no change. msgs is never modified.
 func (d dialect) messages(msgs []llms.MessageContent) []llms.MessageContent {
+	return d.messagesMarked(msgs, -1)
+}
+
+// messagesMarked is messages with the prompt-cache breakpoints the client
+// takes placed on msgs[:limit] only (all of msgs for a negative limit):
+// see markCache.
+func (d dialect) messagesMarked(msgs []llms.MessageContent, limit int) []llms.MessageContent {
 	if !d.needsShaping(msgs) {
 		if d.cacheMarks {
-			return markCache(msgs)
+			return markCache(msgs, limit)
 		}
 		return msgs
 	}
@@ -230,7 +237,7 @@ func (d dialect) messages(msgs []llms.MessageContent) []llms.MessageContent {
 		}
 	}
 	if d.cacheMarks {
-		return markCache(out)
+		return markCache(out, shapedLimit(msgs, out, limit))
 	}
 	return out
 }
@@ -267,7 +274,14 @@ const maxCacheMarks = 4
 // new parts. Placing breakpoints costs nothing at
 // Anthropic: a write is billed from the longest prefix read to the last
 // breakpoint, wherever the others are.
-func markCache(msgs []llms.MessageContent) []llms.MessageContent {
+//
+// Only where they pay: the service adds marks to msgs[:limit] only (all of
+// msgs for a negative limit), the messages the memory keeps in place for
+// the next request or that the previous request had
+// (memory.StableMemory). A memory that evicts on every turn (a sliding
+// window once full) gets none, instead of a write of its whole prompt at
+// 1.25× the input price that no request reads.
+func markCache(msgs []llms.MessageContent, limit int) []llms.MessageContent {
 	var humans []int // human messages whose last part can carry a mark
 	var placed [][2]int
 	for i, m := range msgs {
@@ -275,6 +289,9 @@ func markCache(msgs []llms.MessageContent) []llms.MessageContent {
 			if isMark(p) {
 				placed = append(placed, [2]int{i, j})
 			}
+		}
+		if limit >= 0 && i >= limit {
+			continue
 		}
 		if m.Role == llms.ChatMessageTypeHuman && len(m.Parts) > 0 && markable(m.Parts[len(m.Parts)-1]) {
 			humans = append(humans, i)
@@ -302,6 +319,31 @@ func markCache(msgs []llms.MessageContent) []llms.MessageContent {
 		out[i].Parts = parts
 	}
 	return out
+}
+
+// shapedLimit returns the limit in out, msgs shaped, of limit in msgs:
+// shaping splits AI and tool messages only, and keeps human messages as
+// they are, in order.
+func shapedLimit(msgs, out []llms.MessageContent, limit int) int {
+	if limit < 0 {
+		return limit
+	}
+	humans := 0 // human messages before limit in msgs
+	for _, m := range msgs[:min(limit, len(msgs))] {
+		if m.Role == llms.ChatMessageTypeHuman {
+			humans++
+		}
+	}
+	for i, m := range out {
+		if m.Role != llms.ChatMessageTypeHuman {
+			continue
+		}
+		if humans == 0 {
+			return i
+		}
+		humans--
+	}
+	return len(out)
 }
 
 // isMark reports whether p is a prompt-cache breakpoint: a part wrapped

@@ -48,6 +48,12 @@ type turn struct {
 	passages []schema.Document
 	// committed: commit added the turn to the memory.
 	committed bool
+	// stable is what the memory tells of its front (memory.StableMemory),
+	// nil when it tells nothing; markLimit, set by start from it, is the
+	// index of the first prompt message that may not carry a prompt-cache
+	// breakpoint, -1 for none (see markCache).
+	stable    *memory.Stability
+	markLimit int
 }
 
 // run runs one turn of req: see [Service.Chat].
@@ -137,6 +143,18 @@ func (s *Service) runTurn(ctx context.Context, req *Request, mode runMode, convI
 		}
 		if k := mode.stream; k != nil && len(g.Output) > 0 && chat.Response(ctx) == nil {
 			k.hold = true // no Retract event can withdraw chunks outside a request
+		}
+	}
+	if sm, ok := mem.(memory.StableMemory); ok && s.dialect.cacheMarks {
+		var next []llms.MessageContent
+		if user != "" {
+			next = append(next, llms.TextParts(llms.ChatMessageTypeHuman, user))
+		}
+		switch st, err := sm.Stability(ctx, next); {
+		case err == nil:
+			t.stable = &st
+		case !errors.Is(err, memory.ErrNoStability):
+			return nil, s.errorf(m.Name, "reading memory %q: %w", id, err)
 		}
 	}
 	t.held = heldTurn{st: st}
@@ -257,11 +275,25 @@ func (t *turn) start(system, user string, history []llms.MessageContent) {
 	if system != "" {
 		t.add(t.m.systemMessage(system))
 	}
-	for _, m := range history {
-		if system != "" && m.Role == llms.ChatMessageTypeSystem {
-			continue // the new system message replaces the stored one
+	// The breakpoints may go on the messages before the limit: those the
+	// memory keeps for the next request (its whole history kept: the new
+	// turn's too), or those the previous request had.
+	st := t.stable
+	t.markLimit = -1
+	if st != nil {
+		t.markLimit = 0
+	}
+	for h, m := range history {
+		// The new system message replaces the stored one.
+		if system == "" || m.Role != llms.ChatMessageTypeSystem {
+			t.prompt = append(t.prompt, m)
 		}
-		t.prompt = append(t.prompt, m)
+		if st != nil && (h < st.Kept || h < st.Keeps) {
+			t.markLimit = len(t.prompt)
+		}
+	}
+	if st != nil && st.Keeps >= len(history) {
+		t.markLimit = -1
 	}
 	if user != "" {
 		t.add(llms.TextParts(llms.ChatMessageTypeHuman, user))

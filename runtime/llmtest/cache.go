@@ -34,11 +34,13 @@ const (
 	// CacheRulesAnthropic is Anthropic's explicit caching: only the
 	// prefixes that end at a block carrying cache_control (a breakpoint;
 	// at most 4 per request) are written, when they are at least
-	// MinTokens long (1,024 tokens; 2,048 for a model whose name holds
-	// "haiku"). For each breakpoint the cache looks for a prefix written
-	// before that ends at the breakpoint or at one of the 20 block
-	// boundaries before it; the longest found is read, and everything from
-	// there to the last breakpoint is written.
+	// MinTokens long (the model's profile's minimum, see ModelProfiles:
+	// 1,024 tokens on Sonnet 4.5, 2,048 on Sonnet 4.6 and Haiku 3.5, 4,096
+	// on Opus 4.5 and 4.6 and Haiku 4.5; 1,024 for a model without one).
+	// For each breakpoint the cache looks for a prefix written before
+	// that ends at the breakpoint or at one of the 20 block boundaries
+	// before it; the longest found is read, and everything from there to
+	// the last breakpoint is written.
 	CacheRulesAnthropic CacheRules = "anthropic"
 	// CacheRulesGemini is Gemini's implicit caching: as OpenAI's, without
 	// the 128-token increments, from MinTokens (1,024 tokens; 4,096 for a
@@ -70,8 +72,8 @@ type PromptCache struct {
 	// writes entries that live an hour.
 	TTL time.Duration
 	// MinTokens is the shortest prefix that is cached; 0 means the
-	// provider's minimum for the requested model (see the CacheRules
-	// constants).
+	// minimum of the requested model's profile ([LookupModelProfile]),
+	// else the provider's default (see the CacheRules constants).
 	MinTokens int
 	// Now is the clock the TTL is measured with; nil means time.Now. Tests
 	// pass a fake clock to expire entries without sleeping.
@@ -133,20 +135,21 @@ func newPromptCache(pc *PromptCache, wire CacheRules) *promptCache {
 	return c
 }
 
-// minTokens is the shortest cached prefix for model.
+// minTokens is the shortest cached prefix for model: PromptCache.MinTokens,
+// else the minimum of the model's profile ([LookupModelProfile]) when it
+// has the cache's rules, else 1,024 (4,096 for a Gemini model whose name
+// holds "pro").
 func (c *promptCache) minTokens(model string) int {
 	if c.cfg.MinTokens > 0 {
 		return c.cfg.MinTokens
 	}
-	m := strings.ToLower(model)
-	switch {
-	case c.rules == CacheRulesAnthropic && strings.Contains(m, "haiku"):
-		return 2048
-	case c.rules == CacheRulesGemini && strings.Contains(m, "pro"):
-		return 4096
-	default:
-		return 1024
+	if p, ok := LookupModelProfile(model); ok && p.Rules == c.rules {
+		return p.MinCacheTokens
 	}
+	if c.rules == CacheRulesGemini && strings.Contains(strings.ToLower(model), "pro") {
+		return 4096
+	}
+	return 1024
 }
 
 // use looks the prompt of req up in the cache and writes its prefixes, by

@@ -315,6 +315,9 @@ type compressing struct {
 	meta     deque[msgCost]             // the other messages' costs, oldest first
 	msgs     deque[llms.MessageContent] // the other messages, oldest first, unless mem holds them
 	body     int                        // the other messages' total cost
+	// kept: the last Add only appended (see Stability.Kept); false after
+	// New.
+	kept bool
 
 	// Scratch space of Add, reused across calls.
 	added []llms.MessageContent // the non-system messages of an Add, not copied
@@ -451,11 +454,13 @@ func (c *compressing) Add(ctx context.Context, msgs ...llms.MessageContent) erro
 	dropOld := min(drop, len(old))
 	tail, tailCosts := added[drop-dropOld:], costs[drop-dropOld:]
 	if !sysChanged && !summChanged && drop == 0 && len(tail) == 0 {
+		c.kept = true
 		return nil // a repeated system message, or all evicted at once
 	}
 	if err := c.write(ctx, sys, sysChanged, summ, summChanged, dropOld, tail); err != nil {
 		return fmt.Errorf("memory: adding to %q: %w", c.id, err)
 	}
+	c.kept = dropOld == 0 && !summChanged && (!sysChanged || c.sys == nil) // a first system message changes no prefix
 
 	c.sys, c.sysCost = sys, sysCost
 	c.summ, c.summText, c.summCost = summ, summText, summCost
@@ -628,7 +633,7 @@ func (c *compressing) Clear(ctx context.Context) error {
 	if err := c.store.Delete(ctx, c.id); err != nil {
 		return fmt.Errorf("memory: clearing %q: %w", c.id, err)
 	}
-	c.sys, c.sysCost = nil, 0
+	c.sys, c.sysCost, c.kept = nil, 0, false
 	c.summ, c.summText, c.summCost = nil, "", 0
 	c.meta, c.msgs, c.body = deque[msgCost]{}, deque[llms.MessageContent]{}, 0
 	return nil

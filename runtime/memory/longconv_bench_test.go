@@ -467,8 +467,12 @@ func TestLongConversation(t *testing.T) {
 
 	// The cache figures: a sliding window caches little; evicting in
 	// blocks, most of its prompts are served from the cache (OpenAI).
-	// With Anthropic, the cache-aware memories cost a fraction of the full
-	// history, itself served well by the cache, and still answer.
+	// With Anthropic, the full history is served well by the cache, and
+	// the cache-aware compressing memory still answers. What the memories
+	// cost, output and summaries included, on a clock that moves, is the
+	// business of TestConversationCost (longconv_cost_test.go): this
+	// benchmark's clock stands still and bills no output, so its bill is
+	// no goal.
 	share := func(r convResult) float64 { return float64(r.cached) / float64(r.promptTokens) }
 	blocks := results["openai/cache-aware-window"]
 	aFull, aCompressing := results["anthropic/full-history"], results["anthropic/cache-aware-compressing"]
@@ -481,9 +485,5 @@ func TestLongConversation(t *testing.T) {
 		t.Fatalf("cache-aware compressing answered %d, want %d", aCompressing.answered, convFacts)
 	case share(aFull) < 0.9:
 		t.Fatalf("the full history had %.0f%% of its prompt tokens from Anthropic's cache: the breakpoints do not work", 100*share(aFull))
-	case aCompressing.billed > 0.4*aFull.billed:
-		t.Fatalf("cache-aware compressing billed %.0f, more than 0.4 times the full history's %.0f", aCompressing.billed, aFull.billed)
-	case aCompressing.billed > 0.05*float64(aFull.promptTokens):
-		t.Fatalf("cache-aware compressing billed %.0f, more than 5%% of the full history's %d tokens without a cache", aCompressing.billed, aFull.promptTokens)
 	}
 }

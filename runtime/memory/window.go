@@ -252,6 +252,9 @@ type window struct {
 	meta    deque[msgCost]             // the other messages' costs, oldest first
 	msgs    deque[llms.MessageContent] // the other messages, oldest first, unless mem holds them
 	total   int                        // cost of sys and the other messages
+	// kept: the last Add only appended (see Stability.Kept); false after
+	// New.
+	kept bool
 
 	// Scratch space of Add, reused to keep it free of allocations beyond
 	// the copies of the added messages. Stores never retain what they get.
@@ -344,12 +347,14 @@ func (w *window) Add(ctx context.Context, msgs ...llms.MessageContent) error {
 	drop := min(e, w.meta.len())
 	tail, tailCosts := body[e-drop:], costs[e-drop:]
 	if !sysChanged && drop == 0 && len(tail) == 0 {
+		w.kept = true
 		return nil // nothing to store: a repeated system message, or all evicted at once
 	}
 
 	if err := w.write(ctx, sys, sysChanged, drop, tail); err != nil {
 		return fmt.Errorf("memory: adding to %q: %w", w.id, err)
 	}
+	w.kept = drop == 0 && (!sysChanged || w.sys == nil) // a first system message changes no prefix
 
 	w.sys, w.sysCost, w.total = sys, sysCost, total
 	w.pop(drop)
@@ -469,7 +474,7 @@ func (w *window) Clear(ctx context.Context) error {
 	if err := w.store.Delete(ctx, w.id); err != nil {
 		return fmt.Errorf("memory: clearing %q: %w", w.id, err)
 	}
-	w.sys, w.sysCost, w.total = nil, 0, 0
+	w.sys, w.sysCost, w.total, w.kept = nil, 0, 0, false
 	w.meta, w.msgs = deque[msgCost]{}, deque[llms.MessageContent]{}
 	return nil
 }

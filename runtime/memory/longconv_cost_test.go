@@ -1,0 +1,544 @@
+package memory_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"math/rand/v2"
+	"net/http"
+	"os"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/tmc/langchaingo/llms"
+	"github.com/tmc/langchaingo/llms/anthropic"
+	"github.com/tmc/langchaingo/llms/openai"
+
+	airt "github.com/chatscopes/chatgen/runtime/ai"
+	"github.com/chatscopes/chatgen/runtime/llmtest"
+	"github.com/chatscopes/chatgen/runtime/llmtest/llmclient"
+	"github.com/chatscopes/chatgen/runtime/memory"
+)
+
+// The cost benchmark: the 200-turn conversation of the long-conversation
+// benchmark (convUser, convModel) played through an AI service and
+// langchaingo's real OpenAI or Anthropic client against llmtest's server
+// of that wire, whose simulated prompt cache follows a model profile
+// (llmtest.ModelProfiles: the provider's rules, the model's minimum
+// cacheable prompt, a 5-minute TTL) on a clock that moves: each turn comes
+// costTurnGap after the previous one, plus the gap of a pause pattern. The
+// bill is what the server reported over the wire, response by response
+// (usage: uncached input, cache writes, cache reads, output), priced with
+// the profile's list prices; the summarizer's calls go to the same server
+// and are billed too. It is reported cumulated after 25, 50, 100 and 200
+// turns, relative to the full history's bill under the same profile and
+// pattern, with the floor: what a memory of costRecommendedBudget tokens
+// could cost at best. Deterministic: token counts, a fake clock and a
+// seeded pause pattern, no timing.
+//
+// By default TestConversationCost plays the profiles of the goals (Sonnet
+// 4.5 and Haiku 4.5, whose minimum is 4,096) and checks them; with
+// CHATGEN_NUMBERS=1 it plays every profile and prints the tables of
+// docs/numbers.md:
+//
+//	CHATGEN_NUMBERS=1 go test ./runtime/memory -run '^TestConversationCost$' -count=1 -v -timeout 30m
+const (
+	// costTurnGap is the time between two turns without a pause: the
+	// user reads the answer and types.
+	costTurnGap = 30 * time.Second
+	// costRecommendedBudget is the budget of the recommended memory (the
+	// guide's); the floors are computed for it and for costSmallBudget.
+	costRecommendedBudget = 8000
+	costSmallBudget       = 2000
+)
+
+// costCuts are the conversation lengths the bill is reported at.
+var costCuts = []int{25, 50, 100, 200}
+
+// costPause is a pause pattern: the extra time before turn i.
+type costPause struct {
+	name string
+	gap  func(i int, rng *rand.Rand) time.Duration
+}
+
+// costPauses are the pause patterns of the benchmark.
+func costPauses() []costPause {
+	return []costPause{
+		{"none", func(int, *rand.Rand) time.Duration { return 0 }},
+		{"10min/20turns", func(i int, _ *rand.Rand) time.Duration {
+			if i > 0 && i%20 == 0 {
+				return 10 * time.Minute
+			}
+			return 0
+		}},
+		{"random0-15min", func(i int, rng *rand.Rand) time.Duration {
+			return time.Duration(rng.Int64N(int64(15*time.Minute) + 1))
+		}},
+		{"8h@100", func(i int, _ *rand.Rand) time.Duration {
+			if i == 100 {
+				return 8 * time.Hour
+			}
+			return 0
+		}},
+	}
+}
+
+// costMemory is a memory of the cost benchmark.
+type costMemory struct {
+	name string
+	// policy returns the memory's policy over the summarizer sum.
+	policy func(sum memory.Summarizer) memory.Policy
+	// reuse: the summarizer reuses the conversation
+	// (ModelSummarizerOptions.ReuseConversation), with, on Anthropic, the
+	// service's breakpoint (CacheControl).
+	reuse bool
+}
+
+// costMemories are the memories of the benchmark; the recommended one is
+// the guide's (docs/guide.md, "Prompt caching").
+func costMemories() []costMemory {
+	quiet := slog.New(slog.DiscardHandler)
+	return []costMemory{
+		{name: "full-history", policy: func(memory.Summarizer) memory.Policy { return memory.TokenWindow(1<<30, nil, nil) }},
+		{name: "Window(20)", policy: func(memory.Summarizer) memory.Policy { return memory.Window(memory.DefaultMaxMessages, nil) }},
+		{name: "TokenWindow(2000)", policy: func(memory.Summarizer) memory.Policy { return memory.TokenWindow(2000, nil, nil) }},
+		{name: "TokenWindow(4000,EvictTo 2400)", policy: func(memory.Summarizer) memory.Policy {
+			return memory.TokenWindow(4000, nil, &memory.WindowOptions{EvictTo: 2400})
+		}},
+		{name: "Compressing(2000)", policy: func(s memory.Summarizer) memory.Policy {
+			return memory.Compressing(2000, s, &memory.CompressOptions{Logger: quiet})
+		}},
+		{name: "Compressing(2000,1800/800,reuse)", reuse: true, policy: func(s memory.Summarizer) memory.Policy {
+			return memory.Compressing(2000, s, &memory.CompressOptions{TriggerTokens: 1800, KeepTokens: 800, Logger: quiet})
+		}},
+		{name: "Compressing(4000,3600/1600,reuse)", reuse: true, policy: func(s memory.Summarizer) memory.Policy {
+			return memory.Compressing(4000, s, &memory.CompressOptions{TriggerTokens: 3600, KeepTokens: 1600, Logger: quiet})
+		}},
+		{name: costRecommended, reuse: true, policy: func(s memory.Summarizer) memory.Policy {
+			return memory.Compressing(costRecommendedBudget, s, &memory.CompressOptions{TriggerTokens: 7200, KeepTokens: 4400, Logger: quiet})
+		}},
+	}
+}
+
+// costRecommended names the recommended memory: the guide's recipe.
+const costRecommended = "recommended: Compressing(8000,7200/4400,reuse)"
+
+// wireUsage is the usage one response reported, in the provider's terms.
+type wireUsage struct {
+	uncached, written, read, output int
+}
+
+// usageRecorder is an http.RoundTripper that records the usage of every
+// response from an OpenAI or Anthropic server (not streamed).
+type usageRecorder struct {
+	base http.RoundTripper
+	mu   sync.Mutex
+	all  []wireUsage
+}
+
+// RoundTrip implements http.RoundTripper.
+func (r *usageRecorder) RoundTrip(req *http.Request) (*http.Response, error) {
+	resp, err := r.base.RoundTrip(req)
+	if err != nil || resp.StatusCode != http.StatusOK {
+		return resp, err
+	}
+	body, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if err != nil {
+		return nil, err
+	}
+	resp.Body = io.NopCloser(bytes.NewReader(body))
+	var v struct {
+		Usage struct {
+			// OpenAI
+			PromptTokens        int `json:"prompt_tokens"`
+			CompletionTokens    int `json:"completion_tokens"`
+			PromptTokensDetails struct {
+				CachedTokens int `json:"cached_tokens"`
+			} `json:"prompt_tokens_details"`
+			// Anthropic
+			InputTokens              int `json:"input_tokens"`
+			OutputTokens             int `json:"output_tokens"`
+			CacheCreationInputTokens int `json:"cache_creation_input_tokens"`
+			CacheReadInputTokens     int `json:"cache_read_input_tokens"`
+		} `json:"usage"`
+	}
+	if err := json.Unmarshal(body, &v); err != nil {
+		return nil, fmt.Errorf("usage recorder: %w", err)
+	}
+	u := v.Usage
+	var w wireUsage
+	if u.PromptTokens > 0 { // OpenAI: the cached tokens are part of prompt_tokens
+		w = wireUsage{uncached: u.PromptTokens - u.PromptTokensDetails.CachedTokens, read: u.PromptTokensDetails.CachedTokens, output: u.CompletionTokens}
+	} else { // Anthropic: input_tokens is the uncached rest
+		w = wireUsage{uncached: u.InputTokens, written: u.CacheCreationInputTokens, read: u.CacheReadInputTokens, output: u.OutputTokens}
+	}
+	r.mu.Lock()
+	r.all = append(r.all, w)
+	r.mu.Unlock()
+	return resp, nil
+}
+
+// usages returns the usages recorded so far.
+func (r *usageRecorder) usages() []wireUsage {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]wireUsage(nil), r.all...)
+}
+
+// unmarkedModel is a model that strips every prompt-cache breakpoint from
+// what it is sent: the conversation played without chatgen's automatic
+// breakpoints, as by a framework that places none.
+type unmarkedModel struct{ llms.Model }
+
+// GenerateContent implements llms.Model.
+func (m unmarkedModel) GenerateContent(ctx context.Context, msgs []llms.MessageContent, opts ...llms.CallOption) (*llms.ContentResponse, error) {
+	out := make([]llms.MessageContent, len(msgs))
+	for i, msg := range msgs {
+		out[i] = unmarked(msg)
+	}
+	return m.Model.GenerateContent(ctx, out, opts...)
+}
+
+// costRun is one conversation's bill.
+type costRun struct {
+	// bill is the cumulative bill in dollars after each turn (bill[i]:
+	// after turns 0..i).
+	bill []float64
+	// tokens are the totals over the conversation.
+	tokens   wireUsage
+	calls    int
+	answered int
+	// chat are the usages of the chat calls (not the summarizer's), for
+	// the floor; prompts their prompt sizes.
+	prompts []int
+	outputs []int
+}
+
+// at returns the cumulative bill after n turns.
+func (r costRun) at(n int) float64 { return r.bill[n-1] }
+
+// playCost plays the conversation with mem against a server of profile's
+// wire, paused by pause; marks false strips the runtime's breakpoints.
+func playCost(ctx context.Context, profile llmtest.ModelProfile, pause costPause, mem costMemory, marks bool) (costRun, error) {
+	var clock atomic.Int64 // nanoseconds since start
+	start := time.Date(2026, 12, 2, 9, 0, 0, 0, time.UTC)
+	now := func() time.Time { return start.Add(time.Duration(clock.Load())) }
+	opts := &llmtest.Options{ModelName: profile.Model, PromptCache: profile.PromptCache(now)}
+	rec := &usageRecorder{}
+	var (
+		llm    llms.Model
+		client airt.Client
+		reqs   func() []llmtest.Request
+	)
+	sumOpts := &memory.ModelSummarizerOptions{ReuseConversation: mem.reuse}
+	switch profile.Rules {
+	case llmtest.CacheRulesAnthropic:
+		srv := llmtest.NewAnthropicServer(convModel(), opts)
+		defer srv.Close()
+		rec.base = srv.HTTPClient().Transport
+		a, err := llmclient.Anthropic(srv, anthropic.WithHTTPClient(&http.Client{Transport: rec}))
+		if err != nil {
+			return costRun{}, err
+		}
+		llm, client, reqs = a, airt.ClientAnthropic, srv.Requests
+		if mem.reuse && marks {
+			sumOpts.CacheControl = anthropic.EphemeralCache()
+		}
+	default:
+		srv := llmtest.NewServer(convModel(), opts)
+		defer srv.Close()
+		rec.base = srv.HTTPClient().Transport
+		o, err := srv.Client(openai.WithHTTPClient(&http.Client{Transport: rec}))
+		if err != nil {
+			return costRun{}, err
+		}
+		llm, client, reqs = o, airt.ClientOpenAI, srv.Requests
+	}
+	if !marks {
+		llm = unmarkedModel{llm}
+	}
+	svc := airt.NewService("example.com/armory.Assistant", airt.Config{
+		Model: llm, Client: client, Logger: slog.New(slog.DiscardHandler),
+		Memory: memory.NewManager(memory.Config{Policy: mem.policy(memory.NewModelSummarizer(llm, sumOpts))}),
+	})
+	method := &airt.Method{Name: "Chat", System: convSystem}
+	rng := rand.New(rand.NewPCG(36, 2026))
+	var r costRun
+	total := 0.0
+	seen := 0
+	for i := range convTurns {
+		if i > 0 {
+			clock.Add(int64(costTurnGap + pause.gap(i, rng)))
+		}
+		reply, err := svc.Chat(ctx, &airt.Request{Method: method, MemoryID: "conversation", User: convUser(i)})
+		if err != nil {
+			return r, fmt.Errorf("turn %d: %w", i, err)
+		}
+		if i >= convTurns-convFacts {
+			if _, value := convFact(i - (convTurns - convFacts)); strings.Contains(reply.Content, value) {
+				r.answered++
+			}
+		}
+		us := rec.usages()
+		for _, u := range us[seen:] {
+			total += profile.Prices.Bill(u.uncached, u.written, u.read, u.output)
+			r.tokens.uncached += u.uncached
+			r.tokens.written += u.written
+			r.tokens.read += u.read
+			r.tokens.output += u.output
+		}
+		seen = len(us)
+		r.bill = append(r.bill, total)
+	}
+	us := rec.usages()
+	all := reqs()
+	r.calls = len(all)
+	if len(all) != len(us) {
+		return r, fmt.Errorf("the server recorded %d requests, the client got %d answers", len(all), len(us))
+	}
+	for i := range all {
+		if !isSummaryRequest(&all[i]) {
+			r.prompts = append(r.prompts, all[i].PromptTokens)
+			r.outputs = append(r.outputs, us[i].output)
+		}
+	}
+	return r, nil
+}
+
+// costFloor is the least a memory of budget tokens could be billed after
+// each turn of the full history's conversation full (one chat call per
+// turn): every prompt as big as the full history's up to the budget, all
+// of it read from the cache but the turn's new messages, which are
+// written (Anthropic) or sent uncached (OpenAI), and the full history's
+// answers. No summary, no expiry, no minimum.
+func costFloor(profile llmtest.ModelProfile, full costRun, budget int) []float64 {
+	out := make([]float64, len(full.prompts))
+	total, prev := 0.0, 0
+	for i, size := range full.prompts {
+		fresh := min(size, size-prev)
+		size = min(size, budget)
+		fresh = min(fresh, size)
+		prev = full.prompts[i]
+		written, uncached := fresh, 0
+		if profile.Rules != llmtest.CacheRulesAnthropic {
+			written, uncached = 0, fresh
+		}
+		total += profile.Prices.Bill(uncached, written, size-fresh, full.outputs[i])
+		out[i] = total
+	}
+	return out
+}
+
+// costKey identifies one conversation of the benchmark.
+type costKey struct{ profile, pause, memory string }
+
+// costResults are the conversations played, by key, with and without the
+// runtime's breakpoints.
+type costResults struct {
+	marked, unmarked map[costKey]costRun
+}
+
+// playCosts plays every memory under every profile and pause pattern,
+// two conversations at a time; on Anthropic's wire also without the
+// runtime's breakpoints.
+func playCosts(t *testing.T, profiles []llmtest.ModelProfile) costResults {
+	type job struct {
+		key     costKey
+		profile llmtest.ModelProfile
+		pause   costPause
+		mem     costMemory
+		marks   bool
+	}
+	var jobs []job
+	for _, p := range profiles {
+		for _, pause := range costPauses() {
+			for _, mem := range costMemories() {
+				jobs = append(jobs, job{costKey{p.Name, pause.name, mem.name}, p, pause, mem, true})
+				if p.Rules == llmtest.CacheRulesAnthropic {
+					jobs = append(jobs, job{costKey{p.Name, pause.name, mem.name}, p, pause, mem, false})
+				}
+			}
+		}
+	}
+	res := costResults{marked: map[costKey]costRun{}, unmarked: map[costKey]costRun{}}
+	var (
+		mu   sync.Mutex
+		wg   sync.WaitGroup
+		errs []error
+	)
+	work := make(chan job)
+	for range 2 {
+		wg.Go(func() {
+			for j := range work {
+				r, err := playCost(t.Context(), j.profile, j.pause, j.mem, j.marks)
+				mu.Lock()
+				switch {
+				case err != nil:
+					errs = append(errs, fmt.Errorf("%v (marks %v): %w", j.key, j.marks, err))
+				case j.marks:
+					res.marked[j.key] = r
+				default:
+					res.unmarked[j.key] = r
+				}
+				mu.Unlock()
+			}
+		})
+	}
+	for _, j := range jobs {
+		work <- j
+	}
+	close(work)
+	wg.Wait()
+	for _, err := range errs {
+		t.Error(err)
+	}
+	if len(errs) > 0 {
+		t.FailNow()
+	}
+	return res
+}
+
+// costProfiles returns the profiles named, in the order of
+// llmtest.ModelProfiles; all of them when names is empty.
+func costProfiles(t *testing.T, names ...string) []llmtest.ModelProfile {
+	var out []llmtest.ModelProfile
+	for _, p := range llmtest.ModelProfiles() {
+		for _, n := range names {
+			if p.Name == n {
+				out = append(out, p)
+			}
+		}
+		if len(names) == 0 {
+			out = append(out, p)
+		}
+	}
+	if len(names) > 0 && len(out) != len(names) {
+		t.Fatalf("profiles %v: found %d", names, len(out))
+	}
+	return out
+}
+
+// costTable writes the tables of res: per profile and pause pattern, each
+// memory's cumulative bill at the cuts relative to the full history's,
+// then the floor and the full history's bill in dollars.
+func costTable(w io.Writer, profiles []llmtest.ModelProfile, res costResults) {
+	for _, p := range profiles {
+		for _, pause := range costPauses() {
+			full := res.marked[costKey{p.Name, pause.name, "full-history"}]
+			fmt.Fprintf(w, "\n#### %s (%s, minimum %d), pauses: %s\n\n", p.Name, p.Model, p.MinCacheTokens, pause.name)
+			fmt.Fprintf(w, "| memory | %s | worst turn | answered | no marks @200 |\n|---|%s---|---|---|\n",
+				strings.Join(cutHeads(), " | "), strings.Repeat("---:|", len(costCuts)))
+			for _, mem := range costMemories() {
+				k := costKey{p.Name, pause.name, mem.name}
+				r := res.marked[k]
+				var cells []string
+				for _, n := range costCuts {
+					cells = append(cells, fmt.Sprintf("%.2f×", r.at(n)/full.at(n)))
+				}
+				worst := 0.0
+				for i := range r.bill {
+					worst = max(worst, r.bill[i]/full.bill[i])
+				}
+				nomarks := "—"
+				if u, ok := res.unmarked[k]; ok {
+					nomarks = fmt.Sprintf("%.2f×", u.at(convTurns)/full.at(convTurns))
+				}
+				fmt.Fprintf(w, "| %s | %s | %.2f× | %d/20 | %s |\n", mem.name, strings.Join(cells, " | "), worst, r.answered, nomarks)
+			}
+			for _, budget := range []int{costSmallBudget, costRecommendedBudget} {
+				floor := costFloor(p, full, budget)
+				var cells []string
+				for _, n := range costCuts {
+					cells = append(cells, fmt.Sprintf("%.2f×", floor[n-1]/full.at(n)))
+				}
+				fmt.Fprintf(w, "| floor (%d tokens) | %s | | | |\n", budget, strings.Join(cells, " | "))
+			}
+			var dollars []string
+			for _, n := range costCuts {
+				dollars = append(dollars, fmt.Sprintf("$%.3f", full.at(n)))
+			}
+			fmt.Fprintf(w, "| full history, $ | %s | | | |\n", strings.Join(dollars, " | "))
+		}
+	}
+}
+
+// cutHeads returns the column heads of the cuts.
+func cutHeads() []string {
+	var out []string
+	for _, n := range costCuts {
+		out = append(out, fmt.Sprintf("%d turns", n))
+	}
+	return out
+}
+
+// TestConversationCost plays the cost benchmark and checks, on the Sonnet
+// 4.5 profile (1,024-token minimum) and the Haiku 4.5 one (4,096), what
+// holds of its goals: under every pause pattern the recommended memory
+// answers the late questions as the full history does and bills less
+// than it over 200 turns; no memory bills more with the runtime's
+// automatic breakpoints than without them, under every pause pattern
+// but the random gap before each turn (costUnreliablePause). The other
+// goals (at most 1.02× the full history at every turn, 0.7× at 100 turns,
+// 0.45× at 200) are not met: docs/numbers.md has the figures. With
+// CHATGEN_NUMBERS=1 it plays every profile and prints the tables.
+func TestConversationCost(t *testing.T) {
+	switch {
+	case testing.Short():
+		t.Skip("the cost benchmark plays 200-turn conversations over loopback HTTP")
+	case raceEnabled:
+		// Its figures do not depend on it, and its code paths (the real
+		// clients, llmtest's servers, the service) are raced by
+		// TestLongConversationThroughAnthropic and runtime/ai's tests.
+		t.Skip("the cost benchmark takes minutes under the race detector")
+	}
+	profiles := costProfiles(t, "sonnet-4.5", "haiku-4.5")
+	all := os.Getenv("CHATGEN_NUMBERS") != ""
+	if all {
+		profiles = costProfiles(t)
+	}
+	res := playCosts(t, profiles)
+	var b strings.Builder
+	costTable(&b, profiles, res)
+	if all {
+		fmt.Print(b.String())
+	} else {
+		t.Log(b.String())
+	}
+	for k, r := range res.marked {
+		if u, ok := res.unmarked[k]; ok && r.at(convTurns) > u.at(convTurns)*1.0001 {
+			report := t.Errorf
+			if k.pause == costUnreliablePause {
+				report = t.Logf // see docs/numbers.md
+			}
+			report("%v: billed $%.4f with the runtime's breakpoints, $%.4f without", k, r.at(convTurns), u.at(convTurns))
+		}
+		full := res.marked[costKey{k.profile, k.pause, "full-history"}]
+		switch k.memory {
+		case "full-history":
+			if r.answered != convFacts {
+				t.Errorf("%v: answered %d of %d late questions", k, r.answered, convFacts)
+			}
+		case costRecommended:
+			if r.answered != convFacts {
+				t.Errorf("%v: answered %d of %d late questions", k, r.answered, convFacts)
+			}
+			if k.profile == "sonnet-4.5" || k.profile == "haiku-4.5" {
+				if got := r.at(convTurns) / full.at(convTurns); got >= 1 {
+					t.Errorf("%v: billed %.2f× the full history over %d turns", k, got, convTurns)
+				}
+			}
+		}
+	}
+}
+
+// costUnreliablePause is the pause pattern under which a prompt-cache
+// breakpoint may not pay: a gap of 0 to 15 minutes before every turn, so
+// that a quarter of the turns come within the cache's 5 minutes.
+const costUnreliablePause = "random0-15min"
