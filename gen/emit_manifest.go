@@ -6,7 +6,7 @@ import (
 	"github.com/dave/jennifer/jen"
 )
 
-// manifestFunc writes the function returning the package's chat.Manifest,
+// manifestFunc writes the function returning the package's chatimpl.Manifest,
 // which Register hands to Package.Describe. It is data only: the runtime
 // merges it and runtime/ws turns it into JavaScript and TypeScript.
 func (e *emitter) manifestFunc() {
@@ -25,7 +25,7 @@ func (e *emitter) manifestFunc() {
 			for _, p := range r.params {
 				params = append(params, jen.Values(inline("Name", jen.Lit(p.name)), inline("Schema", rawLit(p.schema))))
 			}
-			fields = append(fields, field("Params", jen.Index().Qual(chatPkg, "ParamInfo").Values(lines(params)...)))
+			fields = append(fields, field("Params", jen.Index().Qual(implPkg, "ParamInfo").Values(lines(params)...)))
 		}
 		if len(r.events) > 0 {
 			fields = append(fields, field("Events", eventInfos(r.events)))
@@ -36,7 +36,7 @@ func (e *emitter) manifestFunc() {
 		}
 		routes = append(routes, jen.Values(append(fields, jen.Line())...))
 	}
-	fields := []jen.Code{field("Routes", jen.Index().Qual(chatPkg, "RouteInfo").Values(lines(routes)...))}
+	fields := []jen.Code{field("Routes", jen.Index().Qual(implPkg, "RouteInfo").Values(lines(routes)...))}
 	if len(mm.events) > 0 {
 		fields = append(fields, field("Events", eventInfos(mm.events)))
 	}
@@ -45,11 +45,11 @@ func (e *emitter) manifestFunc() {
 		for _, d := range mm.types {
 			defs = append(defs, jen.Values(inline("Name", jen.Lit(d.name)), inline("Schema", rawLit(d.schema))))
 		}
-		fields = append(fields, field("Types", jen.Index().Qual(chatPkg, "TypeInfo").Values(lines(defs)...)))
+		fields = append(fields, field("Types", jen.Index().Qual(implPkg, "TypeInfo").Values(lines(defs)...)))
 	}
-	e.docFor(e.manifestFn, fmt.Sprintf("%s describes the routes of this package to clients: the request data each route takes and the events it sends, with their JSON Schemas. Register hands it to chat.Package.Describe; runtime/ws serves it to browsers as a typed module.", e.manifestFn))
-	e.f.Func().Id(e.manifestFn).Params().Op("*").Qual(chatPkg, "Manifest").Block(
-		jen.Return(jen.Op("&").Qual(chatPkg, "Manifest").Values(append(fields, jen.Line())...)),
+	e.docFor(e.manifestFn, fmt.Sprintf("%s describes the routes of this package to clients: the request data each route takes and the events it sends, with their JSON Schemas. Register hands it to chatimpl.Package.Describe; runtime/ws serves it to browsers as a typed module.", e.manifestFn))
+	e.f.Func().Id(e.manifestFn).Params().Op("*").Qual(implPkg, "Manifest").Block(
+		jen.Return(jen.Op("&").Qual(implPkg, "Manifest").Values(append(fields, jen.Line())...)),
 	)
 	e.f.Line()
 }
@@ -59,7 +59,7 @@ func eventInfos(evs []manifestEvent) jen.Code {
 	for _, ev := range evs {
 		out = append(out, jen.Values(inline("Type", jen.Lit(ev.typ)), inline("Schema", rawLit(ev.schema))))
 	}
-	return jen.Index().Qual(chatPkg, "EventInfo").Values(lines(out)...)
+	return jen.Index().Qual(implPkg, "EventInfo").Values(lines(out)...)
 }
 
 // lines puts each element of a composite literal on a line of its own.

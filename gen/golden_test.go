@@ -359,7 +359,7 @@ func TestDeterministicAcrossParseOrder(t *testing.T) {
 // GeneratedCodeVersion.
 func TestGoldenOutputsNameTheirVersion(t *testing.T) {
 	sentence := regexp.MustCompile(`supports generated code version (\d+)\.`)
-	constant := regexp.MustCompile(`chat\.SupportPackageIsVersion(\d+)\b`)
+	constant := regexp.MustCompile(`chatimpl\.SupportPackageIsVersion(\d+)\b`)
 	want := strconv.Itoa(GeneratedCodeVersion)
 	for _, c := range readGoldenCases(t) {
 		out, ok := c.want("want/" + outputName)

@@ -9,13 +9,14 @@ import (
 
 	"github.com/chatscopes/chatgen/runtime/ai"
 	"github.com/chatscopes/chatgen/runtime/chat"
+	"github.com/chatscopes/chatgen/runtime/chatimpl"
 	"github.com/chatscopes/chatgen/runtime/markdown"
 )
 
-// This file needs a chatgen runtime that supports generated code version 4.
+// This file needs a chatgen runtime that supports generated code version 5.
 // A compiler error on the constant below means the file and the runtime do
 // not match: re-run go generate with a chatgen that matches the runtime.
-const _ = chat.SupportPackageIsVersion4
+const _ = chatimpl.SupportPackageIsVersion5
 
 const chatPackagePath = "github.com/chatscopes/chatgen/examples/weaponbuilder"
 
@@ -71,8 +72,8 @@ const (
 // Register returns the chat registration of package main: its routes, error
 // handlers and the providers of its scoped beans. Pass it to chat.NewRouter,
 // or to chat.WithPackages to use the beans without a router.
-func Register(deps Deps) *chat.Package {
-	p := chat.NewPackage(chatPackagePath)
+func Register(deps Deps) *chatimpl.Package {
+	p := chatimpl.NewPackage(chatPackagePath)
 	ai.Register(p, chatBeanArmorBuilder, ai.ServiceSpec{
 		Config:  deps.ArmorBuilder,
 		Methods: []*ai.Method{&chatMethodArmorBuilderChat},
@@ -97,31 +98,32 @@ func Register(deps Deps) *chat.Package {
 	}, func(svc *ai.Service) WeaponBuilder {
 		return &chatAIWeaponBuilder{svc: svc}
 	})
-	p.AddRoute(chat.RouteSpec{Name: RouteArmor, Handle: chatRouteArmor})
-	p.AddRoute(chat.RouteSpec{Name: RouteEnchant, Handle: chatRouteEnchant})
-	p.AddRoute(chat.RouteSpec{Name: RouteMenu, Default: true, Handle: chatRouteMenu})
-	p.AddRoute(chat.RouteSpec{Name: RouteWeapon, Handle: chatRouteWeapon})
+	p.AddRoute(chatimpl.RouteSpec{Name: RouteArmor, Handle: chatRouteArmor})
+	p.AddRoute(chatimpl.RouteSpec{Name: RouteEnchant, Handle: chatRouteEnchant})
+	p.AddRoute(chatimpl.RouteSpec{Name: RouteMenu, Default: true, Handle: chatRouteMenu})
+	p.AddRoute(chatimpl.RouteSpec{Name: RouteWeapon, Handle: chatRouteWeapon})
 	p.Describe(chatManifest())
-	chat.Provide(p, chatBeanAnvil, func(context.Context) (*Anvil, error) {
+	chatimpl.Provide(p, chatBeanAnvil, func(context.Context) (*Anvil, error) {
 		return NewAnvil(deps.Armory), nil
 	})
-	chat.Provide(p, chatBeanCounter, func(context.Context) (*Counter, error) {
+	chatimpl.Provide(p, chatBeanCounter, func(context.Context) (*Counter, error) {
 		return NewCounter(deps.Armory), nil
 	})
-	chat.Provide(p, chatBeanWorkbench, func(context.Context) (*Workbench, error) {
+	chatimpl.Provide(p, chatBeanWorkbench, func(context.Context) (*Workbench, error) {
 		return NewWorkbench(deps.Armory), nil
 	})
 	// Durable beans are provided even without dependencies: the router
 	// where a resumed conversation ends restores them from their saved
 	// state, to close them.
-	chat.Provide(p, chatBeanRunes, func(context.Context) (*Runes, error) {
+	chatimpl.Provide(p, chatBeanRunes, func(context.Context) (*Runes, error) {
 		return new(Runes), nil
 	})
 	return p
 }
 
-func chatRouteArmor(ctx context.Context, req *chat.RouteRequest) error {
-	armorBuilder, err := chat.Lookup(ctx, chatBeanArmorBuilder)
+func chatRouteArmor(ctx context.Context) error {
+	req := chat.Request(ctx)
+	armorBuilder, err := chatBeanArmorBuilder.Lookup(ctx)
 	if err != nil {
 		return err
 	}
@@ -132,8 +134,9 @@ func chatRouteArmor(ctx context.Context, req *chat.RouteRequest) error {
 	return res.SendText(ctx, markdown.Message)
 }
 
-func chatRouteEnchant(ctx context.Context, req *chat.RouteRequest) error {
-	enchanter, err := chat.Lookup(ctx, chatBeanEnchanter)
+func chatRouteEnchant(ctx context.Context) error {
+	req := chat.Request(ctx)
+	enchanter, err := chatBeanEnchanter.Lookup(ctx)
 	if err != nil {
 		return err
 	}
@@ -144,8 +147,9 @@ func chatRouteEnchant(ctx context.Context, req *chat.RouteRequest) error {
 	return res.SendText(ctx, markdown.Message)
 }
 
-func chatRouteMenu(ctx context.Context, req *chat.RouteRequest) error {
-	mainMenu, err := chat.Lookup(ctx, chatBeanMainMenu)
+func chatRouteMenu(ctx context.Context) error {
+	req := chat.Request(ctx)
+	mainMenu, err := chatBeanMainMenu.Lookup(ctx)
 	if err != nil {
 		return err
 	}
@@ -153,8 +157,9 @@ func chatRouteMenu(ctx context.Context, req *chat.RouteRequest) error {
 	return markdown.SendStreamWithErrors(ctx, res)
 }
 
-func chatRouteWeapon(ctx context.Context, req *chat.RouteRequest) error {
-	weaponBuilder, err := chat.Lookup(ctx, chatBeanWeaponBuilder)
+func chatRouteWeapon(ctx context.Context) error {
+	req := chat.Request(ctx)
+	weaponBuilder, err := chatBeanWeaponBuilder.Lookup(ctx)
 	if err != nil {
 		return err
 	}
@@ -165,25 +170,25 @@ func chatRouteWeapon(ctx context.Context, req *chat.RouteRequest) error {
 	return res.SendText(ctx, markdown.Message)
 }
 
-func chatManifest() *chat.Manifest {
-	return &chat.Manifest{
-		Routes: []chat.RouteInfo{
+func chatManifest() *chatimpl.Manifest {
+	return &chatimpl.Manifest{
+		Routes: []chatimpl.RouteInfo{
 			{
 				Name: "armor",
-				Params: []chat.ParamInfo{
+				Params: []chatimpl.ParamInfo{
 					{Name: "userMessage", Schema: `{"type":"string"}`},
 				},
-				Events: []chat.EventInfo{
+				Events: []chatimpl.EventInfo{
 					{Type: "Message", Schema: `{"type":"string"}`},
 					{Type: "armor", Schema: `{"$ref":"#/$defs/Armor"}`},
 				},
 			},
 			{
 				Name: "enchant",
-				Params: []chat.ParamInfo{
+				Params: []chatimpl.ParamInfo{
 					{Name: "userMessage", Schema: `{"type":"string"}`},
 				},
-				Events: []chat.EventInfo{
+				Events: []chatimpl.EventInfo{
 					{Type: "Message", Schema: `{"type":"string"}`},
 					{Type: "Object", Schema: `{"$ref":"#/$defs/Enchantment"}`},
 				},
@@ -191,10 +196,10 @@ func chatManifest() *chat.Manifest {
 			{
 				Name:      "menu",
 				Streaming: true,
-				Params: []chat.ParamInfo{
+				Params: []chatimpl.ParamInfo{
 					{Name: "userMessage", Schema: `{"type":"string"}`},
 				},
-				Events: []chat.EventInfo{
+				Events: []chatimpl.EventInfo{
 					{Type: "Confirm", Schema: `{"type":"object","properties":{"id":{"type":"string"},"tool":{"type":"string"},"arguments":{},"callId":{"type":"string"}},"required":["id","tool","arguments","callId"]}`},
 					{Type: "Stream", Schema: `{"type":"string"}`},
 					{Type: "inventory", Schema: `{"$ref":"#/$defs/Inventory"}`},
@@ -202,22 +207,22 @@ func chatManifest() *chat.Manifest {
 			},
 			{
 				Name: "weapon",
-				Params: []chat.ParamInfo{
+				Params: []chatimpl.ParamInfo{
 					{Name: "userMessage", Schema: `{"type":"string"}`},
 				},
-				Events: []chat.EventInfo{
+				Events: []chatimpl.EventInfo{
 					{Type: "Message", Schema: `{"type":"string"}`},
 					{Type: "weapon", Schema: `{"$ref":"#/$defs/Weapon"}`},
 				},
 			},
 		},
-		Events: []chat.EventInfo{
+		Events: []chatimpl.EventInfo{
 			{Type: "weapon", Schema: `{"$ref":"#/$defs/Weapon"}`},
 			{Type: "armor", Schema: `{"$ref":"#/$defs/Armor"}`},
 			{Type: "conversation", Schema: `{"$ref":"#/$defs/Conversation"}`},
 			{Type: "inventory", Schema: `{"$ref":"#/$defs/Inventory"}`},
 		},
-		Types: []chat.TypeInfo{
+		Types: []chatimpl.TypeInfo{
 			{Name: "Armor", Schema: `{"type":"object","properties":{"piece":{"type":"string"},"material":{"type":"string"},"saved":{"type":"boolean"}},"required":["piece","material","saved"],"description":"Armor is a piece of armour."}`},
 			{Name: "Conversation", Schema: `{"type":"object","properties":{"name":{"type":"string"},"depth":{"type":"integer"}},"required":["name","depth"],"description":"Conversation tells the page which conversation the user is in."}`},
 			{Name: "Element", Schema: `{"type":"string","enum":["fire","frost","lightning",""],"description":"Element is the element of an enchantment."}`},
@@ -255,7 +260,7 @@ type WorkbenchProxy struct{}
 
 // SetKind calls SetKind on the Workbench of the chat scope in ctx.
 func (WorkbenchProxy) SetKind(ctx context.Context, kind Kind) (Weapon, error) {
-	workbench, err := chat.Lookup(ctx, chatBeanWorkbench)
+	workbench, err := chatBeanWorkbench.Lookup(ctx)
 	if err != nil {
 		return Weapon{}, err
 	}
@@ -264,7 +269,7 @@ func (WorkbenchProxy) SetKind(ctx context.Context, kind Kind) (Weapon, error) {
 
 // SetName calls SetName on the Workbench of the chat scope in ctx.
 func (WorkbenchProxy) SetName(ctx context.Context, name string) (Weapon, error) {
-	workbench, err := chat.Lookup(ctx, chatBeanWorkbench)
+	workbench, err := chatBeanWorkbench.Lookup(ctx)
 	if err != nil {
 		return Weapon{}, err
 	}
@@ -273,7 +278,7 @@ func (WorkbenchProxy) SetName(ctx context.Context, name string) (Weapon, error) 
 
 // SetDamage calls SetDamage on the Workbench of the chat scope in ctx.
 func (WorkbenchProxy) SetDamage(ctx context.Context, damage int) (Weapon, error) {
-	workbench, err := chat.Lookup(ctx, chatBeanWorkbench)
+	workbench, err := chatBeanWorkbench.Lookup(ctx)
 	if err != nil {
 		return Weapon{}, err
 	}
@@ -282,12 +287,12 @@ func (WorkbenchProxy) SetDamage(ctx context.Context, damage int) (Weapon, error)
 
 // ShowWeapon calls ShowWeapon on the Workbench of the chat scope in ctx.
 func (WorkbenchProxy) ShowWeapon(ctx context.Context) Weapon {
-	return chat.MustLookup(ctx, chatBeanWorkbench).ShowWeapon()
+	return chatBeanWorkbench.MustLookup(ctx).ShowWeapon()
 }
 
 // Enchant calls Enchant on the Workbench of the chat scope in ctx.
 func (WorkbenchProxy) Enchant(ctx context.Context) error {
-	workbench, err := chat.Lookup(ctx, chatBeanWorkbench)
+	workbench, err := chatBeanWorkbench.Lookup(ctx)
 	if err != nil {
 		return err
 	}
@@ -297,12 +302,12 @@ func (WorkbenchProxy) Enchant(ctx context.Context) error {
 // ApplyEnchantment calls ApplyEnchantment on the Workbench of the chat scope
 // in ctx.
 func (WorkbenchProxy) ApplyEnchantment(ctx context.Context, e Enchantment) Weapon {
-	return chat.MustLookup(ctx, chatBeanWorkbench).ApplyEnchantment(e)
+	return chatBeanWorkbench.MustLookup(ctx).ApplyEnchantment(e)
 }
 
 // Finish calls Finish on the Workbench of the chat scope in ctx.
 func (WorkbenchProxy) Finish(ctx context.Context) (string, error) {
-	workbench, err := chat.Lookup(ctx, chatBeanWorkbench)
+	workbench, err := chatBeanWorkbench.Lookup(ctx)
 	if err != nil {
 		return "", err
 	}
@@ -311,7 +316,7 @@ func (WorkbenchProxy) Finish(ctx context.Context) (string, error) {
 
 // Cancel calls Cancel on the Workbench of the chat scope in ctx.
 func (WorkbenchProxy) Cancel(ctx context.Context) (string, error) {
-	workbench, err := chat.Lookup(ctx, chatBeanWorkbench)
+	workbench, err := chatBeanWorkbench.Lookup(ctx)
 	if err != nil {
 		return "", err
 	}

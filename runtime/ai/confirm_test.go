@@ -11,6 +11,7 @@ import (
 
 	"github.com/chatscopes/chatgen/runtime/ai"
 	"github.com/chatscopes/chatgen/runtime/chat"
+	"github.com/chatscopes/chatgen/runtime/chatimpl"
 	"github.com/chatscopes/chatgen/runtime/chatstore/chatstoretest"
 	"github.com/chatscopes/chatgen/runtime/llmtest"
 	"github.com/chatscopes/chatgen/runtime/memory"
@@ -88,8 +89,9 @@ func newConfirmApp(t *testing.T, cs *chat.InMemoryConversationStore, hook bool) 
 			return "dropped " + v.Item, nil
 		},
 	}}}
-	p := chat.NewPackage("example.com/app")
-	p.AddRoute(chat.RouteSpec{Name: "menu", Default: true, Handle: func(ctx context.Context, req *chat.RouteRequest) error {
+	p := chatimpl.NewPackage("example.com/app")
+	p.AddRoute(chatimpl.RouteSpec{Name: "menu", Default: true, Handle: func(ctx context.Context) error {
+		req := chat.Request(ctx)
 		r, err := svc.Chat(ctx, &ai.Request{Method: method, User: req.UserMessage()})
 		if err != nil {
 			return err
@@ -310,8 +312,9 @@ func TestConfirmSeveralCallsOfOneReply(t *testing.T) {
 		{Definition: tool("drop", "drops", `{"type":"object"}`), Confirm: true, Invoke: invoke("drop")},
 		{Definition: tool("look", "looks", `{"type":"object"}`), Invoke: invoke("look")},
 	}}
-	p := chat.NewPackage("example.com/app")
-	p.AddRoute(chat.RouteSpec{Name: "menu", Default: true, Handle: func(ctx context.Context, req *chat.RouteRequest) error {
+	p := chatimpl.NewPackage("example.com/app")
+	p.AddRoute(chatimpl.RouteSpec{Name: "menu", Default: true, Handle: func(ctx context.Context) error {
+		req := chat.Request(ctx)
 		r, err := svc.Chat(ctx, &ai.Request{Method: method, User: req.UserMessage()})
 		if err != nil {
 			return err

@@ -17,7 +17,7 @@ import (
 // whose methods all use invocation memories (which never outlive a
 // request) pass, as do memory providers other than a *memory.Manager,
 // which the application answers for. [Register] registers it with
-// [chat.Package.AddStoreCheck].
+// [chatimpl.Package.AddStoreCheck].
 func (s *Service) CheckStore(store chatstore.ConversationStore) error {
 	if store == nil || !s.keepsChatMemory() || s.memoryKeptInStore() {
 		return nil

@@ -21,6 +21,7 @@ import (
 
 	"github.com/chatscopes/chatgen/runtime/ai"
 	"github.com/chatscopes/chatgen/runtime/chat"
+	"github.com/chatscopes/chatgen/runtime/chatimpl"
 	"github.com/chatscopes/chatgen/runtime/chatstore/chatstoretest"
 	"github.com/chatscopes/chatgen/runtime/llmtest"
 	"github.com/chatscopes/chatgen/runtime/memory"
@@ -443,8 +444,9 @@ func TestKnowledgeSessionsReleaseRetrievers(t *testing.T) {
 	top := ai.NewService(svcName, ai.Config{Model: llm, Logger: (&logBuffer{}).logger(), Knowledge: &ai.Knowledge{ForScope: topScopes.forScope, MaxPassages: 1}})
 	nested := ai.NewService("example.com/app.Lore", ai.Config{Model: llm, Logger: (&logBuffer{}).logger(), Knowledge: &ai.Knowledge{ForScope: loreScopes.forScope, Mode: ai.RetrievalAgentic, MaxPassages: 1}})
 	method := &ai.Method{Name: "Ask", Kind: chat.KindChat, System: "You are terse."}
-	p := chat.NewPackage("example.com/app")
-	p.AddRoute(chat.RouteSpec{Name: "menu", Default: true, Handle: func(ctx context.Context, req *chat.RouteRequest) error {
+	p := chatimpl.NewPackage("example.com/app")
+	p.AddRoute(chatimpl.RouteSpec{Name: "menu", Default: true, Handle: func(ctx context.Context) error {
+		req := chat.Request(ctx)
 		if req.UserMessage() == "lore" {
 			return chat.PushRoute(ctx, "lore")
 		}
@@ -454,7 +456,8 @@ func TestKnowledgeSessionsReleaseRetrievers(t *testing.T) {
 		}
 		return chat.Response(ctx).Message(r.Content)
 	}})
-	p.AddRoute(chat.RouteSpec{Name: "lore", Handle: func(ctx context.Context, req *chat.RouteRequest) error {
+	p.AddRoute(chatimpl.RouteSpec{Name: "lore", Handle: func(ctx context.Context) error {
+		req := chat.Request(ctx)
 		r, err := nested.Chat(ctx, &ai.Request{Method: method, User: req.UserMessage()})
 		if err != nil {
 			return err
@@ -671,8 +674,9 @@ func TestKnowledgePerScopeDurable(t *testing.T) {
 			Knowledge: &ai.Knowledge{ForScope: sc.forScope, MaxPassages: 1},
 		})
 		method := &ai.Method{Name: "Ask", Kind: chat.KindChat, System: "You are terse."}
-		p := chat.NewPackage("example.com/app")
-		p.AddRoute(chat.RouteSpec{Name: "menu", Default: true, Handle: func(ctx context.Context, req *chat.RouteRequest) error {
+		p := chatimpl.NewPackage("example.com/app")
+		p.AddRoute(chatimpl.RouteSpec{Name: "menu", Default: true, Handle: func(ctx context.Context) error {
+			req := chat.Request(ctx)
 			r, err := svc.Chat(ctx, &ai.Request{Method: method, User: req.UserMessage()})
 			if err != nil {
 				return err

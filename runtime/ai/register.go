@@ -5,6 +5,7 @@ import (
 	"slices"
 
 	"github.com/chatscopes/chatgen/runtime/chat"
+	"github.com/chatscopes/chatgen/runtime/chatimpl"
 )
 
 // ServiceSpec is what generated code knows of one //chat:ai interface:
@@ -26,10 +27,10 @@ type ServiceSpec struct {
 // of T. Generated code calls it, once per AI service, in Register; the
 // checks a service needs are the runtime's business, so adding one needs
 // no regenerate.
-func Register[T any](p *chat.Package, bean *chat.Bean[T], spec ServiceSpec, impl func(*Service) T) {
+func Register[T any](p *chatimpl.Package, bean *chat.Bean[T], spec ServiceSpec, impl func(*Service) T) {
 	s := NewService(bean.Name(), spec.Config)
 	s.methods = slices.Clip(slices.Clone(spec.Methods))
 	p.AddCheck(s.Check)
 	p.AddStoreCheck(s.CheckStore)
-	chat.Provide(p, bean, func(context.Context) (T, error) { return impl(s), nil })
+	chatimpl.Provide(p, bean, func(context.Context) (T, error) { return impl(s), nil })
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/chatscopes/chatgen/runtime/ai"
 	"github.com/chatscopes/chatgen/runtime/chat"
+	"github.com/chatscopes/chatgen/runtime/chatimpl"
 	"github.com/chatscopes/chatgen/runtime/llmtest"
 )
 
@@ -24,7 +25,8 @@ func TestResultSend(t *testing.T) {
 
 	// The routes play generated methods returning ai.Result[string] and
 	// ai.Result[Weapon].
-	text := chat.RouteSpec{Name: "text", Default: true, Handle: func(ctx context.Context, req *chat.RouteRequest) error {
+	text := chatimpl.RouteSpec{Name: "text", Default: true, Handle: func(ctx context.Context) error {
+		req := chat.Request(ctx)
 		if req.UserMessage() == "manual" {
 			return ai.NewResult("", &ai.Reply{Executions: []ai.ToolExecution{
 				{Name: "note"}, {Name: "weather", Result: Forecast{City: "Oslo"}}, {Name: "boom", Err: errBoom},
@@ -36,7 +38,8 @@ func TestResultSend(t *testing.T) {
 		}
 		return ai.NewResult(reply.Content, reply).Send(ctx)
 	}}
-	structured := chat.RouteSpec{Name: "structured", Handle: func(ctx context.Context, req *chat.RouteRequest) error {
+	structured := chatimpl.RouteSpec{Name: "structured", Handle: func(ctx context.Context) error {
+		req := chat.Request(ctx)
 		r := f.weaponReq(req.UserMessage())
 		r.Method.Tools = f.tools
 		w, reply, err := ai.Structured[Weapon](ctx, f.svc, r)

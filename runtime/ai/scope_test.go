@@ -10,6 +10,7 @@ import (
 
 	"github.com/chatscopes/chatgen/runtime/ai"
 	"github.com/chatscopes/chatgen/runtime/chat"
+	"github.com/chatscopes/chatgen/runtime/chatimpl"
 	"github.com/chatscopes/chatgen/runtime/llmtest"
 )
 
@@ -174,9 +175,9 @@ type routeEnv struct {
 	router *chat.Router
 }
 
-func newRouteEnv(t *testing.T, f *fixture, routes ...chat.RouteSpec) *routeEnv {
+func newRouteEnv(t *testing.T, f *fixture, routes ...chatimpl.RouteSpec) *routeEnv {
 	t.Helper()
-	p := chat.NewPackage("example.com/app")
+	p := chatimpl.NewPackage("example.com/app")
 	for _, r := range routes {
 		p.AddRoute(r)
 	}
@@ -219,8 +220,9 @@ func TestScheduledWipesThroughRouter(t *testing.T) {
 		}
 		return chat.SendValue(ctx, r.Content)
 	}
-	route := func(name string, def bool) chat.RouteSpec {
-		return chat.RouteSpec{Name: name, Default: def, Handle: func(ctx context.Context, req *chat.RouteRequest) error {
+	route := func(name string, def bool) chatimpl.RouteSpec {
+		return chatimpl.RouteSpec{Name: name, Default: def, Handle: func(ctx context.Context) error {
+			req := chat.Request(ctx)
 			return talk(ctx, name, req.UserMessage())
 		}}
 	}

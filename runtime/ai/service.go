@@ -193,7 +193,7 @@ func NewService(name string, cfg Config) *Service {
 // [Service.AddMethods] (or of another source's), an error matching
 // [ErrToolClash] that names both; for a nil tool source, an error matching
 // [ErrNilToolSource]. [Register] registers it with the
-// package (chat.Package.AddCheck), so a router built with such a service
+// package (chatimpl.Package.AddCheck), so a router built with such a service
 // fails at chat.NewRouter rather than on its first request.
 func (s *Service) Check() error {
 	if s.model == nil {

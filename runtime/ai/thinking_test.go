@@ -10,6 +10,7 @@ import (
 
 	"github.com/chatscopes/chatgen/runtime/ai"
 	"github.com/chatscopes/chatgen/runtime/chat"
+	"github.com/chatscopes/chatgen/runtime/chatimpl"
 	"github.com/chatscopes/chatgen/runtime/llmtest"
 )
 
@@ -18,7 +19,8 @@ import (
 // it sends.
 func thinkingSession(t *testing.T, f *fixture, stream bool) (chat.Session, func() []string) {
 	t.Helper()
-	e := newRouteEnv(t, f, chat.RouteSpec{Name: "ask", Handle: func(ctx context.Context, req *chat.RouteRequest) error {
+	e := newRouteEnv(t, f, chatimpl.RouteSpec{Name: "ask", Handle: func(ctx context.Context) error {
+		req := chat.Request(ctx)
 		if stream {
 			return chat.SendStreamWithErrors(ctx, f.svc.Stream(ctx, f.req(req.UserMessage())))
 		}

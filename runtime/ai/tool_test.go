@@ -33,7 +33,7 @@ func TestBeanTool(t *testing.T) {
 	if err != nil || res != "set helm" {
 		t.Fatalf("%v, %v", res, err)
 	}
-	a := must[*anvil](t)(chat.Lookup(ctx, bean))
+	a := must[*anvil](t)(bean.Lookup(ctx))
 	if a.piece != "helm" {
 		t.Fatalf("the tool ran on another instance: %+v", a)
 	}

@@ -247,6 +247,6 @@ func lookupBean[B any](ctx context.Context, bean *chat.Bean[B]) (context.Context
 	if bean.Kind() == chat.KindInvocation {
 		ctx, end = chat.BeginInvocation(ctx)
 	}
-	b, err := chat.Lookup(ctx, bean)
+	b, err := bean.Lookup(ctx)
 	return ctx, b, end, err
 }

@@ -6,6 +6,7 @@ import (
 
 	"github.com/chatscopes/chatgen/runtime/ai"
 	"github.com/chatscopes/chatgen/runtime/chat"
+	"github.com/chatscopes/chatgen/runtime/chatimpl"
 	"github.com/chatscopes/chatgen/runtime/chatstore/chatstoretest"
 	"github.com/chatscopes/chatgen/runtime/llmtest"
 	"github.com/chatscopes/chatgen/runtime/mcptools"
@@ -42,8 +43,9 @@ func TestPerScopeSessionLeavesWithItsScope(t *testing.T) {
 	})
 	svc.AddMethods(&ask)
 	router := func(node string) *chat.Router {
-		p := chat.NewPackage("example.com/lore")
-		p.AddRoute(chat.RouteSpec{Name: "ask", Default: true, Handle: func(ctx context.Context, req *chat.RouteRequest) error {
+		p := chatimpl.NewPackage("example.com/lore")
+		p.AddRoute(chatimpl.RouteSpec{Name: "ask", Default: true, Handle: func(ctx context.Context) error {
+			req := chat.Request(ctx)
 			reply, err := svc.Chat(ctx, &ai.Request{Method: &ask, User: req.UserMessage()})
 			if err != nil {
 				return err

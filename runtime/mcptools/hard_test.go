@@ -21,6 +21,7 @@ import (
 
 	"github.com/chatscopes/chatgen/runtime/ai"
 	"github.com/chatscopes/chatgen/runtime/chat"
+	"github.com/chatscopes/chatgen/runtime/chatimpl"
 	"github.com/chatscopes/chatgen/runtime/llmtest"
 	"github.com/chatscopes/chatgen/runtime/mcptools"
 )
@@ -360,7 +361,7 @@ func TestClashBetweenSources(t *testing.T) {
 		svc.AddMethods(&ask)
 		return svc
 	}
-	pkg := chat.NewPackage("example.com/lore")
+	pkg := chatimpl.NewPackage("example.com/lore")
 	pkg.AddCheck(newService(lore, sagas).Check)
 	_, err := chat.NewRouter(nil, pkg)
 	if !errors.Is(err, ai.ErrToolClash) || !strings.Contains(err.Error(), `tool "legend" of MCP server "sagas" clashes with tool "legend" of MCP server "lore"`) {

@@ -18,6 +18,7 @@ import (
 
 	"github.com/chatscopes/chatgen/runtime/ai"
 	"github.com/chatscopes/chatgen/runtime/chat"
+	"github.com/chatscopes/chatgen/runtime/chatimpl"
 	"github.com/chatscopes/chatgen/runtime/llmtest"
 	"github.com/chatscopes/chatgen/runtime/mcptools"
 )
@@ -392,7 +393,7 @@ func TestClash(t *testing.T) {
 	legend := ai.Method{Name: "Tell", Tools: []ai.Tool{{Name: "legend"}}}
 	svc := ai.NewService("example.com/lore.Bard", ai.Config{Model: llmtest.NewModel(nil, nil), ToolSources: []ai.ToolSource{src}})
 	svc.AddMethods(&legend)
-	pkg := chat.NewPackage("example.com/lore")
+	pkg := chatimpl.NewPackage("example.com/lore")
 	pkg.AddCheck(svc.Check)
 	_, err := chat.NewRouter(nil, pkg)
 	if !errors.Is(err, ai.ErrToolClash) || !strings.Contains(err.Error(), `tool "legend" of MCP server "lore" clashes with the generated tool "legend" of method Tell`) {

@@ -21,6 +21,7 @@ import (
 
 	"github.com/chatscopes/chatgen/runtime/ai"
 	"github.com/chatscopes/chatgen/runtime/chat"
+	"github.com/chatscopes/chatgen/runtime/chatimpl"
 	"github.com/chatscopes/chatgen/runtime/llmtest"
 	"github.com/chatscopes/chatgen/runtime/otelchat"
 )
@@ -144,8 +145,9 @@ func calculator(t *testing.T, s *sdk, script llmtest.Script, cfg ai.Config) (*ch
 	cfg.Telemetry.TracerProvider, cfg.Telemetry.MeterProvider = s.tp, s.mp
 	cfg.Telemetry.ModelName = llmtest.DefaultModelName
 	svc := ai.NewService("example.com/calc.Calculator", cfg)
-	p := chat.NewPackage("example.com/calc")
-	p.AddRoute(chat.RouteSpec{Name: "calc", Handle: func(ctx context.Context, req *chat.RouteRequest) error {
+	p := chatimpl.NewPackage("example.com/calc")
+	p.AddRoute(chatimpl.RouteSpec{Name: "calc", Handle: func(ctx context.Context) error {
+		req := chat.Request(ctx)
 		r, err := svc.Chat(ctx, &ai.Request{Method: &askMethod, User: req.UserMessage()})
 		if err != nil {
 			return err
@@ -357,8 +359,9 @@ func TestTraceKeepsErrorTextsOut(t *testing.T) {
 			}
 			svc := ai.NewService("example.com/shop.Finder", ai.Config{Model: llm, Logger: slog.New(slog.DiscardHandler),
 				Telemetry: ai.Telemetry{TracerProvider: s.tp, MeterProvider: s.mp, RecordContent: content}})
-			p := chat.NewPackage("example.com/shop")
-			p.AddRoute(chat.RouteSpec{Name: "find", Handle: func(ctx context.Context, req *chat.RouteRequest) error {
+			p := chatimpl.NewPackage("example.com/shop")
+			p.AddRoute(chatimpl.RouteSpec{Name: "find", Handle: func(ctx context.Context) error {
+				req := chat.Request(ctx)
 				_, err := svc.Chat(ctx, &ai.Request{Method: &method, User: req.UserMessage()})
 				return err
 			}})

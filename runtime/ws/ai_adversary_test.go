@@ -11,6 +11,7 @@ import (
 
 	"github.com/chatscopes/chatgen/runtime/ai"
 	"github.com/chatscopes/chatgen/runtime/chat"
+	"github.com/chatscopes/chatgen/runtime/chatimpl"
 	"github.com/chatscopes/chatgen/runtime/llmtest"
 	"github.com/chatscopes/chatgen/runtime/memory"
 )
@@ -49,15 +50,17 @@ func newAIRig(t *testing.T, cfg ai.Config, replies ...llmtest.Reply) *aiRig {
 		}},
 	}
 	method := &ai.Method{Name: "Ask", Kind: chat.KindChat, System: "You are terse.", Tools: tools}
-	p := chat.NewPackage("example.com/app")
-	p.AddRoute(chat.RouteSpec{Name: "smith", Handle: func(ctx context.Context, req *chat.RouteRequest) error {
+	p := chatimpl.NewPackage("example.com/app")
+	p.AddRoute(chatimpl.RouteSpec{Name: "smith", Handle: func(ctx context.Context) error {
+		req := chat.Request(ctx)
 		r, err := svc.Chat(ctx, &ai.Request{Method: method, User: req.UserMessage()})
 		if err != nil {
 			return err
 		}
 		return chat.SendValue(ctx, r.Content)
 	}})
-	p.AddRoute(chat.RouteSpec{Name: "streamsmith", Handle: func(ctx context.Context, req *chat.RouteRequest) error {
+	p.AddRoute(chatimpl.RouteSpec{Name: "streamsmith", Handle: func(ctx context.Context) error {
+		req := chat.Request(ctx)
 		return chat.SendStreamWithErrors(ctx, svc.Stream(ctx, &ai.Request{Method: method, User: req.UserMessage()}))
 	}})
 	router, err := chat.NewRouter(&chat.RouterOptions{Logger: quietLogger()}, p)

@@ -8,12 +8,13 @@ import (
 
 	"github.com/chatscopes/chatgen/runtime/ai"
 	"github.com/chatscopes/chatgen/runtime/chat"
+	"github.com/chatscopes/chatgen/runtime/chatimpl"
 )
 
-// This file needs a chatgen runtime that supports generated code version 4.
+// This file needs a chatgen runtime that supports generated code version 5.
 // A compiler error on the constant below means the file and the runtime do
 // not match: re-run go generate with a chatgen that matches the runtime.
-const _ = chat.SupportPackageIsVersion4
+const _ = chatimpl.SupportPackageIsVersion5
 
 const chatPackagePath = "github.com/chatscopes/chatgen/examples/weaponbuilder/flat"
 
@@ -36,21 +37,22 @@ const (
 // Register returns the chat registration of package flat: its routes, error
 // handlers and the providers of its scoped beans. Pass it to chat.NewRouter,
 // or to chat.WithPackages to use the beans without a router.
-func Register(deps Deps) *chat.Package {
-	p := chat.NewPackage(chatPackagePath)
+func Register(deps Deps) *chatimpl.Package {
+	p := chatimpl.NewPackage(chatPackagePath)
 	ai.Register(p, chatBeanArmorer, ai.ServiceSpec{
 		Config:  deps.Armorer,
 		Methods: []*ai.Method{&chatMethodArmorerChat},
 	}, func(svc *ai.Service) Armorer {
 		return &chatAIArmorer{svc: svc}
 	})
-	p.AddRoute(chat.RouteSpec{Name: RouteArmorer, Default: true, Handle: chatRouteArmorer})
+	p.AddRoute(chatimpl.RouteSpec{Name: RouteArmorer, Default: true, Handle: chatRouteArmorer})
 	p.Describe(chatManifest())
 	return p
 }
 
-func chatRouteArmorer(ctx context.Context, req *chat.RouteRequest) error {
-	armorer, err := chat.Lookup(ctx, chatBeanArmorer)
+func chatRouteArmorer(ctx context.Context) error {
+	req := chat.Request(ctx)
+	armorer, err := chatBeanArmorer.Lookup(ctx)
 	if err != nil {
 		return err
 	}
@@ -61,15 +63,15 @@ func chatRouteArmorer(ctx context.Context, req *chat.RouteRequest) error {
 	return chat.SendValue(ctx, res)
 }
 
-func chatManifest() *chat.Manifest {
-	return &chat.Manifest{
-		Routes: []chat.RouteInfo{
+func chatManifest() *chatimpl.Manifest {
+	return &chatimpl.Manifest{
+		Routes: []chatimpl.RouteInfo{
 			{
 				Name: "armorer",
-				Params: []chat.ParamInfo{
+				Params: []chatimpl.ParamInfo{
 					{Name: "userMessage", Schema: `{"type":"string"}`},
 				},
-				Events: []chat.EventInfo{
+				Events: []chatimpl.EventInfo{
 					{Type: "Message", Schema: `{"type":"string"}`},
 				},
 			},

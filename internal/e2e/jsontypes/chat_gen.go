@@ -9,13 +9,14 @@ import (
 
 	"github.com/chatscopes/chatgen/runtime/ai"
 	"github.com/chatscopes/chatgen/runtime/chat"
+	"github.com/chatscopes/chatgen/runtime/chatimpl"
 	"github.com/chatscopes/chatgen/runtime/markdown"
 )
 
-// This file needs a chatgen runtime that supports generated code version 4.
+// This file needs a chatgen runtime that supports generated code version 5.
 // A compiler error on the constant below means the file and the runtime do
 // not match: re-run go generate with a chatgen that matches the runtime.
-const _ = chat.SupportPackageIsVersion4
+const _ = chatimpl.SupportPackageIsVersion5
 
 const chatPackagePath = "github.com/chatscopes/chatgen/internal/e2e/jsontypes"
 
@@ -56,27 +57,28 @@ const (
 // Register returns the chat registration of package jsontypes: its routes,
 // error handlers and the providers of its scoped beans. Pass it to
 // chat.NewRouter, or to chat.WithPackages to use the beans without a router.
-func Register(deps Deps) *chat.Package {
-	p := chat.NewPackage(chatPackagePath)
+func Register(deps Deps) *chatimpl.Package {
+	p := chatimpl.NewPackage(chatPackagePath)
 	ai.Register(p, chatBeanClerk, ai.ServiceSpec{
 		Config:  deps.Clerk,
 		Methods: []*ai.Method{&chatMethodClerkAsk},
 	}, func(svc *ai.Service) Clerk {
 		return &chatAIClerk{svc: svc}
 	})
-	p.AddRoute(chat.RouteSpec{Name: RoutePut, Handle: chatRoutePut})
-	p.AddRoute(chat.RouteSpec{Name: RoutePutPtr, Handle: chatRoutePutPtr})
-	p.AddRoute(chat.RouteSpec{Name: RouteTree, Handle: chatRouteTree})
-	p.AddRoute(chat.RouteSpec{Name: RoutePages, Handle: chatRoutePages})
-	p.AddRoute(chat.RouteSpec{Name: RouteReport, Handle: chatRouteReport})
-	p.AddRoute(chat.RouteSpec{Name: RouteLines, Handle: chatRouteLines})
-	p.AddRoute(chat.RouteSpec{Name: RouteClerk, Default: true, Handle: chatRouteClerk})
+	p.AddRoute(chatimpl.RouteSpec{Name: RoutePut, Handle: chatRoutePut})
+	p.AddRoute(chatimpl.RouteSpec{Name: RoutePutPtr, Handle: chatRoutePutPtr})
+	p.AddRoute(chatimpl.RouteSpec{Name: RouteTree, Handle: chatRouteTree})
+	p.AddRoute(chatimpl.RouteSpec{Name: RoutePages, Handle: chatRoutePages})
+	p.AddRoute(chatimpl.RouteSpec{Name: RouteReport, Handle: chatRouteReport})
+	p.AddRoute(chatimpl.RouteSpec{Name: RouteLines, Handle: chatRouteLines})
+	p.AddRoute(chatimpl.RouteSpec{Name: RouteClerk, Default: true, Handle: chatRouteClerk})
 	p.Describe(chatManifest())
 	return p
 }
 
-func chatRoutePut(ctx context.Context, req *chat.RouteRequest) error {
-	store, err := chat.Lookup(ctx, chatBeanStore)
+func chatRoutePut(ctx context.Context) error {
+	req := chat.Request(ctx)
+	store, err := chatBeanStore.Lookup(ctx)
 	if err != nil {
 		return err
 	}
@@ -100,8 +102,9 @@ func chatRoutePut(ctx context.Context, req *chat.RouteRequest) error {
 	return chat.SendValue(ctx, res)
 }
 
-func chatRoutePutPtr(ctx context.Context, req *chat.RouteRequest) error {
-	store, err := chat.Lookup(ctx, chatBeanStore)
+func chatRoutePutPtr(ctx context.Context) error {
+	req := chat.Request(ctx)
+	store, err := chatBeanStore.Lookup(ctx)
 	if err != nil {
 		return err
 	}
@@ -116,8 +119,9 @@ func chatRoutePutPtr(ctx context.Context, req *chat.RouteRequest) error {
 	return chat.SendValue(ctx, res)
 }
 
-func chatRouteTree(ctx context.Context, req *chat.RouteRequest) error {
-	store, err := chat.Lookup(ctx, chatBeanStore)
+func chatRouteTree(ctx context.Context) error {
+	req := chat.Request(ctx)
+	store, err := chatBeanStore.Lookup(ctx)
 	if err != nil {
 		return err
 	}
@@ -129,8 +133,9 @@ func chatRouteTree(ctx context.Context, req *chat.RouteRequest) error {
 	return chat.SendValue(ctx, res)
 }
 
-func chatRoutePages(ctx context.Context, req *chat.RouteRequest) error {
-	store, err := chat.Lookup(ctx, chatBeanStore)
+func chatRoutePages(ctx context.Context) error {
+	req := chat.Request(ctx)
+	store, err := chatBeanStore.Lookup(ctx)
 	if err != nil {
 		return err
 	}
@@ -142,8 +147,9 @@ func chatRoutePages(ctx context.Context, req *chat.RouteRequest) error {
 	return chat.SendValue(ctx, res)
 }
 
-func chatRouteReport(ctx context.Context, req *chat.RouteRequest) error {
-	store, err := chat.Lookup(ctx, chatBeanStore)
+func chatRouteReport(ctx context.Context) error {
+	req := chat.Request(ctx)
+	store, err := chatBeanStore.Lookup(ctx)
 	if err != nil {
 		return err
 	}
@@ -158,13 +164,15 @@ func chatRouteReport(ctx context.Context, req *chat.RouteRequest) error {
 	return chat.SendValue(ctx, res)
 }
 
-func chatRouteLines(ctx context.Context, req *chat.RouteRequest) error {
+func chatRouteLines(ctx context.Context) error {
+	req := chat.Request(ctx)
 	res := Lines(req.UserMessage())
 	return markdown.SendStream(ctx, res)
 }
 
-func chatRouteClerk(ctx context.Context, req *chat.RouteRequest) error {
-	clerk, err := chat.Lookup(ctx, chatBeanClerk)
+func chatRouteClerk(ctx context.Context) error {
+	req := chat.Request(ctx)
+	clerk, err := chatBeanClerk.Lookup(ctx)
 	if err != nil {
 		return err
 	}
@@ -175,83 +183,83 @@ func chatRouteClerk(ctx context.Context, req *chat.RouteRequest) error {
 	return res.SendText(ctx, markdown.Message)
 }
 
-func chatManifest() *chat.Manifest {
-	return &chat.Manifest{
-		Routes: []chat.RouteInfo{
+func chatManifest() *chatimpl.Manifest {
+	return &chatimpl.Manifest{
+		Routes: []chatimpl.RouteInfo{
 			{
 				Name: "put",
-				Params: []chat.ParamInfo{
+				Params: []chatimpl.ParamInfo{
 					{Name: "everything", Schema: `{"$ref":"#/$defs/Everything"}`},
 					{Name: "page", Schema: `{"$ref":"#/$defs/PageItem"}`},
 					{Name: "level", Schema: `{"$ref":"#/$defs/Level"}`},
 					{Name: "prio", Schema: `{"$ref":"#/$defs/Priority"}`},
 				},
-				Events: []chat.EventInfo{
+				Events: []chatimpl.EventInfo{
 					{Type: "Object", Schema: `{"$ref":"#/$defs/Everything"}`},
 				},
 			},
 			{
 				Name: "putPtr",
-				Params: []chat.ParamInfo{
+				Params: []chatimpl.ParamInfo{
 					{Name: "everything", Schema: `{"anyOf":[{"$ref":"#/$defs/Everything"},{"type":"null"}]}`},
 				},
-				Events: []chat.EventInfo{
+				Events: []chatimpl.EventInfo{
 					{Type: "Object", Schema: `{"$ref":"#/$defs/Everything"}`},
 				},
 			},
 			{
 				Name: "tree",
-				Params: []chat.ParamInfo{
+				Params: []chatimpl.ParamInfo{
 					{Name: "tree", Schema: `{"$ref":"#/$defs/Tree"}`},
 				},
-				Events: []chat.EventInfo{
+				Events: []chatimpl.EventInfo{
 					{Type: "Object", Schema: `{"$ref":"#/$defs/Tree"}`},
 				},
 			},
 			{
 				Name: "pages",
-				Params: []chat.ParamInfo{
+				Params: []chatimpl.ParamInfo{
 					{Name: "page", Schema: `{"$ref":"#/$defs/PageTree"}`},
 				},
-				Events: []chat.EventInfo{
+				Events: []chatimpl.EventInfo{
 					{Type: "Object", Schema: `{"$ref":"#/$defs/PageTree"}`},
 				},
 			},
 			{
 				Name: "report",
-				Params: []chat.ParamInfo{
+				Params: []chatimpl.ParamInfo{
 					{Name: "report", Schema: `{"$ref":"#/$defs/Report"}`},
 				},
-				Events: []chat.EventInfo{
+				Events: []chatimpl.EventInfo{
 					{Type: "report", Schema: `{"$ref":"#/$defs/Report"}`},
 				},
 			},
 			{
 				Name:      "lines",
 				Streaming: true,
-				Params: []chat.ParamInfo{
+				Params: []chatimpl.ParamInfo{
 					{Name: "userMessage", Schema: `{"type":"string"}`},
 				},
-				Events: []chat.EventInfo{
+				Events: []chatimpl.EventInfo{
 					{Type: "Stream", Schema: `{"type":"string"}`},
 				},
 			},
 			{
 				Name: "clerk",
-				Params: []chat.ParamInfo{
+				Params: []chatimpl.ParamInfo{
 					{Name: "userMessage", Schema: `{"type":"string"}`},
 				},
-				Events: []chat.EventInfo{
+				Events: []chatimpl.EventInfo{
 					{Type: "Message", Schema: `{"type":"string"}`},
 					{Type: "Object", Schema: `{"$ref":"#/$defs/PageItem"}`},
 					{Type: "report", Schema: `{"$ref":"#/$defs/Report"}`},
 				},
 			},
 		},
-		Events: []chat.EventInfo{
+		Events: []chatimpl.EventInfo{
 			{Type: "report", Schema: `{"$ref":"#/$defs/Report"}`},
 		},
-		Types: []chat.TypeInfo{
+		Types: []chatimpl.TypeInfo{
 			{Name: "Clash", Schema: `{"type":"object","properties":{"U":{"type":"integer"},"kept":{"type":"string"}},"required":["U","kept"],"description":"Clash embeds two fields named Same at the same depth, both untagged: neither is written."}`},
 			{Name: "Diamond", Schema: `{"type":"object","properties":{"L":{"type":"integer"},"R":{"type":"integer"}},"required":["L","R"],"description":"Diamond embeds Shared twice, through Left and Right."}`},
 			{Name: "Everything", Schema: `{"type":"object","properties":{"id":{"type":"integer"},"Note":{"type":"string"},"tags":{"anyOf":[{"type":"array","items":{"type":"string"}},{"type":"null"}]},"secret":{"type":"string"},"Visible":{"type":"integer"},"deep":{"type":"string"},"named":{"$ref":"#/$defs/Meta"},"-":{"type":"string"},"Inline":{"$ref":"#/$defs/Meta"},"byInt":{"anyOf":[{"type":"object","additionalProperties":{"type":"string"}},{"type":"null"}]},"byLevel":{"anyOf":[{"type":"object","additionalProperties":{"type":"integer"}},{"type":"null"}]},"bytes":{"anyOf":[{"type":"string","contentEncoding":"base64"},{"type":"null"}]},"octets":{"anyOf":[{"type":"string","contentEncoding":"base64"},{"type":"null"}]},"raw":{},"any":{},"Iface":{},"dur":{"type":"integer","description":"a duration in nanoseconds"},"when":{"type":"string","format":"date-time"},"arr":{"type":"array","items":{"type":"integer"},"minItems":4,"maxItems":4},"page":{"$ref":"#/$defs/PageItem"},"point":{"$ref":"#/$defs/Point"},"addr":{"type":"string"},"quoted":{"type":"string"},"quotePtr":{"anyOf":[{"type":"string"},{"type":"null"}]},"litStr":{},"opt":{"type":"string"},"zero":{"$ref":"#/$defs/Item"},"kept":{"$ref":"#/$defs/Item"},"level":{"$ref":"#/$defs/Level"},"prio":{"$ref":"#/$defs/Priority"},"num":{"type":"number"},"upper":{"type":"string"},"lazy":{"anyOf":[{"type":"string"},{"$ref":"#/$defs/Lazy"}]},"lazyPtr":{"anyOf":[{"type":"string"},{"type":"null"}]},"ptrs":{"anyOf":[{"type":"array","items":{"anyOf":[{"$ref":"#/$defs/Item"},{"type":"null"}]}},{"type":"null"}]},"Nested":{"anyOf":[{"type":"object","additionalProperties":{"anyOf":[{"type":"array","items":{"anyOf":[{"$ref":"#/$defs/Tree"},{"type":"null"}]}},{"type":"null"}]}},{"type":"null"}]},"big":{"type":"integer"},"F":{"type":"number"},"diamond":{"$ref":"#/$defs/Diamond"},"clash":{"$ref":"#/$defs/Clash"},"tree":{"$ref":"#/$defs/Tree"}},"required":["tags","secret","Visible","named","-","Inline","byInt","byLevel","bytes","octets","raw","any","Iface","dur","when","arr","page","point","addr","quoted","quotePtr","litStr","kept","level","prio","num","upper","lazy","lazyPtr","ptrs","Nested","big","F","diamond","clash","tree"],"description":"Everything has a field of each kind."}`},

@@ -52,6 +52,7 @@ import (
 
 	"github.com/chatscopes/chatgen/runtime/ai"
 	"github.com/chatscopes/chatgen/runtime/chat"
+	"github.com/chatscopes/chatgen/runtime/chatimpl"
 	"github.com/chatscopes/chatgen/runtime/chatstore/chatstoretest"
 	"github.com/chatscopes/chatgen/runtime/llmtest"
 	"github.com/chatscopes/chatgen/runtime/memory"
@@ -278,9 +279,10 @@ func newApp(t *testing.T, c Client, script llmtest.Script, o appOptions) (*app, 
 		}
 	}
 	a.svc.AddMethods(a.method)
-	p := chat.NewPackage("example.com/modeltest")
+	p := chatimpl.NewPackage("example.com/modeltest")
 	p.AddCheck(a.svc.Check)
-	p.AddRoute(chat.RouteSpec{Name: "menu", Default: true, Handle: func(ctx context.Context, req *chat.RouteRequest) error {
+	p.AddRoute(chatimpl.RouteSpec{Name: "menu", Default: true, Handle: func(ctx context.Context) error {
+		req := chat.Request(ctx)
 		areq := &ai.Request{Method: a.method, User: req.UserMessage()}
 		if o.stream {
 			var b strings.Builder
