@@ -111,7 +111,7 @@ func (e *emitter) tool(t *toolModel) {
 
 	tool := []jen.Code{
 		field("Name", jen.Lit(t.name)),
-		field("Description", jen.Lit(t.desc)),
+		field("Description", promptLit(t.desc)),
 		field("Parameters", jen.Qual(jsonPkg, "RawMessage").Call(rawLit(t.schema))),
 	}
 	if e.m.sendsEvent(t) {

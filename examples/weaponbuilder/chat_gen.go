@@ -382,10 +382,11 @@ var chatToolAnvilFinishArmor = ai.Tool{
 }
 
 var chatToolAnvilCancel = ai.Tool{
-	Name:        "cancel",
-	Description: "Cancel leaves the armour builder without saving the armour and goes back\nto the main menu.",
-	Parameters:  json.RawMessage(`{"type":"object","properties":{},"additionalProperties":false}`),
-	Immediate:   true,
+	Name: "cancel",
+	Description: `Cancel leaves the armour builder without saving the armour and goes back
+to the main menu.`,
+	Parameters: json.RawMessage(`{"type":"object","properties":{},"additionalProperties":false}`),
+	Immediate:  true,
 	Invoke: ai.BeanToolNoArgs(chatBeanAnvil, func(ctx context.Context, anvil *Anvil) (any, error) {
 		return anvil.Cancel(ctx)
 	}),
@@ -440,20 +441,22 @@ var chatToolRunesSetPower = ai.Tool{
 }
 
 var chatToolRunesBind = ai.Tool{
-	Name:        "bind",
-	Description: "Bind binds the enchantment to the weapon on the workbench and returns to\nthe weapon builder.",
-	Parameters:  json.RawMessage(`{"type":"object","properties":{},"additionalProperties":false}`),
-	Immediate:   true,
+	Name: "bind",
+	Description: `Bind binds the enchantment to the weapon on the workbench and returns to
+the weapon builder.`,
+	Parameters: json.RawMessage(`{"type":"object","properties":{},"additionalProperties":false}`),
+	Immediate:  true,
 	Invoke: ai.BeanToolNoArgs(chatBeanRunes, func(ctx context.Context, runes *Runes) (any, error) {
 		return runes.Bind(ctx)
 	}),
 }
 
 var chatToolRunesCancel = ai.Tool{
-	Name:        "cancel",
-	Description: "Cancel leaves the enchantment without binding it and goes back to the\nweapon builder.",
-	Parameters:  json.RawMessage(`{"type":"object","properties":{},"additionalProperties":false}`),
-	Immediate:   true,
+	Name: "cancel",
+	Description: `Cancel leaves the enchantment without binding it and goes back to the
+weapon builder.`,
+	Parameters: json.RawMessage(`{"type":"object","properties":{},"additionalProperties":false}`),
+	Immediate:  true,
 	Invoke: ai.BeanToolNoArgs(chatBeanRunes, func(ctx context.Context, runes *Runes) (any, error) {
 		return runes.Cancel(ctx)
 	}),
@@ -517,10 +520,12 @@ var chatToolCounterListArmory = ai.Tool{
 }
 
 var chatToolCounterDeleteItem = ai.Tool{
-	Name:        "deleteItem",
-	Description: "DeleteItem deletes a weapon or a piece of armour from the armory. The\nplayer confirms it first: the page shows Approve and Deny buttons, the\nterminal asks y/n.",
-	Parameters:  json.RawMessage(`{"type":"object","properties":{"item":{"type":"string","description":"the weapon's name, or the armour as material and piece (\"steel helm\")"}},"required":["item"],"additionalProperties":false}`),
-	Confirm:     true,
+	Name: "deleteItem",
+	Description: `DeleteItem deletes a weapon or a piece of armour from the armory. The
+player confirms it first: the page shows Approve and Deny buttons, the
+terminal asks y/n.`,
+	Parameters: json.RawMessage(`{"type":"object","properties":{"item":{"type":"string","description":"the weapon's name, or the armour as material and piece (\"steel helm\")"}},"required":["item"],"additionalProperties":false}`),
+	Confirm:    true,
 	Invoke: ai.BeanTool(chatBeanCounter, func(ctx context.Context, counter *Counter, args struct {
 		Item string `json:"item"`
 	}) (any, error) {
@@ -612,20 +617,22 @@ var chatToolWorkbenchEnchant = ai.Tool{
 }
 
 var chatToolWorkbenchFinish = ai.Tool{
-	Name:        "finish",
-	Description: "Finish validates the weapon, saves it in the armory and goes back to the\nmain menu.",
-	Parameters:  json.RawMessage(`{"type":"object","properties":{},"additionalProperties":false}`),
-	Immediate:   true,
+	Name: "finish",
+	Description: `Finish validates the weapon, saves it in the armory and goes back to the
+main menu.`,
+	Parameters: json.RawMessage(`{"type":"object","properties":{},"additionalProperties":false}`),
+	Immediate:  true,
 	Invoke: ai.BeanToolNoArgs(chatBeanWorkbench, func(ctx context.Context, workbench *Workbench) (any, error) {
 		return workbench.Finish(ctx)
 	}),
 }
 
 var chatToolWorkbenchCancel = ai.Tool{
-	Name:        "cancel",
-	Description: "Cancel leaves the weapon builder without saving the weapon and goes back\nto the main menu.",
-	Parameters:  json.RawMessage(`{"type":"object","properties":{},"additionalProperties":false}`),
-	Immediate:   true,
+	Name: "cancel",
+	Description: `Cancel leaves the weapon builder without saving the weapon and goes back
+to the main menu.`,
+	Parameters: json.RawMessage(`{"type":"object","properties":{},"additionalProperties":false}`),
+	Immediate:  true,
 	Invoke: ai.BeanToolNoArgs(chatBeanWorkbench, func(ctx context.Context, workbench *Workbench) (any, error) {
 		return workbench.Cancel(ctx)
 	}),

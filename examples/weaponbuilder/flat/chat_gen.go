@@ -199,9 +199,10 @@ var chatToolShopFinishArmor = ai.Tool{
 }
 
 var chatToolShopCancel = ai.Tool{
-	Name:        "cancel",
-	Description: "Cancel abandons the weapon, enchantment or armour being built, without\nsaving it.",
-	Parameters:  json.RawMessage(`{"type":"object","properties":{},"additionalProperties":false}`),
+	Name: "cancel",
+	Description: `Cancel abandons the weapon, enchantment or armour being built, without
+saving it.`,
+	Parameters: json.RawMessage(`{"type":"object","properties":{},"additionalProperties":false}`),
 	Invoke: ai.BeanToolNoArgs(chatBeanShop, func(_ context.Context, shop *Shop) (any, error) {
 		return shop.Cancel(), nil
 	}),
