@@ -54,7 +54,7 @@ func newApp(ctx context.Context, model llms.Model, logger *slog.Logger, store st
 	}
 	a := &app{
 		armory: &Armory{},
-		memory: memory.NewManager(memory.Config{Policy: memory.Window(40, nil), Store: store.memories}),
+		memory: memory.NewManager(&memory.ManagerOptions{Policy: memory.Window(40, nil), Store: store.memories}),
 	}
 	cfg := ai.Config{Model: model, Memory: a.memory, Logger: logger}
 	// Spans and metrics go to the global OpenTelemetry providers: no-op

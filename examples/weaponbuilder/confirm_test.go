@@ -61,7 +61,7 @@ func durableArmorer(t *testing.T, node string, cs *chat.InMemoryConversationStor
 	t.Helper()
 	cfg := ai.Config{
 		Model:  llmtest.NewModel(llmtest.ScriptFunc(playArmorer), nil),
-		Memory: memory.NewManager(memory.Config{Store: chatstoretest.InMemoryMemories(cs), Policy: memory.Window(40, nil)}),
+		Memory: memory.NewManager(&memory.ManagerOptions{Store: chatstoretest.InMemoryMemories(cs), Policy: memory.Window(40, nil)}),
 		Logger: slog.New(slog.DiscardHandler),
 	}
 	r, err := chat.NewRouter(&chat.RouterOptions{Store: cs, Node: node, Logger: slog.New(slog.DiscardHandler)},

@@ -82,7 +82,7 @@ func (g *gatedApp) pkg(memories memory.Store) *chatimpl.Package {
 	})), nil)
 	svc := ai.NewService("github.com/chatscopes/chatgen/internal/durable.Gated", ai.Config{
 		Model:  model,
-		Memory: memory.NewManager(memory.Config{Policy: memory.Window(1000, nil), Store: memories}),
+		Memory: memory.NewManager(&memory.ManagerOptions{Policy: memory.Window(1000, nil), Store: memories}),
 	})
 	p := chatimpl.NewPackage("github.com/chatscopes/chatgen/internal/durable/gated")
 	p.AddRoute(chatimpl.RouteSpec{Name: "gate", Default: true, Handle: func(ctx context.Context) error {

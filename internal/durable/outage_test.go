@@ -37,7 +37,7 @@ func noteBook(store *redisstore.Store) *chatimpl.Package {
 	})), nil)
 	svc := ai.NewService("github.com/chatscopes/chatgen/internal/durable.Notes", ai.Config{
 		Model:  model,
-		Memory: memory.NewManager(memory.Config{Policy: memory.Window(1000, nil), Store: store.Memories()}),
+		Memory: memory.NewManager(&memory.ManagerOptions{Policy: memory.Window(1000, nil), Store: store.Memories()}),
 	})
 	p := chatimpl.NewPackage("github.com/chatscopes/chatgen/internal/durable/notes")
 	p.AddRoute(chatimpl.RouteSpec{Name: "note", Default: true, Handle: func(ctx context.Context) error {

@@ -155,7 +155,7 @@ func newAI(mem memory.Store) (*ai.Service, *llmtest.Model) {
 	model := llmtest.NewModel(llmtest.Rules(llmtest.When(nil, llmtest.Reply{Text: "It is sunny in Paris."})), nil)
 	svc := ai.NewService("github.com/chatscopes/chatgen/internal/durable.Assistant", ai.Config{
 		Model:  model,
-		Memory: memory.NewManager(memory.Config{Policy: memory.Window(20, nil), Store: mem}),
+		Memory: memory.NewManager(&memory.ManagerOptions{Policy: memory.Window(20, nil), Store: mem}),
 	})
 	return svc, model
 }

@@ -75,7 +75,7 @@ func NewApp(node string, memories memory.Store, execLog io.Writer, turnTime time
 		Model: a.model,
 		// Larger than any conversation of the test: the memory is
 		// checked whole.
-		Memory: memory.NewManager(memory.Config{Policy: memory.Window(100_000, nil), Store: memories}),
+		Memory: memory.NewManager(&memory.ManagerOptions{Policy: memory.Window(100_000, nil), Store: memories}),
 	})
 	return a
 }

@@ -196,7 +196,7 @@ func benchGeneratedAsk(ctx context.Context, svc *Service, userMessage string) (s
 func benchGeneratedTurn(b *testing.B, model llms.Model) {
 	s := NewService("example.com/app.Assistant", Config{
 		Model:  model,
-		Memory: memory.NewManager(memory.Config{Policy: memory.Window(memory.DefaultMaxMessages, nil)}),
+		Memory: memory.NewManager(&memory.ManagerOptions{Policy: memory.Window(memory.DefaultMaxMessages, nil)}),
 	})
 	ctx, err := chat.Begin(context.Background(), nil)
 	if err != nil {

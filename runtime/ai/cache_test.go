@@ -247,7 +247,7 @@ func TestCallerBreakpointsAtMostFour(t *testing.T) {
 		}
 	}
 	svc := ai.NewService(svcName, ai.Config{Model: llm, Logger: slog.New(slog.DiscardHandler),
-		ModelHooks: []ai.ModelHook{markAll}, Memory: memory.NewManager(memory.Config{Policy: memory.Window(20, nil)})})
+		ModelHooks: []ai.ModelHook{markAll}, Memory: memory.NewManager(&memory.ManagerOptions{Policy: memory.Window(20, nil)})})
 	m := &ai.Method{Name: "Ask", System: "Be terse."}
 	users := []string{"one", "two", "three", "four", "five", "six"}
 	for i, user := range users {

@@ -62,7 +62,7 @@ func newConfirmApp(t *testing.T, cs *chat.InMemoryConversationStore, hook bool) 
 	a := &confirmApp{model: llmtest.NewModel(confirmScript(), nil)}
 	cfg := ai.Config{Model: a.model, Logger: (&logBuffer{}).logger()}
 	if cs != nil {
-		cfg.Memory = memory.NewManager(memory.Config{Store: chatstoretest.InMemoryMemories(cs), Policy: memory.Window(20, nil)})
+		cfg.Memory = memory.NewManager(&memory.ManagerOptions{Store: chatstoretest.InMemoryMemories(cs), Policy: memory.Window(20, nil)})
 	}
 	if hook {
 		cfg.ToolHooks = []ai.ToolHook{func(next ai.ToolHandler) ai.ToolHandler {

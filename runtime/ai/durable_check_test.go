@@ -57,7 +57,7 @@ func TestDurableRouterRefusesAMemoryOutsideItsStore(t *testing.T) {
 	if _, err := chat.NewRouter(nil, notesApp(ai.Config{Model: echoModel()}, true, &routeErr)); err != nil {
 		t.Fatalf("NewRouter without a store: %v", err)
 	}
-	mem := memory.NewManager(memory.Config{Store: chatstoretest.InMemoryMemories(cs), Policy: memory.Window(20, nil)})
+	mem := memory.NewManager(&memory.ManagerOptions{Store: chatstoretest.InMemoryMemories(cs), Policy: memory.Window(20, nil)})
 	if _, err := chat.NewRouter(&chat.RouterOptions{Store: cs}, notesApp(ai.Config{Model: echoModel(), Memory: mem}, true, &routeErr)); err != nil {
 		t.Fatalf("NewRouter with the store's memories: %v", err)
 	}

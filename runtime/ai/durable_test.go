@@ -66,7 +66,7 @@ func newNode(t *testing.T, name string, store chatstore.ConversationStore, cs *c
 	n := &node{model: llmtest.NewModel(echo(), nil), logs: &logBuffer{}}
 	n.svc = ai.NewService(svcName, ai.Config{
 		Model:  n.model,
-		Memory: memory.NewManager(memory.Config{Store: chatstoretest.InMemoryMemories(cs), Policy: memory.Window(20, nil)}),
+		Memory: memory.NewManager(&memory.ManagerOptions{Store: chatstoretest.InMemoryMemories(cs), Policy: memory.Window(20, nil)}),
 		Logger: n.logs.logger(),
 	})
 	method := &ai.Method{Name: "Ask", Kind: chat.KindChat, System: "You are terse."}

@@ -201,7 +201,7 @@ func newModelFixture(t *testing.T, script llmtest.Script, cfg ai.Config) *fixtur
 
 func newFixture(t *testing.T, llm llms.Model, cfg ai.Config) *fixture {
 	f := &fixture{t: t, store: memory.NewInMemoryStore(), box: &toolbox{hooks: map[string]func(context.Context) error{}}, logs: &logBuffer{}}
-	f.mem = memory.NewManager(memory.Config{Store: f.store, Policy: memory.Window(50, nil)})
+	f.mem = memory.NewManager(&memory.ManagerOptions{Store: f.store, Policy: memory.Window(50, nil)})
 	cfg.Model = llm
 	if cfg.Memory == nil {
 		cfg.Memory = f.mem

@@ -669,7 +669,7 @@ func TestKnowledgePerScopeDurable(t *testing.T) {
 	start := func(node string, sc *scopes) *chat.LocalClient {
 		svc := ai.NewService(svcName, ai.Config{
 			Model:     llmtest.NewModel(echo(), nil),
-			Memory:    memory.NewManager(memory.Config{Store: chatstoretest.InMemoryMemories(cs), Policy: memory.Window(20, nil)}),
+			Memory:    memory.NewManager(&memory.ManagerOptions{Store: chatstoretest.InMemoryMemories(cs), Policy: memory.Window(20, nil)}),
 			Logger:    (&logBuffer{}).logger(),
 			Knowledge: &ai.Knowledge{ForScope: sc.forScope, MaxPassages: 1},
 		})

@@ -179,7 +179,7 @@ func NewService(name string, cfg Config) *Service {
 	s.dialect = newDialect(c)
 	s.know = newKnowledge(s, cfg.Knowledge)
 	if s.memory == nil {
-		s.memory = memory.NewManager(memory.Config{Policy: memory.Window(memory.DefaultMaxMessages, nil)})
+		s.memory = memory.NewManager(&memory.ManagerOptions{Policy: memory.Window(memory.DefaultMaxMessages, nil)})
 	}
 	if s.maxCalls <= 0 {
 		s.maxCalls = DefaultMaxModelCalls

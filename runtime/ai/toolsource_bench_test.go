@@ -55,7 +55,7 @@ func benchBareTurn(b *testing.B, cfg Config, reset func()) {
 	if cfg.Model == nil {
 		cfg.Model = newFastModel()
 	}
-	cfg.Memory = memory.NewManager(memory.Config{Policy: memory.Window(memory.DefaultMaxMessages, nil)})
+	cfg.Memory = memory.NewManager(&memory.ManagerOptions{Policy: memory.Window(memory.DefaultMaxMessages, nil)})
 	s := NewService("example.com/app.Assistant", cfg)
 	ctx, err := chat.Begin(context.Background(), nil)
 	if err != nil {

@@ -20,7 +20,7 @@ import (
 // ErrMemoryNotDurable reports a chat memory of a durable conversation that
 // is not kept in the router's [chatstore.ConversationStore]: after a restart the
 // model would have forgotten the conversation. Configure the memory with
-// the store's memory side (memory.NewManager(memory.Config{Store:
+// the store's memory side (memory.NewManager(&memory.ManagerOptions{Store:
 // store.Memories(), …}) as the Memory of the AI service's ai.Config).
 var ErrMemoryNotDurable = errors.New("chat: the chat memory of a durable conversation is not kept in its conversation store")
 
@@ -53,7 +53,7 @@ func (st *scopeStack) notDurable(key string, mem ScopedMemory) error {
 		return nil
 	}
 	if dm, ok := mem.(DurableMemory); ok && !dm.KeptInStore() {
-		return fmt.Errorf("memory %q: %w: give the AI service's ai.Config a Memory over the store's memory side (memory.NewManager(memory.Config{Store: store.Memories(), …}))", key, ErrMemoryNotDurable)
+		return fmt.Errorf("memory %q: %w: give the AI service's ai.Config a Memory over the store's memory side (memory.NewManager(&memory.ManagerOptions{Store: store.Memories(), …}))", key, ErrMemoryNotDurable)
 	}
 	return nil
 }

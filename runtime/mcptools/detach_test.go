@@ -38,7 +38,7 @@ func TestPerScopeSessionLeavesWithItsScope(t *testing.T) {
 	svc := ai.NewService("example.com/lore.Keeper", ai.Config{
 		Model:       must(f.llm.Client()),
 		ToolSources: []ai.ToolSource{src},
-		Memory:      memory.NewManager(memory.Config{Store: chatstoretest.InMemoryMemories(store), Policy: memory.Window(20, nil)}),
+		Memory:      memory.NewManager(&memory.ManagerOptions{Store: chatstoretest.InMemoryMemories(store), Policy: memory.Window(20, nil)}),
 		Logger:      f.logs.logger(),
 	})
 	svc.AddMethods(&ask)

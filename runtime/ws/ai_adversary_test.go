@@ -35,7 +35,7 @@ func newAIRig(t *testing.T, cfg ai.Config, replies ...llmtest.Reply) *aiRig {
 		t.Fatal(err)
 	}
 	cfg.Model = model
-	cfg.Memory = memory.NewManager(memory.Config{Policy: memory.Window(50, nil)})
+	cfg.Memory = memory.NewManager(&memory.ManagerOptions{Policy: memory.Window(50, nil)})
 	cfg.Logger = quietLogger()
 	svc := ai.NewService("example.com/app.Smith", cfg)
 	def := func(name string) llms.Tool {

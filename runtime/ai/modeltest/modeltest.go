@@ -263,9 +263,9 @@ func newApp(t *testing.T, c Client, script llmtest.Script, o appOptions) (*app, 
 	}
 	switch {
 	case o.store != nil:
-		cfg.Memory = memory.NewManager(memory.Config{Store: chatstoretest.InMemoryMemories(o.store), Policy: memory.Window(40, nil)})
+		cfg.Memory = memory.NewManager(&memory.ManagerOptions{Store: chatstoretest.InMemoryMemories(o.store), Policy: memory.Window(40, nil)})
 	case o.policy != nil:
-		cfg.Memory = memory.NewManager(memory.Config{Policy: o.policy(model)})
+		cfg.Memory = memory.NewManager(&memory.ManagerOptions{Policy: o.policy(model)})
 	}
 	a.svc = ai.NewService("example.com/modeltest.Assistant", cfg)
 	a.method = &ai.Method{Name: "Ask", Kind: chat.KindChat, System: "You are terse."}
