@@ -225,7 +225,7 @@ func (e *emitter) register() {
 	body = append(body, e.aiRegister()...)
 	body = append(body, e.routes()...)
 	if e.manifest != nil {
-		body = append(body, jen.Id("p").Dot("Describe").Call(jen.Id(e.manifestFn).Call()))
+		body = append(body, jen.Id("p").Dot("DescribeJSON").Call(jen.Id(e.manifestFn)))
 	}
 	for _, b := range e.m.beans {
 		if b.ctor == nil || len(b.ctor.deps) == 0 {

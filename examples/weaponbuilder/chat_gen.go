@@ -102,7 +102,7 @@ func Register(deps Deps) *chatimpl.Package {
 	p.AddRoute(chatimpl.RouteSpec{Name: RouteEnchant, Handle: chatRouteEnchant})
 	p.AddRoute(chatimpl.RouteSpec{Name: RouteMenu, Default: true, Handle: chatRouteMenu})
 	p.AddRoute(chatimpl.RouteSpec{Name: RouteWeapon, Handle: chatRouteWeapon})
-	p.Describe(chatManifest())
+	p.DescribeJSON(chatManifest)
 	chatimpl.Provide(p, chatBeanAnvil, func(context.Context) (*Anvil, error) {
 		return NewAnvil(deps.Armory), nil
 	})
@@ -170,69 +170,50 @@ func chatRouteWeapon(ctx context.Context) error {
 	return res.SendText(ctx, markdown.Message)
 }
 
-func chatManifest() *chatimpl.Manifest {
-	return &chatimpl.Manifest{
-		Routes: []chatimpl.RouteInfo{
-			{
-				Name: "armor",
-				Params: []chatimpl.ParamInfo{
-					{Name: "userMessage", Schema: `{"type":"string"}`},
-				},
-				Events: []chatimpl.EventInfo{
-					{Type: "Message", Schema: `{"type":"string"}`},
-					{Type: "armor", Schema: `{"$ref":"#/$defs/Armor"}`},
-				},
-			},
-			{
-				Name: "enchant",
-				Params: []chatimpl.ParamInfo{
-					{Name: "userMessage", Schema: `{"type":"string"}`},
-				},
-				Events: []chatimpl.EventInfo{
-					{Type: "Message", Schema: `{"type":"string"}`},
-					{Type: "Object", Schema: `{"$ref":"#/$defs/Enchantment"}`},
-				},
-			},
-			{
-				Name:      "menu",
-				Streaming: true,
-				Params: []chatimpl.ParamInfo{
-					{Name: "userMessage", Schema: `{"type":"string"}`},
-				},
-				Events: []chatimpl.EventInfo{
-					{Type: "Confirm", Schema: `{"type":"object","properties":{"id":{"type":"string"},"tool":{"type":"string"},"arguments":{},"callId":{"type":"string"}},"required":["id","tool","arguments","callId"]}`},
-					{Type: "Stream", Schema: `{"type":"string"}`},
-					{Type: "inventory", Schema: `{"$ref":"#/$defs/Inventory"}`},
-				},
-			},
-			{
-				Name: "weapon",
-				Params: []chatimpl.ParamInfo{
-					{Name: "userMessage", Schema: `{"type":"string"}`},
-				},
-				Events: []chatimpl.EventInfo{
-					{Type: "Message", Schema: `{"type":"string"}`},
-					{Type: "weapon", Schema: `{"$ref":"#/$defs/Weapon"}`},
-				},
-			},
-		},
-		Events: []chatimpl.EventInfo{
-			{Type: "weapon", Schema: `{"$ref":"#/$defs/Weapon"}`},
-			{Type: "armor", Schema: `{"$ref":"#/$defs/Armor"}`},
-			{Type: "conversation", Schema: `{"$ref":"#/$defs/Conversation"}`},
-			{Type: "inventory", Schema: `{"$ref":"#/$defs/Inventory"}`},
-		},
-		Types: []chatimpl.TypeInfo{
-			{Name: "Armor", Schema: `{"type":"object","properties":{"piece":{"type":"string"},"material":{"type":"string"},"saved":{"type":"boolean"}},"required":["piece","material","saved"],"description":"Armor is a piece of armour."}`},
-			{Name: "Conversation", Schema: `{"type":"object","properties":{"name":{"type":"string"},"depth":{"type":"integer"}},"required":["name","depth"],"description":"Conversation tells the page which conversation the user is in."}`},
-			{Name: "Element", Schema: `{"type":"string","enum":["fire","frost","lightning",""],"description":"Element is the element of an enchantment."}`},
-			{Name: "Enchantment", Schema: `{"type":"object","properties":{"element":{"$ref":"#/$defs/Element","description":"Element of the enchantment."},"power":{"type":"integer","description":"Power from 1 to 10."}},"required":["element","power"],"description":"Enchantment is magic bound to a weapon."}`},
-			{Name: "Inventory", Schema: `{"type":"object","properties":{"weapons":{"anyOf":[{"type":"array","items":{"$ref":"#/$defs/Weapon"}},{"type":"null"}]},"armor":{"anyOf":[{"type":"array","items":{"$ref":"#/$defs/Armor"}},{"type":"null"}]},"latest":{"type":"string","description":"Latest names the item just saved, when a builder sends the inventory on finishing one; \"\" when the player asked for the list."}},"required":["weapons","armor"],"description":"Inventory is what the player has built."}`},
-			{Name: "Kind", Schema: `{"type":"string","enum":["sword","axe","bow","dagger","staff",""],"description":"Kind is a kind of weapon."}`},
-			{Name: "Weapon", Schema: `{"type":"object","properties":{"name":{"type":"string"},"kind":{"$ref":"#/$defs/Kind"},"damage":{"type":"integer"},"enchantment":{"$ref":"#/$defs/Enchantment"},"saved":{"type":"boolean"}},"required":["name","kind","damage","saved"],"description":"Weapon is the weapon being built: the web page shows it as a card."}`},
-		},
-	}
-}
+const chatManifest = `{
+	"routes": [
+		{"name": "armor", "params": [
+			{"name": "userMessage", "schema": {"type":"string"}}
+		], "events": [
+			{"type": "Message", "schema": {"type":"string"}},
+			{"type": "armor", "schema": {"$ref":"#/$defs/Armor"}}
+		]},
+		{"name": "enchant", "params": [
+			{"name": "userMessage", "schema": {"type":"string"}}
+		], "events": [
+			{"type": "Message", "schema": {"type":"string"}},
+			{"type": "Object", "schema": {"$ref":"#/$defs/Enchantment"}}
+		]},
+		{"name": "menu", "streaming": true, "params": [
+			{"name": "userMessage", "schema": {"type":"string"}}
+		], "events": [
+			{"type": "Confirm", "schema": {"type":"object","properties":{"id":{"type":"string"},"tool":{"type":"string"},"arguments":{},"callId":{"type":"string"}},"required":["id","tool","arguments","callId"]}},
+			{"type": "Stream", "schema": {"type":"string"}},
+			{"type": "inventory", "schema": {"$ref":"#/$defs/Inventory"}}
+		]},
+		{"name": "weapon", "params": [
+			{"name": "userMessage", "schema": {"type":"string"}}
+		], "events": [
+			{"type": "Message", "schema": {"type":"string"}},
+			{"type": "weapon", "schema": {"$ref":"#/$defs/Weapon"}}
+		]}
+	],
+	"events": [
+		{"type": "weapon", "schema": {"$ref":"#/$defs/Weapon"}},
+		{"type": "armor", "schema": {"$ref":"#/$defs/Armor"}},
+		{"type": "conversation", "schema": {"$ref":"#/$defs/Conversation"}},
+		{"type": "inventory", "schema": {"$ref":"#/$defs/Inventory"}}
+	],
+	"types": [
+		{"name": "Armor", "schema": {"type":"object","properties":{"piece":{"type":"string"},"material":{"type":"string"},"saved":{"type":"boolean"}},"required":["piece","material","saved"],"description":"Armor is a piece of armour."}},
+		{"name": "Conversation", "schema": {"type":"object","properties":{"name":{"type":"string"},"depth":{"type":"integer"}},"required":["name","depth"],"description":"Conversation tells the page which conversation the user is in."}},
+		{"name": "Element", "schema": {"type":"string","enum":["fire","frost","lightning",""],"description":"Element is the element of an enchantment."}},
+		{"name": "Enchantment", "schema": {"type":"object","properties":{"element":{"$ref":"#/$defs/Element","description":"Element of the enchantment."},"power":{"type":"integer","description":"Power from 1 to 10."}},"required":["element","power"],"description":"Enchantment is magic bound to a weapon."}},
+		{"name": "Inventory", "schema": {"type":"object","properties":{"weapons":{"anyOf":[{"type":"array","items":{"$ref":"#/$defs/Weapon"}},{"type":"null"}]},"armor":{"anyOf":[{"type":"array","items":{"$ref":"#/$defs/Armor"}},{"type":"null"}]},"latest":{"type":"string","description":"Latest names the item just saved, when a builder sends the inventory on finishing one; \"\" when the player asked for the list."}},"required":["weapons","armor"],"description":"Inventory is what the player has built."}},
+		{"name": "Kind", "schema": {"type":"string","enum":["sword","axe","bow","dagger","staff",""],"description":"Kind is a kind of weapon."}},
+		{"name": "Weapon", "schema": {"type":"object","properties":{"name":{"type":"string"},"kind":{"$ref":"#/$defs/Kind"},"damage":{"type":"integer"},"enchantment":{"$ref":"#/$defs/Enchantment"},"saved":{"type":"boolean"}},"required":["name","kind","damage","saved"],"description":"Weapon is the weapon being built: the web page shows it as a card."}}
+	]
+}`
 
 var chatBeanArmorBuilder = chat.NewBean[ArmorBuilder](chatPackagePath+".ArmorBuilder", chat.KindChat, nil)
 

@@ -73,7 +73,7 @@ func Register() *chatimpl.Package {
 	p.AddRoute(chatimpl.RouteSpec{Name: RouteAdmin, Roles: []string{"admin"}, Handle: chatRouteAdmin})
 	p.AddRoute(chatimpl.RouteSpec{Name: RouteBye, Handle: chatRouteBye})
 	p.AddCatch(chatimpl.CatchSpec{Route: RouteShop, Type: "*StockError", Handle: chatCatchOnStock})
-	p.Describe(chatManifest())
+	p.DescribeJSON(chatManifest)
 	return p
 }
 
@@ -207,110 +207,72 @@ func chatCatchOnStock(ctx context.Context, err error) (bool, error) {
 	return true, OnStock(ctx, target)
 }
 
-func chatManifest() *chatimpl.Manifest {
-	return &chatimpl.Manifest{
-		Routes: []chatimpl.RouteInfo{
-			{
-				Name: "order",
-				Params: []chatimpl.ParamInfo{
-					{Name: "lines", Schema: `{"anyOf":[{"type":"array","items":{"$ref":"#/$defs/Line"}},{"type":"null"}]}`},
-					{Name: "customer", Schema: `{"anyOf":[{"$ref":"#/$defs/Customer"},{"type":"null"}]}`},
-					{Name: "due", Schema: `{"type":"string","format":"date-time"}`},
-					{Name: "gift", Schema: `{"type":"boolean"}`},
-					{Name: "rate", Schema: `{"type":"number"}`},
-					{Name: "notes", Schema: `{"anyOf":[{"type":"object","additionalProperties":{"anyOf":[{"type":"array","items":{"type":"integer"}},{"type":"null"}]}},{"type":"null"}]}`},
-				},
-				Events: []chatimpl.EventInfo{
-					{Type: "receipt", Schema: `{"$ref":"#/$defs/Receipt"}`},
-				},
-			},
-			{
-				Name: "menu",
-				Params: []chatimpl.ParamInfo{
-					{Name: "userMessage", Schema: `{"type":"string"}`},
-				},
-				Events: []chatimpl.EventInfo{
-					{Type: "Message", Schema: `{"type":"string"}`},
-				},
-			},
-			{
-				Name: "builder",
-				Params: []chatimpl.ParamInfo{
-					{Name: "userMessage", Schema: `{"type":"string"}`},
-					{Name: "damage", Schema: `{"type":"integer"}`},
-				},
-				Events: []chatimpl.EventInfo{
-					{Type: "weapon", Schema: `{"$ref":"#/$defs/Weapon"}`},
-				},
-			},
-			{
-				Name: "echo",
-				Params: []chatimpl.ParamInfo{
-					{Name: "userMessage", Schema: `{"type":"string"}`},
-				},
-				Events: []chatimpl.EventInfo{
-					{Type: "Message", Schema: `{"type":"string"}`},
-				},
-			},
-			{
-				Name: "count",
-				Params: []chatimpl.ParamInfo{
-					{Name: "count", Schema: `{"type":"integer"}`},
-					{Name: "label", Schema: `{"type":"string"}`},
-				},
-				Events: []chatimpl.EventInfo{
-					{Type: "Object", Schema: `{"type":"object","additionalProperties":{}}`},
-				},
-			},
-			{
-				Name:      "stream",
-				Streaming: true,
-				Params: []chatimpl.ParamInfo{
-					{Name: "userMessage", Schema: `{"type":"string"}`},
-				},
-				Events: []chatimpl.EventInfo{
-					{Type: "Stream", Schema: `{"type":"string"}`},
-				},
-			},
-			{
-				Name: "panic",
-				Params: []chatimpl.ParamInfo{
-					{Name: "userMessage", Schema: `{"type":"string"}`},
-				},
-				Events: []chatimpl.EventInfo{
-					{Type: "Message", Schema: `{"type":"string"}`},
-				},
-			},
-			{
-				Name: "shop",
-				Params: []chatimpl.ParamInfo{
-					{Name: "userMessage", Schema: `{"type":"string"}`},
-				},
-				Events: []chatimpl.EventInfo{
-					{Type: "Message", Schema: `{"type":"string"}`},
-				},
-			},
-			{
-				Name: "admin",
-				Events: []chatimpl.EventInfo{
-					{Type: "Message", Schema: `{"type":"string"}`},
-				},
-			},
-			{Name: "bye"},
-		},
-		Events: []chatimpl.EventInfo{
-			{Type: "receipt", Schema: `{"$ref":"#/$defs/Receipt"}`},
-			{Type: "weapon", Schema: `{"$ref":"#/$defs/Weapon"}`},
-		},
-		Types: []chatimpl.TypeInfo{
-			{Name: "Customer", Schema: `{"type":"object","properties":{"name":{"type":"string"},"street":{"type":"string"},"city":{"type":"string"},"tags":{"anyOf":[{"type":"array","items":{"type":"string"}},{"type":"null"}]},"extras":{"type":"object","additionalProperties":{"type":"string"}}},"required":["name","tags"],"description":"Customer is who orders; Address fields are promoted."}`},
-			{Name: "Line", Schema: `{"type":"object","properties":{"item":{"type":"string","description":"Item is what is ordered."},"quantity":{"type":"integer"},"size":{"$ref":"#/$defs/Size"},"price":{"type":"string","description":"Price is in cents, sent as a string."}},"required":["item","quantity","price"],"description":"Line is one line of an order."}`},
-			{Name: "Receipt", Schema: `{"type":"object","properties":{"lines":{"anyOf":[{"type":"array","items":{"$ref":"#/$defs/Line"}},{"type":"null"}]},"total":{"type":"number"},"customer":{"anyOf":[{"$ref":"#/$defs/Customer"},{"type":"null"}]},"at":{"type":"string","format":"date-time"},"gift":{"type":"boolean"},"note":{"type":"string"},"Counts":{"anyOf":[{"type":"object","additionalProperties":{"type":"integer"}},{"type":"null"}]}},"required":["lines","total","customer","at","Counts"],"description":"Receipt answers an order."}`},
-			{Name: "Size", Schema: `{"type":"string","enum":["small","large",""],"description":"Size is the size of an order line."}`},
-			{Name: "Weapon", Schema: `{"type":"object","properties":{"name":{"type":"string"},"damage":{"type":"integer"}},"required":["name","damage"],"description":"Weapon is what the builder builds."}`},
-		},
-	}
-}
+const chatManifest = `{
+	"routes": [
+		{"name": "order", "params": [
+			{"name": "lines", "schema": {"anyOf":[{"type":"array","items":{"$ref":"#/$defs/Line"}},{"type":"null"}]}},
+			{"name": "customer", "schema": {"anyOf":[{"$ref":"#/$defs/Customer"},{"type":"null"}]}},
+			{"name": "due", "schema": {"type":"string","format":"date-time"}},
+			{"name": "gift", "schema": {"type":"boolean"}},
+			{"name": "rate", "schema": {"type":"number"}},
+			{"name": "notes", "schema": {"anyOf":[{"type":"object","additionalProperties":{"anyOf":[{"type":"array","items":{"type":"integer"}},{"type":"null"}]}},{"type":"null"}]}}
+		], "events": [
+			{"type": "receipt", "schema": {"$ref":"#/$defs/Receipt"}}
+		]},
+		{"name": "menu", "params": [
+			{"name": "userMessage", "schema": {"type":"string"}}
+		], "events": [
+			{"type": "Message", "schema": {"type":"string"}}
+		]},
+		{"name": "builder", "params": [
+			{"name": "userMessage", "schema": {"type":"string"}},
+			{"name": "damage", "schema": {"type":"integer"}}
+		], "events": [
+			{"type": "weapon", "schema": {"$ref":"#/$defs/Weapon"}}
+		]},
+		{"name": "echo", "params": [
+			{"name": "userMessage", "schema": {"type":"string"}}
+		], "events": [
+			{"type": "Message", "schema": {"type":"string"}}
+		]},
+		{"name": "count", "params": [
+			{"name": "count", "schema": {"type":"integer"}},
+			{"name": "label", "schema": {"type":"string"}}
+		], "events": [
+			{"type": "Object", "schema": {"type":"object","additionalProperties":{}}}
+		]},
+		{"name": "stream", "streaming": true, "params": [
+			{"name": "userMessage", "schema": {"type":"string"}}
+		], "events": [
+			{"type": "Stream", "schema": {"type":"string"}}
+		]},
+		{"name": "panic", "params": [
+			{"name": "userMessage", "schema": {"type":"string"}}
+		], "events": [
+			{"type": "Message", "schema": {"type":"string"}}
+		]},
+		{"name": "shop", "params": [
+			{"name": "userMessage", "schema": {"type":"string"}}
+		], "events": [
+			{"type": "Message", "schema": {"type":"string"}}
+		]},
+		{"name": "admin", "events": [
+			{"type": "Message", "schema": {"type":"string"}}
+		]},
+		{"name": "bye"}
+	],
+	"events": [
+		{"type": "receipt", "schema": {"$ref":"#/$defs/Receipt"}},
+		{"type": "weapon", "schema": {"$ref":"#/$defs/Weapon"}}
+	],
+	"types": [
+		{"name": "Customer", "schema": {"type":"object","properties":{"name":{"type":"string"},"street":{"type":"string"},"city":{"type":"string"},"tags":{"anyOf":[{"type":"array","items":{"type":"string"}},{"type":"null"}]},"extras":{"type":"object","additionalProperties":{"type":"string"}}},"required":["name","tags"],"description":"Customer is who orders; Address fields are promoted."}},
+		{"name": "Line", "schema": {"type":"object","properties":{"item":{"type":"string","description":"Item is what is ordered."},"quantity":{"type":"integer"},"size":{"$ref":"#/$defs/Size"},"price":{"type":"string","description":"Price is in cents, sent as a string."}},"required":["item","quantity","price"],"description":"Line is one line of an order."}},
+		{"name": "Receipt", "schema": {"type":"object","properties":{"lines":{"anyOf":[{"type":"array","items":{"$ref":"#/$defs/Line"}},{"type":"null"}]},"total":{"type":"number"},"customer":{"anyOf":[{"$ref":"#/$defs/Customer"},{"type":"null"}]},"at":{"type":"string","format":"date-time"},"gift":{"type":"boolean"},"note":{"type":"string"},"Counts":{"anyOf":[{"type":"object","additionalProperties":{"type":"integer"}},{"type":"null"}]}},"required":["lines","total","customer","at","Counts"],"description":"Receipt answers an order."}},
+		{"name": "Size", "schema": {"type":"string","enum":["small","large",""],"description":"Size is the size of an order line."}},
+		{"name": "Weapon", "schema": {"type":"object","properties":{"name":{"type":"string"},"damage":{"type":"integer"}},"required":["name","damage"],"description":"Weapon is what the builder builds."}}
+	]
+}`
 
 var chatBeanMenu = chat.NewBean[*Menu](chatPackagePath+".Menu", chat.KindChat, func(context.Context) (*Menu, error) {
 	return new(Menu), nil

@@ -95,7 +95,7 @@ func TestRouterManifestLoneRoute(t *testing.T) {
 
 func TestJSONSchemaMarshal(t *testing.T) {
 	b, err := json.Marshal(chatimpl.ParamInfo{Name: "x", Schema: `{"type":"string"}`})
-	if err != nil || string(b) != `{"Name":"x","Schema":{"type":"string"}}` {
+	if err != nil || string(b) != `{"name":"x","schema":{"type":"string"}}` {
 		t.Errorf("%s %v", b, err)
 	}
 	if b, err := json.Marshal(chatimpl.JSONSchema("")); err != nil || string(b) != "{}" {

@@ -9,7 +9,7 @@
 // ([RouteSpec]), [Package.AddCatch] per error handler ([CatchSpec]),
 // [Provide] per scoped bean whose constructor needs dependencies (and per
 // durable bean), runtime/ai's Register per AI service — and
-// [Package.Describe] with the [Manifest] of the package's routes, for
+// [Package.DescribeJSON] with the [Manifest] of the package's routes, for
 // clients. The file asserts [SupportPackageIsVersion5].
 //
 // The methods documented "for the runtime" are how runtime/chat reads a

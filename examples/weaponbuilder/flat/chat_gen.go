@@ -46,7 +46,7 @@ func Register(deps Deps) *chatimpl.Package {
 		return &chatAIArmorer{svc: svc}
 	})
 	p.AddRoute(chatimpl.RouteSpec{Name: RouteArmorer, Default: true, Handle: chatRouteArmorer})
-	p.Describe(chatManifest())
+	p.DescribeJSON(chatManifest)
 	return p
 }
 
@@ -63,21 +63,15 @@ func chatRouteArmorer(ctx context.Context) error {
 	return chat.SendValue(ctx, res)
 }
 
-func chatManifest() *chatimpl.Manifest {
-	return &chatimpl.Manifest{
-		Routes: []chatimpl.RouteInfo{
-			{
-				Name: "armorer",
-				Params: []chatimpl.ParamInfo{
-					{Name: "userMessage", Schema: `{"type":"string"}`},
-				},
-				Events: []chatimpl.EventInfo{
-					{Type: "Message", Schema: `{"type":"string"}`},
-				},
-			},
-		},
-	}
-}
+const chatManifest = `{
+	"routes": [
+		{"name": "armorer", "params": [
+			{"name": "userMessage", "schema": {"type":"string"}}
+		], "events": [
+			{"type": "Message", "schema": {"type":"string"}}
+		]}
+	]
+}`
 
 var chatBeanArmorer = chat.NewBean[Armorer](chatPackagePath+".Armorer", chat.KindChat, nil)
 

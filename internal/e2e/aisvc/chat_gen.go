@@ -56,7 +56,7 @@ func Register(deps Deps) *chatimpl.Package {
 	p.AddRoute(chatimpl.RouteSpec{Name: RouteStory, Handle: chatRouteStory})
 	p.AddRoute(chatimpl.RouteSpec{Name: RouteAppraise, Handle: chatRouteAppraise})
 	p.AddRoute(chatimpl.RouteSpec{Name: RouteAsk, Handle: chatRouteAsk})
-	p.Describe(chatManifest())
+	p.DescribeJSON(chatManifest)
 	return p
 }
 
@@ -109,59 +109,40 @@ func chatRouteAsk(ctx context.Context) error {
 	return chat.SendValue(ctx, res)
 }
 
-func chatManifest() *chatimpl.Manifest {
-	return &chatimpl.Manifest{
-		Routes: []chatimpl.RouteInfo{
-			{
-				Name: "smith",
-				Params: []chatimpl.ParamInfo{
-					{Name: "userMessage", Schema: `{"type":"string"}`},
-				},
-				Events: []chatimpl.EventInfo{
-					{Type: "Message", Schema: `{"type":"string"}`},
-					{Type: "weapon", Schema: `{"$ref":"#/$defs/Weapon"}`},
-				},
-			},
-			{
-				Name:      "story",
-				Streaming: true,
-				Params: []chatimpl.ParamInfo{
-					{Name: "userMessage", Schema: `{"type":"string"}`},
-				},
-				Events: []chatimpl.EventInfo{
-					{Type: "Stream", Schema: `{"type":"string"}`},
-					{Type: "weapon", Schema: `{"$ref":"#/$defs/Weapon"}`},
-				},
-			},
-			{
-				Name: "appraise",
-				Params: []chatimpl.ParamInfo{
-					{Name: "userMessage", Schema: `{"type":"string"}`},
-				},
-				Events: []chatimpl.EventInfo{
-					{Type: "weapon", Schema: `{"$ref":"#/$defs/Weapon"}`},
-				},
-			},
-			{
-				Name: "ask",
-				Params: []chatimpl.ParamInfo{
-					{Name: "userMessage", Schema: `{"type":"string"}`},
-				},
-				Events: []chatimpl.EventInfo{
-					{Type: "Message", Schema: `{"type":"string"}`},
-					{Type: "weapon", Schema: `{"$ref":"#/$defs/Weapon"}`},
-				},
-			},
-		},
-		Events: []chatimpl.EventInfo{
-			{Type: "weapon", Schema: `{"$ref":"#/$defs/Weapon"}`},
-		},
-		Types: []chatimpl.TypeInfo{
-			{Name: "Kind", Schema: `{"type":"string","enum":["sword","axe","bow",""],"description":"Kind is a kind of weapon."}`},
-			{Name: "Weapon", Schema: `{"type":"object","properties":{"name":{"type":"string","description":"Name of the weapon."},"kind":{"$ref":"#/$defs/Kind","description":"Kind of the weapon."},"damage":{"type":"integer","description":"Damage it deals, from 1 to 100."}},"required":["name","kind","damage"],"description":"Weapon is the weapon being built."}`},
-		},
-	}
-}
+const chatManifest = `{
+	"routes": [
+		{"name": "smith", "params": [
+			{"name": "userMessage", "schema": {"type":"string"}}
+		], "events": [
+			{"type": "Message", "schema": {"type":"string"}},
+			{"type": "weapon", "schema": {"$ref":"#/$defs/Weapon"}}
+		]},
+		{"name": "story", "streaming": true, "params": [
+			{"name": "userMessage", "schema": {"type":"string"}}
+		], "events": [
+			{"type": "Stream", "schema": {"type":"string"}},
+			{"type": "weapon", "schema": {"$ref":"#/$defs/Weapon"}}
+		]},
+		{"name": "appraise", "params": [
+			{"name": "userMessage", "schema": {"type":"string"}}
+		], "events": [
+			{"type": "weapon", "schema": {"$ref":"#/$defs/Weapon"}}
+		]},
+		{"name": "ask", "params": [
+			{"name": "userMessage", "schema": {"type":"string"}}
+		], "events": [
+			{"type": "Message", "schema": {"type":"string"}},
+			{"type": "weapon", "schema": {"$ref":"#/$defs/Weapon"}}
+		]}
+	],
+	"events": [
+		{"type": "weapon", "schema": {"$ref":"#/$defs/Weapon"}}
+	],
+	"types": [
+		{"name": "Kind", "schema": {"type":"string","enum":["sword","axe","bow",""],"description":"Kind is a kind of weapon."}},
+		{"name": "Weapon", "schema": {"type":"object","properties":{"name":{"type":"string","description":"Name of the weapon."},"kind":{"$ref":"#/$defs/Kind","description":"Kind of the weapon."},"damage":{"type":"integer","description":"Damage it deals, from 1 to 100."}},"required":["name","kind","damage"],"description":"Weapon is the weapon being built."}}
+	]
+}`
 
 var chatBeanWorkbench = chat.NewBean[*Workbench](chatPackagePath+".Workbench", chat.KindChat, func(context.Context) (*Workbench, error) {
 	return new(Workbench), nil

@@ -36,7 +36,7 @@ const (
 func Register() *chatimpl.Package {
 	p := chatimpl.NewPackage(chatPackagePath)
 	p.AddRoute(chatimpl.RouteSpec{Name: RouteTickets, Default: true, Handle: chatRouteTickets})
-	p.Describe(chatManifest())
+	p.DescribeJSON(chatManifest)
 	// Durable beans are provided even without dependencies: the router
 	// where a resumed conversation ends restores them from their saved
 	// state, to close them.
@@ -58,21 +58,15 @@ func chatRouteTickets(ctx context.Context) error {
 	return chat.SendValue(ctx, res)
 }
 
-func chatManifest() *chatimpl.Manifest {
-	return &chatimpl.Manifest{
-		Routes: []chatimpl.RouteInfo{
-			{
-				Name: "tickets",
-				Params: []chatimpl.ParamInfo{
-					{Name: "userMessage", Schema: `{"type":"string"}`},
-				},
-				Events: []chatimpl.EventInfo{
-					{Type: "Message", Schema: `{"type":"string"}`},
-				},
-			},
-		},
-	}
-}
+const chatManifest = `{
+	"routes": [
+		{"name": "tickets", "params": [
+			{"name": "userMessage", "schema": {"type":"string"}}
+		], "events": [
+			{"type": "Message", "schema": {"type":"string"}}
+		]}
+	]
+}`
 
 var chatBeanTicket = chat.NewDurableBean[*Ticket](chatPackagePath+".Ticket", chat.KindChat, func(context.Context) (*Ticket, error) {
 	return new(Ticket), nil

@@ -72,7 +72,7 @@ func Register(deps Deps) *chatimpl.Package {
 	p.AddRoute(chatimpl.RouteSpec{Name: RouteReport, Handle: chatRouteReport})
 	p.AddRoute(chatimpl.RouteSpec{Name: RouteLines, Handle: chatRouteLines})
 	p.AddRoute(chatimpl.RouteSpec{Name: RouteClerk, Default: true, Handle: chatRouteClerk})
-	p.Describe(chatManifest())
+	p.DescribeJSON(chatManifest)
 	return p
 }
 
@@ -183,99 +183,68 @@ func chatRouteClerk(ctx context.Context) error {
 	return res.SendText(ctx, markdown.Message)
 }
 
-func chatManifest() *chatimpl.Manifest {
-	return &chatimpl.Manifest{
-		Routes: []chatimpl.RouteInfo{
-			{
-				Name: "put",
-				Params: []chatimpl.ParamInfo{
-					{Name: "everything", Schema: `{"$ref":"#/$defs/Everything"}`},
-					{Name: "page", Schema: `{"$ref":"#/$defs/PageItem"}`},
-					{Name: "level", Schema: `{"$ref":"#/$defs/Level"}`},
-					{Name: "prio", Schema: `{"$ref":"#/$defs/Priority"}`},
-				},
-				Events: []chatimpl.EventInfo{
-					{Type: "Object", Schema: `{"$ref":"#/$defs/Everything"}`},
-				},
-			},
-			{
-				Name: "putPtr",
-				Params: []chatimpl.ParamInfo{
-					{Name: "everything", Schema: `{"anyOf":[{"$ref":"#/$defs/Everything"},{"type":"null"}]}`},
-				},
-				Events: []chatimpl.EventInfo{
-					{Type: "Object", Schema: `{"$ref":"#/$defs/Everything"}`},
-				},
-			},
-			{
-				Name: "tree",
-				Params: []chatimpl.ParamInfo{
-					{Name: "tree", Schema: `{"$ref":"#/$defs/Tree"}`},
-				},
-				Events: []chatimpl.EventInfo{
-					{Type: "Object", Schema: `{"$ref":"#/$defs/Tree"}`},
-				},
-			},
-			{
-				Name: "pages",
-				Params: []chatimpl.ParamInfo{
-					{Name: "page", Schema: `{"$ref":"#/$defs/PageTree"}`},
-				},
-				Events: []chatimpl.EventInfo{
-					{Type: "Object", Schema: `{"$ref":"#/$defs/PageTree"}`},
-				},
-			},
-			{
-				Name: "report",
-				Params: []chatimpl.ParamInfo{
-					{Name: "report", Schema: `{"$ref":"#/$defs/Report"}`},
-				},
-				Events: []chatimpl.EventInfo{
-					{Type: "report", Schema: `{"$ref":"#/$defs/Report"}`},
-				},
-			},
-			{
-				Name:      "lines",
-				Streaming: true,
-				Params: []chatimpl.ParamInfo{
-					{Name: "userMessage", Schema: `{"type":"string"}`},
-				},
-				Events: []chatimpl.EventInfo{
-					{Type: "Stream", Schema: `{"type":"string"}`},
-				},
-			},
-			{
-				Name: "clerk",
-				Params: []chatimpl.ParamInfo{
-					{Name: "userMessage", Schema: `{"type":"string"}`},
-				},
-				Events: []chatimpl.EventInfo{
-					{Type: "Message", Schema: `{"type":"string"}`},
-					{Type: "Object", Schema: `{"$ref":"#/$defs/PageItem"}`},
-					{Type: "report", Schema: `{"$ref":"#/$defs/Report"}`},
-				},
-			},
-		},
-		Events: []chatimpl.EventInfo{
-			{Type: "report", Schema: `{"$ref":"#/$defs/Report"}`},
-		},
-		Types: []chatimpl.TypeInfo{
-			{Name: "Clash", Schema: `{"type":"object","properties":{"U":{"type":"integer"},"kept":{"type":"string"}},"required":["U","kept"],"description":"Clash embeds two fields named Same at the same depth, both untagged: neither is written."}`},
-			{Name: "Diamond", Schema: `{"type":"object","properties":{"L":{"type":"integer"},"R":{"type":"integer"}},"required":["L","R"],"description":"Diamond embeds Shared twice, through Left and Right."}`},
-			{Name: "Everything", Schema: `{"type":"object","properties":{"id":{"type":"integer"},"Note":{"type":"string"},"tags":{"anyOf":[{"type":"array","items":{"type":"string"}},{"type":"null"}]},"secret":{"type":"string"},"Visible":{"type":"integer"},"deep":{"type":"string"},"named":{"$ref":"#/$defs/Meta"},"-":{"type":"string"},"Inline":{"$ref":"#/$defs/Meta"},"byInt":{"anyOf":[{"type":"object","additionalProperties":{"type":"string"}},{"type":"null"}]},"byLevel":{"anyOf":[{"type":"object","additionalProperties":{"type":"integer"}},{"type":"null"}]},"bytes":{"anyOf":[{"type":"string","contentEncoding":"base64"},{"type":"null"}]},"octets":{"anyOf":[{"type":"string","contentEncoding":"base64"},{"type":"null"}]},"raw":{},"any":{},"Iface":{},"dur":{"type":"integer","description":"a duration in nanoseconds"},"when":{"type":"string","format":"date-time"},"arr":{"type":"array","items":{"type":"integer"},"minItems":4,"maxItems":4},"page":{"$ref":"#/$defs/PageItem"},"point":{"$ref":"#/$defs/Point"},"addr":{"type":"string"},"quoted":{"type":"string"},"quotePtr":{"anyOf":[{"type":"string"},{"type":"null"}]},"litStr":{},"opt":{"type":"string"},"zero":{"$ref":"#/$defs/Item"},"kept":{"$ref":"#/$defs/Item"},"level":{"$ref":"#/$defs/Level"},"prio":{"$ref":"#/$defs/Priority"},"num":{"type":"number"},"upper":{"type":"string"},"lazy":{"anyOf":[{"type":"string"},{"$ref":"#/$defs/Lazy"}]},"lazyPtr":{"anyOf":[{"type":"string"},{"type":"null"}]},"ptrs":{"anyOf":[{"type":"array","items":{"anyOf":[{"$ref":"#/$defs/Item"},{"type":"null"}]}},{"type":"null"}]},"Nested":{"anyOf":[{"type":"object","additionalProperties":{"anyOf":[{"type":"array","items":{"anyOf":[{"$ref":"#/$defs/Tree"},{"type":"null"}]}},{"type":"null"}]}},{"type":"null"}]},"big":{"type":"integer"},"F":{"type":"number"},"diamond":{"$ref":"#/$defs/Diamond"},"clash":{"$ref":"#/$defs/Clash"},"tree":{"$ref":"#/$defs/Tree"}},"required":["tags","secret","Visible","named","-","Inline","byInt","byLevel","bytes","octets","raw","any","Iface","dur","when","arr","page","point","addr","quoted","quotePtr","litStr","kept","level","prio","num","upper","lazy","lazyPtr","ptrs","Nested","big","F","diamond","clash","tree"],"description":"Everything has a field of each kind."}`},
-			{Name: "Item", Schema: `{"type":"object","properties":{"sku":{"type":"string"}},"required":["sku"],"description":"Item is an item of a page."}`},
-			{Name: "Lazy", Schema: `{"type":"object","properties":{"V":{"type":"string"}},"required":["V"],"description":"Lazy writes itself as text only when encoding/json can take its address: a value inside a value passed to json.Marshal is written as the struct it is."}`},
-			{Name: "Level", Schema: `{"type":"string","enum":["debug","info",""],"description":"Level is a log level."}`},
-			{Name: "Meta", Schema: `{"type":"object","properties":{"tags":{"anyOf":[{"type":"array","items":{"type":"string"}},{"type":"null"}]}},"required":["tags"],"description":"Meta is embedded by value."}`},
-			{Name: "PageItem", Schema: `{"type":"object","properties":{"items":{"anyOf":[{"type":"array","items":{"$ref":"#/$defs/Item"}},{"type":"null"}]},"next":{"anyOf":[{"$ref":"#/$defs/Item"},{"type":"null"}]}},"required":["items","next"],"description":"Page is generic."}`},
-			{Name: "PageTree", Schema: `{"type":"object","properties":{"items":{"anyOf":[{"type":"array","items":{"$ref":"#/$defs/Tree"}},{"type":"null"}]},"next":{"anyOf":[{"$ref":"#/$defs/Tree"},{"type":"null"}]}},"required":["items","next"],"description":"Page is generic."}`},
-			{Name: "Point", Schema: `{"type":"object","properties":{"X":{"type":"integer"},"Y":{"type":"integer"}},"required":["X","Y"]}`},
-			{Name: "Priority", Schema: `{"type":"integer","enum":[1,2,0],"description":"Priority is a priority, as a number."}`},
-			{Name: "Report", Schema: `{"type":"object","properties":{"level":{"$ref":"#/$defs/Level"},"tree":{"$ref":"#/$defs/Tree"},"data":{"anyOf":[{"type":"string","contentEncoding":"base64"},{"type":"null"}]}},"required":["level","data"],"description":"Report is an event type of this package."}`},
-			{Name: "Tree", Schema: `{"type":"object","properties":{"name":{"type":"string"},"children":{"anyOf":[{"type":"array","items":{"anyOf":[{"$ref":"#/$defs/Tree"},{"type":"null"}]}},{"type":"null"}]},"parent":{"$ref":"#/$defs/Tree"}},"required":["name","children"],"description":"Tree is recursive, through a slice and through a pointer."}`},
-		},
-	}
-}
+const chatManifest = `{
+	"routes": [
+		{"name": "put", "params": [
+			{"name": "everything", "schema": {"$ref":"#/$defs/Everything"}},
+			{"name": "page", "schema": {"$ref":"#/$defs/PageItem"}},
+			{"name": "level", "schema": {"$ref":"#/$defs/Level"}},
+			{"name": "prio", "schema": {"$ref":"#/$defs/Priority"}}
+		], "events": [
+			{"type": "Object", "schema": {"$ref":"#/$defs/Everything"}}
+		]},
+		{"name": "putPtr", "params": [
+			{"name": "everything", "schema": {"anyOf":[{"$ref":"#/$defs/Everything"},{"type":"null"}]}}
+		], "events": [
+			{"type": "Object", "schema": {"$ref":"#/$defs/Everything"}}
+		]},
+		{"name": "tree", "params": [
+			{"name": "tree", "schema": {"$ref":"#/$defs/Tree"}}
+		], "events": [
+			{"type": "Object", "schema": {"$ref":"#/$defs/Tree"}}
+		]},
+		{"name": "pages", "params": [
+			{"name": "page", "schema": {"$ref":"#/$defs/PageTree"}}
+		], "events": [
+			{"type": "Object", "schema": {"$ref":"#/$defs/PageTree"}}
+		]},
+		{"name": "report", "params": [
+			{"name": "report", "schema": {"$ref":"#/$defs/Report"}}
+		], "events": [
+			{"type": "report", "schema": {"$ref":"#/$defs/Report"}}
+		]},
+		{"name": "lines", "streaming": true, "params": [
+			{"name": "userMessage", "schema": {"type":"string"}}
+		], "events": [
+			{"type": "Stream", "schema": {"type":"string"}}
+		]},
+		{"name": "clerk", "params": [
+			{"name": "userMessage", "schema": {"type":"string"}}
+		], "events": [
+			{"type": "Message", "schema": {"type":"string"}},
+			{"type": "Object", "schema": {"$ref":"#/$defs/PageItem"}},
+			{"type": "report", "schema": {"$ref":"#/$defs/Report"}}
+		]}
+	],
+	"events": [
+		{"type": "report", "schema": {"$ref":"#/$defs/Report"}}
+	],
+	"types": [
+		{"name": "Clash", "schema": {"type":"object","properties":{"U":{"type":"integer"},"kept":{"type":"string"}},"required":["U","kept"],"description":"Clash embeds two fields named Same at the same depth, both untagged: neither is written."}},
+		{"name": "Diamond", "schema": {"type":"object","properties":{"L":{"type":"integer"},"R":{"type":"integer"}},"required":["L","R"],"description":"Diamond embeds Shared twice, through Left and Right."}},
+		{"name": "Everything", "schema": {"type":"object","properties":{"id":{"type":"integer"},"Note":{"type":"string"},"tags":{"anyOf":[{"type":"array","items":{"type":"string"}},{"type":"null"}]},"secret":{"type":"string"},"Visible":{"type":"integer"},"deep":{"type":"string"},"named":{"$ref":"#/$defs/Meta"},"-":{"type":"string"},"Inline":{"$ref":"#/$defs/Meta"},"byInt":{"anyOf":[{"type":"object","additionalProperties":{"type":"string"}},{"type":"null"}]},"byLevel":{"anyOf":[{"type":"object","additionalProperties":{"type":"integer"}},{"type":"null"}]},"bytes":{"anyOf":[{"type":"string","contentEncoding":"base64"},{"type":"null"}]},"octets":{"anyOf":[{"type":"string","contentEncoding":"base64"},{"type":"null"}]},"raw":{},"any":{},"Iface":{},"dur":{"type":"integer","description":"a duration in nanoseconds"},"when":{"type":"string","format":"date-time"},"arr":{"type":"array","items":{"type":"integer"},"minItems":4,"maxItems":4},"page":{"$ref":"#/$defs/PageItem"},"point":{"$ref":"#/$defs/Point"},"addr":{"type":"string"},"quoted":{"type":"string"},"quotePtr":{"anyOf":[{"type":"string"},{"type":"null"}]},"litStr":{},"opt":{"type":"string"},"zero":{"$ref":"#/$defs/Item"},"kept":{"$ref":"#/$defs/Item"},"level":{"$ref":"#/$defs/Level"},"prio":{"$ref":"#/$defs/Priority"},"num":{"type":"number"},"upper":{"type":"string"},"lazy":{"anyOf":[{"type":"string"},{"$ref":"#/$defs/Lazy"}]},"lazyPtr":{"anyOf":[{"type":"string"},{"type":"null"}]},"ptrs":{"anyOf":[{"type":"array","items":{"anyOf":[{"$ref":"#/$defs/Item"},{"type":"null"}]}},{"type":"null"}]},"Nested":{"anyOf":[{"type":"object","additionalProperties":{"anyOf":[{"type":"array","items":{"anyOf":[{"$ref":"#/$defs/Tree"},{"type":"null"}]}},{"type":"null"}]}},{"type":"null"}]},"big":{"type":"integer"},"F":{"type":"number"},"diamond":{"$ref":"#/$defs/Diamond"},"clash":{"$ref":"#/$defs/Clash"},"tree":{"$ref":"#/$defs/Tree"}},"required":["tags","secret","Visible","named","-","Inline","byInt","byLevel","bytes","octets","raw","any","Iface","dur","when","arr","page","point","addr","quoted","quotePtr","litStr","kept","level","prio","num","upper","lazy","lazyPtr","ptrs","Nested","big","F","diamond","clash","tree"],"description":"Everything has a field of each kind."}},
+		{"name": "Item", "schema": {"type":"object","properties":{"sku":{"type":"string"}},"required":["sku"],"description":"Item is an item of a page."}},
+		{"name": "Lazy", "schema": {"type":"object","properties":{"V":{"type":"string"}},"required":["V"],"description":"Lazy writes itself as text only when encoding/json can take its address: a value inside a value passed to json.Marshal is written as the struct it is."}},
+		{"name": "Level", "schema": {"type":"string","enum":["debug","info",""],"description":"Level is a log level."}},
+		{"name": "Meta", "schema": {"type":"object","properties":{"tags":{"anyOf":[{"type":"array","items":{"type":"string"}},{"type":"null"}]}},"required":["tags"],"description":"Meta is embedded by value."}},
+		{"name": "PageItem", "schema": {"type":"object","properties":{"items":{"anyOf":[{"type":"array","items":{"$ref":"#/$defs/Item"}},{"type":"null"}]},"next":{"anyOf":[{"$ref":"#/$defs/Item"},{"type":"null"}]}},"required":["items","next"],"description":"Page is generic."}},
+		{"name": "PageTree", "schema": {"type":"object","properties":{"items":{"anyOf":[{"type":"array","items":{"$ref":"#/$defs/Tree"}},{"type":"null"}]},"next":{"anyOf":[{"$ref":"#/$defs/Tree"},{"type":"null"}]}},"required":["items","next"],"description":"Page is generic."}},
+		{"name": "Point", "schema": {"type":"object","properties":{"X":{"type":"integer"},"Y":{"type":"integer"}},"required":["X","Y"]}},
+		{"name": "Priority", "schema": {"type":"integer","enum":[1,2,0],"description":"Priority is a priority, as a number."}},
+		{"name": "Report", "schema": {"type":"object","properties":{"level":{"$ref":"#/$defs/Level"},"tree":{"$ref":"#/$defs/Tree"},"data":{"anyOf":[{"type":"string","contentEncoding":"base64"},{"type":"null"}]}},"required":["level","data"],"description":"Report is an event type of this package."}},
+		{"name": "Tree", "schema": {"type":"object","properties":{"name":{"type":"string"},"children":{"anyOf":[{"type":"array","items":{"anyOf":[{"$ref":"#/$defs/Tree"},{"type":"null"}]}},{"type":"null"}]},"parent":{"$ref":"#/$defs/Tree"}},"required":["name","children"],"description":"Tree is recursive, through a slice and through a pointer."}}
+	]
+}`
 
 var chatBeanStore = chat.NewBean[*Store](chatPackagePath+".Store", chat.KindChat, func(context.Context) (*Store, error) {
 	return new(Store), nil
