@@ -357,7 +357,7 @@ var chatToolAnvilFinishArmor = ai.Tool{
 	Description: "FinishArmor saves the armour and goes back to the main menu.",
 	Parameters:  json.RawMessage(`{"type":"object","properties":{},"additionalProperties":false}`),
 	Immediate:   true,
-	Invoke: ai.BeanToolNoArgs(chatBeanAnvil, func(ctx context.Context, anvil *Anvil) (any, error) {
+	Invoke: ai.BeanTool(chatBeanAnvil, func(ctx context.Context, anvil *Anvil, _ struct{}) (any, error) {
 		return anvil.FinishArmor(ctx)
 	}),
 }
@@ -368,7 +368,7 @@ var chatToolAnvilCancel = ai.Tool{
 to the main menu.`,
 	Parameters: json.RawMessage(`{"type":"object","properties":{},"additionalProperties":false}`),
 	Immediate:  true,
-	Invoke: ai.BeanToolNoArgs(chatBeanAnvil, func(ctx context.Context, anvil *Anvil) (any, error) {
+	Invoke: ai.BeanTool(chatBeanAnvil, func(ctx context.Context, anvil *Anvil, _ struct{}) (any, error) {
 		return anvil.Cancel(ctx)
 	}),
 }
@@ -427,7 +427,7 @@ var chatToolRunesBind = ai.Tool{
 the weapon builder.`,
 	Parameters: json.RawMessage(`{"type":"object","properties":{},"additionalProperties":false}`),
 	Immediate:  true,
-	Invoke: ai.BeanToolNoArgs(chatBeanRunes, func(ctx context.Context, runes *Runes) (any, error) {
+	Invoke: ai.BeanTool(chatBeanRunes, func(ctx context.Context, runes *Runes, _ struct{}) (any, error) {
 		return runes.Bind(ctx)
 	}),
 }
@@ -438,7 +438,7 @@ var chatToolRunesCancel = ai.Tool{
 weapon builder.`,
 	Parameters: json.RawMessage(`{"type":"object","properties":{},"additionalProperties":false}`),
 	Immediate:  true,
-	Invoke: ai.BeanToolNoArgs(chatBeanRunes, func(ctx context.Context, runes *Runes) (any, error) {
+	Invoke: ai.BeanTool(chatBeanRunes, func(ctx context.Context, runes *Runes, _ struct{}) (any, error) {
 		return runes.Cancel(ctx)
 	}),
 }
@@ -474,7 +474,7 @@ var chatToolCounterBuildWeapon = ai.Tool{
 	Description: "BuildWeapon starts building a new weapon with the player.",
 	Parameters:  json.RawMessage(`{"type":"object","properties":{},"additionalProperties":false}`),
 	Immediate:   true,
-	Invoke: ai.BeanToolNoArgs(chatBeanCounter, func(ctx context.Context, counter *Counter) (any, error) {
+	Invoke: ai.BeanTool(chatBeanCounter, func(ctx context.Context, counter *Counter, _ struct{}) (any, error) {
 		return nil, counter.BuildWeapon(ctx)
 	}),
 }
@@ -484,7 +484,7 @@ var chatToolCounterBuildArmor = ai.Tool{
 	Description: "BuildArmor starts building a new piece of armour with the player.",
 	Parameters:  json.RawMessage(`{"type":"object","properties":{},"additionalProperties":false}`),
 	Immediate:   true,
-	Invoke: ai.BeanToolNoArgs(chatBeanCounter, func(ctx context.Context, counter *Counter) (any, error) {
+	Invoke: ai.BeanTool(chatBeanCounter, func(ctx context.Context, counter *Counter, _ struct{}) (any, error) {
 		return nil, counter.BuildArmor(ctx)
 	}),
 }
@@ -495,7 +495,7 @@ var chatToolCounterListArmory = ai.Tool{
 	Parameters:  json.RawMessage(`{"type":"object","properties":{},"additionalProperties":false}`),
 	Event:       true,
 	Immediate:   true,
-	Invoke: ai.BeanToolNoArgs(chatBeanCounter, func(ctx context.Context, counter *Counter) (any, error) {
+	Invoke: ai.BeanTool(chatBeanCounter, func(ctx context.Context, counter *Counter, _ struct{}) (any, error) {
 		return counter.ListArmory(ctx)
 	}),
 }
@@ -582,7 +582,7 @@ var chatToolWorkbenchShowWeapon = ai.Tool{
 	Parameters:  json.RawMessage(`{"type":"object","properties":{},"additionalProperties":false}`),
 	Event:       true,
 	Immediate:   true,
-	Invoke: ai.BeanToolNoArgs(chatBeanWorkbench, func(_ context.Context, workbench *Workbench) (any, error) {
+	Invoke: ai.BeanTool(chatBeanWorkbench, func(_ context.Context, workbench *Workbench, _ struct{}) (any, error) {
 		return workbench.ShowWeapon(), nil
 	}),
 }
@@ -592,7 +592,7 @@ var chatToolWorkbenchEnchant = ai.Tool{
 	Description: "Enchant starts enchanting the weapon.",
 	Parameters:  json.RawMessage(`{"type":"object","properties":{},"additionalProperties":false}`),
 	Immediate:   true,
-	Invoke: ai.BeanToolNoArgs(chatBeanWorkbench, func(ctx context.Context, workbench *Workbench) (any, error) {
+	Invoke: ai.BeanTool(chatBeanWorkbench, func(ctx context.Context, workbench *Workbench, _ struct{}) (any, error) {
 		return nil, workbench.Enchant(ctx)
 	}),
 }
@@ -603,7 +603,7 @@ var chatToolWorkbenchFinish = ai.Tool{
 main menu.`,
 	Parameters: json.RawMessage(`{"type":"object","properties":{},"additionalProperties":false}`),
 	Immediate:  true,
-	Invoke: ai.BeanToolNoArgs(chatBeanWorkbench, func(ctx context.Context, workbench *Workbench) (any, error) {
+	Invoke: ai.BeanTool(chatBeanWorkbench, func(ctx context.Context, workbench *Workbench, _ struct{}) (any, error) {
 		return workbench.Finish(ctx)
 	}),
 }
@@ -614,7 +614,7 @@ var chatToolWorkbenchCancel = ai.Tool{
 to the main menu.`,
 	Parameters: json.RawMessage(`{"type":"object","properties":{},"additionalProperties":false}`),
 	Immediate:  true,
-	Invoke: ai.BeanToolNoArgs(chatBeanWorkbench, func(ctx context.Context, workbench *Workbench) (any, error) {
+	Invoke: ai.BeanTool(chatBeanWorkbench, func(ctx context.Context, workbench *Workbench, _ struct{}) (any, error) {
 		return workbench.Cancel(ctx)
 	}),
 }

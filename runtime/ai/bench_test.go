@@ -177,7 +177,7 @@ var benchAsk = Method{
 	}, {
 		Definition: benchTools[1].Definition,
 		Immediate:  true,
-		Invoke: BeanToolNoArgs(benchWeatherBean, func(context.Context, *benchWeather) (any, error) {
+		Invoke: BeanTool(benchWeatherBean, func(context.Context, *benchWeather, struct{}) (any, error) {
 			return 10, nil
 		}),
 	}},

@@ -60,7 +60,7 @@ func TestBeanToolNoArgs(t *testing.T) {
 	bean := chat.NewBean("example.com/app.anvil", chat.KindChat, func(context.Context) (*anvil, error) {
 		return &anvil{piece: "helm"}, nil
 	})
-	finish := ai.BeanToolNoArgs(bean, func(ctx context.Context, a *anvil) (any, error) {
+	finish := ai.BeanTool(bean, func(ctx context.Context, a *anvil, _ struct{}) (any, error) {
 		return "finished " + a.piece, nil
 	})
 	ctx := begin(t)
@@ -93,7 +93,7 @@ func TestBeanToolInvocation(t *testing.T) {
 		a.piece = args.Piece
 		return nil, nil
 	})
-	touchNoArgs := ai.BeanToolNoArgs(bean, func(ctx context.Context, a *anvil) (any, error) {
+	touchNoArgs := ai.BeanTool(bean, func(ctx context.Context, a *anvil, _ struct{}) (any, error) {
 		if !chat.InInvocation(ctx) {
 			return nil, errors.New("no invocation")
 		}

@@ -116,7 +116,7 @@ var chatToolShopShowWeapon = ai.Tool{
 	Name:        "showWeapon",
 	Description: "ShowWeapon shows the weapon as it is now.",
 	Parameters:  json.RawMessage(`{"type":"object","properties":{},"additionalProperties":false}`),
-	Invoke: ai.BeanToolNoArgs(chatBeanShop, func(_ context.Context, shop *Shop) (any, error) {
+	Invoke: ai.BeanTool(chatBeanShop, func(_ context.Context, shop *Shop, _ struct{}) (any, error) {
 		return shop.ShowWeapon(), nil
 	}),
 }
@@ -147,7 +147,7 @@ var chatToolShopBind = ai.Tool{
 	Name:        "bind",
 	Description: "Bind binds the enchantment to the weapon.",
 	Parameters:  json.RawMessage(`{"type":"object","properties":{},"additionalProperties":false}`),
-	Invoke: ai.BeanToolNoArgs(chatBeanShop, func(_ context.Context, shop *Shop) (any, error) {
+	Invoke: ai.BeanTool(chatBeanShop, func(_ context.Context, shop *Shop, _ struct{}) (any, error) {
 		return shop.Bind()
 	}),
 }
@@ -156,7 +156,7 @@ var chatToolShopFinishWeapon = ai.Tool{
 	Name:        "finishWeapon",
 	Description: "FinishWeapon saves the weapon.",
 	Parameters:  json.RawMessage(`{"type":"object","properties":{},"additionalProperties":false}`),
-	Invoke: ai.BeanToolNoArgs(chatBeanShop, func(_ context.Context, shop *Shop) (any, error) {
+	Invoke: ai.BeanTool(chatBeanShop, func(_ context.Context, shop *Shop, _ struct{}) (any, error) {
 		return shop.FinishWeapon()
 	}),
 }
@@ -187,7 +187,7 @@ var chatToolShopFinishArmor = ai.Tool{
 	Name:        "finishArmor",
 	Description: "FinishArmor saves the armour.",
 	Parameters:  json.RawMessage(`{"type":"object","properties":{},"additionalProperties":false}`),
-	Invoke: ai.BeanToolNoArgs(chatBeanShop, func(_ context.Context, shop *Shop) (any, error) {
+	Invoke: ai.BeanTool(chatBeanShop, func(_ context.Context, shop *Shop, _ struct{}) (any, error) {
 		return shop.FinishArmor()
 	}),
 }
@@ -197,7 +197,7 @@ var chatToolShopCancel = ai.Tool{
 	Description: `Cancel abandons the weapon, enchantment or armour being built, without
 saving it.`,
 	Parameters: json.RawMessage(`{"type":"object","properties":{},"additionalProperties":false}`),
-	Invoke: ai.BeanToolNoArgs(chatBeanShop, func(_ context.Context, shop *Shop) (any, error) {
+	Invoke: ai.BeanTool(chatBeanShop, func(_ context.Context, shop *Shop, _ struct{}) (any, error) {
 		return shop.Cancel(), nil
 	}),
 }
@@ -206,7 +206,7 @@ var chatToolShopListArmory = ai.Tool{
 	Name:        "listArmory",
 	Description: "ListArmory lists what the player has built.",
 	Parameters:  json.RawMessage(`{"type":"object","properties":{},"additionalProperties":false}`),
-	Invoke: ai.BeanToolNoArgs(chatBeanShop, func(_ context.Context, shop *Shop) (any, error) {
+	Invoke: ai.BeanTool(chatBeanShop, func(_ context.Context, shop *Shop, _ struct{}) (any, error) {
 		return shop.ListArmory(), nil
 	}),
 }

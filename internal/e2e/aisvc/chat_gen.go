@@ -186,7 +186,7 @@ var chatToolWorkbenchInspect = ai.Tool{
 	Parameters:  json.RawMessage(`{"type":"object","properties":{},"additionalProperties":false}`),
 	Event:       true,
 	Immediate:   true,
-	Invoke: ai.BeanToolNoArgs(chatBeanWorkbench, func(_ context.Context, workbench *Workbench) (any, error) {
+	Invoke: ai.BeanTool(chatBeanWorkbench, func(_ context.Context, workbench *Workbench, _ struct{}) (any, error) {
 		return workbench.Inspect(), nil
 	}),
 }
@@ -195,7 +195,7 @@ var chatToolWorkbenchExplode = ai.Tool{
 	Name:        "Explode",
 	Description: "Explode always panics.",
 	Parameters:  json.RawMessage(`{"type":"object","properties":{},"additionalProperties":false}`),
-	Invoke: ai.BeanToolNoArgs(chatBeanWorkbench, func(_ context.Context, workbench *Workbench) (any, error) {
+	Invoke: ai.BeanTool(chatBeanWorkbench, func(_ context.Context, workbench *Workbench, _ struct{}) (any, error) {
 		return workbench.Explode(), nil
 	}),
 }
