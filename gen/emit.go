@@ -207,7 +207,7 @@ func (e *emitter) deps() {
 		fields = append(fields, fieldDoc(fmt.Sprintf("%s is passed to %s.", d.field, joinAnd(d.users))), jen.Id(d.field).Add(e.typ(d.typ)))
 	}
 	for _, s := range e.m.ais {
-		fields = append(fields, fieldDoc(fmt.Sprintf("%s configures the //chat:ai service %s: its model, memory and tool-loop limits.", s.field, s.bean.obj.Name())), jen.Id(s.field).Qual(aiPkg, "Config"))
+		fields = append(fields, fieldDoc(fmt.Sprintf("%s configures the //chat:ai service %s: its model, memory and tool-loop limits (nil: no model, which chat.NewRouter refuses).", s.field, s.bean.obj.Name())), jen.Id(s.field).Op("*").Qual(aiPkg, "Config"))
 	}
 	e.doc("Deps holds the application dependencies of this package's scoped beans and the configuration of its AI services: each dependency is passed to the constructors that take its type. Give it to Register.")
 	e.f.Type().Id("Deps").Struct(fields...)

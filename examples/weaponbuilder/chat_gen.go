@@ -43,17 +43,21 @@ type Deps struct {
 	// Armory is passed to NewAnvil, NewWorkbench and NewCounter.
 	Armory *Armory
 	// ArmorBuilder configures the //chat:ai service ArmorBuilder: its
-	// model, memory and tool-loop limits.
-	ArmorBuilder ai.Config
+	// model, memory and tool-loop limits (nil: no model, which
+	// chat.NewRouter refuses).
+	ArmorBuilder *ai.Config
 	// Enchanter configures the //chat:ai service Enchanter: its model,
-	// memory and tool-loop limits.
-	Enchanter ai.Config
+	// memory and tool-loop limits (nil: no model, which chat.NewRouter
+	// refuses).
+	Enchanter *ai.Config
 	// MainMenu configures the //chat:ai service MainMenu: its model,
-	// memory and tool-loop limits.
-	MainMenu ai.Config
+	// memory and tool-loop limits (nil: no model, which chat.NewRouter
+	// refuses).
+	MainMenu *ai.Config
 	// WeaponBuilder configures the //chat:ai service WeaponBuilder: its
-	// model, memory and tool-loop limits.
-	WeaponBuilder ai.Config
+	// model, memory and tool-loop limits (nil: no model, which
+	// chat.NewRouter refuses).
+	WeaponBuilder *ai.Config
 }
 
 // The names of this package's routes, for chat.Route, chat.PushRoute and

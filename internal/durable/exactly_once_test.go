@@ -80,7 +80,7 @@ func (g *gatedApp) pkg(memories memory.Store) *chatimpl.Package {
 	model := llmtest.NewModel(llmtest.Rules(llmtest.WhenFunc(nil, func(req *llmtest.Request) (llmtest.Reply, error) {
 		return llmtest.Reply{Text: fmt.Sprintf("%d messages", len(req.Messages))}, nil
 	})), nil)
-	svc := ai.NewService("github.com/chatscopes/chatgen/internal/durable.Gated", ai.Config{
+	svc := ai.NewService("github.com/chatscopes/chatgen/internal/durable.Gated", &ai.Config{
 		Model:  model,
 		Memory: memory.NewManager(&memory.ManagerOptions{Policy: memory.Window(1000, nil), Store: memories}),
 	})

@@ -35,7 +35,7 @@ func noteBook(store *redisstore.Store) *chatimpl.Package {
 	model := llmtest.NewModel(llmtest.Rules(llmtest.WhenFunc(nil, func(req *llmtest.Request) (llmtest.Reply, error) {
 		return llmtest.Reply{Text: fmt.Sprintf("%d messages", len(req.Messages))}, nil
 	})), nil)
-	svc := ai.NewService("github.com/chatscopes/chatgen/internal/durable.Notes", ai.Config{
+	svc := ai.NewService("github.com/chatscopes/chatgen/internal/durable.Notes", &ai.Config{
 		Model:  model,
 		Memory: memory.NewManager(&memory.ManagerOptions{Policy: memory.Window(1000, nil), Store: store.Memories()}),
 	})

@@ -153,7 +153,7 @@ func app(svc *ai.Service) *chatimpl.Package {
 // then each turn evicts two).
 func newAI(mem memory.Store) (*ai.Service, *llmtest.Model) {
 	model := llmtest.NewModel(llmtest.Rules(llmtest.When(nil, llmtest.Reply{Text: "It is sunny in Paris."})), nil)
-	svc := ai.NewService("github.com/chatscopes/chatgen/internal/durable.Assistant", ai.Config{
+	svc := ai.NewService("github.com/chatscopes/chatgen/internal/durable.Assistant", &ai.Config{
 		Model:  model,
 		Memory: memory.NewManager(&memory.ManagerOptions{Policy: memory.Window(20, nil), Store: mem}),
 	})

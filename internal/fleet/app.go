@@ -71,7 +71,7 @@ func NewApp(node string, memories memory.Store, execLog io.Writer, turnTime time
 	})), nil)
 	a.counter = chat.NewDurableBean(CounterBean, chat.KindChat,
 		func(context.Context) (*Counter, error) { return &Counter{}, nil })
-	a.svc = ai.NewService("github.com/chatscopes/chatgen/internal/fleet.Counter", ai.Config{
+	a.svc = ai.NewService("github.com/chatscopes/chatgen/internal/fleet.Counter", &ai.Config{
 		Model: a.model,
 		// Larger than any conversation of the test: the memory is
 		// checked whole.

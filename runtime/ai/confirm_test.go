@@ -60,7 +60,7 @@ func (a *confirmApp) drops() []string {
 func newConfirmApp(t *testing.T, cs *chat.InMemoryConversationStore, hook bool) *confirmApp {
 	t.Helper()
 	a := &confirmApp{model: llmtest.NewModel(confirmScript(), nil)}
-	cfg := ai.Config{Model: a.model, Logger: (&logBuffer{}).logger()}
+	cfg := &ai.Config{Model: a.model, Logger: (&logBuffer{}).logger()}
 	if cs != nil {
 		cfg.Memory = memory.NewManager(&memory.ManagerOptions{Store: chatstoretest.InMemoryMemories(cs), Policy: memory.Window(20, nil)})
 	}
@@ -271,7 +271,7 @@ func TestConfirmSurvivesARestart(t *testing.T) {
 // Outside a route, the paused turn is an error the caller can answer on
 // its own.
 func TestConfirmPendingError(t *testing.T) {
-	f := newModelFixture(t, confirmScript(), ai.Config{})
+	f := newModelFixture(t, confirmScript(), &ai.Config{})
 	req := f.req("drop sword")
 	req.Method.Tools = []ai.Tool{{Definition: tool("drop", "drops an item", `{"type":"object"}`), Confirm: true,
 		Invoke: func(context.Context, string) (any, error) { return "dropped", nil }}}
@@ -297,7 +297,7 @@ func TestConfirmSeveralCallsOfOneReply(t *testing.T) {
 		}
 		return calls(call("drop", `{"item":"a"}`), call("look", `{}`), call("drop", `{"item":"b"}`)), nil
 	}), nil)
-	svc := ai.NewService(svcName, ai.Config{Model: model, ParallelTools: true, Logger: (&logBuffer{}).logger()})
+	svc := ai.NewService(svcName, &ai.Config{Model: model, ParallelTools: true, Logger: (&logBuffer{}).logger()})
 	var mu sync.Mutex
 	var ran []string
 	invoke := func(name string) func(context.Context, string) (any, error) {

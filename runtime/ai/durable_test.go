@@ -64,7 +64,7 @@ func (s *failSwitch) Save(ctx context.Context, st *chatstore.ConversationState, 
 func newNode(t *testing.T, name string, store chatstore.ConversationStore, cs *chat.InMemoryConversationStore) *node {
 	t.Helper()
 	n := &node{model: llmtest.NewModel(echo(), nil), logs: &logBuffer{}}
-	n.svc = ai.NewService(svcName, ai.Config{
+	n.svc = ai.NewService(svcName, &ai.Config{
 		Model:  n.model,
 		Memory: memory.NewManager(&memory.ManagerOptions{Store: chatstoretest.InMemoryMemories(cs), Policy: memory.Window(20, nil)}),
 		Logger: n.logs.logger(),

@@ -75,7 +75,7 @@ func Example() {
 		llmtest.Reply{Text: "You asked about Paris."},
 	), nil)
 	memories := memory.NewManager(&memory.ManagerOptions{})
-	assistant := &assistantImpl{svc: ai.NewService("example.com/app.Assistant", ai.Config{Model: model, Memory: memories})}
+	assistant := &assistantImpl{svc: ai.NewService("example.com/app.Assistant", &ai.Config{Model: model, Memory: memories})}
 
 	ctx, err := chat.Begin(context.Background(), nil)
 	if err != nil {

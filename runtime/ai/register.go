@@ -12,8 +12,8 @@ import (
 // the application's configuration of it and the methods it declares.
 type ServiceSpec struct {
 	// Config is the service's configuration, the interface's field of the
-	// generated Deps.
-	Config Config
+	// generated Deps; nil is a service without a model.
+	Config *Config
 	// Methods are the interface's methods, whose tools [Service.Check]
 	// compares with those of the service's tool sources.
 	Methods []*Method

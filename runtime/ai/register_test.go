@@ -34,7 +34,7 @@ var askerBean = chat.NewBean[Asker]("example.com/notes.Asker", chat.KindChat, ni
 
 // askerApp registers the service of cfg as the generated Register does,
 // with one ai.Register, and a route asking it.
-func askerApp(cfg ai.Config) *chatimpl.Package {
+func askerApp(cfg *ai.Config) *chatimpl.Package {
 	p := chatimpl.NewPackage("example.com/notes")
 	ai.Register(p, askerBean, ai.ServiceSpec{Config: cfg, Methods: []*ai.Method{&askerAsk}}, func(svc *ai.Service) Asker {
 		return &askerImpl{svc: svc}
@@ -58,14 +58,14 @@ func askerApp(cfg ai.Config) *chatimpl.Package {
 // a model chat.NewRouter fails, and with a store its default in-process
 // memory is refused; a router it starts answers through the bean.
 func TestRegisterChecksAndProvidesTheService(t *testing.T) {
-	if _, err := chat.NewRouter(nil, askerApp(ai.Config{})); !errors.Is(err, ai.ErrNoModel) || !strings.Contains(err.Error(), "example.com/notes.Asker") {
+	if _, err := chat.NewRouter(nil, askerApp(&ai.Config{})); !errors.Is(err, ai.ErrNoModel) || !strings.Contains(err.Error(), "example.com/notes.Asker") {
 		t.Fatalf("NewRouter without a model: %v", err)
 	}
 	cs := chat.NewInMemoryConversationStore(nil)
-	if _, err := chat.NewRouter(&chat.RouterOptions{Store: cs}, askerApp(ai.Config{Model: echoModel()})); !errors.Is(err, chat.ErrMemoryNotDurable) {
+	if _, err := chat.NewRouter(&chat.RouterOptions{Store: cs}, askerApp(&ai.Config{Model: echoModel()})); !errors.Is(err, chat.ErrMemoryNotDurable) {
 		t.Fatalf("NewRouter with a store and an in-process memory: %v", err)
 	}
-	r, err := chat.NewRouter(nil, askerApp(ai.Config{Model: echoModel()}))
+	r, err := chat.NewRouter(nil, askerApp(&ai.Config{Model: echoModel()}))
 	if err != nil {
 		t.Fatal(err)
 	}

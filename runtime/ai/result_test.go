@@ -21,7 +21,7 @@ func TestResultSend(t *testing.T) {
 		llmtest.When(llmtest.LastUserContains("pick"),
 			calls(call("show", `{"card":"Queen"}`))),
 		llmtest.When(llmtest.LastUserContains("weapon"), llmtest.Reply{Text: `{"name":"Axe","damage":3}`}),
-	).WithFallback(llmtest.Reply{Text: "Hello."}), ai.Config{})
+	).WithFallback(llmtest.Reply{Text: "Hello."}), &ai.Config{})
 
 	// The routes play generated methods returning ai.Result[string] and
 	// ai.Result[Weapon].
@@ -105,7 +105,7 @@ func TestResultSend(t *testing.T) {
 var errBoom = errors.New("boom")
 
 func TestTemplates(t *testing.T) {
-	f := newModelFixture(t, echo(), ai.Config{})
+	f := newModelFixture(t, echo(), &ai.Config{})
 	ctx := begin(t)
 	req := f.req("ignored: the user template wins")
 	req.Method.System = "ignored: the system template wins"

@@ -36,7 +36,7 @@ func echoTools() llmtest.Script {
 }
 
 func TestWipesAcrossNestedScopes(t *testing.T) {
-	f := newServerFixture(t, echo(), ai.Config{})
+	f := newServerFixture(t, echo(), &ai.Config{})
 	ctx := begin(t)
 	top := memID(t, ctx)
 	must[*ai.Reply](t)(f.svc.Chat(ctx, f.req("top 1")))
@@ -95,7 +95,7 @@ func TestWipesAcrossNestedScopes(t *testing.T) {
 }
 
 func TestPerChatAndTwoMethods(t *testing.T) {
-	f := newModelFixture(t, echo(), ai.Config{})
+	f := newModelFixture(t, echo(), &ai.Config{})
 	ctx := begin(t)
 	a := f.req("a")
 	b := f.req("b")
@@ -111,7 +111,7 @@ func TestPerChatAndTwoMethods(t *testing.T) {
 }
 
 func TestClearDuringTurnWins(t *testing.T) {
-	f := newModelFixture(t, echoTools(), ai.Config{})
+	f := newModelFixture(t, echoTools(), &ai.Config{})
 	ctx := begin(t)
 	must[*ai.Reply](t)(f.svc.Chat(ctx, f.req("hello")))
 	f.box.hooks["note"] = chat.ClearMemory
@@ -128,7 +128,7 @@ func TestClearDuringTurnWins(t *testing.T) {
 func TestPopDuringTurn(t *testing.T) {
 	// A tool ends the scope whose memory the turn uses (the builder's
 	// "done" tool): the turn completes, its memory is gone for good.
-	f := newModelFixture(t, echoTools(), ai.Config{})
+	f := newModelFixture(t, echoTools(), &ai.Config{})
 	ctx := begin(t)
 	if err := chat.Push(ctx); err != nil {
 		t.Fatal(err)
@@ -143,7 +143,7 @@ func TestPopDuringTurn(t *testing.T) {
 }
 
 func TestInvocationMemory(t *testing.T) {
-	f := newModelFixture(t, echo(), ai.Config{})
+	f := newModelFixture(t, echo(), &ai.Config{})
 	req := func(user string) *ai.Request {
 		r := f.req(user)
 		r.Method.Kind = chat.KindInvocation
@@ -191,7 +191,7 @@ func newRouteEnv(t *testing.T, f *fixture, routes ...chatimpl.RouteSpec) *routeE
 }
 
 func TestScheduledWipesThroughRouter(t *testing.T) {
-	f := newServerFixture(t, echo(), ai.Config{})
+	f := newServerFixture(t, echo(), &ai.Config{})
 	// talk answers with the AI service; its words steer the wipes.
 	talk := func(ctx context.Context, route, msg string) error {
 		r, err := f.svc.Chat(ctx, f.req(msg))

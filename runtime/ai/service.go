@@ -49,7 +49,8 @@ var (
 )
 
 // Config configures one AI service; applications pass it at registration
-// (a field of the generated Deps).
+// (a field of the generated Deps). A nil *Config is the zero Config: a
+// service without a model, which chat.NewRouter refuses.
 type Config struct {
 	// Model answers the requests. Required: calls fail with [ErrNoModel]
 	// when it is nil.
@@ -147,10 +148,15 @@ type Service struct {
 }
 
 // NewService returns the service name ("import/path.Type") configured by
-// cfg. It never fails: a missing model is reported by [Service.Check] (which
-// [Register] registers, so that chat.NewRouter fails) and by each call.
-// Generated code registers its services with [Register], which calls it.
-func NewService(name string, cfg Config) *Service {
+// cfg, which may be nil (a service without a model) and is not kept: the
+// caller may reuse it. It never fails: a missing model is reported by
+// [Service.Check] (which [Register] registers, so that chat.NewRouter
+// fails) and by each call. Generated code registers its services with
+// [Register], which calls it.
+func NewService(name string, cfg *Config) *Service {
+	if cfg == nil {
+		cfg = &Config{}
+	}
 	s := &Service{
 		name:     name,
 		model:    cfg.Model,

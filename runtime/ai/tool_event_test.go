@@ -29,7 +29,7 @@ func TestEventToolSentOnce(t *testing.T) {
 		calls(call("open", `{}`)), // the turn ends on the immediate tool
 		calls(call("open", `{}`)),
 	), nil)
-	svc := ai.NewService(svcName, ai.Config{Model: model, Logger: (&logBuffer{}).logger()})
+	svc := ai.NewService(svcName, &ai.Config{Model: model, Logger: (&logBuffer{}).logger()})
 	method := &ai.Method{Name: "Ask", Kind: chat.KindChat, Tools: []ai.Tool{{
 		Name: "open", Parameters: json.RawMessage(`{"type":"object"}`), Event: true, Immediate: true,
 		Invoke: func(context.Context, string) (any, error) { return Ticket{ID: "T-1"}, nil },

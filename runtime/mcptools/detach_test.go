@@ -35,7 +35,7 @@ func TestPerScopeSessionLeavesWithItsScope(t *testing.T) {
 	f := newFixture(t, script, src)
 	store := chat.NewInMemoryConversationStore(nil)
 	// A durable conversation's service keeps its memory in the store.
-	svc := ai.NewService("example.com/lore.Keeper", ai.Config{
+	svc := ai.NewService("example.com/lore.Keeper", &ai.Config{
 		Model:       must(f.llm.Client()),
 		ToolSources: []ai.ToolSource{src},
 		Memory:      memory.NewManager(&memory.ManagerOptions{Store: chatstoretest.InMemoryMemories(store), Policy: memory.Window(20, nil)}),

@@ -357,7 +357,7 @@ func TestClashBetweenSources(t *testing.T) {
 	lore := connect(t, &mcptools.Options{Name: "lore", Transport: h.transport(), Allow: []string{"legend"}})
 	sagas := connect(t, &mcptools.Options{Name: "sagas", Transport: stdio("lore"), Allow: []string{"legend", "count"}})
 	newService := func(sources ...ai.ToolSource) *ai.Service {
-		svc := ai.NewService("example.com/lore.Bard", ai.Config{Model: llmtest.NewModel(nil, nil), ToolSources: sources})
+		svc := ai.NewService("example.com/lore.Bard", &ai.Config{Model: llmtest.NewModel(nil, nil), ToolSources: sources})
 		svc.AddMethods(&ask)
 		return svc
 	}

@@ -87,7 +87,7 @@ func TestLongConversationThroughAnthropic(t *testing.T) {
 			if mc.policy != nil {
 				cfg.Policy = mc.policy(memory.NewModelSummarizer(llm, nil))
 			}
-			svc := airt.NewService("example.com/armory.Assistant", airt.Config{
+			svc := airt.NewService("example.com/armory.Assistant", &airt.Config{
 				Model: llm, Logger: quiet, Memory: memory.NewManager(&cfg),
 			})
 			method := &airt.Method{Name: "Chat", System: convSystem, Tools: []airt.Tool{{

@@ -329,7 +329,7 @@ func playConversation(ctx context.Context, profile convProfile, mem convMemory) 
 		}
 	}
 	quiet := slog.New(slog.DiscardHandler)
-	svc := airt.NewService("example.com/armory.Assistant", airt.Config{
+	svc := airt.NewService("example.com/armory.Assistant", &airt.Config{
 		Model: model, Client: client, Logger: quiet,
 		Memory: memory.NewManager(&memory.ManagerOptions{Policy: mem.policy(memory.NewModelSummarizer(model, opts))}),
 	})
@@ -418,7 +418,7 @@ func BenchmarkLongConversation(b *testing.B) {
 // playFull plays the conversation with the full history on chat, for the
 // sizes of its prompts.
 func playFull(ctx context.Context, chat llms.Model) (*airt.Reply, error) {
-	svc := airt.NewService("example.com/armory.Assistant", airt.Config{
+	svc := airt.NewService("example.com/armory.Assistant", &airt.Config{
 		Model: chat, Logger: slog.New(slog.DiscardHandler),
 		Memory: memory.NewManager(&memory.ManagerOptions{Policy: memory.TokenWindow(1<<30, nil, nil)}),
 	})

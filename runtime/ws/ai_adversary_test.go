@@ -26,7 +26,7 @@ type aiRig struct {
 	release chan struct{} // lets the stuck tool return
 }
 
-func newAIRig(t *testing.T, cfg ai.Config, replies ...llmtest.Reply) *aiRig {
+func newAIRig(t *testing.T, cfg *ai.Config, replies ...llmtest.Reply) *aiRig {
 	t.Helper()
 	rig := &aiRig{llm: llmtest.NewServer(llmtest.Sequence(replies...), nil), stuck: make(chan struct{}, 1), release: make(chan struct{})}
 	t.Cleanup(rig.llm.Close)
@@ -85,7 +85,7 @@ func roles(msgs []llms.MessageContent) string {
 // and its memory holds whole turns only.
 func TestAIFailuresLeaveTheConversationWorking(t *testing.T) {
 	checkGoroutines(t)
-	rig := newAIRig(t, ai.Config{ModelTimeout: time.Second}, // bounds the successful calls too
+	rig := newAIRig(t, &ai.Config{ModelTimeout: time.Second}, // bounds the successful calls too
 		llmtest.Reply{ToolCalls: []llmtest.ToolCall{{Name: "explode"}}},
 		llmtest.Reply{Text: "The forge failed."},
 		llmtest.Reply{Status: 500},
@@ -131,7 +131,7 @@ func TestAIFailuresLeaveTheConversationWorking(t *testing.T) {
 // Shutdown returns when its context ends although an AI tool ignores its
 // context and no tool timeout is set.
 func TestShutdownWithAStuckAITool(t *testing.T) {
-	rig := newAIRig(t, ai.Config{}, llmtest.Reply{ToolCalls: []llmtest.ToolCall{{Name: "stuck"}}}, llmtest.Reply{Text: "done"})
+	rig := newAIRig(t, &ai.Config{}, llmtest.Reply{ToolCalls: []llmtest.ToolCall{{Name: "stuck"}}}, llmtest.Reply{Text: "done"})
 	c := dialRaw(t, rig.ts.url, nil)
 	scope := c.connect("s", "smith")
 	c.send(map[string]any{"type": "ChatRouteMessage", "chatId": "s", "scopeId": scope, "data": map[string]any{"userMessage": "go"}})

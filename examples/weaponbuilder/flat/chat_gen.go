@@ -23,8 +23,9 @@ const chatPackagePath = "github.com/chatscopes/chatgen/examples/weaponbuilder/fl
 // constructors that take its type. Give it to Register.
 type Deps struct {
 	// Armorer configures the //chat:ai service Armorer: its model,
-	// memory and tool-loop limits.
-	Armorer ai.Config
+	// memory and tool-loop limits (nil: no model, which chat.NewRouter
+	// refuses).
+	Armorer *ai.Config
 }
 
 // The names of this package's routes, for chat.Route, chat.PushRoute and

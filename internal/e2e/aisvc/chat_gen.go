@@ -24,8 +24,9 @@ const chatPackagePath = "github.com/chatscopes/chatgen/internal/e2e/aisvc"
 // constructors that take its type. Give it to Register.
 type Deps struct {
 	// Smith configures the //chat:ai service Smith: its model, memory
-	// and tool-loop limits.
-	Smith ai.Config
+	// and tool-loop limits (nil: no model, which chat.NewRouter
+	// refuses).
+	Smith *ai.Config
 }
 
 // The names of this package's routes, for chat.Route, chat.PushRoute and

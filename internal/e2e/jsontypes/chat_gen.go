@@ -31,8 +31,9 @@ func _() {
 // constructors that take its type. Give it to Register.
 type Deps struct {
 	// Clerk configures the //chat:ai service Clerk: its model, memory
-	// and tool-loop limits.
-	Clerk ai.Config
+	// and tool-loop limits (nil: no model, which chat.NewRouter
+	// refuses).
+	Clerk *ai.Config
 }
 
 // The names of this package's routes, for chat.Route, chat.PushRoute and

@@ -26,7 +26,7 @@ func manifest(t *testing.T) *chatimpl.Manifest {
 	return r.Manifest()
 }
 
-func clerkConfig() ai.Config { return ai.Config{Model: llmtest.NewModel(nil, nil)} }
+func clerkConfig() *ai.Config { return &ai.Config{Model: llmtest.NewModel(nil, nil)} }
 
 // resolve makes a schema of the manifest a schema of its own, with the
 // manifest's named types as its $defs, and resolves it.

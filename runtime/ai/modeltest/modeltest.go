@@ -257,7 +257,7 @@ func newApp(t *testing.T, c Client, script llmtest.Script, o appOptions) (*app, 
 	t.Helper()
 	model, rec := c.New(t, script)
 	a := &app{rec: rec}
-	cfg := ai.Config{Model: model, Client: c.Client, ForwardThinking: o.thinking, Options: c.options(), Logger: quiet()}
+	cfg := &ai.Config{Model: model, Client: c.Client, ForwardThinking: o.thinking, Options: c.options(), Logger: quiet()}
 	if o.thinking {
 		cfg.Options = append(cfg.Options, c.ThinkingOptions...)
 	}
