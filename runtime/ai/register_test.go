@@ -58,8 +58,11 @@ func askerApp(cfg *ai.Config) *chatimpl.Package {
 // a model chat.NewRouter fails, and with a store its default in-process
 // memory is refused; a router it starts answers through the bean.
 func TestRegisterChecksAndProvidesTheService(t *testing.T) {
-	if _, err := chat.NewRouter(nil, askerApp(&ai.Config{})); !errors.Is(err, ai.ErrNoModel) || !strings.Contains(err.Error(), "example.com/notes.Asker") {
-		t.Fatalf("NewRouter without a model: %v", err)
+	// A nil *Config (a Deps field left out) is a service without a model.
+	for _, cfg := range []*ai.Config{{}, nil} {
+		if _, err := chat.NewRouter(nil, askerApp(cfg)); !errors.Is(err, ai.ErrNoModel) || !strings.Contains(err.Error(), "example.com/notes.Asker") {
+			t.Fatalf("NewRouter without a model (%v): %v", cfg, err)
+		}
 	}
 	cs := chat.NewInMemoryConversationStore(nil)
 	if _, err := chat.NewRouter(&chat.RouterOptions{Store: cs}, askerApp(&ai.Config{Model: echoModel()})); !errors.Is(err, chat.ErrMemoryNotDurable) {
