@@ -14,7 +14,7 @@ import (
 	"github.com/chatscopes/chatgen/runtime/chatimpl"
 )
 
-// chatimpl.Manifest describes the router's routes for clients: the manifests of its
+// Manifest describes the router's routes for clients: the manifests of its
 // packages merged, with the default route marked. Routes registered
 // without a description are listed as Untyped. Routes, events and types
 // are sorted, so the manifest of a router is always the same. Named types
