@@ -56,7 +56,9 @@ func TestBeanTool(t *testing.T) {
 	}
 }
 
-func TestBeanToolNoArgs(t *testing.T) {
+// A tool without parameters takes struct{}: BeanTool ignores whatever
+// arguments the model sent.
+func TestBeanToolWithoutParameters(t *testing.T) {
 	bean := chat.NewBean("example.com/app.anvil", chat.KindChat, func(context.Context) (*anvil, error) {
 		return &anvil{piece: "helm"}, nil
 	})
