@@ -160,6 +160,11 @@ func (r *Router) add(p *chatimpl.Package) error {
 			errs = append(errs, fmt.Errorf("chat: %s: %w", p.Path(), err))
 		}
 	}
+	for _, pr := range p.Providers() {
+		if _, ok := pr.Bean.(beanKey); !ok || pr.New == nil {
+			errs = append(errs, fmt.Errorf("chat: %s provides %T, which is not a *chat.Bean with a constructor", p.Path(), pr.Bean))
+		}
+	}
 	routes := p.Routes()
 	for i := range routes {
 		spec := &routes[i]

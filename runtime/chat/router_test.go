@@ -333,6 +333,16 @@ func TestNewRouterErrors(t *testing.T) {
 		want string
 	}{"catch without Handle", []*chatimpl.Package{p2}, "(*E) of p has no Handle"})
 
+	// A provider for a descriptor that is not a *chat.Bean would never be
+	// used: the router refuses it.
+	p3 := pkg("p", chatimpl.RouteSpec{Name: "a", Handle: ok})
+	chatimpl.Provide[int](p3, fakeBean{}, func(context.Context) (int, error) { return 1, nil })
+	cases = append(cases, struct {
+		name string
+		pkgs []*chatimpl.Package
+		want string
+	}{"provider of a foreign bean", []*chatimpl.Package{p3}, "provides chat_test.fakeBean, which is not a *chat.Bean"})
+
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			r, err := chat.NewRouter(nil, tc.pkgs...)
@@ -1142,3 +1152,8 @@ func TestSwitchToUnknownRoute(t *testing.T) {
 	wantNoErr(t, s.Chat(bg, "42"))
 	wantEvents(t, l.take(), "Message:ticket 42")
 }
+
+// fakeBean is a chatimpl.Bean that is not a *chat.Bean.
+type fakeBean struct{}
+
+func (fakeBean) Lookup(context.Context) (int, error) { return 0, nil }

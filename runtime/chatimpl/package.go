@@ -105,9 +105,9 @@ type Provider struct {
 	New func(context.Context) (any, error)
 }
 
-// Provide registers fn as the constructor of bean b, a *chat.Bean[T]:
-// generated code binds the application dependencies of the bean's
-// constructor into fn. It provides every durable bean, dependencies or
+// Provide registers fn as the constructor of bean b, a *chat.Bean[T]
+// (chat.NewRouter refuses a descriptor of another type): generated code
+// binds the application dependencies of the bean's constructor into fn. It provides every durable bean, dependencies or
 // not: a router knows a durable bean by its provider, to restore and close
 // one its node did not use since a resume where its scope ends (see
 // chat.DetachableBean).
