@@ -12,12 +12,12 @@ import (
 )
 
 // The manifest: what the generated registration tells clients about the
-// package's routes (chat.Manifest). Its types are JSON Schemas of the JSON
+// package's routes (chatimpl.Manifest). Its types are JSON Schemas of the JSON
 // encoding/json reads and writes for the Go types, computed here; named
 // structs and enums are listed once and referred to by name, so that
 // runtime/ws can declare them as TypeScript interfaces.
 
-// defsRef is chat.DefsRef: the prefix of a reference to a named type.
+// defsRef is chatimpl.DefsRef: the prefix of a reference to a named type.
 const defsRef = "#/$defs/"
 
 // manifestModel is the manifest of one package.

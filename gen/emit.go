@@ -14,6 +14,7 @@ import (
 
 const (
 	chatPkg     = "github.com/chatscopes/chatgen/runtime/chat"
+	implPkg     = "github.com/chatscopes/chatgen/runtime/chatimpl"
 	contextPkg  = "context"
 	markdownPkg = "github.com/chatscopes/chatgen/runtime/markdown"
 )
@@ -51,9 +52,11 @@ func emit(m *pkgModel) ([]byte, error) {
 	f.NoFormat = true // formatted once, below
 	f.HeaderComment(header)
 	f.ImportName(chatPkg, "chat")
+	f.ImportName(implPkg, "chatimpl")
 	f.ImportName(contextPkg, "context")
 	e := &emitter{m: m, f: f, tc: newTypeCoder(f, m.pkg.PkgPath), reserved: reservedNames(m)}
 	e.tc.names["chat"] = chatPkg
+	e.tc.names["chatimpl"] = implPkg
 	e.tc.names["context"] = contextPkg
 	if len(m.ais) > 0 {
 		f.ImportName(aiPkg, "ai")
@@ -66,7 +69,7 @@ func emit(m *pkgModel) ([]byte, error) {
 	e.nameFuncs()
 
 	e.doc(fmt.Sprintf("This file needs a chatgen runtime that supports generated code version %d. A compiler error on the constant below means the file and the runtime do not match: re-run go generate with a chatgen that matches the runtime.", GeneratedCodeVersion))
-	f.Const().Id("_").Op("=").Qual(chatPkg, fmt.Sprintf("SupportPackageIsVersion%d", GeneratedCodeVersion))
+	f.Const().Id("_").Op("=").Qual(implPkg, fmt.Sprintf("SupportPackageIsVersion%d", GeneratedCodeVersion))
 	f.Line()
 	f.Const().Id(e.pathConst).Op("=").Lit(m.pkg.PkgPath)
 	f.Line()
@@ -99,10 +102,10 @@ func emit(m *pkgModel) ([]byte, error) {
 
 // GeneratedCodeVersion is the version of the code chatgen writes: each
 // chat_gen.go says it in a comment and references
-// chat.SupportPackageIsVersion<N> with this N, so that it compiles only
+// chatimpl.SupportPackageIsVersion<N> with this N, so that it compiles only
 // against a runtime that supports it. A file written for another version
 // fails to compile at that line, whose comment says to re-run go generate.
-const GeneratedCodeVersion = 4
+const GeneratedCodeVersion = 5
 
 // groupImports splits the import block jennifer writes (one block, sorted
 // by path) into the standard library and the rest, as goimports groups
@@ -190,9 +193,9 @@ func ifErr(err string, results ...jen.Code) jen.Code {
 	return jen.If(jen.Id(err).Op("!=").Nil()).Block(jen.Return(results...))
 }
 
-// lookup is "v, err := chat.Lookup(ctx, bean)".
+// lookup is "v, err := bean.Lookup(ctx)".
 func lookup(v, err, ctx string, b *beanModel) jen.Code {
-	return jen.List(jen.Id(v), jen.Id(err)).Op(":=").Qual(chatPkg, "Lookup").Call(jen.Id(ctx), jen.Id(b.beanVar))
+	return jen.List(jen.Id(v), jen.Id(err)).Op(":=").Id(b.beanVar).Dot("Lookup").Call(jen.Id(ctx))
 }
 
 func (e *emitter) deps() {
@@ -204,7 +207,7 @@ func (e *emitter) deps() {
 		fields = append(fields, fieldDoc(fmt.Sprintf("%s is passed to %s.", d.field, joinAnd(d.users))), jen.Id(d.field).Add(e.typ(d.typ)))
 	}
 	for _, s := range e.m.ais {
-		fields = append(fields, fieldDoc(fmt.Sprintf("%s configures the //chat:ai service %s: its model, memory and tool-loop limits.", s.field, s.bean.obj.Name())), jen.Id(s.field).Qual(aiPkg, "Config"))
+		fields = append(fields, fieldDoc(fmt.Sprintf("%s configures the //chat:ai service %s: its model, memory and tool-loop limits (nil: no model, which chat.NewRouter refuses).", s.field, s.bean.obj.Name())), jen.Id(s.field).Op("*").Qual(aiPkg, "Config"))
 	}
 	e.doc("Deps holds the application dependencies of this package's scoped beans and the configuration of its AI services: each dependency is passed to the constructors that take its type. Give it to Register.")
 	e.f.Type().Id("Deps").Struct(fields...)
@@ -217,12 +220,12 @@ func (e *emitter) register() {
 		params = append(params, jen.Id("deps").Id("Deps"))
 	}
 	body := []jen.Code{
-		jen.Id("p").Op(":=").Qual(chatPkg, "NewPackage").Call(jen.Id(e.pathConst)),
+		jen.Id("p").Op(":=").Qual(implPkg, "NewPackage").Call(jen.Id(e.pathConst)),
 	}
 	body = append(body, e.aiRegister()...)
 	body = append(body, e.routes()...)
 	if e.manifest != nil {
-		body = append(body, jen.Id("p").Dot("Describe").Call(jen.Id(e.manifestFn).Call()))
+		body = append(body, jen.Id("p").Dot("DescribeJSON").Call(jen.Id(e.manifestFn)))
 	}
 	for _, b := range e.m.beans {
 		if b.ctor == nil || len(b.ctor.deps) == 0 {
@@ -249,14 +252,14 @@ func (e *emitter) register() {
 	}
 	body = append(body, jen.Return(jen.Id("p")))
 	e.doc(fmt.Sprintf("Register returns the chat registration of package %s: its routes, error handlers and the providers of its scoped beans. Pass it to chat.NewRouter, or to chat.WithPackages to use the beans without a router.", e.m.pkg.Name))
-	e.f.Func().Id("Register").Params(params...).Op("*").Qual(chatPkg, "Package").Block(body...)
+	e.f.Func().Id("Register").Params(params...).Op("*").Qual(implPkg, "Package").Block(body...)
 	e.f.Line()
 }
 
-// provide is "chat.Provide(p, bean, constructor)" for the bean, binding
+// provide is "chatimpl.Provide(p, bean, constructor)" for the bean, binding
 // the dependencies its constructor takes.
 func provide(b *beanModel) jen.Code {
-	return jen.Qual(chatPkg, "Provide").Call(jen.Id("p"), jen.Id(b.beanVar), newFunc(b))
+	return jen.Qual(implPkg, "Provide").Call(jen.Id("p"), jen.Id(b.beanVar), newFunc(b))
 }
 
 // newFunc is the bean's constructor as a func(context.Context) (T,
@@ -338,7 +341,7 @@ func (e *emitter) accessor(b *beanModel, name, where string) {
 	}
 	e.docFor(b.accessor, accessorDoc)
 	e.f.Func().Id(b.accessor).Params(jen.Id("ctx").Add(ctxType())).Params(instanceType(b), jen.Error()).Block(
-		jen.Return(jen.Qual(chatPkg, "Lookup").Call(jen.Id("ctx"), jen.Id(b.beanVar))),
+		jen.Return(jen.Id(b.beanVar).Dot("Lookup").Call(jen.Id("ctx"))),
 	)
 	e.f.Line()
 }
@@ -403,7 +406,7 @@ func (e *emitter) proxyMethod(b *beanModel, mm *methodModel) {
 		body = append(body, lookup(bv, ev, ctx, b), ifErr(ev, append(rets, jen.Id(ev))...))
 		target = jen.Id(bv)
 	} else {
-		target = jen.Qual(chatPkg, "MustLookup").Call(jen.Id(ctx), jen.Id(b.beanVar))
+		target = jen.Id(b.beanVar).Dot("MustLookup").Call(jen.Id(ctx))
 	}
 	call := target.Dot(mm.fn.Name()).Call(args...)
 	if sig.Results().Len() > 0 {

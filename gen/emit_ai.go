@@ -102,16 +102,20 @@ func (e *emitter) tool(t *toolModel) {
 		body = []jen.Code{call, jen.Return(jen.Nil(), jen.Nil())}
 	}
 	params := []jen.Code{jen.Id(ctx).Add(ctxType()), jen.Id(bv).Add(instanceType(t.bean))}
-	helper, what := "BeanToolNoArgs", "it calls"
+	// A tool without parameters takes struct{}: BeanTool ignores its
+	// arguments.
+	what := "it calls"
 	if len(fields) > 0 {
 		params = append(params, jen.Id("args").Struct(fields...))
-		helper, what = "BeanTool", "it decodes the model's arguments and calls"
+		what = "it decodes the model's arguments and calls"
+	} else {
+		params = append(params, jen.Id("_").Struct())
 	}
-	invoke := jen.Qual(aiPkg, helper).Call(jen.Id(t.bean.beanVar), jen.Func().Params(params...).Params(jen.Any(), jen.Error()).Block(body...))
+	invoke := jen.Qual(aiPkg, "BeanTool").Call(jen.Id(t.bean.beanVar), jen.Func().Params(params...).Params(jen.Any(), jen.Error()).Block(body...))
 
 	tool := []jen.Code{
 		field("Name", jen.Lit(t.name)),
-		field("Description", jen.Lit(t.desc)),
+		field("Description", promptLit(t.desc)),
 		field("Parameters", jen.Qual(jsonPkg, "RawMessage").Call(rawLit(t.schema))),
 	}
 	if e.m.sendsEvent(t) {

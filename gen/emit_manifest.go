@@ -1,72 +1,88 @@
 package gen
 
 import (
+	"bytes"
+	"encoding/json"
 	"fmt"
-
-	"github.com/dave/jennifer/jen"
+	"strings"
 )
 
-// manifestFunc writes the function returning the package's chat.Manifest,
-// which Register hands to Package.Describe. It is data only: the runtime
-// merges it and runtime/ws turns it into JavaScript and TypeScript.
+// manifestFunc writes the package's manifest as a constant: the JSON form
+// of a chatimpl.Manifest, which Register hands to Package.DescribeJSON.
+// It is data only: the runtime merges it and runtime/ws turns it into
+// JavaScript and TypeScript. Each route, parameter, event and type is on a
+// line of its own, its schema as the walker wrote it (compact JSON).
 func (e *emitter) manifestFunc() {
 	mm := e.manifest
 	if mm == nil {
 		return
 	}
-	var routes []jen.Code
-	for _, r := range mm.routes {
-		fields := []jen.Code{field("Name", jen.Lit(r.name))}
+	var b strings.Builder
+	b.WriteString("{\n\t\"routes\": [")
+	for i, r := range mm.routes {
+		b.WriteString(sep(i) + "\n\t\t{\"name\": " + manifestString(r.name))
 		if r.streaming {
-			fields = append(fields, field("Streaming", jen.True()))
+			b.WriteString(", \"streaming\": true")
 		}
 		if len(r.params) > 0 {
-			var params []jen.Code
-			for _, p := range r.params {
-				params = append(params, jen.Values(inline("Name", jen.Lit(p.name)), inline("Schema", rawLit(p.schema))))
+			b.WriteString(", \"params\": [")
+			for j, p := range r.params {
+				fmt.Fprintf(&b, "%s\n\t\t\t{\"name\": %s, \"schema\": %s}", sep(j), manifestString(p.name), p.schema)
 			}
-			fields = append(fields, field("Params", jen.Index().Qual(chatPkg, "ParamInfo").Values(lines(params)...)))
+			b.WriteString("\n\t\t]")
 		}
 		if len(r.events) > 0 {
-			fields = append(fields, field("Events", eventInfos(r.events)))
+			b.WriteString(", \"events\": ")
+			writeEvents(&b, r.events, "\t\t")
 		}
-		if len(fields) == 1 {
-			routes = append(routes, jen.Values(inline("Name", jen.Lit(r.name))))
-			continue
-		}
-		routes = append(routes, jen.Values(append(fields, jen.Line())...))
+		b.WriteString("}")
 	}
-	fields := []jen.Code{field("Routes", jen.Index().Qual(chatPkg, "RouteInfo").Values(lines(routes)...))}
+	b.WriteString("\n\t]")
 	if len(mm.events) > 0 {
-		fields = append(fields, field("Events", eventInfos(mm.events)))
+		b.WriteString(",\n\t\"events\": ")
+		writeEvents(&b, mm.events, "\t")
 	}
 	if len(mm.types) > 0 {
-		var defs []jen.Code
-		for _, d := range mm.types {
-			defs = append(defs, jen.Values(inline("Name", jen.Lit(d.name)), inline("Schema", rawLit(d.schema))))
+		b.WriteString(",\n\t\"types\": [")
+		for i, d := range mm.types {
+			fmt.Fprintf(&b, "%s\n\t\t{\"name\": %s, \"schema\": %s}", sep(i), manifestString(d.name), d.schema)
 		}
-		fields = append(fields, field("Types", jen.Index().Qual(chatPkg, "TypeInfo").Values(lines(defs)...)))
+		b.WriteString("\n\t]")
 	}
-	e.docFor(e.manifestFn, fmt.Sprintf("%s describes the routes of this package to clients: the request data each route takes and the events it sends, with their JSON Schemas. Register hands it to chat.Package.Describe; runtime/ws serves it to browsers as a typed module.", e.manifestFn))
-	e.f.Func().Id(e.manifestFn).Params().Op("*").Qual(chatPkg, "Manifest").Block(
-		jen.Return(jen.Op("&").Qual(chatPkg, "Manifest").Values(append(fields, jen.Line())...)),
-	)
+	b.WriteString("\n}")
+	text := b.String()
+	if !json.Valid([]byte(text)) {
+		e.err = fmt.Errorf("the manifest of package %s is not JSON: %s", e.m.pkg.PkgPath, text)
+		return
+	}
+	e.docFor(e.manifestFn, fmt.Sprintf("%s describes the routes of this package to clients: the request data each route takes and the events it sends, with their JSON Schemas. Register hands it to chatimpl.Package.DescribeJSON; runtime/ws serves it to browsers as a typed module.", e.manifestFn))
+	e.f.Const().Id(e.manifestFn).Op("=").Add(rawLit(text))
 	e.f.Line()
 }
 
-func eventInfos(evs []manifestEvent) jen.Code {
-	var out []jen.Code
-	for _, ev := range evs {
-		out = append(out, jen.Values(inline("Type", jen.Lit(ev.typ)), inline("Schema", rawLit(ev.schema))))
+// writeEvents writes events as a JSON array, an event a line, indented
+// one tab more than indent.
+func writeEvents(b *strings.Builder, evs []manifestEvent, indent string) {
+	b.WriteString("[")
+	for i, ev := range evs {
+		fmt.Fprintf(b, "%s\n%s\t{\"type\": %s, \"schema\": %s}", sep(i), indent, manifestString(ev.typ), ev.schema)
 	}
-	return jen.Index().Qual(chatPkg, "EventInfo").Values(lines(out)...)
+	b.WriteString("\n" + indent + "]")
 }
 
-// lines puts each element of a composite literal on a line of its own.
-func lines(elems []jen.Code) []jen.Code {
-	out := make([]jen.Code, 0, len(elems)+1)
-	for _, el := range elems {
-		out = append(out, jen.Line().Add(el))
+// sep is the separator written before element i of a JSON array.
+func sep(i int) string {
+	if i == 0 {
+		return ""
 	}
-	return append(out, jen.Line())
+	return ","
+}
+
+// manifestString is s as a JSON string, without HTML escapes.
+func manifestString(s string) string {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	_ = enc.Encode(s) // a string always encodes
+	return strings.TrimSuffix(b.String(), "\n")
 }

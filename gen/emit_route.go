@@ -2,6 +2,7 @@ package gen
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/dave/jennifer/jen"
 )
@@ -64,7 +65,7 @@ func (e *emitter) routes() []jen.Code {
 			fields = append(fields, inline("Roles", jen.Index().String().Values(roles...)))
 		}
 		fields = append(fields, inline("Handle", jen.Id(e.routeFuncs[i])))
-		out = append(out, jen.Id("p").Dot("AddRoute").Call(jen.Qual(chatPkg, "RouteSpec").Values(fields...)))
+		out = append(out, jen.Id("p").Dot("AddRoute").Call(jen.Qual(implPkg, "RouteSpec").Values(fields...)))
 	}
 	for i, c := range e.m.catches {
 		var fields []jen.Code
@@ -76,7 +77,7 @@ func (e *emitter) routes() []jen.Code {
 			fields = append(fields, inline("Interface", jen.True()))
 		}
 		fields = append(fields, inline("Handle", jen.Id(e.catchFuncs[i])))
-		out = append(out, jen.Id("p").Dot("AddCatch").Call(jen.Qual(chatPkg, "CatchSpec").Values(fields...)))
+		out = append(out, jen.Id("p").Dot("AddCatch").Call(jen.Qual(implPkg, "CatchSpec").Values(fields...)))
 	}
 	return out
 }
@@ -145,9 +146,11 @@ func (e *emitter) routeFunc(r *routeModel, name string) {
 		doc = fmt.Sprintf("%s runs the route %s: it calls %s and sends its text answers rendered from markdown (//chat:markdown).", name, r.name, what)
 	}
 	e.docFor(name, doc)
-	e.f.Func().Id(name).Params(
-		jen.Id(ctx).Add(ctxType()), jen.Id(req).Op("*").Qual(chatPkg, "RouteRequest"),
-	).Error().Block(body...)
+	// The route reads its request from ctx (chat.Request) when it needs it.
+	if slices.ContainsFunc(r.params, func(p routeParam) bool { return p.kind != paramContext && p.kind != paramResponse }) {
+		body = append([]jen.Code{jen.Id(req).Op(":=").Qual(chatPkg, "Request").Call(jen.Id(ctx))}, body...)
+	}
+	e.f.Func().Id(name).Params(jen.Id(ctx).Add(ctxType())).Error().Block(body...)
 	e.f.Line()
 }
 

@@ -359,7 +359,7 @@ func TestDeterministicAcrossParseOrder(t *testing.T) {
 // GeneratedCodeVersion.
 func TestGoldenOutputsNameTheirVersion(t *testing.T) {
 	sentence := regexp.MustCompile(`supports generated code version (\d+)\.`)
-	constant := regexp.MustCompile(`chat\.SupportPackageIsVersion(\d+)\b`)
+	constant := regexp.MustCompile(`chatimpl\.SupportPackageIsVersion(\d+)\b`)
 	want := strconv.Itoa(GeneratedCodeVersion)
 	for _, c := range readGoldenCases(t) {
 		out, ok := c.want("want/" + outputName)
@@ -370,5 +370,57 @@ func TestGoldenOutputsNameTheirVersion(t *testing.T) {
 		if s == nil || k == nil || string(s[1]) != want || string(k[1]) != want {
 			t.Errorf("%s: the version comment says %q and the constant %q; want both %s", c.name, s, k, want)
 		}
+	}
+}
+
+// A chat_gen.go written for the previous generated-code version fails to
+// compile at its version assertion first, under the comment that says to
+// re-run go generate: the runtime dropped that version, and the first
+// error a user reads names the way out.
+func TestPreviousVersionFailsAtTheGuard(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds a module")
+	}
+	mod := sharedGoldenModule(t)
+	var c goldenCase
+	for _, gc := range readGoldenCases(t) {
+		if gc.name == "scoped_per_chat" {
+			c = gc
+		}
+	}
+	out, ok := c.want("want/" + outputName)
+	if !ok {
+		t.Fatal("no golden case scoped_per_chat with an output")
+	}
+	// The version 4 assertion, as version 4 files wrote it: the constant
+	// lived in runtime/chat then.
+	prev := GeneratedCodeVersion - 1
+	cur := fmt.Sprintf("const _ = chatimpl.SupportPackageIsVersion%d", GeneratedCodeVersion)
+	old := fmt.Sprintf("const _ = chat.SupportPackageIsVersion%d", prev)
+	src := strings.Replace(string(out), cur, old, 1)
+	src = strings.Replace(src, fmt.Sprintf("generated code version %d.", GeneratedCodeVersion), fmt.Sprintf("generated code version %d.", prev), 1)
+	if src == string(out) || !strings.Contains(src, old) {
+		t.Fatalf("the golden output has no line %q", cur)
+	}
+	guard := 1 + strings.Count(src[:strings.Index(src, old)], "\n")
+	dir := filepath.Join(mod.dir, "previous_version")
+	c.materialize(t, dir)
+	if err := os.WriteFile(filepath.Join(dir, outputName), []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command("go", "build", "./previous_version")
+	cmd.Dir = mod.dir
+	cmd.Env = mod.env
+	msg, err := cmd.CombinedOutput()
+	if err == nil {
+		t.Fatalf("a file of generated code version %d compiled against this runtime", prev)
+	}
+	first := regexp.MustCompile(`(?m)^\S*` + regexp.QuoteMeta(outputName) + `:(\d+):\d+: (.*)$`).FindSubmatch(msg)
+	if first == nil || string(first[1]) != strconv.Itoa(guard) || !strings.Contains(string(first[2]), fmt.Sprintf("SupportPackageIsVersion%d", prev)) {
+		t.Fatalf("the first compile error is not at the version assertion (line %d):\n%s", guard, msg)
+	}
+	lines := strings.Split(src, "\n")
+	if above := lines[guard-2]; !strings.Contains(above, "re-run go generate") {
+		t.Errorf("the comment above the version assertion is %q; want it to say to re-run go generate", above)
 	}
 }

@@ -9,7 +9,7 @@ import (
 )
 
 // generatedCodeVersion is the version of the generated code this chatgen
-// writes: its output references chat.SupportPackageIsVersion<N> with this
+// writes: its output references chatimpl.SupportPackageIsVersion<N> with this
 // N, so it compiles only against a runtime that supports it.
 const generatedCodeVersion = gen.GeneratedCodeVersion
 

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/chatscopes/chatgen/runtime/chat"
+	"github.com/chatscopes/chatgen/runtime/chatimpl"
 )
 
 func TestVersionFlag(t *testing.T) {
@@ -16,7 +16,7 @@ func TestVersionFlag(t *testing.T) {
 		t.Fatalf("chatgen -version: exit %d, stderr %q", code, stderr.String())
 	}
 	out := stdout.String()
-	if !strings.HasPrefix(out, "chatgen ") || !strings.Contains(out, "generated code version 4") {
+	if !strings.HasPrefix(out, "chatgen ") || !strings.Contains(out, "generated code version 5") {
 		t.Errorf("chatgen -version printed %q", out)
 	}
 }
@@ -28,11 +28,11 @@ func TestVersionString(t *testing.T) {
 		ok   bool
 		want string
 	}{
-		{"no build info", nil, false, "chatgen (unknown) (generated code version 4)"},
-		{"installed", &debug.BuildInfo{Main: debug.Module{Version: "v0.3.0"}}, true, "chatgen v0.3.0 (generated code version 4)"},
+		{"no build info", nil, false, "chatgen (unknown) (generated code version 5)"},
+		{"installed", &debug.BuildInfo{Main: debug.Module{Version: "v0.3.0"}}, true, "chatgen v0.3.0 (generated code version 5)"},
 		{"checkout", &debug.BuildInfo{Main: debug.Module{Version: "(devel)"}, Settings: []debug.BuildSetting{
 			{Key: "vcs.revision", Value: "43bfdf8a0123456789"}, {Key: "vcs.modified", Value: "true"},
-		}}, true, "chatgen (devel) 43bfdf8a0123+dirty (generated code version 4)"},
+		}}, true, "chatgen (devel) 43bfdf8a0123+dirty (generated code version 5)"},
 	} {
 		if got := version(tc.info, tc.ok); got != tc.want {
 			t.Errorf("%s: version() = %q, want %q", tc.name, got, tc.want)
@@ -41,9 +41,9 @@ func TestVersionString(t *testing.T) {
 }
 
 // The generated code's version and the runtime's support constant move
-// together: generated files reference chat.SupportPackageIsVersion<N>.
+// together: generated files reference chatimpl.SupportPackageIsVersion<N>.
 func TestGeneratedCodeVersionIsSupported(t *testing.T) {
-	if generatedCodeVersion != 4 || !chat.SupportPackageIsVersion4 {
-		t.Fatalf("generatedCodeVersion %d has no matching chat.SupportPackageIsVersion constant", generatedCodeVersion)
+	if generatedCodeVersion != 5 || !chatimpl.SupportPackageIsVersion5 {
+		t.Fatalf("generatedCodeVersion %d has no matching chatimpl.SupportPackageIsVersion constant", generatedCodeVersion)
 	}
 }

@@ -6,12 +6,13 @@ import (
 	"context"
 
 	"github.com/chatscopes/chatgen/runtime/chat"
+	"github.com/chatscopes/chatgen/runtime/chatimpl"
 )
 
-// This file needs a chatgen runtime that supports generated code version 4.
+// This file needs a chatgen runtime that supports generated code version 5.
 // A compiler error on the constant below means the file and the runtime do
 // not match: re-run go generate with a chatgen that matches the runtime.
-const _ = chat.SupportPackageIsVersion4
+const _ = chatimpl.SupportPackageIsVersion5
 
 const chatPackagePath = "github.com/chatscopes/chatgen/examples/counter"
 
@@ -41,9 +42,9 @@ type Deps struct {
 // Register returns the chat registration of package main: its routes, error
 // handlers and the providers of its scoped beans. Pass it to chat.NewRouter,
 // or to chat.WithPackages to use the beans without a router.
-func Register(deps Deps) *chat.Package {
-	p := chat.NewPackage(chatPackagePath)
-	chat.Provide(p, chatBeanTally, func(ctx context.Context) (*Tally, error) {
+func Register(deps Deps) *chatimpl.Package {
+	p := chatimpl.NewPackage(chatPackagePath)
+	chatimpl.Provide(p, chatBeanTally, func(ctx context.Context) (*Tally, error) {
 		return NewTally(ctx, deps.Journal)
 	})
 	return p
@@ -57,7 +58,7 @@ var chatBeanCounter = chat.NewBean[*Counter](chatPackagePath+".Counter", chat.Ki
 // it on first use. Without an active chat scope the error matches
 // chat.ErrNotActive.
 func CounterFrom(ctx context.Context) (*Counter, error) {
-	return chat.Lookup(ctx, chatBeanCounter)
+	return chatBeanCounter.Lookup(ctx)
 }
 
 // CounterProxy forwards each call to the Counter of the chat scope active in
@@ -68,12 +69,12 @@ type CounterProxy struct{}
 
 // Get calls Get on the Counter of the chat scope in ctx.
 func (CounterProxy) Get(ctx context.Context) int {
-	return chat.MustLookup(ctx, chatBeanCounter).Get()
+	return chatBeanCounter.MustLookup(ctx).Get()
 }
 
 // Increment calls Increment on the Counter of the chat scope in ctx.
 func (CounterProxy) Increment(ctx context.Context) {
-	chat.MustLookup(ctx, chatBeanCounter).Increment()
+	chatBeanCounter.MustLookup(ctx).Increment()
 }
 
 var chatBeanPerChatCounter = chat.NewBean[*PerChatCounter](chatPackagePath+".PerChatCounter", chat.KindPerChat, func(context.Context) (*PerChatCounter, error) {
@@ -88,12 +89,12 @@ type PerChatCounterProxy struct{}
 
 // Get calls Get on the PerChatCounter of the chat scope in ctx.
 func (PerChatCounterProxy) Get(ctx context.Context) int {
-	return chat.MustLookup(ctx, chatBeanPerChatCounter).Get()
+	return chatBeanPerChatCounter.MustLookup(ctx).Get()
 }
 
 // Increment calls Increment on the PerChatCounter of the chat scope in ctx.
 func (PerChatCounterProxy) Increment(ctx context.Context) {
-	chat.MustLookup(ctx, chatBeanPerChatCounter).Increment()
+	chatBeanPerChatCounter.MustLookup(ctx).Increment()
 }
 
 var chatBeanInvocationCounter = chat.NewBean[*InvocationCounter](chatPackagePath+".InvocationCounter", chat.KindInvocation, func(context.Context) (*InvocationCounter, error) {
@@ -104,7 +105,7 @@ var chatBeanInvocationCounter = chat.NewBean[*InvocationCounter](chatPackagePath
 // active in ctx, creating it on first use. Calls through its proxy start
 // invocations; the error matches chat.ErrNotActive outside one.
 func InvocationCounterFrom(ctx context.Context) (*InvocationCounter, error) {
-	return chat.Lookup(ctx, chatBeanInvocationCounter)
+	return chatBeanInvocationCounter.Lookup(ctx)
 }
 
 // InvocationCounterProxy forwards each call to the InvocationCounter of the
@@ -120,7 +121,7 @@ type InvocationCounterProxy struct{}
 func (InvocationCounterProxy) Get(ctx context.Context) int {
 	ctx, end := chat.BeginInvocation(ctx)
 	defer end()
-	return chat.MustLookup(ctx, chatBeanInvocationCounter).Get()
+	return chatBeanInvocationCounter.MustLookup(ctx).Get()
 }
 
 // Increment calls Increment on the InvocationCounter of the invocation in
@@ -128,7 +129,7 @@ func (InvocationCounterProxy) Get(ctx context.Context) int {
 func (InvocationCounterProxy) Increment(ctx context.Context) {
 	ctx, end := chat.BeginInvocation(ctx)
 	defer end()
-	chat.MustLookup(ctx, chatBeanInvocationCounter).Increment()
+	chatBeanInvocationCounter.MustLookup(ctx).Increment()
 }
 
 var chatBeanCalculator = chat.NewBean[*Calculator](chatPackagePath+".Calculator", chat.KindInvocation, func(context.Context) (*Calculator, error) {
@@ -147,7 +148,7 @@ type CalculatorProxy struct{}
 func (CalculatorProxy) Add(ctx context.Context) int {
 	ctx, end := chat.BeginInvocation(ctx)
 	defer end()
-	return chat.MustLookup(ctx, chatBeanCalculator).Add(ctx)
+	return chatBeanCalculator.MustLookup(ctx).Add(ctx)
 }
 
 var chatBeanTally = chat.NewBean[*Tally](chatPackagePath+".Tally", chat.KindChat, nil)
@@ -156,7 +157,7 @@ var chatBeanTally = chat.NewBean[*Tally](chatPackagePath+".Tally", chat.KindChat
 // on first use. Without an active chat scope the error matches
 // chat.ErrNotActive.
 func TallyFrom(ctx context.Context) (*Tally, error) {
-	return chat.Lookup(ctx, chatBeanTally)
+	return chatBeanTally.Lookup(ctx)
 }
 
 // TallyProxy forwards each call to the Tally of the chat scope active in
@@ -167,10 +168,10 @@ type TallyProxy struct{}
 
 // Add calls Add on the Tally of the chat scope in ctx.
 func (TallyProxy) Add(ctx context.Context, item string) {
-	chat.MustLookup(ctx, chatBeanTally).Add(item)
+	chatBeanTally.MustLookup(ctx).Add(item)
 }
 
 // Items calls Items on the Tally of the chat scope in ctx.
 func (TallyProxy) Items(ctx context.Context) []string {
-	return chat.MustLookup(ctx, chatBeanTally).Items()
+	return chatBeanTally.MustLookup(ctx).Items()
 }

@@ -54,19 +54,19 @@ func newApp(ctx context.Context, model llms.Model, logger *slog.Logger, store st
 	}
 	a := &app{
 		armory: &Armory{},
-		memory: memory.NewManager(memory.Config{Policy: memory.Window(40, nil), Store: store.memories}),
+		memory: memory.NewManager(&memory.ManagerOptions{Policy: memory.Window(40, nil), Store: store.memories}),
 	}
-	cfg := ai.Config{Model: model, Memory: a.memory, Logger: logger}
+	cfg := &ai.Config{Model: model, Memory: a.memory, Logger: logger}
 	// Spans and metrics go to the global OpenTelemetry providers: no-op
 	// (and free) unless main installs an SDK (-otel).
 	cfg.Telemetry.ModelName = modelName(model)
-	menu := cfg
+	menu := *cfg
 	menu.ToolSources = menuTools
 	menu.Knowledge = lore
 	router, err := chat.NewRouter(&chat.RouterOptions{Logger: logger, Store: store.conversations, LeaseTTL: store.leaseTTL, RouteHooks: []chat.RouteHook{otelchat.RouteHook(nil)}},
 		Register(Deps{
 			Armory:        a.armory,
-			MainMenu:      menu,
+			MainMenu:      &menu,
 			WeaponBuilder: cfg,
 			Enchanter:     cfg,
 			ArmorBuilder:  cfg,

@@ -9,13 +9,14 @@ import (
 
 	"github.com/chatscopes/chatgen/runtime/ai"
 	"github.com/chatscopes/chatgen/runtime/chat"
+	"github.com/chatscopes/chatgen/runtime/chatimpl"
 	"github.com/chatscopes/chatgen/runtime/markdown"
 )
 
-// This file needs a chatgen runtime that supports generated code version 4.
+// This file needs a chatgen runtime that supports generated code version 5.
 // A compiler error on the constant below means the file and the runtime do
 // not match: re-run go generate with a chatgen that matches the runtime.
-const _ = chat.SupportPackageIsVersion4
+const _ = chatimpl.SupportPackageIsVersion5
 
 const chatPackagePath = "github.com/chatscopes/chatgen/examples/weaponbuilder"
 
@@ -42,17 +43,21 @@ type Deps struct {
 	// Armory is passed to NewAnvil, NewWorkbench and NewCounter.
 	Armory *Armory
 	// ArmorBuilder configures the //chat:ai service ArmorBuilder: its
-	// model, memory and tool-loop limits.
-	ArmorBuilder ai.Config
+	// model, memory and tool-loop limits (nil: no model, which
+	// chat.NewRouter refuses).
+	ArmorBuilder *ai.Config
 	// Enchanter configures the //chat:ai service Enchanter: its model,
-	// memory and tool-loop limits.
-	Enchanter ai.Config
+	// memory and tool-loop limits (nil: no model, which chat.NewRouter
+	// refuses).
+	Enchanter *ai.Config
 	// MainMenu configures the //chat:ai service MainMenu: its model,
-	// memory and tool-loop limits.
-	MainMenu ai.Config
+	// memory and tool-loop limits (nil: no model, which chat.NewRouter
+	// refuses).
+	MainMenu *ai.Config
 	// WeaponBuilder configures the //chat:ai service WeaponBuilder: its
-	// model, memory and tool-loop limits.
-	WeaponBuilder ai.Config
+	// model, memory and tool-loop limits (nil: no model, which
+	// chat.NewRouter refuses).
+	WeaponBuilder *ai.Config
 }
 
 // The names of this package's routes, for chat.Route, chat.PushRoute and
@@ -71,8 +76,8 @@ const (
 // Register returns the chat registration of package main: its routes, error
 // handlers and the providers of its scoped beans. Pass it to chat.NewRouter,
 // or to chat.WithPackages to use the beans without a router.
-func Register(deps Deps) *chat.Package {
-	p := chat.NewPackage(chatPackagePath)
+func Register(deps Deps) *chatimpl.Package {
+	p := chatimpl.NewPackage(chatPackagePath)
 	ai.Register(p, chatBeanArmorBuilder, ai.ServiceSpec{
 		Config:  deps.ArmorBuilder,
 		Methods: []*ai.Method{&chatMethodArmorBuilderChat},
@@ -97,31 +102,32 @@ func Register(deps Deps) *chat.Package {
 	}, func(svc *ai.Service) WeaponBuilder {
 		return &chatAIWeaponBuilder{svc: svc}
 	})
-	p.AddRoute(chat.RouteSpec{Name: RouteArmor, Handle: chatRouteArmor})
-	p.AddRoute(chat.RouteSpec{Name: RouteEnchant, Handle: chatRouteEnchant})
-	p.AddRoute(chat.RouteSpec{Name: RouteMenu, Default: true, Handle: chatRouteMenu})
-	p.AddRoute(chat.RouteSpec{Name: RouteWeapon, Handle: chatRouteWeapon})
-	p.Describe(chatManifest())
-	chat.Provide(p, chatBeanAnvil, func(context.Context) (*Anvil, error) {
+	p.AddRoute(chatimpl.RouteSpec{Name: RouteArmor, Handle: chatRouteArmor})
+	p.AddRoute(chatimpl.RouteSpec{Name: RouteEnchant, Handle: chatRouteEnchant})
+	p.AddRoute(chatimpl.RouteSpec{Name: RouteMenu, Default: true, Handle: chatRouteMenu})
+	p.AddRoute(chatimpl.RouteSpec{Name: RouteWeapon, Handle: chatRouteWeapon})
+	p.DescribeJSON(chatManifest)
+	chatimpl.Provide(p, chatBeanAnvil, func(context.Context) (*Anvil, error) {
 		return NewAnvil(deps.Armory), nil
 	})
-	chat.Provide(p, chatBeanCounter, func(context.Context) (*Counter, error) {
+	chatimpl.Provide(p, chatBeanCounter, func(context.Context) (*Counter, error) {
 		return NewCounter(deps.Armory), nil
 	})
-	chat.Provide(p, chatBeanWorkbench, func(context.Context) (*Workbench, error) {
+	chatimpl.Provide(p, chatBeanWorkbench, func(context.Context) (*Workbench, error) {
 		return NewWorkbench(deps.Armory), nil
 	})
 	// Durable beans are provided even without dependencies: the router
 	// where a resumed conversation ends restores them from their saved
 	// state, to close them.
-	chat.Provide(p, chatBeanRunes, func(context.Context) (*Runes, error) {
+	chatimpl.Provide(p, chatBeanRunes, func(context.Context) (*Runes, error) {
 		return new(Runes), nil
 	})
 	return p
 }
 
-func chatRouteArmor(ctx context.Context, req *chat.RouteRequest) error {
-	armorBuilder, err := chat.Lookup(ctx, chatBeanArmorBuilder)
+func chatRouteArmor(ctx context.Context) error {
+	req := chat.Request(ctx)
+	armorBuilder, err := chatBeanArmorBuilder.Lookup(ctx)
 	if err != nil {
 		return err
 	}
@@ -132,8 +138,9 @@ func chatRouteArmor(ctx context.Context, req *chat.RouteRequest) error {
 	return res.SendText(ctx, markdown.Message)
 }
 
-func chatRouteEnchant(ctx context.Context, req *chat.RouteRequest) error {
-	enchanter, err := chat.Lookup(ctx, chatBeanEnchanter)
+func chatRouteEnchant(ctx context.Context) error {
+	req := chat.Request(ctx)
+	enchanter, err := chatBeanEnchanter.Lookup(ctx)
 	if err != nil {
 		return err
 	}
@@ -144,8 +151,9 @@ func chatRouteEnchant(ctx context.Context, req *chat.RouteRequest) error {
 	return res.SendText(ctx, markdown.Message)
 }
 
-func chatRouteMenu(ctx context.Context, req *chat.RouteRequest) error {
-	mainMenu, err := chat.Lookup(ctx, chatBeanMainMenu)
+func chatRouteMenu(ctx context.Context) error {
+	req := chat.Request(ctx)
+	mainMenu, err := chatBeanMainMenu.Lookup(ctx)
 	if err != nil {
 		return err
 	}
@@ -153,8 +161,9 @@ func chatRouteMenu(ctx context.Context, req *chat.RouteRequest) error {
 	return markdown.SendStreamWithErrors(ctx, res)
 }
 
-func chatRouteWeapon(ctx context.Context, req *chat.RouteRequest) error {
-	weaponBuilder, err := chat.Lookup(ctx, chatBeanWeaponBuilder)
+func chatRouteWeapon(ctx context.Context) error {
+	req := chat.Request(ctx)
+	weaponBuilder, err := chatBeanWeaponBuilder.Lookup(ctx)
 	if err != nil {
 		return err
 	}
@@ -165,69 +174,50 @@ func chatRouteWeapon(ctx context.Context, req *chat.RouteRequest) error {
 	return res.SendText(ctx, markdown.Message)
 }
 
-func chatManifest() *chat.Manifest {
-	return &chat.Manifest{
-		Routes: []chat.RouteInfo{
-			{
-				Name: "armor",
-				Params: []chat.ParamInfo{
-					{Name: "userMessage", Schema: `{"type":"string"}`},
-				},
-				Events: []chat.EventInfo{
-					{Type: "Message", Schema: `{"type":"string"}`},
-					{Type: "armor", Schema: `{"$ref":"#/$defs/Armor"}`},
-				},
-			},
-			{
-				Name: "enchant",
-				Params: []chat.ParamInfo{
-					{Name: "userMessage", Schema: `{"type":"string"}`},
-				},
-				Events: []chat.EventInfo{
-					{Type: "Message", Schema: `{"type":"string"}`},
-					{Type: "Object", Schema: `{"$ref":"#/$defs/Enchantment"}`},
-				},
-			},
-			{
-				Name:      "menu",
-				Streaming: true,
-				Params: []chat.ParamInfo{
-					{Name: "userMessage", Schema: `{"type":"string"}`},
-				},
-				Events: []chat.EventInfo{
-					{Type: "Confirm", Schema: `{"type":"object","properties":{"id":{"type":"string"},"tool":{"type":"string"},"arguments":{},"callId":{"type":"string"}},"required":["id","tool","arguments","callId"]}`},
-					{Type: "Stream", Schema: `{"type":"string"}`},
-					{Type: "inventory", Schema: `{"$ref":"#/$defs/Inventory"}`},
-				},
-			},
-			{
-				Name: "weapon",
-				Params: []chat.ParamInfo{
-					{Name: "userMessage", Schema: `{"type":"string"}`},
-				},
-				Events: []chat.EventInfo{
-					{Type: "Message", Schema: `{"type":"string"}`},
-					{Type: "weapon", Schema: `{"$ref":"#/$defs/Weapon"}`},
-				},
-			},
-		},
-		Events: []chat.EventInfo{
-			{Type: "weapon", Schema: `{"$ref":"#/$defs/Weapon"}`},
-			{Type: "armor", Schema: `{"$ref":"#/$defs/Armor"}`},
-			{Type: "conversation", Schema: `{"$ref":"#/$defs/Conversation"}`},
-			{Type: "inventory", Schema: `{"$ref":"#/$defs/Inventory"}`},
-		},
-		Types: []chat.TypeInfo{
-			{Name: "Armor", Schema: `{"type":"object","properties":{"piece":{"type":"string"},"material":{"type":"string"},"saved":{"type":"boolean"}},"required":["piece","material","saved"],"description":"Armor is a piece of armour."}`},
-			{Name: "Conversation", Schema: `{"type":"object","properties":{"name":{"type":"string"},"depth":{"type":"integer"}},"required":["name","depth"],"description":"Conversation tells the page which conversation the user is in."}`},
-			{Name: "Element", Schema: `{"type":"string","enum":["fire","frost","lightning",""],"description":"Element is the element of an enchantment."}`},
-			{Name: "Enchantment", Schema: `{"type":"object","properties":{"element":{"$ref":"#/$defs/Element","description":"Element of the enchantment."},"power":{"type":"integer","description":"Power from 1 to 10."}},"required":["element","power"],"description":"Enchantment is magic bound to a weapon."}`},
-			{Name: "Inventory", Schema: `{"type":"object","properties":{"weapons":{"anyOf":[{"type":"array","items":{"$ref":"#/$defs/Weapon"}},{"type":"null"}]},"armor":{"anyOf":[{"type":"array","items":{"$ref":"#/$defs/Armor"}},{"type":"null"}]},"latest":{"type":"string","description":"Latest names the item just saved, when a builder sends the inventory on finishing one; \"\" when the player asked for the list."}},"required":["weapons","armor"],"description":"Inventory is what the player has built."}`},
-			{Name: "Kind", Schema: `{"type":"string","enum":["sword","axe","bow","dagger","staff",""],"description":"Kind is a kind of weapon."}`},
-			{Name: "Weapon", Schema: `{"type":"object","properties":{"name":{"type":"string"},"kind":{"$ref":"#/$defs/Kind"},"damage":{"type":"integer"},"enchantment":{"$ref":"#/$defs/Enchantment"},"saved":{"type":"boolean"}},"required":["name","kind","damage","saved"],"description":"Weapon is the weapon being built: the web page shows it as a card."}`},
-		},
-	}
-}
+const chatManifest = `{
+	"routes": [
+		{"name": "armor", "params": [
+			{"name": "userMessage", "schema": {"type":"string"}}
+		], "events": [
+			{"type": "Message", "schema": {"type":"string"}},
+			{"type": "armor", "schema": {"$ref":"#/$defs/Armor"}}
+		]},
+		{"name": "enchant", "params": [
+			{"name": "userMessage", "schema": {"type":"string"}}
+		], "events": [
+			{"type": "Message", "schema": {"type":"string"}},
+			{"type": "Object", "schema": {"$ref":"#/$defs/Enchantment"}}
+		]},
+		{"name": "menu", "streaming": true, "params": [
+			{"name": "userMessage", "schema": {"type":"string"}}
+		], "events": [
+			{"type": "Confirm", "schema": {"type":"object","properties":{"id":{"type":"string"},"tool":{"type":"string"},"arguments":{},"callId":{"type":"string"}},"required":["id","tool","arguments","callId"]}},
+			{"type": "Stream", "schema": {"type":"string"}},
+			{"type": "inventory", "schema": {"$ref":"#/$defs/Inventory"}}
+		]},
+		{"name": "weapon", "params": [
+			{"name": "userMessage", "schema": {"type":"string"}}
+		], "events": [
+			{"type": "Message", "schema": {"type":"string"}},
+			{"type": "weapon", "schema": {"$ref":"#/$defs/Weapon"}}
+		]}
+	],
+	"events": [
+		{"type": "weapon", "schema": {"$ref":"#/$defs/Weapon"}},
+		{"type": "armor", "schema": {"$ref":"#/$defs/Armor"}},
+		{"type": "conversation", "schema": {"$ref":"#/$defs/Conversation"}},
+		{"type": "inventory", "schema": {"$ref":"#/$defs/Inventory"}}
+	],
+	"types": [
+		{"name": "Armor", "schema": {"type":"object","properties":{"piece":{"type":"string"},"material":{"type":"string"},"saved":{"type":"boolean"}},"required":["piece","material","saved"],"description":"Armor is a piece of armour."}},
+		{"name": "Conversation", "schema": {"type":"object","properties":{"name":{"type":"string"},"depth":{"type":"integer"}},"required":["name","depth"],"description":"Conversation tells the page which conversation the user is in."}},
+		{"name": "Element", "schema": {"type":"string","enum":["fire","frost","lightning",""],"description":"Element is the element of an enchantment."}},
+		{"name": "Enchantment", "schema": {"type":"object","properties":{"element":{"$ref":"#/$defs/Element","description":"Element of the enchantment."},"power":{"type":"integer","description":"Power from 1 to 10."}},"required":["element","power"],"description":"Enchantment is magic bound to a weapon."}},
+		{"name": "Inventory", "schema": {"type":"object","properties":{"weapons":{"anyOf":[{"type":"array","items":{"$ref":"#/$defs/Weapon"}},{"type":"null"}]},"armor":{"anyOf":[{"type":"array","items":{"$ref":"#/$defs/Armor"}},{"type":"null"}]},"latest":{"type":"string","description":"Latest names the item just saved, when a builder sends the inventory on finishing one; \"\" when the player asked for the list."}},"required":["weapons","armor"],"description":"Inventory is what the player has built."}},
+		{"name": "Kind", "schema": {"type":"string","enum":["sword","axe","bow","dagger","staff",""],"description":"Kind is a kind of weapon."}},
+		{"name": "Weapon", "schema": {"type":"object","properties":{"name":{"type":"string"},"kind":{"$ref":"#/$defs/Kind"},"damage":{"type":"integer"},"enchantment":{"$ref":"#/$defs/Enchantment"},"saved":{"type":"boolean"}},"required":["name","kind","damage","saved"],"description":"Weapon is the weapon being built: the web page shows it as a card."}}
+	]
+}`
 
 var chatBeanArmorBuilder = chat.NewBean[ArmorBuilder](chatPackagePath+".ArmorBuilder", chat.KindChat, nil)
 
@@ -255,7 +245,7 @@ type WorkbenchProxy struct{}
 
 // SetKind calls SetKind on the Workbench of the chat scope in ctx.
 func (WorkbenchProxy) SetKind(ctx context.Context, kind Kind) (Weapon, error) {
-	workbench, err := chat.Lookup(ctx, chatBeanWorkbench)
+	workbench, err := chatBeanWorkbench.Lookup(ctx)
 	if err != nil {
 		return Weapon{}, err
 	}
@@ -264,7 +254,7 @@ func (WorkbenchProxy) SetKind(ctx context.Context, kind Kind) (Weapon, error) {
 
 // SetName calls SetName on the Workbench of the chat scope in ctx.
 func (WorkbenchProxy) SetName(ctx context.Context, name string) (Weapon, error) {
-	workbench, err := chat.Lookup(ctx, chatBeanWorkbench)
+	workbench, err := chatBeanWorkbench.Lookup(ctx)
 	if err != nil {
 		return Weapon{}, err
 	}
@@ -273,7 +263,7 @@ func (WorkbenchProxy) SetName(ctx context.Context, name string) (Weapon, error) 
 
 // SetDamage calls SetDamage on the Workbench of the chat scope in ctx.
 func (WorkbenchProxy) SetDamage(ctx context.Context, damage int) (Weapon, error) {
-	workbench, err := chat.Lookup(ctx, chatBeanWorkbench)
+	workbench, err := chatBeanWorkbench.Lookup(ctx)
 	if err != nil {
 		return Weapon{}, err
 	}
@@ -282,12 +272,12 @@ func (WorkbenchProxy) SetDamage(ctx context.Context, damage int) (Weapon, error)
 
 // ShowWeapon calls ShowWeapon on the Workbench of the chat scope in ctx.
 func (WorkbenchProxy) ShowWeapon(ctx context.Context) Weapon {
-	return chat.MustLookup(ctx, chatBeanWorkbench).ShowWeapon()
+	return chatBeanWorkbench.MustLookup(ctx).ShowWeapon()
 }
 
 // Enchant calls Enchant on the Workbench of the chat scope in ctx.
 func (WorkbenchProxy) Enchant(ctx context.Context) error {
-	workbench, err := chat.Lookup(ctx, chatBeanWorkbench)
+	workbench, err := chatBeanWorkbench.Lookup(ctx)
 	if err != nil {
 		return err
 	}
@@ -297,12 +287,12 @@ func (WorkbenchProxy) Enchant(ctx context.Context) error {
 // ApplyEnchantment calls ApplyEnchantment on the Workbench of the chat scope
 // in ctx.
 func (WorkbenchProxy) ApplyEnchantment(ctx context.Context, e Enchantment) Weapon {
-	return chat.MustLookup(ctx, chatBeanWorkbench).ApplyEnchantment(e)
+	return chatBeanWorkbench.MustLookup(ctx).ApplyEnchantment(e)
 }
 
 // Finish calls Finish on the Workbench of the chat scope in ctx.
 func (WorkbenchProxy) Finish(ctx context.Context) (string, error) {
-	workbench, err := chat.Lookup(ctx, chatBeanWorkbench)
+	workbench, err := chatBeanWorkbench.Lookup(ctx)
 	if err != nil {
 		return "", err
 	}
@@ -311,7 +301,7 @@ func (WorkbenchProxy) Finish(ctx context.Context) (string, error) {
 
 // Cancel calls Cancel on the Workbench of the chat scope in ctx.
 func (WorkbenchProxy) Cancel(ctx context.Context) (string, error) {
-	workbench, err := chat.Lookup(ctx, chatBeanWorkbench)
+	workbench, err := chatBeanWorkbench.Lookup(ctx)
 	if err != nil {
 		return "", err
 	}
@@ -371,17 +361,18 @@ var chatToolAnvilFinishArmor = ai.Tool{
 	Description: "FinishArmor saves the armour and goes back to the main menu.",
 	Parameters:  json.RawMessage(`{"type":"object","properties":{},"additionalProperties":false}`),
 	Immediate:   true,
-	Invoke: ai.BeanToolNoArgs(chatBeanAnvil, func(ctx context.Context, anvil *Anvil) (any, error) {
+	Invoke: ai.BeanTool(chatBeanAnvil, func(ctx context.Context, anvil *Anvil, _ struct{}) (any, error) {
 		return anvil.FinishArmor(ctx)
 	}),
 }
 
 var chatToolAnvilCancel = ai.Tool{
-	Name:        "cancel",
-	Description: "Cancel leaves the armour builder without saving the armour and goes back\nto the main menu.",
-	Parameters:  json.RawMessage(`{"type":"object","properties":{},"additionalProperties":false}`),
-	Immediate:   true,
-	Invoke: ai.BeanToolNoArgs(chatBeanAnvil, func(ctx context.Context, anvil *Anvil) (any, error) {
+	Name: "cancel",
+	Description: `Cancel leaves the armour builder without saving the armour and goes back
+to the main menu.`,
+	Parameters: json.RawMessage(`{"type":"object","properties":{},"additionalProperties":false}`),
+	Immediate:  true,
+	Invoke: ai.BeanTool(chatBeanAnvil, func(ctx context.Context, anvil *Anvil, _ struct{}) (any, error) {
 		return anvil.Cancel(ctx)
 	}),
 }
@@ -435,21 +426,23 @@ var chatToolRunesSetPower = ai.Tool{
 }
 
 var chatToolRunesBind = ai.Tool{
-	Name:        "bind",
-	Description: "Bind binds the enchantment to the weapon on the workbench and returns to\nthe weapon builder.",
-	Parameters:  json.RawMessage(`{"type":"object","properties":{},"additionalProperties":false}`),
-	Immediate:   true,
-	Invoke: ai.BeanToolNoArgs(chatBeanRunes, func(ctx context.Context, runes *Runes) (any, error) {
+	Name: "bind",
+	Description: `Bind binds the enchantment to the weapon on the workbench and returns to
+the weapon builder.`,
+	Parameters: json.RawMessage(`{"type":"object","properties":{},"additionalProperties":false}`),
+	Immediate:  true,
+	Invoke: ai.BeanTool(chatBeanRunes, func(ctx context.Context, runes *Runes, _ struct{}) (any, error) {
 		return runes.Bind(ctx)
 	}),
 }
 
 var chatToolRunesCancel = ai.Tool{
-	Name:        "cancel",
-	Description: "Cancel leaves the enchantment without binding it and goes back to the\nweapon builder.",
-	Parameters:  json.RawMessage(`{"type":"object","properties":{},"additionalProperties":false}`),
-	Immediate:   true,
-	Invoke: ai.BeanToolNoArgs(chatBeanRunes, func(ctx context.Context, runes *Runes) (any, error) {
+	Name: "cancel",
+	Description: `Cancel leaves the enchantment without binding it and goes back to the
+weapon builder.`,
+	Parameters: json.RawMessage(`{"type":"object","properties":{},"additionalProperties":false}`),
+	Immediate:  true,
+	Invoke: ai.BeanTool(chatBeanRunes, func(ctx context.Context, runes *Runes, _ struct{}) (any, error) {
 		return runes.Cancel(ctx)
 	}),
 }
@@ -485,7 +478,7 @@ var chatToolCounterBuildWeapon = ai.Tool{
 	Description: "BuildWeapon starts building a new weapon with the player.",
 	Parameters:  json.RawMessage(`{"type":"object","properties":{},"additionalProperties":false}`),
 	Immediate:   true,
-	Invoke: ai.BeanToolNoArgs(chatBeanCounter, func(ctx context.Context, counter *Counter) (any, error) {
+	Invoke: ai.BeanTool(chatBeanCounter, func(ctx context.Context, counter *Counter, _ struct{}) (any, error) {
 		return nil, counter.BuildWeapon(ctx)
 	}),
 }
@@ -495,7 +488,7 @@ var chatToolCounterBuildArmor = ai.Tool{
 	Description: "BuildArmor starts building a new piece of armour with the player.",
 	Parameters:  json.RawMessage(`{"type":"object","properties":{},"additionalProperties":false}`),
 	Immediate:   true,
-	Invoke: ai.BeanToolNoArgs(chatBeanCounter, func(ctx context.Context, counter *Counter) (any, error) {
+	Invoke: ai.BeanTool(chatBeanCounter, func(ctx context.Context, counter *Counter, _ struct{}) (any, error) {
 		return nil, counter.BuildArmor(ctx)
 	}),
 }
@@ -506,16 +499,18 @@ var chatToolCounterListArmory = ai.Tool{
 	Parameters:  json.RawMessage(`{"type":"object","properties":{},"additionalProperties":false}`),
 	Event:       true,
 	Immediate:   true,
-	Invoke: ai.BeanToolNoArgs(chatBeanCounter, func(ctx context.Context, counter *Counter) (any, error) {
+	Invoke: ai.BeanTool(chatBeanCounter, func(ctx context.Context, counter *Counter, _ struct{}) (any, error) {
 		return counter.ListArmory(ctx)
 	}),
 }
 
 var chatToolCounterDeleteItem = ai.Tool{
-	Name:        "deleteItem",
-	Description: "DeleteItem deletes a weapon or a piece of armour from the armory. The\nplayer confirms it first: the page shows Approve and Deny buttons, the\nterminal asks y/n.",
-	Parameters:  json.RawMessage(`{"type":"object","properties":{"item":{"type":"string","description":"the weapon's name, or the armour as material and piece (\"steel helm\")"}},"required":["item"],"additionalProperties":false}`),
-	Confirm:     true,
+	Name: "deleteItem",
+	Description: `DeleteItem deletes a weapon or a piece of armour from the armory. The
+player confirms it first: the page shows Approve and Deny buttons, the
+terminal asks y/n.`,
+	Parameters: json.RawMessage(`{"type":"object","properties":{"item":{"type":"string","description":"the weapon's name, or the armour as material and piece (\"steel helm\")"}},"required":["item"],"additionalProperties":false}`),
+	Confirm:    true,
 	Invoke: ai.BeanTool(chatBeanCounter, func(ctx context.Context, counter *Counter, args struct {
 		Item string `json:"item"`
 	}) (any, error) {
@@ -591,7 +586,7 @@ var chatToolWorkbenchShowWeapon = ai.Tool{
 	Parameters:  json.RawMessage(`{"type":"object","properties":{},"additionalProperties":false}`),
 	Event:       true,
 	Immediate:   true,
-	Invoke: ai.BeanToolNoArgs(chatBeanWorkbench, func(_ context.Context, workbench *Workbench) (any, error) {
+	Invoke: ai.BeanTool(chatBeanWorkbench, func(_ context.Context, workbench *Workbench, _ struct{}) (any, error) {
 		return workbench.ShowWeapon(), nil
 	}),
 }
@@ -601,27 +596,29 @@ var chatToolWorkbenchEnchant = ai.Tool{
 	Description: "Enchant starts enchanting the weapon.",
 	Parameters:  json.RawMessage(`{"type":"object","properties":{},"additionalProperties":false}`),
 	Immediate:   true,
-	Invoke: ai.BeanToolNoArgs(chatBeanWorkbench, func(ctx context.Context, workbench *Workbench) (any, error) {
+	Invoke: ai.BeanTool(chatBeanWorkbench, func(ctx context.Context, workbench *Workbench, _ struct{}) (any, error) {
 		return nil, workbench.Enchant(ctx)
 	}),
 }
 
 var chatToolWorkbenchFinish = ai.Tool{
-	Name:        "finish",
-	Description: "Finish validates the weapon, saves it in the armory and goes back to the\nmain menu.",
-	Parameters:  json.RawMessage(`{"type":"object","properties":{},"additionalProperties":false}`),
-	Immediate:   true,
-	Invoke: ai.BeanToolNoArgs(chatBeanWorkbench, func(ctx context.Context, workbench *Workbench) (any, error) {
+	Name: "finish",
+	Description: `Finish validates the weapon, saves it in the armory and goes back to the
+main menu.`,
+	Parameters: json.RawMessage(`{"type":"object","properties":{},"additionalProperties":false}`),
+	Immediate:  true,
+	Invoke: ai.BeanTool(chatBeanWorkbench, func(ctx context.Context, workbench *Workbench, _ struct{}) (any, error) {
 		return workbench.Finish(ctx)
 	}),
 }
 
 var chatToolWorkbenchCancel = ai.Tool{
-	Name:        "cancel",
-	Description: "Cancel leaves the weapon builder without saving the weapon and goes back\nto the main menu.",
-	Parameters:  json.RawMessage(`{"type":"object","properties":{},"additionalProperties":false}`),
-	Immediate:   true,
-	Invoke: ai.BeanToolNoArgs(chatBeanWorkbench, func(ctx context.Context, workbench *Workbench) (any, error) {
+	Name: "cancel",
+	Description: `Cancel leaves the weapon builder without saving the weapon and goes back
+to the main menu.`,
+	Parameters: json.RawMessage(`{"type":"object","properties":{},"additionalProperties":false}`),
+	Immediate:  true,
+	Invoke: ai.BeanTool(chatBeanWorkbench, func(ctx context.Context, workbench *Workbench, _ struct{}) (any, error) {
 		return workbench.Cancel(ctx)
 	}),
 }

@@ -59,9 +59,9 @@ func TestTerminalConfirmsDeletion(t *testing.T) {
 // (the armory standing for the application's database).
 func durableArmorer(t *testing.T, node string, cs *chat.InMemoryConversationStore, armory *Armory) (*chat.Router, *chat.LocalClient) {
 	t.Helper()
-	cfg := ai.Config{
+	cfg := &ai.Config{
 		Model:  llmtest.NewModel(llmtest.ScriptFunc(playArmorer), nil),
-		Memory: memory.NewManager(memory.Config{Store: chatstoretest.InMemoryMemories(cs), Policy: memory.Window(40, nil)}),
+		Memory: memory.NewManager(&memory.ManagerOptions{Store: chatstoretest.InMemoryMemories(cs), Policy: memory.Window(40, nil)}),
 		Logger: slog.New(slog.DiscardHandler),
 	}
 	r, err := chat.NewRouter(&chat.RouterOptions{Store: cs, Node: node, Logger: slog.New(slog.DiscardHandler)},

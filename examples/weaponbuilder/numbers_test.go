@@ -128,7 +128,7 @@ func runFlat(t testing.TB) usage {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg := ai.Config{Model: model, Memory: memory.NewManager(memory.Config{Policy: memory.Window(40, nil)}), Logger: slog.New(slog.DiscardHandler), Knowledge: lore}
+	cfg := &ai.Config{Model: model, Memory: memory.NewManager(&memory.ManagerOptions{Policy: memory.Window(40, nil)}), Logger: slog.New(slog.DiscardHandler), Knowledge: lore}
 	router, err := chat.NewRouter(&chat.RouterOptions{Logger: slog.New(slog.DiscardHandler)}, flat.Register(flat.Deps{Armorer: cfg}))
 	if err != nil {
 		t.Fatal(err)

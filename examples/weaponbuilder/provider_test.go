@@ -42,7 +42,7 @@ func TestProviderFlag(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: %v", tc.provider, err)
 		}
-		if got := ai.NewService("x.S", ai.Config{Model: m}).Client(); got != tc.client {
+		if got := ai.NewService("x.S", &ai.Config{Model: m}).Client(); got != tc.client {
 			t.Errorf("%s: client %v, want %v", tc.provider, got, tc.client)
 		}
 		if _, err := llms.GenerateFromSinglePrompt(ctx, m, "hi"); err != nil {
@@ -82,7 +82,7 @@ func TestGeminiProviderUsage(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	svc := ai.NewService("x.S", ai.Config{Model: m})
+	svc := ai.NewService("x.S", &ai.Config{Model: m})
 	reply, err := svc.Chat(ctx, &ai.Request{Method: &ai.Method{Name: "Ask", System: "Be brief."}, MemoryID: "m", User: "Hi!"})
 	if err != nil {
 		t.Fatal(err)

@@ -18,6 +18,7 @@ import (
 	"github.com/chatscopes/chatgen/runtime/ai"
 	"github.com/chatscopes/chatgen/runtime/boltstore"
 	"github.com/chatscopes/chatgen/runtime/chat"
+	"github.com/chatscopes/chatgen/runtime/chatimpl"
 	"github.com/chatscopes/chatgen/runtime/chatstore"
 	"github.com/chatscopes/chatgen/runtime/llmtest"
 	"github.com/chatscopes/chatgen/runtime/memory"
@@ -75,18 +76,19 @@ type gatedApp struct {
 	runs    atomic.Int64
 }
 
-func (g *gatedApp) pkg(memories memory.Store) *chat.Package {
+func (g *gatedApp) pkg(memories memory.Store) *chatimpl.Package {
 	model := llmtest.NewModel(llmtest.Rules(llmtest.WhenFunc(nil, func(req *llmtest.Request) (llmtest.Reply, error) {
 		return llmtest.Reply{Text: fmt.Sprintf("%d messages", len(req.Messages))}, nil
 	})), nil)
-	svc := ai.NewService("github.com/chatscopes/chatgen/internal/durable.Gated", ai.Config{
+	svc := ai.NewService("github.com/chatscopes/chatgen/internal/durable.Gated", &ai.Config{
 		Model:  model,
-		Memory: memory.NewManager(memory.Config{Policy: memory.Window(1000, nil), Store: memories}),
+		Memory: memory.NewManager(&memory.ManagerOptions{Policy: memory.Window(1000, nil), Store: memories}),
 	})
-	p := chat.NewPackage("github.com/chatscopes/chatgen/internal/durable/gated")
-	p.AddRoute(chat.RouteSpec{Name: "gate", Default: true, Handle: func(ctx context.Context, req *chat.RouteRequest) error {
+	p := chatimpl.NewPackage("github.com/chatscopes/chatgen/internal/durable/gated")
+	p.AddRoute(chatimpl.RouteSpec{Name: "gate", Default: true, Handle: func(ctx context.Context) error {
+		req := chat.Request(ctx)
 		g.runs.Add(1)
-		c, err := chat.Lookup(ctx, counterBean)
+		c, err := counterBean.Lookup(ctx)
 		if err != nil {
 			return err
 		}
@@ -118,7 +120,7 @@ type node struct {
 // startNode starts a node named name over store. Its WriteTimeout makes
 // a resume wait at most 100 ms for a turn still running (then the client
 // is told ConversationBusy and tries again).
-func startNode(t *testing.T, store durableStore, name string, app *chat.Package) *node {
+func startNode(t *testing.T, store durableStore, name string, app *chatimpl.Package) *node {
 	t.Helper()
 	logger := slog.New(slog.DiscardHandler)
 	router, err := chat.NewRouter(&chat.RouterOptions{Store: store, Node: name, Logger: logger, LeaseTTL: 2 * time.Second}, app)

@@ -18,6 +18,7 @@ import (
 	"github.com/chatscopes/chatgen/internal/redistest"
 	"github.com/chatscopes/chatgen/runtime/ai"
 	"github.com/chatscopes/chatgen/runtime/chat"
+	"github.com/chatscopes/chatgen/runtime/chatimpl"
 	"github.com/chatscopes/chatgen/runtime/chatstore"
 	"github.com/chatscopes/chatgen/runtime/llmtest"
 	"github.com/chatscopes/chatgen/runtime/memory"
@@ -30,17 +31,18 @@ import (
 // chat memory is in the Redis store. The model's answer says how many
 // messages it was given (system, the memory, the user's), so an answer
 // tells both what the bean and what the memory held.
-func noteBook(store *redisstore.Store) *chat.Package {
+func noteBook(store *redisstore.Store) *chatimpl.Package {
 	model := llmtest.NewModel(llmtest.Rules(llmtest.WhenFunc(nil, func(req *llmtest.Request) (llmtest.Reply, error) {
 		return llmtest.Reply{Text: fmt.Sprintf("%d messages", len(req.Messages))}, nil
 	})), nil)
-	svc := ai.NewService("github.com/chatscopes/chatgen/internal/durable.Notes", ai.Config{
+	svc := ai.NewService("github.com/chatscopes/chatgen/internal/durable.Notes", &ai.Config{
 		Model:  model,
-		Memory: memory.NewManager(memory.Config{Policy: memory.Window(1000, nil), Store: store.Memories()}),
+		Memory: memory.NewManager(&memory.ManagerOptions{Policy: memory.Window(1000, nil), Store: store.Memories()}),
 	})
-	p := chat.NewPackage("github.com/chatscopes/chatgen/internal/durable/notes")
-	p.AddRoute(chat.RouteSpec{Name: "note", Default: true, Handle: func(ctx context.Context, req *chat.RouteRequest) error {
-		c, err := chat.Lookup(ctx, counterBean)
+	p := chatimpl.NewPackage("github.com/chatscopes/chatgen/internal/durable/notes")
+	p.AddRoute(chatimpl.RouteSpec{Name: "note", Default: true, Handle: func(ctx context.Context) error {
+		req := chat.Request(ctx)
+		c, err := counterBean.Lookup(ctx)
 		if err != nil {
 			return err
 		}

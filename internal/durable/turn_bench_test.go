@@ -18,6 +18,7 @@ import (
 	"github.com/chatscopes/chatgen/runtime/ai"
 	"github.com/chatscopes/chatgen/runtime/boltstore"
 	"github.com/chatscopes/chatgen/runtime/chat"
+	"github.com/chatscopes/chatgen/runtime/chatimpl"
 	"github.com/chatscopes/chatgen/runtime/chatstore"
 	"github.com/chatscopes/chatgen/runtime/chatstore/chatstoretest"
 	"github.com/chatscopes/chatgen/runtime/llmtest"
@@ -125,17 +126,19 @@ var askMethod = ai.Method{Name: "Ask", Kind: chat.KindChat, System: "You are ter
 
 // app is the routes of the benchmarks: "count" (the default) counts its
 // turns in counterBean; "ask" asks the AI service.
-func app(svc *ai.Service) *chat.Package {
-	p := chat.NewPackage("github.com/chatscopes/chatgen/internal/durable")
-	p.AddRoute(chat.RouteSpec{Name: "count", Default: true, Handle: func(ctx context.Context, req *chat.RouteRequest) error {
-		c, err := chat.Lookup(ctx, counterBean)
+func app(svc *ai.Service) *chatimpl.Package {
+	p := chatimpl.NewPackage("github.com/chatscopes/chatgen/internal/durable")
+	p.AddRoute(chatimpl.RouteSpec{Name: "count", Default: true, Handle: func(ctx context.Context) error {
+		req := chat.Request(ctx)
+		c, err := counterBean.Lookup(ctx)
 		if err != nil {
 			return err
 		}
 		c.N++
 		return chat.SendValue(ctx, strconv.Itoa(c.N)+": "+req.UserMessage())
 	}})
-	p.AddRoute(chat.RouteSpec{Name: "ask", Handle: func(ctx context.Context, req *chat.RouteRequest) error {
+	p.AddRoute(chatimpl.RouteSpec{Name: "ask", Handle: func(ctx context.Context) error {
+		req := chat.Request(ctx)
 		r, err := svc.Chat(ctx, &ai.Request{Method: &askMethod, User: req.UserMessage()})
 		if err != nil {
 			return err
@@ -150,9 +153,9 @@ func app(svc *ai.Service) *chat.Package {
 // then each turn evicts two).
 func newAI(mem memory.Store) (*ai.Service, *llmtest.Model) {
 	model := llmtest.NewModel(llmtest.Rules(llmtest.When(nil, llmtest.Reply{Text: "It is sunny in Paris."})), nil)
-	svc := ai.NewService("github.com/chatscopes/chatgen/internal/durable.Assistant", ai.Config{
+	svc := ai.NewService("github.com/chatscopes/chatgen/internal/durable.Assistant", &ai.Config{
 		Model:  model,
-		Memory: memory.NewManager(memory.Config{Policy: memory.Window(20, nil), Store: mem}),
+		Memory: memory.NewManager(&memory.ManagerOptions{Policy: memory.Window(20, nil), Store: mem}),
 	})
 	return svc, model
 }

@@ -8,12 +8,13 @@ import (
 	"time"
 
 	"github.com/chatscopes/chatgen/runtime/chat"
+	"github.com/chatscopes/chatgen/runtime/chatimpl"
 )
 
-// This file needs a chatgen runtime that supports generated code version 4.
+// This file needs a chatgen runtime that supports generated code version 5.
 // A compiler error on the constant below means the file and the runtime do
 // not match: re-run go generate with a chatgen that matches the runtime.
-const _ = chat.SupportPackageIsVersion4
+const _ = chatimpl.SupportPackageIsVersion5
 
 const chatPackagePath = "github.com/chatscopes/chatgen/internal/e2e"
 
@@ -59,24 +60,25 @@ const (
 // Register returns the chat registration of package e2e: its routes, error
 // handlers and the providers of its scoped beans. Pass it to chat.NewRouter,
 // or to chat.WithPackages to use the beans without a router.
-func Register() *chat.Package {
-	p := chat.NewPackage(chatPackagePath)
-	p.AddRoute(chat.RouteSpec{Name: RouteOrder, Handle: chatRouteOrder})
-	p.AddRoute(chat.RouteSpec{Name: RouteMenu, Default: true, Handle: chatRouteMenu})
-	p.AddRoute(chat.RouteSpec{Name: RouteBuilder, Handle: chatRouteBuilder})
-	p.AddRoute(chat.RouteSpec{Name: RouteEcho, Handle: chatRouteEcho})
-	p.AddRoute(chat.RouteSpec{Name: RouteCount, Handle: chatRouteCount})
-	p.AddRoute(chat.RouteSpec{Name: RouteStream, Handle: chatRouteStream})
-	p.AddRoute(chat.RouteSpec{Name: RoutePanic, Handle: chatRoutePanic})
-	p.AddRoute(chat.RouteSpec{Name: RouteShop, Handle: chatRouteShop})
-	p.AddRoute(chat.RouteSpec{Name: RouteAdmin, Roles: []string{"admin"}, Handle: chatRouteAdmin})
-	p.AddRoute(chat.RouteSpec{Name: RouteBye, Handle: chatRouteBye})
-	p.AddCatch(chat.CatchSpec{Route: RouteShop, Type: "*StockError", Handle: chatCatchOnStock})
-	p.Describe(chatManifest())
+func Register() *chatimpl.Package {
+	p := chatimpl.NewPackage(chatPackagePath)
+	p.AddRoute(chatimpl.RouteSpec{Name: RouteOrder, Handle: chatRouteOrder})
+	p.AddRoute(chatimpl.RouteSpec{Name: RouteMenu, Default: true, Handle: chatRouteMenu})
+	p.AddRoute(chatimpl.RouteSpec{Name: RouteBuilder, Handle: chatRouteBuilder})
+	p.AddRoute(chatimpl.RouteSpec{Name: RouteEcho, Handle: chatRouteEcho})
+	p.AddRoute(chatimpl.RouteSpec{Name: RouteCount, Handle: chatRouteCount})
+	p.AddRoute(chatimpl.RouteSpec{Name: RouteStream, Handle: chatRouteStream})
+	p.AddRoute(chatimpl.RouteSpec{Name: RoutePanic, Handle: chatRoutePanic})
+	p.AddRoute(chatimpl.RouteSpec{Name: RouteShop, Handle: chatRouteShop})
+	p.AddRoute(chatimpl.RouteSpec{Name: RouteAdmin, Roles: []string{"admin"}, Handle: chatRouteAdmin})
+	p.AddRoute(chatimpl.RouteSpec{Name: RouteBye, Handle: chatRouteBye})
+	p.AddCatch(chatimpl.CatchSpec{Route: RouteShop, Type: "*StockError", Handle: chatCatchOnStock})
+	p.DescribeJSON(chatManifest)
 	return p
 }
 
-func chatRouteOrder(ctx context.Context, req *chat.RouteRequest) error {
+func chatRouteOrder(ctx context.Context) error {
+	req := chat.Request(ctx)
 	var lines []Line
 	if err := req.Decode("lines", &lines); err != nil {
 		return err
@@ -111,8 +113,9 @@ func chatRouteOrder(ctx context.Context, req *chat.RouteRequest) error {
 	return chat.SendValue(ctx, res)
 }
 
-func chatRouteMenu(ctx context.Context, req *chat.RouteRequest) error {
-	menu, err := chat.Lookup(ctx, chatBeanMenu)
+func chatRouteMenu(ctx context.Context) error {
+	req := chat.Request(ctx)
+	menu, err := chatBeanMenu.Lookup(ctx)
 	if err != nil {
 		return err
 	}
@@ -123,8 +126,9 @@ func chatRouteMenu(ctx context.Context, req *chat.RouteRequest) error {
 	return chat.SendValue(ctx, res)
 }
 
-func chatRouteBuilder(ctx context.Context, req *chat.RouteRequest) error {
-	builder, err := chat.Lookup(ctx, chatBeanBuilder)
+func chatRouteBuilder(ctx context.Context) error {
+	req := chat.Request(ctx)
+	builder, err := chatBeanBuilder.Lookup(ctx)
 	if err != nil {
 		return err
 	}
@@ -142,12 +146,14 @@ func chatRouteBuilder(ctx context.Context, req *chat.RouteRequest) error {
 	return chat.SendValue(ctx, res)
 }
 
-func chatRouteEcho(ctx context.Context, req *chat.RouteRequest) error {
+func chatRouteEcho(ctx context.Context) error {
+	req := chat.Request(ctx)
 	res := Echo(req.UserMessage())
 	return chat.SendValue(ctx, res)
 }
 
-func chatRouteCount(ctx context.Context, req *chat.RouteRequest) error {
+func chatRouteCount(ctx context.Context) error {
+	req := chat.Request(ctx)
 	var count int
 	if err := req.Decode("count", &count); err != nil {
 		return err
@@ -163,17 +169,20 @@ func chatRouteCount(ctx context.Context, req *chat.RouteRequest) error {
 	return chat.SendValue(ctx, res)
 }
 
-func chatRouteStream(ctx context.Context, req *chat.RouteRequest) error {
+func chatRouteStream(ctx context.Context) error {
+	req := chat.Request(ctx)
 	res := Stream(req.UserMessage())
 	return chat.SendStreamWithErrors(ctx, res)
 }
 
-func chatRoutePanic(ctx context.Context, req *chat.RouteRequest) error {
+func chatRoutePanic(ctx context.Context) error {
+	req := chat.Request(ctx)
 	res := Panic(req.UserMessage())
 	return chat.SendValue(ctx, res)
 }
 
-func chatRouteShop(ctx context.Context, req *chat.RouteRequest) error {
+func chatRouteShop(ctx context.Context) error {
+	req := chat.Request(ctx)
 	res, err := Shop(ctx, req.UserMessage())
 	if err != nil {
 		return err
@@ -181,12 +190,12 @@ func chatRouteShop(ctx context.Context, req *chat.RouteRequest) error {
 	return chat.SendValue(ctx, res)
 }
 
-func chatRouteAdmin(ctx context.Context, req *chat.RouteRequest) error {
+func chatRouteAdmin(ctx context.Context) error {
 	res := Admin()
 	return chat.SendValue(ctx, res)
 }
 
-func chatRouteBye(ctx context.Context, req *chat.RouteRequest) error {
+func chatRouteBye(ctx context.Context) error {
 	return Bye(ctx)
 }
 
@@ -198,110 +207,72 @@ func chatCatchOnStock(ctx context.Context, err error) (bool, error) {
 	return true, OnStock(ctx, target)
 }
 
-func chatManifest() *chat.Manifest {
-	return &chat.Manifest{
-		Routes: []chat.RouteInfo{
-			{
-				Name: "order",
-				Params: []chat.ParamInfo{
-					{Name: "lines", Schema: `{"anyOf":[{"type":"array","items":{"$ref":"#/$defs/Line"}},{"type":"null"}]}`},
-					{Name: "customer", Schema: `{"anyOf":[{"$ref":"#/$defs/Customer"},{"type":"null"}]}`},
-					{Name: "due", Schema: `{"type":"string","format":"date-time"}`},
-					{Name: "gift", Schema: `{"type":"boolean"}`},
-					{Name: "rate", Schema: `{"type":"number"}`},
-					{Name: "notes", Schema: `{"anyOf":[{"type":"object","additionalProperties":{"anyOf":[{"type":"array","items":{"type":"integer"}},{"type":"null"}]}},{"type":"null"}]}`},
-				},
-				Events: []chat.EventInfo{
-					{Type: "receipt", Schema: `{"$ref":"#/$defs/Receipt"}`},
-				},
-			},
-			{
-				Name: "menu",
-				Params: []chat.ParamInfo{
-					{Name: "userMessage", Schema: `{"type":"string"}`},
-				},
-				Events: []chat.EventInfo{
-					{Type: "Message", Schema: `{"type":"string"}`},
-				},
-			},
-			{
-				Name: "builder",
-				Params: []chat.ParamInfo{
-					{Name: "userMessage", Schema: `{"type":"string"}`},
-					{Name: "damage", Schema: `{"type":"integer"}`},
-				},
-				Events: []chat.EventInfo{
-					{Type: "weapon", Schema: `{"$ref":"#/$defs/Weapon"}`},
-				},
-			},
-			{
-				Name: "echo",
-				Params: []chat.ParamInfo{
-					{Name: "userMessage", Schema: `{"type":"string"}`},
-				},
-				Events: []chat.EventInfo{
-					{Type: "Message", Schema: `{"type":"string"}`},
-				},
-			},
-			{
-				Name: "count",
-				Params: []chat.ParamInfo{
-					{Name: "count", Schema: `{"type":"integer"}`},
-					{Name: "label", Schema: `{"type":"string"}`},
-				},
-				Events: []chat.EventInfo{
-					{Type: "Object", Schema: `{"type":"object","additionalProperties":{}}`},
-				},
-			},
-			{
-				Name:      "stream",
-				Streaming: true,
-				Params: []chat.ParamInfo{
-					{Name: "userMessage", Schema: `{"type":"string"}`},
-				},
-				Events: []chat.EventInfo{
-					{Type: "Stream", Schema: `{"type":"string"}`},
-				},
-			},
-			{
-				Name: "panic",
-				Params: []chat.ParamInfo{
-					{Name: "userMessage", Schema: `{"type":"string"}`},
-				},
-				Events: []chat.EventInfo{
-					{Type: "Message", Schema: `{"type":"string"}`},
-				},
-			},
-			{
-				Name: "shop",
-				Params: []chat.ParamInfo{
-					{Name: "userMessage", Schema: `{"type":"string"}`},
-				},
-				Events: []chat.EventInfo{
-					{Type: "Message", Schema: `{"type":"string"}`},
-				},
-			},
-			{
-				Name: "admin",
-				Events: []chat.EventInfo{
-					{Type: "Message", Schema: `{"type":"string"}`},
-				},
-			},
-			{Name: "bye"},
-		},
-		Events: []chat.EventInfo{
-			{Type: "receipt", Schema: `{"$ref":"#/$defs/Receipt"}`},
-			{Type: "weapon", Schema: `{"$ref":"#/$defs/Weapon"}`},
-		},
-		Types: []chat.TypeInfo{
-			{Name: "Customer", Schema: `{"type":"object","properties":{"name":{"type":"string"},"street":{"type":"string"},"city":{"type":"string"},"tags":{"anyOf":[{"type":"array","items":{"type":"string"}},{"type":"null"}]},"extras":{"type":"object","additionalProperties":{"type":"string"}}},"required":["name","tags"],"description":"Customer is who orders; Address fields are promoted."}`},
-			{Name: "Line", Schema: `{"type":"object","properties":{"item":{"type":"string","description":"Item is what is ordered."},"quantity":{"type":"integer"},"size":{"$ref":"#/$defs/Size"},"price":{"type":"string","description":"Price is in cents, sent as a string."}},"required":["item","quantity","price"],"description":"Line is one line of an order."}`},
-			{Name: "Receipt", Schema: `{"type":"object","properties":{"lines":{"anyOf":[{"type":"array","items":{"$ref":"#/$defs/Line"}},{"type":"null"}]},"total":{"type":"number"},"customer":{"anyOf":[{"$ref":"#/$defs/Customer"},{"type":"null"}]},"at":{"type":"string","format":"date-time"},"gift":{"type":"boolean"},"note":{"type":"string"},"Counts":{"anyOf":[{"type":"object","additionalProperties":{"type":"integer"}},{"type":"null"}]}},"required":["lines","total","customer","at","Counts"],"description":"Receipt answers an order."}`},
-			{Name: "Size", Schema: `{"type":"string","enum":["small","large",""],"description":"Size is the size of an order line."}`},
-			{Name: "Weapon", Schema: `{"type":"object","properties":{"name":{"type":"string"},"damage":{"type":"integer"}},"required":["name","damage"],"description":"Weapon is what the builder builds."}`},
-		},
-	}
-}
+const chatManifest = `{
+	"routes": [
+		{"name": "order", "params": [
+			{"name": "lines", "schema": {"anyOf":[{"type":"array","items":{"$ref":"#/$defs/Line"}},{"type":"null"}]}},
+			{"name": "customer", "schema": {"anyOf":[{"$ref":"#/$defs/Customer"},{"type":"null"}]}},
+			{"name": "due", "schema": {"type":"string","format":"date-time"}},
+			{"name": "gift", "schema": {"type":"boolean"}},
+			{"name": "rate", "schema": {"type":"number"}},
+			{"name": "notes", "schema": {"anyOf":[{"type":"object","additionalProperties":{"anyOf":[{"type":"array","items":{"type":"integer"}},{"type":"null"}]}},{"type":"null"}]}}
+		], "events": [
+			{"type": "receipt", "schema": {"$ref":"#/$defs/Receipt"}}
+		]},
+		{"name": "menu", "params": [
+			{"name": "userMessage", "schema": {"type":"string"}}
+		], "events": [
+			{"type": "Message", "schema": {"type":"string"}}
+		]},
+		{"name": "builder", "params": [
+			{"name": "userMessage", "schema": {"type":"string"}},
+			{"name": "damage", "schema": {"type":"integer"}}
+		], "events": [
+			{"type": "weapon", "schema": {"$ref":"#/$defs/Weapon"}}
+		]},
+		{"name": "echo", "params": [
+			{"name": "userMessage", "schema": {"type":"string"}}
+		], "events": [
+			{"type": "Message", "schema": {"type":"string"}}
+		]},
+		{"name": "count", "params": [
+			{"name": "count", "schema": {"type":"integer"}},
+			{"name": "label", "schema": {"type":"string"}}
+		], "events": [
+			{"type": "Object", "schema": {"type":"object","additionalProperties":{}}}
+		]},
+		{"name": "stream", "streaming": true, "params": [
+			{"name": "userMessage", "schema": {"type":"string"}}
+		], "events": [
+			{"type": "Stream", "schema": {"type":"string"}}
+		]},
+		{"name": "panic", "params": [
+			{"name": "userMessage", "schema": {"type":"string"}}
+		], "events": [
+			{"type": "Message", "schema": {"type":"string"}}
+		]},
+		{"name": "shop", "params": [
+			{"name": "userMessage", "schema": {"type":"string"}}
+		], "events": [
+			{"type": "Message", "schema": {"type":"string"}}
+		]},
+		{"name": "admin", "events": [
+			{"type": "Message", "schema": {"type":"string"}}
+		]},
+		{"name": "bye"}
+	],
+	"events": [
+		{"type": "receipt", "schema": {"$ref":"#/$defs/Receipt"}},
+		{"type": "weapon", "schema": {"$ref":"#/$defs/Weapon"}}
+	],
+	"types": [
+		{"name": "Customer", "schema": {"type":"object","properties":{"name":{"type":"string"},"street":{"type":"string"},"city":{"type":"string"},"tags":{"anyOf":[{"type":"array","items":{"type":"string"}},{"type":"null"}]},"extras":{"type":"object","additionalProperties":{"type":"string"}}},"required":["name","tags"],"description":"Customer is who orders; Address fields are promoted."}},
+		{"name": "Line", "schema": {"type":"object","properties":{"item":{"type":"string","description":"Item is what is ordered."},"quantity":{"type":"integer"},"size":{"$ref":"#/$defs/Size"},"price":{"type":"string","description":"Price is in cents, sent as a string."}},"required":["item","quantity","price"],"description":"Line is one line of an order."}},
+		{"name": "Receipt", "schema": {"type":"object","properties":{"lines":{"anyOf":[{"type":"array","items":{"$ref":"#/$defs/Line"}},{"type":"null"}]},"total":{"type":"number"},"customer":{"anyOf":[{"$ref":"#/$defs/Customer"},{"type":"null"}]},"at":{"type":"string","format":"date-time"},"gift":{"type":"boolean"},"note":{"type":"string"},"Counts":{"anyOf":[{"type":"object","additionalProperties":{"type":"integer"}},{"type":"null"}]}},"required":["lines","total","customer","at","Counts"],"description":"Receipt answers an order."}},
+		{"name": "Size", "schema": {"type":"string","enum":["small","large",""],"description":"Size is the size of an order line."}},
+		{"name": "Weapon", "schema": {"type":"object","properties":{"name":{"type":"string"},"damage":{"type":"integer"}},"required":["name","damage"],"description":"Weapon is what the builder builds."}}
+	]
+}`
 
 var chatBeanMenu = chat.NewBean[*Menu](chatPackagePath+".Menu", chat.KindChat, func(context.Context) (*Menu, error) {
 	return new(Menu), nil

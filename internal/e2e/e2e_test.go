@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/chatscopes/chatgen/runtime/chat"
+	"github.com/chatscopes/chatgen/runtime/chatimpl"
 )
 
 // transcript records what a session's handlers received, in order.
@@ -325,10 +326,11 @@ func BenchmarkLocalTurn(b *testing.B) {
 // reflection-based framework would: JSON into reflect.New values and
 // reflect.Value.Call.
 func BenchmarkLocalTurnReflect(b *testing.B) {
-	p := chat.NewPackage("example.com/reflect")
+	p := chatimpl.NewPackage("example.com/reflect")
 	fn := reflect.ValueOf(Echo)
 	names := []string{"userMessage"}
-	p.AddRoute(chat.RouteSpec{Name: "echo", Handle: func(ctx context.Context, req *chat.RouteRequest) error {
+	p.AddRoute(chatimpl.RouteSpec{Name: "echo", Handle: func(ctx context.Context) error {
+		req := chat.Request(ctx)
 		args := make([]reflect.Value, fn.Type().NumIn())
 		for i := range args {
 			v := reflect.New(fn.Type().In(i))
@@ -375,8 +377,8 @@ func benchmarkTurn(b *testing.B, r *chat.Router) {
 // generated route function, not an anonymous closure of Register.
 func TestPanicStackNamesTheRoute(t *testing.T) {
 	stacks := make(chan string, 1)
-	catcher := chat.NewPackage("example.com/catcher")
-	catcher.AddCatch(chat.CatchSpec{Type: "*chat.PanicError", Handle: func(_ context.Context, err error) (bool, error) {
+	catcher := chatimpl.NewPackage("example.com/catcher")
+	catcher.AddCatch(chatimpl.CatchSpec{Type: "*chat.PanicError", Handle: func(_ context.Context, err error) (bool, error) {
 		pe, ok := err.(*chat.PanicError)
 		if ok {
 			stacks <- string(pe.Stack)

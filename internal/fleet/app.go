@@ -18,6 +18,7 @@ import (
 
 	"github.com/chatscopes/chatgen/runtime/ai"
 	"github.com/chatscopes/chatgen/runtime/chat"
+	"github.com/chatscopes/chatgen/runtime/chatimpl"
 	"github.com/chatscopes/chatgen/runtime/llmtest"
 	"github.com/chatscopes/chatgen/runtime/memory"
 )
@@ -70,23 +71,24 @@ func NewApp(node string, memories memory.Store, execLog io.Writer, turnTime time
 	})), nil)
 	a.counter = chat.NewDurableBean(CounterBean, chat.KindChat,
 		func(context.Context) (*Counter, error) { return &Counter{}, nil })
-	a.svc = ai.NewService("github.com/chatscopes/chatgen/internal/fleet.Counter", ai.Config{
+	a.svc = ai.NewService("github.com/chatscopes/chatgen/internal/fleet.Counter", &ai.Config{
 		Model: a.model,
 		// Larger than any conversation of the test: the memory is
 		// checked whole.
-		Memory: memory.NewManager(memory.Config{Policy: memory.Window(100_000, nil), Store: memories}),
+		Memory: memory.NewManager(&memory.ManagerOptions{Policy: memory.Window(100_000, nil), Store: memories}),
 	})
 	return a
 }
 
 // Package returns the application's chat package.
-func (a *App) Package() *chat.Package {
-	p := chat.NewPackage("github.com/chatscopes/chatgen/internal/fleet")
-	p.AddRoute(chat.RouteSpec{Name: Route, Default: true, Handle: a.turn})
+func (a *App) Package() *chatimpl.Package {
+	p := chatimpl.NewPackage("github.com/chatscopes/chatgen/internal/fleet")
+	p.AddRoute(chatimpl.RouteSpec{Name: Route, Default: true, Handle: a.turn})
 	return p
 }
 
-func (a *App) turn(ctx context.Context, req *chat.RouteRequest) error {
+func (a *App) turn(ctx context.Context) error {
+	req := chat.Request(ctx)
 	msg := req.UserMessage()
 	if strings.ContainsAny(msg, "\n\r") {
 		return &chat.Failure{Reason: chat.ErrBadRequest.Reason, Err: fmt.Errorf("a message of more than one line")}
@@ -94,7 +96,7 @@ func (a *App) turn(ctx context.Context, req *chat.RouteRequest) error {
 	if err := a.logExecution(msg); err != nil {
 		return err
 	}
-	c, err := chat.Lookup(ctx, a.counter)
+	c, err := a.counter.Lookup(ctx)
 	if err != nil {
 		return err
 	}

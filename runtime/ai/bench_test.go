@@ -61,7 +61,7 @@ func BenchmarkToolSchemas(b *testing.B) {
 		}
 	})
 	b.Run("call-options", func(b *testing.B) {
-		s := NewService("example.com/app.Assistant", Config{Model: llmtest.NewModel(llmtest.Sequence(), nil)})
+		s := NewService("example.com/app.Assistant", &Config{Model: llmtest.NewModel(llmtest.Sequence(), nil)})
 		t := &turn{s: s, m: m}
 		t.defs, _ = m.definitions(s.dialect)
 		var o llms.CallOptions
@@ -116,7 +116,7 @@ func (m *fastModel) Call(ctx context.Context, prompt string, options ...llms.Cal
 // model calls, one tool, one memory commit into a window of 10 messages).
 func BenchmarkAITurn(b *testing.B) {
 	run := func(b *testing.B, model llms.Model, reset func(), tel ...Telemetry) {
-		cfg := Config{Model: model}
+		cfg := &Config{Model: model}
 		if len(tel) > 0 {
 			cfg.Telemetry = tel[0]
 		}
@@ -177,7 +177,7 @@ var benchAsk = Method{
 	}, {
 		Definition: benchTools[1].Definition,
 		Immediate:  true,
-		Invoke: BeanToolNoArgs(benchWeatherBean, func(context.Context, *benchWeather) (any, error) {
+		Invoke: BeanTool(benchWeatherBean, func(context.Context, *benchWeather, struct{}) (any, error) {
 			return 10, nil
 		}),
 	}},
@@ -194,9 +194,9 @@ func benchGeneratedAsk(ctx context.Context, svc *Service, userMessage string) (s
 // benchGeneratedTurn measures BenchmarkAITurn's turn made through the
 // generated method: its prompt and tool code included.
 func benchGeneratedTurn(b *testing.B, model llms.Model) {
-	s := NewService("example.com/app.Assistant", Config{
+	s := NewService("example.com/app.Assistant", &Config{
 		Model:  model,
-		Memory: memory.NewManager(memory.Config{Policy: memory.Window(memory.DefaultMaxMessages, nil)}),
+		Memory: memory.NewManager(&memory.ManagerOptions{Policy: memory.Window(memory.DefaultMaxMessages, nil)}),
 	})
 	ctx, err := chat.Begin(context.Background(), nil)
 	if err != nil {

@@ -70,7 +70,7 @@ func TestBreakpointsOnlyWhereTheyPay(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			svc := ai.NewService(svcName, ai.Config{Model: llm, Logger: slog.New(slog.DiscardHandler), Memory: memory.NewManager(memory.Config{Policy: c.policy})})
+			svc := ai.NewService(svcName, &ai.Config{Model: llm, Logger: slog.New(slog.DiscardHandler), Memory: memory.NewManager(&memory.ManagerOptions{Policy: c.policy})})
 			m := &ai.Method{Name: "Ask", System: "Be terse."}
 			for i, user := range users {
 				if _, err := svc.Chat(context.Background(), &ai.Request{Method: m, MemoryID: "m", User: user}); err != nil {

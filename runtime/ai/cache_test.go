@@ -101,7 +101,7 @@ func TestCacheUsageFromEachClient(t *testing.T) {
 			llm, _ := cs.start(t, script(), nil)
 			spans := tracetest.NewSpanRecorder()
 			tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(spans))
-			svc := ai.NewService(svcName, ai.Config{Model: llm, Logger: slog.New(slog.DiscardHandler),
+			svc := ai.NewService(svcName, &ai.Config{Model: llm, Logger: slog.New(slog.DiscardHandler),
 				Telemetry: ai.Telemetry{TracerProvider: tp}})
 			r, err := svc.Chat(context.Background(), &ai.Request{Method: &ai.Method{Name: "Ask", System: "Be terse."}, MemoryID: "m", User: "hello"})
 			if err != nil {
@@ -147,7 +147,7 @@ func TestCacheUsageSimulated(t *testing.T) {
 		t.Run(cs.name, func(t *testing.T) {
 			now := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
 			llm, requests := cs.start(t, llmtest.Rules().WithFallback(llmtest.Reply{Text: "Noted."}), &llmtest.Options{PromptCache: &llmtest.PromptCache{Now: func() time.Time { return now }}})
-			svc := ai.NewService(svcName, ai.Config{Model: llm, Logger: slog.New(slog.DiscardHandler)})
+			svc := ai.NewService(svcName, &ai.Config{Model: llm, Logger: slog.New(slog.DiscardHandler)})
 			m := &ai.Method{Name: "Ask", System: system}
 			var read, write int
 			for i, user := range []string{"one", "two", "three", "four"} {
@@ -183,7 +183,7 @@ func TestRequestsExtendOneAnother(t *testing.T) {
 		llmtest.Reply{ToolCalls: []llmtest.ToolCall{{Name: "add", Arguments: `{"a":1,"b":2}`}}},
 		llmtest.Reply{Text: "3."},
 		llmtest.Reply{Text: "Bye."},
-	), ai.Config{})
+	), &ai.Config{})
 	for _, user := range []string{"weather in Paris?", "1+2?", "bye"} {
 		req := f.req(user) // a new Method each turn, as the same generated one
 		req.MemoryID = "m"
@@ -246,8 +246,8 @@ func TestCallerBreakpointsAtMostFour(t *testing.T) {
 			return next(ctx, call)
 		}
 	}
-	svc := ai.NewService(svcName, ai.Config{Model: llm, Logger: slog.New(slog.DiscardHandler),
-		ModelHooks: []ai.ModelHook{markAll}, Memory: memory.NewManager(memory.Config{Policy: memory.Window(20, nil)})})
+	svc := ai.NewService(svcName, &ai.Config{Model: llm, Logger: slog.New(slog.DiscardHandler),
+		ModelHooks: []ai.ModelHook{markAll}, Memory: memory.NewManager(&memory.ManagerOptions{Policy: memory.Window(20, nil)})})
 	m := &ai.Method{Name: "Ask", System: "Be terse."}
 	users := []string{"one", "two", "three", "four", "five", "six"}
 	for i, user := range users {
@@ -284,7 +284,7 @@ func TestPerRequestSystemPromptNeverRead(t *testing.T) {
 			now := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
 			anthropicWire := cacheServers[slices.IndexFunc(cacheServers, func(c cacheServer) bool { return c.name == "anthropic" })]
 			llm, _ := anthropicWire.start(t, llmtest.Rules().WithFallback(llmtest.Reply{Text: "Noted."}), &llmtest.Options{PromptCache: &llmtest.PromptCache{Now: func() time.Time { return now }}})
-			svc := ai.NewService(svcName, ai.Config{Model: llm, Logger: slog.New(slog.DiscardHandler)})
+			svc := ai.NewService(svcName, &ai.Config{Model: llm, Logger: slog.New(slog.DiscardHandler)})
 			m := &ai.Method{Name: "Ask", SystemTemplate: tmpl}
 			for i, user := range []string{"one", "two", "three"} {
 				name := "Ada"

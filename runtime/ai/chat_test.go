@@ -20,7 +20,7 @@ func TestTwoTurnsRemember(t *testing.T) {
 	f := newServerFixture(t, llmtest.Sequence(
 		llmtest.Reply{Text: "Hello Ann."},
 		llmtest.Reply{Text: "Your name is Ann."},
-	), ai.Config{})
+	), &ai.Config{})
 	ctx := begin(t)
 
 	r1 := must[*ai.Reply](t)(f.svc.Chat(ctx, f.req("Hi, I am Ann.")))
@@ -54,7 +54,7 @@ func TestTwoTurnsRemember(t *testing.T) {
 }
 
 func TestSystemMessageReplaced(t *testing.T) {
-	f := newModelFixture(t, llmtest.Sequence(llmtest.Reply{Text: "a"}, llmtest.Reply{Text: "b"}, llmtest.Reply{Text: "c"}), ai.Config{})
+	f := newModelFixture(t, llmtest.Sequence(llmtest.Reply{Text: "a"}, llmtest.Reply{Text: "b"}, llmtest.Reply{Text: "c"}), &ai.Config{})
 	ctx := begin(t)
 	must[*ai.Reply](t)(f.svc.Chat(ctx, f.req("one")))
 	r := f.req("two")
@@ -77,7 +77,7 @@ func TestToolLoopThreeSteps(t *testing.T) {
 		calls(call("weather", `{"city":"Paris"}`)),
 		llmtest.Reply{Text: "Adding.", ToolCalls: []llmtest.ToolCall{call("add", `{"a":2,"b":3}`), call("weather", `{"city":"Rome"}`)}},
 		llmtest.Reply{Text: "Sunny in Paris and Rome; 2+3=5."},
-	), ai.Config{})
+	), &ai.Config{})
 	ctx := begin(t)
 	before := f.memory(ctx, memID(t, ctx))
 
@@ -136,7 +136,7 @@ func TestToolLoopThreeSteps(t *testing.T) {
 // and then answers; it returns the reply and what the model was told.
 func toolFailure(t *testing.T, tc llmtest.ToolCall) (*fixture, *ai.Reply, string) {
 	t.Helper()
-	f := newServerFixture(t, llmtest.Sequence(calls(tc), llmtest.Reply{Text: "Sorry."}), ai.Config{})
+	f := newServerFixture(t, llmtest.Sequence(calls(tc), llmtest.Reply{Text: "Sorry."}), &ai.Config{})
 	ctx := begin(t)
 	r := must[*ai.Reply](t)(f.svc.Chat(ctx, f.req("Do it.")))
 	if r.Content != "Sorry." || len(r.Executions) != 1 {
@@ -195,7 +195,7 @@ func TestToolPanic(t *testing.T) {
 			f := newServerFixture(t, llmtest.Sequence(
 				calls(call("boom", `{}`), call("add", `{"a":1,"b":1}`)),
 				llmtest.Reply{Text: "Done."},
-			), ai.Config{ParallelTools: parallel})
+			), &ai.Config{ParallelTools: parallel})
 			ctx := begin(t)
 			r := must[*ai.Reply](t)(f.svc.Chat(ctx, f.req("Go.")))
 			res := f.requests()[1].LastToolResults()
@@ -217,7 +217,7 @@ func TestParallelTools(t *testing.T) {
 	f := newModelFixture(t, llmtest.Sequence(
 		calls(call("weather", `{"city":"Paris"}`), call("add", `{"a":1,"b":2}`), call("weather", `{"city":"Oslo"}`)),
 		llmtest.Reply{Text: "ok"},
-	), ai.Config{ParallelTools: true})
+	), &ai.Config{ParallelTools: true})
 	// Each tool waits until all three have started: they must run
 	// concurrently.
 	var started sync.WaitGroup
@@ -256,7 +256,7 @@ func TestMaxModelCalls(t *testing.T) {
 		return calls(call("add", `{"a":1,"b":1}`)), nil
 	})
 	for _, tc := range []struct{ max, want int }{{0, 10}, {3, 3}} {
-		f := newServerFixture(t, loop, ai.Config{MaxModelCalls: tc.max})
+		f := newServerFixture(t, loop, &ai.Config{MaxModelCalls: tc.max})
 		ctx := begin(t)
 		must[*ai.Reply](t)(f.svc.Chat(ctx, f.req("hi")))
 		before := f.memory(ctx, memID(t, ctx))
@@ -276,7 +276,7 @@ func TestImmediateTools(t *testing.T) {
 	f := newServerFixture(t, llmtest.Sequence(
 		calls(call("show", `{"card":"Ace"}`), call("show", `{"card":"King"}`)),
 		llmtest.Reply{Text: "You saw two cards."},
-	), ai.Config{})
+	), &ai.Config{})
 	ctx := begin(t)
 	r := must[*ai.Reply](t)(f.svc.Chat(ctx, f.req("Show me cards.")))
 	if n := f.srv.Calls(); n != 1 {
@@ -305,7 +305,7 @@ func TestImmediateMixedOrFailedContinues(t *testing.T) {
 		"failed": calls(call("show", `{"card":7}`)),
 	} {
 		t.Run(name, func(t *testing.T) {
-			f := newServerFixture(t, llmtest.Sequence(first, llmtest.Reply{Text: "Fine."}), ai.Config{})
+			f := newServerFixture(t, llmtest.Sequence(first, llmtest.Reply{Text: "Fine."}), &ai.Config{})
 			ctx := begin(t)
 			r := must[*ai.Reply](t)(f.svc.Chat(ctx, f.req("Go.")))
 			if r.Immediate || r.Content != "Fine." || f.srv.Calls() != 2 {
@@ -322,7 +322,7 @@ func TestModelFailureLeavesMemory(t *testing.T) {
 		llmtest.Reply{Status: 500, ErrorMessage: "boom"}, // …and the follow-up fails
 		llmtest.Reply{Delay: time.Minute, Text: "too late"},
 		llmtest.Reply{Text: "Second."},
-	), ai.Config{})
+	), &ai.Config{})
 	ctx := begin(t)
 	must[*ai.Reply](t)(f.svc.Chat(ctx, f.req("one")))
 	before := f.memory(ctx, memID(t, ctx))
@@ -355,7 +355,7 @@ func TestModelFailureLeavesMemory(t *testing.T) {
 func TestCancelledBeforeCommit(t *testing.T) {
 	// The model answers, but the context ends during the tool call: the
 	// loop stops and nothing is committed.
-	f := newModelFixture(t, llmtest.Sequence(calls(call("note", `{"text":"x"}`)), llmtest.Reply{Text: "never"}), ai.Config{})
+	f := newModelFixture(t, llmtest.Sequence(calls(call("note", `{"text":"x"}`)), llmtest.Reply{Text: "never"}), &ai.Config{})
 	ctx := begin(t)
 	cctx, cancel := context.WithCancel(ctx)
 	f.box.hooks["note"] = func(context.Context) error { cancel(); return nil }
@@ -370,7 +370,7 @@ func TestCancelledBeforeCommit(t *testing.T) {
 }
 
 func TestNoScopeNoModel(t *testing.T) {
-	f := newModelFixture(t, llmtest.Sequence(), ai.Config{})
+	f := newModelFixture(t, llmtest.Sequence(), &ai.Config{})
 	_, err := f.svc.Chat(context.Background(), f.req("hi"))
 	if !errors.Is(err, chat.ErrNotActive) {
 		t.Fatalf("no scope: %v", err)
@@ -380,7 +380,7 @@ func TestNoScopeNoModel(t *testing.T) {
 	if _, err := f.svc.Chat(context.Background(), r); !errors.Is(err, chat.ErrNotActive) {
 		t.Fatalf("no invocation: %v", err)
 	}
-	svc := ai.NewService(svcName, ai.Config{})
+	svc := ai.NewService(svcName, &ai.Config{})
 	if _, err := svc.Chat(begin(t), f.req("hi")); !errors.Is(err, ai.ErrNoModel) {
 		t.Fatalf("no model: %v", err)
 	}
@@ -400,7 +400,7 @@ func TestNoScopeNoModel(t *testing.T) {
 }
 
 func TestExplicitMemoryID(t *testing.T) {
-	f := newModelFixture(t, llmtest.Sequence(llmtest.Reply{Text: "a"}, llmtest.Reply{Text: "b"}), ai.Config{})
+	f := newModelFixture(t, llmtest.Sequence(llmtest.Reply{Text: "a"}, llmtest.Reply{Text: "b"}), &ai.Config{})
 	r := f.req("one")
 	r.MemoryID = "user-42"
 	must[*ai.Reply](t)(f.svc.Chat(context.Background(), r)) // no scope needed
@@ -422,7 +422,7 @@ func TestConcurrentTurnsSameMemory(t *testing.T) {
 	// interleave: the second sees the first's whole exchange.
 	f := newModelFixture(t, llmtest.ScriptFunc(func(req *llmtest.Request) (llmtest.Reply, error) {
 		return llmtest.Reply{Text: "re: " + req.LastUserText(), Delay: 30 * time.Millisecond}, nil
-	}), ai.Config{})
+	}), &ai.Config{})
 	ctx := begin(t)
 	var wg sync.WaitGroup
 	for _, msg := range []string{"A", "B", "C"} {
@@ -451,7 +451,7 @@ func TestConcurrentTurnsSameMemory(t *testing.T) {
 }
 
 func TestReentrantCallIsToldToTheModel(t *testing.T) {
-	f := newModelFixture(t, llmtest.Sequence(calls(call("note", `{"text":"x"}`)), llmtest.Reply{Text: "ok"}), ai.Config{})
+	f := newModelFixture(t, llmtest.Sequence(calls(call("note", `{"text":"x"}`)), llmtest.Reply{Text: "ok"}), &ai.Config{})
 	f.box.hooks["note"] = func(ctx context.Context) error {
 		_, err := f.svc.Chat(ctx, f.req("again"))
 		return err
@@ -474,7 +474,7 @@ func TestUsageAndChoices(t *testing.T) {
 		}},
 		{Choices: []*llms.ContentChoice{{Content: "3", StopReason: "end_turn", GenerationInfo: map[string]any{"PromptTokens": int32(20), "CompletionTokens": int32(1), "TotalTokens": int32(21)}}}},
 	}}
-	f := newFixture(t, m, ai.Config{})
+	f := newFixture(t, m, &ai.Config{})
 	ctx := begin(t)
 	r := must[*ai.Reply](t)(f.svc.Chat(ctx, f.req("1+2?")))
 	if r.Usage != (ai.Usage{PromptTokens: 30, CompletionTokens: 6, TotalTokens: 36}) || r.FinishReason != "end_turn" || r.Content != "3" {
@@ -512,7 +512,7 @@ func (m *fakeModel) Call(ctx context.Context, prompt string, options ...llms.Cal
 
 func TestDefaultMemory(t *testing.T) {
 	// Without Config.Memory: a window of memory.DefaultMaxMessages.
-	svc := ai.NewService(svcName, ai.Config{Model: llmtest.NewModel(llmtest.ScriptFunc(func(*llmtest.Request) (llmtest.Reply, error) {
+	svc := ai.NewService(svcName, &ai.Config{Model: llmtest.NewModel(llmtest.ScriptFunc(func(*llmtest.Request) (llmtest.Reply, error) {
 		return llmtest.Reply{Text: "ok"}, nil
 	}), nil)})
 	ctx := begin(t)

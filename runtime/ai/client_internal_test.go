@@ -83,11 +83,11 @@ func TestDetectClient(t *testing.T) {
 	if c := detectClient(nil); c != ClientOpenAI {
 		t.Fatalf("nil: %v", c)
 	}
-	s := NewService("x.S", Config{Model: m, Client: ClientGoogleAI})
+	s := NewService("x.S", &Config{Model: m, Client: ClientGoogleAI})
 	if s.Client() != ClientGoogleAI {
 		t.Fatalf("explicit client: %v", s.Client())
 	}
-	s = NewService("x.S", Config{Model: m, Client: "gemini"})
+	s = NewService("x.S", &Config{Model: m, Client: "gemini"})
 	if err := s.Check(); !errors.Is(err, ErrUnknownClient) {
 		t.Fatalf("Check of an unknown client: %v", err)
 	}

@@ -85,9 +85,9 @@ func TestCompressingMemory(t *testing.T) {
 		policy := memory.Compressing(240, memory.NewModelSummarizer(llm, nil), &memory.CompressOptions{
 			TriggerTokens: 120, KeepTokens: 60, Logger: logs.logger(),
 		})
-		svc := ai.NewService(svcName, ai.Config{
+		svc := ai.NewService(svcName, &ai.Config{
 			Model:  llm,
-			Memory: memory.NewManager(memory.Config{Store: store, Policy: policy}),
+			Memory: memory.NewManager(&memory.ManagerOptions{Store: store, Policy: policy}),
 			Logger: logs.logger(),
 		})
 		return svc, policy
@@ -160,7 +160,7 @@ func TestCompressingMemoryWipes(t *testing.T) {
 		t.Fatal(err)
 	}
 	policy := memory.Compressing(240, memory.NewModelSummarizer(llm, nil), &memory.CompressOptions{TriggerTokens: 120, KeepTokens: 60})
-	svc := ai.NewService(svcName, ai.Config{Model: llm, Memory: memory.NewManager(memory.Config{Store: store, Policy: policy})})
+	svc := ai.NewService(svcName, &ai.Config{Model: llm, Memory: memory.NewManager(&memory.ManagerOptions{Store: store, Policy: policy})})
 	ask := &ai.Method{Name: "Ask", Kind: chat.KindChat, System: "You are terse."}
 	ctx := begin(t)
 	chatUntilSummarised := func() string {

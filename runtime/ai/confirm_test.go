@@ -11,6 +11,7 @@ import (
 
 	"github.com/chatscopes/chatgen/runtime/ai"
 	"github.com/chatscopes/chatgen/runtime/chat"
+	"github.com/chatscopes/chatgen/runtime/chatimpl"
 	"github.com/chatscopes/chatgen/runtime/chatstore/chatstoretest"
 	"github.com/chatscopes/chatgen/runtime/llmtest"
 	"github.com/chatscopes/chatgen/runtime/memory"
@@ -59,9 +60,9 @@ func (a *confirmApp) drops() []string {
 func newConfirmApp(t *testing.T, cs *chat.InMemoryConversationStore, hook bool) *confirmApp {
 	t.Helper()
 	a := &confirmApp{model: llmtest.NewModel(confirmScript(), nil)}
-	cfg := ai.Config{Model: a.model, Logger: (&logBuffer{}).logger()}
+	cfg := &ai.Config{Model: a.model, Logger: (&logBuffer{}).logger()}
 	if cs != nil {
-		cfg.Memory = memory.NewManager(memory.Config{Store: chatstoretest.InMemoryMemories(cs), Policy: memory.Window(20, nil)})
+		cfg.Memory = memory.NewManager(&memory.ManagerOptions{Store: chatstoretest.InMemoryMemories(cs), Policy: memory.Window(20, nil)})
 	}
 	if hook {
 		cfg.ToolHooks = []ai.ToolHook{func(next ai.ToolHandler) ai.ToolHandler {
@@ -88,8 +89,9 @@ func newConfirmApp(t *testing.T, cs *chat.InMemoryConversationStore, hook bool) 
 			return "dropped " + v.Item, nil
 		},
 	}}}
-	p := chat.NewPackage("example.com/app")
-	p.AddRoute(chat.RouteSpec{Name: "menu", Default: true, Handle: func(ctx context.Context, req *chat.RouteRequest) error {
+	p := chatimpl.NewPackage("example.com/app")
+	p.AddRoute(chatimpl.RouteSpec{Name: "menu", Default: true, Handle: func(ctx context.Context) error {
+		req := chat.Request(ctx)
 		r, err := svc.Chat(ctx, &ai.Request{Method: method, User: req.UserMessage()})
 		if err != nil {
 			return err
@@ -269,7 +271,7 @@ func TestConfirmSurvivesARestart(t *testing.T) {
 // Outside a route, the paused turn is an error the caller can answer on
 // its own.
 func TestConfirmPendingError(t *testing.T) {
-	f := newModelFixture(t, confirmScript(), ai.Config{})
+	f := newModelFixture(t, confirmScript(), &ai.Config{})
 	req := f.req("drop sword")
 	req.Method.Tools = []ai.Tool{{Definition: tool("drop", "drops an item", `{"type":"object"}`), Confirm: true,
 		Invoke: func(context.Context, string) (any, error) { return "dropped", nil }}}
@@ -295,7 +297,7 @@ func TestConfirmSeveralCallsOfOneReply(t *testing.T) {
 		}
 		return calls(call("drop", `{"item":"a"}`), call("look", `{}`), call("drop", `{"item":"b"}`)), nil
 	}), nil)
-	svc := ai.NewService(svcName, ai.Config{Model: model, ParallelTools: true, Logger: (&logBuffer{}).logger()})
+	svc := ai.NewService(svcName, &ai.Config{Model: model, ParallelTools: true, Logger: (&logBuffer{}).logger()})
 	var mu sync.Mutex
 	var ran []string
 	invoke := func(name string) func(context.Context, string) (any, error) {
@@ -310,8 +312,9 @@ func TestConfirmSeveralCallsOfOneReply(t *testing.T) {
 		{Definition: tool("drop", "drops", `{"type":"object"}`), Confirm: true, Invoke: invoke("drop")},
 		{Definition: tool("look", "looks", `{"type":"object"}`), Invoke: invoke("look")},
 	}}
-	p := chat.NewPackage("example.com/app")
-	p.AddRoute(chat.RouteSpec{Name: "menu", Default: true, Handle: func(ctx context.Context, req *chat.RouteRequest) error {
+	p := chatimpl.NewPackage("example.com/app")
+	p.AddRoute(chatimpl.RouteSpec{Name: "menu", Default: true, Handle: func(ctx context.Context) error {
+		req := chat.Request(ctx)
 		r, err := svc.Chat(ctx, &ai.Request{Method: method, User: req.UserMessage()})
 		if err != nil {
 			return err

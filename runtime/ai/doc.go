@@ -9,7 +9,7 @@
 // registers one [Service] per interface with [Register], declares one
 // [Method] per interface method (its prompts, its [Tool] table, the form of
 // its answer) and, per method call, passes a [Request] to [Service.Chat],
-// [Service.Stream] or [Structured]. [BeanTool] and [BeanToolNoArgs] make
+// [Service.Stream] or [Structured]. [BeanTool] makes
 // the tools that are methods of scoped beans. [Config.ToolSources] add
 // tools made at run time to every method of a service — the tools of MCP
 // servers (package runtime/mcptools), for example: see [ToolSource].

@@ -17,12 +17,12 @@ import (
 // whose methods all use invocation memories (which never outlive a
 // request) pass, as do memory providers other than a *memory.Manager,
 // which the application answers for. [Register] registers it with
-// [chat.Package.AddStoreCheck].
+// [chatimpl.Package.AddStoreCheck].
 func (s *Service) CheckStore(store chatstore.ConversationStore) error {
 	if store == nil || !s.keepsChatMemory() || s.memoryKeptInStore() {
 		return nil
 	}
-	return fmt.Errorf("ai: %s: %w: its memory is kept in %T; set the Memory of its ai.Config to memory.NewManager(memory.Config{Store: store.Memories(), …}) over the router's store",
+	return fmt.Errorf("ai: %s: %w: its memory is kept in %T; set the Memory of its ai.Config to memory.NewManager(&memory.ManagerOptions{Store: store.Memories(), …}) over the router's store",
 		s.name, chat.ErrMemoryNotDurable, s.memory.(*memory.Manager).Store())
 }
 

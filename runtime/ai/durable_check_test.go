@@ -8,6 +8,7 @@ import (
 
 	"github.com/chatscopes/chatgen/runtime/ai"
 	"github.com/chatscopes/chatgen/runtime/chat"
+	"github.com/chatscopes/chatgen/runtime/chatimpl"
 	"github.com/chatscopes/chatgen/runtime/chatstore/chatstoretest"
 	"github.com/chatscopes/chatgen/runtime/llmtest"
 	"github.com/chatscopes/chatgen/runtime/memory"
@@ -16,16 +17,17 @@ import (
 // notesApp is a package with one AI service of config cfg, as generated
 // code registers it (with its store check when storeCheck is set), and a
 // route asking it; the route's error is kept in *routeErr.
-func notesApp(cfg ai.Config, storeCheck bool, routeErr *error) *chat.Package {
+func notesApp(cfg *ai.Config, storeCheck bool, routeErr *error) *chatimpl.Package {
 	svc := ai.NewService("example.com/notes.Notes", cfg)
 	method := &ai.Method{Name: "Ask", Kind: chat.KindChat}
 	svc.AddMethods(method)
-	p := chat.NewPackage("example.com/notes")
+	p := chatimpl.NewPackage("example.com/notes")
 	p.AddCheck(svc.Check)
 	if storeCheck {
 		p.AddStoreCheck(svc.CheckStore)
 	}
-	p.AddRoute(chat.RouteSpec{Name: "ask", Default: true, Handle: func(ctx context.Context, req *chat.RouteRequest) error {
+	p.AddRoute(chatimpl.RouteSpec{Name: "ask", Default: true, Handle: func(ctx context.Context) error {
+		req := chat.Request(ctx)
 		r, err := svc.Chat(ctx, &ai.Request{Method: method, User: req.UserMessage()})
 		*routeErr = err
 		if err != nil {
@@ -48,15 +50,15 @@ func echoModel() *llmtest.Model {
 func TestDurableRouterRefusesAMemoryOutsideItsStore(t *testing.T) {
 	cs := chat.NewInMemoryConversationStore(nil)
 	var routeErr error
-	_, err := chat.NewRouter(&chat.RouterOptions{Store: cs}, notesApp(ai.Config{Model: echoModel()}, true, &routeErr))
+	_, err := chat.NewRouter(&chat.RouterOptions{Store: cs}, notesApp(&ai.Config{Model: echoModel()}, true, &routeErr))
 	if !errors.Is(err, chat.ErrMemoryNotDurable) || !strings.Contains(err.Error(), "example.com/notes.Notes") || !strings.Contains(err.Error(), "Memory") {
 		t.Fatalf("NewRouter with a store and an in-process memory: %v", err)
 	}
-	if _, err := chat.NewRouter(nil, notesApp(ai.Config{Model: echoModel()}, true, &routeErr)); err != nil {
+	if _, err := chat.NewRouter(nil, notesApp(&ai.Config{Model: echoModel()}, true, &routeErr)); err != nil {
 		t.Fatalf("NewRouter without a store: %v", err)
 	}
-	mem := memory.NewManager(memory.Config{Store: chatstoretest.InMemoryMemories(cs), Policy: memory.Window(20, nil)})
-	if _, err := chat.NewRouter(&chat.RouterOptions{Store: cs}, notesApp(ai.Config{Model: echoModel(), Memory: mem}, true, &routeErr)); err != nil {
+	mem := memory.NewManager(&memory.ManagerOptions{Store: chatstoretest.InMemoryMemories(cs), Policy: memory.Window(20, nil)})
+	if _, err := chat.NewRouter(&chat.RouterOptions{Store: cs}, notesApp(&ai.Config{Model: echoModel(), Memory: mem}, true, &routeErr)); err != nil {
 		t.Fatalf("NewRouter with the store's memories: %v", err)
 	}
 }
@@ -68,7 +70,7 @@ func TestDurableRouterRefusesAMemoryOutsideItsStore(t *testing.T) {
 func TestDurableTurnRefusesAMemoryOutsideItsStore(t *testing.T) {
 	cs := chat.NewInMemoryConversationStore(nil)
 	var routeErr error
-	r, err := chat.NewRouter(&chat.RouterOptions{Store: cs}, notesApp(ai.Config{Model: echoModel()}, false, &routeErr))
+	r, err := chat.NewRouter(&chat.RouterOptions{Store: cs}, notesApp(&ai.Config{Model: echoModel()}, false, &routeErr))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/chatscopes/chatgen/runtime/ai"
 	"github.com/chatscopes/chatgen/runtime/chat"
+	"github.com/chatscopes/chatgen/runtime/chatimpl"
 	"github.com/chatscopes/chatgen/runtime/chatstore"
 	"github.com/chatscopes/chatgen/runtime/chatstore/chatstoretest"
 	"github.com/chatscopes/chatgen/runtime/llmtest"
@@ -63,9 +64,9 @@ func (s *failSwitch) Save(ctx context.Context, st *chatstore.ConversationState, 
 func newNode(t *testing.T, name string, store chatstore.ConversationStore, cs *chat.InMemoryConversationStore) *node {
 	t.Helper()
 	n := &node{model: llmtest.NewModel(echo(), nil), logs: &logBuffer{}}
-	n.svc = ai.NewService(svcName, ai.Config{
+	n.svc = ai.NewService(svcName, &ai.Config{
 		Model:  n.model,
-		Memory: memory.NewManager(memory.Config{Store: chatstoretest.InMemoryMemories(cs), Policy: memory.Window(20, nil)}),
+		Memory: memory.NewManager(&memory.ManagerOptions{Store: chatstoretest.InMemoryMemories(cs), Policy: memory.Window(20, nil)}),
 		Logger: n.logs.logger(),
 	})
 	method := &ai.Method{Name: "Ask", Kind: chat.KindChat, System: "You are terse."}
@@ -79,8 +80,9 @@ func newNode(t *testing.T, name string, store chatstore.ConversationStore, cs *c
 	draft := chat.NewDurableBean("example.com/app.weapon", chat.KindChat, func(context.Context) (*weapon, error) {
 		return &weapon{}, nil
 	})
-	p := chat.NewPackage("example.com/app")
-	p.AddRoute(chat.RouteSpec{Name: "menu", Default: true, Handle: func(ctx context.Context, req *chat.RouteRequest) error {
+	p := chatimpl.NewPackage("example.com/app")
+	p.AddRoute(chatimpl.RouteSpec{Name: "menu", Default: true, Handle: func(ctx context.Context) error {
+		req := chat.Request(ctx)
 		if req.UserMessage() == "build" {
 			if err := chat.PushRoute(ctx, "builder"); err != nil {
 				return err
@@ -93,12 +95,13 @@ func newNode(t *testing.T, name string, store chatstore.ConversationStore, cs *c
 		}
 		return chat.SendValue(ctx, text)
 	}})
-	p.AddRoute(chat.RouteSpec{Name: "builder", Handle: func(ctx context.Context, req *chat.RouteRequest) error {
+	p.AddRoute(chatimpl.RouteSpec{Name: "builder", Handle: func(ctx context.Context) error {
+		req := chat.Request(ctx)
 		msg := req.UserMessage()
 		if msg == "done" {
 			return chat.Pop(ctx)
 		}
-		w, err := chat.Lookup(ctx, draft)
+		w, err := draft.Lookup(ctx)
 		if err != nil {
 			return err
 		}

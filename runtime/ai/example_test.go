@@ -74,8 +74,8 @@ func Example() {
 		llmtest.Reply{Text: "Sunny in Paris, Ann."},
 		llmtest.Reply{Text: "You asked about Paris."},
 	), nil)
-	memories := memory.NewManager(memory.Config{})
-	assistant := &assistantImpl{svc: ai.NewService("example.com/app.Assistant", ai.Config{Model: model, Memory: memories})}
+	memories := memory.NewManager(&memory.ManagerOptions{})
+	assistant := &assistantImpl{svc: ai.NewService("example.com/app.Assistant", &ai.Config{Model: model, Memory: memories})}
 
 	ctx, err := chat.Begin(context.Background(), nil)
 	if err != nil {

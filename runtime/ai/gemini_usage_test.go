@@ -79,7 +79,7 @@ func TestGeminiUsageWholeCall(t *testing.T) {
 				t.Cleanup(srv.Close)
 				spans := tracetest.NewSpanRecorder()
 				tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(spans))
-				f := newFixture(t, newGeminiWithTransport(t, srv), ai.Config{Telemetry: ai.Telemetry{TracerProvider: tp}})
+				f := newFixture(t, newGeminiWithTransport(t, srv), &ai.Config{Telemetry: ai.Telemetry{TracerProvider: tp}})
 				ctx := begin(t)
 				req := f.req("Weather in Paris?")
 				if streamed {
@@ -138,7 +138,7 @@ func TestGeminiUsageWithoutTransport(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = llm.Close() })
-	f := newFixture(t, llm, ai.Config{})
+	f := newFixture(t, llm, &ai.Config{})
 	ctx := begin(t)
 	for range 2 {
 		r, err := f.svc.Chat(ctx, f.req("hello"))

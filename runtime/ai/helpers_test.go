@@ -177,7 +177,7 @@ type fixture struct {
 
 // newServerFixture returns a service talking to an llmtest.Server through
 // langchaingo's real OpenAI client.
-func newServerFixture(t *testing.T, script llmtest.Script, cfg ai.Config) *fixture {
+func newServerFixture(t *testing.T, script llmtest.Script, cfg *ai.Config) *fixture {
 	t.Helper()
 	srv := llmtest.NewServer(script, nil)
 	t.Cleanup(srv.Close)
@@ -191,7 +191,7 @@ func newServerFixture(t *testing.T, script llmtest.Script, cfg ai.Config) *fixtu
 }
 
 // newModelFixture returns a service with an in-process llmtest.Model.
-func newModelFixture(t *testing.T, script llmtest.Script, cfg ai.Config) *fixture {
+func newModelFixture(t *testing.T, script llmtest.Script, cfg *ai.Config) *fixture {
 	t.Helper()
 	m := llmtest.NewModel(script, nil)
 	f := newFixture(t, m, cfg)
@@ -199,9 +199,10 @@ func newModelFixture(t *testing.T, script llmtest.Script, cfg ai.Config) *fixtur
 	return f
 }
 
-func newFixture(t *testing.T, llm llms.Model, cfg ai.Config) *fixture {
+func newFixture(t *testing.T, llm llms.Model, opts *ai.Config) *fixture {
+	cfg := *opts
 	f := &fixture{t: t, store: memory.NewInMemoryStore(), box: &toolbox{hooks: map[string]func(context.Context) error{}}, logs: &logBuffer{}}
-	f.mem = memory.NewManager(memory.Config{Store: f.store, Policy: memory.Window(50, nil)})
+	f.mem = memory.NewManager(&memory.ManagerOptions{Store: f.store, Policy: memory.Window(50, nil)})
 	cfg.Model = llm
 	if cfg.Memory == nil {
 		cfg.Memory = f.mem
@@ -209,7 +210,7 @@ func newFixture(t *testing.T, llm llms.Model, cfg ai.Config) *fixture {
 	if cfg.Logger == nil {
 		cfg.Logger = f.logs.logger()
 	}
-	f.svc = ai.NewService(svcName, cfg)
+	f.svc = ai.NewService(svcName, &cfg)
 	f.tools = f.box.tools()
 	return f
 }

@@ -85,7 +85,7 @@ func TestModelHooks(t *testing.T) {
 	f := newServerFixture(t, llmtest.Sequence(
 		calls(call("add", `{"a":1,"b":2}`)),
 		llmtest.Reply{Text: "3."},
-	), ai.Config{ModelHooks: []ai.ModelHook{modelTracer("outer", j), modelTracer("inner", j), canned, steer}})
+	), &ai.Config{ModelHooks: []ai.ModelHook{modelTracer("outer", j), modelTracer("inner", j), canned, steer}})
 	ctx := begin(t)
 	r := must[*ai.Reply](t)(f.svc.Chat(ctx, f.req("Add 1 and 2.")))
 	if r.Content != "3." || r.ModelCalls != 2 {
@@ -136,7 +136,7 @@ func TestToolHooks(t *testing.T) {
 	f := newServerFixture(t, llmtest.Sequence(
 		calls(call("fail", `{}`), call("weather", `{"city":"Paris"}`), call("add", `{"a":2,"b":2}`)),
 		llmtest.Reply{Text: "Done."},
-	), ai.Config{ToolHooks: []ai.ToolHook{toolTracer("outer", j), toolTracer("inner", j), policy}})
+	), &ai.Config{ToolHooks: []ai.ToolHook{toolTracer("outer", j), toolTracer("inner", j), policy}})
 	ctx := begin(t)
 	r := must[*ai.Reply](t)(f.svc.Chat(ctx, f.req("Go.")))
 	wantStrings(t, "hook order", j.take(),
@@ -194,7 +194,7 @@ func TestHookPanics(t *testing.T) {
 				llmtest.Reply{Text: "2."},
 				calls(call("add", `{"a":1,"b":1}`), call("note", `{"text":"x"}`)),
 				llmtest.Reply{Text: "2."},
-			), cfg)
+			), &cfg)
 			ctx := begin(t)
 			armed = false
 			must[*ai.Reply](t)(f.svc.Chat(ctx, f.req("hi")))

@@ -319,7 +319,7 @@ func (k *knowledge) retriever(ctx context.Context) (schema.Retriever, error) {
 	if k.bean == nil {
 		return k.cfg.Retriever, nil
 	}
-	sr, err := chat.Lookup(ctx, k.bean)
+	sr, err := k.bean.Lookup(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("the retriever of the scope: %w", err)
 	}

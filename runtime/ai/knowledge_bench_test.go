@@ -35,6 +35,6 @@ func BenchmarkAITurnKnowledge(b *testing.B) {
 		{"generic-per-scope", &Knowledge{ForScope: forScope}},
 		{"agentic", &Knowledge{Retriever: docs, Mode: RetrievalAgentic}},
 	} {
-		b.Run(c.name, func(b *testing.B) { benchBareTurn(b, Config{Knowledge: c.k}, nil) })
+		b.Run(c.name, func(b *testing.B) { benchBareTurn(b, &Config{Knowledge: c.k}, nil) })
 	}
 }

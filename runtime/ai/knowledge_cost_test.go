@@ -98,7 +98,7 @@ func TestKnowledgePromptTokens(t *testing.T) {
 		}
 		totals := map[string]int{}
 		for _, st := range strategies {
-			f := newServerFixture(t, st.script, st.cfg)
+			f := newServerFixture(t, st.script, &st.cfg)
 			ctx := begin(t)
 			for _, text := range costTurns {
 				req := f.req(text)

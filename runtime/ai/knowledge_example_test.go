@@ -37,7 +37,7 @@ func ExampleKnowledge() {
 	model := llmtest.NewModel(llmtest.ScriptFunc(func(req *llmtest.Request) (llmtest.Reply, error) {
 		return llmtest.Reply{Text: fmt.Sprintf("(read %d characters)", len(req.LastUserText()))}, nil
 	}), nil)
-	svc := ai.NewService("example.com/bank.RagBot", ai.Config{Model: model, Knowledge: &ai.Knowledge{Retriever: docs}})
+	svc := ai.NewService("example.com/bank.RagBot", &ai.Config{Model: model, Knowledge: &ai.Knowledge{Retriever: docs}})
 	method := &ai.Method{Name: "Ask", Kind: chat.KindChat, System: "You answer from the bank's FAQ."}
 
 	ctx, err := chat.Begin(context.Background(), nil)

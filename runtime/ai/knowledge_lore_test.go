@@ -71,7 +71,7 @@ func TestKnowledgeLoreCorpusTokens(t *testing.T) {
 		}
 		totals := map[string]int{}
 		for _, st := range strategies {
-			f := newServerFixture(t, st.script, st.cfg)
+			f := newServerFixture(t, st.script, &st.cfg)
 			c := begin(t)
 			reached := 0
 			for i := range loreTurns {

@@ -21,6 +21,7 @@ import (
 
 	"github.com/chatscopes/chatgen/runtime/ai"
 	"github.com/chatscopes/chatgen/runtime/chat"
+	"github.com/chatscopes/chatgen/runtime/chatimpl"
 	"github.com/chatscopes/chatgen/runtime/chatstore/chatstoretest"
 	"github.com/chatscopes/chatgen/runtime/llmtest"
 	"github.com/chatscopes/chatgen/runtime/memory"
@@ -111,7 +112,7 @@ func texts(req llmtest.Request) []string { return describe(req.Messages) }
 func TestKnowledgeGenericPromptOnly(t *testing.T) {
 	r := &keywords{docs: lore}
 	noted := llmtest.ScriptFunc(func(*llmtest.Request) (llmtest.Reply, error) { return llmtest.Reply{Text: "noted"}, nil })
-	f := newServerFixture(t, noted, ai.Config{Knowledge: &ai.Knowledge{Retriever: r, MaxPassages: 2}})
+	f := newServerFixture(t, noted, &ai.Config{Knowledge: &ai.Knowledge{Retriever: r, MaxPassages: 2}})
 	ctx := begin(t)
 	id := memID(t, ctx)
 	req := f.req("Who forged Dawnbreaker?")
@@ -175,7 +176,7 @@ func TestKnowledgeRewriteWithModel(t *testing.T) {
 	srv := llmtest.NewServer(rewriter("Sunken Forge fees to reforge a blade"), nil)
 	t.Cleanup(srv.Close)
 	llm := must[*openai.LLM](t)(srv.Client())
-	f := newFixture(t, llm, ai.Config{Knowledge: &ai.Knowledge{Retriever: r, MaxPassages: 1, Rewrite: ai.RewriteWithModel(llm)}})
+	f := newFixture(t, llm, &ai.Config{Knowledge: &ai.Knowledge{Retriever: r, MaxPassages: 1, Rewrite: ai.RewriteWithModel(llm)}})
 	f.srv = srv
 	ctx := begin(t)
 	req := f.req("Tell me about the Sunken Forge.")
@@ -211,7 +212,7 @@ func TestKnowledgeRewriteWithModel(t *testing.T) {
 func TestKnowledgeRewriteHook(t *testing.T) {
 	r := &keywords{docs: lore}
 	var seen []int
-	f := newServerFixture(t, echo(), ai.Config{Knowledge: &ai.Knowledge{Retriever: r, Rewrite: func(_ context.Context, user string, history []llms.MessageContent) (string, error) {
+	f := newServerFixture(t, echo(), &ai.Config{Knowledge: &ai.Knowledge{Retriever: r, Rewrite: func(_ context.Context, user string, history []llms.MessageContent) (string, error) {
 		seen = append(seen, len(history))
 		return "nightglass " + user, nil
 	}}})
@@ -256,7 +257,7 @@ func searcher(query string) llmtest.Script {
 // message goes unchanged.
 func TestKnowledgeAgentic(t *testing.T) {
 	r := &keywords{docs: lore}
-	f := newServerFixture(t, searcher("nightglass hills"), ai.Config{Knowledge: &ai.Knowledge{Retriever: r, Mode: ai.RetrievalAgentic, MaxPassages: 2}})
+	f := newServerFixture(t, searcher("nightglass hills"), &ai.Config{Knowledge: &ai.Knowledge{Retriever: r, Mode: ai.RetrievalAgentic, MaxPassages: 2}})
 	ctx := begin(t)
 	reply := must[*ai.Reply](t)(f.svc.Chat(ctx, f.req("Where is nightglass mined?")))
 	if reply.Content != "from nightglass,ember-hills" {
@@ -301,7 +302,7 @@ func TestKnowledgeAgentic(t *testing.T) {
 
 // RememberPassages keeps the search results whole in the memory.
 func TestKnowledgeAgenticRememberPassages(t *testing.T) {
-	f := newServerFixture(t, searcher("nightglass"), ai.Config{Knowledge: &ai.Knowledge{Retriever: &keywords{docs: lore}, Mode: ai.RetrievalAgentic, MaxPassages: 1, RememberPassages: true}})
+	f := newServerFixture(t, searcher("nightglass"), &ai.Config{Knowledge: &ai.Knowledge{Retriever: &keywords{docs: lore}, Mode: ai.RetrievalAgentic, MaxPassages: 1, RememberPassages: true}})
 	ctx := begin(t)
 	reply := must[*ai.Reply](t)(f.svc.Chat(ctx, f.req("Where is nightglass mined?")))
 	if mem := f.memory(ctx, memID(t, ctx)); mem[3] != "tool: result search_knowledge "+reply.Executions[0].Text {
@@ -313,7 +314,7 @@ func TestKnowledgeAgenticRememberPassages(t *testing.T) {
 // nor offers the tool.
 func TestKnowledgeModePerMethod(t *testing.T) {
 	r := &keywords{docs: lore}
-	f := newServerFixture(t, searcher("forge fees"), ai.Config{Knowledge: &ai.Knowledge{
+	f := newServerFixture(t, searcher("forge fees"), &ai.Config{Knowledge: &ai.Knowledge{
 		Retriever: r,
 		Methods:   map[string]ai.RetrievalMode{"Ask": ai.RetrievalAgentic, "Plain": ai.RetrievalOff},
 	}})
@@ -386,7 +387,7 @@ func (s *scopes) count() int {
 // on its first retrieval and closed when it ends.
 func TestKnowledgePerScope(t *testing.T) {
 	sc := &scopes{}
-	f := newServerFixture(t, echo(), ai.Config{Knowledge: &ai.Knowledge{ForScope: sc.forScope, MaxPassages: 1}})
+	f := newServerFixture(t, echo(), &ai.Config{Knowledge: &ai.Knowledge{ForScope: sc.forScope, MaxPassages: 1}})
 	ctx := begin(t)
 	ask := func(text string) *ai.Reply {
 		t.Helper()
@@ -440,11 +441,12 @@ func TestKnowledgeSessionsReleaseRetrievers(t *testing.T) {
 	t.Cleanup(srv.Close)
 	llm := must[*openai.LLM](t)(srv.Client())
 	topScopes, loreScopes := &scopes{}, &scopes{}
-	top := ai.NewService(svcName, ai.Config{Model: llm, Logger: (&logBuffer{}).logger(), Knowledge: &ai.Knowledge{ForScope: topScopes.forScope, MaxPassages: 1}})
-	nested := ai.NewService("example.com/app.Lore", ai.Config{Model: llm, Logger: (&logBuffer{}).logger(), Knowledge: &ai.Knowledge{ForScope: loreScopes.forScope, Mode: ai.RetrievalAgentic, MaxPassages: 1}})
+	top := ai.NewService(svcName, &ai.Config{Model: llm, Logger: (&logBuffer{}).logger(), Knowledge: &ai.Knowledge{ForScope: topScopes.forScope, MaxPassages: 1}})
+	nested := ai.NewService("example.com/app.Lore", &ai.Config{Model: llm, Logger: (&logBuffer{}).logger(), Knowledge: &ai.Knowledge{ForScope: loreScopes.forScope, Mode: ai.RetrievalAgentic, MaxPassages: 1}})
 	method := &ai.Method{Name: "Ask", Kind: chat.KindChat, System: "You are terse."}
-	p := chat.NewPackage("example.com/app")
-	p.AddRoute(chat.RouteSpec{Name: "menu", Default: true, Handle: func(ctx context.Context, req *chat.RouteRequest) error {
+	p := chatimpl.NewPackage("example.com/app")
+	p.AddRoute(chatimpl.RouteSpec{Name: "menu", Default: true, Handle: func(ctx context.Context) error {
+		req := chat.Request(ctx)
 		if req.UserMessage() == "lore" {
 			return chat.PushRoute(ctx, "lore")
 		}
@@ -454,7 +456,8 @@ func TestKnowledgeSessionsReleaseRetrievers(t *testing.T) {
 		}
 		return chat.Response(ctx).Message(r.Content)
 	}})
-	p.AddRoute(chat.RouteSpec{Name: "lore", Handle: func(ctx context.Context, req *chat.RouteRequest) error {
+	p.AddRoute(chatimpl.RouteSpec{Name: "lore", Handle: func(ctx context.Context) error {
+		req := chat.Request(ctx)
 		r, err := nested.Chat(ctx, &ai.Request{Method: method, User: req.UserMessage()})
 		if err != nil {
 			return err
@@ -513,7 +516,7 @@ func TestKnowledgeSessionsReleaseRetrievers(t *testing.T) {
 // model call: nothing is remembered, and the next turn works.
 func TestKnowledgeRetrievalFails(t *testing.T) {
 	r := &keywords{docs: lore, err: errors.New("index offline")}
-	f := newServerFixture(t, echo(), ai.Config{Knowledge: &ai.Knowledge{Retriever: r, Timeout: 20 * time.Millisecond}})
+	f := newServerFixture(t, echo(), &ai.Config{Knowledge: &ai.Knowledge{Retriever: r, Timeout: 20 * time.Millisecond}})
 	ctx := begin(t)
 	id := memID(t, ctx)
 	req := f.req("Dawnbreaker?")
@@ -547,7 +550,7 @@ func TestKnowledgeRetrievalFails(t *testing.T) {
 // passages.
 func TestKnowledgeRetrievalDegrades(t *testing.T) {
 	r := &keywords{docs: lore, err: errors.New("index offline")}
-	f := newServerFixture(t, echo(), ai.Config{Knowledge: &ai.Knowledge{Retriever: r, Degrade: true}})
+	f := newServerFixture(t, echo(), &ai.Config{Knowledge: &ai.Knowledge{Retriever: r, Degrade: true}})
 	ctx := begin(t)
 	req := f.req("Dawnbreaker?")
 	req.Method.Tools = nil
@@ -563,7 +566,7 @@ func TestKnowledgeRetrievalDegrades(t *testing.T) {
 // In agentic mode a failed search is told to the model, which goes on.
 func TestKnowledgeAgenticSearchFails(t *testing.T) {
 	r := &keywords{docs: lore, err: errors.New("index offline")}
-	f := newServerFixture(t, searcher("forge"), ai.Config{Knowledge: &ai.Knowledge{Retriever: r, Mode: ai.RetrievalAgentic}})
+	f := newServerFixture(t, searcher("forge"), &ai.Config{Knowledge: &ai.Knowledge{Retriever: r, Mode: ai.RetrievalAgentic}})
 	ctx := begin(t)
 	reply := must[*ai.Reply](t)(f.svc.Chat(ctx, f.req("fees?")))
 	if !strings.HasPrefix(reply.Content, "error: ") || !strings.Contains(reply.Content, "index offline") || !errors.Is(reply.Executions[0].Err, ai.ErrRetrieval) {
@@ -575,21 +578,21 @@ func TestKnowledgeAgenticSearchFails(t *testing.T) {
 // like a generated tool.
 func TestKnowledgeCheck(t *testing.T) {
 	llm := llmtest.NewModel(echo(), nil)
-	svc := ai.NewService(svcName, ai.Config{Model: llm, Knowledge: &ai.Knowledge{}})
+	svc := ai.NewService(svcName, &ai.Config{Model: llm, Knowledge: &ai.Knowledge{}})
 	if err := svc.Check(); !errors.Is(err, ai.ErrNoRetriever) {
 		t.Fatalf("no retriever: %v", err)
 	}
-	svc = ai.NewService(svcName, ai.Config{Model: llm, Knowledge: &ai.Knowledge{Retriever: &keywords{}, Mode: ai.RetrievalAgentic, ToolName: "weather"}})
+	svc = ai.NewService(svcName, &ai.Config{Model: llm, Knowledge: &ai.Knowledge{Retriever: &keywords{}, Mode: ai.RetrievalAgentic, ToolName: "weather"}})
 	svc.AddMethods(&ai.Method{Name: "Ask", Tools: (&toolbox{}).tools()})
 	if err := svc.Check(); !errors.Is(err, ai.ErrToolClash) {
 		t.Fatalf("clash: %v", err)
 	}
-	svc = ai.NewService(svcName, ai.Config{Model: llm, Knowledge: &ai.Knowledge{Retriever: &keywords{}, Methods: map[string]ai.RetrievalMode{"Aks": ai.RetrievalOff}}})
+	svc = ai.NewService(svcName, &ai.Config{Model: llm, Knowledge: &ai.Knowledge{Retriever: &keywords{}, Methods: map[string]ai.RetrievalMode{"Aks": ai.RetrievalOff}}})
 	svc.AddMethods(&ai.Method{Name: "Ask"})
 	if err := svc.Check(); err == nil || !strings.Contains(err.Error(), `names "Aks", which is not a method of the service (its methods: Ask)`) {
 		t.Fatalf("unknown method: %v", err)
 	}
-	svc = ai.NewService(svcName, ai.Config{Model: llm, Knowledge: &ai.Knowledge{Retriever: &keywords{}, Mode: 9}})
+	svc = ai.NewService(svcName, &ai.Config{Model: llm, Knowledge: &ai.Knowledge{Retriever: &keywords{}, Mode: 9}})
 	if err := svc.Check(); err == nil || !strings.Contains(err.Error(), "unknown RetrievalMode(9)") {
 		t.Fatalf("unknown mode: %v", err)
 	}
@@ -598,7 +601,7 @@ func TestKnowledgeCheck(t *testing.T) {
 // A streamed turn retrieves like any other: the passages reach the model,
 // and the memory keeps the message as written.
 func TestKnowledgeStream(t *testing.T) {
-	f := newServerFixture(t, answerWith("Aldra forged it."), ai.Config{Knowledge: &ai.Knowledge{Retriever: &keywords{docs: lore}, MaxPassages: 1}})
+	f := newServerFixture(t, answerWith("Aldra forged it."), &ai.Config{Knowledge: &ai.Knowledge{Retriever: &keywords{docs: lore}, MaxPassages: 1}})
 	ctx := begin(t)
 	req := f.req("Who forged Dawnbreaker?")
 	req.Method.Tools = nil
@@ -624,7 +627,7 @@ func TestKnowledgeTelemetry(t *testing.T) {
 	for _, content := range []bool{false, true} {
 		rec := tracetest.NewSpanRecorder()
 		tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
-		f := newServerFixture(t, echo(), ai.Config{
+		f := newServerFixture(t, echo(), &ai.Config{
 			Knowledge: &ai.Knowledge{Name: "lore", Retriever: &keywords{docs: lore}, MaxPassages: 1},
 			Telemetry: ai.Telemetry{TracerProvider: tp, RecordContent: content},
 		})
@@ -664,15 +667,16 @@ func TestKnowledgeTelemetry(t *testing.T) {
 func TestKnowledgePerScopeDurable(t *testing.T) {
 	cs := chat.NewInMemoryConversationStore(nil)
 	start := func(node string, sc *scopes) *chat.LocalClient {
-		svc := ai.NewService(svcName, ai.Config{
+		svc := ai.NewService(svcName, &ai.Config{
 			Model:     llmtest.NewModel(echo(), nil),
-			Memory:    memory.NewManager(memory.Config{Store: chatstoretest.InMemoryMemories(cs), Policy: memory.Window(20, nil)}),
+			Memory:    memory.NewManager(&memory.ManagerOptions{Store: chatstoretest.InMemoryMemories(cs), Policy: memory.Window(20, nil)}),
 			Logger:    (&logBuffer{}).logger(),
 			Knowledge: &ai.Knowledge{ForScope: sc.forScope, MaxPassages: 1},
 		})
 		method := &ai.Method{Name: "Ask", Kind: chat.KindChat, System: "You are terse."}
-		p := chat.NewPackage("example.com/app")
-		p.AddRoute(chat.RouteSpec{Name: "menu", Default: true, Handle: func(ctx context.Context, req *chat.RouteRequest) error {
+		p := chatimpl.NewPackage("example.com/app")
+		p.AddRoute(chatimpl.RouteSpec{Name: "menu", Default: true, Handle: func(ctx context.Context) error {
+			req := chat.Request(ctx)
 			r, err := svc.Chat(ctx, &ai.Request{Method: method, User: req.UserMessage()})
 			if err != nil {
 				return err

@@ -31,7 +31,7 @@ func TestLastUserTypedSkipsPassages(t *testing.T) {
 		{"LastUserTyped", llmtest.LastUserTyped, "Something else."},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			f := newServerFixture(t, script(tc.match), ai.Config{Knowledge: &ai.Knowledge{Retriever: &keywords{docs: policy}}})
+			f := newServerFixture(t, script(tc.match), &ai.Config{Knowledge: &ai.Knowledge{Retriever: &keywords{docs: policy}}})
 			ctx := begin(t)
 			req := f.req("Is a weapon forged on Monday sharp?")
 			req.Method.Tools = nil
@@ -52,7 +52,7 @@ func TestLastUserTypedSkipsPassages(t *testing.T) {
 		})
 	}
 	// Without passages, what was typed is the whole message.
-	f := newServerFixture(t, script(llmtest.LastUserTyped), ai.Config{})
+	f := newServerFixture(t, script(llmtest.LastUserTyped), &ai.Config{})
 	ctx := begin(t)
 	req := f.req("I want to return my sword.")
 	req.Method.Tools = nil

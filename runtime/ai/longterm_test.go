@@ -66,7 +66,7 @@ func TestLongTermSlotAfterPassages(t *testing.T) {
 		}
 		return llmtest.Reply{Text: "ok"}, nil
 	})
-	f := newServerFixture(t, script, ai.Config{Knowledge: &ai.Knowledge{Retriever: &keywords{docs: lore}, MaxPassages: 1}, LongTerm: lt})
+	f := newServerFixture(t, script, &ai.Config{Knowledge: &ai.Knowledge{Retriever: &keywords{docs: lore}, MaxPassages: 1}, LongTerm: lt})
 	ctx := begin(t)
 	req := f.req("Who forged Dawnbreaker?")
 	req.Method.Tools = nil
@@ -109,7 +109,7 @@ func TestLongTermSlotAfterPassages(t *testing.T) {
 // recalled leaves the message as it is.
 func TestLongTermFactsOnly(t *testing.T) {
 	lt := &facts{recall: []string{"The user's name is Ana."}}
-	f := newServerFixture(t, llmtest.Sequence(llmtest.Reply{Text: "a"}, llmtest.Reply{Text: "b"}), ai.Config{LongTerm: lt})
+	f := newServerFixture(t, llmtest.Sequence(llmtest.Reply{Text: "a"}, llmtest.Reply{Text: "b"}), &ai.Config{LongTerm: lt})
 	ctx := begin(t)
 	req := f.req("Hi")
 	req.Method.Tools = nil
@@ -134,7 +134,7 @@ func TestLongTermCustomAugment(t *testing.T) {
 		got = docs
 		return "custom: " + user
 	}}
-	f := newServerFixture(t, llmtest.Sequence(llmtest.Reply{Text: "a"}), ai.Config{Knowledge: k, LongTerm: lt})
+	f := newServerFixture(t, llmtest.Sequence(llmtest.Reply{Text: "a"}), &ai.Config{Knowledge: k, LongTerm: lt})
 	ctx := begin(t)
 	req := f.req("Who forged Dawnbreaker?")
 	req.Method.Tools = nil
@@ -148,7 +148,7 @@ func TestLongTermCustomAugment(t *testing.T) {
 // and the turn completes, committed.
 func TestLongTermFailures(t *testing.T) {
 	lt := &facts{recallErr: errors.New("store unreachable"), extractErr: errors.New("store down")}
-	f := newServerFixture(t, llmtest.Sequence(llmtest.Reply{Text: "fine"}), ai.Config{LongTerm: lt})
+	f := newServerFixture(t, llmtest.Sequence(llmtest.Reply{Text: "fine"}), &ai.Config{LongTerm: lt})
 	ctx := begin(t)
 	req := f.req("Hi")
 	req.Method.Tools = nil
@@ -169,7 +169,7 @@ func TestLongTermFailures(t *testing.T) {
 // extracts.
 func TestLongTermNoExtractionOfFailedTurns(t *testing.T) {
 	lt := &facts{recall: []string{"x"}}
-	f := newServerFixture(t, llmtest.Sequence(llmtest.Reply{Err: &llmtest.StatusError{StatusCode: 400, Message: "bad"}}), ai.Config{LongTerm: lt})
+	f := newServerFixture(t, llmtest.Sequence(llmtest.Reply{Err: &llmtest.StatusError{StatusCode: 400, Message: "bad"}}), &ai.Config{LongTerm: lt})
 	ctx := begin(t)
 	req := f.req("Hi")
 	req.Method.Tools = nil
@@ -180,7 +180,7 @@ func TestLongTermNoExtractionOfFailedTurns(t *testing.T) {
 		t.Fatal("a failed turn was extracted from")
 	}
 	off := &facts{mode: ai.RetrievalOff, recall: []string{"The user likes crossbows."}}
-	g := newServerFixture(t, llmtest.Sequence(llmtest.Reply{Text: "a"}), ai.Config{LongTerm: off})
+	g := newServerFixture(t, llmtest.Sequence(llmtest.Reply{Text: "a"}), &ai.Config{LongTerm: off})
 	must[*ai.Reply](t)(g.svc.Chat(ctx, req))
 	if got := g.requests()[0].LastUserText(); got != "Hi" || len(off.extracted) != 0 {
 		t.Fatalf("an off method: sent %q, extracted %d", got, len(off.extracted))
@@ -194,7 +194,7 @@ func TestLongTermAgenticTools(t *testing.T) {
 		Name: "remember", Description: "Remembers.", Parameters: []byte(`{"type":"object","properties":{"fact":{"type":"string"}}}`),
 		Invoke: func(context.Context, string) (any, error) { return "remembered", nil },
 	}}}
-	f := newServerFixture(t, llmtest.Sequence(calls(call("remember", `{"fact":"x"}`)), llmtest.Reply{Text: "done"}), ai.Config{LongTerm: lt})
+	f := newServerFixture(t, llmtest.Sequence(calls(call("remember", `{"fact":"x"}`)), llmtest.Reply{Text: "done"}), &ai.Config{LongTerm: lt})
 	ctx := begin(t)
 	r := must[*ai.Reply](t)(f.svc.Chat(ctx, f.req("Remember x")))
 	if len(r.Executions) != 1 || r.Executions[0].Text != "remembered" {
@@ -222,7 +222,7 @@ func TestLongTermAgenticTools(t *testing.T) {
 // not extracted from.
 func TestLongTermNoExtractionOfWipedTurn(t *testing.T) {
 	lt := &facts{}
-	f := newServerFixture(t, llmtest.Sequence(calls(call("wipe", `{}`)), llmtest.Reply{Text: "wiped"}), ai.Config{LongTerm: lt})
+	f := newServerFixture(t, llmtest.Sequence(calls(call("wipe", `{}`)), llmtest.Reply{Text: "wiped"}), &ai.Config{LongTerm: lt})
 	ctx := begin(t)
 	req := f.req("Forget this conversation")
 	req.Method.Tools = []ai.Tool{{Name: "wipe", Parameters: []byte(`{"type":"object"}`), Invoke: func(ctx context.Context, _ string) (any, error) {
@@ -233,7 +233,7 @@ func TestLongTermNoExtractionOfWipedTurn(t *testing.T) {
 		t.Fatal("a wiped turn was extracted from")
 	}
 	req.Method.Tools = nil
-	f2 := newServerFixture(t, llmtest.Sequence(llmtest.Reply{Text: "kept"}), ai.Config{LongTerm: lt})
+	f2 := newServerFixture(t, llmtest.Sequence(llmtest.Reply{Text: "kept"}), &ai.Config{LongTerm: lt})
 	must[*ai.Reply](t)(f2.svc.Chat(ctx, req))
 	if len(lt.extracted) != 1 {
 		t.Fatal("a committed turn was not extracted from")

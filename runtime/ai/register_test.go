@@ -9,6 +9,7 @@ import (
 
 	"github.com/chatscopes/chatgen/runtime/ai"
 	"github.com/chatscopes/chatgen/runtime/chat"
+	"github.com/chatscopes/chatgen/runtime/chatimpl"
 )
 
 // Asker is a //chat:ai interface, as an application declares one.
@@ -33,13 +34,14 @@ var askerBean = chat.NewBean[Asker]("example.com/notes.Asker", chat.KindChat, ni
 
 // askerApp registers the service of cfg as the generated Register does,
 // with one ai.Register, and a route asking it.
-func askerApp(cfg ai.Config) *chat.Package {
-	p := chat.NewPackage("example.com/notes")
+func askerApp(cfg *ai.Config) *chatimpl.Package {
+	p := chatimpl.NewPackage("example.com/notes")
 	ai.Register(p, askerBean, ai.ServiceSpec{Config: cfg, Methods: []*ai.Method{&askerAsk}}, func(svc *ai.Service) Asker {
 		return &askerImpl{svc: svc}
 	})
-	p.AddRoute(chat.RouteSpec{Name: "ask", Default: true, Handle: func(ctx context.Context, req *chat.RouteRequest) error {
-		asker, err := chat.Lookup(ctx, askerBean)
+	p.AddRoute(chatimpl.RouteSpec{Name: "ask", Default: true, Handle: func(ctx context.Context) error {
+		req := chat.Request(ctx)
+		asker, err := askerBean.Lookup(ctx)
 		if err != nil {
 			return err
 		}
@@ -56,14 +58,17 @@ func askerApp(cfg ai.Config) *chat.Package {
 // a model chat.NewRouter fails, and with a store its default in-process
 // memory is refused; a router it starts answers through the bean.
 func TestRegisterChecksAndProvidesTheService(t *testing.T) {
-	if _, err := chat.NewRouter(nil, askerApp(ai.Config{})); !errors.Is(err, ai.ErrNoModel) || !strings.Contains(err.Error(), "example.com/notes.Asker") {
-		t.Fatalf("NewRouter without a model: %v", err)
+	// A nil *Config (a Deps field left out) is a service without a model.
+	for _, cfg := range []*ai.Config{{}, nil} {
+		if _, err := chat.NewRouter(nil, askerApp(cfg)); !errors.Is(err, ai.ErrNoModel) || !strings.Contains(err.Error(), "example.com/notes.Asker") {
+			t.Fatalf("NewRouter without a model (%v): %v", cfg, err)
+		}
 	}
 	cs := chat.NewInMemoryConversationStore(nil)
-	if _, err := chat.NewRouter(&chat.RouterOptions{Store: cs}, askerApp(ai.Config{Model: echoModel()})); !errors.Is(err, chat.ErrMemoryNotDurable) {
+	if _, err := chat.NewRouter(&chat.RouterOptions{Store: cs}, askerApp(&ai.Config{Model: echoModel()})); !errors.Is(err, chat.ErrMemoryNotDurable) {
 		t.Fatalf("NewRouter with a store and an in-process memory: %v", err)
 	}
-	r, err := chat.NewRouter(nil, askerApp(ai.Config{Model: echoModel()}))
+	r, err := chat.NewRouter(nil, askerApp(&ai.Config{Model: echoModel()}))
 	if err != nil {
 		t.Fatal(err)
 	}

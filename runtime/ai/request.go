@@ -107,7 +107,7 @@ type Tool struct {
 	Immediate bool
 	// Invoke runs the tool with the model's arguments (raw JSON; "{}" when
 	// the model sent none). It returns an *[ArgumentsError] when the
-	// arguments do not decode. [BeanTool] and [BeanToolNoArgs] make it for
+	// arguments do not decode. [BeanTool] makes it for
 	// the methods of scoped beans.
 	Invoke func(ctx context.Context, arguments string) (any, error)
 	// Confirm marks a tool whose calls wait for the user's confirmation

@@ -10,6 +10,7 @@ import (
 
 	"github.com/chatscopes/chatgen/runtime/ai"
 	"github.com/chatscopes/chatgen/runtime/chat"
+	"github.com/chatscopes/chatgen/runtime/chatimpl"
 	"github.com/chatscopes/chatgen/runtime/llmtest"
 )
 
@@ -20,11 +21,12 @@ func TestResultSend(t *testing.T) {
 		llmtest.When(llmtest.LastUserContains("pick"),
 			calls(call("show", `{"card":"Queen"}`))),
 		llmtest.When(llmtest.LastUserContains("weapon"), llmtest.Reply{Text: `{"name":"Axe","damage":3}`}),
-	).WithFallback(llmtest.Reply{Text: "Hello."}), ai.Config{})
+	).WithFallback(llmtest.Reply{Text: "Hello."}), &ai.Config{})
 
 	// The routes play generated methods returning ai.Result[string] and
 	// ai.Result[Weapon].
-	text := chat.RouteSpec{Name: "text", Default: true, Handle: func(ctx context.Context, req *chat.RouteRequest) error {
+	text := chatimpl.RouteSpec{Name: "text", Default: true, Handle: func(ctx context.Context) error {
+		req := chat.Request(ctx)
 		if req.UserMessage() == "manual" {
 			return ai.NewResult("", &ai.Reply{Executions: []ai.ToolExecution{
 				{Name: "note"}, {Name: "weather", Result: Forecast{City: "Oslo"}}, {Name: "boom", Err: errBoom},
@@ -36,7 +38,8 @@ func TestResultSend(t *testing.T) {
 		}
 		return ai.NewResult(reply.Content, reply).Send(ctx)
 	}}
-	structured := chat.RouteSpec{Name: "structured", Handle: func(ctx context.Context, req *chat.RouteRequest) error {
+	structured := chatimpl.RouteSpec{Name: "structured", Handle: func(ctx context.Context) error {
+		req := chat.Request(ctx)
 		r := f.weaponReq(req.UserMessage())
 		r.Method.Tools = f.tools
 		w, reply, err := ai.Structured[Weapon](ctx, f.svc, r)
@@ -102,7 +105,7 @@ func TestResultSend(t *testing.T) {
 var errBoom = errors.New("boom")
 
 func TestTemplates(t *testing.T) {
-	f := newModelFixture(t, echo(), ai.Config{})
+	f := newModelFixture(t, echo(), &ai.Config{})
 	ctx := begin(t)
 	req := f.req("ignored: the user template wins")
 	req.Method.System = "ignored: the system template wins"

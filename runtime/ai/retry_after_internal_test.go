@@ -117,7 +117,7 @@ func TestRetryAfterCap(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			f := &retryFixture{srv: next, svc: NewService("example.com/app.Assistant", Config{Model: llm,
+			f := &retryFixture{srv: next, svc: NewService("example.com/app.Assistant", &Config{Model: llm,
 				Retry: Retry{MaxRetries: 2, InitialBackoff: 100 * time.Millisecond, MaxRetryAfter: c.max}})}
 			f.svc.sleep = func(ctx context.Context, d time.Duration) error {
 				f.mu.Lock()

@@ -26,7 +26,8 @@ type retryFixture struct {
 	waits []time.Duration
 }
 
-func newRetryFixture(t *testing.T, script llmtest.Script, transport bool, cfg Config) *retryFixture {
+func newRetryFixture(t *testing.T, script llmtest.Script, transport bool, cfgp *Config) *retryFixture {
+	cfg := *cfgp
 	t.Helper()
 	f := &retryFixture{srv: llmtest.NewServer(script, nil)}
 	t.Cleanup(f.srv.Close)
@@ -39,7 +40,7 @@ func newRetryFixture(t *testing.T, script llmtest.Script, transport bool, cfg Co
 		t.Fatal(err)
 	}
 	cfg.Model = llm
-	f.svc = NewService("example.com/app.Assistant", cfg)
+	f.svc = NewService("example.com/app.Assistant", &cfg)
 	f.svc.sleep = func(ctx context.Context, d time.Duration) error {
 		f.mu.Lock()
 		f.waits = append(f.waits, d)
@@ -95,7 +96,7 @@ func TestRetry429Then200(t *testing.T) {
 			f := newRetryFixture(t, llmtest.Sequence(
 				llmtest.Reply{Status: 429, ErrorMessage: "Rate limit reached", RetryAfter: 7 * time.Second},
 				llmtest.Reply{Text: "Hello."},
-			), transport, Config{Retry: Retry{MaxRetries: 3, InitialBackoff: 100 * time.Millisecond}})
+			), transport, &Config{Retry: Retry{MaxRetries: 3, InitialBackoff: 100 * time.Millisecond}})
 			ctx := beginTest(t)
 			r, err := f.svc.Chat(ctx, &Request{Method: &retryMethod, User: "hi"})
 			if err != nil || r.Content != "Hello." || r.ModelCalls != 1 || f.srv.Calls() != 2 {
@@ -136,7 +137,7 @@ func testRetryBackoffAndLimit(t *testing.T, transport bool) {
 		llmtest.Reply{Status: 500},
 		llmtest.Reply{Status: 502},
 		llmtest.Reply{Text: "never"},
-	), transport, Config{Retry: Retry{MaxRetries: 3, InitialBackoff: 100 * time.Millisecond, MaxBackoff: 300 * time.Millisecond}})
+	), transport, &Config{Retry: Retry{MaxRetries: 3, InitialBackoff: 100 * time.Millisecond, MaxBackoff: 300 * time.Millisecond}})
 	ctx := beginTest(t)
 	_, err := f.svc.Chat(ctx, &Request{Method: &retryMethod, User: "hi"})
 	if err == nil || !strings.Contains(err.Error(), "attempt 4 of 4") || !strings.Contains(err.Error(), "status code: 502") {
@@ -168,7 +169,7 @@ func TestNoRetry(t *testing.T) {
 		llmtest.Reply{Status: 429},
 		llmtest.Reply{Text: "Once upon a time", Err: errors.New("cut")},
 		llmtest.Reply{Text: "never"},
-	), true, Config{Retry: Retry{MaxRetries: 3}})
+	), true, &Config{Retry: Retry{MaxRetries: 3}})
 	ctx := beginTest(t)
 	_, err := f.svc.Chat(ctx, &Request{Method: &retryMethod, User: "hi"})
 	if err == nil || !strings.Contains(err.Error(), "400") || f.srv.Calls() != 1 {
@@ -194,7 +195,7 @@ func TestRetryTimeout(t *testing.T) {
 	f := newRetryFixture(t, llmtest.Sequence(
 		llmtest.Reply{Text: "late", Delay: time.Hour},
 		llmtest.Reply{Text: "Hello."},
-	), false, Config{
+	), false, &Config{
 		// The timeout bounds each attempt, the second one too: it must be
 		// long enough for a real call on a loaded machine (20 ms was not).
 		ModelTimeout: 2 * time.Second,
@@ -213,7 +214,7 @@ func TestRetryWaitEndsWithTheRequest(t *testing.T) {
 	f := newRetryFixture(t, llmtest.Sequence(
 		llmtest.Reply{Status: 429, RetryAfter: 50 * time.Second}, // under DefaultMaxRetryAfter
 		llmtest.Reply{Text: "never"},
-	), true, Config{Retry: Retry{MaxRetries: 1}})
+	), true, &Config{Retry: Retry{MaxRetries: 1}})
 	f.svc.sleep = sleep
 	ctx := beginTest(t)
 	rctx, cancel := context.WithCancel(ctx)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/chatscopes/chatgen/runtime/ai"
 	"github.com/chatscopes/chatgen/runtime/chat"
+	"github.com/chatscopes/chatgen/runtime/chatimpl"
 	"github.com/chatscopes/chatgen/runtime/llmtest"
 )
 
@@ -35,7 +36,7 @@ func echoTools() llmtest.Script {
 }
 
 func TestWipesAcrossNestedScopes(t *testing.T) {
-	f := newServerFixture(t, echo(), ai.Config{})
+	f := newServerFixture(t, echo(), &ai.Config{})
 	ctx := begin(t)
 	top := memID(t, ctx)
 	must[*ai.Reply](t)(f.svc.Chat(ctx, f.req("top 1")))
@@ -94,7 +95,7 @@ func TestWipesAcrossNestedScopes(t *testing.T) {
 }
 
 func TestPerChatAndTwoMethods(t *testing.T) {
-	f := newModelFixture(t, echo(), ai.Config{})
+	f := newModelFixture(t, echo(), &ai.Config{})
 	ctx := begin(t)
 	a := f.req("a")
 	b := f.req("b")
@@ -110,7 +111,7 @@ func TestPerChatAndTwoMethods(t *testing.T) {
 }
 
 func TestClearDuringTurnWins(t *testing.T) {
-	f := newModelFixture(t, echoTools(), ai.Config{})
+	f := newModelFixture(t, echoTools(), &ai.Config{})
 	ctx := begin(t)
 	must[*ai.Reply](t)(f.svc.Chat(ctx, f.req("hello")))
 	f.box.hooks["note"] = chat.ClearMemory
@@ -127,7 +128,7 @@ func TestClearDuringTurnWins(t *testing.T) {
 func TestPopDuringTurn(t *testing.T) {
 	// A tool ends the scope whose memory the turn uses (the builder's
 	// "done" tool): the turn completes, its memory is gone for good.
-	f := newModelFixture(t, echoTools(), ai.Config{})
+	f := newModelFixture(t, echoTools(), &ai.Config{})
 	ctx := begin(t)
 	if err := chat.Push(ctx); err != nil {
 		t.Fatal(err)
@@ -142,7 +143,7 @@ func TestPopDuringTurn(t *testing.T) {
 }
 
 func TestInvocationMemory(t *testing.T) {
-	f := newModelFixture(t, echo(), ai.Config{})
+	f := newModelFixture(t, echo(), &ai.Config{})
 	req := func(user string) *ai.Request {
 		r := f.req(user)
 		r.Method.Kind = chat.KindInvocation
@@ -174,9 +175,9 @@ type routeEnv struct {
 	router *chat.Router
 }
 
-func newRouteEnv(t *testing.T, f *fixture, routes ...chat.RouteSpec) *routeEnv {
+func newRouteEnv(t *testing.T, f *fixture, routes ...chatimpl.RouteSpec) *routeEnv {
 	t.Helper()
-	p := chat.NewPackage("example.com/app")
+	p := chatimpl.NewPackage("example.com/app")
 	for _, r := range routes {
 		p.AddRoute(r)
 	}
@@ -190,7 +191,7 @@ func newRouteEnv(t *testing.T, f *fixture, routes ...chat.RouteSpec) *routeEnv {
 }
 
 func TestScheduledWipesThroughRouter(t *testing.T) {
-	f := newServerFixture(t, echo(), ai.Config{})
+	f := newServerFixture(t, echo(), &ai.Config{})
 	// talk answers with the AI service; its words steer the wipes.
 	talk := func(ctx context.Context, route, msg string) error {
 		r, err := f.svc.Chat(ctx, f.req(msg))
@@ -219,8 +220,9 @@ func TestScheduledWipesThroughRouter(t *testing.T) {
 		}
 		return chat.SendValue(ctx, r.Content)
 	}
-	route := func(name string, def bool) chat.RouteSpec {
-		return chat.RouteSpec{Name: name, Default: def, Handle: func(ctx context.Context, req *chat.RouteRequest) error {
+	route := func(name string, def bool) chatimpl.RouteSpec {
+		return chatimpl.RouteSpec{Name: name, Default: def, Handle: func(ctx context.Context) error {
+			req := chat.Request(ctx)
 			return talk(ctx, name, req.UserMessage())
 		}}
 	}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/chatscopes/chatgen/runtime/ai"
 	"github.com/chatscopes/chatgen/runtime/chat"
+	"github.com/chatscopes/chatgen/runtime/chatimpl"
 )
 
 // TestResultSendText: the text values of a Result — a string content, the
@@ -29,8 +30,9 @@ func TestResultSendText(t *testing.T) {
 		},
 		"nil": func(ctx context.Context) error { return ai.NewResult("plain", nil).SendText(ctx, nil) },
 	}
-	p := chat.NewPackage("example.com/sendtext")
-	p.AddRoute(chat.RouteSpec{Name: "r", Default: true, Handle: func(ctx context.Context, req *chat.RouteRequest) error {
+	p := chatimpl.NewPackage("example.com/sendtext")
+	p.AddRoute(chatimpl.RouteSpec{Name: "r", Default: true, Handle: func(ctx context.Context) error {
+		req := chat.Request(ctx)
 		return results[req.UserMessage()](ctx)
 	}})
 	router, err := chat.NewRouter(nil, p)

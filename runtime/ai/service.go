@@ -53,7 +53,8 @@ var (
 )
 
 // Config configures one AI service; applications pass it at registration
-// (a field of the generated Deps).
+// (a field of the generated Deps). A nil *Config is the zero Config: a
+// service without a model, which chat.NewRouter refuses.
 type Config struct {
 	// Model answers the requests. Required: calls fail with [ErrNoModel]
 	// when it is nil.
@@ -171,10 +172,15 @@ type Service struct {
 }
 
 // NewService returns the service name ("import/path.Type") configured by
-// cfg. It never fails: a missing model is reported by [Service.Check] (which
-// [Register] registers, so that chat.NewRouter fails) and by each call.
-// Generated code registers its services with [Register], which calls it.
-func NewService(name string, cfg Config) *Service {
+// cfg, which may be nil (a service without a model) and is not kept: the
+// caller may reuse it. It never fails: a missing model is reported by
+// [Service.Check] (which [Register] registers, so that chat.NewRouter
+// fails) and by each call. Generated code registers its services with
+// [Register], which calls it.
+func NewService(name string, cfg *Config) *Service {
+	if cfg == nil {
+		cfg = &Config{}
+	}
 	s := &Service{
 		name:     name,
 		model:    cfg.Model,
@@ -211,7 +217,7 @@ func NewService(name string, cfg Config) *Service {
 	s.know = newKnowledge(s, cfg.Knowledge)
 	s.long = newLongTerm(s, cfg.LongTerm)
 	if s.memory == nil {
-		s.memory = memory.NewManager(memory.Config{Policy: memory.Window(memory.DefaultMaxMessages, nil)})
+		s.memory = memory.NewManager(&memory.ManagerOptions{Policy: memory.Window(memory.DefaultMaxMessages, nil)})
 	}
 	if s.maxCalls <= 0 {
 		s.maxCalls = DefaultMaxModelCalls
@@ -225,7 +231,7 @@ func NewService(name string, cfg Config) *Service {
 // [Service.AddMethods] (or of another source's), an error matching
 // [ErrToolClash] that names both; for a nil tool source, an error matching
 // [ErrNilToolSource]. [Register] registers it with the
-// package (chat.Package.AddCheck), so a router built with such a service
+// package (chatimpl.Package.AddCheck), so a router built with such a service
 // fails at chat.NewRouter rather than on its first request.
 func (s *Service) Check() error {
 	if s.model == nil {

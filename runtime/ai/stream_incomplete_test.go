@@ -40,7 +40,7 @@ func TestIncompleteStreamsFailAndCommitNothing(t *testing.T) {
 		{"only data line not JSON", "data: this is not json\n\n"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			f := newFixture(t, brokenStreamServer(t, tc.body), ai.Config{})
+			f := newFixture(t, brokenStreamServer(t, tc.body), &ai.Config{})
 			ctx := begin(t)
 			_, err := collect(f.svc.Stream(ctx, f.req("hi")))
 			if !errors.Is(err, ai.ErrIncompleteStream) {

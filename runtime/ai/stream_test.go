@@ -30,7 +30,7 @@ func TestStreamWithToolCall(t *testing.T) {
 	f := newServerFixture(t, llmtest.Sequence(
 		llmtest.Reply{Text: "Let me check. ", ToolCalls: []llmtest.ToolCall{call("weather", `{"city":"Paris"}`), call("add", `{"a":20,"b":22}`)}},
 		llmtest.Reply{Text: "It is sunny in Paris."},
-	), ai.Config{})
+	), &ai.Config{})
 	ctx := begin(t)
 	chunks, err := collect(f.svc.Stream(ctx, f.req("Weather in Paris?")))
 	if err != nil {
@@ -55,7 +55,7 @@ func TestStreamInProcess(t *testing.T) {
 	f := newModelFixture(t, llmtest.Sequence(
 		calls(call("note", `{"text":"x"}`)),
 		llmtest.Reply{Chunks: []string{"Noted", ", ", "boss."}},
-	), ai.Config{})
+	), &ai.Config{})
 	ctx := begin(t)
 	chunks, err := collect(f.svc.Stream(ctx, f.req("Note x.")))
 	if err != nil {
@@ -71,7 +71,7 @@ func TestStreamModelFailure(t *testing.T) {
 	f := newServerFixture(t, llmtest.Sequence(
 		llmtest.Reply{Text: "one two three", Err: errors.New("connection reset")},
 		llmtest.Reply{Text: "Fine."},
-	), ai.Config{})
+	), &ai.Config{})
 	ctx := begin(t)
 	chunks, err := collect(f.svc.Stream(ctx, f.req("hi")))
 	if err == nil || !strings.Contains(err.Error(), svcName) {
@@ -98,7 +98,7 @@ const slowWhole = 10 * time.Second
 
 func TestStreamCancelledMidStream(t *testing.T) {
 	checkGoroutines(t)
-	f := newServerFixture(t, llmtest.Sequence(llmtest.Reply{Text: "Hi."}, slowReply()), ai.Config{})
+	f := newServerFixture(t, llmtest.Sequence(llmtest.Reply{Text: "Hi."}, slowReply()), &ai.Config{})
 	ctx := begin(t)
 	must[*ai.Reply](t)(f.svc.Chat(ctx, f.req("one")))
 	before := f.memory(ctx, memID(t, ctx))
@@ -132,9 +132,9 @@ func TestStreamBreak(t *testing.T) {
 	for _, server := range []bool{true, false} {
 		var f *fixture
 		if server {
-			f = newServerFixture(t, llmtest.Sequence(slowReply(), llmtest.Reply{Text: "Next."}), ai.Config{})
+			f = newServerFixture(t, llmtest.Sequence(slowReply(), llmtest.Reply{Text: "Next."}), &ai.Config{})
 		} else {
-			f = newModelFixture(t, llmtest.Sequence(slowReply(), llmtest.Reply{Text: "Next."}), ai.Config{})
+			f = newModelFixture(t, llmtest.Sequence(slowReply(), llmtest.Reply{Text: "Next."}), &ai.Config{})
 		}
 		ctx := begin(t)
 		start := time.Now()
@@ -163,7 +163,7 @@ func TestStreamBreak(t *testing.T) {
 func TestStreamTooManyCalls(t *testing.T) {
 	f := newModelFixture(t, llmtest.ScriptFunc(func(*llmtest.Request) (llmtest.Reply, error) {
 		return llmtest.Reply{Text: "again ", ToolCalls: []llmtest.ToolCall{call("note", `{}`)}}, nil
-	}), ai.Config{MaxModelCalls: 2})
+	}), &ai.Config{MaxModelCalls: 2})
 	ctx := begin(t)
 	chunks, err := collect(f.svc.Stream(ctx, f.req("hi")))
 	if !errors.Is(err, ai.ErrTooManyModelCalls) || len(chunks) != 2 {
@@ -185,7 +185,7 @@ func (m nonStreaming) Call(ctx context.Context, prompt string, options ...llms.C
 }
 
 func TestStreamFromAProviderThatDoesNotStream(t *testing.T) {
-	f := newFixture(t, nonStreaming{answer: "The whole answer."}, ai.Config{})
+	f := newFixture(t, nonStreaming{answer: "The whole answer."}, &ai.Config{})
 	ctx := begin(t)
 	chunks, err := collect(f.svc.Stream(ctx, f.req("Hi.")))
 	if err != nil {

@@ -34,7 +34,7 @@ func TestStructuredWithOneRetry(t *testing.T) {
 	f := newServerFixture(t, llmtest.Sequence(
 		llmtest.Reply{Text: `{"name": "Blade", "damage": "high"}`},
 		llmtest.Reply{Text: "```json\n{\"name\":\"Blade\",\"damage\":7}\n```"},
-	), ai.Config{})
+	), &ai.Config{})
 	ctx := begin(t)
 	w, r, err := ai.Structured[Weapon](ctx, f.svc, f.weaponReq("A blade, please."))
 	if err != nil {
@@ -65,7 +65,7 @@ func TestStructuredFailsTwice(t *testing.T) {
 	f := newServerFixture(t, llmtest.Sequence(
 		llmtest.Reply{Text: "A fine blade!"},
 		llmtest.Reply{Text: `{"name":`},
-	), ai.Config{})
+	), &ai.Config{})
 	ctx := begin(t)
 	_, r, err := ai.Structured[Weapon](ctx, f.svc, f.weaponReq("A blade, please."))
 	if !errors.Is(err, ai.ErrInvalidOutput) || r != nil {
@@ -78,7 +78,7 @@ func TestStructuredFailsTwice(t *testing.T) {
 }
 
 func TestStructuredNoCallLeftForRetry(t *testing.T) {
-	f := newModelFixture(t, llmtest.Sequence(llmtest.Reply{Text: "nope"}), ai.Config{MaxModelCalls: 1})
+	f := newModelFixture(t, llmtest.Sequence(llmtest.Reply{Text: "nope"}), &ai.Config{MaxModelCalls: 1})
 	_, _, err := ai.Structured[Weapon](begin(t), f.svc, f.weaponReq("x"))
 	if !errors.Is(err, ai.ErrInvalidOutput) || !errors.Is(err, ai.ErrTooManyModelCalls) {
 		t.Fatalf("err %v", err)
@@ -86,7 +86,7 @@ func TestStructuredNoCallLeftForRetry(t *testing.T) {
 }
 
 func TestStructuredImmediate(t *testing.T) {
-	f := newModelFixture(t, llmtest.Sequence(calls(call("show", `{"card":"Ace"}`))), ai.Config{})
+	f := newModelFixture(t, llmtest.Sequence(calls(call("show", `{"card":"Ace"}`))), &ai.Config{})
 	req := f.weaponReq("Show me.")
 	req.Method.Tools = f.tools
 	w, r, err := ai.Structured[Weapon](begin(t), f.svc, req)
@@ -100,7 +100,7 @@ func TestChatJSONOutput(t *testing.T) {
 		llmtest.Reply{Text: "Sure: ```json\n[1, 2]\n```"},
 		llmtest.Reply{Text: "not json"},
 		llmtest.Reply{Text: `{"ok":true}`},
-	), ai.Config{})
+	), &ai.Config{})
 	ctx := begin(t)
 	req := f.weaponReq("list")
 	req.Method.Schema = nil

@@ -10,6 +10,7 @@ import (
 
 	"github.com/chatscopes/chatgen/runtime/ai"
 	"github.com/chatscopes/chatgen/runtime/chat"
+	"github.com/chatscopes/chatgen/runtime/chatimpl"
 	"github.com/chatscopes/chatgen/runtime/llmtest"
 )
 
@@ -18,7 +19,8 @@ import (
 // it sends.
 func thinkingSession(t *testing.T, f *fixture, stream bool) (chat.Session, func() []string) {
 	t.Helper()
-	e := newRouteEnv(t, f, chat.RouteSpec{Name: "ask", Handle: func(ctx context.Context, req *chat.RouteRequest) error {
+	e := newRouteEnv(t, f, chatimpl.RouteSpec{Name: "ask", Handle: func(ctx context.Context) error {
+		req := chat.Request(ctx)
 		if stream {
 			return chat.SendStreamWithErrors(ctx, f.svc.Stream(ctx, f.req(req.UserMessage())))
 		}
@@ -57,7 +59,7 @@ func TestForwardThinking(t *testing.T) {
 			f := newServerFixture(t, llmtest.Sequence(
 				llmtest.Reply{Reasoning: "The user wants a sum.", ToolCalls: []llmtest.ToolCall{{Name: "add", Arguments: `{"a":2,"b":3}`}}},
 				llmtest.Reply{Reasoning: "Five it is.", Text: "It is 5."},
-			), ai.Config{ForwardThinking: true})
+			), &ai.Config{ForwardThinking: true})
 			s, events := thinkingSession(t, f, stream)
 			if err := s.Chat(context.Background(), "2+3?"); err != nil {
 				t.Fatal(err)
@@ -86,7 +88,7 @@ func TestForwardThinking(t *testing.T) {
 // TestThinkingNotForwarded: without ForwardThinking, reasoning stays on
 // the server, and a Chat call does not stream.
 func TestThinkingNotForwarded(t *testing.T) {
-	f := newServerFixture(t, llmtest.Sequence(llmtest.Reply{Reasoning: "Secret plan.", Text: "Hi."}), ai.Config{})
+	f := newServerFixture(t, llmtest.Sequence(llmtest.Reply{Reasoning: "Secret plan.", Text: "Hi."}), &ai.Config{})
 	s, events := thinkingSession(t, f, false)
 	if err := s.Chat(context.Background(), "hi"); err != nil {
 		t.Fatal(err)
@@ -107,7 +109,7 @@ func TestThinkingOfAProviderThatDoesNotStream(t *testing.T) {
 			}}}, nil
 		}
 	}
-	f := newServerFixture(t, llmtest.Sequence(), ai.Config{ForwardThinking: true, ModelHooks: []ai.ModelHook{whole}})
+	f := newServerFixture(t, llmtest.Sequence(), &ai.Config{ForwardThinking: true, ModelHooks: []ai.ModelHook{whole}})
 	s, events := thinkingSession(t, f, false)
 	if err := s.Chat(context.Background(), "hi"); err != nil {
 		t.Fatal(err)

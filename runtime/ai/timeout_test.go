@@ -21,7 +21,7 @@ func TestToolTimeout(t *testing.T) {
 	f := newServerFixture(t, llmtest.Sequence(
 		calls(call("weather", `{"city":"Paris"}`), call("add", `{"a":1,"b":2}`), call("note", `{"text":"quick"}`)),
 		llmtest.Reply{Text: "Partly done."},
-	), ai.Config{ToolTimeout: 20 * time.Millisecond})
+	), &ai.Config{ToolTimeout: 20 * time.Millisecond})
 	f.box.hooks["weather"] = func(ctx context.Context) error {
 		<-ctx.Done() // gives up when its time is up
 		return ctx.Err()
@@ -74,7 +74,7 @@ func TestToolTimeout(t *testing.T) {
 func TestToolTimeoutCallerCancels(t *testing.T) {
 	checkGoroutines(t)
 	release := make(chan struct{})
-	f := newServerFixture(t, llmtest.Sequence(calls(call("add", `{"a":1,"b":2}`))), ai.Config{ToolTimeout: time.Hour})
+	f := newServerFixture(t, llmtest.Sequence(calls(call("add", `{"a":1,"b":2}`))), &ai.Config{ToolTimeout: time.Hour})
 	ctx := begin(t)
 	rctx, cancel := context.WithCancel(ctx)
 	started := make(chan struct{})
@@ -103,7 +103,7 @@ func TestModelTimeout(t *testing.T) {
 		llmtest.Reply{Text: "First."},
 		llmtest.Reply{Text: "late", Delay: time.Hour},
 		llmtest.Reply{Text: "Second."},
-	), ai.Config{
+	), &ai.Config{
 		// Every call is bounded, the ones that must succeed too: long
 		// enough for a real call on a loaded machine.
 		ModelTimeout: 2 * time.Second,

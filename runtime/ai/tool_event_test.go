@@ -9,6 +9,7 @@ import (
 
 	"github.com/chatscopes/chatgen/runtime/ai"
 	"github.com/chatscopes/chatgen/runtime/chat"
+	"github.com/chatscopes/chatgen/runtime/chatimpl"
 	"github.com/chatscopes/chatgen/runtime/llmtest"
 )
 
@@ -28,13 +29,14 @@ func TestEventToolSentOnce(t *testing.T) {
 		calls(call("open", `{}`)), // the turn ends on the immediate tool
 		calls(call("open", `{}`)),
 	), nil)
-	svc := ai.NewService(svcName, ai.Config{Model: model, Logger: (&logBuffer{}).logger()})
+	svc := ai.NewService(svcName, &ai.Config{Model: model, Logger: (&logBuffer{}).logger()})
 	method := &ai.Method{Name: "Ask", Kind: chat.KindChat, Tools: []ai.Tool{{
 		Name: "open", Parameters: json.RawMessage(`{"type":"object"}`), Event: true, Immediate: true,
 		Invoke: func(context.Context, string) (any, error) { return Ticket{ID: "T-1"}, nil },
 	}}}
-	p := chat.NewPackage("example.com/app")
-	p.AddRoute(chat.RouteSpec{Name: "desk", Default: true, Handle: func(ctx context.Context, req *chat.RouteRequest) error {
+	p := chatimpl.NewPackage("example.com/app")
+	p.AddRoute(chatimpl.RouteSpec{Name: "desk", Default: true, Handle: func(ctx context.Context) error {
+		req := chat.Request(ctx)
 		r, err := svc.Chat(ctx, &ai.Request{Method: method, User: req.UserMessage()})
 		if err != nil {
 			return err

@@ -33,7 +33,7 @@ func TestBeanTool(t *testing.T) {
 	if err != nil || res != "set helm" {
 		t.Fatalf("%v, %v", res, err)
 	}
-	a := must[*anvil](t)(chat.Lookup(ctx, bean))
+	a := must[*anvil](t)(bean.Lookup(ctx))
 	if a.piece != "helm" {
 		t.Fatalf("the tool ran on another instance: %+v", a)
 	}
@@ -56,11 +56,13 @@ func TestBeanTool(t *testing.T) {
 	}
 }
 
-func TestBeanToolNoArgs(t *testing.T) {
+// A tool without parameters takes struct{}: BeanTool ignores whatever
+// arguments the model sent.
+func TestBeanToolWithoutParameters(t *testing.T) {
 	bean := chat.NewBean("example.com/app.anvil", chat.KindChat, func(context.Context) (*anvil, error) {
 		return &anvil{piece: "helm"}, nil
 	})
-	finish := ai.BeanToolNoArgs(bean, func(ctx context.Context, a *anvil) (any, error) {
+	finish := ai.BeanTool(bean, func(ctx context.Context, a *anvil, _ struct{}) (any, error) {
 		return "finished " + a.piece, nil
 	})
 	ctx := begin(t)
@@ -93,7 +95,7 @@ func TestBeanToolInvocation(t *testing.T) {
 		a.piece = args.Piece
 		return nil, nil
 	})
-	touchNoArgs := ai.BeanToolNoArgs(bean, func(ctx context.Context, a *anvil) (any, error) {
+	touchNoArgs := ai.BeanTool(bean, func(ctx context.Context, a *anvil, _ struct{}) (any, error) {
 		if !chat.InInvocation(ctx) {
 			return nil, errors.New("no invocation")
 		}

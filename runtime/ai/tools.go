@@ -210,12 +210,17 @@ func resultText(res any) (string, error) {
 // scoped bean: it decodes the model's arguments (JSON) into A, returning an
 // *[ArgumentsError] when they do not decode, looks up the instance of bean
 // in the scope of ctx (in an invocation of its own for an
-// invocation-scoped bean called outside one) and calls fn with it.
+// invocation-scoped bean called outside one) and calls fn with it. A tool
+// without parameters takes struct{} for A: its arguments are then ignored,
+// whatever the model sent.
 func BeanTool[B, A any](bean *chat.Bean[B], fn func(ctx context.Context, b B, args A) (any, error)) func(context.Context, string) (any, error) {
+	_, noArgs := any((*A)(nil)).(*struct{})
 	return func(ctx context.Context, arguments string) (any, error) {
 		var args A
-		if err := json.Unmarshal([]byte(arguments), &args); err != nil {
-			return nil, &ArgumentsError{Err: err}
+		if !noArgs {
+			if err := json.Unmarshal([]byte(arguments), &args); err != nil {
+				return nil, &ArgumentsError{Err: err}
+			}
 		}
 		ctx, b, end, err := lookupBean(ctx, bean)
 		defer end()
@@ -223,19 +228,6 @@ func BeanTool[B, A any](bean *chat.Bean[B], fn func(ctx context.Context, b B, ar
 			return nil, err
 		}
 		return fn(ctx, b, args)
-	}
-}
-
-// BeanToolNoArgs is [BeanTool] for a tool without parameters: the model's
-// arguments are ignored.
-func BeanToolNoArgs[B any](bean *chat.Bean[B], fn func(ctx context.Context, b B) (any, error)) func(context.Context, string) (any, error) {
-	return func(ctx context.Context, _ string) (any, error) {
-		ctx, b, end, err := lookupBean(ctx, bean)
-		defer end()
-		if err != nil {
-			return nil, err
-		}
-		return fn(ctx, b)
 	}
 }
 
@@ -247,6 +239,6 @@ func lookupBean[B any](ctx context.Context, bean *chat.Bean[B]) (context.Context
 	if bean.Kind() == chat.KindInvocation {
 		ctx, end = chat.BeginInvocation(ctx)
 	}
-	b, err := chat.Lookup(ctx, bean)
+	b, err := bean.Lookup(ctx)
 	return ctx, b, end, err
 }

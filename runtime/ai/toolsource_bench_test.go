@@ -42,7 +42,7 @@ func BenchmarkAITurnToolSource(b *testing.B) {
 			if n > 0 {
 				cfg.ToolSources = []ToolSource{newBenchSource(n)}
 			}
-			benchBareTurn(b, cfg, nil)
+			benchBareTurn(b, &cfg, nil)
 		})
 	}
 }
@@ -51,12 +51,13 @@ func BenchmarkAITurnToolSource(b *testing.B) {
 // answer) on a service configured by cfg, with a window memory; a nil
 // cfg.Model means a fast bare model. reset, when set, runs every 1,000
 // turns (llmtest.Model records every request).
-func benchBareTurn(b *testing.B, cfg Config, reset func()) {
+func benchBareTurn(b *testing.B, opts *Config, reset func()) {
+	cfg := *opts
 	if cfg.Model == nil {
 		cfg.Model = newFastModel()
 	}
-	cfg.Memory = memory.NewManager(memory.Config{Policy: memory.Window(memory.DefaultMaxMessages, nil)})
-	s := NewService("example.com/app.Assistant", cfg)
+	cfg.Memory = memory.NewManager(&memory.ManagerOptions{Policy: memory.Window(memory.DefaultMaxMessages, nil)})
+	s := NewService("example.com/app.Assistant", &cfg)
 	ctx, err := chat.Begin(context.Background(), nil)
 	if err != nil {
 		b.Fatal(err)

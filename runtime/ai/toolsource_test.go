@@ -46,7 +46,7 @@ func TestToolSourceTools(t *testing.T) {
 	f := newServerFixture(t, llmtest.Sequence(
 		calls(call("lore", `{"q":"mithril"}`), call("broken", `{}`), call("weather", `{"city":"Oslo"}`)),
 		llmtest.Reply{Text: "Mithril is light."},
-	), ai.Config{ToolSources: []ai.ToolSource{src}})
+	), &ai.Config{ToolSources: []ai.ToolSource{src}})
 	ctx := begin(t)
 	reply, err := f.svc.Chat(ctx, f.req("mithril?"))
 	if err != nil {
@@ -77,7 +77,7 @@ func TestToolSourceTools(t *testing.T) {
 
 func TestToolSourceError(t *testing.T) {
 	src := &source{name: `source "down"`, err: errors.New("no route to host")}
-	f := newModelFixture(t, llmtest.Sequence(llmtest.Reply{Text: "unused"}), ai.Config{ToolSources: []ai.ToolSource{src}})
+	f := newModelFixture(t, llmtest.Sequence(llmtest.Reply{Text: "unused"}), &ai.Config{ToolSources: []ai.ToolSource{src}})
 	ctx := begin(t)
 	_, err := f.svc.Chat(ctx, f.req("hi"))
 	if err == nil || !strings.Contains(err.Error(), `the tools of source "down": no route to host`) {
@@ -96,7 +96,7 @@ func TestToolSourceClash(t *testing.T) {
 	m := &ai.Method{Name: "Ask", Tools: (&toolbox{}).tools()}
 
 	t.Run("check", func(t *testing.T) {
-		svc := ai.NewService(svcName, ai.Config{Model: llmtest.NewModel(nil, nil), ToolSources: []ai.ToolSource{lister{a}}})
+		svc := ai.NewService(svcName, &ai.Config{Model: llmtest.NewModel(nil, nil), ToolSources: []ai.ToolSource{lister{a}}})
 		if err := svc.Check(); err != nil {
 			t.Fatalf("no methods declared: %v", err)
 		}
@@ -110,7 +110,7 @@ func TestToolSourceClash(t *testing.T) {
 			t.Fatalf("err\n got: %v\nwant: %s", err, want)
 		}
 
-		svc = ai.NewService(svcName, ai.Config{Model: llmtest.NewModel(nil, nil), ToolSources: []ai.ToolSource{lister{b}, lister{a}}})
+		svc = ai.NewService(svcName, &ai.Config{Model: llmtest.NewModel(nil, nil), ToolSources: []ai.ToolSource{lister{b}, lister{a}}})
 		svc.AddMethods(&ai.Method{Name: "Plain"})
 		want = `ai: example.com/app.Assistant.Plain: tool name clash: tool "lore" of MCP server "a" clashes with tool "lore" of MCP server "b"`
 		if err := svc.Check(); err == nil || err.Error() != want {
@@ -122,7 +122,7 @@ func TestToolSourceClash(t *testing.T) {
 		// A source that cannot list its tools outside a turn: the clash
 		// fails the turn that meets it, before any model call.
 		model := llmtest.NewModel(llmtest.Sequence(llmtest.Reply{Text: "unused"}), nil)
-		svc := ai.NewService(svcName, ai.Config{Model: model, ToolSources: []ai.ToolSource{a}})
+		svc := ai.NewService(svcName, &ai.Config{Model: model, ToolSources: []ai.ToolSource{a}})
 		svc.AddMethods(m)
 		if err := svc.Check(); err != nil {
 			t.Fatalf("check: %v", err)
@@ -138,7 +138,7 @@ func TestToolSourceClash(t *testing.T) {
 
 	t.Run("nameless", func(t *testing.T) {
 		c := &source{name: `source "c"`, tools: []ai.Tool{{Definition: llms.Tool{Type: "function"}, Invoke: noop}}}
-		svc := ai.NewService(svcName, ai.Config{Model: llmtest.NewModel(nil, nil), ToolSources: []ai.ToolSource{lister{c}}})
+		svc := ai.NewService(svcName, &ai.Config{Model: llmtest.NewModel(nil, nil), ToolSources: []ai.ToolSource{lister{c}}})
 		svc.AddMethods(&ai.Method{Name: "Ask"})
 		if err := svc.Check(); !errors.Is(err, ai.ErrToolClash) || !strings.Contains(err.Error(), `source "c" offers a tool without a name`) {
 			t.Fatalf("err %v", err)
@@ -152,7 +152,7 @@ func TestToolSourceChanges(t *testing.T) {
 	noop := func(context.Context, string) (any, error) { return "ok", nil }
 	src := &source{name: `source "s"`, tools: []ai.Tool{sourceTool("lore", noop)}}
 	f := newModelFixture(t, llmtest.Sequence(llmtest.Reply{Text: "1"}, llmtest.Reply{Text: "2"}, llmtest.Reply{Text: "3"}),
-		ai.Config{ToolSources: []ai.ToolSource{src}})
+		&ai.Config{ToolSources: []ai.ToolSource{src}})
 	ctx := begin(t)
 	m := f.req("").Method
 	for range 2 {
@@ -179,7 +179,7 @@ func TestToolSourceChanges(t *testing.T) {
 func TestToolSourceNil(t *testing.T) {
 	model := llmtest.NewModel(llmtest.Sequence(llmtest.Reply{Text: "unused"}), nil)
 	a := &source{name: `MCP server "a"`}
-	svc := ai.NewService(svcName, ai.Config{Model: model, ToolSources: []ai.ToolSource{a, nil}})
+	svc := ai.NewService(svcName, &ai.Config{Model: model, ToolSources: []ai.ToolSource{a, nil}})
 	want := "ai: example.com/app.Assistant: nil tool source: ToolSources[1]"
 	if err := svc.Check(); !errors.Is(err, ai.ErrNilToolSource) || err.Error() != want {
 		t.Fatalf("Check: %v, want %s", err, want)

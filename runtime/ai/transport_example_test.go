@@ -47,7 +47,7 @@ func ExampleTransport_gemini() {
 	}
 	defer llm.Close()
 
-	svc := ai.NewService("example.com/app.Assistant", ai.Config{Model: llm})
+	svc := ai.NewService("example.com/app.Assistant", &ai.Config{Model: llm})
 	reply, err := svc.Chat(ctx, &ai.Request{Method: &ai.Method{Name: "Ask", System: "Be brief."}, MemoryID: "m", User: "Hi!"})
 	if err != nil {
 		log.Fatal(err)

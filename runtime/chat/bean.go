@@ -69,7 +69,8 @@ type beanEntry struct {
 // NewBean describes the scoped type T, named name ("import/path.Type"),
 // living in scopes of the given kind. newFn builds an instance; it is nil
 // when the type's constructor needs application dependencies, which are then
-// supplied by [Provide] in the package registration passed to [WithPackages].
+// supplied by the provider of the package registration passed to
+// [WithPackages] (generated code registers it with chatimpl.Provide).
 func NewBean[T any](name string, kind Kind, newFn func(context.Context) (T, error)) *Bean[T] {
 	return &Bean[T]{info: beanInfo{name: name, kind: kind}, newFn: newFn}
 }
@@ -80,14 +81,17 @@ func (b *Bean[T]) Name() string { return b.info.name }
 // Kind returns how long the bean lives.
 func (b *Bean[T]) Kind() Kind { return b.info.kind }
 
-// Lookup returns the instance of b for ctx, creating it on first use.
+// key returns the bean's key: a provider's (see [WithPackages]).
+func (b *Bean[T]) key() *beanInfo { return &b.info }
+
+// Lookup returns the instance of the bean for ctx, creating it on first use.
 //
 // Chat-scoped beans are looked up in the current scope, then its parents; a
 // new one is created in the current scope. Per-chat beans are looked up in
 // the current scope only. Invocation-scoped beans live in the invocation
 // started by [BeginInvocation]. Without an active scope (or invocation) the
 // error matches [ErrNotActive].
-func Lookup[T any](ctx context.Context, b *Bean[T]) (T, error) {
+func (b *Bean[T]) Lookup(ctx context.Context) (T, error) {
 	if b.info.kind == KindInvocation {
 		return lookupInvocation(ctx, b)
 	}
@@ -116,11 +120,11 @@ func Lookup[T any](ctx context.Context, b *Bean[T]) (T, error) {
 	return createInScope(ctx, s, b)
 }
 
-// MustLookup is like [Lookup] but panics with the *[BeanError] when the bean
+// MustLookup is like [Bean.Lookup] but panics with the *[BeanError] when the bean
 // cannot be resolved. Generated proxies use it for methods that have no
 // error result to return it through; routes recover such panics.
-func MustLookup[T any](ctx context.Context, b *Bean[T]) T {
-	v, err := Lookup(ctx, b)
+func (b *Bean[T]) MustLookup(ctx context.Context) T {
+	v, err := b.Lookup(ctx)
 	if err != nil {
 		panic(err)
 	}

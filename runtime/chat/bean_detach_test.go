@@ -10,6 +10,7 @@ import (
 
 	"github.com/chatscopes/chatgen/runtime/boltstore"
 	"github.com/chatscopes/chatgen/runtime/chat"
+	"github.com/chatscopes/chatgen/runtime/chatimpl"
 	"github.com/chatscopes/chatgen/runtime/chatstore"
 )
 
@@ -86,20 +87,20 @@ func newReturnsApp(j *journal) *returnsApp {
 // need the node (an application dependency), so the package provides them.
 func (a *returnsApp) router(t *testing.T, node string, store chatstore.ConversationStore) *chat.Router {
 	t.Helper()
-	p := chat.NewPackage("example.com/returns")
-	chat.Provide(p, a.ret, func(context.Context) (*returnJob, error) { return &returnJob{node: node, j: a.j}, nil })
-	chat.Provide(p, a.plain, func(context.Context) (*plainJob, error) { return &plainJob{node: node, j: a.j}, nil })
-	chat.Provide(p, a.conn, func(context.Context) (*localConn, error) { return &localConn{node: node, j: a.j}, nil })
+	p := chatimpl.NewPackage("example.com/returns")
+	chatimpl.Provide(p, a.ret, func(context.Context) (*returnJob, error) { return &returnJob{node: node, j: a.j}, nil })
+	chatimpl.Provide(p, a.plain, func(context.Context) (*plainJob, error) { return &plainJob{node: node, j: a.j}, nil })
+	chatimpl.Provide(p, a.conn, func(context.Context) (*localConn, error) { return &localConn{node: node, j: a.j}, nil })
 	p.AddRoute(asDefault(textRoute("returns", func(ctx context.Context, msg string) (string, error) {
 		switch {
 		case strings.HasPrefix(msg, "start "):
 			id := strings.TrimPrefix(msg, "start ")
-			chat.MustLookup(ctx, a.ret).ID = id
-			chat.MustLookup(ctx, a.plain).ID = id
-			chat.MustLookup(ctx, a.conn)
+			a.ret.MustLookup(ctx).ID = id
+			a.plain.MustLookup(ctx).ID = id
+			a.conn.MustLookup(ctx)
 			return "started " + id, nil
 		case msg == "status":
-			return "processing " + chat.MustLookup(ctx, a.ret).ID, nil
+			return "processing " + a.ret.MustLookup(ctx).ID, nil
 		case msg == "bye":
 			return "", chat.End(ctx)
 		}

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/chatscopes/chatgen/runtime/chat"
+	"github.com/chatscopes/chatgen/runtime/chatimpl"
 )
 
 type counter struct {
@@ -34,7 +35,7 @@ var (
 
 func mustLookup[T any](t testing.TB, ctx context.Context, b *chat.Bean[T]) T {
 	t.Helper()
-	v, err := chat.Lookup(ctx, b)
+	v, err := b.Lookup(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -78,12 +79,12 @@ func TestPerChatNeverInherited(t *testing.T) {
 }
 
 func TestLookupWithoutScope(t *testing.T) {
-	_, err := chat.Lookup(context.Background(), counterBean)
+	_, err := counterBean.Lookup(context.Background())
 	var be *chat.BeanError
 	if !errors.Is(err, chat.ErrNotActive) || !errors.As(err, &be) || be.Bean != "example.com/t.counter" {
 		t.Fatalf("Lookup without scope: %v", err)
 	}
-	_, err = chat.Lookup(context.Background(), invocationBean)
+	_, err = invocationBean.Lookup(context.Background())
 	if !errors.Is(err, chat.ErrNotActive) {
 		t.Fatalf("invocation Lookup outside an invocation: %v", err)
 	}
@@ -93,7 +94,7 @@ func TestLookupWithoutScope(t *testing.T) {
 			t.Fatalf("MustLookup panicked with %v, want an ErrNotActive error", r)
 		}
 	}()
-	chat.MustLookup(context.Background(), counterBean)
+	counterBean.MustLookup(context.Background())
 }
 
 func TestCloseOrderInnermostFirst(t *testing.T) {
@@ -151,11 +152,11 @@ func containsAll(s string, subs ...string) bool {
 
 func TestProviders(t *testing.T) {
 	ctx, _ := chat.Begin(context.Background(), nil)
-	if _, err := chat.Lookup(ctx, depsBean); !errors.Is(err, chat.ErrNoProvider) {
+	if _, err := depsBean.Lookup(ctx); !errors.Is(err, chat.ErrNoProvider) {
 		t.Fatalf("Lookup without provider: %v, want ErrNoProvider", err)
 	}
-	pkg := chat.NewPackage("example.com/t")
-	chat.Provide(pkg, depsBean, func(context.Context) (*counter, error) { return &counter{n: 42}, nil })
+	pkg := chatimpl.NewPackage("example.com/t")
+	chatimpl.Provide(pkg, depsBean, func(context.Context) (*counter, error) { return &counter{n: 42}, nil })
 	pctx := chat.WithPackages(ctx, pkg)
 	if got := mustLookup(t, pctx, depsBean); got.n != 42 {
 		t.Fatalf("provided bean n=%d, want 42", got.n)
@@ -163,7 +164,7 @@ func TestProviders(t *testing.T) {
 	// A constructor error is wrapped.
 	boom := errors.New("boom")
 	bad := chat.NewBean("bad", chat.KindChat, func(context.Context) (*counter, error) { return nil, boom })
-	if _, err := chat.Lookup(ctx, bad); !errors.Is(err, boom) {
+	if _, err := bad.Lookup(ctx); !errors.Is(err, boom) {
 		t.Fatalf("constructor error: %v", err)
 	}
 	_ = chat.End(ctx)
@@ -182,7 +183,7 @@ func TestInvocationScope(t *testing.T) {
 		t.Fatal("nested end destroyed the invocation")
 	}
 	end()
-	if _, err := chat.Lookup(ictx, invocationBean); !errors.Is(err, chat.ErrNotActive) {
+	if _, err := invocationBean.Lookup(ictx); !errors.Is(err, chat.ErrNotActive) {
 		t.Fatalf("lookup after end: %v", err)
 	}
 	ictx2, end2 := chat.BeginInvocation(ctx)
@@ -220,7 +221,7 @@ func BenchmarkLookupDepth3(b *testing.B) {
 	_ = chat.Push(ctx)
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, err := chat.Lookup(ctx, counterBean); err != nil {
+		if _, err := counterBean.Lookup(ctx); err != nil {
 			b.Fatal(err)
 		}
 	}

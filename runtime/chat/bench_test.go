@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/chatscopes/chatgen/runtime/chat"
+	"github.com/chatscopes/chatgen/runtime/chatimpl"
 )
 
 // echo is the user's route method for text turns:
@@ -29,20 +30,22 @@ func echoCount(ctx context.Context, userMessage string, count int) string {
 }
 
 // typedEchoRoute is the registration chatgen generates for echo.
-func typedEchoRoute() chat.RouteSpec {
-	return chat.RouteSpec{
+func typedEchoRoute() chatimpl.RouteSpec {
+	return chatimpl.RouteSpec{
 		Name: "echo",
-		Handle: func(ctx context.Context, req *chat.RouteRequest) error {
+		Handle: func(ctx context.Context) error {
+			req := chat.Request(ctx)
 			return chat.SendValue(ctx, echo(ctx, req.UserMessage()))
 		},
 	}
 }
 
 // typedEchoCountRoute is the registration chatgen generates for echoCount.
-func typedEchoCountRoute() chat.RouteSpec {
-	return chat.RouteSpec{
+func typedEchoCountRoute() chatimpl.RouteSpec {
+	return chatimpl.RouteSpec{
 		Name: "echo",
-		Handle: func(ctx context.Context, req *chat.RouteRequest) error {
+		Handle: func(ctx context.Context) error {
+			req := chat.Request(ctx)
 			var arg2 int
 			if err := req.Decode("count", &arg2); err != nil {
 				return err
@@ -58,13 +61,14 @@ func typedEchoCountRoute() chat.RouteSpec {
 // type and decoded from the request data by parameter name (ctx is
 // injected), the method is called with reflect.Value.Call and its result
 // is boxed again and sent.
-func reflectRoute(method any, names ...string) chat.RouteSpec {
+func reflectRoute(method any, names ...string) chatimpl.RouteSpec {
 	fn := reflect.ValueOf(method)
 	ft := fn.Type()
 	ctxType := reflect.TypeFor[context.Context]()
-	return chat.RouteSpec{
+	return chatimpl.RouteSpec{
 		Name: "echo",
-		Handle: func(ctx context.Context, req *chat.RouteRequest) error {
+		Handle: func(ctx context.Context) error {
+			req := chat.Request(ctx)
 			args := make([]reflect.Value, ft.NumIn())
 			for i := range args {
 				pt := ft.In(i)
@@ -84,9 +88,9 @@ func reflectRoute(method any, names ...string) chat.RouteSpec {
 	}
 }
 
-func benchSession(b testing.TB, spec chat.RouteSpec) chat.Session {
+func benchSession(b testing.TB, spec chatimpl.RouteSpec) chat.Session {
 	b.Helper()
-	p := chat.NewPackage("example.com/bench")
+	p := chatimpl.NewPackage("example.com/bench")
 	p.AddRoute(spec)
 	r, err := chat.NewRouter(&chat.RouterOptions{Logger: slog.New(slog.DiscardHandler)}, p)
 	if err != nil {
@@ -105,7 +109,7 @@ func benchSession(b testing.TB, spec chat.RouteSpec) chat.Session {
 	return s
 }
 
-func benchText(b *testing.B, spec chat.RouteSpec) {
+func benchText(b *testing.B, spec chatimpl.RouteSpec) {
 	s := benchSession(b, spec)
 	ctx := context.Background()
 	b.ReportAllocs()
@@ -116,7 +120,7 @@ func benchText(b *testing.B, spec chat.RouteSpec) {
 	}
 }
 
-func benchData(b *testing.B, spec chat.RouteSpec) {
+func benchData(b *testing.B, spec chatimpl.RouteSpec) {
 	s := benchSession(b, spec)
 	ctx := context.Background()
 	data := map[string]any{chat.UserMessageKey: "hello", "count": 3}

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+
+	"github.com/chatscopes/chatgen/runtime/chatimpl"
 )
 
 // A Conversation is one client session's conversation on a Router.
@@ -34,7 +36,7 @@ type conversation struct {
 	// The route of the last request and its spec (guarded by mu): most
 	// requests run the route the one before ran, and need no lookup.
 	lastRoute string
-	lastSpec  *RouteSpec
+	lastSpec  *chatimpl.RouteSpec
 }
 
 // ID returns the id of the conversation: the id of its top scope, the same

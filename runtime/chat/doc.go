@@ -3,8 +3,9 @@
 // to clients.
 //
 // The examples are the quickest way in. Applications need only the first
-// section below; the other two list what generated code and transports
-// call, which applications do not need to.
+// section below; the other two say what runtime packages and transports
+// call, which applications do not need to. What only generated code calls
+// is in runtime/chatimpl.
 //
 // # For applications
 //
@@ -15,8 +16,9 @@
 // [Observer] of [BeginOptions] is told about each scope's lifecycle. Beans
 // declared with //chat:scoped live in those scopes, for as long as their
 // [Kind] says, and are reached through generated proxies and accessors.
-// [WithPackages] gives a conversation the registrations (a [Package] per
-// Go package) that build beans needing application dependencies.
+// [WithPackages] gives a conversation the registrations (what a package's
+// generated Register returns) that build beans needing application
+// dependencies.
 //
 // A [Router], from [NewRouter], serves the routes of the packages it is
 // given. Inside a route, [Response] sends events to the client, [Request]
@@ -34,21 +36,15 @@
 // for example) in the context with [WithPrincipal]; routes with roles check
 // it.
 //
-// # For generated code
+// # For runtime packages
 //
-// chatgen's output registers a package with [NewPackage],
-// [Package.AddRoute] ([RouteSpec]), [Package.AddCatch] ([CatchSpec]) and
-// [Package.Describe] (the [Manifest] of its routes, for clients);
-// declares beans with [NewBean] and binds their dependencies with
-// [Provide]; reaches them with [Lookup] and [MustLookup], around
-// [BeginInvocation] for invocation-scoped beans; sends route results with
-// [SendValue], [SendStream] and [SendStreamWithErrors]; implements
-// [EventTyper] for //chat:event types; and asserts
-// [SupportPackageIsVersion4]. It registers each AI service with one call
-// of runtime/ai's Register, which adds the service's checks to the package
-// ([Package.AddCheck], [Package.AddStoreCheck]: what [NewRouter] must
-// refuse) and provides its bean. The AI services register their chat
-// memory with [AttachMemory] (it is a [ScopedMemory]) and use
+// Generated code and runtime packages (runtime/ai, runtime/mcptools)
+// declare beans with [NewBean] and [NewDurableBean] and reach them with
+// [Bean.Lookup] and [Bean.MustLookup], around [BeginInvocation] for
+// invocation-scoped beans; they send route results with [SendValue],
+// [SendStream] and [SendStreamWithErrors], and generated code implements
+// [EventTyper] for //chat:event types. The AI services register their
+// chat memory with [AttachMemory] (it is a [ScopedMemory]) and use
 // [InvocationID] and [OnInvocationEnd] for invocation-scoped memory.
 //
 // # For transports

@@ -26,7 +26,7 @@ import (
 //
 // The lifecycle of a bean of a scope, in one process:
 //
-//   - created: on its first use in the scope ([Lookup]), by its
+//   - created: on its first use in the scope ([Bean.Lookup]), by its
 //     constructor (or its provider).
 //   - restored (durable beans, after a resume or a rollback): on its first
 //     use, by its constructor, then decoding its saved JSON into it (a
@@ -39,7 +39,7 @@ import (
 //     session's Close, a route ending the conversation), newest bean
 //     first. A durable bean with such a method that was not used since
 //     the resume is restored first, to be closed with its saved state,
-//     when its package's registration provides it (see [Provide]).
+//     when its package's registration provides it (see chatimpl.Provide).
 //
 // Invocation beans are closed at the end of their invocation and never
 // detached. Errors of DetachBean are joined into the error of the detach,

@@ -5,13 +5,14 @@ import (
 	"testing"
 
 	"github.com/chatscopes/chatgen/runtime/chat"
+	"github.com/chatscopes/chatgen/runtime/chatimpl"
 )
 
 // BenchmarkLocalTurnDurable is BenchmarkLocalTurn on a router whose
 // conversations are durable, over an InMemoryConversationStore: the
 // turn's extra cost is its save (state snapshot, version check, lease).
 func BenchmarkLocalTurnDurable(b *testing.B) {
-	p := chat.NewPackage("example.com/bench")
+	p := chatimpl.NewPackage("example.com/bench")
 	p.AddRoute(typedEchoRoute())
 	r, err := chat.NewRouter(&chat.RouterOptions{Store: chat.NewInMemoryConversationStore(nil)}, p)
 	if err != nil {

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/chatscopes/chatgen/runtime/chatimpl"
 	"github.com/chatscopes/chatgen/runtime/chatstore"
 )
 
@@ -12,14 +13,14 @@ import (
 // in the process would be gone after a restart or a move to another node,
 // while the conversation, resumed, goes on as if the model remembered it.
 // This file makes that mistake loud: a router refuses to start when a
-// package's store check fails (Package.AddStoreCheck), and a memory that
-// says it is not kept in the store cannot be attached to a scope of a
-// durable conversation.
+// package's store check fails (chatimpl.Package.AddStoreCheck), and a
+// memory that says it is not kept in the store cannot be attached to a
+// scope of a durable conversation.
 
 // ErrMemoryNotDurable reports a chat memory of a durable conversation that
 // is not kept in the router's [chatstore.ConversationStore]: after a restart the
 // model would have forgotten the conversation. Configure the memory with
-// the store's memory side (memory.NewManager(memory.Config{Store:
+// the store's memory side (memory.NewManager(&memory.ManagerOptions{Store:
 // store.Memories(), …}) as the Memory of the AI service's ai.Config).
 var ErrMemoryNotDurable = errors.New("chat: the chat memory of a durable conversation is not kept in its conversation store")
 
@@ -33,20 +34,12 @@ type DurableMemory interface {
 	KeptInStore() bool
 }
 
-// AddStoreCheck registers a check that [NewRouter] runs when its
-// [RouterOptions.Store] is set, with that store: an error fails NewRouter.
-// An AI service's (ai.Service.CheckStore) refuses a chat memory kept
-// outside the store.
-func (p *Package) AddStoreCheck(check func(chatstore.ConversationStore) error) {
-	p.storeChecks = append(p.storeChecks, check)
-}
-
 // checkStore runs the store checks of p.
-func (p *Package) checkStore(store chatstore.ConversationStore) error {
+func checkStore(p *chatimpl.Package, store chatstore.ConversationStore) error {
 	var errs []error
-	for _, check := range p.storeChecks {
+	for _, check := range p.StoreChecks() {
 		if err := check(store); err != nil {
-			errs = append(errs, fmt.Errorf("chat: %s: %w", p.path, err))
+			errs = append(errs, fmt.Errorf("chat: %s: %w", p.Path(), err))
 		}
 	}
 	return errors.Join(errs...)
@@ -60,7 +53,7 @@ func (st *scopeStack) notDurable(key string, mem ScopedMemory) error {
 		return nil
 	}
 	if dm, ok := mem.(DurableMemory); ok && !dm.KeptInStore() {
-		return fmt.Errorf("memory %q: %w: give the AI service's ai.Config a Memory over the store's memory side (memory.NewManager(memory.Config{Store: store.Memories(), …}))", key, ErrMemoryNotDurable)
+		return fmt.Errorf("memory %q: %w: give the AI service's ai.Config a Memory over the store's memory side (memory.NewManager(&memory.ManagerOptions{Store: store.Memories(), …}))", key, ErrMemoryNotDurable)
 	}
 	return nil
 }

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/chatscopes/chatgen/runtime/chat"
+	"github.com/chatscopes/chatgen/runtime/chatimpl"
 	"github.com/chatscopes/chatgen/runtime/chatstore"
 )
 
@@ -55,7 +56,7 @@ type durableApp struct {
 	draft    *chat.Bean[*draft]
 	scratch  *chat.Bean[*scratch]
 	journal  *journal
-	pkg      *chat.Package
+	pkg      *chatimpl.Package
 	failSave *failingStore
 	blocked  chan struct{} // "block" closes it…
 	unblock  chan struct{} // …and waits for this
@@ -69,7 +70,7 @@ func newDurableApp(store *chat.InMemoryConversationStore) *durableApp {
 	a.scratch = chat.NewBean("example.com/app.scratch", chat.KindChat, func(ctx context.Context) (*scratch, error) {
 		return &scratch{}, nil
 	})
-	a.pkg = chat.NewPackage("example.com/app")
+	a.pkg = chatimpl.NewPackage("example.com/app")
 	a.pkg.AddRoute(asDefault(textRoute("menu", func(ctx context.Context, msg string) (string, error) {
 		switch {
 		case msg == "build":
@@ -91,11 +92,11 @@ func newDurableApp(store *chat.InMemoryConversationStore) *durableApp {
 		return "menu:" + msg + where(ctx), nil
 	})))
 	a.pkg.AddRoute(textRoute("builder", func(ctx context.Context, msg string) (string, error) {
-		d, err := chat.Lookup(ctx, a.draft)
+		d, err := a.draft.Lookup(ctx)
 		if err != nil {
 			return "", err
 		}
-		sc, err := chat.Lookup(ctx, a.scratch)
+		sc, err := a.scratch.Lookup(ctx)
 		if err != nil {
 			return "", err
 		}
@@ -696,12 +697,12 @@ func TestDurablePerChatBean(t *testing.T) {
 	if !tally.Durable() || chat.NewDurableBean("x", chat.KindInvocation, func(context.Context) (*scratch, error) { return nil, nil }).Durable() {
 		t.Fatal("Durable: per-chat beans may be durable, invocation beans may not")
 	}
-	p := chat.NewPackage("example.com/app")
+	p := chatimpl.NewPackage("example.com/app")
 	p.AddRoute(asDefault(textRoute("count", func(ctx context.Context, msg string) (string, error) {
 		if msg == "push" {
 			return "pushed", chat.Push(ctx)
 		}
-		t, err := chat.Lookup(ctx, tally)
+		t, err := tally.Lookup(ctx)
 		if err != nil {
 			return "", err
 		}

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/chatscopes/chatgen/runtime/chat"
+	"github.com/chatscopes/chatgen/runtime/chatimpl"
 )
 
 // fakeTerminator claims a terminator type, as a hand-written ChatEventType
@@ -18,7 +19,7 @@ func (fakeTerminator) ChatEventType() string { return chat.EventCompleted }
 // request, so the client never sees two terminators.
 func TestRoutesCannotSendTerminators(t *testing.T) {
 	var errs []error
-	e := newEnv(t, []chat.RouteSpec{asDefault(textRoute("r", func(ctx context.Context, msg string) (string, error) {
+	e := newEnv(t, []chatimpl.RouteSpec{asDefault(textRoute("r", func(ctx context.Context, msg string) (string, error) {
 		errs = append(errs,
 			chat.Response(ctx).Event(chat.EventCompleted, "fake-scope"),
 			chat.Response(ctx).Event(chat.EventFailed, "ServerError"),

@@ -6,6 +6,7 @@ import (
 	"log"
 
 	"github.com/chatscopes/chatgen/runtime/chat"
+	"github.com/chatscopes/chatgen/runtime/chatimpl"
 )
 
 // Cart is a chat-scoped bean: what chatgen declares for
@@ -33,14 +34,14 @@ func ExampleBegin() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	cart, _ := chat.Lookup(ctx, cartBean) // generated accessors call Lookup
+	cart, _ := cartBean.Lookup(ctx) // generated accessors call Lookup
 	cart.Items = append(cart.Items, "sword")
 
 	if err := chat.Push(ctx); err != nil { // a nested scope
 		log.Fatal(err)
 	}
 	depth, _ := chat.Depth(ctx)
-	same, _ := chat.Lookup(ctx, cartBean)
+	same, _ := cartBean.Lookup(ctx)
 	fmt.Println("depth", depth, "same cart:", same == cart)
 	_ = chat.Pop(ctx) // back to the top scope; the cart lives there
 
@@ -65,9 +66,9 @@ type Greeter struct{ Greeting string }
 func ExampleWithPackages() {
 	greeterBean := chat.NewBean[*Greeter]("example.com/shop.Greeter", chat.KindChat, nil)
 
-	p := chat.NewPackage("example.com/shop")
+	p := chatimpl.NewPackage("example.com/shop")
 	greeting := "Welcome back" // the application's dependency
-	chat.Provide(p, greeterBean, func(context.Context) (*Greeter, error) {
+	chatimpl.Provide(p, greeterBean, func(context.Context) (*Greeter, error) {
 		return &Greeter{Greeting: greeting}, nil
 	})
 
@@ -76,7 +77,7 @@ func ExampleWithPackages() {
 		log.Fatal(err)
 	}
 	defer chat.End(ctx)
-	g, err := chat.Lookup(ctx, greeterBean)
+	g, err := greeterBean.Lookup(ctx)
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -92,11 +93,12 @@ func ExampleWithPackages() {
 //	//chat:route echo default
 //	func Echo(ctx context.Context, userMessage string) string
 func ExampleNewRouter() {
-	p := chat.NewPackage("example.com/echo")
-	p.AddRoute(chat.RouteSpec{
+	p := chatimpl.NewPackage("example.com/echo")
+	p.AddRoute(chatimpl.RouteSpec{
 		Name:    "echo",
 		Default: true,
-		Handle: func(ctx context.Context, req *chat.RouteRequest) error {
+		Handle: func(ctx context.Context) error {
+			req := chat.Request(ctx)
 			if err := chat.Response(ctx).Thinking("echoing"); err != nil {
 				return err
 			}

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/chatscopes/chatgen/runtime/chat"
+	"github.com/chatscopes/chatgen/runtime/chatimpl"
 )
 
 // evlog records the events a session's handlers receive.
@@ -135,15 +136,15 @@ type env struct {
 
 // newEnv builds a router of one package holding routes and catches, as
 // generated code registers them.
-func newEnv(t *testing.T, routes []chat.RouteSpec, catches []chat.CatchSpec) *env {
+func newEnv(t *testing.T, routes []chatimpl.RouteSpec, catches []chatimpl.CatchSpec) *env {
 	t.Helper()
 	return newObservedEnv(t, nil, routes, catches)
 }
 
 // newObservedEnv is newEnv with obs observing the router's scopes.
-func newObservedEnv(t *testing.T, obs chat.Observer, routes []chat.RouteSpec, catches []chat.CatchSpec) *env {
+func newObservedEnv(t *testing.T, obs chat.Observer, routes []chatimpl.RouteSpec, catches []chatimpl.CatchSpec) *env {
 	t.Helper()
-	p := chat.NewPackage("example.com/app")
+	p := chatimpl.NewPackage("example.com/app")
 	for _, r := range routes {
 		p.AddRoute(r)
 	}
@@ -173,10 +174,11 @@ func (e *env) connect(ctx context.Context, route string) (chat.Session, *evlog) 
 
 // textRoute registers fn as generated code registers a route method
 // func(ctx, userMessage string) (string, error).
-func textRoute(name string, fn func(ctx context.Context, msg string) (string, error)) chat.RouteSpec {
-	return chat.RouteSpec{
+func textRoute(name string, fn func(ctx context.Context, msg string) (string, error)) chatimpl.RouteSpec {
+	return chatimpl.RouteSpec{
 		Name: name,
-		Handle: func(ctx context.Context, req *chat.RouteRequest) error {
+		Handle: func(ctx context.Context) error {
+			req := chat.Request(ctx)
 			res, err := fn(ctx, req.UserMessage())
 			if err != nil {
 				return err
@@ -186,7 +188,7 @@ func textRoute(name string, fn func(ctx context.Context, msg string) (string, er
 	}
 }
 
-func asDefault(r chat.RouteSpec) chat.RouteSpec {
+func asDefault(r chatimpl.RouteSpec) chatimpl.RouteSpec {
 	r.Default = true
 	return r
 }
@@ -206,8 +208,8 @@ func where(ctx context.Context) string {
 
 // catchFor registers fn as generated code registers a //chat:catch func
 // taking an error of type E.
-func catchFor[E error](route, typ string, iface bool, fn func(ctx context.Context, e E) error) chat.CatchSpec {
-	return chat.CatchSpec{
+func catchFor[E error](route, typ string, iface bool, fn func(ctx context.Context, e E) error) chatimpl.CatchSpec {
+	return chatimpl.CatchSpec{
 		Route:     route,
 		Type:      typ,
 		Interface: iface,

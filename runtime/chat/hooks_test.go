@@ -8,12 +8,13 @@ import (
 	"testing"
 
 	"github.com/chatscopes/chatgen/runtime/chat"
+	"github.com/chatscopes/chatgen/runtime/chatimpl"
 )
 
 // hookedEnv is newEnv with route hooks.
-func hookedEnv(t *testing.T, hooks []chat.RouteHook, routes []chat.RouteSpec, catches []chat.CatchSpec) *env {
+func hookedEnv(t *testing.T, hooks []chat.RouteHook, routes []chatimpl.RouteSpec, catches []chatimpl.CatchSpec) *env {
 	t.Helper()
-	p := chat.NewPackage("example.com/app")
+	p := chatimpl.NewPackage("example.com/app")
 	for _, r := range routes {
 		p.AddRoute(r)
 	}
@@ -65,7 +66,7 @@ func TestRouteHooksOrderAndOutcome(t *testing.T) {
 	}
 	var errHandled = errors.New("handled")
 	e := hookedEnv(t, []chat.RouteHook{tracer("outer", j), tracer("inner", j), tag},
-		[]chat.RouteSpec{
+		[]chatimpl.RouteSpec{
 			asDefault(textRoute("echo", func(ctx context.Context, msg string) (string, error) {
 				switch msg {
 				case "fail":
@@ -81,7 +82,7 @@ func TestRouteHooksOrderAndOutcome(t *testing.T) {
 				return "echo " + msg, nil
 			})),
 		},
-		[]chat.CatchSpec{catchFor("", "error", true, func(ctx context.Context, err error) error {
+		[]chatimpl.CatchSpec{catchFor("", "error", true, func(ctx context.Context, err error) error {
 			if errors.Is(err, errHandled) {
 				return chat.Response(ctx).Message("sorry")
 			}
@@ -117,7 +118,7 @@ func TestRouteHooksOrderAndOutcome(t *testing.T) {
 		return func(ctx context.Context, route string, req *chat.RouteRequest) error {
 			return next(ctx, "nowhere", req)
 		}
-	}}, []chat.RouteSpec{asDefault(textRoute("echo", func(ctx context.Context, msg string) (string, error) {
+	}}, []chatimpl.RouteSpec{asDefault(textRoute("echo", func(ctx context.Context, msg string) (string, error) {
 		return msg, nil
 	}))}, nil)
 	s2, _ := e2.connect(context.Background(), "")
@@ -143,7 +144,7 @@ func TestRouteHookRefusesAndRewrites(t *testing.T) {
 		}
 	}
 	ran := 0
-	e := hookedEnv(t, []chat.RouteHook{hook}, []chat.RouteSpec{
+	e := hookedEnv(t, []chat.RouteHook{hook}, []chatimpl.RouteSpec{
 		textRoute("echo", func(ctx context.Context, msg string) (string, error) {
 			ran++
 			return "echo " + msg + " " + chat.Request(ctx).UserMessage(), nil
@@ -180,7 +181,7 @@ func TestRouteHookPanics(t *testing.T) {
 			return err
 		}
 	}
-	e := hookedEnv(t, []chat.RouteHook{hook}, []chat.RouteSpec{
+	e := hookedEnv(t, []chat.RouteHook{hook}, []chatimpl.RouteSpec{
 		textRoute("count", func(ctx context.Context, msg string) (string, error) {
 			if msg == "push" {
 				return "pushed", chat.Push(ctx)

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/chatscopes/chatgen/runtime/chat"
+	"github.com/chatscopes/chatgen/runtime/chatimpl"
 )
 
 // A caller whose context ends while its request runs gets an error
@@ -15,7 +16,7 @@ import (
 // no error: the caller gave up, nothing failed. The session keeps working.
 func TestLocalClientReturnsTheCallersContextError(t *testing.T) {
 	started := make(chan struct{}, 1)
-	e := newEnv(t, []chat.RouteSpec{asDefault(textRoute("slow", func(ctx context.Context, msg string) (string, error) {
+	e := newEnv(t, []chatimpl.RouteSpec{asDefault(textRoute("slow", func(ctx context.Context, msg string) (string, error) {
 		if msg == "quick" {
 			return "done", nil
 		}

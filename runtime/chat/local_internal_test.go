@@ -3,13 +3,15 @@ package chat
 import (
 	"context"
 	"testing"
+
+	"github.com/chatscopes/chatgen/runtime/chatimpl"
 )
 
 // A closed session leaves its client: a long-lived client does not
 // accumulate the sessions it served.
 func TestClosedSessionsLeaveTheClient(t *testing.T) {
-	p := NewPackage("example.com/internal")
-	p.AddRoute(RouteSpec{Name: "r", Handle: func(ctx context.Context, req *RouteRequest) error { return nil }})
+	p := chatimpl.NewPackage("example.com/internal")
+	p.AddRoute(chatimpl.RouteSpec{Name: "r", Handle: func(context.Context) error { return nil }})
 	r, err := NewRouter(nil, p)
 	if err != nil {
 		t.Fatal(err)

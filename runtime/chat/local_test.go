@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/chatscopes/chatgen/runtime/chat"
+	"github.com/chatscopes/chatgen/runtime/chatimpl"
 )
 
 // gated is a route recording the messages it runs, in order, and noticing
@@ -32,7 +33,7 @@ func newGated() *gated {
 	return &gated{entered: make(chan string, 100), release: make(chan struct{})}
 }
 
-func (g *gated) route(name string) chat.RouteSpec {
+func (g *gated) route(name string) chatimpl.RouteSpec {
 	return textRoute(name, func(ctx context.Context, msg string) (string, error) {
 		if g.inside.Add(1) != 1 {
 			g.overlap.Store(true)
@@ -71,7 +72,7 @@ func (l *evlog) has(s string) bool {
 
 func TestSessionRequestsAreSerialised(t *testing.T) {
 	g := newGated()
-	e := newEnv(t, []chat.RouteSpec{g.route("r")}, nil)
+	e := newEnv(t, []chatimpl.RouteSpec{g.route("r")}, nil)
 	s, l := e.connect(bg, "")
 	const workers, each = 8, 25
 	var wg sync.WaitGroup
@@ -112,7 +113,7 @@ func TestSessionRequestsAreSerialised(t *testing.T) {
 
 func TestChatAsyncRunsInArrivalOrder(t *testing.T) {
 	g := newGated()
-	e := newEnv(t, []chat.RouteSpec{g.route("r")}, nil)
+	e := newEnv(t, []chatimpl.RouteSpec{g.route("r")}, nil)
 	s, l := e.connect(bg, "")
 	first := s.ChatAsync(bg, "block-0")
 	recv(t, g.entered, "the blocking request") // the rest queue behind it
@@ -162,7 +163,7 @@ func TestSessionsRunInParallel(t *testing.T) {
 	const n = 8
 	var arrived atomic.Int32
 	all := make(chan struct{})
-	e := newEnv(t, []chat.RouteSpec{
+	e := newEnv(t, []chatimpl.RouteSpec{
 		textRoute("barrier", func(ctx context.Context, msg string) (string, error) {
 			if arrived.Add(1) == n {
 				close(all)
@@ -194,7 +195,7 @@ func TestSessionsRunInParallel(t *testing.T) {
 
 func TestCallWaitWithACancelledContext(t *testing.T) {
 	g := newGated()
-	e := newEnv(t, []chat.RouteSpec{g.route("r")}, nil)
+	e := newEnv(t, []chatimpl.RouteSpec{g.route("r")}, nil)
 	s, l := e.connect(bg, "")
 	first := s.ChatAsync(bg, "block")
 	recv(t, g.entered, "the blocking request")
@@ -218,7 +219,7 @@ func TestCallWaitWithACancelledContext(t *testing.T) {
 
 func TestCancelledRequestsDoNotRun(t *testing.T) {
 	g := newGated()
-	e := newEnv(t, []chat.RouteSpec{g.route("r")}, nil)
+	e := newEnv(t, []chatimpl.RouteSpec{g.route("r")}, nil)
 	s, l := e.connect(bg, "")
 	cancelled, cancel := context.WithCancel(bg)
 	cancel()
@@ -256,11 +257,11 @@ func TestSessionCloseFailsQueuedCalls(t *testing.T) {
 	j := &journal{}
 	bean := closerBean(j, chat.KindChat)
 	gr := g.route("r")
-	e := newEnv(t, []chat.RouteSpec{{Name: "r", Handle: func(ctx context.Context, req *chat.RouteRequest) error {
-		if _, err := chat.Lookup(ctx, bean); err != nil {
+	e := newEnv(t, []chatimpl.RouteSpec{{Name: "r", Handle: func(ctx context.Context) error {
+		if _, err := bean.Lookup(ctx); err != nil {
 			return err
 		}
-		return gr.Handle(ctx, req)
+		return gr.Handle(ctx)
 	}}}, nil)
 	s, l := e.connect(bg, "")
 	first := s.ChatAsync(bg, "block")
@@ -310,7 +311,7 @@ func TestSessionCloseFailsQueuedCalls(t *testing.T) {
 }
 
 func TestSendAsyncWithUnencodableData(t *testing.T) {
-	e := newEnv(t, []chat.RouteSpec{textRoute("r", func(ctx context.Context, msg string) (string, error) { return msg, nil })}, nil)
+	e := newEnv(t, []chatimpl.RouteSpec{textRoute("r", func(ctx context.Context, msg string) (string, error) { return msg, nil })}, nil)
 	s, l := e.connect(bg, "")
 	c := s.SendAsync(bg, map[string]any{"f": func() {}})
 	if err := wait(t, c); err == nil || !strings.Contains(err.Error(), "encoding request data") {
@@ -325,14 +326,14 @@ func TestSendAsyncWithUnencodableData(t *testing.T) {
 func TestClientCloseEndsEverySession(t *testing.T) {
 	j := &journal{}
 	bean := closerBean(j, chat.KindPerChat)
-	e := newEnv(t, []chat.RouteSpec{
+	e := newEnv(t, []chatimpl.RouteSpec{
 		textRoute("r", func(ctx context.Context, msg string) (string, error) {
 			if msg == "push" {
 				if err := chat.Push(ctx); err != nil {
 					return "", err
 				}
 			}
-			_, err := chat.Lookup(ctx, bean)
+			_, err := bean.Lookup(ctx)
 			return "", err
 		}),
 	}, nil)
@@ -378,9 +379,9 @@ func TestNoLeaksAfterClientClose(t *testing.T) {
 		return &countedBean{closed: &closed}, nil
 	})
 	release := make(chan struct{})
-	e := newEnv(t, []chat.RouteSpec{
+	e := newEnv(t, []chatimpl.RouteSpec{
 		textRoute("r", func(ctx context.Context, msg string) (string, error) {
-			if _, err := chat.Lookup(ctx, bean); err != nil {
+			if _, err := bean.Lookup(ctx); err != nil {
 				return "", err
 			}
 			switch msg {
@@ -388,7 +389,7 @@ func TestNoLeaksAfterClientClose(t *testing.T) {
 				if err := chat.Push(ctx); err != nil {
 					return "", err
 				}
-				_, err := chat.Lookup(ctx, bean)
+				_, err := bean.Lookup(ctx)
 				return "pushed", err
 			case "pop":
 				return "popped", chat.Pop(ctx)
@@ -457,7 +458,7 @@ func (b *countedBean) Close() { b.closed.Add(1) }
 // was connected with (Quarkus's JS client shares them, breaking the first
 // session).
 func TestBuilderGivesEachSessionItsOwnHandlers(t *testing.T) {
-	e := newEnv(t, []chat.RouteSpec{
+	e := newEnv(t, []chatimpl.RouteSpec{
 		textRoute("r", func(ctx context.Context, msg string) (string, error) {
 			_ = chat.Response(ctx).Thinking("thinking " + msg)
 			return "re " + msg, nil
@@ -500,7 +501,7 @@ func TestBuilderGivesEachSessionItsOwnHandlers(t *testing.T) {
 // On or OnDefault handler as an Event whose Data is the string the route
 // sent; the handler registered last for a type wins.
 func TestHandlersOfTextEvents(t *testing.T) {
-	e := newEnv(t, []chat.RouteSpec{{Name: "r", Handle: func(ctx context.Context, req *chat.RouteRequest) error {
+	e := newEnv(t, []chatimpl.RouteSpec{{Name: "r", Handle: func(ctx context.Context) error {
 		res := chat.Response(ctx)
 		for _, err := range []error{
 			res.Message("m"), res.Thinking("t"), res.Console("c"), res.Error("e"),

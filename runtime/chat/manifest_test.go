@@ -7,33 +7,34 @@ import (
 	"testing"
 
 	"github.com/chatscopes/chatgen/runtime/chat"
+	"github.com/chatscopes/chatgen/runtime/chatimpl"
 )
 
-func noop(context.Context, *chat.RouteRequest) error { return nil }
+func noop(context.Context) error { return nil }
 
 // TestRouterManifest merges the manifests of three packages: the same
 // type twice, two different types of one name (the later one, and what
 // refers to it, renamed), a package registered without a manifest
 // (Untyped routes), the default route marked.
 func TestRouterManifest(t *testing.T) {
-	shop := chat.NewPackage("example.com/shop")
-	shop.AddRoute(chat.RouteSpec{Name: "buy", Default: true, Handle: noop})
-	shop.Describe(&chat.Manifest{
-		Routes: []chat.RouteInfo{{Name: "buy", Params: []chat.ParamInfo{{Name: "item", Schema: `{"$ref":"#/$defs/Item"}`}},
-			Events: []chat.EventInfo{{Type: "Message", Schema: `{"type":"string"}`}}}},
-		Events: []chat.EventInfo{{Type: "money", Schema: `{"$ref":"#/$defs/Money"}`}},
-		Types: []chat.TypeInfo{
+	shop := chatimpl.NewPackage("example.com/shop")
+	shop.AddRoute(chatimpl.RouteSpec{Name: "buy", Default: true, Handle: noop})
+	shop.Describe(&chatimpl.Manifest{
+		Routes: []chatimpl.RouteInfo{{Name: "buy", Params: []chatimpl.ParamInfo{{Name: "item", Schema: `{"$ref":"#/$defs/Item"}`}},
+			Events: []chatimpl.EventInfo{{Type: "Message", Schema: `{"type":"string"}`}}}},
+		Events: []chatimpl.EventInfo{{Type: "money", Schema: `{"$ref":"#/$defs/Money"}`}},
+		Types: []chatimpl.TypeInfo{
 			{Name: "Item", Schema: `{"type":"object","properties":{"name":{"type":"string"},"price":{"$ref":"#/$defs/Money"}}}`},
 			{Name: "Money", Schema: `{"type":"integer"}`},
 		},
 	})
-	forge := chat.NewPackage("example.com/the-forge")
-	forge.AddRoute(chat.RouteSpec{Name: "forge", Handle: noop})
-	forge.Describe(&chat.Manifest{
-		Routes: []chat.RouteInfo{{Name: "forge", Streaming: true, Params: []chat.ParamInfo{{Name: "order", Schema: `{"$ref":"#/$defs/Order"}`}},
-			Events: []chat.EventInfo{{Type: "Stream", Schema: `{"type":"string"}`}}}},
-		Events: []chat.EventInfo{{Type: "money", Schema: `{"$ref":"#/$defs/Money"}`}},
-		Types: []chat.TypeInfo{
+	forge := chatimpl.NewPackage("example.com/the-forge")
+	forge.AddRoute(chatimpl.RouteSpec{Name: "forge", Handle: noop})
+	forge.Describe(&chatimpl.Manifest{
+		Routes: []chatimpl.RouteInfo{{Name: "forge", Streaming: true, Params: []chatimpl.ParamInfo{{Name: "order", Schema: `{"$ref":"#/$defs/Order"}`}},
+			Events: []chatimpl.EventInfo{{Type: "Stream", Schema: `{"type":"string"}`}}}},
+		Events: []chatimpl.EventInfo{{Type: "money", Schema: `{"$ref":"#/$defs/Money"}`}},
+		Types: []chatimpl.TypeInfo{
 			// Order refers to Item, which differs from the shop's: both
 			// are renamed in this package's schemas.
 			{Name: "Item", Schema: `{"type":"string"}`},
@@ -41,23 +42,23 @@ func TestRouterManifest(t *testing.T) {
 			{Name: "Order", Schema: `{"type":"array","items":{"$ref":"#/$defs/Item"}}`},
 		},
 	})
-	plain := chat.NewPackage("example.com/plain")
-	plain.AddRoute(chat.RouteSpec{Name: "hand", Handle: noop})
+	plain := chatimpl.NewPackage("example.com/plain")
+	plain.AddRoute(chatimpl.RouteSpec{Name: "hand", Handle: noop})
 
 	r, err := chat.NewRouter(nil, shop, forge, plain)
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := &chat.Manifest{
-		Routes: []chat.RouteInfo{
-			{Name: "buy", Default: true, Params: []chat.ParamInfo{{Name: "item", Schema: `{"$ref":"#/$defs/Item"}`}},
-				Events: []chat.EventInfo{{Type: "Message", Schema: `{"type":"string"}`}}},
-			{Name: "forge", Streaming: true, Params: []chat.ParamInfo{{Name: "order", Schema: `{"$ref":"#/$defs/Order"}`}},
-				Events: []chat.EventInfo{{Type: "Stream", Schema: `{"type":"string"}`}}},
+	want := &chatimpl.Manifest{
+		Routes: []chatimpl.RouteInfo{
+			{Name: "buy", Default: true, Params: []chatimpl.ParamInfo{{Name: "item", Schema: `{"$ref":"#/$defs/Item"}`}},
+				Events: []chatimpl.EventInfo{{Type: "Message", Schema: `{"type":"string"}`}}},
+			{Name: "forge", Streaming: true, Params: []chatimpl.ParamInfo{{Name: "order", Schema: `{"$ref":"#/$defs/Order"}`}},
+				Events: []chatimpl.EventInfo{{Type: "Stream", Schema: `{"type":"string"}`}}},
 			{Name: "hand", Untyped: true},
 		},
-		Events: []chat.EventInfo{{Type: "money", Schema: `{"$ref":"#/$defs/Money"}`}},
-		Types: []chat.TypeInfo{
+		Events: []chatimpl.EventInfo{{Type: "money", Schema: `{"$ref":"#/$defs/Money"}`}},
+		Types: []chatimpl.TypeInfo{
 			{Name: "Item", Schema: `{"type":"object","properties":{"name":{"type":"string"},"price":{"$ref":"#/$defs/Money"}}}`},
 			{Name: "Money", Schema: `{"type":"integer"}`},
 			{Name: "Order", Schema: `{"items":{"$ref":"#/$defs/TheforgeItem"},"type":"array"}`},
@@ -80,8 +81,8 @@ func TestRouterManifest(t *testing.T) {
 // TestRouterManifestLoneRoute: a lone route is the default, as the
 // router treats it.
 func TestRouterManifestLoneRoute(t *testing.T) {
-	p := chat.NewPackage("example.com/one")
-	p.AddRoute(chat.RouteSpec{Name: "only", Handle: noop})
+	p := chatimpl.NewPackage("example.com/one")
+	p.AddRoute(chatimpl.RouteSpec{Name: "only", Handle: noop})
 	r, err := chat.NewRouter(nil, p)
 	if err != nil {
 		t.Fatal(err)
@@ -93,14 +94,14 @@ func TestRouterManifestLoneRoute(t *testing.T) {
 }
 
 func TestJSONSchemaMarshal(t *testing.T) {
-	b, err := json.Marshal(chat.ParamInfo{Name: "x", Schema: `{"type":"string"}`})
-	if err != nil || string(b) != `{"Name":"x","Schema":{"type":"string"}}` {
+	b, err := json.Marshal(chatimpl.ParamInfo{Name: "x", Schema: `{"type":"string"}`})
+	if err != nil || string(b) != `{"name":"x","schema":{"type":"string"}}` {
 		t.Errorf("%s %v", b, err)
 	}
-	if b, err := json.Marshal(chat.JSONSchema("")); err != nil || string(b) != "{}" {
+	if b, err := json.Marshal(chatimpl.JSONSchema("")); err != nil || string(b) != "{}" {
 		t.Errorf("empty schema: %s %v", b, err)
 	}
-	if _, err := json.Marshal(chat.JSONSchema("{not json")); err == nil {
+	if _, err := json.Marshal(chatimpl.JSONSchema("{not json")); err == nil {
 		t.Error("a schema that is not JSON was marshalled")
 	}
 }

@@ -6,20 +6,21 @@ import (
 	"testing"
 
 	"github.com/chatscopes/chatgen/runtime/chat"
+	"github.com/chatscopes/chatgen/runtime/chatimpl"
 )
 
 // A route whose error matches ErrPaused completes its request: the client
 // gets the events it sent and no failure, and no error handler sees it.
 func TestPausedRouteCompletes(t *testing.T) {
 	caught := 0
-	p := chat.NewPackage("example.com/paused")
-	p.AddRoute(chat.RouteSpec{Name: "ask", Default: true, Handle: func(ctx context.Context, req *chat.RouteRequest) error {
+	p := chatimpl.NewPackage("example.com/paused")
+	p.AddRoute(chatimpl.RouteSpec{Name: "ask", Default: true, Handle: func(ctx context.Context) error {
 		if err := chat.Response(ctx).Event(chat.EventConfirm, map[string]string{"id": "c1"}); err != nil {
 			return err
 		}
 		return fmt.Errorf("waiting: %w", chat.ErrPaused)
 	}})
-	p.AddCatch(chat.CatchSpec{Type: "error", Interface: true, Handle: func(ctx context.Context, err error) (bool, error) {
+	p.AddCatch(chatimpl.CatchSpec{Type: "error", Interface: true, Handle: func(ctx context.Context, err error) (bool, error) {
 		caught++
 		return true, nil
 	}})

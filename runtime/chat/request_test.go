@@ -11,16 +11,18 @@ import (
 	"testing"
 
 	"github.com/chatscopes/chatgen/runtime/chat"
+	"github.com/chatscopes/chatgen/runtime/chatimpl"
 )
 
 // countRoute is what chatgen generates for
 //
 //	//chat:route count
 //	func Count(userMessage string, count int, tags []string) string
-func countRoute() chat.RouteSpec {
-	return chat.RouteSpec{
+func countRoute() chatimpl.RouteSpec {
+	return chatimpl.RouteSpec{
 		Name: "count",
-		Handle: func(ctx context.Context, req *chat.RouteRequest) error {
+		Handle: func(ctx context.Context) error {
+			req := chat.Request(ctx)
 			var arg1 int
 			if err := req.Decode("count", &arg1); err != nil {
 				return err
@@ -36,7 +38,7 @@ func countRoute() chat.RouteSpec {
 }
 
 func TestTypedParameters(t *testing.T) {
-	e := newEnv(t, []chat.RouteSpec{countRoute()}, nil)
+	e := newEnv(t, []chatimpl.RouteSpec{countRoute()}, nil)
 	s, l := e.connect(bg, "")
 	wantNoErr(t, s.Send(bg, map[string]any{"userMessage": "hi", "count": 3, "tags": []string{"a", "b"}}))
 	wantNoErr(t, s.Send(bg, map[string]any{"count": 4, "tags": nil})) // missing and null keys: zero values
@@ -53,7 +55,7 @@ func TestTypedParameters(t *testing.T) {
 }
 
 func TestWrongTypedDataIsABadRequest(t *testing.T) {
-	e := newEnv(t, []chat.RouteSpec{countRoute()}, nil)
+	e := newEnv(t, []chatimpl.RouteSpec{countRoute()}, nil)
 	s, l := e.connect(bg, "")
 	id := s.ScopeID()
 	err := s.Send(bg, map[string]any{"userMessage": "hi", "count": "x"})
@@ -82,7 +84,7 @@ func TestWrongTypedDataIsABadRequest(t *testing.T) {
 }
 
 func TestUserMessageMustBeAString(t *testing.T) {
-	e := newEnv(t, []chat.RouteSpec{countRoute()}, nil)
+	e := newEnv(t, []chatimpl.RouteSpec{countRoute()}, nil)
 	s, l := e.connect(bg, "")
 	for _, data := range []any{
 		map[string]any{"userMessage": map[string]int{"a": 5}},
@@ -240,7 +242,7 @@ func report(ctx context.Context, text string) error {
 
 func TestResponseChannelFromHelpersAndGoroutines(t *testing.T) {
 	const workers, each = 8, 25
-	e := newEnv(t, []chat.RouteSpec{
+	e := newEnv(t, []chatimpl.RouteSpec{
 		textRoute("r", func(ctx context.Context, msg string) (string, error) {
 			if err := report(ctx, "working on "+chat.Request(ctx).UserMessage()); err != nil {
 				return "", err
@@ -370,7 +372,7 @@ func TestEventsAfterTheRequestAreRefused(t *testing.T) {
 	kept := make(chan leftover, 1)
 	lateErr := make(chan error, 1)
 	release := make(chan struct{})
-	e := newEnv(t, []chat.RouteSpec{
+	e := newEnv(t, []chatimpl.RouteSpec{
 		textRoute("r", func(ctx context.Context, msg string) (string, error) {
 			switch msg {
 			case "keep":
@@ -437,7 +439,7 @@ func TestEventHelpers(t *testing.T) {
 func TestSendValueOfStringsAndOtherValues(t *testing.T) {
 	type mood string
 	var nilWeapon *weapon
-	e := newEnv(t, []chat.RouteSpec{{Name: "r", Handle: func(ctx context.Context, req *chat.RouteRequest) error {
+	e := newEnv(t, []chatimpl.RouteSpec{{Name: "r", Handle: func(ctx context.Context) error {
 		for _, err := range []error{
 			chat.SendValue(ctx, "text"),
 			chat.SendValue(ctx, mood("calm")),

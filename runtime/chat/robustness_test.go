@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/chatscopes/chatgen/runtime/chat"
+	"github.com/chatscopes/chatgen/runtime/chatimpl"
 )
 
 // ctxMemory records whether DeleteMemory got a live context.
@@ -78,8 +79,9 @@ func TestInvocationOfAnEndedContextStartsANewOne(t *testing.T) {
 }
 
 func TestHandlerMayCloseItsSessionAndClient(t *testing.T) {
-	p := chat.NewPackage("example.com/reentry")
-	p.AddRoute(chat.RouteSpec{Name: "echo", Handle: func(ctx context.Context, req *chat.RouteRequest) error {
+	p := chatimpl.NewPackage("example.com/reentry")
+	p.AddRoute(chatimpl.RouteSpec{Name: "echo", Handle: func(ctx context.Context) error {
+		req := chat.Request(ctx)
 		return chat.SendValue(ctx, req.UserMessage())
 	}})
 	r, err := chat.NewRouter(nil, p)

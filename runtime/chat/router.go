@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/chatscopes/chatgen/runtime/chatimpl"
 	"github.com/chatscopes/chatgen/runtime/chatstore"
 )
 
@@ -20,14 +21,14 @@ import (
 // Build it from the generated registrations of the packages that declare
 // routes. It is safe for concurrent use.
 type Router struct {
-	routes    map[string]*RouteSpec
+	routes    map[string]*chatimpl.RouteSpec
 	def       string
-	byRoute   map[string][]CatchSpec // route-specific handlers, concrete types first
-	global    []CatchSpec            // global handlers, concrete types first
+	byRoute   map[string][]chatimpl.CatchSpec // route-specific handlers, concrete types first
+	global    []chatimpl.CatchSpec            // global handlers, concrete types first
 	providers providerMap
 	logger    *slog.Logger
 	observer  Observer // nil for none
-	pkgs      []*Package
+	pkgs      []*chatimpl.Package
 
 	// hooked is RouterOptions.RouteHooks around serveRoute; nil without
 	// hooks.
@@ -101,11 +102,11 @@ func (opts *RouterOptions) cloneWithDefaults() *RouterOptions {
 // Register functions return them). opts may be nil. A route registered
 // twice or two default routes are an error. When there is exactly one
 // route, it is the default.
-func NewRouter(opts *RouterOptions, pkgs ...*Package) (*Router, error) {
+func NewRouter(opts *RouterOptions, pkgs ...*chatimpl.Package) (*Router, error) {
 	opts = opts.cloneWithDefaults()
 	r := &Router{
-		routes:   map[string]*RouteSpec{},
-		byRoute:  map[string][]CatchSpec{},
+		routes:   map[string]*chatimpl.RouteSpec{},
+		byRoute:  map[string][]chatimpl.CatchSpec{},
 		logger:   opts.Logger,
 		observer: opts.Observer,
 		store:    opts.Store,
@@ -120,7 +121,7 @@ func NewRouter(opts *RouterOptions, pkgs ...*Package) (*Router, error) {
 	for _, p := range pkgs {
 		errs = append(errs, r.add(p))
 		if p != nil && r.store != nil {
-			errs = append(errs, p.checkStore(r.store))
+			errs = append(errs, checkStore(p, r.store))
 		}
 	}
 	if err := errors.Join(errs...); err != nil {
@@ -136,7 +137,7 @@ func NewRouter(opts *RouterOptions, pkgs ...*Package) (*Router, error) {
 			r.def = name
 		}
 	}
-	concreteFirst := func(cs []CatchSpec) {
+	concreteFirst := func(cs []chatimpl.CatchSpec) {
 		sort.SliceStable(cs, func(i, j int) bool { return !cs[i].Interface && cs[j].Interface })
 	}
 	concreteFirst(r.global)
@@ -149,24 +150,30 @@ func NewRouter(opts *RouterOptions, pkgs ...*Package) (*Router, error) {
 }
 
 // add adds the routes and error handlers of p.
-func (r *Router) add(p *Package) error {
+func (r *Router) add(p *chatimpl.Package) error {
 	if p == nil {
 		return errors.New("chat: a nil *Package was passed to NewRouter")
 	}
 	var errs []error
-	for _, check := range p.checks {
+	for _, check := range p.Checks() {
 		if err := check(); err != nil {
-			errs = append(errs, fmt.Errorf("chat: %s: %w", p.path, err))
+			errs = append(errs, fmt.Errorf("chat: %s: %w", p.Path(), err))
 		}
 	}
-	for i := range p.routes {
-		spec := &p.routes[i]
+	for _, pr := range p.Providers() {
+		if _, ok := pr.Bean.(beanKey); !ok || pr.New == nil {
+			errs = append(errs, fmt.Errorf("chat: %s provides %T, which is not a *chat.Bean with a constructor", p.Path(), pr.Bean))
+		}
+	}
+	routes := p.Routes()
+	for i := range routes {
+		spec := &routes[i]
 		if spec.Name == "" || spec.Handle == nil {
-			errs = append(errs, fmt.Errorf("chat: a route of %s has no name or no Handle (name %q)", p.path, spec.Name))
+			errs = append(errs, fmt.Errorf("chat: a route of %s has no name or no Handle (name %q)", p.Path(), spec.Name))
 			continue
 		}
 		if _, dup := r.routes[spec.Name]; dup {
-			errs = append(errs, fmt.Errorf("chat: route %q is registered twice (again by %s)", spec.Name, p.path))
+			errs = append(errs, fmt.Errorf("chat: route %q is registered twice (again by %s)", spec.Name, p.Path()))
 			continue
 		}
 		r.routes[spec.Name] = spec
@@ -178,9 +185,9 @@ func (r *Router) add(p *Package) error {
 			r.def = spec.Name
 		}
 	}
-	for _, c := range p.catches {
+	for _, c := range p.Catches() {
 		if c.Handle == nil {
-			errs = append(errs, fmt.Errorf("chat: an error handler (%s) of %s has no Handle", c.Type, p.path))
+			errs = append(errs, fmt.Errorf("chat: an error handler (%s) of %s has no Handle", c.Type, p.Path()))
 			continue
 		}
 		if c.Route == "" {
@@ -270,7 +277,7 @@ func (r *Router) run(ctx context.Context, rs *requestState, name string) error {
 // check returns spec, the route called name (nil when there is none), if
 // the principal in ctx may use it; otherwise a RouteNotFound or Forbidden
 // failure.
-func (r *Router) check(ctx context.Context, name string, spec *RouteSpec) (*RouteSpec, error) {
+func (r *Router) check(ctx context.Context, name string, spec *chatimpl.RouteSpec) (*chatimpl.RouteSpec, error) {
 	if spec == nil || name == "" {
 		return nil, r.routeNotFound(name)
 	}
@@ -286,13 +293,13 @@ func (r *Router) routeNotFound(name string) error {
 	return fail(ErrRouteNotFound, &UnknownRouteError{Route: name, Suggestion: closestName(name, r.Routes())})
 }
 
-func forbidden(spec *RouteSpec) error {
+func forbidden(spec *chatimpl.RouteSpec) error {
 	return fail(ErrForbidden, fmt.Errorf("route %q needs one of the roles %v", spec.Name, spec.Roles))
 }
 
 // call runs a route, recovering panics, and notes which route an error
 // came from.
-func (r *Router) call(ctx context.Context, rs *requestState, spec *RouteSpec) (err error) {
+func (r *Router) call(ctx context.Context, rs *requestState, spec *chatimpl.RouteSpec) (err error) {
 	if rs.depth >= maxExecuteDepth {
 		// A route executing itself, directly or not, would overflow the
 		// stack, which kills the process instead of failing the request.
@@ -310,7 +317,7 @@ func (r *Router) call(ctx context.Context, rs *requestState, spec *RouteSpec) (e
 			rs.noteFailure(spec.Name, err)
 		}
 	}()
-	return spec.Handle(ctx, &rs.req)
+	return spec.Handle(ctx)
 }
 
 // maxExecuteDepth bounds how deeply [Execute] calls may nest in a request.
@@ -355,7 +362,7 @@ func (rs *requestState) failedRoute(fallback string) string {
 // the error, the handler's error when it failed, or err.
 func (r *Router) handleError(ctx context.Context, rs *requestState, err error) error {
 	links := errorChain(err)
-	for _, group := range [][]CatchSpec{r.byRoute[rs.failedRoute("")], r.global} {
+	for _, group := range [][]chatimpl.CatchSpec{r.byRoute[rs.failedRoute("")], r.global} {
 		for _, link := range links {
 			for _, h := range group {
 				handled, herr := callCatch(ctx, h, link)
@@ -371,7 +378,7 @@ func (r *Router) handleError(ctx context.Context, rs *requestState, err error) e
 	return err
 }
 
-func callCatch(ctx context.Context, h CatchSpec, err error) (handled bool, herr error) {
+func callCatch(ctx context.Context, h chatimpl.CatchSpec, err error) (handled bool, herr error) {
 	defer func() {
 		if v := recover(); v != nil {
 			handled, herr = true, &PanicError{Value: v, Stack: debug.Stack()}

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/chatscopes/chatgen/runtime/chat"
+	"github.com/chatscopes/chatgen/runtime/chatimpl"
 )
 
 var bg = context.Background()
@@ -17,7 +18,7 @@ var bg = context.Background()
 // --- route switching ---
 
 func TestRouteSwitchingOverTurns(t *testing.T) {
-	e := newEnv(t, []chat.RouteSpec{
+	e := newEnv(t, []chatimpl.RouteSpec{
 		asDefault(textRoute("top", func(ctx context.Context, msg string) (string, error) {
 			if msg == "go" {
 				if err := chat.PushRoute(ctx, "sub"); err != nil {
@@ -85,7 +86,7 @@ func TestRouteSwitchingOverTurns(t *testing.T) {
 }
 
 func TestPushKeepsTheRoute(t *testing.T) {
-	e := newEnv(t, []chat.RouteSpec{
+	e := newEnv(t, []chatimpl.RouteSpec{
 		textRoute("r", func(ctx context.Context, msg string) (string, error) {
 			switch msg {
 			case "push":
@@ -117,7 +118,7 @@ func TestPushKeepsTheRoute(t *testing.T) {
 // --- Execute: the Main Menu pattern ---
 
 func TestExecuteMainMenu(t *testing.T) {
-	e := newEnv(t, []chat.RouteSpec{
+	e := newEnv(t, []chatimpl.RouteSpec{
 		asDefault(textRoute("menu", func(ctx context.Context, msg string) (string, error) {
 			if err := chat.Response(ctx).Thinking("menu sees " + msg); err != nil {
 				return "", err
@@ -132,7 +133,8 @@ func TestExecuteMainMenu(t *testing.T) {
 		})),
 		{
 			Name: "builder",
-			Handle: func(ctx context.Context, req *chat.RouteRequest) error {
+			Handle: func(ctx context.Context) error {
+				req := chat.Request(ctx)
 				var damage int
 				if err := req.Decode("damage", &damage); err != nil {
 					return err
@@ -162,7 +164,7 @@ func TestExecuteMainMenu(t *testing.T) {
 
 func TestExecuteUnknownRoute(t *testing.T) {
 	var after atomic.Int32
-	e := newEnv(t, []chat.RouteSpec{
+	e := newEnv(t, []chatimpl.RouteSpec{
 		asDefault(textRoute("menu", func(ctx context.Context, msg string) (string, error) {
 			var err error
 			switch msg {
@@ -233,11 +235,11 @@ func TestExecuteOutsideARequest(t *testing.T) {
 // --- default route and router construction ---
 
 func TestDefaultRoute(t *testing.T) {
-	named := func(name string) chat.RouteSpec {
+	named := func(name string) chatimpl.RouteSpec {
 		return textRoute(name, func(ctx context.Context, msg string) (string, error) { return name + ":" + msg, nil })
 	}
 	t.Run("explicit", func(t *testing.T) {
-		e := newEnv(t, []chat.RouteSpec{named("a"), asDefault(named("b")), named("c")}, nil)
+		e := newEnv(t, []chatimpl.RouteSpec{named("a"), asDefault(named("b")), named("c")}, nil)
 		if e.router.DefaultRoute() != "b" {
 			t.Fatalf("DefaultRoute %q", e.router.DefaultRoute())
 		}
@@ -252,7 +254,7 @@ func TestDefaultRoute(t *testing.T) {
 		wantEvents(t, l2.take(), "Message:c:hi")
 	})
 	t.Run("lone", func(t *testing.T) {
-		e := newEnv(t, []chat.RouteSpec{named("only")}, nil)
+		e := newEnv(t, []chatimpl.RouteSpec{named("only")}, nil)
 		if e.router.DefaultRoute() != "only" {
 			t.Fatalf("DefaultRoute %q", e.router.DefaultRoute())
 		}
@@ -261,7 +263,7 @@ func TestDefaultRoute(t *testing.T) {
 		wantEvents(t, l.take(), "Message:only:hi")
 	})
 	t.Run("none", func(t *testing.T) {
-		e := newEnv(t, []chat.RouteSpec{named("a"), named("b")}, nil)
+		e := newEnv(t, []chatimpl.RouteSpec{named("a"), named("b")}, nil)
 		if e.router.DefaultRoute() != "" {
 			t.Fatalf("DefaultRoute %q", e.router.DefaultRoute())
 		}
@@ -275,7 +277,7 @@ func TestDefaultRoute(t *testing.T) {
 		}
 	})
 	t.Run("unknown", func(t *testing.T) {
-		e := newEnv(t, []chat.RouteSpec{named("a")}, nil)
+		e := newEnv(t, []chatimpl.RouteSpec{named("a")}, nil)
 		_, err := e.client.Builder().Connect(bg, "zzz")
 		if !errors.Is(err, chat.ErrRouteNotFound) || errors.Is(err, chat.ErrServerError) {
 			t.Fatalf("connect to an unknown route: %v", err)
@@ -287,9 +289,9 @@ func TestDefaultRoute(t *testing.T) {
 }
 
 func TestNewRouterErrors(t *testing.T) {
-	ok := func(ctx context.Context, req *chat.RouteRequest) error { return nil }
-	pkg := func(path string, routes ...chat.RouteSpec) *chat.Package {
-		p := chat.NewPackage(path)
+	ok := func(context.Context) error { return nil }
+	pkg := func(path string, routes ...chatimpl.RouteSpec) *chatimpl.Package {
+		p := chatimpl.NewPackage(path)
 		for _, r := range routes {
 			p.AddRoute(r)
 		}
@@ -297,39 +299,49 @@ func TestNewRouterErrors(t *testing.T) {
 	}
 	cases := []struct {
 		name string
-		pkgs []*chat.Package
+		pkgs []*chatimpl.Package
 		want string
 	}{
-		{"two defaults", []*chat.Package{pkg("p",
-			chat.RouteSpec{Name: "a", Default: true, Handle: ok},
-			chat.RouteSpec{Name: "b", Default: true, Handle: ok})}, `routes "a" and "b" are both the default route`},
-		{"two defaults in two packages", []*chat.Package{
-			pkg("p", chat.RouteSpec{Name: "a", Default: true, Handle: ok}),
-			pkg("q", chat.RouteSpec{Name: "b", Default: true, Handle: ok})}, `both the default route`},
-		{"duplicate in one package", []*chat.Package{pkg("p",
-			chat.RouteSpec{Name: "a", Handle: ok},
-			chat.RouteSpec{Name: "a", Handle: ok})}, `route "a" is registered twice (again by p)`},
-		{"duplicate in two packages", []*chat.Package{
-			pkg("p", chat.RouteSpec{Name: "a", Handle: ok}),
-			pkg("q", chat.RouteSpec{Name: "a", Handle: ok})}, `route "a" is registered twice (again by q)`},
-		{"no name", []*chat.Package{pkg("p", chat.RouteSpec{Handle: ok})}, "no name or no Handle"},
-		{"no handle", []*chat.Package{pkg("p", chat.RouteSpec{Name: "a"})}, "no name or no Handle"},
-		{"nil package", []*chat.Package{nil}, "a nil *Package"},
+		{"two defaults", []*chatimpl.Package{pkg("p",
+			chatimpl.RouteSpec{Name: "a", Default: true, Handle: ok},
+			chatimpl.RouteSpec{Name: "b", Default: true, Handle: ok})}, `routes "a" and "b" are both the default route`},
+		{"two defaults in two packages", []*chatimpl.Package{
+			pkg("p", chatimpl.RouteSpec{Name: "a", Default: true, Handle: ok}),
+			pkg("q", chatimpl.RouteSpec{Name: "b", Default: true, Handle: ok})}, `both the default route`},
+		{"duplicate in one package", []*chatimpl.Package{pkg("p",
+			chatimpl.RouteSpec{Name: "a", Handle: ok},
+			chatimpl.RouteSpec{Name: "a", Handle: ok})}, `route "a" is registered twice (again by p)`},
+		{"duplicate in two packages", []*chatimpl.Package{
+			pkg("p", chatimpl.RouteSpec{Name: "a", Handle: ok}),
+			pkg("q", chatimpl.RouteSpec{Name: "a", Handle: ok})}, `route "a" is registered twice (again by q)`},
+		{"no name", []*chatimpl.Package{pkg("p", chatimpl.RouteSpec{Handle: ok})}, "no name or no Handle"},
+		{"no handle", []*chatimpl.Package{pkg("p", chatimpl.RouteSpec{Name: "a"})}, "no name or no Handle"},
+		{"nil package", []*chatimpl.Package{nil}, "a nil *Package"},
 	}
-	p := pkg("p", chat.RouteSpec{Name: "a", Handle: ok})
-	p.AddCatch(chat.CatchSpec{Route: "ghost", Type: "*E", Handle: func(context.Context, error) (bool, error) { return false, nil }})
+	p := pkg("p", chatimpl.RouteSpec{Name: "a", Handle: ok})
+	p.AddCatch(chatimpl.CatchSpec{Route: "ghost", Type: "*E", Handle: func(context.Context, error) (bool, error) { return false, nil }})
 	cases = append(cases, struct {
 		name string
-		pkgs []*chat.Package
+		pkgs []*chatimpl.Package
 		want string
-	}{"catch for an unknown route", []*chat.Package{p}, `names the unknown route "ghost"`})
-	p2 := pkg("p", chat.RouteSpec{Name: "a", Handle: ok})
-	p2.AddCatch(chat.CatchSpec{Type: "*E"})
+	}{"catch for an unknown route", []*chatimpl.Package{p}, `names the unknown route "ghost"`})
+	p2 := pkg("p", chatimpl.RouteSpec{Name: "a", Handle: ok})
+	p2.AddCatch(chatimpl.CatchSpec{Type: "*E"})
 	cases = append(cases, struct {
 		name string
-		pkgs []*chat.Package
+		pkgs []*chatimpl.Package
 		want string
-	}{"catch without Handle", []*chat.Package{p2}, "(*E) of p has no Handle"})
+	}{"catch without Handle", []*chatimpl.Package{p2}, "(*E) of p has no Handle"})
+
+	// A provider for a descriptor that is not a *chat.Bean would never be
+	// used: the router refuses it.
+	p3 := pkg("p", chatimpl.RouteSpec{Name: "a", Handle: ok})
+	chatimpl.Provide[int](p3, fakeBean{}, func(context.Context) (int, error) { return 1, nil })
+	cases = append(cases, struct {
+		name string
+		pkgs []*chatimpl.Package
+		want string
+	}{"provider of a foreign bean", []*chatimpl.Package{p3}, "provides chat_test.fakeBean, which is not a *chat.Bean"})
 
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -341,8 +353,8 @@ func TestNewRouterErrors(t *testing.T) {
 	}
 	// Two packages with distinct routes and one default are fine.
 	r, err := chat.NewRouter(nil,
-		pkg("p", chat.RouteSpec{Name: "a", Handle: ok}),
-		pkg("q", chat.RouteSpec{Name: "b", Default: true, Handle: ok}))
+		pkg("p", chatimpl.RouteSpec{Name: "a", Handle: ok}),
+		pkg("q", chatimpl.RouteSpec{Name: "b", Default: true, Handle: ok}))
 	if err != nil || r.DefaultRoute() != "b" {
 		t.Fatalf("NewRouter: %v, default %q", err, r.DefaultRoute())
 	}
@@ -390,45 +402,47 @@ func failingChunks(err error, parts ...string) iter.Seq2[string, error] {
 
 // returnRoutes registers one route per kind of result, as chatgen
 // generates them for methods of those result types.
-func returnRoutes() []chat.RouteSpec {
-	return []chat.RouteSpec{
+func returnRoutes() []chatimpl.RouteSpec {
+	return []chatimpl.RouteSpec{
 		textRoute("text", func(ctx context.Context, msg string) (string, error) { return "echo " + msg, nil }),
 		textRoute("empty", func(ctx context.Context, msg string) (string, error) { return "", nil }),
-		{Name: "struct", Handle: func(ctx context.Context, req *chat.RouteRequest) error {
+		{Name: "struct", Handle: func(ctx context.Context) error {
+			req := chat.Request(ctx)
 			res := weapon{Name: req.UserMessage(), Damage: 7}
 			return chat.SendValue(ctx, res)
 		}},
-		{Name: "pointer", Handle: func(ctx context.Context, req *chat.RouteRequest) error {
+		{Name: "pointer", Handle: func(ctx context.Context) error {
+			req := chat.Request(ctx)
 			res := &weapon{Name: req.UserMessage(), Damage: 9}
 			return chat.SendValue(ctx, res)
 		}},
-		{Name: "typed", Handle: func(ctx context.Context, req *chat.RouteRequest) error {
+		{Name: "typed", Handle: func(ctx context.Context) error {
 			return chat.SendValue(ctx, progress{Pct: 50})
 		}},
-		{Name: "nilpointer", Handle: func(ctx context.Context, req *chat.RouteRequest) error {
+		{Name: "nilpointer", Handle: func(ctx context.Context) error {
 			var res *weapon
 			return chat.SendValue(ctx, res)
 		}},
-		{Name: "niltyped", Handle: func(ctx context.Context, req *chat.RouteRequest) error {
+		{Name: "niltyped", Handle: func(ctx context.Context) error {
 			var res *valueTyped
 			return chat.SendValue(ctx, res)
 		}},
-		{Name: "nilslice", Handle: func(ctx context.Context, req *chat.RouteRequest) error {
+		{Name: "nilslice", Handle: func(ctx context.Context) error {
 			var res []weapon
 			return chat.SendValue(ctx, res)
 		}},
-		{Name: "nil", Handle: func(ctx context.Context, req *chat.RouteRequest) error {
+		{Name: "nil", Handle: func(ctx context.Context) error {
 			return chat.SendValue[any](ctx, nil)
 		}},
-		{Name: "seq", Handle: func(ctx context.Context, req *chat.RouteRequest) error {
+		{Name: "seq", Handle: func(ctx context.Context) error {
 			return chat.SendStream(ctx, chunks("a", "b", "c"))
 		}},
-		{Name: "seq2", Handle: func(ctx context.Context, req *chat.RouteRequest) error {
+		{Name: "seq2", Handle: func(ctx context.Context) error {
 			return chat.SendStreamWithErrors(ctx, func(yield func(string, error) bool) {
 				_ = yield("x", nil) && yield("y", nil)
 			})
 		}},
-		{Name: "seq2fail", Handle: func(ctx context.Context, req *chat.RouteRequest) error {
+		{Name: "seq2fail", Handle: func(ctx context.Context) error {
 			return chat.SendStreamWithErrors(ctx, failingChunks(errors.New("model went away"), "a", "b"))
 		}},
 		textRoute("error", func(ctx context.Context, msg string) (string, error) {
@@ -571,7 +585,7 @@ type coder interface {
 }
 
 // failing returns a route failing with the error its message names.
-func failing(name string) chat.RouteSpec {
+func failing(name string) chatimpl.RouteSpec {
 	return textRoute(name, func(ctx context.Context, msg string) (string, error) {
 		switch msg {
 		case "inner":
@@ -601,7 +615,7 @@ func reply[E error](name string) func(ctx context.Context, e E) error {
 }
 
 func TestCatchRouteSpecificBeforeGlobal(t *testing.T) {
-	e := newEnv(t, []chat.RouteSpec{failing("a"), failing("b")}, []chat.CatchSpec{
+	e := newEnv(t, []chatimpl.RouteSpec{failing("a"), failing("b")}, []chatimpl.CatchSpec{
 		catchFor("", "*outerErr", false, reply[*outerErr]("global-outer")),
 		catchFor("", "*innerErr", false, reply[*innerErr]("global-inner")),
 		catchFor("a", "*innerErr", false, reply[*innerErr]("a-inner")),
@@ -621,7 +635,7 @@ func TestCatchRouteSpecificBeforeGlobal(t *testing.T) {
 }
 
 func TestCatchGlobalWhenNoRouteSpecificMatches(t *testing.T) {
-	e := newEnv(t, []chat.RouteSpec{failing("a")}, []chat.CatchSpec{
+	e := newEnv(t, []chatimpl.RouteSpec{failing("a")}, []chatimpl.CatchSpec{
 		catchFor("a", "*outerErr", false, reply[*outerErr]("a-outer")),
 		catchFor("", "*innerErr", false, reply[*innerErr]("global-inner")),
 	})
@@ -638,7 +652,7 @@ func TestCatchGlobalWhenNoRouteSpecificMatches(t *testing.T) {
 func TestCatchNearestLinkFirst(t *testing.T) {
 	for _, route := range []string{"", "a"} { // global handlers, then route-specific ones
 		t.Run("route="+route, func(t *testing.T) {
-			e := newEnv(t, []chat.RouteSpec{failing("a")}, []chat.CatchSpec{
+			e := newEnv(t, []chatimpl.RouteSpec{failing("a")}, []chatimpl.CatchSpec{
 				catchFor(route, "*innerErr", false, reply[*innerErr]("inner")), // registered first
 				catchFor(route, "*outerErr", false, reply[*outerErr]("outer")),
 			})
@@ -658,7 +672,7 @@ func TestCatchNearestLinkFirst(t *testing.T) {
 }
 
 func TestCatchConcreteBeforeInterface(t *testing.T) {
-	e := newEnv(t, []chat.RouteSpec{failing("a")}, []chat.CatchSpec{
+	e := newEnv(t, []chatimpl.RouteSpec{failing("a")}, []chatimpl.CatchSpec{
 		catchFor("", "coder", true, reply[coder]("coder")), // registered first
 		catchFor("", "*innerErr", false, reply[*innerErr]("concrete")),
 	})
@@ -676,7 +690,7 @@ func TestCatchConcreteBeforeInterface(t *testing.T) {
 }
 
 func TestCatchHandlerOutcomes(t *testing.T) {
-	e := newEnv(t, []chat.RouteSpec{failing("a"), failing("b"), failing("c")}, []chat.CatchSpec{
+	e := newEnv(t, []chatimpl.RouteSpec{failing("a"), failing("b"), failing("c")}, []chatimpl.CatchSpec{
 		catchFor("a", "*innerErr", false, func(ctx context.Context, e *innerErr) error {
 			_ = chat.Response(ctx).Message("trying")
 			return errors.New("handler secret")
@@ -724,7 +738,7 @@ func TestCatchHandlerOutcomes(t *testing.T) {
 // The error of an executed route is offered to that route's handlers;
 // an error the executing route makes itself is its own.
 func TestCatchAttributesErrorsToTheRouteTheyCameFrom(t *testing.T) {
-	e := newEnv(t, []chat.RouteSpec{
+	e := newEnv(t, []chatimpl.RouteSpec{
 		asDefault(textRoute("menu", func(ctx context.Context, msg string) (string, error) {
 			err := chat.ExecuteRoute(ctx, "builder")
 			switch msg {
@@ -740,7 +754,7 @@ func TestCatchAttributesErrorsToTheRouteTheyCameFrom(t *testing.T) {
 		textRoute("builder", func(ctx context.Context, msg string) (string, error) {
 			return "", &innerErr{7}
 		}),
-	}, []chat.CatchSpec{
+	}, []chatimpl.CatchSpec{
 		catchFor("builder", "*innerErr", false, reply[*innerErr]("builder")),
 		catchFor("menu", "*innerErr", false, reply[*innerErr]("menu")),
 	})
@@ -758,9 +772,9 @@ func TestCatchAttributesErrorsToTheRouteTheyCameFrom(t *testing.T) {
 func TestPanickingRouteFailsOnlyThatRequest(t *testing.T) {
 	j := &journal{}
 	bean := closerBean(j, chat.KindChat)
-	e := newEnv(t, []chat.RouteSpec{
+	e := newEnv(t, []chatimpl.RouteSpec{
 		textRoute("r", func(ctx context.Context, msg string) (string, error) {
-			c, err := chat.Lookup(ctx, bean)
+			c, err := bean.Lookup(ctx)
 			if err != nil {
 				return "", err
 			}
@@ -799,8 +813,8 @@ func TestPanickingRouteFailsOnlyThatRequest(t *testing.T) {
 // --- roles ---
 
 func TestRoles(t *testing.T) {
-	e := newEnv(t, []chat.RouteSpec{
-		{Name: "admin", Roles: []string{"admin", "root"}, Handle: func(ctx context.Context, req *chat.RouteRequest) error {
+	e := newEnv(t, []chatimpl.RouteSpec{
+		{Name: "admin", Roles: []string{"admin", "root"}, Handle: func(ctx context.Context) error {
 			return chat.SendValue(ctx, "hello "+chat.PrincipalFrom(ctx).Name())
 		}},
 		asDefault(textRoute("open", func(ctx context.Context, msg string) (string, error) {
@@ -849,14 +863,14 @@ func TestRouterFailuresBypassErrorHandlers(t *testing.T) {
 			return next(ctx, route, req)
 		}
 	}
-	e := hookedEnv(t, []chat.RouteHook{lose}, []chat.RouteSpec{
-		{Name: "admin", Roles: []string{"admin"}, Handle: func(ctx context.Context, req *chat.RouteRequest) error {
+	e := hookedEnv(t, []chat.RouteHook{lose}, []chatimpl.RouteSpec{
+		{Name: "admin", Roles: []string{"admin"}, Handle: func(ctx context.Context) error {
 			return chat.SendValue(ctx, "secret")
 		}},
 		textRoute("lost", func(ctx context.Context, msg string) (string, error) {
 			return "lost", nil
 		}),
-	}, []chat.CatchSpec{
+	}, []chatimpl.CatchSpec{
 		catchFor("", "error", true, func(ctx context.Context, e error) error {
 			caught.Add(1)
 			return nil
@@ -879,16 +893,16 @@ func TestRouterFailuresBypassErrorHandlers(t *testing.T) {
 func TestRouteEndingTheConversation(t *testing.T) {
 	j := &journal{}
 	bean := closerBean(j, chat.KindPerChat)
-	e := newEnv(t, []chat.RouteSpec{
+	e := newEnv(t, []chatimpl.RouteSpec{
 		textRoute("r", func(ctx context.Context, msg string) (string, error) {
-			if _, err := chat.Lookup(ctx, bean); err != nil {
+			if _, err := bean.Lookup(ctx); err != nil {
 				return "", err
 			}
 			if msg == "bye" {
 				if err := chat.Push(ctx); err != nil { // End ends nested scopes too
 					return "", err
 				}
-				if _, err := chat.Lookup(ctx, bean); err != nil {
+				if _, err := bean.Lookup(ctx); err != nil {
 					return "", err
 				}
 				_ = chat.Response(ctx).Message("goodbye")
@@ -923,7 +937,7 @@ func sinkInto(l *evlog) func(chat.Event) error {
 
 func TestHandleForeignOrUnknownScope(t *testing.T) {
 	var ran atomic.Int32
-	e := newEnv(t, []chat.RouteSpec{
+	e := newEnv(t, []chatimpl.RouteSpec{
 		textRoute("r", func(ctx context.Context, msg string) (string, error) { ran.Add(1); return "ran", nil }),
 	}, nil)
 	c1, err := e.router.Connect(bg, "r")
@@ -965,9 +979,9 @@ func TestHandleParentScopePopsNestedScopes(t *testing.T) {
 	obs := func(ctx context.Context, ev chat.ScopeEvent) {
 		observed = append(observed, fmt.Sprintf("%s@%d", ev.Kind, ev.Depth))
 	}
-	e := newObservedEnv(t, obs, []chat.RouteSpec{
+	e := newObservedEnv(t, obs, []chatimpl.RouteSpec{
 		textRoute("top", func(ctx context.Context, msg string) (string, error) {
-			if _, err := chat.Lookup(ctx, bean); err != nil {
+			if _, err := bean.Lookup(ctx); err != nil {
 				return "", err
 			}
 			if msg == "go" {
@@ -979,14 +993,14 @@ func TestHandleParentScopePopsNestedScopes(t *testing.T) {
 			return "top:" + msg + where(ctx), nil
 		}),
 		textRoute("sub", func(ctx context.Context, msg string) (string, error) {
-			if _, err := chat.Lookup(ctx, bean); err != nil {
+			if _, err := bean.Lookup(ctx); err != nil {
 				return "", err
 			}
 			if msg == "go" || msg == "deeper" {
 				if err := chat.Push(ctx); err != nil {
 					return "", err
 				}
-				if _, err := chat.Lookup(ctx, bean); err != nil {
+				if _, err := bean.Lookup(ctx); err != nil {
 					return "", err
 				}
 			}
@@ -1040,7 +1054,7 @@ func TestHandleParentScopePopsNestedScopes(t *testing.T) {
 // stack (which no recover can catch).
 func TestExecuteRecursionIsBounded(t *testing.T) {
 	var runs atomic.Int32
-	e := newEnv(t, []chat.RouteSpec{
+	e := newEnv(t, []chatimpl.RouteSpec{
 		textRoute("loop", func(ctx context.Context, msg string) (string, error) {
 			runs.Add(1)
 			if msg == "loop" {
@@ -1065,7 +1079,8 @@ func TestExecuteRecursionIsBounded(t *testing.T) {
 // A transport's Handle gets events as Events (text in Data), and a nil
 // request is an empty one.
 func TestHandleWithAFuncSinkAndANilRequest(t *testing.T) {
-	e := newEnv(t, []chat.RouteSpec{{Name: "r", Handle: func(ctx context.Context, req *chat.RouteRequest) error {
+	e := newEnv(t, []chatimpl.RouteSpec{{Name: "r", Handle: func(ctx context.Context) error {
+		req := chat.Request(ctx)
 		if err := chat.Response(ctx).Thinking("t"); err != nil {
 			return err
 		}
@@ -1093,7 +1108,7 @@ func TestHandleWithAFuncSinkAndANilRequest(t *testing.T) {
 // the route and the closest known one, and the conversation stays where it
 // was: the next request runs the current route.
 func TestSwitchToUnknownRoute(t *testing.T) {
-	e := newEnv(t, []chat.RouteSpec{
+	e := newEnv(t, []chatimpl.RouteSpec{
 		asDefault(textRoute("menu", func(ctx context.Context, msg string) (string, error) {
 			var err error
 			switch msg {
@@ -1137,3 +1152,8 @@ func TestSwitchToUnknownRoute(t *testing.T) {
 	wantNoErr(t, s.Chat(bg, "42"))
 	wantEvents(t, l.take(), "Message:ticket 42")
 }
+
+// fakeBean is a chatimpl.Bean that is not a *chat.Bean.
+type fakeBean struct{}
+
+func (fakeBean) Lookup(context.Context) (int, error) { return 0, nil }

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/chatscopes/chatgen/runtime/chat"
+	"github.com/chatscopes/chatgen/runtime/chatimpl"
 )
 
 // fakeMemory is the chat memory of an AI service, as the AI runtime
@@ -91,7 +92,7 @@ func scriptEnv(t *testing.T) (*env, *memories, *journal) {
 	j := &journal{}
 	ms := &memories{j: j}
 	bean := closerBean(j, chat.KindPerChat)
-	e := newEnv(t, []chat.RouteSpec{
+	e := newEnv(t, []chatimpl.RouteSpec{
 		textRoute("script", func(ctx context.Context, msg string) (string, error) {
 			rc := chat.Response(ctx)
 			var fail bool
@@ -106,7 +107,7 @@ func scriptEnv(t *testing.T) (*env, *memories, *journal) {
 						err = fmt.Errorf("AttachMemory returned %s, current scope is %s", id, cur)
 					}
 				case "bean":
-					_, err = chat.Lookup(ctx, bean)
+					_, err = bean.Lookup(ctx)
 				case "clear":
 					err = chat.ClearMemory(ctx)
 				case "schedule":

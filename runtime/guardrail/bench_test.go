@@ -47,9 +47,9 @@ var benchAsk = ai.Method{Name: "Ask", Kind: chat.KindChat, System: "You are ters
 
 // turnCost returns a function running one turn of a service with set.
 func turnCost(tb testing.TB, set *guardrail.Set) func() {
-	s := ai.NewService("example.com/app.Assistant", ai.Config{
+	s := ai.NewService("example.com/app.Assistant", &ai.Config{
 		Model:      newFastModel(),
-		Memory:     memory.NewManager(memory.Config{Policy: memory.Window(10, nil)}),
+		Memory:     memory.NewManager(&memory.ManagerOptions{Policy: memory.Window(10, nil)}),
 		Guardrails: set,
 	})
 	ctx, err := chat.Begin(context.Background(), nil)

@@ -17,6 +17,7 @@ import (
 
 	"github.com/chatscopes/chatgen/runtime/ai"
 	"github.com/chatscopes/chatgen/runtime/chat"
+	"github.com/chatscopes/chatgen/runtime/chatimpl"
 	"github.com/chatscopes/chatgen/runtime/guardrail"
 	"github.com/chatscopes/chatgen/runtime/llmtest"
 	"github.com/chatscopes/chatgen/runtime/memory"
@@ -42,11 +43,11 @@ func newRig(t *testing.T, cfg ai.Config, replies ...llmtest.Reply) *rig {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := &rig{t: t, srv: srv, mem: memory.NewManager(memory.Config{Policy: memory.Window(50, nil)})}
+	r := &rig{t: t, srv: srv, mem: memory.NewManager(&memory.ManagerOptions{Policy: memory.Window(50, nil)})}
 	cfg.Model = model
 	cfg.Memory = r.mem
 	cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
-	r.svc = ai.NewService(svcName, cfg)
+	r.svc = ai.NewService(svcName, &cfg)
 	r.m = &ai.Method{Name: "Ask", Kind: chat.KindChat, System: "You are terse."}
 	return r
 }
@@ -608,8 +609,9 @@ func TestRetractLocalClient(t *testing.T) {
 			return guardrail.Rewrite(strings.ToUpper(out.Text))
 		}),
 	}}}, llmtest.Reply{Chunks: []string{"a ", "sword"}})
-	p := chat.NewPackage("example.com/app")
-	p.AddRoute(chat.RouteSpec{Name: "stream", Default: true, Handle: func(ctx context.Context, req *chat.RouteRequest) error {
+	p := chatimpl.NewPackage("example.com/app")
+	p.AddRoute(chatimpl.RouteSpec{Name: "stream", Default: true, Handle: func(ctx context.Context) error {
+		req := chat.Request(ctx)
 		return chat.SendStreamWithErrors(ctx, r.svc.Stream(ctx, r.req(req.UserMessage())))
 	}})
 	router, err := chat.NewRouter(nil, p)

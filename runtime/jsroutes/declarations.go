@@ -5,7 +5,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/chatscopes/chatgen/runtime/chat"
+	"github.com/chatscopes/chatgen/runtime/chatimpl"
 )
 
 // Declarations returns the TypeScript declarations of the routes module
@@ -14,7 +14,7 @@ import (
 // routes with their parameters. They import the client's types from
 // ./chatscopes.js, so they are kept next to chatscopes.d.ts. The same
 // manifest gives the same bytes.
-func Declarations(m *chat.Manifest) []byte {
+func Declarations(m *chatimpl.Manifest) []byte {
 	ts := newTSTypes(m)
 	et := newEventTable(m, ts)
 	var b strings.Builder
@@ -146,7 +146,7 @@ export declare const client: __cs_Client;
 }
 
 // paramsType is the TypeScript type of the request data of route r.
-func paramsType(ts *tsTypes, r chat.RouteInfo) string {
+func paramsType(ts *tsTypes, r chatimpl.RouteInfo) string {
 	if r.Untyped {
 		return "Record<string, unknown>"
 	}
@@ -162,7 +162,7 @@ func paramsType(ts *tsTypes, r chat.RouteInfo) string {
 	return b.String()
 }
 
-func routeDoc(r chat.RouteInfo) string {
+func routeDoc(r chatimpl.RouteInfo) string {
 	var parts []string
 	if r.Default {
 		parts = append(parts, "The default route.")

@@ -1,5 +1,5 @@
 // Package jsroutes writes the routes module of a chat router: from a
-// [chat.Manifest] (what [chat.Router.Manifest] returns), the routes as an
+// [chatimpl.Manifest] (what [chat.Router.Manifest] returns), the routes as an
 // ES module ([Module]) — routes, defaultRoute, client and endpoint, as
 // newer Quarkus versions generate them, with the parameters and event
 // types of each route — and its TypeScript declarations

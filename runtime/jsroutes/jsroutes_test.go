@@ -14,6 +14,7 @@ import (
 	"github.com/chatscopes/chatgen/internal/e2e"
 	"github.com/chatscopes/chatgen/internal/tsctest"
 	"github.com/chatscopes/chatgen/runtime/chat"
+	"github.com/chatscopes/chatgen/runtime/chatimpl"
 	"github.com/chatscopes/chatgen/runtime/jsroutes"
 )
 
@@ -27,9 +28,9 @@ func quietLogger() *slog.Logger {
 // by hand without a description, the test routes.
 func testRouter(t testing.TB) *chat.Router {
 	t.Helper()
-	p := chat.NewPackage("github.com/chatscopes/chatgen/runtime/ws/wstest")
+	p := chatimpl.NewPackage("github.com/chatscopes/chatgen/runtime/ws/wstest")
 	for _, name := range []string{"gate", "thinkgate", "flood", "whoami", "events", "unencodable"} {
-		p.AddRoute(chat.RouteSpec{Name: name, Handle: func(context.Context, *chat.RouteRequest) error { return nil }})
+		p.AddRoute(chatimpl.RouteSpec{Name: name, Handle: func(context.Context) error { return nil }})
 	}
 	r, err := chat.NewRouter(&chat.RouterOptions{Logger: quietLogger()}, e2e.Register(), p)
 	if err != nil {
@@ -54,26 +55,26 @@ func readClient(t testing.TB, name string) []byte {
 // "__proto__" and non-identifiers; event types whose handler names clash
 // or are not identifiers; type names that are TypeScript's own or the
 // declarations' helpers.
-func awkwardManifest(t *testing.T) *chat.Manifest {
+func awkwardManifest(t *testing.T) *chatimpl.Manifest {
 	t.Helper()
-	p := chat.NewPackage("example.com/awkward")
+	p := chatimpl.NewPackage("example.com/awkward")
 	for _, name := range []string{"menu", "public", "client", "Object", "__proto__", "weird-name", "connect", "__cs_route", "plain", "string", "any", "undefined"} {
-		p.AddRoute(chat.RouteSpec{Name: name, Default: name == "menu", Handle: func(context.Context, *chat.RouteRequest) error { return nil }})
+		p.AddRoute(chatimpl.RouteSpec{Name: name, Default: name == "menu", Handle: func(context.Context) error { return nil }})
 	}
-	p.Describe(&chat.Manifest{
-		Routes: []chat.RouteInfo{
-			{Name: "menu", Params: []chat.ParamInfo{{Name: "userMessage", Schema: `{"type":"string"}`}, {Name: "kind", Schema: `{"$ref":"#/$defs/number"}`}},
-				Events: []chat.EventInfo{{Type: "Message", Schema: `{"type":"string"}`}, {Type: "weapon", Schema: `{"$ref":"#/$defs/Weapon"}`}}},
-			{Name: "public", Streaming: true, Events: []chat.EventInfo{{Type: "Stream", Schema: `{"type":"string"}`}}},
+	p.Describe(&chatimpl.Manifest{
+		Routes: []chatimpl.RouteInfo{
+			{Name: "menu", Params: []chatimpl.ParamInfo{{Name: "userMessage", Schema: `{"type":"string"}`}, {Name: "kind", Schema: `{"$ref":"#/$defs/number"}`}},
+				Events: []chatimpl.EventInfo{{Type: "Message", Schema: `{"type":"string"}`}, {Type: "weapon", Schema: `{"$ref":"#/$defs/Weapon"}`}}},
+			{Name: "public", Streaming: true, Events: []chatimpl.EventInfo{{Type: "Stream", Schema: `{"type":"string"}`}}},
 			{Name: "client"}, {Name: "Object"}, {Name: "__proto__"}, {Name: "connect"}, {Name: "__cs_route"},
-			{Name: "weird-name", Params: []chat.ParamInfo{{Name: "odd key", Schema: `{"type":"array","items":{"anyOf":[{"type":"integer"},{"type":"null"}]}}`}}},
+			{Name: "weird-name", Params: []chatimpl.ParamInfo{{Name: "odd key", Schema: `{"type":"array","items":{"anyOf":[{"type":"integer"},{"type":"null"}]}}`}}},
 		},
-		Events: []chat.EventInfo{
+		Events: []chatimpl.EventInfo{
 			{Type: "weapon", Schema: `{"$ref":"#/$defs/Weapon"}`},
 			{Type: "Weapon", Schema: `{"$ref":"#/$defs/ChatEvents"}`},
 			{Type: "odd-type", Schema: `{"type":"object","properties":{"a b":{"type":"boolean"},"c":{"type":"object","additionalProperties":{"type":"number"}}},"required":["c"]}`},
 		},
-		Types: []chat.TypeInfo{
+		Types: []chatimpl.TypeInfo{
 			{Name: "ChatEvents", Schema: `{"type":"object","properties":{"x":{"type":"string","description":"A comment */ that ends early."}},"required":["x"]}`},
 			{Name: "Weapon", Schema: `{"type":"object","properties":{"name":{"type":"string"},"at":{"type":"string","format":"date-time"},"self":{"anyOf":[{"$ref":"#/$defs/Weapon"},{"type":"null"}]}},"required":["name","self"],"description":"Weapon is recursive."}`},
 			{Name: "number", Schema: `{"type":"integer","enum":[1,2,3]}`},

@@ -7,6 +7,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/chatscopes/chatgen/runtime/chat"
+	"github.com/chatscopes/chatgen/runtime/chatimpl"
 )
 
 // What the module and its declarations read of the manifest: the event
@@ -60,7 +61,7 @@ type eventTable struct {
 	handlers map[string]string   // event type by handler name (on<Type>)
 }
 
-func newEventTable(m *chat.Manifest, ts *tsTypes) *eventTable {
+func newEventTable(m *chatimpl.Manifest, ts *tsTypes) *eventTable {
 	et := &eventTable{payloads: map[string][]string{}, senders: map[string][]string{}, handlers: map[string]string{}}
 	add := func(typ, payload string) {
 		if _, ok := et.payloads[typ]; !ok {
@@ -135,7 +136,7 @@ func (et *eventTable) sortedHandlers() []string {
 }
 
 // defaultRouteName returns the manifest's default route, or "".
-func defaultRouteName(m *chat.Manifest) string {
+func defaultRouteName(m *chatimpl.Manifest) string {
 	for _, r := range m.Routes {
 		if r.Default {
 			return r.Name

@@ -5,7 +5,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/chatscopes/chatgen/runtime/chat"
+	"github.com/chatscopes/chatgen/runtime/chatimpl"
 )
 
 // Module returns the routes module of m, a router's manifest: an ES
@@ -15,7 +15,7 @@ import (
 // client is the specifier the module imports ChatScopesClient from and
 // endpoint the URL of the websocket endpoint, both relative to the
 // module's own URL. The same manifest gives the same bytes.
-func Module(m *chat.Manifest, client, endpoint string) []byte {
+func Module(m *chatimpl.Manifest, client, endpoint string) []byte {
 	ts := newTSTypes(m)
 	et := newEventTable(m, ts)
 	var b strings.Builder

@@ -7,10 +7,10 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/chatscopes/chatgen/runtime/chat"
+	"github.com/chatscopes/chatgen/runtime/chatimpl"
 )
 
-// TypeScript from the JSON Schemas of a chat.Manifest: the subset chatgen
+// TypeScript from the JSON Schemas of a chatimpl.Manifest: the subset chatgen
 // writes (types, enums, arrays, objects with properties or
 // additionalProperties, anyOf, $ref to the manifest's types). Anything
 // else is unknown, which is always true of the value.
@@ -46,7 +46,7 @@ type tsTypes struct {
 	names map[string]string
 }
 
-func newTSTypes(m *chat.Manifest) *tsTypes {
+func newTSTypes(m *chatimpl.Manifest) *tsTypes {
 	ts := &tsTypes{names: map[string]string{}}
 	taken := map[string]bool{}
 	for _, h := range tsHelpers {
@@ -75,7 +75,7 @@ func newTSTypes(m *chat.Manifest) *tsTypes {
 }
 
 // decode parses a schema; an empty or invalid one is {} (any value).
-func decodeSchema(s chat.JSONSchema) map[string]any {
+func decodeSchema(s chatimpl.JSONSchema) map[string]any {
 	var v map[string]any
 	d := json.NewDecoder(strings.NewReader(string(s)))
 	d.UseNumber()
@@ -95,7 +95,7 @@ func (ts *tsTypes) expr(v any) string {
 		return "unknown"
 	}
 	if ref, ok := s["$ref"].(string); ok {
-		if n, ok := strings.CutPrefix(ref, chat.DefsRef); ok && ts.names[n] != "" {
+		if n, ok := strings.CutPrefix(ref, chatimpl.DefsRef); ok && ts.names[n] != "" {
 			return ts.names[n]
 		}
 		return "unknown"
@@ -221,7 +221,7 @@ const orderKey = "\x00order"
 // decodeOrdered decodes a schema keeping the order of the keys of every
 // "properties" object (under orderKey in the schema holding it), so that
 // interfaces list their fields in the order of the Go struct.
-func decodeOrdered(s chat.JSONSchema) map[string]any {
+func decodeOrdered(s chatimpl.JSONSchema) map[string]any {
 	v := decodeSchema(s)
 	addOrder(v, string(s))
 	return v

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/chatscopes/chatgen/runtime/chat"
+	"github.com/chatscopes/chatgen/runtime/chatimpl"
 	"github.com/chatscopes/chatgen/runtime/markdown"
 )
 
@@ -17,8 +18,8 @@ import (
 // //chat:markdown does.
 func newRouter(t *testing.T, handle func(ctx context.Context, req *chat.RouteRequest) error) *chat.Router {
 	t.Helper()
-	p := chat.NewPackage("example.com/md")
-	p.AddRoute(chat.RouteSpec{Name: "answer", Default: true, Handle: handle})
+	p := chatimpl.NewPackage("example.com/md")
+	p.AddRoute(chatimpl.RouteSpec{Name: "answer", Default: true, Handle: func(ctx context.Context) error { return handle(ctx, chat.Request(ctx)) }})
 	r, err := chat.NewRouter(nil, p)
 	if err != nil {
 		t.Fatal(err)

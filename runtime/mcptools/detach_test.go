@@ -6,6 +6,7 @@ import (
 
 	"github.com/chatscopes/chatgen/runtime/ai"
 	"github.com/chatscopes/chatgen/runtime/chat"
+	"github.com/chatscopes/chatgen/runtime/chatimpl"
 	"github.com/chatscopes/chatgen/runtime/chatstore/chatstoretest"
 	"github.com/chatscopes/chatgen/runtime/llmtest"
 	"github.com/chatscopes/chatgen/runtime/mcptools"
@@ -34,16 +35,17 @@ func TestPerScopeSessionLeavesWithItsScope(t *testing.T) {
 	f := newFixture(t, script, src)
 	store := chat.NewInMemoryConversationStore(nil)
 	// A durable conversation's service keeps its memory in the store.
-	svc := ai.NewService("example.com/lore.Keeper", ai.Config{
+	svc := ai.NewService("example.com/lore.Keeper", &ai.Config{
 		Model:       must(f.llm.Client()),
 		ToolSources: []ai.ToolSource{src},
-		Memory:      memory.NewManager(memory.Config{Store: chatstoretest.InMemoryMemories(store), Policy: memory.Window(20, nil)}),
+		Memory:      memory.NewManager(&memory.ManagerOptions{Store: chatstoretest.InMemoryMemories(store), Policy: memory.Window(20, nil)}),
 		Logger:      f.logs.logger(),
 	})
 	svc.AddMethods(&ask)
 	router := func(node string) *chat.Router {
-		p := chat.NewPackage("example.com/lore")
-		p.AddRoute(chat.RouteSpec{Name: "ask", Default: true, Handle: func(ctx context.Context, req *chat.RouteRequest) error {
+		p := chatimpl.NewPackage("example.com/lore")
+		p.AddRoute(chatimpl.RouteSpec{Name: "ask", Default: true, Handle: func(ctx context.Context) error {
+			req := chat.Request(ctx)
 			reply, err := svc.Chat(ctx, &ai.Request{Method: &ask, User: req.UserMessage()})
 			if err != nil {
 				return err

@@ -17,7 +17,7 @@
 //	}
 //	defer lore.Close()
 //	router, err := chat.NewRouter(nil, Register(Deps{
-//		Smith: ai.Config{Model: llm, ToolSources: []ai.ToolSource{lore}},
+//		Smith: &ai.Config{Model: llm, ToolSources: []ai.ToolSource{lore}},
 //	}))
 //
 // Tools are scoped like everything else: a service offers its own

@@ -21,6 +21,7 @@ import (
 
 	"github.com/chatscopes/chatgen/runtime/ai"
 	"github.com/chatscopes/chatgen/runtime/chat"
+	"github.com/chatscopes/chatgen/runtime/chatimpl"
 	"github.com/chatscopes/chatgen/runtime/llmtest"
 	"github.com/chatscopes/chatgen/runtime/mcptools"
 )
@@ -356,11 +357,11 @@ func TestClashBetweenSources(t *testing.T) {
 	lore := connect(t, &mcptools.Options{Name: "lore", Transport: h.transport(), Allow: []string{"legend"}})
 	sagas := connect(t, &mcptools.Options{Name: "sagas", Transport: stdio("lore"), Allow: []string{"legend", "count"}})
 	newService := func(sources ...ai.ToolSource) *ai.Service {
-		svc := ai.NewService("example.com/lore.Bard", ai.Config{Model: llmtest.NewModel(nil, nil), ToolSources: sources})
+		svc := ai.NewService("example.com/lore.Bard", &ai.Config{Model: llmtest.NewModel(nil, nil), ToolSources: sources})
 		svc.AddMethods(&ask)
 		return svc
 	}
-	pkg := chat.NewPackage("example.com/lore")
+	pkg := chatimpl.NewPackage("example.com/lore")
 	pkg.AddCheck(newService(lore, sagas).Check)
 	_, err := chat.NewRouter(nil, pkg)
 	if !errors.Is(err, ai.ErrToolClash) || !strings.Contains(err.Error(), `tool "legend" of MCP server "sagas" clashes with tool "legend" of MCP server "lore"`) {

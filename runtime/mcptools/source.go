@@ -246,7 +246,7 @@ func (s *Source) Tools(ctx context.Context) ([]ai.Tool, error) {
 	c := s.shared
 	if s.bean != nil {
 		var err error
-		if c, err = chat.Lookup(ctx, s.bean); err != nil {
+		if c, err = s.bean.Lookup(ctx); err != nil {
 			if errors.Is(err, chat.ErrNotActive) {
 				return nil, fmt.Errorf("mcptools: %s opens a session per %s scope, and the turn has none: %w", s.name, s.kind, err)
 			}

@@ -18,6 +18,7 @@ import (
 
 	"github.com/chatscopes/chatgen/runtime/ai"
 	"github.com/chatscopes/chatgen/runtime/chat"
+	"github.com/chatscopes/chatgen/runtime/chatimpl"
 	"github.com/chatscopes/chatgen/runtime/llmtest"
 	"github.com/chatscopes/chatgen/runtime/mcptools"
 )
@@ -53,7 +54,7 @@ func newFixture(t *testing.T, script llmtest.Script, sources ...ai.ToolSource) *
 	if err != nil {
 		t.Fatal(err)
 	}
-	f.svc = ai.NewService("example.com/lore.Loremaster", ai.Config{Model: client, ToolSources: sources, Logger: f.logs.logger()})
+	f.svc = ai.NewService("example.com/lore.Loremaster", &ai.Config{Model: client, ToolSources: sources, Logger: f.logs.logger()})
 	f.svc.AddMethods(&ask)
 	if err := f.svc.Check(); err != nil {
 		t.Fatal(err)
@@ -222,7 +223,7 @@ func TestHTTPPerScope(t *testing.T) {
 		return say("the gate is open"), nil
 	})
 	f := newFixture(t, script, src)
-	gate := ai.NewService("example.com/lore.Gate", ai.Config{Model: must(f.llm.Client()), Logger: f.logs.logger()})
+	gate := ai.NewService("example.com/lore.Gate", &ai.Config{Model: must(f.llm.Client()), Logger: f.logs.logger()})
 
 	ctx := begin(t)
 	if _, err := gate.Chat(ctx, &ai.Request{Method: &plain, User: "let me in"}); err != nil {
@@ -390,9 +391,9 @@ func TestClash(t *testing.T) {
 	h := newHTTPServer(t, "lore")
 	src := connect(t, &mcptools.Options{Name: "lore", Transport: h.transport()})
 	legend := ai.Method{Name: "Tell", Tools: []ai.Tool{{Name: "legend"}}}
-	svc := ai.NewService("example.com/lore.Bard", ai.Config{Model: llmtest.NewModel(nil, nil), ToolSources: []ai.ToolSource{src}})
+	svc := ai.NewService("example.com/lore.Bard", &ai.Config{Model: llmtest.NewModel(nil, nil), ToolSources: []ai.ToolSource{src}})
 	svc.AddMethods(&legend)
-	pkg := chat.NewPackage("example.com/lore")
+	pkg := chatimpl.NewPackage("example.com/lore")
 	pkg.AddCheck(svc.Check)
 	_, err := chat.NewRouter(nil, pkg)
 	if !errors.Is(err, ai.ErrToolClash) || !strings.Contains(err.Error(), `tool "legend" of MCP server "lore" clashes with the generated tool "legend" of method Tell`) {
@@ -400,7 +401,7 @@ func TestClash(t *testing.T) {
 	}
 
 	src = connect(t, &mcptools.Options{Name: "lore", Transport: h.transport(), Prefix: "lore_"})
-	svc = ai.NewService("example.com/lore.Bard", ai.Config{Model: llmtest.NewModel(nil, nil), ToolSources: []ai.ToolSource{src}})
+	svc = ai.NewService("example.com/lore.Bard", &ai.Config{Model: llmtest.NewModel(nil, nil), ToolSources: []ai.ToolSource{src}})
 	svc.AddMethods(&legend)
 	if err := svc.Check(); err != nil {
 		t.Fatal(err)
@@ -597,7 +598,7 @@ func TestParallelCalls(t *testing.T) {
 		say("done"),
 	), src)
 	client := must(f.llm.Client())
-	svc := ai.NewService("example.com/lore.Parallel", ai.Config{Model: client, ToolSources: []ai.ToolSource{src}, ParallelTools: true})
+	svc := ai.NewService("example.com/lore.Parallel", &ai.Config{Model: client, ToolSources: []ai.ToolSource{src}, ParallelTools: true})
 	reply, err := svc.Chat(begin(t), &ai.Request{Method: &ask, User: "all at once"})
 	if err != nil {
 		t.Fatal(err)

@@ -818,7 +818,7 @@ func subsequence(a, b []string) bool {
 
 func TestCompressingWithManager(t *testing.T) {
 	p := memory.Compressing(100, &joiner{}, compressOpts(3, 1))
-	mgr := memory.NewManager(memory.Config{Policy: p})
+	mgr := memory.NewManager(&memory.ManagerOptions{Policy: p})
 	m, err := mgr.Memory(t.Context(), "scope#svc.M")
 	if err != nil {
 		t.Fatal(err)

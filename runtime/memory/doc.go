@@ -37,7 +37,7 @@
 //
 // A short example:
 //
-//	memories := memory.NewManager(memory.Config{Policy: memory.TokenWindow(4000, nil, nil)})
+//	memories := memory.NewManager(&memory.ManagerOptions{Policy: memory.TokenWindow(4000, nil, nil)})
 //	mem, err := memories.Memory(ctx, "scope-1#example.com/app.Assistant.Chat")
 //	if err != nil { … }
 //	err = mem.Add(ctx,

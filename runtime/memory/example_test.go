@@ -12,7 +12,7 @@ import (
 // shows a turn with a tool exchange leaving the memory as a whole.
 func Example() {
 	ctx := context.Background()
-	memories := memory.NewManager(memory.Config{Policy: memory.Window(4, nil)})
+	memories := memory.NewManager(&memory.ManagerOptions{Policy: memory.Window(4, nil)})
 	id := "scope-1#example.com/shop.Assistant.Chat"
 	mem, err := memories.Memory(ctx, id)
 	if err != nil {

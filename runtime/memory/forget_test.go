@@ -11,7 +11,7 @@ import (
 func TestManagerForgetKeepsTheStore(t *testing.T) {
 	ctx := t.Context()
 	store := memory.NewInMemoryStore()
-	mgr := memory.NewManager(memory.Config{Store: store})
+	mgr := memory.NewManager(&memory.ManagerOptions{Store: store})
 	old, err := mgr.Memory(ctx, "a")
 	if err != nil {
 		t.Fatal(err)

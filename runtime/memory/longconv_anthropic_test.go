@@ -83,12 +83,12 @@ func TestLongConversationThroughAnthropic(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			var cfg memory.Config
+			var cfg memory.ManagerOptions
 			if mc.policy != nil {
 				cfg.Policy = mc.policy(memory.NewModelSummarizer(llm, nil))
 			}
-			svc := airt.NewService("example.com/armory.Assistant", airt.Config{
-				Model: llm, Logger: quiet, Memory: memory.NewManager(cfg),
+			svc := airt.NewService("example.com/armory.Assistant", &airt.Config{
+				Model: llm, Logger: quiet, Memory: memory.NewManager(&cfg),
 			})
 			method := &airt.Method{Name: "Chat", System: convSystem, Tools: []airt.Tool{{
 				Name: "stock", Description: "Stock tells how many blades of a kind are left.",

@@ -329,9 +329,9 @@ func playConversation(ctx context.Context, profile convProfile, mem convMemory) 
 		}
 	}
 	quiet := slog.New(slog.DiscardHandler)
-	svc := airt.NewService("example.com/armory.Assistant", airt.Config{
+	svc := airt.NewService("example.com/armory.Assistant", &airt.Config{
 		Model: model, Client: client, Logger: quiet,
-		Memory: memory.NewManager(memory.Config{Policy: mem.policy(memory.NewModelSummarizer(model, opts))}),
+		Memory: memory.NewManager(&memory.ManagerOptions{Policy: mem.policy(memory.NewModelSummarizer(model, opts))}),
 	})
 	method := &airt.Method{Name: "Chat", System: convSystem}
 	var r convResult
@@ -418,9 +418,9 @@ func BenchmarkLongConversation(b *testing.B) {
 // playFull plays the conversation with the full history on chat, for the
 // sizes of its prompts.
 func playFull(ctx context.Context, chat llms.Model) (*airt.Reply, error) {
-	svc := airt.NewService("example.com/armory.Assistant", airt.Config{
+	svc := airt.NewService("example.com/armory.Assistant", &airt.Config{
 		Model: chat, Logger: slog.New(slog.DiscardHandler),
-		Memory: memory.NewManager(memory.Config{Policy: memory.TokenWindow(1<<30, nil, nil)}),
+		Memory: memory.NewManager(&memory.ManagerOptions{Policy: memory.TokenWindow(1<<30, nil, nil)}),
 	})
 	method := &airt.Method{Name: "Chat", System: convSystem}
 	var reply *airt.Reply

@@ -264,9 +264,9 @@ func playCost(ctx context.Context, profile llmtest.ModelProfile, pause costPause
 	if !marks {
 		llm = unmarkedModel{llm}
 	}
-	svc := airt.NewService("example.com/armory.Assistant", airt.Config{
+	svc := airt.NewService("example.com/armory.Assistant", &airt.Config{
 		Model: llm, Client: client, Logger: slog.New(slog.DiscardHandler),
-		Memory: memory.NewManager(memory.Config{Policy: mem.policy(memory.NewModelSummarizer(llm, sumOpts))}),
+		Memory: memory.NewManager(&memory.ManagerOptions{Policy: mem.policy(memory.NewModelSummarizer(llm, sumOpts))}),
 	})
 	method := &airt.Method{Name: "Chat", System: convSystem}
 	rng := rand.New(rand.NewPCG(36, 2026))

@@ -10,7 +10,7 @@ import (
 )
 
 // DefaultMaxMessages is the size of the [Window] a [Manager] uses when its
-// [Config] names no policy (Quarkus LangChain4j's default as well).
+// [ManagerOptions] names no policy (Quarkus LangChain4j's default as well).
 const DefaultMaxMessages = 10
 
 // ErrDeleted is returned by a memory obtained from a [Manager] after the
@@ -28,8 +28,9 @@ type Provider interface {
 	Delete(ctx context.Context, id string) error
 }
 
-// Config configures a [Manager].
-type Config struct {
+// ManagerOptions configures a [Manager]. The zero value (or nil) is a
+// [Manager] over a new [InMemoryStore] with the default window.
+type ManagerOptions struct {
 	// Store persists the messages. Nil means a new [InMemoryStore].
 	Store Store
 	// Policy builds each id's memory. Nil means Window(DefaultMaxMessages, nil).
@@ -58,8 +59,12 @@ type entry struct {
 
 var _ Provider = (*Manager)(nil)
 
-// NewManager returns a Manager configured by cfg.
-func NewManager(cfg Config) *Manager {
+// NewManager returns a Manager configured by opts, which may be nil.
+func NewManager(opts *ManagerOptions) *Manager {
+	var cfg ManagerOptions
+	if opts != nil {
+		cfg = *opts
+	}
 	if cfg.Store == nil {
 		cfg.Store = NewInMemoryStore()
 	}

@@ -13,7 +13,7 @@ import (
 
 func TestManagerSharesMemoryPerID(t *testing.T) {
 	ctx := t.Context()
-	mgr := memory.NewManager(memory.Config{})
+	mgr := memory.NewManager(&memory.ManagerOptions{})
 	a1, err := mgr.Memory(ctx, "a")
 	if err != nil {
 		t.Fatal(err)
@@ -32,7 +32,13 @@ func TestManagerSharesMemoryPerID(t *testing.T) {
 }
 
 func TestManagerDefaults(t *testing.T) {
-	mgr := memory.NewManager(memory.Config{})
+	for _, opts := range []*memory.ManagerOptions{nil, {}} {
+		testManagerDefaults(t, memory.NewManager(opts))
+	}
+}
+
+func testManagerDefaults(t *testing.T, mgr *memory.Manager) {
+	t.Helper()
 	if _, ok := mgr.Store().(*memory.InMemoryStore); !ok {
 		t.Fatalf("default store is %T", mgr.Store())
 	}
@@ -49,7 +55,7 @@ func TestManagerDefaults(t *testing.T) {
 func TestManagerDelete(t *testing.T) {
 	ctx := t.Context()
 	s := memory.NewInMemoryStore()
-	mgr := memory.NewManager(memory.Config{Store: s, Policy: memory.TokenWindow(100, nil, nil)})
+	mgr := memory.NewManager(&memory.ManagerOptions{Store: s, Policy: memory.TokenWindow(100, nil, nil)})
 	m, _ := mgr.Memory(ctx, "scope#svc")
 	add(t, m, sys("s"), human("1"))
 	if err := mgr.Delete(ctx, "scope#svc"); err != nil {
@@ -112,7 +118,7 @@ func (p *slowPolicy) New(ctx context.Context, s memory.Store, id string) (memory
 
 func TestManagerConcurrentMemory(t *testing.T) {
 	p := &slowPolicy{gate: make(chan struct{})}
-	mgr := memory.NewManager(memory.Config{Policy: p})
+	mgr := memory.NewManager(&memory.ManagerOptions{Policy: p})
 	var wg sync.WaitGroup
 	mems := make([]memory.Memory, 16)
 	for i := range mems {
@@ -140,7 +146,7 @@ func TestManagerRetriesFailedBuild(t *testing.T) {
 	p := &slowPolicy{gate: make(chan struct{})}
 	close(p.gate)
 	p.fail.Store(true)
-	mgr := memory.NewManager(memory.Config{Policy: p})
+	mgr := memory.NewManager(&memory.ManagerOptions{Policy: p})
 	if _, err := mgr.Memory(t.Context(), "id"); err == nil {
 		t.Fatal("Memory succeeded with a failing policy")
 	}
@@ -152,7 +158,7 @@ func TestManagerRetriesFailedBuild(t *testing.T) {
 
 func TestManagerWaitHonoursContext(t *testing.T) {
 	p := &slowPolicy{gate: make(chan struct{}), started: make(chan struct{}, 1)}
-	mgr := memory.NewManager(memory.Config{Policy: p})
+	mgr := memory.NewManager(&memory.ManagerOptions{Policy: p})
 	done := make(chan struct{})
 	go func() {
 		defer close(done)

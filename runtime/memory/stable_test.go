@@ -48,7 +48,7 @@ func TestStabilityWindow(t *testing.T) {
 		opts *memory.WindowOptions
 	}{{"sliding", nil}, {"EvictTo", &memory.WindowOptions{EvictTo: 60}}} {
 		t.Run(c.name, func(t *testing.T) {
-			mem, err := memory.NewManager(memory.Config{Policy: memory.TokenWindow(100, testTokens, c.opts)}).Memory(ctx, "id")
+			mem, err := memory.NewManager(&memory.ManagerOptions{Policy: memory.TokenWindow(100, testTokens, c.opts)}).Memory(ctx, "id")
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -115,7 +115,7 @@ func TestStabilityCompressing(t *testing.T) {
 	}{{"transcript", sum, false}, {"conversation", wantsConversation{sum}, true}} {
 		t.Run(c.name, func(t *testing.T) {
 			policy := memory.Compressing(200, c.sum, &memory.CompressOptions{Tokenizer: testTokens, TriggerTokens: 100, KeepTokens: 40})
-			mem, err := memory.NewManager(memory.Config{Policy: policy}).Memory(ctx, "id")
+			mem, err := memory.NewManager(&memory.ManagerOptions{Policy: policy}).Memory(ctx, "id")
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -152,7 +152,7 @@ func TestStabilityCompressing(t *testing.T) {
 // the policy's, and fails with ErrDeleted once deleted.
 func TestStabilityDeleted(t *testing.T) {
 	ctx := context.Background()
-	m := memory.NewManager(memory.Config{Policy: memory.Window(10, nil)})
+	m := memory.NewManager(&memory.ManagerOptions{Policy: memory.Window(10, nil)})
 	mem, err := m.Memory(ctx, "id")
 	if err != nil {
 		t.Fatal(err)
@@ -177,7 +177,7 @@ func (p plainPolicy) New(ctx context.Context, store memory.Store, id string) (me
 // memories do not tell their stability fails with ErrNoStability.
 func TestStabilityUnknown(t *testing.T) {
 	ctx := context.Background()
-	mem, err := memory.NewManager(memory.Config{Policy: plainPolicy{memory.Window(10, nil)}}).Memory(ctx, "id")
+	mem, err := memory.NewManager(&memory.ManagerOptions{Policy: plainPolicy{memory.Window(10, nil)}}).Memory(ctx, "id")
 	if err != nil {
 		t.Fatal(err)
 	}

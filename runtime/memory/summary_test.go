@@ -139,8 +139,8 @@ func ExampleCompressing() {
 		TriggerTokens: 30, // tiny, for the example
 		KeepTokens:    15,
 	})
-	memories := memory.NewManager(memory.Config{Policy: policy})
-	// ai.Config{Model: model, Memory: memories} gives it to an AI service.
+	memories := memory.NewManager(&memory.ManagerOptions{Policy: policy})
+	// &ai.Config{Model: model, Memory: memories} gives it to an AI service.
 	mem, _ := memories.Memory(ctx, "scope-1#example.com/app.Smith.Build")
 	_ = mem.Add(ctx,
 		llms.TextParts(llms.ChatMessageTypeSystem, "You build weapons."),

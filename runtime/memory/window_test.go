@@ -503,9 +503,9 @@ func TestInvalidArguments(t *testing.T) {
 		"TokenWindow(-1)":  func() error { _, err := memory.TokenWindow(-1, nil, nil).New(ctx, s, "id"); return err },
 		"nil store":        func() error { _, err := memory.Window(1, nil).New(ctx, nil, "id"); return err },
 		"empty id":         func() error { _, err := memory.Window(1, nil).New(ctx, s, ""); return err },
-		"Manager empty id": func() error { _, err := memory.NewManager(memory.Config{}).Memory(ctx, ""); return err },
+		"Manager empty id": func() error { _, err := memory.NewManager(&memory.ManagerOptions{}).Memory(ctx, ""); return err },
 		"Manager bad policy": func() error {
-			_, err := memory.NewManager(memory.Config{Policy: memory.Window(0, nil)}).Memory(ctx, "x")
+			_, err := memory.NewManager(&memory.ManagerOptions{Policy: memory.Window(0, nil)}).Memory(ctx, "x")
 			return err
 		},
 	} {

@@ -12,6 +12,7 @@ import (
 	tracenoop "go.opentelemetry.io/otel/trace/noop"
 
 	"github.com/chatscopes/chatgen/runtime/chat"
+	"github.com/chatscopes/chatgen/runtime/chatimpl"
 	"github.com/chatscopes/chatgen/runtime/otelchat"
 )
 
@@ -19,8 +20,9 @@ import (
 // the local client, dispatched as generated code does) with hooks.
 func echoSession(tb testing.TB, hooks []chat.RouteHook) chat.Session {
 	tb.Helper()
-	p := chat.NewPackage("example.com/bench")
-	p.AddRoute(chat.RouteSpec{Name: "echo", Handle: func(ctx context.Context, req *chat.RouteRequest) error {
+	p := chatimpl.NewPackage("example.com/bench")
+	p.AddRoute(chatimpl.RouteSpec{Name: "echo", Handle: func(ctx context.Context) error {
+		req := chat.Request(ctx)
 		return chat.SendValue(ctx, req.UserMessage())
 	}})
 	r, err := chat.NewRouter(&chat.RouterOptions{Logger: slog.New(slog.DiscardHandler), RouteHooks: hooks}, p)

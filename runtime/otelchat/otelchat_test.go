@@ -21,6 +21,7 @@ import (
 
 	"github.com/chatscopes/chatgen/runtime/ai"
 	"github.com/chatscopes/chatgen/runtime/chat"
+	"github.com/chatscopes/chatgen/runtime/chatimpl"
 	"github.com/chatscopes/chatgen/runtime/llmtest"
 	"github.com/chatscopes/chatgen/runtime/otelchat"
 )
@@ -131,7 +132,8 @@ var askMethod = ai.Method{
 // calculator is a router whose route "calc" answers with an AI service
 // on langchaingo's real OpenAI client against a scripted server, all
 // instrumented with the SDK.
-func calculator(t *testing.T, s *sdk, script llmtest.Script, cfg ai.Config) (*chat.Router, *llmtest.Server) {
+func calculator(t *testing.T, s *sdk, script llmtest.Script, opts *ai.Config) (*chat.Router, *llmtest.Server) {
+	cfg := *opts
 	t.Helper()
 	srv := llmtest.NewServer(script, nil)
 	t.Cleanup(srv.Close)
@@ -143,9 +145,10 @@ func calculator(t *testing.T, s *sdk, script llmtest.Script, cfg ai.Config) (*ch
 	cfg.Logger = slog.New(slog.DiscardHandler)
 	cfg.Telemetry.TracerProvider, cfg.Telemetry.MeterProvider = s.tp, s.mp
 	cfg.Telemetry.ModelName = llmtest.DefaultModelName
-	svc := ai.NewService("example.com/calc.Calculator", cfg)
-	p := chat.NewPackage("example.com/calc")
-	p.AddRoute(chat.RouteSpec{Name: "calc", Handle: func(ctx context.Context, req *chat.RouteRequest) error {
+	svc := ai.NewService("example.com/calc.Calculator", &cfg)
+	p := chatimpl.NewPackage("example.com/calc")
+	p.AddRoute(chatimpl.RouteSpec{Name: "calc", Handle: func(ctx context.Context) error {
+		req := chat.Request(ctx)
 		r, err := svc.Chat(ctx, &ai.Request{Method: &askMethod, User: req.UserMessage()})
 		if err != nil {
 			return err
@@ -169,7 +172,7 @@ func TestTraceOfATurnWithATool(t *testing.T) {
 	router, srv := calculator(t, s, llmtest.Sequence(
 		llmtest.Reply{ToolCalls: []llmtest.ToolCall{{Name: "add", Arguments: `{"a":2,"b":3}`}}},
 		llmtest.Reply{Text: "It is 5."},
-	), ai.Config{})
+	), &ai.Config{})
 	reg, err := otelchat.Observe(router, fixedConns(3), &otelchat.Options{MeterProvider: s.mp})
 	if err != nil {
 		t.Fatal(err)
@@ -283,7 +286,7 @@ func TestTraceOfFailures(t *testing.T) {
 	router, _ := calculator(t, s, llmtest.Sequence(
 		llmtest.Reply{ToolCalls: []llmtest.ToolCall{{Name: "add", Arguments: `{"a":13,"b":1}`}, {Name: "sub", Arguments: `{}`}}},
 		llmtest.Reply{Status: 503, ErrorMessage: "overloaded"},
-	), ai.Config{ToolHooks: []ai.ToolHook{veto}, Telemetry: ai.Telemetry{RecordContent: true}})
+	), &ai.Config{ToolHooks: []ai.ToolHook{veto}, Telemetry: ai.Telemetry{RecordContent: true}})
 	client := chat.NewLocalClient(router)
 	defer client.Close()
 	sess, err := client.Builder().Connect(context.Background(), "calc")
@@ -355,10 +358,11 @@ func TestTraceKeepsErrorTextsOut(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			svc := ai.NewService("example.com/shop.Finder", ai.Config{Model: llm, Logger: slog.New(slog.DiscardHandler),
+			svc := ai.NewService("example.com/shop.Finder", &ai.Config{Model: llm, Logger: slog.New(slog.DiscardHandler),
 				Telemetry: ai.Telemetry{TracerProvider: s.tp, MeterProvider: s.mp, RecordContent: content}})
-			p := chat.NewPackage("example.com/shop")
-			p.AddRoute(chat.RouteSpec{Name: "find", Handle: func(ctx context.Context, req *chat.RouteRequest) error {
+			p := chatimpl.NewPackage("example.com/shop")
+			p.AddRoute(chatimpl.RouteSpec{Name: "find", Handle: func(ctx context.Context) error {
+				req := chat.Request(ctx)
 				_, err := svc.Chat(ctx, &ai.Request{Method: &method, User: req.UserMessage()})
 				return err
 			}})

@@ -12,6 +12,7 @@ import (
 
 	"github.com/chatscopes/chatgen/internal/pgtest"
 	"github.com/chatscopes/chatgen/runtime/chat"
+	"github.com/chatscopes/chatgen/runtime/chatimpl"
 	"github.com/chatscopes/chatgen/runtime/chatstore"
 )
 
@@ -34,9 +35,10 @@ func (l *logBuffer) String() string {
 }
 
 // echo is an app of one route that answers what it is sent.
-func echo() *chat.Package {
-	p := chat.NewPackage("github.com/chatscopes/chatgen/runtime/pgstore_test")
-	p.AddRoute(chat.RouteSpec{Name: "echo", Default: true, Handle: func(ctx context.Context, req *chat.RouteRequest) error {
+func echo() *chatimpl.Package {
+	p := chatimpl.NewPackage("github.com/chatscopes/chatgen/runtime/pgstore_test")
+	p.AddRoute(chatimpl.RouteSpec{Name: "echo", Default: true, Handle: func(ctx context.Context) error {
+		req := chat.Request(ctx)
 		return chat.SendValue(ctx, req.UserMessage())
 	}})
 	return p

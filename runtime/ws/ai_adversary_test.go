@@ -11,6 +11,7 @@ import (
 
 	"github.com/chatscopes/chatgen/runtime/ai"
 	"github.com/chatscopes/chatgen/runtime/chat"
+	"github.com/chatscopes/chatgen/runtime/chatimpl"
 	"github.com/chatscopes/chatgen/runtime/llmtest"
 	"github.com/chatscopes/chatgen/runtime/memory"
 )
@@ -25,7 +26,7 @@ type aiRig struct {
 	release chan struct{} // lets the stuck tool return
 }
 
-func newAIRig(t *testing.T, cfg ai.Config, replies ...llmtest.Reply) *aiRig {
+func newAIRig(t *testing.T, cfg *ai.Config, replies ...llmtest.Reply) *aiRig {
 	t.Helper()
 	rig := &aiRig{llm: llmtest.NewServer(llmtest.Sequence(replies...), nil), stuck: make(chan struct{}, 1), release: make(chan struct{})}
 	t.Cleanup(rig.llm.Close)
@@ -34,7 +35,7 @@ func newAIRig(t *testing.T, cfg ai.Config, replies ...llmtest.Reply) *aiRig {
 		t.Fatal(err)
 	}
 	cfg.Model = model
-	cfg.Memory = memory.NewManager(memory.Config{Policy: memory.Window(50, nil)})
+	cfg.Memory = memory.NewManager(&memory.ManagerOptions{Policy: memory.Window(50, nil)})
 	cfg.Logger = quietLogger()
 	svc := ai.NewService("example.com/app.Smith", cfg)
 	def := func(name string) llms.Tool {
@@ -49,15 +50,17 @@ func newAIRig(t *testing.T, cfg ai.Config, replies ...llmtest.Reply) *aiRig {
 		}},
 	}
 	method := &ai.Method{Name: "Ask", Kind: chat.KindChat, System: "You are terse.", Tools: tools}
-	p := chat.NewPackage("example.com/app")
-	p.AddRoute(chat.RouteSpec{Name: "smith", Handle: func(ctx context.Context, req *chat.RouteRequest) error {
+	p := chatimpl.NewPackage("example.com/app")
+	p.AddRoute(chatimpl.RouteSpec{Name: "smith", Handle: func(ctx context.Context) error {
+		req := chat.Request(ctx)
 		r, err := svc.Chat(ctx, &ai.Request{Method: method, User: req.UserMessage()})
 		if err != nil {
 			return err
 		}
 		return chat.SendValue(ctx, r.Content)
 	}})
-	p.AddRoute(chat.RouteSpec{Name: "streamsmith", Handle: func(ctx context.Context, req *chat.RouteRequest) error {
+	p.AddRoute(chatimpl.RouteSpec{Name: "streamsmith", Handle: func(ctx context.Context) error {
+		req := chat.Request(ctx)
 		return chat.SendStreamWithErrors(ctx, svc.Stream(ctx, &ai.Request{Method: method, User: req.UserMessage()}))
 	}})
 	router, err := chat.NewRouter(&chat.RouterOptions{Logger: quietLogger()}, p)
@@ -82,7 +85,7 @@ func roles(msgs []llms.MessageContent) string {
 // and its memory holds whole turns only.
 func TestAIFailuresLeaveTheConversationWorking(t *testing.T) {
 	checkGoroutines(t)
-	rig := newAIRig(t, ai.Config{ModelTimeout: time.Second}, // bounds the successful calls too
+	rig := newAIRig(t, &ai.Config{ModelTimeout: time.Second}, // bounds the successful calls too
 		llmtest.Reply{ToolCalls: []llmtest.ToolCall{{Name: "explode"}}},
 		llmtest.Reply{Text: "The forge failed."},
 		llmtest.Reply{Status: 500},
@@ -128,7 +131,7 @@ func TestAIFailuresLeaveTheConversationWorking(t *testing.T) {
 // Shutdown returns when its context ends although an AI tool ignores its
 // context and no tool timeout is set.
 func TestShutdownWithAStuckAITool(t *testing.T) {
-	rig := newAIRig(t, ai.Config{}, llmtest.Reply{ToolCalls: []llmtest.ToolCall{{Name: "stuck"}}}, llmtest.Reply{Text: "done"})
+	rig := newAIRig(t, &ai.Config{}, llmtest.Reply{ToolCalls: []llmtest.ToolCall{{Name: "stuck"}}}, llmtest.Reply{Text: "done"})
 	c := dialRaw(t, rig.ts.url, nil)
 	scope := c.connect("s", "smith")
 	c.send(map[string]any{"type": "ChatRouteMessage", "chatId": "s", "scopeId": scope, "data": map[string]any{"userMessage": "go"}})

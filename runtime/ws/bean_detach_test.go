@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/chatscopes/chatgen/runtime/chat"
+	"github.com/chatscopes/chatgen/runtime/chatimpl"
 	"github.com/coder/websocket"
 )
 
@@ -59,10 +60,11 @@ func TestDrainDetachesBeans(t *testing.T) {
 	log := &beanLog{}
 	job := chat.NewDurableBean[*returnJob]("example.com/returns.returnJob", chat.KindChat, nil)
 	node := func(name string) *testServer {
-		p := chat.NewPackage("example.com/returns")
-		chat.Provide(p, job, func(context.Context) (*returnJob, error) { return &returnJob{node: name, log: log}, nil })
-		p.AddRoute(chat.RouteSpec{Name: "returns", Default: true, Handle: func(ctx context.Context, req *chat.RouteRequest) error {
-			j, err := chat.Lookup(ctx, job)
+		p := chatimpl.NewPackage("example.com/returns")
+		chatimpl.Provide(p, job, func(context.Context) (*returnJob, error) { return &returnJob{node: name, log: log}, nil })
+		p.AddRoute(chatimpl.RouteSpec{Name: "returns", Default: true, Handle: func(ctx context.Context) error {
+			req := chat.Request(ctx)
+			j, err := job.Lookup(ctx)
 			if err != nil {
 				return err
 			}

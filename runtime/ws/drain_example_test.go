@@ -9,6 +9,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/chatscopes/chatgen/runtime/chat"
+	"github.com/chatscopes/chatgen/runtime/chatimpl"
 	"github.com/chatscopes/chatgen/runtime/redisstore"
 	"github.com/chatscopes/chatgen/runtime/ws"
 )
@@ -49,9 +50,10 @@ func ExampleServer_ServeUntilSignal() {
 
 // newRouterPackage is the application's package; chatgen generates its
 // registration from //chat:route methods.
-func newRouterPackage() *chat.Package {
-	p := chat.NewPackage("example.com/replica")
-	p.AddRoute(chat.RouteSpec{Name: "echo", Default: true, Handle: func(ctx context.Context, req *chat.RouteRequest) error {
+func newRouterPackage() *chatimpl.Package {
+	p := chatimpl.NewPackage("example.com/replica")
+	p.AddRoute(chatimpl.RouteSpec{Name: "echo", Default: true, Handle: func(ctx context.Context) error {
+		req := chat.Request(ctx)
 		return chat.SendValue(ctx, req.UserMessage())
 	}})
 	return p

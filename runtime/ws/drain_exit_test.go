@@ -20,6 +20,7 @@ import (
 	"github.com/chatscopes/chatgen/internal/e2e"
 	"github.com/chatscopes/chatgen/internal/redistest"
 	"github.com/chatscopes/chatgen/runtime/chat"
+	"github.com/chatscopes/chatgen/runtime/chatimpl"
 	"github.com/chatscopes/chatgen/runtime/redisstore"
 	"github.com/redis/go-redis/v9"
 )
@@ -31,13 +32,13 @@ const drainChildEnv = "CHATGEN_WS_DRAIN_CHILD_PREFIX"
 // drainChildRoutes are the routes of the child: "stuck" ignores its
 // context (a tool that never returns), "held" returns when its context
 // ends. Each prints "started <route>" when it runs.
-func drainChildRoutes() *chat.Package {
-	p := chat.NewPackage("github.com/chatscopes/chatgen/runtime/ws/drainexittest")
-	p.AddRoute(chat.RouteSpec{Name: "stuck", Handle: func(ctx context.Context, req *chat.RouteRequest) error {
+func drainChildRoutes() *chatimpl.Package {
+	p := chatimpl.NewPackage("github.com/chatscopes/chatgen/runtime/ws/drainexittest")
+	p.AddRoute(chatimpl.RouteSpec{Name: "stuck", Handle: func(ctx context.Context) error {
 		fmt.Println("started stuck")
 		select {} // ignores ctx: the drain cannot end this turn
 	}})
-	p.AddRoute(chat.RouteSpec{Name: "held", Handle: func(ctx context.Context, req *chat.RouteRequest) error {
+	p.AddRoute(chatimpl.RouteSpec{Name: "held", Handle: func(ctx context.Context) error {
 		fmt.Println("started held")
 		<-ctx.Done()
 		return ctx.Err()

@@ -18,6 +18,7 @@ import (
 
 	"github.com/chatscopes/chatgen/internal/e2e"
 	"github.com/chatscopes/chatgen/runtime/chat"
+	"github.com/chatscopes/chatgen/runtime/chatimpl"
 	"github.com/chatscopes/chatgen/runtime/chatstore"
 )
 
@@ -33,9 +34,10 @@ func newGateRoute() *gateRoute {
 	return &gateRoute{started: make(chan struct{}, 8), release: make(chan struct{})}
 }
 
-func (g *gateRoute) pkg() *chat.Package {
-	p := chat.NewPackage("github.com/chatscopes/chatgen/runtime/ws/draintest")
-	p.AddRoute(chat.RouteSpec{Name: "held", Handle: func(ctx context.Context, req *chat.RouteRequest) error {
+func (g *gateRoute) pkg() *chatimpl.Package {
+	p := chatimpl.NewPackage("github.com/chatscopes/chatgen/runtime/ws/draintest")
+	p.AddRoute(chatimpl.RouteSpec{Name: "held", Handle: func(ctx context.Context) error {
+		req := chat.Request(ctx)
 		n := g.runs.Add(1)
 		g.started <- struct{}{}
 		select {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/chatscopes/chatgen/internal/e2e"
 	"github.com/chatscopes/chatgen/runtime/chat"
+	"github.com/chatscopes/chatgen/runtime/chatimpl"
 	"github.com/chatscopes/chatgen/runtime/chatstore"
 )
 
@@ -47,9 +48,10 @@ type durableNodes struct {
 }
 
 // tickPkg holds "tick", a route that counts its runs.
-func (n *durableNodes) tickPkg() *chat.Package {
-	p := chat.NewPackage("github.com/chatscopes/chatgen/runtime/ws/durabletest")
-	p.AddRoute(chat.RouteSpec{Name: "tick", Handle: func(ctx context.Context, req *chat.RouteRequest) error {
+func (n *durableNodes) tickPkg() *chatimpl.Package {
+	p := chatimpl.NewPackage("github.com/chatscopes/chatgen/runtime/ws/durabletest")
+	p.AddRoute(chatimpl.RouteSpec{Name: "tick", Handle: func(ctx context.Context) error {
+		req := chat.Request(ctx)
 		if err := chat.Response(ctx).Thinking("ticking"); err != nil {
 			return err
 		}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/chatscopes/chatgen/internal/e2e"
 	"github.com/chatscopes/chatgen/runtime/chat"
+	"github.com/chatscopes/chatgen/runtime/chatimpl"
 	"github.com/chatscopes/chatgen/runtime/chatstore"
 )
 
@@ -28,9 +29,10 @@ func newGate() *gate {
 	return &gate{started: make(chan struct{}, 8), release: make(chan struct{})}
 }
 
-func (g *gate) pkg() *chat.Package {
-	p := chat.NewPackage("github.com/chatscopes/chatgen/runtime/ws/gatetest")
-	p.AddRoute(chat.RouteSpec{Name: "waitgate", Handle: func(ctx context.Context, req *chat.RouteRequest) error {
+func (g *gate) pkg() *chatimpl.Package {
+	p := chatimpl.NewPackage("github.com/chatscopes/chatgen/runtime/ws/gatetest")
+	p.AddRoute(chatimpl.RouteSpec{Name: "waitgate", Handle: func(ctx context.Context) error {
+		req := chat.Request(ctx)
 		n := g.runs.Add(1)
 		if err := chat.Response(ctx).Thinking("waiting"); err != nil {
 			return err
@@ -45,7 +47,8 @@ func (g *gate) pkg() *chat.Package {
 	}})
 	// "answerfirst" answers first, then waits: a connection cut meanwhile
 	// drops between the answer and the terminator.
-	p.AddRoute(chat.RouteSpec{Name: "answerfirst", Handle: func(ctx context.Context, req *chat.RouteRequest) error {
+	p.AddRoute(chatimpl.RouteSpec{Name: "answerfirst", Handle: func(ctx context.Context) error {
+		req := chat.Request(ctx)
 		n := g.runs.Add(1)
 		if err := chat.Response(ctx).Message(fmt.Sprintf("answer %d: %s", n, req.UserMessage())); err != nil {
 			return err

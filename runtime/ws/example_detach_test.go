@@ -7,6 +7,7 @@ import (
 	"net/http/httptest"
 
 	"github.com/chatscopes/chatgen/runtime/chat"
+	"github.com/chatscopes/chatgen/runtime/chatimpl"
 	"github.com/chatscopes/chatgen/runtime/ws"
 )
 
@@ -14,8 +15,9 @@ import (
 // the server's store, and another client (after a restart of the
 // program, say) resumes it with its id and resume token.
 func ExampleClient_Detach() {
-	p := chat.NewPackage("example.com/notes")
-	p.AddRoute(chat.RouteSpec{Name: "notes", Default: true, Handle: func(ctx context.Context, req *chat.RouteRequest) error {
+	p := chatimpl.NewPackage("example.com/notes")
+	p.AddRoute(chatimpl.RouteSpec{Name: "notes", Default: true, Handle: func(ctx context.Context) error {
+		req := chat.Request(ctx)
 		return chat.SendValue(ctx, "noted: "+req.UserMessage())
 	}})
 	router, err := chat.NewRouter(&chat.RouterOptions{Store: chat.NewInMemoryConversationStore(nil)}, p)

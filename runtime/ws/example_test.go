@@ -8,14 +8,16 @@ import (
 	"net/http/httptest"
 
 	"github.com/chatscopes/chatgen/runtime/chat"
+	"github.com/chatscopes/chatgen/runtime/chatimpl"
 	"github.com/chatscopes/chatgen/runtime/ws"
 )
 
 // newRouter returns a router with one route, written by hand here; chatgen
 // generates such registrations from //chat:route methods.
 func newRouter() *chat.Router {
-	p := chat.NewPackage("example.com/shop")
-	p.AddRoute(chat.RouteSpec{Name: "shop", Default: true, Handle: func(ctx context.Context, req *chat.RouteRequest) error {
+	p := chatimpl.NewPackage("example.com/shop")
+	p.AddRoute(chatimpl.RouteSpec{Name: "shop", Default: true, Handle: func(ctx context.Context) error {
+		req := chat.Request(ctx)
 		if err := chat.Response(ctx).Thinking("looking for " + req.UserMessage()); err != nil {
 			return err
 		}

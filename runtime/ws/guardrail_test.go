@@ -11,6 +11,7 @@ import (
 
 	"github.com/chatscopes/chatgen/runtime/ai"
 	"github.com/chatscopes/chatgen/runtime/chat"
+	"github.com/chatscopes/chatgen/runtime/chatimpl"
 	"github.com/chatscopes/chatgen/runtime/guardrail"
 	"github.com/chatscopes/chatgen/runtime/llmtest"
 	"github.com/chatscopes/chatgen/runtime/memory"
@@ -50,9 +51,9 @@ func guardedStream(t *testing.T, replies ...llmtest.Reply) (*testServer, *llmtes
 		}
 		return guardrail.Pass()
 	})
-	svc := ai.NewService("example.com/app.Smith", ai.Config{
+	svc := ai.NewService("example.com/app.Smith", &ai.Config{
 		Model: model, Logger: quietLogger(),
-		Memory: memory.NewManager(memory.Config{Policy: memory.Window(50, nil)}),
+		Memory: memory.NewManager(&memory.ManagerOptions{Policy: memory.Window(50, nil)}),
 		Guardrails: &guardrail.Set{Output: []guardrail.OutputGuardrail{g}, Input: []guardrail.InputGuardrail{
 			guardrail.InputFunc(func(_ context.Context, in *guardrail.Input) guardrail.Result {
 				if in.Text == "forbidden" {
@@ -63,11 +64,13 @@ func guardedStream(t *testing.T, replies ...llmtest.Reply) (*testServer, *llmtes
 		}},
 	})
 	method := &ai.Method{Name: "Ask", Kind: chat.KindChat, System: "You are terse."}
-	p := chat.NewPackage("example.com/app")
-	p.AddRoute(chat.RouteSpec{Name: "stream", Handle: func(ctx context.Context, req *chat.RouteRequest) error {
+	p := chatimpl.NewPackage("example.com/app")
+	p.AddRoute(chatimpl.RouteSpec{Name: "stream", Handle: func(ctx context.Context) error {
+		req := chat.Request(ctx)
 		return chat.SendStreamWithErrors(ctx, svc.Stream(ctx, &ai.Request{Method: method, User: req.UserMessage()}))
 	}})
-	p.AddRoute(chat.RouteSpec{Name: "chat", Handle: func(ctx context.Context, req *chat.RouteRequest) error {
+	p.AddRoute(chatimpl.RouteSpec{Name: "chat", Handle: func(ctx context.Context) error {
+		req := chat.Request(ctx)
 		r, err := svc.Chat(ctx, &ai.Request{Method: method, User: req.UserMessage()})
 		if err != nil {
 			return err

@@ -19,6 +19,7 @@ import (
 
 	"github.com/chatscopes/chatgen/internal/e2e"
 	"github.com/chatscopes/chatgen/runtime/chat"
+	"github.com/chatscopes/chatgen/runtime/chatimpl"
 )
 
 // quietLogger drops the logs of expected failures; -v shows them.
@@ -39,9 +40,10 @@ func newTestRoutes() *testRoutes {
 	return &testRoutes{gate: make(chan struct{}), entered: make(chan string, 100)}
 }
 
-func (tr *testRoutes) pkg() *chat.Package {
-	p := chat.NewPackage("github.com/chatscopes/chatgen/runtime/ws/wstest")
-	p.AddRoute(chat.RouteSpec{Name: "gate", Handle: func(ctx context.Context, req *chat.RouteRequest) error {
+func (tr *testRoutes) pkg() *chatimpl.Package {
+	p := chatimpl.NewPackage("github.com/chatscopes/chatgen/runtime/ws/wstest")
+	p.AddRoute(chatimpl.RouteSpec{Name: "gate", Handle: func(ctx context.Context) error {
+		req := chat.Request(ctx)
 		tr.entered <- req.UserMessage()
 		select {
 		case <-tr.gate:
@@ -50,7 +52,7 @@ func (tr *testRoutes) pkg() *chat.Package {
 		}
 		return chat.SendValue(ctx, "passed "+req.UserMessage())
 	}})
-	p.AddRoute(chat.RouteSpec{Name: "thinkgate", Handle: func(ctx context.Context, req *chat.RouteRequest) error {
+	p.AddRoute(chatimpl.RouteSpec{Name: "thinkgate", Handle: func(ctx context.Context) error {
 		if err := chat.Response(ctx).Thinking("waiting"); err != nil {
 			return err
 		}
@@ -61,7 +63,7 @@ func (tr *testRoutes) pkg() *chat.Package {
 		}
 		return chat.SendValue(ctx, "passed")
 	}})
-	p.AddRoute(chat.RouteSpec{Name: "flood", Handle: func(ctx context.Context, req *chat.RouteRequest) error {
+	p.AddRoute(chatimpl.RouteSpec{Name: "flood", Handle: func(ctx context.Context) error {
 		chunk := strings.Repeat("x", 64<<10)
 		for range 2000 { // 128 MB: more than any socket buffer
 			if err := chat.Response(ctx).Message(chunk); err != nil {
@@ -70,14 +72,15 @@ func (tr *testRoutes) pkg() *chat.Package {
 		}
 		return nil
 	}})
-	p.AddRoute(chat.RouteSpec{Name: "whoami", Handle: func(ctx context.Context, req *chat.RouteRequest) error {
+	p.AddRoute(chatimpl.RouteSpec{Name: "whoami", Handle: func(ctx context.Context) error {
 		p := chat.PrincipalFrom(ctx)
 		if p == nil {
 			return chat.SendValue(ctx, "anonymous")
 		}
 		return chat.SendValue(ctx, p.Name())
 	}})
-	p.AddRoute(chat.RouteSpec{Name: "events", Handle: func(ctx context.Context, req *chat.RouteRequest) error {
+	p.AddRoute(chatimpl.RouteSpec{Name: "events", Handle: func(ctx context.Context) error {
+		req := chat.Request(ctx)
 		r := chat.Response(ctx)
 		if err := r.Thinking("thinking about " + req.UserMessage()); err != nil {
 			return err
@@ -102,7 +105,7 @@ func (tr *testRoutes) pkg() *chat.Package {
 		}
 		return r.Message("done: " + req.UserMessage())
 	}})
-	p.AddRoute(chat.RouteSpec{Name: "unencodable", Handle: func(ctx context.Context, req *chat.RouteRequest) error {
+	p.AddRoute(chatimpl.RouteSpec{Name: "unencodable", Handle: func(ctx context.Context) error {
 		return chat.Response(ctx).Object(make(chan int))
 	}})
 	return p

@@ -24,7 +24,7 @@ func TestKnowledgeSourcesOnTheWire(t *testing.T) {
 		{PageContent: "Dawnbreaker was forged by Aldra.", Score: 0.75, Metadata: map[string]any{"id": "dawnbreaker.md#1", "title": "Dawnbreaker", "source": "lore/dawnbreaker.md"}},
 		{PageContent: "An untitled note.", Score: 0.5, Metadata: map[string]any{"id": "note"}},
 	}
-	rig := newAIRig(t, ai.Config{Knowledge: &ai.Knowledge{Retriever: docs}}, llmtest.Reply{Text: "Aldra forged it."})
+	rig := newAIRig(t, &ai.Config{Knowledge: &ai.Knowledge{Retriever: docs}}, llmtest.Reply{Text: "Aldra forged it."})
 	c := dialRaw(t, rig.ts.url, nil)
 	scope := c.connect("s", "smith")
 	fs := c.chat("s", scope, "who forged Dawnbreaker?")

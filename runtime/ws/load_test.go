@@ -23,6 +23,7 @@ import (
 	"github.com/coder/websocket"
 
 	"github.com/chatscopes/chatgen/runtime/chat"
+	"github.com/chatscopes/chatgen/runtime/chatimpl"
 )
 
 // The load measurements compare chatgen's server with its peer, a raw
@@ -88,8 +89,9 @@ func cpuTime() time.Duration {
 
 // echoRouter has the one route of the load test.
 func echoRouter(tb testing.TB) *chat.Router {
-	p := chat.NewPackage("github.com/chatscopes/chatgen/runtime/ws/load")
-	p.AddRoute(chat.RouteSpec{Name: "echo", Default: true, Handle: func(ctx context.Context, req *chat.RouteRequest) error {
+	p := chatimpl.NewPackage("github.com/chatscopes/chatgen/runtime/ws/load")
+	p.AddRoute(chatimpl.RouteSpec{Name: "echo", Default: true, Handle: func(ctx context.Context) error {
+		req := chat.Request(ctx)
 		return chat.SendValue(ctx, req.UserMessage())
 	}})
 	r, err := chat.NewRouter(&chat.RouterOptions{Logger: quietLogger()}, p)

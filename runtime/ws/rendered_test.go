@@ -8,15 +8,16 @@ import (
 	"time"
 
 	"github.com/chatscopes/chatgen/runtime/chat"
+	"github.com/chatscopes/chatgen/runtime/chatimpl"
 )
 
 // renderedPackage has a route that sends what a //chat:markdown route
 // sends (package markdown renders; here the HTML is written out, so that
 // the transport is tested alone): a Message with its HTML, stream chunks,
 // and the Stream event that closes a rendered stream.
-func renderedPackage() *chat.Package {
-	p := chat.NewPackage("github.com/chatscopes/chatgen/runtime/ws/renderedtest")
-	p.AddRoute(chat.RouteSpec{Name: "rendered", Default: true, Handle: func(ctx context.Context, req *chat.RouteRequest) error {
+func renderedPackage() *chatimpl.Package {
+	p := chatimpl.NewPackage("github.com/chatscopes/chatgen/runtime/ws/renderedtest")
+	p.AddRoute(chatimpl.RouteSpec{Name: "rendered", Default: true, Handle: func(ctx context.Context) error {
 		r := chat.Response(ctx)
 		for _, ev := range []chat.Event{
 			{Type: chat.EventMessage, Data: "A **fine** \"sword\"", HTML: "<p>A <strong>fine</strong> &quot;sword&quot;</p>\n"},

@@ -7,6 +7,7 @@ import (
 
 	"github.com/chatscopes/chatgen/internal/e2e"
 	"github.com/chatscopes/chatgen/runtime/chat"
+	"github.com/chatscopes/chatgen/runtime/chatimpl"
 )
 
 // stubborn is a route that ignores its context, as a route calling a tool
@@ -24,9 +25,10 @@ type stubborn struct {
 	closeOnce sync.Once
 }
 
-func (st *stubborn) pkg() *chat.Package {
-	p := chat.NewPackage("github.com/chatscopes/chatgen/runtime/ws/stubborn")
-	p.AddRoute(chat.RouteSpec{Name: "stubborn", Handle: func(ctx context.Context, req *chat.RouteRequest) error {
+func (st *stubborn) pkg() *chatimpl.Package {
+	p := chatimpl.NewPackage("github.com/chatscopes/chatgen/runtime/ws/stubborn")
+	p.AddRoute(chatimpl.RouteSpec{Name: "stubborn", Handle: func(ctx context.Context) error {
+		req := chat.Request(ctx)
 		text := req.UserMessage()
 		switch text {
 		case "block":

@@ -8,12 +8,13 @@ import (
 
 	"github.com/chatscopes/chatgen/runtime/ai"
 	"github.com/chatscopes/chatgen/runtime/chat"
+	"github.com/chatscopes/chatgen/runtime/chatimpl"
 )
 
-// This file needs a chatgen runtime that supports generated code version 4.
+// This file needs a chatgen runtime that supports generated code version 5.
 // A compiler error on the constant below means the file and the runtime do
 // not match: re-run go generate with a chatgen that matches the runtime.
-const _ = chat.SupportPackageIsVersion4
+const _ = chatimpl.SupportPackageIsVersion5
 
 const chatPackagePath = "github.com/chatscopes/chatgen/examples/weaponbuilder/flat"
 
@@ -22,8 +23,9 @@ const chatPackagePath = "github.com/chatscopes/chatgen/examples/weaponbuilder/fl
 // constructors that take its type. Give it to Register.
 type Deps struct {
 	// Armorer configures the //chat:ai service Armorer: its model,
-	// memory and tool-loop limits.
-	Armorer ai.Config
+	// memory and tool-loop limits (nil: no model, which chat.NewRouter
+	// refuses).
+	Armorer *ai.Config
 }
 
 // The names of this package's routes, for chat.Route, chat.PushRoute and
@@ -36,21 +38,22 @@ const (
 // Register returns the chat registration of package flat: its routes, error
 // handlers and the providers of its scoped beans. Pass it to chat.NewRouter,
 // or to chat.WithPackages to use the beans without a router.
-func Register(deps Deps) *chat.Package {
-	p := chat.NewPackage(chatPackagePath)
+func Register(deps Deps) *chatimpl.Package {
+	p := chatimpl.NewPackage(chatPackagePath)
 	ai.Register(p, chatBeanArmorer, ai.ServiceSpec{
 		Config:  deps.Armorer,
 		Methods: []*ai.Method{&chatMethodArmorerChat},
 	}, func(svc *ai.Service) Armorer {
 		return &chatAIArmorer{svc: svc}
 	})
-	p.AddRoute(chat.RouteSpec{Name: RouteArmorer, Default: true, Handle: chatRouteArmorer})
-	p.Describe(chatManifest())
+	p.AddRoute(chatimpl.RouteSpec{Name: RouteArmorer, Default: true, Handle: chatRouteArmorer})
+	p.DescribeJSON(chatManifest)
 	return p
 }
 
-func chatRouteArmorer(ctx context.Context, req *chat.RouteRequest) error {
-	armorer, err := chat.Lookup(ctx, chatBeanArmorer)
+func chatRouteArmorer(ctx context.Context) error {
+	req := chat.Request(ctx)
+	armorer, err := chatBeanArmorer.Lookup(ctx)
 	if err != nil {
 		return err
 	}
@@ -61,21 +64,15 @@ func chatRouteArmorer(ctx context.Context, req *chat.RouteRequest) error {
 	return chat.SendValue(ctx, res)
 }
 
-func chatManifest() *chat.Manifest {
-	return &chat.Manifest{
-		Routes: []chat.RouteInfo{
-			{
-				Name: "armorer",
-				Params: []chat.ParamInfo{
-					{Name: "userMessage", Schema: `{"type":"string"}`},
-				},
-				Events: []chat.EventInfo{
-					{Type: "Message", Schema: `{"type":"string"}`},
-				},
-			},
-		},
-	}
-}
+const chatManifest = `{
+	"routes": [
+		{"name": "armorer", "params": [
+			{"name": "userMessage", "schema": {"type":"string"}}
+		], "events": [
+			{"type": "Message", "schema": {"type":"string"}}
+		]}
+	]
+}`
 
 var chatBeanArmorer = chat.NewBean[Armorer](chatPackagePath+".Armorer", chat.KindChat, nil)
 
@@ -120,7 +117,7 @@ var chatToolShopShowWeapon = ai.Tool{
 	Name:        "showWeapon",
 	Description: "ShowWeapon shows the weapon as it is now.",
 	Parameters:  json.RawMessage(`{"type":"object","properties":{},"additionalProperties":false}`),
-	Invoke: ai.BeanToolNoArgs(chatBeanShop, func(_ context.Context, shop *Shop) (any, error) {
+	Invoke: ai.BeanTool(chatBeanShop, func(_ context.Context, shop *Shop, _ struct{}) (any, error) {
 		return shop.ShowWeapon(), nil
 	}),
 }
@@ -151,7 +148,7 @@ var chatToolShopBind = ai.Tool{
 	Name:        "bind",
 	Description: "Bind binds the enchantment to the weapon.",
 	Parameters:  json.RawMessage(`{"type":"object","properties":{},"additionalProperties":false}`),
-	Invoke: ai.BeanToolNoArgs(chatBeanShop, func(_ context.Context, shop *Shop) (any, error) {
+	Invoke: ai.BeanTool(chatBeanShop, func(_ context.Context, shop *Shop, _ struct{}) (any, error) {
 		return shop.Bind()
 	}),
 }
@@ -160,7 +157,7 @@ var chatToolShopFinishWeapon = ai.Tool{
 	Name:        "finishWeapon",
 	Description: "FinishWeapon saves the weapon.",
 	Parameters:  json.RawMessage(`{"type":"object","properties":{},"additionalProperties":false}`),
-	Invoke: ai.BeanToolNoArgs(chatBeanShop, func(_ context.Context, shop *Shop) (any, error) {
+	Invoke: ai.BeanTool(chatBeanShop, func(_ context.Context, shop *Shop, _ struct{}) (any, error) {
 		return shop.FinishWeapon()
 	}),
 }
@@ -191,16 +188,17 @@ var chatToolShopFinishArmor = ai.Tool{
 	Name:        "finishArmor",
 	Description: "FinishArmor saves the armour.",
 	Parameters:  json.RawMessage(`{"type":"object","properties":{},"additionalProperties":false}`),
-	Invoke: ai.BeanToolNoArgs(chatBeanShop, func(_ context.Context, shop *Shop) (any, error) {
+	Invoke: ai.BeanTool(chatBeanShop, func(_ context.Context, shop *Shop, _ struct{}) (any, error) {
 		return shop.FinishArmor()
 	}),
 }
 
 var chatToolShopCancel = ai.Tool{
-	Name:        "cancel",
-	Description: "Cancel abandons the weapon, enchantment or armour being built, without\nsaving it.",
-	Parameters:  json.RawMessage(`{"type":"object","properties":{},"additionalProperties":false}`),
-	Invoke: ai.BeanToolNoArgs(chatBeanShop, func(_ context.Context, shop *Shop) (any, error) {
+	Name: "cancel",
+	Description: `Cancel abandons the weapon, enchantment or armour being built, without
+saving it.`,
+	Parameters: json.RawMessage(`{"type":"object","properties":{},"additionalProperties":false}`),
+	Invoke: ai.BeanTool(chatBeanShop, func(_ context.Context, shop *Shop, _ struct{}) (any, error) {
 		return shop.Cancel(), nil
 	}),
 }
@@ -209,7 +207,7 @@ var chatToolShopListArmory = ai.Tool{
 	Name:        "listArmory",
 	Description: "ListArmory lists what the player has built.",
 	Parameters:  json.RawMessage(`{"type":"object","properties":{},"additionalProperties":false}`),
-	Invoke: ai.BeanToolNoArgs(chatBeanShop, func(_ context.Context, shop *Shop) (any, error) {
+	Invoke: ai.BeanTool(chatBeanShop, func(_ context.Context, shop *Shop, _ struct{}) (any, error) {
 		return shop.ListArmory(), nil
 	}),
 }

@@ -39,9 +39,9 @@ func newHarness(t *testing.T, route string, replies ...llmtest.Reply) *harness {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h.mem = memory.NewManager(memory.Config{Policy: memory.Window(20, nil)})
+	h.mem = memory.NewManager(&memory.ManagerOptions{Policy: memory.Window(20, nil)})
 	h.router, err = chat.NewRouter(&chat.RouterOptions{Logger: slog.New(slog.DiscardHandler)},
-		Register(Deps{Smith: ai.Config{Model: llm, Memory: h.mem, Logger: slog.New(slog.DiscardHandler)}}),
+		Register(Deps{Smith: &ai.Config{Model: llm, Memory: h.mem, Logger: slog.New(slog.DiscardHandler)}}),
 	)
 	if err != nil {
 		t.Fatal(err)

@@ -9,12 +9,13 @@ import (
 
 	"github.com/chatscopes/chatgen/runtime/ai"
 	"github.com/chatscopes/chatgen/runtime/chat"
+	"github.com/chatscopes/chatgen/runtime/chatimpl"
 )
 
-// This file needs a chatgen runtime that supports generated code version 4.
+// This file needs a chatgen runtime that supports generated code version 5.
 // A compiler error on the constant below means the file and the runtime do
 // not match: re-run go generate with a chatgen that matches the runtime.
-const _ = chat.SupportPackageIsVersion4
+const _ = chatimpl.SupportPackageIsVersion5
 
 const chatPackagePath = "github.com/chatscopes/chatgen/internal/e2e/aisvc"
 
@@ -23,8 +24,9 @@ const chatPackagePath = "github.com/chatscopes/chatgen/internal/e2e/aisvc"
 // constructors that take its type. Give it to Register.
 type Deps struct {
 	// Smith configures the //chat:ai service Smith: its model, memory
-	// and tool-loop limits.
-	Smith ai.Config
+	// and tool-loop limits (nil: no model, which chat.NewRouter
+	// refuses).
+	Smith *ai.Config
 }
 
 // The names of this package's routes, for chat.Route, chat.PushRoute and
@@ -43,24 +45,25 @@ const (
 // Register returns the chat registration of package aisvc: its routes, error
 // handlers and the providers of its scoped beans. Pass it to chat.NewRouter,
 // or to chat.WithPackages to use the beans without a router.
-func Register(deps Deps) *chat.Package {
-	p := chat.NewPackage(chatPackagePath)
+func Register(deps Deps) *chatimpl.Package {
+	p := chatimpl.NewPackage(chatPackagePath)
 	ai.Register(p, chatBeanSmith, ai.ServiceSpec{
 		Config:  deps.Smith,
 		Methods: []*ai.Method{&chatMethodSmithAppraise, &chatMethodSmithAsk, &chatMethodSmithBuild, &chatMethodSmithTell},
 	}, func(svc *ai.Service) Smith {
 		return &chatAISmith{svc: svc}
 	})
-	p.AddRoute(chat.RouteSpec{Name: RouteSmith, Default: true, Handle: chatRouteSmith})
-	p.AddRoute(chat.RouteSpec{Name: RouteStory, Handle: chatRouteStory})
-	p.AddRoute(chat.RouteSpec{Name: RouteAppraise, Handle: chatRouteAppraise})
-	p.AddRoute(chat.RouteSpec{Name: RouteAsk, Handle: chatRouteAsk})
-	p.Describe(chatManifest())
+	p.AddRoute(chatimpl.RouteSpec{Name: RouteSmith, Default: true, Handle: chatRouteSmith})
+	p.AddRoute(chatimpl.RouteSpec{Name: RouteStory, Handle: chatRouteStory})
+	p.AddRoute(chatimpl.RouteSpec{Name: RouteAppraise, Handle: chatRouteAppraise})
+	p.AddRoute(chatimpl.RouteSpec{Name: RouteAsk, Handle: chatRouteAsk})
+	p.DescribeJSON(chatManifest)
 	return p
 }
 
-func chatRouteSmith(ctx context.Context, req *chat.RouteRequest) error {
-	smith, err := chat.Lookup(ctx, chatBeanSmith)
+func chatRouteSmith(ctx context.Context) error {
+	req := chat.Request(ctx)
+	smith, err := chatBeanSmith.Lookup(ctx)
 	if err != nil {
 		return err
 	}
@@ -71,8 +74,9 @@ func chatRouteSmith(ctx context.Context, req *chat.RouteRequest) error {
 	return res.Send(ctx)
 }
 
-func chatRouteStory(ctx context.Context, req *chat.RouteRequest) error {
-	smith, err := chat.Lookup(ctx, chatBeanSmith)
+func chatRouteStory(ctx context.Context) error {
+	req := chat.Request(ctx)
+	smith, err := chatBeanSmith.Lookup(ctx)
 	if err != nil {
 		return err
 	}
@@ -80,8 +84,9 @@ func chatRouteStory(ctx context.Context, req *chat.RouteRequest) error {
 	return chat.SendStreamWithErrors(ctx, res)
 }
 
-func chatRouteAppraise(ctx context.Context, req *chat.RouteRequest) error {
-	smith, err := chat.Lookup(ctx, chatBeanSmith)
+func chatRouteAppraise(ctx context.Context) error {
+	req := chat.Request(ctx)
+	smith, err := chatBeanSmith.Lookup(ctx)
 	if err != nil {
 		return err
 	}
@@ -92,8 +97,9 @@ func chatRouteAppraise(ctx context.Context, req *chat.RouteRequest) error {
 	return chat.SendValue(ctx, res)
 }
 
-func chatRouteAsk(ctx context.Context, req *chat.RouteRequest) error {
-	smith, err := chat.Lookup(ctx, chatBeanSmith)
+func chatRouteAsk(ctx context.Context) error {
+	req := chat.Request(ctx)
+	smith, err := chatBeanSmith.Lookup(ctx)
 	if err != nil {
 		return err
 	}
@@ -104,59 +110,40 @@ func chatRouteAsk(ctx context.Context, req *chat.RouteRequest) error {
 	return chat.SendValue(ctx, res)
 }
 
-func chatManifest() *chat.Manifest {
-	return &chat.Manifest{
-		Routes: []chat.RouteInfo{
-			{
-				Name: "smith",
-				Params: []chat.ParamInfo{
-					{Name: "userMessage", Schema: `{"type":"string"}`},
-				},
-				Events: []chat.EventInfo{
-					{Type: "Message", Schema: `{"type":"string"}`},
-					{Type: "weapon", Schema: `{"$ref":"#/$defs/Weapon"}`},
-				},
-			},
-			{
-				Name:      "story",
-				Streaming: true,
-				Params: []chat.ParamInfo{
-					{Name: "userMessage", Schema: `{"type":"string"}`},
-				},
-				Events: []chat.EventInfo{
-					{Type: "Stream", Schema: `{"type":"string"}`},
-					{Type: "weapon", Schema: `{"$ref":"#/$defs/Weapon"}`},
-				},
-			},
-			{
-				Name: "appraise",
-				Params: []chat.ParamInfo{
-					{Name: "userMessage", Schema: `{"type":"string"}`},
-				},
-				Events: []chat.EventInfo{
-					{Type: "weapon", Schema: `{"$ref":"#/$defs/Weapon"}`},
-				},
-			},
-			{
-				Name: "ask",
-				Params: []chat.ParamInfo{
-					{Name: "userMessage", Schema: `{"type":"string"}`},
-				},
-				Events: []chat.EventInfo{
-					{Type: "Message", Schema: `{"type":"string"}`},
-					{Type: "weapon", Schema: `{"$ref":"#/$defs/Weapon"}`},
-				},
-			},
-		},
-		Events: []chat.EventInfo{
-			{Type: "weapon", Schema: `{"$ref":"#/$defs/Weapon"}`},
-		},
-		Types: []chat.TypeInfo{
-			{Name: "Kind", Schema: `{"type":"string","enum":["sword","axe","bow",""],"description":"Kind is a kind of weapon."}`},
-			{Name: "Weapon", Schema: `{"type":"object","properties":{"name":{"type":"string","description":"Name of the weapon."},"kind":{"$ref":"#/$defs/Kind","description":"Kind of the weapon."},"damage":{"type":"integer","description":"Damage it deals, from 1 to 100."}},"required":["name","kind","damage"],"description":"Weapon is the weapon being built."}`},
-		},
-	}
-}
+const chatManifest = `{
+	"routes": [
+		{"name": "smith", "params": [
+			{"name": "userMessage", "schema": {"type":"string"}}
+		], "events": [
+			{"type": "Message", "schema": {"type":"string"}},
+			{"type": "weapon", "schema": {"$ref":"#/$defs/Weapon"}}
+		]},
+		{"name": "story", "streaming": true, "params": [
+			{"name": "userMessage", "schema": {"type":"string"}}
+		], "events": [
+			{"type": "Stream", "schema": {"type":"string"}},
+			{"type": "weapon", "schema": {"$ref":"#/$defs/Weapon"}}
+		]},
+		{"name": "appraise", "params": [
+			{"name": "userMessage", "schema": {"type":"string"}}
+		], "events": [
+			{"type": "weapon", "schema": {"$ref":"#/$defs/Weapon"}}
+		]},
+		{"name": "ask", "params": [
+			{"name": "userMessage", "schema": {"type":"string"}}
+		], "events": [
+			{"type": "Message", "schema": {"type":"string"}},
+			{"type": "weapon", "schema": {"$ref":"#/$defs/Weapon"}}
+		]}
+	],
+	"events": [
+		{"type": "weapon", "schema": {"$ref":"#/$defs/Weapon"}}
+	],
+	"types": [
+		{"name": "Kind", "schema": {"type":"string","enum":["sword","axe","bow",""],"description":"Kind is a kind of weapon."}},
+		{"name": "Weapon", "schema": {"type":"object","properties":{"name":{"type":"string","description":"Name of the weapon."},"kind":{"$ref":"#/$defs/Kind","description":"Kind of the weapon."},"damage":{"type":"integer","description":"Damage it deals, from 1 to 100."}},"required":["name","kind","damage"],"description":"Weapon is the weapon being built."}}
+	]
+}`
 
 var chatBeanWorkbench = chat.NewBean[*Workbench](chatPackagePath+".Workbench", chat.KindChat, func(context.Context) (*Workbench, error) {
 	return new(Workbench), nil
@@ -200,7 +187,7 @@ var chatToolWorkbenchInspect = ai.Tool{
 	Parameters:  json.RawMessage(`{"type":"object","properties":{},"additionalProperties":false}`),
 	Event:       true,
 	Immediate:   true,
-	Invoke: ai.BeanToolNoArgs(chatBeanWorkbench, func(_ context.Context, workbench *Workbench) (any, error) {
+	Invoke: ai.BeanTool(chatBeanWorkbench, func(_ context.Context, workbench *Workbench, _ struct{}) (any, error) {
 		return workbench.Inspect(), nil
 	}),
 }
@@ -209,7 +196,7 @@ var chatToolWorkbenchExplode = ai.Tool{
 	Name:        "Explode",
 	Description: "Explode always panics.",
 	Parameters:  json.RawMessage(`{"type":"object","properties":{},"additionalProperties":false}`),
-	Invoke: ai.BeanToolNoArgs(chatBeanWorkbench, func(_ context.Context, workbench *Workbench) (any, error) {
+	Invoke: ai.BeanTool(chatBeanWorkbench, func(_ context.Context, workbench *Workbench, _ struct{}) (any, error) {
 		return workbench.Explode(), nil
 	}),
 }

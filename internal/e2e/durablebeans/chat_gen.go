@@ -6,12 +6,13 @@ import (
 	"context"
 
 	"github.com/chatscopes/chatgen/runtime/chat"
+	"github.com/chatscopes/chatgen/runtime/chatimpl"
 )
 
-// This file needs a chatgen runtime that supports generated code version 4.
+// This file needs a chatgen runtime that supports generated code version 5.
 // A compiler error on the constant below means the file and the runtime do
 // not match: re-run go generate with a chatgen that matches the runtime.
-const _ = chat.SupportPackageIsVersion4
+const _ = chatimpl.SupportPackageIsVersion5
 
 const chatPackagePath = "github.com/chatscopes/chatgen/internal/e2e/durablebeans"
 
@@ -32,23 +33,24 @@ const (
 // Register returns the chat registration of package durablebeans: its
 // routes, error handlers and the providers of its scoped beans. Pass it to
 // chat.NewRouter, or to chat.WithPackages to use the beans without a router.
-func Register() *chat.Package {
-	p := chat.NewPackage(chatPackagePath)
-	p.AddRoute(chat.RouteSpec{Name: RouteTickets, Default: true, Handle: chatRouteTickets})
-	p.Describe(chatManifest())
+func Register() *chatimpl.Package {
+	p := chatimpl.NewPackage(chatPackagePath)
+	p.AddRoute(chatimpl.RouteSpec{Name: RouteTickets, Default: true, Handle: chatRouteTickets})
+	p.DescribeJSON(chatManifest)
 	// Durable beans are provided even without dependencies: the router
 	// where a resumed conversation ends restores them from their saved
 	// state, to close them.
-	chat.Provide(p, chatBeanTicket, func(context.Context) (*Ticket, error) {
+	chatimpl.Provide(p, chatBeanTicket, func(context.Context) (*Ticket, error) {
 		return new(Ticket), nil
 	})
-	chat.Provide(p, chatBeanHold, func(context.Context) (*Hold, error) {
+	chatimpl.Provide(p, chatBeanHold, func(context.Context) (*Hold, error) {
 		return NewHold(), nil
 	})
 	return p
 }
 
-func chatRouteTickets(ctx context.Context, req *chat.RouteRequest) error {
+func chatRouteTickets(ctx context.Context) error {
+	req := chat.Request(ctx)
 	res, err := Open(ctx, req.UserMessage())
 	if err != nil {
 		return err
@@ -56,21 +58,15 @@ func chatRouteTickets(ctx context.Context, req *chat.RouteRequest) error {
 	return chat.SendValue(ctx, res)
 }
 
-func chatManifest() *chat.Manifest {
-	return &chat.Manifest{
-		Routes: []chat.RouteInfo{
-			{
-				Name: "tickets",
-				Params: []chat.ParamInfo{
-					{Name: "userMessage", Schema: `{"type":"string"}`},
-				},
-				Events: []chat.EventInfo{
-					{Type: "Message", Schema: `{"type":"string"}`},
-				},
-			},
-		},
-	}
-}
+const chatManifest = `{
+	"routes": [
+		{"name": "tickets", "params": [
+			{"name": "userMessage", "schema": {"type":"string"}}
+		], "events": [
+			{"type": "Message", "schema": {"type":"string"}}
+		]}
+	]
+}`
 
 var chatBeanTicket = chat.NewDurableBean[*Ticket](chatPackagePath+".Ticket", chat.KindChat, func(context.Context) (*Ticket, error) {
 	return new(Ticket), nil
@@ -80,7 +76,7 @@ var chatBeanTicket = chat.NewDurableBean[*Ticket](chatPackagePath+".Ticket", cha
 // on first use. Without an active chat scope the error matches
 // chat.ErrNotActive.
 func TicketFrom(ctx context.Context) (*Ticket, error) {
-	return chat.Lookup(ctx, chatBeanTicket)
+	return chatBeanTicket.Lookup(ctx)
 }
 
 var chatBeanHold = chat.NewDurableBean[*Hold](chatPackagePath+".Hold", chat.KindPerChat, func(context.Context) (*Hold, error) {
@@ -91,5 +87,5 @@ var chatBeanHold = chat.NewDurableBean[*Hold](chatPackagePath+".Hold", chat.Kind
 // first use. Without an active chat scope the error matches
 // chat.ErrNotActive.
 func HoldFrom(ctx context.Context) (*Hold, error) {
-	return chat.Lookup(ctx, chatBeanHold)
+	return chatBeanHold.Lookup(ctx)
 }

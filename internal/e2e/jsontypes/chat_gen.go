@@ -9,13 +9,14 @@ import (
 
 	"github.com/chatscopes/chatgen/runtime/ai"
 	"github.com/chatscopes/chatgen/runtime/chat"
+	"github.com/chatscopes/chatgen/runtime/chatimpl"
 	"github.com/chatscopes/chatgen/runtime/markdown"
 )
 
-// This file needs a chatgen runtime that supports generated code version 4.
+// This file needs a chatgen runtime that supports generated code version 5.
 // A compiler error on the constant below means the file and the runtime do
 // not match: re-run go generate with a chatgen that matches the runtime.
-const _ = chat.SupportPackageIsVersion4
+const _ = chatimpl.SupportPackageIsVersion5
 
 const chatPackagePath = "github.com/chatscopes/chatgen/internal/e2e/jsontypes"
 
@@ -30,8 +31,9 @@ func _() {
 // constructors that take its type. Give it to Register.
 type Deps struct {
 	// Clerk configures the //chat:ai service Clerk: its model, memory
-	// and tool-loop limits.
-	Clerk ai.Config
+	// and tool-loop limits (nil: no model, which chat.NewRouter
+	// refuses).
+	Clerk *ai.Config
 }
 
 // The names of this package's routes, for chat.Route, chat.PushRoute and
@@ -56,27 +58,28 @@ const (
 // Register returns the chat registration of package jsontypes: its routes,
 // error handlers and the providers of its scoped beans. Pass it to
 // chat.NewRouter, or to chat.WithPackages to use the beans without a router.
-func Register(deps Deps) *chat.Package {
-	p := chat.NewPackage(chatPackagePath)
+func Register(deps Deps) *chatimpl.Package {
+	p := chatimpl.NewPackage(chatPackagePath)
 	ai.Register(p, chatBeanClerk, ai.ServiceSpec{
 		Config:  deps.Clerk,
 		Methods: []*ai.Method{&chatMethodClerkAsk},
 	}, func(svc *ai.Service) Clerk {
 		return &chatAIClerk{svc: svc}
 	})
-	p.AddRoute(chat.RouteSpec{Name: RoutePut, Handle: chatRoutePut})
-	p.AddRoute(chat.RouteSpec{Name: RoutePutPtr, Handle: chatRoutePutPtr})
-	p.AddRoute(chat.RouteSpec{Name: RouteTree, Handle: chatRouteTree})
-	p.AddRoute(chat.RouteSpec{Name: RoutePages, Handle: chatRoutePages})
-	p.AddRoute(chat.RouteSpec{Name: RouteReport, Handle: chatRouteReport})
-	p.AddRoute(chat.RouteSpec{Name: RouteLines, Handle: chatRouteLines})
-	p.AddRoute(chat.RouteSpec{Name: RouteClerk, Default: true, Handle: chatRouteClerk})
-	p.Describe(chatManifest())
+	p.AddRoute(chatimpl.RouteSpec{Name: RoutePut, Handle: chatRoutePut})
+	p.AddRoute(chatimpl.RouteSpec{Name: RoutePutPtr, Handle: chatRoutePutPtr})
+	p.AddRoute(chatimpl.RouteSpec{Name: RouteTree, Handle: chatRouteTree})
+	p.AddRoute(chatimpl.RouteSpec{Name: RoutePages, Handle: chatRoutePages})
+	p.AddRoute(chatimpl.RouteSpec{Name: RouteReport, Handle: chatRouteReport})
+	p.AddRoute(chatimpl.RouteSpec{Name: RouteLines, Handle: chatRouteLines})
+	p.AddRoute(chatimpl.RouteSpec{Name: RouteClerk, Default: true, Handle: chatRouteClerk})
+	p.DescribeJSON(chatManifest)
 	return p
 }
 
-func chatRoutePut(ctx context.Context, req *chat.RouteRequest) error {
-	store, err := chat.Lookup(ctx, chatBeanStore)
+func chatRoutePut(ctx context.Context) error {
+	req := chat.Request(ctx)
+	store, err := chatBeanStore.Lookup(ctx)
 	if err != nil {
 		return err
 	}
@@ -100,8 +103,9 @@ func chatRoutePut(ctx context.Context, req *chat.RouteRequest) error {
 	return chat.SendValue(ctx, res)
 }
 
-func chatRoutePutPtr(ctx context.Context, req *chat.RouteRequest) error {
-	store, err := chat.Lookup(ctx, chatBeanStore)
+func chatRoutePutPtr(ctx context.Context) error {
+	req := chat.Request(ctx)
+	store, err := chatBeanStore.Lookup(ctx)
 	if err != nil {
 		return err
 	}
@@ -116,8 +120,9 @@ func chatRoutePutPtr(ctx context.Context, req *chat.RouteRequest) error {
 	return chat.SendValue(ctx, res)
 }
 
-func chatRouteTree(ctx context.Context, req *chat.RouteRequest) error {
-	store, err := chat.Lookup(ctx, chatBeanStore)
+func chatRouteTree(ctx context.Context) error {
+	req := chat.Request(ctx)
+	store, err := chatBeanStore.Lookup(ctx)
 	if err != nil {
 		return err
 	}
@@ -129,8 +134,9 @@ func chatRouteTree(ctx context.Context, req *chat.RouteRequest) error {
 	return chat.SendValue(ctx, res)
 }
 
-func chatRoutePages(ctx context.Context, req *chat.RouteRequest) error {
-	store, err := chat.Lookup(ctx, chatBeanStore)
+func chatRoutePages(ctx context.Context) error {
+	req := chat.Request(ctx)
+	store, err := chatBeanStore.Lookup(ctx)
 	if err != nil {
 		return err
 	}
@@ -142,8 +148,9 @@ func chatRoutePages(ctx context.Context, req *chat.RouteRequest) error {
 	return chat.SendValue(ctx, res)
 }
 
-func chatRouteReport(ctx context.Context, req *chat.RouteRequest) error {
-	store, err := chat.Lookup(ctx, chatBeanStore)
+func chatRouteReport(ctx context.Context) error {
+	req := chat.Request(ctx)
+	store, err := chatBeanStore.Lookup(ctx)
 	if err != nil {
 		return err
 	}
@@ -158,13 +165,15 @@ func chatRouteReport(ctx context.Context, req *chat.RouteRequest) error {
 	return chat.SendValue(ctx, res)
 }
 
-func chatRouteLines(ctx context.Context, req *chat.RouteRequest) error {
+func chatRouteLines(ctx context.Context) error {
+	req := chat.Request(ctx)
 	res := Lines(req.UserMessage())
 	return markdown.SendStream(ctx, res)
 }
 
-func chatRouteClerk(ctx context.Context, req *chat.RouteRequest) error {
-	clerk, err := chat.Lookup(ctx, chatBeanClerk)
+func chatRouteClerk(ctx context.Context) error {
+	req := chat.Request(ctx)
+	clerk, err := chatBeanClerk.Lookup(ctx)
 	if err != nil {
 		return err
 	}
@@ -175,99 +184,68 @@ func chatRouteClerk(ctx context.Context, req *chat.RouteRequest) error {
 	return res.SendText(ctx, markdown.Message)
 }
 
-func chatManifest() *chat.Manifest {
-	return &chat.Manifest{
-		Routes: []chat.RouteInfo{
-			{
-				Name: "put",
-				Params: []chat.ParamInfo{
-					{Name: "everything", Schema: `{"$ref":"#/$defs/Everything"}`},
-					{Name: "page", Schema: `{"$ref":"#/$defs/PageItem"}`},
-					{Name: "level", Schema: `{"$ref":"#/$defs/Level"}`},
-					{Name: "prio", Schema: `{"$ref":"#/$defs/Priority"}`},
-				},
-				Events: []chat.EventInfo{
-					{Type: "Object", Schema: `{"$ref":"#/$defs/Everything"}`},
-				},
-			},
-			{
-				Name: "putPtr",
-				Params: []chat.ParamInfo{
-					{Name: "everything", Schema: `{"anyOf":[{"$ref":"#/$defs/Everything"},{"type":"null"}]}`},
-				},
-				Events: []chat.EventInfo{
-					{Type: "Object", Schema: `{"$ref":"#/$defs/Everything"}`},
-				},
-			},
-			{
-				Name: "tree",
-				Params: []chat.ParamInfo{
-					{Name: "tree", Schema: `{"$ref":"#/$defs/Tree"}`},
-				},
-				Events: []chat.EventInfo{
-					{Type: "Object", Schema: `{"$ref":"#/$defs/Tree"}`},
-				},
-			},
-			{
-				Name: "pages",
-				Params: []chat.ParamInfo{
-					{Name: "page", Schema: `{"$ref":"#/$defs/PageTree"}`},
-				},
-				Events: []chat.EventInfo{
-					{Type: "Object", Schema: `{"$ref":"#/$defs/PageTree"}`},
-				},
-			},
-			{
-				Name: "report",
-				Params: []chat.ParamInfo{
-					{Name: "report", Schema: `{"$ref":"#/$defs/Report"}`},
-				},
-				Events: []chat.EventInfo{
-					{Type: "report", Schema: `{"$ref":"#/$defs/Report"}`},
-				},
-			},
-			{
-				Name:      "lines",
-				Streaming: true,
-				Params: []chat.ParamInfo{
-					{Name: "userMessage", Schema: `{"type":"string"}`},
-				},
-				Events: []chat.EventInfo{
-					{Type: "Stream", Schema: `{"type":"string"}`},
-				},
-			},
-			{
-				Name: "clerk",
-				Params: []chat.ParamInfo{
-					{Name: "userMessage", Schema: `{"type":"string"}`},
-				},
-				Events: []chat.EventInfo{
-					{Type: "Message", Schema: `{"type":"string"}`},
-					{Type: "Object", Schema: `{"$ref":"#/$defs/PageItem"}`},
-					{Type: "report", Schema: `{"$ref":"#/$defs/Report"}`},
-				},
-			},
-		},
-		Events: []chat.EventInfo{
-			{Type: "report", Schema: `{"$ref":"#/$defs/Report"}`},
-		},
-		Types: []chat.TypeInfo{
-			{Name: "Clash", Schema: `{"type":"object","properties":{"U":{"type":"integer"},"kept":{"type":"string"}},"required":["U","kept"],"description":"Clash embeds two fields named Same at the same depth, both untagged: neither is written."}`},
-			{Name: "Diamond", Schema: `{"type":"object","properties":{"L":{"type":"integer"},"R":{"type":"integer"}},"required":["L","R"],"description":"Diamond embeds Shared twice, through Left and Right."}`},
-			{Name: "Everything", Schema: `{"type":"object","properties":{"id":{"type":"integer"},"Note":{"type":"string"},"tags":{"anyOf":[{"type":"array","items":{"type":"string"}},{"type":"null"}]},"secret":{"type":"string"},"Visible":{"type":"integer"},"deep":{"type":"string"},"named":{"$ref":"#/$defs/Meta"},"-":{"type":"string"},"Inline":{"$ref":"#/$defs/Meta"},"byInt":{"anyOf":[{"type":"object","additionalProperties":{"type":"string"}},{"type":"null"}]},"byLevel":{"anyOf":[{"type":"object","additionalProperties":{"type":"integer"}},{"type":"null"}]},"bytes":{"anyOf":[{"type":"string","contentEncoding":"base64"},{"type":"null"}]},"octets":{"anyOf":[{"type":"string","contentEncoding":"base64"},{"type":"null"}]},"raw":{},"any":{},"Iface":{},"dur":{"type":"integer","description":"a duration in nanoseconds"},"when":{"type":"string","format":"date-time"},"arr":{"type":"array","items":{"type":"integer"},"minItems":4,"maxItems":4},"page":{"$ref":"#/$defs/PageItem"},"point":{"$ref":"#/$defs/Point"},"addr":{"type":"string"},"quoted":{"type":"string"},"quotePtr":{"anyOf":[{"type":"string"},{"type":"null"}]},"litStr":{},"opt":{"type":"string"},"zero":{"$ref":"#/$defs/Item"},"kept":{"$ref":"#/$defs/Item"},"level":{"$ref":"#/$defs/Level"},"prio":{"$ref":"#/$defs/Priority"},"num":{"type":"number"},"upper":{"type":"string"},"lazy":{"anyOf":[{"type":"string"},{"$ref":"#/$defs/Lazy"}]},"lazyPtr":{"anyOf":[{"type":"string"},{"type":"null"}]},"ptrs":{"anyOf":[{"type":"array","items":{"anyOf":[{"$ref":"#/$defs/Item"},{"type":"null"}]}},{"type":"null"}]},"Nested":{"anyOf":[{"type":"object","additionalProperties":{"anyOf":[{"type":"array","items":{"anyOf":[{"$ref":"#/$defs/Tree"},{"type":"null"}]}},{"type":"null"}]}},{"type":"null"}]},"big":{"type":"integer"},"F":{"type":"number"},"diamond":{"$ref":"#/$defs/Diamond"},"clash":{"$ref":"#/$defs/Clash"},"tree":{"$ref":"#/$defs/Tree"}},"required":["tags","secret","Visible","named","-","Inline","byInt","byLevel","bytes","octets","raw","any","Iface","dur","when","arr","page","point","addr","quoted","quotePtr","litStr","kept","level","prio","num","upper","lazy","lazyPtr","ptrs","Nested","big","F","diamond","clash","tree"],"description":"Everything has a field of each kind."}`},
-			{Name: "Item", Schema: `{"type":"object","properties":{"sku":{"type":"string"}},"required":["sku"],"description":"Item is an item of a page."}`},
-			{Name: "Lazy", Schema: `{"type":"object","properties":{"V":{"type":"string"}},"required":["V"],"description":"Lazy writes itself as text only when encoding/json can take its address: a value inside a value passed to json.Marshal is written as the struct it is."}`},
-			{Name: "Level", Schema: `{"type":"string","enum":["debug","info",""],"description":"Level is a log level."}`},
-			{Name: "Meta", Schema: `{"type":"object","properties":{"tags":{"anyOf":[{"type":"array","items":{"type":"string"}},{"type":"null"}]}},"required":["tags"],"description":"Meta is embedded by value."}`},
-			{Name: "PageItem", Schema: `{"type":"object","properties":{"items":{"anyOf":[{"type":"array","items":{"$ref":"#/$defs/Item"}},{"type":"null"}]},"next":{"anyOf":[{"$ref":"#/$defs/Item"},{"type":"null"}]}},"required":["items","next"],"description":"Page is generic."}`},
-			{Name: "PageTree", Schema: `{"type":"object","properties":{"items":{"anyOf":[{"type":"array","items":{"$ref":"#/$defs/Tree"}},{"type":"null"}]},"next":{"anyOf":[{"$ref":"#/$defs/Tree"},{"type":"null"}]}},"required":["items","next"],"description":"Page is generic."}`},
-			{Name: "Point", Schema: `{"type":"object","properties":{"X":{"type":"integer"},"Y":{"type":"integer"}},"required":["X","Y"]}`},
-			{Name: "Priority", Schema: `{"type":"integer","enum":[1,2,0],"description":"Priority is a priority, as a number."}`},
-			{Name: "Report", Schema: `{"type":"object","properties":{"level":{"$ref":"#/$defs/Level"},"tree":{"$ref":"#/$defs/Tree"},"data":{"anyOf":[{"type":"string","contentEncoding":"base64"},{"type":"null"}]}},"required":["level","data"],"description":"Report is an event type of this package."}`},
-			{Name: "Tree", Schema: `{"type":"object","properties":{"name":{"type":"string"},"children":{"anyOf":[{"type":"array","items":{"anyOf":[{"$ref":"#/$defs/Tree"},{"type":"null"}]}},{"type":"null"}]},"parent":{"$ref":"#/$defs/Tree"}},"required":["name","children"],"description":"Tree is recursive, through a slice and through a pointer."}`},
-		},
-	}
-}
+const chatManifest = `{
+	"routes": [
+		{"name": "put", "params": [
+			{"name": "everything", "schema": {"$ref":"#/$defs/Everything"}},
+			{"name": "page", "schema": {"$ref":"#/$defs/PageItem"}},
+			{"name": "level", "schema": {"$ref":"#/$defs/Level"}},
+			{"name": "prio", "schema": {"$ref":"#/$defs/Priority"}}
+		], "events": [
+			{"type": "Object", "schema": {"$ref":"#/$defs/Everything"}}
+		]},
+		{"name": "putPtr", "params": [
+			{"name": "everything", "schema": {"anyOf":[{"$ref":"#/$defs/Everything"},{"type":"null"}]}}
+		], "events": [
+			{"type": "Object", "schema": {"$ref":"#/$defs/Everything"}}
+		]},
+		{"name": "tree", "params": [
+			{"name": "tree", "schema": {"$ref":"#/$defs/Tree"}}
+		], "events": [
+			{"type": "Object", "schema": {"$ref":"#/$defs/Tree"}}
+		]},
+		{"name": "pages", "params": [
+			{"name": "page", "schema": {"$ref":"#/$defs/PageTree"}}
+		], "events": [
+			{"type": "Object", "schema": {"$ref":"#/$defs/PageTree"}}
+		]},
+		{"name": "report", "params": [
+			{"name": "report", "schema": {"$ref":"#/$defs/Report"}}
+		], "events": [
+			{"type": "report", "schema": {"$ref":"#/$defs/Report"}}
+		]},
+		{"name": "lines", "streaming": true, "params": [
+			{"name": "userMessage", "schema": {"type":"string"}}
+		], "events": [
+			{"type": "Stream", "schema": {"type":"string"}}
+		]},
+		{"name": "clerk", "params": [
+			{"name": "userMessage", "schema": {"type":"string"}}
+		], "events": [
+			{"type": "Message", "schema": {"type":"string"}},
+			{"type": "Object", "schema": {"$ref":"#/$defs/PageItem"}},
+			{"type": "report", "schema": {"$ref":"#/$defs/Report"}}
+		]}
+	],
+	"events": [
+		{"type": "report", "schema": {"$ref":"#/$defs/Report"}}
+	],
+	"types": [
+		{"name": "Clash", "schema": {"type":"object","properties":{"U":{"type":"integer"},"kept":{"type":"string"}},"required":["U","kept"],"description":"Clash embeds two fields named Same at the same depth, both untagged: neither is written."}},
+		{"name": "Diamond", "schema": {"type":"object","properties":{"L":{"type":"integer"},"R":{"type":"integer"}},"required":["L","R"],"description":"Diamond embeds Shared twice, through Left and Right."}},
+		{"name": "Everything", "schema": {"type":"object","properties":{"id":{"type":"integer"},"Note":{"type":"string"},"tags":{"anyOf":[{"type":"array","items":{"type":"string"}},{"type":"null"}]},"secret":{"type":"string"},"Visible":{"type":"integer"},"deep":{"type":"string"},"named":{"$ref":"#/$defs/Meta"},"-":{"type":"string"},"Inline":{"$ref":"#/$defs/Meta"},"byInt":{"anyOf":[{"type":"object","additionalProperties":{"type":"string"}},{"type":"null"}]},"byLevel":{"anyOf":[{"type":"object","additionalProperties":{"type":"integer"}},{"type":"null"}]},"bytes":{"anyOf":[{"type":"string","contentEncoding":"base64"},{"type":"null"}]},"octets":{"anyOf":[{"type":"string","contentEncoding":"base64"},{"type":"null"}]},"raw":{},"any":{},"Iface":{},"dur":{"type":"integer","description":"a duration in nanoseconds"},"when":{"type":"string","format":"date-time"},"arr":{"type":"array","items":{"type":"integer"},"minItems":4,"maxItems":4},"page":{"$ref":"#/$defs/PageItem"},"point":{"$ref":"#/$defs/Point"},"addr":{"type":"string"},"quoted":{"type":"string"},"quotePtr":{"anyOf":[{"type":"string"},{"type":"null"}]},"litStr":{},"opt":{"type":"string"},"zero":{"$ref":"#/$defs/Item"},"kept":{"$ref":"#/$defs/Item"},"level":{"$ref":"#/$defs/Level"},"prio":{"$ref":"#/$defs/Priority"},"num":{"type":"number"},"upper":{"type":"string"},"lazy":{"anyOf":[{"type":"string"},{"$ref":"#/$defs/Lazy"}]},"lazyPtr":{"anyOf":[{"type":"string"},{"type":"null"}]},"ptrs":{"anyOf":[{"type":"array","items":{"anyOf":[{"$ref":"#/$defs/Item"},{"type":"null"}]}},{"type":"null"}]},"Nested":{"anyOf":[{"type":"object","additionalProperties":{"anyOf":[{"type":"array","items":{"anyOf":[{"$ref":"#/$defs/Tree"},{"type":"null"}]}},{"type":"null"}]}},{"type":"null"}]},"big":{"type":"integer"},"F":{"type":"number"},"diamond":{"$ref":"#/$defs/Diamond"},"clash":{"$ref":"#/$defs/Clash"},"tree":{"$ref":"#/$defs/Tree"}},"required":["tags","secret","Visible","named","-","Inline","byInt","byLevel","bytes","octets","raw","any","Iface","dur","when","arr","page","point","addr","quoted","quotePtr","litStr","kept","level","prio","num","upper","lazy","lazyPtr","ptrs","Nested","big","F","diamond","clash","tree"],"description":"Everything has a field of each kind."}},
+		{"name": "Item", "schema": {"type":"object","properties":{"sku":{"type":"string"}},"required":["sku"],"description":"Item is an item of a page."}},
+		{"name": "Lazy", "schema": {"type":"object","properties":{"V":{"type":"string"}},"required":["V"],"description":"Lazy writes itself as text only when encoding/json can take its address: a value inside a value passed to json.Marshal is written as the struct it is."}},
+		{"name": "Level", "schema": {"type":"string","enum":["debug","info",""],"description":"Level is a log level."}},
+		{"name": "Meta", "schema": {"type":"object","properties":{"tags":{"anyOf":[{"type":"array","items":{"type":"string"}},{"type":"null"}]}},"required":["tags"],"description":"Meta is embedded by value."}},
+		{"name": "PageItem", "schema": {"type":"object","properties":{"items":{"anyOf":[{"type":"array","items":{"$ref":"#/$defs/Item"}},{"type":"null"}]},"next":{"anyOf":[{"$ref":"#/$defs/Item"},{"type":"null"}]}},"required":["items","next"],"description":"Page is generic."}},
+		{"name": "PageTree", "schema": {"type":"object","properties":{"items":{"anyOf":[{"type":"array","items":{"$ref":"#/$defs/Tree"}},{"type":"null"}]},"next":{"anyOf":[{"$ref":"#/$defs/Tree"},{"type":"null"}]}},"required":["items","next"],"description":"Page is generic."}},
+		{"name": "Point", "schema": {"type":"object","properties":{"X":{"type":"integer"},"Y":{"type":"integer"}},"required":["X","Y"]}},
+		{"name": "Priority", "schema": {"type":"integer","enum":[1,2,0],"description":"Priority is a priority, as a number."}},
+		{"name": "Report", "schema": {"type":"object","properties":{"level":{"$ref":"#/$defs/Level"},"tree":{"$ref":"#/$defs/Tree"},"data":{"anyOf":[{"type":"string","contentEncoding":"base64"},{"type":"null"}]}},"required":["level","data"],"description":"Report is an event type of this package."}},
+		{"name": "Tree", "schema": {"type":"object","properties":{"name":{"type":"string"},"children":{"anyOf":[{"type":"array","items":{"anyOf":[{"$ref":"#/$defs/Tree"},{"type":"null"}]}},{"type":"null"}]},"parent":{"$ref":"#/$defs/Tree"}},"required":["name","children"],"description":"Tree is recursive, through a slice and through a pointer."}}
+	]
+}`
 
 var chatBeanStore = chat.NewBean[*Store](chatPackagePath+".Store", chat.KindChat, func(context.Context) (*Store, error) {
 	return new(Store), nil

@@ -13,10 +13,11 @@ import (
 
 	"github.com/chatscopes/chatgen/runtime/ai"
 	"github.com/chatscopes/chatgen/runtime/chat"
+	"github.com/chatscopes/chatgen/runtime/chatimpl"
 	"github.com/chatscopes/chatgen/runtime/llmtest"
 )
 
-func manifest(t *testing.T) *chat.Manifest {
+func manifest(t *testing.T) *chatimpl.Manifest {
 	t.Helper()
 	r, err := chat.NewRouter(&chat.RouterOptions{Logger: slog.New(slog.DiscardHandler)}, Register(Deps{Clerk: clerkConfig()}))
 	if err != nil {
@@ -25,11 +26,11 @@ func manifest(t *testing.T) *chat.Manifest {
 	return r.Manifest()
 }
 
-func clerkConfig() ai.Config { return ai.Config{Model: llmtest.NewModel(nil, nil)} }
+func clerkConfig() *ai.Config { return &ai.Config{Model: llmtest.NewModel(nil, nil)} }
 
 // resolve makes a schema of the manifest a schema of its own, with the
 // manifest's named types as its $defs, and resolves it.
-func resolve(t *testing.T, m *chat.Manifest, s chat.JSONSchema) *jsonschema.Resolved {
+func resolve(t *testing.T, m *chatimpl.Manifest, s chatimpl.JSONSchema) *jsonschema.Resolved {
 	t.Helper()
 	var root map[string]any
 	if err := json.Unmarshal([]byte(s), &root); err != nil {
@@ -81,7 +82,7 @@ func closeObjects(v any) {
 	}
 }
 
-func eventSchema(t *testing.T, m *chat.Manifest, route, typ string) chat.JSONSchema {
+func eventSchema(t *testing.T, m *chatimpl.Manifest, route, typ string) chatimpl.JSONSchema {
 	t.Helper()
 	for _, r := range m.Routes {
 		if r.Name != route {
@@ -97,7 +98,7 @@ func eventSchema(t *testing.T, m *chat.Manifest, route, typ string) chat.JSONSch
 	return ""
 }
 
-func paramSchema(t *testing.T, m *chat.Manifest, route, param string) chat.JSONSchema {
+func paramSchema(t *testing.T, m *chatimpl.Manifest, route, param string) chatimpl.JSONSchema {
 	t.Helper()
 	for _, r := range m.Routes {
 		if r.Name != route {

@@ -70,7 +70,7 @@ func checkText(t *testing.T, c Client) error {
 
 func checkUsage(t *testing.T, c Client) error {
 	model, _ := c.New(t, llmtest.Sequence(llmtest.Reply{Text: "Hi.", Usage: llmtest.Usage{PromptTokens: 21, CompletionTokens: 7}}))
-	svc := ai.NewService("example.com/modeltest.Assistant", ai.Config{Model: model, Client: c.Client, Options: c.options(), Logger: quiet()})
+	svc := ai.NewService("example.com/modeltest.Assistant", &ai.Config{Model: model, Client: c.Client, Options: c.options(), Logger: quiet()})
 	r, err := svc.Chat(checkContext(t), &ai.Request{Method: &ai.Method{Name: "Ask", System: "You are terse."}, MemoryID: "usage", User: "hello"})
 	if err != nil {
 		return err
@@ -98,7 +98,7 @@ func checkStream(t *testing.T, c Client) error {
 		llmtest.Reply{Chunks: []string{"The ", "forge ", "is hot."}},
 		llmtest.Reply{Text: "Yes."},
 	))
-	svc := ai.NewService("example.com/modeltest.Assistant", ai.Config{Model: model, Client: c.Client, Options: c.options(), Logger: quiet()})
+	svc := ai.NewService("example.com/modeltest.Assistant", &ai.Config{Model: model, Client: c.Client, Options: c.options(), Logger: quiet()})
 	m := &ai.Method{Name: "Ask", System: "You are terse."}
 	ctx := checkContext(t)
 	chunks, err := stream(ctx, svc, m, "hello")
@@ -126,7 +126,7 @@ func checkCutStream(t *testing.T, c Client) error {
 		llmtest.Reply{Chunks: []string{"The ", "forge ", "is"}, Err: errors.New("the connection was cut")},
 		llmtest.Reply{Text: "Again."},
 	))
-	svc := ai.NewService("example.com/modeltest.Assistant", ai.Config{Model: model, Client: c.Client, Options: c.options(), Logger: quiet()})
+	svc := ai.NewService("example.com/modeltest.Assistant", &ai.Config{Model: model, Client: c.Client, Options: c.options(), Logger: quiet()})
 	m := &ai.Method{Name: "Ask", System: "You are terse."}
 	ctx := checkContext(t)
 	chunks, err := stream(ctx, svc, m, "hello")

@@ -52,6 +52,7 @@ import (
 
 	"github.com/chatscopes/chatgen/runtime/ai"
 	"github.com/chatscopes/chatgen/runtime/chat"
+	"github.com/chatscopes/chatgen/runtime/chatimpl"
 	"github.com/chatscopes/chatgen/runtime/chatstore/chatstoretest"
 	"github.com/chatscopes/chatgen/runtime/llmtest"
 	"github.com/chatscopes/chatgen/runtime/memory"
@@ -256,15 +257,15 @@ func newApp(t *testing.T, c Client, script llmtest.Script, o appOptions) (*app, 
 	t.Helper()
 	model, rec := c.New(t, script)
 	a := &app{rec: rec}
-	cfg := ai.Config{Model: model, Client: c.Client, ForwardThinking: o.thinking, Options: c.options(), Logger: quiet()}
+	cfg := &ai.Config{Model: model, Client: c.Client, ForwardThinking: o.thinking, Options: c.options(), Logger: quiet()}
 	if o.thinking {
 		cfg.Options = append(cfg.Options, c.ThinkingOptions...)
 	}
 	switch {
 	case o.store != nil:
-		cfg.Memory = memory.NewManager(memory.Config{Store: chatstoretest.InMemoryMemories(o.store), Policy: memory.Window(40, nil)})
+		cfg.Memory = memory.NewManager(&memory.ManagerOptions{Store: chatstoretest.InMemoryMemories(o.store), Policy: memory.Window(40, nil)})
 	case o.policy != nil:
-		cfg.Memory = memory.NewManager(memory.Config{Policy: o.policy(model)})
+		cfg.Memory = memory.NewManager(&memory.ManagerOptions{Policy: o.policy(model)})
 	}
 	a.svc = ai.NewService("example.com/modeltest.Assistant", cfg)
 	a.method = &ai.Method{Name: "Ask", Kind: chat.KindChat, System: "You are terse."}
@@ -278,9 +279,10 @@ func newApp(t *testing.T, c Client, script llmtest.Script, o appOptions) (*app, 
 		}
 	}
 	a.svc.AddMethods(a.method)
-	p := chat.NewPackage("example.com/modeltest")
+	p := chatimpl.NewPackage("example.com/modeltest")
 	p.AddCheck(a.svc.Check)
-	p.AddRoute(chat.RouteSpec{Name: "menu", Default: true, Handle: func(ctx context.Context, req *chat.RouteRequest) error {
+	p.AddRoute(chatimpl.RouteSpec{Name: "menu", Default: true, Handle: func(ctx context.Context) error {
+		req := chat.Request(ctx)
 		areq := &ai.Request{Method: a.method, User: req.UserMessage()}
 		if o.stream {
 			var b strings.Builder

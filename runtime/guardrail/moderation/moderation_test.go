@@ -77,8 +77,8 @@ func service(t *testing.T, mod moderation.Moderator, replies ...llmtest.Reply) (
 		t.Fatal(err)
 	}
 	g := moderation.New(mod, &moderation.Options{Message: "Let's keep it friendly."})
-	mem := memory.NewManager(memory.Config{Policy: memory.Window(20, nil)})
-	svc := ai.NewService("example.com/app.Smith", ai.Config{Model: model, Memory: mem,
+	mem := memory.NewManager(&memory.ManagerOptions{Policy: memory.Window(20, nil)})
+	svc := ai.NewService("example.com/app.Smith", &ai.Config{Model: model, Memory: mem,
 		Logger:     slog.New(slog.NewTextHandler(io.Discard, nil)),
 		Guardrails: &guardrail.Set{Input: []guardrail.InputGuardrail{g}, Output: []guardrail.OutputGuardrail{g}}})
 	return svc, srv, mem

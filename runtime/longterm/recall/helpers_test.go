@@ -102,7 +102,7 @@ func newFixture(t *testing.T, store longterm.Store, opts *recall.Options, answer
 	logger := slog.New(slog.NewTextHandler(lockedWriter{f.logMu, f.logs}, nil))
 	opts.Logger = logger
 	f.mem = recall.New(store, opts)
-	f.svc = ai.NewService(svcName, ai.Config{Model: llm, LongTerm: f.mem, Logger: logger})
+	f.svc = ai.NewService(svcName, &ai.Config{Model: llm, LongTerm: f.mem, Logger: logger})
 	if err := f.svc.Check(); err != nil {
 		t.Fatal(err)
 	}

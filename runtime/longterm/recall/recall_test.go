@@ -359,7 +359,7 @@ func TestAgenticTools(t *testing.T) {
 // method's tool.
 func TestToolClash(t *testing.T) {
 	m := recall.New(longterm.NewMemStore(nil), &recall.Options{Mode: ai.RetrievalAgentic})
-	svc := ai.NewService(svcName, ai.Config{Model: llmtest.NewModel(llmtest.Sequence(), nil), LongTerm: m})
+	svc := ai.NewService(svcName, &ai.Config{Model: llmtest.NewModel(llmtest.Sequence(), nil), LongTerm: m})
 	svc.AddMethods(&ai.Method{Name: "Ask", Kind: chat.KindChat, Tools: []ai.Tool{{Name: "remember", Parameters: json.RawMessage(`{"type":"object"}`)}}})
 	if err := svc.Check(); !errors.Is(err, ai.ErrToolClash) {
 		t.Fatalf("Check = %v, want ErrToolClash", err)
@@ -513,7 +513,7 @@ func TestExtractionAnswers(t *testing.T) {
 			t.Fatal(err)
 		}
 		m := recall.New(store, nil)
-		svc := ai.NewService(svcName, ai.Config{Model: llm, LongTerm: m, Logger: slog.New(slog.DiscardHandler)})
+		svc := ai.NewService(svcName, &ai.Config{Model: llm, LongTerm: m, Logger: slog.New(slog.DiscardHandler)})
 		r, err := svc.Chat(conversation(t, ana), &ai.Request{Method: ask, User: "I am tall."})
 		srv.Close()
 		if err != nil || r.Content != "ok" {

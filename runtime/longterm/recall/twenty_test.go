@@ -77,7 +77,7 @@ func TestTwentyConversations(t *testing.T) {
 		if lt {
 			cfg.LongTerm = recall.New(longterm.NewMemStore(nil), nil)
 		}
-		svc := ai.NewService(svcName, cfg)
+		svc := ai.NewService(svcName, &cfg)
 		player := chat.User{ID: "rowan@example.com"}
 		say := func(ctx context.Context, msg string) {
 			if _, err := svc.Chat(ctx, &ai.Request{Method: method, User: msg}); err != nil {
