@@ -29,7 +29,7 @@ func TestLocalClientReturnsTheCallersContextError(t *testing.T) {
 	s, events := e.connect(t.Context(), "")
 
 	for _, tc := range []struct {
-		name string
+		name    string
 		ctx     func() (context.Context, context.CancelFunc)
 		want    error
 		stopped bool
