@@ -324,6 +324,9 @@ type streamSink struct {
 	// provider that ignores WithStreamingFunc streams nothing, and its
 	// answer is then yielded whole.
 	yielded atomic.Bool
+	// partial is the text the current model call streamed so far: what
+	// the user saw of an answer the user stops (turn.interrupted).
+	partial []byte
 }
 
 // errStopped aborts a model call whose stream's consumer stopped.
@@ -337,6 +340,7 @@ func (k *streamSink) onChunk(_ context.Context, chunk []byte) error {
 		return nil
 	}
 	k.yielded.Store(true)
+	k.partial = append(k.partial, chunk...)
 	if !k.yield(string(chunk), nil) {
 		k.stopped.Store(true)
 		return errStopped
