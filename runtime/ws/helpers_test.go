@@ -32,11 +32,20 @@ func quietLogger() *slog.Logger {
 // testRoutes are the routes of the tests beside those of internal/e2e.
 type testRoutes struct {
 	gate    chan struct{} // "gate" waits for a value (or ctx)
-	entered chan string   // "gate" reports that it started, with the user's text
+	entered chan string   // "gate" and "hold" report that they started, with the user's text
+	// held gets, from "hold" once its context ended, whether it was a
+	// stop (chat.Cancelled) and the user's text.
+	held chan holdEnd
+}
+
+// holdEnd is how a "hold" request ended.
+type holdEnd struct {
+	text    string
+	stopped bool
 }
 
 func newTestRoutes() *testRoutes {
-	return &testRoutes{gate: make(chan struct{}), entered: make(chan string, 100)}
+	return &testRoutes{gate: make(chan struct{}), entered: make(chan string, 100), held: make(chan holdEnd, 100)}
 }
 
 func (tr *testRoutes) pkg() *chat.Package {
@@ -49,6 +58,20 @@ func (tr *testRoutes) pkg() *chat.Package {
 			return ctx.Err()
 		}
 		return chat.SendValue(ctx, "passed "+req.UserMessage())
+	}})
+	p.AddRoute(chat.RouteSpec{Name: "hold", Handle: func(ctx context.Context, req *chat.RouteRequest) error {
+		// "quick" answers at once; anything else sends a Message and
+		// waits for its context to end.
+		if req.UserMessage() == "quick" {
+			return chat.SendValue(ctx, "quick answer")
+		}
+		if err := chat.Response(ctx).Message("partial"); err != nil {
+			return err
+		}
+		tr.entered <- req.UserMessage()
+		<-ctx.Done()
+		tr.held <- holdEnd{text: req.UserMessage(), stopped: chat.Cancelled(ctx)}
+		return ctx.Err()
 	}})
 	p.AddRoute(chat.RouteSpec{Name: "thinkgate", Handle: func(ctx context.Context, req *chat.RouteRequest) error {
 		if err := chat.Response(ctx).Thinking("waiting"); err != nil {
