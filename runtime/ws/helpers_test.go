@@ -73,6 +73,24 @@ func (tr *testRoutes) pkg() *chat.Package {
 		tr.held <- holdEnd{text: req.UserMessage(), stopped: chat.Cancelled(ctx)}
 		return ctx.Err()
 	}})
+	p.AddRoute(chat.RouteSpec{Name: "drip", Handle: func(ctx context.Context, req *chat.RouteRequest) error {
+		// Messages until its context ends: events are in flight when a
+		// client stops the request.
+		tr.entered <- req.UserMessage()
+		for i := 0; ; i++ {
+			if err := chat.Response(ctx).Message(fmt.Sprintf("drip %d", i)); err != nil {
+				// Cut off: a stop cancels the context first.
+				tr.held <- holdEnd{text: req.UserMessage(), stopped: chat.Cancelled(ctx)}
+				return err
+			}
+			select {
+			case <-ctx.Done():
+				tr.held <- holdEnd{text: req.UserMessage(), stopped: chat.Cancelled(ctx)}
+				return ctx.Err()
+			case <-time.After(100 * time.Microsecond):
+			}
+		}
+	}})
 	p.AddRoute(chat.RouteSpec{Name: "thinkgate", Handle: func(ctx context.Context, req *chat.RouteRequest) error {
 		if err := chat.Response(ctx).Thinking("waiting"); err != nil {
 			return err

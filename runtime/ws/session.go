@@ -516,25 +516,25 @@ func (s *session) stop(requestID []byte) bool {
 	return s.stopRunningLocked(r) // unlocks s.mu
 }
 
-// stopRunningLocked answers the running request r Failed Cancelled, cuts
-// it off and cancels its context; s.mu is held, and unlocked. It reports
-// whether r was still running: its terminator may have been sent
-// meanwhile, then nothing changes.
+// stopRunningLocked stops the running request r: it cancels r's context
+// with the cause chat.ErrCancelled, then answers r Failed Cancelled and
+// cuts it off; s.mu is held, and unlocked. The context ends first so
+// that a route that finds itself cut off (errCutOff) sees a stop
+// (chat.Cancelled) already. It reports whether r was still running:
+// when its terminator was sent meanwhile, that one stands (one
+// terminator per request).
 func (s *session) stopRunningLocked(r *request) bool {
+	// The request's context is the session's shared one: the next
+	// request gets a new one.
+	if r.ctx != nil && r.ctx == s.reqCtx {
+		s.takeRequestContextLocked()(chat.ErrCancelled)
+	}
 	if !s.terminate(r, s.c.buildText(s.idJSON, chat.EventFailed, chat.ErrCancelled.Reason, r.requestID, s.conv.ScopeID(), "")) {
 		s.mu.Unlock()
 		return false
 	}
-	// The request's context is the session's shared one: the next
-	// request gets a new one. A cut-off request does not count against
-	// MaxQueued while its route returns.
-	cancel := func(error) {}
-	if r.ctx == s.reqCtx {
-		cancel = s.takeRequestContextLocked()
-	}
-	s.busy = false
+	s.busy = false // a cut-off request does not count against MaxQueued while its route returns
 	s.mu.Unlock()
-	cancel(chat.ErrCancelled)
 	return true
 }
 
