@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"testing"
+
+	"github.com/chatscopes/chatgen/runtime/chat"
 )
 
 // holdSession connects a raw client to the "hold" route.
@@ -227,5 +229,44 @@ func TestInterruptingRequestStopsTheRunningOne(t *testing.T) {
 	c.sendRaw(`{"type":"ChatRouteMessage","chatId":"a","scopeId":"` + scope + `","requestId":"r5","data":{"userMessage":"quick"},"interrupt":"yes"}`)
 	if f := c.read(); f.Type != "Failed" || f.text() != "BadRequest" || rid(f) != "r5" {
 		t.Fatalf("interrupt of the wrong type: %v", f)
+	}
+}
+
+// A durable conversation saves the cancelled outcome: the request re-sent
+// with its requestId after a reconnect gets Failed Cancelled replayed,
+// and the route does not run again.
+func TestDurableCancelledAnswerIsReplayed(t *testing.T) {
+	checkGoroutines(t)
+	store := chat.NewInMemoryConversationStore(nil)
+	g := newGate()
+	a := startGated(t, store, "a", g, nil)
+	c := dialRaw(t, a.url, nil)
+	hello := c.connectDurable("c1", "waitgate")
+	scope := hello.text()
+	req := map[string]any{"type": "ChatRouteMessage", "chatId": "c1", "scopeId": scope, "data": map[string]any{"userMessage": "stop me"}, "requestId": "r7"}
+	c.send(req)
+	recv(t, g.started)
+	c.sendCancel("c1", "r7")
+	fs := c.readAnswer("c1")
+	if term := fs[len(fs)-1]; term.Type != "Failed" || term.text() != "Cancelled" || term.Replayed {
+		t.Fatalf("the stopped request: %+v", fs)
+	}
+	s := serverSession(t, a, "c1")
+	c.ws.CloseNow()
+	waitLost(t, s)
+	waitNoConversations(t, a.router)
+
+	c2 := dialRaw(t, a.url, nil)
+	if f := c2.resume("c2", hello.ConversationID, hello.ResumeToken); f.Type != "Completed" {
+		t.Fatalf("resume: %+v", f)
+	}
+	req["chatId"] = "c2"
+	c2.send(req)
+	fs = c2.readAnswer("c2")
+	if term := fs[len(fs)-1]; term.Type != "Failed" || term.text() != "Cancelled" || !term.Replayed {
+		t.Fatalf("the re-sent request's answer: %+v", fs)
+	}
+	if n := g.runs.Load(); n != 1 {
+		t.Fatalf("the route ran %d times", n)
 	}
 }
