@@ -267,8 +267,10 @@ func (s *Service) Chat(ctx context.Context, req *Request) (*Reply, error) {
 // and commits the turn to memory once the last model call has finished.
 // If the turn fails (the model, the memory, a cancelled ctx, too many
 // model calls), the sequence yields one final ("", err) and commits
-// nothing. Stopping the iteration early aborts the model call in progress
-// and commits nothing.
+// nothing — but a turn the user stopped (ctx cancelled with the cause
+// chat.ErrCancelled, see [chat.Cancelled]) commits the user message and
+// the text streamed so far, marked with [InterruptedMarker]. Stopping the
+// iteration early aborts the model call in progress and commits nothing.
 //
 // Every iteration of the sequence runs a new turn. Chunks of successive
 // model calls (text before a tool call, then the answer) are yielded as
