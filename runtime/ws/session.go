@@ -499,7 +499,9 @@ func (s *session) stop(requestID []byte) bool {
 	s.mu.Lock()
 	for i, r := range s.queue {
 		if bytes.Equal(r.requestID, requestID) {
-			s.queue = append(s.queue[:i], s.queue[i+1:]...)
+			n := copy(s.queue[i:], s.queue[i+1:])
+			s.queue[i+n] = nil
+			s.queue = s.queue[:i+n]
 			s.c.queued.Add(-r.size)
 			s.mu.Unlock()
 			s.c.failed(s.idJSON, r.requestID, chat.ErrCancelled.Reason, s.conv.ScopeID(), "")
