@@ -153,3 +153,44 @@ func TestClientInterruptingRequest(t *testing.T) {
 		t.Fatalf("events: %s", got)
 	}
 }
+
+// A request stopped while its connection is being replaced is not sent
+// again on the new one: its call ended Cancelled. The durable turn the
+// lost connection left running completes on the server (losing a
+// connection is no stop), and its answer is not delivered; the next
+// request runs.
+func TestClientStopWhileReconnecting(t *testing.T) {
+	checkGoroutines(t)
+	store := chat.NewInMemoryConversationStore(nil)
+	g := newGate()
+	a := startGated(t, store, "a", g, nil)
+	proxy := startProxy(t, a)
+	states := newStateLog()
+	c := dialReconnecting(t, proxy.url(), states)
+	var rec recorder
+	s, err := rec.builder(c).Connect(t.Context(), "waitgate")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	call := s.ChatAsync(ctx, "hello")
+	recv(t, g.started)
+	ss := serverSession(t, a, "go-1")
+	proxy.cut()
+	waitLost(t, ss)
+	cancel()
+	recv(t, call.Done())
+	if err := call.Err(); !errors.Is(err, chat.ErrCancelled) {
+		t.Fatalf("the stopped call: %v", err)
+	}
+	close(g.release) // the durable turn completes on the server
+	if err := s.Chat(t.Context(), "next"); err != nil {
+		t.Fatal(err)
+	}
+	if got := rec.take(); strings.Contains(got, "gate 1") || !strings.HasSuffix(got, "message gate 2: next") {
+		t.Fatalf("the application got: %q", got)
+	}
+	if n := g.runs.Load(); n != 2 {
+		t.Fatalf("the route ran %d times, want 2 (the stopped request is not sent again)", n)
+	}
+}
