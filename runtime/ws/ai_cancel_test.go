@@ -119,14 +119,16 @@ func stopOnce(t testing.TB, s chat.Session, chunks chan string) (seen string, st
 	seen = recv(t, chunks)
 	stopAt = time.Now()
 	cancel()
-	<-call.Done()
+	recv(t, call.Done())
 	if err := call.Err(); !errors.Is(err, chat.ErrCancelled) {
 		t.Fatalf("the stopped call ended with %v", err)
 	}
 	for len(chunks) > 0 { // delivered before the stop reached the client
 		seen += <-chunks
 	}
-	if err := s.Chat(context.Background(), "Next"); err != nil {
+	next, stopNext := context.WithTimeout(context.Background(), 20*time.Second)
+	defer stopNext()
+	if err := s.Chat(next, "Next"); err != nil {
 		t.Fatalf("the request after the stop: %v", err)
 	}
 	return seen, stopAt

@@ -41,7 +41,7 @@ func TestClientCancelStopsTheRequest(t *testing.T) {
 		call := s.ChatAsync(ctx, "drip")
 		recv(t, ts.routes.entered)
 		cancel()
-		<-call.Done()
+		recv(t, call.Done())
 		ended.Store(true)
 		err := call.Err()
 		if !errors.Is(err, chat.ErrCancelled) || !errors.Is(err, context.Canceled) {
@@ -87,11 +87,13 @@ func TestClientCancelOfAQueuedRequest(t *testing.T) {
 	second, stopSecond := context.WithCancel(t.Context())
 	queued := s.ChatAsync(second, "second")
 	stopSecond()
-	if err := queued.Wait(t.Context()); !errors.Is(err, chat.ErrCancelled) {
+	recv(t, queued.Done())
+	if err := queued.Err(); !errors.Is(err, chat.ErrCancelled) {
 		t.Fatalf("the queued call ended with %v", err)
 	}
 	stopFirst()
-	if err := running.Wait(t.Context()); !errors.Is(err, chat.ErrCancelled) {
+	recv(t, running.Done())
+	if err := running.Err(); !errors.Is(err, chat.ErrCancelled) {
 		t.Fatalf("the running call ended with %v", err)
 	}
 	if end := recv(t, ts.routes.held); end.text != "first" || !end.stopped {
