@@ -52,6 +52,7 @@ func TestPageInTheRealWorld(t *testing.T) {
 			h.finishShowsArmory()
 			h.failuresReadAsSentences()
 			h.markupIsNeverRun()
+			h.stopsAnAnswer()
 			h.reconnects()
 			h.confirmsDeletion()
 			h.noErrorCodes()
@@ -720,6 +721,41 @@ func (h *pageHarness) markupIsNeverRun() {
 	h.send("show me your tricks")
 	check("the builder's answer")
 	h.send("cancel")
+}
+
+// stopsAnAnswer: while an answer streams, a Stop button shows; pressing
+// it stops the answer (the server cancels the model call, which the held
+// stream sees), keeps what was streamed, marked as stopped rather than as
+// an error, hides the button, and the next message is answered.
+func (h *pageHarness) stopsAnAnswer() {
+	h.t.Helper()
+	if h.eval(`String(document.getElementById("stop").hidden)`) != "true" {
+		h.t.Fatal("the Stop button shows with nothing pending")
+	}
+	held, release := h.model.holdNextStream(2)
+	defer release()
+	h.start("hello again")
+	h.wait(held, "the model to hold its stream")
+	h.waitFor(`!document.getElementById("stop").hidden`, "the Stop button")
+	h.shot("stop")
+	h.eval(`(document.getElementById("stop").click(), "")`)
+	h.settle("the stopped answer")
+	var s struct {
+		Stopped string `json:"stopped"`
+		Hidden  bool   `json:"hidden"`
+	}
+	h.evalJSON(`(() => { const b = document.querySelector("#log .bubble.stopped"); return {
+		stopped: b ? b.textContent : "", hidden: document.getElementById("stop").hidden,
+	}; })()`, &s)
+	if s.Stopped == "" || !s.Hidden {
+		h.t.Fatalf("after Stop: %+v\n%s", s, h.text())
+	}
+	h.expect("— stopped —")
+	if f := h.focused(); f != "input" {
+		h.t.Fatalf("after Stop the focus is on %q, not the message box", f)
+	}
+	h.send("list my armory")
+	h.expect("armorer: Here is your armory.")
 }
 
 // reconnects: the server goes away with a request pending, and comes

@@ -53,7 +53,13 @@
 //     memory.Memory.Add: the system message, the user message, every AI
 //     message with its tool calls, the tool results, the final answer. A
 //     failed model call, a failed tool loop, too many model calls or a
-//     cancelled context leave the memory as it was. A turn during which
+//     context that ended leave the memory as it was — except a turn the
+//     user stopped ([chat.Cancelled]: its context cancelled with the cause
+//     chat.ErrCancelled), which is remembered as far as it went: the user
+//     message, the tool calls with their results (a call that had not run
+//     gets a "cancelled" result, so no tool call is left without one) and
+//     an AI message with the text streamed so far and [InterruptedMarker],
+//     which the model reads in the next turns. A turn during which
 //     its memory was cleared (a tool calling chat.ClearMemory) or deleted
 //     (a tool ending its scope) is not remembered either: the wipe wins.
 //

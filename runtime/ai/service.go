@@ -317,8 +317,10 @@ func (s *Service) Chat(ctx context.Context, req *Request) (*Reply, error) {
 // and commits the turn to memory once the last model call has finished.
 // If the turn fails (the model, the memory, a cancelled ctx, too many
 // model calls), the sequence yields one final ("", err) and commits
-// nothing. Stopping the iteration early aborts the model call in progress
-// and commits nothing.
+// nothing — but a turn the user stopped (ctx cancelled with the cause
+// chat.ErrCancelled, see [chat.Cancelled]) commits the user message and
+// the text streamed so far, marked with [InterruptedMarker]. Stopping the
+// iteration early aborts the model call in progress and commits nothing.
 //
 // Every iteration of the sequence runs a new turn. Chunks of successive
 // model calls (text before a tool call, then the answer) are yielded as
@@ -390,6 +392,9 @@ type streamSink struct {
 	hold   bool
 	heldMu sync.Mutex
 	held   []string
+	// partial is the text the current model call streamed so far: what
+	// the user saw of an answer the user stops (turn.interrupted).
+	partial []byte
 }
 
 // errStopped aborts a model call whose stream's consumer stopped.
@@ -409,6 +414,7 @@ func (k *streamSink) onChunk(_ context.Context, chunk []byte) error {
 		k.heldMu.Unlock()
 		return nil
 	}
+	k.partial = append(k.partial, chunk...)
 	if !k.emit(string(chunk)) {
 		return errStopped
 	}

@@ -35,12 +35,24 @@ func (t *turn) runTools(ctx context.Context, calls []llms.ToolCall) error {
 		return errors.Join(errs...)
 	}
 	for i := range calls {
+		if ctx.Err() != nil {
+			// Stopped, or out of time: the calls left do not run.
+			out[i] = notRun(ctx, calls[i])
+			continue
+		}
 		var err error
 		if out[i], err = t.runTool(ctx, calls[i]); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// notRun returns the execution of a call that did not run because ctx
+// ended first: its result tells the model so.
+func notRun(ctx context.Context, call llms.ToolCall) ToolExecution {
+	return ToolExecution{ID: call.ID, Name: call.FunctionCall.Name, Arguments: call.FunctionCall.Arguments,
+		Err: ctx.Err(), Text: cancelledToolResult}
 }
 
 // runTool runs one tool call, in a span of its own when tracing is on. It

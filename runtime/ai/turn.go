@@ -178,9 +178,15 @@ func (s *Service) runTurn(ctx context.Context, req *Request, mode runMode, convI
 		if p := (*ConfirmationPending)(nil); errors.As(err, &p) {
 			return nil, t.paused(ctx, p, func() error { return t.commit(ctx, st, mem, gen) })
 		}
+		if chat.Cancelled(ctx) {
+			t.interrupted(ctx, st, mem, gen)
+		}
 		return nil, err
 	}
 	if err := ctx.Err(); err != nil {
+		if chat.Cancelled(ctx) {
+			t.interrupted(ctx, st, mem, gen)
+		}
 		return nil, t.errorf("%w", err)
 	}
 	if err := t.commit(ctx, st, mem, gen); err != nil {
@@ -390,6 +396,7 @@ func (t *turn) loop(ctx context.Context) error {
 func (t *turn) call(ctx context.Context) (*llms.ContentChoice, error) {
 	if k := t.mode.stream; k != nil {
 		k.yielded.Store(false)
+		k.partial = k.partial[:0]
 	}
 	t.resetFlags()
 	resp, err := t.generate(ctx)
@@ -466,6 +473,89 @@ func (t *turn) commit(ctx context.Context, st *memState, mem memory.Memory, gen 
 	}
 	t.committed = true
 	return nil
+}
+
+// InterruptedMarker ends the answer of a turn the user stopped, in the
+// chat memory: the model reads, in the next turns, what the user saw of
+// the answer and that it was cut there.
+const InterruptedMarker = "[interrupted by the user]"
+
+// cancelledToolResult is the result, in the chat memory, of a tool call
+// that had not run, or not returned, when its turn was stopped.
+const cancelledToolResult = "cancelled: the turn was stopped before this call ran"
+
+// interrupted commits a turn the user stopped (see [chat.Cancelled]): the
+// user's message and what the user saw of the answer, marked with
+// [InterruptedMarker], so that the next turn's model knows it. Tool calls
+// of the turn that have no result get a cancelled one: the memory never
+// holds a tool call without a result. A failed commit is logged: the
+// request fails as cancelled all the same.
+func (t *turn) interrupted(ctx context.Context, st *memState, mem memory.Memory, gen uint64) {
+	if len(t.msgs) == 0 {
+		return // stopped before the turn began
+	}
+	t.closeToolCalls()
+	text := InterruptedMarker
+	if k := t.mode.stream; k != nil && len(k.partial) > 0 {
+		text = string(k.partial) + "\n\n" + InterruptedMarker
+	}
+	if last := t.msgs[len(t.msgs)-1]; last.Role != llms.ChatMessageTypeAI || hasToolCall(last) {
+		t.add(llms.TextParts(llms.ChatMessageTypeAI, text))
+	}
+	ctx = context.WithoutCancel(ctx) // the writes of the memory check it
+	if err := t.commit(ctx, st, mem, gen); err != nil {
+		t.s.log().WarnContext(ctx, "ai: the interrupted turn could not be remembered",
+			"service", t.s.name, "method", t.m.Name, "memory", st.id, "err", err)
+		return
+	}
+	t.s.log().DebugContext(ctx, "ai: the user stopped the turn; the interrupted turn is remembered",
+		"service", t.s.name, "method", t.m.Name, "memory", st.id)
+}
+
+// closeToolCalls gives a cancelled result to every tool call of the turn
+// without one.
+func (t *turn) closeToolCalls() {
+	answered := map[string]bool{}
+	for _, m := range t.msgs {
+		if m.Role != llms.ChatMessageTypeTool {
+			continue
+		}
+		for _, p := range m.Parts {
+			if r, ok := p.(llms.ToolCallResponse); ok {
+				answered[r.ToolCallID] = true
+			}
+		}
+	}
+	var calls []llms.ToolCall
+	for _, m := range t.msgs {
+		if m.Role != llms.ChatMessageTypeAI {
+			continue
+		}
+		for _, p := range m.Parts {
+			if c, ok := p.(llms.ToolCall); ok && !answered[c.ID] {
+				calls = append(calls, c)
+			}
+		}
+	}
+	for _, c := range calls {
+		name := ""
+		if c.FunctionCall != nil {
+			name = c.FunctionCall.Name
+		}
+		t.add(llms.MessageContent{Role: llms.ChatMessageTypeTool, Parts: []llms.ContentPart{
+			llms.ToolCallResponse{ToolCallID: c.ID, Name: name, Content: cancelledToolResult},
+		}})
+	}
+}
+
+// hasToolCall reports whether m holds a tool call.
+func hasToolCall(m llms.MessageContent) bool {
+	for _, p := range m.Parts {
+		if _, ok := p.(llms.ToolCall); ok {
+			return true
+		}
+	}
+	return false
 }
 
 func (t *turn) errorf(format string, args ...any) error {

@@ -19,6 +19,13 @@ type Client interface {
 // processed one at a time, in the order they were made; all events of a
 // request reach the handlers, in order, before the request's Chat or Send
 // returns. A request that ends with Failed returns a *[Failure].
+//
+// Cancelling the context of a request stops it (the Stop button of a chat
+// UI): the route's context is cancelled with the cause [ErrCancelled]
+// (see [Cancelled]), and the request ends with an error matching
+// ErrCancelled and context.Canceled — a stop, not an error: OnError is
+// not called, and no event of the request reaches the handlers after it
+// ended. An AI service keeps the interrupted turn in memory.
 type Session interface {
 	// Chat sends the user's text to the current route and waits for the
 	// request to end.

@@ -170,7 +170,7 @@ func (c *conversation) serve(ctx context.Context, target *scope, req *RouteReque
 func (c *conversation) result(t turn) (string, *Failure) {
 	ctx := &t.rs.ctx
 	if t.err != nil {
-		f := reasonOf(t.err)
+		f := failureOf(t.rs.ctx.Context, t.err)
 		if t.rs.ctx.Context.Err() != nil {
 			// The caller gave up (its context ended): not a server error.
 			c.router.logger.InfoContext(ctx, "chat: request abandoned: the caller's context ended", "scope", t.target.id, "route", t.rs.failedRoute(t.route), "reason", f.Reason, "err", t.err)

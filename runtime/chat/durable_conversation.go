@@ -283,6 +283,7 @@ func (d *durableConv) stopRenewing() {
 // the scope the client is back in. Nothing of the request was kept.
 func (c *Conversation) save(ctx context.Context, b *chatstore.Batch, after string, reqErr error) (string, *Failure, bool) {
 	r, d := c.router, c.durable
+	reqCtx := ctx
 	ctx = context.WithoutCancel(ctx)
 	if after == "" {
 		// The route ended the conversation.
@@ -311,7 +312,7 @@ func (c *Conversation) save(ctx context.Context, b *chatstore.Batch, after strin
 	if len(d.extraFns) > 0 {
 		var f *Failure
 		if reqErr != nil {
-			f = reasonOf(reqErr)
+			f = failureOf(reqCtx, reqErr)
 		}
 		st.Extra = maps.Clone(st.Extra)
 		if st.Extra == nil {

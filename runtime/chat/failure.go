@@ -1,6 +1,7 @@
 package chat
 
 import (
+	"context"
 	"errors"
 	"fmt"
 )
@@ -11,7 +12,7 @@ import (
 type Failure struct {
 	// Reason is the short reason sent on the wire: RouteNotFound,
 	// SessionNotActive, BadRequest, Forbidden, ServerError,
-	// StreamingFailure, or one a transport adds.
+	// StreamingFailure, Cancelled, or one a transport adds.
 	Reason string
 	// Err is the cause, on the server only: it is logged, never sent.
 	Err error
@@ -25,7 +26,34 @@ var (
 	ErrForbidden        = &Failure{Reason: "Forbidden"}
 	ErrServerError      = &Failure{Reason: "ServerError"}
 	ErrStreamingFailure = &Failure{Reason: "StreamingFailure"}
+	// ErrCancelled is the failure of a request the client stopped: its
+	// context was cancelled (the local client), a Cancel frame named it
+	// or an interrupting request replaced it (the websocket transport).
+	// It is not an error of the server: clients report it as a stop, and
+	// the chat memory keeps the interrupted turn (see [Cancelled]).
+	ErrCancelled = &Failure{Reason: "Cancelled"}
 )
+
+// Cancelled reports whether ctx, the context of a request, ended because
+// the client stopped the request: it was cancelled with a cause matching
+// [ErrCancelled]. Transports cancel a stopped request's context so
+// (context.WithCancelCause); a context that ended otherwise (its
+// deadline passed, the connection or the session ended) is not a stop.
+// Services call it to keep an interrupted turn in memory rather than
+// drop it.
+func Cancelled(ctx context.Context) bool {
+	return ctx.Err() != nil && errors.Is(context.Cause(ctx), ErrCancelled)
+}
+
+// failureOf returns the failure of a request that ended with err (not
+// nil) on ctx: Cancelled when the client stopped it, else the failure err
+// maps to (reasonOf).
+func failureOf(ctx context.Context, err error) *Failure {
+	if Cancelled(ctx) {
+		return fail(ErrCancelled, err)
+	}
+	return reasonOf(err)
+}
 
 func (f *Failure) Error() string {
 	if f.Err != nil {

@@ -5,12 +5,17 @@ import (
 	"errors"
 	"sync"
 	"sync/atomic"
+	"time"
 )
 
 // A LocalClient talks to a Router in the same process, with no transport:
 // handlers run on the goroutine that runs the request. It implements
 // [Client]. A request whose ctx is done before it starts does not run: it
-// fails with ctx's error.
+// fails with ctx's error. Cancelling the ctx of a request stops it: the
+// route's context is cancelled at once, with a cause matching
+// [ErrCancelled] (see [Cancelled]), and the request fails with a
+// *[Failure] whose reason is Cancelled and which matches context.Canceled
+// too; a request past its deadline fails with context.DeadlineExceeded.
 //
 // Handlers may call ChatAsync, SendAsync and Close on their session (and
 // Close on the client); a synchronous Chat or Send of the same session
@@ -190,8 +195,8 @@ func (s *localSession) SendAsync(ctx context.Context, data any) *Call {
 // do runs a request and waits for it. An idle session runs it on the
 // caller's goroutine, with one lock to start and one to finish.
 func (s *localSession) do(ctx context.Context, req *RouteRequest) error {
-	if err := ctx.Err(); err != nil {
-		return err
+	if ctx.Err() != nil {
+		return ctxError(ctx)
 	}
 	s.mu.Lock()
 	if s.closed {
@@ -203,7 +208,13 @@ func (s *localSession) do(ctx context.Context, req *RouteRequest) error {
 		lc := &localCall{ctx: ctx, req: &queued, call: NewCall()}
 		s.queue = append(s.queue, lc)
 		s.mu.Unlock()
-		return lc.call.Wait(ctx)
+		if err := lc.call.Wait(ctx); err != nil {
+			if ctx.Err() != nil {
+				return ctxError(ctx) // it does not run (drain skips it)
+			}
+			return err
+		}
+		return nil
 	}
 	s.running = true
 	scope := s.scopeID
@@ -257,8 +268,8 @@ func (s *localSession) drain() {
 		s.queue = s.queue[1:]
 		scope := s.scopeID
 		s.mu.Unlock()
-		if err := lc.ctx.Err(); err != nil {
-			lc.call.Finish(err)
+		if lc.ctx.Err() != nil {
+			lc.call.Finish(ctxError(lc.ctx))
 			continue
 		}
 		after, err := s.run(lc.ctx, scope, lc.req)
@@ -295,17 +306,77 @@ func (s *localSession) closeConversation() {
 
 // run handles one request on scope; only the running goroutine calls it.
 // It returns the scope the request left the session in. A request that
-// failed because ctx ended fails with ctx's error, as a call on any
-// context-aware API does.
+// failed because ctx ended fails with ctx's error (see ctxError), as a
+// call on any context-aware API does.
 func (s *localSession) run(ctx context.Context, scope string, req *RouteRequest) (string, error) {
-	after, f := s.conv.handle(ctx, scope, req, s)
+	rctx := ctx
+	if ctx.Done() != nil {
+		var stop func()
+		rctx, stop = stoppable(ctx)
+		defer stop()
+	}
+	after, f := s.conv.handle(rctx, scope, req, s)
 	if f != nil {
-		if err := ctx.Err(); err != nil {
-			return after, err
+		if ctx.Err() != nil {
+			return after, ctxError(ctx)
 		}
 		return after, &Failure{Reason: f.Reason} // the cause stays on the server side
 	}
 	return after, nil
+}
+
+// stoppable returns the context of a request made with ctx, and the
+// function that releases it: it ends when ctx does, and when ctx is
+// cancelled (rather than past its deadline), its cause matches
+// [ErrCancelled], so that the route and the services it calls see a
+// stop ([Cancelled]) and keep the interrupted turn, as on the websocket
+// transport. Its values and deadline are ctx's.
+func stoppable(ctx context.Context) (context.Context, func()) {
+	rctx, cancel := context.WithCancelCause(context.WithoutCancel(ctx))
+	stop := context.AfterFunc(ctx, func() {
+		if errors.Is(ctx.Err(), context.Canceled) {
+			cancel(fail(ErrCancelled, context.Cause(ctx)))
+			return
+		}
+		cancel(context.Cause(ctx))
+	})
+	return &stopContext{Context: rctx, parent: ctx}, func() {
+		stop()
+		cancel(nil)
+	}
+}
+
+// stopContext is the context stoppable returns: a context ended after
+// parent, with parent's deadline and error.
+type stopContext struct {
+	context.Context // ends after parent, with its cause
+	parent          context.Context
+}
+
+// Deadline returns parent's deadline.
+func (c *stopContext) Deadline() (time.Time, bool) { return c.parent.Deadline() }
+
+// Err returns parent's error once the context has ended.
+func (c *stopContext) Err() error {
+	err := c.Context.Err()
+	if err == nil {
+		return nil
+	}
+	if perr := c.parent.Err(); perr != nil {
+		return perr
+	}
+	return err
+}
+
+// ctxError is the error of a request whose context ended: a cancelled
+// one fails with [ErrCancelled], wrapping ctx's error (so that it matches
+// context.Canceled too); one past its deadline with ctx's error.
+func ctxError(ctx context.Context) error {
+	err := ctx.Err()
+	if errors.Is(err, context.Canceled) {
+		return &Failure{Reason: ErrCancelled.Reason, Err: err}
+	}
+	return err
 }
 
 // event implements eventSink.

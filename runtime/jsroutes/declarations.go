@@ -24,7 +24,7 @@ func Declarations(m *chatimpl.Manifest) []byte {
 // their parameters, and the data of each event type, from the Go types.
 // Keep this file next to chatscopes.d.ts (/_chat/javascript/chatscopes.d.ts).
 
-import type { ChatScopesClient as __cs_Client, ServerFrame as __cs_Frame, Session as __cs_Session } from "./chatscopes.js";
+import type { ChatScopesClient as __cs_Client, RequestOptions as __cs_RequestOptions, ServerFrame as __cs_Frame, Session as __cs_Session } from "./chatscopes.js";
 `)
 	if len(m.Types) > 0 {
 		b.WriteString("\n// The named Go types of parameters and event data.\n")
@@ -87,9 +87,9 @@ export interface ChatRouteSession<Params extends Record<string, unknown>> extend
      * Sends data whose keys are the route's parameters (sendData, typed);
      * resolves with the scope id once the route ran. A conversation that
      * moved on to another route takes that route's parameters: use
-     * sendData.
+     * sendData. options: a signal that stops the request, interrupt.
      */
-    send(data: Params): Promise<string>;
+    send(data: Params, options?: __cs_RequestOptions): Promise<string>;
 }
 
 /** A route of the server. */

@@ -50,7 +50,8 @@ const (
 	// ScopeIDKey is the id of the scope the request was for.
 	ScopeIDKey = attribute.Key("chat.scope.id")
 	// OutcomeKey is "ok", or the failure reason the client received
-	// (ServerError, BadRequest, …).
+	// (ServerError, BadRequest, …; Cancelled for a request the client
+	// stopped).
 	OutcomeKey = attribute.Key("chat.outcome")
 )
 
@@ -91,7 +92,12 @@ func (o *Options) meter() metric.Meter {
 //     failure reason) and an error status, whose description is the
 //     failure reason too (the error's text with [Options.RecordContent]);
 //   - the counter chatgen.requests and the histogram
-//     chatgen.request.duration (seconds), by chat.route and chat.outcome.
+//     chatgen.request.duration (seconds), by chat.route and chat.outcome;
+//   - the counter chatgen.requests.cancelled, by chat.route: the requests
+//     the client stopped (chat.Cancelled: a Cancel frame, an interrupting
+//     request, a cancelled local call). Their span's chat.outcome is
+//     Cancelled and its status is not an error: a stop is the user's
+//     choice, not a failure of the server.
 //
 // Give it first in RouteHooks so that the span encloses the other hooks.
 func RouteHook(opts *Options) chat.RouteHook {
@@ -112,10 +118,13 @@ func RouteHook(opts *Options) chat.RouteHook {
 	duration, _ := meter.Float64Histogram("chatgen.request.duration",
 		metric.WithDescription("Duration of chat requests, by route and outcome."), metric.WithUnit("s"),
 		metric.WithExplicitBucketBoundaries(0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120))
+	cancelled, _ := meter.Int64Counter("chatgen.requests.cancelled",
+		metric.WithDescription("Chat requests the client stopped, by route."), metric.WithUnit("{request}"))
 	return func(next chat.RouteHandler) chat.RouteHandler {
 		return func(ctx context.Context, route string, req *chat.RouteRequest) error {
 			tr, tracing := tracer.Get()
-			measuring := requests != nil && requests.Enabled(ctx) || duration != nil && duration.Enabled(ctx)
+			measuring := requests != nil && requests.Enabled(ctx) || duration != nil && duration.Enabled(ctx) ||
+				cancelled != nil && cancelled.Enabled(ctx)
 			if !tracing && !measuring {
 				return next(ctx, route, req)
 			}
@@ -133,12 +142,15 @@ func RouteHook(opts *Options) chat.RouteHook {
 			}
 			err := next(ctx, route, req)
 			outcome := "ok"
-			if f := chat.FailureOf(err); f != nil {
+			stopped := chat.Cancelled(ctx)
+			if f := chat.FailureOf(err); stopped {
+				outcome = chat.ErrCancelled.Reason
+			} else if f != nil {
 				outcome = f.Reason
 			}
 			if span != nil {
 				span.SetAttributes(OutcomeKey.String(outcome))
-				if err != nil {
+				if err != nil && !stopped {
 					span.SetAttributes(semconv.ErrorTypeKey.String(outcome))
 					desc := outcome
 					if content {
@@ -155,6 +167,9 @@ func RouteHook(opts *Options) chat.RouteHook {
 				}
 				if duration != nil {
 					duration.Record(ctx, time.Since(start).Seconds(), set)
+				}
+				if stopped && cancelled != nil {
+					cancelled.Add(ctx, 1, metric.WithAttributeSet(attribute.NewSet(RouteKey.String(route))))
 				}
 			}
 			return err

@@ -207,10 +207,13 @@ func (s *clientSession) resumable() bool {
 func (s *clientSession) prepareResume() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.inflight != nil {
-		s.queue = append([]*clientCall{s.inflight}, s.queue...)
-		s.inflight = nil
+	if cc := s.inflight; cc != nil && !cc.stopped {
+		s.queue = append([]*clientCall{cc}, s.queue...)
 	}
+	// A stopped request is not sent again: its call has ended. (Its
+	// Cancel may have been lost with the connection: a durable turn then
+	// goes on on the server, and its answer is saved, not delivered.)
+	s.inflight = nil
 	if s.convID == "" {
 		return
 	}

@@ -52,6 +52,20 @@ type clientCall struct {
 	// pos counts those received since the request was last sent. A
 	// replayed event at a position already delivered is dropped.
 	delivered, pos int
+	// interrupt: the request stops those pending before it (WithInterrupt).
+	interrupt bool
+	// stopped (guarded by clientSession.mu): the request was stopped (its
+	// context ended, or an interrupting request came) while in flight: its
+	// call has ended with Cancelled, a Cancel was sent, and its events are
+	// dropped until its terminator, which lets the next request go.
+	stopped bool
+	// unwatch stops watching ctx (see watch); nil when it is not watched.
+	unwatch func() bool
+	// sent: the request's frame is queued on the connection, so that a
+	// Cancel goes out after it; until then, a stop leaves its Cancel in
+	// cancel, for next to send (guarded by clientSession.mu).
+	sent   bool
+	cancel []byte
 }
 
 var _ chat.Session = (*clientSession)(nil)
@@ -62,12 +76,19 @@ func (s *clientSession) ScopeID() string {
 	return s.scopeID
 }
 
+// Chat sends a request and waits for its end. Cancelling ctx stops the
+// request (see [WithInterrupt] for the other way): the server is sent a
+// Cancel and Chat returns at once with an error matching
+// [chat.ErrCancelled] and context.Canceled (past ctx's deadline:
+// context.DeadlineExceeded); no event of the request reaches the
+// handlers after that.
 func (s *clientSession) Chat(ctx context.Context, text string) error {
-	return s.ChatAsync(ctx, text).Wait(ctx)
+	return s.ChatAsync(ctx, text).Wait(context.WithoutCancel(ctx))
 }
 
+// Send is Chat with request data; ctx stops it as it stops Chat.
 func (s *clientSession) Send(ctx context.Context, data any) error {
-	return s.SendAsync(ctx, data).Wait(ctx)
+	return s.SendAsync(ctx, data).Wait(context.WithoutCancel(ctx))
 }
 
 func (s *clientSession) ChatAsync(ctx context.Context, text string) *chat.Call {
@@ -93,15 +114,16 @@ func (s *clientSession) SendAsync(ctx context.Context, data any) *chat.Call {
 }
 
 func (s *clientSession) request(ctx context.Context, data []byte) *chat.Call {
-	if err := ctx.Err(); err != nil {
-		return finishedCall(err)
+	if ctx.Err() != nil {
+		return finishedCall(stopError(ctx))
 	}
-	cc := &clientCall{ctx: ctx, data: data, call: chat.NewCall()}
+	cc := &clientCall{ctx: ctx, data: data, call: chat.NewCall(), interrupt: interrupting(ctx)}
 	s.enqueue(cc)
 	return cc.call
 }
 
-// enqueue queues cc and sends it if no request is in flight.
+// enqueue queues cc and sends it if no request is in flight. An
+// interrupting request first stops those pending.
 func (s *clientSession) enqueue(cc *clientCall) {
 	s.mu.Lock()
 	if s.closed {
@@ -109,9 +131,143 @@ func (s *clientSession) enqueue(cc *clientCall) {
 		cc.call.Finish(chat.ErrSessionClosed)
 		return
 	}
+	var stopped []*clientCall
+	var cancel []byte
+	if cc.interrupt {
+		stopped, cancel = s.interruptLocked()
+	}
 	s.queue = append(s.queue, cc)
+	if !cc.connect && cc.ctx.Done() != nil {
+		s.watch(cc)
+	}
 	s.mu.Unlock()
+	for _, q := range stopped {
+		q.call.Finish(&chat.Failure{Reason: chat.ErrCancelled.Reason, Err: errInterrupted})
+	}
+	if cancel != nil {
+		_ = s.c.write(cancel, true)
+	}
 	s.next(true)
+}
+
+// watch makes the end of cc's context stop cc (stop); s.mu is held.
+func (s *clientSession) watch(cc *clientCall) {
+	cc.unwatch = context.AfterFunc(cc.ctx, func() { s.stop(cc, stopError(cc.ctx)) })
+}
+
+// unwatchLocked stops watching cc's context; s.mu is held.
+func unwatchLocked(cc *clientCall) {
+	if cc.unwatch != nil {
+		cc.unwatch()
+		cc.unwatch = nil
+	}
+}
+
+// errInterrupted is the cause of the Cancelled failure of a request an
+// interrupting request stopped.
+var errInterrupted = errors.New("ws: stopped by an interrupting request")
+
+// stop stops the request cc, on the client's side at once: a queued
+// one is dropped; one in flight is sent a Cancel, its events are dropped
+// from now on and its terminator, when it comes, lets the next request
+// go. Its call ends with err. A request that has ended is left alone.
+func (s *clientSession) stop(cc *clientCall, err error) {
+	s.mu.Lock()
+	for i, q := range s.queue {
+		if q == cc {
+			s.queue = append(s.queue[:i], s.queue[i+1:]...)
+			unwatchLocked(cc)
+			s.mu.Unlock()
+			cc.call.Finish(err)
+			return
+		}
+	}
+	if s.inflight != cc || cc.stopped {
+		s.mu.Unlock()
+		return
+	}
+	frame := s.stopInflightLocked()
+	if !cc.sent {
+		cc.cancel, frame = frame, nil // next sends it after the request
+	}
+	s.mu.Unlock()
+	cc.call.Finish(err)
+	if frame != nil {
+		_ = s.c.write(frame, true)
+	}
+}
+
+// stopInflightLocked marks the request in flight stopped and returns
+// its Cancel frame; s.mu is held.
+func (s *clientSession) stopInflightLocked() []byte {
+	cc := s.inflight
+	cc.stopped = true
+	unwatchLocked(cc)
+	b := make([]byte, 0, 64+len(s.idJSON)+len(cc.requestID))
+	b = append(b, `{"type":"Cancel","chatId":`...)
+	b = append(b, s.idJSON...)
+	b = append(b, `,"requestId":`...)
+	b = append(b, cc.requestID...)
+	return append(b, '}')
+}
+
+// interruptLocked stops the requests pending, for an interrupting
+// request: the queued ones are dropped and returned (their calls are
+// the caller's to end), and the one in flight, if any, is stopped: its
+// call has ended and its Cancel frame is returned. A Connect is left
+// alone. s.mu is held.
+func (s *clientSession) interruptLocked() (stopped []*clientCall, cancel []byte) {
+	kept := s.queue[:0]
+	for _, q := range s.queue {
+		if q.connect {
+			kept = append(kept, q)
+			continue
+		}
+		unwatchLocked(q)
+		stopped = append(stopped, q)
+	}
+	clear(s.queue[len(kept):])
+	s.queue = kept
+	if cc := s.inflight; cc != nil && !cc.connect && !cc.stopped {
+		cancel = s.stopInflightLocked()
+		if !cc.sent {
+			cc.cancel, cancel = cancel, nil // next sends it after the request
+		}
+		stopped = append(stopped, cc)
+	}
+	return stopped, cancel
+}
+
+// stopError is the error of a request whose context ended: Cancelled
+// (matching context.Canceled too) when it was cancelled, ctx's error
+// when its deadline passed.
+func stopError(ctx context.Context) error {
+	err := ctx.Err()
+	if errors.Is(err, context.Canceled) {
+		return &chat.Failure{Reason: chat.ErrCancelled.Reason, Err: err}
+	}
+	return err
+}
+
+// interruptKey marks the context of an interrupting request.
+type interruptKey struct{}
+
+// WithInterrupt returns a context that makes a request of a websocket
+// session (Chat, Send, ChatAsync, SendAsync) interrupt those pending
+// before it, instead of waiting behind them (the default): the request
+// in flight is stopped as if its context had been cancelled (its call
+// ends with an error matching [chat.ErrCancelled]; the server cancels
+// its route and keeps the interrupted turn in memory), the queued ones
+// end the same way without being sent, and the new request is answered
+// next, with the interrupted turn in the conversation's memory.
+func WithInterrupt(ctx context.Context) context.Context {
+	return context.WithValue(ctx, interruptKey{}, true)
+}
+
+// interrupting reports whether ctx is from WithInterrupt.
+func interrupting(ctx context.Context) bool {
+	v, _ := ctx.Value(interruptKey{}).(bool)
+	return v
 }
 
 // next sends the next queued request unless one is in flight. inline
@@ -130,8 +286,9 @@ func (s *clientSession) next(inline bool) {
 		cc := s.queue[0]
 		s.queue[0] = nil
 		s.queue = s.queue[1:]
-		if err := cc.ctx.Err(); err != nil {
-			failed, ferr = cc, err
+		if cc.ctx.Err() != nil {
+			failed, ferr = cc, stopError(cc.ctx)
+			unwatchLocked(cc)
 		} else {
 			var reconnecting bool
 			if l, reconnecting = s.c.currentLink(); reconnecting {
@@ -146,6 +303,7 @@ func (s *clientSession) next(inline bool) {
 			frame = s.frame(cc)
 			s.inflight = cc
 			cc.pos = 0
+			cc.sent = false
 		}
 		s.mu.Unlock()
 		if failed != nil {
@@ -154,12 +312,25 @@ func (s *clientSession) next(inline bool) {
 		}
 		if err := s.c.writeOn(l, frame, inline); err != nil {
 			s.mu.Lock()
+			ended := cc.stopped // its call has ended
 			if s.inflight == cc {
 				s.inflight = nil
+				unwatchLocked(cc)
 			}
 			s.mu.Unlock()
-			cc.call.Finish(err)
+			if !ended {
+				cc.call.Finish(err)
+			}
 			continue
+		}
+		s.mu.Lock()
+		cc.sent = true
+		cancel := cc.cancel
+		cc.cancel = nil
+		s.mu.Unlock()
+		if cancel != nil {
+			// Stopped while it was being sent: its Cancel goes after it.
+			_ = s.c.writeOn(l, cancel, inline)
 		}
 		return
 	}
@@ -194,7 +365,7 @@ func (s *clientSession) frame(cc *clientCall) []byte {
 func (s *clientSession) receive(f *serverFrame) {
 	typ := eventType(f.typ)
 	if typ != chat.EventCompleted && typ != chat.EventFailed {
-		if s.firstDelivery(f) {
+		if s.firstDelivery(f) && !s.stoppedEvent(f) {
 			s.dispatch(wireEvent(typ, f))
 		}
 		return
@@ -207,6 +378,7 @@ func (s *clientSession) receive(f *serverFrame) {
 		return
 	}
 	s.inflight = nil
+	unwatchLocked(cc)
 	if cc.resume {
 		s.resumeAnswered(cc, typ, f) // unlocks s.mu
 		return
@@ -240,8 +412,11 @@ func (s *clientSession) receive(f *serverFrame) {
 		}
 	}
 	done := s.closed && len(s.queue) == 0
+	stopped := cc.stopped
 	s.mu.Unlock()
-	cc.call.Finish(err)
+	if !stopped { // else its call ended when it was stopped
+		cc.call.Finish(err)
+	}
 	if done {
 		s.c.forget(s)
 		return
@@ -270,6 +445,15 @@ func (s *clientSession) firstDelivery(f *serverFrame) bool {
 	}
 	cc.delivered = cc.pos
 	return true
+}
+
+// stoppedEvent reports whether the event f is of the request in flight
+// that was stopped: it is dropped.
+func (s *clientSession) stoppedEvent(f *serverFrame) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	cc := s.inflight
+	return cc != nil && cc.stopped && (len(f.requestID) == 0 || bytes.Equal(f.requestID, cc.requestID))
 }
 
 // wireEvent returns the event of a frame. An event rendered from markdown
@@ -327,10 +511,7 @@ func (s *clientSession) end(kept bool) bool {
 		return false
 	}
 	s.closed = true
-	pending := s.queue
-	if s.inflight != nil {
-		pending = append([]*clientCall{s.inflight}, pending...)
-	}
+	pending := s.pendingLocked()
 	s.inflight, s.queue = nil, nil
 	if s.resumeAnswer != nil {
 		close(s.resumeAnswer)
@@ -342,6 +523,23 @@ func (s *clientSession) end(kept bool) bool {
 		cc.call.Finish(chat.ErrSessionClosed)
 	}
 	return true
+}
+
+// pendingLocked returns the requests whose calls have not ended: the one
+// in flight, unless it was stopped, and the queued ones, no longer
+// watched; s.mu is held.
+func (s *clientSession) pendingLocked() []*clientCall {
+	pending := s.queue
+	if s.inflight != nil && !s.inflight.stopped {
+		pending = append([]*clientCall{s.inflight}, pending...)
+	}
+	for _, cc := range pending {
+		unwatchLocked(cc)
+	}
+	if s.inflight != nil {
+		unwatchLocked(s.inflight)
+	}
+	return pending
 }
 
 // holdForDetach stops the session from sending anything more, for
@@ -368,10 +566,7 @@ func (s *clientSession) holdForDetach() <-chan struct{} {
 // fail ends every pending request of the session with err.
 func (s *clientSession) fail(err error) {
 	s.mu.Lock()
-	pending := s.queue
-	if s.inflight != nil {
-		pending = append([]*clientCall{s.inflight}, pending...)
-	}
+	pending := s.pendingLocked()
 	s.inflight, s.queue, s.closed = nil, nil, true
 	if s.resumeAnswer != nil {
 		close(s.resumeAnswer)

@@ -361,8 +361,32 @@ func (c *conn) handleFrame(b []byte) *session {
 		return c.request(f)
 	case TypeDisconnect:
 		c.disconnect(f)
+	case TypeCancel:
+		c.stop(f)
 	}
 	return nil
+}
+
+// stop handles a Cancel frame: the request it names, running or queued
+// in the session chatId, ends with Failed Cancelled. A Cancel of a
+// request the session does not have (it ended, raced the Cancel, or
+// never was) or for a chatId the connection does not have is dropped and
+// logged (see logDrop): it changes nothing, and is not answered. A
+// Cancel costs no allocation that outlives it, so a flood of them is
+// bounded by the connection's read rate alone.
+func (c *conn) stop(f *inFrame) {
+	c.mu.Lock()
+	s := c.sessions[f.ChatID]
+	c.mu.Unlock()
+	if s == nil {
+		c.logDrop("ws: a Cancel for an unknown chat", "chat", f.ChatID)
+		return
+	}
+	if !s.stop(f.RequestID) {
+		c.logDrop("ws: a Cancel of a request the session does not have (ended, or unknown)", "chat", f.ChatID, "requestId", string(f.RequestID))
+		return
+	}
+	c.log(slog.LevelDebug, "ws: request cancelled by the client", "chat", f.ChatID, "requestId", string(f.RequestID))
 }
 
 // logDrop logs a frame the server could not serve: the first ones of a
@@ -429,6 +453,19 @@ func (c *conn) connect(f *inFrame) {
 // request queues a request on its session; it returns the session if its
 // worker must start.
 func (c *conn) request(f *inFrame) *session {
+	if f.Interrupt {
+		// Steer: the session's running and queued requests are stopped
+		// (each answered Failed Cancelled); this one runs next, when the
+		// stopped route has returned, with the interrupted turn in the
+		// memory.
+		c.mu.Lock()
+		s := c.sessions[f.ChatID]
+		draining := c.draining
+		c.mu.Unlock()
+		if s != nil && !draining {
+			s.interrupt()
+		}
+	}
 	c.mu.Lock()
 	s := c.sessions[f.ChatID]
 	var reason, detail string

@@ -27,6 +27,9 @@ type inFrame struct {
 	Data      json.RawMessage // nil when missing
 	RequestID json.RawMessage // a JSON string or number, echoed verbatim; nil when missing
 	Resume    *resumeRef      // Connect's resume, nil when missing or null
+	// Interrupt: a ChatRouteMessage that stops the session's running and
+	// queued requests and runs next ("interrupt": true).
+	Interrupt bool
 }
 
 // A frameError is a client frame the server cannot serve. When answer is
@@ -61,6 +64,7 @@ type rawFrame struct {
 	Data      json.RawMessage `json:"data"`
 	RequestID json.RawMessage `json:"requestId"`
 	Resume    json.RawMessage `json:"resume"`
+	Interrupt json.RawMessage `json:"interrupt"`
 }
 
 // decodeFrame parses one client frame. It never panics; any problem is a
@@ -83,6 +87,8 @@ func decodeFrame(b []byte) (*inFrame, error) {
 			raw.RequestID = val
 		case "resume":
 			raw.Resume = val
+		case "interrupt":
+			raw.Interrupt = val
 		}
 	})
 	if err != nil {
@@ -107,6 +113,9 @@ func decodeFrame(b []byte) (*inFrame, error) {
 		return badFrame(f.ChatID, f.RequestID, fmt.Sprintf(format, args...))
 	}
 	if rid := raw.RequestID; rid != nil && !isNull(rid) && f.RequestID == nil {
+		if typ, _, _ := frameType(raw.Type); typ == TypeCancel {
+			return nil, &frameError{detail: "Cancel with an invalid requestId"} // dropped: see below
+		}
 		return nil, bad("requestId must be a string or a number")
 	}
 	typ, ok, err := frameType(raw.Type)
@@ -140,6 +149,21 @@ func decodeFrame(b []byte) (*inFrame, error) {
 				return nil, bad("data must be a JSON object")
 			}
 			f.Data = bytes.Clone(d)
+		}
+		if v := raw.Interrupt; v != nil && !isNull(v) {
+			switch string(bytes.TrimSpace(v)) {
+			case "true":
+				f.Interrupt = true
+			case "false":
+			default:
+				return nil, bad("interrupt must be true or false")
+			}
+		}
+	case TypeCancel:
+		if f.RequestID == nil {
+			// Not answered: a Failed without a requestId would end the
+			// request a client waits for.
+			return nil, &frameError{detail: "Cancel without a requestId"}
 		}
 	case TypeDisconnect:
 	default:
@@ -245,6 +269,8 @@ func frameType(v json.RawMessage) (string, bool, error) {
 			return TypeConnect, true, nil
 		case TypeDisconnect:
 			return TypeDisconnect, true, nil
+		case TypeCancel:
+			return TypeCancel, true, nil
 		}
 	}
 	return stringField(v, "type")

@@ -212,7 +212,11 @@ func (d *durableSession) save(scopeID string, f *chat.Failure) []byte {
 	}
 	a := answer{RequestID: requestID, Digest: d.digest, Events: d.events, Partial: d.partial, Type: chat.EventCompleted, Data: scopeID}
 	d.mu.Unlock()
-	if f != nil {
+	if ctx != nil && chat.Cancelled(ctx) {
+		// Stopped by the client (Cancel, an interrupting request): what
+		// it was told, even if the route completed meanwhile.
+		a.Type, a.Data, a.ScopeID = chat.EventFailed, chat.ErrCancelled.Reason, scopeID
+	} else if f != nil {
 		a.Type, a.Data, a.ScopeID = chat.EventFailed, f.Reason, scopeID
 		switch {
 		case ctx == nil:

@@ -33,11 +33,20 @@ func quietLogger() *slog.Logger {
 // testRoutes are the routes of the tests beside those of internal/e2e.
 type testRoutes struct {
 	gate    chan struct{} // "gate" waits for a value (or ctx)
-	entered chan string   // "gate" reports that it started, with the user's text
+	entered chan string   // "gate" and "hold" report that they started, with the user's text
+	// held gets, from "hold" once its context ended, whether it was a
+	// stop (chat.Cancelled) and the user's text.
+	held chan holdEnd
+}
+
+// holdEnd is how a "hold" request ended.
+type holdEnd struct {
+	text    string
+	stopped bool
 }
 
 func newTestRoutes() *testRoutes {
-	return &testRoutes{gate: make(chan struct{}), entered: make(chan string, 100)}
+	return &testRoutes{gate: make(chan struct{}), entered: make(chan string, 100), held: make(chan holdEnd, 100)}
 }
 
 func (tr *testRoutes) pkg() *chatimpl.Package {
@@ -51,6 +60,40 @@ func (tr *testRoutes) pkg() *chatimpl.Package {
 			return ctx.Err()
 		}
 		return chat.SendValue(ctx, "passed "+req.UserMessage())
+	}})
+	p.AddRoute(chatimpl.RouteSpec{Name: "hold", Handle: func(ctx context.Context) error {
+		req := chat.Request(ctx)
+		// "quick" answers at once; anything else sends a Message and
+		// waits for its context to end.
+		if req.UserMessage() == "quick" {
+			return chat.SendValue(ctx, "quick answer")
+		}
+		if err := chat.Response(ctx).Message("partial"); err != nil {
+			return err
+		}
+		tr.entered <- req.UserMessage()
+		<-ctx.Done()
+		tr.held <- holdEnd{text: req.UserMessage(), stopped: chat.Cancelled(ctx)}
+		return ctx.Err()
+	}})
+	p.AddRoute(chatimpl.RouteSpec{Name: "drip", Handle: func(ctx context.Context) error {
+		req := chat.Request(ctx)
+		// Messages until its context ends: events are in flight when a
+		// client stops the request.
+		tr.entered <- req.UserMessage()
+		for i := 0; ; i++ {
+			if err := chat.Response(ctx).Message(fmt.Sprintf("drip %d", i)); err != nil {
+				// Cut off: a stop cancels the context first.
+				tr.held <- holdEnd{text: req.UserMessage(), stopped: chat.Cancelled(ctx)}
+				return err
+			}
+			select {
+			case <-ctx.Done():
+				tr.held <- holdEnd{text: req.UserMessage(), stopped: chat.Cancelled(ctx)}
+				return ctx.Err()
+			case <-time.After(100 * time.Microsecond):
+			}
+		}
 	}})
 	p.AddRoute(chatimpl.RouteSpec{Name: "thinkgate", Handle: func(ctx context.Context) error {
 		if err := chat.Response(ctx).Thinking("waiting"); err != nil {

@@ -13,6 +13,11 @@ const (
 	TypeConnect          = "Connect"          // start a session on a route
 	TypeChatRouteMessage = "ChatRouteMessage" // one request of a session
 	TypeDisconnect       = "Disconnect"       // end a session (no reply)
+	// TypeCancel stops one request of a session, running or queued: it
+	// ends with Failed Cancelled (an addition to the protocol of Quarkus
+	// LangChain4j Chat Scopes, whose clients never send it; see
+	// docs/protocol.md).
+	TypeCancel = "Cancel"
 )
 
 // Failure reasons this transport adds to those of package chat. Match them

@@ -1,6 +1,7 @@
 package ws
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -41,7 +42,7 @@ type session struct {
 	// when a request starts; with RequestTimeout, shared by the requests
 	// that start early enough for its deadline.
 	reqCtx      context.Context
-	reqCancel   context.CancelFunc
+	reqCancel   context.CancelCauseFunc
 	reqDeadline time.Time
 	reqTimer    *time.Timer // answers RequestTimeout at reqDeadline
 	running     bool        // a worker runs the queue
@@ -176,7 +177,7 @@ func (s *session) requestContext() context.Context {
 	d := s.c.srv.opts.RequestTimeout
 	if d <= 0 {
 		if s.reqCtx == nil {
-			s.reqCtx, s.reqCancel = context.WithCancel(parent)
+			s.reqCtx, s.reqCancel = context.WithCancelCause(parent)
 		}
 		return s.reqCtx
 	}
@@ -184,10 +185,16 @@ func (s *session) requestContext() context.Context {
 	if s.reqCtx != nil && s.reqCtx.Err() == nil && !s.reqDeadline.Before(now.Add(d)) {
 		return s.reqCtx
 	}
-	s.takeRequestContextLocked()() // the requests that used it have ended
+	s.takeRequestContextLocked()(nil) // the requests that used it have ended
 	s.reqDeadline = now.Add(d + d/16)
-	ctx, cancel := context.WithDeadline(parent, s.reqDeadline)
-	s.reqCtx, s.reqCancel = ctx, cancel
+	// A cause for Cancel (stop), a deadline for RequestTimeout.
+	cctx, cancelCause := context.WithCancelCause(parent)
+	ctx, cancelDeadline := context.WithDeadline(cctx, s.reqDeadline)
+	s.reqCtx = ctx
+	s.reqCancel = func(cause error) {
+		cancelCause(cause)
+		cancelDeadline()
+	}
 	s.reqTimer = time.AfterFunc(time.Until(s.reqDeadline), func() {
 		<-ctx.Done() // its own timer is due at the same time
 		s.deadlinePassed(ctx)
@@ -196,13 +203,14 @@ func (s *session) requestContext() context.Context {
 }
 
 // takeRequestContextLocked forgets the requests' context and returns
-// the function that cancels it; s.mu is held.
-func (s *session) takeRequestContextLocked() (cancel func()) {
+// the function that cancels it, with a cause (nil: context.Canceled; a
+// stopped request's is chat.ErrCancelled); s.mu is held.
+func (s *session) takeRequestContextLocked() (cancel func(cause error)) {
 	c, t := s.reqCancel, s.reqTimer
 	s.reqCtx, s.reqCancel, s.reqTimer = nil, nil, nil
-	return func() {
+	return func(cause error) {
 		if c != nil {
-			c()
+			c(cause)
 		}
 		if t != nil {
 			t.Stop()
@@ -401,13 +409,13 @@ func (s *session) close() {
 	s.closing = true
 	s.dropQueueLocked()
 	running := s.running
-	cancel := func() {}
+	cancel := func(error) {}
 	if s.dur == nil || !s.keep {
 		cancel = s.takeRequestContextLocked()
 	}
 	s.mu.Unlock()
 	s.cutOff()
-	cancel() // the request running, if any: after cutOff, so that nothing it sends goes out
+	cancel(nil) // the request running, if any: after cutOff, so that nothing it sends goes out
 	if !running {
 		s.finishConv() // else the worker does, when the request ends
 	}
@@ -424,7 +432,7 @@ func (s *session) finishConv() {
 	timer := s.timer
 	cancel := s.takeRequestContextLocked()
 	s.mu.Unlock()
-	cancel() // releases the context and its timers
+	cancel(nil) // releases the context and its timers
 	if timer != nil {
 		timer.Stop()
 	}
@@ -476,4 +484,78 @@ func (s *session) expire() {
 	}
 	s.c.mu.Unlock()
 	s.finishConv()
+}
+
+// stop ends the request requestID of the session (a Cancel frame), if it
+// is queued or running: it is answered Failed Cancelled at once, and a
+// running one is cut off (nothing more of it is sent) and its context
+// cancelled with the cause chat.ErrCancelled, so that the route and the
+// services it calls see a stop ([chat.Cancelled]) and return at once;
+// the session's next request runs when it has returned. It reports
+// whether the session had the request: a Cancel of a request that has
+// ended (its terminator was sent, even while the Cancel raced it) or that
+// the session never had changes nothing.
+func (s *session) stop(requestID []byte) bool {
+	s.mu.Lock()
+	for i, r := range s.queue {
+		if bytes.Equal(r.requestID, requestID) {
+			n := copy(s.queue[i:], s.queue[i+1:])
+			s.queue[i+n] = nil
+			s.queue = s.queue[:i+n]
+			s.c.queued.Add(-r.size)
+			s.mu.Unlock()
+			s.c.failed(s.idJSON, r.requestID, chat.ErrCancelled.Reason, s.conv.ScopeID(), "")
+			return true
+		}
+	}
+	s.heldMu.Lock()
+	r := s.current
+	s.heldMu.Unlock()
+	if r == nil || !bytes.Equal(r.requestID, requestID) {
+		s.mu.Unlock()
+		return false
+	}
+	return s.stopRunningLocked(r) // unlocks s.mu
+}
+
+// stopRunningLocked stops the running request r: it cancels r's context
+// with the cause chat.ErrCancelled, then answers r Failed Cancelled and
+// cuts it off; s.mu is held, and unlocked. The context ends first so
+// that a route that finds itself cut off (errCutOff) sees a stop
+// (chat.Cancelled) already. It reports whether r was still running:
+// when its terminator was sent meanwhile, that one stands (one
+// terminator per request).
+func (s *session) stopRunningLocked(r *request) bool {
+	// The request's context is the session's shared one: the next
+	// request gets a new one.
+	if r.ctx != nil && r.ctx == s.reqCtx {
+		s.takeRequestContextLocked()(chat.ErrCancelled)
+	}
+	if !s.terminate(r, s.c.buildText(s.idJSON, chat.EventFailed, chat.ErrCancelled.Reason, r.requestID, s.conv.ScopeID(), "")) {
+		s.mu.Unlock()
+		return false
+	}
+	s.busy = false // a cut-off request does not count against MaxQueued while its route returns
+	s.mu.Unlock()
+	return true
+}
+
+// interrupt stops every request of the session, running and queued, for
+// a request that interrupts them ("interrupt": true): each is answered
+// Failed Cancelled.
+func (s *session) interrupt() {
+	s.mu.Lock()
+	queued := s.dropQueueLocked()
+	s.heldMu.Lock()
+	r := s.current
+	s.heldMu.Unlock()
+	if r != nil {
+		s.stopRunningLocked(r) // unlocks s.mu
+	} else {
+		s.mu.Unlock()
+	}
+	scope := s.conv.ScopeID()
+	for _, q := range queued {
+		s.c.failed(s.idJSON, q.requestID, chat.ErrCancelled.Reason, scope, "")
+	}
 }

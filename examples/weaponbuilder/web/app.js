@@ -22,6 +22,7 @@
   const banner = $("banner"), bannerText = $("banner-text"), retry = $("retry");
   const thinking = $("thinking"), thinkingText = $("thinking-text");
   const crumbs = $("crumbs");
+  const stop = $("stop");
 
   const endpoint = (location.protocol === "https:" ? "wss://" : "ws://") + location.host + "/_chat/routes";
   // The waits before reconnecting, in milliseconds; the last one repeats.
@@ -532,10 +533,12 @@
     if (state.busy > 0) {
       form.dataset.busy = String(state.busy);
       thinking.hidden = false;
+      stop.hidden = false; // while an answer is awaited or streams
     } else {
       delete form.dataset.busy;
       thinking.hidden = true;
       thinkingText.textContent = thinkingDefault;
+      stop.hidden = true;
     }
   }
 
@@ -552,7 +555,7 @@
     line("user", text);
     setBusy(+1);
     return session.chat(text)
-      .catch((err) => failed(reasonOf(err), session))
+      .catch((err) => (reasonOf(err) === "Cancelled" ? stopped() : failed(reasonOf(err), session)))
       .finally(() => {
         endStream();
         state.sources = []; // an answer that never came shows no sources
@@ -560,6 +563,22 @@
         saveTranscript();
       });
   }
+
+  // stopped marks the answer the player stopped: what was streamed stays,
+  // as the armorer remembers it (interrupted), and it is not an error.
+  function stopped() {
+    const bubble = state.streamEl;
+    endStream(true);
+    if (bubble) bubble.classList.add("stopped");
+    line("system", "— stopped —");
+  }
+
+  // The Stop button stops the answer in progress (and any message queued
+  // behind it): the server cancels the model call and its tools.
+  stop.addEventListener("click", () => {
+    if (state.session) state.session.stop();
+    input.focus();
+  });
 
   function failed(reason, session) {
     endStream(true);

@@ -73,7 +73,8 @@ export function chatRoutesEndpoint(path?: string): string;
  * reason sent by the server ("RouteNotFound", "SessionNotActive",
  * "BadRequest", "Forbidden", "ServerError", "StreamingFailure",
  * "TooManySessions", "TooManyRequests", "ShuttingDown", "ResumeRefused",
- * "ConversationBusy", "Unavailable") or set by the
+ * "ConversationBusy", "Unavailable", "Cancelled": the request was stopped,
+ * by Session.stop, its signal or an interrupting request) or set by the
  * client ("ConnectionLost", "ConnectionClosed", "ConnectionFailed",
  * "SessionClosed").
  */
@@ -83,6 +84,22 @@ export class ChatFailure extends Error {
     readonly reason: string;
     /** A human-readable explanation, for protocol errors. */
     readonly detail?: string;
+}
+
+/** The options of a request (Session.chat, sendData, send, sendEvent). */
+export interface RequestOptions {
+    /**
+     * Stops the request when aborted, as Session.stop does for it: a
+     * Cancel is sent (or, queued, it is not sent) and the promise rejects
+     * with a ChatFailure whose reason is "Cancelled".
+     */
+    signal?: AbortSignal;
+    /**
+     * Steer: stop the session's pending requests first (see Session.stop)
+     * and be answered next, with the interrupted turn in the
+     * conversation's memory, rather than wait behind them (the default).
+     */
+    interrupt?: boolean;
 }
 
 /** One conversation of a client. */
@@ -114,13 +131,22 @@ export class Session {
     readonly resumeToken: string | undefined;
 
     /** Sends the user's text; resolves with the scope id after the route ran. */
-    chat(userMessage: string): Promise<string>;
+    chat(userMessage: string, options?: RequestOptions): Promise<string>;
     /** Sends data whose keys name route parameters. */
-    sendData(data: Record<string, unknown>): Promise<string>;
+    sendData(data: Record<string, unknown>, options?: RequestOptions): Promise<string>;
     /** The same as sendData (routes.d.ts types it per route). */
-    send(data: Record<string, unknown>): Promise<string>;
+    send(data: Record<string, unknown>, options?: RequestOptions): Promise<string>;
     /** Sends a request of the given frame type with data. */
-    sendEvent(type: string, data: Record<string, unknown>): Promise<string>;
+    sendEvent(type: string, data: Record<string, unknown>, options?: RequestOptions): Promise<string>;
+    /**
+     * Stops the pending requests (the Stop button): the one in flight is
+     * sent a Cancel (the server cancels its model call and tools and keeps
+     * the interrupted answer in memory), the queued ones are dropped; each
+     * rejects at once with a ChatFailure whose reason is "Cancelled", and
+     * none of their events reaches the handlers after that. Returns how
+     * many were stopped.
+     */
+    stop(): number;
     /**
      * Ends the session (Disconnect, which cancels the request running on the
      * server); pending requests, queued or in progress, reject with "SessionClosed".

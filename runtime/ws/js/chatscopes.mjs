@@ -9,7 +9,10 @@
 // conversation on a new connection (SessionBuilder.resume), and, opted
 // into with the reconnect option, replacing a lost connection by itself
 // (resuming every session and re-sending the request whose answer was
-// lost), with its state observed by onConnectionState.
+// lost), with its state observed by onConnectionState, and stopping a
+// request (an AbortSignal, Session.stop(), or an interrupting request:
+// the server is sent a Cancel, and the request rejects with a ChatFailure
+// whose reason is "Cancelled").
 //
 // The same code is served as a classic script at /_chat/javascript/chatscopes.js
 // (the exports become globals) and as this module at
@@ -30,9 +33,9 @@ export function chatRoutesEndpoint(path = "/_chat/routes") {
  * The error a request's promise rejects with. Its message is the reason
  * sent by the server (as in Quarkus, where it is a plain Error), for
  * example "RouteNotFound", "SessionNotActive", "BadRequest", "Forbidden",
- * "ServerError", "ResumeRefused", "ConversationBusy", "Unavailable", or,
- * from the client itself, "ConnectionLost",
- * "ConnectionClosed" and "SessionClosed".
+ * "ServerError", "ResumeRefused", "ConversationBusy", "Unavailable",
+ * "Cancelled" (the request was stopped: see Session.stop), or, from the
+ * client itself, "ConnectionLost", "ConnectionClosed" and "SessionClosed".
  */
 export class ChatFailure extends Error {
     constructor(reason, detail) {
@@ -74,24 +77,96 @@ export class Session {
         this.resumeToken = undefined;
     }
 
-    /** Sends the user's text; resolves with the scope id after the route ran. */
-    chat(userMessage) {
-        return this.sendData({ userMessage: userMessage });
+    /**
+     * Sends the user's text; resolves with the scope id after the route
+     * ran. options: { signal: an AbortSignal that stops the request,
+     * interrupt: true to stop the pending requests first (see stop) rather
+     * than wait behind them }.
+     */
+    chat(userMessage, options) {
+        return this.sendData({ userMessage: userMessage }, options);
     }
 
-    /** Sends data (its keys name route parameters). */
-    sendData(data) {
-        return this.sendEvent("ChatRouteMessage", data);
+    /** Sends data (its keys name route parameters); options as for chat. */
+    sendData(data, options) {
+        return this.sendEvent("ChatRouteMessage", data, options);
     }
 
     /** The same as sendData (the routes module types it per route). */
-    send(data) {
-        return this.sendData(data);
+    send(data, options) {
+        return this.sendData(data, options);
     }
 
-    /** Sends a request of the given frame type with data. */
-    sendEvent(type, data) {
-        return this._request({ type: type, data: data });
+    /** Sends a request of the given frame type with data; options as for chat. */
+    sendEvent(type, data, options) {
+        const req = { type: type, data: data };
+        if (options && options.signal) {
+            req.signal = options.signal;
+        }
+        if (options && options.interrupt === true) {
+            req.interrupt = true;
+        }
+        return this._request(req);
+    }
+
+    /**
+     * Stops the session's pending requests, the Stop button of a chat: the
+     * one in flight is sent a Cancel (the server cancels its model call and
+     * tools, and keeps the interrupted answer in the conversation's
+     * memory), the queued ones are dropped; each rejects at once with a
+     * ChatFailure whose reason is "Cancelled", and no event of theirs
+     * reaches the handlers after that. The next request is sent once the
+     * server answered the Cancel. Returns the number of requests stopped.
+     */
+    stop() {
+        let n = 0;
+        const queued = this._queue.filter((req) => req.type !== "Connect");
+        this._queue = this._queue.filter((req) => req.type === "Connect");
+        for (const req of queued) {
+            this._settle(req);
+            req.reject(new ChatFailure("Cancelled"));
+            n++;
+        }
+        if (this._stopInflight()) {
+            n++;
+        }
+        return n;
+    }
+
+    // Stops the request in flight, if any and not a Connect: it rejects
+    // with "Cancelled", and a Cancel is sent; its frames are dropped until
+    // its terminator, which sends the next request.
+    _stopInflight() {
+        const req = this._inflight;
+        if (!req || req.type === "Connect" || req.stopped) {
+            return false;
+        }
+        req.stopped = true;
+        this._settle(req);
+        req.reject(new ChatFailure("Cancelled"));
+        this.client._transmit({ type: "Cancel", chatId: this.id, requestId: req.requestId });
+        return true;
+    }
+
+    // Stops one request (its signal aborted): queued, it is dropped; in
+    // flight, stopped.
+    _stopRequest(req) {
+        const i = this._queue.indexOf(req);
+        if (i >= 0) {
+            this._queue.splice(i, 1);
+            this._settle(req);
+            req.reject(new ChatFailure("Cancelled"));
+        } else if (this._inflight === req) {
+            this._stopInflight();
+        }
+    }
+
+    // Stops listening to a request's signal.
+    _settle(req) {
+        if (req.signal && req.onAbort) {
+            req.signal.removeEventListener("abort", req.onAbort);
+            req.onAbort = undefined;
+        }
     }
 
     /** The number of requests sent or queued and not yet settled. */
@@ -111,7 +186,7 @@ export class Session {
         }
         this.closed = true;
         clearTimeout(this._resumeTimer);
-        const pending = this._inflight ? [this._inflight, ...this._queue] : this._queue;
+        const pending = this._inflight && !this._inflight.stopped ? [this._inflight, ...this._queue] : this._queue;
         const connected = this.currentScope !== undefined || this._inflight;
         this._inflight = null;
         this._queue = [];
@@ -137,8 +212,19 @@ export class Session {
                 reject(this._failure ? new ChatFailure(this._failure.reason, this._failure.detail) : new ChatFailure("SessionClosed"));
                 return;
             }
+            if (req.signal && req.signal.aborted) {
+                reject(new ChatFailure("Cancelled"));
+                return;
+            }
             req.resolve = resolve;
             req.reject = reject;
+            if (req.signal) {
+                req.onAbort = () => this._stopRequest(req);
+                req.signal.addEventListener("abort", req.onAbort, { once: true });
+            }
+            if (req.interrupt) {
+                this.stop();
+            }
             this._queue.push(req);
             this._next();
         });
@@ -182,6 +268,7 @@ export class Session {
         req.pos = 0; // the events of its answer received since this send
         if (!this.client._transmit(frame)) {
             this._inflight = null;
+            this._settle(req);
             req.reject(new ChatFailure(this.client.closed ? "ConnectionClosed" : "ConnectionLost"));
             this._next();
         }
@@ -190,6 +277,22 @@ export class Session {
     _receive(message) {
         const type = message.type;
         const data = message.data;
+        const req = this._inflight;
+        if (req && req.stopped && (message.requestId === undefined || message.requestId === req.requestId)) {
+            // A stopped request: it was reported (rejected) when stopped;
+            // nothing of it reaches the handlers. Its terminator lets the
+            // next request go.
+            if (type === "Completed" || type === "Failed") {
+                this._inflight = null;
+                if (typeof message.scopeId === "string") {
+                    this.currentScope = message.scopeId;
+                } else if (type === "Completed" && typeof data === "string") {
+                    this.currentScope = data;
+                }
+                this._next();
+            }
+            return;
+        }
         if (type === "Completed" || type === "Failed") {
             this._terminate(message);
         } else if (!this._firstDelivery(message)) {
@@ -240,6 +343,7 @@ export class Session {
             return;
         }
         this._inflight = null;
+        this._settle(req);
         if (req.resumed) {
             this._resumeAnswered(req, message);
             return;
@@ -271,7 +375,7 @@ export class Session {
     }
 
     _fail(reason, detail) {
-        const reqs = this._inflight ? [this._inflight, ...this._queue] : this._queue;
+        const reqs = this._inflight && !this._inflight.stopped ? [this._inflight, ...this._queue] : this._queue;
         this._inflight = null;
         this._queue = [];
         this.closed = true;
@@ -292,10 +396,11 @@ export class Session {
     // conversation first, then the request whose terminator was lost
     // (with its requestId), then the queued ones.
     _prepareResume() {
-        if (this._inflight) {
+        if (this._inflight && !this._inflight.stopped) {
+            // (A stopped request is not sent again: it was reported.)
             this._queue.unshift(this._inflight);
-            this._inflight = null;
         }
+        this._inflight = null;
         if (this._started) {
             this._queueResume();
         }
