@@ -9,6 +9,7 @@ import (
 	"time"
 
 	bolt "go.etcd.io/bbolt"
+	berrors "go.etcd.io/bbolt/errors"
 
 	"github.com/chatscopes/chatgen/runtime/longterm"
 )
@@ -283,7 +284,7 @@ func (f *Facts) DeleteAll(ctx context.Context, principal string) error {
 	}
 	return f.db.Update(func(tx *bolt.Tx) error {
 		err := tx.Bucket(bucketFacts).DeleteBucket([]byte(longterm.PrincipalKey(principal)))
-		if errors.Is(err, bolt.ErrBucketNotFound) {
+		if errors.Is(err, berrors.ErrBucketNotFound) {
 			return nil
 		}
 		return err

@@ -176,13 +176,6 @@ func (m *Memory) Stats() Stats {
 	}
 }
 
-func (m *Memory) log() *slog.Logger {
-	if m.logger != nil {
-		return m.logger
-	}
-	return slog.Default()
-}
-
 // Principal returns the principal name whose facts a request of ctx
 // uses: its principal's, or Options.Anonymous; ErrNoPrincipal when
 // neither.
