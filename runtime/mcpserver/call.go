@@ -15,7 +15,9 @@ import (
 )
 
 // call runs one call of the tool of a route: a request of the session's
-// conversation on the route, with the confirmations it asks for.
+// conversation on the route, with the confirmations it asks for. A call
+// carrying the answers of a multi round-trip (the client's retry after an
+// input-required result) goes on with the request that paused.
 func (s *Server) call(ctx context.Context, rt *routeTool, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 	sess, err := s.track(req.Session, chat.PrincipalFrom(ctx))
 	if err != nil {
@@ -24,28 +26,40 @@ func (s *Server) call(ctx context.Context, rt *routeTool, req *mcp.CallToolReque
 	if !s.router.Permits(sess.principal, rt.route) {
 		return toolError("Forbidden: the tool %q is not available to this session's principal", rt.route), nil
 	}
-	args := json.RawMessage(bytes.TrimSpace(req.Params.Arguments))
-	if len(args) == 0 || bytes.Equal(args, []byte("null")) {
-		args = json.RawMessage("{}")
-	}
-	var v any
-	if err := json.Unmarshal(args, &v); err != nil {
-		return toolError("BadRequest: the arguments are not JSON: %v", err), nil
-	}
-	if err := rt.schema.Validate(v); err != nil {
-		return toolError("BadRequest: the arguments do not match the tool's input schema: %v", err), nil
-	}
-	creq, err := chat.NewJSONRequest(args)
-	if err != nil {
-		return toolError("BadRequest: %s", failureText(chat.FailureOf(err), err)), nil
+	var (
+		creq  *chat.RouteRequest
+		out   reply
+		asked int
+	)
+	if req.Params.RequestState != "" || req.Params.InputResponses != nil {
+		p := sess.takePending(rt.route)
+		if p == nil || p.confirm.ID != req.Params.RequestState {
+			return toolError("BadRequest: no confirmation of this tool is pending under this request state"), nil
+		}
+		res, _ := req.Params.InputResponses[inputKey].(*mcp.ElicitResult)
+		if res == nil {
+			return toolError("BadRequest: the retry carries no answer to the confirmation %q", inputKey), nil
+		}
+		out, asked = p.out, p.asked+1
+		if creq, err = chat.NewDataRequest(answerOf(p.confirm, res)); err != nil {
+			return nil, fmt.Errorf("mcpserver: answering a confirmation: %w", err)
+		}
+	} else {
+		sess.takePending(rt.route) // a new call passes over a confirmation left unanswered
+		if creq, err = s.request(rt, req.Params.Arguments); err != nil {
+			var refused *refusal
+			if errors.As(err, &refused) {
+				return toolError("%s", refused.text), nil
+			}
+			return nil, err
+		}
 	}
 	conv, err := sess.conversation(ctx, s.router, rt.route)
 	if err != nil {
 		s.log.ErrorContext(ctx, "mcpserver: a call found no conversation", "session", req.Session.ID(), "route", rt.route, "err", err)
 		return toolError("%s", chat.FailureOf(err).Reason), nil
 	}
-	var out reply
-	for asked := 0; ; asked++ {
+	for ; ; asked++ {
 		out.confirm = nil
 		_, f := conv.Handle(ctx, conv.ScopeID(), creq, out.event)
 		out.flush()
@@ -54,15 +68,91 @@ func (s *Server) call(ctx context.Context, rt *routeTool, req *mcp.CallToolReque
 			out.failed(f)
 			break
 		}
-		if out.confirm == nil {
+		c := out.confirm
+		if c == nil {
 			break
 		}
-		answer := s.confirm(ctx, req.Session, out.confirm, asked, &out)
+		var answer map[string]any
+		switch {
+		case asked >= s.opts.MaxConfirmations:
+			out.isError = true
+			out.text(fmt.Sprintf("the tool %s asked for more than %d confirmations in one call: denied", c.Tool, s.opts.MaxConfirmations))
+			answer = deny(c, "too many confirmations in one request")
+		case !canElicit(req.Session):
+			out.isError = true
+			out.text(fmt.Sprintf("Refused: the tool %s needs the user's confirmation, and this MCP client does not support elicitation, so it cannot ask: the call was denied", c.Tool))
+			answer = deny(c, "the user's MCP client cannot confirm tool calls (no elicitation)")
+		case multiRoundTrip(req.Session):
+			// The protocol of 2026-07-28 and later asks through the
+			// result: the client asks the user and calls again.
+			sess.putPending(rt.route, &pendingCall{confirm: c, out: out, asked: asked})
+			return &mcp.CallToolResult{
+				InputRequests: mcp.InputRequestMap{inputKey: elicitation(c)},
+				RequestState:  c.ID,
+			}, nil
+		default:
+			res, err := req.Session.Elicit(ctx, elicitation(c))
+			if err != nil {
+				s.log.WarnContext(ctx, "mcpserver: asking for a confirmation failed", "session", req.Session.ID(), "tool", c.Tool, "err", err)
+				out.isError = true
+				out.text(fmt.Sprintf("Refused: the tool %s needs the user's confirmation, and asking the client for it failed: the call was denied", c.Tool))
+				answer = deny(c, "asking the user failed")
+			} else {
+				answer = answerOf(c, res)
+			}
+		}
 		if creq, err = chat.NewDataRequest(answer); err != nil {
 			return nil, fmt.Errorf("mcpserver: answering a confirmation: %w", err)
 		}
 	}
 	return out.result(), nil
+}
+
+// inputKey is the id of the confirmation among the input requests of a
+// multi round-trip result.
+const inputKey = "confirm"
+
+// A refusal is a call refused before its route runs: text tells why.
+type refusal struct{ text string }
+
+func (r *refusal) Error() string { return r.text }
+
+// request returns the route request of a call's arguments, or a *refusal
+// when they are not an object its input schema allows.
+func (s *Server) request(rt *routeTool, raw json.RawMessage) (*chat.RouteRequest, error) {
+	args := json.RawMessage(bytes.TrimSpace(raw))
+	if len(args) == 0 || bytes.Equal(args, []byte("null")) {
+		args = json.RawMessage("{}")
+	}
+	var v any
+	if err := json.Unmarshal(args, &v); err != nil {
+		return nil, &refusal{fmt.Sprintf("BadRequest: the arguments are not JSON: %v", err)}
+	}
+	if err := rt.schema.Validate(v); err != nil {
+		return nil, &refusal{fmt.Sprintf("BadRequest: the arguments do not match the tool's input schema: %v", err)}
+	}
+	creq, err := chat.NewJSONRequest(args)
+	if err != nil {
+		return nil, &refusal{"BadRequest: " + failureText(chat.FailureOf(err), err)}
+	}
+	return creq, nil
+}
+
+// A pendingCall is a call paused on a confirmation that a multi
+// round-trip retry answers: the confirmation, the content so far and the
+// confirmations asked.
+type pendingCall struct {
+	confirm *ai.Confirmation
+	out     reply
+	asked   int
+}
+
+// multiRoundTrip reports whether the session's protocol asks for input
+// through results (2026-07-28 and later) rather than requests to the
+// client during a call.
+func multiRoundTrip(ss *mcp.ServerSession) bool {
+	p := ss.InitializeParams()
+	return p != nil && p.ProtocolVersion >= "2026-07-28"
 }
 
 // failureText is what a client is told of a failure: its reason, and the
@@ -165,37 +255,25 @@ var confirmSchema = json.RawMessage(`{"type":"object","properties":{` +
 	`"reason":{"type":"string","title":"Reason","description":"why not (optional)"}},` +
 	`"required":["approve"]}`)
 
-// confirm asks the user of session ss, through elicitation, whether the
-// paused tool call c may run, and returns the answer to send on the
-// route (see [ai.ConfirmationPending]). A client without elicitation,
-// one that fails to ask, and a call that asked too often are denied, and
-// the reply says why.
-func (s *Server) confirm(ctx context.Context, ss *mcp.ServerSession, c *ai.Confirmation, asked int, out *reply) map[string]any {
-	deny := func(reason string) map[string]any {
-		return map[string]any{ai.KeyConfirm: c.ID, ai.KeyApprove: false, ai.KeyReason: reason}
-	}
-	if asked >= s.opts.MaxConfirmations {
-		out.isError = true
-		out.text(fmt.Sprintf("the tool %s asked for more than %d confirmations in one call: denied", c.Tool, s.opts.MaxConfirmations))
-		return deny("too many confirmations in one request")
-	}
-	if !canElicit(ss) {
-		out.isError = true
-		out.text(fmt.Sprintf("Refused: the tool %s needs the user's confirmation, and this MCP client does not support elicitation, so it cannot ask: the call was denied", c.Tool))
-		return deny("the user's MCP client cannot confirm tool calls (no elicitation)")
-	}
-	res, err := ss.Elicit(ctx, &mcp.ElicitParams{
+// elicitation is the question that asks the user to confirm c.
+func elicitation(c *ai.Confirmation) *mcp.ElicitParams {
+	return &mcp.ElicitParams{
 		Mode:            "form",
 		Message:         fmt.Sprintf("Allow the tool %s to run with the arguments %s?", c.Tool, compact(c.Arguments)),
 		RequestedSchema: confirmSchema,
-	})
-	if err != nil {
-		s.log.WarnContext(ctx, "mcpserver: asking for a confirmation failed", "session", ss.ID(), "tool", c.Tool, "err", err)
-		out.isError = true
-		out.text(fmt.Sprintf("Refused: the tool %s needs the user's confirmation, and asking the client for it failed: the call was denied", c.Tool))
-		return deny("asking the user failed")
 	}
-	if res.Action == "accept" {
+}
+
+// deny is the answer that denies c, telling the model why.
+func deny(c *ai.Confirmation, reason string) map[string]any {
+	return map[string]any{ai.KeyConfirm: c.ID, ai.KeyApprove: false, ai.KeyReason: reason}
+}
+
+// answerOf is the answer to c of the user's response to the elicitation
+// (see [ai.ConfirmationPending]).
+func answerOf(c *ai.Confirmation, res *mcp.ElicitResult) map[string]any {
+	switch res.Action {
+	case "accept":
 		if approve, _ := res.Content[ai.KeyApprove].(bool); approve {
 			return map[string]any{ai.KeyConfirm: c.ID, ai.KeyApprove: true}
 		}
@@ -203,12 +281,11 @@ func (s *Server) confirm(ctx context.Context, ss *mcp.ServerSession, c *ai.Confi
 		if reason == "" {
 			reason = "the user said no"
 		}
-		return deny(reason)
+		return deny(c, reason)
+	case "decline":
+		return deny(c, "the user declined")
 	}
-	if res.Action == "decline" {
-		return deny("the user declined")
-	}
-	return deny("the user dismissed the question")
+	return deny(c, "the user dismissed the question")
 }
 
 // canElicit reports whether the client of ss said it supports form

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"slices"
 	"strings"
 	"sync"
@@ -325,4 +326,43 @@ func texts(res *mcp.CallToolResult) string {
 		}
 	}
 	return strings.Join(parts, "|")
+}
+
+// stdioArg is the argument that makes the test binary the test
+// application's MCP server over its stdio (ServeStdio), for the tests of
+// real stdio and of the npm client. The principal is alice, an admin. When
+// the session ends it checks that every conversation, scope and bean
+// ended, and exits 0, or 3 when one is left, or 2 when ServeStdio failed.
+const stdioArg = "mcpserver-test-stdio"
+
+func TestMain(m *testing.M) {
+	if len(os.Args) == 2 && os.Args[1] == stdioArg {
+		os.Exit(serveStdio())
+	}
+	os.Exit(m.Run())
+}
+
+func serveStdio() int {
+	l := newLedger()
+	r, err := chat.NewRouter(&chat.RouterOptions{Logger: quietLogger()}, testPackage(l))
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "test server:", err)
+		return 1
+	}
+	s, err := mcpserver.New(r, &mcpserver.Options{Logger: quietLogger(), Principal: chat.User{ID: "alice", Roles: []string{"admin"}}})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "test server:", err)
+		return 1
+	}
+	err = s.ServeStdio(context.Background())
+	built, closes := l.counts()
+	if st := r.Stats(); st.Conversations != 0 || st.Scopes != 0 || built != closes {
+		fmt.Fprintf(os.Stderr, "test server: left %+v, %d tallies built, %d closed\n", st, built, closes)
+		return 3
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "test server: ServeStdio:", err)
+		return 2
+	}
+	return 0
 }

@@ -420,7 +420,9 @@ func TestTenMegabyteMessageBounded(t *testing.T) {
 		fromServer, out := io.Pipe()
 		go func() { _, _ = io.Copy(io.Discard, fromServer) }()
 		done := make(chan error, 1)
-		go func() { done <- a.server.Run(context.Background(), &mcp.IOTransport{Reader: in, Writer: out, MaxLineLength: mcpserver.DefaultMaxMessageBytes}) }()
+		go func() {
+			done <- a.server.Run(context.Background(), &mcp.IOTransport{Reader: in, Writer: out, MaxLineLength: mcpserver.DefaultMaxMessageBytes})
+		}()
 		init := `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}` + "\n"
 		if _, err := io.WriteString(toServer, init+`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"count","arguments":{"userMessage":"x"}}}`+"\n"); err != nil {
 			t.Fatal(err)
@@ -454,5 +456,73 @@ func TestNewRefusesInvalidToolNames(t *testing.T) {
 	}
 	if _, err := mcpserver.New(nil, nil); err == nil {
 		t.Errorf("New(nil): no error")
+	}
+}
+
+// TestConfirmThroughElicitation: a route paused on a confirmation asks
+// the client through elicitation, within the same call, and the answer
+// goes to the route: approve runs the call, a decline or a "no" with a
+// reason denies it.
+func TestConfirmThroughElicitation(t *testing.T) {
+	transports(t, func(t *testing.T, a *app, connect func(string, *mcp.ClientOptions) *mcp.ClientSession) {
+		answers := []*mcp.ElicitResult{
+			{Action: "accept", Content: map[string]any{"approve": true}},
+			{Action: "decline"},
+			{Action: "accept", Content: map[string]any{"approve": false, "reason": "no way"}},
+			{Action: "cancel"},
+		}
+		var asked []string
+		cs := connect("bob", &mcp.ClientOptions{ElicitationHandler: func(_ context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+			asked = append(asked, req.Params.Message)
+			res := answers[0]
+			answers = answers[1:]
+			return res, nil
+		}})
+		for _, want := range []string{
+			"let me check|deleted",
+			"let me check|kept: the user declined",
+			"let me check|kept: no way",
+			"let me check|kept: the user dismissed the question",
+		} {
+			if got, isErr := call(t, cs, "guarded", nil); got != want || isErr {
+				t.Errorf("got %q (error %v), want %q", got, isErr, want)
+			}
+		}
+		if len(asked) != 4 || asked[0] != `Allow the tool deleteItem to run with the arguments {"item":"Nightfall"}?` {
+			t.Errorf("asked %q", asked)
+		}
+	})
+}
+
+// TestConfirmOverBothProtocols: the confirmation is asked through a
+// request to the client on the protocols up to 2025-11-25 and through an
+// input-required result (multi round-trip) on 2026-07-28; a retry whose
+// request state names no pending confirmation is refused.
+func TestConfirmOverBothProtocols(t *testing.T) {
+	a := newApp(t, nil)
+	approve := &mcp.ClientOptions{ElicitationHandler: func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+		return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"approve": true}}, nil
+	}}
+	// In memory the client speaks the newest protocol.
+	cs, _ := a.runInMemory(t, approve)
+	if v := cs.InitializeResult().ProtocolVersion; v < "2026-07-28" {
+		t.Fatalf("in memory: protocol %s", v)
+	}
+	if got, _ := call(t, cs, "guarded", nil); got != "let me check|deleted" {
+		t.Errorf("multi round-trip: %q", got)
+	}
+	res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "guarded", Arguments: map[string]any{}, RequestState: "c-1",
+		InputResponses: mcp.InputResponseMap{"confirm": &mcp.ElicitResult{Action: "accept", Content: map[string]any{"approve": true}}}})
+	if err != nil || !res.IsError || !strings.Contains(texts(res), "no confirmation of this tool is pending") {
+		t.Errorf("a forged retry: %v %v", texts(res), err)
+	}
+	// Over HTTP, an older protocol: the server asks during the call.
+	hs := a.serveHTTP(t)
+	old := connectHTTP(t, hs.URL, "", approve)
+	if v := old.InitializeResult().ProtocolVersion; v >= "2026-07-28" {
+		t.Fatalf("http: protocol %s, want one before 2026-07-28", v)
+	}
+	if got, _ := call(t, old, "guarded", nil); got != "let me check|deleted" {
+		t.Errorf("old protocol: %q", got)
 	}
 }

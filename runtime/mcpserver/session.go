@@ -28,6 +28,26 @@ type session struct {
 	mu      sync.Mutex
 	closing bool
 	convs   map[string]*chat.Conversation // by route
+	pending map[string]*pendingCall       // by route: a call waiting for a multi round-trip retry
+}
+
+// putPending keeps the call of route paused until the client's retry.
+func (sess *session) putPending(route string, p *pendingCall) {
+	sess.mu.Lock()
+	defer sess.mu.Unlock()
+	if sess.pending == nil {
+		sess.pending = map[string]*pendingCall{}
+	}
+	sess.pending[route] = p
+}
+
+// takePending returns and forgets the paused call of route, if any.
+func (sess *session) takePending(route string) *pendingCall {
+	sess.mu.Lock()
+	defer sess.mu.Unlock()
+	p := sess.pending[route]
+	delete(sess.pending, route)
+	return p
 }
 
 // track returns the session of ss, starting to track it with principal p
