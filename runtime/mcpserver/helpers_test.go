@@ -40,13 +40,17 @@ func (t *tally) Close() error {
 
 // A ledger counts the tallies built and closed, and tells each close.
 type ledger struct {
-	mu     sync.Mutex
-	built  int
-	closes int
-	closed chan struct{} // one value per close (buffered)
+	mu        sync.Mutex
+	built     int
+	closes    int
+	closed    chan struct{} // one value per close (buffered)
+	waiting   chan struct{} // one value per request of "wait" (buffered)
+	cancelled chan struct{} // one value per "wait" whose context ended (buffered)
 }
 
-func newLedger() *ledger { return &ledger{closed: make(chan struct{}, 1000)} }
+func newLedger() *ledger {
+	return &ledger{closed: make(chan struct{}, 1000), waiting: make(chan struct{}, 100), cancelled: make(chan struct{}, 100)}
+}
 
 func (l *ledger) build() *tally {
 	l.mu.Lock()
@@ -154,6 +158,12 @@ func testPackage(l *ledger) *chat.Package {
 		}
 		return chat.Response(ctx).Event(chat.EventConfirm, ai.Confirmation{ID: "c-1", Tool: "deleteItem", Arguments: []byte(`{"item":"Nightfall"}`), CallID: "call-1"})
 	}})
+	p.AddRoute(chat.RouteSpec{Name: "wait", Handle: func(ctx context.Context, req *chat.RouteRequest) error {
+		l.waiting <- struct{}{}
+		<-ctx.Done()
+		l.cancelled <- struct{}{}
+		return ctx.Err()
+	}})
 	p.AddRoute(chat.RouteSpec{Name: "quit", Handle: func(ctx context.Context, req *chat.RouteRequest) error {
 		if err := chat.Response(ctx).Message("bye"); err != nil {
 			return err
@@ -171,6 +181,7 @@ func testPackage(l *ledger) *chat.Package {
 			{Name: "boom", Params: []chat.ParamInfo{text}},
 			{Name: "guarded", Params: []chat.ParamInfo{text}},
 			{Name: "quit", Params: []chat.ParamInfo{text}},
+			{Name: "wait"},
 		},
 		Types: []chat.TypeInfo{
 			{Name: "Item", Schema: `{"type":"object","properties":{"name":{"type":"string"},"qty":{"type":"integer"}},"additionalProperties":false}`},
@@ -181,7 +192,7 @@ func testPackage(l *ledger) *chat.Package {
 }
 
 // allRoutes are the test application's routes, sorted.
-var allRoutes = []string{"admin", "boom", "count", "guarded", "item", "quit", "stream"}
+var allRoutes = []string{"admin", "boom", "count", "guarded", "item", "quit", "stream", "wait"}
 
 // quietLogger drops the logs of expected failures.
 func quietLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }

@@ -526,3 +526,25 @@ func TestConfirmOverBothProtocols(t *testing.T) {
 		t.Errorf("old protocol: %q", got)
 	}
 }
+
+// TestCancelledCall: a client cancelling a call (notifications/cancelled)
+// cancels its request's context; the conversation takes the next call.
+func TestCancelledCall(t *testing.T) {
+	transports(t, func(t *testing.T, a *app, connect func(string, *mcp.ClientOptions) *mcp.ClientSession) {
+		cs := connect("bob", nil)
+		for range 2 { // the second call shows the conversation is not stuck
+			ctx, cancel := context.WithCancel(context.Background())
+			errc := make(chan error, 1)
+			go func() {
+				_, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "wait", Arguments: map[string]any{}})
+				errc <- err
+			}()
+			<-a.ledger.waiting
+			cancel()
+			if err := <-errc; !errors.Is(err, context.Canceled) {
+				t.Errorf("the cancelled call: %v", err)
+			}
+			<-a.ledger.cancelled // the route saw its context end
+		}
+	})
+}
