@@ -54,6 +54,7 @@ const snippetImports = `import (
 	"github.com/chatscopes/chatgen/runtime/knowledge"
 	"github.com/chatscopes/chatgen/runtime/llmtest"
 	"github.com/chatscopes/chatgen/runtime/memory"
+	"github.com/chatscopes/chatgen/runtime/mcpserver"
 	"github.com/chatscopes/chatgen/runtime/mcptools"
 	"github.com/chatscopes/chatgen/runtime/otelchat"
 	"github.com/chatscopes/chatgen/runtime/ws"
