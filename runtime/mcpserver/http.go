@@ -54,8 +54,27 @@ func (s *Server) Handler() http.Handler {
 		}
 		// A request opening a session: the session id the SDK answers
 		// with is recorded as the principal's.
-		sdk.ServeHTTP(&ownerRecorder{ResponseWriter: w, s: s, p: p}, r.WithContext(chat.WithPrincipal(r.Context(), p)))
+		rec := &ownerRecorder{ResponseWriter: w, s: s, p: p}
+		sdk.ServeHTTP(rec, r.WithContext(chat.WithPrincipal(r.Context(), p)))
+		s.forgetUntracked(rec.id)
 	})
+}
+
+// forgetUntracked forgets the owner of the session id when no session of
+// that id is tracked once the request that opened it was answered: its
+// initialize failed, or it ended already.
+func (s *Server) forgetUntracked(id string) {
+	if id == "" {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for ss := range s.sessions {
+		if ss.ID() == id {
+			return
+		}
+	}
+	delete(s.owners, id)
 }
 
 // samePrincipal reports whether a and b are the same principal: both
@@ -74,6 +93,7 @@ type ownerRecorder struct {
 	s     *Server
 	p     chat.Principal
 	wrote bool
+	id    string // the session id recorded
 }
 
 func (o *ownerRecorder) record() {
@@ -82,6 +102,7 @@ func (o *ownerRecorder) record() {
 	}
 	o.wrote = true
 	if id := o.Header().Get(sessionHeader); id != "" {
+		o.id = id
 		o.s.mu.Lock()
 		o.s.owners[id] = owner{p: o.p}
 		o.s.mu.Unlock()

@@ -277,6 +277,9 @@ func inputSchema(ri chat.RouteInfo, types []chat.TypeInfo) (json.RawMessage, err
 func (s *Server) filterList(next mcp.MethodHandler) mcp.MethodHandler {
 	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 		ss, _ := req.GetSession().(*mcp.ServerSession)
+		if ss == nil {
+			return next(ctx, method, req)
+		}
 		sess, err := s.track(ss, chat.PrincipalFrom(ctx))
 		if err != nil {
 			return nil, err
