@@ -41,6 +41,7 @@ func (s *Server) call(ctx context.Context, rt *routeTool, req *mcp.CallToolReque
 			return toolError("BadRequest: the retry carries no answer to the confirmation %q", inputKey), nil
 		}
 		out, asked = p.out, p.asked+1
+		out.progress = nil // the paused call's, bound to its context
 		if creq, err = chat.NewDataRequest(answerOf(p.confirm, res)); err != nil {
 			return nil, fmt.Errorf("mcpserver: answering a confirmation: %w", err)
 		}
@@ -52,6 +53,14 @@ func (s *Server) call(ctx context.Context, rt *routeTool, req *mcp.CallToolReque
 				return toolError("%s", refused.text), nil
 			}
 			return nil, err
+		}
+	}
+	if token := req.Params.GetProgressToken(); token != nil {
+		out.progress = func(text string) {
+			out.steps++
+			if err := req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: token, Progress: float64(out.steps), Message: text}); err != nil {
+				s.log.InfoContext(ctx, "mcpserver: a progress notification was not sent", "session", req.Session.ID(), "err", err)
+			}
 		}
 	}
 	conv, err := sess.conversation(ctx, s.router, rt.route)
@@ -179,6 +188,10 @@ type reply struct {
 	stream  strings.Builder // the streamed text not yet in content
 	isError bool
 	confirm *ai.Confirmation // the confirmation the last request paused on
+	// progress, when the client asked for progress (a progress token),
+	// sends Thinking text as a progress notification; steps counts them.
+	progress func(text string)
+	steps    int
 }
 
 // event adds one event of the route to the reply.
@@ -187,8 +200,15 @@ func (r *reply) event(ev chat.Event) error {
 	case chat.EventStream:
 		r.stream.WriteString(ev.Text())
 		return nil
-	case chat.EventThinking, chat.EventConsole:
-		// Progress and console text have no place in a tool result.
+	case chat.EventThinking:
+		// Progress has no place in a tool result: it goes to a client
+		// that asked for progress notifications.
+		if r.progress != nil {
+			r.progress(ev.Text())
+		}
+		return nil
+	case chat.EventConsole:
+		// Console text has no place in a tool result.
 		return nil
 	}
 	r.flush()

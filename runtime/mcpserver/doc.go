@@ -11,8 +11,10 @@
 // "$defs". Calling the tool is one request on the route; what the route
 // sends comes back as the tool's content, in order: messages and streamed
 // chunks as text, every other event (objects, //chat:event values) as a
-// text part holding {"type": …, "data": …}. A failed request is a tool
-// error ("isError": true) naming its reason, never internal error text.
+// text part holding {"type": …, "data": …}; Thinking text goes to a
+// client that asked for progress (a progress token) as progress
+// notifications. A failed request is a tool error ("isError": true)
+// naming its reason, never internal error text.
 //
 // An MCP session holds the client's conversations: the first call of a
 // route's tool in a session starts a conversation on that route, as a

@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -545,6 +546,43 @@ func TestCancelledCall(t *testing.T) {
 				t.Errorf("the cancelled call: %v", err)
 			}
 			<-a.ledger.cancelled // the route saw its context end
+		}
+	})
+}
+
+// TestThinkingAsProgress: a client that asks for progress gets the
+// route's Thinking text as progress notifications; the result has none.
+func TestThinkingAsProgress(t *testing.T) {
+	transports(t, func(t *testing.T, a *app, connect func(string, *mcp.ClientOptions) *mcp.ClientSession) {
+		progress := make(chan *mcp.ProgressNotificationParams, 10)
+		cs := connect("bob", &mcp.ClientOptions{ProgressNotificationHandler: func(_ context.Context, req *mcp.ProgressNotificationClientRequest) {
+			progress <- req.Params
+		}})
+		params := &mcp.CallToolParams{Name: "item", Arguments: map[string]any{"item": map[string]any{"name": "rope", "qty": 1}}}
+		params.SetProgressToken("p-1")
+		res, err := cs.CallTool(context.Background(), params)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := texts(res); got != `{"type":"Object","data":{"name":"rope","qty":2}}` {
+			t.Errorf("result %q", got)
+		}
+		select {
+		case p := <-progress:
+			if p.Message != "weighing" || p.ProgressToken != "p-1" || p.Progress != 1 {
+				t.Errorf("progress %+v", p)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatal("no progress notification")
+		}
+		// Without a token, none.
+		call(t, cs, "item", map[string]any{"item": map[string]any{"name": "rope", "qty": 1}})
+		params.SetProgressToken("p-2")
+		if _, err := cs.CallTool(context.Background(), params); err != nil {
+			t.Fatal(err)
+		}
+		if p := <-progress; p.ProgressToken != "p-2" {
+			t.Errorf("a progress notification of the call without a token: %+v", p)
 		}
 	})
 }
