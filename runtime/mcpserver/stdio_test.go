@@ -57,9 +57,10 @@ func TestServeStdio(t *testing.T) {
 	}
 }
 
-// TestServeStdioBoundsMessages: a 10 MB line on stdin ends the session
-// (ServeStdio fails) once the bound is read, not after buffering it all;
-// the conversation the session had is released.
+// TestServeStdioBoundsMessages: a 10 MB line on stdin, over the 4 MiB
+// bound of Options.MaxMessageBytes, ends the session (ServeStdio fails,
+// the server exits 2, not 3: the conversation the session had is
+// released).
 func TestServeStdioBoundsMessages(t *testing.T) {
 	cmd := stdioServer(t)
 	var stderr bytes.Buffer
