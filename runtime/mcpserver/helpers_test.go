@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -206,6 +207,7 @@ type app struct {
 
 func newApp(t *testing.T, opts *mcpserver.Options) *app {
 	t.Helper()
+	checkGoroutines(t) // first: its check runs after every other cleanup
 	l := newLedger()
 	r, err := chat.NewRouter(&chat.RouterOptions{Logger: quietLogger()}, testPackage(l))
 	if err != nil {
@@ -376,4 +378,27 @@ func serveStdio() int {
 		return 2
 	}
 	return 0
+}
+
+// checkGoroutines fails the test if goroutines started during it are
+// still running at its end (allowing them a moment to finish).
+func checkGoroutines(t *testing.T) {
+	t.Helper()
+	before := runtime.NumGoroutine()
+	t.Cleanup(func() {
+		deadline := time.Now().Add(10 * time.Second)
+		for {
+			n := runtime.NumGoroutine()
+			if n <= before {
+				return
+			}
+			if time.Now().After(deadline) {
+				buf := make([]byte, 1<<20)
+				buf = buf[:runtime.Stack(buf, true)]
+				t.Errorf("goroutines: %d before, %d after:\n%s", before, n, buf)
+				return
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	})
 }
