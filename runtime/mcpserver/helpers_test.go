@@ -73,7 +73,7 @@ func (l *ledger) closedOne() {
 	l.closed <- struct{}{}
 }
 
-func (l *ledger) waitClosed(t *testing.T, n int) {
+func (l *ledger) waitClosed(t testing.TB, n int) {
 	t.Helper()
 	for range n {
 		select {
@@ -205,7 +205,7 @@ type app struct {
 	server *mcpserver.Server
 }
 
-func newApp(t *testing.T, opts *mcpserver.Options) *app {
+func newApp(t testing.TB, opts *mcpserver.Options) *app {
 	t.Helper()
 	checkGoroutines(t) // first: its check runs after every other cleanup
 	l := newLedger()
@@ -236,7 +236,7 @@ func newApp(t *testing.T, opts *mcpserver.Options) *app {
 }
 
 // checkReleased fails unless every conversation, scope and bean ended.
-func (a *app) checkReleased(t *testing.T) {
+func (a *app) checkReleased(t testing.TB) {
 	t.Helper()
 	if st := a.router.Stats(); st.Conversations != 0 || st.Scopes != 0 {
 		t.Errorf("the router holds %+v", st)
@@ -252,7 +252,7 @@ func (a *app) checkReleased(t *testing.T) {
 // runInMemory serves one session over in-memory transports (as over
 // stdio) and returns the client's session and the channel Run's result
 // comes on.
-func (a *app) runInMemory(t *testing.T, copts *mcp.ClientOptions) (*mcp.ClientSession, <-chan error) {
+func (a *app) runInMemory(t testing.TB, copts *mcp.ClientOptions) (*mcp.ClientSession, <-chan error) {
 	t.Helper()
 	st, ct := mcp.NewInMemoryTransports()
 	done := make(chan error, 1)
@@ -273,7 +273,7 @@ func (a *app) runInMemory(t *testing.T, copts *mcp.ClientOptions) (*mcp.ClientSe
 }
 
 // serveHTTP serves the app's streamable HTTP endpoint on loopback.
-func (a *app) serveHTTP(t *testing.T) *httptest.Server {
+func (a *app) serveHTTP(t testing.TB) *httptest.Server {
 	t.Helper()
 	hs := httptest.NewServer(a.server.Handler())
 	t.Cleanup(hs.Close)
@@ -282,7 +282,7 @@ func (a *app) serveHTTP(t *testing.T) *httptest.Server {
 
 // connectHTTP connects a client to the endpoint with the header X-User
 // set to user ("" for none).
-func connectHTTP(t *testing.T, url, user string, copts *mcp.ClientOptions) *mcp.ClientSession {
+func connectHTTP(t testing.TB, url, user string, copts *mcp.ClientOptions) *mcp.ClientSession {
 	t.Helper()
 	hc := &http.Client{Transport: userTransport{user: user}}
 	cs, err := mcp.NewClient(&mcp.Implementation{Name: "test-client", Version: "1"}, copts).
@@ -322,7 +322,7 @@ func headerAuth(r *http.Request) (chat.Principal, error) {
 
 // call calls a tool and returns its text content, joined with "|", and
 // whether it is a tool error.
-func call(t *testing.T, cs *mcp.ClientSession, name string, args map[string]any) (string, bool) {
+func call(t testing.TB, cs *mcp.ClientSession, name string, args map[string]any) (string, bool) {
 	t.Helper()
 	res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: name, Arguments: args})
 	if err != nil {
@@ -382,7 +382,7 @@ func serveStdio() int {
 
 // checkGoroutines fails the test if goroutines started during it are
 // still running at its end (allowing them a moment to finish).
-func checkGoroutines(t *testing.T) {
+func checkGoroutines(t testing.TB) {
 	t.Helper()
 	before := runtime.NumGoroutine()
 	t.Cleanup(func() {

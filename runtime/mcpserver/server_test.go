@@ -157,7 +157,7 @@ func TestSessionIsAConversation(t *testing.T) {
 
 // checkReleasedEventually checks the release once the server dropped the
 // sessions whose beans closed: Close waits for their ends.
-func (a *app) checkReleasedEventually(t *testing.T) {
+func (a *app) checkReleasedEventually(t testing.TB) {
 	t.Helper()
 	if err := a.server.Close(context.Background()); err != nil {
 		t.Fatal(err)
