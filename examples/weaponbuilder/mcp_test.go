@@ -4,6 +4,8 @@ import (
 	"context"
 	"log/slog"
 	"net"
+	"os"
+	"os/exec"
 	"strings"
 	"testing"
 
@@ -116,5 +118,39 @@ func TestMCPServesTheArmorer(t *testing.T) {
 	_ = player.Close()
 	if st := a.router.Stats(); st.Conversations != 0 || st.Scopes != 0 {
 		t.Errorf("stats after the server ended %+v", st)
+	}
+}
+
+// TestMCPStdioProgram: the program run with -mcp stdio is an MCP server
+// over its standard input and output (nothing else is written there): an
+// MCP client runs it, talks to the armorer across calls, and when the
+// client closes, the program exits 0.
+func TestMCPStdioProgram(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the program")
+	}
+	bin := buildProgram(t, t.TempDir())
+	cmd := exec.Command(bin, "-mcp", "stdio")
+	cmd.Env = append(os.Environ(), "OPENAI_API_KEY=") // the offline armorer
+	var stderr strings.Builder
+	cmd.Stderr = &lockedWriter{w: &stderr}
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "player", Version: "1"}, nil).
+		Connect(context.Background(), &mcp.CommandTransport{Command: cmd}, nil)
+	if err != nil {
+		t.Fatalf("%v\nstderr:\n%s", err, stderr.String())
+	}
+	if got := cs.InitializeResult().ServerInfo.Name; got != "weaponbuilder" {
+		t.Errorf("server %q", got)
+	}
+	for _, text := range []string{"build a sword", "call it Nightfall"} {
+		if got, isErr := mcpCall(t, cs, text); isErr || got == "" {
+			t.Fatalf("%q: %q (error %v)\nstderr:\n%s", text, got, isErr, stderr.String())
+		}
+	}
+	if err := cs.Close(); err != nil {
+		t.Errorf("closing: %v", err)
+	}
+	if cmd.ProcessState == nil || cmd.ProcessState.ExitCode() != 0 {
+		t.Errorf("the program: %v\nstderr:\n%s", cmd.ProcessState, stderr.String())
 	}
 }
