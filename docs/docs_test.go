@@ -57,6 +57,7 @@ const snippetImports = `import (
 	"github.com/chatscopes/chatgen/runtime/longterm"
 	"github.com/chatscopes/chatgen/runtime/longterm/recall"
 	"github.com/chatscopes/chatgen/runtime/memory"
+	"github.com/chatscopes/chatgen/runtime/mcpserver"
 	"github.com/chatscopes/chatgen/runtime/mcptools"
 	"github.com/chatscopes/chatgen/runtime/otelchat"
 	"github.com/chatscopes/chatgen/runtime/ws"

@@ -13,7 +13,10 @@
 // the model searches them with a tool, and the page lists the passages an
 // answer is drawn from. With -mcp-lore the Main Menu also offers the tools
 // of a small MCP server, the lore server, which the program runs as its
-// own child process (`weaponbuilder lore-server`).
+// own child process (`weaponbuilder lore-server`). With -mcp the program
+// is an MCP server itself instead: its routes are MCP tools, over stdio
+// (-mcp stdio, for an MCP client that runs it) or streamable HTTP (-mcp
+// localhost:8090, at /mcp); each MCP session is a conversation.
 //
 // Conversations are durable: they are kept, with the builders' state and
 // the AI services' chat memories, in a bbolt data file (-data; by default
@@ -55,10 +58,16 @@ func main() {
 	redisAddr := flag.String("redis", "", "keep the conversations in the Redis at this address instead (several servers can share it); comma-separated addresses name the seed nodes of a Redis Cluster")
 	redisPrefix := flag.String("redis-prefix", "weaponbuilder:", "the prefix of the Redis keys")
 	provider := flag.String("provider", "", "the model: "+strings.Join(providers, ", ")+` (keys from OPENAI_API_KEY, ANTHROPIC_API_KEY, GEMINI_API_KEY, OLLAMA_HOST; CHATGEN_MODEL names the model; default: openai when OPENAI_API_KEY is set, else offline)`)
+	mcpFlag := flag.String("mcp", "", `serve the routes as MCP tools instead: "stdio" over standard input and output, or an address (localhost:8090) for streamable HTTP at /mcp`)
 	lease := flag.Duration("lease", 0, "how long a server holds a conversation between requests: another server resuming it after a crash waits that long (0: 30s)")
 	flag.Parse()
-	if *terminal && !flagSet("data") {
-		// A terminal chat ends with its process: no file to lock.
+	if *withOTel && *mcpFlag == mcpStdio {
+		fmt.Fprintln(os.Stderr, "weaponbuilder: -otel exports to standard output, which -mcp stdio uses for MCP: choose one")
+		os.Exit(2)
+	}
+	if (*terminal || *mcpFlag != "") && !flagSet("data") {
+		// A terminal chat ends with its process, an MCP session's
+		// conversations with the session: no file to lock.
 		*data = ""
 	}
 
@@ -73,7 +82,7 @@ func main() {
 			}
 			defer func() { err = errors.Join(err, shutdown(context.Background())) }()
 		}
-		return run(ctx, *provider, *addr, storageFlags{data: *data, redisAddr: *redisAddr, redisPrefix: *redisPrefix, lease: *lease}, *terminal, *lore, logger)
+		return run(ctx, *provider, *addr, storageFlags{data: *data, redisAddr: *redisAddr, redisPrefix: *redisPrefix, lease: *lease}, runMode{terminal: *terminal, mcp: *mcpFlag}, *lore, logger)
 	}()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "weaponbuilder:", err)
@@ -88,7 +97,14 @@ func flagSet(name string) bool {
 	return set
 }
 
-func run(ctx context.Context, provider, addr string, data storageFlags, terminal, lore bool, logger *slog.Logger) (err error) {
+// runMode is how the armorer talks: the web page (the zero value), the
+// terminal, or MCP (mcp: "stdio" or the address of the HTTP endpoint).
+type runMode struct {
+	terminal bool
+	mcp      string
+}
+
+func run(ctx context.Context, provider, addr string, data storageFlags, mode runMode, lore bool, logger *slog.Logger) (err error) {
 	model, about, err := modelFor(ctx, provider, os.Getenv)
 	if err != nil {
 		return err
@@ -112,7 +128,13 @@ func run(ctx context.Context, provider, addr string, data storageFlags, terminal
 	if err != nil {
 		return err
 	}
-	if terminal {
+	if mode.mcp != "" {
+		// Over stdio, standard output is the MCP channel: nothing else
+		// may be printed there.
+		fmt.Fprintf(os.Stderr, "weaponbuilder: serving MCP, talking to %s\n", about)
+		return serveMCP(ctx, a, mode.mcp, logger)
+	}
+	if mode.terminal {
 		fmt.Printf("weaponbuilder: talking to %s\n", about)
 		return runTerminal(ctx, a.router, os.Stdin, os.Stdout)
 	}

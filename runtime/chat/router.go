@@ -209,6 +209,16 @@ func (r *Router) Routes() []string {
 	return names
 }
 
+// Permits reports whether route is one of the router's routes and the
+// principal p may use it: the route names no roles, or p has one of them
+// (the check every request makes, which fails a refused one with
+// Forbidden). Transports that list routes to a client, such as an MCP
+// server's tool list, use it to list only those the client may call.
+func (r *Router) Permits(p Principal, route string) bool {
+	spec, ok := r.routes[route]
+	return ok && (len(spec.Roles) == 0 || allowed(p, spec.Roles))
+}
+
 // DefaultRoute returns the default route, or "" when there is none.
 func (r *Router) DefaultRoute() string { return r.def }
 

@@ -846,6 +846,24 @@ func TestRoles(t *testing.T) {
 	wantNoErr(t, s6.Chat(bg, "hi"))
 	wantEvents(t, l5.take())
 	wantEvents(t, l6.take(), "Message:hello u")
+	// Permits answers what a request would: forbidden is false, as is an
+	// unknown route.
+	for _, c := range []struct {
+		p     chat.Principal
+		route string
+		want  bool
+	}{
+		{nil, "admin", false},
+		{chat.User{ID: "bob", Roles: []string{"user"}}, "admin", false},
+		{chat.User{ID: "u", Roles: []string{"admin"}}, "admin", true},
+		{chat.User{ID: "r", Roles: []string{"x", "root"}}, "admin", true},
+		{nil, "open", true},
+		{chat.User{ID: "u", Roles: []string{"admin"}}, "nope", false},
+	} {
+		if got := e.router.Permits(c.p, c.route); got != c.want {
+			t.Errorf("Permits(%v, %q) = %v, want %v", c.p, c.route, got, c.want)
+		}
+	}
 }
 
 // Failures of routes that could not run are not offered to error

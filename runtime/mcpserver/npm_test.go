@@ -1,0 +1,253 @@
+package mcpserver_test
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"testing"
+	"time"
+
+	"github.com/chatscopes/chatgen/runtime/chat"
+	"github.com/chatscopes/chatgen/runtime/mcpserver"
+)
+
+// The npm client: @modelcontextprotocol/sdk at the version
+// testdata/npm/package-lock.json pins, installed with npm ci once into the
+// user's cache directory (os.UserCacheDir()/chatgen/mcp-npm-<hash of the
+// lock>), as internal/tsctest installs the TypeScript compiler. Without
+// npm or node, or when the registry cannot be reached, the tests skip;
+// under CI (the CI environment variable set) they fail instead.
+
+// npmUnavailable skips the test, or fails it under CI.
+func npmUnavailable(t *testing.T, format string, args ...any) {
+	t.Helper()
+	if os.Getenv("CI") != "" {
+		t.Fatalf(format+" (CI needs node, npm and the npm registry to run the MCP client of @modelcontextprotocol/sdk)", args...)
+	}
+	t.Skipf(format+"; skipping the npm MCP client test", args...)
+}
+
+// npmClient returns the directory holding the installed client and its
+// script, installing it on first use.
+func npmClient(t *testing.T) string {
+	t.Helper()
+	npm, err := exec.LookPath("npm")
+	if err != nil {
+		npmUnavailable(t, "npm is not installed")
+	}
+	if _, err := exec.LookPath("node"); err != nil {
+		npmUnavailable(t, "node is not installed")
+	}
+	src := filepath.Join("testdata", "npm")
+	lock, err := os.ReadFile(filepath.Join(src, "package-lock.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	script, err := os.ReadFile(filepath.Join(src, "client.mjs"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum := sha256.Sum256(append(lock, runtime.GOOS+"/"+runtime.GOARCH...))
+	base, err := os.UserCacheDir()
+	if err != nil {
+		base = os.TempDir()
+	}
+	parent := filepath.Join(base, "chatgen")
+	dir := filepath.Join(parent, "mcp-npm-"+hex.EncodeToString(sum[:8]))
+	if _, err := os.Stat(filepath.Join(dir, "installed")); err != nil {
+		install(t, npm, src, parent, dir)
+	}
+	// The script is written next to its node_modules at every run: it
+	// changes without the lock changing.
+	run := t.TempDir()
+	if err := os.Symlink(filepath.Join(dir, "node_modules"), filepath.Join(run, "node_modules")); err != nil {
+		t.Fatal(err)
+	}
+	for name, b := range map[string][]byte{"client.mjs": script, "package.json": mustRead(t, filepath.Join(src, "package.json"))} {
+		if err := os.WriteFile(filepath.Join(run, name), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return run
+}
+
+func mustRead(t *testing.T, path string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// install runs npm ci of the pinned packages into dir, through a
+// directory of its own renamed into place: test binaries may install at
+// the same time.
+func install(t *testing.T, npm, src, parent, dir string) {
+	t.Helper()
+	if err := os.MkdirAll(parent, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	tmp, err := os.MkdirTemp(parent, "mcp-npm-install-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(tmp)
+	for _, name := range []string{"package.json", "package-lock.json"} {
+		if err := os.WriteFile(filepath.Join(tmp, name), mustRead(t, filepath.Join(src, name)), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, npm, "ci", "--ignore-scripts", "--no-audit", "--no-fund", "--prefer-offline",
+		"--fetch-retries=1", "--fetch-retry-mintimeout=1000", "--fetch-retry-maxtimeout=5000")
+	cmd.Dir = tmp
+	if out, err := cmd.CombinedOutput(); err != nil {
+		if len(out) > 1500 {
+			out = out[len(out)-1500:]
+		}
+		npmUnavailable(t, "npm ci of the pinned MCP SDK failed: %v\n%s", err, out)
+	}
+	if err := os.WriteFile(filepath.Join(tmp, "installed"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(tmp, dir); err != nil {
+		if _, serr := os.Stat(filepath.Join(dir, "installed")); serr != nil {
+			t.Fatalf("installing the MCP SDK into %s: %v", dir, err)
+		}
+	}
+}
+
+// npmResult is what client.mjs prints.
+type npmResult struct {
+	Server struct{ Name, Version string }
+	Tools  []struct {
+		Name           string
+		Type           string
+		Compiles       any
+		HasDescription bool
+	}
+	ClientValidates struct{ Good, Bad bool }
+	Calls           map[string]npmCall
+	Asked           []string
+	Second          map[string]npmCall
+	FirstAgain      npmCall
+}
+
+type npmCall struct {
+	Text    string
+	IsError bool
+	Thrown  string
+	Code    *int
+}
+
+// runNPMClient runs client.mjs with args and decodes what it printed.
+func runNPMClient(t *testing.T, args ...string) npmResult {
+	t.Helper()
+	dir := npmClient(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "node", append([]string{"client.mjs"}, args...)...)
+	cmd.Dir = dir
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("the npm client: %v\nstdout: %s\nstderr: %s", err, stdout.String(), stderr.String())
+	}
+	var res npmResult
+	if err := json.Unmarshal(stdout.Bytes(), &res); err != nil {
+		t.Fatalf("the npm client's output: %v\n%s\nstderr: %s", err, stdout.String(), stderr.String())
+	}
+	return res
+}
+
+// checkNPMResult checks the flows of client.mjs: initialize, the list
+// with schemas the SDK's own validator compiles, a call of each tool,
+// the unknown tool and wrong arguments refused, two sessions isolated,
+// and a confirmation asked through elicitation (and refused to the client
+// without it).
+func checkNPMResult(t *testing.T, res npmResult) {
+	t.Helper()
+	if res.Server.Name != "chatgen" {
+		t.Errorf("server info %+v", res.Server)
+	}
+	var names []string
+	for _, tool := range res.Tools {
+		names = append(names, tool.Name)
+		if tool.Type != "object" || tool.Compiles != true || !tool.HasDescription {
+			t.Errorf("tool %+v", tool)
+		}
+	}
+	if len(names) != len(allRoutes) {
+		t.Errorf("tools %v, want %v", names, allRoutes)
+	}
+	if !res.ClientValidates.Good || res.ClientValidates.Bad {
+		t.Errorf("the client's validation of the count schema: %+v", res.ClientValidates)
+	}
+	want := map[string]npmCall{
+		"count1":          {Text: "hi: count is 2"},
+		"count2":          {Text: "again: count is 3"},
+		"admin":           {Text: "the secret is alice"},
+		"item":            {Text: `{"type":"Object","data":{"name":"rope","qty":4}}`},
+		"stream":          {Text: "onetwothree"},
+		"boom":            {Text: "Failed: ServerError", IsError: true},
+		"guardedApproved": {Text: "let me check|deleted"},
+		"guardedDeclined": {Text: "let me check|kept: the user declined"},
+	}
+	for name, w := range want {
+		if got := res.Calls[name]; got.Text != w.Text || got.IsError != w.IsError || got.Thrown != "" {
+			t.Errorf("%s: %+v, want %+v", name, got, w)
+		}
+	}
+	if u := res.Calls["unknown"]; u.Thrown == "" || u.Code == nil || *u.Code != -32602 {
+		t.Errorf("unknown tool: %+v", u)
+	}
+	for _, name := range []string{"wrongArgs", "extraArgs"} {
+		if got := res.Calls[name]; !got.IsError || !bytes.HasPrefix([]byte(got.Text), []byte("BadRequest: the arguments do not match")) {
+			t.Errorf("%s: %+v", name, got)
+		}
+	}
+	if len(res.Asked) != 2 {
+		t.Errorf("asked %q", res.Asked)
+	}
+	if got := res.Second["count"]; got.Text != "other: count is 1" {
+		t.Errorf("the second session: %+v", got)
+	}
+	if got := res.Second["guarded"]; !got.IsError || got.Text != "let me check|Refused: the tool deleteItem needs the user's confirmation, and this MCP client does not support elicitation, so it cannot ask: the call was denied|kept: the user's MCP client cannot confirm tool calls (no elicitation)" {
+		t.Errorf("the second session, without elicitation: %+v", got)
+	}
+	if res.FirstAgain.Text != "back: count is 4" {
+		t.Errorf("the first session after the second: %+v", res.FirstAgain)
+	}
+}
+
+// TestNPMClientHTTP: the npm client over streamable HTTP; when it
+// terminates its sessions, their conversations end.
+func TestNPMClientHTTP(t *testing.T) {
+	a := newApp(t, &mcpserver.Options{Authenticator: func(*http.Request) (chat.Principal, error) {
+		return chat.User{ID: "alice", Roles: []string{"admin"}}, nil
+	}})
+	hs := a.serveHTTP(t)
+	checkNPMResult(t, runNPMClient(t, "http", hs.URL))
+	a.ledger.waitClosed(t, 2)
+	a.checkReleasedEventually(t)
+}
+
+// TestNPMClientStdio: the npm client runs the server over stdio (the test
+// binary, see TestMain), one process per session. (The release at the end
+// of a stdio session is checked by TestServeStdio, which sees the exit.)
+func TestNPMClientStdio(t *testing.T) {
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkNPMResult(t, runNPMClient(t, "stdio", exe, stdioArg))
+}
