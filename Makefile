@@ -147,6 +147,8 @@ bench-durable:
 numbers:
 	CHATGEN_NUMBERS=1 $(GO) test ./examples/weaponbuilder -run TestTokenEfficiency -count=1 -v
 	$(GO) test ./runtime/memory -run '^$$' -bench LongConversation -benchtime 1x
+	CHATGEN_NUMBERS=1 $(GO) test ./runtime/memory -run '^TestConversationCost$$' -count=1 -v -timeout 30m
+	$(GO) test ./runtime/longterm/recall -run 'TestTwentyConversations' -count=1 -v
 	$(GO) test ./runtime/knowledge -run Evaluation -count=1 -v
 	$(GO) test ./runtime/ai -run 'TestKnowledge.*Tokens' -count=1 -v
 
