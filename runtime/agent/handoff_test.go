@@ -128,3 +128,35 @@ func TestHandOffCycleBounded(t *testing.T) {
 		t.Fatalf("error\n got %v\nwant %s", cycle, want)
 	}
 }
+
+// The hand-offs are durable state: a conversation handed to billing on
+// one router, resumed on another, is still billing's, which still sees
+// what it was given, and hands back to triage with the history intact.
+func TestHandOffSurvivesAResume(t *testing.T) {
+	m := newModel(t)
+	store := chat.NewInMemoryConversationStore(nil)
+	a := newApp(t, m, store, agent.All())
+	c := a.dial(t, "")
+	c.say(t, "hello")
+	c.say(t, "refund please")
+	<-a.records
+	id, token := c.s.ConversationID(), c.s.ResumeToken()
+	if err := c.c.Detach(); err != nil {
+		t.Fatal(err)
+	}
+
+	b := newApp(t, m, store, agent.All())
+	c2 := b.resume(t, id, token)
+	wantStrings(t, "billing after the resume", c2.say(t, "and more"), "Message: billing: and more")
+	got := m.requestsOf(billingSystem)
+	wantStrings(t, "billing's request on the new router", got[len(got)-1],
+		"system: "+billingSystem,
+		"human: hello", "ai: triage: hello", // what it was given
+		"human: refund please", "ai: billing: refund please", "human: and more") // its memory
+	wantStrings(t, "the hand-back on the new router", c2.say(t, "go back"),
+		`Agent: {"name":"triage","from":"billing","back":true}`, "Message: triage: go back")
+	recs := <-b.records
+	if len(recs) != 2 || recs[0].To != "billing" || recs[1].To != "triage" || !recs[1].Back {
+		t.Fatalf("history after the resume %+v", recs)
+	}
+}

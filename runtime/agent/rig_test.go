@@ -229,14 +229,25 @@ type client struct {
 
 func (a *app) dial(t *testing.T, route string) *client {
 	t.Helper()
+	return a.open(t, func(b *chat.SessionBuilder) (chat.Session, error) { return b.Connect(context.Background(), route) })
+}
+
+// resume resumes a durable conversation.
+func (a *app) resume(t *testing.T, id, token string) *client {
+	t.Helper()
+	return a.open(t, func(b *chat.SessionBuilder) (chat.Session, error) { return b.Resume(context.Background(), id, token) })
+}
+
+func (a *app) open(t *testing.T, start func(*chat.SessionBuilder) (chat.Session, error)) *client {
+	t.Helper()
 	c, err := ws.Dial(context.Background(), a.url, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { c.Close() })
 	cl := &client{c: c}
-	s, err := c.Builder().OnDefault(cl.record).OnMessage(func(s string) { cl.record(chat.Event{Type: "Message", Data: s}) }).
-		OnError(func(s string) { cl.record(chat.Event{Type: "Error", Data: s}) }).Connect(context.Background(), route)
+	s, err := start(c.Builder().OnDefault(cl.record).OnMessage(func(s string) { cl.record(chat.Event{Type: "Message", Data: s}) }).
+		OnError(func(s string) { cl.record(chat.Event{Type: "Error", Data: s}) }))
 	if err != nil {
 		t.Fatal(err)
 	}
