@@ -247,7 +247,8 @@ func (a *app) open(t *testing.T, start func(*chat.SessionBuilder) (chat.Session,
 	t.Cleanup(func() { c.Close() })
 	cl := &client{c: c}
 	s, err := start(c.Builder().OnDefault(cl.record).OnMessage(func(s string) { cl.record(chat.Event{Type: "Message", Data: s}) }).
-		OnError(func(s string) { cl.record(chat.Event{Type: "Error", Data: s}) }))
+		OnError(func(s string) { cl.record(chat.Event{Type: "Error", Data: s}) }).
+		OnThinking(func(s string) { cl.record(chat.Event{Type: "Thinking", Data: s}) }))
 	if err != nil {
 		t.Fatal(err)
 	}
