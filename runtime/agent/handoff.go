@@ -56,6 +56,11 @@ type Options struct {
 	// MaxHistory bounds the records [Handoffs.History] keeps, the oldest
 	// dropped first; 0 means 100.
 	MaxHistory int
+	// MaxTurns bounds the turns a hand-off gives ([All]) or summarises
+	// ([Summary]): the last ones are kept. What an agent was given is in
+	// what it sees, and so in what it hands on: the bound keeps inputs
+	// from growing over hand-offs back and forth. 0 means 50.
+	MaxTurns int
 }
 
 // Handoffs hands conversations from agent to agent. Make one per router
@@ -65,6 +70,7 @@ type Handoffs struct {
 	bean       *chat.Bean[*state]
 	max        int
 	maxHistory int
+	maxTurns   int
 }
 
 // New returns a Handoffs. opts may be nil.
@@ -82,12 +88,16 @@ func New(opts *Options) *Handoffs {
 	if o.MaxHistory <= 0 {
 		o.MaxHistory = 100
 	}
+	if o.MaxTurns <= 0 {
+		o.MaxTurns = 50
+	}
 	return &Handoffs{
 		bean: chat.NewDurableBean(o.Name, chat.KindChat, func(context.Context) (*state, error) {
 			return &state{}, nil
 		}),
 		max:        o.MaxHandOffs,
 		maxHistory: o.MaxHistory,
+		maxTurns:   o.MaxTurns,
 	}
 }
 
@@ -218,7 +228,7 @@ func (h *Handoffs) handOff(ctx context.Context, to string, opts *HandOffOptions,
 		st.mu.Unlock()
 		return fmt.Errorf("agent: hand-off from %q to %q: %w (%d: %s)", from, to, ErrTooManyHandOffs, h.max, path)
 	}
-	source := st.source(req)
+	source := lastTurns(st.source(req), h.maxTurns)
 	st.mu.Unlock()
 
 	// The route is checked (and set) before anything else happens.

@@ -7,6 +7,7 @@ import (
 
 	"github.com/chatscopes/chatgen/runtime/agent"
 	"github.com/chatscopes/chatgen/runtime/chat"
+	"github.com/chatscopes/chatgen/runtime/ws"
 )
 
 // Each input filter, through the websocket client: what billing's model
@@ -144,6 +145,7 @@ func TestHandOffSurvivesAResume(t *testing.T) {
 	if err := c.c.Detach(); err != nil {
 		t.Fatal(err)
 	}
+	waitDetached(t, a.router)
 
 	b := newApp(t, m, store, agent.All())
 	c2 := b.resume(t, id, token)
@@ -158,5 +160,56 @@ func TestHandOffSurvivesAResume(t *testing.T) {
 	recs := <-b.records
 	if len(recs) != 2 || recs[0].To != "billing" || recs[1].To != "triage" || !recs[1].Back {
 		t.Fatalf("history after the resume %+v", recs)
+	}
+}
+
+// A route hands off (no model call of this request before it): billing
+// gets the last turn as triage saw it, its answer included. The Go
+// client decodes the Agent event.
+func TestHandOffFromARoute(t *testing.T) {
+	m := newModel(t)
+	a := newApp(t, m, nil, agent.All())
+	cl, err := ws.Dial(t.Context(), a.url, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	var got []agent.Event
+	var msgs []string
+	s, err := cl.Builder().On(agent.EventAgent, func(ev chat.Event) {
+		var e agent.Event
+		if err := ev.Decode(&e); err != nil {
+			t.Errorf("decoding %v: %v", ev, err)
+		}
+		got = append(got, e)
+	}).OnMessage(func(s string) { msgs = append(msgs, s) }).Connect(t.Context(), "desk")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, text := range []string{"hello", "second", "my billing address"} {
+		if err := s.Chat(t.Context(), text); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if len(got) != 1 || got[0] != (agent.Event{Name: "billing", From: "desk"}) {
+		t.Fatalf("Agent events %+v", got)
+	}
+	wantStrings(t, "the messages", msgs, "triage: hello", "triage: second", "billing: my billing address")
+	wantStrings(t, "billing's request", m.requestsOf(billingSystem)[0],
+		"system: "+billingSystem, "human: second", "ai: triage: second", "human: my billing address")
+}
+
+// Options.MaxTurns bounds what All gives.
+func TestHandOffMaxTurns(t *testing.T) {
+	m := newModel(t)
+	a := newAppWith(t, m, nil, agent.All(), &agent.Options{MaxTurns: 1})
+	c := a.dial(t, "")
+	c.say(t, "hello")
+	c.say(t, "second")
+	c.say(t, "refund please")
+	wantStrings(t, "billing's request", m.requestsOf(billingSystem)[0],
+		"system: "+billingSystem, "human: second", "ai: triage: second", "human: refund please")
+	if recs := <-a.records; recs[0].Turns != 1 {
+		t.Fatalf("records %+v", recs)
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/tmc/langchaingo/llms"
 
@@ -132,7 +133,12 @@ type app struct {
 
 func newApp(t *testing.T, m *model, store *chat.InMemoryConversationStore, input agent.Input) *app {
 	t.Helper()
-	a := &app{h: agent.New(nil), input: input, records: make(chan []agent.Record, 16), errs: make(chan error, 16)}
+	return newAppWith(t, m, store, input, nil)
+}
+
+func newAppWith(t *testing.T, m *model, store *chat.InMemoryConversationStore, input agent.Input, opts *agent.Options) *app {
+	t.Helper()
+	a := &app{h: agent.New(opts), input: input, records: make(chan []agent.Record, 16), errs: make(chan error, 16)}
 	mem := &memory.ManagerOptions{Policy: memory.Window(50, nil)}
 	var ropts chat.RouterOptions
 	ropts.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -184,6 +190,14 @@ func newApp(t *testing.T, m *model, store *chat.InMemoryConversationStore, input
 	p := chatimpl.NewPackage("example.com/desk")
 	p.AddRoute(chatimpl.RouteSpec{Name: "triage", Default: true, Handle: route(triage, triageAsk)})
 	p.AddRoute(chatimpl.RouteSpec{Name: "billing", Handle: route(billing, billingAsk)})
+	// desk is a route that hands "billing" messages to billing itself,
+	// giving it the last turn, and lets triage answer the others.
+	p.AddRoute(chatimpl.RouteSpec{Name: "desk", Handle: func(ctx context.Context) error {
+		if strings.Contains(chat.Request(ctx).UserMessage(), "billing") {
+			return a.h.HandOff(ctx, "billing", &agent.HandOffOptions{Input: agent.LastTurns(1)})
+		}
+		return route(triage, triageAsk)(ctx)
+	}})
 	// lost hands off to a route that does not exist.
 	p.AddRoute(chatimpl.RouteSpec{Name: "lost", Handle: func(ctx context.Context) error {
 		err := a.h.HandOff(ctx, "biling", nil)
@@ -208,7 +222,7 @@ func newApp(t *testing.T, m *model, store *chat.InMemoryConversationStore, input
 		t.Fatal(err)
 	}
 	a.router = router
-	srv := ws.NewServer(router, nil)
+	srv := ws.NewServer(router, &ws.ServerOptions{Logger: ropts.Logger})
 	hs := httptest.NewServer(srv)
 	t.Cleanup(func() {
 		srv.Close()
@@ -286,5 +300,18 @@ func wantStrings(t *testing.T, what string, got []string, want ...string) {
 	t.Helper()
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Fatalf("%s:\n got %q\nwant %q", what, got, want)
+	}
+}
+
+// waitDetached waits for the router to let go of its conversations (a
+// client detached: the server notices the closed connection).
+func waitDetached(t *testing.T, r *chat.Router) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for r.Stats().Conversations != 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("conversations left: %+v", r.Stats())
+		}
+		time.Sleep(5 * time.Millisecond)
 	}
 }
