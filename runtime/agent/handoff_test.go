@@ -1,11 +1,15 @@
 package agent_test
 
 import (
+	"context"
 	"errors"
 	"strings"
 	"testing"
 
+	"github.com/tmc/langchaingo/llms"
+
 	"github.com/chatscopes/chatgen/runtime/agent"
+	"github.com/chatscopes/chatgen/runtime/ai"
 	"github.com/chatscopes/chatgen/runtime/chat"
 	"github.com/chatscopes/chatgen/runtime/ws"
 )
@@ -212,4 +216,53 @@ func TestHandOffMaxTurns(t *testing.T) {
 	if recs := <-a.records; recs[0].Turns != 1 {
 		t.Fatalf("records %+v", recs)
 	}
+}
+
+// A summary that fails fails the hand-off: the model is told, the
+// conversation stays with triage, billing never runs.
+func TestHandOffSummaryFails(t *testing.T) {
+	m := newModel(t)
+	a := newApp(t, m, nil, agent.All())
+	a.input = agent.Summary(func(context.Context, string) (string, ai.Usage, error) {
+		return "", ai.Usage{}, errors.New("the summariser is down")
+	})
+	c := a.dial(t, "")
+	c.say(t, "hello")
+	wantStrings(t, "the failed hand-off", c.say(t, "refund please"), "Message: done")
+	wantStrings(t, "the next message", c.say(t, "hello again"), "Message: triage: hello again")
+	if n := len(m.requestsOf(billingSystem)); n != 0 {
+		t.Fatalf("billing ran %d times", n)
+	}
+	if got := toolResult(m, triageSystem); !strings.Contains(got, "summarising the conversation: the summariser is down") {
+		t.Fatalf("the model was told %q", got)
+	}
+}
+
+// A hand-back with no agent to go back to is told to the model.
+func TestHandBackWithoutHandOff(t *testing.T) {
+	m := newModel(t)
+	a := newApp(t, m, nil, agent.All())
+	c := a.dial(t, "billing")
+	wantStrings(t, "the hand-back", c.say(t, "go back"), "Message: done")
+	if got := toolResult(m, billingSystem); !strings.Contains(got, agent.ErrNothingToHandBack.Error()) {
+		t.Fatalf("the model was told %q", got)
+	}
+}
+
+// toolResult returns the last tool result the agent's model was told.
+func toolResult(m *model, system string) string {
+	var out string
+	for _, r := range m.srv.Requests() {
+		if !strings.HasPrefix(text(r.Messages[0]), system) {
+			continue
+		}
+		for _, msg := range r.Messages {
+			for _, p := range msg.Parts {
+				if tr, ok := p.(llms.ToolCallResponse); ok {
+					out = tr.Content
+				}
+			}
+		}
+	}
+	return out
 }
