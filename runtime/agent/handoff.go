@@ -2,8 +2,10 @@ package agent
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 
@@ -144,6 +146,10 @@ type state struct {
 	// History is the hand-offs, oldest first.
 	History []Record `json:"history,omitempty"`
 
+	// prompt and reply are the last model call's, not converted into
+	// View yet (see view): most calls are never handed on.
+	prompt  []llms.MessageContent
+	reply   *Message
 	viewReq *chat.RouteRequest // the request View was recorded in
 	req     *chat.RouteRequest // the request hops counts in
 	hops    int
@@ -289,7 +295,7 @@ func (h *Handoffs) History(ctx context.Context) ([]Record, error) {
 // user message and what followed it when that call belongs to this
 // request (a hand-off from a tool). st.mu is held.
 func (st *state) source(req *chat.RouteRequest) []Message {
-	v := st.View
+	v := st.view()
 	if st.viewReq == req {
 		for i := len(v) - 1; i >= 0; i-- {
 			if v[i].Role == roleHuman {
@@ -299,6 +305,29 @@ func (st *state) source(req *chat.RouteRequest) []Message {
 		}
 	}
 	return append([]Message(nil), v...)
+}
+
+// view returns View, converting the last model call's prompt and reply
+// first. st.mu is held.
+func (st *state) view() []Message {
+	if st.prompt != nil {
+		st.View = fromLLMs(st.prompt)
+		if st.reply != nil {
+			st.View = append(st.View, *st.reply)
+		}
+		st.prompt, st.reply = nil, nil
+	}
+	return st.View
+}
+
+// MarshalJSON implements json.Marshaler: the durable state, its view
+// converted.
+func (st *state) MarshalJSON() ([]byte, error) {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	st.view()
+	type saved state // without the method
+	return json.Marshal((*saved)(st))
 }
 
 // ModelHook returns the hook to put in the ai.Config.ModelHooks of every
@@ -336,12 +365,13 @@ func (h *Handoffs) ModelHook() ai.ModelHook {
 			if err != nil {
 				return resp, err
 			}
-			view := fromLLMs(call.Messages)
+			var reply *Message
 			if resp != nil && len(resp.Choices) > 0 {
-				view = append(view, answer(resp.Choices[0]))
+				a := answer(resp.Choices[0])
+				reply = &a
 			}
 			st.mu.Lock()
-			st.View, st.viewReq = view, req
+			st.prompt, st.reply, st.viewReq = slices.Clip(call.Messages), reply, req
 			st.mu.Unlock()
 			return resp, nil
 		}
