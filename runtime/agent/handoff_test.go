@@ -266,3 +266,14 @@ func toolResult(m *model, system string) string {
 	}
 	return out
 }
+
+// Outside a route's request there is nothing to hand off.
+func TestHandOffOutsideARequest(t *testing.T) {
+	h := agent.New(nil)
+	if err := h.HandOff(t.Context(), "billing", nil); !errors.Is(err, agent.ErrNoRequest) {
+		t.Fatalf("HandOff: %v", err)
+	}
+	if _, err := h.History(t.Context()); !errors.Is(err, chat.ErrNotActive) {
+		t.Fatalf("History: %v", err)
+	}
+}
