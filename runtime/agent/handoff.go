@@ -178,7 +178,8 @@ type activeKey struct{}
 // Call it from a route, or from a tool of the agent answering now (mark
 // the tool immediate, so that the agent's turn ends with it). A route the
 // router does not serve fails at once with an error matching
-// *chat.UnknownRouteError; the conversation stays where it was. A
+// *chat.UnknownRouteError, and one the principal may not use fails with
+// chat.ErrForbidden; the conversation stays where it was. A
 // hand-off past [Options.MaxHandOffs] in one request fails with
 // [ErrTooManyHandOffs], naming the agents' path.
 func (h *Handoffs) HandOff(ctx context.Context, to string, opts *HandOffOptions) error {
@@ -251,6 +252,7 @@ func (h *Handoffs) handOff(ctx context.Context, to string, opts *HandOffOptions,
 	rec.From, rec.To, rec.Back = from, to, back
 
 	st.mu.Lock()
+	undo := st.snapshot(to)
 	st.hops++
 	st.path = append(st.path, to)
 	if st.Inputs == nil {
@@ -276,7 +278,54 @@ func (h *Handoffs) handOff(ctx context.Context, to string, opts *HandOffOptions,
 	if err := chat.Response(ctx).Event(EventAgent, Event{Name: to, From: from, Back: back}); err != nil {
 		return fmt.Errorf("agent: hand-off from %q to %q: %w", from, to, err)
 	}
-	return chat.ExecuteRoute(context.WithValue(ctx, activeKey{}, to), to)
+	err = chat.ExecuteRoute(context.WithValue(ctx, activeKey{}, to), to)
+	var inner *refusedError
+	if errors.Is(err, chat.ErrForbidden) && !errors.As(err, &inner) {
+		// The principal may not use the route: the hand-off did not
+		// happen, and the conversation stays where it was.
+		st.mu.Lock()
+		st.restore(undo)
+		st.mu.Unlock()
+		if rerr := chat.Route(ctx, from); rerr != nil {
+			return errors.Join(err, rerr)
+		}
+		return &refusedError{err: fmt.Errorf("agent: hand-off from %q to %q: %w", from, to, err)}
+	}
+	return err
+}
+
+// A refusedError is the error of a hand-off to a route the principal may
+// not use, undone: a hand-off that led to it keeps its own.
+type refusedError struct{ err error }
+
+func (e *refusedError) Error() string { return e.err.Error() }
+func (e *refusedError) Unwrap() error { return e.err }
+
+// undo is what a hand-off to a route changes of a state.
+type undo struct {
+	to      string
+	input   *given
+	had     bool
+	back    []string
+	history []Record
+}
+
+// snapshot returns what a hand-off to to changes. st.mu is held.
+func (st *state) snapshot(to string) undo {
+	g, ok := st.Inputs[to]
+	return undo{to: to, input: g, had: ok, back: slices.Clone(st.Back), history: slices.Clone(st.History)}
+}
+
+// restore undoes a hand-off. st.mu is held.
+func (st *state) restore(u undo) {
+	if u.had {
+		st.Inputs[u.to] = u.input
+	} else {
+		delete(st.Inputs, u.to)
+	}
+	st.Back, st.History = u.back, u.history
+	st.hops--
+	st.path = st.path[:len(st.path)-1]
 }
 
 // History returns the hand-offs of the conversation in ctx, oldest first.

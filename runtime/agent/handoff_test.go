@@ -277,3 +277,15 @@ func TestHandOffOutsideARequest(t *testing.T) {
 		t.Fatalf("History: %v", err)
 	}
 }
+
+// A hand-off to a route the principal may not use fails Forbidden and is
+// undone: the conversation stays on its route, with no hand-off recorded.
+func TestHandOffForbidden(t *testing.T) {
+	m := newModel(t)
+	a := newApp(t, m, nil, agent.All())
+	c := a.dial(t, "door")
+	if err := c.s.Chat(t.Context(), "let me in"); !errors.Is(err, chat.ErrForbidden) {
+		t.Fatalf("the hand-off to vip: %v", err)
+	}
+	wantStrings(t, "after the refusal", c.say(t, "history"), "Message: door: 0 hand-offs")
+}

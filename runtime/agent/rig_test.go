@@ -198,6 +198,25 @@ func newAppWith(t *testing.T, m *model, store *chat.InMemoryConversationStore, i
 		}
 		return route(triage, triageAsk)(ctx)
 	}})
+	// door hands off to vip, which needs a role; "history" tells the
+	// number of hand-offs instead.
+	p.AddRoute(chatimpl.RouteSpec{Name: "vip", Roles: []string{"vip"}, Handle: func(ctx context.Context) error {
+		return chat.SendValue(ctx, "welcome")
+	}})
+	p.AddRoute(chatimpl.RouteSpec{Name: "door", Handle: func(ctx context.Context) error {
+		if chat.Request(ctx).UserMessage() == "history" {
+			recs, err := a.h.History(ctx)
+			if err != nil {
+				return err
+			}
+			route, err := chat.CurrentRoute(ctx)
+			if err != nil {
+				return err
+			}
+			return chat.SendValue(ctx, fmt.Sprintf("%s: %d hand-offs", route, len(recs)))
+		}
+		return a.h.HandOff(ctx, "vip", nil)
+	}})
 	// lost hands off to a route that does not exist.
 	p.AddRoute(chatimpl.RouteSpec{Name: "lost", Handle: func(ctx context.Context) error {
 		err := a.h.HandOff(ctx, "biling", nil)
