@@ -136,6 +136,8 @@ func TestModuleNames(t *testing.T) {
 		"    Object: unknown;",
 		"    Sources: { query: string; sources: { id: string; title?: string; source?: string; score: number }[] };",
 		`    Retract: { reason: "rewrite" | "reprompt" | "fail" | "fatal" };`,
+		"    Agent: { name: string; from: string; back?: boolean };",
+		`    onAgent?: (data: ChatEvents["Agent"], frame: __cs_Frame) => void;`,
 		`    onMessage?: (data: ChatEvents["Message"], frame: __cs_Frame) => void;`,
 		"    defaultHandler?: (type: string, data: unknown, frame: __cs_Frame) => void;",
 	} {

@@ -19,6 +19,7 @@ import (
 // Send of a type without an event type of its own), whatever its results
 // are: their data is unknown.
 var builtinEvents = map[string]string{
+	chat.EventAgent:    "{ name: string; from: string; back?: boolean }",
 	chat.EventConsole:  "string",
 	chat.EventError:    "string",
 	chat.EventMessage:  "string",
