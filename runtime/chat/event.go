@@ -18,6 +18,7 @@ const (
 	EventConfirm   = "Confirm"   // a tool call waits for the user's confirmation
 	EventSources   = "Sources"   // the passages an AI service's answer draws on
 	EventRetract   = "Retract"   // the text streamed so far in the request is withdrawn
+	EventPlan      = "Plan"      // the conversation's plan changed (package runtime/plan)
 	EventCompleted = "Completed" // terminator: data is the current scope id
 	EventFailed    = "Failed"    // terminator: data is the failure reason
 )
