@@ -136,6 +136,8 @@ func TestModuleNames(t *testing.T) {
 		"    Object: unknown;",
 		"    Sources: { query: string; sources: { id: string; title?: string; source?: string; score: number }[] };",
 		`    Retract: { reason: "rewrite" | "reprompt" | "fail" | "fatal" };`,
+		`    Plan: { name: string; description: string; expected_outcome?: string; state: "in_progress" | "done" | "abandoned"; outcome?: string; revision: number; subtasks: { name: string; description?: string; expected_outcome?: string; state: "todo" | "in_progress" | "done" | "abandoned"; outcome?: string }[] };`,
+		`    onPlan?: (data: ChatEvents["Plan"], frame: __cs_Frame) => void;`,
 		`    onMessage?: (data: ChatEvents["Message"], frame: __cs_Frame) => void;`,
 		"    defaultHandler?: (type: string, data: unknown, frame: __cs_Frame) => void;",
 	} {
