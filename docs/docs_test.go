@@ -59,6 +59,7 @@ const snippetImports = `import (
 	"github.com/chatscopes/chatgen/runtime/memory"
 	"github.com/chatscopes/chatgen/runtime/mcptools"
 	"github.com/chatscopes/chatgen/runtime/otelchat"
+	"github.com/chatscopes/chatgen/runtime/plan"
 	"github.com/chatscopes/chatgen/runtime/ws"
 )
 `
