@@ -106,6 +106,9 @@ func (p *Plan) clone() *Plan {
 type Notebook struct {
 	mu   sync.Mutex
 	plan *Plan // nil: no plan in progress
+	// text is the plan as the slot shows it, made on first use after a
+	// change ("" until then).
+	text string
 }
 
 // Current returns a copy of the plan in progress, or nil.
@@ -134,7 +137,7 @@ func (n *Notebook) UnmarshalJSON(data []byte) error {
 	}
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	n.plan = v.Plan
+	n.plan, n.text = v.Plan, ""
 	return nil
 }
 

@@ -122,11 +122,15 @@ func (tb *Toolbox) RequestContext(ctx context.Context) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	p := n.Current()
-	if p == nil {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.plan == nil {
 		return "", nil
 	}
-	return render(p) + contextGuidance, nil
+	if n.text == "" {
+		n.text = render(n.plan) + contextGuidance
+	}
+	return n.text, nil
 }
 
 // change runs fn on the notebook of ctx under its lock; when fn changes
@@ -144,6 +148,7 @@ func (tb *Toolbox) change(ctx context.Context, fn func(n *Notebook) (*Plan, erro
 		return nil, err
 	}
 	p.Revision++
+	n.text = ""
 	if !tb.quiet && chat.Request(ctx) != nil {
 		// Sent under the lock: the client gets the changes in order.
 		if err := chat.Response(ctx).Event(chat.EventPlan, p.clone()); err != nil {

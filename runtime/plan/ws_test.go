@@ -59,6 +59,7 @@ type node struct {
 	llm   *llmtest.Server
 	plans *plan.Toolbox
 	url   string
+	srv   *ws.Server
 }
 
 func quiet() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
@@ -104,7 +105,7 @@ func newNode(t *testing.T, store *chat.InMemoryConversationStore, cfg *ai.Config
 		hs.Close()
 		srv.Close()
 	})
-	n.url = hs.URL
+	n.url, n.srv = hs.URL, srv
 	return n
 }
 
@@ -289,9 +290,10 @@ func TestPlanEvents(t *testing.T) {
 	}
 }
 
-// The plan is part of the durable state: a conversation detached on one
-// node and resumed on another (over one store) has the plan in its next
-// request there, and its next change goes on from the saved revision.
+// The plan is part of the durable state: a conversation detached from a
+// node that then shuts down, resumed on another node (over one store),
+// has the plan in its next request there, and its next change goes on from
+// the saved revision.
 func TestPlanDurableAcrossNodes(t *testing.T) {
 	ctx := t.Context()
 	store := chat.NewInMemoryConversationStore(nil)
@@ -303,6 +305,10 @@ func TestPlanDurableAcrossNodes(t *testing.T) {
 	}
 	chatAll(t, s, "plan the crossbow build", "start")
 	if err := c.Detach(); err != nil {
+		t.Fatal(err)
+	}
+	// Shutdown releases the conversations' leases: node b resumes at once.
+	if err := a.srv.Shutdown(ctx); err != nil {
 		t.Fatal(err)
 	}
 	rec := &recorder{}
