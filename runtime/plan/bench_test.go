@@ -11,23 +11,20 @@ import (
 	"github.com/chatscopes/chatgen/runtime/plan"
 )
 
-// BenchmarkTurn is one turn of a chat method on the in-process model,
-// without the plan tool box, and with it and a plan of 8 subtasks in
-// progress (the plan rendered into the turn's slot): what a plan costs a
-// turn.
+// BenchmarkTurn is one turn of a chat method on the in-process model:
+// without the plan tool box (bare), with it and no plan (tools: what its
+// six tools cost), and with a plan of 8 subtasks in progress (plan: the
+// plan placed in the turn's slot too).
 func BenchmarkTurn(b *testing.B) {
-	for _, withPlan := range []bool{false, true} {
-		name := "bare"
-		if withPlan {
-			name = "plan"
-		}
+	for _, name := range []string{"bare", "tools", "plan"} {
+		withBox, withPlan := name != "bare", name == "plan"
 		b.Run(name, func(b *testing.B) {
 			cfg := &ai.Config{
 				Model:  llmtest.NewModel(llmtest.ScriptFunc(func(*llmtest.Request) (llmtest.Reply, error) { return llmtest.Reply{Text: "ok"}, nil }), nil),
 				Memory: memory.NewManager(&memory.ManagerOptions{Policy: memory.Window(10, nil)}),
 			}
 			plans := plan.New(nil)
-			if withPlan {
+			if withBox {
 				cfg.ToolSources = []ai.ToolSource{plans}
 			}
 			svc := ai.NewService("example.com/app.Smith", cfg)

@@ -102,13 +102,18 @@ func (p *Plan) clone() *Plan {
 
 // A Notebook is the durable chat-scoped bean that holds a conversation's
 // plan (see [Toolbox.Bean]). Its methods are safe for concurrent use; it
-// is saved as JSON {"plan": …}, the current plan or null.
+// is saved as JSON {"plan": …}, the current plan or null (and "scope",
+// the nested scope of the subtask in progress, with
+// [Options.ScopePerSubtask]).
 type Notebook struct {
 	mu   sync.Mutex
 	plan *Plan // nil: no plan in progress
 	// text is the plan as the slot shows it, made on first use after a
 	// change ("" until then).
 	text string
+	// scope is the id of the nested scope of the subtask in progress
+	// ([Options.ScopePerSubtask]), "" for none.
+	scope string
 }
 
 // Current returns a copy of the plan in progress, or nil.
@@ -119,14 +124,15 @@ func (n *Notebook) Current() *Plan {
 }
 
 type notebookJSON struct {
-	Plan *Plan `json:"plan"`
+	Plan  *Plan  `json:"plan"`
+	Scope string `json:"scope,omitempty"`
 }
 
 // MarshalJSON encodes the notebook for a durable conversation's state.
 func (n *Notebook) MarshalJSON() ([]byte, error) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	return json.Marshal(notebookJSON{Plan: n.plan})
+	return json.Marshal(notebookJSON{Plan: n.plan, Scope: n.scope})
 }
 
 // UnmarshalJSON restores the notebook from a durable conversation's state.
@@ -137,7 +143,7 @@ func (n *Notebook) UnmarshalJSON(data []byte) error {
 	}
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	n.plan, n.text = v.Plan, ""
+	n.plan, n.text, n.scope = v.Plan, "", v.Scope
 	return nil
 }
 

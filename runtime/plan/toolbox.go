@@ -44,6 +44,15 @@ type Options struct {
 	MaxSubtasks int
 	// NoEvents turns off the Plan events.
 	NoEvents bool
+	// ScopePerSubtask runs each subtask in a nested chat scope: setting a
+	// subtask in_progress pushes a scope (chat.Push, keeping the route),
+	// so the turns that work on it talk in a memory of their own, with
+	// the plan (a bean of the enclosing scope) in each request; finishing
+	// it, abandoning it, setting it back to todo, deleting it or finishing
+	// the plan pops that scope — its memory and beans go — when it is
+	// still the current one (a scope pushed inside it since is left
+	// alone, and the subtask's scope with it).
+	ScopePerSubtask bool
 	// Logger logs the Plan events that could not be sent; nil means
 	// slog.Default().
 	Logger *slog.Logger
@@ -54,11 +63,12 @@ type Options struct {
 // requests (an [ai.ContextSource]). Make one with [New]; it is safe for
 // concurrent use by any number of services and conversations.
 type Toolbox struct {
-	bean  *chat.Bean[*Notebook]
-	max   int
-	quiet bool
-	log   *slog.Logger
-	tools []ai.Tool
+	bean   *chat.Bean[*Notebook]
+	max    int
+	quiet  bool
+	scoped bool
+	log    *slog.Logger
+	tools  []ai.Tool
 }
 
 // New returns a plan tool box.
@@ -70,7 +80,7 @@ func New(opts *Options) *Toolbox {
 	if name == "" {
 		name = DefaultBeanName
 	}
-	tb := &Toolbox{max: opts.MaxSubtasks, quiet: opts.NoEvents, log: opts.Logger}
+	tb := &Toolbox{max: opts.MaxSubtasks, quiet: opts.NoEvents, scoped: opts.ScopePerSubtask, log: opts.Logger}
 	if tb.max <= 0 {
 		tb.max = DefaultMaxSubtasks
 	}
@@ -156,6 +166,40 @@ func (tb *Toolbox) change(ctx context.Context, fn func(n *Notebook) (*Plan, erro
 		}
 	}
 	return render(p), nil
+}
+
+// enter pushes the nested scope of a subtask set in progress, with
+// ScopePerSubtask.
+func (tb *Toolbox) enter(ctx context.Context, n *Notebook) error {
+	if !tb.scoped {
+		return nil
+	}
+	if err := chat.Push(ctx); err != nil {
+		return fmt.Errorf("starting the subtask's scope: %w", err)
+	}
+	id, err := chat.ID(ctx)
+	if err != nil {
+		return fmt.Errorf("starting the subtask's scope: %w", err)
+	}
+	n.scope = id
+	return nil
+}
+
+// leave pops the nested scope of the subtask in progress, when it is the
+// current scope; the subtask's change stands either way.
+func (tb *Toolbox) leave(ctx context.Context, n *Notebook) {
+	id := n.scope
+	if id == "" {
+		return
+	}
+	n.scope = ""
+	if cur, err := chat.ID(ctx); err != nil || cur != id {
+		tb.log.WarnContext(ctx, "plan: the subtask's scope is not the current one: left as it is", "scope", id)
+		return
+	}
+	if err := chat.Pop(ctx); err != nil {
+		tb.log.WarnContext(ctx, "plan: ending the subtask's scope", "scope", id, "err", err)
+	}
 }
 
 // ruleErr is an error of a tool call that breaks a rule.
@@ -308,6 +352,13 @@ func (tb *Toolbox) updateState(ctx context.Context, arguments string) (any, erro
 				}
 			}
 		}
+		if args.State == InProgress {
+			if err := tb.enter(ctx, n); err != nil {
+				return nil, err
+			}
+		} else if s.State == InProgress {
+			tb.leave(ctx, n)
+		}
 		s.State = args.State
 		return p, nil
 	})
@@ -340,6 +391,9 @@ func (tb *Toolbox) finishTask(ctx context.Context, arguments string) (any, error
 		s := &p.Subtasks[i]
 		if s.State.final() {
 			return nil, ruleErr("subtask %d is %s already", i, s.State)
+		}
+		if s.State == InProgress {
+			tb.leave(ctx, n)
 		}
 		s.State, s.Outcome = Done, outcome
 		return p, nil
@@ -403,6 +457,9 @@ func (tb *Toolbox) revise(ctx context.Context, arguments string) (any, error) {
 		if len(p.Subtasks) == 1 {
 			return nil, ruleErr("subtask 0 is the plan's only one: end the plan with %s instead", ToolFinishPlan)
 		}
+		if s.State == InProgress {
+			tb.leave(ctx, n)
+		}
 		p.Subtasks = append(p.Subtasks[:i], p.Subtasks[i+1:]...)
 		return p, nil
 	})
@@ -454,6 +511,7 @@ func (tb *Toolbox) finishPlan(ctx context.Context, arguments string) (any, error
 				}
 			}
 		}
+		tb.leave(ctx, n)
 		p.State, p.Outcome = args.State, outcome
 		n.plan = nil // the Plan event and the tool's result show it finished
 		return p, nil

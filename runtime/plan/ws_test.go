@@ -10,6 +10,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/tmc/langchaingo/llms"
 	"github.com/tmc/langchaingo/schema"
 
 	"github.com/chatscopes/chatgen/runtime/ai"
@@ -68,7 +69,14 @@ func quiet() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)
 // the durable conversations and their memories.
 func newNode(t *testing.T, store *chat.InMemoryConversationStore, cfg *ai.Config) *node {
 	t.Helper()
-	n := &node{llm: llmtest.NewServer(script(), nil), plans: plan.New(&plan.Options{Logger: quiet()})}
+	return newNodeWith(t, store, cfg, &plan.Options{})
+}
+
+// newNodeWith is newNode with the tool box's options.
+func newNodeWith(t *testing.T, store *chat.InMemoryConversationStore, cfg *ai.Config, opts *plan.Options) *node {
+	t.Helper()
+	opts.Logger = quiet()
+	n := &node{llm: llmtest.NewServer(script(), nil), plans: plan.New(opts)}
 	t.Cleanup(n.llm.Close)
 	model, err := n.llm.Client()
 	if err != nil {
@@ -352,5 +360,61 @@ func TestFinishedPlanLeavesTheSlot(t *testing.T) {
 	_, plans, _ := rec.snapshot()
 	if len(plans) != 2 || plans[1].State != plan.Abandoned || plans[1].Outcome != "Ana bought a bow" || plans[1].Revision != 2 {
 		t.Fatalf("plans %+v", plans)
+	}
+}
+
+// With ScopePerSubtask, the turns on a subtask in progress run in a nested
+// scope with a memory of its own (and the plan in each request); finishing
+// the subtask pops it, its memory goes, and the conversation goes on with
+// the enclosing scope's history.
+func TestSubtaskInNestedScope(t *testing.T) {
+	ctx := t.Context()
+	store := chat.NewInMemoryConversationStore(nil)
+	n := newNodeWith(t, store, nil, &plan.Options{ScopePerSubtask: true})
+	s, err := (&recorder{}).builder(dial(t, n.url)).Connect(ctx, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	top := s.ScopeID()
+	chatAll(t, s, "plan the crossbow build", "start")
+	nested := s.ScopeID()
+	if nested == top {
+		t.Fatal("setting the subtask in progress pushed no scope")
+	}
+	chatAll(t, s, "what next with the stave", "finish the stave")
+	if got := s.ScopeID(); got != top {
+		t.Fatalf("after the subtask the scope is %s, want the top %s", got, top)
+	}
+	chatAll(t, s, "hello")
+	reqs := n.llm.Requests()
+	// 0, 1: plan; 2, 3: start (pushes); 4: what next (nested); 5, 6:
+	// finish (nested, pops); 7: hello (top).
+	if len(reqs) != 8 {
+		t.Fatalf("%d model requests, want 8", len(reqs))
+	}
+	if m := reqs[4].Messages; len(m) != 2 || !strings.Contains(reqs[4].LastUserText(), "[0] in_progress: Pick a stave") {
+		t.Fatalf("the subtask's first turn: %d messages (want the system's and the user's), sent\n%s", len(m), reqs[4].LastUserText())
+	}
+	if m := reqs[5].Messages; len(m) != 4 {
+		t.Fatalf("the subtask's second turn has %d messages, want 4 (its own history)", len(m))
+	}
+	var history []string
+	for _, m := range reqs[7].Messages {
+		for _, p := range m.Parts {
+			if tc, ok := p.(llms.TextContent); ok {
+				history = append(history, tc.Text)
+			}
+		}
+	}
+	all := strings.Join(history, "\n")
+	if !strings.Contains(all, "plan the crossbow build") || !strings.Contains(all, "\nstart\n") || strings.Contains(all, "what next with the stave") {
+		t.Fatalf("the top scope's history after the subtask:\n%s", all)
+	}
+	ids, err := store.MemoryIDs(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ids) != 1 || !strings.HasPrefix(ids[0], top) {
+		t.Fatalf("memories %q, want the top scope's only", ids)
 	}
 }
