@@ -16,7 +16,9 @@
 // memory, so the default window cannot evict it, and never before the
 // cache-stable prefix (its tools are the same slice every turn, so the
 // tools block stays byte-identical). Every change is sent to the client
-// as a [chat.EventPlan] event whose data is the [Plan].
+// as a [chat.EventPlan] event whose data is the [Plan]. With
+// [Options.ScopePerSubtask] each subtask in progress runs in a nested
+// scope of its own, popped when the subtask ends.
 //
 // A plan has at most [Options.MaxSubtasks] subtasks ([DefaultMaxSubtasks]
 // unless set); names are at most [MaxName] bytes, descriptions and
