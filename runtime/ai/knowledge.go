@@ -489,13 +489,14 @@ const augmentHeader = "Passages from the knowledge base that may help (answer fr
 // LastUserTyped matches, and Request.UserTyped returns, what follows the
 // passages.
 func AugmentMessage(user string, passages []schema.Document) string {
-	return augmentText(user, passages, nil)
+	return augmentText(user, passages, nil, nil)
 }
 
 // augmentText is the text of the turn's user message with the passages
-// of a generic retrieval and the recalled long-term facts (see
-// [FactsHeader]), in that order, before the line "Message:".
-func augmentText(user string, passages []schema.Document, facts []string) string {
+// of a generic retrieval, the recalled long-term facts (see
+// [FactsHeader]) and the blocks of the service's context sources (see
+// [ContextHeader]), in that order, before the line "Message:".
+func augmentText(user string, passages []schema.Document, facts []string, blocks []contextBlock) string {
 	n := len(augmentHeader) + len(user) + 16
 	for _, d := range passages {
 		n += len(d.PageContent) + len(meta(d, "title")) + len(meta(d, "source")) + 16
@@ -503,35 +504,42 @@ func augmentText(user string, passages []schema.Document, facts []string) string
 	for _, f := range facts {
 		n += len(f) + 8
 	}
+	for _, c := range blocks {
+		n += len(c.name) + len(c.text) + 48
+	}
 	var b strings.Builder
 	b.Grow(n)
-	if len(passages) == 0 {
-		writeFacts(&b, facts)
-		b.WriteString("\nMessage:\n")
-		b.WriteString(user)
-		return b.String()
-	}
-	b.WriteString(augmentHeader)
-	for i, d := range passages {
-		b.WriteString("\n[")
-		b.WriteString(strconv.Itoa(i + 1))
-		b.WriteString("]")
-		if title := meta(d, "title"); title != "" {
-			b.WriteString(" ")
-			b.WriteString(title)
+	if len(passages) > 0 {
+		b.WriteString(augmentHeader)
+		for i, d := range passages {
+			b.WriteString("\n[")
+			b.WriteString(strconv.Itoa(i + 1))
+			b.WriteString("]")
+			if title := meta(d, "title"); title != "" {
+				b.WriteString(" ")
+				b.WriteString(title)
+			}
+			if src := meta(d, "source"); src != "" {
+				b.WriteString(" (")
+				b.WriteString(src)
+				b.WriteString(")")
+			}
+			b.WriteString("\n")
+			b.WriteString(strings.TrimSpace(d.PageContent))
+			b.WriteString("\n")
 		}
-		if src := meta(d, "source"); src != "" {
-			b.WriteString(" (")
-			b.WriteString(src)
-			b.WriteString(")")
-		}
-		b.WriteString("\n")
-		b.WriteString(strings.TrimSpace(d.PageContent))
-		b.WriteString("\n")
 	}
 	if len(facts) > 0 {
-		b.WriteString("\n")
+		if b.Len() > 0 {
+			b.WriteString("\n")
+		}
 		writeFacts(&b, facts)
+	}
+	if len(blocks) > 0 {
+		if b.Len() > 0 {
+			b.WriteString("\n")
+		}
+		writeBlocks(&b, blocks)
 	}
 	b.WriteString("\nMessage:\n")
 	b.WriteString(user)

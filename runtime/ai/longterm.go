@@ -135,15 +135,8 @@ func (t *turn) recallFacts(ctx context.Context, user string) error {
 	if len(facts) == 0 {
 		return nil
 	}
-	var text string
-	if k := t.s.know; len(t.passages) > 0 && k.cfg.Augment != nil {
-		docs := append(append(make([]schema.Document, 0, len(t.passages)+len(facts)), t.passages...), factDocuments(facts)...)
-		text = k.cfg.Augment(user, docs)
-	} else {
-		text = augmentText(user, t.passages, facts)
-	}
-	// Sent, never committed: t.msgs keeps the message as it was.
-	t.prompt[n-1] = llms.TextParts(llms.ChatMessageTypeHuman, text)
+	t.facts = facts
+	t.fillSlot(user)
 	return nil
 }
 

@@ -81,7 +81,9 @@ type Config struct {
 	Logger *slog.Logger
 	// ToolSources add tools to every method of the service, after its
 	// generated ones: the tools of MCP servers (package runtime/mcptools),
-	// for example. See [ToolSource].
+	// for example. See [ToolSource]. A source that is a [ContextSource]
+	// (package runtime/plan's tool box) also puts a block in each turn's
+	// per-request context slot.
 	ToolSources []ToolSource
 
 	// ToolTimeout bounds each call of a tool without a timeout of its own

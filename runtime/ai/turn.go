@@ -46,6 +46,10 @@ type turn struct {
 	// passages are what a generic retrieval put in the prompt's user
 	// message, for the long-term facts placed after them.
 	passages []schema.Document
+	// facts are the long-term facts a generic recall put there, and
+	// blocks what the context sources put after them (placeContext).
+	facts  []string
+	blocks []contextBlock
 	// committed: commit added the turn to the memory.
 	committed bool
 	// stable is what the memory tells of its front (memory.StableMemory),
@@ -167,6 +171,9 @@ func (s *Service) runTurn(ctx context.Context, req *Request, mode runMode, convI
 	}
 	if err == nil && !ended && longMode == RetrievalGeneric {
 		err = t.recallFacts(ctx, user)
+	}
+	if err == nil && !ended && len(s.sources) > 0 {
+		err = t.placeContext(ctx, user)
 	}
 	if err == nil && !ended {
 		err = t.loop(ctx)

@@ -19,6 +19,7 @@ const (
 	EventSources   = "Sources"   // the passages an AI service's answer draws on
 	EventRetract   = "Retract"   // the text streamed so far in the request is withdrawn
 	EventAgent     = "Agent"     // another agent answers (a hand-off, runtime/agent)
+	EventPlan      = "Plan"      // the conversation's plan changed (package runtime/plan)
 	EventCompleted = "Completed" // terminator: data is the current scope id
 	EventFailed    = "Failed"    // terminator: data is the failure reason
 )

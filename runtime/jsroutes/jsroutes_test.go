@@ -138,6 +138,8 @@ func TestModuleNames(t *testing.T) {
 		`    Retract: { reason: "rewrite" | "reprompt" | "fail" | "fatal" };`,
 		"    Agent: { name: string; from: string; back?: boolean };",
 		`    onAgent?: (data: ChatEvents["Agent"], frame: __cs_Frame) => void;`,
+		`    Plan: { name: string; description: string; expected_outcome?: string; state: "in_progress" | "done" | "abandoned"; outcome?: string; revision: number; subtasks: { name: string; description?: string; expected_outcome?: string; state: "todo" | "in_progress" | "done" | "abandoned"; outcome?: string }[] };`,
+		`    onPlan?: (data: ChatEvents["Plan"], frame: __cs_Frame) => void;`,
 		`    onMessage?: (data: ChatEvents["Message"], frame: __cs_Frame) => void;`,
 		"    defaultHandler?: (type: string, data: unknown, frame: __cs_Frame) => void;",
 	} {

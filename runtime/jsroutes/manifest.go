@@ -24,11 +24,18 @@ var builtinEvents = map[string]string{
 	chat.EventError:    "string",
 	chat.EventMessage:  "string",
 	chat.EventObject:   "unknown",
+	chat.EventPlan:     planType,
 	chat.EventRetract:  `{ reason: "rewrite" | "reprompt" | "fail" | "fatal" }`,
 	chat.EventSources:  "{ query: string; sources: { id: string; title?: string; source?: string; score: number }[] }",
 	chat.EventStream:   "string",
 	chat.EventThinking: "string",
 }
+
+// planType is the data of a Plan event (runtime/plan.Plan).
+const planType = `{ name: string; description: string; expected_outcome?: string; ` +
+	`state: "in_progress" | "done" | "abandoned"; outcome?: string; revision: number; ` +
+	`subtasks: { name: string; description?: string; expected_outcome?: string; ` +
+	`state: "todo" | "in_progress" | "done" | "abandoned"; outcome?: string }[] }`
 
 // quarkusHandlers are the SessionBuilder methods a handler object may name
 // (Quarkus' route module passes its keys to them).
