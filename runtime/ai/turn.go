@@ -54,6 +54,15 @@ type turn struct {
 	// breakpoint, -1 for none (see markCache).
 	stable    *memory.Stability
 	markLimit int
+
+	// agent is the sub-agent run t is a turn of, nil for a turn of its
+	// own; budget is the turn budget t counts its model calls against:
+	// ownBudget, or its top-level turn's. sh guards reply.Usage, which
+	// t's sub-agents add to.
+	agent     *agentLink
+	budget    *budget
+	ownBudget budget
+	sh        agentState
 }
 
 // run runs one turn of req: see [Service.Chat].
@@ -110,16 +119,20 @@ func (s *Service) runTurn(ctx context.Context, req *Request, mode runMode, convI
 	if s.dialect.noTools && len(tools) > 0 {
 		return nil, s.errorf(m.Name, "%w", s.dialect.toolsError())
 	}
+	ag := agentOf(ctx)
 	id, kind, err := s.memoryID(ctx, req)
 	if err != nil {
 		return nil, s.errorf(m.Name, "%w", err)
+	}
+	if ag != nil && ag.run.Owner != nil && kind == memScope {
+		id, kind = s.defaultID(ag.run.Owner.OwnerID(), m.Name), memOwner
 	}
 	st, err := s.acquire(ctx, id)
 	if err != nil {
 		return nil, s.errorf(m.Name, "%w", err)
 	}
 	defer s.release(st)
-	if err := s.attach(ctx, st, kind); err != nil {
+	if err := s.attachTo(ctx, st, kind, ag); err != nil {
 		return nil, s.errorf(m.Name, "%w", err)
 	}
 	mem, err := s.memory.Memory(ctx, id)
@@ -133,6 +146,8 @@ func (s *Service) runTurn(ctx context.Context, req *Request, mode runMode, convI
 	}
 
 	t := &turn{s: s, m: m, mode: mode, tools: tools, defs: defs, reply: new(Reply), convID: convID}
+	t.initBudget(ag)
+	defer t.finish()
 	if g := s.guardrails(m.Name); !g.Empty() {
 		t.guard = &guarded{set: g, user: user}
 		if len(g.Input) > 0 && user != "" {
@@ -157,7 +172,7 @@ func (s *Service) runTurn(ctx context.Context, req *Request, mode runMode, convI
 			return nil, s.errorf(m.Name, "reading memory %q: %w", id, err)
 		}
 	}
-	t.held = heldTurn{st: st}
+	t.held = heldTurn{st: st, t: t}
 	t.held.next, _ = ctx.Value(heldKey{}).(*heldTurn)
 	ctx = context.WithValue(ctx, heldKey{}, &t.held)
 	t.setOptions()
@@ -171,6 +186,7 @@ func (s *Service) runTurn(ctx context.Context, req *Request, mode runMode, convI
 	if err == nil && !ended {
 		err = t.loop(ctx)
 	}
+	t.finish() // no sub-agent adds to the Reply any more
 	if found != nil {
 		t.reply.Sources = found.all()
 	}
@@ -315,6 +331,9 @@ func (t *turn) loop(ctx context.Context) error {
 		if t.reply.ModelCalls >= t.s.maxCalls {
 			return t.errorf("%w: the model still asked for tools at the limit of %d model calls", ErrTooManyModelCalls, t.s.maxCalls)
 		}
+		if err := t.overBudget(); err != nil {
+			return err
+		}
 		choice, err := t.call(ctx)
 		if err != nil {
 			return err
@@ -368,8 +387,16 @@ func (t *turn) loop(ctx context.Context) error {
 		}
 		t.add(call)
 		first := len(t.reply.Executions)
+		if t.agent != nil {
+			t.agentCalls(ctx, choice.Content, calls)
+		}
 		if err := t.runTools(ctx, calls); err != nil {
 			return t.errorf("%w", err)
+		}
+		if t.agent != nil {
+			if err := t.agentResults(ctx, first); err != nil {
+				return err
+			}
 		}
 		immediate, err := t.record(ctx, calls, first)
 		if err != nil {
@@ -394,6 +421,7 @@ func (t *turn) call(ctx context.Context) (*llms.ContentChoice, error) {
 	t.resetFlags()
 	resp, err := t.generate(ctx)
 	t.reply.ModelCalls++
+	t.budget.used.Add(1)
 	n := t.reply.ModelCalls
 	if k := t.mode.stream; k != nil && k.stopped.Load() {
 		return nil, errStopped
@@ -436,7 +464,7 @@ func (t *turn) call(ctx context.Context) (*llms.ContentChoice, error) {
 			return nil, err
 		}
 	}
-	t.reply.Usage.add(t.s.dialect.usage(choice.GenerationInfo))
+	t.addUsage(t.s.dialect.usage(choice.GenerationInfo))
 	t.reply.FinishReason = reason
 	if l := t.s.log(); l.Enabled(ctx, slog.LevelDebug) {
 		l.LogAttrs(ctx, slog.LevelDebug, "ai: model call",
