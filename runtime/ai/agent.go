@@ -46,11 +46,9 @@ var (
 // progress of each sub-agent of a fan-out apart.
 type AgentEvent struct {
 	// Agent is the sub-agent's name ([AgentRun.Name]); Session the
-	// sub-conversation it continues; Call the id of the parent's tool
-	// call that runs it.
+	// sub-conversation it continues.
 	Agent   string `json:"agent"`
 	Session string `json:"session,omitempty"`
-	Call    string `json:"call,omitempty"`
 	// Type is what happened: "Thinking" (Text: the model's reasoning),
 	// "Text" (Text: the text of a model reply, before tool calls or the
 	// final answer), "ToolCall" (Tool, ID, Arguments: the sub-agent calls
@@ -83,8 +81,6 @@ type AgentRun struct {
 	Name string
 	// Session is the sub-conversation the run continues or starts.
 	Session string
-	// Call is the id of the parent turn's tool call.
-	Call string
 	// Owner, when set, holds the chat-scoped memories of the sub-agent's
 	// turns (a session's own memory); nil keeps the current scope's.
 	Owner MemoryOwner
@@ -113,7 +109,7 @@ type agentKey struct{}
 //   - add their token usage (cache figures included) to the parent turn's
 //     Reply.Usage when they end, done or failed;
 //   - send their steps to the client as [EventSubAgent] events tagged with
-//     run's Name, Session and Call, the model's reasoning among them
+//     run's Name and Session, the model's reasoning among them
 //     instead of Thinking events;
 //   - fail on a call of a tool they do not offer (ErrUnknownTool), rather
 //     than telling their model;
@@ -225,7 +221,7 @@ func (t *turn) agentEvent(ctx context.Context, ev AgentEvent) {
 		return
 	}
 	a := t.agent
-	ev.Agent, ev.Session, ev.Call = a.run.Name, a.run.Session, a.run.Call
+	ev.Agent, ev.Session = a.run.Name, a.run.Session
 	if err := chat.Response(ctx).Event(EventSubAgent, ev); err != nil && !errors.Is(err, chat.ErrNotActive) {
 		t.s.log().DebugContext(ctx, "ai: sending a sub-agent event", "service", t.s.name, "method", t.m.Name, "err", err)
 	}
