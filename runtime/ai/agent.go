@@ -92,12 +92,22 @@ type AgentRun struct {
 // agentLink is a sub-agent run in a context: the AI service turns run
 // directly in it (not from one of their own tools) are the sub-agent's.
 type agentLink struct {
-	run    AgentRun
-	parent *turn // the turn whose tool call runs the sub-agent
-	depth  int   // 1 for a sub-agent of a top-level turn
+	context.Context // the tool call's: the link is the sub-agent's ctx
+	run             AgentRun
+	parent          *turn // the turn whose tool call runs the sub-agent
+	depth           int   // 1 for a sub-agent of a top-level turn
 }
 
 type agentKey struct{}
+
+// Value returns the link for agentKey and asks the parent for every other
+// key.
+func (a *agentLink) Value(key any) any {
+	if _, ok := key.(agentKey); ok {
+		return a
+	}
+	return a.Context.Value(key)
+}
 
 // WithAgent returns ctx in which the AI service turns run are those of
 // the sub-agent run describes: ctx must be that of a tool call of a turn
@@ -133,7 +143,7 @@ func WithAgent(ctx context.Context, run *AgentRun) (context.Context, error) {
 	if depth > max {
 		return ctx, fmt.Errorf("ai: sub-agent %q: %w: %d levels, the limit is %d", run.Name, ErrAgentDepth, depth, max)
 	}
-	return context.WithValue(ctx, agentKey{}, &agentLink{run: *run, parent: h.t, depth: depth}), nil
+	return &agentLink{Context: ctx, run: *run, parent: h.t, depth: depth}, nil
 }
 
 // agentOf returns the sub-agent link of a turn about to run in ctx: the

@@ -120,12 +120,12 @@ func (s *Service) runTurn(ctx context.Context, req *Request, mode runMode, convI
 		return nil, s.errorf(m.Name, "%w", s.dialect.toolsError())
 	}
 	ag := agentOf(ctx)
-	id, kind, err := s.memoryID(ctx, req)
-	if err != nil {
-		return nil, s.errorf(m.Name, "%w", err)
-	}
-	if ag != nil && ag.run.Owner != nil && kind == memScope {
+	var id string
+	var kind memoryKind
+	if ag != nil && ag.run.Owner != nil && req.MemoryID == "" && m.Kind != chat.KindInvocation {
 		id, kind = s.defaultID(ag.run.Owner.OwnerID(), m.Name), memOwner
+	} else if id, kind, err = s.memoryID(ctx, req); err != nil {
+		return nil, s.errorf(m.Name, "%w", err)
 	}
 	st, err := s.acquire(ctx, id)
 	if err != nil {

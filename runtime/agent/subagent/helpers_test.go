@@ -94,7 +94,7 @@ func childScript() llmtest.Script {
 // service, each on an llmtest server through langchaingo's OpenAI
 // client, served by a router.
 type rig struct {
-	t                       *testing.T
+	t                       testing.TB
 	parentSrv, childSrv     *llmtest.Server
 	parentStore, childStore *memory.InMemoryStore
 	parent, child           *ai.Service
@@ -116,7 +116,7 @@ type rigOptions struct {
 	inProcess bool
 }
 
-func newRig(t *testing.T, o *rigOptions) *rig {
+func newRig(t testing.TB, o *rigOptions) *rig {
 	t.Helper()
 	if o == nil {
 		o = &rigOptions{}
@@ -276,7 +276,7 @@ func (c *conn) takeAgentEvents() []ai.AgentEvent {
 // quiet drops the logs of the services under test.
 var quiet = slog.New(slog.DiscardHandler)
 
-func ids(t *testing.T, s *memory.InMemoryStore) []string {
+func ids(t testing.TB, s *memory.InMemoryStore) []string {
 	t.Helper()
 	ids, err := s.IDs(context.Background())
 	if err != nil {

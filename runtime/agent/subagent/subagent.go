@@ -194,14 +194,9 @@ func (t *Tool) Sessions(ctx context.Context) []string {
 	return ids
 }
 
-type args struct {
-	Task      string `json:"task"`
-	SessionID string `json:"session_id"`
-}
-
 func (t *Tool) invoke(ctx context.Context, arguments string) (any, error) {
-	var a args
-	if err := json.Unmarshal([]byte(arguments), &a); err != nil {
+	a, err := decodeArgs(arguments)
+	if err != nil {
 		return nil, &ai.ArgumentsError{Err: err}
 	}
 	if strings.TrimSpace(a.Task) == "" {
@@ -321,10 +316,12 @@ func (r *sessions) acquire(id string, now time.Time) (*session, []*session, erro
 		return nil, nil, fmt.Errorf("sub-agent %q: %w: its scope ended", r.tool.name, chat.ErrNotActive)
 	}
 	var ended []*session
-	for _, s := range slices.Clone(r.order) {
-		if s.busy == 0 && now.Sub(s.last) >= r.tool.opts.IdleTimeout && s.id != id {
+	for i := 0; i < len(r.order); {
+		if s := r.order[i]; s.busy == 0 && now.Sub(s.last) >= r.tool.opts.IdleTimeout && s.id != id {
 			ended = append(ended, r.drop(s))
+			continue
 		}
+		i++
 	}
 	if id != "" {
 		s := r.byID[id]
