@@ -66,7 +66,7 @@ func parentScript(tool string) llmtest.Script {
 // user messages the child saw (its session's history).
 func childScript() llmtest.Script {
 	return llmtest.ScriptFunc(func(req *llmtest.Request) (llmtest.Reply, error) {
-		usage := llmtest.Usage{PromptTokens: 100, CompletionTokens: 7}
+		usage := llmtest.Usage{PromptTokens: 100, CompletionTokens: 7, CacheReadTokens: 40}
 		task := req.LastUserText()
 		users := 0
 		for _, m := range req.Messages {

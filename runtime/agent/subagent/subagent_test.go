@@ -11,6 +11,10 @@ import (
 	"testing"
 	"time"
 
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/chatscopes/chatgen/runtime/agent/subagent"
 	"github.com/chatscopes/chatgen/runtime/ai"
 	"github.com/chatscopes/chatgen/runtime/chat"
@@ -32,8 +36,8 @@ func TestSessions(t *testing.T) {
 	}
 	reply, _ := r.lastReply()
 	// Parent: 2 calls of 10+1; child: 2 calls of 100+7.
-	if u := reply.Usage; u.PromptTokens != 220 || u.CompletionTokens != 16 || u.TotalTokens != 236 {
-		t.Errorf("parent usage %+v, want the child's rolled up: 220 prompt, 16 completion", u)
+	if u := reply.Usage; u.PromptTokens != 220 || u.CompletionTokens != 16 || u.TotalTokens != 236 || u.CacheReadTokens != 80 {
+		t.Errorf("parent usage %+v, want the child's rolled up: 220 prompt (80 read from the cache), 16 completion", u)
 	}
 	if reply.ModelCalls != 2 {
 		t.Errorf("parent ModelCalls %d, want its own 2", reply.ModelCalls)
@@ -407,5 +411,46 @@ func TestManyConversationsFanOut(t *testing.T) {
 	}
 	if left := ids(t, r.childStore); len(left) > 0 {
 		t.Errorf("%d child memories left", len(left))
+	}
+}
+
+// The sub-agent's spans nest under the span of the tool call that runs
+// it, and the parent turn's span reports the usage with the child's.
+func TestSpans(t *testing.T) {
+	spans := tracetest.NewSpanRecorder()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(spans))
+	tel := ai.Telemetry{TracerProvider: tp}
+	r := newRig(t, &rigOptions{parent: &ai.Config{Telemetry: tel}, child: &ai.Config{Telemetry: tel}})
+	c := r.dial()
+	c.chat(t, `call {"task":"lookup x"}`)
+	byID := map[trace.SpanID]sdktrace.ReadOnlySpan{}
+	for _, s := range spans.Ended() {
+		byID[s.SpanContext().SpanID()] = s
+	}
+	var child sdktrace.ReadOnlySpan
+	for _, s := range spans.Ended() {
+		if s.Name() == "invoke_agent Researcher.Research" {
+			child = s
+		}
+	}
+	if child == nil {
+		t.Fatal("no span of the sub-agent's turn")
+	}
+	tool := byID[child.Parent().SpanID()]
+	if tool == nil || tool.Name() != "execute_tool research" {
+		t.Fatalf("the sub-agent's turn span's parent is %v, want the execute_tool research span", tool)
+	}
+	parent := byID[tool.Parent().SpanID()]
+	if parent == nil || parent.Name() != "invoke_agent Orchestrator.Orchestrate" {
+		t.Fatalf("the tool span's parent is %v, want the orchestrator's turn", parent)
+	}
+	var input int64 = -1
+	for _, kv := range parent.Attributes() {
+		if kv.Key == "gen_ai.usage.input_tokens" {
+			input = kv.Value.AsInt64()
+		}
+	}
+	if input != 220 {
+		t.Errorf("the parent turn's span reports %d input tokens, want 220 (the child's included)", input)
 	}
 }
