@@ -454,3 +454,26 @@ func TestSpans(t *testing.T) {
 		t.Errorf("the parent turn's span reports %d input tokens, want 220 (the child's included)", input)
 	}
 }
+
+// The tool needs a chat scope, and a turn whose tool call it is; bad
+// arguments are the model's to fix.
+func TestBadCalls(t *testing.T) {
+	tool := subagent.New("research", func(context.Context, string) (string, error) { return "x", nil }, nil).Tool()
+	if _, err := tool.Invoke(context.Background(), `{"task":"a"}`); !errors.Is(err, subagent.ErrNoScope) {
+		t.Errorf("outside a scope: %v, want ErrNoScope", err)
+	}
+	ctx, err := chat.Begin(context.Background(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer chat.End(ctx)
+	if _, err := tool.Invoke(ctx, `{"task":"a"}`); !errors.Is(err, chat.ErrNotActive) {
+		t.Errorf("outside a turn: %v, want ErrNotActive", err)
+	}
+	for _, args := range []string{`{}`, `{"task":"  "}`, `{"task":1}`, `not json`} {
+		var ae *ai.ArgumentsError
+		if _, err := tool.Invoke(ctx, args); !errors.As(err, &ae) {
+			t.Errorf("arguments %s: %v, want an *ai.ArgumentsError", args, err)
+		}
+	}
+}
