@@ -114,6 +114,8 @@ type rigOptions struct {
 	run func(def subagent.Func) subagent.Func
 	// inProcess uses llmtest.Model, not servers (for the load test).
 	inProcess bool
+	// router configures the router.
+	router *chat.RouterOptions
 }
 
 func newRig(t testing.TB, o *rigOptions) *rig {
@@ -172,7 +174,9 @@ func newRig(t testing.TB, o *rigOptions) *rig {
 	}
 	pcfg.Model = parentModel
 	pcfg.Logger = quiet
-	pcfg.Memory = memory.NewManager(&memory.ManagerOptions{Store: r.parentStore, Policy: memory.Window(50, nil)})
+	if pcfg.Memory == nil {
+		pcfg.Memory = memory.NewManager(&memory.ManagerOptions{Store: r.parentStore, Policy: memory.Window(50, nil)})
+	}
 	pcfg.ToolSources = append(pcfg.ToolSources, r.tool)
 	r.parent = ai.NewService("example.com/app.Orchestrator", &pcfg)
 	method := &ai.Method{Name: "Orchestrate", Kind: chat.KindChat, System: "You orchestrate."}
@@ -188,7 +192,7 @@ func newRig(t testing.TB, o *rigOptions) *rig {
 		}
 		return chat.Response(ctx).Message(reply.Content)
 	}})
-	router, err := chat.NewRouter(nil, p)
+	router, err := chat.NewRouter(o.router, p)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -304,7 +304,7 @@ type sessions struct {
 	ended bool
 }
 
-var _ chat.ScopedMemory = (*sessions)(nil)
+var _ chat.ReleasableMemory = (*sessions)(nil)
 
 // acquire returns the session id names (a new one when id is ""),
 // marked busy, and the sessions that ended meanwhile (idle, or evicted
@@ -413,6 +413,13 @@ func (r *sessions) DeleteMemory(ctx context.Context) error {
 	}
 	return errors.Join(errs...)
 }
+
+// ReleaseMemory implements chat.ReleasableMemory: the scope left the
+// process without ending (a durable conversation detached or taken over
+// elsewhere). Sessions are not part of the conversation's saved state, so
+// nothing could reach their memories again: they are deleted, as when the
+// scope ends, and the model starts new sessions after a resume.
+func (r *sessions) ReleaseMemory(ctx context.Context) error { return r.DeleteMemory(ctx) }
 
 // session is one sub-conversation: the ai.MemoryOwner of the sub-agent's
 // memories.
