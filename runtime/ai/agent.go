@@ -50,8 +50,10 @@ type AgentEvent struct {
 	Agent   string `json:"agent"`
 	Session string `json:"session,omitempty"`
 	// Type is what happened: "Thinking" (Text: the model's reasoning),
-	// "Text" (Text: the text of a model reply, before tool calls or the
-	// final answer), "ToolCall" (Tool, ID, Arguments: the sub-agent calls
+	// "Stream" (Text: a chunk of the text of a model reply, as it
+	// streams: the final answer's and the text before tool calls),
+	// "Text" (Text: the text of a model reply that calls tools, when the
+	// provider did not stream it), "ToolCall" (Tool, ID, Arguments: the sub-agent calls
 	// one of its tools) or "ToolResult" (Tool, ID, Failed: it returned).
 	Type      string `json:"type"`
 	Text      string `json:"text,omitempty"`
@@ -237,9 +239,21 @@ func (t *turn) agentEvent(ctx context.Context, ev AgentEvent) {
 	}
 }
 
-// agentCalls sends the ToolCall events of a sub-agent's reply.
+// onAgentChunk sends a streamed chunk of the text of a sub-agent's reply
+// as a Stream step (never a tool call's fragment).
+func (t *turn) onAgentChunk(ctx context.Context, chunk []byte) error {
+	if len(chunk) == 0 || isToolCallDelta(chunk) {
+		return nil
+	}
+	t.agentChunked.Store(true)
+	t.agentEvent(ctx, AgentEvent{Type: "Stream", Text: string(chunk)})
+	return nil
+}
+
+// agentCalls sends the ToolCall events of a sub-agent's reply, after its
+// text when it did not stream.
 func (t *turn) agentCalls(ctx context.Context, text string, calls []llms.ToolCall) {
-	if text != "" {
+	if text != "" && !t.agentChunked.Load() {
 		t.agentEvent(ctx, AgentEvent{Type: "Text", Text: text})
 	}
 	for _, c := range calls {

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"strconv"
 	"strings"
+	"sync/atomic"
 
 	"github.com/tmc/langchaingo/llms"
 	"github.com/tmc/langchaingo/schema"
@@ -59,10 +60,15 @@ type turn struct {
 	// own; budget is the turn budget t counts its model calls against:
 	// ownBudget, or its top-level turn's. sh guards reply.Usage, which
 	// t's sub-agents add to.
-	agent     *agentLink
-	budget    *budget
-	ownBudget budget
-	sh        agentState
+	agent *agentLink
+	// agentStream: t is a sub-agent's turn inside a request, whose text
+	// streams to the client as Stream steps; agentChunked reports that
+	// the current model call streamed some.
+	agentStream  bool
+	agentChunked atomic.Bool
+	budget       *budget
+	ownBudget    budget
+	sh           agentState
 }
 
 // run runs one turn of req: see [Service.Chat].
@@ -147,6 +153,7 @@ func (s *Service) runTurn(ctx context.Context, req *Request, mode runMode, convI
 
 	t := &turn{s: s, m: m, mode: mode, tools: tools, defs: defs, reply: new(Reply), convID: convID}
 	t.initBudget(ag)
+	t.agentStream = ag != nil && chat.Request(ctx) != nil
 	defer t.finish()
 	if g := s.guardrails(m.Name); !g.Empty() {
 		t.guard = &guarded{set: g, user: user}
@@ -268,10 +275,12 @@ func (t *turn) setOptions() {
 	}
 	if t.mode.stream != nil {
 		t.opts = append(t.opts, llms.WithStreamingFunc(t.mode.stream.onChunk))
+	} else if t.agentStream {
+		t.opts = append(t.opts, llms.WithStreamingFunc(t.onAgentChunk))
 	}
 	if t.s.thinking {
 		t.opts = append(t.opts, llms.WithStreamingReasoningFunc(t.onReasoning))
-		if t.mode.stream == nil && t.s.dialect.pairStreaming {
+		if t.mode.stream == nil && !t.agentStream && t.s.dialect.pairStreaming {
 			t.opts = append(t.opts, llms.WithStreamingFunc(ignoreChunk))
 		}
 	}
@@ -419,6 +428,9 @@ func (t *turn) call(ctx context.Context) (*llms.ContentChoice, error) {
 		k.yielded.Store(false)
 	}
 	t.resetFlags()
+	if t.agentStream {
+		t.agentChunked.Store(false)
+	}
 	resp, err := t.generate(ctx)
 	t.reply.ModelCalls++
 	t.budget.used.Add(1)

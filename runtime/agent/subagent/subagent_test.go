@@ -44,26 +44,26 @@ func TestSessions(t *testing.T) {
 	if reply.ModelCalls != 2 {
 		t.Errorf("parent ModelCalls %d, want its own 2", reply.ModelCalls)
 	}
-	// The reasoning streams in chunks: consecutive Thinking events are
-	// joined.
+	// The reasoning and the text stream in chunks: consecutive Thinking
+	// and Stream events are joined.
 	var evs []ai.AgentEvent
 	var kinds []string
 	for _, ev := range c.takeAgentEvents() {
 		if ev.Agent != "research" || ev.Session != "research-1" {
 			t.Errorf("event %+v not tagged research/research-1", ev)
 		}
-		if n := len(evs); n > 0 && ev.Type == "Thinking" && evs[n-1].Type == "Thinking" {
+		if n := len(evs); n > 0 && (ev.Type == "Thinking" || ev.Type == "Stream") && evs[n-1].Type == ev.Type {
 			evs[n-1].Text += ev.Text
 			continue
 		}
 		evs = append(evs, ev)
 		kinds = append(kinds, ev.Type)
 	}
-	if want := []string{"Text", "ToolCall", "ToolResult", "Thinking"}; !slices.Equal(kinds, want) {
+	if want := []string{"Stream", "ToolCall", "ToolResult", "Thinking", "Stream"}; !slices.Equal(kinds, want) {
 		t.Fatalf("sub-agent events %q, want %q (%+v)", kinds, want, evs)
 	}
-	if evs[0].Text != "let me look" || evs[3].Text != "thinking about lookup rivers" {
-		t.Errorf("text events %+v %+v", evs[0], evs[3])
+	if evs[0].Text != "let me look" || evs[3].Text != "thinking about lookup rivers" || evs[4].Text != "answer to lookup rivers (user messages seen: 1)" {
+		t.Errorf("text events %+v %+v %+v", evs[0], evs[3], evs[4])
 	}
 	if evs[1].Tool != "lookup" || evs[1].Arguments != `{"q":"lookup rivers"}` || evs[2].Tool != "lookup" || evs[2].ID != evs[1].ID || evs[2].Failed {
 		t.Errorf("tool events %+v %+v", evs[1], evs[2])
