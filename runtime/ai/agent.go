@@ -229,7 +229,7 @@ func (t *turn) finish() {
 // agentEvent sends ev, tagged with t's sub-agent, to the client of the
 // request in ctx; outside a request it does nothing.
 func (t *turn) agentEvent(ctx context.Context, ev AgentEvent) {
-	if chat.Request(ctx) == nil {
+	if !t.agentStream { // outside a request
 		return
 	}
 	a := t.agent

@@ -61,8 +61,8 @@ type turn struct {
 	// ownBudget, or its top-level turn's. sh guards reply.Usage, which
 	// t's sub-agents add to.
 	agent *agentLink
-	// agentStream: t is a sub-agent's turn inside a request, whose text
-	// streams to the client as Stream steps; agentChunked reports that
+	// agentStream: t is a sub-agent's turn inside a request, whose steps
+	// go to the client and whose text streams to it as Stream steps; agentChunked reports that
 	// the current model call streamed some.
 	agentStream  bool
 	agentChunked atomic.Bool
