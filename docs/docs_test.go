@@ -50,6 +50,7 @@ const snippetImports = `import (
 	htransport "google.golang.org/api/transport/http"
 
 	"github.com/chatscopes/chatgen/runtime/agent"
+	"github.com/chatscopes/chatgen/runtime/agent/subagent"
 	"github.com/chatscopes/chatgen/runtime/ai"
 	"github.com/chatscopes/chatgen/runtime/boltstore"
 	"github.com/chatscopes/chatgen/runtime/chat"

@@ -183,7 +183,7 @@ func (t *turn) extract(ctx context.Context) {
 		if choice == nil {
 			return "", ErrEmptyResponse
 		}
-		t.reply.Usage.add(t.s.dialect.usage(choice.GenerationInfo))
+		t.addUsage(t.s.dialect.usage(choice.GenerationInfo))
 		return choice.Content, nil
 	}
 	if err := t.s.long.mem.Extract(ctx, t.msgs, generate); err != nil {

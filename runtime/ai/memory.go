@@ -38,6 +38,7 @@ const (
 	memExplicit   memoryKind = iota // Request.MemoryID: the application's
 	memScope                        // the current chat scope
 	memInvocation                   // the current invocation
+	memOwner                        // a sub-agent's MemoryOwner
 )
 
 // memoryID returns the memory id of req in ctx.
@@ -77,6 +78,7 @@ func (s *Service) defaultID(owner, method string) string {
 // its model and tool calls: a nested call on the same id is re-entrant.
 type heldTurn struct {
 	st   *memState
+	t    *turn // the turn, for its sub-agents (see WithAgent)
 	next *heldTurn
 }
 
@@ -128,6 +130,29 @@ func (s *Service) forget(st *memState) {
 	if st.refs == 0 && (st.deleted || !st.attached) && s.ids[st.id] == st {
 		delete(s.ids, st.id)
 	}
+}
+
+// attachTo attaches st as attach does, or, for memOwner, to the owner
+// of the sub-agent a.
+func (s *Service) attachTo(ctx context.Context, st *memState, kind memoryKind, a *agentLink) error {
+	if kind != memOwner {
+		return s.attach(ctx, st, kind)
+	}
+	s.mu.Lock()
+	done := st.attached
+	s.mu.Unlock()
+	if done {
+		return nil
+	}
+	if err := a.run.Owner.AttachMemory(ctx, st.id, st); err != nil {
+		return fmt.Errorf("attaching memory %q to sub-agent %q: %w", st.id, a.run.Name, err)
+	}
+	s.mu.Lock()
+	if !st.deleted {
+		st.attached = true
+	}
+	s.mu.Unlock()
+	return nil
 }
 
 // attach registers st, once, with the chat scope or the invocation its id

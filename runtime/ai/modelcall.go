@@ -132,6 +132,10 @@ func (t *turn) onReasoning(ctx context.Context, reasoning, chunk []byte) error {
 // think sends text as a Thinking event of the request in ctx; outside a
 // request it does nothing.
 func (t *turn) think(ctx context.Context, text string) {
+	if t.agent != nil {
+		t.agentEvent(ctx, AgentEvent{Type: "Thinking", Text: text})
+		return
+	}
 	if err := chat.Response(ctx).Thinking(text); err != nil && !errors.Is(err, chat.ErrNotActive) {
 		t.s.log().DebugContext(ctx, "ai: forwarding the model's reasoning", "service", t.s.name, "method", t.m.Name, "err", err)
 	}

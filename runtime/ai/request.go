@@ -117,6 +117,12 @@ type Tool struct {
 	// Timeout bounds a call of the tool (//chat:tool timeout=10s); 0
 	// means [Config.ToolTimeout]. See [ErrToolTimeout].
 	Timeout time.Duration
+	// Concurrent marks a tool whose calls run concurrently with the other
+	// calls of one model reply even without [Config.ParallelTools], at most
+	// [Config.AgentConcurrency] of them at once: the sub-agent tools of
+	// package runtime/agent/subagent are (the fan-out of an orchestrator).
+	// The results are still reported to the model in call order.
+	Concurrent bool
 }
 
 // toolDefs are the definitions of a method's tools in one form.

@@ -71,9 +71,23 @@ type Config struct {
 	// MaxModelCalls is the most model calls one request (one top-level
 	// method call) may make; 0 means [DefaultMaxModelCalls].
 	MaxModelCalls int
-	// ParallelTools runs the tool calls of one model reply concurrently.
-	// The results are still reported to the model in call order.
+	// ParallelTools runs the tool calls of one model reply concurrently,
+	// all of them at once. The results are still reported to the model in
+	// call order. Without it, only the calls of concurrent tools
+	// ([Tool.Concurrent]: sub-agents) run concurrently, bounded by
+	// AgentConcurrency, the others one after the other.
 	ParallelTools bool
+	// AgentConcurrency is how many calls of concurrent tools
+	// ([Tool.Concurrent]) of one model reply run at once when
+	// ParallelTools is off; 0 means [DefaultAgentConcurrency].
+	AgentConcurrency int
+	// TurnBudget is the most model calls a top-level turn may make with
+	// the turns of the sub-agents it runs (see [WithAgent]), all
+	// together: each turn is also bounded by its own service's
+	// MaxModelCalls. 0 means 5 × MaxModelCalls. The budget of the
+	// top-level turn's service is the one that counts; a turn over it
+	// fails with [ErrTurnBudget].
+	TurnBudget int
 	// Options are added to every model call, before the service's own
 	// (tools, JSON mode, streaming).
 	Options []llms.CallOption
@@ -147,11 +161,14 @@ type Service struct {
 	maxCalls int
 	parallel bool
 	options  []llms.CallOption
-	logger   *slog.Logger // nil: slog.Default() at the time of use
-	sources  []ToolSource
-	methods  []*Method // declared by AddMethods, for Check
-	dialect  dialect   // how the model's client is sent the conversation
-	client   Client    // Config.Client, checked by Check
+	// agentConc and turnBudget are Config.AgentConcurrency and
+	// TurnBudget, defaults applied.
+	agentConc, turnBudget int
+	logger                *slog.Logger // nil: slog.Default() at the time of use
+	sources               []ToolSource
+	methods               []*Method // declared by AddMethods, for Check
+	dialect               dialect   // how the model's client is sent the conversation
+	client                Client    // Config.Client, checked by Check
 
 	toolTimeout, modelTimeout time.Duration
 	retry                     Retry
@@ -223,6 +240,14 @@ func NewService(name string, cfg *Config) *Service {
 	}
 	if s.maxCalls <= 0 {
 		s.maxCalls = DefaultMaxModelCalls
+	}
+	s.agentConc = cfg.AgentConcurrency
+	if s.agentConc <= 0 {
+		s.agentConc = DefaultAgentConcurrency
+	}
+	s.turnBudget = cfg.TurnBudget
+	if s.turnBudget <= 0 {
+		s.turnBudget = 5 * s.maxCalls
 	}
 	return s
 }

@@ -34,6 +34,9 @@ func (t *turn) runTools(ctx context.Context, calls []llms.ToolCall) error {
 		wg.Wait()
 		return errors.Join(errs...)
 	}
+	if len(calls) > 1 && t.concurrentCalls(calls) > 0 {
+		return t.runConcurrent(ctx, calls, out)
+	}
 	for i := range calls {
 		if ctx.Err() != nil {
 			// Stopped, or out of time: the calls left do not run.

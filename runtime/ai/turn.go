@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"strconv"
 	"strings"
+	"sync/atomic"
 
 	"github.com/tmc/langchaingo/llms"
 	"github.com/tmc/langchaingo/schema"
@@ -58,6 +59,20 @@ type turn struct {
 	// breakpoint, -1 for none (see markCache).
 	stable    *memory.Stability
 	markLimit int
+
+	// agent is the sub-agent run t is a turn of, nil for a turn of its
+	// own; budget is the turn budget t counts its model calls against:
+	// ownBudget, or its top-level turn's. sh guards reply.Usage, which
+	// t's sub-agents add to.
+	agent *agentLink
+	// agentStream: t is a sub-agent's turn inside a request, whose steps
+	// go to the client and whose text streams to it as Stream steps; agentChunked reports that
+	// the current model call streamed some.
+	agentStream  bool
+	agentChunked atomic.Bool
+	budget       *budget
+	ownBudget    budget
+	sh           agentState
 }
 
 // run runs one turn of req: see [Service.Chat].
@@ -114,8 +129,12 @@ func (s *Service) runTurn(ctx context.Context, req *Request, mode runMode, convI
 	if s.dialect.noTools && len(tools) > 0 {
 		return nil, s.errorf(m.Name, "%w", s.dialect.toolsError())
 	}
-	id, kind, err := s.memoryID(ctx, req)
-	if err != nil {
+	ag := agentOf(ctx)
+	var id string
+	var kind memoryKind
+	if ag != nil && ag.run.Owner != nil && req.MemoryID == "" && m.Kind != chat.KindInvocation {
+		id, kind = s.defaultID(ag.run.Owner.OwnerID(), m.Name), memOwner
+	} else if id, kind, err = s.memoryID(ctx, req); err != nil {
 		return nil, s.errorf(m.Name, "%w", err)
 	}
 	st, err := s.acquire(ctx, id)
@@ -123,7 +142,7 @@ func (s *Service) runTurn(ctx context.Context, req *Request, mode runMode, convI
 		return nil, s.errorf(m.Name, "%w", err)
 	}
 	defer s.release(st)
-	if err := s.attach(ctx, st, kind); err != nil {
+	if err := s.attachTo(ctx, st, kind, ag); err != nil {
 		return nil, s.errorf(m.Name, "%w", err)
 	}
 	mem, err := s.memory.Memory(ctx, id)
@@ -137,6 +156,9 @@ func (s *Service) runTurn(ctx context.Context, req *Request, mode runMode, convI
 	}
 
 	t := &turn{s: s, m: m, mode: mode, tools: tools, defs: defs, reply: new(Reply), convID: convID}
+	t.initBudget(ag)
+	t.agentStream = ag != nil && chat.Request(ctx) != nil
+	defer t.finish()
 	if g := s.guardrails(m.Name); !g.Empty() {
 		t.guard = &guarded{set: g, user: user}
 		if len(g.Input) > 0 && user != "" {
@@ -161,7 +183,7 @@ func (s *Service) runTurn(ctx context.Context, req *Request, mode runMode, convI
 			return nil, s.errorf(m.Name, "reading memory %q: %w", id, err)
 		}
 	}
-	t.held = heldTurn{st: st}
+	t.held = heldTurn{st: st, t: t}
 	t.held.next, _ = ctx.Value(heldKey{}).(*heldTurn)
 	ctx = context.WithValue(ctx, heldKey{}, &t.held)
 	t.setOptions()
@@ -178,6 +200,7 @@ func (s *Service) runTurn(ctx context.Context, req *Request, mode runMode, convI
 	if err == nil && !ended {
 		err = t.loop(ctx)
 	}
+	t.finish() // no sub-agent adds to the Reply any more
 	if found != nil {
 		t.reply.Sources = found.all()
 	}
@@ -265,10 +288,12 @@ func (t *turn) setOptions() {
 	}
 	if t.mode.stream != nil {
 		t.opts = append(t.opts, llms.WithStreamingFunc(t.mode.stream.onChunk))
+	} else if t.agentStream {
+		t.opts = append(t.opts, llms.WithStreamingFunc(t.onAgentChunk))
 	}
 	if t.s.thinking {
 		t.opts = append(t.opts, llms.WithStreamingReasoningFunc(t.onReasoning))
-		if t.mode.stream == nil && t.s.dialect.pairStreaming {
+		if t.mode.stream == nil && !t.agentStream && t.s.dialect.pairStreaming {
 			t.opts = append(t.opts, llms.WithStreamingFunc(ignoreChunk))
 		}
 	}
@@ -328,6 +353,9 @@ func (t *turn) loop(ctx context.Context) error {
 		if t.reply.ModelCalls >= t.s.maxCalls {
 			return t.errorf("%w: the model still asked for tools at the limit of %d model calls", ErrTooManyModelCalls, t.s.maxCalls)
 		}
+		if err := t.overBudget(); err != nil {
+			return err
+		}
 		choice, err := t.call(ctx)
 		if err != nil {
 			return err
@@ -381,8 +409,16 @@ func (t *turn) loop(ctx context.Context) error {
 		}
 		t.add(call)
 		first := len(t.reply.Executions)
+		if t.agent != nil {
+			t.agentCalls(ctx, choice.Content, calls)
+		}
 		if err := t.runTools(ctx, calls); err != nil {
 			return t.errorf("%w", err)
+		}
+		if t.agent != nil {
+			if err := t.agentResults(ctx, first); err != nil {
+				return err
+			}
 		}
 		immediate, err := t.record(ctx, calls, first)
 		if err != nil {
@@ -406,8 +442,12 @@ func (t *turn) call(ctx context.Context) (*llms.ContentChoice, error) {
 		k.partial = k.partial[:0]
 	}
 	t.resetFlags()
+	if t.agentStream {
+		t.agentChunked.Store(false)
+	}
 	resp, err := t.generate(ctx)
 	t.reply.ModelCalls++
+	t.budget.used.Add(1)
 	n := t.reply.ModelCalls
 	if k := t.mode.stream; k != nil && k.stopped.Load() {
 		return nil, errStopped
@@ -450,7 +490,7 @@ func (t *turn) call(ctx context.Context) (*llms.ContentChoice, error) {
 			return nil, err
 		}
 	}
-	t.reply.Usage.add(t.s.dialect.usage(choice.GenerationInfo))
+	t.addUsage(t.s.dialect.usage(choice.GenerationInfo))
 	t.reply.FinishReason = reason
 	if l := t.s.log(); l.Enabled(ctx, slog.LevelDebug) {
 		l.LogAttrs(ctx, slog.LevelDebug, "ai: model call",

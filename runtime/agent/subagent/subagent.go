@@ -1,0 +1,481 @@
+// Package subagent offers an AI service to another as a tool: an agent as
+// a tool, as AgentScope's SubAgentTool and ADK's AgentTool do.
+//
+// The tool's calls run the sub-agent (any func, typically a //chat:ai
+// method) in a session of its own: a sub-conversation with its own chat
+// memory, owned by the chat scope of the calling turn and keyed by an id
+// the model is told. The model passes that id back ("session_id") to
+// continue the sub-conversation, or leaves it out to start a new one.
+// Sessions are capped in number and idle time per scope, and end with the
+// scope: every memory they hold is deleted then.
+//
+// The sub-agent's turns are linked to the calling turn (see ai.WithAgent):
+// their model calls count against the top-level turn's budget
+// (ai.Config.TurnBudget), their usage adds up into the calling turn's
+// Reply.Usage, their spans nest under the tool call's span, and their
+// steps reach the client as SubAgent events tagged with the agent and the
+// session (docs/protocol.md). Calls of several sub-agent tools of one
+// model reply run concurrently (ai.Tool.Concurrent, bounded by
+// ai.Config.AgentConcurrency). A sub-agent that fails, panics, times out,
+// loops past its model calls or calls a tool it does not have fails its
+// tool call only: the calling model is told why, and neither memory keeps
+// a partial turn.
+package subagent
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"runtime/debug"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/chatscopes/chatgen/runtime/ai"
+	"github.com/chatscopes/chatgen/runtime/chat"
+)
+
+// Defaults of [Options].
+const (
+	// DefaultMaxSessions is how many sessions of one sub-agent a scope
+	// keeps when Options.MaxSessions is 0.
+	DefaultMaxSessions = 8
+	// DefaultIdleTimeout is how long a session may go unused before it
+	// ends, when Options.IdleTimeout is 0.
+	DefaultIdleTimeout = 30 * time.Minute
+)
+
+// Errors the tool's calls fail with, for errors.Is on the
+// ai.ToolExecution's Err; the model is told the error's text.
+var (
+	// ErrUnknownSession: the model passed a session_id the scope has
+	// not (any more): it never existed, ended idle or was evicted.
+	ErrUnknownSession = errors.New("unknown session_id")
+	// ErrTooManySessions: the scope holds Options.MaxSessions sessions of
+	// the sub-agent, all of them running.
+	ErrTooManySessions = errors.New("too many sub-agent sessions")
+	// ErrTimeout: the sub-agent ran longer than Options.Timeout.
+	ErrTimeout = errors.New("sub-agent timed out")
+	// ErrPanicked: the sub-agent panicked.
+	ErrPanicked = errors.New("sub-agent panicked")
+	// ErrNoScope: the tool was called outside a chat scope, which owns
+	// the sessions.
+	ErrNoScope = errors.New("sub-agent tool called outside a chat scope")
+)
+
+// Func runs the sub-agent on task, in ctx, and returns its answer: call
+// the //chat:ai method of the sub-agent with ctx (its chat-scoped memory
+// is then the session's).
+type Func func(ctx context.Context, task string) (string, error)
+
+// Options configure a sub-agent tool. A nil *Options gives the defaults.
+type Options struct {
+	// Description tells the calling model what the sub-agent does; ""
+	// means a generic one naming the agent.
+	Description string
+	// MaxSessions is how many sessions of the sub-agent one scope keeps;
+	// at the cap, a new session evicts the one unused the longest (its
+	// memory is deleted). 0 means [DefaultMaxSessions].
+	MaxSessions int
+	// IdleTimeout ends a session unused for that long (checked on each
+	// call of the tool, so no timer outlives anything). 0 means
+	// [DefaultIdleTimeout].
+	IdleTimeout time.Duration
+	// Timeout bounds each call; 0 means none but the turn's.
+	Timeout time.Duration
+	// MaxDepth bounds how deeply sub-agents nest (see ai.AgentRun); 0
+	// means ai.DefaultMaxAgentDepth.
+	MaxDepth int
+	// Now is the clock of the idle timeout; nil means time.Now.
+	Now func() time.Time
+	// Logger logs the sessions that end; nil means slog.Default().
+	Logger *slog.Logger
+}
+
+// Tool is a sub-agent offered as a tool. It is an ai.ToolSource (put it in
+// the calling service's ai.Config.ToolSources) and an ai.ToolLister; its
+// [Tool.Tool] may also go in a Method's Tools. It is safe for concurrent
+// use.
+type Tool struct {
+	name string
+	run  Func
+	opts Options
+	tool ai.Tool
+	list []ai.Tool
+
+	mu     sync.Mutex
+	scopes map[string]*sessions // by the owning scope's id
+}
+
+var (
+	_ ai.ToolSource = (*Tool)(nil)
+	_ ai.ToolLister = (*Tool)(nil)
+)
+
+// New returns the tool, named name (the name the model calls it by and
+// the agent its events are tagged with), that runs run.
+func New(name string, run Func, opts *Options) *Tool {
+	t := &Tool{name: name, run: run, scopes: make(map[string]*sessions)}
+	if opts != nil {
+		t.opts = *opts
+	}
+	if t.opts.MaxSessions <= 0 {
+		t.opts.MaxSessions = DefaultMaxSessions
+	}
+	if t.opts.IdleTimeout <= 0 {
+		t.opts.IdleTimeout = DefaultIdleTimeout
+	}
+	if t.opts.Now == nil {
+		t.opts.Now = time.Now
+	}
+	desc := t.opts.Description
+	if desc == "" {
+		desc = "Ask the " + name + " agent to do a task."
+	}
+	t.tool = ai.Tool{
+		Name:        name,
+		Description: desc + " It answers with its result and a session_id: pass the session_id again to continue the same conversation with the agent, or leave it out to start a new one.",
+		Parameters:  json.RawMessage(parameters),
+		Invoke:      t.invoke,
+		Concurrent:  true,
+	}
+	t.list = []ai.Tool{t.tool}
+	return t
+}
+
+const parameters = `{"type":"object","properties":{` +
+	`"task":{"type":"string","description":"What the agent is to do, with everything it needs to know."},` +
+	`"session_id":{"type":"string","description":"The session_id of an earlier answer of this agent, to continue that conversation; leave it out to start a new one."}},` +
+	`"required":["task"]}`
+
+// Name implements ai.ToolSource.
+func (t *Tool) Name() string { return "sub-agent " + strconv.Quote(t.name) }
+
+// Tools implements ai.ToolSource: the one tool.
+func (t *Tool) Tools(context.Context) ([]ai.Tool, error) { return t.list, nil }
+
+// ListTools implements ai.ToolLister.
+func (t *Tool) ListTools() []ai.Tool { return t.list }
+
+// Tool returns the tool, for a Method's Tools.
+func (t *Tool) Tool() ai.Tool { return t.tool }
+
+// Answer is the tool's result: what the calling model is told.
+type Answer struct {
+	// SessionID names the session the answer comes from.
+	SessionID string `json:"session_id"`
+	// Answer is the sub-agent's answer.
+	Answer string `json:"answer"`
+}
+
+// Sessions returns the ids of the sessions of the sub-agent the current
+// scope of ctx holds, oldest first.
+func (t *Tool) Sessions(ctx context.Context) []string {
+	scope, err := chat.ID(ctx)
+	if err != nil {
+		return nil
+	}
+	t.mu.Lock()
+	reg := t.scopes[scope]
+	t.mu.Unlock()
+	if reg == nil {
+		return nil
+	}
+	reg.mu.Lock()
+	defer reg.mu.Unlock()
+	ids := make([]string, 0, len(reg.byID))
+	for _, s := range reg.order {
+		ids = append(ids, s.id)
+	}
+	return ids
+}
+
+func (t *Tool) invoke(ctx context.Context, arguments string) (any, error) {
+	a, err := decodeArgs(arguments)
+	if err != nil {
+		return nil, &ai.ArgumentsError{Err: err}
+	}
+	if strings.TrimSpace(a.Task) == "" {
+		return nil, &ai.ArgumentsError{Err: errors.New(`"task" is required`)}
+	}
+	scope, err := chat.ID(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrNoScope, err)
+	}
+	reg, err := t.registry(ctx, scope)
+	if err != nil {
+		return nil, err
+	}
+	s, ended, err := reg.acquire(a.SessionID, t.opts.Now())
+	t.end(ctx, ended)
+	if err != nil {
+		return nil, err
+	}
+	defer reg.releaseSession(s, t.opts.Now)
+	actx, err := ai.WithAgent(ctx, &ai.AgentRun{Name: t.name, Session: s.id, Owner: s, MaxDepth: t.opts.MaxDepth})
+	if err != nil {
+		return nil, err
+	}
+	if t.opts.Timeout > 0 {
+		var cancel context.CancelFunc
+		actx, cancel = context.WithTimeoutCause(actx, t.opts.Timeout, errTimeout)
+		defer cancel()
+	}
+	answer, err := t.call(actx, a.Task)
+	if err != nil {
+		if context.Cause(actx) == errTimeout && ctx.Err() == nil {
+			return nil, fmt.Errorf("%w after %v (session %s): %w", ErrTimeout, t.opts.Timeout, s.id, err)
+		}
+		return nil, fmt.Errorf("sub-agent %q (session %s) failed: %w", t.name, s.id, err)
+	}
+	return Answer{SessionID: s.id, Answer: answer}, nil
+}
+
+var errTimeout = errors.New("sub-agent timeout")
+
+// call runs the sub-agent, recovering a panic.
+func (t *Tool) call(ctx context.Context, task string) (answer string, err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			t.log().ErrorContext(ctx, "subagent: the sub-agent panicked", "agent", t.name, "panic", fmt.Sprint(v), "stack", string(debug.Stack()))
+			answer, err = "", fmt.Errorf("%w: %v", ErrPanicked, v)
+		}
+	}()
+	return t.run(ctx, task)
+}
+
+func (t *Tool) log() *slog.Logger {
+	if t.opts.Logger != nil {
+		return t.opts.Logger
+	}
+	return slog.Default()
+}
+
+// registry returns the sessions of the scope, made and attached to it on
+// first use.
+func (t *Tool) registry(ctx context.Context, scope string) (*sessions, error) {
+	t.mu.Lock()
+	reg := t.scopes[scope]
+	t.mu.Unlock()
+	if reg != nil {
+		return reg, nil
+	}
+	reg = &sessions{tool: t, scope: scope, byID: make(map[string]*session)}
+	t.mu.Lock()
+	if old := t.scopes[scope]; old != nil {
+		t.mu.Unlock()
+		return old, nil
+	}
+	t.scopes[scope] = reg
+	t.mu.Unlock()
+	if _, err := chat.AttachMemory(ctx, "subagent:"+t.name, reg); err != nil {
+		t.mu.Lock()
+		delete(t.scopes, scope)
+		t.mu.Unlock()
+		return nil, fmt.Errorf("sub-agent %q: attaching its sessions to the scope: %w", t.name, err)
+	}
+	return reg, nil
+}
+
+// end deletes the memories of the ended sessions.
+func (t *Tool) end(ctx context.Context, ended []*session) {
+	for _, s := range ended {
+		if err := s.DeleteMemory(ctx); err != nil {
+			t.log().WarnContext(ctx, "subagent: deleting an ended session's memory", "agent", t.name, "session", s.id, "err", err)
+		}
+	}
+}
+
+// sessions are the sessions of one sub-agent in one scope: the
+// chat.ScopedMemory attached to the scope, which clears or deletes them
+// all with it.
+type sessions struct {
+	tool  *Tool
+	scope string
+
+	mu    sync.Mutex
+	next  int
+	byID  map[string]*session
+	order []*session // oldest first
+	ended bool
+}
+
+var _ chat.ReleasableMemory = (*sessions)(nil)
+
+// acquire returns the session id names (a new one when id is ""),
+// marked busy, and the sessions that ended meanwhile (idle, or evicted
+// for the new one), whose memories the caller deletes.
+func (r *sessions) acquire(id string, now time.Time) (*session, []*session, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.ended {
+		return nil, nil, fmt.Errorf("sub-agent %q: %w: its scope ended", r.tool.name, chat.ErrNotActive)
+	}
+	var ended []*session
+	for i := 0; i < len(r.order); {
+		if s := r.order[i]; s.busy == 0 && now.Sub(s.last) >= r.tool.opts.IdleTimeout && s.id != id {
+			ended = append(ended, r.drop(s))
+			continue
+		}
+		i++
+	}
+	if id != "" {
+		s := r.byID[id]
+		if s == nil {
+			known := "there are none; leave session_id out to start one"
+			if len(r.order) > 0 {
+				ids := make([]string, len(r.order))
+				for i, s := range r.order {
+					ids[i] = s.id
+				}
+				known = "the sessions are " + strings.Join(ids, ", ") + "; leave session_id out to start a new one"
+			}
+			return nil, ended, fmt.Errorf("%w %q of sub-agent %q: %s", ErrUnknownSession, id, r.tool.name, known)
+		}
+		s.busy++
+		r.touch(s)
+		return s, ended, nil
+	}
+	if len(r.order) >= r.tool.opts.MaxSessions {
+		i := slices.IndexFunc(r.order, func(s *session) bool { return s.busy == 0 })
+		if i < 0 {
+			return nil, ended, fmt.Errorf("%w: %q has %d sessions, all running", ErrTooManySessions, r.tool.name, len(r.order))
+		}
+		ended = append(ended, r.drop(r.order[i]))
+	}
+	r.next++
+	s := &session{id: r.tool.name + "-" + strconv.Itoa(r.next), busy: 1}
+	s.owner = r.scope + "/" + s.id
+	r.byID[s.id] = s
+	r.order = append(r.order, s)
+	return s, ended, nil
+}
+
+// touch moves s to the end of the order (most recently used). r.mu is
+// held.
+func (r *sessions) touch(s *session) {
+	if i := slices.Index(r.order, s); i >= 0 {
+		r.order = append(slices.Delete(r.order, i, i+1), s)
+	}
+}
+
+// drop removes s from r. r.mu is held.
+func (r *sessions) drop(s *session) *session {
+	delete(r.byID, s.id)
+	if i := slices.Index(r.order, s); i >= 0 {
+		r.order = slices.Delete(r.order, i, i+1)
+	}
+	return s
+}
+
+// releaseSession ends a call on s.
+func (r *sessions) releaseSession(s *session, now func() time.Time) {
+	r.mu.Lock()
+	s.busy--
+	s.last = now()
+	r.mu.Unlock()
+}
+
+// ClearMemory implements chat.ScopedMemory: a wipe of the scope clears
+// every session's memory (the sessions stay).
+func (r *sessions) ClearMemory(ctx context.Context) error {
+	r.mu.Lock()
+	all := slices.Clone(r.order)
+	r.mu.Unlock()
+	var errs []error
+	for _, s := range all {
+		errs = append(errs, s.ClearMemory(ctx))
+	}
+	return errors.Join(errs...)
+}
+
+// DeleteMemory implements chat.ScopedMemory: the scope ended, and with it
+// every session.
+func (r *sessions) DeleteMemory(ctx context.Context) error {
+	r.mu.Lock()
+	r.ended = true
+	all := r.order
+	r.order, r.byID = nil, nil
+	r.mu.Unlock()
+	t := r.tool
+	t.mu.Lock()
+	if t.scopes[r.scope] == r {
+		delete(t.scopes, r.scope)
+	}
+	t.mu.Unlock()
+	var errs []error
+	for _, s := range all {
+		errs = append(errs, s.DeleteMemory(ctx))
+	}
+	return errors.Join(errs...)
+}
+
+// ReleaseMemory implements chat.ReleasableMemory: the scope left the
+// process without ending (a durable conversation detached or taken over
+// elsewhere). Sessions are not part of the conversation's saved state, so
+// nothing could reach their memories again: they are deleted, as when the
+// scope ends, and the model starts new sessions after a resume.
+func (r *sessions) ReleaseMemory(ctx context.Context) error { return r.DeleteMemory(ctx) }
+
+// session is one sub-conversation: the ai.MemoryOwner of the sub-agent's
+// memories.
+type session struct {
+	id, owner string
+	busy      int       // calls running; guarded by the sessions' mu
+	last      time.Time // when the last call ended; guarded by the sessions' mu
+
+	mu      sync.Mutex
+	mems    []chat.ScopedMemory
+	keys    []string
+	deleted bool
+}
+
+var _ ai.MemoryOwner = (*session)(nil)
+
+// OwnerID implements ai.MemoryOwner.
+func (s *session) OwnerID() string { return s.owner }
+
+// AttachMemory implements ai.MemoryOwner.
+func (s *session) AttachMemory(_ context.Context, key string, mem chat.ScopedMemory) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.deleted {
+		return fmt.Errorf("session %s ended: %w", s.id, chat.ErrNotActive)
+	}
+	if !slices.Contains(s.keys, key) {
+		s.keys = append(s.keys, key)
+		s.mems = append(s.mems, mem)
+	}
+	return nil
+}
+
+// ClearMemory clears the session's memories.
+func (s *session) ClearMemory(ctx context.Context) error {
+	s.mu.Lock()
+	mems := slices.Clone(s.mems)
+	s.mu.Unlock()
+	var errs []error
+	for _, m := range mems {
+		errs = append(errs, m.ClearMemory(ctx))
+	}
+	return errors.Join(errs...)
+}
+
+// DeleteMemory deletes the session's memories, newest first.
+func (s *session) DeleteMemory(ctx context.Context) error {
+	ctx = context.WithoutCancel(ctx)
+	s.mu.Lock()
+	s.deleted = true
+	mems := s.mems
+	s.mems, s.keys = nil, nil
+	s.mu.Unlock()
+	var errs []error
+	for i := len(mems) - 1; i >= 0; i-- {
+		errs = append(errs, mems[i].DeleteMemory(ctx))
+	}
+	return errors.Join(errs...)
+}
