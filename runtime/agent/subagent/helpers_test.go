@@ -216,7 +216,6 @@ type conn struct {
 	mu       sync.Mutex
 	messages []string
 	agents   []ai.AgentEvent
-	failed   []string
 }
 
 func (r *rig) dial() *conn {
