@@ -196,16 +196,19 @@ func readCancel(req *chat.RouteRequest) (*answer, error) {
 }
 
 // readClientAnswer reads an answer to a client tool call: a result (any
-// JSON value of at most limit bytes) or an error, never both.
+// JSON value of at most limit bytes; none is null) or an error, never
+// both.
 func readClientAnswer(req *chat.RouteRequest, limit int) (*answer, error) {
 	a := &answer{client: true}
 	if err := req.Decode(KeyClientTool, &a.id); err != nil || a.id == "" {
 		return nil, &chat.BadRequestError{Param: KeyClientTool, Err: errors.New("the client tool call id must be a non-empty string")}
 	}
+	// Request data drops JSON nulls (as Quarkus does): an answer without
+	// result or error is a null result.
 	hasResult, hasError := req.Has(KeyResult), req.Has(KeyError)
 	switch {
-	case hasResult == hasError:
-		return nil, &chat.BadRequestError{Param: KeyResult, Err: errors.New("an answer to a client tool call needs either result or error")}
+	case hasResult && hasError:
+		return nil, &chat.BadRequestError{Param: KeyResult, Err: errors.New("an answer to a client tool call has either a result or an error, not both")}
 	case hasError:
 		if err := req.Decode(KeyError, &a.failure); err != nil || strings.TrimSpace(a.failure) == "" {
 			return nil, &chat.BadRequestError{Param: KeyError, Err: errors.New("the error of a client tool call must be a non-empty string")}
@@ -220,10 +223,13 @@ func readClientAnswer(req *chat.RouteRequest, limit int) (*answer, error) {
 		return nil, badData(KeyResult, err)
 	}
 	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 {
+		raw = json.RawMessage("null") // a null result decodes to nothing
+	}
 	if len(raw) > limit {
 		return nil, &chat.BadRequestError{Param: KeyResult, Err: fmt.Errorf("the result is larger than %d bytes", limit)}
 	}
-	if len(raw) == 0 || !json.Valid(raw) {
+	if !json.Valid(raw) {
 		return nil, &chat.BadRequestError{Param: KeyResult, Err: errors.New("the result must be a JSON value")}
 	}
 	a.result = raw

@@ -2,6 +2,7 @@ package ai_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"strings"
 	"sync"
@@ -208,7 +209,6 @@ func TestClientToolBadAnswers(t *testing.T) {
 		{"clientTool": "nope", "result": 1},                     // unknown id
 		{"clientTool": c2.ID, "result": 1},                      // another conversation's call
 		{"clientTool": c.ID + "1", "result": 1},                 // a forged deadline
-		{"clientTool": c.ID},                                    // neither result nor error
 		{"clientTool": c.ID, "result": 1, "error": "x"},         // both
 		{"clientTool": c.ID, "error": ""},                       // an empty error
 		{"clientTool": 7, "result": 1},                          // an id that is no string
@@ -338,5 +338,110 @@ func TestCancelPausedTurn(t *testing.T) {
 			"tool: result "+map[bool]string{true: "locate", false: "drop"}[strings.Contains(last[len(last)-4], "locate")]+" cancelled: the user stopped the turn while this call waited",
 			"ai: "+ai.InterruptedMarker,
 			"human: hello")
+	}
+}
+
+// answered is what an OnClientToolAnswered handler saw.
+type answered struct {
+	call chat.ClientToolCall
+	err  error
+}
+
+// The Go client answers client tool calls on its own: a result, an
+// error, a cancel, a deadline, a panic.
+func TestOnClientTool(t *testing.T) {
+	checkGoroutines(t)
+	for _, tc := range []struct {
+		name    string
+		timeout time.Duration
+		fn      chat.ClientToolFunc
+		want    string // the answer to the user, after the client's answer
+		wantErr error  // the answer request's error
+	}{
+		{name: "result", fn: func(_ context.Context, args json.RawMessage) (any, error) {
+			var v struct{ Precision string }
+			if err := json.Unmarshal(args, &v); err != nil {
+				return nil, err
+			}
+			return map[string]string{"city": "Lyon", "precision": v.Precision}, nil
+		}, want: `tool said: {"city":"Lyon","precision":"city"}`},
+		{name: "nil result", fn: func(context.Context, json.RawMessage) (any, error) { return nil, nil }, want: "tool said: null"},
+		{name: "error", fn: func(context.Context, json.RawMessage) (any, error) {
+			return nil, errors.New("the user said no")
+		}, want: "tool said: error: the client could not run this call: the user said no"},
+		{name: "panic", fn: func(context.Context, json.RawMessage) (any, error) { panic("boom") },
+			want: "tool said: error: the client could not run this call: the client tool panicked: boom"},
+		{name: "unencodable", fn: func(context.Context, json.RawMessage) (any, error) { return func() {}, nil },
+			want: "tool said: error: the client could not run this call: the client's result cannot be encoded: json: unsupported type: func()"},
+		{name: "cancel", fn: func(context.Context, json.RawMessage) (any, error) { return nil, chat.ErrCancelled }, wantErr: chat.ErrCancelled},
+		{name: "deadline", timeout: time.Nanosecond, fn: func(ctx context.Context, _ json.RawMessage) (any, error) {
+			<-ctx.Done()
+			return nil, ctx.Err()
+		}, want: "tool said: error: the client did not answer in time"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			a := newClientApp(t, clientAppOptions{timeout: tc.timeout})
+			var got messages
+			done := make(chan answered, 1)
+			s, err := a.builder(&got).OnClientTool("locate", tc.fn).OnClientToolAnswered(func(c chat.ClientToolCall, err error) {
+				done <- answered{c, err}
+			}).Connect(context.Background(), "")
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			chatOK(t, s, "where")
+			ans := <-done
+			if ans.call.Tool != "locate" || !errors.Is(ans.err, tc.wantErr) || (tc.wantErr == nil && ans.err != nil) {
+				t.Fatalf("answered %+v, want the error %v", ans, tc.wantErr)
+			}
+			if m := got.take(); m != tc.want {
+				t.Fatalf("the answer %q, want %q", m, tc.want)
+			}
+			if len(a.clientCalls()) != 0 {
+				t.Fatalf("the On(ClientTool) handler saw the calls OnClientTool answers")
+			}
+		})
+	}
+}
+
+// Closing the session stops a client tool that is still running, and no
+// answer is sent; calls of tools without a function reach On(ClientTool).
+func TestOnClientToolClose(t *testing.T) {
+	checkGoroutines(t)
+	a := newClientApp(t, clientAppOptions{})
+	var got messages
+	started := make(chan struct{})
+	stopped := make(chan error, 1)
+	s, err := a.builder(&got).OnClientTool("other", func(context.Context, json.RawMessage) (any, error) {
+		t.Error("the function of another tool ran")
+		return nil, nil
+	}).Connect(context.Background(), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	a.locate(t, s, &got)
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	s, err = a.builder(&got).OnClientTool("locate", func(ctx context.Context, _ json.RawMessage) (any, error) {
+		close(started)
+		<-ctx.Done()
+		stopped <- ctx.Err()
+		return "too late", nil
+	}).OnClientToolAnswered(func(c chat.ClientToolCall, err error) {
+		t.Errorf("an answer was sent after the close: %v", err)
+	}).Connect(context.Background(), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	chatOK(t, s, "where")
+	<-started
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-stopped; !errors.Is(err, context.Canceled) {
+		t.Fatalf("the tool's context ended with %v", err)
 	}
 }
