@@ -243,6 +243,9 @@ func (e *pauseCancelled) Error() string {
 	return fmt.Sprintf("the user stopped the turn paused on %s", e.id)
 }
 
+// Unwrap makes the error match [ErrPausedCallCancelled].
+func (e *pauseCancelled) Unwrap() error { return ErrPausedCallCancelled }
+
 // cancelPaused closes the pending calls of a paused turn the user
 // stopped: each gets a cancelled result, and the turn ends on
 // [InterruptedMarker], so that the memory holds no call without a result.
