@@ -74,6 +74,7 @@ type Confirmation struct {
 //	{"confirm": "<id>", "approve": true}                        run the call
 //	{"confirm": "<id>", "approve": true, "arguments": {…}}      run it with edited arguments
 //	{"confirm": "<id>", "approve": false, "reason": "too risky"} deny it
+//	{"cancel": "<id>"}                                           stop the turn
 //
 // The turn then goes on where it stopped: the call runs (or the model is
 // told that the user denied it, with the reason), and the model is called
@@ -81,7 +82,14 @@ type Confirmation struct {
 // something else) denies every pending call, the model being told that
 // the user wrote a new message instead, and is then handled as usual. An
 // answer whose id is not that of the pending confirmation (a stale one,
-// or none pending) fails with a *chat.BadRequestError (BadRequest).
+// or none pending) fails with a *chat.BadRequestError (BadRequest). A
+// cancel gives every pending call a cancelled result, ends the turn on
+// [InterruptedMarker] without calling the model, and fails the request
+// with chat.ErrCancelled (the error matches [ErrPausedCallCancelled]).
+//
+// A call to a tool the client runs ([Tool.Client]) pauses the turn the
+// same way, with Client set: the event is a ClientTool event, and the
+// answer carries the result (see [chat.ClientToolCall]).
 type ConfirmationPending struct {
 	Confirmation
 	// Client is set when the call is to a tool the client runs
