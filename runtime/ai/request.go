@@ -115,10 +115,10 @@ type Tool struct {
 	// [ConfirmationPending].
 	Confirm bool
 	// Client marks a tool the client runs (//chat:tool client): a call
-	// pauses the turn on a ClientTool event ([chat.EventClientTool])
-	// and the client's next request gives the result; Invoke is not
-	// called. See [ConfirmationPending]. Timeout, when set, is how long
-	// the client has to answer.
+	// pauses the turn on a ClientTool event ([chat.EventClientTool]) and
+	// the client's next request gives the result; Invoke is not called,
+	// and tool hooks do not see the call. See [ConfirmationPending].
+	// Timeout, when set, is how long the client has to answer.
 	Client bool
 	// Timeout bounds a call of the tool (//chat:tool timeout=10s); 0
 	// means [Config.ToolTimeout]. See [ErrToolTimeout].
