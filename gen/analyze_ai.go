@@ -72,6 +72,7 @@ type toolModel struct {
 	desc      string      // its description: the method's doc comment
 	immediate bool        // the immediate flag: a step of only these ends the loop
 	confirm   bool        // the confirm flag: a call waits for the user's confirmation
+	client    bool        // the client flag: the client runs the tool
 	params    []toolParam // all its parameters, in order
 	schema    string      // the JSON schema of its arguments
 	funcName  string      // the generated invoker
@@ -101,9 +102,14 @@ func (m *pkgModel) analyzeTool(a *annotated, d *toolDirective, diags *Diagnostic
 	if fn == nil {
 		return
 	}
-	t := &toolModel{fn: fn, sig: fn.Type().(*types.Signature), name: fn.Name(), immediate: d.immediate, confirm: d.confirm, timeout: d.timeout}
+	t := &toolModel{fn: fn, sig: fn.Type().(*types.Signature), name: fn.Name(), immediate: d.immediate, confirm: d.confirm, client: d.client, timeout: d.timeout}
 	if d.name != "" {
 		t.name = d.name
+	}
+	if d.client && d.confirm {
+		diags.errorf(m.fset.Position(fd.Name.Pos()), "tool %s: client and confirm exclude each other: a client tool's call already waits for the client, which may ask the user", t.name)
+		m.badTools[a.recv] = true
+		return
 	}
 	t.desc = strings.TrimSpace(fd.Doc.Text())
 	if t.desc == "" {
@@ -245,7 +251,7 @@ func (m *pkgModel) isEventValue(t types.Type) bool {
 // sendsEvent reports whether the tool sends its result to the client when
 // it returns: the result is a //chat:event value.
 func (m *pkgModel) sendsEvent(t *toolModel) bool {
-	return t.hasResult && m.isEventValue(t.sig.Results().At(0).Type())
+	return t.hasResult && !t.client && m.isEventValue(t.sig.Results().At(0).Type())
 }
 
 // aiMethodOf returns the AI method fn is, or nil.

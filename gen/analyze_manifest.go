@@ -7,6 +7,7 @@ import (
 	"go/doc"
 	"go/types"
 	"slices"
+	"strconv"
 	"strings"
 	"unicode"
 )
@@ -121,6 +122,12 @@ func (b *manifestBuilder) route(r *routeModel) manifestRoute {
 				// time; such events are not listed.)
 				evs = append(evs, manifestEvent{typ: "Confirm", schema: confirmationSchema})
 			}
+			if t.client {
+				// A call of the tool pauses the turn on a ClientTool
+				// event whose data is a chat.ClientToolCall, with the
+				// tool's name and typed arguments.
+				evs = append(evs, manifestEvent{typ: "ClientTool", schema: clientToolSchema(t)})
+			}
 		}
 	}
 	slices.SortFunc(evs, func(x, y manifestEvent) int {
@@ -133,6 +140,14 @@ func (b *manifestBuilder) route(r *routeModel) manifestRoute {
 // confirmationSchema is the JSON Schema of ai.Confirmation, the data of a
 // Confirm event (TestConfirmationSchema checks it against the type).
 const confirmationSchema = `{"type":"object","properties":{"id":{"type":"string"},"tool":{"type":"string"},"arguments":{},"callId":{"type":"string"}},"required":["id","tool","arguments","callId"]}`
+
+// clientToolSchema is the JSON Schema of the chat.ClientToolCall of a
+// call of the client tool t (TestClientToolSchema checks it against the
+// type).
+func clientToolSchema(t *toolModel) string {
+	return `{"type":"object","properties":{"id":{"type":"string"},"tool":{"enum":[` + strconv.Quote(t.name) +
+		`]},"arguments":` + t.schema + `,"callId":{"type":"string"},"deadline":{"type":"string"}},"required":["id","tool","arguments","callId"]}`
+}
 
 // aiMethod returns the AI method fn is, or nil.
 func (b *manifestBuilder) aiMethod(fn *types.Func) *aiMethod { return b.m.aiMethodOf(fn) }

@@ -5,8 +5,10 @@ import (
 	"maps"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/chatscopes/chatgen/runtime/ai"
+	"github.com/chatscopes/chatgen/runtime/chat"
 )
 
 // The Confirm event's schema in route manifests describes what
@@ -37,5 +39,44 @@ func TestConfirmationSchema(t *testing.T) {
 	}
 	if schema.Type != "object" {
 		t.Errorf("schema type %q, want object", schema.Type)
+	}
+}
+
+func TestClientToolSchema(t *testing.T) {
+	tm := &toolModel{name: "locate", schema: `{"type":"object"}`}
+	var schema struct {
+		Type       string                     `json:"type"`
+		Properties map[string]json.RawMessage `json:"properties"`
+		Required   []string                   `json:"required"`
+	}
+	if err := json.Unmarshal([]byte(clientToolSchema(tm)), &schema); err != nil {
+		t.Fatalf("clientToolSchema is not JSON: %v", err)
+	}
+	d := time.Unix(1, 0)
+	b, err := json.Marshal(chat.ClientToolCall{ID: "c1", Tool: "locate", Arguments: json.RawMessage(`{}`), CallID: "call_1", Deadline: &d})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var written map[string]json.RawMessage
+	if err := json.Unmarshal(b, &written); err != nil {
+		t.Fatal(err)
+	}
+	keys := slices.Sorted(maps.Keys(written))
+	if props := slices.Sorted(maps.Keys(schema.Properties)); !slices.Equal(props, keys) {
+		t.Errorf("schema properties %v, chat.ClientToolCall writes %v", props, keys)
+	}
+	b, err = json.Marshal(chat.ClientToolCall{ID: "c1", Tool: "locate", Arguments: json.RawMessage(`{}`), CallID: "call_1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	written = nil
+	if err := json.Unmarshal(b, &written); err != nil {
+		t.Fatal(err)
+	}
+	if req := slices.Sorted(slices.Values(schema.Required)); !slices.Equal(req, slices.Sorted(maps.Keys(written))) {
+		t.Errorf("schema requires %v, chat.ClientToolCall always writes %v", req, slices.Sorted(maps.Keys(written)))
+	}
+	if string(schema.Properties["tool"]) != `{"enum":["locate"]}` || string(schema.Properties["arguments"]) != `{"type":"object"}` {
+		t.Errorf("tool %s, arguments %s", schema.Properties["tool"], schema.Properties["arguments"])
 	}
 }

@@ -85,11 +85,12 @@ type toolsDirective struct {
 	types []arg // the tool boxes, in order, at least one
 }
 
-// toolDirective is //chat:tool [immediate] [confirm] [name=NAME] [timeout=DURATION].
+// toolDirective is //chat:tool [immediate] [confirm] [client] [name=NAME] [timeout=DURATION].
 type toolDirective struct {
 	directiveCommon
 	immediate bool          // the immediate flag
 	confirm   bool          // the confirm flag
+	client    bool          // the client flag: the client runs the tool
 	name      string        // name=; "" means the method's name
 	timeout   time.Duration // timeout=; 0 means the service's default
 }

@@ -501,7 +501,7 @@ type Smith interface {
 	},
 	{
 		Name:  "tool",
-		Usage: "//chat:tool [immediate] [confirm] [name=NAME] [timeout=DURATION]",
+		Usage: "//chat:tool [immediate] [confirm] [client] [name=NAME] [timeout=DURATION]",
 		Doc: "Makes the method a tool that AI services may call. " +
 			"AI services whose `//chat:tools` name the method's type offer it to the model. " +
 			"The tool's description is the method's doc comment, and its parameters (after an optional " +
@@ -519,7 +519,13 @@ type Smith interface {
 			"without it, the service's `ai.Config.ToolTimeout` applies. " +
 			"With `confirm`, a call of the tool waits for the user's confirmation: the turn pauses, the route " +
 			"sends a `Confirm` event and completes, and the user's next request approves (optionally with " +
-			"edited arguments) or denies the call (see \"Confirmed tools\" in the guide).",
+			"edited arguments) or denies the call (see \"Confirmed tools\" in the guide). " +
+			"With `client`, the client runs the tool (a browser-side action, the user's location, a file the " +
+			"user picks): the method's body never runs on the server, its parameters give the arguments' schema; " +
+			"a call pauses the turn as `confirm` does, the route sends a `ClientTool` event (listed, with the " +
+			"typed arguments, in the routes module and its d.ts) and completes, and the client's next request " +
+			"carries the result or an error; `timeout=` is then how long the client has to answer " +
+			"(see \"Tools the client runs\" in the guide).",
 		Quarkus: "@Tool, ReturnBehavior.IMMEDIATE",
 		Example: `// Forge works metal.
 type Forge struct{ draft *Draft }
@@ -546,6 +552,9 @@ func (f *Forge) Finish(ctx context.Context) error {
 				Set: setFlag(func(d *toolDirective) { d.immediate = true })},
 			{Name: "confirm", Doc: "run a call only once the user confirmed it: the turn pauses and the route sends a `Confirm` event",
 				Set: setFlag(func(d *toolDirective) { d.confirm = true })},
+			{Name: "client", Doc: "the client runs the tool: a call pauses the turn, the route sends a `ClientTool` event, " +
+				"and the client's next request carries the result",
+				Set: setFlag(func(d *toolDirective) { d.client = true })},
 		},
 		Keys: []keySpec{
 			{Name: "name", Kind: keyIdent, Value: "NAME", Doc: "the name the model calls the tool by; the method name by default",

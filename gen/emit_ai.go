@@ -129,10 +129,18 @@ func (e *emitter) tool(t *toolModel) {
 	if t.confirm {
 		tool = append(tool, field("Confirm", jen.True()))
 	}
+	if t.client {
+		tool = append(tool, field("Client", jen.True()))
+	}
 	if t.timeout > 0 {
 		tool = append(tool, field("Timeout", durationCode(t.timeout)))
 	}
-	tool = append(tool, field("Invoke", invoke), jen.Line())
+	if t.client {
+		// The client runs the tool: the method's body never runs.
+		tool = append(tool, jen.Line())
+	} else {
+		tool = append(tool, field("Invoke", invoke), jen.Line())
+	}
 
 	doc := fmt.Sprintf("%s is the tool %s: %s %s.%s on the %s of the current scope.", t.funcName, t.name, what, t.bean.obj.Name(), t.fn.Name(), t.bean.obj.Name())
 	if e.m.sendsEvent(t) {

@@ -74,6 +74,7 @@ type Confirmation struct {
 //	{"confirm": "<id>", "approve": true}                        run the call
 //	{"confirm": "<id>", "approve": true, "arguments": {…}}      run it with edited arguments
 //	{"confirm": "<id>", "approve": false, "reason": "too risky"} deny it
+//	{"cancel": "<id>"}                                           stop the turn
 //
 // The turn then goes on where it stopped: the call runs (or the model is
 // told that the user denied it, with the reason), and the model is called
@@ -81,13 +82,28 @@ type Confirmation struct {
 // something else) denies every pending call, the model being told that
 // the user wrote a new message instead, and is then handled as usual. An
 // answer whose id is not that of the pending confirmation (a stale one,
-// or none pending) fails with a *chat.BadRequestError (BadRequest).
+// or none pending) fails with a *chat.BadRequestError (BadRequest). A
+// cancel gives every pending call a cancelled result, ends the turn on
+// [InterruptedMarker] without calling the model, and fails the request
+// with chat.ErrCancelled (the error matches [ErrPausedCallCancelled]).
+//
+// A call to a tool the client runs ([Tool.Client]) pauses the turn the
+// same way, with Client set: the event is a ClientTool event, and the
+// answer carries the result (see [chat.ClientToolCall]).
 type ConfirmationPending struct {
 	Confirmation
+	// Client is set when the call is to a tool the client runs
+	// ([Tool.Client]): the turn waits for the client's result rather
+	// than the user's confirmation, and the event sent is a ClientTool
+	// event whose data is *Client. See [ClientToolPending].
+	Client *chat.ClientToolCall
 }
 
 // Error implements error.
 func (e *ConfirmationPending) Error() string {
+	if e.Client != nil {
+		return fmt.Sprintf("tool call %q (%s) waits for the client's result %s", e.Tool, e.CallID, e.ID)
+	}
 	return fmt.Sprintf("tool call %q (%s) waits for the user's confirmation %s", e.Tool, e.CallID, e.ID)
 }
 
@@ -160,12 +176,28 @@ func pendingCalls(history []llms.MessageContent) []llms.ToolCall {
 	return nil
 }
 
-// An answer is the user's answer to a confirmation.
+// An answer is the user's answer to a paused turn: to a confirmation, to
+// a client tool call (client set), or a cancel of the turn (cancel set).
 type answer struct {
 	id        string
 	approve   bool
 	reason    string
 	arguments json.RawMessage // nil: the model's
+	client    bool            // an answer to a client tool call: result or failure
+	result    json.RawMessage // the client tool's result; nil when it failed
+	failure   string          // why the client tool failed, with a nil result
+	cancel    bool            // a cancel of the paused turn
+}
+
+// param is the data key naming the answered call.
+func (a *answer) param() string {
+	switch {
+	case a.cancel:
+		return KeyCancel
+	case a.client:
+		return KeyClientTool
+	}
+	return KeyConfirm
 }
 
 // badData returns the error of a request data key that does not fit: err
@@ -180,8 +212,13 @@ func badData(key string, err error) error {
 
 // readAnswer returns the answer in the request's data, or nil when it has
 // no "confirm" key.
-func readAnswer(req *chat.RouteRequest) (*answer, error) {
-	if !req.Has(KeyConfirm) {
+func readAnswer(req *chat.RouteRequest, limit int) (*answer, error) {
+	switch {
+	case req.Has(KeyCancel):
+		return readCancel(req)
+	case req.Has(KeyClientTool):
+		return readClientAnswer(req, limit)
+	case !req.Has(KeyConfirm):
 		return nil, nil
 	}
 	a := new(answer)
@@ -222,13 +259,23 @@ var errStale = errors.New("no pending confirmation has this id (it was answered 
 // pending call is denied, the model being told that the user wrote
 // instead. It reports whether the turn ends on immediate tools.
 func (t *turn) resume(ctx context.Context, pend []llms.ToolCall, ans *answer) (bool, error) {
-	if ans != nil && ans.id != confirmID(t.held.st.id, pend[0]) {
-		return false, t.errorf("%w", &chat.BadRequestError{Param: KeyConfirm, Err: fmt.Errorf("%q: %w", ans.id, errStale)})
+	var late bool
+	if ans != nil {
+		var err error
+		if late, err = t.answers(pend[0], ans); err != nil {
+			return false, t.errorf("%w", err)
+		}
+	}
+	if ans != nil && ans.cancel {
+		t.cancelPaused(pend)
+		return false, t.errorf("%w", &pauseCancelled{id: ans.id})
 	}
 	first := len(t.reply.Executions)
 	for i, c := range pend {
 		var ex ToolExecution
 		switch {
+		case ans == nil && t.isClientTool(c):
+			ex = clientAbandoned(c)
 		case ans == nil:
 			ex = denied(c, "the user did not confirm this call and wrote a new message instead")
 		case i > 0:
@@ -236,6 +283,8 @@ func (t *turn) resume(ctx context.Context, pend []llms.ToolCall, ans *answer) (b
 			if ex, err = t.runTool(ctx, c); err != nil {
 				return false, t.errorf("%w", err)
 			}
+		case ans.client:
+			ex = clientExecution(t, c, ans, late)
 		case !ans.approve:
 			text := "the user denied this call"
 			if ans.reason != "" {
@@ -280,6 +329,12 @@ func (t *turn) record(_ context.Context, calls []llms.ToolCall, first int) (bool
 			}
 			continue
 		}
+		if ex.Err == errClientRuns {
+			if pend == nil {
+				pend = t.clientPending(calls[i-first])
+			}
+			continue
+		}
 		t.add(llms.MessageContent{Role: llms.ChatMessageTypeTool, Parts: []llms.ContentPart{
 			llms.ToolCallResponse{ToolCallID: ex.ID, Name: ex.Name, Content: ex.Text},
 		}})
@@ -296,6 +351,9 @@ func (t *turn) record(_ context.Context, calls []llms.ToolCall, first int) (bool
 func (t *turn) paused(ctx context.Context, p *ConfirmationPending, commit func() error) error {
 	if err := commit(); err != nil {
 		return err
+	}
+	if p.Client != nil {
+		return t.pausedClient(ctx, p)
 	}
 	if chat.Request(ctx) != nil {
 		if err := chat.Response(ctx).Event(chat.EventConfirm, p.Confirmation); err != nil {

@@ -114,6 +114,12 @@ type Tool struct {
 	// (//chat:tool confirm): the turn pauses before the call runs; see
 	// [ConfirmationPending].
 	Confirm bool
+	// Client marks a tool the client runs (//chat:tool client): a call
+	// pauses the turn on a ClientTool event ([chat.EventClientTool]) and
+	// the client's next request gives the result; Invoke is not called,
+	// and tool hooks do not see the call. See [ConfirmationPending].
+	// Timeout, when set, is how long the client has to answer.
+	Client bool
 	// Timeout bounds a call of the tool (//chat:tool timeout=10s); 0
 	// means [Config.ToolTimeout]. See [ErrToolTimeout].
 	Timeout time.Duration

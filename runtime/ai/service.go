@@ -1,6 +1,7 @@
 package ai
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -103,6 +104,10 @@ type Config struct {
 	// ToolTimeout bounds each call of a tool without a timeout of its own
 	// ([Tool.Timeout]); 0 means none. See [ErrToolTimeout].
 	ToolTimeout time.Duration
+	// ClientToolResultLimit bounds the size in bytes of the JSON result a
+	// client sends for a tool it runs ([Tool.Client]); 0 means 64 KiB. A
+	// larger result fails the answer with BadRequest.
+	ClientToolResultLimit int
 	// ModelTimeout bounds each model call (each attempt, with Retry); 0
 	// means none. See [ErrModelTimeout].
 	ModelTimeout time.Duration
@@ -170,6 +175,7 @@ type Service struct {
 	dialect               dialect   // how the model's client is sent the conversation
 	client                Client    // Config.Client, checked by Check
 
+	clientResultLimit         int // Config.ClientToolResultLimit, defaulted
 	toolTimeout, modelTimeout time.Duration
 	retry                     Retry
 	modelHooks                ModelHandler // nil without hooks
@@ -212,14 +218,15 @@ func NewService(name string, cfg *Config) *Service {
 		ids:      make(map[string]*memState),
 		client:   cfg.Client,
 
-		toolTimeout:  cfg.ToolTimeout,
-		modelTimeout: cfg.ModelTimeout,
-		retry:        cfg.Retry.withDefaults(),
-		modelHooks:   chainModelHooks(cfg.ModelHooks),
-		toolHooks:    chainToolHooks(cfg.ToolHooks),
-		thinking:     cfg.ForwardThinking,
-		tel:          newTelemetry(cfg.Telemetry, cfg.Model),
-		sleep:        sleep,
+		toolTimeout:       cfg.ToolTimeout,
+		clientResultLimit: cmp.Or(cfg.ClientToolResultLimit, defaultClientToolResultLimit),
+		modelTimeout:      cfg.ModelTimeout,
+		retry:             cfg.Retry.withDefaults(),
+		modelHooks:        chainModelHooks(cfg.ModelHooks),
+		toolHooks:         chainToolHooks(cfg.ToolHooks),
+		thinking:          cfg.ForwardThinking,
+		tel:               newTelemetry(cfg.Telemetry, cfg.Model),
+		sleep:             sleep,
 	}
 	s.guards = s.observed(cfg.Guardrails)
 	if cfg.MethodGuardrails != nil {

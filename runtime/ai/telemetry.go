@@ -208,6 +208,9 @@ func (s *Service) runTraced(ctx context.Context, tr trace.Tracer, req *Request, 
 	if p := (*ConfirmationPending)(nil); err != nil && errors.As(err, &p) {
 		// Not a failure: the turn waits for the user.
 		span.SetAttributes(attribute.String("chatgen.confirmation.id", p.ID), attribute.String("chatgen.confirmation.tool", p.Tool))
+		if p.Client != nil {
+			span.SetAttributes(attribute.Bool("chatgen.client_tool", true))
+		}
 		return nil, err
 	}
 	if err != nil {
@@ -397,7 +400,7 @@ func modelErrorType(err error, rec *httpRecord) string {
 	switch {
 	case errors.Is(err, ErrModelTimeout):
 		return "timeout"
-	case errors.Is(err, context.Canceled):
+	case errors.Is(err, context.Canceled), errors.Is(err, ErrPausedCallCancelled):
 		return "canceled"
 	case errors.Is(err, context.DeadlineExceeded):
 		return "deadline_exceeded"
@@ -467,6 +470,8 @@ func (t *turn) runToolTraced(ctx context.Context, tr trace.Tracer, call llms.Too
 		span.SetAttributes(semconv.ErrorTypeKey.String("hook_panic"))
 	case errors.Is(ex.Err, ErrConfirmationRequired):
 		span.SetAttributes(attribute.Bool("chatgen.confirmation.required", true)) // not run yet: no error
+	case ex.Err == errClientRuns:
+		span.SetAttributes(attribute.Bool("chatgen.client_tool", true)) // the client runs it: no error
 	case ex.Err != nil:
 		errType := toolErrorType(ex.Err)
 		span.SetStatus(codes.Error, t.s.tel.errorDescription(errType, ex.Err))

@@ -73,7 +73,7 @@ func (s *Service) runTool(ctx context.Context, m *Method, tools []Tool, call llm
 	name, args := call.FunctionCall.Name, call.FunctionCall.Arguments
 	ex := ToolExecution{ID: call.ID, Name: name, Arguments: args}
 	tool, ok := findTool(tools, name)
-	if !ok || tool.Invoke == nil {
+	if !ok || (tool.Invoke == nil && !tool.Client) {
 		ex.Err = fmt.Errorf("%w %q", ErrUnknownTool, name)
 		if names := toolNames(tools); names != "" {
 			ex.Text = fmt.Sprintf("error: unknown tool %q; the tools are %s", name, names)
@@ -87,6 +87,10 @@ func (s *Service) runTool(ctx context.Context, m *Method, tools []Tool, call llm
 	ex.Immediate = tool.Immediate
 	if strings.TrimSpace(args) == "" {
 		args = "{}"
+	}
+	if tool.Client {
+		ex.Err = errClientRuns // the turn pauses: see clienttool.go
+		return ex, nil
 	}
 	confirmed := approved(ctx, call.ID)
 	if tool.Confirm && !confirmed {

@@ -208,6 +208,9 @@ func (s *Service) runTurn(ctx context.Context, req *Request, mode runMode, convI
 		if p := (*ConfirmationPending)(nil); errors.As(err, &p) {
 			return nil, t.paused(ctx, p, func() error { return t.commit(ctx, st, mem, gen) })
 		}
+		if pc := (*pauseCancelled)(nil); errors.As(err, &pc) {
+			return nil, t.commitCancelled(ctx, pc, func() error { return t.commit(context.WithoutCancel(ctx), st, mem, gen) })
+		}
 		if chat.Cancelled(ctx) {
 			t.interrupted(ctx, st, mem, gen)
 		}
@@ -239,14 +242,14 @@ func (s *Service) runTurn(ctx context.Context, req *Request, mode runMode, convI
 // the request's answer: see [ConfirmationPending]. It reports whether the
 // turn ended on immediate tools without a model call.
 func (t *turn) begin(ctx context.Context, system, user string, history []llms.MessageContent) (bool, error) {
-	ans, err := readAnswer(chat.Request(ctx))
+	ans, err := readAnswer(chat.Request(ctx), t.s.clientResultLimit)
 	if err != nil {
 		return false, t.errorf("%w", err)
 	}
 	pend := pendingCalls(history)
 	if len(pend) == 0 {
 		if ans != nil {
-			return false, t.errorf("%w", &chat.BadRequestError{Param: KeyConfirm, Err: fmt.Errorf("%q: %w", ans.id, errStale)})
+			return false, t.errorf("%w", &chat.BadRequestError{Param: ans.param(), Err: fmt.Errorf("%q: %w", ans.id, errStale)})
 		}
 		t.start(system, user, history)
 		return false, nil

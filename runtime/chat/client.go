@@ -198,6 +198,9 @@ func (h *Handlers) clone() *Handlers {
 type SessionBuilder struct {
 	conn Connector
 	h    Handlers
+	// The client tools (OnClientTool) and OnClientToolAnswered.
+	tools        map[string]ClientToolFunc
+	toolAnswered func(ClientToolCall, error)
 }
 
 // NewSessionBuilder returns a builder connecting through conn. Transports
@@ -268,7 +271,7 @@ func (b *SessionBuilder) OnDefault(fn func(Event)) *SessionBuilder {
 // Connect starts a session on route ("" means the default route). An
 // unknown route is an error matching [ErrRouteNotFound].
 func (b *SessionBuilder) Connect(ctx context.Context, route string) (Session, error) {
-	return b.conn.Connect(ctx, route, b.h.clone())
+	return b.open(b.h.clone(), func(h *Handlers) (Session, error) { return b.conn.Connect(ctx, route, h) })
 }
 
 // A Resumer is a [Connector] that can resume a durable conversation. The
@@ -290,5 +293,5 @@ func (b *SessionBuilder) Resume(ctx context.Context, conversationID, token strin
 	if !ok {
 		return nil, fmt.Errorf("chat: %T cannot resume conversations", b.conn)
 	}
-	return r.Resume(ctx, conversationID, token, b.h.clone())
+	return b.open(b.h.clone(), func(h *Handlers) (Session, error) { return r.Resume(ctx, conversationID, token, h) })
 }

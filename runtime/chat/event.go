@@ -9,19 +9,20 @@ import (
 
 // Event types of the chat route protocol (wire-compatible with Quarkus).
 const (
-	EventMessage   = "Message"   // a text reply
-	EventObject    = "Object"    // any other value
-	EventThinking  = "Thinking"  // progress shown while the route works
-	EventConsole   = "Console"   // text for the client's console
-	EventError     = "Error"     // an application error message
-	EventStream    = "Stream"    // one chunk of a streamed reply
-	EventConfirm   = "Confirm"   // a tool call waits for the user's confirmation
-	EventSources   = "Sources"   // the passages an AI service's answer draws on
-	EventRetract   = "Retract"   // the text streamed so far in the request is withdrawn
-	EventAgent     = "Agent"     // another agent answers (a hand-off, runtime/agent)
-	EventPlan      = "Plan"      // the conversation's plan changed (package runtime/plan)
-	EventCompleted = "Completed" // terminator: data is the current scope id
-	EventFailed    = "Failed"    // terminator: data is the failure reason
+	EventMessage    = "Message"    // a text reply
+	EventObject     = "Object"     // any other value
+	EventThinking   = "Thinking"   // progress shown while the route works
+	EventConsole    = "Console"    // text for the client's console
+	EventError      = "Error"      // an application error message
+	EventStream     = "Stream"     // one chunk of a streamed reply
+	EventConfirm    = "Confirm"    // a tool call waits for the user's confirmation
+	EventClientTool = "ClientTool" // a tool call the client runs waits for its result
+	EventSources    = "Sources"    // the passages an AI service's answer draws on
+	EventRetract    = "Retract"    // the text streamed so far in the request is withdrawn
+	EventAgent      = "Agent"      // another agent answers (a hand-off, runtime/agent)
+	EventPlan       = "Plan"       // the conversation's plan changed (package runtime/plan)
+	EventCompleted  = "Completed"  // terminator: data is the current scope id
+	EventFailed     = "Failed"     // terminator: data is the failure reason
 )
 
 // A Retraction is the data of a Retract event: an AI service's output

@@ -24,7 +24,7 @@ func Declarations(m *chatimpl.Manifest) []byte {
 // their parameters, and the data of each event type, from the Go types.
 // Keep this file next to chatscopes.d.ts (/_chat/javascript/chatscopes.d.ts).
 
-import type { ChatScopesClient as __cs_Client, RequestOptions as __cs_RequestOptions, ServerFrame as __cs_Frame, Session as __cs_Session } from "./chatscopes.js";
+import type { ChatScopesClient as __cs_Client, ClientToolFunction as __cs_ClientToolFunction, RequestOptions as __cs_RequestOptions, ServerFrame as __cs_Frame, Session as __cs_Session } from "./chatscopes.js";
 `)
 	if len(m.Types) > 0 {
 		b.WriteString("\n// The named Go types of parameters and event data.\n")
@@ -74,6 +74,11 @@ export interface ChatHandlers {
 		fmt.Fprintf(&b, "    %s?: (data: ChatEvents[%s], frame: __cs_Frame) => void;\n", h, jsString(typ))
 	}
 	b.WriteString("    /** Handlers by event type, for any type. */\n    eventHandlers?: ChatEventHandlers;\n")
+	b.WriteString("    /**\n     * The tools the client runs (//chat:tool client), by name: each returns\n     * the call's result, sent as the session's next request (see\n     * SessionBuilder.clientTool).\n     */\n    clientTools?: {\n")
+	for _, name := range et.clientToolNames {
+		fmt.Fprintf(&b, "        %s?: __cs_ClientToolFunction<%s>;\n", propName(name), et.clientTools[name])
+	}
+	b.WriteString("    };\n")
 	b.WriteString("    /** Handles the events that have no handler. */\n    defaultHandler?: (type: string, data: unknown, frame: __cs_Frame) => void;\n")
 	for _, q := range quarkusHandlers {
 		fmt.Fprintf(&b, "    /** Handles %s events (the SessionBuilder name). */\n", q.event)

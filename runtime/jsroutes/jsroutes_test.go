@@ -65,7 +65,9 @@ func awkwardManifest(t *testing.T) *chatimpl.Manifest {
 		Routes: []chatimpl.RouteInfo{
 			{Name: "menu", Params: []chatimpl.ParamInfo{{Name: "userMessage", Schema: `{"type":"string"}`}, {Name: "kind", Schema: `{"$ref":"#/$defs/number"}`}},
 				Events: []chatimpl.EventInfo{{Type: "Message", Schema: `{"type":"string"}`}, {Type: "weapon", Schema: `{"$ref":"#/$defs/Weapon"}`}}},
-			{Name: "public", Streaming: true, Events: []chatimpl.EventInfo{{Type: "Stream", Schema: `{"type":"string"}`}}},
+			{Name: "public", Streaming: true, Events: []chatimpl.EventInfo{{Type: "Stream", Schema: `{"type":"string"}`},
+				{Type: "ClientTool", Schema: `{"type":"object","properties":{"id":{"type":"string"},"tool":{"enum":["locate"]},"arguments":{"type":"object","properties":{"precision":{"type":"string"}},"required":["precision"],"additionalProperties":false},"callId":{"type":"string"},"deadline":{"type":"string"}},"required":["id","tool","arguments","callId"]}`},
+				{Type: "ClientTool", Schema: `{"type":"object","properties":{"id":{"type":"string"},"tool":{"enum":["pick-file"]},"arguments":{"type":"object","properties":{"accept":{"type":"array","items":{"type":"string"}}},"required":["accept"],"additionalProperties":false},"callId":{"type":"string"}},"required":["id","tool","arguments","callId"]}`}}},
 			{Name: "client"}, {Name: "Object"}, {Name: "__proto__"}, {Name: "connect"}, {Name: "__cs_route"},
 			{Name: "weird-name", Params: []chatimpl.ParamInfo{{Name: "odd key", Schema: `{"type":"array","items":{"anyOf":[{"type":"integer"},{"type":"null"}]}}`}}},
 		},
@@ -106,7 +108,8 @@ func TestModuleNames(t *testing.T) {
 		`export const any = routes["any"];`,
 		`["__proto__"]: __cs_route("__proto__", false, [], []),`,
 		`"weird-name": __cs_route("weird-name", false, ["odd key"], []),`,
-		`"public": __cs_route("public", true, [], ["Stream"]),`,
+		`"public": __cs_route("public", true, [], ["Stream", "ClientTool"]),`,
+		`        if (key === "clientTools") {`,
 		`onMessage: "Message",`,
 		`onSources: "Sources",`,
 		`onRetract: "Retract",`,
@@ -140,6 +143,8 @@ func TestModuleNames(t *testing.T) {
 		`    onAgent?: (data: ChatEvents["Agent"], frame: __cs_Frame) => void;`,
 		`    Plan: { name: string; description: string; expected_outcome?: string; state: "in_progress" | "done" | "abandoned"; outcome?: string; revision: number; subtasks: { name: string; description?: string; expected_outcome?: string; state: "todo" | "in_progress" | "done" | "abandoned"; outcome?: string }[] };`,
 		`    onPlan?: (data: ChatEvents["Plan"], frame: __cs_Frame) => void;`,
+		`        locate?: __cs_ClientToolFunction<{ precision: string; }>;`,
+		`    ClientTool: { id: string; tool: "locate"; arguments: { precision: string; }; callId: string; deadline?: string; } | { id: string; tool: "pick-file"; arguments: { accept: string[]; }; callId: string; };`,
 		`    onMessage?: (data: ChatEvents["Message"], frame: __cs_Frame) => void;`,
 		"    defaultHandler?: (type: string, data: unknown, frame: __cs_Frame) => void;",
 	} {
@@ -237,6 +242,16 @@ const menu = await awkward.defaultRoute.connect({ onMessage(text) { console.log(
 await menu.send({ kind: 2 });
 await awkward.routes["weird-name"].connect().then((s) => s.send({ "odd key": [1, null] }));
 await awkward.routes.__proto__.connect();
+const pub = await awkward.routes.public.connect({
+    clientTools: {
+        locate: async (args, { signal, call }) => ({ city: args.precision.toUpperCase(), aborted: signal.aborted, at: call.deadline?.getTime() }),
+        "pick-file": (args) => args.accept.join(","),
+    },
+    onClientTool(data) { if (data.tool === "locate") { const p: string = data.arguments.precision; console.log(p); } },
+});
+rc.builder().clientToolHandler((call) => { void call.respond({ ok: true }); void call.fail("no"); void call.cancel(); });
+rc.builder().confirmHandler((c) => { void c.cancel(); });
+console.log(pub.conversationId);
 const w: awkward.Weapon = { name: "w", self: { name: "v", self: null } };
 const e: awkward.ChatEvents_ = { x: "" };
 awkward.client.close();

@@ -67,10 +67,33 @@ type eventTable struct {
 	payloads map[string][]string // TypeScript types of the data, by event type
 	senders  map[string][]string // the routes whose results are sent so, by event type
 	handlers map[string]string   // event type by handler name (on<Type>)
+	// The tools the client runs (ClientTool events): the TypeScript type
+	// of their arguments, by tool name, and the names sorted.
+	clientTools     map[string]string
+	clientToolNames []string
+}
+
+// clientTool records the tool and arguments of a ClientTool event's
+// schema (a chat.ClientToolCall whose tool is an enum of one name).
+func (et *eventTable) clientTool(schema map[string]any, ts *tsTypes) {
+	props, _ := schema["properties"].(map[string]any)
+	tool, _ := props["tool"].(map[string]any)
+	enum, _ := tool["enum"].([]any)
+	if len(enum) != 1 {
+		return
+	}
+	name, ok := enum[0].(string)
+	if !ok {
+		return
+	}
+	if _, seen := et.clientTools[name]; !seen {
+		et.clientToolNames = append(et.clientToolNames, name)
+	}
+	et.clientTools[name] = ts.expr(props["arguments"])
 }
 
 func newEventTable(m *chatimpl.Manifest, ts *tsTypes) *eventTable {
-	et := &eventTable{payloads: map[string][]string{}, senders: map[string][]string{}, handlers: map[string]string{}}
+	et := &eventTable{payloads: map[string][]string{}, senders: map[string][]string{}, handlers: map[string]string{}, clientTools: map[string]string{}}
 	add := func(typ, payload string) {
 		if _, ok := et.payloads[typ]; !ok {
 			et.types = append(et.types, typ)
@@ -85,7 +108,11 @@ func newEventTable(m *chatimpl.Manifest, ts *tsTypes) *eventTable {
 	}
 	for _, r := range m.Routes {
 		for _, ev := range r.Events {
-			add(ev.Type, ts.expr(decodeOrdered(ev.Schema)))
+			schema := decodeOrdered(ev.Schema)
+			add(ev.Type, ts.expr(schema))
+			if ev.Type == chat.EventClientTool {
+				et.clientTool(schema, ts)
+			}
 			if !slices.Contains(et.senders[ev.Type], r.Name) {
 				et.senders[ev.Type] = append(et.senders[ev.Type], r.Name)
 			}
@@ -95,6 +122,7 @@ func newEventTable(m *chatimpl.Manifest, ts *tsTypes) *eventTable {
 		add(ev.Type, ts.expr(decodeOrdered(ev.Schema)))
 	}
 	slices.Sort(et.types)
+	slices.Sort(et.clientToolNames)
 	// on<Type> handlers, for the types that give an identifier, and only
 	// one type each ("weapon" and "Weapon" have none: use eventHandlers).
 	count := map[string]int{}

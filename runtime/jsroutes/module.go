@@ -72,7 +72,11 @@ function __cs_open() {
 async function __cs_connect(name, handlers) {
     const builder = client.builder();
     for (const [key, handler] of Object.entries(handlers || {})) {
-        if (key === "eventHandlers") {
+        if (key === "clientTools") {
+            for (const [tool, fn] of Object.entries(handler || {})) {
+                builder.clientTool(tool, fn);
+            }
+        } else if (key === "eventHandlers") {
             for (const [type, h] of Object.entries(handler || {})) {
                 builder.eventHandler(type, h);
             }
@@ -81,7 +85,7 @@ async function __cs_connect(name, handlers) {
         } else if (__cs_builder.includes(key)) {
             builder[key](handler);
         } else {
-            throw new Error("chatscopes: " + key + " is not a handler of these routes: name on<Type> for an event type they send, eventHandlers: { <type>: handler } for others, or defaultHandler");
+            throw new Error("chatscopes: " + key + " is not a handler of these routes: name on<Type> for an event type they send, eventHandlers: { <type>: handler } for others, clientTools: { <tool>: fn }, or defaultHandler");
         }
     }
     await __cs_open();

@@ -57,7 +57,39 @@ export class Confirmation {
     approve(editedArguments?: Record<string, unknown>): Promise<string>;
     /** Refuses the call; the model is told, with reason if given. */
     deny(reason?: string): Promise<string>;
+    /** Stops the paused turn: the request rejects with ChatFailure "Cancelled". */
+    cancel(): Promise<string>;
 }
+
+/**
+ * A call of a tool the client runs (//chat:tool client): the data of a
+ * ClientTool event. The answer is the session's next request: respond()
+ * gives the model the result, fail() tells it the client could not run
+ * the call, cancel() stops the paused turn.
+ */
+export class ClientToolCall<A = any> {
+    constructor(session: Session, data: { id: string; tool: string; arguments: A; callId: string; deadline?: string });
+    readonly session: Session;
+    /** The id the answer names. */
+    readonly id: string;
+    /** The tool's name. */
+    readonly tool: string;
+    /** The model's arguments. */
+    readonly arguments: A;
+    /** The model's id of the tool call. */
+    readonly callId: string;
+    /** When the server stops taking the result; null: no deadline. */
+    readonly deadline: Date | null;
+    /** Sends the call's result (any JSON value); resolves like chat. */
+    respond(result: unknown): Promise<string>;
+    /** Tells the model the client could not run the call. */
+    fail(reason?: string): Promise<string>;
+    /** Stops the paused turn: the request rejects with ChatFailure "Cancelled". */
+    cancel(): Promise<string>;
+}
+
+/** Runs a client tool: returns its result; throwing an AbortError cancels the turn. */
+export type ClientToolFunction<A = any> = (arguments_: A, options: { signal: AbortSignal; call: ClientToolCall<A> }) => unknown | Promise<unknown>;
 
 /** A handler of events without a handler of their own. */
 export type DefaultHandler = (eventType: string, data: EventData, frame: ServerFrame) => void;
@@ -189,6 +221,10 @@ export class SessionBuilder {
     objectHandler(handler: EventHandler): this;
     /** Handles Confirm events: a tool call waiting for the user's confirmation. */
     confirmHandler(handler: (confirmation: Confirmation, frame: ServerFrame) => void): this;
+    /** Handles ClientTool events: a call of a tool the client runs, to answer. */
+    clientToolHandler(handler: (call: ClientToolCall, frame: ServerFrame) => void): this;
+    /** Answers the calls of the client tool name with fn's result, on its own. */
+    clientTool<A = any>(name: string, fn: ClientToolFunction<A>): this;
     /** Handles Sources events: the passages an AI service's answer draws on. */
     sourcesHandler(handler: (sources: Sources, frame: ServerFrame) => void): this;
     /**

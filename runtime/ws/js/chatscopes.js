@@ -530,6 +530,83 @@ class Confirmation {
         }
         return this.session.sendData(data);
     }
+
+    /**
+     * Stops the paused turn: the call gets a cancelled result, and the
+     * request rejects with a ChatFailure "Cancelled".
+     */
+    cancel() {
+        return this.session.sendData({ cancel: this.id });
+    }
+}
+
+/**
+ * A call of a tool the client runs (//chat:tool client): the data of a
+ * ClientTool event, given to the handler set with
+ * SessionBuilder.clientToolHandler (SessionBuilder.clientTool answers on
+ * its own). The answer is the session's next request: respond(result)
+ * gives the model the result (any JSON value), fail(reason) tells it the
+ * client could not run the call (or the user refused), cancel() stops the
+ * paused turn. Each returns the request's promise. deadline, when set, is
+ * the Date after which the server no longer takes the result.
+ */
+class ClientToolCall {
+    constructor(session, data) {
+        this.session = session;
+        this.id = data.id;
+        this.tool = data.tool;
+        this.arguments = data.arguments;
+        this.callId = data.callId;
+        this.deadline = data.deadline ? new Date(data.deadline) : null;
+    }
+
+    /** Sends the call's result (a JSON value). */
+    respond(result) {
+        const data = { clientTool: this.id };
+        if (result !== undefined) {
+            data.result = result;
+        }
+        return this.session.sendData(data);
+    }
+
+    /** Tells the model that the client could not run the call. */
+    fail(reason) {
+        const text = reason === undefined || reason === null || String(reason) === "" ? "the client tool failed" : String(reason);
+        return this.session.sendData({ clientTool: this.id, error: text });
+    }
+
+    /** Stops the paused turn (ChatFailure "Cancelled"). */
+    cancel() {
+        return this.session.sendData({ cancel: this.id });
+    }
+}
+
+// runClientTool runs fn for call and answers with its result, its
+// error's message, or a cancel when fn throws an AbortError from
+// options.signal's abort by the caller. The signal aborts at the call's
+// deadline.
+async function runClientTool(call, fn) {
+    const controller = new AbortController();
+    let timer = null;
+    if (call.deadline) {
+        timer = setTimeout(() => controller.abort(new Error("the client did not finish in time")), Math.max(0, call.deadline.getTime() - Date.now()));
+    }
+    let answer;
+    try {
+        const result = await fn(call.arguments, { signal: controller.signal, call: call });
+        answer = () => call.respond(result);
+    } catch (e) {
+        if (e && e.name === "AbortError" && !controller.signal.aborted) {
+            answer = () => call.cancel();
+        } else {
+            answer = () => call.fail(controller.signal.aborted ? "the client did not finish in time" : (e && e.message) || String(e));
+        }
+    } finally {
+        if (timer !== null) {
+            clearTimeout(timer);
+        }
+    }
+    return answer();
 }
 
 /**
@@ -597,6 +674,39 @@ class SessionBuilder {
     confirmHandler(handler) {
         return this.eventHandler("Confirm", (data, frame, session) => {
             handler(new Confirmation(session, data), frame);
+        });
+    }
+
+    /**
+     * Handles ClientTool events: handler(call, frame), where call is a
+     * ClientToolCall to respond(result), fail(reason) or cancel().
+     */
+    clientToolHandler(handler) {
+        return this.eventHandler("ClientTool", (data, frame, session) => {
+            handler(new ClientToolCall(session, data), frame);
+        });
+    }
+
+    /**
+     * Answers the calls of the client tool name on its own: fn(arguments,
+     * { signal, call }) returns the result (or a promise of it), sent as
+     * the session's next request, which resumes the paused turn; what it
+     * throws is sent as the call's error, except an AbortError (the user
+     * stopped it), which cancels the turn. signal aborts at the call's
+     * deadline. Calls of other tools go to the handler set before.
+     */
+    clientTool(name, fn) {
+        const previous = this.eventHandlers.get("ClientTool");
+        return this.eventHandler("ClientTool", (data, frame, session) => {
+            if (data && data.tool === name) {
+                runClientTool(new ClientToolCall(session, data), fn).catch((e) => {
+                    console.error("chatscopes: the answer of client tool " + name + " failed", e);
+                });
+            } else if (previous) {
+                previous(data, frame, session);
+            } else if (session.defaultHandler) {
+                session.defaultHandler("ClientTool", data, frame);
+            }
         });
     }
 
