@@ -406,3 +406,18 @@ func checkGoroutines(t testing.TB) {
 		}
 	})
 }
+
+// waitStats waits until the router's figures satisfy ok: a session's end
+// closes its beans before the router forgets the conversation, so the
+// figures lag the ledger by a moment.
+func waitStats(t testing.TB, r *chat.Router, ok func(chat.Stats) bool) chat.Stats {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		st := r.Stats()
+		if ok(st) || time.Now().After(deadline) {
+			return st
+		}
+		time.Sleep(time.Millisecond)
+	}
+}

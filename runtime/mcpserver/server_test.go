@@ -142,7 +142,8 @@ func TestSessionIsAConversation(t *testing.T) {
 			t.Fatal(err)
 		}
 		a.ledger.waitClosed(t, 1) // the first session's tally
-		if st := a.router.Stats(); st.Conversations != 1 || st.Scopes != 1 {
+		st := waitStats(t, a.router, func(st chat.Stats) bool { return st.Conversations == 1 && st.Scopes == 1 })
+		if st.Conversations != 1 || st.Scopes != 1 {
 			t.Errorf("stats after one session ended %+v, want 1 conversation", st)
 		}
 		if got, _ := call(t, two, "count", map[string]any{"userMessage": "a"}); got != "a: count is 3" {

@@ -298,7 +298,8 @@ func TestClientContextCancellation(t *testing.T) {
 	if err := recv(t, errc); !errors.Is(err, context.Canceled) {
 		t.Fatalf("Chat: %v", err)
 	}
-	ts.routes.gate <- struct{}{} // "one" goes on and completes
+	// The cancel also stopped "one" on the server (a Cancel frame): its
+	// route returns without passing the gate.
 	if err := queued.Wait(context.Background()); !errors.Is(err, context.Canceled) {
 		t.Fatalf("queued: %v", err)
 	}
