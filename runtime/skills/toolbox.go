@@ -113,7 +113,7 @@ func (tb *Toolbox) ListTools() []ai.Tool { return tb.tools }
 // conversation.
 func (tb *Toolbox) Bean() *chat.Bean[*Loaded] { return tb.bean }
 
-// Loaded reports the names of the skills loaded in the conversation of ctx.
+// LoadedSkills reports the names of the skills loaded in the conversation of ctx.
 func (tb *Toolbox) LoadedSkills(ctx context.Context) ([]string, error) {
 	l, err := tb.bean.Lookup(ctx)
 	if err != nil {
