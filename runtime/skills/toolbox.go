@@ -48,6 +48,12 @@ type Options struct {
 	// refused, with an error matching [ErrNotLoaded], until the skill is
 	// loaded in the conversation.
 	Gated map[string][]ai.Tool
+	// GatedNames names, by skill, tools the service has of its own — its
+	// generated tools, or another source's — that the skill gates: the
+	// hook [Toolbox.ToolHook] (for [ai.Config.ToolHooks]) refuses their
+	// calls, with an error matching [ErrNotLoaded], until the skill is
+	// loaded. They stay in the tools block from the start, unchanged.
+	GatedNames map[string][]string
 	// MaxResourceBytes is the most of a resource read_skill_resource
 	// returns; 0 means DefaultMaxResourceBytes. A longer one is cut, and
 	// the model told so.
@@ -62,6 +68,7 @@ type Toolbox struct {
 	bean  *chat.Bean[*Loaded]
 	max   int
 	tools []ai.Tool
+	gated map[string]string // tool name → skill, of GatedNames
 }
 
 // New returns a tool box for set. It fails when a gated tool names a
@@ -96,7 +103,46 @@ func New(set *Set, opts *Options) (*Toolbox, error) {
 			tb.tools = append(tb.tools, tb.gate(g, t))
 		}
 	}
+	tb.gated = map[string]string{}
+	for g, names := range opts.GatedNames {
+		if set.Skill(g) == nil {
+			return nil, fmt.Errorf("%w skill %q gates tools", ErrUnknown, g)
+		}
+		for _, n := range names {
+			if other, ok := tb.gated[n]; ok && other != g {
+				return nil, fmt.Errorf("skills: the tool %q is gated by both %q and %q", n, other, g)
+			}
+			tb.gated[n] = g
+		}
+	}
 	return tb, nil
+}
+
+// ToolHook returns the hook that gates the tools of [Options.GatedNames]:
+// put it in the service's [ai.Config.ToolHooks]. A call of such a tool
+// before its skill is loaded in the conversation does not run: the model
+// is told that the skill must be loaded first, and the turn goes on.
+func (tb *Toolbox) ToolHook() ai.ToolHook {
+	return func(next ai.ToolHandler) ai.ToolHandler {
+		return func(ctx context.Context, call *ai.ToolCall) (any, error) {
+			skill, ok := tb.gated[call.Name]
+			if !ok {
+				return next(ctx, call)
+			}
+			l, err := tb.bean.Lookup(ctx)
+			if err != nil {
+				return nil, err
+			}
+			if !l.Has(skill) {
+				return nil, notLoaded(call.Name, skill)
+			}
+			return next(ctx, call)
+		}
+	}
+}
+
+func notLoaded(tool, skill string) error {
+	return fmt.Errorf("%w: %s needs the skill %q: load it with %s first", ErrNotLoaded, tool, skill, ToolLoad)
 }
 
 // Name returns "skills".
@@ -276,7 +322,7 @@ func (tb *Toolbox) gate(skill string, t ai.Tool) ai.Tool {
 			return nil, err
 		}
 		if !l.Has(skill) {
-			return nil, fmt.Errorf("%w: %s needs the skill %q: load it with %s first", ErrNotLoaded, t.Name, skill, ToolLoad)
+			return nil, notLoaded(t.Name, skill)
 		}
 		return invoke(ctx, arguments)
 	}

@@ -23,6 +23,8 @@ import (
 // request that ends with tool results is answered with their text.
 var calls = map[string][]llmtest.ToolCall{
 	"quench it":           {{Name: "quench", Arguments: `{}`}},
+	"temper it":           {{Name: "temper", Arguments: `{}`}},
+	"polish it":           {{Name: "polish", Arguments: `{}`}},
 	"load forging":        {{Name: skills.ToolLoad, Arguments: `{"name":"forging"}`}},
 	"load smelting":       {{Name: skills.ToolLoad, Arguments: `{"name":"smelting"}`}},
 	"read steels":         {{Name: skills.ToolReadResource, Arguments: `{"skill":"forging","path":"refs/steels.md"}`}},
@@ -65,8 +67,23 @@ type node struct {
 	url    string
 	srv    *ws.Server
 
-	mu       sync.Mutex
-	quenched int
+	mu                         sync.Mutex
+	quenched, tempered, polish int
+}
+
+// count returns a tool that counts its calls in *c and answers answer.
+func (n *node) count(name, answer string, c *int) ai.Tool {
+	return ai.Tool{
+		Name:        name,
+		Description: "Does " + name + " to the blade.",
+		Parameters:  json.RawMessage(`{"type":"object","properties":{},"additionalProperties":false}`),
+		Invoke: func(context.Context, string) (any, error) {
+			n.mu.Lock()
+			defer n.mu.Unlock()
+			*c++
+			return answer, nil
+		},
+	}
 }
 
 func newNode(t *testing.T, store *chat.InMemoryConversationStore) *node {
@@ -75,17 +92,8 @@ func newNode(t *testing.T, store *chat.InMemoryConversationStore) *node {
 	t.Cleanup(n.llm.Close)
 	tb, err := skills.New(testSet(t), &skills.Options{
 		MaxResourceBytes: 51,
-		Gated: map[string][]ai.Tool{"forging": {{
-			Name:        "quench",
-			Description: "Quenches the blade.",
-			Parameters:  json.RawMessage(`{"type":"object","properties":{},"additionalProperties":false}`),
-			Invoke: func(context.Context, string) (any, error) {
-				n.mu.Lock()
-				defer n.mu.Unlock()
-				n.quenched++
-				return "hiss", nil
-			},
-		}}},
+		Gated:            map[string][]ai.Tool{"forging": {n.count("quench", "hiss", &n.quenched)}},
+		GatedNames:       map[string][]string{"forging": {"temper"}},
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -95,10 +103,11 @@ func newNode(t *testing.T, store *chat.InMemoryConversationStore) *node {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg := &ai.Config{Model: model, Logger: quiet(), ToolSources: []ai.ToolSource{tb}}
+	cfg := &ai.Config{Model: model, Logger: quiet(), ToolSources: []ai.ToolSource{tb}, ToolHooks: []ai.ToolHook{tb.ToolHook()}}
 	cfg.Memory = memory.NewManager(&memory.ManagerOptions{Store: chatstoretest.InMemoryMemories(store), Policy: memory.Window(50, nil)})
 	svc := ai.NewService("example.com/app.Smith", cfg)
-	method := &ai.Method{Name: "Ask", Kind: chat.KindChat, System: "You are a weaponsmith."}
+	method := &ai.Method{Name: "Ask", Kind: chat.KindChat, System: "You are a weaponsmith.",
+		Tools: []ai.Tool{n.count("temper", "tempered", &n.tempered), n.count("polish", "shiny", &n.polish)}}
 	svc.AddMethods(method)
 	p := chatimpl.NewPackage("example.com/app")
 	p.AddRoute(chatimpl.RouteSpec{Name: "smith", Default: true, Handle: func(ctx context.Context) error {
@@ -176,7 +185,8 @@ func toolsBlock(t *testing.T, req llmtest.Request) string {
 // Through the websocket client and langchaingo's OpenAI client against
 // llmtest: the skills' names and descriptions are in the tools block,
 // which is byte-identical in every request, loading a skill included; a
-// gated tool is refused until its skill is loaded, then runs; load_skill
+// gated tool (the source's own, or a method's through the tool hook) is
+// refused until its skill is loaded, then runs; an ungated one runs; load_skill
 // returns the body and lists the resources; read_skill_resource returns
 // one, bounded, and refuses traversal, unknown paths and unloaded skills.
 func TestSkillsThroughWebsocket(t *testing.T) {
@@ -186,13 +196,15 @@ func TestSkillsThroughWebsocket(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	chatAll(t, s, "quench it", "read steels", "load smelting", "load forging", "quench it", "read steels",
-		"read traversal", "read absolute", "read fletching refs", "read big")
+	chatAll(t, s, "quench it", "read steels", "load smelting", "temper it", "polish it", "load forging", "quench it", "read steels",
+		"read traversal", "read absolute", "read fletching refs", "read big", "temper it")
 	got := rec.all()
 	for i, want := range []string{
 		`quench needs the skill "forging": load it with load_skill first`,
 		`load skill "forging" with load_skill before reading its resources`,
 		`unknown skill "smelting": the skills are fletching, forging`,
+		`temper needs the skill "forging": load it with load_skill first`,
+		"tool said: shiny",
 		"Skill \"forging\" is loaded.\n\n# Forging\n\nHeat the steel to orange.\n\nResources (read one with read_skill_resource):\n- big.txt (200 bytes)\n- refs/steels.md (20 bytes)",
 		"tool said: hiss",
 		"tool said: Use 1095 for knives.",
@@ -200,13 +212,14 @@ func TestSkillsThroughWebsocket(t *testing.T) {
 		`path "/etc/passwd" is not the path of a resource`,
 		`load skill "fletching" with load_skill before reading its resources`,
 		"tool said: " + strings.Repeat("é", 25) + "\n[cut: the first 50 of 200 bytes]",
+		"tool said: tempered",
 	} {
 		if i >= len(got) || !strings.Contains(got[i], want) {
 			t.Fatalf("answer %d: %q, want it to hold %q (all: %q)", i, got, want, got)
 		}
 	}
-	if n.quenched != 1 {
-		t.Fatalf("quench ran %d times, want 1 (after the skill was loaded)", n.quenched)
+	if n.quenched != 1 || n.tempered != 1 || n.polish != 1 {
+		t.Fatalf("quench ran %d times, temper %d, polish %d: want 1 each (the gated ones after the skill was loaded)", n.quenched, n.tempered, n.polish)
 	}
 	reqs := n.llm.Requests()
 	tools := toolsBlock(t, reqs[0])
