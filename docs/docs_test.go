@@ -63,6 +63,7 @@ const snippetImports = `import (
 	"github.com/chatscopes/chatgen/runtime/mcptools"
 	"github.com/chatscopes/chatgen/runtime/otelchat"
 	"github.com/chatscopes/chatgen/runtime/plan"
+	"github.com/chatscopes/chatgen/runtime/skills"
 	"github.com/chatscopes/chatgen/runtime/ws"
 )
 `
