@@ -243,7 +243,7 @@ func TestTerminal(t *testing.T) {
 	if err := runTerminal(context.Background(), a.router, in, &out); err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"── billing answers (from triage) ──", "refund of 42 EUR", `plan "Office move" (done)`, "0. [done] Research the new office"} {
+	for _, want := range []string{"── billing answers (from triage) ──", "refund of 42 EUR", `plan "Office move" (done)`, "0. [done] Research the new office", "[research research-1] Research: the new office has 12 desks", "[check_policy check_policy-1] Policy: moves need"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("the terminal shows no %q:\n%s", want, out.String())
 		}

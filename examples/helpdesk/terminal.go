@@ -43,9 +43,19 @@ func runTerminal(ctx context.Context, router *chat.Router, in io.Reader, out io.
 }
 
 // eventPrinter sets handlers on b that print the help desk's events to out.
+// A sub-agent's streamed text is printed, a line per session, before the
+// next event that is not a sub-agent's (the planner's next step).
 func eventPrinter(b *chat.SessionBuilder, out io.Writer) *chat.SessionBuilder {
+	var order []string
+	streams := map[string]*strings.Builder{}
+	flush := func() {
+		for _, key := range order {
+			fmt.Fprintf(out, "  [%s] %s\n", key, streams[key])
+		}
+		order, streams = order[:0], map[string]*strings.Builder{}
+	}
 	return b.
-		OnMessage(func(m string) { fmt.Fprintf(out, "desk: %s\n", m) }).
+		OnMessage(func(m string) { flush(); fmt.Fprintf(out, "desk: %s\n", m) }).
 		OnError(func(m string) { fmt.Fprintf(out, "  ! %s\n", m) }).
 		On(agent.EventAgent, func(ev chat.Event) {
 			var a agent.Event
@@ -56,14 +66,25 @@ func eventPrinter(b *chat.SessionBuilder, out io.Writer) *chat.SessionBuilder {
 		On(chat.EventPlan, func(ev chat.Event) {
 			var p plan.Plan
 			if ev.Decode(&p) == nil {
+				flush()
 				fmt.Fprint(out, planText(&p))
 			}
 		}).
 		On(ai.EventSubAgent, func(ev chat.Event) {
 			var a ai.AgentEvent
-			if ev.Decode(&a) == nil && a.Type != "Stream" {
-				fmt.Fprintf(out, "  [%s] %s %s%s\n", a.Agent, a.Type, a.Tool, a.Text)
+			if ev.Decode(&a) != nil {
+				return
 			}
+			if a.Type == "Stream" || a.Type == "Text" {
+				key := a.Agent + " " + a.Session
+				if streams[key] == nil {
+					streams[key] = &strings.Builder{}
+					order = append(order, key)
+				}
+				streams[key].WriteString(a.Text)
+				return
+			}
+			fmt.Fprintf(out, "  [%s %s] %s %s\n", a.Agent, a.Session, a.Type, a.Tool)
 		})
 }
 

@@ -40,10 +40,26 @@
     planEl.appendChild(ol);
   }
 
+  // onSubAgent shows a sub-agent's steps: a line per tool call and result,
+  // and per session the text of its replies as it streams (sub-agents of a
+  // fan-out stream at once, each into its own line).
+  const streams = new Map();
   function onSubAgent(ev) {
-    if (ev.type === "Stream") return;
+    const key = ev.agent + "/" + (ev.session || "");
+    if (ev.type === "Stream" || ev.type === "Text") {
+      let li = streams.get(key);
+      if (!li) {
+        li = document.createElement("li");
+        li.textContent = ev.agent + ": ";
+        subEl.appendChild(li);
+        streams.set(key, li);
+      }
+      li.textContent += ev.text || "";
+      return;
+    }
+    streams.delete(key);
     const li = document.createElement("li");
-    li.textContent = ev.agent + ": " + ev.type + (ev.tool ? " " + ev.tool : "") + (ev.text ? " " + ev.text : "");
+    li.textContent = ev.agent + ": " + ev.type + (ev.tool ? " " + ev.tool : "") + (ev.failed ? " (failed)" : "") + (ev.text ? " " + ev.text : "");
     subEl.appendChild(li);
   }
 
@@ -59,6 +75,7 @@
     if (!text || !session) return;
     input.value = "";
     line("user", "you: " + text);
+    streams.clear(); // a new request: the sub-agents' replies start new lines
     setBusy(true);
     session.chat(text)
       .catch((err) => line("error", "The help desk could not answer: " + (err && err.reason ? err.reason : String(err))))
