@@ -2,7 +2,7 @@
 
 GO ?= go
 
-.PHONY: demo terminal counter test test-stress fmt-check vet lint generate-check gotest fleet failover golden bench bench-peers bench-durable numbers fuzz
+.PHONY: demo terminal counter helpdesk helpdesk-terminal test test-stress fmt-check vet lint generate-check gotest fleet failover golden bench bench-peers bench-durable numbers fuzz
 
 ## demo: generate the weaponbuilder example and serve it offline (Ctrl-C stops it).
 demo:
@@ -13,6 +13,16 @@ demo:
 terminal:
 	$(GO) generate ./examples/...
 	$(GO) run ./examples/weaponbuilder -terminal
+
+## helpdesk: the agents example (hand-off, sub-agent fan-out, plan) served offline.
+helpdesk:
+	$(GO) generate ./examples/helpdesk
+	$(GO) run ./examples/helpdesk
+
+## helpdesk-terminal: the agents example as a terminal chat.
+helpdesk-terminal:
+	$(GO) generate ./examples/helpdesk
+	$(GO) run ./examples/helpdesk -terminal
 
 ## counter: the scoped-bean scenarios of the Quarkus guide.
 counter:
