@@ -295,6 +295,10 @@ func (h *Handler) run(w http.ResponseWriter, r *http.Request, th *thread, in *ru
 	w.Header().Set("Cache-Control", "no-cache")
 	w.Header().Set("X-Accel-Buffering", "no")
 	w.WriteHeader(http.StatusOK)
+	// The client sees the stream open before any event.
+	if err := http.NewResponseController(w).Flush(); err != nil {
+		h.log.InfoContext(r.Context(), "agui: the response cannot be flushed", "err", err)
+	}
 	out := newWriter(w, h.opts.MaxBufferedEvents, func() { cancel(ErrSlowClient) })
 	defer out.close()
 
