@@ -71,6 +71,15 @@ func testPackage(sig *signals) *chatimpl.Package {
 		}
 		return res.Message("done: " + chat.Request(ctx).UserMessage())
 	}})
+	p.AddRoute(chatimpl.RouteSpec{Name: "stream100", Handle: func(ctx context.Context) error {
+		return chat.SendStream(ctx, func(yield func(string) bool) {
+			for range 100 {
+				if !yield("chunk ") {
+					return
+				}
+			}
+		})
+	}})
 	p.AddRoute(chatimpl.RouteSpec{Name: "boom", Handle: func(ctx context.Context) error {
 		if err := chat.Response(ctx).Thinking("trying"); err != nil {
 			return err
