@@ -1,0 +1,62 @@
+// Package agui serves the routes of a chat router to AG-UI clients (the
+// Agent–User Interaction protocol: @ag-ui/client's HttpAgent, CopilotKit
+// and the front ends built on it) as typed server-sent events.
+//
+// [Handler] is an http.Handler: a client POSTs a RunAgentInput (threadId,
+// runId, messages, tools, state, context, forwardedProps) and reads the
+// run's events as a text/event-stream of JSON objects, each typed as
+// @ag-ui/core 1.0.0 types it:
+//
+//   - RUN_STARTED first; RUN_FINISHED when the request completes, or
+//     RUN_ERROR (code: the failure's reason, such as "Cancelled" or
+//     "Forbidden"; never internal error text) when it fails;
+//   - a Message event is one assistant message: TEXT_MESSAGE_START,
+//     TEXT_MESSAGE_CONTENT, TEXT_MESSAGE_END; the chunks of a stream
+//     (Stream events) are the contents of one message, closed by the
+//     stream's end or by the next event of another kind;
+//   - Thinking text is a reasoning message: REASONING_START,
+//     REASONING_MESSAGE_START, REASONING_MESSAGE_CONTENT,
+//     REASONING_MESSAGE_END, REASONING_END;
+//   - the tool calls a sub-agent makes (SubAgent events of type ToolCall
+//     and ToolResult) are TOOL_CALL_START, TOOL_CALL_ARGS, TOOL_CALL_END
+//     and TOOL_CALL_RESULT;
+//   - every other event (Object values, //chat:event values, Sources,
+//     Agent, Plan, Confirm, Retract, Console, Error and the other steps
+//     of SubAgent) is a CUSTOM event named as its type, its data the
+//     value;
+//   - with [Options.ShowScope], a STATE_SNAPSHOT before the run's end
+//     holds the conversation's id and its current scope id: nothing of
+//     the conversation's beans is shown.
+//
+// A message or reasoning message still open is closed before an event of
+// another kind, and before RUN_FINISHED or RUN_ERROR, so that the stream
+// nests as AG-UI's verifier requires.
+//
+// A thread is a conversation: the first run on a threadId connects a
+// conversation on [Options.Route] (the router's default route when
+// empty), and the later runs of that thread are its next requests, one
+// run per request, one at a time. The user's text of a run is the
+// content of the last user message of its messages; forwardedProps, when
+// it is an object, adds the route's other parameters. A thread belongs to
+// the principal that started it: a run of another principal's thread is
+// answered 403. Threads live in this process until [Handler.Close] or
+// their idle timeout ([Options.ThreadTimeout]).
+//
+// A client that closes its request (AbortController.abort, a closed tab)
+// stops the run: the request's context is cancelled with the cause
+// [chat.ErrCancelled] (the stop of the websocket's Cancel frame), so the
+// route and its AI services see [chat.Cancelled] and keep the
+// interrupted turn.
+//
+// Requests are authenticated with [Options.Authenticator] (a
+// ws.Authenticator can be given as it is; an error answers 401). Bodies
+// are bounded by [Options.MaxBodyBytes] (413); malformed input is
+// answered 400 with a JSON error naming what is wrong. The events of a
+// run wait in a bounded buffer ([Options.MaxBufferedEvents]) for a slow
+// client; a client that does not read while it fills has its run
+// cancelled.
+//
+// Front-end tools (the tools of RunAgentInput) are not run: a route's AI
+// services have no client-run tools to map them to yet, so a run that
+// offers tools is served without them.
+package agui

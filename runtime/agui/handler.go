@@ -1,0 +1,618 @@
+package agui
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/chatscopes/chatgen/runtime/chat"
+)
+
+// DefaultMaxBodyBytes is the default bound of a RunAgentInput body.
+const DefaultMaxBodyBytes = 4 << 20
+
+// DefaultMaxBufferedEvents is the default number of events of a run that
+// wait for a slow client.
+const DefaultMaxBufferedEvents = 1024
+
+// DefaultThreadTimeout is how long an idle thread lives by default.
+const DefaultThreadTimeout = 30 * time.Minute
+
+// ErrSlowClient is the cause of the cancellation of a run whose client
+// did not read its events while the buffer filled.
+var ErrSlowClient = errors.New("agui: the client does not read the run's events")
+
+// ErrClosed is the error of a run on a closed [Handler].
+var ErrClosed = errors.New("agui: the handler is closed")
+
+// Options configures a [Handler]. A nil *Options, like the zero value,
+// gives the defaults.
+type Options struct {
+	// Route is the route a thread's conversation starts on; empty is the
+	// router's default route.
+	Route string
+	// Authenticator establishes the principal of each request, as the
+	// websocket endpoint's (ws.ServerOptions.Authenticator) does: a ws
+	// Authenticator can be given as it is. A nil principal with a nil
+	// error is anonymous; an error answers 401. Nil: every request is
+	// anonymous.
+	Authenticator func(r *http.Request) (chat.Principal, error)
+	// Logger logs failed runs. Nil means [slog.Default].
+	Logger *slog.Logger
+	// MaxBodyBytes bounds a request body (0: [DefaultMaxBodyBytes];
+	// negative: no bound); a larger one is answered 413.
+	MaxBodyBytes int64
+	// MaxBufferedEvents bounds the events of a run waiting for the
+	// client (0: [DefaultMaxBufferedEvents]); a run whose client lets
+	// them fill is cancelled with the cause [ErrSlowClient].
+	MaxBufferedEvents int
+	// ThreadTimeout ends a thread idle that long, and its conversation
+	// (0: [DefaultThreadTimeout]; negative: never).
+	ThreadTimeout time.Duration
+	// ShowScope, when set, ends every run with a STATE_SNAPSHOT of the
+	// conversation's id and current scope id.
+	ShowScope bool
+}
+
+// A Handler serves the routes of a [chat.Router] to AG-UI clients. Build
+// it with [New]; it is safe for concurrent use.
+type Handler struct {
+	router *chat.Router
+	opts   Options
+	log    *slog.Logger
+
+	mu      sync.Mutex
+	closed  bool
+	threads map[string]*thread
+	wg      sync.WaitGroup // the runs in progress
+}
+
+// A thread is one AG-UI thread: its principal and its conversation.
+type thread struct {
+	id        string
+	principal chat.Principal
+
+	mu    sync.Mutex // one run at a time
+	conv  *chat.Conversation
+	timer *time.Timer // ends the idle thread
+	ended bool
+}
+
+// New returns a handler serving router to AG-UI clients. opts may be nil.
+func New(router *chat.Router, opts *Options) (*Handler, error) {
+	if router == nil {
+		return nil, errors.New("agui: New needs a router")
+	}
+	var o Options
+	if opts != nil {
+		o = *opts
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	if o.MaxBodyBytes == 0 {
+		o.MaxBodyBytes = DefaultMaxBodyBytes
+	}
+	if o.MaxBufferedEvents <= 0 {
+		o.MaxBufferedEvents = DefaultMaxBufferedEvents
+	}
+	if o.ThreadTimeout == 0 {
+		o.ThreadTimeout = DefaultThreadTimeout
+	}
+	return &Handler{router: router, opts: o, log: o.Logger, threads: map[string]*thread{}}, nil
+}
+
+// A runInput is the part of a RunAgentInput the handler reads.
+type runInput struct {
+	ThreadID       string          `json:"threadId"`
+	RunID          string          `json:"runId"`
+	Messages       []inputMessage  `json:"messages"`
+	Tools          json.RawMessage `json:"tools"`
+	State          json.RawMessage `json:"state"`
+	Context        json.RawMessage `json:"context"`
+	ForwardedProps json.RawMessage `json:"forwardedProps"`
+}
+
+// An inputMessage is one message of a RunAgentInput.
+type inputMessage struct {
+	ID      string          `json:"id"`
+	Role    string          `json:"role"`
+	Content json.RawMessage `json:"content"`
+}
+
+// badInput answers 400 with a JSON error.
+func badInput(w http.ResponseWriter, format string, args ...any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusBadRequest)
+	_ = json.NewEncoder(w).Encode(map[string]string{"error": fmt.Sprintf(format, args...)})
+}
+
+// ServeHTTP runs one AG-UI run: see the package documentation.
+func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodPost {
+		w.Header().Set("Allow", http.MethodPost)
+		http.Error(w, "an AG-UI run is a POST", http.StatusMethodNotAllowed)
+		return
+	}
+	var p chat.Principal
+	if h.opts.Authenticator != nil {
+		var err error
+		if p, err = h.opts.Authenticator(r); err != nil {
+			h.log.InfoContext(r.Context(), "agui: authentication failed", "remote", r.RemoteAddr, "err", err)
+			http.Error(w, "unauthorized", http.StatusUnauthorized)
+			return
+		}
+	}
+	body := io.Reader(r.Body)
+	if h.opts.MaxBodyBytes > 0 {
+		body = http.MaxBytesReader(w, r.Body, h.opts.MaxBodyBytes)
+	}
+	var in runInput
+	dec := json.NewDecoder(body)
+	if err := dec.Decode(&in); err != nil {
+		var tooBig *http.MaxBytesError
+		if errors.As(err, &tooBig) {
+			http.Error(w, "the RunAgentInput is too large", http.StatusRequestEntityTooLarge)
+			return
+		}
+		badInput(w, "the body is not a RunAgentInput JSON object: %v", err)
+		return
+	}
+	if dec.More() {
+		badInput(w, "the body holds more than one JSON value")
+		return
+	}
+	if in.ThreadID == "" || in.RunID == "" {
+		badInput(w, "threadId and runId are required strings")
+		return
+	}
+	creq, err := request(&in)
+	if err != nil {
+		badInput(w, "%v", err)
+		return
+	}
+	th, status, err := h.thread(r.Context(), in.ThreadID, p)
+	if err != nil {
+		h.log.InfoContext(r.Context(), "agui: a run found no thread", "thread", in.ThreadID, "err", err)
+		http.Error(w, err.Error(), status)
+		return
+	}
+	defer h.wg.Done()
+	h.run(w, r, th, &in, creq)
+}
+
+// request returns the route request of a run: the text of its last user
+// message, and the parameters of forwardedProps when it is an object.
+func request(in *runInput) (*chat.RouteRequest, error) {
+	data := map[string]any{}
+	if len(in.ForwardedProps) > 0 && string(in.ForwardedProps) != "null" {
+		if err := json.Unmarshal(in.ForwardedProps, &data); err != nil {
+			return nil, fmt.Errorf("forwardedProps is not a JSON object: %w", err)
+		}
+		if data == nil {
+			data = map[string]any{}
+		}
+	}
+	for i := len(in.Messages) - 1; i >= 0; i-- {
+		m := in.Messages[i]
+		if m.Role != "user" {
+			continue
+		}
+		var text string
+		if err := json.Unmarshal(m.Content, &text); err != nil {
+			return nil, fmt.Errorf("the content of user message %q is not a string", m.ID)
+		}
+		data[chat.UserMessageKey] = text
+		break
+	}
+	creq, err := chat.NewDataRequest(data)
+	if err != nil {
+		return nil, fmt.Errorf("the run's parameters: %w", err)
+	}
+	return creq, nil
+}
+
+// thread returns the thread id of principal p, connecting its
+// conversation on its first run; the caller calls h.wg.Done after the
+// run. On an error, status is the HTTP status to answer.
+func (h *Handler) thread(ctx context.Context, id string, p chat.Principal) (*thread, int, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.closed {
+		return nil, http.StatusServiceUnavailable, ErrClosed
+	}
+	th := h.threads[id]
+	if th != nil && !samePrincipal(th.principal, p) {
+		return nil, http.StatusForbidden, errors.New("agui: the thread belongs to another principal")
+	}
+	if th == nil {
+		th = &thread{id: id, principal: p}
+		h.threads[id] = th
+	}
+	h.wg.Add(1)
+	return th, 0, nil
+}
+
+// samePrincipal reports whether a and b are the same principal: both
+// anonymous, or of the same name.
+func samePrincipal(a, b chat.Principal) bool {
+	if a == nil || b == nil {
+		return a == nil && b == nil
+	}
+	return a.Name() == b.Name()
+}
+
+// conversation returns the thread's conversation, connecting it on the
+// first run (or after the route ended the last one); th.mu is held.
+func (h *Handler) conversation(ctx context.Context, th *thread) (*chat.Conversation, error) {
+	if th.ended {
+		// Its idle timeout ended it as this run started: it starts again.
+		h.mu.Lock()
+		if !h.closed && h.threads[th.id] == nil {
+			h.threads[th.id] = th
+			th.ended = false
+		}
+		h.mu.Unlock()
+		if th.ended {
+			return nil, ErrClosed
+		}
+	}
+	if th.conv != nil && th.conv.ScopeID() == "" {
+		if err := th.conv.Close(ctx); err != nil {
+			return nil, fmt.Errorf("agui: closing an ended conversation: %w", err)
+		}
+		th.conv = nil
+	}
+	if th.conv == nil {
+		c, err := h.router.Connect(chat.WithPrincipal(ctx, th.principal), h.opts.Route)
+		if err != nil {
+			return nil, fmt.Errorf("agui: starting the conversation of thread %q: %w", th.id, err)
+		}
+		th.conv = c
+	}
+	return th.conv, nil
+}
+
+// run serves one run of th.
+func (h *Handler) run(w http.ResponseWriter, r *http.Request, th *thread, in *runInput, creq *chat.RouteRequest) {
+	// The request's context ends when the client closes the request: the
+	// run is stopped with the cause chat.ErrCancelled, as a Cancel frame
+	// stops a websocket request.
+	rctx, cancel := context.WithCancelCause(context.WithoutCancel(r.Context()))
+	defer cancel(nil)
+	stop := context.AfterFunc(r.Context(), func() { cancel(chat.ErrCancelled) })
+	defer stop()
+
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.Header().Set("Cache-Control", "no-cache")
+	w.Header().Set("X-Accel-Buffering", "no")
+	w.WriteHeader(http.StatusOK)
+	// The client sees the stream open before any event.
+	if err := http.NewResponseController(w).Flush(); err != nil {
+		h.log.InfoContext(r.Context(), "agui: the response cannot be flushed", "err", err)
+	}
+	out := newWriter(w, h.opts.MaxBufferedEvents, func() { cancel(ErrSlowClient) })
+	defer out.close()
+
+	ev := &encoder{threadID: in.ThreadID, runID: in.RunID, out: out}
+	ev.emit(map[string]any{"type": "RUN_STARTED", "threadId": in.ThreadID, "runId": in.RunID})
+
+	th.mu.Lock()
+	defer th.mu.Unlock()
+	if th.timer != nil {
+		th.timer.Stop()
+	}
+	conv, err := h.conversation(rctx, th)
+	if err != nil {
+		f := chat.FailureOf(err)
+		ev.fail(f)
+		return
+	}
+	_, f := conv.Handle(rctx, conv.ScopeID(), creq, ev.event)
+	if f != nil {
+		if !errors.Is(f, chat.ErrCancelled) {
+			h.log.InfoContext(r.Context(), "agui: a run failed", "thread", th.id, "run", in.RunID, "reason", f.Reason, "err", f.Err)
+		}
+		ev.fail(f)
+	} else {
+		ev.closeOpen()
+		if h.opts.ShowScope {
+			ev.emit(map[string]any{"type": "STATE_SNAPSHOT", "snapshot": map[string]any{
+				"conversationId": conv.ID(), "scopeId": conv.ScopeID()}})
+		}
+		ev.emit(map[string]any{"type": "RUN_FINISHED", "threadId": in.ThreadID, "runId": in.RunID})
+	}
+	h.idle(th)
+}
+
+// idle arms the thread's idle timeout; th.mu is held.
+func (h *Handler) idle(th *thread) {
+	if h.opts.ThreadTimeout < 0 {
+		return
+	}
+	th.timer = time.AfterFunc(h.opts.ThreadTimeout, func() { h.endThread(th) })
+}
+
+// endThread ends th and its conversation, unless a run is in progress.
+func (h *Handler) endThread(th *thread) {
+	if !th.mu.TryLock() {
+		return // a run started: it rearms the timer
+	}
+	defer th.mu.Unlock()
+	h.mu.Lock()
+	if h.threads[th.id] == th {
+		delete(h.threads, th.id)
+	}
+	h.mu.Unlock()
+	h.closeThread(th)
+}
+
+// closeThread ends the conversation of th; th.mu is held.
+func (h *Handler) closeThread(th *thread) {
+	th.ended = true
+	if th.conv != nil {
+		if err := th.conv.Close(context.Background()); err != nil {
+			h.log.Error("agui: ending a thread's conversation", "thread", th.id, "err", err)
+		}
+		th.conv = nil
+	}
+}
+
+// Threads returns the number of threads the handler holds now.
+func (h *Handler) Threads() int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return len(h.threads)
+}
+
+// Close refuses new runs, waits for the runs in progress to end (or ctx
+// to be done) and ends every thread's conversation.
+func (h *Handler) Close(ctx context.Context) error {
+	h.mu.Lock()
+	h.closed = true
+	h.mu.Unlock()
+	done := make(chan struct{})
+	go func() { h.wg.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-ctx.Done():
+		return fmt.Errorf("agui: waiting for the runs in progress: %w", ctx.Err())
+	}
+	h.mu.Lock()
+	threads := h.threads
+	h.threads = map[string]*thread{}
+	h.mu.Unlock()
+	for _, th := range threads {
+		th.mu.Lock()
+		if th.timer != nil {
+			th.timer.Stop()
+		}
+		h.closeThread(th)
+		th.mu.Unlock()
+	}
+	return nil
+}
+
+// A writer sends the encoded events of a run to the client from its own
+// goroutine, through a bounded buffer.
+type writer struct {
+	ch      chan []byte
+	done    chan struct{}
+	full    func()
+	dropped atomic.Bool // the buffer filled: nothing more is queued
+}
+
+func newWriter(w http.ResponseWriter, n int, full func()) *writer {
+	rc := http.NewResponseController(w)
+	wr := &writer{ch: make(chan []byte, n), done: make(chan struct{})}
+	wr.full = func() {
+		full()
+		// Unblock a write to a client that does not read.
+		_ = rc.SetWriteDeadline(time.Now())
+	}
+	go func() {
+		defer close(wr.done)
+		failed := false
+		for b := range wr.ch {
+			if failed {
+				continue
+			}
+			if _, err := w.Write(b); err != nil {
+				failed = true
+				continue
+			}
+			if len(wr.ch) == 0 {
+				if err := rc.Flush(); err != nil {
+					failed = true
+				}
+			}
+		}
+	}()
+	return wr
+}
+
+// send queues one frame; a full buffer stops the run.
+func (wr *writer) send(b []byte) {
+	if wr.dropped.Load() {
+		return
+	}
+	select {
+	case wr.ch <- b:
+	default:
+		wr.dropped.Store(true)
+		wr.full()
+	}
+}
+
+// close sends what is queued and waits for the writer to end.
+func (wr *writer) close() {
+	close(wr.ch)
+	<-wr.done
+}
+
+// An encoder turns the events of a route into AG-UI events.
+type encoder struct {
+	threadID, runID string
+	out             *writer
+	n               int    // ids handed out
+	text            string // the id of the open text message, if any
+	reasoning       string // the id of the open reasoning message, if any
+}
+
+func (e *encoder) id(kind string) string {
+	e.n++
+	return e.runID + "-" + kind + "-" + strconv.Itoa(e.n)
+}
+
+// emit sends one AG-UI event.
+func (e *encoder) emit(v map[string]any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		b, _ = json.Marshal(map[string]any{"type": "RUN_ERROR", "message": "an event could not be encoded", "code": "ServerError"})
+	}
+	frame := make([]byte, 0, len(b)+8)
+	frame = append(frame, "data: "...)
+	frame = append(frame, b...)
+	frame = append(frame, "\n\n"...)
+	e.out.send(frame)
+}
+
+// closeText ends the open text message, if any.
+func (e *encoder) closeText() {
+	if e.text != "" {
+		e.emit(map[string]any{"type": "TEXT_MESSAGE_END", "messageId": e.text})
+		e.text = ""
+	}
+}
+
+// closeReasoning ends the open reasoning message, if any.
+func (e *encoder) closeReasoning() {
+	if e.reasoning != "" {
+		e.emit(map[string]any{"type": "REASONING_MESSAGE_END", "messageId": e.reasoning})
+		e.emit(map[string]any{"type": "REASONING_END", "messageId": e.reasoning})
+		e.reasoning = ""
+	}
+}
+
+// closeOpen ends every open message.
+func (e *encoder) closeOpen() {
+	e.closeText()
+	e.closeReasoning()
+}
+
+// fail ends the run with the failure f.
+func (e *encoder) fail(f *chat.Failure) {
+	e.closeOpen()
+	reason := "ServerError"
+	if f != nil && f.Reason != "" {
+		reason = f.Reason
+	}
+	e.emit(map[string]any{"type": "RUN_ERROR", "message": "the run failed: " + reason, "code": reason})
+}
+
+// textContent sends one chunk of the open text message, opening it.
+func (e *encoder) textContent(text string) {
+	e.closeReasoning()
+	if e.text == "" {
+		e.text = e.id("msg")
+		e.emit(map[string]any{"type": "TEXT_MESSAGE_START", "messageId": e.text, "role": "assistant"})
+	}
+	if text != "" {
+		e.emit(map[string]any{"type": "TEXT_MESSAGE_CONTENT", "messageId": e.text, "delta": text})
+	}
+}
+
+// event maps one event of the route.
+func (e *encoder) event(ev chat.Event) error {
+	switch ev.Type {
+	case chat.EventStream:
+		text := ev.Text()
+		if text == "" {
+			e.closeText() // the end of a stream
+			return nil
+		}
+		e.textContent(text)
+		return nil
+	case chat.EventMessage:
+		e.closeOpen()
+		e.textContent(ev.Text())
+		e.closeText()
+		return nil
+	case chat.EventThinking:
+		e.closeText()
+		if e.reasoning == "" {
+			e.reasoning = e.id("reasoning")
+			e.emit(map[string]any{"type": "REASONING_START", "messageId": e.reasoning})
+			e.emit(map[string]any{"type": "REASONING_MESSAGE_START", "messageId": e.reasoning, "role": "reasoning"})
+		}
+		if text := ev.Text(); text != "" {
+			e.emit(map[string]any{"type": "REASONING_MESSAGE_CONTENT", "messageId": e.reasoning, "delta": text})
+		}
+		return nil
+	case subAgentEvent:
+		if ok, err := e.toolStep(ev); ok || err != nil {
+			return err
+		}
+	}
+	e.closeOpen()
+	data, err := ev.Raw()
+	if err != nil {
+		return fmt.Errorf("agui: encoding a %s event: %w", ev.Type, err)
+	}
+	if len(data) == 0 {
+		data = json.RawMessage("null")
+	}
+	e.emit(map[string]any{"type": "CUSTOM", "name": ev.Type, "value": data})
+	return nil
+}
+
+// subAgentEvent is the type of the events of a sub-agent's steps
+// (runtime/ai's EventSubAgent; not imported, to keep this package off
+// runtime/ai).
+const subAgentEvent = "SubAgent"
+
+// A subAgentStep is the part of a SubAgent event's data read here.
+type subAgentStep struct {
+	Agent     string `json:"agent"`
+	Type      string `json:"type"`
+	Tool      string `json:"tool"`
+	ID        string `json:"id"`
+	Arguments string `json:"arguments"`
+	Failed    bool   `json:"failed"`
+}
+
+// toolStep maps a sub-agent's tool call or result to AG-UI tool call
+// events; it reports whether ev was one.
+func (e *encoder) toolStep(ev chat.Event) (bool, error) {
+	var s subAgentStep
+	if err := ev.Decode(&s); err != nil {
+		return false, fmt.Errorf("agui: a SubAgent event: %w", err)
+	}
+	if s.ID == "" || (s.Type != "ToolCall" && s.Type != "ToolResult") {
+		return false, nil
+	}
+	e.closeOpen()
+	switch s.Type {
+	case "ToolCall":
+		e.emit(map[string]any{"type": "TOOL_CALL_START", "toolCallId": s.ID, "toolCallName": s.Tool})
+		if s.Arguments != "" {
+			e.emit(map[string]any{"type": "TOOL_CALL_ARGS", "toolCallId": s.ID, "delta": s.Arguments})
+		}
+		e.emit(map[string]any{"type": "TOOL_CALL_END", "toolCallId": s.ID})
+	case "ToolResult":
+		content := "done"
+		if s.Failed {
+			content = "failed"
+		}
+		e.emit(map[string]any{"type": "TOOL_CALL_RESULT", "messageId": e.id("tool"), "toolCallId": s.ID, "content": content, "role": "tool"})
+	}
+	return true, nil
+}
