@@ -152,6 +152,9 @@ func (v *talker) turn(ctx context.Context) {
 			c.Len = int(k - 1)
 		}
 		if err := v.s.Memories().Apply(bctx, v.mem(), c); err != nil {
+			if ctx.Err() != nil {
+				return // the talk ended while staging: nothing was written
+			}
 			v.fail(fmt.Errorf("staging turn %d of %s: %w", k, v.st.ID, err))
 			return
 		}
@@ -160,7 +163,9 @@ func (v *talker) turn(ctx context.Context) {
 			extra = !extra
 			if extra {
 				if err := v.s.Memories().Update(bctx, v.extraMem(), c.Tail); err != nil {
-					v.fail(err)
+					if ctx.Err() == nil {
+						v.fail(err)
+					}
 					return
 				}
 			}
