@@ -80,13 +80,13 @@ type thread struct {
 	id        string
 	principal chat.Principal
 
-	mu    sync.Mutex // one run at a time
-	conv  *chat.Conversation
+	mu   sync.Mutex // one run at a time
+	conv *chat.Conversation
 	// pending is the id of the client-run tool call the last run ended
 	// on (a ClientTool event), waiting for a tool message; "" if none.
 	pending string
-	timer *time.Timer // ends the idle thread
-	ended bool
+	timer   *time.Timer // ends the idle thread
+	ended   bool
 }
 
 // New returns a handler serving router to AG-UI clients. opts may be nil.
