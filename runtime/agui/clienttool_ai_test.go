@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"net/http/httptest"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -31,7 +32,7 @@ func TestAIClientToolRound(t *testing.T) {
 		}
 		return llmtest.Reply{Text: "re: " + req.LastUserText()}, nil
 	}), nil)
-	svc := ai.NewService("example.com/aguiapp.Assistant", &ai.Config{Model: model, Logger: quietLogger()})
+	svc := ai.NewService("example.com/aguiapp.Assistant", &ai.Config{Model: model, Logger: quietLogger(), ClientToolResultLimit: 64})
 	method := &ai.Method{Name: "Ask", Kind: chat.KindChat, Tools: []ai.Tool{{
 		Definition: llms.Tool{Type: "function", Function: &llms.FunctionDefinition{Name: "locate", Description: "the user's location",
 			Parameters: json.RawMessage(`{"type":"object","properties":{"precision":{"type":"string"}}}`)}},
@@ -78,6 +79,11 @@ func TestAIClientToolRound(t *testing.T) {
 	evs = a.run(t, toolInput("t1", "r2", id+"x", `{"city":"Lyon"}`, nil))
 	if got := types(evs); !slices.Equal(got, []string{"RUN_STARTED", "RUN_ERROR"}) || evs[1]["code"] != "BadRequest" {
 		t.Fatalf("a wrong id: %v", evs)
+	}
+	// A result over the service's limit: refused, the call stays pending.
+	evs = a.run(t, toolInput("t1", "r2b", id, strings.Repeat("far ", 40), nil))
+	if got := types(evs); !slices.Equal(got, []string{"RUN_STARTED", "RUN_ERROR"}) || evs[1]["code"] != "BadRequest" {
+		t.Fatalf("a result too large: %v", evs)
 	}
 	evs = a.run(t, toolInput("t1", "r3", id, `{"city":"Lyon"}`, nil))
 	checkNesting(t, evs)

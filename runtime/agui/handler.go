@@ -429,6 +429,7 @@ func (h *Handler) endThread(th *thread) {
 // closeThread ends the conversation of th; th.mu is held.
 func (h *Handler) closeThread(th *thread) {
 	th.ended = true
+	th.pending = "" // its conversation's paused call ends with it
 	if th.conv != nil {
 		if err := th.conv.Close(context.Background()); err != nil {
 			h.log.Error("agui: ending a thread's conversation", "thread", th.id, "err", err)
