@@ -17,6 +17,10 @@
 //   - Thinking text is a reasoning message: REASONING_START,
 //     REASONING_MESSAGE_START, REASONING_MESSAGE_CONTENT,
 //     REASONING_MESSAGE_END, REASONING_END;
+//   - a tool call the client runs (a ClientTool event: a tool marked
+//     //chat:tool client) is a front-end tool call: TOOL_CALL_START,
+//     TOOL_CALL_ARGS and TOOL_CALL_END, its toolCallId the ClientTool id,
+//     and the run finishes with the turn paused;
 //   - the tool calls a sub-agent makes (SubAgent events of type ToolCall
 //     and ToolResult) are TOOL_CALL_START, TOOL_CALL_ARGS, TOOL_CALL_END
 //     and TOOL_CALL_RESULT;
@@ -56,7 +60,13 @@
 // client; a client that does not read while it fills has its run
 // cancelled.
 //
-// Front-end tools (the tools of RunAgentInput) are not run: a route's AI
-// services have no client-run tools to map them to yet, so a run that
-// offers tools is served without them.
+// The front end answers a front-end tool call with the next run of the
+// thread, its messages ending in a tool message: toolCallId names the
+// call, content is the result (parsed as JSON when it is JSON, else the
+// string), or error says why the tool did not run. The run is the request
+// {"clientTool": id, "result": ...} (or "error") of the chat protocol. A
+// tool message for a call that is not the thread's pending one ends the
+// run with RUN_ERROR code BadRequest, the call staying pending. The tools
+// of RunAgentInput are not given to the model: the tools are the AI
+// service's, those marked //chat:tool client being the front-end ones.
 package agui

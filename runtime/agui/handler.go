@@ -80,10 +80,13 @@ type thread struct {
 	id        string
 	principal chat.Principal
 
-	mu    sync.Mutex // one run at a time
-	conv  *chat.Conversation
-	timer *time.Timer // ends the idle thread
-	ended bool
+	mu   sync.Mutex // one run at a time
+	conv *chat.Conversation
+	// pending is the id of the client-run tool call the last run ended
+	// on (a ClientTool event), waiting for a tool message; "" if none.
+	pending string
+	timer   *time.Timer // ends the idle thread
+	ended   bool
 }
 
 // New returns a handler serving router to AG-UI clients. opts may be nil.
@@ -126,6 +129,18 @@ type inputMessage struct {
 	ID      string          `json:"id"`
 	Role    string          `json:"role"`
 	Content json.RawMessage `json:"content"`
+	// ToolCallID and Error are a tool message's: the call it answers and,
+	// when the front end could not run the tool, why.
+	ToolCallID string `json:"toolCallId"`
+	Error      string `json:"error"`
+}
+
+// A toolAnswer is the answer a run's trailing tool message gives to a
+// client-run tool call.
+type toolAnswer struct {
+	id     string
+	result any
+	err    string
 }
 
 // badInput answers 400 with a JSON error.
@@ -174,7 +189,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		badInput(w, "threadId and runId are required strings")
 		return
 	}
-	creq, err := request(&in)
+	creq, answer, err := request(&in)
 	if err != nil {
 		badInput(w, "%v", err)
 		return
@@ -186,38 +201,78 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer h.wg.Done()
-	h.run(w, r, th, &in, creq)
+	h.run(w, r, th, &in, creq, answer)
 }
 
 // request returns the route request of a run: the text of its last user
 // message, and the parameters of forwardedProps when it is an object.
-func request(in *runInput) (*chat.RouteRequest, error) {
+func request(in *runInput) (*chat.RouteRequest, *toolAnswer, error) {
 	data := map[string]any{}
 	if len(in.ForwardedProps) > 0 && string(in.ForwardedProps) != "null" {
 		if err := json.Unmarshal(in.ForwardedProps, &data); err != nil {
-			return nil, fmt.Errorf("forwardedProps is not a JSON object: %w", err)
+			return nil, nil, fmt.Errorf("forwardedProps is not a JSON object: %w", err)
 		}
 		if data == nil {
 			data = map[string]any{}
 		}
 	}
-	for i := len(in.Messages) - 1; i >= 0; i-- {
-		m := in.Messages[i]
-		if m.Role != "user" {
-			continue
+	var answer *toolAnswer
+	if n := len(in.Messages); n > 0 && in.Messages[n-1].Role == "tool" {
+		// The front end ran a tool: the last message is its result.
+		a, err := answerOf(&in.Messages[n-1])
+		if err != nil {
+			return nil, nil, err
 		}
-		var text string
-		if err := json.Unmarshal(m.Content, &text); err != nil {
-			return nil, fmt.Errorf("the content of user message %q is not a string", m.ID)
+		answer = a
+		data[chat.KeyClientTool] = a.id
+		if a.err != "" {
+			data[chat.KeyError] = a.err
+		} else if a.result != nil {
+			data[chat.KeyResult] = a.result
 		}
-		data[chat.UserMessageKey] = text
-		break
+	} else {
+		for i := len(in.Messages) - 1; i >= 0; i-- {
+			m := in.Messages[i]
+			if m.Role != "user" {
+				continue
+			}
+			var text string
+			if err := json.Unmarshal(m.Content, &text); err != nil {
+				return nil, nil, fmt.Errorf("the content of user message %q is not a string", m.ID)
+			}
+			data[chat.UserMessageKey] = text
+			break
+		}
 	}
 	creq, err := chat.NewDataRequest(data)
 	if err != nil {
-		return nil, fmt.Errorf("the run's parameters: %w", err)
+		return nil, nil, fmt.Errorf("the run's parameters: %w", err)
 	}
-	return creq, nil
+	return creq, answer, nil
+}
+
+// answerOf returns the answer of a tool message: its content parsed as
+// JSON, or the content string itself when it is not JSON; its error when
+// it has one.
+func answerOf(m *inputMessage) (*toolAnswer, error) {
+	if m.ToolCallID == "" {
+		return nil, fmt.Errorf("tool message %q has no toolCallId", m.ID)
+	}
+	a := &toolAnswer{id: m.ToolCallID, err: m.Error}
+	if a.err != "" {
+		return a, nil
+	}
+	var content string
+	if err := json.Unmarshal(m.Content, &content); err != nil {
+		return nil, fmt.Errorf("the content of tool message %q is not a string", m.ID)
+	}
+	var v any
+	if json.Unmarshal([]byte(content), &v) == nil {
+		a.result = v
+	} else {
+		a.result = content
+	}
+	return a, nil
 }
 
 // thread returns the thread id of principal p, connecting its
@@ -282,7 +337,7 @@ func (h *Handler) conversation(ctx context.Context, th *thread) (*chat.Conversat
 }
 
 // run serves one run of th.
-func (h *Handler) run(w http.ResponseWriter, r *http.Request, th *thread, in *runInput, creq *chat.RouteRequest) {
+func (h *Handler) run(w http.ResponseWriter, r *http.Request, th *thread, in *runInput, creq *chat.RouteRequest, answer *toolAnswer) {
 	// The request's context ends when the client closes the request: the
 	// run is stopped with the cause chat.ErrCancelled, as a Cancel frame
 	// stops a websocket request.
@@ -310,13 +365,29 @@ func (h *Handler) run(w http.ResponseWriter, r *http.Request, th *thread, in *ru
 	if th.timer != nil {
 		th.timer.Stop()
 	}
+	if answer != nil && answer.id != th.pending {
+		// Only the call the thread's last run ended on waits for a result.
+		ev.emit(map[string]any{"type": "RUN_ERROR", "code": "BadRequest",
+			"message": fmt.Sprintf("the tool message answers tool call %q, which is not the thread's pending client-run tool call", answer.id)})
+		h.idle(th)
+		return
+	}
 	conv, err := h.conversation(rctx, th)
 	if err != nil {
 		f := chat.FailureOf(err)
 		ev.fail(f)
 		return
 	}
+	// An answer, or a new message, closes the pending call.
+	pending := th.pending
+	th.pending = ""
 	_, f := conv.Handle(rctx, conv.ScopeID(), creq, ev.event)
+	if ev.clientTool != "" {
+		th.pending = ev.clientTool
+	} else if f != nil && errors.Is(f, chat.ErrBadRequest) && answer != nil {
+		// The route refused the answer: the call stays pending.
+		th.pending = pending
+	}
 	if f != nil {
 		if !errors.Is(f, chat.ErrCancelled) {
 			h.log.InfoContext(r.Context(), "agui: a run failed", "thread", th.id, "run", in.RunID, "reason", f.Reason, "err", f.Err)
@@ -358,6 +429,7 @@ func (h *Handler) endThread(th *thread) {
 // closeThread ends the conversation of th; th.mu is held.
 func (h *Handler) closeThread(th *thread) {
 	th.ended = true
+	th.pending = "" // its conversation's paused call ends with it
 	if th.conv != nil {
 		if err := th.conv.Close(context.Background()); err != nil {
 			h.log.Error("agui: ending a thread's conversation", "thread", th.id, "err", err)
@@ -465,6 +537,7 @@ type encoder struct {
 	n               int    // ids handed out
 	text            string // the id of the open text message, if any
 	reasoning       string // the id of the open reasoning message, if any
+	clientTool      string // the id of the client-run tool call the run paused on, if any
 }
 
 func (e *encoder) id(kind string) string {
@@ -561,6 +634,8 @@ func (e *encoder) event(ev chat.Event) error {
 		if ok, err := e.toolStep(ev); ok || err != nil {
 			return err
 		}
+	case chat.EventClientTool:
+		return e.clientToolCall(ev)
 	}
 	e.closeOpen()
 	data, err := ev.Raw()
@@ -615,4 +690,29 @@ func (e *encoder) toolStep(ev chat.Event) (bool, error) {
 		e.emit(map[string]any{"type": "TOOL_CALL_RESULT", "messageId": e.id("tool"), "toolCallId": s.ID, "content": content, "role": "tool"})
 	}
 	return true, nil
+}
+
+// clientToolCall maps a client-run tool call (a ClientTool event) to an
+// AG-UI front-end tool call: TOOL_CALL_START, TOOL_CALL_ARGS and
+// TOOL_CALL_END, the tool call id being the ClientTool id, which the
+// tool message of the next run names. The route's request completes on
+// it, so the run finishes.
+func (e *encoder) clientToolCall(ev chat.Event) error {
+	var call chat.ClientToolCall
+	if err := ev.Decode(&call); err != nil {
+		return fmt.Errorf("agui: a ClientTool event: %w", err)
+	}
+	if call.ID == "" {
+		return errors.New("agui: a ClientTool event without an id")
+	}
+	e.closeOpen()
+	e.clientTool = call.ID
+	e.emit(map[string]any{"type": "TOOL_CALL_START", "toolCallId": call.ID, "toolCallName": call.Tool})
+	args := string(call.Arguments)
+	if args == "" || args == "null" {
+		args = "{}"
+	}
+	e.emit(map[string]any{"type": "TOOL_CALL_ARGS", "toolCallId": call.ID, "delta": args})
+	e.emit(map[string]any{"type": "TOOL_CALL_END", "toolCallId": call.ID})
+	return nil
 }

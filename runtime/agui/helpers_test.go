@@ -107,6 +107,27 @@ func testPackage(sig *signals) *chatimpl.Package {
 		sig.cancelled <- errors.Is(context.Cause(ctx), agui.ErrSlowClient)
 		return ctx.Err()
 	}})
+	p.AddRoute(chatimpl.RouteSpec{Name: "locate", Handle: func(ctx context.Context) error {
+		// The protocol of a client-run tool, as runtime/ai plays it: the
+		// request pauses on a ClientTool event; the next one answers it.
+		req, res := chat.Request(ctx), chat.Response(ctx)
+		if req.Has(chat.KeyClientTool) {
+			var id, why string
+			var result json.RawMessage
+			if err := errors.Join(req.Decode(chat.KeyClientTool, &id), req.Decode(chat.KeyResult, &result), req.Decode(chat.KeyError, &why)); err != nil {
+				return err
+			}
+			if why != "" {
+				return res.Message("failed " + id + ": " + why)
+			}
+			return res.Message("located " + id + ": " + string(result))
+		}
+		if err := res.Message("let me see"); err != nil {
+			return err
+		}
+		return res.Event(chat.EventClientTool, chat.ClientToolCall{ID: "ct-" + req.UserMessage(), Tool: "Locate",
+			Arguments: json.RawMessage(`{"precision":"city"}`), CallID: "call_1"})
+	}})
 	p.AddRoute(chatimpl.RouteSpec{Name: "admin", Roles: []string{"admin"}, Handle: func(ctx context.Context) error {
 		return chat.Response(ctx).Message("secret")
 	}})

@@ -49,10 +49,6 @@ func npmClient(t *testing.T) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	script, err := os.ReadFile(filepath.Join(src, "client.mjs"))
-	if err != nil {
-		t.Fatal(err)
-	}
 	sum := sha256.Sum256(append(lock, runtime.GOOS+"/"+runtime.GOARCH...))
 	base, err := os.UserCacheDir()
 	if err != nil {
@@ -63,13 +59,14 @@ func npmClient(t *testing.T) string {
 	if _, err := os.Stat(filepath.Join(dir, "installed")); err != nil {
 		install(t, npm, src, parent, dir)
 	}
-	// The script is written next to its node_modules at every run: it
-	// changes without the lock changing.
+	// The scripts are written next to their node_modules at every run:
+	// they change without the lock changing.
 	run := t.TempDir()
 	if err := os.Symlink(filepath.Join(dir, "node_modules"), filepath.Join(run, "node_modules")); err != nil {
 		t.Fatal(err)
 	}
-	for name, b := range map[string][]byte{"client.mjs": script, "package.json": mustRead(t, filepath.Join(src, "package.json"))} {
+	for _, name := range []string{"client.mjs", "tools.mjs", "package.json"} {
+		b := mustRead(t, filepath.Join(src, name))
 		if err := os.WriteFile(filepath.Join(run, name), b, 0o644); err != nil {
 			t.Fatal(err)
 		}
@@ -122,6 +119,61 @@ func install(t *testing.T, npm, src, parent, dir string) {
 		if _, serr := os.Stat(filepath.Join(dir, "installed")); serr != nil {
 			t.Fatalf("installing the AG-UI client into %s: %v", dir, err)
 		}
+	}
+}
+
+// nodeRun runs the script of dir against a and returns its output lines.
+func nodeRun(t *testing.T, dir, script string, a *app) []string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "node", script, a.srv.URL)
+	cmd.Dir = dir
+	out, err := cmd.Output()
+	if err != nil {
+		var stderr []byte
+		if ee, ok := err.(*exec.ExitError); ok {
+			stderr = ee.Stderr
+		}
+		t.Fatalf("node %s: %v\n%s\n%s", script, err, out, stderr)
+	}
+	return strings.Split(strings.TrimSpace(string(out)), "\n")
+}
+
+// TestNPMClientToolRound: @ag-ui/client's HttpAgent runs a front-end tool
+// round: the first run's tool call (a client-run tool of the route)
+// passes the client's schemas and verifier and becomes a tool call of an
+// assistant message; the tool message of the second run answers it.
+func TestNPMClientToolRound(t *testing.T) {
+	dir := npmClient(t)
+	a := newApp(t, &agui.Options{Route: "locate"})
+	lines := nodeRun(t, dir, "tools.mjs", a)
+	if len(lines) != 2 {
+		t.Fatalf("output: %q", lines)
+	}
+	type call struct {
+		ID       string
+		Function struct{ Name, Arguments string }
+	}
+	var res [2]struct {
+		Types []string
+		Said  string
+		Calls []call
+	}
+	for i := range res {
+		if err := json.Unmarshal([]byte(lines[i]), &res[i]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want := []string{"RUN_STARTED", "TEXT_MESSAGE_START", "TEXT_MESSAGE_CONTENT", "TEXT_MESSAGE_END",
+		"TOOL_CALL_START", "TOOL_CALL_ARGS", "TOOL_CALL_END", "RUN_FINISHED"}
+	if !slices.Equal(res[0].Types, want) || res[0].Said != "let me see" || len(res[0].Calls) != 1 ||
+		res[0].Calls[0].ID != "ct-x" || res[0].Calls[0].Function.Name != "Locate" || res[0].Calls[0].Function.Arguments != `{"precision":"city"}` {
+		t.Fatalf("the first run: %+v", res[0])
+	}
+	want = []string{"RUN_STARTED", "TEXT_MESSAGE_START", "TEXT_MESSAGE_CONTENT", "TEXT_MESSAGE_END", "RUN_FINISHED"}
+	if !slices.Equal(res[1].Types, want) || res[1].Said != `located ct-x: {"city":"Lyon","precision":"city"}` {
+		t.Fatalf("the second run: %+v", res[1])
 	}
 }
 
