@@ -13,6 +13,7 @@ import (
 
 	"github.com/chatscopes/chatgen/internal/e2e"
 	"github.com/chatscopes/chatgen/internal/tsctest"
+	"github.com/chatscopes/chatgen/runtime/ai"
 	"github.com/chatscopes/chatgen/runtime/chat"
 	"github.com/chatscopes/chatgen/runtime/chatimpl"
 	"github.com/chatscopes/chatgen/runtime/jsroutes"
@@ -143,6 +144,8 @@ func TestModuleNames(t *testing.T) {
 		`    onAgent?: (data: ChatEvents["Agent"], frame: __cs_Frame) => void;`,
 		`    Plan: { name: string; description: string; expected_outcome?: string; state: "in_progress" | "done" | "abandoned"; outcome?: string; revision: number; subtasks: { name: string; description?: string; expected_outcome?: string; state: "todo" | "in_progress" | "done" | "abandoned"; outcome?: string }[] };`,
 		`    onPlan?: (data: ChatEvents["Plan"], frame: __cs_Frame) => void;`,
+		`    SubAgent: { agent: string; session?: string; type: "Thinking" | "Stream" | "Text" | "ToolCall" | "ToolResult"; text?: string; tool?: string; id?: string; arguments?: string; failed?: boolean };`,
+		`    onSubAgent?: (data: ChatEvents["SubAgent"], frame: __cs_Frame) => void;`,
 		`        locate?: __cs_ClientToolFunction<{ precision: string; }>;`,
 		`    ClientTool: { id: string; tool: "locate"; arguments: { precision: string; }; callId: string; deadline?: string; } | { id: string; tool: "pick-file"; arguments: { accept: string[]; }; callId: string; };`,
 		`    onMessage?: (data: ChatEvents["Message"], frame: __cs_Frame) => void;`,
@@ -154,6 +157,36 @@ func TestModuleNames(t *testing.T) {
 	}
 	if strings.Contains(dts, "onWeapon") {
 		t.Error("weapon and Weapon both have the handler onWeapon")
+	}
+}
+
+// TestSubAgentEventTyped: the SubAgent events sub-agents send are a
+// built-in event of every routes module, typed with each field of
+// ai.AgentEvent's JSON, with their onSubAgent handler.
+func TestSubAgentEventTyped(t *testing.T) {
+	dts := string(jsroutes.Declarations(testRouter(t).Manifest()))
+	prefix := "    " + ai.EventSubAgent + ": { "
+	i := strings.Index(dts, prefix)
+	if i < 0 {
+		t.Fatalf("the declarations lack the %s event:\n%s", ai.EventSubAgent, dts)
+	}
+	typ := dts[i+len(prefix):]
+	typ = typ[:strings.Index(typ, "\n")]
+	b, err := json.Marshal(ai.AgentEvent{Agent: "a", Session: "s", Type: "ToolResult", Text: "t", Tool: "x", ID: "1", Arguments: "{}", Failed: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var fields map[string]any
+	if err := json.Unmarshal(b, &fields); err != nil {
+		t.Fatal(err)
+	}
+	for name := range fields {
+		if !strings.Contains(typ, " "+name+": ") && !strings.Contains(typ, " "+name+"?: ") && !strings.HasPrefix(typ, name+": ") {
+			t.Errorf("the SubAgent type %q lacks the field %s", typ, name)
+		}
+	}
+	if want := `    on` + ai.EventSubAgent + `?: (data: ChatEvents["` + ai.EventSubAgent + `"], frame: __cs_Frame) => void;`; !strings.Contains(dts, want) {
+		t.Errorf("the declarations lack %s", want)
 	}
 }
 
@@ -232,10 +265,17 @@ const rc = new ChatScopesClient({ reconnect: { minDelay: 50, maxDelay: 5000 } })
 console.log(rc.state === "reconnecting");
 rc.builder().sourcesHandler((s, frame) => console.log(s.query, s.sources[0]?.score.toFixed(2), frame.type));
 rc.builder().retractHandler((r, frame) => console.log(r.reason === "rewrite", frame.type));
+rc.builder()
+    .agentHandler((a, frame) => console.log(a.name, a.from, a.back === true, frame.type))
+    .planHandler((p) => { for (const st of p.subtasks) { const s: "todo" | "in_progress" | "done" | "abandoned" = st.state; console.log(p.revision + 1, st.name, s, st.outcome ?? p.outcome); } })
+    .subAgentHandler((s) => { if (s.type === "ToolCall") console.log(s.agent, s.tool, s.id, s.arguments); else if (s.type === "ToolResult") console.log(s.failed === true); else console.log(s.text); });
 const gate = await routes.gate.connect({
     onMessage(text) { console.log(text.length); },
     onSources(data) { for (const s of data.sources) console.log(data.query, s.id, s.title ?? s.source, s.score.toFixed(2)); },
     onRetract(data) { const r: "rewrite" | "reprompt" | "fail" | "fatal" = data.reason; console.log(r); },
+    onAgent(data) { console.log(data.name, data.from, data.back); },
+    onPlan(data) { const st: "in_progress" | "done" | "abandoned" = data.state; console.log(st, data.subtasks.length); },
+    onSubAgent(data) { const t: "Thinking" | "Stream" | "Text" | "ToolCall" | "ToolResult" = data.type; console.log(data.agent, t, data.session ?? "", data.failed); },
 });
 await gate.send({ userMessage: "anything", goes: 1 });
 const menu = await awkward.defaultRoute.connect({ onMessage(text) { console.log(text); } });

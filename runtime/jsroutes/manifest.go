@@ -29,7 +29,17 @@ var builtinEvents = map[string]string{
 	chat.EventSources:  "{ query: string; sources: { id: string; title?: string; source?: string; score: number }[] }",
 	chat.EventStream:   "string",
 	chat.EventThinking: "string",
+	eventSubAgent:      subAgentType,
 }
+
+// eventSubAgent is runtime/ai.EventSubAgent (this package does not import
+// the AI runtime).
+const eventSubAgent = "SubAgent"
+
+// subAgentType is the data of a SubAgent event (runtime/ai.AgentEvent).
+const subAgentType = `{ agent: string; session?: string; ` +
+	`type: "Thinking" | "Stream" | "Text" | "ToolCall" | "ToolResult"; ` +
+	`text?: string; tool?: string; id?: string; arguments?: string; failed?: boolean }`
 
 // planType is the data of a Plan event (runtime/plan.Plan).
 const planType = `{ name: string; description: string; expected_outcome?: string; ` +

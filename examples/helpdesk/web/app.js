@@ -88,9 +88,9 @@
     .then(() => client.builder()
       .messageHandler((m) => line("desk", m))
       .errorHandler((m) => line("error", String(m)))
-      .eventHandler("Agent", onAgent)
-      .eventHandler("Plan", onPlan)
-      .eventHandler("SubAgent", onSubAgent)
+      .agentHandler(onAgent)
+      .planHandler(onPlan)
+      .subAgentHandler(onSubAgent)
       .connect())
     .then((s) => {
       session = s;

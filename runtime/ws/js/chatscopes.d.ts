@@ -206,6 +206,63 @@ export interface Retraction {
     reason: "rewrite" | "reprompt" | "fail" | "fatal";
 }
 
+/**
+ * The data of an Agent event: the conversation was handed off from the
+ * agent from to the agent name (back: it returned to an agent that handed
+ * it off before); the replies that follow are name's.
+ */
+export interface AgentHandoff {
+    name: string;
+    from: string;
+    back?: boolean;
+}
+
+/** The state of a plan's subtask. */
+export type SubtaskState = "todo" | "in_progress" | "done" | "abandoned";
+
+/** One subtask of a Plan. */
+export interface PlanSubtask {
+    name: string;
+    description?: string;
+    expected_outcome?: string;
+    state: SubtaskState;
+    outcome?: string;
+}
+
+/**
+ * The data of a Plan event: the whole plan an agent works through, sent
+ * each time it changes (revision grows by one each time).
+ */
+export interface Plan {
+    name: string;
+    description: string;
+    expected_outcome?: string;
+    state: "in_progress" | "done" | "abandoned";
+    outcome?: string;
+    revision: number;
+    subtasks: PlanSubtask[];
+}
+
+/**
+ * The data of a SubAgent event: one step of the turn of a sub-agent a tool
+ * of the request runs, tagged with the sub-agent (agent) and the
+ * sub-conversation it continues (session).
+ */
+export interface SubAgentStep {
+    agent: string;
+    session?: string;
+    /**
+     * What happened: "Thinking", "Stream" or "Text" (text), "ToolCall"
+     * (tool, id, arguments) or "ToolResult" (tool, id, failed).
+     */
+    type: "Thinking" | "Stream" | "Text" | "ToolCall" | "ToolResult";
+    text?: string;
+    tool?: string;
+    id?: string;
+    arguments?: string;
+    failed?: boolean;
+}
+
 /** Collects event handlers, then connects sessions. */
 export class SessionBuilder {
     constructor(client: ChatScopesClient);
@@ -232,6 +289,12 @@ export class SessionBuilder {
      * far; the chunks that follow replace them.
      */
     retractHandler(handler: (retraction: Retraction, frame: ServerFrame) => void): this;
+    /** Handles Agent events: a hand-off to another agent. */
+    agentHandler(handler: (agent: AgentHandoff, frame: ServerFrame) => void): this;
+    /** Handles Plan events: the whole plan, each time it changes. */
+    planHandler(handler: (plan: Plan, frame: ServerFrame) => void): this;
+    /** Handles SubAgent events: one step of a sub-agent's turn. */
+    subAgentHandler(handler: (step: SubAgentStep, frame: ServerFrame) => void): this;
     defaultHandler(handler: DefaultHandler): this;
     /** Starts a session on route (omitted or null: the default route). */
     connect(route?: string | null): Promise<Session>;

@@ -726,6 +726,38 @@ export class SessionBuilder {
         return this.eventHandler("Retract", handler);
     }
 
+    /**
+     * Handles Agent events: handler(agent, frame), where agent is
+     * {name, from, back}: the conversation was handed off from the agent
+     * from to the agent name (back: it returned to an agent that handed it
+     * off before); the replies that follow are name's.
+     */
+    agentHandler(handler) {
+        return this.eventHandler("Agent", handler);
+    }
+
+    /**
+     * Handles Plan events: handler(plan, frame), where plan is {name,
+     * description, expected_outcome, state, outcome, revision, subtasks:
+     * [{name, description, expected_outcome, state, outcome}]}: the whole
+     * plan an agent works through, sent each time it changes (revision
+     * grows by one each time): show it in place of the one before.
+     */
+    planHandler(handler) {
+        return this.eventHandler("Plan", handler);
+    }
+
+    /**
+     * Handles SubAgent events: handler(step, frame), where step is {agent,
+     * session, type, text, tool, id, arguments, failed}: one step of the
+     * turn of a sub-agent a tool of the request runs (type "Thinking",
+     * "Stream" or "Text" with text, "ToolCall" with tool, id and arguments,
+     * "ToolResult" with tool, id and failed), tagged with the sub-agent.
+     */
+    subAgentHandler(handler) {
+        return this.eventHandler("SubAgent", handler);
+    }
+
     /** Handles events of every type without a handler: fn(type, data, frame). */
     defaultHandler(handler) {
         this._defaultHandler = handler;
