@@ -79,14 +79,14 @@ func TestPerScopeSessionLeavesWithItsScope(t *testing.T) {
 	if got := count(c); got != "count 1" {
 		t.Fatalf("node a: %q", got)
 	}
-	if src.Sessions() != 1 || h.sessions() != 1 {
+	if src.Sessions() != 1 || h.waitSessions(1) != 1 {
 		t.Fatalf("during the turns: %d sessions, %d on the server", src.Sessions(), h.sessions())
 	}
 	id, token := c.ID(), c.ResumeToken()
 	if err := c.Detach(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	if src.Sessions() != 0 || h.sessions() != 0 {
+	if src.Sessions() != 0 || h.waitSessions(0) != 0 {
 		t.Fatalf("after Detach: %d sessions, %d on the server", src.Sessions(), h.sessions())
 	}
 
@@ -100,7 +100,7 @@ func TestPerScopeSessionLeavesWithItsScope(t *testing.T) {
 	if err := c2.Close(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	if src.Sessions() != 0 || h.sessions() != 0 {
+	if src.Sessions() != 0 || h.waitSessions(0) != 0 {
 		t.Fatalf("after the end: %d sessions, %d on the server", src.Sessions(), h.sessions())
 	}
 }

@@ -126,7 +126,7 @@ func TestHTTPSessionGone(t *testing.T) {
 		}
 	}
 	want(t, "after the server forgot the session", results(f.chat(ctx, "count")), []string{"count: 1"})
-	if src.Sessions() != 1 || h.sessions() != 1 {
+	if src.Sessions() != 1 || h.waitSessions(1) != 1 {
 		t.Fatalf("%d sessions, %d on the server", src.Sessions(), h.sessions())
 	}
 }
@@ -328,7 +328,7 @@ func TestPerScopeAllowsAMissingTool(t *testing.T) {
 	if !errors.Is(err, mcptools.ErrUnusableTool) || !strings.Contains(err.Error(), `it has no tool "oracle"`) {
 		t.Fatalf("the turn: %v", err)
 	}
-	if f.llm.Calls() != 0 || h.sessions() != 0 {
+	if f.llm.Calls() != 0 || h.waitSessions(0) != 0 {
 		t.Fatalf("%d model calls, %d sessions on the server", f.llm.Calls(), h.sessions())
 	}
 }

@@ -15,6 +15,7 @@ import (
 	"sync"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -241,4 +242,18 @@ func (l taskOnlyList) MarshalJSON() ([]byte, error) {
 		}
 	}
 	return json.Marshal(m)
+}
+
+// waitSessions returns the number of sessions on the server once it is
+// want, or after 10 s: the server ends a session a client closed after
+// answering the close, so its count lags the client's by a moment.
+func (h *httpServer) waitSessions(want int) int {
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		n := h.sessions()
+		if n == want || time.Now().After(deadline) {
+			return n
+		}
+		time.Sleep(time.Millisecond)
+	}
 }

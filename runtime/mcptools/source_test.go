@@ -230,7 +230,7 @@ func TestHTTPPerScope(t *testing.T) {
 		t.Fatal(err)
 	}
 	want(t, "the outer service's tools", f.llm.Requests()[0].ToolNames(), []string{"weather"})
-	if src.Sessions() != 0 || h.sessions() != 0 {
+	if src.Sessions() != 0 || h.waitSessions(0) != 0 {
 		t.Fatalf("a session opened before use: %d, %d on the server", src.Sessions(), h.sessions())
 	}
 
@@ -249,7 +249,7 @@ func TestHTTPPerScope(t *testing.T) {
 	if got := f.chat(other, "count").Content; got != "count 1" {
 		t.Fatalf("another conversation: %q", got)
 	}
-	if src.Sessions() != 2 || h.sessions() != 2 {
+	if src.Sessions() != 2 || h.waitSessions(2) != 2 {
 		t.Fatalf("%d sessions, %d on the server", src.Sessions(), h.sessions())
 	}
 	if err := chat.End(other); err != nil {
@@ -260,7 +260,7 @@ func TestHTTPPerScope(t *testing.T) {
 	if err := chat.Pop(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if src.Sessions() != 0 || h.sessions() != 0 {
+	if src.Sessions() != 0 || h.waitSessions(0) != 0 {
 		t.Fatalf("after the scopes ended: %d sessions, %d on the server", src.Sessions(), h.sessions())
 	}
 	// A new nested scope starts afresh.
@@ -273,7 +273,7 @@ func TestHTTPPerScope(t *testing.T) {
 	if err := chat.End(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if src.Sessions() != 0 || h.sessions() != 0 {
+	if src.Sessions() != 0 || h.waitSessions(0) != 0 {
 		t.Fatalf("after the conversation: %d sessions, %d on the server", src.Sessions(), h.sessions())
 	}
 
@@ -352,7 +352,7 @@ func TestBadSchema(t *testing.T) {
 	if !errors.Is(err, mcptools.ErrUnusableTool) || !strings.Contains(err.Error(), `unusable MCP tool "broken": its input schema`) {
 		t.Fatalf("allowing a broken tool: %v", err)
 	}
-	if h.sessions() != 1 {
+	if h.waitSessions(1) != 1 {
 		t.Fatalf("the failed Connect left its session open: %d on the server", h.sessions())
 	}
 }
@@ -579,11 +579,11 @@ func TestPerInvocation(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(tools) != 3 || &tools[0] != &again[0] || src.Sessions() != 1 || h.sessions() != 1 {
+	if len(tools) != 3 || &tools[0] != &again[0] || src.Sessions() != 1 || h.waitSessions(1) != 1 {
 		t.Fatalf("%d tools, %d sessions, %d on the server", len(tools), src.Sessions(), h.sessions())
 	}
 	end()
-	if src.Sessions() != 0 || h.sessions() != 0 {
+	if src.Sessions() != 0 || h.waitSessions(0) != 0 {
 		t.Fatalf("after the invocation: %d sessions, %d on the server", src.Sessions(), h.sessions())
 	}
 }
