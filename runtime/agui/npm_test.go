@@ -2,124 +2,23 @@ package agui_test
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
-	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/chatscopes/chatgen/internal/npmtest"
 	"github.com/chatscopes/chatgen/runtime/agui"
 )
 
-// The npm client: @ag-ui/client at the version
-// testdata/npm/package-lock.json pins, installed with npm ci once into the
-// user's cache directory (os.UserCacheDir()/chatgen/agui-npm-<hash of the
-// lock>), as internal/tsctest installs the TypeScript compiler. Without
-// npm or node, or when the registry cannot be reached, the tests skip;
-// under CI (the CI environment variable set) they fail instead.
-
-// npmUnavailable skips the test, or fails it under CI.
-func npmUnavailable(t *testing.T, format string, args ...any) {
-	t.Helper()
-	if os.Getenv("CI") != "" {
-		t.Fatalf(format+" (CI needs node, npm and the npm registry to run the AG-UI client @ag-ui/client)", args...)
-	}
-	t.Skipf(format+"; skipping the npm AG-UI client test", args...)
-}
-
-// npmClient returns the directory holding the installed client and its
-// script, installing it on first use.
+// npmClient returns a directory holding the pinned npm client (see
+// internal/npmtest) and its scripts.
 func npmClient(t *testing.T) string {
 	t.Helper()
-	npm, err := exec.LookPath("npm")
-	if err != nil {
-		npmUnavailable(t, "npm is not installed")
-	}
-	if _, err := exec.LookPath("node"); err != nil {
-		npmUnavailable(t, "node is not installed")
-	}
-	src := filepath.Join("testdata", "npm")
-	lock, err := os.ReadFile(filepath.Join(src, "package-lock.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	sum := sha256.Sum256(append(lock, runtime.GOOS+"/"+runtime.GOARCH...))
-	base, err := os.UserCacheDir()
-	if err != nil {
-		base = os.TempDir()
-	}
-	parent := filepath.Join(base, "chatgen")
-	dir := filepath.Join(parent, "agui-npm-"+hex.EncodeToString(sum[:8]))
-	if _, err := os.Stat(filepath.Join(dir, "installed")); err != nil {
-		install(t, npm, src, parent, dir)
-	}
-	// The scripts are written next to their node_modules at every run:
-	// they change without the lock changing.
-	run := t.TempDir()
-	if err := os.Symlink(filepath.Join(dir, "node_modules"), filepath.Join(run, "node_modules")); err != nil {
-		t.Fatal(err)
-	}
-	for _, name := range []string{"client.mjs", "tools.mjs", "package.json"} {
-		b := mustRead(t, filepath.Join(src, name))
-		if err := os.WriteFile(filepath.Join(run, name), b, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return run
-}
-
-func mustRead(t *testing.T, path string) []byte {
-	t.Helper()
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
-}
-
-// install runs npm ci of the pinned packages into dir, through a
-// directory of its own renamed into place: test binaries may install at
-// the same time.
-func install(t *testing.T, npm, src, parent, dir string) {
-	t.Helper()
-	if err := os.MkdirAll(parent, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	tmp, err := os.MkdirTemp(parent, "agui-npm-install-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer os.RemoveAll(tmp)
-	for _, name := range []string{"package.json", "package-lock.json"} {
-		if err := os.WriteFile(filepath.Join(tmp, name), mustRead(t, filepath.Join(src, name)), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, npm, "ci", "--ignore-scripts", "--no-audit", "--no-fund", "--prefer-offline",
-		"--fetch-retries=1", "--fetch-retry-mintimeout=1000", "--fetch-retry-maxtimeout=5000")
-	cmd.Dir = tmp
-	if out, err := cmd.CombinedOutput(); err != nil {
-		if len(out) > 1500 {
-			out = out[len(out)-1500:]
-		}
-		npmUnavailable(t, "npm ci of the pinned AG-UI client failed: %v\n%s", err, out)
-	}
-	if err := os.WriteFile(filepath.Join(tmp, "installed"), nil, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Rename(tmp, dir); err != nil {
-		if _, serr := os.Stat(filepath.Join(dir, "installed")); serr != nil {
-			t.Fatalf("installing the AG-UI client into %s: %v", dir, err)
-		}
-	}
+	return npmtest.Client{Name: "agui-npm", What: "the AG-UI client @ag-ui/client", Src: filepath.Join("testdata", "npm"), Scripts: []string{"client.mjs", "tools.mjs"}}.Dir(t)
 }
 
 // nodeRun runs the script of dir against a and returns its output lines.
