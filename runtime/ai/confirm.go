@@ -318,7 +318,7 @@ func denied(c llms.ToolCall, text string) ToolExecution {
 // (from first on) to the turn. A call that waits for confirmation pauses
 // the turn: record returns its *ConfirmationPending. Otherwise it reports
 // whether every call was to an immediate tool and succeeded.
-func (t *turn) record(_ context.Context, calls []llms.ToolCall, first int) (bool, error) {
+func (t *turn) record(ctx context.Context, calls []llms.ToolCall, first int) (bool, error) {
 	immediate := true
 	var pend *ConfirmationPending
 	for i := first; i < len(t.reply.Executions); i++ {
@@ -335,9 +335,7 @@ func (t *turn) record(_ context.Context, calls []llms.ToolCall, first int) (bool
 			}
 			continue
 		}
-		t.add(llms.MessageContent{Role: llms.ChatMessageTypeTool, Parts: []llms.ContentPart{
-			llms.ToolCallResponse{ToolCallID: ex.ID, Name: ex.Name, Content: ex.Text},
-		}})
+		t.addResult(ctx, ex)
 		immediate = immediate && ex.Immediate && ex.Err == nil
 	}
 	if pend != nil {

@@ -18,8 +18,23 @@ import (
 // request) pass, as do memory providers other than a *memory.Manager,
 // which the application answers for. [Register] registers it with
 // [chatimpl.Package.AddStoreCheck].
+//
+// A tool source of the service with a CheckStore method of its own (a
+// [ResultOffloader] of package runtime/offload has one) is checked too.
 func (s *Service) CheckStore(store chatstore.ConversationStore) error {
-	if store == nil || !s.keepsChatMemory() || s.memoryKeptInStore() {
+	if store == nil {
+		return nil
+	}
+	for _, src := range s.sources {
+		if c, ok := src.(interface {
+			CheckStore(chatstore.ConversationStore) error
+		}); ok {
+			if err := c.CheckStore(store); err != nil {
+				return fmt.Errorf("ai: %s: %s: %w", s.name, src.Name(), err)
+			}
+		}
+	}
+	if !s.keepsChatMemory() || s.memoryKeptInStore() {
 		return nil
 	}
 	return fmt.Errorf("ai: %s: %w: its memory is kept in %T; set the Memory of its ai.Config to memory.NewManager(&memory.ManagerOptions{Store: store.Memories(), …}) over the router's store",

@@ -640,47 +640,28 @@ func RewriteWithModel(model llms.Model, opts ...llms.CallOption) func(ctx contex
 // passages went.
 const forgottenNote = "the passages' text is not remembered: search again to read them"
 
-// forgetPassages replaces, in what the turn commits, the results of the
-// search tool with the ids of their passages (unless RememberPassages).
-// The prompt keeps them for the turn's own model calls.
-func (t *turn) forgetPassages() {
-	k := t.s.know
-	if k == nil || k.cfg.RememberPassages {
-		return
+// keptPassages returns what the memory keeps of ex, a call of the
+// agentic search tool: the ids of its passages (unless RememberPassages),
+// or ok false when ex is no such call. The prompt keeps the passages for
+// the turn's own model calls.
+func (k *knowledge) keptPassages(ex *ToolExecution) (string, bool) {
+	if k == nil || k.cfg.RememberPassages || ex.Name != k.tool.Name {
+		return "", false
 	}
-	var found map[string][]Passage
-	for _, ex := range t.reply.Executions {
-		if ps, ok := ex.Result.([]Passage); ok && ex.Name == k.tool.Name {
-			if found == nil {
-				found = make(map[string][]Passage)
-			}
-			found[ex.ID] = ps
-		}
+	ps, ok := ex.Result.([]Passage)
+	if !ok {
+		return "", false
 	}
-	if found == nil {
-		return
+	ids := make([]string, len(ps))
+	for j, p := range ps {
+		ids[j] = p.ID
 	}
-	for i, m := range t.msgs {
-		if m.Role != llms.ChatMessageTypeTool || len(m.Parts) != 1 {
-			continue
-		}
-		r, ok := m.Parts[0].(llms.ToolCallResponse)
-		ps, searched := found[r.ToolCallID]
-		if !ok || !searched {
-			continue
-		}
-		ids := make([]string, len(ps))
-		for j, p := range ps {
-			ids[j] = p.ID
-		}
-		b, err := json.Marshal(struct {
-			Passages []string `json:"passages"`
-			Note     string   `json:"note"`
-		}{ids, forgottenNote})
-		if err != nil {
-			continue
-		}
-		r.Content = string(b)
-		t.msgs[i] = llms.MessageContent{Role: m.Role, Parts: []llms.ContentPart{r}}
+	b, err := json.Marshal(struct {
+		Passages []string `json:"passages"`
+		Note     string   `json:"note"`
+	}{ids, forgottenNote})
+	if err != nil {
+		return "", false
 	}
+	return string(b), true
 }

@@ -507,7 +507,6 @@ func (t *turn) call(ctx context.Context) (*llms.ContentChoice, error) {
 // cleared or deleted since the turn read it (a wipe or the end of its
 // scope wins over the turn).
 func (t *turn) commit(ctx context.Context, st *memState, mem memory.Memory, gen uint64) error {
-	t.forgetPassages()
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	if st.gen != gen {
