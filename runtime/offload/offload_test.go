@@ -10,6 +10,7 @@ import (
 	"runtime"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/tmc/langchaingo/llms"
@@ -90,6 +91,9 @@ type node struct {
 	off    *offload.Offloader
 	router *chat.Router
 	client *chat.LocalClient
+	// usage sums the prompt tokens of the turns' replies, calls their
+	// model calls.
+	usage, calls atomic.Int64
 }
 
 // huge is the size of the huge tool's result.
@@ -120,21 +124,43 @@ func tools() []ai.Tool {
 // offloader keeping results in offStore. "nest" pushes a scope, "back"
 // pops it.
 func newNode(t *testing.T, store chatstore.ConversationStore, mems, offStore memory.Store, opts *offload.Options) (*node, error) {
+	return newNodeWith(t, nodeConfig{store: store, mems: mems, offStore: offStore, opts: opts, window: 200})
+}
+
+// nodeConfig configures a node: its stores, its offloader's options (none
+// with noOffload) and its memory window.
+type nodeConfig struct {
+	store          chatstore.ConversationStore
+	mems, offStore memory.Store
+	opts           *offload.Options
+	noOffload      bool
+	window         int
+	script         llmtest.Script
+}
+
+func newNodeWith(t *testing.T, nc nodeConfig) (*node, error) {
 	t.Helper()
-	n := &node{llm: llmtest.NewServer(script(), nil)}
+	if nc.script == nil {
+		nc.script = script()
+	}
+	n := &node{llm: llmtest.NewServer(nc.script, nil)}
 	t.Cleanup(n.llm.Close)
 	o := offload.Options{Logger: quiet()}
-	if opts != nil {
-		o = *opts
+	if nc.opts != nil {
+		o = *nc.opts
 	}
-	o.Store = offStore
-	n.off = offload.New(&o)
+	o.Store = nc.offStore
 	model, err := n.llm.Client()
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg := &ai.Config{Model: model, Logger: quiet(), ToolSources: []ai.ToolSource{n.off},
-		Memory: memory.NewManager(&memory.ManagerOptions{Store: mems, Policy: memory.Window(200, nil)})}
+	cfg := &ai.Config{Model: model, Logger: quiet(),
+		Memory: memory.NewManager(&memory.ManagerOptions{Store: nc.mems, Policy: memory.Window(nc.window, nil)})}
+	if !nc.noOffload {
+		n.off = offload.New(&o)
+		cfg.ToolSources = []ai.ToolSource{n.off}
+	}
+	store := nc.store
 	svc := ai.NewService("example.com/forge.Smith", cfg)
 	method := &ai.Method{Name: "Ask", Kind: chat.KindChat, System: "You are the forge's assistant.", Tools: tools()}
 	svc.AddMethods(method)
@@ -151,6 +177,8 @@ func newNode(t *testing.T, store chatstore.ConversationStore, mems, offStore mem
 			if err != nil {
 				return err
 			}
+			n.usage.Add(int64(r.Usage.PromptTokens))
+			n.calls.Add(int64(r.ModelCalls))
 			return chat.SendValue(ctx, r.Content)
 		}
 	}})
