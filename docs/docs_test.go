@@ -61,6 +61,7 @@ const snippetImports = `import (
 	"github.com/chatscopes/chatgen/runtime/memory"
 	"github.com/chatscopes/chatgen/runtime/mcpserver"
 	"github.com/chatscopes/chatgen/runtime/mcptools"
+	"github.com/chatscopes/chatgen/runtime/offload"
 	"github.com/chatscopes/chatgen/runtime/otelchat"
 	"github.com/chatscopes/chatgen/runtime/plan"
 	"github.com/chatscopes/chatgen/runtime/skills"
