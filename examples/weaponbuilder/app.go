@@ -12,6 +12,8 @@ import (
 	"github.com/chatscopes/chatgen/runtime/chat"
 	"github.com/chatscopes/chatgen/runtime/knowledge"
 	"github.com/chatscopes/chatgen/runtime/llmtest"
+	"github.com/chatscopes/chatgen/runtime/longterm"
+	"github.com/chatscopes/chatgen/runtime/longterm/recall"
 	"github.com/chatscopes/chatgen/runtime/memory"
 	"github.com/chatscopes/chatgen/runtime/otelchat"
 )
@@ -40,6 +42,10 @@ type app struct {
 	router *chat.Router
 	armory *Armory
 	memory *memory.Manager
+	// players is what the Main Menu remembers of each player (a
+	// principal) across conversations: their name, their favourite
+	// weapon kind.
+	players *recall.Memory
 }
 
 // newApp wires the generated registration to a model. The Main Menu
@@ -47,14 +53,24 @@ type app struct {
 // offers the tools of menuTools (the lore MCP server's, with -mcp-lore);
 // the nested conversations offer only their own. Conversations and chat
 // memories are kept in store (the zero storage: in the process only).
+// The Main Menu also remembers players across their conversations
+// (players): it recalls what it knows of a player before each turn and
+// learns from each turn, in store's facts (in the process when it has
+// none). A player is the request's principal: the web page's player
+// cookie (playerAuth); an anonymous request has no long-term memory.
 func newApp(ctx context.Context, model llms.Model, logger *slog.Logger, store storage, menuTools ...ai.ToolSource) (*app, error) {
 	lore, err := loreKnowledge(ctx)
 	if err != nil {
 		return nil, err
 	}
+	facts := store.facts
+	if facts == nil {
+		facts = longterm.NewMemStore(nil)
+	}
 	a := &app{
-		armory: &Armory{},
-		memory: memory.NewManager(&memory.ManagerOptions{Policy: memory.Window(40, nil), Store: store.memories}),
+		armory:  &Armory{},
+		memory:  memory.NewManager(&memory.ManagerOptions{Policy: memory.Window(40, nil), Store: store.memories}),
+		players: recall.New(facts, &recall.Options{Logger: logger}),
 	}
 	cfg := &ai.Config{Model: model, Memory: a.memory, Logger: logger}
 	// Spans and metrics go to the global OpenTelemetry providers: no-op
@@ -63,6 +79,7 @@ func newApp(ctx context.Context, model llms.Model, logger *slog.Logger, store st
 	menu := *cfg
 	menu.ToolSources = menuTools
 	menu.Knowledge = lore
+	menu.LongTerm = a.players
 	router, err := chat.NewRouter(&chat.RouterOptions{Logger: logger, Store: store.conversations, LeaseTTL: store.leaseTTL, RouteHooks: []chat.RouteHook{otelchat.RouteHook(nil)}},
 		Register(Deps{
 			Armory:        a.armory,

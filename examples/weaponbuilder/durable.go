@@ -10,6 +10,7 @@ import (
 
 	"github.com/chatscopes/chatgen/runtime/boltstore"
 	"github.com/chatscopes/chatgen/runtime/chatstore"
+	"github.com/chatscopes/chatgen/runtime/longterm"
 	"github.com/chatscopes/chatgen/runtime/memory"
 	"github.com/chatscopes/chatgen/runtime/redisstore"
 	"github.com/redis/go-redis/v9"
@@ -42,12 +43,21 @@ func (r *Runes) UnmarshalJSON(b []byte) error { return json.Unmarshal(b, &r.ench
 // conversationTTL is how long a conversation nobody comes back to is kept.
 const conversationTTL = 7 * 24 * time.Hour
 
+// factRetention is how long what the armorer knows of a player is kept
+// after the player last told it something: their own retention, not the
+// conversations' TTL.
+const factRetention = 365 * 24 * time.Hour
+
 // storage is where conversations and the AI services' chat memories are
 // kept: one store, so that a turn's memory writes are committed with its
-// state. The zero storage keeps conversations in the process only.
+// state; and, beside them, what the armorer remembers of each player
+// across conversations (facts). The zero storage keeps conversations in
+// the process only, and facts nowhere (newApp then keeps them in the
+// process).
 type storage struct {
 	conversations chatstore.ConversationStore
 	memories      memory.Store
+	facts         longterm.Store
 	where         string        // for the start-up message
 	leaseTTL      time.Duration // how long another server waits for a crashed one (0: the router's default)
 }
@@ -89,7 +99,12 @@ func openStore(f storageFlags) (s storage, close func() error, err error) {
 			client.Close()
 			return storage{}, nil, err
 		}
-		return storage{conversations: rs, memories: rs.Memories(), where: "in Redis at " + f.redisAddr + " (keys " + rs.Prefix() + "*)"}, client.Close, nil
+		facts, err := rs.Facts(&redisstore.FactsOptions{Retention: factRetention})
+		if err != nil {
+			client.Close()
+			return storage{}, nil, err
+		}
+		return storage{conversations: rs, memories: rs.Memories(), facts: facts, where: "in Redis at " + f.redisAddr + " (keys " + rs.Prefix() + "*)"}, client.Close, nil
 	}
 	path := f.data
 	if path == "" {
@@ -102,5 +117,10 @@ func openStore(f storageFlags) (s storage, close func() error, err error) {
 	if err != nil {
 		return storage{}, nil, err
 	}
-	return storage{conversations: db, memories: db.Memories(), where: "in " + path}, db.Close, nil
+	facts, err := db.Facts(&boltstore.FactsOptions{Retention: factRetention})
+	if err != nil {
+		db.Close()
+		return storage{}, nil, err
+	}
+	return storage{conversations: db, memories: db.Memories(), facts: facts, where: "in " + path}, db.Close, nil
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/chatscopes/chatgen/runtime/ai"
 	"github.com/chatscopes/chatgen/runtime/llmtest"
+	"github.com/chatscopes/chatgen/runtime/longterm/recall"
 )
 
 // The offline armorer: a scripted model that plays the whole story from
@@ -24,6 +25,8 @@ import (
 func playArmorer(req *llmtest.Request) (llmtest.Reply, error) {
 	tools := req.ToolNames()
 	switch {
+	case isExtraction(req):
+		return playExtractor(req), nil
 	case slices.Contains(tools, "buildWeapon"):
 		return playMenu(req), nil
 	case slices.Contains(tools, "setKind"):
@@ -95,7 +98,7 @@ func playMenu(req *llmtest.Request) llmtest.Reply {
 		return say(results[0].Content)
 	}
 	if results := req.LastToolResults(); len(results) > 0 && results[0].Name == ai.DefaultSearchTool {
-		return fromLore(loreQuery(req.LastUserText()), results[0].Content)
+		return fromLore(loreQuery(req.UserTyped()), results[0].Content)
 	}
 	if results := req.LastToolResults(); len(results) > 0 && results[0].Name == "deleteItem" {
 		return deleted(results[0].Content)
@@ -103,7 +106,13 @@ func playMenu(req *llmtest.Request) llmtest.Reply {
 	if r, ok := failure(req); ok {
 		return r
 	}
-	u := req.LastUserText()
+	u := req.UserTyped() // without the facts recalled
+	if facts := recalledFacts(req); len(facts) > 0 && wordsGreet.MatchString(u) {
+		return say(welcomeBack(facts))
+	}
+	if name, kind := introduction(u); name != "" || kind != "" {
+		return say(wellMet(name, kind))
+	}
 	if m := wordsDelete.FindStringSubmatch(u); m != nil {
 		return calls(tool("deleteItem", map[string]any{"item": strings.TrimSpace(m[1])}))
 	}
@@ -495,4 +504,124 @@ func capitalize(s string) string {
 		return s
 	}
 	return strings.ToUpper(s[:1]) + s[1:]
+}
+
+// The armorer remembers players across conversations (the Main Menu's
+// long-term memory, runtime/longterm/recall): after each turn a model call
+// lists what the turn taught about the player — here, the name and the
+// favourite weapon kind the player tells — and before each turn the facts
+// that share a word with the player's message come with it, in the
+// per-request context slot.
+
+var (
+	wordsMyName  = regexp.MustCompile(`\b(?i:my name is|call me|i am|i'm|it's)\s+(\p{Lu}[\p{L}'-]{1,30})`)
+	wordsFavKind = regexp.MustCompile(`(?i)\b(?:favou?rite(?: weapon| kind(?: of weapon)?)? is|i (?:love|prefer|like))\s+(?:the\s+|an?\s+)?(sword|axe|bow|dagger|staff)(?:e?s)?\b`)
+	wordsGreet   = regexp.MustCompile(`(?i)\b(hello|hi|greetings|remember me|i'm back|again)\b`)
+	factName     = regexp.MustCompile(`^The player's name is (.+)\.$`)
+	factKind     = regexp.MustCompile(`^The player's favourite weapon kind is the (\w+)\.$`)
+)
+
+// introduction returns the name and the favourite weapon kind the player
+// tells in u ("" for none).
+func introduction(u string) (name, kind string) {
+	if m := wordsMyName.FindStringSubmatch(u); m != nil {
+		name = m[1]
+	}
+	if m := wordsFavKind.FindStringSubmatch(u); m != nil {
+		kind = strings.ToLower(m[1])
+	}
+	return name, kind
+}
+
+// wellMet answers a player who tells their name or favourite weapon kind.
+func wellMet(name, kind string) string {
+	var b strings.Builder
+	if name != "" {
+		b.WriteString("Well met, " + name + "! I will remember you. ")
+	}
+	if kind != "" {
+		b.WriteString("A " + kind + " it is, then: ask me to build one whenever you like.")
+	} else {
+		b.WriteString("What shall I build for you?")
+	}
+	return strings.TrimSpace(b.String())
+}
+
+// welcomeBack greets a returning player from the facts recalled.
+func welcomeBack(facts []string) string {
+	name, kind := "traveller", ""
+	for _, f := range facts {
+		if m := factName.FindStringSubmatch(f); m != nil {
+			name = m[1]
+		}
+		if m := factKind.FindStringSubmatch(f); m != nil {
+			kind = m[1]
+		}
+	}
+	if kind == "" {
+		return "Welcome back, " + name + "! What shall I build for you?"
+	}
+	return "Welcome back, " + name + "! Another " + kind + ", as you like them? Say *build me " + article(kind) + " " + kind + "* and we start."
+}
+
+// recalledFacts returns the facts runtime/ai put in the player's message
+// (one JSON string a line between <facts> and </facts>).
+func recalledFacts(req *llmtest.Request) []string {
+	text := req.LastUserText()
+	_, block, ok := strings.Cut(text, "<facts>\n")
+	if !ok || !strings.HasPrefix(text, ai.FactsHeader) {
+		return nil
+	}
+	block, _, _ = strings.Cut(block, "</facts>")
+	var out []string
+	for _, line := range strings.Split(block, "\n") {
+		var f string
+		if json.Unmarshal([]byte(line), &f) == nil && f != "" {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+// isExtraction reports whether req is the long-term memory's extraction
+// call.
+func isExtraction(req *llmtest.Request) bool {
+	if len(req.Messages) == 0 || req.Messages[0].Role != llms.ChatMessageTypeSystem || len(req.Messages[0].Parts) == 0 {
+		return false
+	}
+	t, ok := req.Messages[0].Parts[0].(llms.TextContent)
+	return ok && t.Text == recall.ExtractSystem
+}
+
+// playExtractor answers the extraction call: the name and the favourite
+// weapon kind the player told in the turn, as facts, unless known.
+func playExtractor(req *llmtest.Request) llmtest.Reply {
+	prompt := req.LastUserText()
+	known, turn, _ := strings.Cut(prompt, "\nTurn:\n")
+	var facts []string
+	for _, line := range strings.Split(turn, "\n") {
+		u, ok := strings.CutPrefix(line, "User: ")
+		if !ok {
+			continue
+		}
+		name, kind := introduction(u)
+		if name != "" {
+			facts = append(facts, "The player's name is "+name+".")
+		}
+		if kind != "" {
+			facts = append(facts, "The player's favourite weapon kind is the "+kind+".")
+		}
+	}
+	var fresh []string
+	for _, f := range facts {
+		q, _ := json.Marshal(f)
+		if !strings.Contains(known, string(q)) {
+			fresh = append(fresh, f)
+		}
+	}
+	if fresh == nil {
+		fresh = []string{}
+	}
+	b, _ := json.Marshal(map[string][]string{"facts": fresh})
+	return say(string(b))
 }

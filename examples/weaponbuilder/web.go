@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"crypto/rand"
 	"embed"
 	"encoding/json"
 	"errors"
@@ -12,6 +13,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/chatscopes/chatgen/runtime/chat"
 	"github.com/chatscopes/chatgen/runtime/otelchat"
 	"github.com/chatscopes/chatgen/runtime/ws"
 )
@@ -28,7 +30,7 @@ func (a *app) handler(logger *slog.Logger) (http.Handler, *ws.Server, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	chatServer := ws.NewServer(a.router, &ws.ServerOptions{Logger: logger})
+	chatServer := ws.NewServer(a.router, &ws.ServerOptions{Logger: logger, Authenticator: playerAuth})
 	mux := http.NewServeMux()
 	mux.Handle("/_chat/", chatServer)
 	mux.Handle(ws.ImportMapPath, chatServer)
@@ -40,8 +42,37 @@ func (a *app) handler(logger *slog.Logger) (http.Handler, *ws.Server, error) {
 		http.ServeFileFS(w, r, page, "favicon.svg")
 	})
 	mux.HandleFunc("GET /armory", a.serveArmory)
-	mux.Handle("/", http.FileServerFS(page))
+	mux.Handle("/", withPlayerCookie(http.FileServerFS(page)))
 	return mux, chatServer, nil
+}
+
+// playerCookie holds a browser's player id: a random id the page sets on
+// the first visit, and the principal of that browser's conversations, so
+// that the armorer remembers the player — their name, their favourite
+// weapon kind — in their next conversations (app.players). A browser
+// without it (or a client that is not a browser) talks anonymously, and
+// is remembered by nobody.
+const playerCookie = "weaponbuilder-player"
+
+// playerAuth is the websocket server's authenticator: the principal of a
+// connection is the player its cookie names.
+func playerAuth(r *http.Request) (chat.Principal, error) {
+	c, err := r.Cookie(playerCookie)
+	if err != nil || len(c.Value) != 26 {
+		return nil, nil // anonymous
+	}
+	return chat.User{ID: "player:" + c.Value}, nil
+}
+
+// withPlayerCookie gives a browser its player id when it has none.
+func withPlayerCookie(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if _, err := r.Cookie(playerCookie); err != nil {
+			http.SetCookie(w, &http.Cookie{Name: playerCookie, Value: rand.Text(), Path: "/",
+				MaxAge: int(factRetention / time.Second), HttpOnly: true, SameSite: http.SameSiteStrictMode})
+		}
+		next.ServeHTTP(w, r)
+	})
 }
 
 // serveArmory answers what the armory holds, as the inventory event's
