@@ -15,6 +15,7 @@ import (
 
 	"github.com/tmc/langchaingo/llms"
 
+	"github.com/chatscopes/chatgen/internal/redistest"
 	"github.com/chatscopes/chatgen/runtime/ai"
 	"github.com/chatscopes/chatgen/runtime/boltstore"
 	"github.com/chatscopes/chatgen/runtime/chat"
@@ -24,6 +25,7 @@ import (
 	"github.com/chatscopes/chatgen/runtime/llmtest"
 	"github.com/chatscopes/chatgen/runtime/memory"
 	"github.com/chatscopes/chatgen/runtime/offload"
+	"github.com/chatscopes/chatgen/runtime/redisstore"
 )
 
 func quiet() *slog.Logger { return slog.New(slog.DiscardHandler) }
@@ -306,6 +308,14 @@ func stores() []storeCase {
 				t.Fatal(err)
 			}
 			t.Cleanup(func() { s.Close() })
+			return s, s.Memories()
+		}},
+		{"redis", func(t *testing.T) (chatstore.ConversationStore, memory.Store) {
+			c := redistest.Client(t)
+			s, err := redisstore.New(c, &redisstore.Options{Prefix: redistest.Prefix(t, c, "offload")})
+			if err != nil {
+				t.Fatal(err)
+			}
 			return s, s.Memories()
 		}},
 	}
