@@ -69,7 +69,7 @@ func withPlayerCookie(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if _, err := r.Cookie(playerCookie); err != nil {
 			http.SetCookie(w, &http.Cookie{Name: playerCookie, Value: rand.Text(), Path: "/",
-				MaxAge: int(factRetention / time.Second), HttpOnly: true, SameSite: http.SameSiteStrictMode})
+				MaxAge: int(factRetention / time.Second), HttpOnly: true, SameSite: http.SameSiteLaxMode})
 		}
 		next.ServeHTTP(w, r)
 	})
