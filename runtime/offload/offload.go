@@ -110,7 +110,9 @@ type Options struct {
 	// [DefaultMaxRead].
 	MaxRead int
 	// BeanName names the per-chat bean listing a scope's results; ""
-	// means [DefaultBeanName].
+	// means [DefaultBeanName]. Give one offloader to every service of a
+	// router (it is safe for concurrent use), or each its own name: two
+	// offloaders with one name would save their lists over each other.
 	BeanName string
 	// Logger logs the results that could not be kept; nil means
 	// slog.Default().
