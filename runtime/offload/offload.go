@@ -245,6 +245,31 @@ type Entry struct {
 	Returned int `json:"returned,omitempty"`
 }
 
+// shelfJSON is a Shelf's saved form.
+type shelfJSON struct {
+	Next    int     `json:"next"`
+	Entries []Entry `json:"entries"`
+}
+
+// MarshalJSON saves the shelf with its scope, under its lock.
+func (s *Shelf) MarshalJSON() ([]byte, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return json.Marshal(shelfJSON{Next: s.Next, Entries: s.Entries})
+}
+
+// UnmarshalJSON restores a saved shelf.
+func (s *Shelf) UnmarshalJSON(b []byte) error {
+	var v shelfJSON
+	if err := json.Unmarshal(b, &v); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.Next, s.Entries = v.Next, v.Entries
+	return nil
+}
+
 // List returns the results the shelf lists, oldest first.
 func (s *Shelf) List() []Entry {
 	s.mu.Lock()

@@ -536,3 +536,47 @@ func TestInlineOff(t *testing.T) {
 		}
 	}
 }
+
+// A scope keeps its last MaxResults results: the oldest id is gone, told
+// so, its slot taken by the newest; the shelf lists the kept ones, oldest
+// first.
+func TestOldestGone(t *testing.T) {
+	mems := memory.NewInMemoryStore()
+	n := mustNode(t, nil, mems, mems, &offload.Options{MaxResults: 2, Logger: quiet()})
+	rec := &answers{}
+	s := rec.connect(t, n, "ada")
+	say(t, s, rec, "logs 300")
+	say(t, s, rec, "ok")
+	first := lastStubID(n.llm.Requests()[len(n.llm.Requests())-1].Messages)
+	say(t, s, rec, "logs 301")
+	say(t, s, rec, "logs 302")
+	if got := say(t, s, rec, `read {"id":"`+first+`"}`); !strings.Contains(got, "the result is no longer kept: "+first+" (only the last 2 results are kept)") {
+		t.Fatalf("reading the oldest: %q", got)
+	}
+	if p := readPart(t, say(t, s, rec, `read {"id":"last","line":302}`)); p.Text != logLines(302)[301*40:] {
+		t.Fatalf("the newest: %+v", p)
+	}
+	if got := offloadIDs(t, mems); len(got) != 2 {
+		t.Fatalf("stored %q, want 2 slots", got)
+	}
+	// The same outside a router, in a scope of its own.
+	ctx, err := chat.Begin(context.Background(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer chat.End(ctx)
+	for i := range 3 {
+		prompt, kept := n.off.OffloadResult(ctx, ai.ToolExecution{ID: fmt.Sprint("c", i), Name: "fetch_logs", Text: logLines(300 + i)})
+		if prompt != logLines(300+i) || !strings.HasPrefix(kept, `{"offloaded":`) {
+			t.Fatalf("result %d: prompt %.40q, kept %.40q", i, prompt, kept)
+		}
+	}
+	shelf, err := n.off.Bean().Lookup(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := shelf.List()
+	if len(l) != 2 || l[0].Call != "c1" || l[1].Call != "c2" || l[1].Lines != 302 || l[1].Bytes != 302*40 {
+		t.Fatalf("the shelf lists %+v, want c1 then c2", l)
+	}
+}
