@@ -15,6 +15,7 @@ import (
 
 	"github.com/tmc/langchaingo/llms"
 
+	"github.com/chatscopes/chatgen/internal/pgtest"
 	"github.com/chatscopes/chatgen/internal/redistest"
 	"github.com/chatscopes/chatgen/runtime/ai"
 	"github.com/chatscopes/chatgen/runtime/boltstore"
@@ -25,6 +26,7 @@ import (
 	"github.com/chatscopes/chatgen/runtime/llmtest"
 	"github.com/chatscopes/chatgen/runtime/memory"
 	"github.com/chatscopes/chatgen/runtime/offload"
+	"github.com/chatscopes/chatgen/runtime/pgstore"
 	"github.com/chatscopes/chatgen/runtime/redisstore"
 )
 
@@ -316,6 +318,18 @@ func stores() []storeCase {
 			if err != nil {
 				t.Fatal(err)
 			}
+			return s, s.Memories()
+		}},
+		{"postgres", func(t *testing.T) (chatstore.ConversationStore, memory.Store) {
+			pool := pgtest.Pool(t, nil)
+			if _, err := pgstore.Migrate(t.Context(), pool); err != nil {
+				t.Fatal(err)
+			}
+			s, err := pgstore.New(t.Context(), pool, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { s.Close() })
 			return s, s.Memories()
 		}},
 	}
