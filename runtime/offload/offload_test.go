@@ -126,7 +126,7 @@ func tools() []ai.Tool {
 
 // newNode returns a node over store and mems (its memory side), with an
 // offloader keeping results in offStore. "nest" pushes a scope, "back"
-// pops it.
+// pops it, "wipe" clears the scope's memory.
 func newNode(t *testing.T, store chatstore.ConversationStore, mems, offStore memory.Store, opts *offload.Options) (*node, error) {
 	return newNodeWith(t, nodeConfig{store: store, mems: mems, offStore: offStore, opts: opts, window: 200})
 }
@@ -176,6 +176,8 @@ func newNodeWith(t *testing.T, nc nodeConfig) (*node, error) {
 			return chat.Push(ctx)
 		case "back":
 			return chat.Pop(ctx)
+		case "wipe":
+			return chat.ClearMemory(ctx)
 		default:
 			r, err := svc.Chat(ctx, &ai.Request{Method: method, User: user})
 			if err != nil {
@@ -592,5 +594,25 @@ func TestOldestGone(t *testing.T) {
 	l := shelf.List()
 	if len(l) != 2 || l[0].Call != "c1" || l[1].Call != "c2" || l[1].Lines != 302 || l[1].Bytes != 302*40 {
 		t.Fatalf("the shelf lists %+v, want c1 then c2", l)
+	}
+}
+
+// A wipe of the scope's memory takes its stubs, and the results go too:
+// their ids are gone.
+func TestOffloadWiped(t *testing.T) {
+	store := chat.NewInMemoryConversationStore(nil)
+	mems := chatstoretest.InMemoryMemories(store)
+	n := mustNode(t, store, mems, mems, nil)
+	rec := &answers{}
+	s := rec.connect(t, n, "ada")
+	say(t, s, rec, "logs 300")
+	say(t, s, rec, "ok")
+	id := lastStubID(n.llm.Requests()[len(n.llm.Requests())-1].Messages)
+	say(t, s, rec, "wipe")
+	if got := offloadIDs(t, mems); len(got) != 0 {
+		t.Fatalf("after the wipe the store holds %q", got)
+	}
+	if got := say(t, s, rec, `read {"id":"`+id+`"}`); !strings.Contains(got, "no longer kept: "+id+" (the scope's memory was wiped since)") {
+		t.Fatalf("reading %s after the wipe: %q", id, got)
 	}
 }
