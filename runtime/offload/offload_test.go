@@ -469,12 +469,18 @@ func TestOffloadBadReads(t *testing.T) {
 	}
 }
 
-// Reading Read outside a chat scope, or an id of a scope without
-// results, fails matchably.
+// Read outside a chat scope, or of an id of a scope without results,
+// fails matchably.
 func TestReadErrors(t *testing.T) {
-	o := offload.New(nil)
+	o := offload.New(&offload.Options{Logger: quiet()})
 	if _, err := o.Read(context.Background(), "x-1", offload.Range{}); !errors.Is(err, chat.ErrNotActive) {
 		t.Fatalf("outside a scope: %v", err)
+	}
+	// Outside a scope a large result cannot be kept: it is cut, for the
+	// prompt and the memory alike.
+	prompt, kept := o.OffloadResult(context.Background(), ai.ToolExecution{Name: "fetch_logs", Text: logLines(500)})
+	if prompt != kept || !strings.HasPrefix(prompt, logLines(204)) || !strings.HasSuffix(prompt, "[cut at 8192 of 20000 bytes: the rest could not be kept]") {
+		t.Fatalf("outside a scope the model is told %q", prompt[len(prompt)-100:])
 	}
 	ctx, err := chat.Begin(context.Background(), nil)
 	if err != nil {
