@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/chatscopes/chatgen/internal/browsertest"
+	"github.com/chatscopes/chatgen/internal/leaktest"
 	"github.com/chatscopes/chatgen/runtime/agent"
 	"github.com/chatscopes/chatgen/runtime/ai"
 	"github.com/chatscopes/chatgen/runtime/chat"
@@ -98,7 +99,7 @@ func agentServer(t *testing.T) *testServer {
 // hand-off from desk to smith, and its planHandler each revision of the
 // plan smith's model makes with the plan tool box.
 func TestBrowserAgentAndPlanHandlers(t *testing.T) {
-	checkGoroutines(t)
+	leaktest.Check(t)
 	b := browsertest.Start(t)
 	ts := agentServer(t)
 	hs := servePages(t, ts.Server, map[string]string{"/agent.html": agentPage})

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/chatscopes/chatgen/internal/browsertest"
+	"github.com/chatscopes/chatgen/internal/leaktest"
 )
 
 // stopPage stops requests from the JavaScript client in Chromium: with an
@@ -77,7 +78,7 @@ window.testResult = (async () => {
 </script></body></html>`
 
 func TestBrowserStop(t *testing.T) {
-	checkGoroutines(t)
+	leaktest.Check(t)
 	b := browsertest.Start(t)
 	ts := startServer(t, nil)
 	hs := servePages(t, ts.Server, map[string]string{"/stop.html": stopPage})

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/chatscopes/chatgen/internal/browsertest"
+	"github.com/chatscopes/chatgen/internal/leaktest"
 )
 
 // quarkusFlow uses only the Quarkus API of the client. The pages written
@@ -384,7 +385,7 @@ func runPageLog(t *testing.T, b *browsertest.Browser, url string, timeout time.D
 }
 
 func TestBrowser(t *testing.T) {
-	checkGoroutines(t)
+	leaktest.Check(t)
 	b := browsertest.Start(t)
 	ts := startServer(t, nil)
 	mux := http.NewServeMux()

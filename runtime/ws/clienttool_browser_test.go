@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/chatscopes/chatgen/internal/browsertest"
+	"github.com/chatscopes/chatgen/internal/leaktest"
 )
 
 // clientToolPage runs the client tool locate in the page: on its own
@@ -58,7 +59,7 @@ window.testResult = (async () => {
 </script></body></html>`
 
 func TestBrowserClientTool(t *testing.T) {
-	checkGoroutines(t)
+	leaktest.Check(t)
 	b := browsertest.Start(t)
 	ts := startClientToolNode(t, nil, "")
 	hs := servePages(t, ts.Server, map[string]string{"/page.html": clientToolPage})

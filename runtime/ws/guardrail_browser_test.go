@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/chatscopes/chatgen/internal/browsertest"
+	"github.com/chatscopes/chatgen/internal/leaktest"
 	"github.com/chatscopes/chatgen/runtime/llmtest"
 )
 
@@ -67,7 +68,7 @@ window.testResult = (async () => {
 </script></body></html>`
 
 func TestBrowserGuardrailRetract(t *testing.T) {
-	checkGoroutines(t)
+	leaktest.Check(t)
 	b := browsertest.Start(t)
 	ts, _ := guardedStream(t,
 		// The module page.
