@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chatscopes/chatgen/internal/leaktest"
 	"github.com/chatscopes/chatgen/runtime/ai"
 	"github.com/chatscopes/chatgen/runtime/chat"
 	"github.com/chatscopes/chatgen/runtime/llmtest"
@@ -18,7 +19,7 @@ import (
 // turn's request, through langchaingo's real OpenAI client against the
 // strict server, is valid and carries the interrupted answer.
 func TestStoppedStreamKeepsThePartialAnswer(t *testing.T) {
-	checkGoroutines(t)
+	leaktest.Check(t)
 	f := newServerFixture(t, llmtest.Sequence(
 		llmtest.Reply{Text: "one two three four five six seven eight nine ten", ChunkDelay: 20 * time.Millisecond},
 		llmtest.Reply{Text: "As I was saying."},
@@ -70,7 +71,7 @@ func TestStoppedStreamKeepsThePartialAnswer(t *testing.T) {
 // context's error), the next call does not run and gets a cancelled
 // result, and the answer is the marker alone. The strict server accepts the next turn's history.
 func TestStoppedToolCallGetsACancelledResult(t *testing.T) {
-	checkGoroutines(t)
+	leaktest.Check(t)
 	f := newServerFixture(t, llmtest.Sequence(
 		calls(call("weather", `{"city":"Paris"}`), call("add", `{"a":1,"b":2}`)),
 		llmtest.Reply{Text: "Sorry, I stopped."},

@@ -11,6 +11,7 @@ import (
 
 	"github.com/tmc/langchaingo/llms"
 
+	"github.com/chatscopes/chatgen/internal/leaktest"
 	"github.com/chatscopes/chatgen/runtime/ai"
 	"github.com/chatscopes/chatgen/runtime/chat"
 	"github.com/chatscopes/chatgen/runtime/chatimpl"
@@ -350,7 +351,7 @@ type answered struct {
 // The Go client answers client tool calls on its own: a result, an
 // error, a cancel, a deadline, a panic.
 func TestOnClientTool(t *testing.T) {
-	checkGoroutines(t)
+	leaktest.Check(t)
 	for _, tc := range []struct {
 		name    string
 		timeout time.Duration
@@ -408,7 +409,7 @@ func TestOnClientTool(t *testing.T) {
 // Closing the session stops a client tool that is still running, and no
 // answer is sent; calls of tools without a function reach On(ClientTool).
 func TestOnClientToolClose(t *testing.T) {
-	checkGoroutines(t)
+	leaktest.Check(t)
 	a := newClientApp(t, clientAppOptions{})
 	var got messages
 	started := make(chan struct{})

@@ -8,11 +8,9 @@ import (
 	"fmt"
 	"log/slog"
 	"reflect"
-	"runtime"
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/tmc/langchaingo/llms"
 
@@ -357,27 +355,4 @@ func (l *logBuffer) String() string {
 
 func (l *logBuffer) logger() *slog.Logger {
 	return slog.New(slog.NewJSONHandler(l, &slog.HandlerOptions{Level: slog.LevelDebug}))
-}
-
-// checkGoroutines fails the test if goroutines started during it are
-// still running at its end (allowing a moment for them to finish).
-func checkGoroutines(t *testing.T) {
-	t.Helper()
-	before := runtime.NumGoroutine()
-	t.Cleanup(func() {
-		deadline := time.Now().Add(10 * time.Second)
-		for {
-			n := runtime.NumGoroutine()
-			if n <= before {
-				return
-			}
-			if time.Now().After(deadline) {
-				buf := make([]byte, 1<<20)
-				buf = buf[:runtime.Stack(buf, true)]
-				t.Errorf("goroutines: %d before, %d after:\n%s", before, n, buf)
-				return
-			}
-			time.Sleep(10 * time.Millisecond)
-		}
-	})
 }

@@ -19,6 +19,7 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
+	"github.com/chatscopes/chatgen/internal/leaktest"
 	"github.com/chatscopes/chatgen/runtime/ai"
 	"github.com/chatscopes/chatgen/runtime/chat"
 	"github.com/chatscopes/chatgen/runtime/chatimpl"
@@ -436,7 +437,7 @@ func TestKnowledgePerScope(t *testing.T) {
 // knowledge of its own; the page gets the Sources events; closing every
 // session releases every per-scope retriever.
 func TestKnowledgeSessionsReleaseRetrievers(t *testing.T) {
-	checkGoroutines(t)
+	leaktest.Check(t)
 	srv := llmtest.NewServer(searcher("forge"), nil)
 	t.Cleanup(srv.Close)
 	llm := must[*openai.LLM](t)(srv.Client())

@@ -9,6 +9,7 @@ import (
 
 	"github.com/tmc/langchaingo/llms"
 
+	"github.com/chatscopes/chatgen/internal/leaktest"
 	"github.com/chatscopes/chatgen/runtime/ai"
 	"github.com/chatscopes/chatgen/runtime/llmtest"
 )
@@ -26,7 +27,7 @@ func collect(seq func(yield func(string, error) bool)) ([]string, error) {
 }
 
 func TestStreamWithToolCall(t *testing.T) {
-	checkGoroutines(t)
+	leaktest.Check(t)
 	f := newServerFixture(t, llmtest.Sequence(
 		llmtest.Reply{Text: "Let me check. ", ToolCalls: []llmtest.ToolCall{call("weather", `{"city":"Paris"}`), call("add", `{"a":20,"b":22}`)}},
 		llmtest.Reply{Text: "It is sunny in Paris."},
@@ -97,7 +98,7 @@ func slowReply() llmtest.Reply {
 const slowWhole = 10 * time.Second
 
 func TestStreamCancelledMidStream(t *testing.T) {
-	checkGoroutines(t)
+	leaktest.Check(t)
 	f := newServerFixture(t, llmtest.Sequence(llmtest.Reply{Text: "Hi."}, slowReply()), &ai.Config{})
 	ctx := begin(t)
 	must[*ai.Reply](t)(f.svc.Chat(ctx, f.req("one")))
@@ -128,7 +129,7 @@ func TestStreamCancelledMidStream(t *testing.T) {
 }
 
 func TestStreamBreak(t *testing.T) {
-	checkGoroutines(t)
+	leaktest.Check(t)
 	for _, server := range []bool{true, false} {
 		var f *fixture
 		if server {

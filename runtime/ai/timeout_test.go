@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chatscopes/chatgen/internal/leaktest"
 	"github.com/chatscopes/chatgen/runtime/ai"
 	"github.com/chatscopes/chatgen/runtime/llmtest"
 )
@@ -16,7 +17,7 @@ import (
 // ends or ignores it (it is left running; its result is discarded). The
 // tool's own Timeout wins over the service's ToolTimeout.
 func TestToolTimeout(t *testing.T) {
-	checkGoroutines(t)
+	leaktest.Check(t)
 	release := make(chan struct{})
 	f := newServerFixture(t, llmtest.Sequence(
 		calls(call("weather", `{"city":"Paris"}`), call("add", `{"a":1,"b":2}`), call("note", `{"text":"quick"}`)),
@@ -72,7 +73,7 @@ func TestToolTimeout(t *testing.T) {
 // tool that ignores it runs, the turn fails at once with the context's
 // error and remembers nothing.
 func TestToolTimeoutCallerCancels(t *testing.T) {
-	checkGoroutines(t)
+	leaktest.Check(t)
 	release := make(chan struct{})
 	f := newServerFixture(t, llmtest.Sequence(calls(call("add", `{"a":1,"b":2}`))), &ai.Config{ToolTimeout: time.Hour})
 	ctx := begin(t)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"testing"
 
+	"github.com/chatscopes/chatgen/internal/leaktest"
 	"github.com/chatscopes/chatgen/runtime/ai"
 	"github.com/chatscopes/chatgen/runtime/chat"
 	"github.com/chatscopes/chatgen/runtime/chatimpl"
@@ -19,7 +20,7 @@ import (
 // though the scope goes on; the node that resumes the conversation opens
 // its own on its first turn.
 func TestPerScopeSessionLeavesWithItsScope(t *testing.T) {
-	checkGoroutines(t)
+	leaktest.Check(t)
 	h := newHTTPServer(t, "lore")
 	src, err := mcptools.PerScope(chat.KindChat, &mcptools.Options{Name: "lore", Transport: h.transport(), Allow: []string{"count"}})
 	if err != nil {

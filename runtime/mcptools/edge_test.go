@@ -21,6 +21,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/chatscopes/chatgen/internal/leaktest"
 	"github.com/chatscopes/chatgen/runtime/chat"
 	"github.com/chatscopes/chatgen/runtime/llmtest"
 	"github.com/chatscopes/chatgen/runtime/mcptools"
@@ -30,7 +31,7 @@ import (
 // environment, not the application's secrets; a Cmd adds variables, or
 // passes the whole environment with InheritEnv.
 func TestCommandEnvironment(t *testing.T) {
-	checkGoroutines(t)
+	leaktest.Check(t)
 	t.Setenv("CHATGEN_TEST_OPENAI_API_KEY", "sk-do-not-leak")
 	t.Setenv("PATH", os.Getenv("PATH")+":/opt/lore/bin")
 	t.Setenv("SHELL", "() { :; }; echo pwned") // a shell function: never passed
@@ -87,7 +88,7 @@ func TestClosingADeafServer(t *testing.T) {
 	}
 	t.Run("SIGTERM", func(t *testing.T) {
 		// Command's default Grace: the server exits on SIGTERM.
-		checkGoroutines(t)
+		leaktest.Check(t)
 		mark := fmt.Sprintf("deaf-%d", time.Now().UnixNano())
 		logs := &logBuffer{}
 		src, err := mcptools.PerScope(chat.KindChat, &mcptools.Options{Name: "lore", Transport: stdio("deaf", mark), Logger: logs.logger()})
@@ -108,7 +109,7 @@ func TestClosingADeafServer(t *testing.T) {
 	t.Run("End does not wait", func(t *testing.T) {
 		// A server that ignores SIGTERM too, with an hour's Grace: it
 		// outlives chat.End, and exits when the test tells it to.
-		checkGoroutines(t)
+		leaktest.Check(t)
 		mark := fmt.Sprintf("stubborn-%d", time.Now().UnixNano())
 		cmd := mcptools.Cmd{Path: os.Args[0], Args: []string{serverArg, "stubborn", mark}, Grace: time.Hour}
 		src, err := mcptools.PerScope(chat.KindChat, &mcptools.Options{Name: "lore", Transport: cmd.Transport, Logger: discard()})
@@ -132,7 +133,7 @@ func TestClosingADeafServer(t *testing.T) {
 		}
 	})
 	t.Run("SIGKILL", func(t *testing.T) {
-		checkGoroutines(t)
+		leaktest.Check(t)
 		mark := fmt.Sprintf("stubborn-%d", time.Now().UnixNano())
 		logs := &logBuffer{}
 		cmd := mcptools.Cmd{Path: os.Args[0], Args: []string{serverArg, "stubborn", mark}, Grace: 50 * time.Millisecond}
@@ -231,7 +232,7 @@ func TestHugeHTTPResult(t *testing.T) {
 	}
 	for _, variant := range []string{"http-json", "http-sse"} {
 		t.Run(variant, func(t *testing.T) {
-			checkGoroutines(t)
+			leaktest.Check(t)
 			url := startHTTPServer(t, variant)
 			counter := &countingTransport{base: &http.Transport{}}
 			client := &http.Client{Transport: counter}
@@ -297,7 +298,7 @@ func TestHugeHTTPResult(t *testing.T) {
 // over stdio and streamable HTTP; the server's other tools are; naming it
 // in Allow is an error.
 func TestTaskOnlyTool(t *testing.T) {
-	checkGoroutines(t)
+	leaktest.Check(t)
 	h := newHTTPServer(t, "tasks")
 	srv := newServer("tasks", false)
 	hj := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv },

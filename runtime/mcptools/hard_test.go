@@ -19,6 +19,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/chatscopes/chatgen/internal/leaktest"
 	"github.com/chatscopes/chatgen/runtime/ai"
 	"github.com/chatscopes/chatgen/runtime/chat"
 	"github.com/chatscopes/chatgen/runtime/chatimpl"
@@ -32,7 +33,7 @@ import (
 // TestHugeResult: a result longer than MaxResultBytes reaches the model cut
 // (at a character boundary, saying so); MaxResultBytes -1 lifts the bound.
 func TestHugeResult(t *testing.T) {
-	checkGoroutines(t)
+	leaktest.Check(t)
 	h := newHTTPServer(t, "hard")
 	for _, c := range []struct {
 		max, n int
@@ -71,7 +72,7 @@ func TestOversizedFrame(t *testing.T) {
 	if testing.Short() {
 		t.Skip("sends 17 MiB")
 	}
-	checkGoroutines(t)
+	leaktest.Check(t)
 	src := connect(t, &mcptools.Options{Name: "lore", Transport: stdio("hard"), Logger: discard()})
 	f := newFixture(t, llmtest.Sequence(
 		calls(call("tome", fmt.Sprintf(`{"n":%d}`, 17<<20))), say("too long"),
@@ -90,7 +91,7 @@ func TestOversizedFrame(t *testing.T) {
 // a call; a later call of the same turn opens a new session rather than
 // failing on the ended one.
 func TestDeadSessionReopensForTheNextCall(t *testing.T) {
-	checkGoroutines(t)
+	leaktest.Check(t)
 	src := connect(t, &mcptools.Options{Name: "lore", Transport: stdio("lore"), Logger: discard()})
 	f := newFixture(t, llmtest.Sequence(
 		calls(call("die", `{}`)),
@@ -111,7 +112,7 @@ func TestDeadSessionReopensForTheNextCall(t *testing.T) {
 // expired it) between turns. It answers 404, so the call never ran: it
 // is made again on a new session, and the model sees only its result.
 func TestHTTPSessionGone(t *testing.T) {
-	checkGoroutines(t)
+	leaktest.Check(t)
 	h := newHTTPServer(t, "lore")
 	src := connect(t, &mcptools.Options{Name: "lore", Transport: h.transport(), Logger: discard()})
 	f := newFixture(t, llmtest.Sequence(
@@ -134,7 +135,7 @@ func TestHTTPSessionGone(t *testing.T) {
 // TestMuteServer: a server that never answers fails Connect after
 // ConnectTimeout, and its process does not outlive the attempt.
 func TestMuteServer(t *testing.T) {
-	checkGoroutines(t)
+	leaktest.Check(t)
 	mark := fmt.Sprintf("mute-%d", time.Now().UnixNano())
 	_, err := mcptools.Connect(context.Background(), &mcptools.Options{
 		Name: "lore", Transport: stdio("mute", mark), ConnectTimeout: 200 * time.Millisecond,
@@ -167,7 +168,7 @@ func discard() *slog.Logger { return slog.New(slog.DiscardHandler) }
 // 502) but the session lives on: the next turn keeps it, with the state
 // the server holds for it.
 func TestTransientHTTPError(t *testing.T) {
-	checkGoroutines(t)
+	leaktest.Check(t)
 	srv := newServer("lore", false)
 	var failNext atomic.Bool
 	handler := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil)
@@ -228,7 +229,7 @@ func TestBadOptions(t *testing.T) {
 // each with its own session of a per-scope server over stdio (its own
 // process); when they end, every process exits.
 func TestManyConversations(t *testing.T) {
-	checkGoroutines(t)
+	leaktest.Check(t)
 	mark := fmt.Sprintf("many-%d", time.Now().UnixNano())
 	src, err := mcptools.PerScope(chat.KindChat, &mcptools.Options{Name: "lore", Transport: stdio("lore", mark)})
 	if err != nil {
@@ -279,7 +280,7 @@ func TestManyConversations(t *testing.T) {
 // the server. The server's handler is cancelled too, the turn fails with
 // the cancellation, and the session stays: the next turn uses it.
 func TestCancelledDuringCall(t *testing.T) {
-	checkGoroutines(t)
+	leaktest.Check(t)
 	h := newHTTPServer(t, "lore")
 	started, cancelled := make(chan struct{}), make(chan struct{})
 	h.mcp.AddTool(&mcp.Tool{Name: "block", InputSchema: json.RawMessage(`{"type":"object"}`)},
@@ -316,7 +317,7 @@ func TestCancelledDuringCall(t *testing.T) {
 // tool the server does not have fails the turn, as Connect fails, rather
 // than leaving the turn without its tools as if the server were down.
 func TestPerScopeAllowsAMissingTool(t *testing.T) {
-	checkGoroutines(t)
+	leaktest.Check(t)
 	h := newHTTPServer(t, "lore")
 	src, err := mcptools.PerScope(chat.KindChat, &mcptools.Options{Name: "lore", Transport: h.transport(), Allow: []string{"oracle"}})
 	if err != nil {
@@ -337,7 +338,7 @@ func TestPerScopeAllowsAMissingTool(t *testing.T) {
 // stderr; Connect's error ends with it, and the source's logger has each
 // line at debug level.
 func TestServerStderr(t *testing.T) {
-	checkGoroutines(t)
+	leaktest.Check(t)
 	logs := &logBuffer{}
 	_, err := mcptools.Connect(context.Background(), &mcptools.Options{Name: "lore", Transport: stdio("crash"), Logger: logs.logger()})
 	if !errors.Is(err, mcptools.ErrUnavailable) || !strings.HasSuffix(err.Error(), `(its stderr ends: "lore: cannot read /etc/lore.yaml\nlore: giving up")`) {
@@ -352,7 +353,7 @@ func TestServerStderr(t *testing.T) {
 // one service fail chat.NewRouter, naming both; a Prefix on one resolves
 // it, and each tool then calls its own server.
 func TestClashBetweenSources(t *testing.T) {
-	checkGoroutines(t)
+	leaktest.Check(t)
 	h := newHTTPServer(t, "lore")
 	lore := connect(t, &mcptools.Options{Name: "lore", Transport: h.transport(), Allow: []string{"legend"}})
 	sagas := connect(t, &mcptools.Options{Name: "sagas", Transport: stdio("lore"), Allow: []string{"legend", "count"}})

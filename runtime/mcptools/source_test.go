@@ -7,7 +7,6 @@ import (
 	"errors"
 	"log/slog"
 	"reflect"
-	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -16,6 +15,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/chatscopes/chatgen/internal/leaktest"
 	"github.com/chatscopes/chatgen/runtime/ai"
 	"github.com/chatscopes/chatgen/runtime/chat"
 	"github.com/chatscopes/chatgen/runtime/chatimpl"
@@ -131,7 +131,7 @@ func want[T any](t *testing.T, what string, got, want T) {
 // application: results, an error result and a protocol error go to the
 // model, and the schemas reach it as the server gives them.
 func TestStdio(t *testing.T) {
-	checkGoroutines(t)
+	leaktest.Check(t)
 	src := connect(t, &mcptools.Options{Name: "lore", Transport: stdio("lore"), Deny: []string{"die"}})
 	want(t, "listed tools", names(src.ListTools()), []string{"count", "legend", "slow"})
 	f := newFixture(t, llmtest.Sequence(
@@ -206,7 +206,7 @@ func mustList(t *testing.T, transport func(context.Context) (mcp.Transport, erro
 // scope's first turn, lasts its turns, closes with it, and another
 // conversation has its own.
 func TestHTTPPerScope(t *testing.T) {
-	checkGoroutines(t)
+	leaktest.Check(t)
 	h := newHTTPServer(t, "lore")
 	src, err := mcptools.PerScope(chat.KindChat, &mcptools.Options{Name: "lore", Transport: h.transport(), Allow: []string{"count"}})
 	if err != nil {
@@ -287,7 +287,7 @@ func TestHTTPPerScope(t *testing.T) {
 // fails, the model is told, the turn goes on; the next turn opens a new
 // session.
 func TestDyingServer(t *testing.T) {
-	checkGoroutines(t)
+	leaktest.Check(t)
 	logs := &logBuffer{}
 	src := connect(t, &mcptools.Options{Name: "lore", Transport: stdio("lore"), Logger: logs.logger()})
 	f := newFixture(t, llmtest.Sequence(
@@ -315,7 +315,7 @@ func TestDyingServer(t *testing.T) {
 // TestCallTimeout: a call past CallTimeout is cancelled and told to the
 // model as a failure; the turn goes on.
 func TestCallTimeout(t *testing.T) {
-	checkGoroutines(t)
+	leaktest.Check(t)
 	h := newHTTPServer(t, "lore")
 	src := connect(t, &mcptools.Options{Name: "lore", Transport: h.transport(), CallTimeout: 50 * time.Millisecond})
 	f := newFixture(t, llmtest.Sequence(calls(call("slow", `{}`)), say("Too slow.")), src)
@@ -331,7 +331,7 @@ func TestCallTimeout(t *testing.T) {
 // one whose name models reject: both are left out, logged with the
 // reason, and the other tools are usable; allowing one explicitly fails.
 func TestBadSchema(t *testing.T) {
-	checkGoroutines(t)
+	leaktest.Check(t)
 	h := newHTTPServer(t, "bad")
 	logs := &logBuffer{}
 	src := connect(t, &mcptools.Options{Name: "lore", Transport: h.transport(), Logger: logs.logger()})
@@ -359,7 +359,7 @@ func TestBadSchema(t *testing.T) {
 
 // TestFilters: Allow, Deny and Prefix.
 func TestFilters(t *testing.T) {
-	checkGoroutines(t)
+	leaktest.Check(t)
 	h := newHTTPServer(t, "lore")
 	opts := func(o mcptools.Options) *mcptools.Options {
 		o.Name, o.Transport = "lore", h.transport()
@@ -387,7 +387,7 @@ func TestFilters(t *testing.T) {
 // TestClash: a server's tool named like a generated one fails the check
 // that chat.NewRouter runs, naming both; a prefix resolves it.
 func TestClash(t *testing.T) {
-	checkGoroutines(t)
+	leaktest.Check(t)
 	h := newHTTPServer(t, "lore")
 	src := connect(t, &mcptools.Options{Name: "lore", Transport: h.transport()})
 	legend := ai.Method{Name: "Tell", Tools: []ai.Tool{{Name: "legend"}}}
@@ -412,7 +412,7 @@ func TestClash(t *testing.T) {
 // per-scope one leaves the turn without its tools, or fails it when
 // Required.
 func TestUnavailable(t *testing.T) {
-	checkGoroutines(t)
+	leaktest.Check(t)
 	h := newHTTPServer(t, "lore")
 	url := h.URL
 	h.Close()
@@ -466,7 +466,7 @@ func TestUnavailable(t *testing.T) {
 // TestToolListChanged: a tool the server adds is offered from the next
 // turn on.
 func TestToolListChanged(t *testing.T) {
-	checkGoroutines(t)
+	leaktest.Check(t)
 	h := newHTTPServer(t, "lore")
 	src := connect(t, &mcptools.Options{Name: "lore", Transport: h.transport()})
 	h.mcp.AddTool(&mcp.Tool{Name: "oracle", InputSchema: json.RawMessage(`{"type":"object"}`)},
@@ -537,33 +537,10 @@ func (l *logBuffer) logger() *slog.Logger {
 	return slog.New(slog.NewTextHandler(l, &slog.HandlerOptions{Level: slog.LevelDebug}))
 }
 
-// checkGoroutines fails the test if goroutines started during it are
-// still running at its end (allowing a moment for them to finish).
-func checkGoroutines(t *testing.T) {
-	t.Helper()
-	before := runtime.NumGoroutine()
-	t.Cleanup(func() {
-		deadline := time.Now().Add(5 * time.Second)
-		for {
-			n := runtime.NumGoroutine()
-			if n <= before {
-				return
-			}
-			if time.Now().After(deadline) {
-				buf := make([]byte, 1<<20)
-				buf = buf[:runtime.Stack(buf, true)]
-				t.Errorf("goroutines: %d before, %d after:\n%s", before, n, buf)
-				return
-			}
-			time.Sleep(10 * time.Millisecond)
-		}
-	})
-}
-
 // TestPerInvocation: a session per invocation closes when the invocation
 // ends.
 func TestPerInvocation(t *testing.T) {
-	checkGoroutines(t)
+	leaktest.Check(t)
 	h := newHTTPServer(t, "lore")
 	src, err := mcptools.PerScope(chat.KindInvocation, &mcptools.Options{Name: "lore", Transport: h.transport()})
 	if err != nil {
@@ -591,7 +568,7 @@ func TestPerInvocation(t *testing.T) {
 // TestParallelCalls: the calls of one model reply run concurrently on
 // the shared session.
 func TestParallelCalls(t *testing.T) {
-	checkGoroutines(t)
+	leaktest.Check(t)
 	src := connect(t, &mcptools.Options{Name: "lore", Transport: stdio("lore")})
 	f := newFixture(t, llmtest.Sequence(
 		calls(call("legend", `{"topic":"a"}`), call("count", `{}`), call("legend", `{"topic":"b"}`), call("count", `{}`)),

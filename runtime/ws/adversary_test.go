@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/chatscopes/chatgen/internal/leaktest"
 	"github.com/coder/websocket"
 )
 
@@ -256,7 +257,7 @@ func TestAdversarialParameterTypes(t *testing.T) {
 // Disconnect (a later Connect is answered), nothing more of that chat
 // comes, not even a Failed; queued requests are dropped too.
 func TestAdversarialDisconnectDuringFlood(t *testing.T) {
-	checkGoroutines(t)
+	leaktest.Check(t)
 	ts := startServer(t, nil)
 	c := dialRaw(t, ts.url, nil)
 	scope := c.connect("f", "flood")
@@ -287,7 +288,7 @@ func TestAdversarialDisconnectDuringFlood(t *testing.T) {
 // answer each one, the connection keeps working, and everything is
 // returned when it closes.
 func TestAdversarialFlood(t *testing.T) {
-	checkGoroutines(t)
+	leaktest.Check(t)
 	ts := startServer(t, nil)
 	c := dialRaw(t, ts.url, nil)
 	const n = 500

@@ -4,13 +4,11 @@ package ws
 
 import (
 	"context"
-	"encoding/json"
-	"net/http"
-	"net/http/httptest"
 	"testing"
 	"time"
 
 	"github.com/chatscopes/chatgen/internal/browsertest"
+	"github.com/chatscopes/chatgen/internal/leaktest"
 	"github.com/chatscopes/chatgen/runtime/agent"
 	"github.com/chatscopes/chatgen/runtime/ai"
 	"github.com/chatscopes/chatgen/runtime/chat"
@@ -101,35 +99,11 @@ func agentServer(t *testing.T) *testServer {
 // hand-off from desk to smith, and its planHandler each revision of the
 // plan smith's model makes with the plan tool box.
 func TestBrowserAgentAndPlanHandlers(t *testing.T) {
-	checkGoroutines(t)
+	leaktest.Check(t)
 	b := browsertest.Start(t)
 	ts := agentServer(t)
-	mux := http.NewServeMux()
-	mux.Handle("/_chat/", ts.Server)
-	mux.HandleFunc("/agent.html", func(w http.ResponseWriter, _ *http.Request) {
-		w.Header().Set("Content-Type", "text/html; charset=utf-8")
-		_, _ = w.Write([]byte(agentPage))
-	})
-	hs := httptest.NewServer(mux)
-	defer hs.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	out, err := b.Run(ctx, hs.URL+"/agent.html")
-	if err != nil {
-		t.Fatalf("%v\nconsole:\n%s", err, b.ConsoleLog())
-	}
-	var res struct {
-		OK    bool
-		Error string
-		Log   []string
-	}
-	if err := json.Unmarshal([]byte(out), &res); err != nil {
-		t.Fatalf("%s: %v", out, err)
-	}
-	if !res.OK {
-		t.Fatalf("the page failed: %s\nconsole:\n%s", res.Error, b.ConsoleLog())
-	}
-	checkLog(t, res.Log, []string{
+	hs := servePages(t, ts.Server, map[string]string{"/agent.html": agentPage})
+	checkLog(t, runPageLog(t, b, hs.URL+"/agent.html", 20*time.Second), []string{
 		"Agent desk -> smith",
 		"Plan Crossbow r1 in_progress: Pick a stave=todo, String it=todo",
 		"message done: plan the crossbow build",

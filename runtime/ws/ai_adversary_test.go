@@ -9,6 +9,7 @@ import (
 
 	"github.com/tmc/langchaingo/llms"
 
+	"github.com/chatscopes/chatgen/internal/leaktest"
 	"github.com/chatscopes/chatgen/runtime/ai"
 	"github.com/chatscopes/chatgen/runtime/chat"
 	"github.com/chatscopes/chatgen/runtime/chatimpl"
@@ -84,7 +85,7 @@ func roles(msgs []llms.MessageContent) string {
 // ModelTimeout and a stream cut mid-answer, the conversation keeps working
 // and its memory holds whole turns only.
 func TestAIFailuresLeaveTheConversationWorking(t *testing.T) {
-	checkGoroutines(t)
+	leaktest.Check(t)
 	rig := newAIRig(t, &ai.Config{ModelTimeout: time.Second}, // bounds the successful calls too
 		llmtest.Reply{ToolCalls: []llmtest.ToolCall{{Name: "explode"}}},
 		llmtest.Reply{Text: "The forge failed."},

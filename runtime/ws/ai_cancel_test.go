@@ -13,6 +13,7 @@ import (
 	"github.com/tmc/langchaingo/llms"
 	"github.com/tmc/langchaingo/llms/openai"
 
+	"github.com/chatscopes/chatgen/internal/leaktest"
 	"github.com/chatscopes/chatgen/runtime/ai"
 	"github.com/chatscopes/chatgen/runtime/chat"
 	"github.com/chatscopes/chatgen/runtime/chatimpl"
@@ -140,7 +141,7 @@ func stopOnce(t testing.TB, s chat.Session, chunks chan string) (seen string, st
 // memory, and the next request's model call carries it, accepted by the
 // strict server.
 func TestStopCancelsTheModelCallAndKeepsTheInterruptedAnswer(t *testing.T) {
-	checkGoroutines(t)
+	leaktest.Check(t)
 	rig := newStopRig(t)
 	c := dialTest(t, rig.ts)
 	chunks := make(chan string, 1000)

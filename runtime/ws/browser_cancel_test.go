@@ -3,14 +3,11 @@
 package ws
 
 import (
-	"context"
-	"encoding/json"
-	"net/http"
-	"net/http/httptest"
 	"testing"
 	"time"
 
 	"github.com/chatscopes/chatgen/internal/browsertest"
+	"github.com/chatscopes/chatgen/internal/leaktest"
 )
 
 // stopPage stops requests from the JavaScript client in Chromium: with an
@@ -81,36 +78,11 @@ window.testResult = (async () => {
 </script></body></html>`
 
 func TestBrowserStop(t *testing.T) {
-	checkGoroutines(t)
+	leaktest.Check(t)
 	b := browsertest.Start(t)
 	ts := startServer(t, nil)
-	mux := http.NewServeMux()
-	mux.Handle("/_chat/", ts.Server)
-	mux.HandleFunc("/stop.html", func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "text/html; charset=utf-8")
-		_, _ = w.Write([]byte(stopPage))
-	})
-	hs := httptest.NewServer(mux)
-	defer hs.Close()
-
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	out, err := b.Run(ctx, hs.URL+"/stop.html")
-	if err != nil {
-		t.Fatalf("%v\nconsole:\n%s", err, b.ConsoleLog())
-	}
-	var res struct {
-		OK    bool
-		Error string
-		Log   []string
-	}
-	if err := json.Unmarshal([]byte(out), &res); err != nil {
-		t.Fatalf("%s: %v", out, err)
-	}
-	if !res.OK {
-		t.Fatalf("the page failed: %s\nconsole:\n%s", res.Error, b.ConsoleLog())
-	}
-	checkLog(t, res.Log, []string{
+	hs := servePages(t, ts.Server, map[string]string{"/stop.html": stopPage})
+	checkLog(t, runPageLog(t, b, hs.URL+"/stop.html", 30*time.Second), []string{
 		"signal: failed Cancelled",
 		"message quick answer",
 		"next: completed",

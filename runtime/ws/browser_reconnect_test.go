@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/chatscopes/chatgen/internal/browsertest"
+	"github.com/chatscopes/chatgen/internal/leaktest"
 	"github.com/chatscopes/chatgen/internal/redistest"
 	"github.com/chatscopes/chatgen/runtime/boltstore"
 	"github.com/chatscopes/chatgen/runtime/chat"
@@ -153,7 +154,7 @@ func pageBehindProxy(t *testing.T, endpoint http.Handler) (*testProxy, *testServ
 // option in headless Chromium against a durable server behind a TCP proxy
 // whose connections the test cuts.
 func TestBrowserReconnects(t *testing.T) {
-	checkGoroutines(t)
+	leaktest.Check(t)
 	b := browsertest.Start(t)
 	nodes := &durableNodes{store: chat.NewInMemoryConversationStore(nil)}
 	a := nodes.start(t, "a", nil)
@@ -281,7 +282,7 @@ const reconnectPlain = `(async () => {
 })()`
 
 func TestBrowserReconnectsToAPlainServer(t *testing.T) {
-	checkGoroutines(t)
+	leaktest.Check(t)
 	b := browsertest.Start(t)
 	ts := startServer(t, nil)
 	var proxy *testProxy
@@ -362,7 +363,7 @@ const (
 // goes on without its connection, and the re-sent request is answered
 // from it — the route ran once, and the page got the answer once.
 func TestBrowserDropMidTurn(t *testing.T) {
-	checkGoroutines(t)
+	leaktest.Check(t)
 	b := browsertest.Start(t)
 	for _, st := range []struct {
 		name  string

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/chatscopes/chatgen/internal/browsertest"
+	"github.com/chatscopes/chatgen/internal/leaktest"
 	"github.com/chatscopes/chatgen/runtime/chat"
 )
 
@@ -85,7 +86,7 @@ const (
 // client runs (it used to be answered with the old message's answer,
 // replayed: both clients numbered their requests from 1).
 func TestBrowserReloadResumes(t *testing.T) {
-	checkGoroutines(t)
+	leaktest.Check(t)
 	b := browsertest.Start(t)
 	for _, form := range []struct{ name, page string }{
 		{"classic", reloadClassicPage},
@@ -164,7 +165,7 @@ JSON.stringify("sent")`
 // route ran once. Data that cannot be sent as JSON fails its request and
 // the session goes on.
 func TestBrowserReSendsItsCutRequest(t *testing.T) {
-	checkGoroutines(t)
+	leaktest.Check(t)
 	b := browsertest.Start(t)
 	nodes := &durableNodes{store: chat.NewInMemoryConversationStore(nil)}
 	a := nodes.start(t, "a", nil)

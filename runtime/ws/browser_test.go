@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/chatscopes/chatgen/internal/browsertest"
+	"github.com/chatscopes/chatgen/internal/leaktest"
 )
 
 // quarkusFlow uses only the Quarkus API of the client. The pages written
@@ -336,25 +337,66 @@ func checkLog(t *testing.T, got, want []string) {
 	}
 }
 
+// htmlPage serves one HTML page.
+func htmlPage(html string) http.HandlerFunc {
+	return func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		_, _ = w.Write([]byte(html))
+	}
+}
+
+// servePages serves the endpoint at /_chat/ and each page at its path;
+// the server closes with the test.
+func servePages(t *testing.T, endpoint http.Handler, pages map[string]string) *httptest.Server {
+	t.Helper()
+	mux := http.NewServeMux()
+	mux.Handle("/_chat/", endpoint)
+	for path, html := range pages {
+		mux.Handle(path, htmlPage(html))
+	}
+	hs := httptest.NewServer(mux)
+	t.Cleanup(hs.Close)
+	return hs
+}
+
+// runPageLog runs the page at url in b, within timeout, and returns the
+// log it resolved with ({ok, error, log}); a page that failed fails the
+// test with the browser's console.
+func runPageLog(t *testing.T, b *browsertest.Browser, url string, timeout time.Duration) []string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	out, err := b.Run(ctx, url)
+	if err != nil {
+		t.Fatalf("%v\nconsole:\n%s", err, b.ConsoleLog())
+	}
+	var res struct {
+		OK    bool
+		Error string
+		Log   []string
+	}
+	if err := json.Unmarshal([]byte(out), &res); err != nil {
+		t.Fatalf("%s: %v", out, err)
+	}
+	if !res.OK {
+		t.Fatalf("the page failed: %s\nconsole:\n%s", res.Error, b.ConsoleLog())
+	}
+	return res.Log
+}
+
 func TestBrowser(t *testing.T) {
-	checkGoroutines(t)
+	leaktest.Check(t)
 	b := browsertest.Start(t)
 	ts := startServer(t, nil)
 	mux := http.NewServeMux()
 	mux.Handle("/_chat/", ts.Server)
 	mux.Handle(ImportMapPath, ts.Server)
 	mux.Handle("/_static/quarkus-chat-scopes-api/", ts.Server)
-	page := func(html string) http.HandlerFunc {
-		return func(w http.ResponseWriter, r *http.Request) {
-			w.Header().Set("Content-Type", "text/html; charset=utf-8")
-			_, _ = w.Write([]byte(html))
-		}
-	}
-	mux.Handle("/classic.html", page(classicPage))
-	mux.Handle("/module.html", page(modulePage))
-	mux.Handle("/importmap.html", page(importMapPage))
-	mux.Handle("/both.html", page(bothFormsPage))
-	mux.Handle("/api.html", page(quarkusAPIPage))
+	mux.Handle("/classic.html", htmlPage(classicPage))
+	mux.Handle("/module.html", htmlPage(modulePage))
+	mux.Handle("/importmap.html", htmlPage(importMapPage))
+	mux.Handle("/both.html", htmlPage(bothFormsPage))
+	mux.Handle("/api.html", htmlPage(quarkusAPIPage))
 	mux.HandleFunc("/stats", func(w http.ResponseWriter, r *http.Request) {
 		_ = json.NewEncoder(w).Encode(ts.router.Stats())
 	})
@@ -376,24 +418,7 @@ func TestBrowser(t *testing.T) {
 		{"module", "/module.html", moduleWant},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-			defer cancel()
-			out, err := b.Run(ctx, hs.URL+tc.path)
-			if err != nil {
-				t.Fatalf("%v\nconsole:\n%s", err, b.ConsoleLog())
-			}
-			var res struct {
-				OK    bool
-				Error string
-				Log   []string
-			}
-			if err := json.Unmarshal([]byte(out), &res); err != nil {
-				t.Fatalf("%s: %v", out, err)
-			}
-			if !res.OK {
-				t.Fatalf("the page failed: %s\nconsole:\n%s", res.Error, b.ConsoleLog())
-			}
-			checkLog(t, res.Log, tc.want)
+			checkLog(t, runPageLog(t, b, hs.URL+tc.path, 20*time.Second), tc.want)
 		})
 	}
 	waitNoConversations(t, ts.router)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/chatscopes/chatgen/internal/leaktest"
 	"github.com/chatscopes/chatgen/runtime/chat"
 )
 
@@ -48,7 +49,7 @@ func wantCancelled(t *testing.T, f frame, chatID, id string) {
 // the route's context as a stop (chat.Cancelled) and lets the next
 // request run.
 func TestCancelStopsTheRunningRequest(t *testing.T) {
-	checkGoroutines(t)
+	leaktest.Check(t)
 	ts := startServer(t, nil)
 	c := dialRaw(t, ts.url, nil)
 	scope := holdSession(t, c, "a")
@@ -77,7 +78,7 @@ func TestCancelStopsTheRunningRequest(t *testing.T) {
 // A Cancel of a queued request answers it Failed Cancelled at once; it
 // never runs, and the running request goes on.
 func TestCancelEndsAQueuedRequest(t *testing.T) {
-	checkGoroutines(t)
+	leaktest.Check(t)
 	ts := startServer(t, nil)
 	c := dialRaw(t, ts.url, nil)
 	scope := holdSession(t, c, "a")
@@ -109,7 +110,7 @@ func TestCancelEndsAQueuedRequest(t *testing.T) {
 // dropped (a Failed without one would end the request a client waits
 // for).
 func TestCancelOfAnotherRequestChangesNothing(t *testing.T) {
-	checkGoroutines(t)
+	leaktest.Check(t)
 	ts := startServer(t, nil)
 	c := dialRaw(t, ts.url, nil)
 	scopeA := holdSession(t, c, "a")
@@ -150,7 +151,7 @@ func TestCancelOfAnotherRequestChangesNothing(t *testing.T) {
 // leave exactly one terminator per request: the next frames are the
 // next request's.
 func TestCancelRacingCompletionGivesOneTerminator(t *testing.T) {
-	checkGoroutines(t)
+	leaktest.Check(t)
 	ts := startServer(t, nil)
 	c := dialRaw(t, ts.url, nil)
 	scope := holdSession(t, c, "a")
@@ -197,7 +198,7 @@ func TestCancelRacingCompletionGivesOneTerminator(t *testing.T) {
 // those queued (each answered Failed Cancelled) and runs next; without
 // it, it waits behind (the default).
 func TestInterruptingRequestStopsTheRunningOne(t *testing.T) {
-	checkGoroutines(t)
+	leaktest.Check(t)
 	ts := startServer(t, nil)
 	c := dialRaw(t, ts.url, nil)
 	scope := holdSession(t, c, "a")
@@ -236,7 +237,7 @@ func TestInterruptingRequestStopsTheRunningOne(t *testing.T) {
 // with its requestId after a reconnect gets Failed Cancelled replayed,
 // and the route does not run again.
 func TestDurableCancelledAnswerIsReplayed(t *testing.T) {
-	checkGoroutines(t)
+	leaktest.Check(t)
 	store := chat.NewInMemoryConversationStore(nil)
 	g := newGate()
 	a := startGated(t, store, "a", g, nil)

@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/chatscopes/chatgen/internal/leaktest"
 	"github.com/chatscopes/chatgen/runtime/chat"
 )
 
@@ -17,7 +18,7 @@ import (
 // request reaches the handlers after the call ended, OnError is not
 // called, and the next request runs.
 func TestClientCancelStopsTheRequest(t *testing.T) {
-	checkGoroutines(t)
+	leaktest.Check(t)
 	ts := startServer(t, nil)
 	c := dialTest(t, ts)
 	var ended atomic.Bool // the stopped call has ended
@@ -74,7 +75,7 @@ func TestClientCancelStopsTheRequest(t *testing.T) {
 // Cancelled without being sent; one past its deadline ends with
 // context.DeadlineExceeded (and is stopped on the server all the same).
 func TestClientCancelOfAQueuedRequest(t *testing.T) {
-	checkGoroutines(t)
+	leaktest.Check(t)
 	ts := startServer(t, nil)
 	c := dialTest(t, ts)
 	s, err := c.Builder().Connect(t.Context(), "hold")
@@ -122,7 +123,7 @@ func TestClientCancelOfAQueuedRequest(t *testing.T) {
 // one in flight (Cancelled) and the queued ones, and is answered next;
 // without it, a request waits behind (the default).
 func TestClientInterruptingRequest(t *testing.T) {
-	checkGoroutines(t)
+	leaktest.Check(t)
 	ts := startServer(t, nil)
 	c := dialTest(t, ts)
 	rec := &recorder{}
@@ -162,7 +163,7 @@ func TestClientInterruptingRequest(t *testing.T) {
 // connection is no stop), and its answer is not delivered; the next
 // request runs.
 func TestClientStopWhileReconnecting(t *testing.T) {
-	checkGoroutines(t)
+	leaktest.Check(t)
 	store := chat.NewInMemoryConversationStore(nil)
 	g := newGate()
 	a := startGated(t, store, "a", g, nil)

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/chatscopes/chatgen/internal/leaktest"
 	"github.com/chatscopes/chatgen/runtime/boltstore"
 	"github.com/chatscopes/chatgen/runtime/chat"
 	"github.com/chatscopes/chatgen/runtime/chatstore"
@@ -27,7 +28,7 @@ func openBolt(t *testing.T) *boltstore.Store {
 // its conversations: a new client resumes them where they were, over a
 // real websocket and a bbolt store; Close still ends them.
 func TestClientDetachKeepsConversations(t *testing.T) {
-	checkGoroutines(t)
+	leaktest.Check(t)
 	ctx := context.Background()
 	store := openBolt(t)
 	g := newGate()
@@ -120,7 +121,7 @@ func TestClientDetachKeepsConversations(t *testing.T) {
 // TestClientDetachOnAPlainServer: on a server that keeps no
 // conversations, Detach closes the sessions, as Close does.
 func TestClientDetachOnAPlainServer(t *testing.T) {
-	checkGoroutines(t)
+	leaktest.Check(t)
 	ctx := context.Background()
 	ts := startServer(t, nil)
 	c := dialTest(t, ts)
@@ -146,7 +147,7 @@ func TestClientDetachOnAPlainServer(t *testing.T) {
 // it. The request the client would have sent again after the resume is
 // not sent.
 func TestClientDetachAwaitsAResume(t *testing.T) {
-	checkGoroutines(t)
+	leaktest.Check(t)
 	ctx := context.Background()
 	store := openBolt(t)
 	g := newGate()

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chatscopes/chatgen/internal/leaktest"
 	"github.com/chatscopes/chatgen/runtime/chat"
 )
 
@@ -163,7 +164,7 @@ func dialReconnecting(t *testing.T, url string, states *stateLog) *Client {
 }
 
 func TestClientReconnectsAndResumes(t *testing.T) {
-	checkGoroutines(t)
+	leaktest.Check(t)
 	nodes := &durableNodes{store: chat.NewInMemoryConversationStore(nil)}
 	a := nodes.start(t, "a", nil)
 	proxy := startProxy(t, a)
@@ -208,7 +209,7 @@ func TestClientReconnectsAndResumes(t *testing.T) {
 }
 
 func TestClientMovesToAnotherNode(t *testing.T) {
-	checkGoroutines(t)
+	leaktest.Check(t)
 	nodes := &durableNodes{store: chat.NewInMemoryConversationStore(nil)}
 	a, b := nodes.start(t, "a", nil), nodes.start(t, "b", nil)
 	proxy := startProxy(t, a)
@@ -247,7 +248,7 @@ func TestClientMovesToAnotherNode(t *testing.T) {
 }
 
 func TestClientReSendsALostRequestOnce(t *testing.T) {
-	checkGoroutines(t)
+	leaktest.Check(t)
 	nodes := &durableNodes{store: chat.NewInMemoryConversationStore(nil)}
 	a := nodes.start(t, "a", nil)
 	proxy := startProxy(t, a)
@@ -330,7 +331,7 @@ func TestClientQueuesRequestsWhileReconnecting(t *testing.T) {
 }
 
 func TestClientSessionsOfAPlainServerFailOnReconnect(t *testing.T) {
-	checkGoroutines(t)
+	leaktest.Check(t)
 	ts := startServer(t, nil) // keeps no conversations
 	proxy := startProxy(t, ts)
 	states := newStateLog()
@@ -395,7 +396,7 @@ func TestClientResumeRefused(t *testing.T) {
 }
 
 func TestClientCloseWhileReconnecting(t *testing.T) {
-	checkGoroutines(t)
+	leaktest.Check(t)
 	nodes := &durableNodes{store: chat.NewInMemoryConversationStore(nil)}
 	a := nodes.start(t, "a", nil)
 	proxy := startProxy(t, a)
@@ -427,7 +428,7 @@ func TestClientCloseWhileReconnecting(t *testing.T) {
 }
 
 func TestClientGivesUp(t *testing.T) {
-	checkGoroutines(t)
+	leaktest.Check(t)
 	ts := startServer(t, nil)
 	proxy := startProxy(t, ts)
 	states := newStateLog()
@@ -451,7 +452,7 @@ func TestClientGivesUp(t *testing.T) {
 }
 
 func TestClientResumesAfterItsProcessRestarted(t *testing.T) {
-	checkGoroutines(t)
+	leaktest.Check(t)
 	nodes := &durableNodes{store: chat.NewInMemoryConversationStore(nil)}
 	a := nodes.start(t, "a", nil)
 	proxy := startProxy(t, a)

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/chatscopes/chatgen/internal/e2e"
+	"github.com/chatscopes/chatgen/internal/leaktest"
 	"github.com/chatscopes/chatgen/runtime/chat"
 )
 
@@ -143,7 +144,7 @@ func scenario(t *testing.T, c chat.Client) string {
 }
 
 func TestClientMatchesLocalClient(t *testing.T) {
-	checkGoroutines(t)
+	leaktest.Check(t)
 	ts := startServer(t, nil)
 
 	local := chat.NewLocalClient(ts.router)
@@ -177,7 +178,7 @@ func TestClientMatchesLocalClient(t *testing.T) {
 }
 
 func TestClientAsyncInOrder(t *testing.T) {
-	checkGoroutines(t)
+	leaktest.Check(t)
 	ts := startServer(t, nil)
 	c := dialTest(t, ts)
 	var rec recorder
@@ -209,7 +210,7 @@ func TestClientAsyncInOrder(t *testing.T) {
 }
 
 func TestClientSessionClose(t *testing.T) {
-	checkGoroutines(t)
+	leaktest.Check(t)
 	ts := startServer(t, nil)
 	c := dialTest(t, ts)
 	ctx := context.Background()
@@ -246,7 +247,7 @@ func TestClientSessionClose(t *testing.T) {
 }
 
 func TestClientCloseDoesNotHang(t *testing.T) {
-	checkGoroutines(t)
+	leaktest.Check(t)
 	ts := startServer(t, nil)
 	c := dialTest(t, ts)
 	ctx := context.Background()
@@ -280,7 +281,7 @@ func TestClientCloseDoesNotHang(t *testing.T) {
 }
 
 func TestClientContextCancellation(t *testing.T) {
-	checkGoroutines(t)
+	leaktest.Check(t)
 	ts := startServer(t, nil)
 	c := dialTest(t, ts)
 	s, err := c.Builder().Connect(context.Background(), "gate")
@@ -322,7 +323,7 @@ func TestClientContextCancellation(t *testing.T) {
 }
 
 func TestClientConnectionLoss(t *testing.T) {
-	checkGoroutines(t)
+	leaktest.Check(t)
 	ts := startServer(t, nil)
 	c := dialTest(t, ts)
 	ctx := context.Background()
@@ -427,7 +428,7 @@ func TestFinishedCall(t *testing.T) {
 }
 
 func TestClientCloseFromHandler(t *testing.T) {
-	checkGoroutines(t)
+	leaktest.Check(t)
 	ts := startServer(t, nil)
 	c := dialTest(t, ts)
 	ctx := context.Background()

@@ -3,14 +3,11 @@
 package ws
 
 import (
-	"context"
-	"encoding/json"
-	"net/http"
-	"net/http/httptest"
 	"testing"
 	"time"
 
 	"github.com/chatscopes/chatgen/internal/browsertest"
+	"github.com/chatscopes/chatgen/internal/leaktest"
 )
 
 // clientToolPage runs the client tool locate in the page: on its own
@@ -62,35 +59,11 @@ window.testResult = (async () => {
 </script></body></html>`
 
 func TestBrowserClientTool(t *testing.T) {
-	checkGoroutines(t)
+	leaktest.Check(t)
 	b := browsertest.Start(t)
 	ts := startClientToolNode(t, nil, "")
-	mux := http.NewServeMux()
-	mux.Handle("/_chat/", ts.Server)
-	mux.HandleFunc("/page.html", func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "text/html; charset=utf-8")
-		_, _ = w.Write([]byte(clientToolPage))
-	})
-	hs := httptest.NewServer(mux)
-	defer hs.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	out, err := b.Run(ctx, hs.URL+"/page.html")
-	if err != nil {
-		t.Fatalf("%v\nconsole:\n%s", err, b.ConsoleLog())
-	}
-	var res struct {
-		OK    bool
-		Error string
-		Log   []string
-	}
-	if err := json.Unmarshal([]byte(out), &res); err != nil {
-		t.Fatalf("%s: %v", out, err)
-	}
-	if !res.OK {
-		t.Fatalf("the page failed: %s\nconsole:\n%s", res.Error, b.ConsoleLog())
-	}
-	checkLog(t, res.Log, []string{
+	hs := servePages(t, ts.Server, map[string]string{"/page.html": clientToolPage})
+	checkLog(t, runPageLog(t, b, hs.URL+"/page.html", 20*time.Second), []string{
 		`locate {"precision":"city"} deadline true aborted false`,
 		`message tool said: {"city":"Lyon"}`,
 		"call locate",

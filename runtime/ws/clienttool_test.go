@@ -11,6 +11,7 @@ import (
 
 	"github.com/tmc/langchaingo/llms"
 
+	"github.com/chatscopes/chatgen/internal/leaktest"
 	"github.com/chatscopes/chatgen/runtime/ai"
 	"github.com/chatscopes/chatgen/runtime/chat"
 	"github.com/chatscopes/chatgen/runtime/chatimpl"
@@ -97,7 +98,7 @@ func (c *clientCalls) last(t *testing.T) chat.ClientToolCall {
 // The Go websocket client answers a client tool on its own, and bad
 // answers sent over the wire fail with BadRequest, the call still pending.
 func TestClientToolOverTheWire(t *testing.T) {
-	checkGoroutines(t)
+	leaktest.Check(t)
 	ts := startClientToolNode(t, nil, "")
 	c := dialTest(t, ts)
 	var rec recorder
@@ -167,7 +168,7 @@ func TestClientToolOverTheWire(t *testing.T) {
 // A turn paused on a client tool survives a node move: the client answers
 // on the node it reconnected to; and a cancel there stops the next pause.
 func TestClientToolMovesToAnotherNode(t *testing.T) {
-	checkGoroutines(t)
+	leaktest.Check(t)
 	store := chat.NewInMemoryConversationStore(nil)
 	a, b := startClientToolNode(t, store, "a"), startClientToolNode(t, store, "b")
 	proxy := startProxy(t, a)

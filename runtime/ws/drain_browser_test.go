@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/chatscopes/chatgen/internal/browsertest"
+	"github.com/chatscopes/chatgen/internal/leaktest"
 	"github.com/chatscopes/chatgen/runtime/chat"
 )
 
@@ -35,7 +36,7 @@ const (
 // resumes both conversations and re-sends it there; every turn runs once.
 func TestBrowserResumesAfterDrain(t *testing.T) {
 	startSignalWatcher()
-	checkGoroutines(t)
+	leaktest.Check(t)
 	b := browsertest.Start(t)
 	nodes := &durableNodes{store: chat.NewInMemoryConversationStore(nil)}
 	g := newGateRoute()

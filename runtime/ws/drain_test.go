@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/chatscopes/chatgen/internal/e2e"
+	"github.com/chatscopes/chatgen/internal/leaktest"
 	"github.com/chatscopes/chatgen/runtime/chat"
 	"github.com/chatscopes/chatgen/runtime/chatimpl"
 	"github.com/chatscopes/chatgen/runtime/chatstore"
@@ -197,7 +198,7 @@ func anyDraining(srv *Server) bool {
 }
 
 // startSignalWatcher starts os/signal's goroutine, which never ends, before
-// checkGoroutines counts.
+// leaktest.Check counts.
 func startSignalWatcher() {
 	c := make(chan os.Signal, 1)
 	signal.Notify(c, syscall.SIGUSR2)
@@ -213,7 +214,7 @@ func startSignalWatcher() {
 // and every turn ran once.
 func TestServeUntilSignalDrains(t *testing.T) {
 	startSignalWatcher()
-	checkGoroutines(t)
+	leaktest.Check(t)
 	nodes := &durableNodes{store: chat.NewInMemoryConversationStore(nil)}
 	g := newGateRoute()
 	handedOver := make(chan struct{}, 1)
@@ -322,7 +323,7 @@ func (h *retryLog) Handle(_ context.Context, r slog.Record) error {
 // again on the other node (nothing of the cut turn was saved).
 func TestDrainTimeoutCutsTurns(t *testing.T) {
 	startSignalWatcher()
-	checkGoroutines(t)
+	leaktest.Check(t)
 	nodes := &durableNodes{store: chat.NewInMemoryConversationStore(nil)}
 	g := newGateRoute()
 	a := nodes.serve(t, "a", g, &DrainOptions{Timeout: 50 * time.Millisecond, Signals: []os.Signal{syscall.SIGUSR1}}, nil, 0)

@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/chatscopes/chatgen/internal/e2e"
+	"github.com/chatscopes/chatgen/internal/leaktest"
 	"github.com/chatscopes/chatgen/runtime/chat"
 	"github.com/chatscopes/chatgen/runtime/chatstore/chatstoretest"
 )
@@ -12,7 +13,7 @@ import (
 // at once (two tabs, a client that retried): one wins and keeps working,
 // the other is refused.
 func TestRacingResumesOverTwoConnections(t *testing.T) {
-	checkGoroutines(t)
+	leaktest.Check(t)
 	store := chatstoretest.NewBarrier(chat.NewInMemoryConversationStore(nil))
 	routes := newTestRoutes()
 	r, err := chat.NewRouter(&chat.RouterOptions{Store: store, Node: "a", Logger: quietLogger()}, e2e.Register(), routes.pkg())

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/chatscopes/chatgen/internal/e2e"
+	"github.com/chatscopes/chatgen/internal/leaktest"
 	"github.com/chatscopes/chatgen/runtime/chat"
 	"github.com/chatscopes/chatgen/runtime/chatimpl"
 	"github.com/chatscopes/chatgen/runtime/chatstore"
@@ -105,7 +106,7 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 }
 
 func TestResumeOnAnotherNode(t *testing.T) {
-	checkGoroutines(t)
+	leaktest.Check(t)
 	nodes := &durableNodes{store: chat.NewInMemoryConversationStore(nil)}
 	a, b := nodes.start(t, "a", nil), nodes.start(t, "b", nil)
 
@@ -201,7 +202,7 @@ func TestResumeWhileAnotherNodeServes(t *testing.T) {
 }
 
 func TestReSentRequestIsAnsweredOnce(t *testing.T) {
-	checkGoroutines(t)
+	leaktest.Check(t)
 	nodes := &durableNodes{store: chat.NewInMemoryConversationStore(nil)}
 	a, b := nodes.start(t, "a", nil), nodes.start(t, "b", nil)
 	c := dialRaw(t, a.url, nil)

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/chatscopes/chatgen/internal/e2e"
+	"github.com/chatscopes/chatgen/internal/leaktest"
 	"github.com/chatscopes/chatgen/runtime/chat"
 	"github.com/chatscopes/chatgen/runtime/chatimpl"
 	"github.com/chatscopes/chatgen/runtime/chatstore"
@@ -146,7 +147,7 @@ func (c *rawConn) readAnswer(chatID string) []durableFrame {
 // drops while it runs, it completes, its answer is saved, and the request
 // re-sent after the resume gets it replayed; the route ran once.
 func TestDurableTurnOutlivesItsConnection(t *testing.T) {
-	checkGoroutines(t)
+	leaktest.Check(t)
 	store := chat.NewInMemoryConversationStore(nil)
 	g := newGate()
 	a := startGated(t, store, "a", g, nil)
@@ -209,7 +210,7 @@ func TestClientRequestSurvivesADropMidTurn(t *testing.T) {
 		{"the resume is busy, then retried", &ServerOptions{WriteTimeout: 200 * time.Millisecond}, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			checkGoroutines(t)
+			leaktest.Check(t)
 			store := chat.NewInMemoryConversationStore(nil)
 			g := newGate()
 			a := startGated(t, store, "a", g, tc.opts)
@@ -263,7 +264,7 @@ func TestClientRequestSurvivesADropMidTurn(t *testing.T) {
 // A turn the server cut short because it went away (Close) runs again
 // when it is re-sent: nothing of its answer was saved.
 func TestDurableTurnCutByItsNodeRunsAgain(t *testing.T) {
-	checkGoroutines(t)
+	leaktest.Check(t)
 	store := chat.NewInMemoryConversationStore(nil)
 	g := newGate()
 	a := startGated(t, store, "a", g, nil)
@@ -295,7 +296,7 @@ func TestDurableTurnCutByItsNodeRunsAgain(t *testing.T) {
 // ends at the deadline, and the re-sent request is told RequestTimeout,
 // as the client would have been.
 func TestDurableTurnTimesOutWithoutItsConnection(t *testing.T) {
-	checkGoroutines(t)
+	leaktest.Check(t)
 	store := chat.NewInMemoryConversationStore(nil)
 	g := newGate()
 	a := startGated(t, store, "a", g, &ServerOptions{RequestTimeout: 50e6})
@@ -325,7 +326,7 @@ func TestDurableTurnTimesOutWithoutItsConnection(t *testing.T) {
 // the Go client and before the terminator; the re-sent request's replay
 // does not hand the answer to the application a second time.
 func TestClientDeliversAReplayedAnswerOnce(t *testing.T) {
-	checkGoroutines(t)
+	leaktest.Check(t)
 	store := chat.NewInMemoryConversationStore(nil)
 	g := newGate()
 	a := startGated(t, store, "a", g, nil)

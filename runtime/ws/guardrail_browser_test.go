@@ -3,14 +3,11 @@
 package ws
 
 import (
-	"context"
-	"encoding/json"
-	"net/http"
-	"net/http/httptest"
 	"testing"
 	"time"
 
 	"github.com/chatscopes/chatgen/internal/browsertest"
+	"github.com/chatscopes/chatgen/internal/leaktest"
 	"github.com/chatscopes/chatgen/runtime/llmtest"
 )
 
@@ -71,7 +68,7 @@ window.testResult = (async () => {
 </script></body></html>`
 
 func TestBrowserGuardrailRetract(t *testing.T) {
-	checkGoroutines(t)
+	leaktest.Check(t)
 	b := browsertest.Start(t)
 	ts, _ := guardedStream(t,
 		// The module page.
@@ -83,18 +80,10 @@ func TestBrowserGuardrailRetract(t *testing.T) {
 		llmtest.Reply{Chunks: []string{"awful ", "words"}}, // fail
 		llmtest.Reply{Chunks: []string{"fine"}},            // pass
 	)
-	mux := http.NewServeMux()
-	mux.Handle("/_chat/", ts.Server)
-	page := func(html string) http.HandlerFunc {
-		return func(w http.ResponseWriter, r *http.Request) {
-			w.Header().Set("Content-Type", "text/html; charset=utf-8")
-			_, _ = w.Write([]byte(html))
-		}
-	}
-	mux.Handle("/module.html", page(guardrailModulePage))
-	mux.Handle("/quarkus.html", page(guardrailQuarkusPage))
-	hs := httptest.NewServer(mux)
-	defer hs.Close()
+	hs := servePages(t, ts.Server, map[string]string{
+		"/module.html":  guardrailModulePage,
+		"/quarkus.html": guardrailQuarkusPage,
+	})
 	for _, tc := range []struct {
 		path string
 		want []string
@@ -118,24 +107,7 @@ func TestBrowserGuardrailRetract(t *testing.T) {
 		}},
 	} {
 		t.Run(tc.path, func(t *testing.T) {
-			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-			defer cancel()
-			out, err := b.Run(ctx, hs.URL+tc.path)
-			if err != nil {
-				t.Fatalf("%v\nconsole:\n%s", err, b.ConsoleLog())
-			}
-			var res struct {
-				OK    bool
-				Error string
-				Log   []string
-			}
-			if err := json.Unmarshal([]byte(out), &res); err != nil {
-				t.Fatalf("%s: %v", out, err)
-			}
-			if !res.OK {
-				t.Fatalf("the page failed: %s\nconsole:\n%s", res.Error, b.ConsoleLog())
-			}
-			checkLog(t, res.Log, tc.want)
+			checkLog(t, runPageLog(t, b, hs.URL+tc.path, 20*time.Second), tc.want)
 		})
 	}
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/tmc/langchaingo/llms"
 
+	"github.com/chatscopes/chatgen/internal/leaktest"
 	"github.com/chatscopes/chatgen/runtime/ai"
 	"github.com/chatscopes/chatgen/runtime/chat"
 	"github.com/chatscopes/chatgen/runtime/chatimpl"
@@ -94,7 +95,7 @@ func frameLog(fs []frame) string {
 }
 
 func TestGuardrailRetractOnTheWire(t *testing.T) {
-	checkGoroutines(t)
+	leaktest.Check(t)
 	ts, llm := guardedStream(t,
 		llmtest.Reply{Chunks: []string{"rude ", "words"}}, // fail
 		llmtest.Reply{Chunks: []string{"bad ", "words"}},  // rewrite
@@ -126,7 +127,7 @@ func TestGuardrailRetractOnTheWire(t *testing.T) {
 }
 
 func TestGuardrailRetractGoClient(t *testing.T) {
-	checkGoroutines(t)
+	leaktest.Check(t)
 	ts, llm := guardedStream(t,
 		llmtest.Reply{Chunks: []string{"rude ", "words"}},  // reprompt: asked again
 		llmtest.Reply{Chunks: []string{"kind ", "words"}},  // accepted

@@ -10,7 +10,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -216,29 +215,6 @@ func waitNoConversations(t testing.TB, r *chat.Router) {
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
-}
-
-// checkGoroutines fails the test if goroutines started during it are still
-// running when it ends. Call it first, so its cleanup runs last.
-func checkGoroutines(t testing.TB) {
-	t.Helper()
-	base := runtime.NumGoroutine()
-	t.Cleanup(func() {
-		deadline := time.Now().Add(10 * time.Second)
-		for {
-			n := runtime.NumGoroutine()
-			if n <= base {
-				return
-			}
-			if time.Now().After(deadline) {
-				buf := make([]byte, 1<<20)
-				buf = buf[:runtime.Stack(buf, true)]
-				t.Errorf("goroutines: %d at the start, %d at the end\n%s", base, n, buf)
-				return
-			}
-			time.Sleep(10 * time.Millisecond)
-		}
-	})
 }
 
 // frame is a server frame as a test reads it.

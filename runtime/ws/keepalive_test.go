@@ -10,6 +10,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/chatscopes/chatgen/internal/leaktest"
 )
 
 // freezeProxy is a TCP proxy between a client and the server that can
@@ -103,7 +105,7 @@ func (p *freezeProxy) freeze() { p.once.Do(func() { close(p.frozen) }) }
 // path to it stops forwarding (no FIN, no RST), the server notices within
 // PingInterval + WriteTimeout and ends the connection and its sessions.
 func TestKeepaliveNoticesAVanishedPeer(t *testing.T) {
-	checkGoroutines(t)
+	leaktest.Check(t)
 	var logs lockedBuffer
 	ts := startServer(t, &ServerOptions{
 		PingInterval: 20 * time.Millisecond,
@@ -182,7 +184,7 @@ func TestKeepaliveNoticesAVanishedPeer(t *testing.T) {
 // A ping from the client is answered, and the worker that read it gives
 // the read role back.
 func TestClientPingIsAnswered(t *testing.T) {
-	checkGoroutines(t)
+	leaktest.Check(t)
 	ts := startServer(t, &ServerOptions{PingInterval: -1})
 	c := dialRaw(t, ts.url, nil)
 	c.connect("s", "echo")

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chatscopes/chatgen/internal/leaktest"
 	"github.com/coder/websocket"
 )
 
@@ -18,7 +19,7 @@ import (
 // deadline passes (one terminator, not ServerError too); the session goes
 // on.
 func TestRequestTimeout(t *testing.T) {
-	checkGoroutines(t)
+	leaktest.Check(t)
 	// Long enough for the requests that must succeed on a loaded machine.
 	ts, _ := startStubborn(t, &ServerOptions{RequestTimeout: time.Second})
 	c := dialRaw(t, ts.url, nil)
@@ -41,7 +42,7 @@ func TestRequestTimeout(t *testing.T) {
 // started while the session's timer is armed for an earlier request's
 // deadline is not cut off at that earlier deadline.
 func TestRequestTimeoutIsPerRequest(t *testing.T) {
-	checkGoroutines(t)
+	leaktest.Check(t)
 	const timeout = time.Second // long enough for "first" on a loaded machine
 	ts, st := startStubborn(t, &ServerOptions{RequestTimeout: timeout})
 	c := dialRaw(t, ts.url, nil)
@@ -68,7 +69,7 @@ func TestRequestTimeoutIsPerRequest(t *testing.T) {
 // route sends afterwards is dropped (its send fails), and the session's
 // next request runs once the route returns.
 func TestRequestTimeoutOfARouteIgnoringItsContext(t *testing.T) {
-	checkGoroutines(t)
+	leaktest.Check(t)
 	// Long enough for the route to start and say so on a loaded machine.
 	ts, st := startStubborn(t, &ServerOptions{RequestTimeout: 2 * time.Second})
 	c := dialRaw(t, ts.url, nil)
@@ -101,7 +102,7 @@ func TestRequestTimeoutOfARouteIgnoringItsContext(t *testing.T) {
 // Disconnect cancels the request running in that session, and the server
 // sends nothing more for that chatId, even when the route goes on sending.
 func TestDisconnectCancelsTheRunningRequest(t *testing.T) {
-	checkGoroutines(t)
+	leaktest.Check(t)
 	ts, st := startStubborn(t, nil)
 	c := dialRaw(t, ts.url, nil)
 	s := c.connect("s", "stubborn")
@@ -146,7 +147,7 @@ func TestDisconnectCancelsTheRunningRequest(t *testing.T) {
 // context, like http.Server.Shutdown. When the route finally returns,
 // nothing it sends goes anywhere and its session is cleaned up.
 func TestShutdownReturnsWhileARouteIgnoresItsContext(t *testing.T) {
-	checkGoroutines(t)
+	leaktest.Check(t)
 	ts, st := startStubborn(t, nil)
 	c := dialRaw(t, ts.url, nil)
 	s := c.connect("s", "stubborn")

@@ -12,6 +12,7 @@ import (
 
 	"github.com/coder/websocket"
 
+	"github.com/chatscopes/chatgen/internal/leaktest"
 	"github.com/chatscopes/chatgen/runtime/chat"
 )
 
@@ -22,7 +23,7 @@ import (
 // Connections beyond MaxConnections are refused with 503 and a WARN that
 // names the option; closing one makes room.
 func TestMaxConnections(t *testing.T) {
-	checkGoroutines(t)
+	leaktest.Check(t)
 	var logs lockedBuffer
 	ts := startServer(t, &ServerOptions{MaxConnections: 2, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 	a := dialRaw(t, ts.url, nil)
@@ -79,7 +80,7 @@ func TestLimitDefaults(t *testing.T) {
 // with TooManyRequests at once (never silently dropped), and the
 // connection goes on working.
 func TestQueuedBytesAreBounded(t *testing.T) {
-	checkGoroutines(t)
+	leaktest.Check(t)
 	ts := startServer(t, nil) // the defaults: 64 sessions, 16 queued, 1 MiB
 	c := dialRaw(t, ts.url, nil)
 	const sessions, perSession = DefaultMaxSessions, DefaultMaxQueued + 1

@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"testing"
 
+	"github.com/chatscopes/chatgen/internal/leaktest"
 	"github.com/chatscopes/chatgen/runtime/chat"
 )
 
@@ -15,7 +16,7 @@ import (
 // used to be: both clients numbered their requests from 1, and the new
 // one got the old answer, replayed).
 func TestFreshClientResumeIsNotAReplay(t *testing.T) {
-	checkGoroutines(t)
+	leaktest.Check(t)
 	ctx := context.Background()
 	nodes := &durableNodes{store: chat.NewInMemoryConversationStore(nil)}
 	a, b := nodes.start(t, "a", nil), nodes.start(t, "b", nil)
@@ -66,7 +67,7 @@ func TestFreshClientResumeIsNotAReplay(t *testing.T) {
 // start, as this package's and the JavaScript client used to): it runs.
 // The request re-sent as it was is still answered from the saved answer.
 func TestReSentIDWithOtherDataRuns(t *testing.T) {
-	checkGoroutines(t)
+	leaktest.Check(t)
 	nodes := &durableNodes{store: chat.NewInMemoryConversationStore(nil)}
 	a := nodes.start(t, "a", nil)
 	message := func(text string) map[string]any {

@@ -14,11 +14,12 @@ import (
 
 	"github.com/coder/websocket"
 
+	"github.com/chatscopes/chatgen/internal/leaktest"
 	"github.com/chatscopes/chatgen/runtime/chat"
 )
 
 func TestConnect(t *testing.T) {
-	checkGoroutines(t)
+	leaktest.Check(t)
 	ts := startServer(t, nil)
 	c := dialRaw(t, ts.url, nil)
 
@@ -69,7 +70,7 @@ func TestConnectNoDefaultRoute(t *testing.T) {
 }
 
 func TestChatEventsAndTerminator(t *testing.T) {
-	checkGoroutines(t)
+	leaktest.Check(t)
 	ts := startServer(t, nil)
 	c := dialRaw(t, ts.url, nil)
 	scope := c.connect("s", "events")
@@ -282,7 +283,7 @@ func TestMalformedFrameWithRequestID(t *testing.T) {
 }
 
 func TestRolesAndAuthentication(t *testing.T) {
-	checkGoroutines(t)
+	leaktest.Check(t)
 	auth := func(r *http.Request) (chat.Principal, error) {
 		switch r.Header.Get("Authorization") {
 		case "":
@@ -375,7 +376,7 @@ func TestOriginCheck(t *testing.T) {
 }
 
 func TestMaxFrameSize(t *testing.T) {
-	checkGoroutines(t)
+	leaktest.Check(t)
 	ts := startServer(t, &ServerOptions{MaxFrameSize: 1024})
 	other := dialRaw(t, ts.url, nil)
 	otherScope := other.connect("o", "echo")
@@ -421,7 +422,7 @@ func TestMaxSessions(t *testing.T) {
 }
 
 func TestMaxQueued(t *testing.T) {
-	checkGoroutines(t)
+	leaktest.Check(t)
 	ts := startServer(t, &ServerOptions{MaxQueued: 1})
 	c := dialRaw(t, ts.url, nil)
 	scope := c.connect("g", "gate")
@@ -521,7 +522,7 @@ func TestFramesNeverInterleave(t *testing.T) {
 }
 
 func TestIdleExpiry(t *testing.T) {
-	checkGoroutines(t)
+	leaktest.Check(t)
 	// The idle time is long beside the activity's pauses (a tenth of
 	// it), so that a loaded machine's stalls do not make a pause one.
 	const idle = 2 * time.Second
@@ -549,7 +550,7 @@ func TestIdleExpiry(t *testing.T) {
 func (f frame) Text() string { return f.text() }
 
 func TestConnectionCloseEndsEverything(t *testing.T) {
-	checkGoroutines(t)
+	leaktest.Check(t)
 	ts := startServer(t, nil)
 	c := dialRaw(t, ts.url, nil)
 	top := c.connect("m", "")
@@ -573,7 +574,7 @@ func TestConnectionCloseEndsEverything(t *testing.T) {
 }
 
 func TestGracefulShutdown(t *testing.T) {
-	checkGoroutines(t)
+	leaktest.Check(t)
 	ts := startServer(t, nil)
 	c := dialRaw(t, ts.url, nil)
 	g := c.connect("g", "gate")
@@ -613,7 +614,7 @@ func TestGracefulShutdown(t *testing.T) {
 }
 
 func TestShutdownDeadline(t *testing.T) {
-	checkGoroutines(t)
+	leaktest.Check(t)
 	ts := startServer(t, nil)
 	c := dialRaw(t, ts.url, nil)
 	g := c.connect("g", "gate")
@@ -697,7 +698,7 @@ func TestAssets(t *testing.T) {
 }
 
 func TestConcurrentConnections(t *testing.T) {
-	checkGoroutines(t)
+	leaktest.Check(t)
 	ts := startServer(t, nil)
 	ctx := context.Background()
 	var wg sync.WaitGroup
@@ -751,7 +752,7 @@ func TestLoneEventIsNotHeldBack(t *testing.T) {
 // TestSlowClientIsDisconnected: a client that does not read is cut off
 // after the write timeout, and everything it held is freed.
 func TestSlowClientIsDisconnected(t *testing.T) {
-	checkGoroutines(t)
+	leaktest.Check(t)
 	ts := startServer(t, &ServerOptions{WriteTimeout: 300 * time.Millisecond})
 	other := dialRaw(t, ts.url, nil)
 	otherScope := other.connect("o", "echo")
