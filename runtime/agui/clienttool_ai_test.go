@@ -11,6 +11,7 @@ import (
 
 	"github.com/tmc/langchaingo/llms"
 
+	"github.com/chatscopes/chatgen/internal/leaktest"
 	"github.com/chatscopes/chatgen/runtime/agui"
 	"github.com/chatscopes/chatgen/runtime/ai"
 	"github.com/chatscopes/chatgen/runtime/chat"
@@ -22,7 +23,7 @@ import (
 // over AG-UI: the model's call goes out as a front-end tool call, and the
 // tool message of the next run is the result the model is given.
 func TestAIClientToolRound(t *testing.T) {
-	checkGoroutines(t)
+	leaktest.Check(t)
 	model := llmtest.NewModel(llmtest.ScriptFunc(func(req *llmtest.Request) (llmtest.Reply, error) {
 		if res := req.LastToolResults(); len(res) > 0 && req.Messages[len(req.Messages)-1].Role == llms.ChatMessageTypeTool {
 			return llmtest.Reply{Text: "tool said: " + res[len(res)-1].Content}, nil

@@ -11,12 +11,12 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
-	"runtime"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/chatscopes/chatgen/internal/leaktest"
 	"github.com/chatscopes/chatgen/runtime/agui"
 	"github.com/chatscopes/chatgen/runtime/chat"
 	"github.com/chatscopes/chatgen/runtime/chatimpl"
@@ -145,7 +145,7 @@ type app struct {
 
 func newApp(t testing.TB, opts *agui.Options) *app {
 	t.Helper()
-	checkGoroutines(t)
+	leaktest.Check(t)
 	sig := &signals{waiting: make(chan struct{}, 10), cancelled: make(chan bool, 10)}
 	r, err := chat.NewRouter(&chat.RouterOptions{Logger: quietLogger()}, testPackage(sig))
 	if err != nil {
@@ -322,26 +322,4 @@ func checkNesting(t testing.TB, evs []map[string]any) {
 			}
 		}
 	}
-}
-
-// checkGoroutines fails the test when it leaves goroutines running.
-func checkGoroutines(t testing.TB) {
-	t.Helper()
-	before := runtime.NumGoroutine()
-	t.Cleanup(func() {
-		deadline := time.Now().Add(10 * time.Second)
-		for {
-			n := runtime.NumGoroutine()
-			if n <= before {
-				return
-			}
-			if time.Now().After(deadline) {
-				buf := make([]byte, 1<<20)
-				buf = buf[:runtime.Stack(buf, true)]
-				t.Errorf("goroutines: %d before, %d after:\n%s", before, n, buf)
-				return
-			}
-			time.Sleep(10 * time.Millisecond)
-		}
-	})
 }

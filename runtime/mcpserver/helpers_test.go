@@ -9,7 +9,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -18,6 +17,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/chatscopes/chatgen/internal/leaktest"
 	"github.com/chatscopes/chatgen/runtime/ai"
 	"github.com/chatscopes/chatgen/runtime/chat"
 	"github.com/chatscopes/chatgen/runtime/chatimpl"
@@ -211,7 +211,7 @@ type app struct {
 
 func newApp(t testing.TB, opts *mcpserver.Options) *app {
 	t.Helper()
-	checkGoroutines(t) // first: its check runs after every other cleanup
+	leaktest.Check(t) // first: its check runs after every other cleanup
 	l := newLedger()
 	r, err := chat.NewRouter(&chat.RouterOptions{Logger: quietLogger()}, testPackage(l))
 	if err != nil {
@@ -382,29 +382,6 @@ func serveStdio() int {
 		return 2
 	}
 	return 0
-}
-
-// checkGoroutines fails the test if goroutines started during it are
-// still running at its end (allowing them a moment to finish).
-func checkGoroutines(t testing.TB) {
-	t.Helper()
-	before := runtime.NumGoroutine()
-	t.Cleanup(func() {
-		deadline := time.Now().Add(10 * time.Second)
-		for {
-			n := runtime.NumGoroutine()
-			if n <= before {
-				return
-			}
-			if time.Now().After(deadline) {
-				buf := make([]byte, 1<<20)
-				buf = buf[:runtime.Stack(buf, true)]
-				t.Errorf("goroutines: %d before, %d after:\n%s", before, n, buf)
-				return
-			}
-			time.Sleep(10 * time.Millisecond)
-		}
-	})
 }
 
 // waitStats waits until the router's figures satisfy ok: a session's end
