@@ -133,6 +133,9 @@ func (c *conversation) serve(ctx context.Context, target *scope, req *RouteReque
 		rs.req = *req
 	}
 	rs.resp.sink = sink
+	if r, ok := sink.(*runSink); ok {
+		rs.run = r.fn
+	}
 	bind := &rs.ctx.bind
 	if b := bindingFrom(ctx); b != nil {
 		*bind = *b

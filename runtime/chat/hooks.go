@@ -83,6 +83,12 @@ func serveRoute(ctx context.Context, route string, req *RouteRequest) error {
 	if err != nil {
 		return err
 	}
+	if rs.run != nil && rs.depth == 0 {
+		// Conversation.Run: its function runs in place of the route.
+		s := *spec
+		s.Handle = rs.run
+		spec = &s
+	}
 	if err := c.router.call(ctx, rs, spec); err != nil {
 		if errors.Is(err, ErrPaused) {
 			return nil // the route waits for the user: the request completes

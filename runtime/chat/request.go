@@ -200,6 +200,8 @@ type requestState struct {
 	failure *routeError // the request's error and its route, once one failed
 	depth   int32       // routes running: 1 for the request's own, more under Execute
 	aborted bool        // AbortWipe was called: no wipe this request
+	// run, for a request of Conversation.Run, runs in place of the route.
+	run func(ctx context.Context) error
 }
 
 // requestContext is a request's context: its parent plus the request's
