@@ -57,9 +57,16 @@ type Options struct {
 	// ThreadTimeout ends a thread idle that long, and its conversation
 	// (0: [DefaultThreadTimeout]; negative: never).
 	ThreadTimeout time.Duration
-	// ShowScope, when set, ends every run with a STATE_SNAPSHOT of the
-	// conversation's id and current scope id.
+	// ShowScope, when set, gives every run the AG-UI state: a
+	// STATE_SNAPSHOT after RUN_STARTED holding the conversation's id, its
+	// scope stack and current scope id (and the values of Show), and a
+	// STATE_DELTA (a JSON Patch) whenever they change during the run.
 	ShowScope bool
+	// Show are the values of a conversation (its beans: see [ShowBean])
+	// the AG-UI state shows, under its "beans" object; a non-empty Show
+	// gives every run the state as ShowScope does. Nothing of a
+	// conversation's beans is shown unless it is named here.
+	Show []Shown
 }
 
 // A Handler serves the routes of a [chat.Router] to AG-UI clients. Build
@@ -381,7 +388,12 @@ func (h *Handler) run(w http.ResponseWriter, r *http.Request, th *thread, in *ru
 	// An answer, or a new message, closes the pending call.
 	pending := th.pending
 	th.pending = ""
-	_, f := conv.Handle(rctx, conv.ScopeID(), creq, ev.event)
+	var f *chat.Failure
+	if h.showsState() {
+		f = h.runShowing(rctx, conv, creq, ev)
+	} else {
+		_, f = conv.Handle(rctx, conv.ScopeID(), creq, ev.event)
+	}
 	if ev.clientTool != "" {
 		th.pending = ev.clientTool
 	} else if f != nil && errors.Is(f, chat.ErrBadRequest) && answer != nil {
@@ -395,10 +407,6 @@ func (h *Handler) run(w http.ResponseWriter, r *http.Request, th *thread, in *ru
 		ev.fail(f)
 	} else {
 		ev.closeOpen()
-		if h.opts.ShowScope {
-			ev.emit(map[string]any{"type": "STATE_SNAPSHOT", "snapshot": map[string]any{
-				"conversationId": conv.ID(), "scopeId": conv.ScopeID()}})
-		}
 		ev.emit(map[string]any{"type": "RUN_FINISHED", "threadId": in.ThreadID, "runId": in.RunID})
 	}
 	h.idle(th)
@@ -534,10 +542,11 @@ func (wr *writer) close() {
 type encoder struct {
 	threadID, runID string
 	out             *writer
-	n               int    // ids handed out
-	text            string // the id of the open text message, if any
-	reasoning       string // the id of the open reasoning message, if any
-	clientTool      string // the id of the client-run tool call the run paused on, if any
+	n               int           // ids handed out
+	text            string        // the id of the open text message, if any
+	reasoning       string        // the id of the open reasoning message, if any
+	clientTool      string        // the id of the client-run tool call the run paused on, if any
+	st              *stateTracker // the state shown, if it is
 }
 
 func (e *encoder) id(kind string) string {

@@ -21,18 +21,22 @@ func TestRunEventsInOrder(t *testing.T) {
 	evs := a.run(t, input("t1", "r1", "bolts"))
 	checkNesting(t, evs)
 	want := []string{
-		"RUN_STARTED",
+		"RUN_STARTED", "STATE_SNAPSHOT",
 		"REASONING_START", "REASONING_MESSAGE_START", "REASONING_MESSAGE_CONTENT", "REASONING_MESSAGE_CONTENT", "REASONING_MESSAGE_END", "REASONING_END",
 		"TEXT_MESSAGE_START", "TEXT_MESSAGE_CONTENT", "TEXT_MESSAGE_CONTENT", "TEXT_MESSAGE_CONTENT", "TEXT_MESSAGE_END",
 		"CUSTOM:Object",
 		"TOOL_CALL_START", "TOOL_CALL_ARGS", "TOOL_CALL_END", "TOOL_CALL_RESULT",
 		"TEXT_MESSAGE_START", "TEXT_MESSAGE_CONTENT", "TEXT_MESSAGE_END",
-		"STATE_SNAPSHOT",
 		"RUN_FINISHED",
 	}
 	if got := types(evs); !slices.Equal(got, want) {
 		t.Fatalf("events:\n got %v\nwant %v", got, want)
 	}
+	snap, _ := evs[1]["snapshot"].(map[string]any)
+	if snap["conversationId"] == "" || snap["scopeId"] != snap["conversationId"] || len(snap) != 4 {
+		t.Errorf("the snapshot: %v", evs[1])
+	}
+	evs = slices.Delete(evs, 1, 2)
 	if evs[0]["threadId"] != "t1" || evs[0]["runId"] != "r1" || evs[len(evs)-1]["threadId"] != "t1" {
 		t.Errorf("run ids: %v … %v", evs[0], evs[len(evs)-1])
 	}
@@ -51,10 +55,6 @@ func TestRunEventsInOrder(t *testing.T) {
 	}
 	if evs[18]["delta"] != "done: bolts" {
 		t.Errorf("the message: %v", evs[18])
-	}
-	snap, _ := evs[20]["snapshot"].(map[string]any)
-	if snap["conversationId"] == "" || snap["scopeId"] == "" || len(snap) != 2 {
-		t.Errorf("the snapshot: %v", evs[20])
 	}
 }
 
@@ -84,7 +84,7 @@ func TestSecondRunContinuesThread(t *testing.T) {
 		t.Fatalf("another thread shares the conversation: %q", got)
 	}
 	id := func(evs []map[string]any) any {
-		return evs[len(evs)-2]["snapshot"].(map[string]any)["conversationId"]
+		return evs[1]["snapshot"].(map[string]any)["conversationId"]
 	}
 	if id(first) != id(second) {
 		t.Errorf("two conversations for one thread: %v, %v", id(first), id(second))

@@ -39,10 +39,14 @@ type signals struct {
 	cancelled chan bool // whether the context's cause was a stop (chat.Cancelled)
 }
 
+// tallyBeanForShow is the tally bean: a bean is a description, shared
+// by the test applications.
+var tallyBeanForShow = chat.NewBean(pkgPath+".tally", chat.KindChat, func(context.Context) (*tally, error) { return &tally{}, nil })
+
 // testPackage returns the test application: routes as chatgen generates
 // them.
 func testPackage(sig *signals) *chatimpl.Package {
-	tallyBean := chat.NewBean(pkgPath+".tally", chat.KindChat, func(context.Context) (*tally, error) { return &tally{}, nil })
+	tallyBean := tallyBeanForShow
 	p := chatimpl.NewPackage(pkgPath)
 	p.AddRoute(chatimpl.RouteSpec{Name: "count", Default: true, Handle: func(ctx context.Context) error {
 		t, err := tallyBean.Lookup(ctx)
@@ -127,6 +131,40 @@ func testPackage(sig *signals) *chatimpl.Package {
 		}
 		return res.Event(chat.EventClientTool, chat.ClientToolCall{ID: "ct-" + req.UserMessage(), Tool: "Locate",
 			Arguments: json.RawMessage(`{"precision":"city"}`), CallID: "call_1"})
+	}})
+	p.AddRoute(chatimpl.RouteSpec{Name: "nest", Handle: func(ctx context.Context) error {
+		// The state's test: the tally and the scope stack change during
+		// a run, with events between the changes.
+		t, err := tallyBean.Lookup(ctx)
+		if err != nil {
+			return err
+		}
+		t.n++
+		if err := chat.Response(ctx).Message("counted"); err != nil {
+			return err
+		}
+		if chat.Request(ctx).UserMessage() != "push" {
+			return nil
+		}
+		if err := chat.PushRoute(ctx, "nested"); err != nil {
+			return err
+		}
+		t.n += 10
+		return chat.Response(ctx).Message("pushed")
+	}})
+	p.AddRoute(chatimpl.RouteSpec{Name: "nested", Handle: func(ctx context.Context) error {
+		t, err := tallyBean.Lookup(ctx)
+		if err != nil {
+			return err
+		}
+		if err := chat.Response(ctx).Message("popping"); err != nil {
+			return err
+		}
+		if err := chat.Pop(ctx); err != nil {
+			return err
+		}
+		t.n += 100
+		return chat.SendStream(ctx, slices.Values([]string{"popped ", "back"}))
 	}})
 	p.AddRoute(chatimpl.RouteSpec{Name: "admin", Roles: []string{"admin"}, Handle: func(ctx context.Context) error {
 		return chat.Response(ctx).Message("secret")
@@ -322,4 +360,9 @@ func checkNesting(t testing.TB, evs []map[string]any) {
 			}
 		}
 	}
+}
+
+// showTally shows the tally bean as {"n": count}.
+func showTally() []agui.Shown {
+	return []agui.Shown{agui.ShowBean("tally", tallyBeanForShow, func(t *tally) any { return map[string]int{"n": t.n} })}
 }

@@ -18,7 +18,7 @@ import (
 // internal/npmtest) and its scripts.
 func npmClient(t *testing.T) string {
 	t.Helper()
-	return npmtest.Client{Name: "agui-npm", What: "the AG-UI client @ag-ui/client", Src: filepath.Join("testdata", "npm"), Scripts: []string{"client.mjs", "tools.mjs"}}.Dir(t)
+	return npmtest.Client{Name: "agui-npm", What: "the AG-UI client @ag-ui/client", Src: filepath.Join("testdata", "npm"), Scripts: []string{"client.mjs", "tools.mjs", "state.mjs"}}.Dir(t)
 }
 
 // nodeRun runs the script of dir against a and returns its output lines.
@@ -99,7 +99,7 @@ func TestNPMClientRuns(t *testing.T) {
 	if len(lines) != 2 {
 		t.Fatalf("output: %s", out)
 	}
-	want := []string{"RUN_STARTED", "TEXT_MESSAGE_START", "TEXT_MESSAGE_CONTENT", "TEXT_MESSAGE_END", "STATE_SNAPSHOT", "RUN_FINISHED"}
+	want := []string{"RUN_STARTED", "STATE_SNAPSHOT", "TEXT_MESSAGE_START", "TEXT_MESSAGE_CONTENT", "TEXT_MESSAGE_END", "RUN_FINISHED"}
 	for i, said := range []string{"first: count is 1", "second: count is 2"} {
 		var res struct {
 			Types    []string
