@@ -129,16 +129,9 @@ func (r *refusal) Error() string { return r.text }
 // request returns the route request of a call's arguments, or a *refusal
 // when they are not an object its input schema allows.
 func (s *Server) request(rt *routeTool, raw json.RawMessage) (*chat.RouteRequest, error) {
-	args := json.RawMessage(bytes.TrimSpace(raw))
-	if len(args) == 0 || bytes.Equal(args, []byte("null")) {
-		args = json.RawMessage("{}")
-	}
-	var v any
-	if err := json.Unmarshal(args, &v); err != nil {
-		return nil, &refusal{fmt.Sprintf("BadRequest: the arguments are not JSON: %v", err)}
-	}
-	if err := rt.schema.Validate(v); err != nil {
-		return nil, &refusal{fmt.Sprintf("BadRequest: the arguments do not match the tool's input schema: %v", err)}
+	args, refused := arguments(rt.schema, raw)
+	if refused != nil {
+		return nil, refused
 	}
 	creq, err := chat.NewJSONRequest(args)
 	if err != nil {
@@ -328,3 +321,6 @@ func compact(raw json.RawMessage) string {
 	}
 	return b.String()
 }
+
+// trimJSON is raw without its leading and trailing white space.
+func trimJSON(raw json.RawMessage) []byte { return bytes.TrimSpace(raw) }

@@ -2,6 +2,7 @@ package mcpserver_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -94,10 +95,72 @@ type Item struct {
 	Qty  int    `json:"qty"`
 }
 
+// tallyBean is the chat-scoped bean of the "count" route; its tool box
+// is testToolBoxes'.
+var tallyBean = chat.NewBean[*tally](pkgPath+".tally", chat.KindChat, nil)
+
+// testToolBoxes are the //chat:tools boxes of the test application, as
+// generated code declares their tools: the tally's (on "count": add,
+// read, reset which needs a confirmation, fail, a client-run tool) and
+// one on the admins' route.
+func testToolBoxes() []mcpserver.ToolBox {
+	add := ai.Tool{
+		Name:        "add",
+		Description: "Add adds to the count.",
+		Parameters:  json.RawMessage(`{"type":"object","properties":{"by":{"type":"integer","description":"how much"}},"required":["by"],"additionalProperties":false}`),
+		Invoke: ai.BeanTool(tallyBean, func(ctx context.Context, t *tally, args struct {
+			By int `json:"by"`
+		}) (any, error) {
+			if err := chat.Response(ctx).Thinking("adding"); err != nil {
+				return nil, err
+			}
+			t.n += args.By
+			return map[string]int{"n": t.n}, nil
+		}),
+	}
+	read := ai.Tool{
+		Name:        "read",
+		Description: "Read returns the count.",
+		Parameters:  json.RawMessage(`{"type":"object","properties":{},"additionalProperties":false}`),
+		Invoke: ai.BeanTool(tallyBean, func(ctx context.Context, t *tally, _ struct{}) (any, error) {
+			return fmt.Sprintf("the count is %d", t.n), nil
+		}),
+	}
+	reset := ai.Tool{
+		Name:        "reset",
+		Description: "Reset sets the count to zero.",
+		Parameters:  json.RawMessage(`{"type":"object","properties":{},"additionalProperties":false}`),
+		Confirm:     true,
+		Invoke: ai.BeanTool(tallyBean, func(ctx context.Context, t *tally, _ struct{}) (any, error) {
+			t.n = 0
+			return nil, nil
+		}),
+	}
+	fail := ai.Tool{
+		Name:       "fail",
+		Parameters: json.RawMessage(`{"type":"object","properties":{},"additionalProperties":false}`),
+		Invoke: ai.BeanTool(tallyBean, func(ctx context.Context, t *tally, _ struct{}) (any, error) {
+			return nil, errors.New("the count cannot fail today")
+		}),
+	}
+	locate := ai.Tool{Name: "locate", Client: true}
+	secret := ai.Tool{
+		Name:       "reveal",
+		Parameters: json.RawMessage(`{"type":"object","properties":{},"additionalProperties":false}`),
+		Invoke: func(ctx context.Context, _ string) (any, error) {
+			return "revealed to " + chat.PrincipalFrom(ctx).Name(), nil
+		},
+	}
+	return []mcpserver.ToolBox{
+		{Route: "count", Tools: []ai.Tool{add, read, reset, fail, locate}},
+		{Route: "admin", Tools: []ai.Tool{secret}},
+	}
+}
+
 // testPackage returns the registration of the test application.
 func testPackage(l *ledger) *chatimpl.Package {
-	tallyBean := chat.NewBean(pkgPath+".tally", chat.KindChat, func(context.Context) (*tally, error) { return l.build(), nil })
 	p := chatimpl.NewPackage(pkgPath)
+	chatimpl.Provide(p, tallyBean, func(context.Context) (*tally, error) { return l.build(), nil })
 	p.AddRoute(chatimpl.RouteSpec{Name: "count", Default: true, Handle: func(ctx context.Context) error {
 		req := chat.Request(ctx)
 		by := 1
@@ -352,21 +415,28 @@ func texts(res *mcp.CallToolResult) string {
 // ended, and exits 0, or 3 when one is left, or 2 when ServeStdio failed.
 const stdioArg = "mcpserver-test-stdio"
 
+// stdioBoxesArg is stdioArg with the tool boxes offered.
+const stdioBoxesArg = "mcpserver-test-stdio-boxes"
+
 func TestMain(m *testing.M) {
-	if len(os.Args) == 2 && os.Args[1] == stdioArg {
-		os.Exit(serveStdio())
+	if len(os.Args) == 2 && (os.Args[1] == stdioArg || os.Args[1] == stdioBoxesArg) {
+		os.Exit(serveStdio(os.Args[1] == stdioBoxesArg))
 	}
 	os.Exit(m.Run())
 }
 
-func serveStdio() int {
+func serveStdio(boxes bool) int {
 	l := newLedger()
 	r, err := chat.NewRouter(&chat.RouterOptions{Logger: quietLogger()}, testPackage(l))
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "test server:", err)
 		return 1
 	}
-	s, err := mcpserver.New(r, &mcpserver.Options{Logger: quietLogger(), Principal: chat.User{ID: "alice", Roles: []string{"admin"}}})
+	opts := &mcpserver.Options{Logger: quietLogger(), Principal: chat.User{ID: "alice", Roles: []string{"admin"}}}
+	if boxes {
+		opts.ToolBoxes = testToolBoxes()
+	}
+	s, err := mcpserver.New(r, opts)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "test server:", err)
 		return 1

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -20,7 +21,7 @@ import (
 // internal/npmtest) and its script.
 func npmClient(t *testing.T) string {
 	t.Helper()
-	return npmtest.Client{Name: "mcp-npm", What: "the MCP client of @modelcontextprotocol/sdk", Src: filepath.Join("testdata", "npm"), Scripts: []string{"client.mjs"}}.Dir(t)
+	return npmtest.Client{Name: "mcp-npm", What: "the MCP client of @modelcontextprotocol/sdk", Src: filepath.Join("testdata", "npm"), Scripts: []string{"client.mjs", "boxes.mjs"}}.Dir(t)
 }
 
 // npmResult is what client.mjs prints.
@@ -49,21 +50,28 @@ type npmCall struct {
 // runNPMClient runs client.mjs with args and decodes what it printed.
 func runNPMClient(t *testing.T, args ...string) npmResult {
 	t.Helper()
+	var res npmResult
+	runNPMScript(t, "client.mjs", &res, args...)
+	return res
+}
+
+// runNPMScript runs the npm client's script with args and decodes what it
+// printed into res.
+func runNPMScript(t *testing.T, script string, res any, args ...string) {
+	t.Helper()
 	dir := npmClient(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, "node", append([]string{"client.mjs"}, args...)...)
+	cmd := exec.CommandContext(ctx, "node", append([]string{script}, args...)...)
 	cmd.Dir = dir
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Run(); err != nil {
 		t.Fatalf("the npm client: %v\nstdout: %s\nstderr: %s", err, stdout.String(), stderr.String())
 	}
-	var res npmResult
-	if err := json.Unmarshal(stdout.Bytes(), &res); err != nil {
+	if err := json.Unmarshal(stdout.Bytes(), res); err != nil {
 		t.Fatalf("the npm client's output: %v\n%s\nstderr: %s", err, stdout.String(), stderr.String())
 	}
-	return res
 }
 
 // checkNPMResult checks the flows of client.mjs: initialize, the list
@@ -147,4 +155,85 @@ func TestNPMClientStdio(t *testing.T) {
 		t.Fatal(err)
 	}
 	checkNPMResult(t, runNPMClient(t, "stdio", exe, stdioArg))
+}
+
+// npmBoxes is what boxes.mjs prints.
+type npmBoxes struct {
+	Tools []struct {
+		Name           string
+		Type           string
+		Compiles       any
+		HasDescription bool
+	}
+	Calls  map[string]npmCall
+	Asked  []string
+	Second map[string]npmCall
+}
+
+// checkNPMBoxes checks the flows of boxes.mjs: the tools of the tool
+// boxes listed with schemas the SDK compiles, called on the session's
+// conversation, a confirmed one asked through elicitation and refused to
+// the client without it, two sessions isolated.
+func checkNPMBoxes(t *testing.T, res npmBoxes) {
+	t.Helper()
+	var names []string
+	for _, tool := range res.Tools {
+		names = append(names, tool.Name)
+		if tool.Type != "object" || tool.Compiles != true || !tool.HasDescription {
+			t.Errorf("tool %+v", tool)
+		}
+	}
+	if strings.Join(names, " ") != "admin.reveal count.add count.fail count.read count.reset" {
+		t.Errorf("tool box tools %v", names)
+	}
+	want := map[string]npmCall{
+		"add":           {Text: `{"n":4}`},
+		"route":         {Text: "then: count is 5"},
+		"read":          {Text: "the count is 5"},
+		"resetDeclined": {Text: "Denied: the user did not confirm the call of count.reset (the user declined)", IsError: true},
+		"resetApproved": {Text: "done"},
+		"readAfter":     {Text: "the count is 0"},
+		"reveal":        {Text: "revealed to alice"},
+	}
+	for name, w := range want {
+		if got := res.Calls[name]; got.Text != w.Text || got.IsError != w.IsError || got.Thrown != "" {
+			t.Errorf("%s: %+v, want %+v", name, got, w)
+		}
+	}
+	if got := res.Calls["wrongArgs"]; !got.IsError || !strings.HasPrefix(got.Text, "BadRequest: the arguments do not match") {
+		t.Errorf("wrongArgs: %+v", got)
+	}
+	if len(res.Asked) != 2 || res.Asked[0] != "Allow the tool count.reset to run with the arguments {}?" {
+		t.Errorf("asked %q", res.Asked)
+	}
+	if got := res.Second["read"]; got.Text != "the count is 0" || got.IsError {
+		t.Errorf("the second session: %+v", got)
+	}
+	if got := res.Second["reset"]; !got.IsError || !strings.Contains(got.Text, "does not support elicitation") {
+		t.Errorf("the second session, without elicitation: %+v", got)
+	}
+}
+
+// TestNPMClientToolBoxes: the npm client calls the tools of the tool
+// boxes over streamable HTTP and over stdio.
+func TestNPMClientToolBoxes(t *testing.T) {
+	t.Run("http", func(t *testing.T) {
+		a := newApp(t, &mcpserver.Options{ToolBoxes: testToolBoxes(), Authenticator: func(*http.Request) (chat.Principal, error) {
+			return chat.User{ID: "alice", Roles: []string{"admin"}}, nil
+		}})
+		hs := a.serveHTTP(t)
+		var res npmBoxes
+		runNPMScript(t, "boxes.mjs", &res, "http", hs.URL)
+		checkNPMBoxes(t, res)
+		a.checkReleasedEventually(t)
+	})
+	t.Run("stdio", func(t *testing.T) {
+		exe, err := os.Executable()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var res npmBoxes
+		runNPMScript(t, "boxes.mjs", &res, "stdio", exe, stdioBoxesArg)
+		checkNPMBoxes(t, res)
+	})
 }

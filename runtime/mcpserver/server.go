@@ -67,6 +67,9 @@ type Options struct {
 	// (a route may pause again after each answer); beyond it the call
 	// is denied. 0 means 8.
 	MaxConfirmations int
+	// ToolBoxes are the //chat:tools boxes offered as MCP tools of their
+	// own, next to the routes' tools: see [ToolBox].
+	ToolBoxes []ToolBox
 }
 
 // A Server offers the routes of a [chat.Router] as MCP tools. Build it
@@ -79,6 +82,7 @@ type Server struct {
 	log    *slog.Logger
 	mcp    *mcp.Server
 	tools  map[string]*routeTool
+	boxes  map[string]*boxTool // the tools of tool boxes, by MCP name
 
 	mu       sync.Mutex
 	closed   bool
@@ -132,6 +136,7 @@ func New(router *chat.Router, opts *Options) (*Server, error) {
 		opts:     o,
 		log:      o.Logger,
 		tools:    map[string]*routeTool{},
+		boxes:    map[string]*boxTool{},
 		sessions: map[*mcp.ServerSession]*session{},
 		owners:   map[string]owner{},
 	}
@@ -154,6 +159,9 @@ func New(router *chat.Router, opts *Options) (*Server, error) {
 		})
 	}
 	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	if err := s.addToolBoxes(o.ToolBoxes); err != nil {
 		return nil, err
 	}
 	s.mcp.AddReceivingMiddleware(s.filterList)
@@ -294,7 +302,7 @@ func (s *Server) filterList(next mcp.MethodHandler) mcp.MethodHandler {
 			return res, nil
 		}
 		p := sess.principal
-		list.Tools = slices.DeleteFunc(list.Tools, func(t *mcp.Tool) bool { return !s.router.Permits(p, t.Name) })
+		list.Tools = slices.DeleteFunc(list.Tools, func(t *mcp.Tool) bool { return !s.router.Permits(p, s.routeOf(t.Name)) })
 		return list, nil
 	}
 }
@@ -372,4 +380,13 @@ func (s *Server) Sessions() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return len(s.sessions)
+}
+
+// routeOf returns the route of the tool name: the route itself, or the
+// route of a tool box's tool.
+func (s *Server) routeOf(name string) string {
+	if bt := s.boxes[name]; bt != nil {
+		return bt.route
+	}
+	return name
 }
