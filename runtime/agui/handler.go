@@ -57,6 +57,12 @@ type Options struct {
 	// ThreadTimeout ends a thread idle that long, and its conversation
 	// (0: [DefaultThreadTimeout]; negative: never).
 	ThreadTimeout time.Duration
+	// WriteTimeout bounds each write of a run's events to its client (0
+	// or negative: no bound but the buffer's): a client that does not
+	// read for that long while its connection's buffers are full has its
+	// run cancelled with the cause [ErrSlowClient], however few events
+	// wait for it.
+	WriteTimeout time.Duration
 	// ShowScope, when set, gives every run the AG-UI state: a
 	// STATE_SNAPSHOT after RUN_STARTED holding the conversation's id, its
 	// scope stack and current scope id (and the values of Show), and a
@@ -350,7 +356,15 @@ func (h *Handler) run(w http.ResponseWriter, r *http.Request, th *thread, in *ru
 	// stops a websocket request.
 	rctx, cancel := context.WithCancelCause(context.WithoutCancel(r.Context()))
 	defer cancel(nil)
-	stop := context.AfterFunc(r.Context(), func() { cancel(chat.ErrCancelled) })
+	w, timedOut, clearDeadline := h.deadlines(w, func() { cancel(ErrSlowClient) })
+	defer clearDeadline()
+	stop := context.AfterFunc(r.Context(), func() {
+		if timedOut() {
+			// A write that timed out closes the connection.
+			cancel(ErrSlowClient)
+		}
+		cancel(chat.ErrCancelled)
+	})
 	defer stop()
 
 	w.Header().Set("Content-Type", "text/event-stream")

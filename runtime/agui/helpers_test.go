@@ -37,6 +37,8 @@ type Item struct {
 type signals struct {
 	waiting   chan struct{}
 	cancelled chan bool // whether the context's cause was a stop (chat.Cancelled)
+	opened    chan struct{} // a "gate" run is open
+	gate      chan struct{} // closed: the "gate" runs go on
 }
 
 // tallyBeanForShow is the tally bean: a bean is a description, shared
@@ -111,6 +113,32 @@ func testPackage(sig *signals) *chatimpl.Package {
 		sig.cancelled <- errors.Is(context.Cause(ctx), agui.ErrSlowClient)
 		return ctx.Err()
 	}})
+	p.AddRoute(chatimpl.RouteSpec{Name: "big", Handle: func(ctx context.Context) error {
+		// Few events, each large: more than a connection's buffers hold,
+		// far fewer than the events a run's buffer holds.
+		for range 64 {
+			if err := chat.Response(ctx).Message(strings.Repeat("y", 256<<10)); err != nil {
+				return err
+			}
+		}
+		<-ctx.Done()
+		sig.cancelled <- errors.Is(context.Cause(ctx), agui.ErrSlowClient)
+		return ctx.Err()
+	}})
+	p.AddRoute(chatimpl.RouteSpec{Name: "gate", Handle: func(ctx context.Context) error {
+		// The concurrent streams' test: each run opens, waits for the
+		// gate, then streams.
+		if err := chat.Response(ctx).Message("open"); err != nil {
+			return err
+		}
+		sig.opened <- struct{}{}
+		select {
+		case <-sig.gate:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+		return chat.SendStream(ctx, slices.Values([]string{"a ", "b ", "c"}))
+	}})
 	p.AddRoute(chatimpl.RouteSpec{Name: "locate", Handle: func(ctx context.Context) error {
 		// The protocol of a client-run tool, as runtime/ai plays it: the
 		// request pauses on a ClientTool event; the next one answers it.
@@ -184,7 +212,7 @@ type app struct {
 func newApp(t testing.TB, opts *agui.Options) *app {
 	t.Helper()
 	leaktest.Check(t)
-	sig := &signals{waiting: make(chan struct{}, 10), cancelled: make(chan bool, 10)}
+	sig := &signals{waiting: make(chan struct{}, 10), cancelled: make(chan bool, 10), opened: make(chan struct{}, 2000), gate: make(chan struct{})}
 	r, err := chat.NewRouter(&chat.RouterOptions{Logger: quietLogger()}, testPackage(sig))
 	if err != nil {
 		t.Fatal(err)
