@@ -36,7 +36,7 @@ type Item struct {
 // signals are what the "wait" route tells a test.
 type signals struct {
 	waiting   chan struct{}
-	cancelled chan bool // whether the context's cause was a stop (chat.Cancelled)
+	cancelled chan bool     // whether the context's cause was a stop (chat.Cancelled)
 	opened    chan struct{} // a "gate" run is open
 	gate      chan struct{} // closed: the "gate" runs go on
 }

@@ -126,4 +126,3 @@ func heap() uint64 {
 }
 
 func mb(b uint64) float64 { return float64(b) / (1 << 20) }
-
