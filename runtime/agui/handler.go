@@ -379,7 +379,7 @@ func (h *Handler) run(w http.ResponseWriter, r *http.Request, th *thread, in *ru
 	defer out.close()
 
 	ev := &encoder{threadID: in.ThreadID, runID: in.RunID, out: out}
-	ev.emit(map[string]any{"type": "RUN_STARTED", "threadId": in.ThreadID, "runId": in.RunID})
+	ev.emitStrings("type", "RUN_STARTED", "threadId", in.ThreadID, "runId", in.RunID)
 
 	th.mu.Lock()
 	defer th.mu.Unlock()
@@ -421,7 +421,7 @@ func (h *Handler) run(w http.ResponseWriter, r *http.Request, th *thread, in *ru
 		ev.fail(f)
 	} else {
 		ev.closeOpen()
-		ev.emit(map[string]any{"type": "RUN_FINISHED", "threadId": in.ThreadID, "runId": in.RunID})
+		ev.emitStrings("type", "RUN_FINISHED", "threadId", in.ThreadID, "runId", in.RunID)
 	}
 	h.idle(th)
 }
@@ -584,7 +584,7 @@ func (e *encoder) emit(v map[string]any) {
 // closeText ends the open text message, if any.
 func (e *encoder) closeText() {
 	if e.text != "" {
-		e.emit(map[string]any{"type": "TEXT_MESSAGE_END", "messageId": e.text})
+		e.emitStrings("type", "TEXT_MESSAGE_END", "messageId", e.text)
 		e.text = ""
 	}
 }
@@ -619,10 +619,10 @@ func (e *encoder) textContent(text string) {
 	e.closeReasoning()
 	if e.text == "" {
 		e.text = e.id("msg")
-		e.emit(map[string]any{"type": "TEXT_MESSAGE_START", "messageId": e.text, "role": "assistant"})
+		e.emitStrings("type", "TEXT_MESSAGE_START", "messageId", e.text, "role", "assistant")
 	}
 	if text != "" {
-		e.emit(map[string]any{"type": "TEXT_MESSAGE_CONTENT", "messageId": e.text, "delta": text})
+		e.emitStrings("type", "TEXT_MESSAGE_CONTENT", "messageId", e.text, "delta", text)
 	}
 }
 
@@ -650,7 +650,7 @@ func (e *encoder) event(ev chat.Event) error {
 			e.emit(map[string]any{"type": "REASONING_MESSAGE_START", "messageId": e.reasoning, "role": "reasoning"})
 		}
 		if text := ev.Text(); text != "" {
-			e.emit(map[string]any{"type": "REASONING_MESSAGE_CONTENT", "messageId": e.reasoning, "delta": text})
+			e.emitStrings("type", "REASONING_MESSAGE_CONTENT", "messageId", e.reasoning, "delta", text)
 		}
 		return nil
 	case subAgentEvent:
