@@ -63,6 +63,14 @@ type Options struct {
 	// run cancelled with the cause [ErrSlowClient], however few events
 	// wait for it.
 	WriteTimeout time.Duration
+	// Threads, when set, makes threads durable across the nodes of a
+	// durable router (one with a conversation store) sharing it: each run
+	// ends by saving the thread's record (its conversation and resume
+	// token) there and letting the conversation go, and the next run of
+	// the thread, on this node or another, resumes it (see
+	// [chat.Router.Resume]). [StoreThreads] keeps the records in the
+	// router's conversation store. Nil: threads live in this process.
+	Threads ThreadStore
 	// ShowScope, when set, gives every run the AG-UI state: a
 	// STATE_SNAPSHOT after RUN_STARTED holding the conversation's id, its
 	// scope stack and current scope id (and the values of Show), and a
@@ -344,6 +352,9 @@ func (h *Handler) conversation(ctx context.Context, th *thread) (*chat.Conversat
 		if err != nil {
 			return nil, fmt.Errorf("agui: starting the conversation of thread %q: %w", th.id, err)
 		}
+		if h.opts.Threads != nil && c.ResumeToken() == "" {
+			return nil, errors.Join(errDurableRouter, c.Close(ctx))
+		}
 		th.conv = c
 	}
 	return th.conv, nil
@@ -386,8 +397,19 @@ func (h *Handler) run(w http.ResponseWriter, r *http.Request, th *thread, in *ru
 	if th.timer != nil {
 		th.timer.Stop()
 	}
+	if h.opts.Threads != nil && th.conv == nil {
+		// A durable thread: its conversation is resumed from its record.
+		c, err := h.resumeThread(rctx, th)
+		if err != nil {
+			ev.fail(chat.FailureOf(err))
+			h.idle(th)
+			return
+		}
+		th.conv = c
+	}
 	if answer != nil && answer.id != th.pending {
 		// Only the call the thread's last run ended on waits for a result.
+		h.letGo(rctx, th)
 		ev.emit(map[string]any{"type": "RUN_ERROR", "code": "BadRequest",
 			"message": fmt.Sprintf("the tool message answers tool call %q, which is not the thread's pending client-run tool call", answer.id)})
 		h.idle(th)
@@ -413,6 +435,9 @@ func (h *Handler) run(w http.ResponseWriter, r *http.Request, th *thread, in *ru
 	} else if f != nil && errors.Is(f, chat.ErrBadRequest) && answer != nil {
 		// The route refused the answer: the call stays pending.
 		th.pending = pending
+	}
+	if err := h.letGo(rctx, th); err != nil && f == nil {
+		f = chat.FailureOf(fmt.Errorf("%w: %w", chat.ErrUnavailable, err))
 	}
 	if f != nil {
 		if !errors.Is(f, chat.ErrCancelled) {

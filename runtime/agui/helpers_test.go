@@ -45,6 +45,11 @@ type signals struct {
 // by the test applications.
 var tallyBeanForShow = chat.NewBean(pkgPath+".tally", chat.KindChat, func(context.Context) (*tally, error) { return &tally{}, nil })
 
+// A durableTally is the durable chat-scoped bean of the "dcount" route.
+type durableTally struct{ N int }
+
+var durableTallyBean = chat.NewDurableBean(pkgPath+".durableTally", chat.KindChat, func(context.Context) (*durableTally, error) { return &durableTally{}, nil })
+
 // testPackage returns the test application: routes as chatgen generates
 // them.
 func testPackage(sig *signals) *chatimpl.Package {
@@ -138,6 +143,14 @@ func testPackage(sig *signals) *chatimpl.Package {
 			return ctx.Err()
 		}
 		return chat.SendStream(ctx, slices.Values([]string{"a ", "b ", "c"}))
+	}})
+	p.AddRoute(chatimpl.RouteSpec{Name: "dcount", Handle: func(ctx context.Context) error {
+		t, err := durableTallyBean.Lookup(ctx)
+		if err != nil {
+			return err
+		}
+		t.N++
+		return chat.Response(ctx).Message(fmt.Sprintf("%s: count is %d", chat.Request(ctx).UserMessage(), t.N))
 	}})
 	p.AddRoute(chatimpl.RouteSpec{Name: "locate", Handle: func(ctx context.Context) error {
 		// The protocol of a client-run tool, as runtime/ai plays it: the
