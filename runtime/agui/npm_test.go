@@ -18,7 +18,7 @@ import (
 // internal/npmtest) and its scripts.
 func npmClient(t *testing.T) string {
 	t.Helper()
-	return npmtest.Client{Name: "agui-npm", What: "the AG-UI client @ag-ui/client", Src: filepath.Join("testdata", "npm"), Scripts: []string{"client.mjs", "tools.mjs", "state.mjs"}}.Dir(t)
+	return npmtest.Client{Name: "agui-npm", What: "the AG-UI client @ag-ui/client", Src: filepath.Join("testdata", "npm"), Scripts: []string{"client.mjs", "tools.mjs", "state.mjs", "browser.mjs", "bundle.mjs"}}.Dir(t)
 }
 
 // nodeRun runs the script of dir against a and returns its output lines.
