@@ -30,6 +30,7 @@ const browserPage = `<!doctype html><html><head><meta charset="utf-8"><title>AG-
 // client's schemas and verifier in the browser, and the route gets the
 // browser's result.
 func TestBrowserRunAndFrontEndTool(t *testing.T) {
+	leaktest.Check(t)
 	dir := npmClient(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -43,7 +44,6 @@ func TestBrowserRunAndFrontEndTool(t *testing.T) {
 		t.Fatal(err)
 	}
 	b := browsertest.Start(t)
-	leaktest.Check(t)
 	sig := &signals{waiting: make(chan struct{}, 10), cancelled: make(chan bool, 10), opened: make(chan struct{}, 10), gate: make(chan struct{})}
 	r, err := chat.NewRouter(&chat.RouterOptions{Logger: quietLogger()}, testPackage(sig))
 	if err != nil {

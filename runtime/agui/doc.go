@@ -28,9 +28,14 @@
 //     Agent, Plan, Confirm, Retract, Console, Error and the other steps
 //     of SubAgent) is a CUSTOM event named as its type, its data the
 //     value;
-//   - with [Options.ShowScope], a STATE_SNAPSHOT before the run's end
-//     holds the conversation's id and its current scope id: nothing of
-//     the conversation's beans is shown.
+//   - with [Options.ShowScope] or [Options.Show], a STATE_SNAPSHOT right
+//     after RUN_STARTED holds the AG-UI state: the conversation's id, its
+//     scope stack ("scopes": id and route of each, the top scope first)
+//     and current scope id, and under "beans" the values Show names
+//     ([ShowBean]; nothing of the conversation's beans otherwise); a
+//     STATE_DELTA (a JSON Patch, RFC 6902, as @ag-ui/core types it)
+//     follows each event that changed it, and the run's end, never
+//     inside an open message.
 //
 // A message or reasoning message still open is closed before an event of
 // another kind, and before RUN_FINISHED or RUN_ERROR, so that the stream
@@ -44,7 +49,12 @@
 // it is an object, adds the route's other parameters. A thread belongs to
 // the principal that started it: a run of another principal's thread is
 // answered 403. Threads live in this process until [Handler.Close] or
-// their idle timeout ([Options.ThreadTimeout]).
+// their idle timeout ([Options.ThreadTimeout]). With [Options.Threads] on
+// a durable router, a thread is durable across nodes: each run ends by
+// saving the thread's record (its conversation, resume token, principal
+// and pending front-end tool call; [StoreThreads] keeps it in the
+// router's conversation store) and detaching the conversation, and the
+// next run, on any node sharing the store, resumes it.
 //
 // A client that closes its request (AbortController.abort, a closed tab)
 // stops the run: the request's context is cancelled with the cause
@@ -57,8 +67,9 @@
 // are bounded by [Options.MaxBodyBytes] (413); malformed input is
 // answered 400 with a JSON error naming what is wrong. The events of a
 // run wait in a bounded buffer ([Options.MaxBufferedEvents]) for a slow
-// client; a client that does not read while it fills has its run
-// cancelled.
+// client; a client that does not read while it fills, or for longer than
+// [Options.WriteTimeout] while its connection's buffers are full, has its
+// run cancelled with the cause [ErrSlowClient].
 //
 // The front end answers a front-end tool call with the next run of the
 // thread, its messages ending in a tool message: toolCallId names the

@@ -41,8 +41,16 @@
 // call. A client that does not support elicitation cannot confirm: the
 // call is denied, the model is told so, and the tool result says why.
 //
-// The //chat:tools boxes of AI services are not offered as tools of
-// their own: a router does not hold them (generated code hands them to
-// the AI services), so a client reaches them through the routes whose
-// services use them, as a websocket client does.
+// The //chat:tools boxes the application names in [Options.ToolBoxes]
+// are offered as tools of their own, named "<route>.<tool>": a router
+// does not hold them (generated code hands them to the AI services), so
+// the application gives each box's route and its generated tools (the
+// ai.Tool values of the route's AI method, whose Parameters, computed at
+// generate time, are the input schemas). A call runs the tool as a
+// request of the session's conversation on the route
+// ([chat.Conversation.Run]): on the beans the route's calls use, listed
+// to and callable by only the principals the route's roles allow. A
+// confirmed tool (//chat:tool confirm) asks through elicitation before
+// it runs, and is refused clearly to a client without it; a tool the
+// client runs (//chat:tool client) is not offered.
 package mcpserver
