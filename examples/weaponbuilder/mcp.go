@@ -32,6 +32,10 @@ func newMCPServer(a *app, logger *slog.Logger) (*mcpserver.Server, error) {
 			"it hands over to the weapon and armour builders itself and keeps the conversation across calls.",
 		Logger:    logger,
 		Principal: localPlayer(),
+		// The workbench's tools, offered as tools of their own
+		// ("weapon.setKind", …): they work on the weapon of the session's
+		// weapon conversation.
+		ToolBoxes: []mcpserver.ToolBox{{Route: RouteWeapon, Tools: chatMethodWeaponBuilderChat.Tools}},
 	})
 }
 

@@ -68,8 +68,25 @@ func TestMCPServesTheArmorer(t *testing.T) {
 	for _, tool := range tools.Tools {
 		names = append(names, tool.Name)
 	}
-	if strings.Join(names, ",") != "armor,enchant,menu,weapon" {
+	if strings.Join(names, ",") != "armor,enchant,menu,weapon,weapon.cancel,weapon.enchant,weapon.finish,weapon.setDamage,weapon.setKind,weapon.setName,weapon.showWeapon" {
 		t.Errorf("tools %v", names)
+	}
+	// The workbench's tools, called directly, on the session's weapon
+	// conversation.
+	for _, c := range []struct {
+		tool string
+		args map[string]any
+	}{{"weapon.setKind", map[string]any{"kind": "axe"}}, {"weapon.setName", map[string]any{"name": "Dawn"}}} {
+		if res, err := player.CallTool(context.Background(), &mcp.CallToolParams{Name: c.tool, Arguments: c.args}); err != nil || res.IsError {
+			t.Fatalf("%s: %v %+v", c.tool, err, res)
+		}
+	}
+	if res, err := player.CallTool(context.Background(), &mcp.CallToolParams{Name: "weapon.showWeapon", Arguments: map[string]any{}}); err != nil || res.IsError ||
+		len(res.Content) != 1 || !strings.Contains(res.Content[0].(*mcp.TextContent).Text, `"name":"Dawn"`) || !strings.Contains(res.Content[0].(*mcp.TextContent).Text, `"kind":"axe"`) {
+		t.Fatalf("weapon.showWeapon: %v %+v", err, res)
+	}
+	if res, err := player.CallTool(context.Background(), &mcp.CallToolParams{Name: "weapon.setKind", Arguments: map[string]any{"kind": "spoon"}}); err != nil || !res.IsError {
+		t.Fatalf("weapon.setKind spoon: %v %+v", err, res)
 	}
 	for _, text := range []string{"build a sword", "call it Nightfall", "make it deal 30 damage", "finish"} {
 		if got, isErr := mcpCall(t, player, text); isErr {
@@ -105,8 +122,8 @@ func TestMCPServesTheArmorer(t *testing.T) {
 	if w := a.armory.Weapons(); len(w) != 0 {
 		t.Errorf("armory after the deletion %+v", w)
 	}
-	if st := a.router.Stats(); st.Conversations != 2 {
-		t.Errorf("stats %+v, want the two sessions' conversations", st)
+	if st := a.router.Stats(); st.Conversations != 3 {
+		t.Errorf("stats %+v, want the two sessions' conversations and the player's weapon one", st)
 	}
 	if err := other.Close(); err != nil {
 		t.Fatal(err)
