@@ -17,9 +17,13 @@ import (
 )
 
 // BenchmarkAGUIStreamedRun: one run of a route streaming 100 chunks over
-// loopback HTTP, read to its end (about 105 AG-UI events per run). Its
-// figures per run compare with BenchmarkWSStreamedRun's, the same answer
-// over the websocket (the goal: at most 1.3× the time and allocations).
+// loopback HTTP, read to its end (104 AG-UI events per run). Its figures
+// per run compare with BenchmarkWSStreamedRun's, the same answer over the
+// websocket (the goal: at most 1.3× the time and allocations). On the
+// 2-core development machine (2026-12): AG-UI 0.30–0.37 ms, 352
+// allocations and 115 kB per run; the websocket 0.70–1.14 ms, 411
+// allocations and 59 kB (about 102 frames): 0.4× the time, 0.86× the
+// allocations.
 func BenchmarkAGUIStreamedRun(b *testing.B) {
 	a := newApp(b, &agui.Options{Route: "stream100"})
 	body := input("bench", "r", "go")
