@@ -24,6 +24,11 @@ func TestWriteTimeout(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer conn.Close()
+	// A small receive buffer: the server's writes block sooner, whatever
+	// the machine's TCP buffer sizes.
+	if err := conn.(*net.TCPConn).SetReadBuffer(4096); err != nil {
+		t.Fatal(err)
+	}
 	body := input("t", "r", "x")
 	fmt.Fprintf(conn, "POST / HTTP/1.1\r\nHost: agui\r\nContent-Type: application/json\r\nAccept: text/event-stream\r\nContent-Length: %d\r\n\r\n%s", len(body), body)
 	// It never reads.
