@@ -1,0 +1,136 @@
+package a2atools_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/chatscopes/chatgen/internal/leaktest"
+	"github.com/chatscopes/chatgen/runtime/a2atools"
+	"github.com/chatscopes/chatgen/runtime/ai"
+)
+
+// agents are the real servers the tests talk to: @a2a-js/sdk 1.3.0's
+// (A2A 1.0, in Node) and a2a-go v0.3.15's (A2A 0.3, in process).
+var agents = []struct {
+	name    string
+	start   func(t testing.TB) string
+	version string
+}{
+	{"js-1.0", func(t testing.TB) string { return jsAgent(t) }, a2atools.Version1},
+	{"go-0.3", func(t testing.TB) string { return goAgent(t, true) }, a2atools.Version03},
+}
+
+// A model's calls of the remote agent's tool, through a real AI service
+// turn over the websocket: the answers of a streamed task, its progress
+// as SubAgent events tagged with the agent, one remote context per chat
+// scope (a second call continues it, new_conversation starts another, a
+// nested scope continues its parent's), an input-required question
+// answered by the next call, and a failed task told to the model while
+// the conversation goes on.
+func TestConversation(t *testing.T) {
+	for _, ag := range agents {
+		t.Run(ag.name, func(t *testing.T) {
+			leaktest.Check(t)
+			src := connect(t, ag.start(t), nil)
+			if src.Version() != ag.version {
+				t.Fatalf("version %q, want %q", src.Version(), ag.version)
+			}
+			tools := src.ListTools()
+			if len(tools) != 1 || tools[0].Name != "Smith" || !strings.Contains(tools[0].Description, "Forges blades on request.") ||
+				!strings.Contains(tools[0].Description, "Forge: Forges a blade of the metal you name.") {
+				t.Fatalf("tools %+v", tools)
+			}
+			a := newApp(t, nil, nil, src)
+			c := a.dial(t)
+			if got, want := c.chat(t, "ask Smith: hello"), "Smith said: blade sharpened\nmessage 1 of this context: hello"; got != want {
+				t.Fatalf("got %q, want %q", got, want)
+			}
+			evs := c.takeAgentEvents()
+			var steps []string
+			session := ""
+			for _, ev := range evs {
+				if ev.Agent != "Smith" || ev.Session == "" || (session != "" && ev.Session != session) {
+					t.Fatalf("event %+v: not tagged with the agent and one session", ev)
+				}
+				session = ev.Session
+				steps = append(steps, ev.Type+" "+ev.Text)
+			}
+			want := []string{"Status working: heating", "Artifact blade ", "Artifact sharpened", "Status completed: message 1 of this context: hello"}
+			if strings.Join(steps, "|") != strings.Join(want, "|") {
+				t.Fatalf("steps %q, want %q", steps, want)
+			}
+			if got := c.chat(t, "ask Smith: again"); !strings.HasSuffix(got, "message 2 of this context: again") {
+				t.Fatalf("the second call: %q", got)
+			}
+			if ev := c.takeAgentEvents(); len(ev) == 0 || ev[0].Session != session {
+				t.Fatalf("the second call's events %+v, want session %s", ev, session)
+			}
+			c.chat(t, "nest")
+			if got := c.chat(t, "ask Smith: nested"); !strings.HasSuffix(got, "message 3 of this context: nested") {
+				t.Fatalf("in a nested scope: %q", got)
+			}
+			c.chat(t, "back")
+			c.takeAgentEvents()
+			if got := c.chat(t, "new Smith: fresh"); !strings.HasSuffix(got, "message 1 of this context: fresh") {
+				t.Fatalf("a new conversation: %q", got)
+			}
+			if ev := c.takeAgentEvents(); len(ev) == 0 || ev[0].Session == session {
+				t.Fatalf("a new conversation's events %+v, want a new session", ev)
+			}
+
+			// input-required: the question, then the answer on the same task.
+			got := c.chat(t, "ask Smith: ask me")
+			if !strings.Contains(got, "input-required") || !strings.Contains(got, "\nWhich metal?\n") {
+				t.Fatalf("the question: %q", got)
+			}
+			if got := c.chat(t, "ask Smith: steel"); got != "Smith said: forging steel" {
+				t.Fatalf("the answer: %q", got)
+			}
+
+			// A failed task fails the call only.
+			if got := c.chat(t, "ask Smith: fail"); got != `Smith said: error: A2A agent "Smith": the task ended failed: the anvil cracked` {
+				t.Fatalf("a failed task: %q", got)
+			}
+			if got := c.chat(t, "ask Smith: after"); !strings.HasSuffix(got, "of this context: after") {
+				t.Fatalf("after the failure: %q", got)
+			}
+
+			// Another conversation has its own remote context.
+			c2 := a.dial(t)
+			if got := c2.chat(t, "ask Smith: other"); !strings.HasSuffix(got, "message 1 of this context: other") {
+				t.Fatalf("another conversation: %q", got)
+			}
+		})
+	}
+}
+
+// Without streaming (a card without capabilities.streaming, or
+// NoStream), the plain send answers the same and no progress is sent.
+func TestPlainSend(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		url  func(t testing.TB) string
+		opts *a2atools.Options
+	}{
+		{"js-1.0 card", func(t testing.TB) string { return jsAgent(t, "nostream") }, nil},
+		{"js-1.0 NoStream", func(t testing.TB) string { return jsAgent(t) }, &a2atools.Options{NoStream: true}},
+		{"go-0.3 card", func(t testing.TB) string { return goAgent(t, false) }, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			leaktest.Check(t)
+			src := connect(t, tc.url(t), tc.opts)
+			c := newApp(t, nil, nil, src).dial(t)
+			if got, want := c.chat(t, "ask Smith: hello"), "Smith said: blade sharpened\nmessage 1 of this context: hello"; got != want {
+				t.Fatalf("got %q, want %q", got, want)
+			}
+			if got := c.chat(t, "ask Smith: again"); !strings.HasSuffix(got, "message 2 of this context: again") {
+				t.Fatalf("the second call: %q", got)
+			}
+			if ev := c.takeAgentEvents(); len(ev) != 0 {
+				t.Fatalf("events %+v, want none", ev)
+			}
+		})
+	}
+}
+
+var _ = ai.EventSubAgent
