@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -39,6 +38,13 @@ var quiet = slog.New(slog.DiscardHandler)
 // stops when the test ends.
 func jsAgent(t testing.TB, args ...string) string {
 	t.Helper()
+	u, _ := jsAgentStop(t, args...)
+	return u
+}
+
+// jsAgentStop is jsAgent that also returns a func that stops the agent.
+func jsAgentStop(t testing.TB, args ...string) (string, func()) {
+	t.Helper()
 	dir := npmtest.Client{Name: "a2atools-npm", What: "the A2A server of @a2a-js/sdk", Src: filepath.Join("testdata", "npm"), Scripts: []string{"server.mjs"}}.Dir(t)
 	cmd := exec.Command("node", append([]string{"server.mjs"}, args...)...)
 	cmd.Dir = dir
@@ -55,17 +61,21 @@ func jsAgent(t testing.TB, args ...string) string {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() {
-		stdin.Close()
-		done := make(chan struct{})
-		go func() { _ = cmd.Wait(); close(done) }()
-		select {
-		case <-done:
-		case <-time.After(5 * time.Second):
-			_ = cmd.Process.Kill()
-			<-done
-		}
-	})
+	var once sync.Once
+	stop := func() {
+		once.Do(func() {
+			stdin.Close()
+			done := make(chan struct{})
+			go func() { _ = cmd.Wait(); close(done) }()
+			select {
+			case <-done:
+			case <-time.After(5 * time.Second):
+				_ = cmd.Process.Kill()
+				<-done
+			}
+		})
+	}
+	t.Cleanup(stop)
 	lines := make(chan string, 1)
 	go func() {
 		sc := bufio.NewScanner(stdout)
@@ -81,16 +91,23 @@ func jsAgent(t testing.TB, args ...string) string {
 		if !ok {
 			t.Fatalf("node server.mjs ended: %s", stderr.String())
 		}
-		return u
+		return u, stop
 	case <-time.After(30 * time.Second):
 		t.Fatalf("node server.mjs does not listen: %s", stderr.String())
 	}
-	return ""
+	return "", stop
 }
 
 // goAgent serves, in process, an A2A 0.3 agent of a2a-go v0.3.15's server
 // (a2asrv) that behaves as server.mjs does, and returns its base URL.
 func goAgent(t testing.TB, streaming bool) string {
+	t.Helper()
+	u, _ := goAgentStop(t, streaming)
+	return u
+}
+
+// goAgentStop is goAgent that also returns a func that stops the agent.
+func goAgentStop(t testing.TB, streaming bool) (string, func()) {
 	t.Helper()
 	mux := http.NewServeMux()
 	srv := httptest.NewServer(mux)
@@ -104,7 +121,7 @@ func goAgent(t testing.TB, streaming bool) string {
 	}
 	mux.Handle(a2asrv.WellKnownAgentCardPath, a2asrv.NewStaticAgentCardHandler(card))
 	mux.Handle("/rpc", a2asrv.NewJSONRPCHandler(a2asrv.NewHandler(&smith{counts: map[string]int{}})))
-	return srv.URL + "/"
+	return srv.URL + "/", srv.Close
 }
 
 // smith is the 0.3 agent.
@@ -203,10 +220,10 @@ func script() llmtest.Script {
 type app struct {
 	llm    *llmtest.Server
 	router *chat.Router
-	mems   *memory.InMemoryStore
+	mems   memory.Store
 }
 
-func newApp(t testing.TB, store chatstore.ConversationStore, mems *memory.InMemoryStore, sources ...ai.ToolSource) *app {
+func newApp(t testing.TB, store chatstore.ConversationStore, mems memory.Store, sources ...ai.ToolSource) *app {
 	t.Helper()
 	a := &app{llm: llmtest.NewServer(script(), nil), mems: mems}
 	t.Cleanup(a.llm.Close)
@@ -331,4 +348,3 @@ func connect(t testing.TB, u string, opts *a2atools.Options) *a2atools.Source {
 	return src
 }
 
-var _ = io.Discard

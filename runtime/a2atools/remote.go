@@ -7,6 +7,7 @@ import (
 	"mime"
 	"net/http"
 	"strings"
+	"sync/atomic"
 )
 
 // A remote speaks one version of A2A to the agent.
@@ -119,6 +120,24 @@ func (g *gather) result() (*outcome, error) {
 	return &g.out, nil
 }
 
+// tripKey is the key of the flag of a request's context that
+// boundedTransport sets when the request's response went past the bound:
+// a2a-go's client does not always return the bound's error.
+type tripKey struct{}
+
+// withTrip returns ctx with a flag set when a response goes past the
+// bound.
+func withTrip(ctx context.Context) (context.Context, *atomic.Bool) {
+	f := new(atomic.Bool)
+	return context.WithValue(ctx, tripKey{}, f), f
+}
+
+func trip(req *http.Request) {
+	if f, _ := req.Context().Value(tripKey{}).(*atomic.Bool); f != nil {
+		f.Store(true)
+	}
+}
+
 // boundedTransport fails a response body past limit bytes, or, for an
 // event stream, past limit bytes in one event, so that a huge answer
 // cannot exhaust the memory.
@@ -137,9 +156,10 @@ func (t *boundedTransport) RoundTrip(req *http.Request) (*http.Response, error) 
 	events := mt == "text/event-stream"
 	if !events && resp.ContentLength > t.limit {
 		resp.Body.Close()
+		trip(req)
 		return nil, t.tooLarge()
 	}
-	resp.Body = &boundedBody{rc: resp.Body, left: t.limit, t: t, events: events}
+	resp.Body = &boundedBody{rc: resp.Body, left: t.limit, t: t, events: events, req: req}
 	return resp, nil
 }
 
@@ -155,6 +175,7 @@ type boundedBody struct {
 	t      *boundedTransport
 	events bool
 	nl     bool // the last byte read ended a line
+	req    *http.Request
 }
 
 func (b *boundedBody) Read(p []byte) (int, error) {
@@ -180,6 +201,7 @@ func (b *boundedBody) Read(p []byte) (int, error) {
 		}
 	}
 	if b.left < 0 {
+		trip(b.req)
 		return 0, b.t.tooLarge()
 	}
 	return n, err

@@ -35,10 +35,17 @@ func (c *v03) send(ctx context.Context, msg *outgoing, stream bool, on func(step
 		Parts: a2a.ContentParts{a2a.TextPart{Text: msg.text}}}
 	params := &a2a.MessageSendParams{Message: m}
 	g := &gather{max: c.max}
+	ctx, tripped := withTrip(ctx)
+	fail := func(err error) error {
+		if tripped.Load() && !errors.Is(err, ErrMessageTooLarge) {
+			return fmt.Errorf("%w: a message from the agent exceeds MaxMessageBytes (%d bytes)", ErrMessageTooLarge, c.max)
+		}
+		return v03Error(err)
+	}
 	if !stream {
 		res, err := c.client.SendMessage(ctx, params)
 		if err != nil {
-			return nil, v03Error(err)
+			return nil, fail(err)
 		}
 		if err := c.apply(res, g, nil); err != nil {
 			return nil, err
@@ -47,7 +54,7 @@ func (c *v03) send(ctx context.Context, msg *outgoing, stream bool, on func(step
 	}
 	for ev, err := range c.client.SendStreamingMessage(ctx, params) {
 		if err != nil {
-			return nil, v03Error(err)
+			return nil, fail(err)
 		}
 		if err := c.apply(ev, g, on); err != nil {
 			return nil, err
