@@ -93,13 +93,13 @@ func TestFaults(t *testing.T) {
 func TestInvalidCard(t *testing.T) {
 	leaktest.Check(t)
 	cards := map[string]string{
-		"/notjson/":   `<html>`,
-		"/noname/":    `{"description":"x","supportedInterfaces":[{"url":"/rpc","protocolBinding":"JSONRPC","protocolVersion":"1.0"}]}`,
-		"/grpconly/":  `{"name":"X","supportedInterfaces":[{"url":"/rpc","protocolBinding":"GRPC","protocolVersion":"1.0"}]}`,
-		"/v2only/":    `{"name":"X","supportedInterfaces":[{"url":"/rpc","protocolBinding":"JSONRPC","protocolVersion":"2.0"}]}`,
-		"/badurl/":    `{"name":"X","supportedInterfaces":[{"url":"ftp://x/rpc","protocolBinding":"JSONRPC","protocolVersion":"1.0"}]}`,
-		"/huge/":      `{"name":"` + strings.Repeat("x", 2<<20) + `"}`,
-		"/good/":      `{"name":"Good","supportedInterfaces":[{"url":"/rpc","protocolBinding":"JSONRPC","protocolVersion":"1.0"}]}`,
+		"/notjson/":    `<html>`,
+		"/noname/":     `{"description":"x","supportedInterfaces":[{"url":"/rpc","protocolBinding":"JSONRPC","protocolVersion":"1.0"}]}`,
+		"/grpconly/":   `{"name":"X","supportedInterfaces":[{"url":"/rpc","protocolBinding":"GRPC","protocolVersion":"1.0"}]}`,
+		"/v2only/":     `{"name":"X","supportedInterfaces":[{"url":"/rpc","protocolBinding":"JSONRPC","protocolVersion":"2.0"}]}`,
+		"/badurl/":     `{"name":"X","supportedInterfaces":[{"url":"ftp://x/rpc","protocolBinding":"JSONRPC","protocolVersion":"1.0"}]}`,
+		"/huge/":       `{"name":"` + strings.Repeat("x", 2<<20) + `"}`,
+		"/good/":       `{"name":"Good","supportedInterfaces":[{"url":"/rpc","protocolBinding":"JSONRPC","protocolVersion":"1.0"}]}`,
 		"/goodlegacy/": `{"name":"Old","url":"/rpc","protocolVersion":"0.3.0"}`,
 	}
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

@@ -347,4 +347,3 @@ func connect(t testing.TB, u string, opts *a2atools.Options) *a2atools.Source {
 	t.Cleanup(func() { src.Close() })
 	return src
 }
-
