@@ -2,6 +2,7 @@ package a2atools_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -153,17 +154,22 @@ func TestInvalidCard(t *testing.T) {
 // error saying so.
 func TestBadAnswers(t *testing.T) {
 	leaktest.Check(t)
-	answers := map[string]func(w http.ResponseWriter){
-		"rpcerror": func(w http.ResponseWriter) {
-			_, _ = io.WriteString(w, `{"jsonrpc":"2.0","id":1,"error":{"code":-32001,"message":"Task not found"}}`)
+	answers := map[string]func(w http.ResponseWriter, id string){
+		"rpcerror": func(w http.ResponseWriter, id string) {
+			fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"error":{"code":-32001,"message":"Task not found"}}`, id)
 		},
-		"garbage": func(w http.ResponseWriter) { _, _ = io.WriteString(w, `{"jsonrpc":`) },
-		"http500": func(w http.ResponseWriter) { http.Error(w, "boom", http.StatusInternalServerError) },
-		"odd":     func(w http.ResponseWriter) { _, _ = io.WriteString(w, `{"jsonrpc":"2.0","id":1,"result":{"weird":1}}`) },
-		"stream": func(w http.ResponseWriter) {
+		"garbage": func(w http.ResponseWriter, id string) { _, _ = io.WriteString(w, `{"jsonrpc":`) },
+		"http500": func(w http.ResponseWriter, id string) { http.Error(w, "boom", http.StatusInternalServerError) },
+		"odd": func(w http.ResponseWriter, id string) {
+			fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"result":{"weird":1}}`, id)
+		},
+		"wrongid": func(w http.ResponseWriter, id string) {
+			_, _ = io.WriteString(w, `{"jsonrpc":"2.0","id":"x99","result":{"weird":1}}`)
+		},
+		"stream": func(w http.ResponseWriter, id string) {
 			w.Header().Set("Content-Type", "text/event-stream")
-			_, _ = io.WriteString(w, "data: {\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{\"task\":{\"id\":\"t\",\"contextId\":\"c\",\"status\":{\"state\":\"TASK_STATE_SUBMITTED\"}}}}\n\n")
-			_, _ = io.WriteString(w, "data: {\"jsonrpc\":\"2.0\",\"id\":1,\"error\":{\"code\":-32603,\"message\":\"agent crashed\"}}\n\n")
+			fmt.Fprintf(w, "data: {\"jsonrpc\":\"2.0\",\"id\":%s,\"result\":{\"task\":{\"id\":\"t\",\"contextId\":\"c\",\"status\":{\"state\":\"TASK_STATE_SUBMITTED\"}}}}\n\n", id)
+			fmt.Fprintf(w, "data: {\"jsonrpc\":\"2.0\",\"id\":%s,\"error\":{\"code\":-32603,\"message\":\"agent crashed\"}}\n\n", id)
 		},
 	}
 	var mode string
@@ -179,7 +185,14 @@ func TestBadAnswers(t *testing.T) {
 			http.Error(w, "no version", http.StatusBadRequest)
 			return
 		}
-		answers[mode](w)
+		var req struct {
+			ID json.RawMessage `json:"id"`
+		}
+		if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		answers[mode](w, string(req.ID))
 	})
 	plain := connect(t, srv.URL+"/", nil)
 	streamed := connect(t, srv.URL+"/"+a2atools.CardPath+"?s=1", nil)
@@ -191,6 +204,7 @@ func TestBadAnswers(t *testing.T) {
 		"garbage":  "A2A protocol error: the agent's answer is not JSON-RPC",
 		"http500":  "A2A agent unavailable: HTTP status 500 Internal Server Error",
 		"odd":      "A2A protocol error: a result that is neither a task, a message, nor an update",
+		"wrongid":  `A2A protocol error: the agent answered request "x99", not `,
 		"stream":   "the agent answered with error -32603: agent crashed",
 	} {
 		mode = m

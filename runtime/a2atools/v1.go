@@ -10,6 +10,7 @@ import (
 	"io"
 	"mime"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync/atomic"
 )
@@ -123,7 +124,7 @@ func (c *v1) send(ctx context.Context, msg *outgoing, stream bool, on func(step)
 		if err != nil {
 			return nil, transportError(err)
 		}
-		if err := c.apply(raw, g, nil); err != nil {
+		if err := c.apply(raw, id, g, nil); err != nil {
 			return nil, err
 		}
 		return g.result()
@@ -135,7 +136,7 @@ func (c *v1) send(ctx context.Context, msg *outgoing, stream bool, on func(step)
 		line := sc.Bytes()
 		if len(line) == 0 {
 			if data.Len() > 0 {
-				if err := c.apply(data.Bytes(), g, on); err != nil {
+				if err := c.apply(data.Bytes(), id, g, on); err != nil {
 					return nil, err
 				}
 				if g.err != nil {
@@ -156,7 +157,7 @@ func (c *v1) send(ctx context.Context, msg *outgoing, stream bool, on func(step)
 		return nil, transportError(err)
 	}
 	if data.Len() > 0 {
-		if err := c.apply(data.Bytes(), g, on); err != nil {
+		if err := c.apply(data.Bytes(), id, g, on); err != nil {
 			return nil, err
 		}
 	}
@@ -168,10 +169,13 @@ func (c *v1) send(ctx context.Context, msg *outgoing, stream bool, on func(step)
 
 // apply applies one JSON-RPC response (the send's, or an event of the
 // stream) to g, telling on of its steps.
-func (c *v1) apply(raw []byte, g *gather, on func(step)) error {
+func (c *v1) apply(raw []byte, id int64, g *gather, on func(step)) error {
 	var r rpcResponse
 	if err := json.Unmarshal(raw, &r); err != nil {
 		return fmt.Errorf("%w: the agent's answer is not JSON-RPC: %w", ErrProtocol, err)
+	}
+	if want := strconv.FormatInt(id, 10); string(r.ID) != want && string(r.ID) != `"`+want+`"` && (r.Error == nil || string(r.ID) != "null") {
+		return fmt.Errorf("%w: the agent answered request %s, not %s", ErrProtocol, r.ID, want)
 	}
 	if r.Error != nil {
 		return r.Error
