@@ -20,16 +20,16 @@ import (
 
 // agentsStop are the real agents, with a func that stops each.
 var agentsStop = []struct {
-	name  string
-	start func(t testing.TB) (string, func())
+	name, rpc, version, canceled string // rpc: the JSON-RPC endpoint, relative to the base URL
+	start                        func(t testing.TB) (string, func())
 }{
-	{"js-1.0", func(t testing.TB) (string, func()) { return jsAgentStop(t) }},
-	{"go-0.3", func(t testing.TB) (string, func()) { return goAgentStop(t, true) }},
+	{"js-1.0", "a2a/jsonrpc", a2atools.Version1, "TASK_STATE_CANCELED", func(t testing.TB) (string, func()) { return jsAgentStop(t) }},
+	{"go-0.3", "rpc", a2atools.Version03, "canceled", func(t testing.TB) (string, func()) { return goAgentStop(t, true) }},
 }
 
-// A remote that is down, slow past CallTimeout, or answers too much fails
-// the tool call only, with an error the model is told; the conversation
-// and its memory go on.
+// A remote that is down, slow past CallTimeout (its task is then
+// cancelled), or answers too much fails the tool call only, with an error
+// the model is told; the conversation and its memory go on.
 func TestFaults(t *testing.T) {
 	for _, ag := range agentsStop {
 		t.Run(ag.name, func(t *testing.T) {
@@ -47,6 +47,17 @@ func TestFaults(t *testing.T) {
 			}
 			if d := time.Since(start); d > 3*time.Second {
 				t.Fatalf("the timed-out call took %v", d)
+			}
+			evs := c.takeAgentEvents()
+			if len(evs) != 1 || evs[0].Type != "Status" || evs[0].Text != "working: slow work" || evs[0].ID == "" {
+				t.Fatalf("the slow task's events: %+v", evs)
+			}
+			for state := ""; state != ag.canceled; {
+				if time.Since(start) > 5*time.Second {
+					t.Fatalf("the timed-out task is %s, want %s", state, ag.canceled)
+				}
+				time.Sleep(20 * time.Millisecond)
+				state = taskState(t, u+ag.rpc, ag.version, evs[0].ID)
 			}
 			if got := c.chat(t, "ask Small: huge"); !strings.Contains(got, "A2A answer too large") || !strings.Contains(got, "MaxMessageBytes (100000 bytes)") {
 				t.Fatalf("past MaxMessageBytes: %q", got)

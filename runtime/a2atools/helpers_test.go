@@ -161,9 +161,13 @@ func (s *smith) Execute(ctx context.Context, rc *a2asrv.RequestContext, q eventq
 	case strings.HasPrefix(said, "ask"):
 		return status(a2a.TaskStateInputRequired, "Which metal?")
 	case said == "slow":
+		if err := status(a2a.TaskStateWorking, "slow work"); err != nil {
+			return err
+		}
 		select {
 		case <-time.After(5 * time.Second):
 		case <-ctx.Done():
+			return ctx.Err()
 		}
 		return status(a2a.TaskStateCompleted, "slowly done")
 	case said == "fail":
@@ -327,6 +331,40 @@ func (c *conn) takeAgentEvents() []ai.AgentEvent {
 	ev := c.agents
 	c.agents = nil
 	return ev
+}
+
+// taskState returns the state of the task id of the agent whose JSON-RPC
+// endpoint is rpc, by GetTask (A2A 1.0) or tasks/get (0.3).
+func taskState(t testing.TB, rpc, version, id string) string {
+	t.Helper()
+	method := "GetTask"
+	if version == a2atools.Version03 {
+		method = "tasks/get"
+	}
+	body, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": 1, "method": method, "params": map[string]string{"id": id}})
+	req, err := http.NewRequest(http.MethodPost, rpc, strings.NewReader(string(body)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	if version == a2atools.Version1 {
+		req.Header.Set("A2A-Version", "1.0")
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var r struct {
+		Result struct {
+			Status struct{ State string }
+		}
+		Error json.RawMessage
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&r); err != nil || r.Error != nil {
+		t.Fatalf("%s %s: %v %s", method, id, err, r.Error)
+	}
+	return r.Result.Status.State
 }
 
 // connect connects a source to the agent at u.

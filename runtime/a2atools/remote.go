@@ -15,6 +15,8 @@ type remote interface {
 	// send sends msg (streaming when stream) and returns what the agent
 	// answered; on is told of each step of a stream.
 	send(ctx context.Context, msg *outgoing, stream bool, on func(step)) (*outcome, error)
+	// cancel asks the agent to cancel the task taskID.
+	cancel(ctx context.Context, taskID string) error
 	close()
 }
 
@@ -25,10 +27,11 @@ type outgoing struct {
 
 // step is one step of the agent's work told as it streams.
 type step struct {
-	kind      string // "Status", "Artifact" or "Stream"
+	kind      string // "Status", "Artifact" or "Stream"; "" for a task, not told to the client
 	text      string
-	id        string // the artifact's
+	id        string // the artifact's, or for a status the task's
 	contextID string
+	taskID    string
 }
 
 // outcome is the agent's answer to a message: a task in some state, or a

@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/a2aproject/a2a-go/a2a"
@@ -396,10 +397,21 @@ func (s *Source) call(ctx context.Context, args string) (any, error) {
 		callCtx, cancel = context.WithTimeout(ctx, s.timeout)
 		defer cancel()
 	}
-	out, err := s.remote.send(callCtx, msg, s.stream, func(st step) { s.event(ctx, st) })
+	var task atomic.Value // the task's id, once known
+	out, err := s.remote.send(callCtx, msg, s.stream, func(st step) {
+		if st.taskID != "" {
+			task.Store(st.taskID)
+		}
+		if st.kind != "" {
+			s.event(ctx, st)
+		}
+	})
 	if err != nil {
 		if ctx.Err() == nil && callCtx.Err() != nil {
 			err = fmt.Errorf("no answer within %v: %w", s.timeout, context.DeadlineExceeded)
+		}
+		if id, _ := task.Load().(string); id != "" && callCtx.Err() != nil {
+			s.cancel(ctx, id)
 		}
 		if conv != nil && msg.taskID != "" {
 			conv.set(msg.contextID, "") // the question is not pending any more
@@ -438,6 +450,25 @@ func (s *Source) call(ctx context.Context, args string) (any, error) {
 		return nil, nil
 	}
 	return tooltext.Clip(text, s.maxRes), nil
+}
+
+// cancelTimeout bounds the cancel of a task whose call ended first.
+const cancelTimeout = 10 * time.Second
+
+// cancel asks the agent, in the background, to cancel the task of a call
+// that timed out or was cancelled; Close waits for it.
+func (s *Source) cancel(ctx context.Context, taskID string) {
+	s.inflight.Add(1) // the call's own is still held
+	go func() {
+		defer s.inflight.Done()
+		ctx, stop := context.WithTimeout(context.WithoutCancel(ctx), cancelTimeout)
+		defer stop()
+		if err := s.remote.cancel(ctx, taskID); err != nil {
+			s.opts.Logger.WarnContext(ctx, "a2atools: cancelling the task of a call that ended first", "agent", s.card.Name, "task", taskID, "err", err)
+			return
+		}
+		s.opts.Logger.DebugContext(ctx, "a2atools: cancelled the task of a call that ended first", "agent", s.card.Name, "task", taskID)
+	}()
 }
 
 // answerText is what the model is told of a completed task: its

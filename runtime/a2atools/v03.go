@@ -81,23 +81,32 @@ func (c *v03) apply(ev a2a.Event, g *gather, on func(step)) error {
 			}
 		}
 		g.status(e.ContextID, string(e.ID), string(e.Status.State), v03MessageText(e.Status.Message))
+		tell(step{contextID: e.ContextID, taskID: string(e.ID)})
 	case *a2a.Message:
 		text := v03Text(e.Parts)
 		g.message(e.ContextID, string(e.TaskID), text)
-		tell(step{kind: "Stream", text: text, contextID: e.ContextID})
+		tell(step{kind: "Stream", text: text, contextID: e.ContextID, taskID: string(e.TaskID)})
 	case *a2a.TaskStatusUpdateEvent:
 		st, text := string(e.Status.State), v03MessageText(e.Status.Message)
 		g.status(e.ContextID, string(e.TaskID), st, text)
-		tell(step{kind: "Status", text: statusText(st, text), contextID: e.ContextID})
+		tell(step{kind: "Status", text: statusText(st, text), id: string(e.TaskID), contextID: e.ContextID, taskID: string(e.TaskID)})
 	case *a2a.TaskArtifactUpdateEvent:
 		if e.Artifact == nil {
 			return fmt.Errorf("%w: an artifact update without an artifact", ErrProtocol)
 		}
 		text := v03Text(e.Artifact.Parts)
 		g.artifact(e.ContextID, string(e.TaskID), string(e.Artifact.ID), text, e.Append)
-		tell(step{kind: "Artifact", text: text, id: string(e.Artifact.ID), contextID: e.ContextID})
+		tell(step{kind: "Artifact", text: text, id: string(e.Artifact.ID), contextID: e.ContextID, taskID: string(e.TaskID)})
 	default:
 		return fmt.Errorf("%w: an event of type %T", ErrProtocol, ev)
+	}
+	return nil
+}
+
+// cancel implements remote: tasks/cancel.
+func (c *v03) cancel(ctx context.Context, taskID string) error {
+	if _, err := c.client.CancelTask(ctx, &a2a.TaskIDParams{ID: a2a.TaskID(taskID)}); err != nil {
+		return v03Error(err)
 	}
 	return nil
 }

@@ -92,31 +92,11 @@ func (c *v1) send(ctx context.Context, msg *outgoing, stream bool, on func(step)
 	text := msg.text
 	params := map[string]any{"message": v1Message{MessageID: msg.id, ContextID: msg.contextID, TaskID: msg.taskID,
 		Role: "ROLE_USER", Parts: []v1Part{{Text: &text}}}}
-	id := c.ids.Add(1)
-	body, err := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": id, "method": method, "params": params})
+	id, resp, err := c.post(ctx, method, params, stream)
 	if err != nil {
 		return nil, err
-	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.url, bytes.NewReader(body))
-	if err != nil {
-		return nil, err
-	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("A2A-Version", Version1)
-	if stream {
-		req.Header.Set("Accept", "text/event-stream")
-	} else {
-		req.Header.Set("Accept", "application/json")
-	}
-	resp, err := c.client.Do(req)
-	if err != nil {
-		return nil, transportError(err)
 	}
 	defer resp.Body.Close()
-	if resp.StatusCode/100 != 2 {
-		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 4<<10))
-		return nil, fmt.Errorf("%w: HTTP status %s", ErrUnavailable, resp.Status)
-	}
 	g := &gather{max: c.max}
 	mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
 	if mt != "text/event-stream" {
@@ -167,6 +147,68 @@ func (c *v1) send(ctx context.Context, msg *outgoing, stream bool, on func(step)
 	return g.result()
 }
 
+// post posts a JSON-RPC request and returns its id and the response,
+// whose status is a success.
+func (c *v1) post(ctx context.Context, method string, params any, stream bool) (int64, *http.Response, error) {
+	id := c.ids.Add(1)
+	body, err := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": id, "method": method, "params": params})
+	if err != nil {
+		return 0, nil, err
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.url, bytes.NewReader(body))
+	if err != nil {
+		return 0, nil, err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("A2A-Version", Version1)
+	if stream {
+		req.Header.Set("Accept", "text/event-stream")
+	} else {
+		req.Header.Set("Accept", "application/json")
+	}
+	resp, err := c.client.Do(req)
+	if err != nil {
+		return 0, nil, transportError(err)
+	}
+	if resp.StatusCode/100 != 2 {
+		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 4<<10))
+		resp.Body.Close()
+		return 0, nil, fmt.Errorf("%w: HTTP status %s", ErrUnavailable, resp.Status)
+	}
+	return id, resp, nil
+}
+
+// cancel implements remote: CancelTask.
+func (c *v1) cancel(ctx context.Context, taskID string) error {
+	id, resp, err := c.post(ctx, "CancelTask", map[string]string{"id": taskID}, false)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	raw, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return transportError(err)
+	}
+	var r rpcResponse
+	if err := json.Unmarshal(raw, &r); err != nil {
+		return fmt.Errorf("%w: the agent's answer is not JSON-RPC: %w", ErrProtocol, err)
+	}
+	if !sameID(r.ID, id, r.Error != nil) {
+		return fmt.Errorf("%w: the agent answered request %s, not %d", ErrProtocol, r.ID, id)
+	}
+	if r.Error != nil {
+		return r.Error
+	}
+	return nil
+}
+
+// sameID reports whether the id of an answer is id (a number or a
+// string), or null for an error.
+func sameID(got json.RawMessage, id int64, isError bool) bool {
+	want := strconv.FormatInt(id, 10)
+	return string(got) == want || string(got) == `"`+want+`"` || (isError && string(got) == "null")
+}
+
 // apply applies one JSON-RPC response (the send's, or an event of the
 // stream) to g, telling on of its steps.
 func (c *v1) apply(raw []byte, id int64, g *gather, on func(step)) error {
@@ -174,8 +216,8 @@ func (c *v1) apply(raw []byte, id int64, g *gather, on func(step)) error {
 	if err := json.Unmarshal(raw, &r); err != nil {
 		return fmt.Errorf("%w: the agent's answer is not JSON-RPC: %w", ErrProtocol, err)
 	}
-	if want := strconv.FormatInt(id, 10); string(r.ID) != want && string(r.ID) != `"`+want+`"` && (r.Error == nil || string(r.ID) != "null") {
-		return fmt.Errorf("%w: the agent answered request %s, not %s", ErrProtocol, r.ID, want)
+	if !sameID(r.ID, id, r.Error != nil) {
+		return fmt.Errorf("%w: the agent answered request %s, not %d", ErrProtocol, r.ID, id)
 	}
 	if r.Error != nil {
 		return r.Error
@@ -201,11 +243,12 @@ func (c *v1) apply(raw []byte, id int64, g *gather, on func(step)) error {
 		} else {
 			g.ids0(t.ContextID, t.ID)
 		}
+		tell(step{contextID: t.ContextID, taskID: t.ID})
 	case res.Message != nil:
 		m := res.Message
 		text := v1Text(m.Parts)
 		g.message(m.ContextID, m.TaskID, text)
-		tell(step{kind: "Stream", text: text, contextID: m.ContextID})
+		tell(step{kind: "Stream", text: text, contextID: m.ContextID, taskID: m.TaskID})
 	case res.StatusUpdate != nil:
 		u := res.StatusUpdate
 		if u.Status == nil {
@@ -213,7 +256,7 @@ func (c *v1) apply(raw []byte, id int64, g *gather, on func(step)) error {
 		}
 		st, text := stateName(u.Status.State), v1MessageText(u.Status.Message)
 		g.status(u.ContextID, u.TaskID, st, text)
-		tell(step{kind: "Status", text: statusText(st, text), contextID: u.ContextID})
+		tell(step{kind: "Status", text: statusText(st, text), id: u.TaskID, contextID: u.ContextID, taskID: u.TaskID})
 	case res.ArtifactUpdate != nil:
 		u := res.ArtifactUpdate
 		if u.Artifact == nil {
@@ -221,7 +264,7 @@ func (c *v1) apply(raw []byte, id int64, g *gather, on func(step)) error {
 		}
 		text := v1Text(u.Artifact.Parts)
 		g.artifact(u.ContextID, u.TaskID, u.Artifact.ArtifactID, text, u.Append)
-		tell(step{kind: "Artifact", text: text, id: u.Artifact.ArtifactID, contextID: u.ContextID})
+		tell(step{kind: "Artifact", text: text, id: u.Artifact.ArtifactID, contextID: u.ContextID, taskID: u.TaskID})
 	default:
 		return fmt.Errorf("%w: a result that is neither a task, a message, nor an update: %.200s", ErrProtocol, r.Result)
 	}

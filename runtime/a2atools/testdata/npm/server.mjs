@@ -5,7 +5,8 @@
 //
 //   "ask ..."   the task asks "Which metal?" (input-required); the next
 //               message on the task completes it with "forging <answer>".
-//   "slow"      answers after 5 s.
+//   "slow"      says it is working, then answers after 5 s, unless the
+//               task is cancelled first.
 //   "fail"      the task fails with "the anvil cracked".
 //   "huge"      an artifact of 300,000 bytes.
 //   anything    a working status "heating", two chunks of an artifact and
@@ -30,6 +31,7 @@ const artifact = (ctx, taskId, id, value, append, lastChunk) => AgentEvent.artif
 });
 
 const counts = new Map(); // messages per context
+const cancelled = new Set(); // the tasks cancelled
 
 class Smith {
   async execute(rc, bus) {
@@ -47,7 +49,9 @@ class Smith {
     } else if (said.startsWith("ask")) {
       bus.publish(status(ctx, id, TaskState.TASK_STATE_INPUT_REQUIRED, "Which metal?"));
     } else if (said === "slow") {
-      await new Promise((r) => setTimeout(r, 5000));
+      bus.publish(status(ctx, id, TaskState.TASK_STATE_WORKING, "slow work"));
+      for (let i = 0; i < 50 && !cancelled.has(id); i++) await new Promise((r) => setTimeout(r, 100));
+      if (cancelled.has(id)) return;
       bus.publish(status(ctx, id, TaskState.TASK_STATE_COMPLETED, "slowly done"));
     } else if (said === "fail") {
       bus.publish(status(ctx, id, TaskState.TASK_STATE_FAILED, "the anvil cracked"));
@@ -63,6 +67,7 @@ class Smith {
     bus.finished();
   }
   async cancelTask(taskId, bus) {
+    cancelled.add(taskId);
     bus.publish(status("", taskId, TaskState.TASK_STATE_CANCELED, undefined));
     bus.finished();
   }
