@@ -55,7 +55,7 @@
 // agent reaches the chat client as it comes, as an ai.EventSubAgent event
 // whose ai.AgentEvent is tagged with the agent's name (Agent) and the
 // remote contextId (Session): Type "Status" (Text: the state and its
-// message, "working: heating"), "Artifact" (Text: a chunk of an artifact,
+// message, "working: heating"; ID: the task's id), "Artifact" (Text: a chunk of an artifact,
 // ID: the artifact's id) or "Stream" (Text: a message of the agent).
 //
 // # Failures and bounds
@@ -66,7 +66,9 @@
 // ([ErrUnavailable]), a JSON-RPC error ([RemoteError]), an answer that is
 // not A2A ([ErrProtocol]), a call past [Options.CallTimeout], an answer
 // past [Options.MaxMessageBytes] ([ErrMessageTooLarge]) are each a
-// [CallError]; a task that ends failed, rejected, canceled or
+// [CallError]. A call that times out, or whose turn is cancelled, after
+// a stream named its task has the task cancelled on the agent, in the
+// background ([Source.Close] waits for it); a task that ends failed, rejected, canceled or
 // auth-required is a [TaskError]. A card that cannot be fetched or used
 // fails Connect ([ErrUnavailable], [ErrInvalidCard]). An answer longer
 // than [Options.MaxResultBytes] is cut.

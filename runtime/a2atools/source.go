@@ -77,8 +77,9 @@ type Options struct {
 	HTTPClient *http.Client
 	// CallTimeout bounds each call of the agent; 0 means
 	// [DefaultCallTimeout], a negative value no bound but the turn's own
-	// deadline. A call that times out is told to the model as a failure;
-	// the turn goes on.
+	// deadline. A call that times out is told to the model as a failure,
+	// and the turn goes on; its task, when a stream named it, is
+	// cancelled on the agent.
 	CallTimeout time.Duration
 	// ConnectTimeout bounds the fetching of the card; 0 means
 	// [DefaultConnectTimeout].
