@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -120,9 +121,20 @@ func goAgentStop(t testing.TB, streaming bool) (string, func()) {
 		Skills: []a2a.AgentSkill{{ID: "forge", Name: "Forge", Description: "Forges a blade of the metal you name.", Tags: []string{"forge"}}},
 	}
 	mux.Handle(a2asrv.WellKnownAgentCardPath, a2asrv.NewStaticAgentCardHandler(card))
-	mux.Handle("/rpc", a2asrv.NewJSONRPCHandler(a2asrv.NewHandler(&smith{counts: map[string]int{}})))
+	var rpc atomic.Pointer[http.Handler]
+	fresh := func() {
+		h := a2asrv.NewJSONRPCHandler(a2asrv.NewHandler(&smith{counts: map[string]int{}}))
+		rpc.Store(&h)
+	}
+	fresh()
+	mux.HandleFunc("/rpc", func(w http.ResponseWriter, r *http.Request) { (*rpc.Load()).ServeHTTP(w, r) })
+	restarts[srv.URL+"/"] = fresh
 	return srv.URL + "/", srv.Close
 }
+
+// restarts restarts the go agent of a base URL: a new server that knows
+// no task, on the same URL. Tests that use it do not run in parallel.
+var restarts = map[string]func(){}
 
 // smith is the 0.3 agent.
 type smith struct {
@@ -150,6 +162,11 @@ func (s *smith) Execute(ctx context.Context, rc *a2asrv.RequestContext, q eventq
 		ev.Final = state != a2a.TaskStateWorking
 		return q.Write(ctx, ev)
 	}
+	if rest, ok := strings.CutPrefix(said, "say "); ok {
+		m := a2a.NewMessage(a2a.MessageRoleAgent, a2a.TextPart{Text: "you said " + rest})
+		m.ContextID = rc.ContextID
+		return q.Write(ctx, m)
+	}
 	if rc.StoredTask == nil {
 		if err := q.Write(ctx, a2a.NewSubmittedTask(rc, rc.Message)); err != nil {
 			return err
@@ -170,6 +187,9 @@ func (s *smith) Execute(ctx context.Context, rc *a2asrv.RequestContext, q eventq
 			return ctx.Err()
 		}
 		return status(a2a.TaskStateCompleted, "slowly done")
+	case said == "pause":
+		time.Sleep(1500 * time.Millisecond)
+		return status(a2a.TaskStateCompleted, "paused")
 	case said == "fail":
 		return status(a2a.TaskStateFailed, "the anvil cracked")
 	case said == "huge":

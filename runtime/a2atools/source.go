@@ -399,14 +399,23 @@ func (s *Source) call(ctx context.Context, args string) (any, error) {
 		defer cancel()
 	}
 	var task atomic.Value // the task's id, once known
-	out, err := s.remote.send(callCtx, msg, s.stream, func(st step) {
+	on := func(st step) {
 		if st.taskID != "" {
 			task.Store(st.taskID)
 		}
 		if st.kind != "" {
 			s.event(ctx, st)
 		}
-	})
+	}
+	out, err := s.remote.send(callCtx, msg, s.stream, on)
+	if re := (*RemoteError)(nil); errors.As(err, &re) && msg.taskID != "" && callCtx.Err() == nil {
+		// The agent no longer knows the task that asked (it restarted,
+		// say): the answer goes to the context as a new message.
+		s.opts.Logger.InfoContext(ctx, "a2atools: the agent refused the message to the task that asked; sending it as a new task",
+			"agent", s.card.Name, "task", msg.taskID, "err", err)
+		msg.taskID, msg.id = "", a2a.NewMessageID()
+		out, err = s.remote.send(callCtx, msg, s.stream, on)
+	}
 	if err != nil {
 		if ctx.Err() == nil && callCtx.Err() != nil {
 			err = fmt.Errorf("no answer within %v: %w", s.timeout, context.DeadlineExceeded)

@@ -1,8 +1,10 @@
 package a2atools_test
 
 import (
+	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/chatscopes/chatgen/internal/leaktest"
 	"github.com/chatscopes/chatgen/runtime/a2atools"
@@ -95,6 +97,14 @@ func TestConversation(t *testing.T) {
 				t.Fatalf("after the failure: %q", got)
 			}
 
+			// An agent answering with a message (no task).
+			if got := c.chat(t, "ask Smith: say hi"); got != "Smith said: you said hi" {
+				t.Fatalf("a message: %q", got)
+			}
+			if got := c.chat(t, "ask Smith: then"); !strings.Contains(got, " of this context: then") {
+				t.Fatalf("after a message: %q", got)
+			}
+
 			// Another conversation has its own remote context.
 			c2 := a.dial(t)
 			if got := c2.chat(t, "ask Smith: other"); !strings.HasSuffix(got, "message 1 of this context: other") {
@@ -133,4 +143,60 @@ func TestPlainSend(t *testing.T) {
 	}
 }
 
-var _ = ai.EventSubAgent
+// The answer to a question of a task the agent no longer knows (it
+// restarted) goes to the context as a new task.
+func TestForgottenTask(t *testing.T) {
+	leaktest.Check(t)
+	u := goAgent(t, true)
+	c := newApp(t, nil, nil, connect(t, u, nil)).dial(t)
+	if got := c.chat(t, "ask Smith: ask me"); !strings.Contains(got, "Which metal?") {
+		t.Fatalf("the question: %q", got)
+	}
+	restarts[u]()
+	if got := c.chat(t, "ask Smith: steel"); !strings.HasSuffix(got, "message 1 of this context: steel") {
+		t.Fatalf("the answer after a restart: %q", got)
+	}
+}
+
+// Close waits for the calls under way; then the source offers no tool and
+// a call fails with ErrClosed. Outside a chat scope, each call is a new
+// remote conversation.
+func TestClose(t *testing.T) {
+	leaktest.Check(t)
+	src := connect(t, goAgent(t, true), nil)
+	call := src.ListTools()[0].Invoke
+	for range 2 {
+		res, err := call(t.Context(), `{"message":"hello"}`)
+		if s, _ := res.(string); err != nil || !strings.HasSuffix(s, "message 1 of this context: hello") {
+			t.Fatalf("outside a scope: %v %v", res, err)
+		}
+	}
+	if _, err := call(t.Context(), `{"message":""}`); !errors.As(err, new(*ai.ArgumentsError)) {
+		t.Fatalf("an empty message: %v", err)
+	}
+	if _, err := call(t.Context(), `[1]`); !errors.As(err, new(*ai.ArgumentsError)) {
+		t.Fatalf("arguments that are not an object: %v", err)
+	}
+	done := make(chan error, 1)
+	go func() {
+		_, err := call(t.Context(), `{"message":"pause"}`)
+		done <- err
+	}()
+	time.Sleep(100 * time.Millisecond)
+	start := time.Now()
+	if err := src.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if d := time.Since(start); d < time.Second {
+		t.Fatalf("Close returned after %v, before the call under way", d)
+	}
+	if err := <-done; err != nil {
+		t.Fatalf("the call under way: %v", err)
+	}
+	if _, err := src.Tools(t.Context()); !errors.Is(err, a2atools.ErrClosed) {
+		t.Fatalf("Tools after Close: %v", err)
+	}
+	if _, err := call(t.Context(), `{"message":"hello"}`); !errors.Is(err, a2atools.ErrClosed) {
+		t.Fatalf("a call after Close: %v", err)
+	}
+}

@@ -9,6 +9,7 @@
 //               task is cancelled first.
 //   "fail"      the task fails with "the anvil cracked".
 //   "huge"      an artifact of 300,000 bytes.
+//   "say ..."   a message (no task): "you said ...".
 //   anything    a working status "heating", two chunks of an artifact and
 //               "message N of this context: <text>" as the final status.
 import express from "express";
@@ -39,6 +40,11 @@ class Smith {
     const said = rc.userMessage.parts.map((p) => (p.content?.$case === "text" ? p.content.value : "")).join("");
     const n = (counts.get(ctx) ?? 0) + 1;
     counts.set(ctx, n);
+    if (said.startsWith("say ")) {
+      bus.publish(AgentEvent.message(message(ctx, undefined, "you said " + said.slice(4))));
+      bus.finished();
+      return;
+    }
     if (!rc.task) {
       bus.publish(AgentEvent.task({ id, contextId: ctx, status: { state: TaskState.TASK_STATE_SUBMITTED, message: undefined, timestamp: new Date().toISOString() }, artifacts: [], history: [rc.userMessage], metadata: undefined }));
     } else {
