@@ -46,7 +46,8 @@
 //
 // A task the agent leaves input-required is returned to the model as the
 // agent's question, marked as such; the model's next call of the tool
-// answers it, on the same task.
+// answers it, on the same task (or, when the agent no longer knows the
+// task — it restarted —, as a new message of the same context).
 //
 // # Progress
 //
