@@ -407,6 +407,7 @@ func (s *Source) call(ctx context.Context, args string) (any, error) {
 			s.event(ctx, st)
 		}
 	}
+	pending := msg.taskID // the task whose question this call answers
 	out, err := s.remote.send(callCtx, msg, s.stream, on)
 	if re := (*RemoteError)(nil); errors.As(err, &re) && msg.taskID != "" && callCtx.Err() == nil {
 		// The agent no longer knows the task that asked (it restarted,
@@ -423,7 +424,7 @@ func (s *Source) call(ctx context.Context, args string) (any, error) {
 		if id, _ := task.Load().(string); id != "" && callCtx.Err() != nil {
 			s.cancel(ctx, id)
 		}
-		if conv != nil && msg.taskID != "" {
+		if conv != nil && pending != "" {
 			conv.set(msg.contextID, "") // the question is not pending any more
 		}
 		s.opts.Logger.WarnContext(ctx, "a2atools: a call of the agent failed", "agent", s.card.Name, "err", err)
