@@ -103,12 +103,24 @@ func jsAgentStop(t testing.TB, args ...string) (string, func()) {
 // (a2asrv) that behaves as server.mjs does, and returns its base URL.
 func goAgent(t testing.TB, streaming bool) string {
 	t.Helper()
-	u, _ := goAgentStop(t, streaming)
-	return u
+	return startGoAgent(t, streaming).url
 }
 
 // goAgentStop is goAgent that also returns a func that stops the agent.
 func goAgentStop(t testing.TB, streaming bool) (string, func()) {
+	t.Helper()
+	g := startGoAgent(t, streaming)
+	return g.url, g.stop
+}
+
+// goServer is a running go agent.
+type goServer struct {
+	url     string
+	stop    func()
+	restart func() // a new server that knows no task, on the same URL
+}
+
+func startGoAgent(t testing.TB, streaming bool) *goServer {
 	t.Helper()
 	mux := http.NewServeMux()
 	srv := httptest.NewServer(mux)
@@ -128,13 +140,8 @@ func goAgentStop(t testing.TB, streaming bool) (string, func()) {
 	}
 	fresh()
 	mux.HandleFunc("/rpc", func(w http.ResponseWriter, r *http.Request) { (*rpc.Load()).ServeHTTP(w, r) })
-	restarts[srv.URL+"/"] = fresh
-	return srv.URL + "/", srv.Close
+	return &goServer{url: srv.URL + "/", stop: srv.Close, restart: fresh}
 }
-
-// restarts restarts the go agent of a base URL: a new server that knows
-// no task, on the same URL. Tests that use it do not run in parallel.
-var restarts = map[string]func(){}
 
 // smith is the 0.3 agent.
 type smith struct {

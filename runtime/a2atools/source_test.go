@@ -147,12 +147,12 @@ func TestPlainSend(t *testing.T) {
 // restarted) goes to the context as a new task.
 func TestForgottenTask(t *testing.T) {
 	leaktest.Check(t)
-	u := goAgent(t, true)
-	c := newApp(t, nil, nil, connect(t, u, nil)).dial(t)
+	g := startGoAgent(t, true)
+	c := newApp(t, nil, nil, connect(t, g.url, nil)).dial(t)
 	if got := c.chat(t, "ask Smith: ask me"); !strings.Contains(got, "Which metal?") {
 		t.Fatalf("the question: %q", got)
 	}
-	restarts[u]()
+	g.restart()
 	if got := c.chat(t, "ask Smith: steel"); !strings.HasSuffix(got, "message 1 of this context: steel") {
 		t.Fatalf("the answer after a restart: %q", got)
 	}
