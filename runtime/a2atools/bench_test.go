@@ -43,3 +43,21 @@ func BenchmarkCall(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkTurn measures a whole turn over the websocket whose model
+// calls the remote agent's tool once (two model calls on llmtest's
+// loopback OpenAI server): what the remote call adds to a turn.
+func BenchmarkTurn(b *testing.B) {
+	for _, ag := range agents {
+		b.Run(ag.name, func(b *testing.B) {
+			c := newApp(b, nil, nil, connect(b, ag.start(b), nil)).dial(b)
+			b.ReportAllocs()
+			for b.Loop() {
+				if got := c.chat(b, "new Smith: hello"); !strings.HasSuffix(got, "of this context: hello") {
+					b.Fatalf("answer %q", got)
+				}
+				c.takeAgentEvents()
+			}
+		})
+	}
+}
