@@ -58,6 +58,7 @@ func main() {
 	redisAddr := flag.String("redis", "", "keep the conversations in the Redis at this address instead (several servers can share it); comma-separated addresses name the seed nodes of a Redis Cluster")
 	redisPrefix := flag.String("redis-prefix", "weaponbuilder:", "the prefix of the Redis keys")
 	provider := flag.String("provider", "", "the model: "+strings.Join(providers, ", ")+` (keys from OPENAI_API_KEY, ANTHROPIC_API_KEY, GEMINI_API_KEY, OLLAMA_HOST; CHATGEN_MODEL names the model; default: openai when OPENAI_API_KEY is set, else offline)`)
+	aguiFlag := flag.String("agui", "", "serve the routes to AG-UI clients instead, at http://ADDR/agui (localhost:8091)")
 	mcpFlag := flag.String("mcp", "", `serve the routes as MCP tools instead: "stdio" over standard input and output, or an address (localhost:8090) for streamable HTTP at /mcp`)
 	lease := flag.Duration("lease", 0, "how long a server holds a conversation between requests: another server resuming it after a crash waits that long (0: 30s)")
 	flag.Parse()
@@ -82,7 +83,7 @@ func main() {
 			}
 			defer func() { err = errors.Join(err, shutdown(context.Background())) }()
 		}
-		return run(ctx, *provider, *addr, storageFlags{data: *data, redisAddr: *redisAddr, redisPrefix: *redisPrefix, lease: *lease}, runMode{terminal: *terminal, mcp: *mcpFlag}, *lore, logger)
+		return run(ctx, *provider, *addr, storageFlags{data: *data, redisAddr: *redisAddr, redisPrefix: *redisPrefix, lease: *lease}, runMode{terminal: *terminal, mcp: *mcpFlag, agui: *aguiFlag}, *lore, logger)
 	}()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "weaponbuilder:", err)
@@ -102,6 +103,7 @@ func flagSet(name string) bool {
 type runMode struct {
 	terminal bool
 	mcp      string
+	agui     string // the address of the AG-UI endpoint, if any
 }
 
 func run(ctx context.Context, provider, addr string, data storageFlags, mode runMode, lore bool, logger *slog.Logger) (err error) {
@@ -133,6 +135,10 @@ func run(ctx context.Context, provider, addr string, data storageFlags, mode run
 		// may be printed there.
 		fmt.Fprintf(os.Stderr, "weaponbuilder: serving MCP, talking to %s\n", about)
 		return serveMCP(ctx, a, mode.mcp, logger)
+	}
+	if mode.agui != "" {
+		fmt.Fprintf(os.Stderr, "weaponbuilder: serving AG-UI, talking to %s, keeping conversations %s\n", about, store.where)
+		return serveAGUI(ctx, a, store, mode.agui, logger)
 	}
 	if mode.terminal {
 		fmt.Printf("weaponbuilder: talking to %s\n", about)
