@@ -87,10 +87,7 @@ func (s *Server) addToolBoxes(boxes []ToolBox) error {
 
 // newBoxTool returns the MCP tool of t, a tool of a box of route.
 func newBoxTool(route string, t ai.Tool) (*boxTool, error) {
-	name := t.Name
-	if name == "" && t.Definition.Function != nil {
-		name = t.Definition.Function.Name // a tool source's, written before Name
-	}
+	name := t.Name // boxes are generated code, which sets Name
 	bt := &boxTool{name: route + "." + name, route: route, tool: t}
 	if name == "" || !toolName.MatchString(bt.name) {
 		return nil, fmt.Errorf("%w: %q", ErrInvalidToolName, bt.name)
@@ -119,9 +116,6 @@ func (bt *boxTool) inputSchema() json.RawMessage {
 // describeBoxTool is the description of the MCP tool of bt.
 func describeBoxTool(bt *boxTool) string {
 	d := bt.tool.Description
-	if d == "" && bt.tool.Name == "" && bt.tool.Definition.Function != nil {
-		d = bt.tool.Definition.Function.Description
-	}
 	if d != "" {
 		d += " "
 	}
