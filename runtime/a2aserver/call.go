@@ -268,7 +268,12 @@ func (c *call) send(stream bool) {
 			return // the client left; the task goes on
 		}
 	}
-	c.task(snap)
+	if c.v == v1 {
+		// A 1.0 send result is a SendMessageResponse: {"task": …}.
+		c.reply(map[string]any{"task": task1Of(snap)})
+		return
+	}
+	c.reply(snap)
 }
 
 // openStream starts the event stream of the response and returns its
