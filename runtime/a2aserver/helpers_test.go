@@ -138,6 +138,13 @@ type app struct {
 func newApp(t testing.TB, opts *a2aserver.Options, store chatstore.ConversationStore) *app {
 	t.Helper()
 	leaktest.Check(t)
+	return serve(t, opts, store)
+}
+
+// serve is newApp without the goroutine check: for the second app of a
+// test, whose check the first one's covers.
+func serve(t testing.TB, opts *a2aserver.Options, store chatstore.ConversationStore) *app {
+	t.Helper()
 	sig := &signals{waiting: make(chan struct{}, 10), cancelled: make(chan bool, 10)}
 	r, err := chat.NewRouter(&chat.RouterOptions{Logger: quietLogger(), Store: store}, testPackage(sig))
 	if err != nil {
