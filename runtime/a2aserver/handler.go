@@ -22,7 +22,7 @@ const (
 	DefaultMaxBodyBytes = 4 << 20
 	// DefaultMaxBufferedEvents bounds the events of a stream waiting for
 	// a slow client.
-	DefaultMaxBufferedEvents = 1024
+	DefaultMaxBufferedEvents = 256
 	// DefaultMaxTasks is the number of tasks a context keeps.
 	DefaultMaxTasks = 20
 	// DefaultMaxHistory is the number of messages a task keeps.

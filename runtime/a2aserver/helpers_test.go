@@ -32,6 +32,8 @@ type signals struct {
 	waiting   chan struct{}
 	cancelled chan bool // whether the context's cause was a stop (chat.Cancelled)
 	runs      chan string
+	ready     chan struct{} // the "gate" route waits
+	gate      chan struct{} // closed: the "gate" route goes on
 }
 
 // testPackage returns the test application: routes as chatgen generates
@@ -105,6 +107,18 @@ func testPackage(sig *signals) *chatimpl.Package {
 		return res.Event(chat.EventClientTool, chat.ClientToolCall{ID: "ct-1", Tool: "Locate",
 			Arguments: json.RawMessage(`{"precision":"city"}`), CallID: "call_1"})
 	}})
+	p.AddRoute(chatimpl.RouteSpec{Name: "gate", Handle: func(ctx context.Context) error {
+		if err := chat.Response(ctx).Message("ready"); err != nil {
+			return err
+		}
+		sig.ready <- struct{}{}
+		select {
+		case <-sig.gate:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+		return chat.Response(ctx).Message("through")
+	}})
 	p.AddRoute(chatimpl.RouteSpec{Name: "boom", Handle: func(ctx context.Context) error {
 		return errors.New("the internal secret detail")
 	}})
@@ -145,7 +159,7 @@ func newApp(t testing.TB, opts *a2aserver.Options, store chatstore.ConversationS
 // test, whose check the first one's covers.
 func serve(t testing.TB, opts *a2aserver.Options, store chatstore.ConversationStore) *app {
 	t.Helper()
-	sig := &signals{waiting: make(chan struct{}, 10), cancelled: make(chan bool, 10)}
+	sig := &signals{waiting: make(chan struct{}, 10), cancelled: make(chan bool, 10), ready: make(chan struct{}, 2000), gate: make(chan struct{})}
 	r, err := chat.NewRouter(&chat.RouterOptions{Logger: quietLogger(), Store: store}, testPackage(sig))
 	if err != nil {
 		t.Fatal(err)
