@@ -4,9 +4,11 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"net"
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -205,7 +207,8 @@ func TestEvents(t *testing.T) {
 // when the buffer fills; the task goes on to its end, and the handler's
 // goroutines end (leaktest).
 func TestSlowClient(t *testing.T) {
-	a := newApp(t, &a2aserver.Options{Route: "flood", MaxBufferedEvents: 16}, nil)
+	logs := &syncBuffer{}
+	a := newApp(t, &a2aserver.Options{Route: "flood", MaxBufferedEvents: 16, Logger: slog.New(slog.NewTextHandler(logs, nil))}, nil)
 	conn, err := net.Dial("tcp", a.srv.Listener.Addr().String())
 	if err != nil {
 		t.Fatal(err)
@@ -213,20 +216,20 @@ func TestSlowClient(t *testing.T) {
 	defer conn.Close()
 	body := `{"jsonrpc":"2.0","id":1,"method":"SendStreamingMessage","params":{"message":{"messageId":"m","role":"ROLE_USER","parts":[{"text":"go"}]}}}`
 	fmt.Fprintf(conn, "POST / HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nA2A-Version: 1.0\r\nX-User: ann\r\nContent-Length: %d\r\n\r\n%s", len(body), body)
-	// Read the first bytes, to learn the task id, then read no more.
-	buf := make([]byte, 4096)
-	n, err := conn.Read(buf)
-	if err != nil {
-		t.Fatal(err)
-	}
-	head := string(buf[:n])
+	// Read nothing; learn the task id from the list of ann's tasks.
 	var id string
-	if j := strings.Index(head, `"task":{"id":"`); j >= 0 {
-		rest := head[j+len(`"task":{"id":"`):]
-		id = rest[:strings.IndexByte(rest, '"')]
-	}
-	if id == "" {
-		t.Fatalf("no task id in %q", head)
+	for start := time.Now(); id == ""; time.Sleep(10 * time.Millisecond) {
+		r := a.rpc(t, "1.0", "ann", "ListTasks", map[string]any{})
+		var list struct{ Tasks []task1 }
+		if err := json.Unmarshal(r.Result, &list); err != nil {
+			t.Fatal(err, r.Error)
+		}
+		if len(list.Tasks) > 0 {
+			id = list.Tasks[0].ID
+		}
+		if time.Since(start) > 10*time.Second {
+			t.Fatal("no task")
+		}
 	}
 	deadline := time.Now().Add(20 * time.Second)
 	for {
@@ -243,6 +246,27 @@ func TestSlowClient(t *testing.T) {
 		time.Sleep(20 * time.Millisecond)
 	}
 	conn.Close()
+	if !strings.Contains(logs.String(), "a stream was cut") {
+		t.Fatalf("the stream was not cut; the log:\n%s", logs.String())
+	}
+}
+
+// A syncBuffer is a bytes.Buffer safe for concurrent use.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }
 
 // TestCancelRace: a cancel racing the completion of a task ends it either
