@@ -119,6 +119,20 @@ func testPackage(sig *signals) *chatimpl.Package {
 		}
 		return chat.Response(ctx).Message("through")
 	}})
+	p.AddRoute(chatimpl.RouteSpec{Name: "node", Handle: func(ctx context.Context) error {
+		text := chat.Request(ctx).UserMessage()
+		if sig.runs != nil {
+			sig.runs <- text
+		}
+		if text != "slow" {
+			return chat.Response(ctx).Message("quick: " + text)
+		}
+		if err := chat.Response(ctx).Message("started slow"); err != nil {
+			return err
+		}
+		<-ctx.Done()
+		return ctx.Err()
+	}})
 	p.AddRoute(chatimpl.RouteSpec{Name: "boom", Handle: func(ctx context.Context) error {
 		return errors.New("the internal secret detail")
 	}})
