@@ -16,7 +16,10 @@
 // own child process (`weaponbuilder lore-server`). With -mcp the program
 // is an MCP server itself instead: its routes are MCP tools, over stdio
 // (-mcp stdio, for an MCP client that runs it) or streamable HTTP (-mcp
-// localhost:8090, at /mcp); each MCP session is a conversation.
+// localhost:8090, at /mcp); each MCP session is a conversation. With -a2a
+// localhost:8091 it is an A2A agent instead (runtime/a2aserver): its card
+// at /.well-known/agent-card.json, JSON-RPC at /; each A2A context is a
+// conversation.
 //
 // Conversations are durable: they are kept, with the builders' state and
 // the AI services' chat memories, in a bbolt data file (-data; by default
@@ -59,6 +62,7 @@ func main() {
 	redisPrefix := flag.String("redis-prefix", "weaponbuilder:", "the prefix of the Redis keys")
 	provider := flag.String("provider", "", "the model: "+strings.Join(providers, ", ")+` (keys from OPENAI_API_KEY, ANTHROPIC_API_KEY, GEMINI_API_KEY, OLLAMA_HOST; CHATGEN_MODEL names the model; default: openai when OPENAI_API_KEY is set, else offline)`)
 	mcpFlag := flag.String("mcp", "", `serve the routes as MCP tools instead: "stdio" over standard input and output, or an address (localhost:8090) for streamable HTTP at /mcp`)
+	a2aFlag := flag.String("a2a", "", "serve the routes as an A2A agent instead, at this address (localhost:8091): the card at /.well-known/agent-card.json, JSON-RPC at /")
 	lease := flag.Duration("lease", 0, "how long a server holds a conversation between requests: another server resuming it after a crash waits that long (0: 30s)")
 	flag.Parse()
 	if *withOTel && *mcpFlag == mcpStdio {
@@ -82,7 +86,7 @@ func main() {
 			}
 			defer func() { err = errors.Join(err, shutdown(context.Background())) }()
 		}
-		return run(ctx, *provider, *addr, storageFlags{data: *data, redisAddr: *redisAddr, redisPrefix: *redisPrefix, lease: *lease}, runMode{terminal: *terminal, mcp: *mcpFlag}, *lore, logger)
+		return run(ctx, *provider, *addr, storageFlags{data: *data, redisAddr: *redisAddr, redisPrefix: *redisPrefix, lease: *lease}, runMode{terminal: *terminal, mcp: *mcpFlag, a2a: *a2aFlag}, *lore, logger)
 	}()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "weaponbuilder:", err)
@@ -102,6 +106,7 @@ func flagSet(name string) bool {
 type runMode struct {
 	terminal bool
 	mcp      string
+	a2a      string // the address of the A2A endpoint
 }
 
 func run(ctx context.Context, provider, addr string, data storageFlags, mode runMode, lore bool, logger *slog.Logger) (err error) {
@@ -133,6 +138,10 @@ func run(ctx context.Context, provider, addr string, data storageFlags, mode run
 		// may be printed there.
 		fmt.Fprintf(os.Stderr, "weaponbuilder: serving MCP, talking to %s\n", about)
 		return serveMCP(ctx, a, mode.mcp, logger)
+	}
+	if mode.a2a != "" {
+		fmt.Fprintf(os.Stderr, "weaponbuilder: serving A2A, talking to %s, keeping conversations %s\n", about, store.where)
+		return serveA2A(ctx, a, mode.a2a, store.conversations, logger)
 	}
 	if mode.terminal {
 		fmt.Printf("weaponbuilder: talking to %s\n", about)
