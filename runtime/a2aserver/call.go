@@ -166,7 +166,10 @@ func (c *call) send(stream bool) {
 	switch {
 	case msg.ContextID == "" && msg.TaskID == "":
 		var err error
-		if cc, err = h.newContext(c.r.Context(), c.p); err != nil {
+		if cc, err = h.newContext(c.r.Context(), c.p); errors.Is(err, ErrTooManyContexts) || errors.Is(err, ErrClosed) {
+			c.fail(&rpcError{Code: codeInternal, Message: "Internal error: the agent takes no new context now (too many, or shutting down); try again later"})
+			return
+		} else if err != nil {
 			h.log.InfoContext(c.r.Context(), "a2aserver: a send found no conversation", "err", err)
 			f := chat.FailureOf(err)
 			c.fail(&rpcError{Code: codeInternal, Message: "Internal error: the conversation could not start: " + f.Reason})

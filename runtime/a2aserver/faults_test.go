@@ -371,3 +371,24 @@ func TestDurableHistory(t *testing.T) {
 		t.Fatalf("a send on a context held elsewhere: %+v", r.Error)
 	}
 }
+
+// TestMaxContexts: a message that would start a context beyond
+// MaxContexts is refused; the contexts held go on.
+func TestMaxContexts(t *testing.T) {
+	a := newApp(t, &a2aserver.Options{MaxContexts: 2}, nil)
+	var ctxID string
+	for i := range 2 {
+		r := a.rpc(t, "1.0", "ann", "SendMessage", userMessage1(fmt.Sprint("c", i), "", ""))
+		var res struct{ Task task1 }
+		if err := json.Unmarshal(r.Result, &res); err != nil || r.code() != 0 {
+			t.Fatal(r.Error, err)
+		}
+		ctxID = res.Task.ContextID
+	}
+	if r := a.rpc(t, "1.0", "ann", "SendMessage", userMessage1("third", "", "")); r.code() != -32603 {
+		t.Fatalf("a third context: %+v", r.Error)
+	}
+	if r := a.rpc(t, "1.0", "ann", "SendMessage", userMessage1("more", ctxID, "")); r.code() != 0 {
+		t.Fatalf("a held context: %+v", r.Error)
+	}
+}

@@ -32,6 +32,8 @@ const (
 	DefaultContextTimeout = 30 * time.Minute
 	// DefaultCancelWait is how long a cancel waits for the task to stop.
 	DefaultCancelWait = 10 * time.Second
+	// DefaultMaxContexts bounds the contexts a handler holds.
+	DefaultMaxContexts = 10000
 )
 
 // CardPath is the path of the Agent Card, under the handler's base URL.
@@ -39,6 +41,10 @@ const CardPath = "/.well-known/agent-card.json"
 
 // ErrClosed is the error of a request on a closed [Handler].
 var ErrClosed = errors.New("a2aserver: the handler is closed")
+
+// ErrTooManyContexts is the error of a message that would start a
+// context while the handler holds [Options.MaxContexts] of them.
+var ErrTooManyContexts = errors.New("a2aserver: too many contexts")
 
 // ErrSlowClient is the cause logged when a stream is cut because its
 // client did not read its events while the buffer filled. The task goes
@@ -87,6 +93,10 @@ type Options struct {
 	// ContextTimeout ends a context idle that long, and its conversation
 	// (0: [DefaultContextTimeout]; negative: never).
 	ContextTimeout time.Duration
+	// MaxContexts bounds the contexts held in this process (0:
+	// [DefaultMaxContexts]); a message that would start another is
+	// answered with a JSON-RPC error (-32603) until idle ones end.
+	MaxContexts int
 	// CancelWait is how long a cancel waits for its task to stop (0:
 	// [DefaultCancelWait]).
 	CancelWait time.Duration
@@ -139,6 +149,9 @@ func New(router *chat.Router, opts *Options) (*Handler, error) {
 	}
 	if o.ContextTimeout == 0 {
 		o.ContextTimeout = DefaultContextTimeout
+	}
+	if o.MaxContexts <= 0 {
+		o.MaxContexts = DefaultMaxContexts
 	}
 	if o.CancelWait <= 0 {
 		o.CancelWait = DefaultCancelWait
@@ -225,9 +238,11 @@ func (h *Handler) Contexts() int {
 	return len(h.contexts)
 }
 
-// Close refuses new requests, waits for the tasks in progress to end (or
-// ctx to be done) and ends every context's conversation (a durable one is
-// detached: its saved state stays in the store).
+// Close refuses new requests, waits for the tasks in progress to end and
+// lets go of every context's conversation (a durable one is detached: its
+// saved state stays in the store). When ctx is done first, the tasks
+// still running are cancelled with the cause [ErrClosed] and Close
+// returns ctx's error.
 func (h *Handler) Close(ctx context.Context) error {
 	h.mu.Lock()
 	h.closed = true
@@ -237,6 +252,7 @@ func (h *Handler) Close(ctx context.Context) error {
 	select {
 	case <-done:
 	case <-ctx.Done():
+		h.cancelAll(ErrClosed)
 		return fmt.Errorf("a2aserver: waiting for the tasks in progress: %w", ctx.Err())
 	}
 	h.mu.Lock()
@@ -252,4 +268,23 @@ func (h *Handler) Close(ctx context.Context) error {
 		cc.run.Unlock()
 	}
 	return nil
+}
+
+// cancelAll cancels the requests of the tasks in progress with cause.
+func (h *Handler) cancelAll(cause error) {
+	h.mu.Lock()
+	ccs := make([]*convContext, 0, len(h.contexts))
+	for _, cc := range h.contexts {
+		ccs = append(ccs, cc)
+	}
+	h.mu.Unlock()
+	for _, cc := range ccs {
+		cc.mu.Lock()
+		for _, tk := range cc.tasks {
+			if tk.running {
+				tk.cancel(cause)
+			}
+		}
+		cc.mu.Unlock()
+	}
 }

@@ -102,10 +102,13 @@ func principalName(p chat.Principal) string {
 // newContext connects the conversation of a new context of p.
 func (h *Handler) newContext(ctx context.Context, p chat.Principal) (*convContext, error) {
 	h.mu.Lock()
-	closed := h.closed
+	closed, full := h.closed, len(h.contexts) >= h.opts.MaxContexts
 	h.mu.Unlock()
-	if closed {
+	switch {
+	case closed:
 		return nil, ErrClosed
+	case full:
+		return nil, ErrTooManyContexts
 	}
 	conv, err := h.router.Connect(chat.WithPrincipal(context.WithoutCancel(ctx), p), h.opts.Route)
 	if err != nil {
