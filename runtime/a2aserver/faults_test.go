@@ -392,3 +392,35 @@ func TestMaxContexts(t *testing.T) {
 		t.Fatalf("a held context: %+v", r.Error)
 	}
 }
+
+// TestConfirmation: a tool call waiting for the user's confirmation ends
+// the task input-required; a data part with "approve" answers it; a
+// cancel of a paused task stops its turn and ends it canceled.
+func TestConfirmation(t *testing.T) {
+	a := newApp(t, &a2aserver.Options{Route: "arm"}, nil)
+	send := func(params map[string]any) task1 {
+		t.Helper()
+		r := a.rpc(t, "1.0", "ann", "SendMessage", params)
+		var res struct{ Task task1 }
+		if err := json.Unmarshal(r.Result, &res); err != nil || r.code() != 0 {
+			t.Fatal(r.Error, err)
+		}
+		return res.Task
+	}
+	tk := send(userMessage1("fire", "", ""))
+	c, _ := tk.Status.Message.Parts[0].Data["confirm"].(map[string]any)
+	if tk.Status.State != "TASK_STATE_INPUT_REQUIRED" || c["id"] != "cf-1" || c["tool"] != "Fire" {
+		t.Fatalf("the pause: %+v", tk.Status)
+	}
+	answer := map[string]any{"message": map[string]any{"messageId": "a1", "role": "ROLE_USER", "taskId": tk.ID,
+		"parts": []any{map[string]any{"data": map[string]any{"approve": false, "reason": "too risky"}}}}}
+	if got := send(answer); got.ID != tk.ID || got.Status.State != "TASK_STATE_COMPLETED" || got.text() != "denied: too risky" {
+		t.Fatalf("the answer: %+v %q", got.Status, got.text())
+	}
+	tk = send(userMessage1("fire again", tk.ContextID, ""))
+	r := a.rpc(t, "1.0", "ann", "CancelTask", map[string]any{"id": tk.ID})
+	var got task1
+	if err := json.Unmarshal(r.Result, &got); err != nil || r.code() != 0 || got.Status.State != "TASK_STATE_CANCELED" {
+		t.Fatalf("the cancel of a paused task: %s %+v", r.Result, r.Error)
+	}
+}

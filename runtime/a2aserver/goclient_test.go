@@ -191,3 +191,41 @@ func TestGoClientCancel(t *testing.T) {
 		t.Fatalf("send on another principal's context: %v", err)
 	}
 }
+
+// TestGoClientResubscribe: a2a-go's client resubscribes to a running
+// task: the task first, then its events to its final status, here the
+// canceled one.
+func TestGoClientResubscribe(t *testing.T) {
+	a := newApp(t, &a2aserver.Options{Route: "wait"}, nil)
+	c, _ := goClient(t, a, "ann")
+	msg := a2a.NewMessage(a2a.MessageRoleUser, a2a.TextPart{Text: "slow"})
+	res, err := c.SendMessage(context.Background(), &a2a.MessageSendParams{Message: msg, Config: &a2a.MessageSendConfig{Blocking: new(false)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	task := res.(*a2a.Task)
+	<-a.sig.waiting
+	var kinds []string
+	var last a2a.TaskState
+	for ev, err := range c.ResubscribeToTask(context.Background(), &a2a.TaskIDParams{ID: task.ID}) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		switch ev := ev.(type) {
+		case *a2a.Task:
+			kinds = append(kinds, "task")
+			go func() {
+				if _, err := c.CancelTask(context.Background(), &a2a.TaskIDParams{ID: task.ID}); err != nil {
+					t.Error(err)
+				}
+			}()
+		case *a2a.TaskStatusUpdateEvent:
+			kinds = append(kinds, "status")
+			last = ev.Status.State
+		}
+	}
+	<-a.sig.cancelled
+	if len(kinds) < 2 || kinds[0] != "task" || last != a2a.TaskStateCanceled {
+		t.Fatalf("the resubscription: %v, last %s", kinds, last)
+	}
+}

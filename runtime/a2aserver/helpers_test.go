@@ -133,6 +133,26 @@ func testPackage(sig *signals) *chatimpl.Package {
 		<-ctx.Done()
 		return ctx.Err()
 	}})
+	p.AddRoute(chatimpl.RouteSpec{Name: "arm", Handle: func(ctx context.Context) error {
+		// A tool call waiting for the user's confirmation, as runtime/ai
+		// plays it: a Confirm event; the next request answers it.
+		req, res := chat.Request(ctx), chat.Response(ctx)
+		switch {
+		case req.Has("cancel"):
+			return chat.ErrCancelled
+		case req.Has("confirm"):
+			var approve bool
+			var reason string
+			if err := errors.Join(req.Decode("approve", &approve), req.Decode("reason", &reason)); err != nil {
+				return err
+			}
+			if approve {
+				return res.Message("fired")
+			}
+			return res.Message("denied: " + reason)
+		}
+		return res.Event(chat.EventConfirm, map[string]any{"id": "cf-1", "tool": "Fire", "arguments": map[string]any{"at": "dragon"}, "callId": "call_9"})
+	}})
 	p.AddRoute(chatimpl.RouteSpec{Name: "boom", Handle: func(ctx context.Context) error {
 		return errors.New("the internal secret detail")
 	}})

@@ -106,7 +106,7 @@ func TestNPMClientV1(t *testing.T) {
 		}
 	}
 	nodeJSON(t, "v1.mjs", &out)
-	if out.Card.Name != "chatgen" || !reflect.DeepEqual(out.Card.Interfaces, []string{"1.0", "0.3"}) || !out.Card.Streaming || len(out.Card.Skills) != 9 {
+	if out.Card.Name != "chatgen" || !reflect.DeepEqual(out.Card.Interfaces, []string{"1.0", "0.3"}) || !out.Card.Streaming || len(out.Card.Skills) != 10 {
 		t.Errorf("card: %+v", out.Card)
 	}
 	if len(out.Send) != 2 || out.Send[0].State != "TASK_STATE_COMPLETED" || out.Send[0].Text != "hi: count is 1" ||
