@@ -207,6 +207,7 @@ func TestGoClientResubscribe(t *testing.T) {
 	<-a.sig.waiting
 	var kinds []string
 	var last a2a.TaskState
+	cancelled := make(chan error, 1)
 	for ev, err := range c.ResubscribeToTask(context.Background(), &a2a.TaskIDParams{ID: task.ID}) {
 		if err != nil {
 			t.Fatal(err)
@@ -215,14 +216,16 @@ func TestGoClientResubscribe(t *testing.T) {
 		case *a2a.Task:
 			kinds = append(kinds, "task")
 			go func() {
-				if _, err := c.CancelTask(context.Background(), &a2a.TaskIDParams{ID: task.ID}); err != nil {
-					t.Error(err)
-				}
+				_, err := c.CancelTask(context.Background(), &a2a.TaskIDParams{ID: task.ID})
+				cancelled <- err
 			}()
 		case *a2a.TaskStatusUpdateEvent:
 			kinds = append(kinds, "status")
 			last = ev.Status.State
 		}
+	}
+	if err := <-cancelled; err != nil {
+		t.Fatal(err)
 	}
 	<-a.sig.cancelled
 	if len(kinds) < 2 || kinds[0] != "task" || last != a2a.TaskStateCanceled {
