@@ -424,3 +424,39 @@ func TestConfirmation(t *testing.T) {
 		t.Fatalf("the cancel of a paused task: %s %+v", r.Result, r.Error)
 	}
 }
+
+// TestSavedBound: the saved task history stays under MaxSavedBytes: the
+// oldest tasks go first; the latest is saved.
+func TestSavedBound(t *testing.T) {
+	store := chat.NewInMemoryConversationStore(nil)
+	a := newApp(t, nil, store)
+	var ids []string
+	ctxID := ""
+	for i := range 4 {
+		r := a.rpc(t, "1.0", "ann", "SendMessage", userMessage1(strings.Repeat("y", 60<<10)+fmt.Sprint(i), ctxID, ""))
+		var res struct{ Task task1 }
+		if err := json.Unmarshal(r.Result, &res); err != nil || r.code() != 0 {
+			t.Fatal(r.Error, err)
+		}
+		ctxID = res.Task.ContextID
+		ids = append(ids, res.Task.ID)
+	}
+	st, err := store.Load(t.Context(), ctxID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := len(st.Extra["a2a.tasks"]); n > a2aserver.MaxSavedBytes || n == 0 {
+		t.Fatalf("the saved history is %d bytes", n)
+	}
+	b := newReader(t, store)
+	if r := b.rpc(t, "1.0", "ann", "GetTask", map[string]any{"id": ids[3]}); r.code() != 0 {
+		t.Fatalf("the latest task: %+v", r.Error)
+	}
+	if r := b.rpc(t, "1.0", "ann", "GetTask", map[string]any{"id": ids[0]}); r.code() != -32001 {
+		t.Fatalf("the oldest task: %+v", r.Error)
+	}
+	// The process still holds them all.
+	if r := a.rpc(t, "1.0", "ann", "GetTask", map[string]any{"id": ids[0], "historyLength": 0}); r.code() != 0 {
+		t.Fatalf("the oldest task, held: %+v", r.Error)
+	}
+}

@@ -26,6 +26,13 @@ const extraKey = "a2a.tasks"
 // streamed.
 const maxArtifacts = 64
 
+// MaxSavedBytes bounds the task history saved with a conversation (its
+// JSON): over it, the artifacts of the saved tasks are left out, then the
+// oldest tasks, then the latest task's history (its status, with the
+// agent's answer, is always saved), until it fits. The tasks held in the
+// process keep theirs.
+const MaxSavedBytes = 256 << 10
+
 // A convContext is one A2A context: a conversation, its principal and
 // its tasks.
 type convContext struct {
@@ -183,7 +190,26 @@ func (h *Handler) record(cc *convContext, f *chat.Failure) ([]byte, error) {
 		}
 		out.Tasks = append(out.Tasks, t)
 	}
-	return json.Marshal(out)
+	b, err := json.Marshal(out)
+	if err != nil || len(b) <= MaxSavedBytes {
+		return b, err
+	}
+	for _, t := range out.Tasks {
+		t.Artifacts = nil
+	}
+	for {
+		if b, err = json.Marshal(out); err != nil || len(b) <= MaxSavedBytes {
+			return b, err
+		}
+		if len(out.Tasks) == 1 {
+			if len(out.Tasks[0].History) == 0 {
+				return b, nil
+			}
+			out.Tasks[0].History = nil
+			continue
+		}
+		out.Tasks = out.Tasks[1:]
+	}
 }
 
 // storedTasks returns the saved tasks of context id, of principal p, from
