@@ -186,6 +186,13 @@ func (c *call) send(stream bool) {
 			}
 		}
 		if cc = h.lookupContext(id, c.p); cc == nil {
+			var e *rpcError
+			if cc, e = h.resumeContext(c.r.Context(), id, c.p); e != nil {
+				c.fail(e)
+				return
+			}
+		}
+		if cc == nil {
 			c.fail(&rpcError{Code: codeTaskNotFound, Message: "Task not found: the contextId names no context of this agent held for this principal"})
 			return
 		}

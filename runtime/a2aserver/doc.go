@@ -67,8 +67,12 @@
 // request ([chat.Conversation.SetExtra]); given the same store as
 // [Options.Store], a handler answers GetTask, tasks/get and ListTasks of a
 // context it does not hold (after a restart, or on another node) from it.
-// The next message of such a context is answered -32001: only the process
-// that started a context serves its requests. A task whose process died
+// The next message of such a context is answered -32001, unless the
+// handlers share [Options.TokenKey]: the resume token of each context's
+// conversation is then saved with it, sealed with that key, and a handler
+// that does not hold the context resumes the conversation from the store
+// (once the first node let go of it, or its lease ended when it died),
+// with its beans, memory and task history. A task whose process died
 // before its request was saved never happened, for the store: it is
 // unknown there, and is never run again.
 //

@@ -460,3 +460,52 @@ func TestSavedBound(t *testing.T) {
 		t.Fatalf("the oldest task, held: %+v", r.Error)
 	}
 }
+
+// TestResumeOnAnotherNode: with a TokenKey, a handler over the same store
+// continues a context another one started (here, one that closed): the
+// same conversation, its beans and its task history; another principal,
+// or a handler without the key, cannot.
+func TestResumeOnAnotherNode(t *testing.T) {
+	store := chat.NewInMemoryConversationStore(nil)
+	key := []byte("0123456789abcdef0123456789abcdef")
+	a := newApp(t, &a2aserver.Options{Store: store, TokenKey: key}, store)
+	r := a.rpc(t, "1.0", "ann", "SendMessage", userMessage1("hi", "", ""))
+	var first struct{ Task task1 }
+	if err := json.Unmarshal(r.Result, &first); err != nil || r.code() != 0 {
+		t.Fatal(r.Error, err)
+	}
+	if err := a.handler.Close(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	ctxID := first.Task.ContextID
+	if r := serve(t, &a2aserver.Options{Store: store}, store).rpc(t, "1.0", "ann", "SendMessage", userMessage1("no key", ctxID, "")); r.code() != -32001 {
+		t.Fatalf("a handler without the key: %+v", r.Error)
+	}
+	b := serve(t, &a2aserver.Options{Store: store, TokenKey: key}, store)
+	if r := b.rpc(t, "1.0", "bob", "SendMessage", userMessage1("mine?", ctxID, "")); r.code() != -32001 {
+		t.Fatalf("another principal: %+v", r.Error)
+	}
+	r = b.rpc(t, "1.0", "ann", "SendMessage", userMessage1("again", ctxID, ""))
+	var second struct{ Task task1 }
+	if err := json.Unmarshal(r.Result, &second); err != nil || r.code() != 0 {
+		t.Fatal(r.Error, err)
+	}
+	if second.Task.ContextID != ctxID || second.Task.text() != "again: count is 2" {
+		t.Fatalf("the resumed context: %+v %q", second.Task.Status, second.Task.text())
+	}
+	r = b.rpc(t, "1.0", "ann", "ListTasks", map[string]any{"contextId": ctxID})
+	var list struct{ Tasks []task1 }
+	if err := json.Unmarshal(r.Result, &list); err != nil || len(list.Tasks) != 2 || list.Tasks[1].ID != first.Task.ID {
+		t.Fatalf("the resumed context's tasks: %s %+v", r.Result, r.Error)
+	}
+	// A third handler takes it over in turn: the token rotated by b's
+	// resume was saved.
+	if err := b.handler.Close(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	c := serve(t, &a2aserver.Options{Store: store, TokenKey: key}, store)
+	r = c.rpc(t, "", "ann", "message/send", userMessage03("third", ctxID, ""))
+	if r.code() != 0 || !strings.Contains(string(r.Result), "third: count is 3") {
+		t.Fatalf("a second resume: %s %+v", r.Result, r.Error)
+	}
+}

@@ -2,6 +2,7 @@ package a2aserver
 
 import (
 	"context"
+	"crypto/cipher"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -74,6 +75,15 @@ type Options struct {
 	// process does not hold (after a restart, or on another node). Nil:
 	// only the contexts held here are known.
 	Store chatstore.ConversationStore
+	// TokenKey, an AES key of 16, 24 or 32 bytes, lets the handlers that
+	// share it (and Store) continue the contexts the others started:
+	// the resume token of each context's conversation is saved with it,
+	// sealed with the key, and a handler that does not hold a context
+	// resumes its conversation from the store (after the first node's
+	// lease ends, when that node died). Nil: a context is served only by
+	// the process that started it, and a message on one held elsewhere
+	// is answered -32001.
+	TokenKey []byte
 	// Logger logs failed tasks. Nil means [slog.Default].
 	Logger *slog.Logger
 	// MaxBodyBytes bounds a request body (0: [DefaultMaxBodyBytes];
@@ -110,6 +120,9 @@ type Handler struct {
 	opts   Options
 	log    *slog.Logger
 	skills []skill
+
+	aead     cipher.AEAD // seals resume tokens; nil without Options.TokenKey
+	resumeMu sync.Mutex  // one resume at a time
 
 	mu       sync.Mutex
 	closed   bool
@@ -156,7 +169,11 @@ func New(router *chat.Router, opts *Options) (*Handler, error) {
 	if o.CancelWait <= 0 {
 		o.CancelWait = DefaultCancelWait
 	}
-	h := &Handler{router: router, opts: o, log: o.Logger, contexts: map[string]*convContext{}}
+	aead, err := newAEAD(o.TokenKey)
+	if err != nil {
+		return nil, err
+	}
+	h := &Handler{router: router, opts: o, log: o.Logger, aead: aead, contexts: map[string]*convContext{}}
 	h.skills = skillsOf(router.Manifest())
 	if o.Description == "" {
 		h.opts.Description = describeAgent(h.skills)

@@ -39,7 +39,7 @@ type signals struct {
 // testPackage returns the test application: routes as chatgen generates
 // them.
 func testPackage(sig *signals) *chatimpl.Package {
-	tallyBean := chat.NewBean(pkgPath+".tally", chat.KindChat, func(context.Context) (*tally, error) { return &tally{}, nil })
+	tallyBean := chat.NewDurableBean(pkgPath+".tally", chat.KindChat, func(context.Context) (*tally, error) { return &tally{}, nil })
 	p := chatimpl.NewPackage(pkgPath)
 	p.AddRoute(chatimpl.RouteSpec{Name: "count", Default: true, Handle: func(ctx context.Context) error {
 		t, err := tallyBean.Lookup(ctx)
@@ -193,8 +193,15 @@ func newApp(t testing.TB, opts *a2aserver.Options, store chatstore.ConversationS
 // test, whose check the first one's covers.
 func serve(t testing.TB, opts *a2aserver.Options, store chatstore.ConversationStore) *app {
 	t.Helper()
+	return serveRouter(t, opts, &chat.RouterOptions{Store: store})
+}
+
+// serveRouter is serve with the router's options.
+func serveRouter(t testing.TB, opts *a2aserver.Options, ropts *chat.RouterOptions) *app {
+	t.Helper()
 	sig := &signals{waiting: make(chan struct{}, 10), cancelled: make(chan bool, 10), ready: make(chan struct{}, 2000), gate: make(chan struct{})}
-	r, err := chat.NewRouter(&chat.RouterOptions{Logger: quietLogger(), Store: store}, testPackage(sig))
+	ropts.Logger = quietLogger()
+	r, err := chat.NewRouter(ropts, testPackage(sig))
 	if err != nil {
 		t.Fatal(err)
 	}

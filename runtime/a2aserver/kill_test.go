@@ -17,6 +17,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/chatscopes/chatgen/internal/leaktest"
 	"github.com/chatscopes/chatgen/internal/redistest"
 	"github.com/chatscopes/chatgen/runtime/a2aserver"
 	"github.com/chatscopes/chatgen/runtime/chat"
@@ -37,11 +38,11 @@ func TestNodeProcess(t *testing.T) {
 		t.Fatal(err)
 	}
 	sig := &signals{runs: make(chan string, 100)}
-	r, err := chat.NewRouter(&chat.RouterOptions{Logger: quietLogger(), Store: store}, testPackage(sig))
+	r, err := chat.NewRouter(&chat.RouterOptions{Logger: quietLogger(), Store: store, LeaseTTL: killLease}, testPackage(sig))
 	if err != nil {
 		t.Fatal(err)
 	}
-	h, err := a2aserver.New(r, &a2aserver.Options{Route: "node", Store: store, Authenticator: authenticate, Logger: quietLogger()})
+	h, err := a2aserver.New(r, &a2aserver.Options{Route: "node", Store: store, TokenKey: killKey, Authenticator: authenticate, Logger: quietLogger()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -58,11 +59,19 @@ func TestNodeProcess(t *testing.T) {
 	t.Fatal(http.Serve(ln, h)) // until killed
 }
 
+// The lease and token key of the nodes of TestKillNode.
+var killKey = []byte("kill-test-key-16")
+
+const killLease = time.Second
+
 // TestKillNode: a node is killed with SIGKILL in the middle of a task.
 // Another node over the same Redis answers the context's finished task
 // from the saved history, answers the interrupted task as unknown (it
 // never completed: nothing of it was saved) and runs it nowhere: the
-// task ran once, on the dead node, and fails cleanly.
+// task ran once, on the dead node, and fails cleanly. Once the dead
+// node's lease has ended, the other node (sharing the token key) goes on
+// with the context: the same conversation, its history without the
+// interrupted task.
 func TestKillNode(t *testing.T) {
 	prefix := redistest.Prefix(t, redistest.Client(t), "a2aserver-test")
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -147,7 +156,8 @@ func TestKillNode(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b := newApp(t, &a2aserver.Options{Route: "node", Store: store}, store)
+	leaktest.Check(t)
+	b := serveRouter(t, &a2aserver.Options{Route: "node", Store: store, TokenKey: killKey}, &chat.RouterOptions{Store: store, LeaseTTL: killLease})
 	runs := make(chan string, 10)
 	b.sig.runs = runs
 	r := b.rpc(t, "1.0", "ann", "GetTask", map[string]any{"id": first.Task.ID})
@@ -163,12 +173,38 @@ func TestKillNode(t *testing.T) {
 	if err := json.Unmarshal(r.Result, &list); err != nil || len(list.Tasks) != 1 || list.Tasks[0].ID != first.Task.ID {
 		t.Fatalf("the context's tasks on the other node: %s %+v", r.Result, r.Error)
 	}
-	if r := b.rpc(t, "1.0", "ann", "SendMessage", userMessage1("more", first.Task.ContextID, "")); r.code() != -32001 {
-		t.Fatalf("a send on the dead node's context: %+v", r.Error)
-	}
 	select {
 	case text := <-runs:
 		t.Fatalf("the other node ran %q", text)
 	case <-time.After(300 * time.Millisecond):
+	}
+	// The dead node's lease ends: the other node resumes the context.
+	var more task1
+	for start := time.Now(); ; time.Sleep(100 * time.Millisecond) {
+		r := b.rpc(t, "1.0", "ann", "SendMessage", userMessage1("more", first.Task.ContextID, ""))
+		if r.code() == -32603 && time.Since(start) < 10*killLease {
+			continue // busy: the lease has not ended yet
+		}
+		var res struct{ Task task1 }
+		if err := json.Unmarshal(r.Result, &res); r.code() != 0 || err != nil {
+			t.Fatalf("a send on the dead node's context: %+v", r.Error)
+		}
+		more = res.Task
+		break
+	}
+	if more.Status.State != "TASK_STATE_COMPLETED" || more.text() != "quick: more" || more.ContextID != first.Task.ContextID {
+		t.Fatalf("the resumed context: %+v %q", more.Status, more.text())
+	}
+	if text := <-runs; text != "more" {
+		t.Fatalf("the other node ran %q", text)
+	}
+	select {
+	case text := <-runs:
+		t.Fatalf("the other node also ran %q", text)
+	default:
+	}
+	r = b.rpc(t, "1.0", "ann", "ListTasks", map[string]any{"contextId": first.Task.ContextID})
+	if err := json.Unmarshal(r.Result, &list); err != nil || len(list.Tasks) != 2 || list.Tasks[0].ID != more.ID || list.Tasks[1].ID != first.Task.ID {
+		t.Fatalf("the context's tasks after the resume: %s %+v", r.Result, r.Error)
 	}
 }

@@ -44,9 +44,10 @@ type convContext struct {
 	timer *time.Timer
 	ended bool
 
-	mu      sync.Mutex // guards tasks, current and the fields of every task
+	mu      sync.Mutex // guards tasks, current, token and the fields of every task
 	tasks   []*task    // oldest first
 	current *task      // the task whose request runs
+	token   string     // the conversation's resume token ("" when not durable)
 }
 
 // A task is one A2A task: a request of its context's conversation, and
@@ -121,7 +122,7 @@ func (h *Handler) newContext(ctx context.Context, p chat.Principal) (*convContex
 	if err != nil {
 		return nil, fmt.Errorf("a2aserver: starting a conversation: %w", err)
 	}
-	cc := &convContext{id: conv.ID(), principal: p, conv: conv}
+	cc := &convContext{id: conv.ID(), principal: p, conv: conv, token: conv.ResumeToken()}
 	h.keep(cc, conv)
 	h.mu.Lock()
 	h.contexts[cc.id] = cc
@@ -139,6 +140,16 @@ func (h *Handler) keep(cc *convContext, conv *chat.Conversation) {
 		}
 		return b
 	})
+	if h.aead != nil {
+		conv.SetExtra(resumeKey, func(string, *chat.Failure) []byte {
+			cc.mu.Lock()
+			defer cc.mu.Unlock()
+			if cc.token == "" {
+				return nil
+			}
+			return h.seal(cc.id, cc.token)
+		})
+	}
 }
 
 // lookupContext returns the context id of principal p held here.
@@ -398,6 +409,21 @@ func (h *Handler) run(ctx context.Context, tk *task, creq *chat.RouteRequest) {
 		h.log.InfoContext(ctx, "a2aserver: a task failed", "context", cc.id, "task", tk.t.ID, "reason", f.Reason, "err", f.Err)
 	}
 	h.finish(tk, f)
+	if f != nil && h.aead != nil && (errors.Is(f, chat.ErrUnavailable) || errors.Is(f, chat.ErrSessionNotActive)) && conv.ScopeID() != "" {
+		// Another node took the conversation over (or the store failed):
+		// the next message resumes it from the store.
+		h.drop(cc)
+	}
+}
+
+// drop lets go of cc, which another node may serve now; cc.run is held.
+func (h *Handler) drop(cc *convContext) {
+	h.mu.Lock()
+	if h.contexts[cc.id] == cc {
+		delete(h.contexts, cc.id)
+	}
+	h.mu.Unlock()
+	h.closeContext(cc)
 }
 
 // conversation returns the conversation of cc, connecting a new one when
@@ -419,6 +445,9 @@ func (h *Handler) conversation(ctx context.Context, cc *convContext) (*chat.Conv
 	if err != nil {
 		return nil, fmt.Errorf("a2aserver: starting the conversation of context %q: %w", cc.id, err)
 	}
+	cc.mu.Lock()
+	cc.token = c.ResumeToken()
+	cc.mu.Unlock()
 	h.keep(cc, c)
 	cc.conv = c
 	return c, nil
