@@ -86,7 +86,11 @@ func (h *Handler) resumeContext(ctx context.Context, id string, p chat.Principal
 	if closed || full {
 		return nil, &rpcError{Code: codeInternal, Message: "Internal error: the agent takes no new context now (too many, or shutting down); try again later"}
 	}
-	conv, err := h.router.Resume(chat.WithPrincipal(context.WithoutCancel(ctx), p), id, token)
+	// The resume outlives the client's request, but not long: a request
+	// another session of this router still runs makes it busy.
+	rctx, cancel := context.WithTimeout(chat.WithPrincipal(context.WithoutCancel(ctx), p), h.opts.CancelWait)
+	defer cancel()
+	conv, err := h.router.Resume(rctx, id, token)
 	if errors.Is(err, chat.ErrConversationBusy) {
 		return nil, errContextBusy
 	}
