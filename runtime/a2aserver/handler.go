@@ -100,8 +100,11 @@ type Options struct {
 	// MaxHistory bounds the messages each task keeps (0:
 	// [DefaultMaxHistory]): the oldest go first.
 	MaxHistory int
-	// ContextTimeout ends a context idle that long, and its conversation
-	// (0: [DefaultContextTimeout]; negative: never).
+	// ContextTimeout lets go of a context idle that long (0:
+	// [DefaultContextTimeout]; negative: never): its conversation is
+	// detached, so that on a router with a store its state and task
+	// history stay there, get answers from it, and with TokenKey its next
+	// message resumes it; without a store the context is gone.
 	ContextTimeout time.Duration
 	// MaxContexts bounds the contexts held in this process (0:
 	// [DefaultMaxContexts]); a message that would start another is
