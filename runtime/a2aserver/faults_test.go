@@ -509,3 +509,29 @@ func TestResumeOnAnotherNode(t *testing.T) {
 		t.Fatalf("a second resume: %s %+v", r.Result, r.Error)
 	}
 }
+
+// TestIdleContext: a context idle for ContextTimeout leaves the process;
+// its history is still answered from the store, and with a TokenKey its
+// next message resumes its conversation.
+func TestIdleContext(t *testing.T) {
+	store := chat.NewInMemoryConversationStore(nil)
+	a := newApp(t, &a2aserver.Options{Store: store, TokenKey: []byte("0123456789abcdef"), ContextTimeout: 50 * time.Millisecond}, store)
+	r := a.rpc(t, "1.0", "ann", "SendMessage", userMessage1("hi", "", ""))
+	var first struct{ Task task1 }
+	if err := json.Unmarshal(r.Result, &first); err != nil || r.code() != 0 {
+		t.Fatal(r.Error, err)
+	}
+	for start := time.Now(); a.handler.Contexts() != 0; time.Sleep(10 * time.Millisecond) {
+		if time.Since(start) > 5*time.Second {
+			t.Fatal("the idle context stayed")
+		}
+	}
+	if r := a.rpc(t, "1.0", "ann", "GetTask", map[string]any{"id": first.Task.ID}); r.code() != 0 {
+		t.Fatalf("get of an idle context's task: %+v", r.Error)
+	}
+	r = a.rpc(t, "1.0", "ann", "SendMessage", userMessage1("back", first.Task.ContextID, ""))
+	var second struct{ Task task1 }
+	if err := json.Unmarshal(r.Result, &second); err != nil || r.code() != 0 || second.Task.text() != "back: count is 2" {
+		t.Fatalf("the idle context's next message: %s %+v", r.Result, r.Error)
+	}
+}
