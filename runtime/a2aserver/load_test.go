@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"net/http/httptest"
 	"runtime"
 	"strings"
 	"sync"
@@ -125,5 +126,29 @@ func BenchmarkSendRoundTrip(b *testing.B) {
 			b.Fatal(err, out.Error)
 		}
 		r.Body.Close()
+	}
+}
+
+// BenchmarkSendHandler: one 1.0 SendMessage on a context, the handler
+// alone (no network, no client): what the server spends on a send.
+func BenchmarkSendHandler(b *testing.B) {
+	a := newApp(b, nil, nil)
+	first := a.rpc(b, "1.0", "ann", "SendMessage", userMessage1("hi", "", ""))
+	var res struct{ Task task1 }
+	if err := json.Unmarshal(first.Result, &res); err != nil {
+		b.Fatal(err)
+	}
+	body, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": 1, "method": "SendMessage", "params": userMessage1("again", res.Task.ContextID, "")})
+	b.ReportAllocs()
+	b.ResetTimer()
+	for b.Loop() {
+		req := httptest.NewRequest(http.MethodPost, "/", bytes.NewReader(body))
+		req.Header.Set("A2A-Version", "1.0")
+		req.Header.Set("X-User", "ann")
+		w := httptest.NewRecorder()
+		a.handler.ServeHTTP(w, req)
+		if w.Code != http.StatusOK || bytes.Contains(w.Body.Bytes(), []byte(`"error"`)) {
+			b.Fatal(w.Body.String())
+		}
 	}
 }
