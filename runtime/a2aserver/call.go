@@ -299,11 +299,18 @@ func (c *call) openStream() *subscriber {
 	return s
 }
 
+// drainTimeout bounds the time the last events of a stream take to reach
+// its client.
+const drainTimeout = 30 * time.Second
+
 // pump waits for the stream's end: the task's last event, the client
 // leaving, or a full buffer; then it closes it.
 func (c *call) pump(tk *task, s *subscriber) {
 	select {
 	case <-s.end:
+		// What is queued goes out, to a client that reads: one that
+		// does not is cut after drainTimeout.
+		_ = http.NewResponseController(c.w).SetWriteDeadline(time.Now().Add(drainTimeout))
 	case <-s.cut:
 		c.h.log.InfoContext(c.r.Context(), "a2aserver: a stream was cut", "task", tk.t.ID, "err", ErrSlowClient)
 	case <-c.r.Context().Done():
