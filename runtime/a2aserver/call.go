@@ -162,6 +162,15 @@ func (c *call) send(stream bool) {
 		return
 	}
 	msg := a.msg
+	var newReq *chat.RouteRequest
+	if msg.TaskID == "" {
+		// Refused before a context is started for it.
+		var err error
+		if newReq, err = messageRequest(msg); err != nil {
+			c.fail(invalidParams(err.Error()))
+			return
+		}
+	}
 	var cc *convContext
 	switch {
 	case msg.ContextID == "" && msg.TaskID == "":
@@ -227,10 +236,8 @@ func (c *call) send(stream bool) {
 	} else {
 		tk = &task{cc: cc, t: a2a.Task{ID: a2a.TaskID(cc.id + "." + newID(8)), ContextID: cc.id}}
 		tk.t.Status = status(a2a.TaskStateSubmitted, nil)
-		creq, err = messageRequest(msg)
-		if err == nil {
-			h.addTask(cc, tk)
-		}
+		creq = newReq
+		h.addTask(cc, tk)
 	}
 	if err != nil {
 		cc.mu.Unlock()

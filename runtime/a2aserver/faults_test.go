@@ -65,6 +65,9 @@ func TestJSONRPCErrors(t *testing.T) {
 			}
 		})
 	}
+	if n := a.handler.Contexts(); n != 0 {
+		t.Fatalf("the refused messages started %d contexts", n)
+	}
 	// The server goes on serving.
 	r := a.rpc(t, "", "", "message/send", userMessage03("still here", "", ""))
 	if r.code() != 0 {
