@@ -19,7 +19,7 @@ import (
 // internal/npmtest): @a2a-js/sdk 1.3.0 as a2a-v1 and 0.3.14 as a2a-v03.
 func npmClient(t *testing.T) string {
 	t.Helper()
-	return npmtest.Client{Name: "a2a-npm", What: "the A2A clients @a2a-js/sdk 1.3.0 and 0.3.14", Src: filepath.Join("testdata", "npm"),
+	return npmtest.Client{Name: "a2aserver-npm", What: "the A2A clients @a2a-js/sdk 1.3.0 and 0.3.14", Src: filepath.Join("testdata", "npm"),
 		Scripts: []string{"v1.mjs", "v03.mjs"}}.Dir(t)
 }
 
