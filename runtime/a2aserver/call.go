@@ -586,6 +586,9 @@ func (c *call) list() {
 		if want != "" && t.Status.State != want {
 			continue
 		}
+		if after := p.StatusTimestampAfter; after != nil && (t.Status.Timestamp == nil || !t.Status.Timestamp.After(*after)) {
+			continue
+		}
 		if p.IncludeArtifacts == nil || !*p.IncludeArtifacts {
 			t.Artifacts = nil
 		}

@@ -370,6 +370,10 @@ func TestDurableHistory(t *testing.T) {
 	if err := json.Unmarshal(r.Result, &list); err != nil || len(list.Tasks) != 2 || list.TotalSize != 3 || list.Tasks[0].ID != ids[4] || list.NextPageToken == "" {
 		t.Fatalf("list from the store: %s %+v", r.Result, r.Error)
 	}
+	r = b.rpc(t, "1.0", "ann", "ListTasks", map[string]any{"contextId": ctxID, "statusTimestampAfter": time.Now().Add(time.Hour).Format(time.RFC3339Nano)})
+	if err := json.Unmarshal(r.Result, &list); err != nil || len(list.Tasks) != 0 {
+		t.Fatalf("list of the tasks changed after an hour from now: %s %+v", r.Result, r.Error)
+	}
 	if r := b.rpc(t, "1.0", "ann", "SendMessage", userMessage1("here?", ctxID, "")); r.code() != -32001 {
 		t.Fatalf("a send on a context held elsewhere: %+v", r.Error)
 	}

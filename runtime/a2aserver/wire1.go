@@ -96,6 +96,8 @@ type listRequest1 struct {
 	PageToken        string `json:"pageToken"`
 	HistoryLength    *int   `json:"historyLength"`
 	IncludeArtifacts *bool  `json:"includeArtifacts"`
+	// StatusTimestampAfter keeps the tasks whose status changed after it.
+	StatusTimestampAfter *time.Time `json:"statusTimestampAfter"`
 }
 
 type listResponse1 struct {
