@@ -16,7 +16,10 @@
 // own child process (`weaponbuilder lore-server`). With -mcp the program
 // is an MCP server itself instead: its routes are MCP tools, over stdio
 // (-mcp stdio, for an MCP client that runs it) or streamable HTTP (-mcp
-// localhost:8090, at /mcp); each MCP session is a conversation.
+// localhost:8090, at /mcp); each MCP session is a conversation. With -a2a
+// localhost:8092 it is an A2A agent instead (runtime/a2aserver): its card
+// at /.well-known/agent-card.json, JSON-RPC at /; each A2A context is a
+// conversation.
 //
 // Conversations are durable: they are kept, with the builders' state and
 // the AI services' chat memories, in a bbolt data file (-data; by default
@@ -60,6 +63,7 @@ func main() {
 	provider := flag.String("provider", "", "the model: "+strings.Join(providers, ", ")+` (keys from OPENAI_API_KEY, ANTHROPIC_API_KEY, GEMINI_API_KEY, OLLAMA_HOST; CHATGEN_MODEL names the model; default: openai when OPENAI_API_KEY is set, else offline)`)
 	aguiFlag := flag.String("agui", "", "serve the routes to AG-UI clients instead, at http://ADDR/agui (localhost:8091)")
 	mcpFlag := flag.String("mcp", "", `serve the routes as MCP tools instead: "stdio" over standard input and output, or an address (localhost:8090) for streamable HTTP at /mcp`)
+	a2aFlag := flag.String("a2a", "", "serve the routes as an A2A agent instead, at this address (localhost:8092): the card at /.well-known/agent-card.json, JSON-RPC at /")
 	lease := flag.Duration("lease", 0, "how long a server holds a conversation between requests: another server resuming it after a crash waits that long (0: 30s)")
 	flag.Parse()
 	if *withOTel && *mcpFlag == mcpStdio {
@@ -83,7 +87,7 @@ func main() {
 			}
 			defer func() { err = errors.Join(err, shutdown(context.Background())) }()
 		}
-		return run(ctx, *provider, *addr, storageFlags{data: *data, redisAddr: *redisAddr, redisPrefix: *redisPrefix, lease: *lease}, runMode{terminal: *terminal, mcp: *mcpFlag, agui: *aguiFlag}, *lore, logger)
+		return run(ctx, *provider, *addr, storageFlags{data: *data, redisAddr: *redisAddr, redisPrefix: *redisPrefix, lease: *lease}, runMode{terminal: *terminal, mcp: *mcpFlag, agui: *aguiFlag, a2a: *a2aFlag}, *lore, logger)
 	}()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "weaponbuilder:", err)
@@ -104,6 +108,7 @@ type runMode struct {
 	terminal bool
 	mcp      string
 	agui     string // the address of the AG-UI endpoint, if any
+	a2a      string // the address of the A2A endpoint
 }
 
 func run(ctx context.Context, provider, addr string, data storageFlags, mode runMode, lore bool, logger *slog.Logger) (err error) {
@@ -139,6 +144,10 @@ func run(ctx context.Context, provider, addr string, data storageFlags, mode run
 	if mode.agui != "" {
 		fmt.Fprintf(os.Stderr, "weaponbuilder: serving AG-UI, talking to %s, keeping conversations %s\n", about, store.where)
 		return serveAGUI(ctx, a, store, mode.agui, logger)
+	}
+	if mode.a2a != "" {
+		fmt.Fprintf(os.Stderr, "weaponbuilder: serving A2A, talking to %s, keeping conversations %s\n", about, store.where)
+		return serveA2A(ctx, a, mode.a2a, store.conversations, logger)
 	}
 	if mode.terminal {
 		fmt.Printf("weaponbuilder: talking to %s\n", about)

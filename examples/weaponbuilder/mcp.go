@@ -9,7 +9,6 @@ import (
 	"net/http"
 	"os"
 	"os/user"
-	"time"
 
 	"github.com/chatscopes/chatgen/runtime/chat"
 	"github.com/chatscopes/chatgen/runtime/mcpserver"
@@ -76,19 +75,5 @@ func serveMCP(ctx context.Context, a *app, where string, logger *slog.Logger) er
 func serveMCPHTTP(ctx context.Context, s *mcpserver.Server, ln net.Listener) error {
 	mux := http.NewServeMux()
 	mux.Handle(mcpPath, s.Handler())
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
-	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(ln) }()
-	select {
-	case err := <-errc:
-		return errors.Join(err, s.Close(context.Background()))
-	case <-ctx.Done():
-	}
-	shutdown, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	err := errors.Join(s.Close(shutdown), srv.Shutdown(shutdown))
-	if serveErr := <-errc; !errors.Is(serveErr, http.ErrServerClosed) {
-		err = errors.Join(err, serveErr)
-	}
-	return err
+	return serveHandler(ctx, mux, ln, s.Close)
 }

@@ -23,7 +23,7 @@ func (e *encoder) emitStrings(kv ...string) {
 		frame = appendJSONString(frame, kv[i+1])
 	}
 	frame = append(frame, "}\n\n"...)
-	e.out.send(frame)
+	e.out.Send(frame)
 }
 
 const hexDigits = "0123456789abcdef"

@@ -10,10 +10,10 @@ import (
 	"net/http"
 	"strconv"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/chatscopes/chatgen/runtime/chat"
+	"github.com/chatscopes/chatgen/runtime/internal/sse"
 )
 
 // DefaultMaxBodyBytes is the default bound of a RunAgentInput body.
@@ -386,8 +386,8 @@ func (h *Handler) run(w http.ResponseWriter, r *http.Request, th *thread, in *ru
 	if err := http.NewResponseController(w).Flush(); err != nil {
 		h.log.InfoContext(r.Context(), "agui: the response cannot be flushed", "err", err)
 	}
-	out := newWriter(w, h.opts.MaxBufferedEvents, func() { cancel(ErrSlowClient) })
-	defer out.close()
+	out := sse.NewWriter(w, h.opts.MaxBufferedEvents, func() { cancel(ErrSlowClient) })
+	defer out.Close()
 
 	ev := &encoder{threadID: in.ThreadID, runID: in.RunID, out: out}
 	ev.emitStrings("type", "RUN_STARTED", "threadId", in.ThreadID, "runId", in.RunID)
@@ -520,67 +520,10 @@ func (h *Handler) Close(ctx context.Context) error {
 	return nil
 }
 
-// A writer sends the encoded events of a run to the client from its own
-// goroutine, through a bounded buffer.
-type writer struct {
-	ch      chan []byte
-	done    chan struct{}
-	full    func()
-	dropped atomic.Bool // the buffer filled: nothing more is queued
-}
-
-func newWriter(w http.ResponseWriter, n int, full func()) *writer {
-	rc := http.NewResponseController(w)
-	wr := &writer{ch: make(chan []byte, n), done: make(chan struct{})}
-	wr.full = func() {
-		full()
-		// Unblock a write to a client that does not read.
-		_ = rc.SetWriteDeadline(time.Now())
-	}
-	go func() {
-		defer close(wr.done)
-		failed := false
-		for b := range wr.ch {
-			if failed {
-				continue
-			}
-			if _, err := w.Write(b); err != nil {
-				failed = true
-				continue
-			}
-			if len(wr.ch) == 0 {
-				if err := rc.Flush(); err != nil {
-					failed = true
-				}
-			}
-		}
-	}()
-	return wr
-}
-
-// send queues one frame; a full buffer stops the run.
-func (wr *writer) send(b []byte) {
-	if wr.dropped.Load() {
-		return
-	}
-	select {
-	case wr.ch <- b:
-	default:
-		wr.dropped.Store(true)
-		wr.full()
-	}
-}
-
-// close sends what is queued and waits for the writer to end.
-func (wr *writer) close() {
-	close(wr.ch)
-	<-wr.done
-}
-
 // An encoder turns the events of a route into AG-UI events.
 type encoder struct {
 	threadID, runID string
-	out             *writer
+	out             *sse.Writer
 	n               int           // ids handed out
 	text            string        // the id of the open text message, if any
 	reasoning       string        // the id of the open reasoning message, if any
@@ -603,7 +546,7 @@ func (e *encoder) emit(v map[string]any) {
 	frame = append(frame, "data: "...)
 	frame = append(frame, b...)
 	frame = append(frame, "\n\n"...)
-	e.out.send(frame)
+	e.out.Send(frame)
 }
 
 // closeText ends the open text message, if any.
