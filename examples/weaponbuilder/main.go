@@ -19,7 +19,8 @@
 // localhost:8090, at /mcp); each MCP session is a conversation. With -a2a
 // localhost:8092 it is an A2A agent instead (runtime/a2aserver): its card
 // at /.well-known/agent-card.json, JSON-RPC at /; each A2A context is a
-// conversation.
+// conversation. With -agui localhost:8091 it serves AG-UI clients instead
+// (runtime/agui) at /agui; each AG-UI thread is a conversation.
 //
 // Conversations are durable: they are kept, with the builders' state and
 // the AI services' chat memories, in a bbolt data file (-data; by default
