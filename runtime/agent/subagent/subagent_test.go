@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chatscopes/chatgen/internal/leaktest"
+
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
@@ -28,7 +30,7 @@ import (
 // reach the websocket client tagged with the agent and the session, and
 // the child's usage adds up into the parent turn's.
 func TestSessions(t *testing.T) {
-	checkGoroutines(t)
+	leaktest.Check(t)
 	r := newRig(t, nil)
 	c := r.dial()
 
@@ -171,7 +173,7 @@ func TestSessionCapAndIdle(t *testing.T) {
 // parent's model; the parent's turn completes, and neither memory keeps a
 // partial turn.
 func TestFaults(t *testing.T) {
-	checkGoroutines(t)
+	leaktest.Check(t)
 	for _, tc := range []struct {
 		name, task string
 		want       string // what the parent model is told, a prefix
@@ -234,7 +236,7 @@ func TestFaults(t *testing.T) {
 // ParallelTools, at most AgentConcurrency at once; one failing fails only
 // its call.
 func TestFanOut(t *testing.T) {
-	checkGoroutines(t)
+	leaktest.Check(t)
 	var running, most atomic.Int32
 	arrived := make(chan struct{})
 	var once sync.Once
@@ -294,7 +296,7 @@ func TestFanOut(t *testing.T) {
 
 // Cancelling the turn's context cancels every sub-agent of a fan-out.
 func TestFanOutCancel(t *testing.T) {
-	checkGoroutines(t)
+	leaktest.Check(t)
 	started := make(chan struct{}, 4)
 	r := newRig(t, &rigOptions{run: func(subagent.Func) subagent.Func {
 		return func(ctx context.Context, task string) (string, error) {
@@ -378,7 +380,7 @@ func TestRecursionBounded(t *testing.T) {
 // The load test: 100 concurrent conversations fanning out (run with
 // -race).
 func TestManyConversationsFanOut(t *testing.T) {
-	checkGoroutines(t)
+	leaktest.Check(t)
 	r := newRig(t, &rigOptions{inProcess: true})
 	var wg sync.WaitGroup
 	errs := make(chan error, 100)
