@@ -96,8 +96,9 @@ type AgentRun struct {
 type agentLink struct {
 	context.Context // the tool call's: the link is the sub-agent's ctx
 	run             AgentRun
-	parent          *turn // the turn whose tool call runs the sub-agent
-	depth           int   // 1 for a sub-agent of a top-level turn
+	parent          *turn      // the turn whose tool call runs the sub-agent
+	depth           int        // 1 for a sub-agent of a top-level turn
+	call            *agentCall // the tool call, when it is a concurrent tool's
 }
 
 type agentKey struct{}
@@ -145,7 +146,11 @@ func WithAgent(ctx context.Context, run *AgentRun) (context.Context, error) {
 	if depth > max {
 		return ctx, fmt.Errorf("ai: sub-agent %q: %w: %d levels, the limit is %d", run.Name, ErrAgentDepth, depth, max)
 	}
-	return &agentLink{Context: ctx, run: *run, parent: h.t, depth: depth}, nil
+	a := &agentLink{Context: ctx, run: *run, parent: h.t, depth: depth}
+	if c, _ := ctx.Value(agentCallKey{}).(*agentCall); c != nil && c.turn == h.t {
+		a.call = c
+	}
+	return a, nil
 }
 
 // agentOf returns the sub-agent link of a turn about to run in ctx: the

@@ -20,9 +20,7 @@ import (
 	"github.com/chatscopes/chatgen/runtime/agent/subagent"
 	"github.com/chatscopes/chatgen/runtime/ai"
 	"github.com/chatscopes/chatgen/runtime/chat"
-	"github.com/chatscopes/chatgen/runtime/chatstore/chatstoretest"
 	"github.com/chatscopes/chatgen/runtime/llmtest"
-	"github.com/chatscopes/chatgen/runtime/memory"
 )
 
 // The model continues a sub-conversation with its session_id and starts a
@@ -479,28 +477,5 @@ func TestBadCalls(t *testing.T) {
 		if _, err := tool.Invoke(ctx, args); !errors.As(err, &ae) {
 			t.Errorf("arguments %s: %v, want an *ai.ArgumentsError", args, err)
 		}
-	}
-}
-
-// A durable conversation that leaves the process (detached) takes no
-// session along: their memories are deleted, none is left behind.
-func TestDetachDeletesSessions(t *testing.T) {
-	store := chat.NewInMemoryConversationStore(nil)
-	r := newRig(t, &rigOptions{router: &chat.RouterOptions{Store: store},
-		parent: &ai.Config{Memory: memory.NewManager(&memory.ManagerOptions{Store: chatstoretest.InMemoryMemories(store)})}})
-	c := r.dial()
-	c.chat(t, `call {"task":"a"}`)
-	if n := len(ids(t, r.childStore)); n != 1 {
-		t.Fatalf("child memories %q", ids(t, r.childStore))
-	}
-	if err := c.client.Detach(); err != nil {
-		t.Fatal(err)
-	}
-	deadline := time.Now().Add(10 * time.Second)
-	for len(ids(t, r.childStore)) > 0 {
-		if time.Now().After(deadline) {
-			t.Fatalf("child memories left after the detach: %q", ids(t, r.childStore))
-		}
-		time.Sleep(10 * time.Millisecond)
 	}
 }
