@@ -320,3 +320,24 @@ func (t *turn) runConcurrent(ctx context.Context, calls []llms.ToolCall, out []T
 	wg.Wait()
 	return errors.Join(errs...)
 }
+
+// AddUsage adds u to the token usage of the turn whose tool call ctx is
+// the context of (its Reply.Usage, and the figures of its span): the
+// model calls a tool makes other than through a sub-agent's turn (the
+// summary of a hand-off, say) count in the turn that called the tool. It
+// reports whether it did: false outside a tool call of a turn, or once the
+// turn returned.
+func AddUsage(ctx context.Context, u Usage) bool {
+	h, _ := ctx.Value(heldKey{}).(*heldTurn)
+	if h == nil || h.t == nil {
+		return false
+	}
+	t := h.t
+	t.sh.mu.Lock()
+	defer t.sh.mu.Unlock()
+	if t.sh.done {
+		return false
+	}
+	t.reply.Usage.add(u)
+	return true
+}
