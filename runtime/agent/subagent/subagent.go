@@ -240,13 +240,14 @@ func (t *Tool) invoke(ctx context.Context, arguments string) (any, error) {
 		defer cancel()
 	}
 	answer, err := t.call(actx, a.Task)
-	if p := (*ai.ConfirmationPending)(nil); errors.As(err, &p) {
-		// A tool call of the sub-agent waits: the session stays paused
-		// on this call, which the turn resumes (ai.AgentCall).
+	if err != nil && errors.Is(err, ai.ErrConfirmationRequired) {
+		// A tool call of the sub-agent waits (an *ai.ConfirmationPending):
+		// the session stays paused on this call, which the turn resumes
+		// (ai.AgentCall).
 		reg.setPaused(s, callID)
 		return nil, fmt.Errorf("sub-agent %q (session %s) paused: %w", t.name, s.id, err)
 	}
-	if bad := (*chat.BadRequestError)(nil); resumed && errors.As(err, &bad) {
+	if err != nil && resumed && isBadRequest(err) {
 		return nil, err // the answer does not fit: the session stays paused
 	}
 	reg.setPaused(s, "")
@@ -281,6 +282,12 @@ func (t *Tool) checkpoint(ctx context.Context, reg *sessions) {
 }
 
 var errTimeout = errors.New("sub-agent timeout")
+
+// isBadRequest reports whether err is a *chat.BadRequestError.
+func isBadRequest(err error) bool {
+	var bad *chat.BadRequestError
+	return errors.As(err, &bad)
+}
 
 // call runs the sub-agent, recovering a panic.
 func (t *Tool) call(ctx context.Context, task string) (answer string, err error) {
