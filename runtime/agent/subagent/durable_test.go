@@ -2,8 +2,10 @@ package subagent_test
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/chatscopes/chatgen/internal/leaktest"
@@ -260,5 +262,50 @@ func TestConfirmInFanOut(t *testing.T) {
 	}
 	if len(r.bought) != 1 {
 		t.Errorf("bought %q, want one", r.bought)
+	}
+}
+
+// Concurrent durable conversations fanning out (run with -race): every
+// completed sub-agent call checkpoints while the others of its fan-out
+// run.
+func TestManyDurableConversationsFanOut(t *testing.T) {
+	leaktest.Check(t)
+	store := chat.NewInMemoryConversationStore(nil)
+	r := durableRig(t, store, &rigOptions{inProcess: true})
+	var wg sync.WaitGroup
+	errs := make(chan error, 50)
+	for i := range 50 {
+		wg.Go(func() {
+			ctx := context.Background()
+			conv, err := r.router.Connect(ctx, "")
+			if err != nil {
+				errs <- err
+				return
+			}
+			defer conv.Close(ctx)
+			for round := range 2 {
+				var got string
+				if _, f := conv.Handle(ctx, conv.ScopeID(), chat.NewTextRequest(fmt.Sprintf("fan 4 a%d b%d c%d d%d", round, i, i, i)), func(ev chat.Event) error {
+					if ev.Type == chat.EventMessage {
+						got = ev.Text()
+					}
+					return nil
+				}); f != nil {
+					errs <- fmt.Errorf("conversation %d: %v", i, f)
+					return
+				}
+				if strings.Count(got, "answer to ") != 4 {
+					errs <- fmt.Errorf("conversation %d: %q", i, got)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	if ids, err := store.MemoryIDs(context.Background()); err != nil || len(ids) > 0 {
+		t.Errorf("memories left after the conversations ended: %q %v", ids, err)
 	}
 }
