@@ -141,3 +141,52 @@ func badAnswer(ex *ToolExecution) error {
 	}
 	return nil
 }
+
+// resumeNested resumes a paused turn with an answer for a call inside one
+// of the sub-agents its pending calls ran. Each sub-agent of a fan-out
+// that paused sent its own event, so the answer may be for any of them:
+// the pending sub-agent calls are tried in order with it, and the first
+// whose sub-agent takes it resumes (a sub-agent that does not have the
+// answered call refuses it before doing anything). The other pending
+// calls then run again without it: their sub-agents pause again. An
+// answer no sub-agent takes fails the request with the refusal.
+func (t *turn) resumeNested(ctx context.Context, pend []llms.ToolCall, ans *answer) (bool, error) {
+	execs := make([]ToolExecution, len(pend))
+	taken := -1
+	var refused error
+	for i, c := range pend {
+		if !t.isAgentTool(c) {
+			continue
+		}
+		ex, err := t.runTool(t.withResume(ctx, c, ans), c)
+		if err != nil {
+			return false, t.errorf("%w", err)
+		}
+		if bad := badAnswer(&ex); bad != nil {
+			if refused == nil || (errors.Is(refused, errStale) && !errors.Is(bad, errStale)) {
+				refused = bad
+			}
+			continue
+		}
+		execs[i], taken = ex, i
+		break
+	}
+	if taken < 0 {
+		return false, t.errorf("%w", refused)
+	}
+	first := len(t.reply.Executions)
+	for i, c := range pend {
+		if i != taken {
+			rctx := ctx
+			if t.isAgentTool(c) {
+				rctx = t.withResume(ctx, c, nil) // a paused sub-agent pauses again
+			}
+			var err error
+			if execs[i], err = t.runTool(rctx, c); err != nil {
+				return false, t.errorf("%w", err)
+			}
+		}
+		t.reply.Executions = append(t.reply.Executions, execs[i])
+	}
+	return t.record(ctx, pend, first)
+}

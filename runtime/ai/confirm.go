@@ -278,6 +278,9 @@ func (t *turn) resume(ctx context.Context, pend []llms.ToolCall, ans *answer) (b
 		t.cancelPaused(pend)
 		return false, t.errorf("%w", &pauseCancelled{id: ans.id})
 	}
+	if nested {
+		return t.resumeNested(ctx, pend, ans)
+	}
 	first := len(t.reply.Executions)
 	for i, c := range pend {
 		var ex ToolExecution
@@ -286,16 +289,6 @@ func (t *turn) resume(ctx context.Context, pend []llms.ToolCall, ans *answer) (b
 			ex = clientAbandoned(c)
 		case ans == nil:
 			ex = denied(c, "the user did not confirm this call and wrote a new message instead")
-		case i == 0 && nested:
-			// The answer is for a call inside the sub-agent c ran: c runs
-			// its paused session again, which resumes with it.
-			var err error
-			if ex, err = t.runTool(t.withResume(ctx, c, ans), c); err != nil {
-				return false, t.errorf("%w", err)
-			}
-			if err := badAnswer(&ex); err != nil {
-				return false, t.errorf("%w", err)
-			}
 		case i > 0:
 			rctx := ctx
 			if t.isAgentTool(c) {

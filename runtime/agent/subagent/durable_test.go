@@ -222,8 +222,9 @@ func TestClientToolInSubAgent(t *testing.T) {
 }
 
 // Two sub-agents of a fan-out that both pause: each sends its Confirm;
-// answering the first resumes it, and the second pauses again (its
-// Confirm sent again) until it is answered too.
+// answering one (the second first) resumes it, and the other pauses again
+// (its Confirm sent again) until it is answered too. A stale answer fails
+// the request and changes nothing.
 func TestConfirmInFanOut(t *testing.T) {
 	leaktest.Check(t)
 	ctx := context.Background()
@@ -241,7 +242,11 @@ func TestConfirmInFanOut(t *testing.T) {
 	for _, c := range confirms {
 		byArgs[string(c.Arguments)] = c
 	}
-	first, second := byArgs[`{"q":"buyA"}`], byArgs[`{"q":"buyB"}`]
+	// The second is answered first: each Confirm may be.
+	second, first := byArgs[`{"q":"buyA"}`], byArgs[`{"q":"buyB"}`]
+	if _, f := data(t, conv, map[string]any{"confirm": "stale", "approve": true}); f == nil || f.Reason != chat.ErrBadRequest.Reason {
+		t.Fatalf("a stale answer: %v, want BadRequest", f)
+	}
 	events, f := data(t, conv, map[string]any{"confirm": first.ID, "approve": true})
 	if f != nil {
 		t.Fatal(f)
@@ -257,7 +262,7 @@ func TestConfirmInFanOut(t *testing.T) {
 	got := message(t, events)
 	// The results in the order the calls returned: the lookup's at the
 	// pause, then the resumed ones'.
-	if parts := strings.Split(got, " | "); len(parts) != 3 || !strings.Contains(got, `done buyA: bought`) || !strings.Contains(got, "answer to lookup") || !strings.Contains(got, "done buyB: the user denied this call: too dear") {
+	if parts := strings.Split(got, " | "); len(parts) != 3 || !strings.Contains(got, `done buyB: bought`) || !strings.Contains(got, "answer to lookup") || !strings.Contains(got, "done buyA: the user denied this call: too dear") {
 		t.Fatalf("the answer %q", got)
 	}
 	if len(r.bought) != 1 {
