@@ -2,6 +2,7 @@ package subagent_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
@@ -9,9 +10,12 @@ import (
 	"testing"
 
 	"github.com/chatscopes/chatgen/internal/leaktest"
+	"github.com/chatscopes/chatgen/runtime/agent/subagent"
 	"github.com/chatscopes/chatgen/runtime/ai"
 	"github.com/chatscopes/chatgen/runtime/chat"
+	"github.com/chatscopes/chatgen/runtime/chatimpl"
 	"github.com/chatscopes/chatgen/runtime/chatstore/chatstoretest"
+	"github.com/chatscopes/chatgen/runtime/llmtest"
 	"github.com/chatscopes/chatgen/runtime/memory"
 )
 
@@ -312,5 +316,93 @@ func TestManyDurableConversationsFanOut(t *testing.T) {
 	}
 	if ids, err := store.MemoryIDs(context.Background()); err != nil || len(ids) > 0 {
 		t.Errorf("memories left after the conversations ended: %q %v", ids, err)
+	}
+}
+
+// A confirmed tool two sub-agents deep (orchestrator → research → deep)
+// pauses all three turns; the answer resumes the innermost, then each
+// caller, across a restart.
+func TestConfirmTwoDeep(t *testing.T) {
+	leaktest.Check(t)
+	ctx := context.Background()
+	store := chat.NewInMemoryConversationStore(nil)
+	var bought []string
+	build := func() *chat.Router {
+		mem := func() memory.Provider {
+			return memory.NewManager(&memory.ManagerOptions{Store: chatstoretest.InMemoryMemories(store), Policy: memory.Window(50, nil)})
+		}
+		grand := ai.NewService("example.com/app.Deep", &ai.Config{Model: llmtest.NewModel(childScript(), nil), Memory: mem(), Logger: quiet})
+		grandMethod := &ai.Method{Name: "Dig", Kind: chat.KindChat, System: "You dig.", Tools: []ai.Tool{{
+			Name: "buy", Parameters: json.RawMessage(`{"type":"object"}`), Confirm: true,
+			Invoke: func(_ context.Context, args string) (any, error) {
+				bought = append(bought, args)
+				return "bought " + args, nil
+			},
+		}}}
+		deep := subagent.New("deep", func(ctx context.Context, task string) (string, error) {
+			r, err := grand.Chat(ctx, &ai.Request{Method: grandMethod, User: task})
+			if err != nil {
+				return "", err
+			}
+			return r.Content, nil
+		}, &subagent.Options{Logger: quiet})
+		childModel := llmtest.NewModel(llmtest.ScriptFunc(func(req *llmtest.Request) (llmtest.Reply, error) {
+			if res := req.LastToolResults(); len(res) > 0 {
+				return llmtest.Reply{Text: "research says: " + res[0].Content}, nil
+			}
+			b, _ := json.Marshal(map[string]string{"task": strings.TrimPrefix(req.LastUserText(), "deep ")})
+			return llmtest.Reply{ToolCalls: []llmtest.ToolCall{{Name: "deep", Arguments: string(b)}}}, nil
+		}), nil)
+		child := ai.NewService("example.com/app.Researcher", &ai.Config{Model: childModel, Memory: mem(), Logger: quiet, ToolSources: []ai.ToolSource{deep}})
+		childMethod := &ai.Method{Name: "Research", Kind: chat.KindChat}
+		research := subagent.New("research", func(ctx context.Context, task string) (string, error) {
+			r, err := child.Chat(ctx, &ai.Request{Method: childMethod, User: task})
+			if err != nil {
+				return "", err
+			}
+			return r.Content, nil
+		}, &subagent.Options{Logger: quiet})
+		parent := ai.NewService("example.com/app.Orchestrator", &ai.Config{Model: llmtest.NewModel(parentScript("research"), nil), Memory: mem(), Logger: quiet, ToolSources: []ai.ToolSource{research}})
+		method := &ai.Method{Name: "Orchestrate", Kind: chat.KindChat}
+		p := chatimpl.NewPackage("example.com/app")
+		p.AddRoute(chatimpl.RouteSpec{Name: "orchestrate", Default: true, Handle: func(ctx context.Context) error {
+			reply, err := parent.Chat(ctx, &ai.Request{Method: method, User: chat.Request(ctx).UserMessage()})
+			if err != nil {
+				return err
+			}
+			return chat.Response(ctx).Message(reply.Content)
+		}})
+		router, err := chat.NewRouter(&chat.RouterOptions{Store: store, Logger: quiet}, p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return router
+	}
+	conv, err := build().Connect(ctx, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	confirms := ofType[ai.Confirmation](t, text(t, conv, `call {"task":"deep buy milk"}`), chat.EventConfirm)
+	if len(confirms) != 1 || confirms[0].Agent != "deep" || confirms[0].Tool != "buy" {
+		t.Fatalf("Confirm events %+v, want one, of the deep agent's buy call", confirms)
+	}
+	id, tok := conv.ID(), conv.ResumeToken()
+	if err := conv.Detach(ctx); err != nil {
+		t.Fatal(err)
+	}
+	conv, err = build().Resume(ctx, id, tok)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conv.Close(ctx)
+	events, f := data(t, conv, map[string]any{"confirm": confirms[0].ID, "approve": true})
+	if f != nil {
+		t.Fatal(f)
+	}
+	if got := message(t, events); !strings.Contains(got, `research says: {\"session_id\":\"deep-1\",\"answer\":\"done buy milk: bought`) {
+		t.Fatalf("the answer %q", got)
+	}
+	if len(bought) != 1 {
+		t.Errorf("bought %q, want one", bought)
 	}
 }
