@@ -20,6 +20,16 @@
 // loops past its model calls or calls a tool it does not have fails its
 // tool call only: the calling model is told why, and neither memory keeps
 // a partial turn.
+//
+// A tool call inside the sub-agent that waits for the user's confirmation
+// or a client tool's result pauses the whole turn (see
+// ai.ConfirmationPending): the session remembers the call it paused on,
+// and the answer, in the next request, resumes it there (ai.AgentCall),
+// then the caller. A scope's sessions are a per-chat durable bean, so a
+// durable conversation keeps them across detaches and restarts; and each
+// call that completes is checkpointed (chat.Checkpoint), so that after a
+// crash the resent request gets the answers of the calls that had
+// completed without running them again.
 package subagent
 
 import (
