@@ -77,7 +77,10 @@ func Durable(ctx context.Context) bool {
 // Checkpoints of one request are saved one at a time, in the order of the
 // calls; each saves a new version of the conversation. The request's
 // writes after a checkpoint are saved by the next one or by the request's
-// save.
+// save. (A memory written again while a checkpoint commits it may make
+// the next save fail with a conflict on stores that stage memory writes
+// incrementally: checkpoint after a memory's writes, not while they go
+// on.)
 //
 // Outside a request of a durable conversation it does nothing. It fails
 // when the store does (the conversation is not rolled back: the request
@@ -124,11 +127,17 @@ func (cp *checkpoints) save(ctx context.Context, key string, value []byte) error
 		ResumeTokenHash: prev.ResumeTokenHash,
 		Extra:           extra,
 	}
+	// The writes staged so far are committed, then no longer staged: the
+	// request goes on writing, and its next save commits only what came
+	// after (stores with incremental memory encodings refuse a write
+	// committed twice).
+	snap := cp.batch.Snapshot()
 	if err := holdStack(func() error {
-		return c.router.store.Save(context.WithoutCancel(ctx), st, d.currentLease(), cp.batch)
+		return c.router.store.Save(context.WithoutCancel(ctx), st, d.currentLease(), snap)
 	}); err != nil {
 		return fmt.Errorf("chat: checkpoint of conversation %s: %w", c.id, err)
 	}
+	cp.batch.Forget(snap)
 	d.saved = st
 	return nil
 }

@@ -10,19 +10,33 @@ import (
 	"testing"
 
 	"github.com/chatscopes/chatgen/internal/leaktest"
+	"github.com/chatscopes/chatgen/internal/redistest"
 	"github.com/chatscopes/chatgen/runtime/agent/subagent"
 	"github.com/chatscopes/chatgen/runtime/ai"
 	"github.com/chatscopes/chatgen/runtime/chat"
 	"github.com/chatscopes/chatgen/runtime/chatimpl"
+	"github.com/chatscopes/chatgen/runtime/chatstore"
 	"github.com/chatscopes/chatgen/runtime/chatstore/chatstoretest"
 	"github.com/chatscopes/chatgen/runtime/llmtest"
 	"github.com/chatscopes/chatgen/runtime/memory"
+	"github.com/chatscopes/chatgen/runtime/redisstore"
 )
 
 // durableRig is a rig on a router with store, whose services keep their
 // memories in the store: a fresh one on the same store is the process
 // after a restart.
 func durableRig(t testing.TB, store *chat.InMemoryConversationStore, o *rigOptions) *rig {
+	t.Helper()
+	return durableRigOn(t, backend{store, chatstoretest.InMemoryMemories(store)}, o)
+}
+
+// backend is a conversation store and its memory side.
+type backend struct {
+	conversations chatstore.ConversationStore
+	memories      memory.Store
+}
+
+func durableRigOn(t testing.TB, b backend, o *rigOptions) *rig {
 	t.Helper()
 	if o == nil {
 		o = &rigOptions{}
@@ -31,11 +45,11 @@ func durableRig(t testing.TB, store *chat.InMemoryConversationStore, o *rigOptio
 		if c == nil {
 			c = &ai.Config{}
 		}
-		c.Memory = memory.NewManager(&memory.ManagerOptions{Store: chatstoretest.InMemoryMemories(store), Policy: memory.Window(50, nil)})
+		c.Memory = memory.NewManager(&memory.ManagerOptions{Store: b.memories, Policy: memory.Window(50, nil)})
 		return c
 	}
 	o.parent, o.child = mem(o.parent), mem(o.child)
-	o.router = &chat.RouterOptions{Store: store}
+	o.router = &chat.RouterOptions{Store: b.conversations}
 	return newRig(t, o)
 }
 
@@ -101,12 +115,17 @@ func ofType[T any](t *testing.T, events []chat.Event, typ string) []T {
 // the same store: the process after a restart.
 func restart(t *testing.T, conv *chat.Conversation, store *chat.InMemoryConversationStore) (*rig, *chat.Conversation) {
 	t.Helper()
+	return restartOn(t, conv, backend{store, chatstoretest.InMemoryMemories(store)})
+}
+
+func restartOn(t *testing.T, conv *chat.Conversation, b backend) (*rig, *chat.Conversation) {
+	t.Helper()
 	ctx := context.Background()
 	id, tok := conv.ID(), conv.ResumeToken()
 	if err := conv.Detach(ctx); err != nil {
 		t.Fatal(err)
 	}
-	r := durableRig(t, store, nil)
+	r := durableRigOn(t, b, nil)
 	next, err := r.router.Resume(ctx, id, tok)
 	if err != nil {
 		t.Fatal(err)
@@ -158,10 +177,24 @@ func TestDurableSessions(t *testing.T) {
 // answer resumes the sub-agent where it paused, then the parent. A stale
 // answer fails the request and loses nothing.
 func TestConfirmInSubAgentAcrossRestart(t *testing.T) {
+	t.Run("in-memory", func(t *testing.T) {
+		store := chat.NewInMemoryConversationStore(nil)
+		confirmAcrossRestart(t, backend{store, chatstoretest.InMemoryMemories(store)})
+	})
+	t.Run("redis", func(t *testing.T) {
+		c := redistest.Client(t)
+		s, err := redisstore.New(c, &redisstore.Options{Prefix: redistest.Prefix(t, c, "subagent")})
+		if err != nil {
+			t.Fatal(err)
+		}
+		confirmAcrossRestart(t, backend{s, s.Memories()})
+	})
+}
+
+func confirmAcrossRestart(t *testing.T, b backend) {
 	leaktest.Check(t)
 	ctx := context.Background()
-	store := chat.NewInMemoryConversationStore(nil)
-	r1 := durableRig(t, store, nil)
+	r1 := durableRigOn(t, b, nil)
 	conv, err := r1.router.Connect(ctx, "")
 	if err != nil {
 		t.Fatal(err)
@@ -178,7 +211,7 @@ func TestConfirmInSubAgentAcrossRestart(t *testing.T) {
 	if slices.ContainsFunc(events, func(ev chat.Event) bool { return ev.Type == chat.EventMessage }) {
 		t.Fatalf("a message while the turn is paused: %v", events)
 	}
-	r2, conv := restart(t, conv, store)
+	r2, conv := restartOn(t, conv, b)
 	if _, f := data(t, conv, map[string]any{"confirm": "stale", "approve": true}); f == nil || f.Reason != chat.ErrBadRequest.Reason {
 		t.Fatalf("a stale answer: %v, want BadRequest", f)
 	}
