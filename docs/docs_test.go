@@ -49,6 +49,7 @@ const snippetImports = `import (
 	"google.golang.org/api/option"
 	htransport "google.golang.org/api/transport/http"
 
+	"github.com/chatscopes/chatgen/runtime/a2atools"
 	"github.com/chatscopes/chatgen/runtime/agent"
 	"github.com/chatscopes/chatgen/runtime/agent/subagent"
 	"github.com/chatscopes/chatgen/runtime/ai"

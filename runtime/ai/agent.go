@@ -55,6 +55,8 @@ type AgentEvent struct {
 	// "Text" (Text: the text of a model reply that calls tools, when the
 	// provider did not stream it), "ToolCall" (Tool, ID, Arguments: the sub-agent calls
 	// one of its tools) or "ToolResult" (Tool, ID, Failed: it returned).
+	// A remote A2A agent called as a tool (package runtime/a2atools) also
+	// sends "Status" and "Artifact" steps, and "Stream" for its messages.
 	Type      string `json:"type"`
 	Text      string `json:"text,omitempty"`
 	Tool      string `json:"tool,omitempty"`

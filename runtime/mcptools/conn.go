@@ -14,6 +14,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/chatscopes/chatgen/runtime/ai"
+	"github.com/chatscopes/chatgen/runtime/internal/tooltext"
 )
 
 // A conn is one client of the server: the application's, or a scope's
@@ -267,7 +268,7 @@ func (c *conn) call(ctx context.Context, name, args string) (any, error) {
 	if err != nil {
 		return nil, &CallError{Server: src.opts.Name, Tool: name, Err: err}
 	}
-	text := clipResult(resultText(res), src.maxResult)
+	text := tooltext.Clip(resultText(res), src.maxResult)
 	if res.IsError {
 		return nil, &ToolError{Server: src.opts.Name, Tool: name, Text: text}
 	}

@@ -7,7 +7,6 @@ import (
 	"regexp"
 	"slices"
 	"strings"
-	"unicode/utf8"
 
 	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -178,19 +177,6 @@ func resultText(res *mcp.CallToolResult) string {
 		}
 	}
 	return strings.Join(parts, "\n")
-}
-
-// clipResult cuts text to max bytes at a character boundary, and says so
-// on a last line; max -1 means no bound.
-func clipResult(text string, max int) string {
-	if max < 0 || len(text) <= max {
-		return text
-	}
-	n := max
-	for n > 0 && !utf8.RuneStart(text[n]) {
-		n--
-	}
-	return fmt.Sprintf("%s\n[the result was cut to %d of its %d bytes]", text[:n], n, len(text))
 }
 
 // quoted lists names for a message: "a", "b"; "no tools" for none.
