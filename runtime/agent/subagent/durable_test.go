@@ -170,6 +170,24 @@ func TestDurableSessions(t *testing.T) {
 	if len(ids) > 0 {
 		t.Errorf("memories left in the store after the conversation ended: %q", ids)
 	}
+
+	// A conversation resumed after a restart that ends before its
+	// sessions are used again deletes their memories all the same.
+	conv, err = r2.router.Connect(ctx, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	text(t, conv, `call {"task":"d"}`)
+	if ids, _ := store.MemoryIDs(ctx); len(ids) != 2 {
+		t.Fatalf("memories %q, want the parent's and the session's", ids)
+	}
+	_, conv = restart(t, conv, store)
+	if err := conv.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if ids, _ := store.MemoryIDs(ctx); len(ids) > 0 {
+		t.Errorf("memories left in the store after the resumed conversation ended unused: %q", ids)
+	}
 }
 
 // A confirmed tool inside a sub-agent pauses the whole turn, durably: the

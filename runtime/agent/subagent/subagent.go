@@ -663,18 +663,42 @@ var _ ai.MemoryOwner = (*session)(nil)
 func (s *session) OwnerID() string { return s.owner }
 
 // AttachMemory implements ai.MemoryOwner.
-func (s *session) AttachMemory(_ context.Context, key string, mem chat.ScopedMemory) error {
+//
+// The memory id is also listed with the scope (see listedMemory), so that
+// a durable conversation's store keeps the memory while the scope lives
+// and deletes it when the scope ends, even when the sessions, restored
+// from the store, are never used again.
+func (s *session) AttachMemory(ctx context.Context, key string, mem chat.ScopedMemory) error {
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	if s.deleted {
+		s.mu.Unlock()
 		return fmt.Errorf("session %s ended: %w", s.id, chat.ErrNotActive)
 	}
-	if !slices.Contains(s.keys, key) {
-		s.keys = append(s.keys, key)
-		s.mems = append(s.mems, mem)
+	if slices.Contains(s.keys, key) {
+		s.mu.Unlock()
+		return nil
+	}
+	s.keys = append(s.keys, key)
+	s.mems = append(s.mems, mem)
+	s.mu.Unlock()
+	if _, err := chat.AttachMemory(ctx, key, listedMemory{}); err != nil {
+		return fmt.Errorf("session %s: listing memory %q with the scope: %w", s.id, key, err)
 	}
 	return nil
 }
+
+// listedMemory lists a session's memory id with its scope: the session
+// clears and deletes the memory itself (through the sessions attached to
+// the scope), so it does nothing. A scope restored from a store lists the
+// id until the memory is used again: if the scope ends first, the store
+// deletes the memory with it.
+type listedMemory struct{}
+
+// ClearMemory implements chat.ScopedMemory: the sessions clear it.
+func (listedMemory) ClearMemory(context.Context) error { return nil }
+
+// DeleteMemory implements chat.ScopedMemory: the sessions delete it.
+func (listedMemory) DeleteMemory(context.Context) error { return nil }
 
 // ClearMemory clears the session's memories.
 func (s *session) ClearMemory(ctx context.Context) error {
