@@ -250,6 +250,9 @@ func (h *Handoffs) handOff(ctx context.Context, to string, opts *HandOffOptions,
 		return fmt.Errorf("agent: hand-off from %q to %q: %w", from, to, err)
 	}
 	rec.From, rec.To, rec.Back = from, to, back
+	// A summary's model call counts in the usage of the turn whose tool
+	// hands off (none when a route does).
+	ai.AddUsage(ctx, rec.Usage)
 
 	st.mu.Lock()
 	undo := st.snapshot(to)

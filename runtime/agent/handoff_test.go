@@ -19,6 +19,7 @@ import (
 // turns of triage's; the Agent event; the hand-off's record.
 func TestHandOffInputs(t *testing.T) {
 	const sys = "system: " + billingSystem
+	var triageUsage ai.Usage // of the turn that hands off, with no summary
 	for _, tc := range []struct {
 		input agent.Input
 		want  []string
@@ -56,8 +57,16 @@ func TestHandOffInputs(t *testing.T) {
 				if recs[0].Usage.TotalTokens == 0 || recs[0].Usage.PromptTokens == 0 || recs[0].Turns != 2 {
 					t.Fatalf("summary record %+v", recs[0])
 				}
+				// It counts in the usage of triage's turn, whose tool
+				// handed off: its own model call's and the summary's.
+				got, sum := a.lastUsage("example.com/desk.Triage"), recs[0].Usage
+				if got.TotalTokens != triageUsage.TotalTokens+sum.TotalTokens || got.PromptTokens != triageUsage.PromptTokens+sum.PromptTokens {
+					t.Fatalf("the triage turn's usage %+v, want its own %+v plus the summary's %+v", got, triageUsage, sum)
+				}
 			} else if recs[0].Usage.TotalTokens != 0 {
 				t.Fatalf("usage of a hand-off without a summary: %+v", recs[0])
+			} else {
+				triageUsage = a.lastUsage("example.com/desk.Triage")
 			}
 
 			// The next message goes to billing, which still sees what it

@@ -48,7 +48,9 @@ func LastTurns(n int) Input {
 // Summary gives a summary of the conversation so far, written by
 // summarise (a model call, see [ServiceSummarizer]), in the system message
 // of the agent handed to. The summary's usage is in the hand-off's
-// [Record]. A conversation with no turns yet is not summarised.
+// [Record], and, when a tool of an AI service's turn hands off, in that
+// turn's Reply.Usage (see ai.AddUsage). A conversation with no turns yet
+// is not summarised.
 func Summary(summarise Summarizer) Input { return Input{kind: inputSummary, summarise: summarise} }
 
 // A Summarizer summarises a conversation's transcript (one line per

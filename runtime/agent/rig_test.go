@@ -129,6 +129,17 @@ type app struct {
 	records chan []agent.Record
 	// errs gets the errors of the "lost" and "bounce" routes.
 	errs chan error
+
+	mu sync.Mutex
+	// usage is the usage of the last turn of each service.
+	usage map[string]ai.Usage
+}
+
+// lastUsage returns the usage of the last turn of the service svc.
+func (a *app) lastUsage(svc string) ai.Usage {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.usage[svc]
 }
 
 func newApp(t *testing.T, m *model, store *chat.InMemoryConversationStore, input agent.Input) *app {
@@ -184,6 +195,12 @@ func newAppWith(t *testing.T, m *model, store *chat.InMemoryConversationStore, i
 			if err != nil {
 				return err
 			}
+			a.mu.Lock()
+			if a.usage == nil {
+				a.usage = map[string]ai.Usage{}
+			}
+			a.usage[svc.Name()] = r.Usage
+			a.mu.Unlock()
 			return ai.NewResult(r.Content, r).Send(ctx)
 		}
 	}

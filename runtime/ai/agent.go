@@ -98,8 +98,9 @@ type AgentRun struct {
 type agentLink struct {
 	context.Context // the tool call's: the link is the sub-agent's ctx
 	run             AgentRun
-	parent          *turn // the turn whose tool call runs the sub-agent
-	depth           int   // 1 for a sub-agent of a top-level turn
+	parent          *turn      // the turn whose tool call runs the sub-agent
+	depth           int        // 1 for a sub-agent of a top-level turn
+	call            *agentCall // the tool call, when it is a concurrent tool's
 }
 
 type agentKey struct{}
@@ -147,7 +148,11 @@ func WithAgent(ctx context.Context, run *AgentRun) (context.Context, error) {
 	if depth > max {
 		return ctx, fmt.Errorf("ai: sub-agent %q: %w: %d levels, the limit is %d", run.Name, ErrAgentDepth, depth, max)
 	}
-	return &agentLink{Context: ctx, run: *run, parent: h.t, depth: depth}, nil
+	a := &agentLink{Context: ctx, run: *run, parent: h.t, depth: depth}
+	if c, _ := ctx.Value(agentCallKey{}).(*agentCall); c != nil && c.turn == h.t {
+		a.call = c
+	}
+	return a, nil
 }
 
 // agentOf returns the sub-agent link of a turn about to run in ctx: the
@@ -316,4 +321,25 @@ func (t *turn) runConcurrent(ctx context.Context, calls []llms.ToolCall, out []T
 	}
 	wg.Wait()
 	return errors.Join(errs...)
+}
+
+// AddUsage adds u to the token usage of the turn whose tool call ctx is
+// the context of (its Reply.Usage, and the figures of its span): the
+// model calls a tool makes other than through a sub-agent's turn (the
+// summary of a hand-off, say) count in the turn that called the tool. It
+// reports whether it did: false outside a tool call of a turn, or once the
+// turn returned.
+func AddUsage(ctx context.Context, u Usage) bool {
+	h, _ := ctx.Value(heldKey{}).(*heldTurn)
+	if h == nil || h.t == nil {
+		return false
+	}
+	t := h.t
+	t.sh.mu.Lock()
+	defer t.sh.mu.Unlock()
+	if t.sh.done {
+		return false
+	}
+	t.reply.Usage.add(u)
+	return true
 }

@@ -58,6 +58,11 @@ type Confirmation struct {
 	Arguments json.RawMessage `json:"arguments"`
 	// CallID is the model's id of the tool call.
 	CallID string `json:"callId"`
+	// Agent and Session name the sub-agent, and its session, whose turn
+	// the call belongs to (see [AgentEvent]); "" for a call of the
+	// top-level turn.
+	Agent   string `json:"agent,omitempty"`
+	Session string `json:"session,omitempty"`
 }
 
 // ConfirmationPending is the error of a turn that paused because a tool
@@ -97,6 +102,8 @@ type ConfirmationPending struct {
 	// than the user's confirmation, and the event sent is a ClientTool
 	// event whose data is *Client. See [ClientToolPending].
 	Client *chat.ClientToolCall
+
+	nested bool // the pause of a sub-agent of the turn, whose event it sent
 }
 
 // Error implements error.
@@ -260,7 +267,8 @@ var errStale = errors.New("no pending confirmation has this id (it was answered 
 // instead. It reports whether the turn ends on immediate tools.
 func (t *turn) resume(ctx context.Context, pend []llms.ToolCall, ans *answer) (bool, error) {
 	var late bool
-	if ans != nil {
+	nested := t.nestedAnswer(pend[0], ans)
+	if ans != nil && !nested {
 		var err error
 		if late, err = t.answers(pend[0], ans); err != nil {
 			return false, t.errorf("%w", err)
@@ -269,6 +277,9 @@ func (t *turn) resume(ctx context.Context, pend []llms.ToolCall, ans *answer) (b
 	if ans != nil && ans.cancel {
 		t.cancelPaused(pend)
 		return false, t.errorf("%w", &pauseCancelled{id: ans.id})
+	}
+	if nested {
+		return t.resumeNested(ctx, pend, ans)
 	}
 	first := len(t.reply.Executions)
 	for i, c := range pend {
@@ -279,8 +290,12 @@ func (t *turn) resume(ctx context.Context, pend []llms.ToolCall, ans *answer) (b
 		case ans == nil:
 			ex = denied(c, "the user did not confirm this call and wrote a new message instead")
 		case i > 0:
+			rctx := ctx
+			if t.isAgentTool(c) {
+				rctx = t.withResume(ctx, c, nil) // a paused sub-agent pauses again
+			}
 			var err error
-			if ex, err = t.runTool(ctx, c); err != nil {
+			if ex, err = t.runTool(rctx, c); err != nil {
 				return false, t.errorf("%w", err)
 			}
 		case ans.client:
@@ -324,6 +339,12 @@ func (t *turn) record(ctx context.Context, calls []llms.ToolCall, first int) (bo
 	for i := first; i < len(t.reply.Executions); i++ {
 		ex := &t.reply.Executions[i]
 		if ex.Err != nil && errors.Is(ex.Err, ErrConfirmationRequired) {
+			if n := nestedPending(ex); n != nil {
+				if pend == nil {
+					pend = n // its sub-agent paused: the turn pauses with it
+				}
+				continue
+			}
 			if pend == nil {
 				pend = &ConfirmationPending{Confirmation: confirmation(t.held.st.id, calls[i-first])}
 			}
@@ -349,6 +370,12 @@ func (t *turn) record(ctx context.Context, calls []llms.ToolCall, first int) (bo
 func (t *turn) paused(ctx context.Context, p *ConfirmationPending, commit func() error) error {
 	if err := commit(); err != nil {
 		return err
+	}
+	t.tagAgent(p)
+	if p.nested {
+		t.s.log().InfoContext(ctx, "ai: a sub-agent's tool call waits: the turn pauses with it",
+			"service", t.s.name, "method", t.m.Name, "agent", p.Agent, "session", p.Session, "tool", p.Tool, "confirmation", p.ID)
+		return t.errorf("%w", p)
 	}
 	if p.Client != nil {
 		return t.pausedClient(ctx, p)

@@ -62,6 +62,9 @@ func notRun(ctx context.Context, call llms.ToolCall) ToolExecution {
 // fails only when a hook panics: whatever else goes wrong becomes the text
 // the model is told ("error: …") and the execution's Err.
 func (t *turn) runTool(ctx context.Context, call llms.ToolCall) (ToolExecution, error) {
+	if t.isAgentTool(call) {
+		ctx = t.agentCallCtx(ctx, call)
+	}
 	if tr, ok := t.s.tel.tracer(); ok {
 		return t.runToolTraced(ctx, tr, call)
 	}

@@ -242,11 +242,23 @@ func (s *Service) runTurn(ctx context.Context, req *Request, mode runMode, convI
 // the request's answer: see [ConfirmationPending]. It reports whether the
 // turn ended on immediate tools without a model call.
 func (t *turn) begin(ctx context.Context, system, user string, history []llms.MessageContent) (bool, error) {
-	ans, err := readAnswer(chat.Request(ctx), t.s.clientResultLimit)
-	if err != nil {
-		return false, t.errorf("%w", err)
+	var ans *answer
+	var repause bool
+	if t.agent != nil {
+		// A sub-agent's answer comes with its tool call: the request's
+		// is its top-level turn's.
+		ans, repause = t.agent.agentAnswer()
+	} else {
+		var err error
+		if ans, err = readAnswer(chat.Request(ctx), t.s.clientResultLimit); err != nil {
+			return false, t.errorf("%w", err)
+		}
 	}
 	pend := pendingCalls(history)
+	if repause && len(pend) > 0 {
+		t.start(system, "", history)
+		return false, t.repause(pend)
+	}
 	if len(pend) == 0 {
 		if ans != nil {
 			return false, t.errorf("%w", &chat.BadRequestError{Param: ans.param(), Err: fmt.Errorf("%q: %w", ans.id, errStale)})

@@ -28,6 +28,10 @@ type ClientToolCall struct {
 	// takes the result: an answer after it tells the model that the
 	// client did not answer in time.
 	Deadline *time.Time `json:"deadline,omitempty"`
+	// Agent and Session name the sub-agent, and its session, whose turn
+	// made the call; "" for a call of the top-level turn.
+	Agent   string `json:"agent,omitempty"`
+	Session string `json:"session,omitempty"`
 }
 
 // The request data keys of an answer to a paused turn: a client tool call

@@ -144,7 +144,9 @@ func (c *Conversation) handleDurable(ctx context.Context, scopeID string, req *R
 	// The request's memory writes are staged in the batch, to be
 	// committed with its state.
 	batch := chatstore.NewBatch()
-	t := c.serve(chatstore.WithBatch(ctx, batch), target, req, sink)
+	cp := c.withCheckpoints(chatstore.WithBatch(ctx, batch), batch)
+	t := c.serve(cp, target, req, sink)
+	cp.end()
 	d.stopRenewing()
 	if scope, f, ok := c.save(&t.rs.ctx, batch, t.after, t.err); !ok {
 		return scope, f // the save failed: that is the request's failure
@@ -307,7 +309,7 @@ func (c *Conversation) save(ctx context.Context, b *chatstore.Batch, after strin
 		Used:            time.Now(),
 		Scopes:          scopes,
 		ResumeTokenHash: d.saved.ResumeTokenHash,
-		Extra:           d.saved.Extra,
+		Extra:           withoutCheckpoints(d.saved.Extra), // the request ended
 	}
 	if len(d.extraFns) > 0 {
 		var f *Failure

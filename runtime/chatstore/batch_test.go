@@ -79,3 +79,25 @@ func TestBatchInContext(t *testing.T) {
 		t.Fatal("BatchFrom does not return the batch WithBatch put in")
 	}
 }
+
+func TestBatchSnapshotForget(t *testing.T) {
+	b := chatstore.NewBatch()
+	b.Put("kept", []byte("a"))
+	b.Put("rewritten", []byte("b"))
+	b.Put("deleted", nil)
+	s := b.Snapshot()
+	b.Put("rewritten", []byte("b2")) // after the snapshot: stays
+	b.Put("new", []byte("c"))        // after the snapshot: stays
+	if s.Len() != 3 {
+		t.Fatalf("snapshot Len = %d, want 3", s.Len())
+	}
+	b.Forget(s)
+	var got []string
+	b.All(func(key string, value []byte) { got = append(got, key+"="+string(value)) })
+	if want := []string{"rewritten=b2", "new=c"}; fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("after Forget: %v, want %v", got, want)
+	}
+	if _, ok := b.Get("kept"); ok {
+		t.Fatal("a committed write is still staged")
+	}
+}

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"log/slog"
 	"net/http/httptest"
-	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -83,6 +82,15 @@ func childScript() llmtest.Script {
 		case strings.HasPrefix(task, "slow"):
 			answer.Delay = 200 * time.Millisecond
 			return answer, nil
+		case (strings.HasPrefix(task, "buy") || strings.HasPrefix(task, "pick")) && len(req.LastToolResults()) == 0:
+			tool := "pick"
+			if strings.HasPrefix(task, "buy") {
+				tool = "buy"
+			}
+			return llmtest.Reply{ToolCalls: []llmtest.ToolCall{{Name: tool, Arguments: `{"q":"` + task + `"}`}}, Usage: usage}, nil
+		case (strings.HasPrefix(task, "buy") || strings.HasPrefix(task, "pick")) && len(req.LastToolResults()) > 0:
+			answer.Text = "done " + task + ": " + req.LastToolResults()[0].Content
+			return answer, nil
 		case strings.HasPrefix(task, "lookup") && len(req.LastToolResults()) == 0:
 			return llmtest.Reply{Text: "let me look", ToolCalls: []llmtest.ToolCall{{Name: "lookup", Arguments: `{"q":"` + task + `"}`}}, Usage: usage}, nil
 		}
@@ -105,6 +113,7 @@ type rig struct {
 	mu      sync.Mutex
 	replies []*ai.Reply
 	errs    []error
+	bought  []string // the arguments of the buy tool's calls that ran
 }
 
 type rigOptions struct {
@@ -146,11 +155,25 @@ func newRig(t testing.TB, o *rigOptions) *rig {
 	ccfg.Model = childModel
 	ccfg.Logger = quiet
 	ccfg.ForwardThinking = true
-	ccfg.Memory = memory.NewManager(&memory.ManagerOptions{Store: r.childStore, Policy: memory.Window(50, nil)})
+	if ccfg.Memory == nil {
+		ccfg.Memory = memory.NewManager(&memory.ManagerOptions{Store: r.childStore, Policy: memory.Window(50, nil)})
+	}
 	r.child = ai.NewService("example.com/app.Researcher", &ccfg)
 	r.childMethod = &ai.Method{Name: "Research", Kind: chat.KindChat, System: "You research.", Tools: []ai.Tool{{
 		Name: "lookup", Description: "Looks up a fact.", Parameters: json.RawMessage(`{"type":"object","properties":{"q":{"type":"string"}}}`),
 		Invoke: func(_ context.Context, args string) (any, error) { return "fact for " + args, nil },
+	}, {
+		Name: "buy", Description: "Buys a thing (the user confirms).", Parameters: json.RawMessage(`{"type":"object","properties":{"q":{"type":"string"}}}`),
+		Confirm: true,
+		Invoke: func(_ context.Context, args string) (any, error) {
+			r.mu.Lock()
+			r.bought = append(r.bought, args)
+			r.mu.Unlock()
+			return "bought " + args, nil
+		},
+	}, {
+		Name: "pick", Description: "The user picks a thing, in the page.", Parameters: json.RawMessage(`{"type":"object","properties":{"q":{"type":"string"}}}`),
+		Client: true,
 	}}}
 	run := subagent.Func(func(ctx context.Context, task string) (string, error) {
 		reply, err := r.child.Chat(ctx, &ai.Request{Method: r.childMethod, User: task})
@@ -286,22 +309,4 @@ func ids(t testing.TB, s *memory.InMemoryStore) []string {
 		t.Fatal(err)
 	}
 	return ids
-}
-
-// checkGoroutines fails the test if goroutines started during it are
-// still running at its end (allowing them a moment to finish).
-func checkGoroutines(t *testing.T) {
-	t.Helper()
-	before := runtime.NumGoroutine()
-	t.Cleanup(func() {
-		deadline := time.Now().Add(10 * time.Second)
-		for runtime.NumGoroutine() > before {
-			if time.Now().After(deadline) {
-				buf := make([]byte, 1<<20)
-				t.Errorf("goroutines: %d before, %d after:\n%s", before, runtime.NumGoroutine(), buf[:runtime.Stack(buf, true)])
-				return
-			}
-			time.Sleep(10 * time.Millisecond)
-		}
-	})
 }

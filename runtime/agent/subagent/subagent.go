@@ -20,6 +20,16 @@
 // loops past its model calls or calls a tool it does not have fails its
 // tool call only: the calling model is told why, and neither memory keeps
 // a partial turn.
+//
+// A tool call inside the sub-agent that waits for the user's confirmation
+// or a client tool's result pauses the whole turn (see
+// ai.ConfirmationPending): the session remembers the call it paused on,
+// and the answer, in the next request, resumes it there (ai.AgentCall),
+// then the caller. A scope's sessions are a per-chat durable bean, so a
+// durable conversation keeps them across detaches and restarts; and each
+// call that completes is checkpointed (chat.Checkpoint), so that after a
+// crash the resent request gets the answers of the calls that had
+// completed without running them again.
 package subagent
 
 import (
@@ -106,9 +116,9 @@ type Tool struct {
 	opts Options
 	tool ai.Tool
 	list []ai.Tool
-
-	mu     sync.Mutex
-	scopes map[string]*sessions // by the owning scope's id
+	// bean holds the sessions of each scope: a durable per-chat bean, so
+	// that a durable conversation saves them with its scopes.
+	bean *chat.Bean[*sessions]
 }
 
 var (
@@ -119,7 +129,8 @@ var (
 // New returns the tool, named name (the name the model calls it by and
 // the agent its events are tagged with), that runs run.
 func New(name string, run Func, opts *Options) *Tool {
-	t := &Tool{name: name, run: run, scopes: make(map[string]*sessions)}
+	t := &Tool{name: name, run: run}
+	t.bean = chat.NewDurableBean(BeanPrefix+name, chat.KindPerChat, t.newSessions)
 	if opts != nil {
 		t.opts = *opts
 	}
@@ -172,17 +183,16 @@ type Answer struct {
 	Answer string `json:"answer"`
 }
 
+// BeanPrefix prefixes the name of the durable bean that holds the
+// sessions of a sub-agent tool in each scope: BeanPrefix + the tool's
+// name. Tools of one name share it: give each sub-agent a name of its own.
+const BeanPrefix = "github.com/chatscopes/chatgen/runtime/agent/subagent.sessions:"
+
 // Sessions returns the ids of the sessions of the sub-agent the current
 // scope of ctx holds, oldest first.
 func (t *Tool) Sessions(ctx context.Context) []string {
-	scope, err := chat.ID(ctx)
+	reg, err := t.bean.Lookup(ctx)
 	if err != nil {
-		return nil
-	}
-	t.mu.Lock()
-	reg := t.scopes[scope]
-	t.mu.Unlock()
-	if reg == nil {
 		return nil
 	}
 	reg.mu.Lock()
@@ -210,7 +220,21 @@ func (t *Tool) invoke(ctx context.Context, arguments string) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	s, ended, err := reg.acquire(a.SessionID, t.opts.Now())
+	callID, resumed := ai.AgentCall(ctx)
+	if !resumed {
+		if ans, ok := reg.replayed(ctx, a); ok {
+			// A call the interrupted request completed: its answer, again.
+			t.checkpoint(ctx, reg)
+			return ans, nil
+		}
+	}
+	var s *session
+	var ended []*session
+	if resumed {
+		s, err = reg.acquirePaused(callID, t.opts.Now())
+	} else {
+		s, ended, err = reg.acquire(a.SessionID, t.opts.Now())
+	}
 	t.end(ctx, ended)
 	if err != nil {
 		return nil, err
@@ -226,16 +250,54 @@ func (t *Tool) invoke(ctx context.Context, arguments string) (any, error) {
 		defer cancel()
 	}
 	answer, err := t.call(actx, a.Task)
+	if err != nil && errors.Is(err, ai.ErrConfirmationRequired) {
+		// A tool call of the sub-agent waits (an *ai.ConfirmationPending):
+		// the session stays paused on this call, which the turn resumes
+		// (ai.AgentCall).
+		reg.setPaused(s, callID)
+		return nil, fmt.Errorf("sub-agent %q (session %s) paused: %w", t.name, s.id, err)
+	}
+	if err != nil && resumed && isBadRequest(err) {
+		return nil, err // the answer does not fit: the session stays paused
+	}
+	reg.setPaused(s, "")
 	if err != nil {
 		if context.Cause(actx) == errTimeout && ctx.Err() == nil {
 			return nil, fmt.Errorf("%w after %v (session %s): %w", ErrTimeout, t.opts.Timeout, s.id, err)
 		}
 		return nil, fmt.Errorf("sub-agent %q (session %s) failed: %w", t.name, s.id, err)
 	}
-	return Answer{SessionID: s.id, Answer: answer}, nil
+	ans := Answer{SessionID: s.id, Answer: answer}
+	if reg.complete(ctx, a, ans) {
+		t.checkpoint(ctx, reg)
+	}
+	return ans, nil
+}
+
+// checkpoint saves the durable conversation of ctx with the calls of its
+// request that completed, so that a resend after a crash replays them
+// (see chat.Checkpoint).
+func (t *Tool) checkpoint(ctx context.Context, reg *sessions) {
+	reg.cpMu.Lock()
+	defer reg.cpMu.Unlock()
+	reg.mu.Lock()
+	raw, err := json.Marshal(reg.done)
+	reg.mu.Unlock()
+	if err == nil {
+		err = chat.Checkpoint(ctx, reg.journalKey(), raw)
+	}
+	if err != nil {
+		t.log().WarnContext(ctx, "subagent: checkpointing a completed call", "agent", t.name, "err", err)
+	}
 }
 
 var errTimeout = errors.New("sub-agent timeout")
+
+// isBadRequest reports whether err is a *chat.BadRequestError.
+func isBadRequest(err error) bool {
+	var bad *chat.BadRequestError
+	return errors.As(err, &bad)
+}
 
 // call runs the sub-agent, recovering a panic.
 func (t *Tool) call(ctx context.Context, task string) (answer string, err error) {
@@ -255,27 +317,38 @@ func (t *Tool) log() *slog.Logger {
 	return slog.Default()
 }
 
-// registry returns the sessions of the scope, made and attached to it on
+// newSessions makes the sessions of the current scope of ctx: the bean's
+// constructor.
+func (t *Tool) newSessions(ctx context.Context) (*sessions, error) {
+	scope, err := chat.ID(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return &sessions{tool: t, scope: scope, byID: make(map[string]*session)}, nil
+}
+
+// registry returns the sessions of the scope (restored from its saved
+// state in a resumed durable conversation), attached to the scope on
 // first use.
 func (t *Tool) registry(ctx context.Context, scope string) (*sessions, error) {
-	t.mu.Lock()
-	reg := t.scopes[scope]
-	t.mu.Unlock()
-	if reg != nil {
+	reg, err := t.bean.Lookup(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("sub-agent %q: its sessions: %w", t.name, err)
+	}
+	if reg.scope != scope {
+		return nil, fmt.Errorf("sub-agent %q: the current scope changed to %s: %w", t.name, reg.scope, chat.ErrNotActive)
+	}
+	reg.mu.Lock()
+	attached := reg.attached
+	reg.attached = true
+	reg.mu.Unlock()
+	if attached {
 		return reg, nil
 	}
-	reg = &sessions{tool: t, scope: scope, byID: make(map[string]*session)}
-	t.mu.Lock()
-	if old := t.scopes[scope]; old != nil {
-		t.mu.Unlock()
-		return old, nil
-	}
-	t.scopes[scope] = reg
-	t.mu.Unlock()
 	if _, err := chat.AttachMemory(ctx, "subagent:"+t.name, reg); err != nil {
-		t.mu.Lock()
-		delete(t.scopes, scope)
-		t.mu.Unlock()
+		reg.mu.Lock()
+		reg.attached = false
+		reg.mu.Unlock()
 		return nil, fmt.Errorf("sub-agent %q: attaching its sessions to the scope: %w", t.name, err)
 	}
 	return reg, nil
@@ -290,18 +363,162 @@ func (t *Tool) end(ctx context.Context, ended []*session) {
 	}
 }
 
-// sessions are the sessions of one sub-agent in one scope: the
-// chat.ScopedMemory attached to the scope, which clears or deletes them
-// all with it.
+// sessions are the sessions of one sub-agent in one scope: the value of
+// the tool's per-chat durable bean (saved with a durable conversation's
+// scope, as JSON) and the chat.ScopedMemory attached to the scope, which
+// clears or deletes them all with it.
 type sessions struct {
 	tool  *Tool
 	scope string
 
-	mu    sync.Mutex
-	next  int
-	byID  map[string]*session
-	order []*session // oldest first
-	ended bool
+	cpMu sync.Mutex // orders the checkpoints of the tool's calls
+
+	mu       sync.Mutex
+	next     int
+	byID     map[string]*session
+	order    []*session // oldest first
+	ended    bool
+	attached bool // attached to the scope
+
+	// The calls of the current request that completed (done), and those
+	// an interrupted request completed that it has not replayed yet.
+	req    *chat.RouteRequest
+	done   []completed
+	replay []completed
+}
+
+// completed is a sub-agent call that completed in a request: its
+// arguments and its answer.
+type completed struct {
+	Task      string `json:"task"`
+	SessionID string `json:"session_id,omitempty"` // the model's argument
+	Answer    Answer `json:"answer"`
+}
+
+// journalKey is the key of the record of the calls the scope's current
+// request completed (chat.Checkpoint).
+func (r *sessions) journalKey() string { return "subagent:" + r.tool.name + "@" + r.scope }
+
+// request makes the request of ctx the current one, forgetting the calls
+// of the one before, and reading those of an interrupted one. r.mu is
+// held.
+func (r *sessions) request(ctx context.Context) {
+	req := chat.Request(ctx)
+	if req == r.req {
+		return
+	}
+	r.req, r.done, r.replay = req, nil, nil
+	if raw := chat.Interrupted(ctx, r.journalKey()); raw != nil {
+		if err := json.Unmarshal(raw, &r.replay); err != nil {
+			r.tool.log().WarnContext(ctx, "subagent: the record of an interrupted request does not decode: its calls run again", "agent", r.tool.name, "err", err)
+		}
+	}
+}
+
+// replayed returns the answer of a call like a's that the interrupted
+// request completed, once; its session is used again.
+func (r *sessions) replayed(ctx context.Context, a args) (Answer, bool) {
+	if !chat.Durable(ctx) {
+		return Answer{}, false
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.request(ctx)
+	i := slices.IndexFunc(r.replay, func(c completed) bool { return c.Task == a.Task && c.SessionID == a.SessionID })
+	if i < 0 {
+		return Answer{}, false
+	}
+	c := r.replay[i]
+	r.replay = slices.Delete(r.replay, i, i+1)
+	r.done = append(r.done, c)
+	if s := r.byID[c.Answer.SessionID]; s != nil {
+		s.last = r.tool.opts.Now()
+		r.touch(s)
+	}
+	return c.Answer, true
+}
+
+// complete records a call of the request of ctx that completed, and
+// reports whether the conversation is durable (the record is to be
+// checkpointed).
+func (r *sessions) complete(ctx context.Context, a args, ans Answer) bool {
+	if !chat.Durable(ctx) {
+		return false
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.request(ctx)
+	r.done = append(r.done, completed{Task: a.Task, SessionID: a.SessionID, Answer: ans})
+	return true
+}
+
+// setPaused records that s paused on the tool call id ("": it did not).
+func (r *sessions) setPaused(s *session, id string) {
+	r.mu.Lock()
+	s.paused = id
+	r.mu.Unlock()
+}
+
+// acquirePaused returns the session that paused on the tool call id,
+// marked busy.
+func (r *sessions) acquirePaused(id string, now time.Time) (*session, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.ended {
+		return nil, fmt.Errorf("sub-agent %q: %w: its scope ended", r.tool.name, chat.ErrNotActive)
+	}
+	i := slices.IndexFunc(r.order, func(s *session) bool { return s.paused == id })
+	if id == "" || i < 0 {
+		return nil, fmt.Errorf("%w: no session of sub-agent %q paused on the tool call %q", ErrUnknownSession, r.tool.name, id)
+	}
+	s := r.order[i]
+	s.busy++
+	r.touch(s)
+	return s, nil
+}
+
+// savedSessions is the saved form of sessions.
+type savedSessions struct {
+	Next     int            `json:"next"`
+	Sessions []savedSession `json:"sessions,omitempty"` // oldest first
+}
+
+type savedSession struct {
+	ID     string    `json:"id"`
+	Last   time.Time `json:"last"`
+	Paused string    `json:"paused,omitempty"` // the tool call it paused on
+}
+
+// MarshalJSON saves the sessions (the bean's state).
+func (r *sessions) MarshalJSON() ([]byte, error) {
+	r.mu.Lock()
+	out := savedSessions{Next: r.next, Sessions: make([]savedSession, len(r.order))}
+	for i, s := range r.order {
+		out.Sessions[i] = savedSession{ID: s.id, Last: s.last, Paused: s.paused}
+	}
+	r.mu.Unlock()
+	return json.Marshal(out)
+}
+
+// UnmarshalJSON restores the sessions saved by MarshalJSON, into a value
+// newSessions made.
+func (r *sessions) UnmarshalJSON(b []byte) error {
+	var in savedSessions
+	if err := json.Unmarshal(b, &in); err != nil {
+		return err
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.next = in.Next
+	for _, ss := range in.Sessions {
+		if ss.ID == "" || r.byID[ss.ID] != nil {
+			return fmt.Errorf("sub-agent %q: a saved session id is empty or repeated: %q", r.tool.name, ss.ID)
+		}
+		s := &session{id: ss.ID, owner: r.scope + "/" + ss.ID, last: ss.Last, paused: ss.Paused}
+		r.byID[s.id] = s
+		r.order = append(r.order, s)
+	}
+	return nil
 }
 
 var _ chat.ReleasableMemory = (*sessions)(nil)
@@ -401,12 +618,6 @@ func (r *sessions) DeleteMemory(ctx context.Context) error {
 	all := r.order
 	r.order, r.byID = nil, nil
 	r.mu.Unlock()
-	t := r.tool
-	t.mu.Lock()
-	if t.scopes[r.scope] == r {
-		delete(t.scopes, r.scope)
-	}
-	t.mu.Unlock()
 	var errs []error
 	for _, s := range all {
 		errs = append(errs, s.DeleteMemory(ctx))
@@ -415,11 +626,22 @@ func (r *sessions) DeleteMemory(ctx context.Context) error {
 }
 
 // ReleaseMemory implements chat.ReleasableMemory: the scope left the
-// process without ending (a durable conversation detached or taken over
-// elsewhere). Sessions are not part of the conversation's saved state, so
-// nothing could reach their memories again: they are deleted, as when the
-// scope ends, and the model starts new sessions after a resume.
-func (r *sessions) ReleaseMemory(ctx context.Context) error { return r.DeleteMemory(ctx) }
+// process without ending (a durable conversation detached, taken over
+// elsewhere or rolled back). The sessions are part of its saved state
+// (the bean), and their memories are kept in the store: they are only
+// released here, and the sessions go on where the conversation is resumed.
+func (r *sessions) ReleaseMemory(ctx context.Context) error {
+	r.mu.Lock()
+	r.ended = true
+	all := r.order
+	r.order, r.byID = nil, nil
+	r.mu.Unlock()
+	var errs []error
+	for _, s := range all {
+		errs = append(errs, s.ReleaseMemory(ctx))
+	}
+	return errors.Join(errs...)
+}
 
 // session is one sub-conversation: the ai.MemoryOwner of the sub-agent's
 // memories.
@@ -427,6 +649,7 @@ type session struct {
 	id, owner string
 	busy      int       // calls running; guarded by the sessions' mu
 	last      time.Time // when the last call ended; guarded by the sessions' mu
+	paused    string    // the tool call it paused on; guarded by the sessions' mu
 
 	mu      sync.Mutex
 	mems    []chat.ScopedMemory
@@ -440,18 +663,42 @@ var _ ai.MemoryOwner = (*session)(nil)
 func (s *session) OwnerID() string { return s.owner }
 
 // AttachMemory implements ai.MemoryOwner.
-func (s *session) AttachMemory(_ context.Context, key string, mem chat.ScopedMemory) error {
+//
+// The memory id is also listed with the scope (see listedMemory), so that
+// a durable conversation's store keeps the memory while the scope lives
+// and deletes it when the scope ends, even when the sessions, restored
+// from the store, are never used again.
+func (s *session) AttachMemory(ctx context.Context, key string, mem chat.ScopedMemory) error {
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	if s.deleted {
+		s.mu.Unlock()
 		return fmt.Errorf("session %s ended: %w", s.id, chat.ErrNotActive)
 	}
-	if !slices.Contains(s.keys, key) {
-		s.keys = append(s.keys, key)
-		s.mems = append(s.mems, mem)
+	if slices.Contains(s.keys, key) {
+		s.mu.Unlock()
+		return nil
+	}
+	s.keys = append(s.keys, key)
+	s.mems = append(s.mems, mem)
+	s.mu.Unlock()
+	if _, err := chat.AttachMemory(ctx, key, listedMemory{}); err != nil {
+		return fmt.Errorf("session %s: listing memory %q with the scope: %w", s.id, key, err)
 	}
 	return nil
 }
+
+// listedMemory lists a session's memory id with its scope: the session
+// clears and deletes the memory itself (through the sessions attached to
+// the scope), so it does nothing. A scope restored from a store lists the
+// id until the memory is used again: if the scope ends first, the store
+// deletes the memory with it.
+type listedMemory struct{}
+
+// ClearMemory implements chat.ScopedMemory: the sessions clear it.
+func (listedMemory) ClearMemory(context.Context) error { return nil }
+
+// DeleteMemory implements chat.ScopedMemory: the sessions delete it.
+func (listedMemory) DeleteMemory(context.Context) error { return nil }
 
 // ClearMemory clears the session's memories.
 func (s *session) ClearMemory(ctx context.Context) error {
@@ -476,6 +723,24 @@ func (s *session) DeleteMemory(ctx context.Context) error {
 	var errs []error
 	for i := len(mems) - 1; i >= 0; i-- {
 		errs = append(errs, mems[i].DeleteMemory(ctx))
+	}
+	return errors.Join(errs...)
+}
+
+// ReleaseMemory releases the session's memories (see
+// chat.ReleasableMemory), newest first: their stored messages stay.
+func (s *session) ReleaseMemory(ctx context.Context) error {
+	ctx = context.WithoutCancel(ctx)
+	s.mu.Lock()
+	s.deleted = true
+	mems := s.mems
+	s.mems, s.keys = nil, nil
+	s.mu.Unlock()
+	var errs []error
+	for i := len(mems) - 1; i >= 0; i-- {
+		if rm, ok := mems[i].(chat.ReleasableMemory); ok {
+			errs = append(errs, rm.ReleaseMemory(ctx))
+		}
 	}
 	return errors.Join(errs...)
 }

@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chatscopes/chatgen/internal/leaktest"
+
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
@@ -18,9 +20,7 @@ import (
 	"github.com/chatscopes/chatgen/runtime/agent/subagent"
 	"github.com/chatscopes/chatgen/runtime/ai"
 	"github.com/chatscopes/chatgen/runtime/chat"
-	"github.com/chatscopes/chatgen/runtime/chatstore/chatstoretest"
 	"github.com/chatscopes/chatgen/runtime/llmtest"
-	"github.com/chatscopes/chatgen/runtime/memory"
 )
 
 // The model continues a sub-conversation with its session_id and starts a
@@ -28,7 +28,7 @@ import (
 // reach the websocket client tagged with the agent and the session, and
 // the child's usage adds up into the parent turn's.
 func TestSessions(t *testing.T) {
-	checkGoroutines(t)
+	leaktest.Check(t)
 	r := newRig(t, nil)
 	c := r.dial()
 
@@ -171,7 +171,7 @@ func TestSessionCapAndIdle(t *testing.T) {
 // parent's model; the parent's turn completes, and neither memory keeps a
 // partial turn.
 func TestFaults(t *testing.T) {
-	checkGoroutines(t)
+	leaktest.Check(t)
 	for _, tc := range []struct {
 		name, task string
 		want       string // what the parent model is told, a prefix
@@ -234,7 +234,7 @@ func TestFaults(t *testing.T) {
 // ParallelTools, at most AgentConcurrency at once; one failing fails only
 // its call.
 func TestFanOut(t *testing.T) {
-	checkGoroutines(t)
+	leaktest.Check(t)
 	var running, most atomic.Int32
 	arrived := make(chan struct{})
 	var once sync.Once
@@ -294,7 +294,7 @@ func TestFanOut(t *testing.T) {
 
 // Cancelling the turn's context cancels every sub-agent of a fan-out.
 func TestFanOutCancel(t *testing.T) {
-	checkGoroutines(t)
+	leaktest.Check(t)
 	started := make(chan struct{}, 4)
 	r := newRig(t, &rigOptions{run: func(subagent.Func) subagent.Func {
 		return func(ctx context.Context, task string) (string, error) {
@@ -378,7 +378,7 @@ func TestRecursionBounded(t *testing.T) {
 // The load test: 100 concurrent conversations fanning out (run with
 // -race).
 func TestManyConversationsFanOut(t *testing.T) {
-	checkGoroutines(t)
+	leaktest.Check(t)
 	r := newRig(t, &rigOptions{inProcess: true})
 	var wg sync.WaitGroup
 	errs := make(chan error, 100)
@@ -477,28 +477,5 @@ func TestBadCalls(t *testing.T) {
 		if _, err := tool.Invoke(ctx, args); !errors.As(err, &ae) {
 			t.Errorf("arguments %s: %v, want an *ai.ArgumentsError", args, err)
 		}
-	}
-}
-
-// A durable conversation that leaves the process (detached) takes no
-// session along: their memories are deleted, none is left behind.
-func TestDetachDeletesSessions(t *testing.T) {
-	store := chat.NewInMemoryConversationStore(nil)
-	r := newRig(t, &rigOptions{router: &chat.RouterOptions{Store: store},
-		parent: &ai.Config{Memory: memory.NewManager(&memory.ManagerOptions{Store: chatstoretest.InMemoryMemories(store)})}})
-	c := r.dial()
-	c.chat(t, `call {"task":"a"}`)
-	if n := len(ids(t, r.childStore)); n != 1 {
-		t.Fatalf("child memories %q", ids(t, r.childStore))
-	}
-	if err := c.client.Detach(); err != nil {
-		t.Fatal(err)
-	}
-	deadline := time.Now().Add(10 * time.Second)
-	for len(ids(t, r.childStore)) > 0 {
-		if time.Now().After(deadline) {
-			t.Fatalf("child memories left after the detach: %q", ids(t, r.childStore))
-		}
-		time.Sleep(10 * time.Millisecond)
 	}
 }

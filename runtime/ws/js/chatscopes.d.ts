@@ -43,7 +43,7 @@ export type EventHandler = (data: EventData, frame: ServerFrame, session: Sessio
  * instead denies the call.
  */
 export class Confirmation {
-    constructor(session: Session, data: { id: string; tool: string; arguments: unknown; callId: string });
+    constructor(session: Session, data: { id: string; tool: string; arguments: unknown; callId: string; agent?: string; session?: string });
     readonly session: Session;
     /** The confirmation id the answer names. */
     readonly id: string;
@@ -53,6 +53,10 @@ export class Confirmation {
     readonly arguments: any;
     /** The model's id of the tool call. */
     readonly callId: string;
+    /** The sub-agent whose turn made the call; "" for the top-level turn's. */
+    readonly agent: string;
+    /** The sub-agent's session (the data's "session"); "" for the top-level turn's. */
+    readonly agentSession: string;
     /** Runs the call, with editedArguments if given; resolves like chat. */
     approve(editedArguments?: Record<string, unknown>): Promise<string>;
     /** Refuses the call; the model is told, with reason if given. */
@@ -68,7 +72,7 @@ export class Confirmation {
  * the call, cancel() stops the paused turn.
  */
 export class ClientToolCall<A = any> {
-    constructor(session: Session, data: { id: string; tool: string; arguments: A; callId: string; deadline?: string });
+    constructor(session: Session, data: { id: string; tool: string; arguments: A; callId: string; deadline?: string; agent?: string; session?: string });
     readonly session: Session;
     /** The id the answer names. */
     readonly id: string;
@@ -78,6 +82,10 @@ export class ClientToolCall<A = any> {
     readonly arguments: A;
     /** The model's id of the tool call. */
     readonly callId: string;
+    /** The sub-agent whose turn made the call; "" for the top-level turn's. */
+    readonly agent: string;
+    /** The sub-agent's session (the data's "session"); "" for the top-level turn's. */
+    readonly agentSession: string;
     /** When the server stops taking the result; null: no deadline. */
     readonly deadline: Date | null;
     /** Sends the call's result (any JSON value); resolves like chat. */

@@ -511,6 +511,8 @@ class Confirmation {
         this.tool = data.tool;
         this.arguments = data.arguments;
         this.callId = data.callId;
+        this.agent = data.agent || "";
+        this.agentSession = data.session || "";
     }
 
     /** Runs the call, with editedArguments (an object) if given. */
@@ -557,6 +559,8 @@ class ClientToolCall {
         this.tool = data.tool;
         this.arguments = data.arguments;
         this.callId = data.callId;
+        this.agent = data.agent || "";
+        this.agentSession = data.session || "";
         this.deadline = data.deadline ? new Date(data.deadline) : null;
     }
 

@@ -508,6 +508,8 @@ export class Confirmation {
         this.tool = data.tool;
         this.arguments = data.arguments;
         this.callId = data.callId;
+        this.agent = data.agent || "";
+        this.agentSession = data.session || "";
     }
 
     /** Runs the call, with editedArguments (an object) if given. */
@@ -554,6 +556,8 @@ export class ClientToolCall {
         this.tool = data.tool;
         this.arguments = data.arguments;
         this.callId = data.callId;
+        this.agent = data.agent || "";
+        this.agentSession = data.session || "";
         this.deadline = data.deadline ? new Date(data.deadline) : null;
     }
 
