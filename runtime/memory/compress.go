@@ -71,10 +71,11 @@ type CompressOptions struct {
 	// its cost over the turns until the smaller prompt grows back to
 	// TriggerTokens (at most as many as the memory has had), when it
 	// leaves no prompt under Costs.MinCacheTokens while caching pays,
-	// and when it keeps the memory's estimated bill, output included,
-	// within 1.01× the full history's (what keeping every message would
-	// have billed, estimated the same way since the memory was made), so
-	// that the memory is never dearer than keeping everything. Set the
+	// and when, even if the next turn finds the cache warm, it keeps the
+	// memory's estimated bill, output included, within 1.02× the full
+	// history's (what keeping every message would have billed, estimated
+	// the same way since the memory was made), so that the memory is
+	// never dearer than keeping everything. Set the
 	// prices of the model the memory's prompts go to
 	// (llmtest.ModelProfiles lists some, with their sources) and a
 	// maxTokens as big as that model's context allows: the cap folds

@@ -42,10 +42,11 @@ func (k *TokenCosts) valid() bool {
 // memory's estimated bill, as a fraction of the full history's: a fold
 // costs its summary and a rewrite of the prompt cache at once and earns
 // it back turn by turn, and meanwhile the memory should never bill more
-// than 1.02× what keeping everything would have. The estimate counts
-// tokens with the memory's Tokenizer and knows only the memory's side of
-// the cache: 1% leaves the other 1% to its errors.
-const foldSlack = 0.01
+// than 1.02× what keeping everything would have. The guard takes the
+// fold's worst case (the next turn finds the cache warm), which leaves
+// room for the estimate's errors (it counts tokens with the memory's
+// Tokenizer and knows only the memory's side of the cache).
+const foldSlack = 0.02
 
 // maxFoldHorizon bounds the turns a fold is expected to pay over.
 const maxFoldHorizon = 1000
@@ -183,7 +184,10 @@ func (a *foldAccount) pays(k *TokenCosts, plan foldPlan) bool {
 	if saved <= first {
 		return false
 	}
-	return a.own+first <= (1+foldSlack)*a.shadow
+	// The guard takes the worst case: the next turn might find the
+	// cache warm, and the kept prompt would have been read at CacheRead.
+	worst := foldCost + k.write(plan.fold)*float64(plan.fold) - k.rate(plan.keep, 0)*float64(plan.keep)
+	return a.own+max(first, worst) <= (1+foldSlack)*a.shadow
 }
 
 // plan returns the fold of folded tokens the memory considers at an Add

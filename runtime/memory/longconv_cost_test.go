@@ -140,7 +140,7 @@ func costMemories() []costMemory {
 		}},
 		{name: costRecommended, reuse: true, policy: func(s memory.Summarizer, env costEnv) memory.Policy {
 			return memory.Compressing(costRecommendedMax, s, &memory.CompressOptions{
-				TriggerTokens: 4800, KeepTokens: 2400, SummaryTokens: 400,
+				TriggerTokens: 2400, KeepTokens: 1200, SummaryTokens: 400,
 				Costs: env.costs(), CacheTTL: env.profile.CacheTTL, Now: env.now, Logger: quiet,
 			})
 		}},
@@ -148,7 +148,7 @@ func costMemories() []costMemory {
 }
 
 // costRecommended names the recommended memory: the guide's recipe.
-const costRecommended = "recommended: Compressing(32000,4800/2400,reuse,costs)"
+const costRecommended = "recommended: Compressing(32000,2400/1200,reuse,costs)"
 
 // costRecommendedMax is the recommended memory's cap: the fold is the
 // cost model's decision below it.
@@ -475,7 +475,7 @@ func costTable(w io.Writer, profiles []llmtest.ModelProfile, res costResults) {
 				if u, ok := res.unmarked[k]; ok {
 					nomarks = fmt.Sprintf("%.2f×", u.at(convTurns)/full.at(convTurns))
 				}
-				fmt.Fprintf(w, "| %s | %s | %.2f× | %d/20 | %s |\n", mem.name, strings.Join(cells, " | "), worst, r.answered, nomarks)
+				fmt.Fprintf(w, "| %s | %s | %.3f× | %d/20 | %s |\n", mem.name, strings.Join(cells, " | "), worst, r.answered, nomarks)
 			}
 			for _, budget := range []int{costSmallBudget, costBigBudget} {
 				floor := costFloor(p, full, budget)
@@ -508,10 +508,12 @@ func cutHeads() []string {
 // CHATGEN_NUMBERS=1 Opus 4.5 and 4.6 too), what holds of its goals: under
 // every pause pattern the recommended memory answers the late questions as
 // the full history does and bills at most 1.02× the full history after
-// every turn; no memory bills more with the runtime's automatic
-// breakpoints than without them, under every pause pattern but the random
-// gap before each turn (costUnreliablePause). The goals of 0.7× at 100
-// turns and 0.45× at 200 are not met: docs/numbers.md has the figures.
+// every turn; under the random gap before each turn (costUnreliablePause)
+// it bills at most 0.45× the full history over 200 turns, and on Sonnet
+// 4.5 at most 0.7× over 100; no memory bills more with the runtime's
+// automatic breakpoints than without them, under every pause pattern but
+// the random one. The goals of 0.7× at 100 turns and 0.45× at 200 are not
+// met under the other patterns: docs/numbers.md has the figures.
 // With CHATGEN_NUMBERS=1 it plays every profile and prints the tables.
 func TestConversationCost(t *testing.T) {
 	switch {
@@ -555,6 +557,12 @@ func TestConversationCost(t *testing.T) {
 				t.Errorf("%v: answered %d of %d late questions", k, r.answered, convFacts)
 			}
 			if costGoalProfiles[k.profile] {
+				// Where the goals at 100 and 200 turns hold: when gaps
+				// expire the cache (docs/numbers.md has the others).
+				at100, at200 := r.at(100)/full.at(100), r.at(200)/full.at(200)
+				if k.pause == costUnreliablePause && (at200 > 0.45 || k.profile == "sonnet-4.5" && at100 > 0.7) {
+					t.Errorf("%v: billed %.3f× the full history after 100 turns, %.3f× after 200", k, at100, at200)
+				}
 				for i := range r.bill {
 					if got := r.bill[i] / full.bill[i]; got > costWorstGoal {
 						t.Errorf("%v: billed %.3f× the full history after %d turns, over %.2f×", k, got, i+1, costWorstGoal)
