@@ -343,6 +343,10 @@ func (p *CompressingPolicy) New(ctx context.Context, store Store, id string) (Me
 	if c.mem != nil {
 		c.msgs = deque[llms.MessageContent]{}
 	}
+	// The bill is estimated from here: what was loaded is the prompt of
+	// both the memory and the full history it stands for.
+	c.acct.ownPrompt = c.sysCost + c.summCost + c.body
+	c.acct.full, c.acct.sys = c.acct.ownPrompt, c.sysCost
 	return c, nil
 }
 
@@ -719,5 +723,6 @@ func (c *compressing) Clear(ctx context.Context) error {
 	c.sys, c.sysCost, c.kept = nil, 0, false
 	c.summ, c.summText, c.summCost = nil, "", 0
 	c.meta, c.msgs, c.body = deque[msgCost]{}, deque[llms.MessageContent]{}, 0
+	c.acct = foldAccount{}
 	return nil
 }

@@ -63,7 +63,6 @@ type foldAccount struct {
 	sys            int       // the system message's tokens when full was started
 	own, shadow    float64   // the estimated bills
 	folded         bool      // the previous Add changed the prompt's prefix (folded, evicted or changed the system message)
-	shadowCached   bool      // the full history's previous prompt was cached
 	ownPrompt      int       // the prompt the memory sent before this Add (its state then)
 	lastSummaryOut int       // the tokens of the last summary written, 0 before the first
 }
