@@ -118,3 +118,59 @@ func TestCompressingInvalidCosts(t *testing.T) {
 		}
 	}
 }
+
+// A cost-aware memory loaded from its store, or cleared, goes on
+// estimating its bill from what it holds: its Stability still foretells
+// its folds.
+func TestCompressingCostsAfterRestartAndClear(t *testing.T) {
+	ctx := t.Context()
+	clock := time.Date(2026, 12, 2, 9, 0, 0, 0, time.UTC)
+	sum := &countingSummarizer{}
+	p := memory.Compressing(100000, sum, &memory.CompressOptions{
+		TriggerTokens: 2000, KeepTokens: 1200, SummaryTokens: 100,
+		Costs: sonnetCosts, Now: func() time.Time { return clock }, Logger: slog.New(slog.DiscardHandler),
+	})
+	store := memory.NewInMemoryStore()
+	text := strings.Repeat("a forge word ", 15)
+	turn := 0
+	play := func(m memory.Memory, n int) {
+		t.Helper()
+		for range n {
+			clock = clock.Add(10 * time.Minute)
+			user := llms.TextParts(llms.ChatMessageTypeHuman, fmt.Sprintf("%d %s", turn, text))
+			turn++
+			st, err := m.(memory.StableMemory).Stability(ctx, []llms.MessageContent{user})
+			if err != nil {
+				t.Fatal(err)
+			}
+			held, err := m.Messages(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			before := sum.calls.Load()
+			if err := m.Add(ctx, user, llms.TextParts(llms.ChatMessageTypeAI, text)); err != nil {
+				t.Fatal(err)
+			}
+			if folded := sum.calls.Load() > before; len(held) > 0 && folded != (st.Keeps < len(held)) {
+				t.Fatalf("turn %d: folded %v, but Stability said Keeps %d of %d", turn, folded, st.Keeps, len(held))
+			}
+		}
+	}
+	m, err := p.New(ctx, store, "c")
+	if err != nil {
+		t.Fatal(err)
+	}
+	play(m, 60)
+	again, err := p.New(ctx, store, "c")
+	if err != nil {
+		t.Fatal(err)
+	}
+	play(again, 60)
+	if err := again.Clear(ctx); err != nil {
+		t.Fatal(err)
+	}
+	play(again, 60)
+	if sum.calls.Load() == 0 {
+		t.Error("no fold in 180 turns whose cache always expired")
+	}
+}
