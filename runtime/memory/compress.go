@@ -58,6 +58,37 @@ type CompressOptions struct {
 	// Logger receives a warning for each failed compression and a debug
 	// record for each compression; nil means slog.Default().
 	Logger *slog.Logger
+	// Costs, when set, makes the memory weigh each fold against keeping
+	// the messages: past TriggerTokens (and below maxTokens, where it
+	// must fold) it folds only when the fold pays. A fold bills the
+	// summarizer's input and its output (at Costs.Output, 5× the input
+	// price on Anthropic), and the next turn writes its new, smaller
+	// prompt to the cache (at Costs.CacheWrite) instead of reading the
+	// longer one (at Costs.CacheRead); each later turn saves the
+	// difference, read from the cache or, when the cache expired, written
+	// again (as often as the gaps between turns so far were longer than
+	// CacheTTL, on the clock Now). The fold pays when the saving exceeds
+	// its cost over the turns until the smaller prompt grows back to
+	// TriggerTokens (at most as many as the memory has had), when it
+	// leaves no prompt under Costs.MinCacheTokens while caching pays,
+	// and when, even if the next turn finds the cache warm, it keeps the
+	// memory's estimated bill, output included, within 1.02× the full
+	// history's (what keeping every message would have billed, estimated
+	// the same way since the memory was made), so that the memory is
+	// never dearer than keeping everything. Set the
+	// prices of the model the memory's prompts go to
+	// (llmtest.ModelProfiles lists some, with their sources) and a
+	// maxTokens as big as that model's context allows: the cap folds
+	// whether it pays or not. nil folds at TriggerTokens, as before.
+	Costs *TokenCosts
+	// CacheTTL is how long the provider's prompt cache keeps an entry
+	// after its last use; 0 means 5 minutes (Anthropic's default, the
+	// short end of OpenAI's retention); negative is invalid. Used with
+	// Costs only.
+	CacheTTL time.Duration
+	// Now is the clock Costs' estimates read the gaps between turns on;
+	// nil means time.Now.
+	Now func() time.Time
 }
 
 // CompressionStats counts what the memories of a [Compressing] policy did,
@@ -88,6 +119,9 @@ type CompressingPolicy struct {
 	sum                               Summarizer
 	timeout                           time.Duration
 	logger                            *slog.Logger
+	costs                             *TokenCosts
+	ttl                               time.Duration
+	now                               func() time.Time
 
 	adds, compressions, failures, summarized, dropped atomic.Int64
 }
@@ -162,7 +196,9 @@ var _ Policy = (*CompressingPolicy)(nil)
 // so on an AI service's first turn): a maxTokens that is not positive, a
 // nil Summarizer, or options out of their ranges (1 ≤ TriggerTokens ≤
 // maxTokens, 0 ≤ KeepTokens ≤ TriggerTokens, 1 ≤ SummaryTokens ≤
-// maxTokens) fail it with an error wrapping [ErrInvalid] that names them.
+// maxTokens, prices of CompressOptions.Costs that are negative or not
+// finite, a negative CacheTTL) fail it with an error wrapping
+// [ErrInvalid] that names them.
 func Compressing(maxTokens int, s Summarizer, opts *CompressOptions) *CompressingPolicy {
 	var o CompressOptions
 	if opts != nil {
@@ -177,6 +213,18 @@ func Compressing(maxTokens int, s Summarizer, opts *CompressOptions) *Compressin
 		sum:           s,
 		timeout:       o.Timeout,
 		logger:        o.Logger,
+		ttl:           o.CacheTTL,
+		now:           o.Now,
+	}
+	if o.Costs != nil {
+		k := *o.Costs
+		p.costs = &k
+	}
+	if p.ttl == 0 {
+		p.ttl = 5 * time.Minute
+	}
+	if p.now == nil {
+		p.now = time.Now
 	}
 	if p.tok == nil {
 		p.tok = TokenizerFunc(EstimateTokens)
@@ -232,6 +280,10 @@ func (p *CompressingPolicy) New(ctx context.Context, store Store, id string) (Me
 		return nil, fmt.Errorf("%w: Compressing: CompressOptions.KeepTokens %d is not in [0, TriggerTokens %d]", ErrInvalid, p.keep, p.trigger)
 	case p.summaryTokens <= 0 || p.summaryTokens > p.max:
 		return nil, fmt.Errorf("%w: Compressing: CompressOptions.SummaryTokens %d is not in [1, maxTokens %d]", ErrInvalid, p.summaryTokens, p.max)
+	case p.costs != nil && !p.costs.valid():
+		return nil, fmt.Errorf("%w: Compressing: CompressOptions.Costs %+v has a negative or non-finite price, or a negative minimum", ErrInvalid, *p.costs)
+	case p.ttl < 0:
+		return nil, fmt.Errorf("%w: Compressing: CompressOptions.CacheTTL %v is negative", ErrInvalid, p.ttl)
 	case store == nil:
 		return nil, fmt.Errorf("%w: nil store", ErrInvalid)
 	case id == "":
@@ -291,6 +343,10 @@ func (p *CompressingPolicy) New(ctx context.Context, store Store, id string) (Me
 	if c.mem != nil {
 		c.msgs = deque[llms.MessageContent]{}
 	}
+	// The bill is estimated from here: what was loaded is the prompt of
+	// both the memory and the full history it stands for.
+	c.acct.ownPrompt = c.sysCost + c.summCost + c.body
+	c.acct.full, c.acct.sys = c.acct.ownPrompt, c.sysCost
 	return c, nil
 }
 
@@ -318,6 +374,8 @@ type compressing struct {
 	// kept: the last Add only appended (see Stability.Kept); false after
 	// New.
 	kept bool
+	// acct is the bill's estimate, with CompressOptions.Costs.
+	acct foldAccount
 
 	// Scratch space of Add, reused across calls.
 	added []llms.MessageContent // the non-system messages of an Add, not copied
@@ -387,16 +445,10 @@ func (c *compressing) Add(ctx context.Context, msgs ...llms.MessageContent) erro
 	// alone: nothing is worth summarising.
 	summ, summText, summCost := c.summ, c.summText, c.summCost
 	summChanged := false
-	k, folded := 0, 0
-	if (sysCost+total > p.trigger || sysCost+total+summCost > p.max) && sysCost+s.cost(s.newest(), s.len()) < p.max {
-		for rest := total; sysCost+rest > p.keep && k < s.len(); {
-			j, cost, ok := s.next(k)
-			if !ok {
-				break
-			}
-			k, rest, folded = j, rest-cost, folded+cost
-		}
+	if p.costs != nil {
+		c.acct.account(p.costs, p.ttl, p.now(), sysCost, total-c.body, outputTokens(costs, added))
 	}
+	k, folded, plan := c.foldDepth(sysCost, total, summCost, s, &c.acct)
 	if k > 0 {
 		text, err := c.summarize(ctx, k, sys, added)
 		if err == nil {
@@ -473,6 +525,14 @@ func (c *compressing) Add(ctx context.Context, msgs ...llms.MessageContent) erro
 		c.msgs.items = appendClones(c.msgs.items, tail)
 	}
 	c.body = rest
+	if p.costs != nil {
+		c.acct.folded = !c.kept
+		c.acct.ownPrompt = sysCost + summCost + rest
+		if k > 0 {
+			c.acct.own += plan.bill(p.costs, summCost)
+			c.acct.lastSummaryOut = summCost
+		}
+	}
 	if k > 0 {
 		p.compressions.Add(1)
 		p.summarized.Add(int64(k))
@@ -483,6 +543,33 @@ func (c *compressing) Add(ctx context.Context, msgs ...llms.MessageContent) erro
 		p.dropped.Add(int64(e - k))
 	}
 	return nil
+}
+
+// foldDepth returns how many of the messages of s (the memory's, then
+// those being added, total tokens beside the system message's sysCost and
+// the summary's summCost) a compression folds, and their tokens: none
+// under the high-water mark, down to the low-water mark past it, but
+// never the newest turn; with CompressOptions.Costs, none but at the cap
+// when the fold does not pay on the bill acct estimates.
+func (c *compressing) foldDepth(sysCost, total, summCost int, s turns, acct *foldAccount) (k, folded int, plan foldPlan) {
+	p := c.p
+	forced := sysCost+total+summCost > p.max
+	if (sysCost+total > p.trigger || forced) && sysCost+s.cost(s.newest(), s.len()) < p.max {
+		for rest := total; sysCost+rest > p.keep && k < s.len(); {
+			j, cost, ok := s.next(k)
+			if !ok {
+				break
+			}
+			k, rest, folded = j, rest-cost, folded+cost
+		}
+	}
+	if k > 0 && p.costs != nil {
+		plan = c.plan(sysCost, total, folded)
+		if !forced && !acct.pays(p.costs, plan) {
+			return 0, 0, plan
+		}
+	}
+	return k, folded, plan
 }
 
 // summarize asks the Summarizer for the summary of the current one and the
@@ -636,5 +723,6 @@ func (c *compressing) Clear(ctx context.Context) error {
 	c.sys, c.sysCost, c.kept = nil, 0, false
 	c.summ, c.summText, c.summCost = nil, "", 0
 	c.meta, c.msgs, c.body = deque[msgCost]{}, deque[llms.MessageContent]{}, 0
+	c.acct = foldAccount{}
 	return nil
 }

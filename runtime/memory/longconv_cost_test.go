@@ -38,8 +38,8 @@ import (
 // the profile's list prices; the summarizer's calls go to the same server
 // and are billed too. It is reported cumulated after 25, 50, 100 and 200
 // turns, relative to the full history's bill under the same profile and
-// pattern, with the floor: what a memory of costRecommendedBudget tokens
-// could cost at best. Deterministic: token counts, a fake clock and a
+// pattern, with the floors: what a memory of costSmallBudget or
+// costBigBudget tokens could cost at best. Deterministic: token counts, a fake clock and a
 // seeded pause pattern, no timing.
 //
 // By default TestConversationCost plays the profiles of the goals (Sonnet
@@ -52,10 +52,11 @@ const (
 	// costTurnGap is the time between two turns without a pause: the
 	// user reads the answer and types.
 	costTurnGap = 30 * time.Second
-	// costRecommendedBudget is the budget of the recommended memory (the
-	// guide's); the floors are computed for it and for costSmallBudget.
-	costRecommendedBudget = 8000
-	costSmallBudget       = 2000
+	// costBigBudget is the budget of the guide's previous recipe,
+	// Compressing(8000,7200/4400); the floors are computed for it and
+	// for costSmallBudget.
+	costBigBudget   = 8000
+	costSmallBudget = 2000
 )
 
 // costCuts are the conversation lengths the bill is reported at.
@@ -92,12 +93,26 @@ func costPauses() []costPause {
 // costMemory is a memory of the cost benchmark.
 type costMemory struct {
 	name string
-	// policy returns the memory's policy over the summarizer sum.
-	policy func(sum memory.Summarizer) memory.Policy
+	// policy returns the memory's policy over the summarizer sum, for
+	// the model of env.
+	policy func(sum memory.Summarizer, env costEnv) memory.Policy
 	// reuse: the summarizer reuses the conversation
 	// (ModelSummarizerOptions.ReuseConversation), with, on Anthropic, the
 	// service's breakpoint (CacheControl).
 	reuse bool
+}
+
+// costEnv is what a memory of the benchmark may know of the model its
+// prompts go to: the profile's prices and cache, and the clock.
+type costEnv struct {
+	profile llmtest.ModelProfile
+	now     func() time.Time
+}
+
+// costs returns the profile's prices and minimum as a memory weighs them.
+func (e costEnv) costs() *memory.TokenCosts {
+	p := e.profile.Prices
+	return &memory.TokenCosts{Input: p.Input, CacheWrite: p.CacheWrite, CacheRead: p.CacheRead, Output: p.Output, MinCacheTokens: e.profile.MinCacheTokens}
 }
 
 // costMemories are the memories of the benchmark; the recommended one is
@@ -105,29 +120,39 @@ type costMemory struct {
 func costMemories() []costMemory {
 	quiet := slog.New(slog.DiscardHandler)
 	return []costMemory{
-		{name: "full-history", policy: func(memory.Summarizer) memory.Policy { return memory.TokenWindow(1<<30, nil, nil) }},
-		{name: "Window(20)", policy: func(memory.Summarizer) memory.Policy { return memory.Window(memory.DefaultMaxMessages, nil) }},
-		{name: "TokenWindow(2000)", policy: func(memory.Summarizer) memory.Policy { return memory.TokenWindow(2000, nil, nil) }},
-		{name: "TokenWindow(4000,EvictTo 2400)", policy: func(memory.Summarizer) memory.Policy {
+		{name: "full-history", policy: func(memory.Summarizer, costEnv) memory.Policy { return memory.TokenWindow(1<<30, nil, nil) }},
+		{name: "Window(20)", policy: func(memory.Summarizer, costEnv) memory.Policy { return memory.Window(memory.DefaultMaxMessages, nil) }},
+		{name: "TokenWindow(2000)", policy: func(memory.Summarizer, costEnv) memory.Policy { return memory.TokenWindow(2000, nil, nil) }},
+		{name: "TokenWindow(4000,EvictTo 2400)", policy: func(memory.Summarizer, costEnv) memory.Policy {
 			return memory.TokenWindow(4000, nil, &memory.WindowOptions{EvictTo: 2400})
 		}},
-		{name: "Compressing(2000)", policy: func(s memory.Summarizer) memory.Policy {
+		{name: "Compressing(2000)", policy: func(s memory.Summarizer, _ costEnv) memory.Policy {
 			return memory.Compressing(2000, s, &memory.CompressOptions{Logger: quiet})
 		}},
-		{name: "Compressing(2000,1800/800,reuse)", reuse: true, policy: func(s memory.Summarizer) memory.Policy {
+		{name: "Compressing(2000,1800/800,reuse)", reuse: true, policy: func(s memory.Summarizer, _ costEnv) memory.Policy {
 			return memory.Compressing(2000, s, &memory.CompressOptions{TriggerTokens: 1800, KeepTokens: 800, Logger: quiet})
 		}},
-		{name: "Compressing(4000,3600/1600,reuse)", reuse: true, policy: func(s memory.Summarizer) memory.Policy {
+		{name: "Compressing(4000,3600/1600,reuse)", reuse: true, policy: func(s memory.Summarizer, _ costEnv) memory.Policy {
 			return memory.Compressing(4000, s, &memory.CompressOptions{TriggerTokens: 3600, KeepTokens: 1600, Logger: quiet})
 		}},
-		{name: costRecommended, reuse: true, policy: func(s memory.Summarizer) memory.Policy {
-			return memory.Compressing(costRecommendedBudget, s, &memory.CompressOptions{TriggerTokens: 7200, KeepTokens: 4400, Logger: quiet})
+		{name: "Compressing(8000,7200/4400,reuse)", reuse: true, policy: func(s memory.Summarizer, _ costEnv) memory.Policy {
+			return memory.Compressing(costBigBudget, s, &memory.CompressOptions{TriggerTokens: 7200, KeepTokens: 4400, Logger: quiet})
+		}},
+		{name: costRecommended, reuse: true, policy: func(s memory.Summarizer, env costEnv) memory.Policy {
+			return memory.Compressing(costRecommendedMax, s, &memory.CompressOptions{
+				TriggerTokens: 2400, KeepTokens: 1200, SummaryTokens: 400,
+				Costs: env.costs(), CacheTTL: env.profile.CacheTTL, Now: env.now, Logger: quiet,
+			})
 		}},
 	}
 }
 
 // costRecommended names the recommended memory: the guide's recipe.
-const costRecommended = "recommended: Compressing(8000,7200/4400,reuse)"
+const costRecommended = "recommended: Compressing(32000,2400/1200,reuse,costs)"
+
+// costRecommendedMax is the recommended memory's cap: the fold is the
+// cost model's decision below it.
+const costRecommendedMax = 32000
 
 // wireUsage is the usage one response reported, in the provider's terms.
 type wireUsage struct {
@@ -266,7 +291,7 @@ func playCost(ctx context.Context, profile llmtest.ModelProfile, pause costPause
 	}
 	svc := airt.NewService("example.com/armory.Assistant", &airt.Config{
 		Model: llm, Client: client, Logger: slog.New(slog.DiscardHandler),
-		Memory: memory.NewManager(&memory.ManagerOptions{Policy: mem.policy(memory.NewModelSummarizer(llm, sumOpts))}),
+		Memory: memory.NewManager(&memory.ManagerOptions{Policy: mem.policy(memory.NewModelSummarizer(llm, sumOpts), costEnv{profile, now})}),
 	})
 	method := &airt.Method{Name: "Chat", System: convSystem}
 	rng := rand.New(rand.NewPCG(36, 2026))
@@ -450,9 +475,9 @@ func costTable(w io.Writer, profiles []llmtest.ModelProfile, res costResults) {
 				if u, ok := res.unmarked[k]; ok {
 					nomarks = fmt.Sprintf("%.2f×", u.at(convTurns)/full.at(convTurns))
 				}
-				fmt.Fprintf(w, "| %s | %s | %.2f× | %d/20 | %s |\n", mem.name, strings.Join(cells, " | "), worst, r.answered, nomarks)
+				fmt.Fprintf(w, "| %s | %s | %.3f× | %d/20 | %s |\n", mem.name, strings.Join(cells, " | "), worst, r.answered, nomarks)
 			}
-			for _, budget := range []int{costSmallBudget, costRecommendedBudget} {
+			for _, budget := range []int{costSmallBudget, costBigBudget} {
 				floor := costFloor(p, full, budget)
 				var cells []string
 				for _, n := range costCuts {
@@ -479,15 +504,17 @@ func cutHeads() []string {
 }
 
 // TestConversationCost plays the cost benchmark and checks, on the Sonnet
-// 4.5 profile (1,024-token minimum) and the Haiku 4.5 one (4,096), what
-// holds of its goals: under every pause pattern the recommended memory
-// answers the late questions as the full history does and bills less
-// than it over 200 turns; no memory bills more with the runtime's
-// automatic breakpoints than without them, under every pause pattern
-// but the random gap before each turn (costUnreliablePause). The other
-// goals (at most 1.02× the full history at every turn, 0.7× at 100 turns,
-// 0.45× at 200) are not met: docs/numbers.md has the figures. With
-// CHATGEN_NUMBERS=1 it plays every profile and prints the tables.
+// 4.5 profile (1,024-token minimum) and the Haiku 4.5 one (4,096; with
+// CHATGEN_NUMBERS=1 Opus 4.5 and 4.6 too), what holds of its goals: under
+// every pause pattern the recommended memory answers the late questions as
+// the full history does and bills at most 1.02× the full history after
+// every turn; under the random gap before each turn (costUnreliablePause)
+// it bills at most 0.45× the full history over 200 turns, and on Sonnet
+// 4.5 at most 0.7× over 100; no memory bills more with the runtime's
+// automatic breakpoints than without them, under every pause pattern but
+// the random one. The goals of 0.7× at 100 turns and 0.45× at 200 are not
+// met under the other patterns: docs/numbers.md has the figures.
+// With CHATGEN_NUMBERS=1 it plays every profile and prints the tables.
 func TestConversationCost(t *testing.T) {
 	switch {
 	case testing.Short():
@@ -529,14 +556,31 @@ func TestConversationCost(t *testing.T) {
 			if r.answered != convFacts {
 				t.Errorf("%v: answered %d of %d late questions", k, r.answered, convFacts)
 			}
-			if k.profile == "sonnet-4.5" || k.profile == "haiku-4.5" {
-				if got := r.at(convTurns) / full.at(convTurns); got >= 1 {
-					t.Errorf("%v: billed %.2f× the full history over %d turns", k, got, convTurns)
+			if costGoalProfiles[k.profile] {
+				// Where the goals at 100 and 200 turns hold: when gaps
+				// expire the cache (docs/numbers.md has the others).
+				at100, at200 := r.at(100)/full.at(100), r.at(200)/full.at(200)
+				if k.pause == costUnreliablePause && (at200 > 0.45 || k.profile == "sonnet-4.5" && at100 > 0.7) {
+					t.Errorf("%v: billed %.3f× the full history after 100 turns, %.3f× after 200", k, at100, at200)
+				}
+				for i := range r.bill {
+					if got := r.bill[i] / full.bill[i]; got > costWorstGoal {
+						t.Errorf("%v: billed %.3f× the full history after %d turns, over %.2f×", k, got, i+1, costWorstGoal)
+						break
+					}
 				}
 			}
 		}
 	}
 }
+
+// costWorstGoal is the most the recommended memory may bill, cumulated
+// after any turn, relative to the full history.
+const costWorstGoal = 1.02
+
+// costGoalProfiles are the profiles of the goals: Sonnet 4.5's 1,024-token
+// minimum and the 4,096 ones.
+var costGoalProfiles = map[string]bool{"sonnet-4.5": true, "opus-4.5": true, "opus-4.6": true, "haiku-4.5": true}
 
 // costUnreliablePause is the pause pattern under which a prompt-cache
 // breakpoint may not pay: a gap of 0 to 15 minutes before every turn, so

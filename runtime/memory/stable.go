@@ -120,13 +120,26 @@ func (c *compressing) Stability(ctx context.Context, next []llms.MessageContent)
 		st.Keeps = n
 		return st, nil
 	}
-	total := c.body + int(newestReply(c.meta.live()).cost)
+	total := c.body
+	var added []msgCost
 	for i := range next {
 		if !isSystem(next[i]) {
-			total += p.cost(&next[i])
+			m := costOf(&next[i], p.cost(&next[i]))
+			added = append(added, m)
+			total += int(m.cost)
 		}
 	}
-	if c.sysCost+total <= p.trigger && c.sysCost+total+c.summCost <= p.max {
+	reply := newestReply(c.meta.live())
+	if reply.cost > 0 {
+		added = append(added, reply)
+		total += int(reply.cost)
+	}
+	acct := c.acct
+	if p.costs != nil {
+		// What Add will account first: the turn's request.
+		acct.account(p.costs, p.ttl, p.now(), c.sysCost, total-c.body, int(reply.cost))
+	}
+	if k, _, _ := c.foldDepth(c.sysCost, total, c.summCost, turns{c.meta.live(), added}, &acct); k == 0 {
 		st.Keeps = n
 	}
 	return st, nil

@@ -1,0 +1,176 @@
+package memory_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/chatscopes/chatgen/runtime/memory"
+	"github.com/tmc/langchaingo/llms"
+)
+
+// sonnetCosts are Claude Sonnet 4.5's prices ($/MTok) and minimum.
+var sonnetCosts = &memory.TokenCosts{Input: 3, CacheWrite: 3.75, CacheRead: 0.3, Output: 15, MinCacheTokens: 1024}
+
+// countingSummarizer writes a short summary and counts its calls.
+type countingSummarizer struct{ calls atomic.Int64 }
+
+func (s *countingSummarizer) Summarize(ctx context.Context, req memory.SummaryRequest) (string, error) {
+	n := s.calls.Add(1)
+	return fmt.Sprintf("summary %d of %d messages", n, len(req.Messages)), nil
+}
+
+// playFolds adds turns of about 100 tokens (EstimateTokens) to a
+// cost-aware Compressing memory, gap apart on a fake clock, and returns
+// the summarizer's calls, after checking before each turn that the
+// memory's Stability foretells whether the Add folds.
+func playFolds(t *testing.T, costs *memory.TokenCosts, turns int, gap func(i int) time.Duration) int64 {
+	t.Helper()
+	ctx := t.Context()
+	clock := time.Date(2026, 12, 2, 9, 0, 0, 0, time.UTC)
+	sum := &countingSummarizer{}
+	p := memory.Compressing(100000, sum, &memory.CompressOptions{
+		TriggerTokens: 2000, KeepTokens: 1200, SummaryTokens: 100,
+		Costs: costs, Now: func() time.Time { return clock }, Logger: slog.New(slog.DiscardHandler),
+	})
+	m, err := p.New(ctx, memory.NewInMemoryStore(), "c")
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := strings.Repeat("a forge word ", 15) // about 50 tokens
+	for i := range turns {
+		clock = clock.Add(gap(i))
+		user := llms.TextParts(llms.ChatMessageTypeHuman, fmt.Sprintf("%d %s", i, text))
+		st, err := m.(memory.StableMemory).Stability(ctx, []llms.MessageContent{user})
+		if err != nil {
+			t.Fatal(err)
+		}
+		held, err := m.Messages(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		before := sum.calls.Load()
+		if err := m.Add(ctx, user, llms.TextParts(llms.ChatMessageTypeAI, text)); err != nil {
+			t.Fatal(err)
+		}
+		if folded := sum.calls.Load() > before; len(held) > 0 && folded != (st.Keeps < len(held)) {
+			t.Fatalf("turn %d: folded %v, but Stability said Keeps %d", i, folded, st.Keeps)
+		}
+	}
+	if s := p.Stats(); s.Compressions != sum.calls.Load() || s.Failures != 0 {
+		t.Fatalf("stats %+v, %d summaries", s, sum.calls.Load())
+	}
+	return sum.calls.Load()
+}
+
+// A cost-aware memory whose cache stays warm does not fold as soon as it
+// passes its high-water mark: the fold's summary and the rewrite of the
+// cache cost more than the cached prefix it shortens saves before its
+// bill would pass 1.02× the full history's (here: not in 120 turns).
+// When every turn finds the cache expired, the prompt is written again
+// anyway and folds pay: the memory folds as often as its guard allows
+// (which assumes the worst, that the next turn finds the cache warm).
+func TestCompressingFoldsWhenItPays(t *testing.T) {
+	const turns = 120
+	warm := playFolds(t, sonnetCosts, turns, func(int) time.Duration { return 30 * time.Second })
+	cold := playFolds(t, sonnetCosts, turns, func(int) time.Duration { return 10 * time.Minute })
+	plain := playFolds(t, nil, turns, func(int) time.Duration { return 30 * time.Second })
+	t.Logf("summaries: warm cache %d, expired cache %d, without Costs %d", warm, cold, plain)
+	if plain < 10 {
+		t.Fatalf("without Costs: %d summaries, want one per crossing of the mark", plain)
+	}
+	if cold < plain/3 || cold <= warm {
+		t.Errorf("expired cache: %d summaries, want about as many as %d, more than %d", cold, plain, warm)
+	}
+	if warm >= plain/2 {
+		t.Errorf("warm cache: %d summaries, want far fewer than %d", warm, plain)
+	}
+}
+
+// A prompt under the cache's minimum is billed at the input price on
+// every turn: a fold that leaves one does not pay while the full history
+// is read from the cache.
+func TestCompressingFoldsNotUnderTheCacheMinimum(t *testing.T) {
+	haiku := &memory.TokenCosts{Input: 1, CacheWrite: 1.25, CacheRead: 0.1, Output: 5, MinCacheTokens: 4096}
+	if n := playFolds(t, haiku, 150, func(int) time.Duration { return 30 * time.Second }); n != 0 {
+		t.Errorf("%d summaries, want none", n)
+	}
+}
+
+// Bad costs are refused when the memory is made.
+func TestCompressingInvalidCosts(t *testing.T) {
+	for _, opts := range []*memory.CompressOptions{
+		{Costs: &memory.TokenCosts{Input: -1}},
+		{Costs: &memory.TokenCosts{Output: math.NaN()}},
+		{Costs: &memory.TokenCosts{CacheRead: math.Inf(1)}},
+		{Costs: &memory.TokenCosts{MinCacheTokens: -1}},
+		{Costs: sonnetCosts, CacheTTL: -time.Second},
+	} {
+		_, err := memory.Compressing(1000, &countingSummarizer{}, opts).New(t.Context(), memory.NewInMemoryStore(), "c")
+		if !errors.Is(err, memory.ErrInvalid) {
+			t.Errorf("%+v: got %v, want ErrInvalid", opts, err)
+		}
+	}
+}
+
+// A cost-aware memory loaded from its store, or cleared, goes on
+// estimating its bill from what it holds: its Stability still foretells
+// its folds.
+func TestCompressingCostsAfterRestartAndClear(t *testing.T) {
+	ctx := t.Context()
+	clock := time.Date(2026, 12, 2, 9, 0, 0, 0, time.UTC)
+	sum := &countingSummarizer{}
+	p := memory.Compressing(100000, sum, &memory.CompressOptions{
+		TriggerTokens: 2000, KeepTokens: 1200, SummaryTokens: 100,
+		Costs: sonnetCosts, Now: func() time.Time { return clock }, Logger: slog.New(slog.DiscardHandler),
+	})
+	store := memory.NewInMemoryStore()
+	text := strings.Repeat("a forge word ", 15)
+	turn := 0
+	play := func(m memory.Memory, n int) {
+		t.Helper()
+		for range n {
+			clock = clock.Add(10 * time.Minute)
+			user := llms.TextParts(llms.ChatMessageTypeHuman, fmt.Sprintf("%d %s", turn, text))
+			turn++
+			st, err := m.(memory.StableMemory).Stability(ctx, []llms.MessageContent{user})
+			if err != nil {
+				t.Fatal(err)
+			}
+			held, err := m.Messages(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			before := sum.calls.Load()
+			if err := m.Add(ctx, user, llms.TextParts(llms.ChatMessageTypeAI, text)); err != nil {
+				t.Fatal(err)
+			}
+			if folded := sum.calls.Load() > before; len(held) > 0 && folded != (st.Keeps < len(held)) {
+				t.Fatalf("turn %d: folded %v, but Stability said Keeps %d of %d", turn, folded, st.Keeps, len(held))
+			}
+		}
+	}
+	m, err := p.New(ctx, store, "c")
+	if err != nil {
+		t.Fatal(err)
+	}
+	play(m, 60)
+	again, err := p.New(ctx, store, "c")
+	if err != nil {
+		t.Fatal(err)
+	}
+	play(again, 60)
+	if err := again.Clear(ctx); err != nil {
+		t.Fatal(err)
+	}
+	play(again, 60)
+	if sum.calls.Load() == 0 {
+		t.Error("no fold in 180 turns whose cache always expired")
+	}
+}
