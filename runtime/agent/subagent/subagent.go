@@ -158,6 +158,22 @@ func New(name string, run Func, opts *Options) *Tool {
 	return t
 }
 
+// Of returns the tool, named name, that runs the AI service of bean: each
+// call looks the service up in the session's context and asks answer,
+// its method that answers a task (a method expression such as
+// Researcher.Research). It is [New] for a //chat:ai service: the code
+// chatgen generates for a //chat:agent method calls it, so that AI
+// services whose //chat:tools name the service offer it as a tool.
+func Of[T any](name string, bean *chat.Bean[T], answer func(T, context.Context, string) (string, error), opts *Options) *Tool {
+	return New(name, func(ctx context.Context, task string) (string, error) {
+		svc, err := bean.Lookup(ctx)
+		if err != nil {
+			return "", err
+		}
+		return answer(svc, ctx, task)
+	}, opts)
+}
+
 const parameters = `{"type":"object","properties":{` +
 	`"task":{"type":"string","description":"What the agent is to do, with everything it needs to know."},` +
 	`"session_id":{"type":"string","description":"The session_id of an earlier answer of this agent, to continue that conversation; leave it out to start a new one."}},` +
