@@ -77,7 +77,13 @@ func (e *emitter) aiServices() {
 // *subagent.Tool whose calls look the AI service up in the session's scope
 // and call the method.
 func (e *emitter) agent(ag *agentModel) {
-	s, _ := e.m.aiByName(ag.iface)
+	s, ok := e.m.aiByName(ag.iface)
+	if !ok {
+		if e.err == nil {
+			e.err = fmt.Errorf("chatgen: internal error: the agent %s belongs to %s, which is not an analyzed //chat:ai service", ag.name, ag.iface)
+		}
+		return
+	}
 	e.doc(fmt.Sprintf("%s offers the //chat:ai service %s to other AI services as the tool %s: each call runs %s.%s as a sub-agent, in a session of its own.", ag.varName, ag.iface, ag.name, ag.iface, ag.fn.Name()))
 	var opts []jen.Code
 	if ag.desc != "" {
