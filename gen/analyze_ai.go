@@ -403,10 +403,10 @@ func (m *pkgModel) analyzeAIMethod(s *aiModel, fn *types.Func, ma *annotated, ty
 	}
 	toolDirs := all[*toolsDirective](ma)
 	_, isAgent := first[*agentDirective](ma)
-	route, isRoute := first[*routeDirective](ma)
+	route, _ := first[*routeDirective](ma)
 	switch {
 	case len(users) > 0: // a //chat:user without text was reported
-	case isAgent && !isRoute && params.Len() == 2 && isString(params.At(1).Type()):
+	case isAgent && params.Len() == 2 && isString(params.At(1).Type()):
 		// An agent's task is its user message, whatever its name.
 		am.user = "{{." + params.At(1).Name() + "}}"
 	default:

@@ -512,8 +512,10 @@ type Smith interface {
 			"of an earlier answer. The sub-agent's model calls count against the calling turn's budget, its usage " +
 			"adds up into the turn's, and its steps reach the client as `SubAgent` events. " +
 			"The tool's description is the method's doc comment; the model calls it by the " +
-			"method's name unless `name=` sets another. A service cannot name itself.",
-		Quarkus: "@Agent (langchain4j-agentic)",
+			"method's name unless `name=` sets another. The task is the method's user message, whatever the " +
+			"parameter's name, unless `//chat:user` sets one. A service has at most one `//chat:agent` method, " +
+			"and cannot name itself in its `//chat:tools`.",
+		Quarkus: "@Agent",
 		Example: `// Researcher is a sub-agent that finds facts.
 //
 //chat:ai
