@@ -27,6 +27,11 @@ type pkgModel struct {
 	markdownTypes map[string]*markdownDirective
 	// badTools are the types with a //chat:tool that failed its checks.
 	badTools map[string]bool
+	// agents are the //chat:agent methods, by interface name.
+	agents map[string]*agentModel
+	// badAgents are the interfaces with a //chat:agent that failed its
+	// checks.
+	badAgents map[string]bool
 	// textParams memoizes textParam: a route that is also an AI method
 	// asks twice, and its problems are reported once.
 	textParams map[*types.Func]textParamResult
@@ -70,7 +75,8 @@ func (m *pkgModel) declare(name string, pos token.Pos, what string, diags *Diagn
 // analyze builds and checks the model of one package from its annotated
 // declarations.
 func analyze(fset *token.FileSet, pkg *packages.Package, anns []*annotated, diags *Diagnostics) *pkgModel {
-	m := &pkgModel{fset: fset, pkg: pkg, generated: map[string]token.Pos{}, tools: map[string][]*toolModel{}, badTools: map[string]bool{}}
+	m := &pkgModel{fset: fset, pkg: pkg, generated: map[string]token.Pos{}, tools: map[string][]*toolModel{}, badTools: map[string]bool{},
+		agents: map[string]*agentModel{}, badAgents: map[string]bool{}}
 	if len(anns) > 0 {
 		m.declare("Register", anns[0].node.Pos(), "this package's //chat: directives", diags)
 	}
@@ -96,6 +102,9 @@ func analyze(fset *token.FileSet, pkg *packages.Package, anns []*annotated, diag
 			m.analyzeTool(a, d, diags)
 		}
 		m.checkParamsWithoutTool(a, diags)
+		if d, ok := first[*agentDirective](a); ok {
+			m.analyzeAgent(a, d, diags)
+		}
 	}
 	for _, a := range anns {
 		if _, ok := first[*aiDirective](a); ok {
@@ -108,7 +117,7 @@ func analyze(fset *token.FileSet, pkg *packages.Package, anns []*annotated, diag
 		_, inAI := m.aiByName(a.recv)
 		for _, d := range a.directives {
 			switch d := d.(type) {
-			case *scopedDirective, *toolDirective, *paramDirective, *aiDirective:
+			case *scopedDirective, *toolDirective, *paramDirective, *aiDirective, *agentDirective:
 			case *systemDirective, *userDirective, *toolsDirective:
 				if !isAI && !inAI {
 					diags.errorf(fset.Position(d.common().pos), "%s applies to //chat:ai interfaces and their methods", d)
@@ -146,6 +155,11 @@ func analyze(fset *token.FileSet, pkg *packages.Package, anns []*annotated, diag
 	for recv, tools := range m.tools {
 		if tools[0].bean == nil && !named[recv] {
 			diags.warnf(fset.Position(tools[0].fn.Pos()), "the tools of %s are not used: no //chat:tools names %s", recv, recv)
+		}
+	}
+	for _, ag := range m.agents {
+		if !ag.used && !named[ag.iface] {
+			diags.warnf(fset.Position(ag.fn.Pos()), "the agent %s is not used: no //chat:tools names %s", ag.name, ag.iface)
 		}
 	}
 	slices.SortFunc(m.beans, func(a, b *beanModel) int { return comparePos(fset, a.obj.Pos(), b.obj.Pos()) })

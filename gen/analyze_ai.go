@@ -5,6 +5,7 @@ import (
 	"go/ast"
 	"go/token"
 	"go/types"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -82,6 +83,10 @@ type toolModel struct {
 	// timeout is timeout=: the longest a call may run; 0 for the
 	// service's default.
 	timeout time.Duration
+
+	// agent is set for a //chat:agent offered as a tool, whose other
+	// fields but name are then zero.
+	agent *agentModel
 }
 
 // toolParam is one parameter of a tool method.
@@ -397,9 +402,15 @@ func (m *pkgModel) analyzeAIMethod(s *aiModel, fn *types.Func, ma *annotated, ty
 		am.userPos = users[0].pos
 	}
 	toolDirs := all[*toolsDirective](ma)
-	if len(users) == 0 { // a //chat:user without text was reported
+	_, isAgent := first[*agentDirective](ma)
+	route, _ := first[*routeDirective](ma)
+	switch {
+	case len(users) > 0: // a //chat:user without text was reported
+	case isAgent && params.Len() == 2 && isString(params.At(1).Type()):
+		// An agent's task is its user message, whatever its name.
+		am.user = "{{." + params.At(1).Name() + "}}"
+	default:
 		who := fmt.Sprintf("//chat:ai %s.%s", s.bean.obj.Name(), fn.Name())
-		route, _ := first[*routeDirective](ma)
 		name, ok := m.textParam(fn, route, who, diags)
 		if !ok {
 			return nil
@@ -432,17 +443,32 @@ func (m *pkgModel) analyzeAIMethod(s *aiModel, fn *types.Func, ma *annotated, ty
 	if len(toolDirs) == 0 {
 		toolDirs = typeTools
 	}
-	seen := map[string]*toolModel{}
+	seen := map[string]string{} // tool name: the method it calls
 	for _, d := range toolDirs {
 		for _, arg := range d.types {
-			box := m.toolBox(arg, diags)
-			for _, t := range box {
-				if prev := seen[t.name]; prev != nil {
-					diags.errorf(m.fset.Position(arg.pos), "//chat:ai %s.%s: two tools are called %s (%s.%s and %s.%s)", s.bean.obj.Name(), fn.Name(), t.name, prev.bean.obj.Name(), prev.fn.Name(), t.bean.obj.Name(), t.fn.Name())
+			var box []*toolModel
+			if ag, isAI := m.agentTool(s, arg, diags); isAI {
+				if ag == nil {
 					ok = false
 					continue
 				}
-				seen[t.name] = t
+				box = []*toolModel{{name: ag.name, fn: ag.fn, agent: ag}}
+			} else {
+				box = m.toolBox(arg, diags)
+			}
+			for _, t := range box {
+				method := t.fn.Name()
+				if t.agent != nil {
+					method = t.agent.iface + "." + method
+				} else {
+					method = t.bean.obj.Name() + "." + method
+				}
+				if prev, dup := seen[t.name]; dup {
+					diags.errorf(m.fset.Position(arg.pos), "//chat:ai %s.%s: two tools are called %s (%s and %s)", s.bean.obj.Name(), fn.Name(), t.name, prev, method)
+					ok = false
+					continue
+				}
+				seen[t.name] = method
 				am.tools = append(am.tools, t)
 			}
 		}
@@ -477,12 +503,13 @@ func noTextParamHint(params *types.Tuple, isRoute bool) string {
 	return hint
 }
 
-// suggestToolBox returns the type with //chat:tool methods whose name is
+// suggestToolBox returns the type with //chat:tool methods, or the
+// //chat:ai interface with a //chat:agent method, whose name is
 // closest to name, if one is close enough to be a typo of it.
 func (m *pkgModel) suggestToolBox(name string) (string, bool) {
 	byLower := map[string]string{}
 	var cands []string
-	for box := range m.tools {
+	for _, box := range slices.Concat(slices.Collect(maps.Keys(m.tools)), slices.Collect(maps.Keys(m.agents))) {
 		l := strings.ToLower(box)
 		byLower[l] = box
 		cands = append(cands, l)

@@ -85,6 +85,13 @@ type toolsDirective struct {
 	types []arg // the tool boxes, in order, at least one
 }
 
+// agentDirective is //chat:agent [name=NAME] [timeout=DURATION].
+type agentDirective struct {
+	directiveCommon
+	name    string        // name=; "" means the method's name
+	timeout time.Duration // timeout=; 0 means none but the turn's
+}
+
 // toolDirective is //chat:tool [immediate] [confirm] [client] [name=NAME] [timeout=DURATION].
 type toolDirective struct {
 	directiveCommon

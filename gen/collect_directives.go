@@ -479,6 +479,7 @@ type Namer interface {
 		Name:  "tools",
 		Usage: "//chat:tools TYPE...",
 		Doc: "Names the tool boxes an AI service may use: types whose `//chat:tool` methods the model may call. " +
+			"A `//chat:ai` interface with a `//chat:agent` method is named the same way: it is offered as a sub-agent. " +
 			"On the interface it applies to every method; on a method, to that method.",
 		Quarkus: "@ToolBox",
 		Example: `// Smith is the weapon-smith of the game.
@@ -494,10 +495,55 @@ type Smith interface {
 		Targets: targetInterface | targetInterfaceMethod,
 		Args: []argSpec{
 			{Name: "TYPE", Kind: argIdent, Required: true, Variadic: true,
-				Doc: "a type declared in this package",
+				Doc: "a type declared in this package: a tool box or an agent",
 				Set: setArg(func(d *toolsDirective, a arg) { d.types = append(d.types, a) })},
 		},
 		New: func() directive { return new(toolsDirective) },
+	},
+	{
+		Name:  "agent",
+		Usage: "//chat:agent [name=NAME] [timeout=DURATION]",
+		Doc: "Offers an AI service to other AI services as a tool: an agent as a tool. " +
+			"It marks the method of a `//chat:ai` interface that answers a task: it takes a `context.Context` " +
+			"and the task, a `string`, and returns `(string, error)`. AI services whose `//chat:tools` name the " +
+			"interface offer the model a tool that runs that method as a sub-agent (package " +
+			"`runtime/agent/subagent`): each call runs in a session of its own, a sub-conversation with its own " +
+			"chat memory owned by the calling scope, which the model continues by passing back the `session_id` " +
+			"of an earlier answer. The sub-agent's model calls count against the calling turn's budget, its usage " +
+			"adds up into the turn's, and its steps reach the client as `SubAgent` events. " +
+			"The tool's description is the method's doc comment; the model calls it by the " +
+			"method's name unless `name=` sets another. The task is the method's user message, whatever the " +
+			"parameter's name, unless `//chat:user` sets one. A service has at most one `//chat:agent` method, " +
+			"and cannot name itself in its `//chat:tools`.",
+		Quarkus: "@Agent",
+		Example: `// Researcher is a sub-agent that finds facts.
+//
+//chat:ai
+//chat:system You research: answer with the facts the task needs.
+type Researcher interface {
+	// Research finds the facts a task needs.
+	//
+	//chat:agent name=research timeout=1m
+	Research(ctx context.Context, task string) (string, error)
+}
+
+// Planner plans, with the researcher as a tool.
+//
+//chat:ai
+//chat:tools Researcher
+type Planner interface {
+	//chat:route planner
+	Chat(ctx context.Context, userMessage string) (string, error)
+}`,
+		Targets: targetInterfaceMethod,
+		Keys: []keySpec{
+			{Name: "name", Kind: keyIdent, Value: "NAME", Doc: "the name the model calls the agent by; the method name by default",
+				Set: setArg(func(d *agentDirective, a arg) { d.name = a.value })},
+			{Name: "timeout", Kind: keyDuration, Value: "DURATION",
+				Doc: "the longest a call may run, a Go duration such as `30s` or `2m`; only the turn's limits by default",
+				Set: setArg(func(d *agentDirective, a arg) { d.timeout, _ = time.ParseDuration(a.value) })},
+		},
+		New: func() directive { return new(agentDirective) },
 	},
 	{
 		Name:  "tool",

@@ -6,6 +6,7 @@ import (
 	"go/format"
 	"go/token"
 	"go/types"
+	"maps"
 	"slices"
 	"strings"
 
@@ -61,6 +62,10 @@ func emit(m *pkgModel) ([]byte, error) {
 	if len(m.ais) > 0 {
 		f.ImportName(aiPkg, "ai")
 		e.tc.names["ai"] = aiPkg
+	}
+	if slices.ContainsFunc(slices.Collect(maps.Values(m.agents)), func(ag *agentModel) bool { return ag.used }) {
+		f.ImportName(subagentPkg, "subagent")
+		e.tc.names["subagent"] = subagentPkg
 	}
 	if slices.ContainsFunc(m.routes, func(r *routeModel) bool { return r.markdown }) {
 		f.ImportName(markdownPkg, "markdown")

@@ -47,10 +47,17 @@ func (e *emitter) aiRegister() []jen.Code {
 // that describes it and the method itself.
 func (e *emitter) aiServices() {
 	written := map[*toolModel]bool{}
+	agents := map[*agentModel]bool{}
 	for _, s := range e.m.ais {
 		for _, am := range s.methods {
 			for _, t := range am.tools {
-				if !written[t] {
+				switch {
+				case t.agent != nil:
+					if !agents[t.agent] {
+						agents[t.agent] = true
+						e.agent(t.agent)
+					}
+				case !written[t]:
 					written[t] = true
 					e.tool(t)
 				}
@@ -64,6 +71,35 @@ func (e *emitter) aiServices() {
 			e.aiMethod(s, am, e.methodVar(s, am))
 		}
 	}
+}
+
+// agent writes the sub-agent tool of a //chat:agent method: a
+// *subagent.Tool whose calls look the AI service up in the session's scope
+// and call the method.
+func (e *emitter) agent(ag *agentModel) {
+	s, ok := e.m.aiByName(ag.iface)
+	if !ok {
+		if e.err == nil {
+			e.err = fmt.Errorf("chatgen: internal error: the agent %s belongs to %s, which is not an analyzed //chat:ai service", ag.name, ag.iface)
+		}
+		return
+	}
+	e.doc(fmt.Sprintf("%s offers the //chat:ai service %s to other AI services as the tool %s: each call runs %s.%s as a sub-agent, in a session of its own.", ag.varName, ag.iface, ag.name, ag.iface, ag.fn.Name()))
+	var opts []jen.Code
+	if ag.desc != "" {
+		opts = append(opts, field("Description", promptLit(ag.desc)))
+	}
+	if ag.timeout > 0 {
+		opts = append(opts, field("Timeout", durationCode(ag.timeout)))
+	}
+	options := jen.Nil()
+	if len(opts) > 0 {
+		options = jen.Op("&").Qual(subagentPkg, "Options").Values(append(opts, jen.Line())...)
+	}
+	e.f.Var().Id(ag.varName).Op("=").Qual(subagentPkg, "Of").Call(
+		jen.Lit(ag.name), jen.Id(s.bean.beanVar), jen.Id(ag.iface).Dot(ag.fn.Name()), options,
+	)
+	e.f.Line()
 }
 
 // tool writes the ai.Tool of a //chat:tool method: its definition for the
@@ -231,6 +267,10 @@ func (e *emitter) methodVar(s *aiModel, am *aiMethod) string {
 	if len(am.tools) > 0 {
 		var tools []jen.Code
 		for _, t := range am.tools {
+			if t.agent != nil {
+				tools = append(tools, jen.Line().Id(t.agent.varName).Dot("Tool").Call())
+				continue
+			}
 			tools = append(tools, jen.Line().Id(t.funcName))
 		}
 		fields = append(fields, field("Tools", jen.Index().Qual(aiPkg, "Tool").Values(append(tools, jen.Line())...)))

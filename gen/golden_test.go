@@ -373,6 +373,34 @@ func TestGoldenOutputsNameTheirVersion(t *testing.T) {
 	}
 }
 
+// A generated file imports runtime/agent/subagent only when its package
+// offers an agent: an application without agents does not link it.
+func TestGoldenOutputsImportSubagentOnlyForAgents(t *testing.T) {
+	n := 0
+	for _, c := range readGoldenCases(t) {
+		out, ok := c.want("want/" + outputName)
+		if !ok {
+			continue
+		}
+		agents := false
+		for _, f := range c.archive.Files {
+			if !strings.HasPrefix(f.Name, "want/") && bytes.Contains(f.Data, []byte("//chat:agent")) {
+				agents = true
+			}
+		}
+		imports := bytes.Contains(out, []byte(`"`+subagentPkg+`"`))
+		if imports {
+			n++
+		}
+		if imports && !agents {
+			t.Errorf("%s: imports %s without a //chat:agent", c.name, subagentPkg)
+		}
+	}
+	if n == 0 {
+		t.Error("no golden output imports subagent: the cases of //chat:agent are missing")
+	}
+}
+
 // A chat_gen.go written for the previous generated-code version fails to
 // compile at its version assertion first, under the comment that says to
 // re-run go generate: the runtime dropped that version, and the first

@@ -32,7 +32,7 @@ type Billing interface {
 //
 //chat:ai
 //chat:system You are the help desk's planner: write a plan, give the research and policy subtasks to your sub-agents (call both at once), keep the plan up to date and answer with the outcome.
-//chat:tools Desk
+//chat:tools Desk Researcher PolicyChecker
 type Planner interface {
 	//chat:route planner
 	Chat(ctx context.Context, userMessage string) (ai.Result[string], error)
@@ -43,6 +43,10 @@ type Planner interface {
 //chat:ai
 //chat:system You are the researcher sub-agent: find the facts the task needs and answer with them.
 type Researcher interface {
+	// Research gives a research task to the researcher sub-agent, which
+	// answers with the facts.
+	//
+	//chat:agent name=research timeout=1m
 	Research(ctx context.Context, userMessage string) (string, error)
 }
 
@@ -51,6 +55,10 @@ type Researcher interface {
 //chat:ai
 //chat:system You are the policy sub-agent: check the task against company policy and answer with what applies.
 type PolicyChecker interface {
+	// Check gives a task to the policy sub-agent, which answers with the
+	// company policy that applies.
+	//
+	//chat:agent name=check_policy timeout=1m
 	Check(ctx context.Context, userMessage string) (string, error)
 }
 

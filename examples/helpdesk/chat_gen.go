@@ -5,8 +5,10 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"time"
 
 	"github.com/chatscopes/chatgen/runtime/agent"
+	"github.com/chatscopes/chatgen/runtime/agent/subagent"
 	"github.com/chatscopes/chatgen/runtime/ai"
 	"github.com/chatscopes/chatgen/runtime/chat"
 	"github.com/chatscopes/chatgen/runtime/chatimpl"
@@ -259,6 +261,24 @@ func (x *chatAIBilling) Chat(ctx context.Context, userMessage string) (ai.Result
 	return ai.NewResult(reply.Content, reply), nil
 }
 
+// chatAgentResearcher offers the //chat:ai service Researcher to other AI
+// services as the tool research: each call runs Researcher.Research as a
+// sub-agent, in a session of its own.
+var chatAgentResearcher = subagent.Of("research", chatBeanResearcher, Researcher.Research, &subagent.Options{
+	Description: `Research gives a research task to the researcher sub-agent, which
+answers with the facts.`,
+	Timeout: time.Minute,
+})
+
+// chatAgentPolicyChecker offers the //chat:ai service PolicyChecker to other
+// AI services as the tool check_policy: each call runs PolicyChecker.Check
+// as a sub-agent, in a session of its own.
+var chatAgentPolicyChecker = subagent.Of("check_policy", chatBeanPolicyChecker, PolicyChecker.Check, &subagent.Options{
+	Description: `Check gives a task to the policy sub-agent, which answers with the
+company policy that applies.`,
+	Timeout: time.Minute,
+})
+
 type chatAIPlanner struct {
 	svc *ai.Service
 }
@@ -271,6 +291,8 @@ var chatMethodPlannerChat = ai.Method{
 		chatToolDeskTransferToBilling,
 		chatToolDeskTransferToPlanner,
 		chatToolDeskTransferBack,
+		chatAgentResearcher.Tool(),
+		chatAgentPolicyChecker.Tool(),
 	},
 }
 

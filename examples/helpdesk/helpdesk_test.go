@@ -177,6 +177,23 @@ func walk(t *testing.T, model llms.Model, sent requester) {
 	if got.sub[toolResearch] == 0 || got.sub[toolPolicy] == 0 {
 		t.Errorf("SubAgent events by agent %v, want some of both", got.sub)
 	}
+	// The planner was offered the sub-agents the //chat:agent directives
+	// declare, described by their methods' doc comments.
+	offered := map[string]string{}
+	for _, req := range sent.Requests() {
+		if strings.Contains(systemText(&req), "help desk's planner") {
+			for _, tool := range req.Tools {
+				if tool.Function != nil {
+					offered[tool.Function.Name] = tool.Function.Description
+				}
+			}
+		}
+	}
+	if !strings.HasPrefix(offered[toolResearch], "Research gives a research task to the researcher sub-agent") ||
+		!strings.HasPrefix(offered[toolPolicy], "Check gives a task to the policy sub-agent") ||
+		!strings.Contains(offered[toolResearch], "session_id") {
+		t.Errorf("the planner was offered %q, want both sub-agents described by their doc comments", offered)
+	}
 	// The planner was told both sub-agents' answers, in call order.
 	var told []string
 	for _, req := range sent.Requests() {

@@ -9,6 +9,13 @@ import (
 	"github.com/chatscopes/chatgen/runtime/plan"
 )
 
+// The names the //chat:agent directives give the planner's sub-agent
+// tools.
+const (
+	toolResearch = "research"
+	toolPolicy   = "check_policy"
+)
+
 // offlineModel is the scripted model the help desk runs on without a key.
 func offlineModel() *llmtest.Model { return llmtest.NewModel(script(), nil) }
 

@@ -125,7 +125,32 @@ type rigOptions struct {
 	inProcess bool
 	// router configures the router.
 	router *chat.RouterOptions
+	// of makes the tool with subagent.Of over a bean of the router's
+	// package, as generated code does; provide, when set, is its
+	// provider, which gets the default one.
+	of      bool
+	provide func(def func(context.Context) (researcher, error)) func(context.Context) (researcher, error)
 }
+
+// researcher is the sub-agent's service as a //chat:ai interface.
+type researcher interface {
+	Research(ctx context.Context, task string) (string, error)
+}
+
+// researcherImpl is researcher on the rig's child service, as the
+// generated implementation is.
+type researcherImpl struct{ r *rig }
+
+func (x researcherImpl) Research(ctx context.Context, task string) (string, error) {
+	reply, err := x.r.child.Chat(ctx, &ai.Request{Method: x.r.childMethod, User: task})
+	if err != nil {
+		return "", err
+	}
+	return reply.Content, nil
+}
+
+// researcherBean is the bean of researcher, as generated code declares it.
+var researcherBean = chat.NewBean[researcher]("example.com/app.Researcher", chat.KindChat, nil)
 
 func newRig(t testing.TB, o *rigOptions) *rig {
 	t.Helper()
@@ -190,7 +215,11 @@ func newRig(t testing.TB, o *rigOptions) *rig {
 		aopts = *o.agent
 		aopts.Logger = quiet
 	}
-	r.tool = subagent.New("research", run, &aopts)
+	if o.of {
+		r.tool = subagent.Of("research", researcherBean, researcher.Research, &aopts)
+	} else {
+		r.tool = subagent.New("research", run, &aopts)
+	}
 	pcfg := ai.Config{}
 	if o.parent != nil {
 		pcfg = *o.parent
@@ -215,6 +244,13 @@ func newRig(t testing.TB, o *rigOptions) *rig {
 		}
 		return chat.Response(ctx).Message(reply.Content)
 	}})
+	if o.of {
+		provide := func(context.Context) (researcher, error) { return researcherImpl{r}, nil }
+		if o.provide != nil {
+			provide = o.provide(provide)
+		}
+		chatimpl.Provide(p, researcherBean, provide)
+	}
 	router, err := chat.NewRouter(o.router, p)
 	if err != nil {
 		t.Fatal(err)

@@ -129,8 +129,13 @@ var (
 // New returns the tool, named name (the name the model calls it by and
 // the agent its events are tagged with), that runs run.
 func New(name string, run Func, opts *Options) *Tool {
+	return newTool(name, BeanPrefix+name, run, opts)
+}
+
+// newTool is [New] with the name of the sessions' bean.
+func newTool(name, beanName string, run Func, opts *Options) *Tool {
 	t := &Tool{name: name, run: run}
-	t.bean = chat.NewDurableBean(BeanPrefix+name, chat.KindPerChat, t.newSessions)
+	t.bean = chat.NewDurableBean(beanName, chat.KindPerChat, t.newSessions)
 	if opts != nil {
 		t.opts = *opts
 	}
@@ -156,6 +161,25 @@ func New(name string, run Func, opts *Options) *Tool {
 	}
 	t.list = []ai.Tool{t.tool}
 	return t
+}
+
+// Of returns the tool, named name, that runs the AI service of bean: each
+// call looks the service up in the session's context and asks answer,
+// its method that answers a task (a method expression such as
+// Researcher.Research). It is [New] for a //chat:ai service: the code
+// chatgen generates for a //chat:agent method calls it, so that AI
+// services whose //chat:tools name the service offer it as a tool. The
+// bean of its sessions is named after the service's bean as well as the
+// tool (BeanPrefix + the bean's name + ":" + name), so that agents of
+// one name in two packages keep their sessions apart.
+func Of[T any](name string, bean *chat.Bean[T], answer func(T, context.Context, string) (string, error), opts *Options) *Tool {
+	return newTool(name, BeanPrefix+bean.Name()+":"+name, func(ctx context.Context, task string) (string, error) {
+		svc, err := bean.Lookup(ctx)
+		if err != nil {
+			return "", err
+		}
+		return answer(svc, ctx, task)
+	}, opts)
 }
 
 const parameters = `{"type":"object","properties":{` +
@@ -185,7 +209,8 @@ type Answer struct {
 
 // BeanPrefix prefixes the name of the durable bean that holds the
 // sessions of a sub-agent tool in each scope: BeanPrefix + the tool's
-// name. Tools of one name share it: give each sub-agent a name of its own.
+// name ([Of] adds the service's bean name). Tools of [New] of one name
+// share it: give each sub-agent a name of its own.
 const BeanPrefix = "github.com/chatscopes/chatgen/runtime/agent/subagent.sessions:"
 
 // Sessions returns the ids of the sessions of the sub-agent the current

@@ -94,6 +94,62 @@ func TestSessions(t *testing.T) {
 	waitEmpty(t, r)
 }
 
+// Of runs the service of a bean, looked up in the session's scope, as
+// generated code for //chat:agent does: its sessions, memories and events
+// are New's; a service that cannot be had fails the call only.
+func TestOf(t *testing.T) {
+	leaktest.Check(t)
+	errNoService := errors.New("no researcher today")
+	var fail atomic.Bool
+	r := newRig(t, &rigOptions{of: true, provide: func(def func(context.Context) (researcher, error)) func(context.Context) (researcher, error) {
+		return func(ctx context.Context) (researcher, error) {
+			if fail.Load() {
+				return nil, errNoService
+			}
+			return def(ctx)
+		}
+	}})
+	c := r.dial()
+	// The service cannot be had: the call fails, and the service is
+	// looked up again on the next one.
+	fail.Store(true)
+	got := c.chat(t, `call {"task":"seas"}`)
+	if !strings.Contains(got, errNoService.Error()) {
+		t.Errorf("without its service: the model was told %s, want %q", got, errNoService)
+	}
+	if _, err := r.lastReply(); err != nil {
+		t.Errorf("the parent turn failed: %v", err)
+	}
+	fail.Store(false)
+	c.takeAgentEvents()
+	got = c.chat(t, `call {"task":"lookup rivers"}`)
+	if want := `{"session_id":"research-2","answer":"answer to lookup rivers (user messages seen: 1)"}`; got != want {
+		t.Fatalf("answer %s, want %s", got, want)
+	}
+	evs := c.takeAgentEvents()
+	if len(evs) == 0 {
+		t.Error("no SubAgent events")
+	}
+	for _, ev := range evs {
+		if ev.Agent != "research" || ev.Session != "research-2" {
+			t.Errorf("event %+v not tagged research/research-2", ev)
+		}
+	}
+	got = c.chat(t, `call {"task":"and lakes?","session_id":"research-2"}`)
+	if want := `{"session_id":"research-2","answer":"answer to and lakes? (user messages seen: 2)"}`; got != want {
+		t.Errorf("continued answer %s, want %s", got, want)
+	}
+	for _, id := range ids(t, r.childStore) {
+		if !strings.Contains(id, "/research-") || !strings.HasSuffix(id, "#example.com/app.Researcher.Research") {
+			t.Errorf("child memory id %q", id)
+		}
+	}
+	if err := c.client.Close(); err != nil {
+		t.Fatal(err)
+	}
+	waitEmpty(t, r)
+}
+
 // waitEmpty waits until the stores are empty: the server ends a closed
 // connection's conversation after the client returns.
 func waitEmpty(t *testing.T, r *rig) {
