@@ -5,7 +5,6 @@ import (
 	"crypto/aes"
 	"crypto/cipher"
 	"crypto/rand"
-	"encoding/json"
 	"errors"
 	"fmt"
 
@@ -99,15 +98,18 @@ func (h *Handler) resumeContext(ctx context.Context, id string, p chat.Principal
 		return nil, nil
 	}
 	cc := &convContext{id: id, principal: p, conv: conv, token: conv.ResumeToken()}
-	if raw := st.Extra[extraKey]; raw != nil {
-		var s savedTasks
-		if err := json.Unmarshal(raw, &s); err == nil {
-			for _, t := range s.Tasks {
-				tk := &task{cc: cc, t: *t}
-				tk.pause = pauseOf(t)
-				cc.tasks = append(cc.tasks, tk)
-			}
-		}
+	// The state as the resume loaded it, under the lease: a task whose
+	// record it has was interrupted (its node died, or its save failed),
+	// since no other node serves the conversation now.
+	tasks := h.decodeTasks(id, conv.Extra(extraKey))
+	if t := h.decodeRecord(id, conv.Extra(checkpointKey)); t != nil {
+		h.interrupt(t)
+		tasks = h.withRecord(tasks, t)
+	}
+	for _, t := range tasks {
+		tk := &task{cc: cc, t: *t}
+		tk.pause = pauseOf(t)
+		cc.tasks = append(cc.tasks, tk)
 	}
 	h.keep(cc, conv)
 	h.mu.Lock()

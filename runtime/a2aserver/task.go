@@ -236,7 +236,21 @@ func (h *Handler) storedTasks(ctx context.Context, id string, p chat.Principal) 
 	if st.Principal != principalName(p) {
 		return nil
 	}
-	raw := st.Extra[extraKey]
+	tasks := h.decodeTasks(id, st.Extra[extraKey])
+	if t := h.decodeRecord(id, st.Extra[checkpointKey]); t != nil {
+		// A task whose request has not ended: it runs on the node that
+		// holds the conversation, or none does and it was interrupted.
+		if !h.leased(ctx, id) {
+			h.interrupt(t)
+		}
+		tasks = h.withRecord(tasks, t)
+	}
+	return tasks
+}
+
+// decodeTasks returns the tasks of a saved task history, nil when there
+// is none or it does not decode.
+func (h *Handler) decodeTasks(id string, raw []byte) []*a2a.Task {
 	if raw == nil {
 		return nil
 	}
@@ -404,7 +418,21 @@ func (h *Handler) run(ctx context.Context, tk *task, creq *chat.RouteRequest) {
 	cc.mu.Lock()
 	cc.current = tk
 	cc.mu.Unlock()
-	_, f := conv.Handle(ctx, conv.ScopeID(), creq, func(ev chat.Event) error { return h.event(tk, ev) })
+	sink := func(ev chat.Event) error { return h.event(tk, ev) }
+	var f *chat.Failure
+	if h.opts.Store != nil {
+		// The task is saved before its route runs: a node that dies
+		// during it leaves a record that tells the other nodes it was
+		// interrupted (interrupt.go).
+		_, f = conv.Run(ctx, conv.ScopeID(), creq, sink, func(ctx context.Context) error {
+			if err := h.checkpoint(ctx, tk); err != nil {
+				return err
+			}
+			return chat.Execute(ctx)
+		})
+	} else {
+		_, f = conv.Handle(ctx, conv.ScopeID(), creq, sink)
+	}
 	if f != nil && !errors.Is(f, chat.ErrCancelled) {
 		h.log.InfoContext(ctx, "a2aserver: a task failed", "context", cc.id, "task", tk.t.ID, "reason", f.Reason, "err", f.Err)
 	}
