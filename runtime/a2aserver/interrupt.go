@@ -40,6 +40,16 @@ const interruptedText = "the task was interrupted: the agent stopped before it e
 // serves a conversation (leased): it is released at once.
 const probeTTL = time.Second
 
+// A taskRecord is what is saved of a task when its request starts.
+type taskRecord struct {
+	Task *a2a.Task `json:"task"`
+	// Resume is the context's resume token then, sealed: the first
+	// request of a context, or the first after a resume, saves the
+	// token only when it ends, and a node that dies during it would
+	// leave the context unresumable.
+	Resume []byte `json:"resume,omitempty"`
+}
+
 // checkpoint saves the record of tk, whose request starts in ctx, with
 // its conversation: nothing outside a durable conversation. A failure is
 // the request's: the route does not run, since it could not be told
@@ -48,46 +58,50 @@ func (h *Handler) checkpoint(ctx context.Context, tk *task) error {
 	if !chat.Durable(ctx) {
 		return nil
 	}
-	tk.cc.mu.Lock()
-	t := tk.snapshot(-1)
-	tk.cc.mu.Unlock()
-	b, err := encodeRecord(t)
+	cc := tk.cc
+	cc.mu.Lock()
+	rec := taskRecord{Task: tk.snapshot(-1)}
+	if h.aead != nil && cc.token != "" {
+		rec.Resume = h.seal(cc.id, cc.token)
+	}
+	cc.mu.Unlock()
+	b, err := encodeRecord(&rec)
 	if err != nil {
-		return fmt.Errorf("a2aserver: encoding the record of task %s: %w", t.ID, err)
+		return fmt.Errorf("a2aserver: encoding the record of task %s: %w", rec.Task.ID, err)
 	}
 	if err := chat.Checkpoint(ctx, taskKey, b); err != nil {
-		return fmt.Errorf("%w: a2aserver: saving the record of task %s: %w", chat.ErrUnavailable, t.ID, err)
+		return fmt.Errorf("%w: a2aserver: saving the record of task %s: %w", chat.ErrUnavailable, rec.Task.ID, err)
 	}
 	return nil
 }
 
-// encodeRecord encodes the record of t, within MaxSavedBytes: without its
+// encodeRecord encodes rec, within MaxSavedBytes: without the task's
 // artifacts, then without its history, when it is larger.
-func encodeRecord(t *a2a.Task) ([]byte, error) {
-	b, err := json.Marshal(t)
+func encodeRecord(rec *taskRecord) ([]byte, error) {
+	b, err := json.Marshal(rec)
 	if err != nil || len(b) <= MaxSavedBytes {
 		return b, err
 	}
-	t.Artifacts = nil
-	if b, err = json.Marshal(t); err != nil || len(b) <= MaxSavedBytes {
+	rec.Task.Artifacts = nil
+	if b, err = json.Marshal(rec); err != nil || len(b) <= MaxSavedBytes {
 		return b, err
 	}
-	t.History = nil
-	return json.Marshal(t)
+	rec.Task.History = nil
+	return json.Marshal(rec)
 }
 
-// decodeRecord returns the task of a saved record, nil when there is none
-// or it does not decode.
-func (h *Handler) decodeRecord(id string, raw []byte) *a2a.Task {
+// decodeRecord returns the task of a saved record and the sealed resume
+// token it has; nil when there is none or it does not decode.
+func (h *Handler) decodeRecord(id string, raw []byte) (*a2a.Task, []byte) {
 	if raw == nil {
-		return nil
+		return nil, nil
 	}
-	var t a2a.Task
-	if err := json.Unmarshal(raw, &t); err != nil || t.ID == "" {
+	var rec taskRecord
+	if err := json.Unmarshal(raw, &rec); err != nil || rec.Task == nil || rec.Task.ID == "" {
 		h.log.Warn("a2aserver: a saved task record does not decode", "context", id, "err", err)
-		return nil
+		return nil, nil
 	}
-	return &t
+	return rec.Task, rec.Resume
 }
 
 // interrupt gives t, a task whose request was interrupted, the failed

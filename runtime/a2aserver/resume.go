@@ -71,10 +71,17 @@ func (h *Handler) resumeContext(ctx context.Context, id string, p chat.Principal
 		return cc, nil // resumed meanwhile
 	}
 	st, err := h.opts.Store.Load(ctx, id)
-	if err != nil || st.Principal != principalName(p) || st.Extra[resumeKey] == nil {
+	if err != nil || st.Principal != principalName(p) {
 		return nil, nil
 	}
-	token, err := h.unseal(id, st.Extra[resumeKey])
+	sealed := st.Extra[resumeKey]
+	if _, s := h.decodeRecord(id, st.Extra[checkpointKey]); s != nil {
+		sealed = s // the token when the interrupted task started: the latest
+	}
+	if sealed == nil {
+		return nil, nil
+	}
+	token, err := h.unseal(id, sealed)
 	if err != nil {
 		h.log.WarnContext(ctx, "a2aserver: a context's resume token does not unseal", "context", id, "err", err)
 		return nil, nil
@@ -102,7 +109,7 @@ func (h *Handler) resumeContext(ctx context.Context, id string, p chat.Principal
 	// record it has was interrupted (its node died, or its save failed),
 	// since no other node serves the conversation now.
 	tasks := h.decodeTasks(id, conv.Extra(extraKey))
-	if t := h.decodeRecord(id, conv.Extra(checkpointKey)); t != nil {
+	if t, _ := h.decodeRecord(id, conv.Extra(checkpointKey)); t != nil {
 		h.interrupt(t)
 		tasks = h.withRecord(tasks, t)
 	}

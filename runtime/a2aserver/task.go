@@ -237,7 +237,7 @@ func (h *Handler) storedTasks(ctx context.Context, id string, p chat.Principal) 
 		return nil
 	}
 	tasks := h.decodeTasks(id, st.Extra[extraKey])
-	if t := h.decodeRecord(id, st.Extra[checkpointKey]); t != nil {
+	if t, _ := h.decodeRecord(id, st.Extra[checkpointKey]); t != nil {
 		// A task whose request has not ended: it runs on the node that
 		// holds the conversation, or none does and it was interrupted.
 		if !h.leased(ctx, id) {
@@ -420,10 +420,10 @@ func (h *Handler) run(ctx context.Context, tk *task, creq *chat.RouteRequest) {
 	cc.mu.Unlock()
 	sink := func(ev chat.Event) error { return h.event(tk, ev) }
 	var f *chat.Failure
-	if h.opts.Store != nil {
-		// The task is saved before its route runs: a node that dies
-		// during it leaves a record that tells the other nodes it was
-		// interrupted (interrupt.go).
+	if conv.ResumeToken() != "" {
+		// A durable conversation: the task is saved before its route
+		// runs, so that a node that dies during it leaves a record that
+		// tells the other nodes it was interrupted (interrupt.go).
 		_, f = conv.Run(ctx, conv.ScopeID(), creq, sink, func(ctx context.Context) error {
 			if err := h.checkpoint(ctx, tk); err != nil {
 				return err

@@ -1,0 +1,138 @@
+package a2aserver_test
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chatscopes/chatgen/runtime/a2aserver"
+	"github.com/chatscopes/chatgen/runtime/chat"
+)
+
+// TestInterruptedTask: a task is saved when it starts. While its node
+// runs it, another node over the same store answers it working (and does
+// not claim to cancel it); over a copy of the store taken mid-task (what
+// a restart finds after the node died), it is failed, saying it was
+// interrupted, in get, tasks/get, ListTasks and a resubscribe, and it is
+// not run again: a message on it is refused, and the node that resumes
+// the context keeps it failed in the context's history. Once the task
+// ends on its node, the record is gone from the store and the other node
+// answers its final state.
+func TestInterruptedTask(t *testing.T) {
+	store := chat.NewInMemoryConversationStore(nil)
+	key := []byte("0123456789abcdef")
+	opts := &a2aserver.Options{Route: "wait", Store: store, TokenKey: key}
+	a := newApp(t, opts, store)
+	params := userMessage1("hold", "", "")
+	params["configuration"] = map[string]any{"returnImmediately": true}
+	var started struct{ Task task1 }
+	if r := a.rpc(t, "1.0", "ann", "SendMessage", params); r.code() != 0 || json.Unmarshal(r.Result, &started) != nil {
+		t.Fatalf("the task: %s %+v", r.Result, r.Error)
+	}
+	<-a.sig.waiting
+	id, ctxID := started.Task.ID, started.Task.ContextID
+
+	// Another node, the task running on the first.
+	b := serve(t, &a2aserver.Options{Route: "wait", Store: store, TokenKey: key}, store)
+	var got task1
+	if r := b.rpc(t, "1.0", "ann", "GetTask", map[string]any{"id": id}); r.code() != 0 || json.Unmarshal(r.Result, &got) != nil ||
+		got.Status.State != "TASK_STATE_WORKING" || got.ContextID != ctxID || len(got.History) != 1 || !strings.Contains(string(got.History[0]), `"hold"`) {
+		t.Fatalf("the running task on another node: %s %+v", r.Result, r.Error)
+	}
+	if r := b.rpc(t, "1.0", "ann", "CancelTask", map[string]any{"id": id}); r.code() != -32004 {
+		t.Fatalf("a cancel on another node: %s %+v", r.Result, r.Error)
+	}
+	if r := b.rpc(t, "1.0", "bob", "GetTask", map[string]any{"id": id}); r.code() != -32001 {
+		t.Fatalf("another principal: %s %+v", r.Result, r.Error)
+	}
+
+	// The node dies now: a copy of the store is what a restart finds.
+	mid, err := store.Load(t.Context(), ctxID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	crashed := chat.NewInMemoryConversationStore(nil)
+	lease, err := crashed.Acquire(t.Context(), ctxID, "dead-node", time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cp := *mid
+	cp.Version = 0
+	if err := crashed.Save(t.Context(), &cp, lease, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := crashed.Release(t.Context(), ctxID, lease); err != nil {
+		t.Fatal(err)
+	}
+	c := serve(t, &a2aserver.Options{Route: "wait", Store: crashed, TokenKey: key}, crashed)
+	runs := make(chan string, 10)
+	c.sig.runs = runs
+	failed := func(what string, r rpcReply) {
+		t.Helper()
+		var got task1
+		if err := json.Unmarshal(r.Result, &got); r.code() != 0 || err != nil || got.ID != id || got.Status.State != "TASK_STATE_FAILED" ||
+			!strings.Contains(got.text(), "the task was interrupted") {
+			t.Fatalf("%s: %s %+v", what, r.Result, r.Error)
+		}
+	}
+	failed("get after the restart", c.rpc(t, "1.0", "ann", "GetTask", map[string]any{"id": id}))
+	if r := c.rpc(t, "", "ann", "tasks/get", map[string]any{"id": id}); r.code() != 0 || !strings.Contains(string(r.Result), `"state":"failed"`) ||
+		!strings.Contains(string(r.Result), "the task was interrupted") {
+		t.Fatalf("tasks/get after the restart: %s %+v", r.Result, r.Error)
+	}
+	if r := c.rpc(t, "", "ann", "tasks/resubscribe", map[string]any{"id": id}); r.code() != -32004 || !strings.Contains(r.Error.Message, "failed") {
+		t.Fatalf("a resubscribe after the restart: %s %+v", r.Result, r.Error)
+	}
+	var list struct{ Tasks []task1 }
+	if r := c.rpc(t, "1.0", "ann", "ListTasks", map[string]any{"contextId": ctxID}); json.Unmarshal(r.Result, &list) != nil || len(list.Tasks) != 1 {
+		t.Fatalf("the context's tasks after the restart: %s %+v", r.Result, r.Error)
+	}
+	// Not run again: a message on it is refused; one without taskId
+	// resumes the context, as a new task.
+	if r := c.rpc(t, "1.0", "ann", "SendMessage", userMessage1("go on", ctxID, id)); r.code() != -32004 {
+		t.Fatalf("a message on the interrupted task: %s %+v", r.Result, r.Error)
+	}
+	var next struct{ Task task1 }
+	if r := c.rpc(t, "1.0", "ann", "SendMessage", userMessage1("go on", ctxID, "")); r.code() != 0 || json.Unmarshal(r.Result, &next) != nil ||
+		next.Task.Status.State != "TASK_STATE_COMPLETED" || next.Task.ID == id {
+		t.Fatalf("a new task after the restart: %s %+v", r.Result, r.Error)
+	}
+	if text := <-runs; text != "go on" {
+		t.Fatalf("the restarted node ran %q", text)
+	}
+	select {
+	case text := <-runs:
+		t.Fatalf("the restarted node also ran %q", text)
+	default:
+	}
+	failed("get after the resume", c.rpc(t, "1.0", "ann", "GetTask", map[string]any{"id": id}))
+	if err := c.handler.Close(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	st, err := crashed.Load(t.Context(), ctxID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := st.Extra["chat.checkpoint:a2a.task"]; ok {
+		t.Fatal("the record stayed in the store after the next request")
+	}
+	d := serve(t, &a2aserver.Options{Store: crashed}, crashed)
+	failed("get from the saved history", d.rpc(t, "1.0", "ann", "GetTask", map[string]any{"id": id}))
+	if r := d.rpc(t, "1.0", "ann", "ListTasks", map[string]any{"contextId": ctxID}); json.Unmarshal(r.Result, &list) != nil || len(list.Tasks) != 2 ||
+		list.Tasks[0].ID != next.Task.ID || list.Tasks[1].ID != id {
+		t.Fatalf("the saved history: %s %+v", r.Result, r.Error)
+	}
+
+	// On the first store, the task ends on its node: its record goes.
+	if r := a.rpc(t, "1.0", "ann", "CancelTask", map[string]any{"id": id}); r.code() != 0 {
+		t.Fatalf("the cancel: %s %+v", r.Result, r.Error)
+	}
+	<-a.sig.cancelled
+	if r := b.rpc(t, "1.0", "ann", "GetTask", map[string]any{"id": id}); r.code() != 0 || json.Unmarshal(r.Result, &got) != nil || got.Status.State != "TASK_STATE_CANCELED" {
+		t.Fatalf("the ended task on another node: %s %+v", r.Result, r.Error)
+	}
+	if st, err := store.Load(t.Context(), ctxID); err != nil || st.Extra["chat.checkpoint:a2a.task"] != nil {
+		t.Fatalf("the record after the task's end: %v", err)
+	}
+}
