@@ -48,6 +48,10 @@ type taskRecord struct {
 	// token only when it ends, and a node that dies during it would
 	// leave the context unresumable.
 	Resume []byte `json:"resume,omitempty"`
+	// Interrupted are the tasks found interrupted when the context was
+	// resumed, until a request's save has them in the task history: a
+	// node that dies before would lose them.
+	Interrupted []*a2a.Task `json:"interrupted,omitempty"`
 }
 
 // checkpoint saves the record of tk, whose request starts in ctx, with
@@ -60,7 +64,7 @@ func (h *Handler) checkpoint(ctx context.Context, tk *task) error {
 	}
 	cc := tk.cc
 	cc.mu.Lock()
-	rec := taskRecord{Task: tk.snapshot(-1)}
+	rec := taskRecord{Task: tk.snapshot(-1), Interrupted: cc.interrupted}
 	if h.aead != nil && cc.token != "" {
 		rec.Resume = h.seal(cc.id, cc.token)
 	}
@@ -90,18 +94,31 @@ func encodeRecord(rec *taskRecord) ([]byte, error) {
 	return json.Marshal(rec)
 }
 
-// decodeRecord returns the task of a saved record and the sealed resume
-// token it has; nil when there is none or it does not decode.
-func (h *Handler) decodeRecord(id string, raw []byte) (*a2a.Task, []byte) {
+// decodeRecord returns a saved record, nil when there is none or it does
+// not decode.
+func (h *Handler) decodeRecord(id string, raw []byte) *taskRecord {
 	if raw == nil {
-		return nil, nil
+		return nil
 	}
 	var rec taskRecord
 	if err := json.Unmarshal(raw, &rec); err != nil || rec.Task == nil || rec.Task.ID == "" {
 		h.log.Warn("a2aserver: a saved task record does not decode", "context", id, "err", err)
-		return nil, nil
+		return nil
 	}
-	return rec.Task, rec.Resume
+	return &rec
+}
+
+// withInterrupted returns the saved tasks with those of the record rec:
+// its task as it is saved (the node serving the conversation runs it)
+// when running, failed as interrupted otherwise.
+func (h *Handler) withInterrupted(tasks []*a2a.Task, rec *taskRecord, running bool) []*a2a.Task {
+	for _, t := range rec.Interrupted {
+		tasks = h.withRecord(tasks, t)
+	}
+	if !running {
+		h.interrupt(rec.Task)
+	}
+	return h.withRecord(tasks, rec.Task)
 }
 
 // interrupt gives t, a task whose request was interrupted, the failed

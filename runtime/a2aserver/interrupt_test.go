@@ -48,23 +48,7 @@ func TestInterruptedTask(t *testing.T) {
 	}
 
 	// The node dies now: a copy of the store is what a restart finds.
-	mid, err := store.Load(t.Context(), ctxID)
-	if err != nil {
-		t.Fatal(err)
-	}
-	crashed := chat.NewInMemoryConversationStore(nil)
-	lease, err := crashed.Acquire(t.Context(), ctxID, "dead-node", time.Minute)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cp := *mid
-	cp.Version = 0
-	if err := crashed.Save(t.Context(), &cp, lease, nil); err != nil {
-		t.Fatal(err)
-	}
-	if err := crashed.Release(t.Context(), ctxID, lease); err != nil {
-		t.Fatal(err)
-	}
+	crashed := crashCopy(t, store, ctxID)
 	c := serve(t, &a2aserver.Options{Route: "wait", Store: crashed, TokenKey: key}, crashed)
 	runs := make(chan string, 10)
 	c.sig.runs = runs
@@ -93,6 +77,29 @@ func TestInterruptedTask(t *testing.T) {
 	if r := c.rpc(t, "1.0", "ann", "SendMessage", userMessage1("go on", ctxID, id)); r.code() != -32004 {
 		t.Fatalf("a message on the interrupted task: %s %+v", r.Result, r.Error)
 	}
+	// The resumed node dies in turn in its first task: both tasks are
+	// interrupted.
+	params = userMessage1("hold again", ctxID, "")
+	params["configuration"] = map[string]any{"returnImmediately": true}
+	var second struct{ Task task1 }
+	if r := c.rpc(t, "1.0", "ann", "SendMessage", params); r.code() != 0 || json.Unmarshal(r.Result, &second) != nil {
+		t.Fatalf("the task after the restart: %s %+v", r.Result, r.Error)
+	}
+	<-c.sig.waiting
+	if text := <-runs; text != "hold again" {
+		t.Fatalf("the restarted node ran %q", text)
+	}
+	again := crashCopy(t, crashed, ctxID)
+	e := serve(t, &a2aserver.Options{Route: "wait", Store: again, TokenKey: key}, again)
+	failed("get after the second crash", e.rpc(t, "1.0", "ann", "GetTask", map[string]any{"id": id}))
+	if r := e.rpc(t, "1.0", "ann", "GetTask", map[string]any{"id": second.Task.ID}); r.code() != 0 || json.Unmarshal(r.Result, &got) != nil ||
+		got.Status.State != "TASK_STATE_FAILED" {
+		t.Fatalf("the second interrupted task: %s %+v", r.Result, r.Error)
+	}
+	if r := c.rpc(t, "1.0", "ann", "CancelTask", map[string]any{"id": second.Task.ID}); r.code() != 0 {
+		t.Fatalf("the cancel: %s %+v", r.Result, r.Error)
+	}
+	<-c.sig.cancelled
 	var next struct{ Task task1 }
 	if r := c.rpc(t, "1.0", "ann", "SendMessage", userMessage1("go on", ctxID, "")); r.code() != 0 || json.Unmarshal(r.Result, &next) != nil ||
 		next.Task.Status.State != "TASK_STATE_COMPLETED" || next.Task.ID == id {
@@ -119,8 +126,8 @@ func TestInterruptedTask(t *testing.T) {
 	}
 	d := serve(t, &a2aserver.Options{Store: crashed}, crashed)
 	failed("get from the saved history", d.rpc(t, "1.0", "ann", "GetTask", map[string]any{"id": id}))
-	if r := d.rpc(t, "1.0", "ann", "ListTasks", map[string]any{"contextId": ctxID}); json.Unmarshal(r.Result, &list) != nil || len(list.Tasks) != 2 ||
-		list.Tasks[0].ID != next.Task.ID || list.Tasks[1].ID != id {
+	if r := d.rpc(t, "1.0", "ann", "ListTasks", map[string]any{"contextId": ctxID}); json.Unmarshal(r.Result, &list) != nil || len(list.Tasks) != 3 ||
+		list.Tasks[0].ID != next.Task.ID || list.Tasks[1].ID != second.Task.ID || list.Tasks[2].ID != id {
 		t.Fatalf("the saved history: %s %+v", r.Result, r.Error)
 	}
 
@@ -135,4 +142,29 @@ func TestInterruptedTask(t *testing.T) {
 	if st, err := store.Load(t.Context(), ctxID); err != nil || st.Extra["chat.checkpoint:a2a.task"] != nil {
 		t.Fatalf("the record after the task's end: %v", err)
 	}
+}
+
+// crashCopy returns a store holding what store holds of the conversation
+// id now, its lease free: what a node finds after the one serving it
+// died.
+func crashCopy(t *testing.T, store *chat.InMemoryConversationStore, id string) *chat.InMemoryConversationStore {
+	t.Helper()
+	st, err := store.Load(t.Context(), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	crashed := chat.NewInMemoryConversationStore(nil)
+	lease, err := crashed.Acquire(t.Context(), id, "dead-node", time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cp := *st
+	cp.Version = 0
+	if err := crashed.Save(t.Context(), &cp, lease, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := crashed.Release(t.Context(), id, lease); err != nil {
+		t.Fatal(err)
+	}
+	return crashed
 }

@@ -75,8 +75,8 @@ func (h *Handler) resumeContext(ctx context.Context, id string, p chat.Principal
 		return nil, nil
 	}
 	sealed := st.Extra[resumeKey]
-	if _, s := h.decodeRecord(id, st.Extra[checkpointKey]); s != nil {
-		sealed = s // the token when the interrupted task started: the latest
+	if rec := h.decodeRecord(id, st.Extra[checkpointKey]); rec != nil && rec.Resume != nil {
+		sealed = rec.Resume // the token when the interrupted task started: the latest
 	}
 	if sealed == nil {
 		return nil, nil
@@ -109,9 +109,9 @@ func (h *Handler) resumeContext(ctx context.Context, id string, p chat.Principal
 	// record it has was interrupted (its node died, or its save failed),
 	// since no other node serves the conversation now.
 	tasks := h.decodeTasks(id, conv.Extra(extraKey))
-	if t, _ := h.decodeRecord(id, conv.Extra(checkpointKey)); t != nil {
-		h.interrupt(t)
-		tasks = h.withRecord(tasks, t)
+	if rec := h.decodeRecord(id, conv.Extra(checkpointKey)); rec != nil {
+		tasks = h.withInterrupted(tasks, rec, false)
+		cc.interrupted = append(rec.Interrupted, rec.Task)
 	}
 	for _, t := range tasks {
 		tk := &task{cc: cc, t: *t}

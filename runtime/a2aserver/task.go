@@ -48,6 +48,11 @@ type convContext struct {
 	tasks   []*task    // oldest first
 	current *task      // the task whose request runs
 	token   string     // the conversation's resume token ("" when not durable)
+	// interrupted are the tasks found interrupted when the context was
+	// resumed, until a request's save has them in the saved history;
+	// each task's record carries them (interrupt.go). Not changed in
+	// place.
+	interrupted []*a2a.Task
 }
 
 // A task is one A2A task: a request of its context's conversation, and
@@ -237,13 +242,10 @@ func (h *Handler) storedTasks(ctx context.Context, id string, p chat.Principal) 
 		return nil
 	}
 	tasks := h.decodeTasks(id, st.Extra[extraKey])
-	if t, _ := h.decodeRecord(id, st.Extra[checkpointKey]); t != nil {
+	if rec := h.decodeRecord(id, st.Extra[checkpointKey]); rec != nil {
 		// A task whose request has not ended: it runs on the node that
 		// holds the conversation, or none does and it was interrupted.
-		if !h.leased(ctx, id) {
-			h.interrupt(t)
-		}
-		tasks = h.withRecord(tasks, t)
+		tasks = h.withInterrupted(tasks, rec, h.leased(ctx, id))
 	}
 	return tasks
 }
@@ -435,6 +437,11 @@ func (h *Handler) run(ctx context.Context, tk *task, creq *chat.RouteRequest) {
 	}
 	if f != nil && !errors.Is(f, chat.ErrCancelled) {
 		h.log.InfoContext(ctx, "a2aserver: a task failed", "context", cc.id, "task", tk.t.ID, "reason", f.Reason, "err", f.Err)
+	}
+	if f == nil {
+		cc.mu.Lock()
+		cc.interrupted = nil // the request's save has them
+		cc.mu.Unlock()
 	}
 	h.finish(tk, f)
 	if f != nil && h.aead != nil && (errors.Is(f, chat.ErrUnavailable) || errors.Is(f, chat.ErrSessionNotActive)) && conv.ScopeID() != "" {
