@@ -1,13 +1,17 @@
 package a2aserver_test
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/chatscopes/chatgen/runtime/a2aserver"
 	"github.com/chatscopes/chatgen/runtime/chat"
+	"github.com/chatscopes/chatgen/runtime/chatstore"
 )
 
 // TestInterruptedTask: a task is saved when it starts. While its node
@@ -167,4 +171,40 @@ func crashCopy(t *testing.T, store *chat.InMemoryConversationStore, id string) *
 		t.Fatal(err)
 	}
 	return crashed
+}
+
+// A failingStore fails the saves of checkpoints while fail is set.
+type failingStore struct {
+	*chat.InMemoryConversationStore
+	fail atomic.Bool
+}
+
+func (s *failingStore) Save(ctx context.Context, st *chatstore.ConversationState, lease chatstore.Lease, b *chatstore.Batch) error {
+	if _, ok := st.Extra["chat.checkpoint:a2a.task"]; ok && s.fail.Load() {
+		return errors.New("the store is down")
+	}
+	return s.InMemoryConversationStore.Save(ctx, st, lease, b)
+}
+
+// TestRecordFails: when a task's record cannot be saved, its route does
+// not run (a crash could not be told from it) and the task fails
+// Unavailable, without the store's error text; the context goes on.
+func TestRecordFails(t *testing.T) {
+	store := &failingStore{InMemoryConversationStore: chat.NewInMemoryConversationStore(nil)}
+	a := newApp(t, &a2aserver.Options{Store: store}, store)
+	var first struct{ Task task1 }
+	if r := a.rpc(t, "1.0", "ann", "SendMessage", userMessage1("hi", "", "")); r.code() != 0 || json.Unmarshal(r.Result, &first) != nil || first.Task.text() != "hi: count is 1" {
+		t.Fatalf("the first task: %s %+v", r.Result, r.Error)
+	}
+	ctxID := first.Task.ContextID
+	store.fail.Store(true)
+	var res struct{ Task task1 }
+	if r := a.rpc(t, "1.0", "ann", "SendMessage", userMessage1("lost", ctxID, "")); r.code() != 0 || json.Unmarshal(r.Result, &res) != nil ||
+		res.Task.Status.State != "TASK_STATE_FAILED" || res.Task.text() != "the task failed: Unavailable" {
+		t.Fatalf("a task whose record is not saved: %s %+v", r.Result, r.Error)
+	}
+	store.fail.Store(false)
+	if r := a.rpc(t, "1.0", "ann", "SendMessage", userMessage1("back", ctxID, "")); r.code() != 0 || json.Unmarshal(r.Result, &res) != nil || res.Task.text() != "back: count is 2" {
+		t.Fatalf("the next task: %s %+v", r.Result, r.Error)
+	}
 }
