@@ -72,9 +72,22 @@
 // conversation is then saved with it, sealed with that key, and a handler
 // that does not hold the context resumes the conversation from the store
 // (once the first node let go of it, or its lease ended when it died),
-// with its beans, memory and task history. A task whose process died
-// before its request was saved never happened, for the store: it is
-// unknown there, and is never run again.
+// with its beans, memory and task history.
+//
+// On a router with a store, a task is saved when its request starts,
+// before its route runs ([chat.Checkpoint]: its id, context, state
+// working and history with the user's message; the request's own save
+// replaces the record with the task's end). A handler that reads the
+// record of a task it does not hold answers it working while a node holds
+// the conversation's lease (the task runs there), and failed once none
+// does: its node died (or its save failed) before the task ended. Its
+// status message then says it was interrupted (no internal error text),
+// GetTask, tasks/get and ListTasks answer it so, a resubscribe answers
+// -32004 naming that final state, and it is never run again: a message on
+// its taskId is refused (-32004), the same message sent again is a new
+// task, and the node that resumes the context keeps it failed in the
+// context's history. A task whose record the store refuses is not run: it
+// fails Unavailable.
 //
 // The events of a stream wait in a bounded buffer
 // ([Options.MaxBufferedEvents]); a client that does not read while it

@@ -14,6 +14,7 @@ import (
 
 	"github.com/chatscopes/chatgen/runtime/a2aserver"
 	"github.com/chatscopes/chatgen/runtime/chat"
+	"github.com/chatscopes/chatgen/runtime/chatstore"
 )
 
 // TestJSONRPCErrors: malformed JSON, requests that are not JSON-RPC,
@@ -148,62 +149,66 @@ func TestPrincipals(t *testing.T) {
 // answers it and the task completes. A message on a finished task is
 // refused.
 func TestInputRequired(t *testing.T) {
-	a := newApp(t, &a2aserver.Options{Route: "locate"}, nil)
-	r := a.rpc(t, "1.0", "ann", "SendMessage", userMessage1("where am I", "", ""))
-	var res struct{ Task task1 }
-	if err := json.Unmarshal(r.Result, &res); err != nil || r.code() != 0 {
-		t.Fatal(r.Error, err)
-	}
-	tk := res.Task
-	if tk.Status.State != "TASK_STATE_INPUT_REQUIRED" || tk.text() != "let me see" {
-		t.Fatalf("the first request: %+v", tk.Status)
-	}
-	call, _ := tk.Status.Message.Parts[1].Data[chat.KeyClientTool].(map[string]any)
-	if call["id"] != "ct-1" || call["tool"] != "Locate" {
-		t.Fatalf("the status's call: %v", tk.Status.Message.Parts)
-	}
-	answer := map[string]any{"message": map[string]any{"messageId": "m2", "role": "ROLE_USER", "contextId": tk.ContextID, "taskId": tk.ID,
-		"parts": []any{map[string]any{"data": map[string]any{"result": map[string]any{"city": "Lyon"}}}}}}
-	r = a.rpc(t, "1.0", "ann", "SendMessage", answer)
-	if err := json.Unmarshal(r.Result, &res); err != nil || r.code() != 0 {
-		t.Fatal(r.Error, err)
-	}
-	if res.Task.ID != tk.ID || res.Task.Status.State != "TASK_STATE_COMPLETED" || res.Task.text() != `located ct-1: {"city":"Lyon"}` {
-		t.Fatalf("the answer: %+v %q", res.Task.Status, res.Task.text())
-	}
-	if r = a.rpc(t, "1.0", "ann", "SendMessage", answer); r.code() != -32004 {
-		t.Fatalf("a message on a finished task: %+v", r.Error)
-	}
+	forStores(t, func(t *testing.T, store chatstore.ConversationStore) {
+		a := newApp(t, &a2aserver.Options{Route: "locate"}, store)
+		r := a.rpc(t, "1.0", "ann", "SendMessage", userMessage1("where am I", "", ""))
+		var res struct{ Task task1 }
+		if err := json.Unmarshal(r.Result, &res); err != nil || r.code() != 0 {
+			t.Fatal(r.Error, err)
+		}
+		tk := res.Task
+		if tk.Status.State != "TASK_STATE_INPUT_REQUIRED" || tk.text() != "let me see" {
+			t.Fatalf("the first request: %+v", tk.Status)
+		}
+		call, _ := tk.Status.Message.Parts[1].Data[chat.KeyClientTool].(map[string]any)
+		if call["id"] != "ct-1" || call["tool"] != "Locate" {
+			t.Fatalf("the status's call: %v", tk.Status.Message.Parts)
+		}
+		answer := map[string]any{"message": map[string]any{"messageId": "m2", "role": "ROLE_USER", "contextId": tk.ContextID, "taskId": tk.ID,
+			"parts": []any{map[string]any{"data": map[string]any{"result": map[string]any{"city": "Lyon"}}}}}}
+		r = a.rpc(t, "1.0", "ann", "SendMessage", answer)
+		if err := json.Unmarshal(r.Result, &res); err != nil || r.code() != 0 {
+			t.Fatal(r.Error, err)
+		}
+		if res.Task.ID != tk.ID || res.Task.Status.State != "TASK_STATE_COMPLETED" || res.Task.text() != `located ct-1: {"city":"Lyon"}` {
+			t.Fatalf("the answer: %+v %q", res.Task.Status, res.Task.text())
+		}
+		if r = a.rpc(t, "1.0", "ann", "SendMessage", answer); r.code() != -32004 {
+			t.Fatalf("a message on a finished task: %+v", r.Error)
+		}
+	})
 }
 
 // TestEvents: Thinking is a working status, an event value an artifact,
 // a failure's reason (never its error text) the failed status.
 func TestEvents(t *testing.T) {
-	a := newApp(t, &a2aserver.Options{Route: "show"}, nil)
-	evs := a.stream(t, "1.0", "", "SendStreamingMessage", userMessage1("bolts", "", ""))
-	var kinds []string
-	var thinking, artifact bool
-	for _, raw := range evs {
-		var ev map[string]json.RawMessage
-		if err := json.Unmarshal(raw, &ev); err != nil {
-			t.Fatal(err)
+	forStores(t, func(t *testing.T, store chatstore.ConversationStore) {
+		a := newApp(t, &a2aserver.Options{Route: "show"}, store)
+		evs := a.stream(t, "1.0", "", "SendStreamingMessage", userMessage1("bolts", "", ""))
+		var kinds []string
+		var thinking, artifact bool
+		for _, raw := range evs {
+			var ev map[string]json.RawMessage
+			if err := json.Unmarshal(raw, &ev); err != nil {
+				t.Fatal(err)
+			}
+			for k, v := range ev {
+				kinds = append(kinds, k)
+				s := string(v)
+				thinking = thinking || strings.Contains(s, `"chatgen/event":"Thinking"`)
+				artifact = artifact || (k == "artifactUpdate" && strings.Contains(s, `"name":"Part"`) && strings.Contains(s, `"data":{"name":"bolt","qty":2}`))
+			}
 		}
-		for k, v := range ev {
-			kinds = append(kinds, k)
-			s := string(v)
-			thinking = thinking || strings.Contains(s, `"chatgen/event":"Thinking"`)
-			artifact = artifact || (k == "artifactUpdate" && strings.Contains(s, `"name":"Part"`) && strings.Contains(s, `"data":{"name":"bolt","qty":2}`))
+		if want := "task statusUpdate statusUpdate artifactUpdate statusUpdate statusUpdate"; strings.Join(kinds, " ") != want || !thinking || !artifact {
+			t.Fatalf("events %v (thinking %v, artifact %v)\n%s", kinds, thinking, artifact, evs)
 		}
-	}
-	if want := "task statusUpdate statusUpdate artifactUpdate statusUpdate statusUpdate"; strings.Join(kinds, " ") != want || !thinking || !artifact {
-		t.Fatalf("events %v (thinking %v, artifact %v)\n%s", kinds, thinking, artifact, evs)
-	}
 
-	b := newApp(t, &a2aserver.Options{Route: "boom"}, nil)
-	r := b.rpc(t, "", "", "message/send", userMessage03("x", "", ""))
-	if r.code() != 0 || !strings.Contains(string(r.Result), `"state":"failed"`) || strings.Contains(string(r.Result), "secret") {
-		t.Fatalf("a failed task: %s %+v", r.Result, r.Error)
-	}
+		b := newApp(t, &a2aserver.Options{Route: "boom"}, store)
+		r := b.rpc(t, "", "", "message/send", userMessage03("x", "", ""))
+		if r.code() != 0 || !strings.Contains(string(r.Result), `"state":"failed"`) || strings.Contains(string(r.Result), "secret") {
+			t.Fatalf("a failed task: %s %+v", r.Result, r.Error)
+		}
+	})
 }
 
 // TestSlowClient: a streaming client that never reads has its stream cut
@@ -404,32 +409,34 @@ func TestMaxContexts(t *testing.T) {
 // the task input-required; a data part with "approve" answers it; a
 // cancel of a paused task stops its turn and ends it canceled.
 func TestConfirmation(t *testing.T) {
-	a := newApp(t, &a2aserver.Options{Route: "arm"}, nil)
-	send := func(params map[string]any) task1 {
-		t.Helper()
-		r := a.rpc(t, "1.0", "ann", "SendMessage", params)
-		var res struct{ Task task1 }
-		if err := json.Unmarshal(r.Result, &res); err != nil || r.code() != 0 {
-			t.Fatal(r.Error, err)
+	forStores(t, func(t *testing.T, store chatstore.ConversationStore) {
+		a := newApp(t, &a2aserver.Options{Route: "arm"}, store)
+		send := func(params map[string]any) task1 {
+			t.Helper()
+			r := a.rpc(t, "1.0", "ann", "SendMessage", params)
+			var res struct{ Task task1 }
+			if err := json.Unmarshal(r.Result, &res); err != nil || r.code() != 0 {
+				t.Fatal(r.Error, err)
+			}
+			return res.Task
 		}
-		return res.Task
-	}
-	tk := send(userMessage1("fire", "", ""))
-	c, _ := tk.Status.Message.Parts[0].Data["confirm"].(map[string]any)
-	if tk.Status.State != "TASK_STATE_INPUT_REQUIRED" || c["id"] != "cf-1" || c["tool"] != "Fire" {
-		t.Fatalf("the pause: %+v", tk.Status)
-	}
-	answer := map[string]any{"message": map[string]any{"messageId": "a1", "role": "ROLE_USER", "taskId": tk.ID,
-		"parts": []any{map[string]any{"data": map[string]any{"approve": false, "reason": "too risky"}}}}}
-	if got := send(answer); got.ID != tk.ID || got.Status.State != "TASK_STATE_COMPLETED" || got.text() != "denied: too risky" {
-		t.Fatalf("the answer: %+v %q", got.Status, got.text())
-	}
-	tk = send(userMessage1("fire again", tk.ContextID, ""))
-	r := a.rpc(t, "1.0", "ann", "CancelTask", map[string]any{"id": tk.ID})
-	var got task1
-	if err := json.Unmarshal(r.Result, &got); err != nil || r.code() != 0 || got.Status.State != "TASK_STATE_CANCELED" {
-		t.Fatalf("the cancel of a paused task: %s %+v", r.Result, r.Error)
-	}
+		tk := send(userMessage1("fire", "", ""))
+		c, _ := tk.Status.Message.Parts[0].Data["confirm"].(map[string]any)
+		if tk.Status.State != "TASK_STATE_INPUT_REQUIRED" || c["id"] != "cf-1" || c["tool"] != "Fire" {
+			t.Fatalf("the pause: %+v", tk.Status)
+		}
+		answer := map[string]any{"message": map[string]any{"messageId": "a1", "role": "ROLE_USER", "taskId": tk.ID,
+			"parts": []any{map[string]any{"data": map[string]any{"approve": false, "reason": "too risky"}}}}}
+		if got := send(answer); got.ID != tk.ID || got.Status.State != "TASK_STATE_COMPLETED" || got.text() != "denied: too risky" {
+			t.Fatalf("the answer: %+v %q", got.Status, got.text())
+		}
+		tk = send(userMessage1("fire again", tk.ContextID, ""))
+		r := a.rpc(t, "1.0", "ann", "CancelTask", map[string]any{"id": tk.ID})
+		var got task1
+		if err := json.Unmarshal(r.Result, &got); err != nil || r.code() != 0 || got.Status.State != "TASK_STATE_CANCELED" {
+			t.Fatalf("the cancel of a paused task: %s %+v", r.Result, r.Error)
+		}
+	})
 }
 
 // TestSavedBound: the saved task history stays under MaxSavedBytes: the
@@ -541,4 +548,11 @@ func TestIdleContext(t *testing.T) {
 	if err := json.Unmarshal(r.Result, &second); err != nil || r.code() != 0 || second.Task.text() != "back: count is 2" {
 		t.Fatalf("the idle context's next message: %s %+v", r.Result, r.Error)
 	}
+}
+
+// forStores runs test on a router without a store and on one with an
+// in-memory store, whose tasks are saved when they start.
+func forStores(t *testing.T, test func(t *testing.T, store chatstore.ConversationStore)) {
+	t.Run("memory", func(t *testing.T) { test(t, nil) })
+	t.Run("durable", func(t *testing.T) { test(t, chat.NewInMemoryConversationStore(nil)) })
 }

@@ -72,8 +72,12 @@ type Options struct {
 	Authenticator func(r *http.Request) (chat.Principal, error)
 	// Store is the router's conversation store (chat.RouterOptions.Store),
 	// read to answer GetTask, ListTasks and tasks/get for a context this
-	// process does not hold (after a restart, or on another node). Nil:
-	// only the contexts held here are known.
+	// process does not hold (after a restart, or on another node). A
+	// task saved when it started and not since (its request has not
+	// ended) is answered working while a node holds the conversation's
+	// lease, and failed, as interrupted, once none does: to learn it the
+	// handler takes the lease for a moment and lets go of it at once.
+	// Nil: only the contexts held here are known.
 	Store chatstore.ConversationStore
 	// TokenKey, an AES key of 16, 24 or 32 bytes, lets the handlers that
 	// share it (and Store) continue the contexts the others started:

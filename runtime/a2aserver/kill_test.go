@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -66,12 +67,13 @@ const killLease = time.Second
 
 // TestKillNode: a node is killed with SIGKILL in the middle of a task.
 // Another node over the same Redis answers the context's finished task
-// from the saved history, answers the interrupted task as unknown (it
-// never completed: nothing of it was saved) and runs it nowhere: the
-// task ran once, on the dead node, and fails cleanly. Once the dead
-// node's lease has ended, the other node (sharing the token key) goes on
-// with the context: the same conversation, its history without the
-// interrupted task.
+// from the saved history and the interrupted one, saved when it started,
+// as failed (once the dead node's lease has ended: until then it may
+// still run there), and runs it nowhere: the task ran once, on the dead
+// node. A resubscribe answers its final state. Once the dead node's lease
+// has ended, the other node (sharing the token key) goes on with the
+// context: the same conversation, the interrupted task failed in its
+// history; the same message sent again is a new task.
 func TestKillNode(t *testing.T) {
 	prefix := redistest.Prefix(t, redistest.Client(t), "a2aserver-test")
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -94,9 +96,13 @@ func TestKillNode(t *testing.T) {
 		_ = cmd.Wait()
 	})
 	lines := make(chan string, 100)
+	var ranSlow atomic.Int32 // the runs of the slow task, on the dead node
 	go func() {
 		sc := bufio.NewScanner(stdout)
 		for sc.Scan() {
+			if sc.Text() == "ran slow" {
+				ranSlow.Add(1)
+			}
 			lines <- sc.Text()
 		}
 		close(lines)
@@ -165,12 +171,35 @@ func TestKillNode(t *testing.T) {
 	if err := json.Unmarshal(r.Result, &got); r.code() != 0 || err != nil || got.Status.State != "TASK_STATE_COMPLETED" || got.text() != "quick: one" {
 		t.Fatalf("the finished task on the other node: %s %+v", r.Result, r.Error)
 	}
-	if r := b.rpc(t, "1.0", "ann", "GetTask", map[string]any{"id": slow.Task.ID}); r.code() != -32001 {
-		t.Fatalf("the interrupted task on the other node: %s %+v", r.Result, r.Error)
+	// The interrupted task: working while the dead node's lease lasts,
+	// then failed, saying why.
+	var interrupted task1
+	for start := time.Now(); ; time.Sleep(50 * time.Millisecond) {
+		r := b.rpc(t, "1.0", "ann", "GetTask", map[string]any{"id": slow.Task.ID})
+		if err := json.Unmarshal(r.Result, &interrupted); r.code() != 0 || err != nil {
+			t.Fatalf("the interrupted task on the other node: %s %+v", r.Result, r.Error)
+		}
+		if interrupted.Status.State != "TASK_STATE_WORKING" || time.Since(start) > 10*killLease {
+			break
+		}
+	}
+	if interrupted.Status.State != "TASK_STATE_FAILED" || !strings.Contains(interrupted.text(), "the task was interrupted") ||
+		interrupted.ContextID != first.Task.ContextID {
+		t.Fatalf("the interrupted task on the other node: %+v %q", interrupted.Status, interrupted.text())
+	}
+	if len(interrupted.History) == 0 || !strings.Contains(string(interrupted.History[0]), `"slow"`) {
+		t.Fatalf("the interrupted task's history: %+v", interrupted.History)
+	}
+	if r := b.rpc(t, "", "ann", "tasks/get", map[string]any{"id": slow.Task.ID}); r.code() != 0 || !strings.Contains(string(r.Result), `"state":"failed"`) {
+		t.Fatalf("tasks/get of the interrupted task: %s %+v", r.Result, r.Error)
+	}
+	if r := b.rpc(t, "1.0", "ann", "SubscribeToTask", map[string]any{"id": slow.Task.ID}); r.code() != -32004 || !strings.Contains(r.Error.Message, "failed") {
+		t.Fatalf("a resubscribe to the interrupted task: %s %+v", r.Result, r.Error)
 	}
 	r = b.rpc(t, "1.0", "ann", "ListTasks", map[string]any{"contextId": first.Task.ContextID})
 	var list struct{ Tasks []task1 }
-	if err := json.Unmarshal(r.Result, &list); err != nil || len(list.Tasks) != 1 || list.Tasks[0].ID != first.Task.ID {
+	if err := json.Unmarshal(r.Result, &list); err != nil || len(list.Tasks) != 2 || list.Tasks[0].ID != slow.Task.ID ||
+		list.Tasks[0].Status.State != "TASK_STATE_FAILED" || list.Tasks[1].ID != first.Task.ID {
 		t.Fatalf("the context's tasks on the other node: %s %+v", r.Result, r.Error)
 	}
 	select {
@@ -203,8 +232,35 @@ func TestKillNode(t *testing.T) {
 		t.Fatalf("the other node also ran %q", text)
 	default:
 	}
+	// The interrupted task stays failed, and is not answered: the same
+	// message sent again is a new task, which runs once.
+	if r := b.rpc(t, "1.0", "ann", "SendMessage", userMessage1("go on", first.Task.ContextID, slow.Task.ID)); r.code() != -32004 {
+		t.Fatalf("a message on the interrupted task: %s %+v", r.Result, r.Error)
+	}
+	params = userMessage1("slow", first.Task.ContextID, "")
+	params["configuration"] = map[string]any{"returnImmediately": true}
+	var again struct{ Task task1 }
+	if r := b.rpc(t, "1.0", "ann", "SendMessage", params); r.code() != 0 || json.Unmarshal(r.Result, &again) != nil || again.Task.ID == slow.Task.ID {
+		t.Fatalf("the message sent again: %s %+v", r.Result, r.Error)
+	}
+	if text := <-runs; text != "slow" {
+		t.Fatalf("the other node ran %q", text)
+	}
+	if r := b.rpc(t, "1.0", "ann", "CancelTask", map[string]any{"id": again.Task.ID}); r.code() != 0 {
+		t.Fatalf("canceling the new task: %s %+v", r.Result, r.Error)
+	}
 	r = b.rpc(t, "1.0", "ann", "ListTasks", map[string]any{"contextId": first.Task.ContextID})
-	if err := json.Unmarshal(r.Result, &list); err != nil || len(list.Tasks) != 2 || list.Tasks[0].ID != more.ID || list.Tasks[1].ID != first.Task.ID {
+	if err := json.Unmarshal(r.Result, &list); err != nil || len(list.Tasks) != 4 || list.Tasks[0].ID != again.Task.ID ||
+		list.Tasks[1].ID != more.ID || list.Tasks[2].ID != slow.Task.ID || list.Tasks[2].Status.State != "TASK_STATE_FAILED" || list.Tasks[3].ID != first.Task.ID {
 		t.Fatalf("the context's tasks after the resume: %s %+v", r.Result, r.Error)
+	}
+	// The interrupted task ran once in all: on the dead node.
+	if n := ranSlow.Load(); n != 1 {
+		t.Fatalf("the dead node ran the interrupted task %d times", n)
+	}
+	select {
+	case text := <-runs:
+		t.Fatalf("the other node also ran %q", text)
+	default:
 	}
 }

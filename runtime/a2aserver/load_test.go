@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/chatscopes/chatgen/runtime/a2aserver"
+	"github.com/chatscopes/chatgen/runtime/chat"
 )
 
 // TestThousandStreams: 1,000 streaming sends are open at once, each on
@@ -103,7 +104,18 @@ func oneStream(client *http.Client, url string, i int) error {
 // BenchmarkSendRoundTrip: one 1.0 SendMessage on a context, over
 // loopback: the client's and the server's allocations together.
 func BenchmarkSendRoundTrip(b *testing.B) {
-	a := newApp(b, nil, nil)
+	benchRoundTrip(b, newApp(b, nil, nil))
+}
+
+// BenchmarkSendRoundTripDurable is BenchmarkSendRoundTrip on a router
+// with an in-memory conversation store, given to the handler too: each
+// task is saved when it starts and when it ends.
+func BenchmarkSendRoundTripDurable(b *testing.B) {
+	store := chat.NewInMemoryConversationStore(nil)
+	benchRoundTrip(b, newApp(b, &a2aserver.Options{Store: store}, store))
+}
+
+func benchRoundTrip(b *testing.B, a *app) {
 	client := a.srv.Client()
 	first := a.rpc(b, "1.0", "ann", "SendMessage", userMessage1("hi", "", ""))
 	var res struct{ Task task1 }
@@ -132,7 +144,17 @@ func BenchmarkSendRoundTrip(b *testing.B) {
 // BenchmarkSendHandler: one 1.0 SendMessage on a context, the handler
 // alone (no network, no client): what the server spends on a send.
 func BenchmarkSendHandler(b *testing.B) {
-	a := newApp(b, nil, nil)
+	benchHandler(b, newApp(b, nil, nil))
+}
+
+// BenchmarkSendHandlerDurable is BenchmarkSendHandler on a router with an
+// in-memory conversation store, given to the handler too.
+func BenchmarkSendHandlerDurable(b *testing.B) {
+	store := chat.NewInMemoryConversationStore(nil)
+	benchHandler(b, newApp(b, &a2aserver.Options{Store: store}, store))
+}
+
+func benchHandler(b *testing.B, a *app) {
 	first := a.rpc(b, "1.0", "ann", "SendMessage", userMessage1("hi", "", ""))
 	var res struct{ Task task1 }
 	if err := json.Unmarshal(first.Result, &res); err != nil {

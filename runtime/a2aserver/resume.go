@@ -5,7 +5,6 @@ import (
 	"crypto/aes"
 	"crypto/cipher"
 	"crypto/rand"
-	"encoding/json"
 	"errors"
 	"fmt"
 
@@ -72,10 +71,17 @@ func (h *Handler) resumeContext(ctx context.Context, id string, p chat.Principal
 		return cc, nil // resumed meanwhile
 	}
 	st, err := h.opts.Store.Load(ctx, id)
-	if err != nil || st.Principal != principalName(p) || st.Extra[resumeKey] == nil {
+	if err != nil || st.Principal != principalName(p) {
 		return nil, nil
 	}
-	token, err := h.unseal(id, st.Extra[resumeKey])
+	sealed := st.Extra[resumeKey]
+	if rec := h.decodeRecord(id, st.Extra[checkpointKey]); rec != nil && rec.Resume != nil {
+		sealed = rec.Resume // the token when the interrupted task started: the latest
+	}
+	if sealed == nil {
+		return nil, nil
+	}
+	token, err := h.unseal(id, sealed)
 	if err != nil {
 		h.log.WarnContext(ctx, "a2aserver: a context's resume token does not unseal", "context", id, "err", err)
 		return nil, nil
@@ -99,15 +105,18 @@ func (h *Handler) resumeContext(ctx context.Context, id string, p chat.Principal
 		return nil, nil
 	}
 	cc := &convContext{id: id, principal: p, conv: conv, token: conv.ResumeToken()}
-	if raw := st.Extra[extraKey]; raw != nil {
-		var s savedTasks
-		if err := json.Unmarshal(raw, &s); err == nil {
-			for _, t := range s.Tasks {
-				tk := &task{cc: cc, t: *t}
-				tk.pause = pauseOf(t)
-				cc.tasks = append(cc.tasks, tk)
-			}
-		}
+	// The state as the resume loaded it, under the lease: a task whose
+	// record it has was interrupted (its node died, or its save failed),
+	// since no other node serves the conversation now.
+	tasks := h.decodeTasks(id, conv.Extra(extraKey))
+	if rec := h.decodeRecord(id, conv.Extra(checkpointKey)); rec != nil {
+		tasks = h.withInterrupted(tasks, rec, false)
+		cc.interrupted = append(rec.Interrupted, rec.Task)
+	}
+	for _, t := range tasks {
+		tk := &task{cc: cc, t: *t}
+		tk.pause = pauseOf(t)
+		cc.tasks = append(cc.tasks, tk)
 	}
 	h.keep(cc, conv)
 	h.mu.Lock()

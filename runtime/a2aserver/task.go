@@ -48,6 +48,11 @@ type convContext struct {
 	tasks   []*task    // oldest first
 	current *task      // the task whose request runs
 	token   string     // the conversation's resume token ("" when not durable)
+	// interrupted are the tasks found interrupted when the context was
+	// resumed, until a request's save has them in the saved history;
+	// each task's record carries them (interrupt.go). Not changed in
+	// place.
+	interrupted []*a2a.Task
 }
 
 // A task is one A2A task: a request of its context's conversation, and
@@ -236,7 +241,18 @@ func (h *Handler) storedTasks(ctx context.Context, id string, p chat.Principal) 
 	if st.Principal != principalName(p) {
 		return nil
 	}
-	raw := st.Extra[extraKey]
+	tasks := h.decodeTasks(id, st.Extra[extraKey])
+	if rec := h.decodeRecord(id, st.Extra[checkpointKey]); rec != nil {
+		// A task whose request has not ended: it runs on the node that
+		// holds the conversation, or none does and it was interrupted.
+		tasks = h.withInterrupted(tasks, rec, h.leased(ctx, id))
+	}
+	return tasks
+}
+
+// decodeTasks returns the tasks of a saved task history, nil when there
+// is none or it does not decode.
+func (h *Handler) decodeTasks(id string, raw []byte) []*a2a.Task {
 	if raw == nil {
 		return nil
 	}
@@ -404,9 +420,28 @@ func (h *Handler) run(ctx context.Context, tk *task, creq *chat.RouteRequest) {
 	cc.mu.Lock()
 	cc.current = tk
 	cc.mu.Unlock()
-	_, f := conv.Handle(ctx, conv.ScopeID(), creq, func(ev chat.Event) error { return h.event(tk, ev) })
+	sink := func(ev chat.Event) error { return h.event(tk, ev) }
+	var f *chat.Failure
+	if conv.ResumeToken() != "" {
+		// A durable conversation: the task is saved before its route
+		// runs, so that a node that dies during it leaves a record that
+		// tells the other nodes it was interrupted (interrupt.go).
+		_, f = conv.Run(ctx, conv.ScopeID(), creq, sink, func(ctx context.Context) error {
+			if err := h.checkpoint(ctx, tk); err != nil {
+				return err
+			}
+			return chat.Execute(ctx)
+		})
+	} else {
+		_, f = conv.Handle(ctx, conv.ScopeID(), creq, sink)
+	}
 	if f != nil && !errors.Is(f, chat.ErrCancelled) {
 		h.log.InfoContext(ctx, "a2aserver: a task failed", "context", cc.id, "task", tk.t.ID, "reason", f.Reason, "err", f.Err)
+	}
+	if f == nil {
+		cc.mu.Lock()
+		cc.interrupted = nil // the request's save has them
+		cc.mu.Unlock()
 	}
 	h.finish(tk, f)
 	if f != nil && h.aead != nil && (errors.Is(f, chat.ErrUnavailable) || errors.Is(f, chat.ErrSessionNotActive)) && conv.ScopeID() != "" {
