@@ -107,6 +107,7 @@ type thread struct {
 	// on (a ClientTool event), waiting for a tool message; "" if none.
 	pending string
 	timer   *time.Timer // ends the idle thread
+	idleGen uint64      // bumped by each timer armed and each run begun
 	ended   bool
 }
 
@@ -394,6 +395,7 @@ func (h *Handler) run(w http.ResponseWriter, r *http.Request, th *thread, in *ru
 
 	th.mu.Lock()
 	defer th.mu.Unlock()
+	th.idleGen++
 	if th.timer != nil {
 		th.timer.Stop()
 	}
@@ -456,15 +458,20 @@ func (h *Handler) idle(th *thread) {
 	if h.opts.ThreadTimeout < 0 {
 		return
 	}
-	th.timer = time.AfterFunc(h.opts.ThreadTimeout, func() { h.endThread(th) })
+	th.idleGen++
+	gen := th.idleGen
+	th.timer = time.AfterFunc(h.opts.ThreadTimeout, func() { h.endThread(th, gen) })
 }
 
-// endThread ends th and its conversation, unless a run is in progress.
-func (h *Handler) endThread(th *thread) {
-	if !th.mu.TryLock() {
-		return // a run started: it rearms the timer
-	}
+// endThread ends th and its conversation, unless a run began after the
+// timer of gen was armed (it waits for a run still ending, which may have
+// armed the timer just before it lets go of the thread).
+func (h *Handler) endThread(th *thread, gen uint64) {
+	th.mu.Lock()
 	defer th.mu.Unlock()
+	if th.idleGen != gen || th.ended {
+		return
+	}
 	h.mu.Lock()
 	if h.threads[th.id] == th {
 		delete(h.threads, th.id)
