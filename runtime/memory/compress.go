@@ -729,7 +729,8 @@ func (c *compressing) write(ctx context.Context, sys *llms.MessageContent, sysCh
 	return c.inc.Apply(ctx, c.id, ch)
 }
 
-// Messages implements [Memory].
+// Messages implements [Memory]: with CompressOptions.Costs it first
+// weighs a fold before a request the cache has expired for (coldFold).
 func (c *compressing) Messages(ctx context.Context) ([]llms.MessageContent, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
