@@ -80,6 +80,17 @@ type CompressOptions struct {
 	// (llmtest.ModelProfiles lists some, with their sources) and a
 	// maxTokens as big as that model's context allows: the cap folds
 	// whether it pays or not. nil folds at TriggerTokens, as before.
+	//
+	// With Costs, Messages may fold too: when the gap since the last Add,
+	// on the clock Now, exceeds CacheTTL, the request Messages is read
+	// for finds the cache expired and writes its whole prompt whether the
+	// memory folds or not, so a fold then costs no rewrite of a warm
+	// cache. Messages weighs a fold past KeepTokens already (the
+	// low-water mark, not TriggerTokens), by the same rules, and asks the
+	// Summarizer without the conversation (SummaryRequest.Conversation is
+	// nil: no cache would serve it). The summarizer's call then happens
+	// before the turn's model call; a failure is logged and keeps the
+	// messages.
 	Costs *TokenCosts
 	// CacheTTL is how long the provider's prompt cache keeps an entry
 	// after its last use; 0 means 5 minutes (Anthropic's default, the
@@ -375,7 +386,8 @@ type compressing struct {
 	// New.
 	kept bool
 	// acct is the bill's estimate, with CompressOptions.Costs.
-	acct foldAccount
+	acct      foldAccount
+	coldTried time.Time // the last Add whose gap coldFold weighed
 
 	// Scratch space of Add, reused across calls.
 	added []llms.MessageContent // the non-system messages of an Add, not copied
@@ -448,9 +460,9 @@ func (c *compressing) Add(ctx context.Context, msgs ...llms.MessageContent) erro
 	if p.costs != nil {
 		c.acct.account(p.costs, p.ttl, p.now(), sysCost, total-c.body, outputTokens(costs, added))
 	}
-	k, folded, plan := c.foldDepth(sysCost, total, summCost, s, &c.acct)
+	k, folded, plan := c.foldDepth(sysCost, total, summCost, s, &c.acct, false)
 	if k > 0 {
-		text, err := c.summarize(ctx, k, sys, added)
+		text, err := c.summarize(ctx, k, sys, added, true)
 		if err == nil {
 			// The summary must leave room for the turn being added (what
 			// the cap keeps of this Add without it): a bigger one would
@@ -550,12 +562,19 @@ func (c *compressing) Add(ctx context.Context, msgs ...llms.MessageContent) erro
 // the summary's summCost) a compression folds, and their tokens: none
 // under the high-water mark, down to the low-water mark past it, but
 // never the newest turn; with CompressOptions.Costs, none but at the cap
-// when the fold does not pay on the bill acct estimates.
-func (c *compressing) foldDepth(sysCost, total, summCost int, s turns, acct *foldAccount) (k, folded int, plan foldPlan) {
+// when the fold does not pay on the bill acct estimates. A cold fold
+// (before a request the cache has expired for) is weighed past the
+// low-water mark already, and never forced.
+func (c *compressing) foldDepth(sysCost, total, summCost int, s turns, acct *foldAccount, cold bool) (k, folded int, plan foldPlan) {
 	p := c.p
-	forced := sysCost+total+summCost > p.max
-	if (sysCost+total > p.trigger || forced) && sysCost+s.cost(s.newest(), s.len()) < p.max {
-		for rest := total; sysCost+rest > p.keep && k < s.len(); {
+	forced := !cold && sysCost+total+summCost > p.max
+	trigger, low := p.trigger, p.keep
+	if cold {
+		_, low = c.coldMarks()
+		trigger = low
+	}
+	if (sysCost+total > trigger || forced) && sysCost+s.cost(s.newest(), s.len()) < p.max {
+		for rest := total; sysCost+rest > low && k < s.len(); {
 			j, cost, ok := s.next(k)
 			if !ok {
 				break
@@ -564,18 +583,35 @@ func (c *compressing) foldDepth(sysCost, total, summCost int, s turns, acct *fol
 		}
 	}
 	if k > 0 && p.costs != nil {
-		plan = c.plan(sysCost, total, folded)
-		if !forced && !acct.pays(p.costs, plan) {
+		plan = c.plan(sysCost, total, folded, cold)
+		if cold {
+			plan.trigger, _ = c.coldMarks()
+		}
+		if !forced && !acct.pays(p.costs, plan, cold) {
 			return 0, 0, plan
 		}
 	}
 	return k, folded, plan
 }
 
+// coldMarks returns the marks of a cold fold: it folds down to low, the
+// low-water mark or, when that is under the cache's minimum, an eighth
+// over the minimum (the estimate counts tokens with the memory's
+// tokenizer, not the provider's), so that the prompts that follow are
+// cached; and weighs its saving until the prompt grows back to high, as
+// far past low as the high-water mark is past the low one.
+func (c *compressing) coldMarks() (high, low int) {
+	p := c.p
+	low = max(p.keep, p.costs.MinCacheTokens+p.costs.MinCacheTokens/8)
+	return low + max(0, p.trigger-p.keep), low
+}
+
 // summarize asks the Summarizer for the summary of the current one and the
 // k oldest messages (those the memory keeps, then those of added), with
 // the policy's timeout, turning a panic or an empty summary into an error.
-func (c *compressing) summarize(ctx context.Context, k int, sys *llms.MessageContent, added []llms.MessageContent) (text string, err error) {
+// With reuse, a ConversationSummarizer that wants it is sent the
+// conversation.
+func (c *compressing) summarize(ctx context.Context, k int, sys *llms.MessageContent, added []llms.MessageContent, reuse bool) (text string, err error) {
 	kept := min(k, c.meta.len())
 	msgs, err := c.oldest(ctx, kept)
 	if err != nil {
@@ -584,7 +620,7 @@ func (c *compressing) summarize(ctx context.Context, k int, sys *llms.MessageCon
 	// An older turn may end in this Add, before the turn it starts.
 	msgs = appendClones(msgs, added[:k-kept])
 	var conv []llms.MessageContent
-	if cs, ok := c.p.sum.(ConversationSummarizer); ok && cs.WantsConversation() {
+	if cs, ok := c.p.sum.(ConversationSummarizer); ok && cs.WantsConversation() && reuse {
 		if conv, err = c.conversation(ctx, sys, added); err != nil {
 			return "", err
 		}
@@ -693,13 +729,15 @@ func (c *compressing) write(ctx context.Context, sys *llms.MessageContent, sysCh
 	return c.inc.Apply(ctx, c.id, ch)
 }
 
-// Messages implements [Memory].
+// Messages implements [Memory]: with CompressOptions.Costs it first
+// weighs a fold before a request the cache has expired for (coldFold).
 func (c *compressing) Messages(ctx context.Context) ([]llms.MessageContent, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.coldFold(ctx)
 	if c.mem != nil {
 		msgs, err := c.mem.Get(ctx, c.id)
 		if err != nil {
@@ -713,6 +751,71 @@ func (c *compressing) Messages(ctx context.Context) ([]llms.MessageContent, erro
 	return cloneMessages(c.list(c.sys, c.summ, 0, nil)), nil
 }
 
+// coldFold folds the oldest turns into the summary before a request the
+// cache has expired for, when the fold pays (CompressOptions.Costs): the
+// gap since the last Add, on the clock Now, exceeds CacheTTL, so the
+// request writes its whole prompt whether the memory folds or not, and
+// the fold costs no rewrite of a warm cache. The summarizer is not sent
+// the conversation (no cache would serve it). It tries once per gap; a
+// failure keeps the messages, as Add's does.
+func (c *compressing) coldFold(ctx context.Context) {
+	p := c.p
+	if p.costs == nil || p.ttl <= 0 || c.acct.last.IsZero() || c.acct.last.Equal(c.coldTried) {
+		return
+	}
+	now := p.now()
+	if now.Sub(c.acct.last) <= p.ttl {
+		return
+	}
+	c.coldTried = c.acct.last
+	old := c.meta.live()
+	s := turns{old, nil}
+	acct := c.acct
+	// The request is cold: the gap counts as Add will count it.
+	acct.gaps++
+	acct.expired++
+	k, folded, plan := c.foldDepth(c.sysCost, c.body, c.summCost, s, &acct, true)
+	if k == 0 || k > len(old) {
+		return
+	}
+	text, err := c.summarize(ctx, k, c.sys, nil, false)
+	var m llms.MessageContent
+	cost := 0
+	if err == nil {
+		m = summaryMessage(text)
+		cost = p.cost(&m)
+		if rest := c.body - folded; c.sysCost+cost+rest > p.max {
+			err = fmt.Errorf("%w: %d tokens with the system message, and %d kept, over %d", ErrSummaryTooLong, c.sysCost+cost, rest, p.max)
+		}
+	}
+	if err == nil {
+		err = c.write(ctx, c.sys, false, &m, true, k, nil)
+	}
+	if err != nil {
+		p.failures.Add(1)
+		p.log().WarnContext(ctx, "memory: compressing before a cold request failed; the messages are kept",
+			"memory", c.id, "messages", k, "err", err)
+		return
+	}
+	c.summ, c.summText, c.summCost = &m, text, cost
+	c.meta.drop(0, k)
+	c.meta.compact()
+	if c.mem == nil {
+		c.msgs.drop(0, k)
+		c.msgs.compact()
+	}
+	c.body -= folded
+	c.kept = false
+	c.acct.folded = true
+	c.acct.ownPrompt = c.sysCost + cost + c.body
+	c.acct.own += plan.bill(p.costs, cost)
+	c.acct.lastSummaryOut = cost
+	p.compressions.Add(1)
+	p.summarized.Add(int64(k))
+	p.log().DebugContext(ctx, "memory: compressed before a cold request", "memory", c.id, "messages", k,
+		"summary_tokens", cost, "kept_tokens", c.sysCost+c.body)
+}
+
 // Clear implements [Memory].
 func (c *compressing) Clear(ctx context.Context) error {
 	c.mu.Lock()
@@ -723,6 +826,6 @@ func (c *compressing) Clear(ctx context.Context) error {
 	c.sys, c.sysCost, c.kept = nil, 0, false
 	c.summ, c.summText, c.summCost = nil, "", 0
 	c.meta, c.msgs, c.body = deque[msgCost]{}, deque[llms.MessageContent]{}, 0
-	c.acct = foldAccount{}
+	c.acct, c.coldTried = foldAccount{}, time.Time{}
 	return nil
 }

@@ -153,8 +153,10 @@ type foldPlan struct {
 // smaller prompt grows back to the high-water mark; and it
 // must neither leave a prompt under the cache's minimum, while caching
 // pays, nor take the memory's estimated bill over (1+foldSlack)× the full
-// history's.
-func (a *foldAccount) pays(k *TokenCosts, plan foldPlan) bool {
+// history's. A cold fold is one done before a request the clock shows
+// the cache has expired for: that request writes its whole prompt
+// whether the memory folds or not.
+func (a *foldAccount) pays(k *TokenCosts, plan foldPlan, cold bool) bool {
 	p := a.pExpired()
 	if plan.fold < k.MinCacheTokens && k.rate(k.MinCacheTokens, p) < k.Input {
 		// A prompt under the minimum is billed in full on every turn,
@@ -163,6 +165,9 @@ func (a *foldAccount) pays(k *TokenCosts, plan foldPlan) bool {
 	}
 	foldCost := plan.bill(k, plan.summary)
 	keepNext := k.rate(plan.keep, p) * float64(plan.keep)
+	if cold {
+		keepNext = k.write(plan.keep) * float64(plan.keep)
+	}
 	// The first turn after the fold writes its whole prompt; each of the
 	// following ones pays the smaller prompt's rate.
 	first := foldCost + k.write(plan.fold)*float64(plan.fold) - keepNext
@@ -186,13 +191,17 @@ func (a *foldAccount) pays(k *TokenCosts, plan foldPlan) bool {
 	// The guard takes the worst case: the next turn might find the
 	// cache warm, and the kept prompt would have been read at CacheRead.
 	worst := foldCost + k.write(plan.fold)*float64(plan.fold) - k.rate(plan.keep, 0)*float64(plan.keep)
+	if cold {
+		worst = first // the next request finds the cache expired
+	}
 	return a.own+max(first, worst) <= (1+foldSlack)*a.shadow
 }
 
 // plan returns the fold of folded tokens the memory considers at an Add
 // that leaves total tokens of messages beside the system message's
-// sysCost and the current summary.
-func (c *compressing) plan(sysCost, total, folded int) foldPlan {
+// sysCost and the current summary; cold, the summarizer is not sent the
+// conversation (the cache that would serve it has expired).
+func (c *compressing) plan(sysCost, total, folded int, cold bool) foldPlan {
 	p := c.p
 	summary := c.acct.lastSummaryOut
 	if summary == 0 {
@@ -205,7 +214,7 @@ func (c *compressing) plan(sysCost, total, folded int) foldPlan {
 		sumInput: c.summCost + folded,
 		trigger:  p.trigger,
 	}
-	if cs, ok := p.sum.(ConversationSummarizer); ok && cs.WantsConversation() {
+	if cs, ok := p.sum.(ConversationSummarizer); ok && cs.WantsConversation() && !cold {
 		plan.reuse, plan.sumInput = true, plan.keep
 	}
 	return plan

@@ -174,3 +174,98 @@ func TestCompressingCostsAfterRestartAndClear(t *testing.T) {
 		t.Error("no fold in 180 turns whose cache always expired")
 	}
 }
+
+// conversationSummarizer wants the conversation and records whether each
+// call got it.
+type conversationSummarizer struct {
+	countingSummarizer
+	withConv atomic.Int64
+	fail     atomic.Bool
+}
+
+func (s *conversationSummarizer) WantsConversation() bool { return true }
+
+func (s *conversationSummarizer) Summarize(ctx context.Context, req memory.SummaryRequest) (string, error) {
+	if s.fail.Load() {
+		return "", errors.New("summarizer down")
+	}
+	if req.Conversation != nil {
+		s.withConv.Add(1)
+	}
+	return s.countingSummarizer.Summarize(ctx, req)
+}
+
+// Before a request the cache has expired for, Messages folds past the
+// low-water mark (the request writes its whole prompt anyway), without
+// sending the summarizer the conversation; within the TTL it folds
+// nothing; a failing summarizer keeps the messages; it tries once per gap.
+func TestCompressingFoldsBeforeAColdRequest(t *testing.T) {
+	ctx := t.Context()
+	clock := time.Date(2026, 12, 2, 9, 0, 0, 0, time.UTC)
+	sum := &conversationSummarizer{}
+	p := memory.Compressing(100000, sum, &memory.CompressOptions{
+		TriggerTokens: 4000, KeepTokens: 1200, SummaryTokens: 100,
+		Costs: sonnetCosts, Now: func() time.Time { return clock }, Logger: slog.New(slog.DiscardHandler),
+	})
+	m, err := p.New(ctx, memory.NewInMemoryStore(), "c")
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := strings.Repeat("a forge word ", 15) // about 50 tokens
+	for i := range 25 {                         // about 2,500 tokens: past KeepTokens, under TriggerTokens
+		clock = clock.Add(30 * time.Second)
+		if _, err := m.Messages(ctx); err != nil {
+			t.Fatal(err)
+		}
+		user := llms.TextParts(llms.ChatMessageTypeHuman, fmt.Sprintf("%d %s", i, text))
+		if err := m.Add(ctx, user, llms.TextParts(llms.ChatMessageTypeAI, text)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := sum.calls.Load(); n != 0 {
+		t.Fatalf("%d summaries under the trigger with a warm cache", n)
+	}
+	held, err := m.Messages(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	clock = clock.Add(10 * time.Minute)
+	sum.fail.Store(true)
+	got, err := m.Messages(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != len(held) || p.Stats().Failures != 1 {
+		t.Fatalf("failing summarizer: %d messages (want %d), stats %+v", len(got), len(held), p.Stats())
+	}
+	sum.fail.Store(false)
+	if got, err = m.Messages(ctx); err != nil || len(got) != len(held) || sum.calls.Load() != 0 {
+		t.Fatalf("second read in the same gap: %d messages, %v, %d summaries; want it not retried", len(got), err, sum.calls.Load())
+	}
+
+	// The next gap: the summarizer works.
+	user := llms.TextParts(llms.ChatMessageTypeHuman, "25 "+text)
+	if err := m.Add(ctx, user, llms.TextParts(llms.ChatMessageTypeAI, text)); err != nil {
+		t.Fatal(err)
+	}
+	clock = clock.Add(10 * time.Minute)
+	if got, err = m.Messages(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if sum.calls.Load() != 1 || sum.withConv.Load() != 0 {
+		t.Fatalf("%d summaries, %d with the conversation; want 1 without", sum.calls.Load(), sum.withConv.Load())
+	}
+	if len(got) >= len(held) {
+		t.Fatalf("after the cold fold: %d messages, want fewer than %d", len(got), len(held))
+	}
+	if _, ok := memory.SummaryText(got[0]); !ok {
+		t.Fatalf("after the cold fold: the first message is %+v, want the summary", got[0])
+	}
+	if st, err := m.(memory.StableMemory).Stability(ctx, nil); err != nil || st.Kept != 0 {
+		t.Fatalf("Stability after the fold: %+v, %v; want nothing kept", st, err)
+	}
+	if s := p.Stats(); s.Compressions != 1 {
+		t.Fatalf("stats %+v", s)
+	}
+}

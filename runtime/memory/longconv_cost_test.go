@@ -510,7 +510,8 @@ func cutHeads() []string {
 // the full history does and bills at most 1.02× the full history after
 // every turn; under the random gap before each turn (costUnreliablePause)
 // it bills at most 0.45× the full history over 200 turns, and on Sonnet
-// 4.5 at most 0.7× over 100; no memory bills more with the runtime's
+// 4.5 at most 0.7× over 100; with 10 minutes every 20 turns at most 0.7×
+// over 200, with one 8-hour gap at most 0.9× (costColdGoals); no memory bills more with the runtime's
 // automatic breakpoints than without them, under every pause pattern but
 // the random one. The goals of 0.7× at 100 turns and 0.45× at 200 are not
 // met under the other patterns: docs/numbers.md has the figures.
@@ -563,6 +564,9 @@ func TestConversationCost(t *testing.T) {
 				if k.pause == costUnreliablePause && (at200 > 0.45 || k.profile == "sonnet-4.5" && at100 > 0.7) {
 					t.Errorf("%v: billed %.3f× the full history after 100 turns, %.3f× after 200", k, at100, at200)
 				}
+				if goal, ok := costColdGoals[k.pause]; ok && at200 > goal {
+					t.Errorf("%v: billed %.3f× the full history after 200 turns, over %.2f×", k, at200, goal)
+				}
 				for i := range r.bill {
 					if got := r.bill[i] / full.bill[i]; got > costWorstGoal {
 						t.Errorf("%v: billed %.3f× the full history after %d turns, over %.2f×", k, got, i+1, costWorstGoal)
@@ -573,6 +577,11 @@ func TestConversationCost(t *testing.T) {
 		}
 	}
 }
+
+// costColdGoals are the most the recommended memory may bill after 200
+// turns, relative to the full history, under the pause patterns whose
+// gaps expire the cache now and then: it folds before those requests.
+var costColdGoals = map[string]float64{"10min/20turns": 0.7, "8h@100": 0.9}
 
 // costWorstGoal is the most the recommended memory may bill, cumulated
 // after any turn, relative to the full history.

@@ -139,7 +139,7 @@ func (c *compressing) Stability(ctx context.Context, next []llms.MessageContent)
 		// What Add will account first: the turn's request.
 		acct.account(p.costs, p.ttl, p.now(), c.sysCost, total-c.body, int(reply.cost))
 	}
-	if k, _, _ := c.foldDepth(c.sysCost, total, c.summCost, turns{c.meta.live(), added}, &acct); k == 0 {
+	if k, _, _ := c.foldDepth(c.sysCost, total, c.summCost, turns{c.meta.live(), added}, &acct, false); k == 0 {
 		st.Keeps = n
 	}
 	return st, nil

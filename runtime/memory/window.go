@@ -22,7 +22,10 @@ type Memory interface {
 	// on error, not at all and the memory is unchanged. Add copies msgs.
 	Add(ctx context.Context, msgs ...llms.MessageContent) error
 	// Messages returns the messages, oldest first (the system message, if
-	// any, first). The result is a deep copy the caller owns.
+	// any, first). The result is a deep copy the caller owns. A
+	// cost-aware [Compressing] memory may fold its oldest turns into its
+	// summary first, when the cache has expired since its last Add (see
+	// [CompressOptions.Costs]).
 	Messages(ctx context.Context) ([]llms.MessageContent, error)
 	// Clear removes every message, the system message included, and
 	// deletes the id from the store. The memory stays usable.
