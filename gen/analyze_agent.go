@@ -13,13 +13,15 @@ const subagentPkg = "github.com/chatscopes/chatgen/runtime/agent/subagent"
 // to, offered to the AI services whose //chat:tools name it as a
 // sub-agent tool.
 type agentModel struct {
-	iface   string        // the //chat:ai interface
-	fn      *types.Func   // the method that answers a task
-	name    string        // the tool's name: name=, else the method's
-	desc    string        // the tool's description: the method's doc comment
-	timeout time.Duration // timeout=; 0 for none but the turn's
-	varName string        // the generated *subagent.Tool
-	used    bool          // some //chat:tools names it
+	iface    string        // the //chat:ai interface
+	fn       *types.Func   // the method that answers a task
+	name     string        // the tool's name: name=, else the method's
+	desc     string        // the tool's description: the method's doc comment
+	timeout  time.Duration // timeout=; 0 for none but the turn's
+	sessions int           // sessions=; 0 for subagent's default
+	idle     time.Duration // idle=; 0 for subagent's default
+	varName  string        // the generated *subagent.Tool
+	used     bool          // some //chat:tools names it
 }
 
 // analyzeAgent checks a //chat:agent method: a method of a //chat:ai
@@ -64,7 +66,7 @@ func (m *pkgModel) analyzeAgent(a *annotated, d *agentDirective, diags *Diagnost
 		diags.errorf(m.fset.Position(fn.Pos()), "//chat:agent %s.%s must be func(ctx context.Context, task string) (string, error): it answers the task the calling model gives", a.recv, a.name)
 		return
 	}
-	ag := &agentModel{iface: a.recv, fn: fn, name: fn.Name(), timeout: d.timeout, varName: "chatAgent" + upperFirst(a.recv)}
+	ag := &agentModel{iface: a.recv, fn: fn, name: fn.Name(), timeout: d.timeout, sessions: d.sessions, idle: d.idle, varName: "chatAgent" + upperFirst(a.recv)}
 	if d.name != "" {
 		ag.name = d.name
 	}

@@ -85,11 +85,14 @@ type toolsDirective struct {
 	types []arg // the tool boxes, in order, at least one
 }
 
-// agentDirective is //chat:agent [name=NAME] [timeout=DURATION].
+// agentDirective is //chat:agent [name=NAME] [timeout=DURATION]
+// [sessions=N] [idle=DURATION].
 type agentDirective struct {
 	directiveCommon
-	name    string        // name=; "" means the method's name
-	timeout time.Duration // timeout=; 0 means none but the turn's
+	name     string        // name=; "" means the method's name
+	timeout  time.Duration // timeout=; 0 means none but the turn's
+	sessions int           // sessions=; 0 means subagent's default
+	idle     time.Duration // idle=; 0 means subagent's default
 }
 
 // toolDirective is //chat:tool [immediate] [confirm] [client] [name=NAME] [timeout=DURATION].

@@ -1,6 +1,7 @@
 package gen
 
 import (
+	"strconv"
 	"strings"
 	"time"
 )
@@ -140,6 +141,8 @@ const (
 	keyWord
 	// keyDuration is a positive Go duration, such as 10s or 1m30s.
 	keyDuration
+	// keyCount is a positive decimal integer, such as 8.
+	keyCount
 )
 
 // String returns the name of the kind used in the documentation.
@@ -155,6 +158,8 @@ func (k keyKind) String() string {
 		return "word"
 	case keyDuration:
 		return "duration"
+	case keyCount:
+		return "positive integer"
 	}
 	return "unknown"
 }
@@ -502,7 +507,7 @@ type Smith interface {
 	},
 	{
 		Name:  "agent",
-		Usage: "//chat:agent [name=NAME] [timeout=DURATION]",
+		Usage: "//chat:agent [name=NAME] [timeout=DURATION] [sessions=N] [idle=DURATION]",
 		Doc: "Offers an AI service to other AI services as a tool: an agent as a tool. " +
 			"It marks the method of a `//chat:ai` interface that answers a task: it takes a `context.Context` " +
 			"and the task, a `string`, and returns `(string, error)`. AI services whose `//chat:tools` name the " +
@@ -514,7 +519,8 @@ type Smith interface {
 			"The tool's description is the method's doc comment; the model calls it by the " +
 			"method's name unless `name=` sets another. The task is the method's user message, whatever the " +
 			"parameter's name, unless `//chat:user` sets one. A service has at most one `//chat:agent` method, " +
-			"and cannot name itself in its `//chat:tools`.",
+			"and cannot name itself in its `//chat:tools`. A calling scope keeps at most `sessions=` sessions of the " +
+			"agent (8 by default) and ends one unused for `idle=` (30 minutes by default).",
 		Quarkus: "@Agent",
 		Example: `// Researcher is a sub-agent that finds facts.
 //
@@ -542,6 +548,12 @@ type Planner interface {
 			{Name: "timeout", Kind: keyDuration, Value: "DURATION",
 				Doc: "the longest a call may run, a Go duration such as `30s` or `2m`; only the turn's limits by default",
 				Set: setArg(func(d *agentDirective, a arg) { d.timeout, _ = time.ParseDuration(a.value) })},
+			{Name: "sessions", Kind: keyCount, Value: "N",
+				Doc: "how many sessions of the agent one calling scope keeps; 8 by default",
+				Set: setArg(func(d *agentDirective, a arg) { d.sessions, _ = strconv.Atoi(a.value) })},
+			{Name: "idle", Kind: keyDuration, Value: "DURATION",
+				Doc: "how long a session may go unused before it ends; 30 minutes by default",
+				Set: setArg(func(d *agentDirective, a arg) { d.idle, _ = time.ParseDuration(a.value) })},
 		},
 		New: func() directive { return new(agentDirective) },
 	},

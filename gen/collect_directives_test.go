@@ -144,7 +144,7 @@ func TestDirectiveTableSetters(t *testing.T) {
 				if k.Set == nil {
 					t.Fatalf("key %s has no Set", k.Name)
 				}
-				value := map[keyKind]string{keyList: "a,b", keyPath: "a.txt", keyDuration: "5s"}[k.Kind]
+				value := map[keyKind]string{keyList: "a,b", keyPath: "a.txt", keyDuration: "5s", keyCount: "3"}[k.Kind]
 				if value == "" {
 					value = "Abc"
 				}

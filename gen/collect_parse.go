@@ -349,6 +349,11 @@ func (p *directiveParser) keyValue(t argToken) {
 			p.errorf(t.valuePos, "invalid value %q for key %q in %s: the duration must be positive", v, t.key, p.d)
 			return
 		}
+	case keyCount:
+		if n, err := strconv.Atoi(v); err != nil || n <= 0 {
+			p.errorf(t.valuePos, "invalid value %q for key %q in %s: not a positive integer", v, t.key, p.d)
+			return
+		}
 	case keyList:
 		for _, e := range strings.Split(v, ",") {
 			e = strings.TrimSpace(e)

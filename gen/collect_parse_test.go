@@ -107,6 +107,8 @@ func directiveFields(d directive) []directiveField {
 			out = append(out, directiveField{name: sf.Name, text: strconv.Quote(f.String())})
 		case f.Kind() == reflect.Bool:
 			out = append(out, directiveField{name: sf.Name, text: "true"})
+		case f.Kind() == reflect.Int:
+			out = append(out, directiveField{name: sf.Name, text: strconv.FormatInt(f.Int(), 10)})
 		default:
 			panic(fmt.Sprintf("directiveFields: field %s of %T has an unexpected type", sf.Name, d))
 		}

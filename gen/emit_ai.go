@@ -92,6 +92,12 @@ func (e *emitter) agent(ag *agentModel) {
 	if ag.timeout > 0 {
 		opts = append(opts, field("Timeout", durationCode(ag.timeout)))
 	}
+	if ag.sessions > 0 {
+		opts = append(opts, field("MaxSessions", jen.Lit(ag.sessions)))
+	}
+	if ag.idle > 0 {
+		opts = append(opts, field("IdleTimeout", durationCode(ag.idle)))
+	}
 	options := jen.Nil()
 	if len(opts) > 0 {
 		options = jen.Op("&").Qual(subagentPkg, "Options").Values(append(opts, jen.Line())...)
