@@ -1,8 +1,6 @@
 package agui
 
-import (
-	"unicode/utf8"
-)
+import "github.com/chatscopes/chatgen/runtime/internal/jsonstr"
 
 // emitStrings sends one AG-UI event whose fields are all strings, given
 // as key, value pairs (the type first): encoded directly into its SSE
@@ -18,67 +16,10 @@ func (e *encoder) emitStrings(kv ...string) {
 		if i > 0 {
 			frame = append(frame, ',')
 		}
-		frame = appendJSONString(frame, kv[i])
+		frame = jsonstr.Append(frame, kv[i])
 		frame = append(frame, ':')
-		frame = appendJSONString(frame, kv[i+1])
+		frame = jsonstr.Append(frame, kv[i+1])
 	}
 	frame = append(frame, "}\n\n"...)
 	e.out.Send(frame)
-}
-
-const hexDigits = "0123456789abcdef"
-
-// appendJSONString appends s to b as a JSON string, as encoding/json
-// writes it: control characters, '"', '\\', '<', '>', '&', U+2028 and
-// U+2029 escaped, invalid UTF-8 replaced by U+FFFD.
-func appendJSONString(b []byte, s string) []byte {
-	b = append(b, '"')
-	start := 0
-	for i := 0; i < len(s); {
-		c := s[i]
-		if c < utf8.RuneSelf {
-			if c >= 0x20 && c != '"' && c != '\\' && c != '<' && c != '>' && c != '&' {
-				i++
-				continue
-			}
-			b = append(b, s[start:i]...)
-			switch c {
-			case '"', '\\':
-				b = append(b, '\\', c)
-			case '\n':
-				b = append(b, '\\', 'n')
-			case '\r':
-				b = append(b, '\\', 'r')
-			case '\t':
-				b = append(b, '\\', 't')
-			case '\b':
-				b = append(b, '\\', 'b')
-			case '\f':
-				b = append(b, '\\', 'f')
-			default:
-				b = append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
-			}
-			i++
-			start = i
-			continue
-		}
-		r, size := utf8.DecodeRuneInString(s[i:])
-		if r == utf8.RuneError && size == 1 {
-			b = append(b, s[start:i]...)
-			b = append(b, `\ufffd`...)
-			i += size
-			start = i
-			continue
-		}
-		if r == '\u2028' || r == '\u2029' {
-			b = append(b, s[start:i]...)
-			b = append(b, '\\', 'u', '2', '0', '2', hexDigits[r&0xf])
-			i += size
-			start = i
-			continue
-		}
-		i += size
-	}
-	b = append(b, s[start:]...)
-	return append(b, '"')
 }
