@@ -13,6 +13,7 @@ import (
 	"github.com/a2aproject/a2a-go/a2a"
 
 	"github.com/chatscopes/chatgen/runtime/chat"
+	"github.com/chatscopes/chatgen/runtime/internal/principal"
 	"github.com/chatscopes/chatgen/runtime/internal/sse"
 )
 
@@ -623,7 +624,7 @@ func (h *Handler) tasksOf(ctx context.Context, p chat.Principal, id string, hist
 	} else {
 		h.mu.Lock()
 		for _, cc := range h.contexts {
-			if samePrincipal(cc.principal, p) {
+			if principal.Same(cc.principal, p) {
 				ccs = append(ccs, cc)
 			}
 		}

@@ -15,6 +15,7 @@ import (
 	"github.com/a2aproject/a2a-go/a2a"
 
 	"github.com/chatscopes/chatgen/runtime/chat"
+	"github.com/chatscopes/chatgen/runtime/internal/principal"
 	"github.com/chatscopes/chatgen/runtime/internal/sse"
 )
 
@@ -96,15 +97,6 @@ func contextOfTask(id string) string {
 	return id[:i]
 }
 
-// samePrincipal reports whether a and b are the same principal: both
-// anonymous, or of the same name.
-func samePrincipal(a, b chat.Principal) bool {
-	if a == nil || b == nil {
-		return a == nil && b == nil
-	}
-	return a.Name() == b.Name()
-}
-
 func principalName(p chat.Principal) string {
 	if p == nil {
 		return ""
@@ -162,7 +154,7 @@ func (h *Handler) lookupContext(id string, p chat.Principal) *convContext {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	cc := h.contexts[id]
-	if cc == nil || !samePrincipal(cc.principal, p) {
+	if cc == nil || !principal.Same(cc.principal, p) {
 		return nil
 	}
 	return cc

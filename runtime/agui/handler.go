@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/chatscopes/chatgen/runtime/chat"
+	"github.com/chatscopes/chatgen/runtime/internal/principal"
 	"github.com/chatscopes/chatgen/runtime/internal/sse"
 )
 
@@ -307,7 +308,7 @@ func (h *Handler) thread(ctx context.Context, id string, p chat.Principal) (*thr
 		return nil, http.StatusServiceUnavailable, ErrClosed
 	}
 	th := h.threads[id]
-	if th != nil && !samePrincipal(th.principal, p) {
+	if th != nil && !principal.Same(th.principal, p) {
 		return nil, http.StatusForbidden, errors.New("agui: the thread belongs to another principal")
 	}
 	if th == nil {
@@ -316,15 +317,6 @@ func (h *Handler) thread(ctx context.Context, id string, p chat.Principal) (*thr
 	}
 	h.wg.Add(1)
 	return th, 0, nil
-}
-
-// samePrincipal reports whether a and b are the same principal: both
-// anonymous, or of the same name.
-func samePrincipal(a, b chat.Principal) bool {
-	if a == nil || b == nil {
-		return a == nil && b == nil
-	}
-	return a.Name() == b.Name()
 }
 
 // conversation returns the thread's conversation, connecting it on the

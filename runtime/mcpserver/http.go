@@ -6,6 +6,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/chatscopes/chatgen/runtime/chat"
+	"github.com/chatscopes/chatgen/runtime/internal/principal"
 )
 
 // sessionHeader is the header of streamable HTTP that names a session.
@@ -44,7 +45,7 @@ func (s *Server) Handler() http.Handler {
 			s.mu.Lock()
 			o, known := s.owners[id]
 			s.mu.Unlock()
-			if known && !samePrincipal(o.p, p) {
+			if known && !principal.Same(o.p, p) {
 				s.log.WarnContext(r.Context(), "mcpserver: a request for another principal's session", "remote", r.RemoteAddr)
 				http.Error(w, "the session belongs to another principal", http.StatusForbidden)
 				return
@@ -75,15 +76,6 @@ func (s *Server) forgetUntracked(id string) {
 		}
 	}
 	delete(s.owners, id)
-}
-
-// samePrincipal reports whether a and b are the same principal: both
-// anonymous, or of the same name.
-func samePrincipal(a, b chat.Principal) bool {
-	if a == nil || b == nil {
-		return a == nil && b == nil
-	}
-	return a.Name() == b.Name()
 }
 
 // An ownerRecorder records the session id of the response that opens a
