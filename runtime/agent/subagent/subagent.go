@@ -638,16 +638,7 @@ func (r *sessions) ClearMemory(ctx context.Context) error {
 // DeleteMemory implements chat.ScopedMemory: the scope ended, and with it
 // every session.
 func (r *sessions) DeleteMemory(ctx context.Context) error {
-	r.mu.Lock()
-	r.ended = true
-	all := r.order
-	r.order, r.byID = nil, nil
-	r.mu.Unlock()
-	var errs []error
-	for _, s := range all {
-		errs = append(errs, s.DeleteMemory(ctx))
-	}
-	return errors.Join(errs...)
+	return r.end(ctx, (*session).DeleteMemory)
 }
 
 // ReleaseMemory implements chat.ReleasableMemory: the scope left the
@@ -656,6 +647,11 @@ func (r *sessions) DeleteMemory(ctx context.Context) error {
 // (the bean), and their memories are kept in the store: they are only
 // released here, and the sessions go on where the conversation is resumed.
 func (r *sessions) ReleaseMemory(ctx context.Context) error {
+	return r.end(ctx, (*session).ReleaseMemory)
+}
+
+// end forgets every session, as the scope ends or leaves, doing fn to each.
+func (r *sessions) end(ctx context.Context, fn func(*session, context.Context) error) error {
 	r.mu.Lock()
 	r.ended = true
 	all := r.order
@@ -663,7 +659,7 @@ func (r *sessions) ReleaseMemory(ctx context.Context) error {
 	r.mu.Unlock()
 	var errs []error
 	for _, s := range all {
-		errs = append(errs, s.ReleaseMemory(ctx))
+		errs = append(errs, fn(s, ctx))
 	}
 	return errors.Join(errs...)
 }
