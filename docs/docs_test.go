@@ -65,6 +65,7 @@ const snippetImports = `import (
 	"github.com/chatscopes/chatgen/runtime/offload"
 	"github.com/chatscopes/chatgen/runtime/otelchat"
 	"github.com/chatscopes/chatgen/runtime/plan"
+	"github.com/chatscopes/chatgen/runtime/protocol"
 	"github.com/chatscopes/chatgen/runtime/skills"
 	"github.com/chatscopes/chatgen/runtime/ws"
 )

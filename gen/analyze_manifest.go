@@ -124,7 +124,7 @@ func (b *manifestBuilder) route(r *routeModel) manifestRoute {
 			}
 			if t.client {
 				// A call of the tool pauses the turn on a ClientTool
-				// event whose data is a chat.ClientToolCall, with the
+				// event whose data is a protocol.ClientToolCall, with the
 				// tool's name and typed arguments.
 				evs = append(evs, manifestEvent{typ: "ClientTool", schema: clientToolSchema(t)})
 			}
@@ -141,7 +141,7 @@ func (b *manifestBuilder) route(r *routeModel) manifestRoute {
 // Confirm event (TestConfirmationSchema checks it against the type).
 const confirmationSchema = `{"type":"object","properties":{"id":{"type":"string"},"tool":{"type":"string"},"arguments":{},"callId":{"type":"string"}},"required":["id","tool","arguments","callId"]}`
 
-// clientToolSchema is the JSON Schema of the chat.ClientToolCall of a
+// clientToolSchema is the JSON Schema of the protocol.ClientToolCall of a
 // call of the client tool t (TestClientToolSchema checks it against the
 // type).
 func clientToolSchema(t *toolModel) string {

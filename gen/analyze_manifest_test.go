@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/chatscopes/chatgen/runtime/ai"
-	"github.com/chatscopes/chatgen/runtime/chat"
+	"github.com/chatscopes/chatgen/runtime/protocol"
 )
 
 // The Confirm event's schema in route manifests describes what
@@ -53,7 +53,7 @@ func TestClientToolSchema(t *testing.T) {
 		t.Fatalf("clientToolSchema is not JSON: %v", err)
 	}
 	d := time.Unix(1, 0)
-	b, err := json.Marshal(chat.ClientToolCall{ID: "c1", Tool: "locate", Arguments: json.RawMessage(`{}`), CallID: "call_1", Deadline: &d})
+	b, err := json.Marshal(protocol.ClientToolCall{ID: "c1", Tool: "locate", Arguments: json.RawMessage(`{}`), CallID: "call_1", Deadline: &d})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -63,9 +63,9 @@ func TestClientToolSchema(t *testing.T) {
 	}
 	keys := slices.Sorted(maps.Keys(written))
 	if props := slices.Sorted(maps.Keys(schema.Properties)); !slices.Equal(props, keys) {
-		t.Errorf("schema properties %v, chat.ClientToolCall writes %v", props, keys)
+		t.Errorf("schema properties %v, protocol.ClientToolCall writes %v", props, keys)
 	}
-	b, err = json.Marshal(chat.ClientToolCall{ID: "c1", Tool: "locate", Arguments: json.RawMessage(`{}`), CallID: "call_1"})
+	b, err = json.Marshal(protocol.ClientToolCall{ID: "c1", Tool: "locate", Arguments: json.RawMessage(`{}`), CallID: "call_1"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -74,7 +74,7 @@ func TestClientToolSchema(t *testing.T) {
 		t.Fatal(err)
 	}
 	if req := slices.Sorted(slices.Values(schema.Required)); !slices.Equal(req, slices.Sorted(maps.Keys(written))) {
-		t.Errorf("schema requires %v, chat.ClientToolCall always writes %v", req, slices.Sorted(maps.Keys(written)))
+		t.Errorf("schema requires %v, protocol.ClientToolCall always writes %v", req, slices.Sorted(maps.Keys(written)))
 	}
 	if string(schema.Properties["tool"]) != `{"enum":["locate"]}` || string(schema.Properties["arguments"]) != `{"type":"object"}` {
 		t.Errorf("tool %s, arguments %s", schema.Properties["tool"], schema.Properties["arguments"])

@@ -19,6 +19,7 @@ import (
 	"github.com/chatscopes/chatgen/runtime/chat"
 	"github.com/chatscopes/chatgen/runtime/llmtest"
 	"github.com/chatscopes/chatgen/runtime/plan"
+	"github.com/chatscopes/chatgen/runtime/protocol"
 	"github.com/chatscopes/chatgen/runtime/ws"
 )
 
@@ -90,7 +91,7 @@ func (s *seen) builder(b *chat.SessionBuilder) *chat.SessionBuilder {
 			defer s.mu.Unlock()
 			s.agents, s.errs = append(s.agents, a), append(s.errs, err)
 		}).
-		On(chat.EventPlan, func(ev chat.Event) {
+		On(protocol.EventPlan, func(ev chat.Event) {
 			var p plan.Plan
 			err := ev.Decode(&p)
 			s.mu.Lock()

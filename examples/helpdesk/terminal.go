@@ -11,6 +11,7 @@ import (
 	"github.com/chatscopes/chatgen/runtime/ai"
 	"github.com/chatscopes/chatgen/runtime/chat"
 	"github.com/chatscopes/chatgen/runtime/plan"
+	"github.com/chatscopes/chatgen/runtime/protocol"
 )
 
 // runTerminal is the terminal face of the help desk: it reads the
@@ -63,7 +64,7 @@ func eventPrinter(b *chat.SessionBuilder, out io.Writer) *chat.SessionBuilder {
 				fmt.Fprintf(out, "  ── %s answers (from %s) ──\n", a.Name, a.From)
 			}
 		}).
-		On(chat.EventPlan, func(ev chat.Event) {
+		On(protocol.EventPlan, func(ev chat.Event) {
 			var p plan.Plan
 			if ev.Decode(&p) == nil {
 				flush()

@@ -13,6 +13,7 @@ import (
 	"github.com/chatscopes/chatgen/runtime/chatstore/chatstoretest"
 	"github.com/chatscopes/chatgen/runtime/llmtest"
 	"github.com/chatscopes/chatgen/runtime/memory"
+	"github.com/chatscopes/chatgen/runtime/protocol"
 )
 
 // TestTerminalConfirmsDeletion: deleting an item from the armory asks
@@ -84,7 +85,7 @@ type events struct {
 func (e *events) builder(c *chat.LocalClient) *chat.SessionBuilder {
 	return c.Builder().
 		OnStream(func(s string) { e.mu.Lock(); e.stream.WriteString(s); e.mu.Unlock() }).
-		On(chat.EventConfirm, func(ev chat.Event) {
+		On(protocol.EventConfirm, func(ev chat.Event) {
 			var c ai.Confirmation
 			if err := ev.Decode(&c); err != nil {
 				panic(err)

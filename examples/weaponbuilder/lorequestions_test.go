@@ -16,6 +16,7 @@ import (
 	"github.com/chatscopes/chatgen/runtime/ai"
 	"github.com/chatscopes/chatgen/runtime/chat"
 	"github.com/chatscopes/chatgen/runtime/llmtest"
+	"github.com/chatscopes/chatgen/runtime/protocol"
 	"github.com/chatscopes/chatgen/runtime/ws"
 )
 
@@ -83,7 +84,7 @@ func TestLoreQuestionsAnsweredFromTheCorpus(t *testing.T) {
 		handOffs []string
 	)
 	session, err := client.Builder().
-		On(chat.EventSources, func(ev chat.Event) {
+		On(protocol.EventSources, func(ev chat.Event) {
 			var s ai.Sources
 			if err := ev.Decode(&s); err != nil {
 				t.Errorf("a Sources event that does not decode: %v", err)

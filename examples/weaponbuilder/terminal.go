@@ -9,6 +9,7 @@ import (
 
 	"github.com/chatscopes/chatgen/runtime/ai"
 	"github.com/chatscopes/chatgen/runtime/chat"
+	"github.com/chatscopes/chatgen/runtime/protocol"
 )
 
 // runTerminal is the terminal face of the armorer: it reads the player's
@@ -77,14 +78,14 @@ func runTerminal(ctx context.Context, router *chat.Router, in io.Reader, out io.
 				}
 			}
 		}).
-		On(chat.EventSources, func(ev chat.Event) {
+		On(protocol.EventSources, func(ev chat.Event) {
 			var s ai.Sources
 			if ev.Decode(&s) == nil {
 				endStream()
 				fmt.Fprint(out, sourcesText(s))
 			}
 		}).
-		On(chat.EventConfirm, func(ev chat.Event) {
+		On(protocol.EventConfirm, func(ev chat.Event) {
 			var c ai.Confirmation
 			if ev.Decode(&c) == nil {
 				endStream()

@@ -15,6 +15,7 @@ import (
 	"github.com/chatscopes/chatgen/runtime/chat"
 	"github.com/chatscopes/chatgen/runtime/internal/principal"
 	"github.com/chatscopes/chatgen/runtime/internal/sse"
+	"github.com/chatscopes/chatgen/runtime/protocol"
 )
 
 // A call is one JSON-RPC request being served.
@@ -346,7 +347,7 @@ func messageRequest(m *a2a.Message) (*chat.RouteRequest, error) {
 		}
 	}
 	if len(texts) > 0 {
-		data[chat.UserMessageKey] = strings.Join(texts, "\n")
+		data[protocol.KeyUserMessage] = strings.Join(texts, "\n")
 	}
 	creq, err := chat.NewDataRequest(data)
 	if err != nil {
@@ -371,17 +372,17 @@ func answerRequest(p *pause, m *a2a.Message) (*chat.RouteRequest, error) {
 		}
 	}
 	switch p.kind {
-	case chat.KeyClientTool:
-		answer := map[string]any{chat.KeyClientTool: p.id}
+	case protocol.KeyClientTool:
+		answer := map[string]any{protocol.KeyClientTool: p.id}
 		switch {
-		case data != nil && data[chat.KeyError] != nil:
-			answer[chat.KeyError] = fmt.Sprint(data[chat.KeyError])
-		case data != nil && data[chat.KeyResult] != nil:
-			answer[chat.KeyResult] = data[chat.KeyResult]
+		case data != nil && data[protocol.KeyError] != nil:
+			answer[protocol.KeyError] = fmt.Sprint(data[protocol.KeyError])
+		case data != nil && data[protocol.KeyResult] != nil:
+			answer[protocol.KeyResult] = data[protocol.KeyResult]
 		case data != nil:
-			answer[chat.KeyResult] = data
+			answer[protocol.KeyResult] = data
 		default:
-			answer[chat.KeyResult] = text
+			answer[protocol.KeyResult] = text
 		}
 		return chat.NewDataRequest(answer)
 	case keyConfirm:
@@ -473,7 +474,7 @@ func (c *call) cancel() {
 	case tk.running:
 		tk.cancel(chat.ErrCancelled)
 	case tk.t.Status.State == a2a.TaskStateInputRequired && tk.pause != nil:
-		creq, err := chat.NewDataRequest(map[string]any{chat.KeyCancel: tk.pause.id})
+		creq, err := chat.NewDataRequest(map[string]any{protocol.KeyCancel: tk.pause.id})
 		if err == nil {
 			if e := h.start(tk, c.p, creq); e != nil {
 				cc.mu.Unlock()

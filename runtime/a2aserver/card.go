@@ -7,8 +7,8 @@ import (
 
 	"github.com/a2aproject/a2a-go/a2a"
 
-	"github.com/chatscopes/chatgen/runtime/chat"
 	"github.com/chatscopes/chatgen/runtime/chatimpl"
+	"github.com/chatscopes/chatgen/runtime/protocol"
 )
 
 // A skill is the card's entry of one route.
@@ -43,7 +43,7 @@ func describe(ri chatimpl.RouteInfo) string {
 	b.WriteString(". A context is a conversation: each message is its next request, and its state is kept between them")
 	var params []string
 	for _, p := range ri.Params {
-		if p.Name == chat.UserMessageKey {
+		if p.Name == protocol.KeyUserMessage {
 			params = append(params, "the text parts are the user's message")
 		} else {
 			params = append(params, fmt.Sprintf("%q", p.Name))

@@ -15,6 +15,7 @@ import (
 	"github.com/chatscopes/chatgen/runtime/a2aserver"
 	"github.com/chatscopes/chatgen/runtime/chat"
 	"github.com/chatscopes/chatgen/runtime/chatstore"
+	"github.com/chatscopes/chatgen/runtime/protocol"
 )
 
 // TestJSONRPCErrors: malformed JSON, requests that are not JSON-RPC,
@@ -160,7 +161,7 @@ func TestInputRequired(t *testing.T) {
 		if tk.Status.State != "TASK_STATE_INPUT_REQUIRED" || tk.text() != "let me see" {
 			t.Fatalf("the first request: %+v", tk.Status)
 		}
-		call, _ := tk.Status.Message.Parts[1].Data[chat.KeyClientTool].(map[string]any)
+		call, _ := tk.Status.Message.Parts[1].Data[protocol.KeyClientTool].(map[string]any)
 		if call["id"] != "ct-1" || call["tool"] != "Locate" {
 			t.Fatalf("the status's call: %v", tk.Status.Message.Parts)
 		}

@@ -20,6 +20,7 @@ import (
 	"github.com/chatscopes/chatgen/runtime/chat"
 	"github.com/chatscopes/chatgen/runtime/chatimpl"
 	"github.com/chatscopes/chatgen/runtime/chatstore"
+	"github.com/chatscopes/chatgen/runtime/protocol"
 )
 
 const pkgPath = "example.com/a2aapp"
@@ -90,10 +91,10 @@ func testPackage(sig *signals) *chatimpl.Package {
 	}})
 	p.AddRoute(chatimpl.RouteSpec{Name: "locate", Handle: func(ctx context.Context) error {
 		req, res := chat.Request(ctx), chat.Response(ctx)
-		if req.Has(chat.KeyClientTool) {
+		if req.Has(protocol.KeyClientTool) {
 			var id, why string
 			var result json.RawMessage
-			if err := errors.Join(req.Decode(chat.KeyClientTool, &id), req.Decode(chat.KeyResult, &result), req.Decode(chat.KeyError, &why)); err != nil {
+			if err := errors.Join(req.Decode(protocol.KeyClientTool, &id), req.Decode(protocol.KeyResult, &result), req.Decode(protocol.KeyError, &why)); err != nil {
 				return err
 			}
 			if why != "" {
@@ -104,7 +105,7 @@ func testPackage(sig *signals) *chatimpl.Package {
 		if err := res.Message("let me see"); err != nil {
 			return err
 		}
-		return res.Event(chat.EventClientTool, chat.ClientToolCall{ID: "ct-1", Tool: "Locate",
+		return res.Event(protocol.EventClientTool, protocol.ClientToolCall{ID: "ct-1", Tool: "Locate",
 			Arguments: json.RawMessage(`{"precision":"city"}`), CallID: "call_1"})
 	}})
 	p.AddRoute(chatimpl.RouteSpec{Name: "gate", Handle: func(ctx context.Context) error {
@@ -151,7 +152,7 @@ func testPackage(sig *signals) *chatimpl.Package {
 			}
 			return res.Message("denied: " + reason)
 		}
-		return res.Event(chat.EventConfirm, map[string]any{"id": "cf-1", "tool": "Fire", "arguments": map[string]any{"at": "dragon"}, "callId": "call_9"})
+		return res.Event(protocol.EventConfirm, map[string]any{"id": "cf-1", "tool": "Fire", "arguments": map[string]any{"at": "dragon"}, "callId": "call_9"})
 	}})
 	p.AddRoute(chatimpl.RouteSpec{Name: "boom", Handle: func(ctx context.Context) error {
 		return errors.New("the internal secret detail")

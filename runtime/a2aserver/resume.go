@@ -11,6 +11,7 @@ import (
 	"github.com/a2aproject/a2a-go/a2a"
 
 	"github.com/chatscopes/chatgen/runtime/chat"
+	"github.com/chatscopes/chatgen/runtime/protocol"
 )
 
 // This file lets a handler continue a context another process started,
@@ -136,7 +137,7 @@ func pauseOf(t *a2a.Task) *pause {
 		if !ok {
 			continue
 		}
-		for _, kind := range []string{chat.KeyClientTool, keyConfirm} {
+		for _, kind := range []string{protocol.KeyClientTool, keyConfirm} {
 			if call, ok := dp.Data[kind].(map[string]any); ok {
 				if id, ok := call["id"].(string); ok && id != "" {
 					return &pause{kind: kind, id: id, data: call}

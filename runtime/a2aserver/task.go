@@ -17,6 +17,7 @@ import (
 	"github.com/chatscopes/chatgen/runtime/chat"
 	"github.com/chatscopes/chatgen/runtime/internal/principal"
 	"github.com/chatscopes/chatgen/runtime/internal/sse"
+	"github.com/chatscopes/chatgen/runtime/protocol"
 )
 
 // extraKey is the key of a context's task history in its conversation's
@@ -75,7 +76,7 @@ type task struct {
 // A pause is what an input-required task waits for: the answer to a
 // client-run tool call or to a confirmation.
 type pause struct {
-	kind string // chat.KeyClientTool or "confirm"
+	kind string // protocol.KeyClientTool or "confirm"
 	id   string
 	data map[string]any // the call, as the status message shows it
 }
@@ -517,7 +518,7 @@ func (h *Handler) event(tk *task, ev chat.Event) error {
 	cc.mu.Lock()
 	defer cc.mu.Unlock()
 	switch ev.Type {
-	case chat.EventStream:
+	case protocol.EventStream:
 		text := ev.Text()
 		if text == "" {
 			return nil // the end of a stream
@@ -525,7 +526,7 @@ func (h *Handler) event(tk *task, ev chat.Event) error {
 		tk.reply.WriteString(text)
 		tk.publish(statusEvent(tk, status(a2a.TaskStateWorking, tk.agentMessage(a2a.TextPart{Text: text})), false))
 		return nil
-	case chat.EventMessage:
+	case protocol.EventMessage:
 		text := ev.Text()
 		if tk.reply.Len() > 0 {
 			tk.reply.WriteString("\n")
@@ -533,19 +534,19 @@ func (h *Handler) event(tk *task, ev chat.Event) error {
 		tk.reply.WriteString(text)
 		tk.publish(statusEvent(tk, status(a2a.TaskStateWorking, tk.agentMessage(a2a.TextPart{Text: text})), false))
 		return nil
-	case chat.EventThinking:
-		part := a2a.TextPart{Text: ev.Text(), Metadata: map[string]any{"chatgen/event": chat.EventThinking}}
+	case protocol.EventThinking:
+		part := a2a.TextPart{Text: ev.Text(), Metadata: map[string]any{"chatgen/event": protocol.EventThinking}}
 		tk.publish(statusEvent(tk, status(a2a.TaskStateWorking, tk.agentMessage(part)), false))
 		return nil
-	case chat.EventClientTool:
-		var call chat.ClientToolCall
+	case protocol.EventClientTool:
+		var call protocol.ClientToolCall
 		if err := ev.Decode(&call); err != nil || call.ID == "" {
 			return fmt.Errorf("a2aserver: a ClientTool event without an id: %v", err)
 		}
-		tk.paused = &pause{kind: chat.KeyClientTool, id: call.ID, data: map[string]any{
+		tk.paused = &pause{kind: protocol.KeyClientTool, id: call.ID, data: map[string]any{
 			"id": call.ID, "tool": call.Tool, "arguments": rawOrEmpty(call.Arguments), "callId": call.CallID}}
 		return nil
-	case chat.EventConfirm:
+	case protocol.EventConfirm:
 		var c struct {
 			ID        string          `json:"id"`
 			Tool      string          `json:"tool"`
@@ -558,7 +559,7 @@ func (h *Handler) event(tk *task, ev chat.Event) error {
 		tk.paused = &pause{kind: keyConfirm, id: c.ID, data: map[string]any{
 			"id": c.ID, "tool": c.Tool, "arguments": rawOrEmpty(c.Arguments), "callId": c.CallID}}
 		return nil
-	case chat.EventRetract:
+	case protocol.EventRetract:
 		tk.reply.Reset()
 	}
 	data, err := ev.Raw()

@@ -13,11 +13,12 @@ import (
 
 	"github.com/chatscopes/chatgen/runtime/ai"
 	"github.com/chatscopes/chatgen/runtime/chat"
+	"github.com/chatscopes/chatgen/runtime/protocol"
 )
 
 // EventAgent is the type of the event that tells the client which agent
 // answers: its data is an [Event].
-const EventAgent = chat.EventAgent
+const EventAgent = protocol.EventAgent
 
 // Event is the data of an Agent event, sent when a hand-off or a hand-back
 // makes another agent answer, before that agent's own events.

@@ -15,6 +15,7 @@ import (
 	"github.com/chatscopes/chatgen/runtime/chat"
 	"github.com/chatscopes/chatgen/runtime/internal/principal"
 	"github.com/chatscopes/chatgen/runtime/internal/sse"
+	"github.com/chatscopes/chatgen/runtime/protocol"
 )
 
 // DefaultMaxBodyBytes is the default bound of a RunAgentInput body.
@@ -247,11 +248,11 @@ func request(in *runInput) (*chat.RouteRequest, *toolAnswer, error) {
 			return nil, nil, err
 		}
 		answer = a
-		data[chat.KeyClientTool] = a.id
+		data[protocol.KeyClientTool] = a.id
 		if a.err != "" {
-			data[chat.KeyError] = a.err
+			data[protocol.KeyError] = a.err
 		} else if a.result != nil {
-			data[chat.KeyResult] = a.result
+			data[protocol.KeyResult] = a.result
 		}
 	} else {
 		for i := len(in.Messages) - 1; i >= 0; i-- {
@@ -263,7 +264,7 @@ func request(in *runInput) (*chat.RouteRequest, *toolAnswer, error) {
 			if err := json.Unmarshal(m.Content, &text); err != nil {
 				return nil, nil, fmt.Errorf("the content of user message %q is not a string", m.ID)
 			}
-			data[chat.UserMessageKey] = text
+			data[protocol.KeyUserMessage] = text
 			break
 		}
 	}
@@ -596,7 +597,7 @@ func (e *encoder) textContent(text string) {
 // event maps one event of the route.
 func (e *encoder) event(ev chat.Event) error {
 	switch ev.Type {
-	case chat.EventStream:
+	case protocol.EventStream:
 		text := ev.Text()
 		if text == "" {
 			e.closeText() // the end of a stream
@@ -604,12 +605,12 @@ func (e *encoder) event(ev chat.Event) error {
 		}
 		e.textContent(text)
 		return nil
-	case chat.EventMessage:
+	case protocol.EventMessage:
 		e.closeOpen()
 		e.textContent(ev.Text())
 		e.closeText()
 		return nil
-	case chat.EventThinking:
+	case protocol.EventThinking:
 		e.closeText()
 		if e.reasoning == "" {
 			e.reasoning = e.id("reasoning")
@@ -624,7 +625,7 @@ func (e *encoder) event(ev chat.Event) error {
 		if ok, err := e.toolStep(ev); ok || err != nil {
 			return err
 		}
-	case chat.EventClientTool:
+	case protocol.EventClientTool:
 		return e.clientToolCall(ev)
 	}
 	e.closeOpen()
@@ -688,7 +689,7 @@ func (e *encoder) toolStep(ev chat.Event) (bool, error) {
 // tool message of the next run names. The route's request completes on
 // it, so the run finishes.
 func (e *encoder) clientToolCall(ev chat.Event) error {
-	var call chat.ClientToolCall
+	var call protocol.ClientToolCall
 	if err := ev.Decode(&call); err != nil {
 		return fmt.Errorf("agui: a ClientTool event: %w", err)
 	}

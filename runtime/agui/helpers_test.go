@@ -20,6 +20,7 @@ import (
 	"github.com/chatscopes/chatgen/runtime/agui"
 	"github.com/chatscopes/chatgen/runtime/chat"
 	"github.com/chatscopes/chatgen/runtime/chatimpl"
+	"github.com/chatscopes/chatgen/runtime/protocol"
 )
 
 const pkgPath = "example.com/aguiapp"
@@ -156,10 +157,10 @@ func testPackage(sig *signals) *chatimpl.Package {
 		// The protocol of a client-run tool, as runtime/ai plays it: the
 		// request pauses on a ClientTool event; the next one answers it.
 		req, res := chat.Request(ctx), chat.Response(ctx)
-		if req.Has(chat.KeyClientTool) {
+		if req.Has(protocol.KeyClientTool) {
 			var id, why string
 			var result json.RawMessage
-			if err := errors.Join(req.Decode(chat.KeyClientTool, &id), req.Decode(chat.KeyResult, &result), req.Decode(chat.KeyError, &why)); err != nil {
+			if err := errors.Join(req.Decode(protocol.KeyClientTool, &id), req.Decode(protocol.KeyResult, &result), req.Decode(protocol.KeyError, &why)); err != nil {
 				return err
 			}
 			if why != "" {
@@ -170,7 +171,7 @@ func testPackage(sig *signals) *chatimpl.Package {
 		if err := res.Message("let me see"); err != nil {
 			return err
 		}
-		return res.Event(chat.EventClientTool, chat.ClientToolCall{ID: "ct-" + req.UserMessage(), Tool: "Locate",
+		return res.Event(protocol.EventClientTool, protocol.ClientToolCall{ID: "ct-" + req.UserMessage(), Tool: "Locate",
 			Arguments: json.RawMessage(`{"precision":"city"}`), CallID: "call_1"})
 	}})
 	p.AddRoute(chatimpl.RouteSpec{Name: "nest", Handle: func(ctx context.Context) error {

@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/chatscopes/chatgen/runtime/chat"
+	"github.com/chatscopes/chatgen/runtime/protocol"
 )
 
 // A Shown is one value of a conversation the AG-UI state shows: under
@@ -118,7 +119,7 @@ func (e *encoder) stateEvent(ev chat.Event) error {
 	if err := e.event(ev); err != nil {
 		return err
 	}
-	if ev.Type == chat.EventStream || e.text != "" || e.reasoning != "" {
+	if ev.Type == protocol.EventStream || e.text != "" || e.reasoning != "" {
 		return nil
 	}
 	return e.delta()

@@ -15,6 +15,7 @@ import (
 	"github.com/tmc/langchaingo/llms"
 
 	"github.com/chatscopes/chatgen/runtime/chat"
+	"github.com/chatscopes/chatgen/runtime/protocol"
 )
 
 // This file holds the tools the client runs (//chat:tool client): a call
@@ -24,12 +25,12 @@ import (
 // turn, which applies to both.
 
 // The request data keys of an answer to a client tool call, and of the
-// cancel of a paused turn: see [chat.ClientToolCall].
+// cancel of a paused turn: see [protocol.ClientToolCall].
 const (
-	KeyClientTool = chat.KeyClientTool // the id of the client tool call answered (string)
-	KeyResult     = chat.KeyResult     // the call's result (any JSON value)
-	KeyError      = chat.KeyError      // why the client could not run the call (string)
-	KeyCancel     = chat.KeyCancel     // the id of a paused call (confirmation or client tool): the turn stops
+	KeyClientTool = protocol.KeyClientTool // the id of the client tool call answered (string)
+	KeyResult     = protocol.KeyResult     // the call's result (any JSON value)
+	KeyError      = protocol.KeyError      // why the client could not run the call (string)
+	KeyCancel     = protocol.KeyCancel     // the id of a paused call (confirmation or client tool): the turn stops
 )
 
 // defaultClientToolResultLimit is the default of
@@ -108,7 +109,7 @@ func (t *turn) isClientTool(c llms.ToolCall) bool {
 // clientPending returns the pause of a call to a client tool.
 func (t *turn) clientPending(c llms.ToolCall) *ConfirmationPending {
 	conf := confirmation(t.held.st.id, c)
-	call := &chat.ClientToolCall{Tool: conf.Tool, Arguments: conf.Arguments, CallID: conf.CallID}
+	call := &protocol.ClientToolCall{Tool: conf.Tool, Arguments: conf.Arguments, CallID: conf.CallID}
 	var deadline int64
 	if tool, ok := findTool(t.tools, c.FunctionCall.Name); ok && tool.Timeout > 0 {
 		d := time.Now().Add(tool.Timeout).Truncate(time.Millisecond)
@@ -124,7 +125,7 @@ func (t *turn) clientPending(c llms.ToolCall) *ConfirmationPending {
 // route, once the turn is committed. It returns the error of the turn.
 func (t *turn) pausedClient(ctx context.Context, p *ConfirmationPending) error {
 	if chat.Request(ctx) != nil {
-		if err := chat.Response(ctx).Event(chat.EventClientTool, p.Client); err != nil {
+		if err := chat.Response(ctx).Event(protocol.EventClientTool, p.Client); err != nil {
 			return t.errorf("sending the ClientTool event: %w", err)
 		}
 	}

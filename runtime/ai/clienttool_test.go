@@ -18,6 +18,7 @@ import (
 	"github.com/chatscopes/chatgen/runtime/chatstore/chatstoretest"
 	"github.com/chatscopes/chatgen/runtime/llmtest"
 	"github.com/chatscopes/chatgen/runtime/memory"
+	"github.com/chatscopes/chatgen/runtime/protocol"
 )
 
 // clientScript calls the client tool locate for "where", the confirmed
@@ -46,7 +47,7 @@ type clientApp struct {
 	router *chat.Router
 	client *chat.LocalClient
 	mu     sync.Mutex
-	calls  []chat.ClientToolCall
+	calls  []protocol.ClientToolCall
 	asks   []ai.Confirmation
 }
 
@@ -99,15 +100,15 @@ func newClientApp(t *testing.T, o clientAppOptions) *clientApp {
 }
 
 func (a *clientApp) builder(got *messages) *chat.SessionBuilder {
-	return a.client.Builder().OnMessage(got.add).On(chat.EventClientTool, func(ev chat.Event) {
-		var c chat.ClientToolCall
+	return a.client.Builder().OnMessage(got.add).On(protocol.EventClientTool, func(ev chat.Event) {
+		var c protocol.ClientToolCall
 		if err := ev.Decode(&c); err != nil {
 			panic(err)
 		}
 		a.mu.Lock()
 		a.calls = append(a.calls, c)
 		a.mu.Unlock()
-	}).On(chat.EventConfirm, func(ev chat.Event) {
+	}).On(protocol.EventConfirm, func(ev chat.Event) {
 		var c ai.Confirmation
 		if err := ev.Decode(&c); err != nil {
 			panic(err)
@@ -127,15 +128,15 @@ func (a *clientApp) session(t *testing.T, got *messages) chat.Session {
 	return s
 }
 
-func (a *clientApp) clientCalls() []chat.ClientToolCall {
+func (a *clientApp) clientCalls() []protocol.ClientToolCall {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	return append([]chat.ClientToolCall(nil), a.calls...)
+	return append([]protocol.ClientToolCall(nil), a.calls...)
 }
 
 // locate asks where the user is and returns the client tool call the
 // turn paused on.
-func (a *clientApp) locate(t *testing.T, s chat.Session, got *messages) chat.ClientToolCall {
+func (a *clientApp) locate(t *testing.T, s chat.Session, got *messages) protocol.ClientToolCall {
 	t.Helper()
 	n := len(a.clientCalls())
 	chatOK(t, s, "where")
@@ -344,7 +345,7 @@ func TestCancelPausedTurn(t *testing.T) {
 
 // answered is what an OnClientToolAnswered handler saw.
 type answered struct {
-	call chat.ClientToolCall
+	call protocol.ClientToolCall
 	err  error
 }
 
@@ -384,7 +385,7 @@ func TestOnClientTool(t *testing.T) {
 			a := newClientApp(t, clientAppOptions{timeout: tc.timeout})
 			var got messages
 			done := make(chan answered, 1)
-			s, err := a.builder(&got).OnClientTool("locate", tc.fn).OnClientToolAnswered(func(c chat.ClientToolCall, err error) {
+			s, err := a.builder(&got).OnClientTool("locate", tc.fn).OnClientToolAnswered(func(c protocol.ClientToolCall, err error) {
 				done <- answered{c, err}
 			}).Connect(context.Background(), "")
 			if err != nil {
@@ -431,7 +432,7 @@ func TestOnClientToolClose(t *testing.T) {
 		<-ctx.Done()
 		stopped <- ctx.Err()
 		return "too late", nil
-	}).OnClientToolAnswered(func(c chat.ClientToolCall, err error) {
+	}).OnClientToolAnswered(func(c protocol.ClientToolCall, err error) {
 		t.Errorf("an answer was sent after the close: %v", err)
 	}).Connect(context.Background(), "")
 	if err != nil {

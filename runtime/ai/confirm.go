@@ -12,6 +12,7 @@ import (
 	"github.com/tmc/langchaingo/llms"
 
 	"github.com/chatscopes/chatgen/runtime/chat"
+	"github.com/chatscopes/chatgen/runtime/protocol"
 )
 
 // This file holds confirmed tools (human in the loop): a tool call that
@@ -49,7 +50,7 @@ const (
 )
 
 // A Confirmation is a tool call waiting for the user's confirmation: the
-// data of the Confirm event ([chat.EventConfirm]) a paused turn sends.
+// data of the Confirm event ([protocol.EventConfirm]) a paused turn sends.
 type Confirmation struct {
 	// ID identifies the confirmation: the answer names it.
 	ID string `json:"id"`
@@ -69,7 +70,7 @@ type Confirmation struct {
 // call needs the user's confirmation (a tool marked [Tool.Confirm], or a
 // [ToolHook] that returned [ErrConfirmationRequired]). Before returning
 // it the service committed the turn so far to the memory and, inside a
-// route, sent a Confirm event ([chat.EventConfirm]) whose data is the
+// route, sent a Confirm event ([protocol.EventConfirm]) whose data is the
 // Confirmation. It matches [chat.ErrPaused], so a route that returns it
 // completes its request normally.
 //
@@ -94,14 +95,14 @@ type Confirmation struct {
 //
 // A call to a tool the client runs ([Tool.Client]) pauses the turn the
 // same way, with Client set: the event is a ClientTool event, and the
-// answer carries the result (see [chat.ClientToolCall]).
+// answer carries the result (see [protocol.ClientToolCall]).
 type ConfirmationPending struct {
 	Confirmation
 	// Client is set when the call is to a tool the client runs
 	// ([Tool.Client]): the turn waits for the client's result rather
 	// than the user's confirmation, and the event sent is a ClientTool
 	// event whose data is *Client. See [ClientToolPending].
-	Client *chat.ClientToolCall
+	Client *protocol.ClientToolCall
 
 	nested bool // the pause of a sub-agent of the turn, whose event it sent
 }
@@ -381,7 +382,7 @@ func (t *turn) paused(ctx context.Context, p *ConfirmationPending, commit func()
 		return t.pausedClient(ctx, p)
 	}
 	if chat.Request(ctx) != nil {
-		if err := chat.Response(ctx).Event(chat.EventConfirm, p.Confirmation); err != nil {
+		if err := chat.Response(ctx).Event(protocol.EventConfirm, p.Confirmation); err != nil {
 			return t.errorf("sending the Confirm event: %w", err)
 		}
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/chatscopes/chatgen/runtime/chatstore/chatstoretest"
 	"github.com/chatscopes/chatgen/runtime/llmtest"
 	"github.com/chatscopes/chatgen/runtime/memory"
+	"github.com/chatscopes/chatgen/runtime/protocol"
 )
 
 // confirmScript calls drop for "drop <item>" and tells what a tool said
@@ -113,7 +114,7 @@ func newConfirmApp(t *testing.T, cs *chat.InMemoryConversationStore, hook bool) 
 }
 
 func (a *confirmApp) builder(got *messages) *chat.SessionBuilder {
-	return a.client.Builder().OnMessage(got.add).On(chat.EventConfirm, func(ev chat.Event) {
+	return a.client.Builder().OnMessage(got.add).On(protocol.EventConfirm, func(ev chat.Event) {
 		var c ai.Confirmation
 		if err := ev.Decode(&c); err != nil {
 			panic(err)

@@ -13,6 +13,7 @@ import (
 
 	"github.com/chatscopes/chatgen/runtime/chat"
 	"github.com/chatscopes/chatgen/runtime/guardrail"
+	"github.com/chatscopes/chatgen/runtime/protocol"
 )
 
 // guarded is the guardrail state of a turn with guardrails, allocated
@@ -148,7 +149,7 @@ func (t *turn) retract(ctx context.Context, why guardrail.Outcome) {
 	if !k.sent.Swap(false) {
 		return
 	}
-	if err := chat.Response(ctx).Event(chat.EventRetract, chat.Retraction{Reason: why.String()}); err != nil && !errors.Is(err, chat.ErrNotActive) {
+	if err := chat.Response(ctx).Event(protocol.EventRetract, protocol.Retraction{Reason: why.String()}); err != nil && !errors.Is(err, chat.ErrNotActive) {
 		t.s.log().DebugContext(ctx, "ai: retracting a streamed answer", "service", t.s.name, "method", t.m.Name, "err", err)
 	}
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/tmc/langchaingo/schema"
 
 	"github.com/chatscopes/chatgen/runtime/chat"
+	"github.com/chatscopes/chatgen/runtime/protocol"
 )
 
 // RetrievalMode is how a service uses its [Knowledge].
@@ -79,7 +80,7 @@ var (
 // the memory keeps only the passages' ids (see RememberPassages).
 //
 // Inside a request, the passages used reach the client as a Sources
-// event ([chat.EventSources], data [Sources]); with telemetry on, each
+// event ([protocol.EventSources], data [Sources]); with telemetry on, each
 // retrieval is a "retrieval" span recording the passages' ids and
 // scores (their content and the query only with
 // [Telemetry.RecordContent]).
@@ -151,7 +152,7 @@ type Source struct {
 	Score  float32 `json:"score"`
 }
 
-// Sources is the data of a Sources event ([chat.EventSources]): the
+// Sources is the data of a Sources event ([protocol.EventSources]): the
 // passages one retrieval gave the model, best first.
 type Sources struct {
 	// Query is what was searched for: the user's message, rewritten or
@@ -162,7 +163,7 @@ type Sources struct {
 }
 
 // ChatEventType makes Sources the Sources event.
-func (Sources) ChatEventType() string { return chat.EventSources }
+func (Sources) ChatEventType() string { return protocol.EventSources }
 
 // Passage is one result of the agentic search tool, as the model reads
 // it (JSON).
@@ -392,7 +393,7 @@ func (s *Service) sendSources(ctx context.Context, method, query string, docs []
 	if s.know.cfg.NoEvents || chat.Request(ctx) == nil {
 		return src
 	}
-	if err := chat.Response(ctx).Event(chat.EventSources, Sources{Query: query, Sources: src}); err != nil {
+	if err := chat.Response(ctx).Event(protocol.EventSources, Sources{Query: query, Sources: src}); err != nil {
 		s.log().WarnContext(ctx, "ai: the Sources event was not sent", "service", s.name, "method", method, "err", err)
 	}
 	return src

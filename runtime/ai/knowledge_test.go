@@ -26,6 +26,7 @@ import (
 	"github.com/chatscopes/chatgen/runtime/chatstore/chatstoretest"
 	"github.com/chatscopes/chatgen/runtime/llmtest"
 	"github.com/chatscopes/chatgen/runtime/memory"
+	"github.com/chatscopes/chatgen/runtime/protocol"
 )
 
 // lore is a small corpus for the knowledge tests.
@@ -474,7 +475,7 @@ func TestKnowledgeSessionsReleaseRetrievers(t *testing.T) {
 	var events []string
 	var all []chat.Session
 	for i := range sessions {
-		s, err := client.Builder().On(chat.EventSources, func(ev chat.Event) {
+		s, err := client.Builder().On(protocol.EventSources, func(ev chat.Event) {
 			var data ai.Sources
 			if err := ev.Decode(&data); err != nil {
 				t.Error(err)

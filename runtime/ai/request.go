@@ -115,7 +115,7 @@ type Tool struct {
 	// [ConfirmationPending].
 	Confirm bool
 	// Client marks a tool the client runs (//chat:tool client): a call
-	// pauses the turn on a ClientTool event ([chat.EventClientTool]) and
+	// pauses the turn on a ClientTool event ([protocol.EventClientTool]) and
 	// the client's next request gives the result; Invoke is not called,
 	// and tool hooks do not see the call. See [ConfirmationPending].
 	// Timeout, when set, is how long the client has to answer.

@@ -364,7 +364,7 @@ func (s *Service) Chat(ctx context.Context, req *Request) (*Reply, error) {
 // Output guardrails ([Config.Guardrails]) see the whole answer once the
 // model has finished it. Inside a request the chunks go out as they come,
 // and an answer the guardrails rewrite, reprompt or fail is withdrawn with
-// a Retract event (chat.EventRetract) before the replacement is yielded;
+// a Retract event (protocol.EventRetract) before the replacement is yielded;
 // outside a request, where nothing can withdraw a chunk, the chunks of the
 // answer are held back until the guardrails accept it.
 func (s *Service) Stream(ctx context.Context, req *Request) iter.Seq2[string, error] {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/chatscopes/chatgen/runtime/chat"
 	"github.com/chatscopes/chatgen/runtime/chatimpl"
+	"github.com/chatscopes/chatgen/runtime/protocol"
 )
 
 // echo is the user's route method for text turns:
@@ -123,7 +124,7 @@ func benchText(b *testing.B, spec chatimpl.RouteSpec) {
 func benchData(b *testing.B, spec chatimpl.RouteSpec) {
 	s := benchSession(b, spec)
 	ctx := context.Background()
-	data := map[string]any{chat.UserMessageKey: "hello", "count": 3}
+	data := map[string]any{protocol.KeyUserMessage: "hello", "count": 3}
 	b.ReportAllocs()
 	for b.Loop() {
 		if err := s.Send(ctx, data); err != nil {
@@ -148,7 +149,7 @@ func TestLocalTurnAllocatesOnce(t *testing.T) {
 
 // BenchmarkLocalTurnReflect is the same turn dispatched with reflection.
 func BenchmarkLocalTurnReflect(b *testing.B) {
-	benchText(b, reflectRoute(echo, "ctx", chat.UserMessageKey))
+	benchText(b, reflectRoute(echo, "ctx", protocol.KeyUserMessage))
 }
 
 // BenchmarkLocalTurnData is one turn whose request is a data map
@@ -158,7 +159,7 @@ func BenchmarkLocalTurnData(b *testing.B) { benchData(b, typedEchoCountRoute()) 
 // BenchmarkLocalTurnDataReflect is the same data turn dispatched with
 // reflection.
 func BenchmarkLocalTurnDataReflect(b *testing.B) {
-	benchData(b, reflectRoute(echoCount, "ctx", chat.UserMessageKey, "count"))
+	benchData(b, reflectRoute(echoCount, "ctx", protocol.KeyUserMessage, "count"))
 }
 
 // minimalRouter is the floor a local turn is compared with: a hand-written

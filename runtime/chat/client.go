@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+
+	"github.com/chatscopes/chatgen/runtime/protocol"
 )
 
 // A Client opens chat sessions. The local client ([NewLocalClient]) and the
@@ -119,17 +121,17 @@ const numBuiltinEvents = 6
 // the protocol that handlers take, or -1 for any other type.
 func builtinEvent(typ string) int {
 	switch typ {
-	case EventMessage:
+	case protocol.EventMessage:
 		return 0
-	case EventStream:
+	case protocol.EventStream:
 		return 1
-	case EventThinking:
+	case protocol.EventThinking:
 		return 2
-	case EventObject:
+	case protocol.EventObject:
 		return 3
-	case EventConsole:
+	case protocol.EventConsole:
 		return 4
-	case EventError:
+	case protocol.EventError:
 		return 5
 	}
 	return -1
@@ -200,7 +202,7 @@ type SessionBuilder struct {
 	h    Handlers
 	// The client tools (OnClientTool) and OnClientToolAnswered.
 	tools        map[string]ClientToolFunc
-	toolAnswered func(ClientToolCall, error)
+	toolAnswered func(protocol.ClientToolCall, error)
 }
 
 // NewSessionBuilder returns a builder connecting through conn. Transports
@@ -216,36 +218,36 @@ func (b *SessionBuilder) text(typ string, fn func(string)) *SessionBuilder {
 
 // OnMessage handles Message events.
 func (b *SessionBuilder) OnMessage(fn func(text string)) *SessionBuilder {
-	return b.text(EventMessage, fn)
+	return b.text(protocol.EventMessage, fn)
 }
 
 // OnError handles Error events.
 func (b *SessionBuilder) OnError(fn func(text string)) *SessionBuilder {
-	return b.text(EventError, fn)
+	return b.text(protocol.EventError, fn)
 }
 
 // OnThinking handles Thinking events.
 func (b *SessionBuilder) OnThinking(fn func(text string)) *SessionBuilder {
-	return b.text(EventThinking, fn)
+	return b.text(protocol.EventThinking, fn)
 }
 
 // OnConsole handles Console events.
 func (b *SessionBuilder) OnConsole(fn func(text string)) *SessionBuilder {
-	return b.text(EventConsole, fn)
+	return b.text(protocol.EventConsole, fn)
 }
 
 // OnStream handles Stream events: one call per chunk.
 func (b *SessionBuilder) OnStream(fn func(chunk string)) *SessionBuilder {
-	return b.text(EventStream, fn)
+	return b.text(protocol.EventStream, fn)
 }
 
 // OnRetract handles Retract events: the Stream chunks of the current
 // request received so far are withdrawn (an AI service's output guardrail
 // refused or changed the answer); drop them from the display. Chunks
 // that follow belong to the replacement.
-func (b *SessionBuilder) OnRetract(fn func(Retraction)) *SessionBuilder {
-	return b.On(EventRetract, func(ev Event) {
-		var r Retraction
+func (b *SessionBuilder) OnRetract(fn func(protocol.Retraction)) *SessionBuilder {
+	return b.On(protocol.EventRetract, func(ev Event) {
+		var r protocol.Retraction
 		_ = ev.Decode(&r) // a Retract without data still withdraws
 		fn(r)
 	})
@@ -253,7 +255,7 @@ func (b *SessionBuilder) OnRetract(fn func(Retraction)) *SessionBuilder {
 
 // OnObject handles Object events; decode the value with [Event.Decode].
 func (b *SessionBuilder) OnObject(fn func(Event)) *SessionBuilder {
-	return b.On(EventObject, fn)
+	return b.On(protocol.EventObject, fn)
 }
 
 // On handles events of type typ (for example a //chat:event type).

@@ -6,9 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+
+	"github.com/chatscopes/chatgen/runtime/protocol"
 )
 
-// A ClientToolFunc runs a tool the client runs ([ClientToolCall]) with the
+// A ClientToolFunc runs a tool the client runs ([protocol.ClientToolCall]) with the
 // model's arguments (a JSON object) and returns its result, which is sent
 // to the server as JSON. An error is sent as the call's error (the model
 // is told the client could not run it); an error matching [ErrCancelled]
@@ -21,7 +23,7 @@ type ClientToolFunc func(ctx context.Context, arguments json.RawMessage) (any, e
 // the data of a new request on the session, which resumes the paused turn
 // (its events reach the handlers as any request's; the request that paused
 // has completed by then). ClientTool events of tools without a function
-// go to the On(EventClientTool) handler, or the default one. See
+// go to the On(protocol.EventClientTool) handler, or the default one. See
 // [SessionBuilder.OnClientToolAnswered] to learn how each answer fared.
 func (b *SessionBuilder) OnClientTool(name string, fn ClientToolFunc) *SessionBuilder {
 	if b.tools == nil {
@@ -35,7 +37,7 @@ func (b *SessionBuilder) OnClientTool(name string, fn ClientToolFunc) *SessionBu
 // that an [SessionBuilder.OnClientTool] function ran has ended, with the
 // error of its request (nil when it completed): for example a BadRequest
 // when the call was answered already, or [ErrCancelled] after a stop.
-func (b *SessionBuilder) OnClientToolAnswered(fn func(call ClientToolCall, err error)) *SessionBuilder {
+func (b *SessionBuilder) OnClientToolAnswered(fn func(call protocol.ClientToolCall, err error)) *SessionBuilder {
 	b.toolAnswered = fn
 	return b
 }
@@ -47,12 +49,12 @@ func (b *SessionBuilder) open(h *Handlers, open func(*Handlers) (Session, error)
 		return open(h)
 	}
 	r := &toolRunner{tools: make(map[string]ClientToolFunc, len(b.tools)), answered: b.toolAnswered,
-		next: h.get(EventClientTool), def: h.def, ready: make(chan struct{})}
+		next: h.get(protocol.EventClientTool), def: h.def, ready: make(chan struct{})}
 	for k, v := range b.tools {
 		r.tools[k] = v
 	}
 	r.ctx, r.cancel = context.WithCancel(context.Background())
-	h.set(EventClientTool, handler{event: r.handle})
+	h.set(protocol.EventClientTool, handler{event: r.handle})
 	s, err := open(h)
 	if err != nil {
 		r.stop()
@@ -66,7 +68,7 @@ func (b *SessionBuilder) open(h *Handlers, open func(*Handlers) (Session, error)
 // A toolRunner runs the client tools of one session.
 type toolRunner struct {
 	tools    map[string]ClientToolFunc
-	answered func(ClientToolCall, error)
+	answered func(protocol.ClientToolCall, error)
 	next     handler     // the ClientTool handler for other tools
 	def      func(Event) // the default handler
 	ctx      context.Context
@@ -81,7 +83,7 @@ type toolRunner struct {
 
 // handle handles a ClientTool event.
 func (r *toolRunner) handle(ev Event) {
-	var call ClientToolCall
+	var call protocol.ClientToolCall
 	err := ev.Decode(&call)
 	fn := r.tools[call.Tool]
 	if err != nil || fn == nil || call.ID == "" {
@@ -103,7 +105,7 @@ func (r *toolRunner) handle(ev Event) {
 }
 
 // run runs one call and sends its answer.
-func (r *toolRunner) run(call ClientToolCall, fn ClientToolFunc) {
+func (r *toolRunner) run(call protocol.ClientToolCall, fn ClientToolFunc) {
 	defer r.wg.Done()
 	select {
 	case <-r.ready:
@@ -120,25 +122,25 @@ func (r *toolRunner) run(call ClientToolCall, fn ClientToolFunc) {
 	if r.ctx.Err() != nil {
 		return // the session is closing
 	}
-	answer := map[string]any{KeyClientTool: call.ID}
+	answer := map[string]any{protocol.KeyClientTool: call.ID}
 	switch {
 	case err == nil:
 		b, merr := json.Marshal(v)
 		if merr != nil {
-			answer[KeyError] = "the client's result cannot be encoded: " + merr.Error()
+			answer[protocol.KeyError] = "the client's result cannot be encoded: " + merr.Error()
 		} else {
-			answer[KeyResult] = json.RawMessage(b)
+			answer[protocol.KeyResult] = json.RawMessage(b)
 		}
 	case errors.Is(err, ErrCancelled):
-		answer = map[string]any{KeyCancel: call.ID}
+		answer = map[string]any{protocol.KeyCancel: call.ID}
 	case late && errors.Is(err, context.DeadlineExceeded):
-		answer[KeyError] = "the client did not finish in time"
+		answer[protocol.KeyError] = "the client did not finish in time"
 	default:
 		msg := err.Error()
 		if msg == "" {
 			msg = "the client tool failed"
 		}
-		answer[KeyError] = msg
+		answer[protocol.KeyError] = msg
 	}
 	err = r.s.Send(r.ctx, answer)
 	if r.answered != nil {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/chatscopes/chatgen/runtime/chat"
 	"github.com/chatscopes/chatgen/runtime/chatimpl"
+	"github.com/chatscopes/chatgen/runtime/protocol"
 )
 
 // checkpointRouter serves a route that, for "cp", writes a memory,
@@ -41,7 +42,7 @@ func say(t *testing.T, conv *chat.Conversation, text string) string {
 	t.Helper()
 	var got string
 	if _, f := conv.Handle(context.Background(), conv.ScopeID(), chat.NewTextRequest(text), func(ev chat.Event) error {
-		if ev.Type == chat.EventMessage {
+		if ev.Type == protocol.EventMessage {
 			got = ev.Text()
 		}
 		return nil

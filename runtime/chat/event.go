@@ -7,35 +7,6 @@ import (
 	"reflect"
 )
 
-// Event types of the chat route protocol (wire-compatible with Quarkus).
-const (
-	EventMessage    = "Message"    // a text reply
-	EventObject     = "Object"     // any other value
-	EventThinking   = "Thinking"   // progress shown while the route works
-	EventConsole    = "Console"    // text for the client's console
-	EventError      = "Error"      // an application error message
-	EventStream     = "Stream"     // one chunk of a streamed reply
-	EventConfirm    = "Confirm"    // a tool call waits for the user's confirmation
-	EventClientTool = "ClientTool" // a tool call the client runs waits for its result
-	EventSources    = "Sources"    // the passages an AI service's answer draws on
-	EventRetract    = "Retract"    // the text streamed so far in the request is withdrawn
-	EventAgent      = "Agent"      // another agent answers (a hand-off, runtime/agent)
-	EventPlan       = "Plan"       // the conversation's plan changed (package runtime/plan)
-	EventCompleted  = "Completed"  // terminator: data is the current scope id
-	EventFailed     = "Failed"     // terminator: data is the failure reason
-)
-
-// A Retraction is the data of a Retract event: an AI service's output
-// guardrail refused or changed an answer the client was already shown as
-// it streamed, so the client drops every Stream chunk of the request
-// received so far; what follows (a rewritten or new answer, or the
-// request's failure) replaces it.
-type Retraction struct {
-	// Reason is the guardrail outcome that withdrew the text: "rewrite",
-	// "reprompt", "fail" or "fatal".
-	Reason string `json:"reason"`
-}
-
 // ErrReservedEvent is the error of a route that sends an event of a
 // terminator type (Completed or Failed): only the transport ends a
 // request, so that a client never takes a route's event for the reply.
@@ -48,16 +19,12 @@ var ErrReservedEvent = errors.New("chat: Completed and Failed are reserved: they
 // handler sees it.
 var ErrPaused = errors.New("chat: the route waits for the user")
 
-// IsReservedEvent reports whether typ is a terminator type, which routes
-// may not send: [EventCompleted] or [EventFailed]. chatgen refuses them in
-// //chat:event at generate time.
-func IsReservedEvent(typ string) bool { return typ == EventCompleted || typ == EventFailed }
-
 // An Event is one event of a request: a type and its data.
 //
 // On the server, Data is the Go value the route sent. Clients receive
 // events whose Data is that value (local client) or raw JSON (websocket
-// client); either way [Event.Decode] fills a typed value.
+// client); either way [Event.Decode] fills a typed value. Its types are
+// named in package protocol ([protocol.EventMessage], …).
 type Event struct {
 	Type string
 	Data any

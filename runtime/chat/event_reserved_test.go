@@ -7,13 +7,14 @@ import (
 
 	"github.com/chatscopes/chatgen/runtime/chat"
 	"github.com/chatscopes/chatgen/runtime/chatimpl"
+	"github.com/chatscopes/chatgen/runtime/protocol"
 )
 
 // fakeTerminator claims a terminator type, as a hand-written ChatEventType
 // could.
 type fakeTerminator struct{}
 
-func (fakeTerminator) ChatEventType() string { return chat.EventCompleted }
+func (fakeTerminator) ChatEventType() string { return protocol.EventCompleted }
 
 // A route cannot send a terminator type: only the transport ends a
 // request, so the client never sees two terminators.
@@ -21,8 +22,8 @@ func TestRoutesCannotSendTerminators(t *testing.T) {
 	var errs []error
 	e := newEnv(t, []chatimpl.RouteSpec{asDefault(textRoute("r", func(ctx context.Context, msg string) (string, error) {
 		errs = append(errs,
-			chat.Response(ctx).Event(chat.EventCompleted, "fake-scope"),
-			chat.Response(ctx).Event(chat.EventFailed, "ServerError"),
+			chat.Response(ctx).Event(protocol.EventCompleted, "fake-scope"),
+			chat.Response(ctx).Event(protocol.EventFailed, "ServerError"),
 			chat.Response(ctx).Send(fakeTerminator{}),
 			chat.SendValue(ctx, fakeTerminator{}),
 		)

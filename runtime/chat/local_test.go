@@ -14,6 +14,7 @@ import (
 
 	"github.com/chatscopes/chatgen/runtime/chat"
 	"github.com/chatscopes/chatgen/runtime/chatimpl"
+	"github.com/chatscopes/chatgen/runtime/protocol"
 )
 
 // gated is a route recording the messages it runs, in order, and noticing
@@ -522,10 +523,10 @@ func TestHandlersOfTextEvents(t *testing.T) {
 		dataTypes = append(dataTypes, fmt.Sprintf("%T", ev.Data))
 	}
 	s, err := e.client.Builder().
-		On(chat.EventThinking, record). // replaced below
+		On(protocol.EventThinking, record). // replaced below
 		OnThinking(func(text string) { got = append(got, "thinking "+text) }).
 		OnMessage(func(text string) { got = append(got, "message "+text) }).
-		On(chat.EventMessage, record). // replaces OnMessage
+		On(protocol.EventMessage, record). // replaces OnMessage
 		OnStream(func(text string) { got = append(got, "stream "+text) }).
 		On("Custom", record).
 		OnDefault(record).
@@ -553,9 +554,9 @@ func TestHandlersDispatch(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, ev := range []chat.Event{
-		chat.NewWireEvent(chat.EventMessage, []byte(`"hi"`)),
+		chat.NewWireEvent(protocol.EventMessage, []byte(`"hi"`)),
 		{Type: "Custom", Data: 1},
-		{Type: chat.EventThinking, Data: "t"},
+		{Type: protocol.EventThinking, Data: "t"},
 	} {
 		conn.h.Dispatch(ev)
 	}

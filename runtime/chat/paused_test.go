@@ -7,6 +7,7 @@ import (
 
 	"github.com/chatscopes/chatgen/runtime/chat"
 	"github.com/chatscopes/chatgen/runtime/chatimpl"
+	"github.com/chatscopes/chatgen/runtime/protocol"
 )
 
 // A route whose error matches ErrPaused completes its request: the client
@@ -15,7 +16,7 @@ func TestPausedRouteCompletes(t *testing.T) {
 	caught := 0
 	p := chatimpl.NewPackage("example.com/paused")
 	p.AddRoute(chatimpl.RouteSpec{Name: "ask", Default: true, Handle: func(ctx context.Context) error {
-		if err := chat.Response(ctx).Event(chat.EventConfirm, map[string]string{"id": "c1"}); err != nil {
+		if err := chat.Response(ctx).Event(protocol.EventConfirm, map[string]string{"id": "c1"}); err != nil {
 			return err
 		}
 		return fmt.Errorf("waiting: %w", chat.ErrPaused)
@@ -31,7 +32,7 @@ func TestPausedRouteCompletes(t *testing.T) {
 	c := chat.NewLocalClient(r)
 	defer c.Close()
 	var confirms []string
-	s, err := c.Builder().On(chat.EventConfirm, func(ev chat.Event) {
+	s, err := c.Builder().On(protocol.EventConfirm, func(ev chat.Event) {
 		var v struct{ ID string }
 		if err := ev.Decode(&v); err != nil {
 			t.Error(err)

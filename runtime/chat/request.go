@@ -10,10 +10,9 @@ import (
 	"reflect"
 	"slices"
 	"sync"
-)
 
-// UserMessageKey is the request data key of the user's text.
-const UserMessageKey = "userMessage"
+	"github.com/chatscopes/chatgen/runtime/protocol"
+)
 
 // A RouteRequest is the data of one chat request: the user's text and any
 // other values, keyed by route parameter name. Build one with
@@ -49,9 +48,9 @@ func NewJSONRequest(data json.RawMessage) (*RouteRequest, error) {
 			delete(r.data, k)
 		}
 	}
-	if raw, ok := r.data[UserMessageKey]; ok {
+	if raw, ok := r.data[protocol.KeyUserMessage]; ok {
 		if err := decodeCoerced(raw, &r.userMessage); err != nil {
-			return nil, fail(ErrBadRequest, &BadRequestError{Param: UserMessageKey, Err: errors.New("must be a string")})
+			return nil, fail(ErrBadRequest, &BadRequestError{Param: protocol.KeyUserMessage, Err: errors.New("must be a string")})
 		}
 		r.hasUser = true
 	}
@@ -80,7 +79,7 @@ func NewDataRequest(data any) (*RouteRequest, error) {
 func newMapRequest(m map[string]any) (*RouteRequest, error) {
 	r := &RouteRequest{}
 	for k, v := range m {
-		if k == UserMessageKey {
+		if k == protocol.KeyUserMessage {
 			if s, ok := v.(string); ok {
 				r.userMessage, r.hasUser = s, true
 				continue
@@ -93,9 +92,9 @@ func newMapRequest(m map[string]any) (*RouteRequest, error) {
 		if bytes.Equal(raw, []byte("null")) { // JSON nulls are dropped
 			continue
 		}
-		if k == UserMessageKey {
+		if k == protocol.KeyUserMessage {
 			if err := decodeCoerced(raw, &r.userMessage); err != nil {
-				return nil, fail(ErrBadRequest, &BadRequestError{Param: UserMessageKey, Err: errors.New("must be a string")})
+				return nil, fail(ErrBadRequest, &BadRequestError{Param: protocol.KeyUserMessage, Err: errors.New("must be a string")})
 			}
 			r.hasUser = true
 		}
@@ -123,7 +122,7 @@ func (r *RouteRequest) Has(key string) bool {
 	if r == nil {
 		return false
 	}
-	if key == UserMessageKey {
+	if key == protocol.KeyUserMessage {
 		return r.hasUser
 	}
 	_, ok := r.data[key]
@@ -139,8 +138,8 @@ func (r *RouteRequest) Keys() []string {
 	for k := range r.data {
 		keys = append(keys, k)
 	}
-	if r.hasUser && r.data[UserMessageKey] == nil {
-		keys = append(keys, UserMessageKey)
+	if r.hasUser && r.data[protocol.KeyUserMessage] == nil {
+		keys = append(keys, protocol.KeyUserMessage)
 	}
 	slices.Sort(keys)
 	return keys
@@ -153,7 +152,7 @@ func (r *RouteRequest) Decode(key string, v any) error {
 	if r == nil {
 		return nil
 	}
-	if key == UserMessageKey && r.hasUser {
+	if key == protocol.KeyUserMessage && r.hasUser {
 		if p, ok := v.(*string); ok {
 			*p = r.userMessage
 			return nil
@@ -161,7 +160,7 @@ func (r *RouteRequest) Decode(key string, v any) error {
 	}
 	raw, ok := r.data[key]
 	if !ok {
-		if key == UserMessageKey && r.hasUser {
+		if key == protocol.KeyUserMessage && r.hasUser {
 			raw, _ = json.Marshal(r.userMessage)
 		} else {
 			return nil
@@ -277,7 +276,7 @@ func Response(ctx context.Context) *ResponseChannel {
 // Completed and Failed are the transport's to send: they fail with
 // [ErrReservedEvent].
 func (c *ResponseChannel) Event(typ string, v any) error {
-	if IsReservedEvent(typ) {
+	if protocol.IsReserved(typ) {
 		return fmt.Errorf("chat: sending %s event: %w", typ, ErrReservedEvent)
 	}
 	if c == nil {
@@ -288,7 +287,7 @@ func (c *ResponseChannel) Event(typ string, v any) error {
 	if c.done {
 		return fmt.Errorf("chat: sending %s event: the request is over: %w", typ, ErrNotActive)
 	}
-	if typ == EventRetract {
+	if typ == protocol.EventRetract {
 		c.retracts++
 	}
 	return c.sink.event(Event{Type: typ, Data: v})
@@ -314,7 +313,7 @@ var errNoRequest = fmt.Errorf("no route request in the context: %w", ErrNotActiv
 // rendered from markdown, its HTML. The terminator types Completed and
 // Failed fail with [ErrReservedEvent].
 func (c *ResponseChannel) SendEvent(ev Event) error {
-	if IsReservedEvent(ev.Type) {
+	if protocol.IsReserved(ev.Type) {
 		return fmt.Errorf("chat: sending %s event: %w", ev.Type, ErrReservedEvent)
 	}
 	if c == nil {
@@ -325,27 +324,27 @@ func (c *ResponseChannel) SendEvent(ev Event) error {
 	if c.done {
 		return fmt.Errorf("chat: sending %s event: the request is over: %w", ev.Type, ErrNotActive)
 	}
-	if ev.Type == EventRetract {
+	if ev.Type == protocol.EventRetract {
 		c.retracts++
 	}
 	return c.sink.event(ev)
 }
 
 // Message sends text as a Message event.
-func (c *ResponseChannel) Message(text string) error { return c.text(EventMessage, text) }
+func (c *ResponseChannel) Message(text string) error { return c.text(protocol.EventMessage, text) }
 
 // Object sends v as an Object event.
-func (c *ResponseChannel) Object(v any) error { return c.Event(EventObject, v) }
+func (c *ResponseChannel) Object(v any) error { return c.Event(protocol.EventObject, v) }
 
 // Thinking sends text as a Thinking event: progress while the route works.
-func (c *ResponseChannel) Thinking(text string) error { return c.text(EventThinking, text) }
+func (c *ResponseChannel) Thinking(text string) error { return c.text(protocol.EventThinking, text) }
 
 // Console sends text as a Console event.
-func (c *ResponseChannel) Console(text string) error { return c.text(EventConsole, text) }
+func (c *ResponseChannel) Console(text string) error { return c.text(protocol.EventConsole, text) }
 
 // Error sends text as an Error event. The request still completes; return
 // an error from the route to fail it.
-func (c *ResponseChannel) Error(text string) error { return c.text(EventError, text) }
+func (c *ResponseChannel) Error(text string) error { return c.text(protocol.EventError, text) }
 
 // Send sends v as an event of the type it names: v must implement
 // [EventTyper], as types annotated with //chat:event do.
@@ -374,7 +373,7 @@ func SendValue[T any](ctx context.Context, v T) error {
 		if s == "" {
 			return nil
 		}
-		return Response(ctx).text(EventMessage, s)
+		return Response(ctx).text(protocol.EventMessage, s)
 	}
 	return sendAny(ctx, any(v))
 }
@@ -407,7 +406,7 @@ func SendStream(ctx context.Context, seq iter.Seq[string]) error {
 	}
 	var err error
 	for chunk := range seq {
-		if err = Response(ctx).text(EventStream, chunk); err != nil {
+		if err = Response(ctx).text(protocol.EventStream, chunk); err != nil {
 			break
 		}
 	}
@@ -425,7 +424,7 @@ func SendStreamWithErrors(ctx context.Context, seq iter.Seq2[string, error]) err
 		if err != nil {
 			return &StreamError{Err: err}
 		}
-		if err := Response(ctx).text(EventStream, chunk); err != nil {
+		if err := Response(ctx).text(protocol.EventStream, chunk); err != nil {
 			return err
 		}
 	}

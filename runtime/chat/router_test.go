@@ -11,6 +11,7 @@ import (
 
 	"github.com/chatscopes/chatgen/runtime/chat"
 	"github.com/chatscopes/chatgen/runtime/chatimpl"
+	"github.com/chatscopes/chatgen/runtime/protocol"
 )
 
 var bg = context.Background()
@@ -1111,7 +1112,7 @@ func TestHandleWithAFuncSinkAndANilRequest(t *testing.T) {
 	if _, f := c.Handle(bg, c.ScopeID(), nil, func(ev chat.Event) error { evs = append(evs, ev); return nil }); f != nil {
 		t.Fatal(f)
 	}
-	want := []chat.Event{{Type: chat.EventThinking, Data: "t"}, {Type: chat.EventMessage, Data: "has text: false, keys: 0"}}
+	want := []chat.Event{{Type: protocol.EventThinking, Data: "t"}, {Type: protocol.EventMessage, Data: "has text: false, keys: 0"}}
 	if len(evs) != len(want) {
 		t.Fatalf("events %+v, want %+v", evs, want)
 	}

@@ -21,6 +21,7 @@ import (
 	"github.com/chatscopes/chatgen/runtime/guardrail"
 	"github.com/chatscopes/chatgen/runtime/llmtest"
 	"github.com/chatscopes/chatgen/runtime/memory"
+	"github.com/chatscopes/chatgen/runtime/protocol"
 )
 
 const svcName = "example.com/app.Assistant"
@@ -623,7 +624,7 @@ func TestRetractLocalClient(t *testing.T) {
 	var log []string
 	s, err := client.Builder().
 		OnStream(func(c string) { log = append(log, "stream "+c) }).
-		OnRetract(func(rt chat.Retraction) { log = append(log, "retract "+rt.Reason) }).
+		OnRetract(func(rt protocol.Retraction) { log = append(log, "retract "+rt.Reason) }).
 		Connect(context.Background(), "")
 	if err != nil {
 		t.Fatal(err)

@@ -6,8 +6,8 @@ import (
 	"unicode"
 	"unicode/utf8"
 
-	"github.com/chatscopes/chatgen/runtime/chat"
 	"github.com/chatscopes/chatgen/runtime/chatimpl"
+	"github.com/chatscopes/chatgen/runtime/protocol"
 )
 
 // What the module and its declarations read of the manifest: the event
@@ -19,17 +19,17 @@ import (
 // Send of a type without an event type of its own), whatever its results
 // are: their data is unknown.
 var builtinEvents = map[string]string{
-	chat.EventAgent:    "{ name: string; from: string; back?: boolean }",
-	chat.EventConsole:  "string",
-	chat.EventError:    "string",
-	chat.EventMessage:  "string",
-	chat.EventObject:   "unknown",
-	chat.EventPlan:     planType,
-	chat.EventRetract:  `{ reason: "rewrite" | "reprompt" | "fail" | "fatal" }`,
-	chat.EventSources:  "{ query: string; sources: { id: string; title?: string; source?: string; score: number }[] }",
-	chat.EventStream:   "string",
-	chat.EventThinking: "string",
-	eventSubAgent:      subAgentType,
+	protocol.EventAgent:    "{ name: string; from: string; back?: boolean }",
+	protocol.EventConsole:  "string",
+	protocol.EventError:    "string",
+	protocol.EventMessage:  "string",
+	protocol.EventObject:   "unknown",
+	protocol.EventPlan:     planType,
+	protocol.EventRetract:  `{ reason: "rewrite" | "reprompt" | "fail" | "fatal" }`,
+	protocol.EventSources:  "{ query: string; sources: { id: string; title?: string; source?: string; score: number }[] }",
+	protocol.EventStream:   "string",
+	protocol.EventThinking: "string",
+	eventSubAgent:          subAgentType,
 }
 
 // eventSubAgent is runtime/ai.EventSubAgent (this package does not import
@@ -50,12 +50,12 @@ const planType = `{ name: string; description: string; expected_outcome?: string
 // quarkusHandlers are the SessionBuilder methods a handler object may name
 // (Quarkus' route module passes its keys to them).
 var quarkusHandlers = []struct{ method, event string }{
-	{"consoleHandler", chat.EventConsole},
-	{"errorHandler", chat.EventError},
-	{"messageHandler", chat.EventMessage},
-	{"objectHandler", chat.EventObject},
-	{"streamHandler", chat.EventStream},
-	{"thinkingHandler", chat.EventThinking},
+	{"consoleHandler", protocol.EventConsole},
+	{"errorHandler", protocol.EventError},
+	{"messageHandler", protocol.EventMessage},
+	{"objectHandler", protocol.EventObject},
+	{"streamHandler", protocol.EventStream},
+	{"thinkingHandler", protocol.EventThinking},
 }
 
 // reservedExports are the module's own exports and the globals it uses,
@@ -84,7 +84,7 @@ type eventTable struct {
 }
 
 // clientTool records the tool and arguments of a ClientTool event's
-// schema (a chat.ClientToolCall whose tool is an enum of one name).
+// schema (a protocol.ClientToolCall whose tool is an enum of one name).
 func (et *eventTable) clientTool(schema map[string]any, ts *tsTypes) {
 	props, _ := schema["properties"].(map[string]any)
 	tool, _ := props["tool"].(map[string]any)
@@ -120,7 +120,7 @@ func newEventTable(m *chatimpl.Manifest, ts *tsTypes) *eventTable {
 		for _, ev := range r.Events {
 			schema := decodeOrdered(ev.Schema)
 			add(ev.Type, ts.expr(schema))
-			if ev.Type == chat.EventClientTool {
+			if ev.Type == protocol.EventClientTool {
 				et.clientTool(schema, ts)
 			}
 			if !slices.Contains(et.senders[ev.Type], r.Name) {

@@ -42,6 +42,7 @@ import (
 	"github.com/yuin/goldmark/util"
 
 	"github.com/chatscopes/chatgen/runtime/chat"
+	"github.com/chatscopes/chatgen/runtime/protocol"
 )
 
 // converter is the one goldmark configuration of the package. It is never
@@ -74,7 +75,7 @@ func Message(ctx context.Context, text string) error {
 	if text == "" {
 		return nil
 	}
-	return chat.Response(ctx).SendEvent(chat.Event{Type: chat.EventMessage, Data: text, HTML: HTML(text)})
+	return chat.Response(ctx).SendEvent(chat.Event{Type: protocol.EventMessage, Data: text, HTML: HTML(text)})
 }
 
 // SendStream sends each chunk of seq as a Stream event, as it comes and as
@@ -91,7 +92,7 @@ func SendStream(ctx context.Context, seq iter.Seq[string]) error {
 	var whole streamText
 	for chunk := range seq {
 		whole.add(ctx, chunk)
-		if err := chat.Response(ctx).SendEvent(chat.Event{Type: chat.EventStream, Data: chunk}); err != nil {
+		if err := chat.Response(ctx).SendEvent(chat.Event{Type: protocol.EventStream, Data: chunk}); err != nil {
 			return err
 		}
 	}
@@ -112,7 +113,7 @@ func SendStreamWithErrors(ctx context.Context, seq iter.Seq2[string, error]) err
 			return &chat.StreamError{Err: err}
 		}
 		whole.add(ctx, chunk)
-		if err := chat.Response(ctx).SendEvent(chat.Event{Type: chat.EventStream, Data: chunk}); err != nil {
+		if err := chat.Response(ctx).SendEvent(chat.Event{Type: protocol.EventStream, Data: chunk}); err != nil {
 			return err
 		}
 	}
@@ -151,7 +152,7 @@ func closeStream(ctx context.Context, whole string) error {
 	if strings.TrimSpace(whole) == "" {
 		return nil
 	}
-	return chat.Response(ctx).SendEvent(chat.Event{Type: chat.EventStream, Data: "", HTML: HTML(whole)})
+	return chat.Response(ctx).SendEvent(chat.Event{Type: protocol.EventStream, Data: "", HTML: HTML(whole)})
 }
 
 // SafeLink reports whether a link may point to dest: an http, https or

@@ -11,6 +11,7 @@ import (
 	"github.com/chatscopes/chatgen/runtime/chat"
 	"github.com/chatscopes/chatgen/runtime/chatimpl"
 	"github.com/chatscopes/chatgen/runtime/markdown"
+	"github.com/chatscopes/chatgen/runtime/protocol"
 )
 
 // newRouter returns a router with one route, handle, which sends its
@@ -56,7 +57,7 @@ func TestMessageCarriesTextAndHTML(t *testing.T) {
 		t.Fatalf("events %+v, want one Message", events)
 	}
 	ev := events[0]
-	if ev.Type != chat.EventMessage || ev.Text() != "A **fine** sword <script>" ||
+	if ev.Type != protocol.EventMessage || ev.Text() != "A **fine** sword <script>" ||
 		ev.HTML != "<p>A <strong>fine</strong> sword &lt;script&gt;</p>\n" {
 		t.Fatalf("event %+v", ev)
 	}
@@ -77,11 +78,11 @@ func TestStreamRenderedOnceComplete(t *testing.T) {
 		t.Fatalf("%d events %+v, want 3 chunks and the rendering", len(events), events)
 	}
 	for i, c := range chunks {
-		if ev := events[i]; ev.Type != chat.EventStream || ev.Text() != c || ev.HTML != "" {
+		if ev := events[i]; ev.Type != protocol.EventStream || ev.Text() != c || ev.HTML != "" {
 			t.Fatalf("event %d: %+v, want the plain chunk %q", i, ev, c)
 		}
 	}
-	if last := events[3]; last.Type != chat.EventStream || last.Text() != "" || last.HTML != "<p>A <strong>fine</strong> sword</p>\n" {
+	if last := events[3]; last.Type != protocol.EventStream || last.Text() != "" || last.HTML != "<p>A <strong>fine</strong> sword</p>\n" {
 		t.Fatalf("closing event %+v", last)
 	}
 }
@@ -175,7 +176,7 @@ func TestStreamRenderingSkipsRetractedText(t *testing.T) {
 				if !yield("**bad** ", nil) || !yield("words", nil) {
 					return
 				}
-				if err := chat.Response(ctx).Event(chat.EventRetract, chat.Retraction{Reason: "rewrite"}); err != nil {
+				if err := chat.Response(ctx).Event(protocol.EventRetract, protocol.Retraction{Reason: "rewrite"}); err != nil {
 					yield("", err)
 					return
 				}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/chatscopes/chatgen/runtime/ai"
 	"github.com/chatscopes/chatgen/runtime/chat"
+	"github.com/chatscopes/chatgen/runtime/protocol"
 )
 
 // call runs one call of the tool of a route: a request of the session's
@@ -190,27 +191,27 @@ type reply struct {
 // event adds one event of the route to the reply.
 func (r *reply) event(ev chat.Event) error {
 	switch ev.Type {
-	case chat.EventStream:
+	case protocol.EventStream:
 		r.stream.WriteString(ev.Text())
 		return nil
-	case chat.EventThinking:
+	case protocol.EventThinking:
 		// Progress has no place in a tool result: it goes to a client
 		// that asked for progress notifications.
 		if r.progress != nil {
 			r.progress(ev.Text())
 		}
 		return nil
-	case chat.EventConsole:
+	case protocol.EventConsole:
 		// Console text has no place in a tool result.
 		return nil
 	}
 	r.flush()
 	switch ev.Type {
-	case chat.EventMessage:
+	case protocol.EventMessage:
 		r.text(ev.Text())
-	case chat.EventError:
+	case protocol.EventError:
 		r.text("error: " + ev.Text())
-	case chat.EventConfirm:
+	case protocol.EventConfirm:
 		var c ai.Confirmation
 		if err := ev.Decode(&c); err != nil {
 			return fmt.Errorf("mcpserver: a Confirm event: %w", err)

@@ -23,6 +23,7 @@ import (
 	"github.com/chatscopes/chatgen/runtime/chat"
 	"github.com/chatscopes/chatgen/runtime/chatimpl"
 	"github.com/chatscopes/chatgen/runtime/mcpserver"
+	"github.com/chatscopes/chatgen/runtime/protocol"
 )
 
 // The test application: routes written as chatgen generates them (a
@@ -224,7 +225,7 @@ func testPackage(l *ledger) *chatimpl.Package {
 		if err := chat.Response(ctx).Message("let me check"); err != nil {
 			return err
 		}
-		return chat.Response(ctx).Event(chat.EventConfirm, ai.Confirmation{ID: "c-1", Tool: "deleteItem", Arguments: []byte(`{"item":"Nightfall"}`), CallID: "call-1"})
+		return chat.Response(ctx).Event(protocol.EventConfirm, ai.Confirmation{ID: "c-1", Tool: "deleteItem", Arguments: []byte(`{"item":"Nightfall"}`), CallID: "call-1"})
 	}})
 	p.AddRoute(chatimpl.RouteSpec{Name: "wait", Handle: func(ctx context.Context) error {
 		l.waiting <- struct{}{}
@@ -238,13 +239,13 @@ func testPackage(l *ledger) *chatimpl.Package {
 		}
 		return chat.End(ctx)
 	}})
-	text := chatimpl.ParamInfo{Name: chat.UserMessageKey, Schema: `{"type":"string"}`}
+	text := chatimpl.ParamInfo{Name: protocol.KeyUserMessage, Schema: `{"type":"string"}`}
 	p.Describe(&chatimpl.Manifest{
 		Routes: []chatimpl.RouteInfo{
 			{Name: "count", Params: []chatimpl.ParamInfo{text, {Name: "by", Schema: `{"type":"integer"}`}}},
 			{Name: "admin"},
 			{Name: "item", Params: []chatimpl.ParamInfo{{Name: "item", Schema: `{"$ref":"#/$defs/Item"}`}},
-				Events: []chatimpl.EventInfo{{Type: chat.EventObject, Schema: `{"$ref":"#/$defs/Item"}`}}},
+				Events: []chatimpl.EventInfo{{Type: protocol.EventObject, Schema: `{"$ref":"#/$defs/Item"}`}}},
 			{Name: "stream", Streaming: true, Params: []chatimpl.ParamInfo{text}},
 			{Name: "boom", Params: []chatimpl.ParamInfo{text}},
 			{Name: "guarded", Params: []chatimpl.ParamInfo{text}},

@@ -18,6 +18,7 @@ import (
 
 	"github.com/chatscopes/chatgen/runtime/chat"
 	"github.com/chatscopes/chatgen/runtime/chatimpl"
+	"github.com/chatscopes/chatgen/runtime/protocol"
 )
 
 // DefaultMaxMessageBytes is the default bound of one client message: a
@@ -208,7 +209,7 @@ func describe(ri chatimpl.RouteInfo) string {
 		b.WriteString(" (the default route)")
 	}
 	b.WriteString(". Each call is the next request of this session's conversation on the route, which keeps its state between calls")
-	if hasParam(ri, chat.UserMessageKey) {
+	if hasParam(ri, protocol.KeyUserMessage) {
 		b.WriteString("; userMessage is the user's text")
 	}
 	b.WriteString(".")

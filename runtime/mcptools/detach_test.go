@@ -12,6 +12,7 @@ import (
 	"github.com/chatscopes/chatgen/runtime/llmtest"
 	"github.com/chatscopes/chatgen/runtime/mcptools"
 	"github.com/chatscopes/chatgen/runtime/memory"
+	"github.com/chatscopes/chatgen/runtime/protocol"
 )
 
 // TestPerScopeSessionLeavesWithItsScope: the session of a durable
@@ -63,7 +64,7 @@ func TestPerScopeSessionLeavesWithItsScope(t *testing.T) {
 		t.Helper()
 		var got string
 		if _, fl := c.Handle(context.Background(), c.ScopeID(), chat.NewTextRequest("count"), func(ev chat.Event) error {
-			if ev.Type == chat.EventMessage {
+			if ev.Type == protocol.EventMessage {
 				got = ev.Text()
 			}
 			return nil

@@ -11,6 +11,7 @@ import (
 	"github.com/chatscopes/chatgen/runtime/chatimpl"
 	"github.com/chatscopes/chatgen/runtime/llmtest"
 	"github.com/chatscopes/chatgen/runtime/plan"
+	"github.com/chatscopes/chatgen/runtime/protocol"
 )
 
 // A service with the plan tool box: the model (scripted here) creates a
@@ -42,7 +43,7 @@ func Example() {
 
 	ctx := context.Background()
 	s, err := client.Builder().
-		On(chat.EventPlan, func(ev chat.Event) {
+		On(protocol.EventPlan, func(ev chat.Event) {
 			var p plan.Plan
 			if err := ev.Decode(&p); err != nil {
 				log.Fatal(err)

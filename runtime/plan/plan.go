@@ -16,7 +16,7 @@
 // memory, so the default window cannot evict it, and never before the
 // cache-stable prefix (its tools are the same slice every turn, so the
 // tools block stays byte-identical). Every change is sent to the client
-// as a [chat.EventPlan] event whose data is the [Plan]. With
+// as a [protocol.EventPlan] event whose data is the [Plan]. With
 // [Options.ScopePerSubtask] each subtask in progress runs in a nested
 // scope of its own, popped when the subtask ends.
 //

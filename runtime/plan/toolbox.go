@@ -10,6 +10,7 @@ import (
 
 	"github.com/chatscopes/chatgen/runtime/ai"
 	"github.com/chatscopes/chatgen/runtime/chat"
+	"github.com/chatscopes/chatgen/runtime/protocol"
 )
 
 // DefaultBeanName is the name of the notebook bean when
@@ -161,7 +162,7 @@ func (tb *Toolbox) change(ctx context.Context, fn func(n *Notebook) (*Plan, erro
 	n.text = ""
 	if !tb.quiet && chat.Request(ctx) != nil {
 		// Sent under the lock: the client gets the changes in order.
-		if err := chat.Response(ctx).Event(chat.EventPlan, p.clone()); err != nil {
+		if err := chat.Response(ctx).Event(protocol.EventPlan, p.clone()); err != nil {
 			tb.log.WarnContext(ctx, "plan: the Plan event was not sent", "err", err)
 		}
 	}

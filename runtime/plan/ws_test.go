@@ -22,6 +22,7 @@ import (
 	"github.com/chatscopes/chatgen/runtime/longterm/recall"
 	"github.com/chatscopes/chatgen/runtime/memory"
 	"github.com/chatscopes/chatgen/runtime/plan"
+	"github.com/chatscopes/chatgen/runtime/protocol"
 	"github.com/chatscopes/chatgen/runtime/ws"
 )
 
@@ -131,10 +132,10 @@ func (r *recorder) builder(c *ws.Client) *chat.SessionBuilder {
 		OnMessage(func(text string) {
 			r.mu.Lock()
 			defer r.mu.Unlock()
-			r.types = append(r.types, chat.EventMessage)
+			r.types = append(r.types, protocol.EventMessage)
 			r.texts = append(r.texts, text)
 		}).
-		On(chat.EventPlan, func(ev chat.Event) {
+		On(protocol.EventPlan, func(ev chat.Event) {
 			r.mu.Lock()
 			defer r.mu.Unlock()
 			r.types = append(r.types, ev.Type)

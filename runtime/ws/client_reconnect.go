@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/chatscopes/chatgen/runtime/chat"
+	"github.com/chatscopes/chatgen/runtime/protocol"
 )
 
 // A ConnectionState is the state of a [Client]'s connection.
@@ -286,7 +287,7 @@ func (s *clientSession) resumeAnswered(cc *clientCall, typ string, f *serverFram
 		defer close(s.resumeAnswer)
 		s.resumeAnswer = nil
 	}
-	if typ == chat.EventCompleted {
+	if typ == protocol.EventCompleted {
 		s.resuming = false
 		s.resumeFailures = 0
 		if scope := text(f.data); scope != "" {

@@ -9,6 +9,7 @@ import (
 	"sync"
 
 	"github.com/chatscopes/chatgen/runtime/chat"
+	"github.com/chatscopes/chatgen/runtime/protocol"
 )
 
 // clientSession is one session of a Client. Its requests are sent one at
@@ -364,7 +365,7 @@ func (s *clientSession) frame(cc *clientCall) []byte {
 // receive handles a frame of this session, on the reader goroutine.
 func (s *clientSession) receive(f *serverFrame) {
 	typ := eventType(f.typ)
-	if typ != chat.EventCompleted && typ != chat.EventFailed {
+	if typ != protocol.EventCompleted && typ != protocol.EventFailed {
 		if s.firstDelivery(f) && !s.stoppedEvent(f) {
 			s.dispatch(wireEvent(typ, f))
 		}
@@ -384,7 +385,7 @@ func (s *clientSession) receive(f *serverFrame) {
 		return
 	}
 	var err error
-	if typ == chat.EventCompleted {
+	if typ == protocol.EventCompleted {
 		if len(f.data) < 2 || string(f.data[1:len(f.data)-1]) != s.scopeID {
 			if scope := text(f.data); scope != "" {
 				s.scopeID = scope
@@ -461,7 +462,7 @@ func (s *clientSession) stoppedEvent(f *serverFrame) bool {
 // rendering in HTML (a Message's frame has them the other way round, see
 // appendRendered).
 func wireEvent(typ string, f *serverFrame) chat.Event {
-	if len(f.markdown) > 0 && typ == chat.EventMessage {
+	if len(f.markdown) > 0 && typ == protocol.EventMessage {
 		ev := chat.NewWireEvent(typ, bytes.Clone(f.markdown))
 		ev.HTML = text(f.data)
 		return ev

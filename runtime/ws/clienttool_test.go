@@ -18,6 +18,7 @@ import (
 	"github.com/chatscopes/chatgen/runtime/chatstore/chatstoretest"
 	"github.com/chatscopes/chatgen/runtime/llmtest"
 	"github.com/chatscopes/chatgen/runtime/memory"
+	"github.com/chatscopes/chatgen/runtime/protocol"
 )
 
 // locateScript calls the client tool locate for "where" and tells what
@@ -72,11 +73,11 @@ func startClientToolNode(t *testing.T, store *chat.InMemoryConversationStore, na
 // clientCalls records ClientTool events.
 type clientCalls struct {
 	mu    sync.Mutex
-	calls []chat.ClientToolCall
+	calls []protocol.ClientToolCall
 }
 
 func (c *clientCalls) handle(ev chat.Event) {
-	var call chat.ClientToolCall
+	var call protocol.ClientToolCall
 	if err := ev.Decode(&call); err != nil {
 		panic(err)
 	}
@@ -85,7 +86,7 @@ func (c *clientCalls) handle(ev chat.Event) {
 	c.mu.Unlock()
 }
 
-func (c *clientCalls) last(t *testing.T) chat.ClientToolCall {
+func (c *clientCalls) last(t *testing.T) protocol.ClientToolCall {
 	t.Helper()
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -105,7 +106,7 @@ func TestClientToolOverTheWire(t *testing.T) {
 	done := make(chan error, 1)
 	s, err := rec.builder(c).OnClientTool("locate", func(_ context.Context, args json.RawMessage) (any, error) {
 		return map[string]any{"city": "Lyon", "args": args}, nil
-	}).OnClientToolAnswered(func(_ chat.ClientToolCall, err error) { done <- err }).Connect(context.Background(), "")
+	}).OnClientToolAnswered(func(_ protocol.ClientToolCall, err error) { done <- err }).Connect(context.Background(), "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -124,12 +125,12 @@ func TestClientToolOverTheWire(t *testing.T) {
 
 	// By hand, with bad answers first.
 	var calls clientCalls
-	s, err = rec.builder(c).On(chat.EventClientTool, calls.handle).Connect(context.Background(), "")
+	s, err = rec.builder(c).On(protocol.EventClientTool, calls.handle).Connect(context.Background(), "")
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	other, err := rec.builder(c).On(chat.EventClientTool, calls.handle).Connect(context.Background(), "")
+	other, err := rec.builder(c).On(protocol.EventClientTool, calls.handle).Connect(context.Background(), "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -176,7 +177,7 @@ func TestClientToolMovesToAnotherNode(t *testing.T) {
 	c := dialReconnecting(t, proxy.url(), states)
 	var rec recorder
 	var calls clientCalls
-	s, err := rec.builder(c).On(chat.EventClientTool, calls.handle).Connect(context.Background(), "")
+	s, err := rec.builder(c).On(protocol.EventClientTool, calls.handle).Connect(context.Background(), "")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/coder/websocket"
 
 	"github.com/chatscopes/chatgen/runtime/chat"
+	"github.com/chatscopes/chatgen/runtime/protocol"
 )
 
 // errConnClosed is returned to routes sending events once their connection
@@ -320,7 +321,7 @@ func (c *conn) buildText(chatID []byte, typ, text string, requestID []byte, scop
 
 // failed sends a Failed terminator.
 func (c *conn) failed(chatID []byte, requestID []byte, reason, scopeID, detail string) {
-	_ = c.send(c.buildText(chatID, chat.EventFailed, reason, requestID, scopeID, detail))
+	_ = c.send(c.buildText(chatID, protocol.EventFailed, reason, requestID, scopeID, detail))
 }
 
 // log logs with the connection's remote address.

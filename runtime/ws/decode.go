@@ -10,6 +10,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/chatscopes/chatgen/runtime/chat"
+	"github.com/chatscopes/chatgen/runtime/protocol"
 )
 
 // Decoding frames, in both directions: the client frames the server reads
@@ -384,22 +385,22 @@ func text(raw []byte) string {
 func eventType(raw []byte) string {
 	if len(raw) >= 2 {
 		switch string(raw[1 : len(raw)-1]) {
-		case chat.EventMessage:
-			return chat.EventMessage
-		case chat.EventObject:
-			return chat.EventObject
-		case chat.EventThinking:
-			return chat.EventThinking
-		case chat.EventConsole:
-			return chat.EventConsole
-		case chat.EventError:
-			return chat.EventError
-		case chat.EventStream:
-			return chat.EventStream
-		case chat.EventCompleted:
-			return chat.EventCompleted
-		case chat.EventFailed:
-			return chat.EventFailed
+		case protocol.EventMessage:
+			return protocol.EventMessage
+		case protocol.EventObject:
+			return protocol.EventObject
+		case protocol.EventThinking:
+			return protocol.EventThinking
+		case protocol.EventConsole:
+			return protocol.EventConsole
+		case protocol.EventError:
+			return protocol.EventError
+		case protocol.EventStream:
+			return protocol.EventStream
+		case protocol.EventCompleted:
+			return protocol.EventCompleted
+		case protocol.EventFailed:
+			return protocol.EventFailed
 		}
 	}
 	return text(raw)
@@ -425,7 +426,7 @@ func routeRequest(data []byte) (*chat.RouteRequest, error) {
 // without U+2028 or U+2029), so that the request decodes it the same way
 // as NewJSONRequest would.
 func userMessageOnly(data []byte) (string, bool) {
-	const key = `"` + chat.UserMessageKey + `"`
+	const key = `"` + protocol.KeyUserMessage + `"`
 	i := skipSpace(data, 0)
 	if i >= len(data) || data[i] != '{' {
 		return "", false

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/chatscopes/chatgen/runtime/chat"
+	"github.com/chatscopes/chatgen/runtime/protocol"
 )
 
 // The server side of durable conversations (docs/durability.md): a Connect
@@ -75,9 +76,9 @@ func (c *conn) resumeWait() time.Duration {
 func (c *conn) connected(chatID []byte, conv *chat.Conversation, requestID []byte) []byte {
 	token := conv.ResumeToken()
 	if token == "" {
-		return c.buildText(chatID, chat.EventCompleted, conv.ScopeID(), requestID, "", "")
+		return c.buildText(chatID, protocol.EventCompleted, conv.ScopeID(), requestID, "", "")
 	}
-	b := appendHead(c.srv.getFrame(), chatID, chat.EventCompleted)
+	b := appendHead(c.srv.getFrame(), chatID, protocol.EventCompleted)
 	b = appendString(b, conv.ScopeID())
 	b = appendTail(b, requestID, "", "")
 	b = b[:len(b)-1]
@@ -210,14 +211,14 @@ func (d *durableSession) save(scopeID string, f *chat.Failure) []byte {
 		d.mu.Unlock()
 		return nil
 	}
-	a := answer{RequestID: requestID, Digest: d.digest, Events: d.events, Partial: d.partial, Type: chat.EventCompleted, Data: scopeID}
+	a := answer{RequestID: requestID, Digest: d.digest, Events: d.events, Partial: d.partial, Type: protocol.EventCompleted, Data: scopeID}
 	d.mu.Unlock()
 	if ctx != nil && chat.Cancelled(ctx) {
 		// Stopped by the client (Cancel, an interrupting request): what
 		// it was told, even if the route completed meanwhile.
-		a.Type, a.Data, a.ScopeID = chat.EventFailed, chat.ErrCancelled.Reason, scopeID
+		a.Type, a.Data, a.ScopeID = protocol.EventFailed, chat.ErrCancelled.Reason, scopeID
 	} else if f != nil {
-		a.Type, a.Data, a.ScopeID = chat.EventFailed, f.Reason, scopeID
+		a.Type, a.Data, a.ScopeID = protocol.EventFailed, f.Reason, scopeID
 		switch {
 		case ctx == nil:
 		case errors.Is(ctx.Err(), context.DeadlineExceeded):

@@ -18,6 +18,7 @@ import (
 
 	"github.com/chatscopes/chatgen/internal/e2e"
 	"github.com/chatscopes/chatgen/runtime/chat"
+	"github.com/chatscopes/chatgen/runtime/protocol"
 )
 
 // fakeWS is a websocket fed by a test, and its socket: wait takes the
@@ -107,7 +108,7 @@ func (f *fakeWS) Write(ctx context.Context, typ websocket.MessageType, p []byte)
 	_ = json.Unmarshal(p, &fr)
 	f.mu.Lock()
 	f.out = append(f.out, bytes.Clone(p))
-	if fr.Type == chat.EventCompleted || fr.Type == chat.EventFailed {
+	if fr.Type == protocol.EventCompleted || fr.Type == protocol.EventFailed {
 		f.terms++
 	}
 	f.mu.Unlock()
@@ -149,7 +150,7 @@ func (f *fakeWS) lastScope() string {
 	defer f.mu.Unlock()
 	for i := len(f.out) - 1; i >= 0; i-- {
 		var fr frame
-		if json.Unmarshal(f.out[i], &fr) == nil && fr.Type == chat.EventCompleted {
+		if json.Unmarshal(f.out[i], &fr) == nil && fr.Type == protocol.EventCompleted {
 			return fr.text()
 		}
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/chatscopes/chatgen/runtime/guardrail"
 	"github.com/chatscopes/chatgen/runtime/llmtest"
 	"github.com/chatscopes/chatgen/runtime/memory"
+	"github.com/chatscopes/chatgen/runtime/protocol"
 )
 
 // A streamed answer goes out as it comes; an output guardrail that then
@@ -145,7 +146,12 @@ func TestGuardrailRetractGoClient(t *testing.T) {
 	var reasons []string
 	sess, err := cl.Builder().
 		OnStream(func(chunk string) { mu.Lock(); shown.WriteString(chunk); mu.Unlock() }).
-		OnRetract(func(r chat.Retraction) { mu.Lock(); shown.Reset(); reasons = append(reasons, r.Reason); mu.Unlock() }).
+		OnRetract(func(r protocol.Retraction) {
+			mu.Lock()
+			shown.Reset()
+			reasons = append(reasons, r.Reason)
+			mu.Unlock()
+		}).
 		OnError(func(text string) { mu.Lock(); told = append(told, text); mu.Unlock() }).
 		Connect(context.Background(), "stream")
 	if err != nil {

@@ -24,6 +24,7 @@ import (
 
 	"github.com/chatscopes/chatgen/runtime/chat"
 	"github.com/chatscopes/chatgen/runtime/chatimpl"
+	"github.com/chatscopes/chatgen/runtime/protocol"
 )
 
 // The load measurements compare chatgen's server with its peer, a raw
@@ -259,7 +260,7 @@ func TestHelperLoadClient(t *testing.T) {
 			t.Fatal(err)
 		}
 		scope := "3f1c7a52-9d7e-4c55-8c0a-0d51f6c1e2ab" // the echo server's
-		if loadFrameType(b) == chat.EventCompleted {
+		if loadFrameType(b) == protocol.EventCompleted {
 			var f frame
 			if err := json.Unmarshal(b, &f); err != nil {
 				t.Fatal(err)
@@ -297,9 +298,9 @@ func TestHelperLoadClient(t *testing.T) {
 						return
 					}
 					switch loadFrameType(buf.Bytes()) {
-					case chat.EventCompleted, TypeChatRouteMessage: // chatgen's terminator, the echo
+					case protocol.EventCompleted, TypeChatRouteMessage: // chatgen's terminator, the echo
 						done = true
-					case chat.EventFailed:
+					case protocol.EventFailed:
 						t.Errorf("failed: %s", buf.Bytes())
 						return
 					}

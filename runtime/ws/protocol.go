@@ -6,6 +6,7 @@ import (
 	"strconv"
 
 	"github.com/chatscopes/chatgen/runtime/chat"
+	"github.com/chatscopes/chatgen/runtime/protocol"
 )
 
 // Frame types a client sends.
@@ -92,7 +93,7 @@ func quote(s string) []byte {
 // Message rendered from markdown is its HTML, as pages written for
 // Quarkus' @MarkdownToHtml expect (see appendRendered).
 func appendData(dst []byte, ev chat.Event) ([]byte, error) {
-	if ev.HTML != "" && ev.Type == chat.EventMessage {
+	if ev.HTML != "" && ev.Type == protocol.EventMessage {
 		return appendString(dst, ev.HTML), nil
 	}
 	switch d := ev.Data.(type) {
@@ -120,7 +121,7 @@ func appendRendered(dst []byte, ev chat.Event) []byte {
 	if ev.HTML == "" {
 		return dst
 	}
-	if ev.Type == chat.EventMessage {
+	if ev.Type == protocol.EventMessage {
 		dst = append(dst, `,"markdown":`...)
 		return appendString(dst, ev.Text())
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/chatscopes/chatgen/runtime/chat"
 	"github.com/chatscopes/chatgen/runtime/chatimpl"
+	"github.com/chatscopes/chatgen/runtime/protocol"
 )
 
 // renderedPackage has a route that sends what a //chat:markdown route
@@ -20,11 +21,11 @@ func renderedPackage() *chatimpl.Package {
 	p.AddRoute(chatimpl.RouteSpec{Name: "rendered", Default: true, Handle: func(ctx context.Context) error {
 		r := chat.Response(ctx)
 		for _, ev := range []chat.Event{
-			{Type: chat.EventMessage, Data: "A **fine** \"sword\"", HTML: "<p>A <strong>fine</strong> &quot;sword&quot;</p>\n"},
-			{Type: chat.EventStream, Data: "- one\n"},
-			{Type: chat.EventStream, Data: "- two"},
-			{Type: chat.EventStream, Data: "", HTML: "<ul>\n<li>one</li>\n<li>two</li>\n</ul>\n"},
-			{Type: chat.EventMessage, Data: "plain <b>"},
+			{Type: protocol.EventMessage, Data: "A **fine** \"sword\"", HTML: "<p>A <strong>fine</strong> &quot;sword&quot;</p>\n"},
+			{Type: protocol.EventStream, Data: "- one\n"},
+			{Type: protocol.EventStream, Data: "- two"},
+			{Type: protocol.EventStream, Data: "", HTML: "<ul>\n<li>one</li>\n<li>two</li>\n</ul>\n"},
+			{Type: protocol.EventMessage, Data: "plain <b>"},
 		} {
 			if err := r.SendEvent(ev); err != nil {
 				return err

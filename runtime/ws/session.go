@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/chatscopes/chatgen/runtime/chat"
+	"github.com/chatscopes/chatgen/runtime/protocol"
 )
 
 // session is one chatId of a connection: its conversation and a FIFO of
@@ -233,7 +234,7 @@ func (s *session) run(ctx context.Context, r *request) {
 			detail = strings.TrimPrefix(fl.Err.Error(), "chat: ")
 		}
 		s.done()
-		s.terminate(r, s.c.buildText(s.idJSON, chat.EventFailed, chat.ErrBadRequest.Reason, r.requestID, s.conv.ScopeID(), detail))
+		s.terminate(r, s.c.buildText(s.idJSON, protocol.EventFailed, chat.ErrBadRequest.Reason, r.requestID, s.conv.ScopeID(), detail))
 		return
 	}
 	if a := s.beforeRun(r); a != nil {
@@ -248,9 +249,9 @@ func (s *session) run(ctx context.Context, r *request) {
 	case f != nil && ctx.Err() == context.DeadlineExceeded:
 		term = s.timeoutFrame(r)
 	case f != nil:
-		term = s.c.buildText(s.idJSON, chat.EventFailed, f.Reason, r.requestID, after, failureDetail(f))
+		term = s.c.buildText(s.idJSON, protocol.EventFailed, f.Reason, r.requestID, after, failureDetail(f))
 	default:
-		term = s.c.buildText(s.idJSON, chat.EventCompleted, after, r.requestID, "", "")
+		term = s.c.buildText(s.idJSON, protocol.EventCompleted, after, r.requestID, "", "")
 	}
 	s.terminate(r, term)
 	if after != "" {
@@ -296,7 +297,7 @@ func failureDetail(f *chat.Failure) string {
 // timeoutFrame is the terminator of a request that ran out of time.
 func (s *session) timeoutFrame(r *request) []byte {
 	d := s.c.srv.opts.RequestTimeout
-	return s.c.buildText(s.idJSON, chat.EventFailed, ErrRequestTimeout.Reason, r.requestID, s.conv.ScopeID(),
+	return s.c.buildText(s.idJSON, protocol.EventFailed, ErrRequestTimeout.Reason, r.requestID, s.conv.ScopeID(),
 		fmt.Sprintf("the request ran longer than %v", d))
 }
 
@@ -531,7 +532,7 @@ func (s *session) stopRunningLocked(r *request) bool {
 	if r.ctx != nil && r.ctx == s.reqCtx {
 		s.takeRequestContextLocked()(chat.ErrCancelled)
 	}
-	if !s.terminate(r, s.c.buildText(s.idJSON, chat.EventFailed, chat.ErrCancelled.Reason, r.requestID, s.conv.ScopeID(), "")) {
+	if !s.terminate(r, s.c.buildText(s.idJSON, protocol.EventFailed, chat.ErrCancelled.Reason, r.requestID, s.conv.ScopeID(), "")) {
 		s.mu.Unlock()
 		return false
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/chatscopes/chatgen/runtime/chat"
 	"github.com/chatscopes/chatgen/runtime/chatimpl"
 	"github.com/chatscopes/chatgen/runtime/llmtest"
+	"github.com/chatscopes/chatgen/runtime/protocol"
 )
 
 func manifest(t *testing.T) *chatimpl.Manifest {
@@ -187,8 +188,8 @@ func full() Everything {
 // the route results and parameters that carry them.
 func TestManifestSchemasMatchEncodingJSON(t *testing.T) {
 	m := manifest(t)
-	put := resolve(t, m, eventSchema(t, m, "put", chat.EventObject))
-	putPtr := resolve(t, m, eventSchema(t, m, "putPtr", chat.EventObject))
+	put := resolve(t, m, eventSchema(t, m, "put", protocol.EventObject))
+	putPtr := resolve(t, m, eventSchema(t, m, "putPtr", protocol.EventObject))
 	everything := resolve(t, m, paramSchema(t, m, "put", "everything"))
 	everythingPtr := resolve(t, m, paramSchema(t, m, "putPtr", "everything"))
 	for name, v := range map[string]Everything{"zero": {}, "full": full()} {
@@ -202,16 +203,16 @@ func TestManifestSchemasMatchEncodingJSON(t *testing.T) {
 	}
 	validate(t, everythingPtr, "putPtr's parameter, null", (*Everything)(nil))
 
-	tree := resolve(t, m, eventSchema(t, m, "tree", chat.EventObject))
+	tree := resolve(t, m, eventSchema(t, m, "tree", protocol.EventObject))
 	validate(t, tree, "tree, zero", Tree{})
 	validate(t, tree, "tree, full", full().Tree)
-	pages := resolve(t, m, eventSchema(t, m, "pages", chat.EventObject))
+	pages := resolve(t, m, eventSchema(t, m, "pages", protocol.EventObject))
 	validate(t, pages, "pages, zero", Page[Tree]{})
 	validate(t, pages, "pages, full", Page[Tree]{Items: []Tree{full().Tree}, Next: &Tree{Name: "n"}})
 	report := resolve(t, m, eventSchema(t, m, "report", "report"))
 	validate(t, report, "report, zero", &Report{})
 	validate(t, report, "report, full", &Report{Level: Debug, Tree: &Tree{Name: "t"}, Data: []byte("data")})
-	clerkObject := resolve(t, m, eventSchema(t, m, "clerk", chat.EventObject))
+	clerkObject := resolve(t, m, eventSchema(t, m, "clerk", protocol.EventObject))
 	validate(t, clerkObject, "clerk's Find result", Shelf{}.Find("sku"))
 	clerkReport := resolve(t, m, eventSchema(t, m, "clerk", "report"))
 	validate(t, clerkReport, "clerk's Log result", Shelf{}.Log(Info))
@@ -221,7 +222,7 @@ func TestManifestSchemasMatchEncodingJSON(t *testing.T) {
 // accept anything: JSON encoding/json never writes for the type fails.
 func TestManifestSchemasReject(t *testing.T) {
 	m := manifest(t)
-	put := resolve(t, m, eventSchema(t, m, "put", chat.EventObject))
+	put := resolve(t, m, eventSchema(t, m, "put", protocol.EventObject))
 	b, err := json.Marshal(full())
 	if err != nil {
 		t.Fatal(err)

@@ -13,6 +13,7 @@ import (
 	"github.com/chatscopes/chatgen/runtime/chat"
 	"github.com/chatscopes/chatgen/runtime/llmtest"
 	"github.com/chatscopes/chatgen/runtime/memory"
+	"github.com/chatscopes/chatgen/runtime/protocol"
 )
 
 // fastModel is runtime/ai's bare model of BenchmarkAITurn: it answers a
@@ -125,7 +126,7 @@ func BenchmarkFanOut(b *testing.B) {
 	for b.Loop() {
 		var got string
 		if _, f := conv.Handle(ctx, conv.ScopeID(), chat.NewTextRequest("fan 4 slow1 slow2 slow3 slow4"), func(ev chat.Event) error {
-			if ev.Type == chat.EventMessage {
+			if ev.Type == protocol.EventMessage {
 				got = ev.Text()
 			}
 			return nil

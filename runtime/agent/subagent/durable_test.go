@@ -19,6 +19,7 @@ import (
 	"github.com/chatscopes/chatgen/runtime/chatstore/chatstoretest"
 	"github.com/chatscopes/chatgen/runtime/llmtest"
 	"github.com/chatscopes/chatgen/runtime/memory"
+	"github.com/chatscopes/chatgen/runtime/protocol"
 	"github.com/chatscopes/chatgen/runtime/redisstore"
 )
 
@@ -86,7 +87,7 @@ func data(t *testing.T, conv *chat.Conversation, v any) ([]chat.Event, *chat.Fai
 func message(t *testing.T, events []chat.Event) string {
 	t.Helper()
 	for _, ev := range events {
-		if ev.Type == chat.EventMessage {
+		if ev.Type == protocol.EventMessage {
 			return ev.Text()
 		}
 	}
@@ -218,7 +219,7 @@ func confirmAcrossRestart(t *testing.T, b backend) {
 		t.Fatal(err)
 	}
 	events := text(t, conv, `call {"task":"buy milk"}`)
-	confirms := ofType[ai.Confirmation](t, events, chat.EventConfirm)
+	confirms := ofType[ai.Confirmation](t, events, protocol.EventConfirm)
 	if len(confirms) != 1 {
 		t.Fatalf("Confirm events %+v, want one (events %v)", confirms, events)
 	}
@@ -226,7 +227,7 @@ func confirmAcrossRestart(t *testing.T, b backend) {
 	if c.Agent != "research" || c.Session != "research-1" || c.Tool != "buy" {
 		t.Fatalf("Confirm %+v, want the buy call of agent research, session research-1", c)
 	}
-	if slices.ContainsFunc(events, func(ev chat.Event) bool { return ev.Type == chat.EventMessage }) {
+	if slices.ContainsFunc(events, func(ev chat.Event) bool { return ev.Type == protocol.EventMessage }) {
 		t.Fatalf("a message while the turn is paused: %v", events)
 	}
 	r2, conv := restartOn(t, conv, b)
@@ -263,7 +264,7 @@ func TestClientToolInSubAgent(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer conv.Close(ctx)
-	calls := ofType[chat.ClientToolCall](t, text(t, conv, `call {"task":"pick colour"}`), chat.EventClientTool)
+	calls := ofType[protocol.ClientToolCall](t, text(t, conv, `call {"task":"pick colour"}`), protocol.EventClientTool)
 	if len(calls) != 1 || calls[0].Agent != "research" || calls[0].Session != "research-1" || calls[0].Tool != "pick" {
 		t.Fatalf("ClientTool events %+v, want the pick call of agent research", calls)
 	}
@@ -289,7 +290,7 @@ func TestConfirmInFanOut(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer conv.Close(ctx)
-	confirms := ofType[ai.Confirmation](t, text(t, conv, "fan 3 buyA lookup buyB"), chat.EventConfirm)
+	confirms := ofType[ai.Confirmation](t, text(t, conv, "fan 3 buyA lookup buyB"), protocol.EventConfirm)
 	if len(confirms) != 2 {
 		t.Fatalf("Confirm events %+v, want two", confirms)
 	}
@@ -306,7 +307,7 @@ func TestConfirmInFanOut(t *testing.T) {
 	if f != nil {
 		t.Fatal(f)
 	}
-	again := ofType[ai.Confirmation](t, events, chat.EventConfirm)
+	again := ofType[ai.Confirmation](t, events, protocol.EventConfirm)
 	if len(again) != 1 || again[0].ID != second.ID || again[0].Session != second.Session {
 		t.Fatalf("after the first answer: Confirm %+v, want the second's again (%+v)", again, second)
 	}
@@ -346,7 +347,7 @@ func TestManyDurableConversationsFanOut(t *testing.T) {
 			for round := range 2 {
 				var got string
 				if _, f := conv.Handle(ctx, conv.ScopeID(), chat.NewTextRequest(fmt.Sprintf("fan 4 a%d b%d c%d d%d", round, i, i, i)), func(ev chat.Event) error {
-					if ev.Type == chat.EventMessage {
+					if ev.Type == protocol.EventMessage {
 						got = ev.Text()
 					}
 					return nil
@@ -433,7 +434,7 @@ func TestConfirmTwoDeep(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	confirms := ofType[ai.Confirmation](t, text(t, conv, `call {"task":"deep buy milk"}`), chat.EventConfirm)
+	confirms := ofType[ai.Confirmation](t, text(t, conv, `call {"task":"deep buy milk"}`), protocol.EventConfirm)
 	if len(confirms) != 1 || confirms[0].Agent != "deep" || confirms[0].Tool != "buy" {
 		t.Fatalf("Confirm events %+v, want one, of the deep agent's buy call", confirms)
 	}

@@ -21,6 +21,7 @@ import (
 	"github.com/chatscopes/chatgen/runtime/ai"
 	"github.com/chatscopes/chatgen/runtime/chat"
 	"github.com/chatscopes/chatgen/runtime/llmtest"
+	"github.com/chatscopes/chatgen/runtime/protocol"
 )
 
 // The model continues a sub-conversation with its session_id and starts a
@@ -181,7 +182,7 @@ func TestSessionCapAndIdle(t *testing.T) {
 		t.Helper()
 		var out []string
 		if _, f := conv.Handle(ctx, conv.ScopeID(), chat.NewTextRequest(text), func(ev chat.Event) error {
-			if ev.Type == chat.EventMessage {
+			if ev.Type == protocol.EventMessage {
 				out = append(out, ev.Text())
 			}
 			return nil
@@ -449,7 +450,7 @@ func TestManyConversationsFanOut(t *testing.T) {
 			defer conv.Close(ctx)
 			var got string
 			if _, f := conv.Handle(ctx, conv.ScopeID(), chat.NewTextRequest(fmt.Sprintf("fan 4 a%d b%d c%d d%d", i, i, i, i)), func(ev chat.Event) error {
-				if ev.Type == chat.EventMessage {
+				if ev.Type == protocol.EventMessage {
 					got = ev.Text()
 				}
 				return nil

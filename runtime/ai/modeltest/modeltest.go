@@ -56,6 +56,7 @@ import (
 	"github.com/chatscopes/chatgen/runtime/chatstore/chatstoretest"
 	"github.com/chatscopes/chatgen/runtime/llmtest"
 	"github.com/chatscopes/chatgen/runtime/memory"
+	"github.com/chatscopes/chatgen/runtime/protocol"
 )
 
 // A Recorder returns the requests a scripted server received, converted
@@ -370,7 +371,7 @@ func (a *app) builder() *chat.SessionBuilder {
 			a.thinking = append(a.thinking, text)
 			a.mu.Unlock()
 		}).
-		On(chat.EventConfirm, func(ev chat.Event) {
+		On(protocol.EventConfirm, func(ev chat.Event) {
 			var c ai.Confirmation
 			if ev.Decode(&c) == nil {
 				a.mu.Lock()
