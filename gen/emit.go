@@ -110,7 +110,7 @@ func emit(m *pkgModel) ([]byte, error) {
 // chatimpl.SupportPackageIsVersion<N> with this N, so that it compiles only
 // against a runtime that supports it. A file written for another version
 // fails to compile at that line, whose comment says to re-run go generate.
-const GeneratedCodeVersion = 5
+const GeneratedCodeVersion = 6
 
 // groupImports splits the import block jennifer writes (one block, sorted
 // by path) into the standard library and the rest, as goimports groups
@@ -317,14 +317,21 @@ func (e *emitter) bean(b *beanModel) {
 		kindPerChat:    "one instance per chat scope, never inherited",
 		kindInvocation: "one instance per top-level call through its proxy",
 	}[b.kind]
-	newBean := "NewBean"
+	var opts []jen.Code
+	if b.kind != kindChat { // the zero Kind
+		opts = append(opts, jen.Id("Kind").Op(":").Qual(chatPkg, b.kind.ident()))
+	}
 	if b.durable {
 		kindDoc += ", saved with durable conversations as its encoding/json form"
-		newBean = "NewDurableBean"
+		opts = append(opts, jen.Id("Durable").Op(":").True())
+	}
+	optsArg := jen.Nil()
+	if len(opts) > 0 {
+		optsArg = jen.Op("&").Qual(chatPkg, "BeanOptions").Values(opts...)
 	}
 	e.docFor(b.beanVar, fmt.Sprintf("%s describes the scoped type %s: %s.", b.beanVar, name, kindDoc))
-	e.f.Var().Id(b.beanVar).Op("=").Qual(chatPkg, newBean).Types(instanceType(b)).Call(
-		e.qualified(b), jen.Qual(chatPkg, b.kind.ident()), newFn,
+	e.f.Var().Id(b.beanVar).Op("=").Qual(chatPkg, "NewBean").Types(instanceType(b)).Call(
+		e.qualified(b), optsArg, newFn,
 	)
 	e.f.Line()
 

@@ -253,9 +253,9 @@ func systemPrompt(am *aiMethod) prompt {
 func (e *emitter) methodVar(s *aiModel, am *aiMethod) string {
 	iface := s.bean.obj.Name()
 	v := am.varName
-	fields := []jen.Code{
-		field("Name", jen.Lit(am.fn.Name())),
-		field("Kind", jen.Qual(chatPkg, s.bean.kind.ident())),
+	fields := []jen.Code{field("Name", jen.Lit(am.fn.Name()))}
+	if s.bean.kind != kindChat { // the zero Kind
+		fields = append(fields, field("Kind", jen.Qual(chatPkg, s.bean.kind.ident())))
 	}
 	tmpl := func(what, text string) jen.Code {
 		return jen.Qual(templatePkg, "Must").Call(
@@ -359,7 +359,7 @@ func (e *emitter) aiMethod(s *aiModel, am *aiMethod, methodVar string) {
 			ifErr(errV, e.zero(sig.Results().At(0).Type()), jen.Id(errV)),
 		}
 		if am.output == aiResult {
-			body = append(body, jen.Return(jen.Qual(aiPkg, "NewResult").Call(jen.Id(reply).Dot("Content"), jen.Id(reply)), jen.Nil()))
+			body = append(body, jen.Return(jen.Id(reply).Dot("Result").Call(), jen.Nil()))
 		} else {
 			body = append(body, jen.Return(jen.Id(reply).Dot("Content"), jen.Nil()))
 		}

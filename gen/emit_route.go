@@ -183,9 +183,9 @@ func (e *emitter) routeCall(r *routeModel, call *jen.Statement, names *funcNames
 	}
 	switch r.result.kind {
 	case resultSeq:
-		return append(body, jen.Return(jen.Qual(chatPkg, "SendStream").Call(jen.Id(ctx), jen.Id(res))))
+		return append(body, jen.Return(jen.Qual(chatPkg, "Response").Call(jen.Id(ctx)).Dot("Stream").Call(jen.Id(res))))
 	case resultSeq2:
-		return append(body, jen.Return(jen.Qual(chatPkg, "SendStreamWithErrors").Call(jen.Id(ctx), jen.Id(res))))
+		return append(body, jen.Return(jen.Qual(chatPkg, "Response").Call(jen.Id(ctx)).Dot("StreamWithErrors").Call(jen.Id(res))))
 	case resultAI:
 		return append(body, jen.Return(jen.Id(res).Dot("Send").Call(jen.Id(ctx))))
 	}

@@ -9,10 +9,10 @@ import (
 	"github.com/chatscopes/chatgen/runtime/chatimpl"
 )
 
-// This file needs a chatgen runtime that supports generated code version 5.
+// This file needs a chatgen runtime that supports generated code version 6.
 // A compiler error on the constant below means the file and the runtime do
 // not match: re-run go generate with a chatgen that matches the runtime.
-const _ = chatimpl.SupportPackageIsVersion5
+const _ = chatimpl.SupportPackageIsVersion6
 
 const chatPackagePath = "github.com/chatscopes/chatgen/examples/counter"
 
@@ -50,7 +50,7 @@ func Register(deps Deps) *chatimpl.Package {
 	return p
 }
 
-var chatBeanCounter = chat.NewBean[*Counter](chatPackagePath+".Counter", chat.KindChat, func(context.Context) (*Counter, error) {
+var chatBeanCounter = chat.NewBean[*Counter](chatPackagePath+".Counter", nil, func(context.Context) (*Counter, error) {
 	return new(Counter), nil
 })
 
@@ -77,7 +77,7 @@ func (CounterProxy) Increment(ctx context.Context) {
 	chatBeanCounter.MustLookup(ctx).Increment()
 }
 
-var chatBeanPerChatCounter = chat.NewBean[*PerChatCounter](chatPackagePath+".PerChatCounter", chat.KindPerChat, func(context.Context) (*PerChatCounter, error) {
+var chatBeanPerChatCounter = chat.NewBean[*PerChatCounter](chatPackagePath+".PerChatCounter", &chat.BeanOptions{Kind: chat.KindPerChat}, func(context.Context) (*PerChatCounter, error) {
 	return new(PerChatCounter), nil
 })
 
@@ -97,7 +97,7 @@ func (PerChatCounterProxy) Increment(ctx context.Context) {
 	chatBeanPerChatCounter.MustLookup(ctx).Increment()
 }
 
-var chatBeanInvocationCounter = chat.NewBean[*InvocationCounter](chatPackagePath+".InvocationCounter", chat.KindInvocation, func(context.Context) (*InvocationCounter, error) {
+var chatBeanInvocationCounter = chat.NewBean[*InvocationCounter](chatPackagePath+".InvocationCounter", &chat.BeanOptions{Kind: chat.KindInvocation}, func(context.Context) (*InvocationCounter, error) {
 	return new(InvocationCounter), nil
 })
 
@@ -132,7 +132,7 @@ func (InvocationCounterProxy) Increment(ctx context.Context) {
 	chatBeanInvocationCounter.MustLookup(ctx).Increment()
 }
 
-var chatBeanCalculator = chat.NewBean[*Calculator](chatPackagePath+".Calculator", chat.KindInvocation, func(context.Context) (*Calculator, error) {
+var chatBeanCalculator = chat.NewBean[*Calculator](chatPackagePath+".Calculator", &chat.BeanOptions{Kind: chat.KindInvocation}, func(context.Context) (*Calculator, error) {
 	return new(Calculator), nil
 })
 
@@ -151,7 +151,7 @@ func (CalculatorProxy) Add(ctx context.Context) int {
 	return chatBeanCalculator.MustLookup(ctx).Add(ctx)
 }
 
-var chatBeanTally = chat.NewBean[*Tally](chatPackagePath+".Tally", chat.KindChat, nil)
+var chatBeanTally = chat.NewBean[*Tally](chatPackagePath+".Tally", nil, nil)
 
 // TallyFrom returns the Tally of the chat scope active in ctx, creating it
 // on first use. Without an active chat scope the error matches

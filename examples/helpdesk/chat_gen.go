@@ -14,10 +14,10 @@ import (
 	"github.com/chatscopes/chatgen/runtime/chatimpl"
 )
 
-// This file needs a chatgen runtime that supports generated code version 5.
+// This file needs a chatgen runtime that supports generated code version 6.
 // A compiler error on the constant below means the file and the runtime do
 // not match: re-run go generate with a chatgen that matches the runtime.
-const _ = chatimpl.SupportPackageIsVersion5
+const _ = chatimpl.SupportPackageIsVersion6
 
 const chatPackagePath = "github.com/chatscopes/chatgen/examples/helpdesk"
 
@@ -170,17 +170,17 @@ const chatManifest = `{
 	]
 }`
 
-var chatBeanTriage = chat.NewBean[Triage](chatPackagePath+".Triage", chat.KindChat, nil)
+var chatBeanTriage = chat.NewBean[Triage](chatPackagePath+".Triage", nil, nil)
 
-var chatBeanBilling = chat.NewBean[Billing](chatPackagePath+".Billing", chat.KindChat, nil)
+var chatBeanBilling = chat.NewBean[Billing](chatPackagePath+".Billing", nil, nil)
 
-var chatBeanPlanner = chat.NewBean[Planner](chatPackagePath+".Planner", chat.KindChat, nil)
+var chatBeanPlanner = chat.NewBean[Planner](chatPackagePath+".Planner", nil, nil)
 
-var chatBeanResearcher = chat.NewBean[Researcher](chatPackagePath+".Researcher", chat.KindChat, nil)
+var chatBeanResearcher = chat.NewBean[Researcher](chatPackagePath+".Researcher", nil, nil)
 
-var chatBeanPolicyChecker = chat.NewBean[PolicyChecker](chatPackagePath+".PolicyChecker", chat.KindChat, nil)
+var chatBeanPolicyChecker = chat.NewBean[PolicyChecker](chatPackagePath+".PolicyChecker", nil, nil)
 
-var chatBeanDesk = chat.NewBean[*Desk](chatPackagePath+".Desk", chat.KindChat, nil)
+var chatBeanDesk = chat.NewBean[*Desk](chatPackagePath+".Desk", nil, nil)
 
 var chatToolDeskTransferToBilling = ai.Tool{
 	Name: "transferToBilling",
@@ -221,7 +221,6 @@ type chatAITriage struct {
 
 var chatMethodTriageChat = ai.Method{
 	Name:   "Chat",
-	Kind:   chat.KindChat,
 	System: "You are the help desk's triage agent. Hand billing questions to billing with transferToBilling, and requests that need a plan (a move, an office set-up) to the planner with transferToPlanner.",
 	Tools: []ai.Tool{
 		chatToolDeskTransferToBilling,
@@ -235,7 +234,7 @@ func (x *chatAITriage) Chat(ctx context.Context, userMessage string) (ai.Result[
 	if err != nil {
 		return ai.Result[string]{}, err
 	}
-	return ai.NewResult(reply.Content, reply), nil
+	return reply.Result(), nil
 }
 
 type chatAIBilling struct {
@@ -244,7 +243,6 @@ type chatAIBilling struct {
 
 var chatMethodBillingChat = ai.Method{
 	Name:   "Chat",
-	Kind:   chat.KindChat,
 	System: "You are the billing specialist: you answer questions on invoices and refunds. Hand anything else back with transferBack.",
 	Tools: []ai.Tool{
 		chatToolDeskTransferToBilling,
@@ -258,7 +256,7 @@ func (x *chatAIBilling) Chat(ctx context.Context, userMessage string) (ai.Result
 	if err != nil {
 		return ai.Result[string]{}, err
 	}
-	return ai.NewResult(reply.Content, reply), nil
+	return reply.Result(), nil
 }
 
 // chatAgentResearcher offers the //chat:ai service Researcher to other AI
@@ -285,7 +283,6 @@ type chatAIPlanner struct {
 
 var chatMethodPlannerChat = ai.Method{
 	Name:   "Chat",
-	Kind:   chat.KindChat,
 	System: "You are the help desk's planner: write a plan, give the research and policy subtasks to your sub-agents (call both at once), keep the plan up to date and answer with the outcome.",
 	Tools: []ai.Tool{
 		chatToolDeskTransferToBilling,
@@ -301,7 +298,7 @@ func (x *chatAIPlanner) Chat(ctx context.Context, userMessage string) (ai.Result
 	if err != nil {
 		return ai.Result[string]{}, err
 	}
-	return ai.NewResult(reply.Content, reply), nil
+	return reply.Result(), nil
 }
 
 type chatAIResearcher struct {
@@ -310,7 +307,6 @@ type chatAIResearcher struct {
 
 var chatMethodResearcherResearch = ai.Method{
 	Name:   "Research",
-	Kind:   chat.KindChat,
 	System: "You are the researcher sub-agent: find the facts the task needs and answer with them.",
 }
 
@@ -328,7 +324,6 @@ type chatAIPolicyChecker struct {
 
 var chatMethodPolicyCheckerCheck = ai.Method{
 	Name:   "Check",
-	Kind:   chat.KindChat,
 	System: "You are the policy sub-agent: check the task against company policy and answer with what applies.",
 }
 

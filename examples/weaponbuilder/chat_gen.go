@@ -13,10 +13,10 @@ import (
 	"github.com/chatscopes/chatgen/runtime/markdown"
 )
 
-// This file needs a chatgen runtime that supports generated code version 5.
+// This file needs a chatgen runtime that supports generated code version 6.
 // A compiler error on the constant below means the file and the runtime do
 // not match: re-run go generate with a chatgen that matches the runtime.
-const _ = chatimpl.SupportPackageIsVersion5
+const _ = chatimpl.SupportPackageIsVersion6
 
 const chatPackagePath = "github.com/chatscopes/chatgen/examples/weaponbuilder"
 
@@ -219,23 +219,23 @@ const chatManifest = `{
 	]
 }`
 
-var chatBeanArmorBuilder = chat.NewBean[ArmorBuilder](chatPackagePath+".ArmorBuilder", chat.KindChat, nil)
+var chatBeanArmorBuilder = chat.NewBean[ArmorBuilder](chatPackagePath+".ArmorBuilder", nil, nil)
 
-var chatBeanAnvil = chat.NewDurableBean[*Anvil](chatPackagePath+".Anvil", chat.KindChat, nil)
+var chatBeanAnvil = chat.NewBean[*Anvil](chatPackagePath+".Anvil", &chat.BeanOptions{Durable: true}, nil)
 
-var chatBeanEnchanter = chat.NewBean[Enchanter](chatPackagePath+".Enchanter", chat.KindChat, nil)
+var chatBeanEnchanter = chat.NewBean[Enchanter](chatPackagePath+".Enchanter", nil, nil)
 
-var chatBeanRunes = chat.NewDurableBean[*Runes](chatPackagePath+".Runes", chat.KindPerChat, func(context.Context) (*Runes, error) {
+var chatBeanRunes = chat.NewBean[*Runes](chatPackagePath+".Runes", &chat.BeanOptions{Kind: chat.KindPerChat, Durable: true}, func(context.Context) (*Runes, error) {
 	return new(Runes), nil
 })
 
-var chatBeanMainMenu = chat.NewBean[MainMenu](chatPackagePath+".MainMenu", chat.KindChat, nil)
+var chatBeanMainMenu = chat.NewBean[MainMenu](chatPackagePath+".MainMenu", nil, nil)
 
-var chatBeanCounter = chat.NewBean[*Counter](chatPackagePath+".Counter", chat.KindChat, nil)
+var chatBeanCounter = chat.NewBean[*Counter](chatPackagePath+".Counter", nil, nil)
 
-var chatBeanWeaponBuilder = chat.NewBean[WeaponBuilder](chatPackagePath+".WeaponBuilder", chat.KindChat, nil)
+var chatBeanWeaponBuilder = chat.NewBean[WeaponBuilder](chatPackagePath+".WeaponBuilder", nil, nil)
 
-var chatBeanWorkbench = chat.NewDurableBean[*Workbench](chatPackagePath+".Workbench", chat.KindChat, nil)
+var chatBeanWorkbench = chat.NewBean[*Workbench](chatPackagePath+".Workbench", &chat.BeanOptions{Durable: true}, nil)
 
 // WorkbenchProxy forwards each call to the Workbench of the chat scope
 // active in ctx. Methods without an error result panic with an error
@@ -383,7 +383,6 @@ type chatAIArmorBuilder struct {
 
 var chatMethodArmorBuilderChat = ai.Method{
 	Name: "Chat",
-	Kind: chat.KindChat,
 	System: `You are the armorer, building a piece of armour with the player. Find out the piece
 and its material, set them with the tools, then call finishArmor. If the player wants
 to stop or go back without the armour, call cancel.`,
@@ -400,7 +399,7 @@ func (x *chatAIArmorBuilder) Chat(ctx context.Context, userMessage string) (ai.R
 	if err != nil {
 		return ai.Result[string]{}, err
 	}
-	return ai.NewResult(reply.Content, reply), nil
+	return reply.Result(), nil
 }
 
 var chatToolRunesSetElement = ai.Tool{
@@ -453,7 +452,6 @@ type chatAIEnchanter struct {
 
 var chatMethodEnchanterChat = ai.Method{
 	Name: "Chat",
-	Kind: chat.KindChat,
 	System: `You are the armorer's enchanter. Find out the element (fire, frost or lightning) and
 the power (1 to 10) of the enchantment and set them with the tools. Then call bind.
 If the player wants to stop or go back without the enchantment, call cancel.`,
@@ -470,7 +468,7 @@ func (x *chatAIEnchanter) Chat(ctx context.Context, userMessage string) (ai.Resu
 	if err != nil {
 		return ai.Result[string]{}, err
 	}
-	return ai.NewResult(reply.Content, reply), nil
+	return reply.Result(), nil
 }
 
 var chatToolCounterBuildWeapon = ai.Tool{
@@ -524,7 +522,6 @@ type chatAIMainMenu struct {
 
 var chatMethodMainMenuChat = ai.Method{
 	Name: "Chat",
-	Kind: chat.KindChat,
 	System: `You are the armorer of a fantasy video game, at the counter of your forge.
 To build a weapon call buildWeapon, to build armour call buildArmor,
 to show what the player has built call listArmory, to delete an item from the armory call
@@ -629,7 +626,6 @@ type chatAIWeaponBuilder struct {
 
 var chatMethodWeaponBuilderChat = ai.Method{
 	Name: "Chat",
-	Kind: chat.KindChat,
 	System: `You are the armorer, building a weapon with the player. Find out its kind, its name
 and its damage, one at a time, and set each with the tools. Offer an enchantment
 (call enchant). When the player is happy, call finish. If the player wants to stop
@@ -650,5 +646,5 @@ func (x *chatAIWeaponBuilder) Chat(ctx context.Context, userMessage string) (ai.
 	if err != nil {
 		return ai.Result[string]{}, err
 	}
-	return ai.NewResult(reply.Content, reply), nil
+	return reply.Result(), nil
 }

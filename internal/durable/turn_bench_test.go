@@ -117,7 +117,7 @@ func openPostgres(tb testing.TB) backend {
 // counter is a chat-scoped durable bean: the state a route keeps.
 type counter struct{ N int }
 
-var counterBean = chat.NewDurableBean("github.com/chatscopes/chatgen/internal/durable.counter", chat.KindChat,
+var counterBean = chat.NewBean("github.com/chatscopes/chatgen/internal/durable.counter", &chat.BeanOptions{Durable: true},
 	func(context.Context) (*counter, error) { return &counter{}, nil })
 
 // askMethod is what chatgen generates for a chat-scoped AI method with a

@@ -11,10 +11,10 @@ import (
 	"github.com/chatscopes/chatgen/runtime/chatimpl"
 )
 
-// This file needs a chatgen runtime that supports generated code version 5.
+// This file needs a chatgen runtime that supports generated code version 6.
 // A compiler error on the constant below means the file and the runtime do
 // not match: re-run go generate with a chatgen that matches the runtime.
-const _ = chatimpl.SupportPackageIsVersion5
+const _ = chatimpl.SupportPackageIsVersion6
 
 const chatPackagePath = "github.com/chatscopes/chatgen/internal/e2e"
 
@@ -172,7 +172,7 @@ func chatRouteCount(ctx context.Context) error {
 func chatRouteStream(ctx context.Context) error {
 	req := chat.Request(ctx)
 	res := Stream(req.UserMessage())
-	return chat.SendStreamWithErrors(ctx, res)
+	return chat.Response(ctx).StreamWithErrors(res)
 }
 
 func chatRoutePanic(ctx context.Context) error {
@@ -274,11 +274,11 @@ const chatManifest = `{
 	]
 }`
 
-var chatBeanMenu = chat.NewBean[*Menu](chatPackagePath+".Menu", chat.KindChat, func(context.Context) (*Menu, error) {
+var chatBeanMenu = chat.NewBean[*Menu](chatPackagePath+".Menu", nil, func(context.Context) (*Menu, error) {
 	return new(Menu), nil
 })
 
-var chatBeanBuilder = chat.NewBean[*Builder](chatPackagePath+".Builder", chat.KindChat, func(context.Context) (*Builder, error) {
+var chatBeanBuilder = chat.NewBean[*Builder](chatPackagePath+".Builder", nil, func(context.Context) (*Builder, error) {
 	return new(Builder), nil
 })
 

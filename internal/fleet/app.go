@@ -69,7 +69,7 @@ func NewApp(node string, memories memory.Store, execLog io.Writer, turnTime time
 	a.model = llmtest.NewModel(llmtest.Rules(llmtest.WhenFunc(nil, func(req *llmtest.Request) (llmtest.Reply, error) {
 		return llmtest.Reply{Text: fmt.Sprintf("%d messages", len(req.Messages))}, nil
 	})), nil)
-	a.counter = chat.NewDurableBean(CounterBean, chat.KindChat,
+	a.counter = chat.NewBean(CounterBean, &chat.BeanOptions{Durable: true},
 		func(context.Context) (*Counter, error) { return &Counter{}, nil })
 	a.svc = ai.NewService("github.com/chatscopes/chatgen/internal/fleet.Counter", &ai.Config{
 		Model: a.model,

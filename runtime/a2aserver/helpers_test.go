@@ -40,7 +40,7 @@ type signals struct {
 // testPackage returns the test application: routes as chatgen generates
 // them.
 func testPackage(sig *signals) *chatimpl.Package {
-	tallyBean := chat.NewDurableBean(pkgPath+".tally", chat.KindChat, func(context.Context) (*tally, error) { return &tally{}, nil })
+	tallyBean := chat.NewBean(pkgPath+".tally", &chat.BeanOptions{Durable: true}, func(context.Context) (*tally, error) { return &tally{}, nil })
 	p := chatimpl.NewPackage(pkgPath)
 	p.AddRoute(chatimpl.RouteSpec{Name: "count", Default: true, Handle: func(ctx context.Context) error {
 		t, err := tallyBean.Lookup(ctx)
@@ -51,7 +51,7 @@ func testPackage(sig *signals) *chatimpl.Package {
 		return chat.Response(ctx).Message(fmt.Sprintf("%s: count is %d", chat.Request(ctx).UserMessage(), t.N))
 	}})
 	p.AddRoute(chatimpl.RouteSpec{Name: "stream", Handle: func(ctx context.Context) error {
-		return chat.SendStream(ctx, func(yield func(string) bool) {
+		return chat.Response(ctx).Stream(func(yield func(string) bool) {
 			for i := range 20 {
 				if !yield(fmt.Sprintf("c%d ", i)) {
 					return

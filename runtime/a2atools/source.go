@@ -206,7 +206,7 @@ func Connect(ctx context.Context, opts *Options) (*Source, error) {
 	}
 	s.tool = ai.Tool{Name: name, Description: desc, Parameters: json.RawMessage(parameters), Invoke: s.call}
 	s.tools = []ai.Tool{s.tool}
-	s.bean = chat.NewDurableBean("a2atools "+name+" conversation", chat.KindChat, func(context.Context) (*Conversation, error) {
+	s.bean = chat.NewBean("a2atools "+name+" conversation", &chat.BeanOptions{Durable: true}, func(context.Context) (*Conversation, error) {
 		return &Conversation{}, nil
 	})
 	o.Logger.Debug("a2atools: agent connected", "agent", c.Name, "version", s.end.version, "url", s.end.url, "stream", s.stream)

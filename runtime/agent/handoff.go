@@ -95,7 +95,7 @@ func New(opts *Options) *Handoffs {
 		o.MaxTurns = 50
 	}
 	return &Handoffs{
-		bean: chat.NewDurableBean(o.Name, chat.KindChat, func(context.Context) (*state, error) {
+		bean: chat.NewBean(o.Name, &chat.BeanOptions{Durable: true}, func(context.Context) (*state, error) {
 			return &state{}, nil
 		}),
 		max:        o.MaxHandOffs,

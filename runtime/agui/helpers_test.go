@@ -44,12 +44,12 @@ type signals struct {
 
 // tallyBeanForShow is the tally bean: a bean is a description, shared
 // by the test applications.
-var tallyBeanForShow = chat.NewBean(pkgPath+".tally", chat.KindChat, func(context.Context) (*tally, error) { return &tally{}, nil })
+var tallyBeanForShow = chat.NewBean(pkgPath+".tally", nil, func(context.Context) (*tally, error) { return &tally{}, nil })
 
 // A durableTally is the durable chat-scoped bean of the "dcount" route.
 type durableTally struct{ N int }
 
-var durableTallyBean = chat.NewDurableBean(pkgPath+".durableTally", chat.KindChat, func(context.Context) (*durableTally, error) { return &durableTally{}, nil })
+var durableTallyBean = chat.NewBean(pkgPath+".durableTally", &chat.BeanOptions{Durable: true}, func(context.Context) (*durableTally, error) { return &durableTally{}, nil })
 
 // testPackage returns the test application: routes as chatgen generates
 // them.
@@ -69,7 +69,7 @@ func testPackage(sig *signals) *chatimpl.Package {
 		if err := errors.Join(res.Thinking("looking"), res.Thinking(" closer")); err != nil {
 			return err
 		}
-		if err := chat.SendStream(ctx, slices.Values([]string{"one ", "two ", "three"})); err != nil {
+		if err := chat.Response(ctx).Stream(slices.Values([]string{"one ", "two ", "three"})); err != nil {
 			return err
 		}
 		if err := res.Object(Item{Name: "bolt", Qty: 2}); err != nil {
@@ -84,7 +84,7 @@ func testPackage(sig *signals) *chatimpl.Package {
 		return res.Message("done: " + chat.Request(ctx).UserMessage())
 	}})
 	p.AddRoute(chatimpl.RouteSpec{Name: "stream100", Handle: func(ctx context.Context) error {
-		return chat.SendStream(ctx, func(yield func(string) bool) {
+		return chat.Response(ctx).Stream(func(yield func(string) bool) {
 			for range 100 {
 				if !yield("chunk ") {
 					return
@@ -143,7 +143,7 @@ func testPackage(sig *signals) *chatimpl.Package {
 		case <-ctx.Done():
 			return ctx.Err()
 		}
-		return chat.SendStream(ctx, slices.Values([]string{"a ", "b ", "c"}))
+		return chat.Response(ctx).Stream(slices.Values([]string{"a ", "b ", "c"}))
 	}})
 	p.AddRoute(chatimpl.RouteSpec{Name: "dcount", Handle: func(ctx context.Context) error {
 		t, err := durableTallyBean.Lookup(ctx)
@@ -206,7 +206,7 @@ func testPackage(sig *signals) *chatimpl.Package {
 			return err
 		}
 		t.n += 100
-		return chat.SendStream(ctx, slices.Values([]string{"popped ", "back"}))
+		return chat.Response(ctx).Stream(slices.Values([]string{"popped ", "back"}))
 	}})
 	p.AddRoute(chatimpl.RouteSpec{Name: "admin", Roles: []string{"admin"}, Handle: func(ctx context.Context) error {
 		return chat.Response(ctx).Message("secret")

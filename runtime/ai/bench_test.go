@@ -156,7 +156,7 @@ func (*benchWeather) Weather(_ context.Context, city string) (string, error) {
 	return "sunny in " + city, nil
 }
 
-var benchWeatherBean = chat.NewBean[*benchWeather]("example.com/app.Weather", chat.KindChat, func(context.Context) (*benchWeather, error) {
+var benchWeatherBean = chat.NewBean[*benchWeather]("example.com/app.Weather", nil, func(context.Context) (*benchWeather, error) {
 	return new(benchWeather), nil
 })
 

@@ -77,7 +77,7 @@ func newNode(t *testing.T, name string, store chatstore.ConversationStore, cs *c
 		}
 		return r.Content, nil
 	}
-	draft := chat.NewDurableBean("example.com/app.weapon", chat.KindChat, func(context.Context) (*weapon, error) {
+	draft := chat.NewBean("example.com/app.weapon", &chat.BeanOptions{Durable: true}, func(context.Context) (*weapon, error) {
 		return &weapon{}, nil
 	})
 	p := chatimpl.NewPackage("example.com/app")

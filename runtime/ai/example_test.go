@@ -33,7 +33,7 @@ func (*Weather) Weather(_ context.Context, city string) (map[string]string, erro
 // written by hand: the system message is a template, the user message is
 // userMessage as it is.
 var (
-	weatherBean = chat.NewBean("example.com/app.Weather", chat.KindChat, func(context.Context) (*Weather, error) {
+	weatherBean = chat.NewBean("example.com/app.Weather", nil, func(context.Context) (*Weather, error) {
 		return new(Weather), nil
 	})
 

@@ -199,7 +199,7 @@ func newKnowledge(s *Service, cfg *Knowledge) *knowledge {
 		k.max = DefaultMaxPassages
 	}
 	if forScope := k.cfg.ForScope; forScope != nil {
-		k.bean = chat.NewBean("ai.Knowledge "+s.name+" "+k.name, chat.KindPerChat,
+		k.bean = chat.NewBean("ai.Knowledge "+s.name+" "+k.name, &chat.BeanOptions{Kind: chat.KindPerChat},
 			func(ctx context.Context) (*scopedRetriever, error) {
 				r, err := forScope(ctx)
 				if err != nil {

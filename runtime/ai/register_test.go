@@ -30,7 +30,7 @@ func (x *askerImpl) Ask(ctx context.Context, userMessage string) (string, error)
 	return reply.Content, nil
 }
 
-var askerBean = chat.NewBean[Asker]("example.com/notes.Asker", chat.KindChat, nil)
+var askerBean = chat.NewBean[Asker]("example.com/notes.Asker", nil, nil)
 
 // askerApp registers the service of cfg as the generated Register does,
 // with one ai.Register, and a route asking it.

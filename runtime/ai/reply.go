@@ -135,6 +135,10 @@ func NewResult[T any](content T, r *Reply) Result[T] {
 	return res
 }
 
+// Result returns the Result of the turn whose answer is the reply's text,
+// as AI service methods returning ai.Result[string] give it.
+func (r *Reply) Result() Result[string] { return NewResult(r.Content, r) }
+
 // Send sends the result as the events of a route returning it: the
 // content, with chat.SendValue, when it is not the zero value; otherwise
 // one event per tool execution whose Result is not nil and was not Sent

@@ -10,9 +10,8 @@ import (
 	"text/template"
 	"time"
 
-	"github.com/tmc/langchaingo/llms"
-
 	"github.com/chatscopes/chatgen/runtime/chat"
+	"github.com/tmc/langchaingo/llms"
 )
 
 // Output is the form of a method's answer.

@@ -22,7 +22,7 @@ func thinkingSession(t *testing.T, f *fixture, stream bool) (chat.Session, func(
 	e := newRouteEnv(t, f, chatimpl.RouteSpec{Name: "ask", Handle: func(ctx context.Context) error {
 		req := chat.Request(ctx)
 		if stream {
-			return chat.SendStreamWithErrors(ctx, f.svc.Stream(ctx, f.req(req.UserMessage())))
+			return chat.Response(ctx).StreamWithErrors(f.svc.Stream(ctx, f.req(req.UserMessage())))
 		}
 		r, err := f.svc.Chat(ctx, f.req(req.UserMessage()))
 		if err != nil {

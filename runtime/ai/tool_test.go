@@ -19,7 +19,7 @@ type anvil struct {
 func (a *anvil) Close() error { a.closed++; return nil }
 
 func TestBeanTool(t *testing.T) {
-	bean := chat.NewBean("example.com/app.anvil", chat.KindChat, func(context.Context) (*anvil, error) {
+	bean := chat.NewBean("example.com/app.anvil", nil, func(context.Context) (*anvil, error) {
 		return new(anvil), nil
 	})
 	setPiece := ai.BeanTool(bean, func(ctx context.Context, a *anvil, args struct {
@@ -59,7 +59,7 @@ func TestBeanTool(t *testing.T) {
 // A tool without parameters takes struct{}: BeanTool ignores whatever
 // arguments the model sent.
 func TestBeanToolWithoutParameters(t *testing.T) {
-	bean := chat.NewBean("example.com/app.anvil", chat.KindChat, func(context.Context) (*anvil, error) {
+	bean := chat.NewBean("example.com/app.anvil", nil, func(context.Context) (*anvil, error) {
 		return &anvil{piece: "helm"}, nil
 	})
 	finish := ai.BeanTool(bean, func(ctx context.Context, a *anvil, _ struct{}) (any, error) {
@@ -83,7 +83,7 @@ func TestBeanToolWithoutParameters(t *testing.T) {
 // caller's otherwise.
 func TestBeanToolInvocation(t *testing.T) {
 	var made []*anvil
-	bean := chat.NewBean("example.com/app.anvil", chat.KindInvocation, func(ctx context.Context) (*anvil, error) {
+	bean := chat.NewBean("example.com/app.anvil", &chat.BeanOptions{Kind: chat.KindInvocation}, func(ctx context.Context) (*anvil, error) {
 		a := &anvil{inv: chat.InInvocation(ctx)}
 		made = append(made, a)
 		return a, nil

@@ -12,7 +12,7 @@ type Kind uint8
 
 const (
 	// KindChat beans (//chat:scoped) live in the scope that first used them
-	// and are inherited by nested scopes.
+	// and are inherited by nested scopes. It is the zero Kind.
 	KindChat Kind = iota
 	// KindPerChat beans (//chat:scoped per-chat) live in one scope and are
 	// never inherited: every scope, nested or not, has its own.
@@ -66,13 +66,40 @@ type beanEntry struct {
 	value any
 }
 
-// NewBean describes the scoped type T, named name ("import/path.Type"),
-// living in scopes of the given kind. newFn builds an instance; it is nil
-// when the type's constructor needs application dependencies, which are then
-// supplied by the provider of the package registration passed to
-// [WithPackages] (generated code registers it with chatimpl.Provide).
-func NewBean[T any](name string, kind Kind, newFn func(context.Context) (T, error)) *Bean[T] {
-	return &Bean[T]{info: beanInfo{name: name, kind: kind}, newFn: newFn}
+// BeanOptions are how a scoped bean lives, for [NewBean]; nil (the zero
+// value) describes a chat-scoped bean that is not durable.
+type BeanOptions struct {
+	// Kind is how long its instances live; the zero Kind is KindChat.
+	Kind Kind
+	// Durable marks a durable bean (//chat:scoped durable): in a
+	// conversation served by a [Router] with a
+	// [chatstore.ConversationStore], its instances are saved with the
+	// conversation, as their encoding/json encoding, and restored when the
+	// conversation is resumed — on first use, by building an instance
+	// (with its constructor, or its provider) and decoding the saved JSON
+	// into it. Fields the encoding skips (json:"-") keep what the
+	// constructor gave them. Beans that are not durable are not saved:
+	// after a resume they are built afresh when first used. Invocation
+	// beans never outlive a request, so Durable is ignored for them.
+	Durable bool
+}
+
+// NewBean describes the scoped type T, named name ("import/path.Type"; it
+// keys a durable bean's saved state, so it must be unique and stable),
+// living as opts says. newFn builds an instance; it is nil when the type's
+// constructor needs application dependencies, which are then supplied by
+// the provider of the package registration passed to [WithPackages]
+// (generated code registers it with chatimpl.Provide).
+func NewBean[T any](name string, opts *BeanOptions, newFn func(context.Context) (T, error)) *Bean[T] {
+	var o BeanOptions
+	if opts != nil {
+		o = *opts
+	}
+	b := &Bean[T]{info: beanInfo{name: name, kind: o.Kind}, newFn: newFn}
+	if o.Durable && o.Kind != KindInvocation {
+		b.makeDurable()
+	}
+	return b
 }
 
 // Name returns the bean's type name, "import/path.Type".

@@ -77,9 +77,9 @@ type returnsApp struct {
 func newReturnsApp(j *journal) *returnsApp {
 	return &returnsApp{
 		j:     j,
-		ret:   chat.NewDurableBean[*returnJob]("example.com/returns.returnJob", chat.KindChat, nil),
-		plain: chat.NewDurableBean[*plainJob]("example.com/returns.plainJob", chat.KindChat, nil),
-		conn:  chat.NewBean[*localConn]("example.com/returns.localConn", chat.KindChat, nil),
+		ret:   chat.NewBean[*returnJob]("example.com/returns.returnJob", &chat.BeanOptions{Durable: true}, nil),
+		plain: chat.NewBean[*plainJob]("example.com/returns.plainJob", &chat.BeanOptions{Durable: true}, nil),
+		conn:  chat.NewBean[*localConn]("example.com/returns.localConn", nil, nil),
 	}
 }
 

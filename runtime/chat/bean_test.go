@@ -27,10 +27,10 @@ func (c *counter) Close() error {
 }
 
 var (
-	counterBean    = chat.NewBean("example.com/t.counter", chat.KindChat, func(context.Context) (*counter, error) { return &counter{}, nil })
-	perChatBean    = chat.NewBean("example.com/t.perChat", chat.KindPerChat, func(context.Context) (*counter, error) { return &counter{}, nil })
-	invocationBean = chat.NewBean("example.com/t.inv", chat.KindInvocation, func(context.Context) (*counter, error) { return &counter{}, nil })
-	depsBean       = chat.NewBean[*counter]("example.com/t.deps", chat.KindChat, nil)
+	counterBean    = chat.NewBean("example.com/t.counter", nil, func(context.Context) (*counter, error) { return &counter{}, nil })
+	perChatBean    = chat.NewBean("example.com/t.perChat", &chat.BeanOptions{Kind: chat.KindPerChat}, func(context.Context) (*counter, error) { return &counter{}, nil })
+	invocationBean = chat.NewBean("example.com/t.inv", &chat.BeanOptions{Kind: chat.KindInvocation}, func(context.Context) (*counter, error) { return &counter{}, nil })
+	depsBean       = chat.NewBean[*counter]("example.com/t.deps", nil, nil)
 )
 
 func mustLookup[T any](t testing.TB, ctx context.Context, b *chat.Bean[T]) T {
@@ -100,7 +100,7 @@ func TestLookupWithoutScope(t *testing.T) {
 func TestCloseOrderInnermostFirst(t *testing.T) {
 	var closed []string
 	mk := func(name string) *chat.Bean[*counter] {
-		return chat.NewBean(name, chat.KindPerChat, func(context.Context) (*counter, error) {
+		return chat.NewBean(name, &chat.BeanOptions{Kind: chat.KindPerChat}, func(context.Context) (*counter, error) {
 			return &counter{closed: &closed, name: name}, nil
 		})
 	}
@@ -127,8 +127,8 @@ type panickingCloser struct{}
 func (panickingCloser) Destroy() { panic("boom") }
 
 func TestCloseErrorsAreReturnedAndPanicsRecovered(t *testing.T) {
-	fb := chat.NewBean("f", chat.KindChat, func(context.Context) (failingCloser, error) { return failingCloser{}, nil })
-	pb := chat.NewBean("p", chat.KindChat, func(context.Context) (panickingCloser, error) { return panickingCloser{}, nil })
+	fb := chat.NewBean("f", nil, func(context.Context) (failingCloser, error) { return failingCloser{}, nil })
+	pb := chat.NewBean("p", nil, func(context.Context) (panickingCloser, error) { return panickingCloser{}, nil })
 	ctx, _ := chat.Begin(context.Background(), nil)
 	mustLookup(t, ctx, fb)
 	mustLookup(t, ctx, pb)
@@ -163,7 +163,7 @@ func TestProviders(t *testing.T) {
 	}
 	// A constructor error is wrapped.
 	boom := errors.New("boom")
-	bad := chat.NewBean("bad", chat.KindChat, func(context.Context) (*counter, error) { return nil, boom })
+	bad := chat.NewBean("bad", nil, func(context.Context) (*counter, error) { return nil, boom })
 	if _, err := bad.Lookup(ctx); !errors.Is(err, boom) {
 		t.Fatalf("constructor error: %v", err)
 	}
@@ -195,7 +195,7 @@ func TestInvocationScope(t *testing.T) {
 
 func TestConcurrentCreationInOneScope(t *testing.T) {
 	var built atomic.Int32
-	b := chat.NewBean("race", chat.KindChat, func(context.Context) (*counter, error) {
+	b := chat.NewBean("race", nil, func(context.Context) (*counter, error) {
 		built.Add(1)
 		return &counter{}, nil
 	})

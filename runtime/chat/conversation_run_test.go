@@ -19,7 +19,7 @@ type runCounter struct{ n int }
 // its error fails the request; Scopes and Peek show the stack and beans
 // without creating one.
 func TestConversationRun(t *testing.T) {
-	bean := chat.NewBean("example.com/run.runCounter", chat.KindChat, func(context.Context) (*runCounter, error) { return &runCounter{}, nil })
+	bean := chat.NewBean("example.com/run.runCounter", nil, func(context.Context) (*runCounter, error) { return &runCounter{}, nil })
 	p := chatimpl.NewPackage("example.com/run")
 	p.AddRoute(chatimpl.RouteSpec{Name: "count", Default: true, Handle: func(ctx context.Context) error {
 		c, err := bean.Lookup(ctx)

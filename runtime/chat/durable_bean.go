@@ -48,21 +48,11 @@ type DetachableBean interface {
 	DetachBean(ctx context.Context) error
 }
 
-// NewDurableBean is [NewBean] for a durable bean (//chat:scoped durable):
-// in a conversation served by a [Router] with a [chatstore.ConversationStore], its
-// instances are saved with the conversation, as their encoding/json
-// encoding, and restored when the conversation is resumed — on first use,
-// by building an instance (with its constructor, or its provider) and
-// decoding the saved JSON into it. Fields the encoding skips (json:"-")
-// keep what the constructor gave them. Beans that are not durable are not
-// saved: after a resume they are built afresh when first used.
-//
-// Only chat-scoped and per-chat beans can be durable: invocation-scoped
-// beans never outlive a request.
-func NewDurableBean[T any](name string, kind Kind, newFn func(context.Context) (T, error)) *Bean[T] {
-	b := NewBean(name, kind, newFn)
-	b.info.durable = kind != KindInvocation
-	if b.info.durable && mayClose[T]() {
+// makeDurable marks b durable (BeanOptions.Durable): its instances
+// are saved with a durable conversation and restored from their JSON.
+func (b *Bean[T]) makeDurable() {
+	b.info.durable = true
+	if mayClose[T]() {
 		b.info.restoreToClose = func(ctx context.Context, raw []byte) (any, error) {
 			v, err := construct(ctx, b)
 			if err != nil {
@@ -75,7 +65,6 @@ func NewDurableBean[T any](name string, kind Kind, newFn func(context.Context) (
 			return v, nil
 		}
 	}
-	return b
 }
 
 // mayClose reports whether a T may have a Close or Destroy method that

@@ -64,10 +64,10 @@ type durableApp struct {
 
 func newDurableApp(store *chat.InMemoryConversationStore) *durableApp {
 	a := &durableApp{store: store, journal: &journal{}}
-	a.draft = chat.NewDurableBean("example.com/app.draft", chat.KindChat, func(ctx context.Context) (*draft, error) {
+	a.draft = chat.NewBean("example.com/app.draft", &chat.BeanOptions{Durable: true}, func(ctx context.Context) (*draft, error) {
 		return &draft{deps: "injected"}, nil
 	})
-	a.scratch = chat.NewBean("example.com/app.scratch", chat.KindChat, func(ctx context.Context) (*scratch, error) {
+	a.scratch = chat.NewBean("example.com/app.scratch", nil, func(ctx context.Context) (*scratch, error) {
 		return &scratch{}, nil
 	})
 	a.pkg = chatimpl.NewPackage("example.com/app")
@@ -691,10 +691,10 @@ func TestDurableBeanThatNoLongerDecodes(t *testing.T) {
 
 func TestDurablePerChatBean(t *testing.T) {
 	store := chat.NewInMemoryConversationStore(nil)
-	tally := chat.NewDurableBean("example.com/app.tally", chat.KindPerChat, func(context.Context) (*scratch, error) {
+	tally := chat.NewBean("example.com/app.tally", &chat.BeanOptions{Kind: chat.KindPerChat, Durable: true}, func(context.Context) (*scratch, error) {
 		return &scratch{}, nil
 	})
-	if !tally.Durable() || chat.NewDurableBean("x", chat.KindInvocation, func(context.Context) (*scratch, error) { return nil, nil }).Durable() {
+	if !tally.Durable() || chat.NewBean("x", &chat.BeanOptions{Kind: chat.KindInvocation, Durable: true}, func(context.Context) (*scratch, error) { return nil, nil }).Durable() {
 		t.Fatal("Durable: per-chat beans may be durable, invocation beans may not")
 	}
 	p := chatimpl.NewPackage("example.com/app")

@@ -22,7 +22,7 @@ func (c *Cart) Close() error {
 }
 
 // cartBean is the descriptor chatgen generates for Cart.
-var cartBean = chat.NewBean("example.com/shop.Cart", chat.KindChat, func(context.Context) (*Cart, error) {
+var cartBean = chat.NewBean("example.com/shop.Cart", nil, func(context.Context) (*Cart, error) {
 	return &Cart{}, nil
 })
 
@@ -64,7 +64,7 @@ type Greeter struct{ Greeting string }
 // generates Register(deps) for this), and WithPackages hands the
 // registration to the conversation.
 func ExampleWithPackages() {
-	greeterBean := chat.NewBean[*Greeter]("example.com/shop.Greeter", chat.KindChat, nil)
+	greeterBean := chat.NewBean[*Greeter]("example.com/shop.Greeter", nil, nil)
 
 	p := chatimpl.NewPackage("example.com/shop")
 	greeting := "Welcome back" // the application's dependency

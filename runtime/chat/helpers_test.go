@@ -261,7 +261,7 @@ func (c *closer) Close() error {
 // closerBean declares a bean of the given kind whose instances are named
 // after the depth of the scope that built them.
 func closerBean(j *journal, kind chat.Kind) *chat.Bean[*closer] {
-	return chat.NewBean("example.com/app.closer", kind, func(ctx context.Context) (*closer, error) {
+	return chat.NewBean("example.com/app.closer", &chat.BeanOptions{Kind: kind}, func(ctx context.Context) (*closer, error) {
 		d, err := chat.Depth(ctx)
 		if err != nil {
 			return nil, err

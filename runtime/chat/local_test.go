@@ -375,7 +375,7 @@ func TestClientCloseEndsEverySession(t *testing.T) {
 func TestNoLeaksAfterClientClose(t *testing.T) {
 	baseline := runtime.NumGoroutine()
 	var built, closed atomic.Int32
-	bean := chat.NewBean("example.com/app.counted", chat.KindPerChat, func(ctx context.Context) (*countedBean, error) {
+	bean := chat.NewBean("example.com/app.counted", &chat.BeanOptions{Kind: chat.KindPerChat}, func(ctx context.Context) (*countedBean, error) {
 		built.Add(1)
 		return &countedBean{closed: &closed}, nil
 	})
@@ -506,7 +506,7 @@ func TestHandlersOfTextEvents(t *testing.T) {
 		res := chat.Response(ctx)
 		for _, err := range []error{
 			res.Message("m"), res.Thinking("t"), res.Console("c"), res.Error("e"),
-			chat.SendStream(ctx, func(yield func(string) bool) { yield("s") }),
+			chat.Response(ctx).Stream(func(yield func(string) bool) { yield("s") }),
 			res.Event("Custom", "x"),
 			chat.SendValue(ctx, "v"),
 		} {

@@ -399,24 +399,24 @@ func isNilValue(v any) bool {
 	return false
 }
 
-// SendStream sends each chunk of seq as a Stream event.
-func SendStream(ctx context.Context, seq iter.Seq[string]) error {
+// Stream sends each chunk of seq as a Stream event.
+func (c *ResponseChannel) Stream(seq iter.Seq[string]) error {
 	if seq == nil {
 		return nil
 	}
 	var err error
 	for chunk := range seq {
-		if err = Response(ctx).text(protocol.EventStream, chunk); err != nil {
+		if err = c.text(protocol.EventStream, chunk); err != nil {
 			break
 		}
 	}
 	return err
 }
 
-// SendStreamWithErrors sends each chunk of seq as a Stream event. The
+// StreamWithErrors sends each chunk of seq as a Stream event. The
 // sequence yields an error instead of a chunk when the stream fails: that
-// stops it and fails the request with StreamingFailure.
-func SendStreamWithErrors(ctx context.Context, seq iter.Seq2[string, error]) error {
+// stops it and fails the request with StreamingFailure (a *[StreamError]).
+func (c *ResponseChannel) StreamWithErrors(seq iter.Seq2[string, error]) error {
 	if seq == nil {
 		return nil
 	}
@@ -424,7 +424,7 @@ func SendStreamWithErrors(ctx context.Context, seq iter.Seq2[string, error]) err
 		if err != nil {
 			return &StreamError{Err: err}
 		}
-		if err := Response(ctx).text(protocol.EventStream, chunk); err != nil {
+		if err := c.text(protocol.EventStream, chunk); err != nil {
 			return err
 		}
 	}

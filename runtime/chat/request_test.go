@@ -348,8 +348,8 @@ func TestResponseOutsideARoute(t *testing.T) {
 		check("Send", rc.Send(alert{}))
 		check("SendValue", chat.SendValue(ctx, "x"))
 		check("SendValue", chat.SendValue(ctx, weapon{}))
-		check("SendStream", chat.SendStream(ctx, chunks("a")))
-		check("SendStreamWithErrors", chat.SendStreamWithErrors(ctx, failingChunks(errors.New("x"), "a")))
+		check("SendStream", chat.Response(ctx).Stream(chunks("a")))
+		check("SendStreamWithErrors", chat.Response(ctx).StreamWithErrors(failingChunks(errors.New("x"), "a")))
 		// Nothing to send is not an error, even outside a route.
 		wantNoErr(t, chat.SendValue(ctx, ""))
 		wantNoErr(t, chat.SendValue[any](ctx, nil))

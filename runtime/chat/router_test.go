@@ -436,15 +436,15 @@ func returnRoutes() []chatimpl.RouteSpec {
 			return chat.SendValue[any](ctx, nil)
 		}},
 		{Name: "seq", Handle: func(ctx context.Context) error {
-			return chat.SendStream(ctx, chunks("a", "b", "c"))
+			return chat.Response(ctx).Stream(chunks("a", "b", "c"))
 		}},
 		{Name: "seq2", Handle: func(ctx context.Context) error {
-			return chat.SendStreamWithErrors(ctx, func(yield func(string, error) bool) {
+			return chat.Response(ctx).StreamWithErrors(func(yield func(string, error) bool) {
 				_ = yield("x", nil) && yield("y", nil)
 			})
 		}},
 		{Name: "seq2fail", Handle: func(ctx context.Context) error {
-			return chat.SendStreamWithErrors(ctx, failingChunks(errors.New("model went away"), "a", "b"))
+			return chat.Response(ctx).StreamWithErrors(failingChunks(errors.New("model went away"), "a", "b"))
 		}},
 		textRoute("error", func(ctx context.Context, msg string) (string, error) {
 			return "ignored", errors.New("secret sauce: " + msg)

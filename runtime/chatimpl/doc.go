@@ -10,7 +10,7 @@
 // [Provide] per scoped bean whose constructor needs dependencies (and per
 // durable bean), runtime/ai's Register per AI service — and
 // [Package.DescribeJSON] with the [Manifest] of the package's routes, for
-// clients. The file asserts [SupportPackageIsVersion5].
+// clients. The file asserts [SupportPackageIsVersion6].
 //
 // The methods documented "for the runtime" are how runtime/chat reads a
 // Package: a router (chat.NewRouter) and chat.WithPackages take the

@@ -613,7 +613,7 @@ func TestRetractLocalClient(t *testing.T) {
 	p := chatimpl.NewPackage("example.com/app")
 	p.AddRoute(chatimpl.RouteSpec{Name: "stream", Default: true, Handle: func(ctx context.Context) error {
 		req := chat.Request(ctx)
-		return chat.SendStreamWithErrors(ctx, r.svc.Stream(ctx, r.req(req.UserMessage())))
+		return chat.Response(ctx).StreamWithErrors(r.svc.Stream(ctx, r.req(req.UserMessage())))
 	}})
 	router, err := chat.NewRouter(nil, p)
 	if err != nil {

@@ -98,7 +98,7 @@ type Item struct {
 
 // tallyBean is the chat-scoped bean of the "count" route; its tool box
 // is testToolBoxes'.
-var tallyBean = chat.NewBean[*tally](pkgPath+".tally", chat.KindChat, nil)
+var tallyBean = chat.NewBean[*tally](pkgPath+".tally", nil, nil)
 
 // testToolBoxes are the //chat:tools boxes of the test application, as
 // generated code declares their tools: the tally's (on "count": add,
@@ -193,7 +193,7 @@ func testPackage(l *ledger) *chatimpl.Package {
 		return chat.Response(ctx).Object(it)
 	}})
 	p.AddRoute(chatimpl.RouteSpec{Name: "stream", Handle: func(ctx context.Context) error {
-		return chat.SendStream(ctx, slices.Values(strings.Fields("one two three")))
+		return chat.Response(ctx).Stream(slices.Values(strings.Fields("one two three")))
 	}})
 	p.AddRoute(chatimpl.RouteSpec{Name: "boom", Handle: func(ctx context.Context) error {
 		return errors.New("the internal secret detail")

@@ -167,7 +167,7 @@ func PerScope(kind chat.Kind, opts *Options) (*Source, error) {
 		return nil, err
 	}
 	s.kind = kind
-	s.bean = chat.NewBean(s.name+" session", kind, func(ctx context.Context) (*conn, error) {
+	s.bean = chat.NewBean(s.name+" session", &chat.BeanOptions{Kind: kind}, func(ctx context.Context) (*conn, error) {
 		c := s.newConn()
 		if c == nil {
 			return nil, ErrClosed

@@ -155,7 +155,7 @@ func New(opts *Options) *Offloader {
 	if name == "" {
 		name = DefaultBeanName
 	}
-	off.bean = chat.NewDurableBean(name, chat.KindPerChat, func(context.Context) (*Shelf, error) {
+	off.bean = chat.NewBean(name, &chat.BeanOptions{Kind: chat.KindPerChat, Durable: true}, func(context.Context) (*Shelf, error) {
 		return &Shelf{}, nil
 	})
 	off.tools = []ai.Tool{{

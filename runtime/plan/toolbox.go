@@ -88,7 +88,7 @@ func New(opts *Options) *Toolbox {
 	if tb.log == nil {
 		tb.log = slog.Default()
 	}
-	tb.bean = chat.NewDurableBean(name, chat.KindChat, func(context.Context) (*Notebook, error) {
+	tb.bean = chat.NewBean(name, &chat.BeanOptions{Durable: true}, func(context.Context) (*Notebook, error) {
 		return &Notebook{}, nil
 	})
 	tb.tools = tb.makeTools()

@@ -85,7 +85,7 @@ func New(set *Set, opts *Options) (*Toolbox, error) {
 	if tb.max <= 0 {
 		tb.max = DefaultMaxResourceBytes
 	}
-	tb.bean = chat.NewDurableBean(name, chat.KindChat, func(context.Context) (*Loaded, error) { return &Loaded{}, nil })
+	tb.bean = chat.NewBean(name, &chat.BeanOptions{Durable: true}, func(context.Context) (*Loaded, error) { return &Loaded{}, nil })
 	tb.tools = tb.makeTools()
 	gates := make([]string, 0, len(opts.Gated))
 	for g := range opts.Gated {

@@ -62,7 +62,7 @@ func newAIRig(t *testing.T, cfg *ai.Config, replies ...llmtest.Reply) *aiRig {
 	}})
 	p.AddRoute(chatimpl.RouteSpec{Name: "streamsmith", Handle: func(ctx context.Context) error {
 		req := chat.Request(ctx)
-		return chat.SendStreamWithErrors(ctx, svc.Stream(ctx, &ai.Request{Method: method, User: req.UserMessage()}))
+		return chat.Response(ctx).StreamWithErrors(svc.Stream(ctx, &ai.Request{Method: method, User: req.UserMessage()}))
 	}})
 	router, err := chat.NewRouter(&chat.RouterOptions{Logger: quietLogger()}, p)
 	if err != nil {

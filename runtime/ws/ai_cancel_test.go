@@ -103,7 +103,7 @@ func newStopRig(t testing.TB) *stopRig {
 	p := chatimpl.NewPackage("example.com/app")
 	p.AddRoute(chatimpl.RouteSpec{Name: "count", Handle: func(ctx context.Context) error {
 		req := chat.Request(ctx)
-		return chat.SendStreamWithErrors(ctx, svc.Stream(ctx, &ai.Request{Method: method, User: req.UserMessage()}))
+		return chat.Response(ctx).StreamWithErrors(svc.Stream(ctx, &ai.Request{Method: method, User: req.UserMessage()}))
 	}})
 	router, err := chat.NewRouter(&chat.RouterOptions{Logger: quietLogger()}, p)
 	if err != nil {

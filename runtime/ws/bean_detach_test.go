@@ -58,7 +58,7 @@ func (l *beanLog) take() []string {
 func TestDrainDetachesBeans(t *testing.T) {
 	store := chat.NewInMemoryConversationStore(nil)
 	log := &beanLog{}
-	job := chat.NewDurableBean[*returnJob]("example.com/returns.returnJob", chat.KindChat, nil)
+	job := chat.NewBean[*returnJob]("example.com/returns.returnJob", &chat.BeanOptions{Durable: true}, nil)
 	node := func(name string) *testServer {
 		p := chatimpl.NewPackage("example.com/returns")
 		chatimpl.Provide(p, job, func(context.Context) (*returnJob, error) { return &returnJob{node: name, log: log}, nil })

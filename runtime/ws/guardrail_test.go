@@ -69,7 +69,7 @@ func guardedStream(t *testing.T, replies ...llmtest.Reply) (*testServer, *llmtes
 	p := chatimpl.NewPackage("example.com/app")
 	p.AddRoute(chatimpl.RouteSpec{Name: "stream", Handle: func(ctx context.Context) error {
 		req := chat.Request(ctx)
-		return chat.SendStreamWithErrors(ctx, svc.Stream(ctx, &ai.Request{Method: method, User: req.UserMessage()}))
+		return chat.Response(ctx).StreamWithErrors(svc.Stream(ctx, &ai.Request{Method: method, User: req.UserMessage()}))
 	}})
 	p.AddRoute(chatimpl.RouteSpec{Name: "chat", Handle: func(ctx context.Context) error {
 		req := chat.Request(ctx)

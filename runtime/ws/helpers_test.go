@@ -133,7 +133,7 @@ func (tr *testRoutes) pkg() *chatimpl.Package {
 		if err := r.Object(map[string]any{"n": 1, "text": req.UserMessage()}); err != nil {
 			return err
 		}
-		if err := chat.SendStream(ctx, func(yield func(string) bool) {
+		if err := chat.Response(ctx).Stream(func(yield func(string) bool) {
 			for _, w := range []string{"one", "two", "three"} {
 				if !yield(w) {
 					return

@@ -11,10 +11,10 @@ import (
 	"github.com/chatscopes/chatgen/runtime/chatimpl"
 )
 
-// This file needs a chatgen runtime that supports generated code version 5.
+// This file needs a chatgen runtime that supports generated code version 6.
 // A compiler error on the constant below means the file and the runtime do
 // not match: re-run go generate with a chatgen that matches the runtime.
-const _ = chatimpl.SupportPackageIsVersion5
+const _ = chatimpl.SupportPackageIsVersion6
 
 const chatPackagePath = "github.com/chatscopes/chatgen/examples/weaponbuilder/flat"
 
@@ -74,9 +74,9 @@ const chatManifest = `{
 	]
 }`
 
-var chatBeanArmorer = chat.NewBean[Armorer](chatPackagePath+".Armorer", chat.KindChat, nil)
+var chatBeanArmorer = chat.NewBean[Armorer](chatPackagePath+".Armorer", nil, nil)
 
-var chatBeanShop = chat.NewBean[*Shop](chatPackagePath+".Shop", chat.KindChat, func(context.Context) (*Shop, error) {
+var chatBeanShop = chat.NewBean[*Shop](chatPackagePath+".Shop", nil, func(context.Context) (*Shop, error) {
 	return new(Shop), nil
 })
 
@@ -218,7 +218,6 @@ type chatAIArmorer struct {
 
 var chatMethodArmorerChat = ai.Method{
 	Name: "Chat",
-	Kind: chat.KindChat,
 	System: `You are the armorer of a fantasy video game, at the counter of your forge.
 You build weapons and armour with the player and show what they have built.
 To build a weapon, find out its kind, its name and its damage, one at a time, and set each

@@ -12,10 +12,10 @@ import (
 	"github.com/chatscopes/chatgen/runtime/chatimpl"
 )
 
-// This file needs a chatgen runtime that supports generated code version 5.
+// This file needs a chatgen runtime that supports generated code version 6.
 // A compiler error on the constant below means the file and the runtime do
 // not match: re-run go generate with a chatgen that matches the runtime.
-const _ = chatimpl.SupportPackageIsVersion5
+const _ = chatimpl.SupportPackageIsVersion6
 
 const chatPackagePath = "github.com/chatscopes/chatgen/internal/e2e/aisvc"
 
@@ -81,7 +81,7 @@ func chatRouteStory(ctx context.Context) error {
 		return err
 	}
 	res := smith.Tell(ctx, req.UserMessage())
-	return chat.SendStreamWithErrors(ctx, res)
+	return chat.Response(ctx).StreamWithErrors(res)
 }
 
 func chatRouteAppraise(ctx context.Context) error {
@@ -145,11 +145,11 @@ const chatManifest = `{
 	]
 }`
 
-var chatBeanWorkbench = chat.NewBean[*Workbench](chatPackagePath+".Workbench", chat.KindChat, func(context.Context) (*Workbench, error) {
+var chatBeanWorkbench = chat.NewBean[*Workbench](chatPackagePath+".Workbench", nil, func(context.Context) (*Workbench, error) {
 	return new(Workbench), nil
 })
 
-var chatBeanSmith = chat.NewBean[Smith](chatPackagePath+".Smith", chat.KindChat, nil)
+var chatBeanSmith = chat.NewBean[Smith](chatPackagePath+".Smith", nil, nil)
 
 // ChatEventType returns "weapon": Weapon values are sent as events of that
 // type (//chat:event).
@@ -207,7 +207,6 @@ type chatAISmith struct {
 
 var chatMethodSmithAppraise = ai.Method{
 	Name:   "Appraise",
-	Kind:   chat.KindChat,
 	System: "Describe the weapon the user wants as JSON.",
 	Tools: []ai.Tool{
 		chatToolWorkbenchSetKind,
@@ -226,7 +225,6 @@ func (x *chatAISmith) Appraise(ctx context.Context, userMessage string) (Weapon,
 
 var chatMethodSmithAsk = ai.Method{
 	Name:   "Ask",
-	Kind:   chat.KindChat,
 	System: "You answer questions about weapons.",
 	Tools: []ai.Tool{
 		chatToolWorkbenchSetKind,
@@ -246,7 +244,6 @@ func (x *chatAISmith) Ask(ctx context.Context, question string) (string, error) 
 
 var chatMethodSmithBuild = ai.Method{
 	Name:   "Build",
-	Kind:   chat.KindChat,
 	System: "You are a weapon-smith. Use the tools to build the weapon.",
 	Tools: []ai.Tool{
 		chatToolWorkbenchSetKind,
@@ -261,12 +258,11 @@ func (x *chatAISmith) Build(ctx context.Context, userMessage string) (ai.Result[
 	if err != nil {
 		return ai.Result[string]{}, err
 	}
-	return ai.NewResult(reply.Content, reply), nil
+	return reply.Result(), nil
 }
 
 var chatMethodSmithTell = ai.Method{
 	Name:   "Tell",
-	Kind:   chat.KindChat,
 	System: "You tell short stories.",
 	Tools: []ai.Tool{
 		chatToolWorkbenchSetKind,

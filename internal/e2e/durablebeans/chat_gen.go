@@ -9,10 +9,10 @@ import (
 	"github.com/chatscopes/chatgen/runtime/chatimpl"
 )
 
-// This file needs a chatgen runtime that supports generated code version 5.
+// This file needs a chatgen runtime that supports generated code version 6.
 // A compiler error on the constant below means the file and the runtime do
 // not match: re-run go generate with a chatgen that matches the runtime.
-const _ = chatimpl.SupportPackageIsVersion5
+const _ = chatimpl.SupportPackageIsVersion6
 
 const chatPackagePath = "github.com/chatscopes/chatgen/internal/e2e/durablebeans"
 
@@ -68,7 +68,7 @@ const chatManifest = `{
 	]
 }`
 
-var chatBeanTicket = chat.NewDurableBean[*Ticket](chatPackagePath+".Ticket", chat.KindChat, func(context.Context) (*Ticket, error) {
+var chatBeanTicket = chat.NewBean[*Ticket](chatPackagePath+".Ticket", &chat.BeanOptions{Durable: true}, func(context.Context) (*Ticket, error) {
 	return new(Ticket), nil
 })
 
@@ -79,7 +79,7 @@ func TicketFrom(ctx context.Context) (*Ticket, error) {
 	return chatBeanTicket.Lookup(ctx)
 }
 
-var chatBeanHold = chat.NewDurableBean[*Hold](chatPackagePath+".Hold", chat.KindPerChat, func(context.Context) (*Hold, error) {
+var chatBeanHold = chat.NewBean[*Hold](chatPackagePath+".Hold", &chat.BeanOptions{Kind: chat.KindPerChat, Durable: true}, func(context.Context) (*Hold, error) {
 	return NewHold(), nil
 })
 

@@ -13,10 +13,10 @@ import (
 	"github.com/chatscopes/chatgen/runtime/markdown"
 )
 
-// This file needs a chatgen runtime that supports generated code version 5.
+// This file needs a chatgen runtime that supports generated code version 6.
 // A compiler error on the constant below means the file and the runtime do
 // not match: re-run go generate with a chatgen that matches the runtime.
-const _ = chatimpl.SupportPackageIsVersion5
+const _ = chatimpl.SupportPackageIsVersion6
 
 const chatPackagePath = "github.com/chatscopes/chatgen/internal/e2e/jsontypes"
 
@@ -247,15 +247,15 @@ const chatManifest = `{
 	]
 }`
 
-var chatBeanStore = chat.NewBean[*Store](chatPackagePath+".Store", chat.KindChat, func(context.Context) (*Store, error) {
+var chatBeanStore = chat.NewBean[*Store](chatPackagePath+".Store", nil, func(context.Context) (*Store, error) {
 	return new(Store), nil
 })
 
-var chatBeanShelf = chat.NewBean[*Shelf](chatPackagePath+".Shelf", chat.KindChat, func(context.Context) (*Shelf, error) {
+var chatBeanShelf = chat.NewBean[*Shelf](chatPackagePath+".Shelf", nil, func(context.Context) (*Shelf, error) {
 	return new(Shelf), nil
 })
 
-var chatBeanClerk = chat.NewBean[Clerk](chatPackagePath+".Clerk", chat.KindChat, nil)
+var chatBeanClerk = chat.NewBean[Clerk](chatPackagePath+".Clerk", nil, nil)
 
 // ChatEventType returns "report": Report values are sent as events of that
 // type (//chat:event).
@@ -292,7 +292,6 @@ type chatAIClerk struct {
 
 var chatMethodClerkAsk = ai.Method{
 	Name: "Ask",
-	Kind: chat.KindChat,
 	Tools: []ai.Tool{
 		chatToolShelfFind,
 		chatToolShelfLog,
@@ -304,5 +303,5 @@ func (x *chatAIClerk) Ask(ctx context.Context, userMessage string) (ai.Result[st
 	if err != nil {
 		return ai.Result[string]{}, err
 	}
-	return ai.NewResult(reply.Content, reply), nil
+	return reply.Result(), nil
 }

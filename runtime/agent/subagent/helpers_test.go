@@ -150,7 +150,7 @@ func (x researcherImpl) Research(ctx context.Context, task string) (string, erro
 }
 
 // researcherBean is the bean of researcher, as generated code declares it.
-var researcherBean = chat.NewBean[researcher]("example.com/app.Researcher", chat.KindChat, nil)
+var researcherBean = chat.NewBean[researcher]("example.com/app.Researcher", nil, nil)
 
 func newRig(t testing.TB, o *rigOptions) *rig {
 	t.Helper()

@@ -135,7 +135,7 @@ func New(name string, run Func, opts *Options) *Tool {
 // newTool is [New] with the name of the sessions' bean.
 func newTool(name, beanName string, run Func, opts *Options) *Tool {
 	t := &Tool{name: name, run: run}
-	t.bean = chat.NewDurableBean(beanName, chat.KindPerChat, t.newSessions)
+	t.bean = chat.NewBean(beanName, &chat.BeanOptions{Kind: chat.KindPerChat, Durable: true}, t.newSessions)
 	if opts != nil {
 		t.opts = *opts
 	}
