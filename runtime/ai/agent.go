@@ -10,6 +10,7 @@ import (
 	"github.com/tmc/langchaingo/llms"
 
 	"github.com/chatscopes/chatgen/runtime/chat"
+	"github.com/chatscopes/chatgen/runtime/chatimpl"
 )
 
 // Sub-agents: an AI service called from a tool of another service's turn,
@@ -75,7 +76,7 @@ type MemoryOwner interface {
 	OwnerID() string
 	// AttachMemory registers mem under key with the owner (once per key),
 	// which clears or deletes it as a chat scope would.
-	AttachMemory(ctx context.Context, key string, mem chat.ScopedMemory) error
+	AttachMemory(ctx context.Context, key string, mem chatimpl.ScopedMemory) error
 }
 
 // AgentRun describes one run of a sub-agent, from a tool call of the turn

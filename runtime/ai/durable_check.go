@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/chatscopes/chatgen/runtime/chat"
+	"github.com/chatscopes/chatgen/runtime/chatimpl"
 	"github.com/chatscopes/chatgen/runtime/chatstore"
 	"github.com/chatscopes/chatgen/runtime/memory"
 )
@@ -67,9 +68,9 @@ func (s *Service) memoryKeptInStore() bool {
 	return ok
 }
 
-// KeptInStore implements [chat.DurableMemory]: a memory of a durable
+// KeptInStore implements [chatimpl.DurableMemory]: a memory of a durable
 // conversation that is not kept in its store is not attached to its scope,
 // and the turn fails.
 func (st *memState) KeptInStore() bool { return st.svc.memoryKeptInStore() }
 
-var _ chat.DurableMemory = (*memState)(nil)
+var _ chatimpl.DurableMemory = (*memState)(nil)

@@ -298,7 +298,7 @@ func TestDurableTakeoverClosesTheOldSession(t *testing.T) {
 		t.Fatalf("resume while A serves: %v", err)
 	}
 	// A hangs past its lease: B takes over and goes on.
-	clock.advance(chat.DefaultLeaseTTL + time.Second)
+	clock.advance(30*time.Second + time.Second)
 	s2, err := b.client.Builder().OnMessage(got.add).Resume(context.Background(), s.ConversationID(), s.ResumeToken())
 	if err != nil {
 		t.Fatal(err)

@@ -7,6 +7,7 @@ import (
 	"sync"
 
 	"github.com/chatscopes/chatgen/runtime/chat"
+	"github.com/chatscopes/chatgen/runtime/chatimpl"
 )
 
 // memState is a Service's state for one memory id: the lock that
@@ -14,7 +15,7 @@ import (
 // a generation that clears and deletion bump so that a turn running
 // across one does not commit.
 //
-// It is the chat.ScopedMemory registered with the scope.
+// It is the chatimpl.ScopedMemory registered with the scope.
 type memState struct {
 	svc  *Service
 	id   string
@@ -29,7 +30,7 @@ type memState struct {
 	gen uint64     // guarded by mu
 }
 
-var _ chat.ScopedMemory = (*memState)(nil)
+var _ chatimpl.ScopedMemory = (*memState)(nil)
 
 // memoryKind is where a memory id comes from.
 type memoryKind uint8
@@ -199,7 +200,7 @@ func (st *memState) generation() uint64 {
 	return st.gen
 }
 
-// ClearMemory implements chat.ScopedMemory: it empties the memory now. A
+// ClearMemory implements chatimpl.ScopedMemory: it empties the memory now. A
 // turn running on it meanwhile commits nothing. It does not wait for that
 // turn (a tool of the turn may be the caller).
 func (st *memState) ClearMemory(ctx context.Context) error {
@@ -223,7 +224,7 @@ func (st *memState) ClearMemory(ctx context.Context) error {
 	return nil
 }
 
-// DeleteMemory implements chat.ScopedMemory: the memory's scope (or
+// DeleteMemory implements chatimpl.ScopedMemory: the memory's scope (or
 // invocation) ended, and the provider deletes the id. A turn running on it
 // meanwhile commits nothing.
 func (st *memState) DeleteMemory(ctx context.Context) error {

@@ -3,13 +3,13 @@ package ai
 import (
 	"context"
 
-	"github.com/chatscopes/chatgen/runtime/chat"
+	"github.com/chatscopes/chatgen/runtime/chatimpl"
 	"github.com/chatscopes/chatgen/runtime/memory"
 )
 
-var _ chat.ReleasableMemory = (*memState)(nil)
+var _ chatimpl.ReleasableMemory = (*memState)(nil)
 
-// ReleaseMemory implements chat.ReleasableMemory: the memory's scope left
+// ReleaseMemory implements chatimpl.ReleasableMemory: the memory's scope left
 // the process without ending (its durable conversation was detached, taken
 // over by another node, or rolled back to its saved state). The service
 // forgets the id, and so does its provider when it is a

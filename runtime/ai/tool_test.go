@@ -84,19 +84,20 @@ func TestBeanToolWithoutParameters(t *testing.T) {
 func TestBeanToolInvocation(t *testing.T) {
 	var made []*anvil
 	bean := chat.NewBean("example.com/app.anvil", &chat.BeanOptions{Kind: chat.KindInvocation}, func(ctx context.Context) (*anvil, error) {
-		a := &anvil{inv: chat.InInvocation(ctx)}
+		_, inv := chat.InvocationID(ctx)
+		a := &anvil{inv: inv}
 		made = append(made, a)
 		return a, nil
 	})
 	touch := ai.BeanTool(bean, func(ctx context.Context, a *anvil, args struct{ Piece string }) (any, error) {
-		if !chat.InInvocation(ctx) {
+		if _, ok := chat.InvocationID(ctx); !ok {
 			return nil, errors.New("no invocation")
 		}
 		a.piece = args.Piece
 		return nil, nil
 	})
 	touchNoArgs := ai.BeanTool(bean, func(ctx context.Context, a *anvil, _ struct{}) (any, error) {
-		if !chat.InInvocation(ctx) {
+		if _, ok := chat.InvocationID(ctx); !ok {
 			return nil, errors.New("no invocation")
 		}
 		return a.piece, nil

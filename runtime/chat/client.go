@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 
 	"github.com/chatscopes/chatgen/runtime/protocol"
 )
@@ -60,30 +61,36 @@ type Session interface {
 // closed session.
 var ErrSessionClosed = errors.New("chat: session closed")
 
-// A Call is a request in flight, from ChatAsync or SendAsync.
+// A Call is a request in flight, from ChatAsync or SendAsync. Its zero
+// value is a call in flight: transports implementing [Session] make one,
+// new(chat.Call), per asynchronous request and end it with [Call.Finish].
 type Call struct {
+	once sync.Once
 	done chan struct{}
 	err  error
 }
 
-// NewCall returns a call in flight. Transports implementing [Session]
-// make one per asynchronous request and end it with [Call.Finish].
-func NewCall() *Call { return &Call{done: make(chan struct{})} }
+// ch returns the channel closed when the call ends, made on first use.
+func (c *Call) ch() chan struct{} {
+	c.once.Do(func() { c.done = make(chan struct{}) })
+	return c.done
+}
 
 // Finish ends the call with err (nil for Completed). It must be called
 // exactly once.
 func (c *Call) Finish(err error) {
+	done := c.ch()
 	c.err = err
-	close(c.done)
+	close(done)
 }
 
 // Done is closed when the request has ended and its events were handled.
-func (c *Call) Done() <-chan struct{} { return c.done }
+func (c *Call) Done() <-chan struct{} { return c.ch() }
 
 // Err returns the request's error once Done is closed (nil before).
 func (c *Call) Err() error {
 	select {
-	case <-c.done:
+	case <-c.ch():
 		return c.err
 	default:
 		return nil
@@ -94,7 +101,7 @@ func (c *Call) Err() error {
 // if ctx ends first (the request goes on).
 func (c *Call) Wait(ctx context.Context) error {
 	select {
-	case <-c.done:
+	case <-c.ch():
 		return c.err
 	case <-ctx.Done():
 		return ctx.Err()
@@ -276,9 +283,10 @@ func (b *SessionBuilder) Connect(ctx context.Context, route string) (Session, er
 	return b.open(b.h.clone(), func(h *Handlers) (Session, error) { return b.conn.Connect(ctx, route, h) })
 }
 
-// A Resumer is a [Connector] that can resume a durable conversation. The
-// local client and the websocket client implement it.
-type Resumer interface {
+// A resumer is a [Connector] that can resume a durable conversation: one
+// with a Resume method of this signature, as the local client and the
+// websocket client have.
+type resumer interface {
 	Resume(ctx context.Context, conversationID, token string, h *Handlers) (Session, error)
 }
 
@@ -291,7 +299,7 @@ type Resumer interface {
 // [ErrResumeRefused]; a conversation another node still serves,
 // [ErrConversationBusy] (try again later).
 func (b *SessionBuilder) Resume(ctx context.Context, conversationID, token string) (Session, error) {
-	r, ok := b.conn.(Resumer)
+	r, ok := b.conn.(resumer)
 	if !ok {
 		return nil, fmt.Errorf("chat: %T cannot resume conversations", b.conn)
 	}

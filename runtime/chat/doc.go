@@ -44,7 +44,7 @@
 // invocation-scoped beans; they send route results with [SendValue],
 // [SendStream] and [SendStreamWithErrors], and generated code implements
 // [EventTyper] for //chat:event types. The AI services register their
-// chat memory with [AttachMemory] (it is a [ScopedMemory]) and use
+// chat memory with [AttachMemory] (it is a [chatimpl.ScopedMemory]) and use
 // [InvocationID] and [OnInvocationEnd] for invocation-scoped memory.
 //
 // # For transports

@@ -24,16 +24,6 @@ import (
 // store.Memories(), …}) as the Memory of the AI service's ai.Config).
 var ErrMemoryNotDurable = errors.New("chat: the chat memory of a durable conversation is not kept in its conversation store")
 
-// A DurableMemory is a [ScopedMemory] that can tell whether it is kept in
-// a conversation store (the AI services' memories can). [AttachMemory]
-// refuses one that is not, in a durable conversation.
-type DurableMemory interface {
-	ScopedMemory
-	// KeptInStore reports whether the memory's writes go to a
-	// [chatstore.StagingStore].
-	KeptInStore() bool
-}
-
 // checkStore runs the store checks of p.
 func checkStore(p *chatimpl.Package, store chatstore.ConversationStore) error {
 	var errs []error
@@ -48,11 +38,11 @@ func checkStore(p *chatimpl.Package, store chatstore.ConversationStore) error {
 // notDurable returns the error of attaching mem, under key, to a scope of
 // stack st, or nil: in a durable conversation, a memory that says it is
 // not kept in the store is refused.
-func (st *scopeStack) notDurable(key string, mem ScopedMemory) error {
+func (st *scopeStack) notDurable(key string, mem chatimpl.ScopedMemory) error {
 	if st.router == nil || st.router.store == nil {
 		return nil
 	}
-	if dm, ok := mem.(DurableMemory); ok && !dm.KeptInStore() {
+	if dm, ok := mem.(chatimpl.DurableMemory); ok && !dm.KeptInStore() {
 		return fmt.Errorf("memory %q: %w: give the AI service's ai.Config a Memory over the store's memory side (memory.NewManager(&memory.ManagerOptions{Store: store.Memories(), …}))", key, ErrMemoryNotDurable)
 	}
 	return nil

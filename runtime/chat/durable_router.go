@@ -20,9 +20,9 @@ import (
 // and a lease keeps one node serving each conversation. Every request
 // saves its state before Handle returns (durable_conversation.go).
 
-// DefaultLeaseTTL is the lease time of a [Router] whose
+// defaultLeaseTTL is the lease time of a [Router] whose
 // [RouterOptions.LeaseTTL] is zero.
-const DefaultLeaseTTL = 30 * time.Second
+const defaultLeaseTTL = 30 * time.Second
 
 // The failures of durable conversations, for errors.Is. Their causes are
 // logged, never sent.

@@ -352,7 +352,7 @@ func TestDurableLeaseHeldAndTakeover(t *testing.T) {
 	wantStats(t, rb, 0, 0)
 
 	// a's lease ends (a is stuck, say): b takes over.
-	clock.Advance(chat.DefaultLeaseTTL + time.Second)
+	clock.Advance(30*time.Second + time.Second)
 	cb, err := rb.Resume(bg, id, token)
 	wantNoErr(t, err)
 	wantEvents(t, mustTurn(t, cb, "damage 3"), "draft axe/3 injected scratch 1@1/builder")
@@ -385,7 +385,7 @@ func TestDurableCloseAfterTakeoverKeepsTheStore(t *testing.T) {
 	ra, rb := app.router(t, "a", nil), app.router(t, "b", nil)
 	c, err := ra.Connect(bg, "")
 	wantNoErr(t, err)
-	clock.Advance(chat.DefaultLeaseTTL + time.Second)
+	clock.Advance(30*time.Second + time.Second)
 	cb, err := rb.Resume(bg, c.ID(), c.ResumeToken())
 	wantNoErr(t, err)
 	// a's client disconnects late: a must not delete what b serves.

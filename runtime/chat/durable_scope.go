@@ -8,21 +8,9 @@ import (
 	"maps"
 	"slices"
 
+	"github.com/chatscopes/chatgen/runtime/chatimpl"
 	"github.com/chatscopes/chatgen/runtime/chatstore"
 )
-
-// A ReleasableMemory is a [ScopedMemory] that holds state in the process
-// (a cache of its messages, say) which must not outlive the scope's stay
-// in the process. ReleaseMemory is called instead of DeleteMemory when a
-// scope of a durable conversation leaves the process without ending (the
-// connection was lost, another node took the conversation over, or a failed
-// save rolled the conversation back to its saved state): the memory forgets
-// what it holds here and keeps its stored messages, which the next node to
-// serve the conversation reads.
-type ReleasableMemory interface {
-	ScopedMemory
-	ReleaseMemory(ctx context.Context) error
-}
 
 // storedMemory stands for a chat memory of a scope restored from a store,
 // until its owner (an AI service) attaches it again. It clears and deletes
@@ -31,7 +19,7 @@ type ReleasableMemory interface {
 // deletion) of the conversation that no longer lists the id deletes it.
 type storedMemory struct{ id string }
 
-// ClearMemory implements [ScopedMemory].
+// ClearMemory implements [chatimpl.ScopedMemory].
 func (m storedMemory) ClearMemory(ctx context.Context) error {
 	if b := chatstore.BatchFrom(ctx); b != nil {
 		b.Put(m.id, nil)
@@ -39,7 +27,7 @@ func (m storedMemory) ClearMemory(ctx context.Context) error {
 	return nil
 }
 
-// DeleteMemory implements [ScopedMemory].
+// DeleteMemory implements [chatimpl.ScopedMemory].
 func (m storedMemory) DeleteMemory(ctx context.Context) error { return m.ClearMemory(ctx) }
 
 // restore rebuilds the scopes of states (top scope first) as the scope
@@ -122,7 +110,7 @@ func (s *scope) release(ctx context.Context) error {
 		errs = append(errs, detachBeans(ctx, *beans))
 	}
 	for _, m := range slices.Backward(memories) {
-		rm, ok := m.mem.(ReleasableMemory)
+		rm, ok := m.mem.(chatimpl.ReleasableMemory)
 		if !ok {
 			continue
 		}

@@ -99,8 +99,8 @@ func (e Event) Text() string {
 	return string(raw)
 }
 
-// An EventTyper names the event type its values are sent as. Generated
+// An eventTyper names the event type its values are sent as. Generated
 // code implements it for types annotated with //chat:event.
-type EventTyper interface {
+type eventTyper interface {
 	ChatEventType() string
 }

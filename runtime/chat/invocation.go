@@ -34,12 +34,6 @@ func BeginInvocation(ctx context.Context) (context.Context, func()) {
 	return context.WithValue(ctx, invocationKey{}, inv), func() { inv.end(ctx) }
 }
 
-// InInvocation reports whether ctx carries an active invocation scope.
-func InInvocation(ctx context.Context) bool {
-	inv, _ := ctx.Value(invocationKey{}).(*invocation)
-	return inv != nil && !inv.isEnded()
-}
-
 func (inv *invocation) isEnded() bool {
 	inv.mu.Lock()
 	defer inv.mu.Unlock()

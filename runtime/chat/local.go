@@ -31,7 +31,7 @@ type LocalClient struct {
 
 var (
 	_ Client  = (*LocalClient)(nil)
-	_ Resumer = (*LocalClient)(nil)
+	_ resumer = (*LocalClient)(nil)
 )
 
 // NewLocalClient returns a client of router.
@@ -185,7 +185,7 @@ func (s *localSession) ChatAsync(ctx context.Context, text string) *Call {
 func (s *localSession) SendAsync(ctx context.Context, data any) *Call {
 	req, err := NewDataRequest(data)
 	if err != nil {
-		c := NewCall()
+		c := new(Call)
 		c.Finish(err)
 		return c
 	}
@@ -205,7 +205,7 @@ func (s *localSession) do(ctx context.Context, req *RouteRequest) error {
 	}
 	if s.running {
 		queued := *req // req may live on the caller's stack
-		lc := &localCall{ctx: ctx, req: &queued, call: NewCall()}
+		lc := &localCall{ctx: ctx, req: &queued, call: new(Call)}
 		s.queue = append(s.queue, lc)
 		s.mu.Unlock()
 		if err := lc.call.Wait(ctx); err != nil {
@@ -237,7 +237,7 @@ func (s *localSession) do(ctx context.Context, req *RouteRequest) error {
 }
 
 func (s *localSession) enqueue(ctx context.Context, req *RouteRequest) *Call {
-	lc := &localCall{ctx: ctx, req: req, call: NewCall()}
+	lc := &localCall{ctx: ctx, req: req, call: new(Call)}
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()

@@ -349,7 +349,7 @@ func (c *ResponseChannel) Error(text string) error { return c.text(protocol.Even
 // Send sends v as an event of the type it names: v must implement
 // [EventTyper], as types annotated with //chat:event do.
 func (c *ResponseChannel) Send(v any) error {
-	t, ok := v.(EventTyper)
+	t, ok := v.(eventTyper)
 	if !ok {
 		return fmt.Errorf("chat: cannot send %T: it has no //chat:event type", v)
 	}
@@ -383,7 +383,7 @@ func sendAny(ctx context.Context, v any) error {
 	if v == nil || isNilValue(v) {
 		return nil
 	}
-	if t, ok := v.(EventTyper); ok {
+	if t, ok := v.(eventTyper); ok {
 		return Response(ctx).Event(t.ChatEventType(), v)
 	}
 	return Response(ctx).Object(v)

@@ -66,8 +66,8 @@ func TestInvocationOfAnEndedContextStartsANewOne(t *testing.T) {
 	ictx, end := chat.BeginInvocation(context.Background())
 	first := mustLookup(t, ictx, invocationBean)
 	end()
-	if chat.InInvocation(ictx) {
-		t.Fatal("InInvocation after the invocation ended")
+	if err := chat.OnInvocationEnd(ictx, func(context.Context) error { return nil }); !errors.Is(err, chat.ErrNotActive) {
+		t.Fatalf("OnInvocationEnd after the invocation ended: %v, want ErrNotActive", err)
 	}
 	// A context kept from the ended invocation (a goroutine it started,
 	// say) gets a fresh invocation for its next top-level call.

@@ -76,7 +76,7 @@ type RouterOptions struct {
 	// LeaseTTL is how long a lease lasts; it is renewed before a request
 	// when half of it has passed, and every third of it while a request
 	// runs. After a crash, another node can take a conversation over once
-	// its lease has ended. Zero means [DefaultLeaseTTL].
+	// its lease has ended. Zero means 30 seconds.
 	LeaseTTL time.Duration
 }
 
@@ -93,7 +93,7 @@ func (opts *RouterOptions) cloneWithDefaults() *RouterOptions {
 		o.Node = newNodeName()
 	}
 	if o.LeaseTTL <= 0 {
-		o.LeaseTTL = DefaultLeaseTTL
+		o.LeaseTTL = defaultLeaseTTL
 	}
 	return &o
 }

@@ -4,21 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-)
 
-// A ScopedMemory is chat memory kept for a scope: the AI services register
-// theirs with [AttachMemory] so that wipes and the end of the scope reach
-// it.
-type ScopedMemory interface {
-	// ClearMemory empties the memory, which stays in use.
-	ClearMemory(ctx context.Context) error
-	// DeleteMemory removes the memory for good: its scope is gone.
-	DeleteMemory(ctx context.Context) error
-}
+	"github.com/chatscopes/chatgen/runtime/chatimpl"
+)
 
 type memoryEntry struct {
 	key string
-	mem ScopedMemory
+	mem chatimpl.ScopedMemory
 }
 
 // AttachMemory registers mem, under key, with the current scope (once:
@@ -30,10 +22,10 @@ type memoryEntry struct {
 // [chatstore.ConversationStore], saved with the scope: after a resume the scope
 // clears and deletes it through the store until the memory is attached
 // again, and mem's ReleaseMemory method, when it has one (see
-// [ReleasableMemory]), is called when the scope leaves the process without
-// ending. In a durable conversation, a [DurableMemory] that is not kept
+// [chatimpl.ReleasableMemory]), is called when the scope leaves the process without
+// ending. In a durable conversation, a [chatimpl.DurableMemory] that is not kept
 // in the store is refused with an error matching [ErrMemoryNotDurable].
-func AttachMemory(ctx context.Context, key string, mem ScopedMemory) (string, error) {
+func AttachMemory(ctx context.Context, key string, mem chatimpl.ScopedMemory) (string, error) {
 	st, s, err := lockCurrent(ctx, "attach memory")
 	if err != nil {
 		return "", err

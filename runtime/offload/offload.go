@@ -32,6 +32,7 @@ import (
 
 	"github.com/chatscopes/chatgen/runtime/ai"
 	"github.com/chatscopes/chatgen/runtime/chat"
+	"github.com/chatscopes/chatgen/runtime/chatimpl"
 	"github.com/chatscopes/chatgen/runtime/chatstore"
 	"github.com/chatscopes/chatgen/runtime/memory"
 )
@@ -393,16 +394,16 @@ type slotMemory struct {
 	durable bool
 }
 
-var _ chat.DurableMemory = (*slotMemory)(nil)
+var _ chatimpl.DurableMemory = (*slotMemory)(nil)
 
-// ClearMemory implements [chat.ScopedMemory]: the scope's memory is
+// ClearMemory implements [chatimpl.ScopedMemory]: the scope's memory is
 // wiped, its stubs with it, and the result goes too.
 func (m *slotMemory) ClearMemory(ctx context.Context) error { return m.store.Delete(ctx, m.key) }
 
-// DeleteMemory implements [chat.ScopedMemory].
+// DeleteMemory implements [chatimpl.ScopedMemory].
 func (m *slotMemory) DeleteMemory(ctx context.Context) error { return m.store.Delete(ctx, m.key) }
 
-// KeptInStore implements [chat.DurableMemory].
+// KeptInStore implements [chatimpl.DurableMemory].
 func (m *slotMemory) KeptInStore() bool { return m.durable }
 
 // prefix returns the first n bytes of s at most, cut at a rune boundary.

@@ -140,8 +140,7 @@ type link struct {
 }
 
 var (
-	_ chat.Client  = (*Client)(nil)
-	_ chat.Resumer = (*Client)(nil)
+	_ chat.Client = (*Client)(nil)
 )
 
 // Dial connects to the endpoint at url (ws://, wss://, http:// or https://;
@@ -254,7 +253,7 @@ func (c *Client) Connect(ctx context.Context, route string, h *chat.Handlers) (c
 	c.sessions[s.id] = s
 	c.mu.Unlock()
 
-	cc := &clientCall{ctx: ctx, connect: true, route: route, call: chat.NewCall()}
+	cc := &clientCall{ctx: ctx, connect: true, route: route, call: new(chat.Call)}
 	s.enqueue(cc)
 	select {
 	case <-cc.call.Done():

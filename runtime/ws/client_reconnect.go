@@ -228,7 +228,7 @@ func (s *clientSession) queueResume() {
 	if len(s.queue) > 0 && s.queue[0].resume {
 		return
 	}
-	cc := &clientCall{ctx: context.Background(), connect: true, resume: true, call: chat.NewCall()}
+	cc := &clientCall{ctx: context.Background(), connect: true, resume: true, call: new(chat.Call)}
 	s.queue = append([]*clientCall{cc}, s.queue...)
 }
 
@@ -241,7 +241,7 @@ func (s *clientSession) appendResume(b []byte) []byte {
 	return append(b, '}')
 }
 
-// Resume implements [chat.Resumer]; use Builder().Resume. It sends a
+// Resume is what [chat.SessionBuilder.Resume] calls; use Builder().Resume. It sends a
 // Connect resuming the conversation and waits for the server's reply: a
 // refusal is an error matching [chat.ErrResumeRefused], a conversation
 // another server still serves [chat.ErrConversationBusy].
@@ -264,7 +264,7 @@ func (c *Client) Resume(ctx context.Context, conversationID, token string, h *ch
 	c.sessions[s.id] = s
 	c.mu.Unlock()
 
-	cc := &clientCall{ctx: ctx, connect: true, resume: true, initial: true, call: chat.NewCall()}
+	cc := &clientCall{ctx: ctx, connect: true, resume: true, initial: true, call: new(chat.Call)}
 	s.enqueue(cc)
 	select {
 	case <-cc.call.Done():

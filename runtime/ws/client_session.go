@@ -118,7 +118,7 @@ func (s *clientSession) request(ctx context.Context, data []byte) *chat.Call {
 	if ctx.Err() != nil {
 		return finishedCall(stopError(ctx))
 	}
-	cc := &clientCall{ctx: ctx, data: data, call: chat.NewCall(), interrupt: interrupting(ctx)}
+	cc := &clientCall{ctx: ctx, data: data, call: new(chat.Call), interrupt: interrupting(ctx)}
 	s.enqueue(cc)
 	return cc.call
 }
@@ -581,7 +581,7 @@ func (s *clientSession) fail(err error) {
 
 // finishedCall returns a Call that has already ended with err.
 func finishedCall(err error) *chat.Call {
-	c := chat.NewCall()
+	c := new(chat.Call)
 	c.Finish(err)
 	return c
 }

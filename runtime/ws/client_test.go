@@ -407,7 +407,7 @@ func TestDialURL(t *testing.T) {
 }
 
 func TestFinishedCall(t *testing.T) {
-	c := chat.NewCall()
+	c := new(chat.Call)
 	if c.Err() != nil {
 		t.Fatal("Err before Done")
 	}

@@ -47,6 +47,7 @@ import (
 
 	"github.com/chatscopes/chatgen/runtime/ai"
 	"github.com/chatscopes/chatgen/runtime/chat"
+	"github.com/chatscopes/chatgen/runtime/chatimpl"
 )
 
 // Defaults of [Options].
@@ -390,7 +391,7 @@ func (t *Tool) end(ctx context.Context, ended []*session) {
 
 // sessions are the sessions of one sub-agent in one scope: the value of
 // the tool's per-chat durable bean (saved with a durable conversation's
-// scope, as JSON) and the chat.ScopedMemory attached to the scope, which
+// scope, as JSON) and the chatimpl.ScopedMemory attached to the scope, which
 // clears or deletes them all with it.
 type sessions struct {
 	tool  *Tool
@@ -546,7 +547,7 @@ func (r *sessions) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
-var _ chat.ReleasableMemory = (*sessions)(nil)
+var _ chatimpl.ReleasableMemory = (*sessions)(nil)
 
 // acquire returns the session id names (a new one when id is ""),
 // marked busy, and the sessions that ended meanwhile (idle, or evicted
@@ -622,7 +623,7 @@ func (r *sessions) releaseSession(s *session, now func() time.Time) {
 	r.mu.Unlock()
 }
 
-// ClearMemory implements chat.ScopedMemory: a wipe of the scope clears
+// ClearMemory implements chatimpl.ScopedMemory: a wipe of the scope clears
 // every session's memory (the sessions stay).
 func (r *sessions) ClearMemory(ctx context.Context) error {
 	r.mu.Lock()
@@ -635,13 +636,13 @@ func (r *sessions) ClearMemory(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
-// DeleteMemory implements chat.ScopedMemory: the scope ended, and with it
+// DeleteMemory implements chatimpl.ScopedMemory: the scope ended, and with it
 // every session.
 func (r *sessions) DeleteMemory(ctx context.Context) error {
 	return r.end(ctx, (*session).DeleteMemory)
 }
 
-// ReleaseMemory implements chat.ReleasableMemory: the scope left the
+// ReleaseMemory implements chatimpl.ReleasableMemory: the scope left the
 // process without ending (a durable conversation detached, taken over
 // elsewhere or rolled back). The sessions are part of its saved state
 // (the bean), and their memories are kept in the store: they are only
@@ -673,7 +674,7 @@ type session struct {
 	paused    string    // the tool call it paused on; guarded by the sessions' mu
 
 	mu      sync.Mutex
-	mems    []chat.ScopedMemory
+	mems    []chatimpl.ScopedMemory
 	keys    []string
 	deleted bool
 }
@@ -689,7 +690,7 @@ func (s *session) OwnerID() string { return s.owner }
 // a durable conversation's store keeps the memory while the scope lives
 // and deletes it when the scope ends, even when the sessions, restored
 // from the store, are never used again.
-func (s *session) AttachMemory(ctx context.Context, key string, mem chat.ScopedMemory) error {
+func (s *session) AttachMemory(ctx context.Context, key string, mem chatimpl.ScopedMemory) error {
 	s.mu.Lock()
 	if s.deleted {
 		s.mu.Unlock()
@@ -715,10 +716,10 @@ func (s *session) AttachMemory(ctx context.Context, key string, mem chat.ScopedM
 // deletes the memory with it.
 type listedMemory struct{}
 
-// ClearMemory implements chat.ScopedMemory: the sessions clear it.
+// ClearMemory implements chatimpl.ScopedMemory: the sessions clear it.
 func (listedMemory) ClearMemory(context.Context) error { return nil }
 
-// DeleteMemory implements chat.ScopedMemory: the sessions delete it.
+// DeleteMemory implements chatimpl.ScopedMemory: the sessions delete it.
 func (listedMemory) DeleteMemory(context.Context) error { return nil }
 
 // ClearMemory clears the session's memories.
@@ -749,7 +750,7 @@ func (s *session) DeleteMemory(ctx context.Context) error {
 }
 
 // ReleaseMemory releases the session's memories (see
-// chat.ReleasableMemory), newest first: their stored messages stay.
+// chatimpl.ReleasableMemory), newest first: their stored messages stay.
 func (s *session) ReleaseMemory(ctx context.Context) error {
 	ctx = context.WithoutCancel(ctx)
 	s.mu.Lock()
@@ -759,7 +760,7 @@ func (s *session) ReleaseMemory(ctx context.Context) error {
 	s.mu.Unlock()
 	var errs []error
 	for i := len(mems) - 1; i >= 0; i-- {
-		if rm, ok := mems[i].(chat.ReleasableMemory); ok {
+		if rm, ok := mems[i].(chatimpl.ReleasableMemory); ok {
 			errs = append(errs, rm.ReleaseMemory(ctx))
 		}
 	}

@@ -55,7 +55,7 @@ func run(ctx context.Context, args []string) error {
 	prefix := fs.String("prefix", "fleet:", "the Redis store's key prefix")
 	pgURL := fs.String("postgres", "", "the PostgreSQL to keep conversations in (a migrated schema), instead of Redis")
 	execLog := fs.String("exec-log", "", "the file each execution of a turn is appended to")
-	leaseTTL := fs.Duration("lease-ttl", chat.DefaultLeaseTTL, "the conversations' lease time: how long a conversation of a killed node stays busy")
+	leaseTTL := fs.Duration("lease-ttl", 30*time.Second, "the conversations' lease time: how long a conversation of a killed node stays busy")
 	turnTime := fs.Duration("turn-time", 0, "how much longer each turn takes (the model's time)")
 	delay := fs.Duration("drain-delay", 0, "how long the node serves after readiness fails on SIGTERM")
 	timeout := fs.Duration("drain-timeout", ws.DefaultDrainTimeout, "the bound of the drain on SIGTERM")
