@@ -75,7 +75,7 @@
 // with its beans, memory and task history.
 //
 // On a router with a store, a task is saved when its request starts,
-// before its route runs ([chat.Checkpoint]: its id, context, state
+// before its route runs ([chatimpl.Checkpoint]: its id, context, state
 // working and history with the user's message; the request's own save
 // replaces the record with the task's end). A handler that reads the
 // record of a task it does not hold answers it working while a node holds

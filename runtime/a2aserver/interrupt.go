@@ -11,6 +11,7 @@ import (
 	"github.com/a2aproject/a2a-go/a2a"
 
 	"github.com/chatscopes/chatgen/runtime/chat"
+	"github.com/chatscopes/chatgen/runtime/chatimpl"
 	"github.com/chatscopes/chatgen/runtime/chatstore"
 )
 
@@ -18,7 +19,7 @@ import (
 // on the other nodes (and after a restart). A request's state is saved
 // when it ends; so that a task is not lost with its node, its record (id,
 // context, state working, history with the user's message) is saved
-// before its route runs, with chat.Checkpoint, which the request's own
+// before its route runs, with chatimpl.Checkpoint, which the request's own
 // save drops. A record found in the store therefore names a task whose
 // request has not ended: it runs on the node holding the conversation's
 // lease, or, when no node holds it, it was interrupted and is answered
@@ -28,7 +29,7 @@ import (
 // runs.
 const taskKey = "a2a.task"
 
-// checkpointKey is the key chat.Checkpoint saves taskKey's record under
+// checkpointKey is the key chatimpl.Checkpoint saves taskKey's record under
 // in a conversation's saved Extra ("chat.checkpoint:" + key, as
 // docs/durability.md documents it).
 const checkpointKey = "chat.checkpoint:" + taskKey
@@ -59,7 +60,7 @@ type taskRecord struct {
 // the request's: the route does not run, since it could not be told
 // apart from an interrupted one.
 func (h *Handler) checkpoint(ctx context.Context, tk *task) error {
-	if !chat.Durable(ctx) {
+	if !chatimpl.Durable(ctx) {
 		return nil
 	}
 	cc := tk.cc
@@ -73,7 +74,7 @@ func (h *Handler) checkpoint(ctx context.Context, tk *task) error {
 	if err != nil {
 		return fmt.Errorf("a2aserver: encoding the record of task %s: %w", rec.Task.ID, err)
 	}
-	if err := chat.Checkpoint(ctx, taskKey, b); err != nil {
+	if err := chatimpl.Checkpoint(ctx, taskKey, b); err != nil {
 		return fmt.Errorf("%w: a2aserver: saving the record of task %s: %w", chat.ErrUnavailable, rec.Task.ID, err)
 	}
 	return nil

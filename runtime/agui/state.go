@@ -57,12 +57,11 @@ type stateTracker struct {
 
 // state returns the state now, as decoded JSON.
 func (st *stateTracker) state() (any, error) {
-	stack := chat.Scopes(st.ctx)
-	scopes := make([]any, len(stack))
+	scopes := []any{}
 	current := ""
-	for i, s := range stack {
-		scopes[i] = map[string]any{"id": s.ID, "route": s.Route}
-		current = s.ID
+	for id, route := range chat.Scopes(st.ctx) {
+		scopes = append(scopes, map[string]any{"id": id, "route": route})
+		current = id
 	}
 	beans := map[string]json.RawMessage{}
 	for _, sh := range st.shown {

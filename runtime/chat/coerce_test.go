@@ -26,7 +26,7 @@ func (l *level) UnmarshalJSON(b []byte) error {
 // parameter, a number or boolean for a string parameter. Anything else is
 // still BadRequest.
 func TestBrowserFormCoercions(t *testing.T) {
-	req, err := chat.NewJSONRequest(json.RawMessage(`{
+	req, err := chat.NewDataRequest(json.RawMessage(`{
 		"userMessage": 42,
 		"damage": "40", "ratio": " 1.5 ", "count": "7",
 		"name": 7, "flag": true, "neg": -3.25,

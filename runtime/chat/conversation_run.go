@@ -3,6 +3,7 @@ package chat
 import (
 	"context"
 	"errors"
+	"iter"
 )
 
 // Run runs fn as one request of the conversation on the scope scopeID,
@@ -33,34 +34,32 @@ type runSink struct {
 	fn func(ctx context.Context) error
 }
 
-// A ScopeInfo describes one scope of a conversation's stack.
-type ScopeInfo struct {
-	// ID is the scope's id.
-	ID string `json:"id"`
-	// Route is the route the scope's next request runs.
-	Route string `json:"route"`
-}
-
-// Scopes returns the scope stack of the conversation in ctx, its top
-// scope first and its current scope last; nil without an active scope.
-func Scopes(ctx context.Context) []ScopeInfo {
-	st := stackFrom(ctx)
-	if st == nil {
-		return nil
+// Scopes yields the id and the route (the route its next request runs)
+// of each scope of the conversation's stack in ctx, its top scope first
+// and its current scope last, as they were when Scopes was called; it
+// yields nothing without an active scope.
+func Scopes(ctx context.Context) iter.Seq2[string, string] {
+	type scopeInfo struct{ id, route string }
+	var stack []scopeInfo
+	if st := stackFrom(ctx); st != nil {
+		st.mu.Lock()
+		if cur := st.current.Load(); cur != nil {
+			stack = make([]scopeInfo, cur.depth+1)
+			for s := cur; s != nil; s = s.parent {
+				if s.depth < len(stack) {
+					stack[s.depth] = scopeInfo{s.id, s.route}
+				}
+			}
+		}
+		st.mu.Unlock()
 	}
-	st.mu.Lock()
-	defer st.mu.Unlock()
-	cur := st.current.Load()
-	if cur == nil {
-		return nil
-	}
-	out := make([]ScopeInfo, cur.depth+1)
-	for s := cur; s != nil; s = s.parent {
-		if s.depth < len(out) {
-			out[s.depth] = ScopeInfo{ID: s.id, Route: s.route}
+	return func(yield func(string, string) bool) {
+		for _, s := range stack {
+			if !yield(s.id, s.route) {
+				return
+			}
 		}
 	}
-	return out
 }
 
 // Peek returns the instance of the bean for ctx when one exists (as

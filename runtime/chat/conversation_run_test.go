@@ -73,9 +73,12 @@ func TestConversationRun(t *testing.T) {
 	if _, f := conv.Handle(ctx, conv.ScopeID(), chat.NewTextRequest("nest"), sink); f != nil {
 		t.Fatal(f)
 	}
-	var stack []chat.ScopeInfo
+	type scopeInfo struct{ ID, Route string }
+	var stack []scopeInfo
 	_, f = conv.Run(ctx, conv.ScopeID(), nil, sink, func(ctx context.Context) error {
-		stack = chat.Scopes(ctx)
+		for id, route := range chat.Scopes(ctx) {
+			stack = append(stack, scopeInfo{id, route})
+		}
 		return errors.New("it failed")
 	})
 	if f == nil || f.Reason != "ServerError" {
@@ -84,8 +87,8 @@ func TestConversationRun(t *testing.T) {
 	if len(stack) != 2 || stack[0].ID != conv.ID() || stack[0].Route != "count" || stack[1].Route != "inner" || stack[1].ID != conv.ScopeID() {
 		t.Fatalf("the stack: %+v (conversation %s, scope %s)", stack, conv.ID(), conv.ScopeID())
 	}
-	if chat.Scopes(ctx) != nil {
-		t.Error("Scopes outside a conversation")
+	for id := range chat.Scopes(ctx) {
+		t.Errorf("Scopes outside a conversation yields %q", id)
 	}
 
 	admin, err := r.Connect(chat.WithPrincipal(ctx, chat.User{ID: "root", Roles: []string{"admin"}}), "admin")

@@ -15,7 +15,7 @@
 // [ID], [Depth] and [Active] describe the current scope, and the
 // [Observer] of [BeginOptions] is told about each scope's lifecycle. Beans
 // declared with //chat:scoped live in those scopes, for as long as their
-// [Kind] says, and are reached through generated proxies and accessors.
+// [Kind] says (see [BeanOptions]), and are reached through generated proxies and accessors.
 // [WithPackages] gives a conversation the registrations (what a package's
 // generated Register returns) that build beans needing application
 // dependencies.
@@ -39,25 +39,29 @@
 // # For runtime packages
 //
 // Generated code and runtime packages (runtime/ai, runtime/mcptools)
-// declare beans with [NewBean] and [NewDurableBean] and reach them with
-// [Bean.Lookup] and [Bean.MustLookup], around [BeginInvocation] for
-// invocation-scoped beans; they send route results with [SendValue],
-// [SendStream] and [SendStreamWithErrors], and generated code implements
-// [EventTyper] for //chat:event types. The AI services register their
-// chat memory with [AttachMemory] (it is a [chatimpl.ScopedMemory]) and use
+// declare beans with [NewBean] ([BeanOptions] says how they live) and
+// reach them with [Bean.Lookup] and [Bean.MustLookup], around
+// [BeginInvocation] for invocation-scoped beans; they send route results
+// with [SendValue], [ResponseChannel.Stream] and
+// [ResponseChannel.StreamWithErrors]. The AI services register their chat
+// memory with [AttachMemory] (it is a chatimpl.ScopedMemory) and use
 // [InvocationID] and [OnInvocationEnd] for invocation-scoped memory.
+// Durable checkpoints inside a request are runtime/chatimpl's Checkpoint
+// and Interrupted.
 //
 // # For transports
 //
 // A server transport (runtime/ws is one) calls [Router.Connect] for each
 // client session and [Conversation.Handle] for each request, built with
-// [NewJSONRequest] or [NewDataRequest], and writes out the events handed
-// to its sink. A client transport implements [Connector] and [Session],
-// starts sessions with [NewSessionBuilder], turns received data into
-// events with [NewWireEvent], delivers them with [Handlers.Dispatch], and
-// ends asynchronous requests with [NewCall] and [Call.Finish].
-// [Router.Manifest] describes the routes to clients (runtime/ws serves it
-// to browsers as a typed module).
+// [NewTextRequest] or [NewDataRequest], and writes out the events handed
+// to its sink. A client transport implements [Connector] and [Session]
+// (and a Resume method for [SessionBuilder.Resume]), starts sessions with
+// [NewSessionBuilder], delivers received events — their Data the JSON
+// text as a json.RawMessage — with [Handlers.Dispatch], and ends
+// asynchronous requests with [Call.Finish] on a new(Call). Event types
+// and data keys are named in runtime/protocol. [Router.Manifest]
+// describes the routes to clients (runtime/jsroutes emits it as a typed
+// module; runtime/ws serves it to browsers).
 //
 // # Concurrency
 //

@@ -8,16 +8,17 @@ import (
 	"sync"
 	"time"
 
+	"github.com/chatscopes/chatgen/runtime/chatimpl"
 	"github.com/chatscopes/chatgen/runtime/chatstore"
 )
 
 // This file holds checkpoints: saves of a durable conversation in the
 // middle of a request. A request's state is saved once, when it ends; a
 // request that does work it must not do twice (a sub-agent call, say)
-// saves the conversation after it with Checkpoint, recording what it did,
+// saves the conversation after it with chatimpl.Checkpoint, recording what it did,
 // so that if the process dies before the request ends, the request that
 // comes after the resume (the client's resend) reads the record with
-// Interrupted and goes on from it.
+// chatimpl.Interrupted and goes on from it.
 
 // checkpointPrefix prefixes the keys of checkpoint records in a
 // conversation's saved Extra.
@@ -35,12 +36,10 @@ type checkpoints struct {
 	done bool       // the request ended
 }
 
-type checkpointsKey struct{}
-
-// Value returns cp for checkpointsKey and asks the parent for every other
-// key.
+// Value returns cp for chatimpl.CheckpointsKey and asks the parent for
+// every other key.
 func (cp *checkpoints) Value(key any) any {
-	if _, ok := key.(checkpointsKey); ok {
+	if _, ok := key.(chatimpl.CheckpointsKey); ok {
 		return cp
 	}
 	return cp.Context.Value(key)
@@ -60,41 +59,12 @@ func (cp *checkpoints) end() {
 	cp.mu.Unlock()
 }
 
-// Durable reports whether ctx is that of a request of a durable
-// conversation (on a [Router] with a [chatstore.ConversationStore]),
-// whose [Checkpoint] saves it.
-func Durable(ctx context.Context) bool {
-	_, ok := ctx.Value(checkpointsKey{}).(*checkpoints)
-	return ok
-}
-
-// Checkpoint saves the durable conversation of the request in ctx now,
-// before the request ends: its scopes and durable beans as they are, and
-// the chat memory writes the request staged so far, under its lease, and
-// records value under key (nil removes the record). Records last until
-// the request's own save, which drops them: they are found only by the
-// request after a process that died mid-request (see [Interrupted]).
-// Checkpoints of one request are saved one at a time, in the order of the
-// calls; each saves a new version of the conversation. The request's
-// writes after a checkpoint are saved by the next one or by the request's
-// save. (A memory written again while a checkpoint commits it may make
-// the next save fail with a conflict on stores that stage memory writes
-// incrementally: checkpoint after a memory's writes, not while they go
-// on.)
-//
-// Outside a request of a durable conversation it does nothing. It fails
-// when the store does (the conversation is not rolled back: the request
-// goes on, and its own save reports what the store says then), and, with
-// an error matching [ErrNotActive], after the request's end.
-func Checkpoint(ctx context.Context, key string, value []byte) error {
-	cp, _ := ctx.Value(checkpointsKey{}).(*checkpoints)
-	if cp == nil {
-		return nil
-	}
+// Checkpoint implements [chatimpl.Checkpointer].
+func (cp *checkpoints) Checkpoint(ctx context.Context, key string, value []byte) error {
 	return cp.save(ctx, key, value)
 }
 
-// save is Checkpoint.
+// save is chatimpl.Checkpoint.
 func (cp *checkpoints) save(ctx context.Context, key string, value []byte) error {
 	cp.mu.Lock()
 	defer cp.mu.Unlock()
@@ -142,16 +112,9 @@ func (cp *checkpoints) save(ctx context.Context, key string, value []byte) error
 	return nil
 }
 
-// Interrupted returns the value a request recorded under key with
-// [Checkpoint] and never dropped, because the process serving it stopped
-// before the request's save: the conversation was resumed from that
-// checkpoint, and the request in ctx (the first one since) can go on from
-// what the interrupted one did rather than do it again. It returns nil
-// when nothing is recorded under key, and outside a request of a durable
-// conversation.
-func Interrupted(ctx context.Context, key string) []byte {
-	cp, _ := ctx.Value(checkpointsKey{}).(*checkpoints)
-	if cp == nil || cp.start == nil {
+// Interrupted implements [chatimpl.Checkpointer].
+func (cp *checkpoints) Interrupted(key string) []byte {
+	if cp.start == nil {
 		return nil
 	}
 	return cp.start.Extra[checkpointPrefix+key]

@@ -23,11 +23,11 @@ func checkpointRouter(t *testing.T, store *chat.InMemoryConversationStore, hold 
 			if err := store.PutMemory(ctx, "m1", []byte("written before the checkpoint")); err != nil {
 				return err
 			}
-			saved <- chat.Checkpoint(ctx, "k", []byte("v1"))
+			saved <- chatimpl.Checkpoint(ctx, "k", []byte("v1"))
 			<-hold
 			return chat.Response(ctx).Message("done")
 		case "read":
-			return chat.Response(ctx).Message("record: " + string(chat.Interrupted(ctx, "k")) + ", durable: " + map[bool]string{true: "yes", false: "no"}[chat.Durable(ctx)])
+			return chat.Response(ctx).Message("record: " + string(chatimpl.Interrupted(ctx, "k")) + ", durable: " + map[bool]string{true: "yes", false: "no"}[chatimpl.Durable(ctx)])
 		}
 		return nil
 	}})
@@ -139,7 +139,7 @@ func TestCheckpoint(t *testing.T) {
 // fails.
 func TestCheckpointOutside(t *testing.T) {
 	ctx := context.Background()
-	if err := chat.Checkpoint(ctx, "k", []byte("v")); err != nil || chat.Durable(ctx) || chat.Interrupted(ctx, "k") != nil {
+	if err := chatimpl.Checkpoint(ctx, "k", []byte("v")); err != nil || chatimpl.Durable(ctx) || chatimpl.Interrupted(ctx, "k") != nil {
 		t.Fatalf("outside a request: %v", err)
 	}
 	store := chat.NewInMemoryConversationStore(nil)
@@ -159,7 +159,7 @@ func TestCheckpointOutside(t *testing.T) {
 	}
 	defer conv.Close(ctx)
 	say(t, conv, "x")
-	if err := chat.Checkpoint(late, "k", nil); !errors.Is(err, chat.ErrNotActive) {
+	if err := chatimpl.Checkpoint(late, "k", nil); !errors.Is(err, chat.ErrNotActive) {
 		t.Fatalf("a checkpoint after the request: %v, want ErrNotActive", err)
 	}
 }

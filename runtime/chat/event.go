@@ -22,8 +22,9 @@ var ErrPaused = errors.New("chat: the route waits for the user")
 // An Event is one event of a request: a type and its data.
 //
 // On the server, Data is the Go value the route sent. Clients receive
-// events whose Data is that value (local client) or raw JSON (websocket
-// client); either way [Event.Decode] fills a typed value. Its types are
+// events whose Data is that value (local client) or its JSON text as a
+// json.RawMessage (websocket client, and any transport that received it
+// over the wire); either way [Event.Decode] fills a typed value. Its types are
 // named in package protocol ([protocol.EventMessage], …).
 type Event struct {
 	Type string
@@ -35,20 +36,12 @@ type Event struct {
 	// rendered stream, the rendering of the whole streamed answer. It is
 	// "" on every other event. Package chat carries it and never renders.
 	HTML string
-	// raw is the JSON form of Data, when the event came over the wire.
-	raw json.RawMessage
-}
-
-// NewWireEvent returns an event received over the wire with its data as
-// raw JSON. Transports use it.
-func NewWireEvent(typ string, data json.RawMessage) Event {
-	return Event{Type: typ, raw: data}
 }
 
 // Raw returns the JSON form of the event's data.
 func (e Event) Raw() (json.RawMessage, error) {
-	if e.raw != nil {
-		return e.raw, nil
+	if raw, ok := e.Data.(json.RawMessage); ok && raw != nil {
+		return raw, nil
 	}
 	return json.Marshal(e.Data)
 }
@@ -56,7 +49,7 @@ func (e Event) Raw() (json.RawMessage, error) {
 // Decode stores the event's data in the value v points to. Data of the
 // same type is assigned as it is; anything else goes through JSON.
 func (e Event) Decode(v any) error {
-	if e.raw == nil && e.Data != nil {
+	if _, wire := e.Data.(json.RawMessage); !wire && e.Data != nil {
 		rv := reflect.ValueOf(v)
 		if rv.Kind() == reflect.Pointer && !rv.IsNil() {
 			dv := reflect.ValueOf(e.Data)
@@ -82,12 +75,12 @@ func (e Event) Text() string {
 	if s, ok := e.Data.(string); ok {
 		return s
 	}
-	if e.raw != nil {
+	if raw, ok := e.Data.(json.RawMessage); ok && raw != nil {
 		var s string
-		if json.Unmarshal(e.raw, &s) == nil {
+		if json.Unmarshal(raw, &s) == nil {
 			return s
 		}
-		return string(e.raw)
+		return string(raw)
 	}
 	if e.Data == nil {
 		return ""

@@ -2,6 +2,7 @@ package chat_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"runtime"
@@ -554,7 +555,7 @@ func TestHandlersDispatch(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, ev := range []chat.Event{
-		chat.NewWireEvent(protocol.EventMessage, []byte(`"hi"`)),
+		chat.Event{Type: protocol.EventMessage, Data: json.RawMessage(`"hi"`)},
 		{Type: "Custom", Data: 1},
 		{Type: protocol.EventThinking, Data: "t"},
 	} {

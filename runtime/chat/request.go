@@ -16,7 +16,7 @@ import (
 
 // A RouteRequest is the data of one chat request: the user's text and any
 // other values, keyed by route parameter name. Build one with
-// [NewTextRequest], [NewDataRequest] or [NewJSONRequest].
+// [NewTextRequest], [NewDataRequest] or [NewDataRequest].
 type RouteRequest struct {
 	userMessage string
 	hasUser     bool
@@ -28,10 +28,10 @@ func NewTextRequest(text string) *RouteRequest {
 	return &RouteRequest{userMessage: text, hasUser: true}
 }
 
-// NewJSONRequest parses request data: a JSON object (or null). The user's
+// newJSONRequest parses request data: a JSON object (or null). The user's
 // text is the string under "userMessage". A malformed object is an error
 // matching [ErrBadRequest].
-func NewJSONRequest(data json.RawMessage) (*RouteRequest, error) {
+func newJSONRequest(data json.RawMessage) (*RouteRequest, error) {
 	r := &RouteRequest{}
 	trimmed := bytes.TrimSpace(data)
 	if len(trimmed) == 0 || bytes.Equal(trimmed, []byte("null")) {
@@ -57,10 +57,15 @@ func NewJSONRequest(data json.RawMessage) (*RouteRequest, error) {
 	return r, nil
 }
 
-// NewDataRequest returns a request with data: a map, or a struct whose
-// JSON form is an object.
+// NewDataRequest returns a request with data: the JSON text of an object
+// (or null) as a json.RawMessage, a map, a struct whose JSON form is an
+// object, or a string, the user's text alone ([NewTextRequest]). The
+// user's text is the string under "userMessage". Data that is not an
+// object, or a malformed object, is an error matching [ErrBadRequest].
 func NewDataRequest(data any) (*RouteRequest, error) {
 	switch d := data.(type) {
+	case json.RawMessage:
+		return newJSONRequest(d)
 	case string:
 		return NewTextRequest(d), nil
 	case map[string]any:
@@ -70,11 +75,11 @@ func NewDataRequest(data any) (*RouteRequest, error) {
 	if err != nil {
 		return nil, fmt.Errorf("chat: encoding request data: %w", err)
 	}
-	return NewJSONRequest(raw)
+	return newJSONRequest(raw)
 }
 
 // newMapRequest is NewDataRequest for a map: each value is encoded on its
-// own, which gives the request [NewJSONRequest] would give for the map's
+// own, which gives the request [NewDataRequest] would give for the map's
 // JSON without encoding and parsing the whole object.
 func newMapRequest(m map[string]any) (*RouteRequest, error) {
 	r := &RouteRequest{}

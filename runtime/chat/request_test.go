@@ -100,29 +100,29 @@ func TestUserMessageMustBeAString(t *testing.T) {
 		}
 	}
 	for _, raw := range []string{`{"userMessage": [5]}`, `{"userMessage": {}}`, `{"userMessage": {"text": "a"}}`} {
-		_, err := chat.NewJSONRequest(json.RawMessage(raw))
+		_, err := chat.NewDataRequest(json.RawMessage(raw))
 		var bad *chat.BadRequestError
 		if !errors.Is(err, chat.ErrBadRequest) || !errors.As(err, &bad) || bad.Param != "userMessage" {
-			t.Fatalf("NewJSONRequest(%s): %v", raw, err)
+			t.Fatalf("NewDataRequest(%s): %v", raw, err)
 		}
 	}
 	wantEvents(t, l.take())
 }
 
-func TestNewJSONRequest(t *testing.T) {
+func TestNewDataRequestJSON(t *testing.T) {
 	for _, raw := range []string{`{`, `{"a":1`, `[1,2]`, `"text"`, `42`, `true`, `{"a":1} x`, `{"a":}`} {
-		r, err := chat.NewJSONRequest(json.RawMessage(raw))
+		r, err := chat.NewDataRequest(json.RawMessage(raw))
 		if !errors.Is(err, chat.ErrBadRequest) || r != nil {
-			t.Errorf("NewJSONRequest(%s) = %v, %v; want BadRequest", raw, r, err)
+			t.Errorf("NewDataRequest(%s) = %v, %v; want BadRequest", raw, r, err)
 		}
 	}
 	for _, raw := range []string{``, `  `, `null`, ` null `, `{}`} {
-		r, err := chat.NewJSONRequest(json.RawMessage(raw))
+		r, err := chat.NewDataRequest(json.RawMessage(raw))
 		if err != nil || r.HasUserMessage() || len(r.Keys()) != 0 {
-			t.Errorf("NewJSONRequest(%q) = %v, %v; want an empty request", raw, r, err)
+			t.Errorf("NewDataRequest(%q) = %v, %v; want an empty request", raw, r, err)
 		}
 	}
-	r, err := chat.NewJSONRequest(json.RawMessage(` {"userMessage":"hi","n":2,"gone":null,"obj":{"a":[1]}} `))
+	r, err := chat.NewDataRequest(json.RawMessage(` {"userMessage":"hi","n":2,"gone":null,"obj":{"a":[1]}} `))
 	wantNoErr(t, err)
 	if !r.HasUserMessage() || r.UserMessage() != "hi" {
 		t.Fatalf("user message %q", r.UserMessage())
@@ -195,7 +195,7 @@ func TestNewDataRequestMatchesJSON(t *testing.T) {
 		got, gerr := chat.NewDataRequest(m)
 		raw, err := json.Marshal(m)
 		wantNoErr(t, err)
-		want, werr := chat.NewJSONRequest(raw)
+		want, werr := chat.NewDataRequest(raw)
 		if (gerr == nil) != (werr == nil) || (gerr != nil && gerr.Error() != werr.Error()) {
 			t.Fatalf("%s: errors %v vs %v", raw, gerr, werr)
 		}
@@ -409,13 +409,13 @@ func TestEventsAfterTheRequestAreRefused(t *testing.T) {
 }
 
 func TestEventHelpers(t *testing.T) {
-	ev := chat.NewWireEvent("Object", json.RawMessage(`{"name":"bow","damage":2}`))
+	ev := chat.Event{Type: "Object", Data: json.RawMessage(`{"name":"bow","damage":2}`)}
 	var w weapon
 	wantNoErr(t, ev.Decode(&w))
 	if w != (weapon{"bow", 2}) || ev.Text() != `{"name":"bow","damage":2}` {
 		t.Fatalf("wire event: %+v %q", w, ev.Text())
 	}
-	if got := chat.NewWireEvent("Message", json.RawMessage(`"hi"`)).Text(); got != "hi" {
+	if got := (chat.Event{Type: "Message", Data: json.RawMessage(`"hi"`)}).Text(); got != "hi" {
 		t.Fatalf("wire text %q", got)
 	}
 	local := chat.Event{Type: "Object", Data: &weapon{"pike", 4}}

@@ -134,7 +134,7 @@ func (s *Server) request(rt *routeTool, raw json.RawMessage) (*chat.RouteRequest
 	if refused != nil {
 		return nil, refused
 	}
-	creq, err := chat.NewJSONRequest(args)
+	creq, err := chat.NewDataRequest(args)
 	if err != nil {
 		return nil, &refusal{"BadRequest: " + failureText(chat.FailureOf(err), err)}
 	}

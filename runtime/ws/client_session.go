@@ -463,11 +463,11 @@ func (s *clientSession) stoppedEvent(f *serverFrame) bool {
 // appendRendered).
 func wireEvent(typ string, f *serverFrame) chat.Event {
 	if len(f.markdown) > 0 && typ == protocol.EventMessage {
-		ev := chat.NewWireEvent(typ, bytes.Clone(f.markdown))
+		ev := chat.Event{Type: typ, Data: json.RawMessage(bytes.Clone(f.markdown))}
 		ev.HTML = text(f.data)
 		return ev
 	}
-	ev := chat.NewWireEvent(typ, bytes.Clone(f.data))
+	ev := chat.Event{Type: typ, Data: json.RawMessage(bytes.Clone(f.data))}
 	if len(f.html) > 0 {
 		ev.HTML = text(f.html)
 	}

@@ -409,15 +409,15 @@ func eventType(raw []byte) string {
 // routeRequest parses the data of a ChatRouteMessage (valid JSON: the
 // frame passed scanObject). The data of a chat message,
 // {"userMessage":"<text>"}, becomes a chat.NewTextRequest without
-// encoding/json, whose reflection made chat.NewJSONRequest about a tenth
+// encoding/json, whose reflection made parsing the object about a tenth
 // of the server's CPU in BenchmarkLoad (target: CPU per turn ≤ 1.5× the
 // raw echo server's); the request is the same. Other data goes through
-// chat.NewJSONRequest.
+// chat.NewDataRequest.
 func routeRequest(data []byte) (*chat.RouteRequest, error) {
 	if text, ok := userMessageOnly(data); ok {
 		return chat.NewTextRequest(text), nil
 	}
-	return chat.NewJSONRequest(data)
+	return chat.NewDataRequest(json.RawMessage(data))
 }
 
 // userMessageOnly returns the text of data if data is an object with the

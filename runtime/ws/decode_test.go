@@ -2,6 +2,7 @@ package ws
 
 import (
 	"bytes"
+	"encoding/json"
 	"reflect"
 	"strings"
 	"testing"
@@ -38,7 +39,7 @@ func TestUserMessageOnly(t *testing.T) {
 			t.Errorf("%s: fast path %v, want %v", tc.data, fast, tc.fast)
 		}
 		got, gotErr := routeRequest([]byte(tc.data))
-		want, wantErr := chat.NewJSONRequest([]byte(tc.data))
+		want, wantErr := chat.NewDataRequest(json.RawMessage(tc.data))
 		if (gotErr == nil) != (wantErr == nil) {
 			t.Errorf("%s: error %v, want %v", tc.data, gotErr, wantErr)
 			continue

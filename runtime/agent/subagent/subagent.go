@@ -27,7 +27,7 @@
 // and the answer, in the next request, resumes it there (ai.AgentCall),
 // then the caller. A scope's sessions are a per-chat durable bean, so a
 // durable conversation keeps them across detaches and restarts; and each
-// call that completes is checkpointed (chat.Checkpoint), so that after a
+// call that completes is checkpointed (chatimpl.Checkpoint), so that after a
 // crash the resent request gets the answers of the calls that had
 // completed without running them again.
 package subagent
@@ -302,7 +302,7 @@ func (t *Tool) invoke(ctx context.Context, arguments string) (any, error) {
 
 // checkpoint saves the durable conversation of ctx with the calls of its
 // request that completed, so that a resend after a crash replays them
-// (see chat.Checkpoint).
+// (see chatimpl.Checkpoint).
 func (t *Tool) checkpoint(ctx context.Context, reg *sessions) {
 	reg.cpMu.Lock()
 	defer reg.cpMu.Unlock()
@@ -310,7 +310,7 @@ func (t *Tool) checkpoint(ctx context.Context, reg *sessions) {
 	raw, err := json.Marshal(reg.done)
 	reg.mu.Unlock()
 	if err == nil {
-		err = chat.Checkpoint(ctx, reg.journalKey(), raw)
+		err = chatimpl.Checkpoint(ctx, reg.journalKey(), raw)
 	}
 	if err != nil {
 		t.log().WarnContext(ctx, "subagent: checkpointing a completed call", "agent", t.name, "err", err)
@@ -422,7 +422,7 @@ type completed struct {
 }
 
 // journalKey is the key of the record of the calls the scope's current
-// request completed (chat.Checkpoint).
+// request completed (chatimpl.Checkpoint).
 func (r *sessions) journalKey() string { return "subagent:" + r.tool.name + "@" + r.scope }
 
 // request makes the request of ctx the current one, forgetting the calls
@@ -434,7 +434,7 @@ func (r *sessions) request(ctx context.Context) {
 		return
 	}
 	r.req, r.done, r.replay = req, nil, nil
-	if raw := chat.Interrupted(ctx, r.journalKey()); raw != nil {
+	if raw := chatimpl.Interrupted(ctx, r.journalKey()); raw != nil {
 		if err := json.Unmarshal(raw, &r.replay); err != nil {
 			r.tool.log().WarnContext(ctx, "subagent: the record of an interrupted request does not decode: its calls run again", "agent", r.tool.name, "err", err)
 		}
@@ -444,7 +444,7 @@ func (r *sessions) request(ctx context.Context) {
 // replayed returns the answer of a call like a's that the interrupted
 // request completed, once; its session is used again.
 func (r *sessions) replayed(ctx context.Context, a args) (Answer, bool) {
-	if !chat.Durable(ctx) {
+	if !chatimpl.Durable(ctx) {
 		return Answer{}, false
 	}
 	r.mu.Lock()
@@ -468,7 +468,7 @@ func (r *sessions) replayed(ctx context.Context, a args) (Answer, bool) {
 // reports whether the conversation is durable (the record is to be
 // checkpointed).
 func (r *sessions) complete(ctx context.Context, a args, ans Answer) bool {
-	if !chat.Durable(ctx) {
+	if !chatimpl.Durable(ctx) {
 		return false
 	}
 	r.mu.Lock()
