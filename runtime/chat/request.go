@@ -351,8 +351,8 @@ func (c *ResponseChannel) Console(text string) error { return c.text(protocol.Ev
 // an error from the route to fail it.
 func (c *ResponseChannel) Error(text string) error { return c.text(protocol.EventError, text) }
 
-// Send sends v as an event of the type it names: v must implement
-// [EventTyper], as types annotated with //chat:event do.
+// Send sends v as an event of the type it names: v must have a
+// ChatEventType() string method, as types annotated with //chat:event do.
 func (c *ResponseChannel) Send(v any) error {
 	t, ok := v.(eventTyper)
 	if !ok {
@@ -370,8 +370,8 @@ func (c *ResponseChannel) close() {
 
 // SendValue sends a route's result as generated code maps it: nothing for
 // nil (a nil pointer, map, slice, func or channel too), a string as Message
-// ("" sends nothing), an [EventTyper] as its own type, anything else as
-// Object. It is generic so that a string result is sent without being
+// ("" sends nothing), a value with a ChatEventType method as its own type,
+// anything else as Object. It is generic so that a string result is sent without being
 // boxed into an interface on the way.
 func SendValue[T any](ctx context.Context, v T) error {
 	if s, ok := any(v).(string); ok {

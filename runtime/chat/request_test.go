@@ -174,7 +174,7 @@ func TestDecode(t *testing.T) {
 }
 
 // NewDataRequest of a map encodes values one by one; the request must be
-// the one NewJSONRequest gives for the map's JSON.
+// the one NewDataRequest gives for the map's JSON.
 func TestNewDataRequestMatchesJSON(t *testing.T) {
 	type inner struct {
 		A int    `json:"a"`
@@ -195,7 +195,7 @@ func TestNewDataRequestMatchesJSON(t *testing.T) {
 		got, gerr := chat.NewDataRequest(m)
 		raw, err := json.Marshal(m)
 		wantNoErr(t, err)
-		want, werr := chat.NewDataRequest(raw)
+		want, werr := chat.NewDataRequest(json.RawMessage(raw))
 		if (gerr == nil) != (werr == nil) || (gerr != nil && gerr.Error() != werr.Error()) {
 			t.Fatalf("%s: errors %v vs %v", raw, gerr, werr)
 		}

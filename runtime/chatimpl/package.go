@@ -90,7 +90,7 @@ func (p *Package) Manifest() *Manifest { return p.manifest }
 func (p *Package) Providers() []Provider { return p.providers }
 
 // A Bean is a scoped bean's descriptor: a *chat.Bean[T], which generated
-// code declares with chat.NewBean or chat.NewDurableBean.
+// code declares with chat.NewBean.
 type Bean[T any] interface {
 	// Lookup returns the instance of the bean for ctx.
 	Lookup(ctx context.Context) (T, error)

@@ -424,7 +424,7 @@ func routeRequest(data []byte) (*chat.RouteRequest, error) {
 // one key "userMessage" whose value is a string that encoding/json would
 // encode as it is written (no escape, no HTML character, valid UTF-8
 // without U+2028 or U+2029), so that the request decodes it the same way
-// as NewJSONRequest would.
+// as chat.NewDataRequest would.
 func userMessageOnly(data []byte) (string, bool) {
 	const key = `"` + protocol.KeyUserMessage + `"`
 	i := skipSpace(data, 0)

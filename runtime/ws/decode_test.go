@@ -11,7 +11,7 @@ import (
 )
 
 // TestUserMessageOnly: the fast path of routeRequest gives the request
-// chat.NewJSONRequest gives, and is taken only for plain chat messages.
+// chat.NewDataRequest gives for the JSON text, and is taken only for plain chat messages.
 func TestUserMessageOnly(t *testing.T) {
 	for _, tc := range []struct {
 		data string
