@@ -81,6 +81,12 @@ type SummaryRequest struct {
 	// for a [ConversationSummarizer] that wants it (it costs a copy of the
 	// memory); nil otherwise.
 	Conversation []llms.MessageContent
+	// Append asks for a segment instead of the whole new summary: the
+	// memory appends the text returned to Previous
+	// ([CompressOptions.AppendSummaries]), so it should hold only what
+	// Messages add, without repeating Previous (which is there for
+	// context). MaxTokens is then the segment's budget.
+	Append bool
 }
 
 // A ConversationSummarizer is a [Summarizer] that may read
@@ -133,6 +139,7 @@ type ModelSummarizer struct {
 	model        llms.Model
 	instructions string
 	options      []llms.CallOption
+	transcript   []llms.CallOption // options then TranscriptCallOptions
 	reuse        bool
 	cache        *llms.CacheControl
 }
@@ -162,6 +169,14 @@ type ModelSummarizerOptions struct {
 	// Anthropic reads the conversation from its cache. Nil marks nothing
 	// (what any other client wants).
 	CacheControl *llms.CacheControl
+	// TranscriptCallOptions are passed after CallOptions to the calls
+	// that send a transcript, not the conversation: all of them without
+	// ReuseConversation, else those of a request without a conversation
+	// (a [Compressing] memory's fold before a request the cache has
+	// expired for). No cache serves those, so a cheaper model may write
+	// them (llms.WithModel("claude-haiku-4-5") beside a Sonnet service):
+	// set [CompressOptions.SummarizerCosts] to its prices.
+	TranscriptCallOptions []llms.CallOption
 }
 
 var _ ConversationSummarizer = (*ModelSummarizer)(nil)
@@ -180,6 +195,9 @@ func NewModelSummarizer(model llms.Model, opts *ModelSummarizerOptions) *ModelSu
 		}
 		s.options = append([]llms.CallOption(nil), opts.CallOptions...)
 		s.reuse, s.cache = opts.ReuseConversation, opts.CacheControl
+		if len(opts.TranscriptCallOptions) > 0 {
+			s.transcript = append(slices.Clone(s.options), opts.TranscriptCallOptions...)
+		}
 	}
 	return s
 }
@@ -194,10 +212,13 @@ func (s *ModelSummarizer) Summarize(ctx context.Context, req SummaryRequest) (st
 		llms.TextParts(llms.ChatMessageTypeSystem, s.instructions),
 		llms.TextParts(llms.ChatMessageTypeHuman, SummaryPrompt(req)),
 	}
+	options := s.options
 	if s.reuse && len(req.Conversation) > 0 {
 		prompt = s.conversationPrompt(req)
+	} else if s.transcript != nil {
+		options = s.transcript
 	}
-	resp, err := s.model.GenerateContent(ctx, prompt, s.options...)
+	resp, err := s.model.GenerateContent(ctx, prompt, options...)
 	if err != nil {
 		return "", fmt.Errorf("memory: summarizing: %w", err)
 	}
@@ -246,6 +267,11 @@ func ConversationSummaryPrompt(req SummaryRequest) string {
 	} else {
 		b.WriteString("Its first user message is the current summary. ")
 	}
+	if req.Append {
+		fmt.Fprintf(&b, "Summarise the %d oldest messages after it, which the summary is about to replace, and nothing newer. ", len(req.Messages))
+		writeAppendRequest(&b, req.MaxTokens)
+		return b.String()
+	}
 	fmt.Fprintf(&b, "Fold into the summary the %d oldest messages after it, which it is about to replace, and nothing newer. ", len(req.Messages))
 	writeSizeRequest(&b, req.MaxTokens)
 	return b.String()
@@ -259,6 +285,19 @@ func writeSizeRequest(b *strings.Builder, maxTokens int) {
 		fmt.Fprintf(b, "Write the updated summary in at most %d words.", max(1, maxTokens*3/4))
 	} else {
 		b.WriteString("Write the updated summary.")
+	}
+}
+
+// AppendInstruction is what a [ModelSummarizer] asks for when the memory
+// appends its answer to the current summary ([SummaryRequest.Append]).
+const AppendInstruction = "Write only what they add to the current summary, without repeating it: your answer is appended to it."
+
+// writeAppendRequest asks for a segment to append to the summary, in at
+// most the words of maxTokens tokens when it is positive.
+func writeAppendRequest(b *strings.Builder, maxTokens int) {
+	b.WriteString(AppendInstruction)
+	if maxTokens > 0 {
+		fmt.Fprintf(b, " Write it in at most %d words.", max(1, maxTokens*3/4))
 	}
 }
 
@@ -279,7 +318,11 @@ func SummaryPrompt(req SummaryRequest) string {
 		writeTranscript(&b, m)
 	}
 	b.WriteString("\n")
-	writeSizeRequest(&b, req.MaxTokens)
+	if req.Append {
+		writeAppendRequest(&b, req.MaxTokens)
+	} else {
+		writeSizeRequest(&b, req.MaxTokens)
+	}
 	return b.String()
 }
 
