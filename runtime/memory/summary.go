@@ -225,6 +225,9 @@ func (s *ModelSummarizer) Summarize(ctx context.Context, req SummaryRequest) (st
 	if resp == nil || len(resp.Choices) == 0 || resp.Choices[0] == nil {
 		return "", ErrEmptySummary
 	}
+	if report, ok := ctx.Value(summaryUsageKey{}).(func(map[string]any)); ok && report != nil {
+		report(resp.Choices[0].GenerationInfo)
+	}
 	text := strings.TrimSpace(resp.Choices[0].Content)
 	if text == "" {
 		return "", ErrEmptySummary
@@ -254,6 +257,20 @@ func (s *ModelSummarizer) conversationPrompt(req SummaryRequest) []llms.MessageC
 		}
 	}
 	return append(prompt, llms.TextParts(llms.ChatMessageTypeHuman, s.instructions+"\n\n"+ConversationSummaryPrompt(req)))
+}
+
+// summaryUsageKey is the context key of WithSummaryUsage.
+type summaryUsageKey struct{}
+
+// WithSummaryUsage returns a copy of ctx carrying report: a
+// [ModelSummarizer] called with it, or with a context derived from it (a
+// [Compressing] memory's Add and Messages pass theirs to the Summarizer),
+// calls report with the GenerationInfo of each answer it gets, where
+// langchaingo's clients put the call's token usage. An AI service passes
+// one to its memory, so that the turn's usage counts the summarizer's
+// calls too. report is called on the goroutine that called Summarize.
+func WithSummaryUsage(ctx context.Context, report func(info map[string]any)) context.Context {
+	return context.WithValue(ctx, summaryUsageKey{}, report)
 }
 
 // ConversationSummaryPrompt returns the request a [ModelSummarizer] with
