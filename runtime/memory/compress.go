@@ -71,9 +71,10 @@ type CompressOptions struct {
 	// its cost over the turns until the smaller prompt grows back to
 	// TriggerTokens (at most as many as the memory has had), when it
 	// leaves no prompt under Costs.MinCacheTokens while caching pays,
-	// and when, even if the next turn finds the cache warm, it keeps the
-	// memory's estimated bill, output included, within 1.02× the full
-	// history's (what keeping every message would have billed, estimated
+	// and when, after the fold's turn (which bills the summarizer's call)
+	// and after the next turn, even if that one finds the cache warm, it
+	// keeps the memory's estimated bill, output included, within 1.02× the
+	// full history's (what keeping every message would have billed, estimated
 	// the same way since the memory was made), so that the memory is
 	// never dearer than keeping everything. Set the
 	// prices of the model the memory's prompts go to

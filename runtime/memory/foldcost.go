@@ -196,6 +196,13 @@ func (a *foldAccount) pays(k *TokenCosts, plan foldPlan, cold bool) bool {
 	worst := foldCost + k.write(plan.fold)*float64(plan.fold) - k.rate(plan.keep, 0)*float64(plan.keep)
 	if cold {
 		worst = first // the next request finds the cache expired
+	} else if a.own+foldCost > (1+foldSlack)*a.shadow {
+		// The summarizer's call of a fold after a turn is billed in
+		// that turn, before the next one saves anything: where the
+		// smaller prompt costs no more to send than the kept one costs
+		// to read (OpenAI bills no write), that turn is the fold's
+		// dearest.
+		return false
 	}
 	return a.own+max(first, worst) <= (1+foldSlack)*a.shadow
 }
