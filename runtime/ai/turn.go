@@ -150,12 +150,16 @@ func (s *Service) runTurn(ctx context.Context, req *Request, mode runMode, convI
 		return nil, s.errorf(m.Name, "memory %q: %w", id, err)
 	}
 	gen := st.generation()
-	history, err := mem.Messages(ctx)
+	// A memory may summarise before the request (a Compressing memory's
+	// fold before a cold request): its summarizer's calls are the turn's.
+	var summarized Usage
+	history, err := mem.Messages(memory.WithSummaryUsage(ctx, func(info map[string]any) { summarized.add(s.dialect.usage(info)) }))
 	if err != nil {
 		return nil, s.errorf(m.Name, "reading memory %q: %w", id, err)
 	}
 
 	t := &turn{s: s, m: m, mode: mode, tools: tools, defs: defs, reply: new(Reply), convID: convID}
+	t.reply.Usage = summarized
 	t.initBudget(ag)
 	t.agentStream = ag != nil && chat.Request(ctx) != nil
 	defer t.finish()
@@ -526,7 +530,9 @@ func (t *turn) commit(ctx context.Context, st *memState, mem memory.Memory, gen 
 			"service", t.s.name, "method", t.m.Name, "memory", st.id)
 		return nil
 	}
-	if err := mem.Add(ctx, t.msgs...); err != nil {
+	// The summarizer's calls of a fold the Add makes are the turn's.
+	mctx := memory.WithSummaryUsage(ctx, func(info map[string]any) { t.addUsage(t.s.dialect.usage(info)) })
+	if err := mem.Add(mctx, t.msgs...); err != nil {
 		if errors.Is(err, memory.ErrDeleted) {
 			return nil // its scope ended during the turn
 		}

@@ -71,9 +71,10 @@ type CompressOptions struct {
 	// its cost over the turns until the smaller prompt grows back to
 	// TriggerTokens (at most as many as the memory has had), when it
 	// leaves no prompt under Costs.MinCacheTokens while caching pays,
-	// and when, even if the next turn finds the cache warm, it keeps the
-	// memory's estimated bill, output included, within 1.02× the full
-	// history's (what keeping every message would have billed, estimated
+	// and when, after the fold's turn (which bills the summarizer's call)
+	// and after the next turn, even if that one finds the cache warm, it
+	// keeps the memory's estimated bill, output included, within 1.02× the
+	// full history's (what keeping every message would have billed, estimated
 	// the same way since the memory was made), so that the memory is
 	// never dearer than keeping everything. Set the
 	// prices of the model the memory's prompts go to
@@ -100,6 +101,24 @@ type CompressOptions struct {
 	// Now is the clock Costs' estimates read the gaps between turns on;
 	// nil means time.Now.
 	Now func() time.Time
+	// AppendSummaries makes a fold append a segment to the summary, the
+	// summary of the messages it folds only ([SummaryRequest.Append]),
+	// instead of rewriting the whole summary, while the summary with the
+	// segment stays within 2×SummaryTokens; the fold that would take it
+	// past that rewrites it whole, within SummaryTokens, as without the
+	// option. A fold then bills the segment's output tokens only, not
+	// the whole summary's again (output costs 4–8× input), and the
+	// summary's text before the segment stays in place. The Summarizer
+	// must honour SummaryRequest.Append ([ModelSummarizer] does): one that
+	// returns the whole summary anyway repeats it.
+	AppendSummaries bool
+	// SummarizerCosts, with Costs, are the prices of the summarizer's
+	// calls that do not send the conversation (a fold before a cold
+	// request, or any fold of a summarizer that does not reuse the
+	// conversation), when another model writes them
+	// ([ModelSummarizerOptions.TranscriptCallOptions]); nil means Costs.
+	// Only its Input and Output prices are used: no cache serves them.
+	SummarizerCosts *TokenCosts
 }
 
 // CompressionStats counts what the memories of a [Compressing] policy did,
@@ -133,6 +152,8 @@ type CompressingPolicy struct {
 	costs                             *TokenCosts
 	ttl                               time.Duration
 	now                               func() time.Time
+	appendSummaries                   bool
+	sumCosts                          *TokenCosts
 
 	adds, compressions, failures, summarized, dropped atomic.Int64
 }
@@ -226,10 +247,17 @@ func Compressing(maxTokens int, s Summarizer, opts *CompressOptions) *Compressin
 		logger:        o.Logger,
 		ttl:           o.CacheTTL,
 		now:           o.Now,
+
+		appendSummaries: o.AppendSummaries,
 	}
 	if o.Costs != nil {
 		k := *o.Costs
 		p.costs = &k
+		p.sumCosts = p.costs
+		if o.SummarizerCosts != nil {
+			k := *o.SummarizerCosts
+			p.sumCosts = &k
+		}
 	}
 	if p.ttl == 0 {
 		p.ttl = 5 * time.Minute
@@ -293,6 +321,8 @@ func (p *CompressingPolicy) New(ctx context.Context, store Store, id string) (Me
 		return nil, fmt.Errorf("%w: Compressing: CompressOptions.SummaryTokens %d is not in [1, maxTokens %d]", ErrInvalid, p.summaryTokens, p.max)
 	case p.costs != nil && !p.costs.valid():
 		return nil, fmt.Errorf("%w: Compressing: CompressOptions.Costs %+v has a negative or non-finite price, or a negative minimum", ErrInvalid, *p.costs)
+	case p.sumCosts != nil && !p.sumCosts.valid():
+		return nil, fmt.Errorf("%w: Compressing: CompressOptions.SummarizerCosts %+v has a negative or non-finite price, or a negative minimum", ErrInvalid, *p.sumCosts)
 	case p.ttl < 0:
 		return nil, fmt.Errorf("%w: Compressing: CompressOptions.CacheTTL %v is negative", ErrInvalid, p.ttl)
 	case store == nil:
@@ -388,6 +418,10 @@ type compressing struct {
 	// acct is the bill's estimate, with CompressOptions.Costs.
 	acct      foldAccount
 	coldTried time.Time // the last Add whose gap coldFold weighed
+	// segIn and segOut are the tokens folded and written by the folds
+	// that wrote a summary of the folded messages only (the first, and
+	// those that appended a segment): how much a segment takes.
+	segIn, segOut int
 
 	// Scratch space of Add, reused across calls.
 	added []llms.MessageContent // the non-system messages of an Add, not copied
@@ -461,9 +495,14 @@ func (c *compressing) Add(ctx context.Context, msgs ...llms.MessageContent) erro
 		c.acct.account(p.costs, p.ttl, p.now(), sysCost, total-c.body, outputTokens(costs, added))
 	}
 	k, folded, plan := c.foldDepth(sysCost, total, summCost, s, &c.acct, false)
+	out := 0         // the summarizer's output tokens
+	segment := false // the summary written is of the folded messages only
 	if k > 0 {
-		text, err := c.summarize(ctx, k, sys, added, true)
+		_, appends := c.appendEstimate(folded)
+		text, err := c.summarize(ctx, k, sys, added, true, appends)
 		if err == nil {
+			out = c.outputCost(text)
+			text = c.joinSummary(text, appends)
 			// The summary must leave room for the turn being added (what
 			// the cap keeps of this Add without it): a bigger one would
 			// push it out.
@@ -479,6 +518,7 @@ func (c *compressing) Add(ctx context.Context, msgs ...llms.MessageContent) erro
 					ErrSummaryTooLong, sysCost+cost, restWith, p.max)
 			default:
 				summ, summText, summCost, summChanged = &m, text, cost, true
+				segment = appends || c.summ == nil
 			}
 		}
 		if err != nil {
@@ -537,11 +577,14 @@ func (c *compressing) Add(ctx context.Context, msgs ...llms.MessageContent) erro
 		c.msgs.items = appendClones(c.msgs.items, tail)
 	}
 	c.body = rest
+	if segment {
+		c.segIn, c.segOut = c.segIn+folded, c.segOut+out
+	}
 	if p.costs != nil {
 		c.acct.folded = !c.kept
 		c.acct.ownPrompt = sysCost + summCost + rest
 		if k > 0 {
-			c.acct.own += plan.bill(p.costs, summCost)
+			c.acct.own += plan.bill(p.costs, out)
 			c.acct.lastSummaryOut = summCost
 		}
 	}
@@ -611,7 +654,7 @@ func (c *compressing) coldMarks() (high, low int) {
 // the policy's timeout, turning a panic or an empty summary into an error.
 // With reuse, a ConversationSummarizer that wants it is sent the
 // conversation.
-func (c *compressing) summarize(ctx context.Context, k int, sys *llms.MessageContent, added []llms.MessageContent, reuse bool) (text string, err error) {
+func (c *compressing) summarize(ctx context.Context, k int, sys *llms.MessageContent, added []llms.MessageContent, reuse, appends bool) (text string, err error) {
 	kept := min(k, c.meta.len())
 	msgs, err := c.oldest(ctx, kept)
 	if err != nil {
@@ -635,7 +678,11 @@ func (c *compressing) summarize(ctx context.Context, k int, sys *llms.MessageCon
 			text, err = "", fmt.Errorf("%w: %v", ErrSummarizerPanicked, r)
 		}
 	}()
-	text, err = c.p.sum.Summarize(ctx, SummaryRequest{Previous: c.summText, Messages: msgs, MaxTokens: c.p.summaryTokens, Conversation: conv})
+	req := SummaryRequest{Previous: c.summText, Messages: msgs, MaxTokens: c.p.summaryTokens, Conversation: conv, Append: appends}
+	if appends {
+		req.MaxTokens = max(1, 2*c.p.summaryTokens-c.summCost)
+	}
+	text, err = c.p.sum.Summarize(ctx, req)
 	if err != nil {
 		return "", err
 	}
@@ -647,6 +694,40 @@ func (c *compressing) summarize(ctx context.Context, k int, sys *llms.MessageCon
 		return "", ErrEmptySummary
 	}
 	return text, nil
+}
+
+// appendEstimate reports whether a fold of folded tokens appends a
+// segment to the summary (CompressOptions.AppendSummaries: there is a
+// summary, and with the segment it stays within 2×SummaryTokens), and the
+// segment's estimated tokens: as many per folded token as the summaries
+// of folded messages only written so far, at most SummaryTokens (and
+// SummaryTokens, or the tokens folded, before the first).
+func (c *compressing) appendEstimate(folded int) (seg int, ok bool) {
+	p := c.p
+	if !p.appendSummaries || c.summ == nil {
+		return 0, false
+	}
+	seg = min(p.summaryTokens, max(1, folded))
+	if c.segIn > 0 {
+		seg = min(seg, max(1, int(math.Ceil(float64(folded)*float64(c.segOut)/float64(c.segIn)))))
+	}
+	return seg, c.summCost+seg <= 2*p.summaryTokens
+}
+
+// joinSummary returns the summary text of a fold whose summarizer wrote
+// text: text, or, when the fold appends, the current summary then text.
+func (c *compressing) joinSummary(text string, appends bool) string {
+	if !appends || c.summText == "" {
+		return text
+	}
+	return c.summText + "\n\n" + text
+}
+
+// outputCost returns the tokens of text as the summarizer's answer: what
+// its call bills as output.
+func (c *compressing) outputCost(text string) int {
+	m := llms.TextParts(llms.ChatMessageTypeAI, text)
+	return c.p.cost(&m)
 }
 
 // conversation returns copies of what the memory holds, with sys as its
@@ -778,10 +859,13 @@ func (c *compressing) coldFold(ctx context.Context) {
 	if k == 0 || k > len(old) {
 		return
 	}
-	text, err := c.summarize(ctx, k, c.sys, nil, false)
+	_, appends := c.appendEstimate(folded)
+	text, err := c.summarize(ctx, k, c.sys, nil, false, appends)
 	var m llms.MessageContent
-	cost := 0
+	cost, out := 0, 0
 	if err == nil {
+		out = c.outputCost(text)
+		text = c.joinSummary(text, appends)
 		m = summaryMessage(text)
 		cost = p.cost(&m)
 		if rest := c.body - folded; c.sysCost+cost+rest > p.max {
@@ -797,6 +881,9 @@ func (c *compressing) coldFold(ctx context.Context) {
 			"memory", c.id, "messages", k, "err", err)
 		return
 	}
+	if appends || c.summ == nil {
+		c.segIn, c.segOut = c.segIn+folded, c.segOut+out
+	}
 	c.summ, c.summText, c.summCost = &m, text, cost
 	c.meta.drop(0, k)
 	c.meta.compact()
@@ -808,7 +895,7 @@ func (c *compressing) coldFold(ctx context.Context) {
 	c.kept = false
 	c.acct.folded = true
 	c.acct.ownPrompt = c.sysCost + cost + c.body
-	c.acct.own += plan.bill(p.costs, cost)
+	c.acct.own += plan.bill(p.costs, out)
 	c.acct.lastSummaryOut = cost
 	p.compressions.Add(1)
 	p.summarized.Add(int64(k))
@@ -827,5 +914,6 @@ func (c *compressing) Clear(ctx context.Context) error {
 	c.summ, c.summText, c.summCost = nil, "", 0
 	c.meta, c.msgs, c.body = deque[msgCost]{}, deque[llms.MessageContent]{}, 0
 	c.acct, c.coldTried = foldAccount{}, time.Time{}
+	c.segIn, c.segOut = 0, 0
 	return nil
 }

@@ -956,3 +956,81 @@ func TestCompressingCapDropsTheSummaryBeforeTheTurn(t *testing.T) {
 		t.Fatalf("stats %+v", st)
 	}
 }
+
+// segmenter is a Summarizer that honours SummaryRequest.Append: asked
+// for a segment it writes the messages it is given, as "role:text" words;
+// else the previous summary then them, as joiner does. It records the
+// requests.
+type segmenter struct {
+	mu   sync.Mutex
+	reqs []memory.SummaryRequest
+}
+
+func (g *segmenter) Summarize(_ context.Context, req memory.SummaryRequest) (string, error) {
+	g.mu.Lock()
+	g.reqs = append(g.reqs, memory.SummaryRequest{Previous: req.Previous, Messages: slices.Clone(req.Messages), MaxTokens: req.MaxTokens, Append: req.Append})
+	g.mu.Unlock()
+	w := words(req.Messages)
+	if req.Previous != "" && !req.Append {
+		w = append([]string{req.Previous}, w...)
+	}
+	return strings.Join(w, " "), nil
+}
+
+func TestCompressingAppendsSummaries(t *testing.T) {
+	for name, s := range stores(t) {
+		t.Run(name, func(t *testing.T) {
+			g := &segmenter{}
+			opts := compressOpts(6, 3)
+			opts.SummaryTokens, opts.AppendSummaries = 5, true
+			m := newMemory(t, memory.Compressing(100, g, opts), s)
+			add(t, m, sys("s"), human("1"), ai("2"))
+			add(t, m, human("3"), ai("4"))
+			add(t, m, human("5"))
+			add(t, m, ai("6")) // the first fold: a summary, nothing to append to
+			checkShown(t, m, s, "system:s summary:[human:1 ai:2 human:3 ai:4] human:5 ai:6")
+			add(t, m, human("7"), ai("8"))
+			add(t, m, human("9"))
+			add(t, m, ai("a")) // the second: a segment, appended
+			checkShown(t, m, s, "system:s summary:[human:1 ai:2 human:3 ai:4\n\nhuman:5 ai:6 human:7 ai:8] human:9 ai:a")
+			add(t, m, human("b"), ai("c"))
+			add(t, m, human("d"))
+			add(t, m, ai("e")) // the third: 8 tokens and a segment of 4 would pass 2×5, so it rewrites
+			checkShown(t, m, s, "system:s summary:[human:1 ai:2 human:3 ai:4\n\nhuman:5 ai:6 human:7 ai:8 human:9 ai:a human:b ai:c] human:d ai:e")
+
+			g.mu.Lock()
+			reqs := slices.Clone(g.reqs)
+			g.mu.Unlock()
+			if len(reqs) != 3 {
+				t.Fatalf("%d summaries, want 3", len(reqs))
+			}
+			want := []struct {
+				append    bool
+				maxTokens int
+			}{{false, 5}, {true, 2*5 - 4}, {false, 5}}
+			for i, w := range want {
+				if reqs[i].Append != w.append || reqs[i].MaxTokens != w.maxTokens {
+					t.Errorf("request %d: Append %v, MaxTokens %d; want %v, %d", i, reqs[i].Append, reqs[i].MaxTokens, w.append, w.maxTokens)
+				}
+			}
+			if reqs[1].Previous != "human:1 ai:2 human:3 ai:4" {
+				t.Errorf("the segment's request has Previous %q, want the summary", reqs[1].Previous)
+			}
+		})
+	}
+}
+
+func TestSummaryPromptsAskForASegment(t *testing.T) {
+	req := memory.SummaryRequest{Previous: "p", Messages: []llms.MessageContent{human("x")}, MaxTokens: 40, Append: true}
+	for name, prompt := range map[string]string{"transcript": memory.SummaryPrompt(req), "conversation": memory.ConversationSummaryPrompt(req)} {
+		if !strings.Contains(prompt, memory.AppendInstruction) || !strings.Contains(prompt, "at most 30 words") {
+			t.Errorf("%s prompt does not ask for a segment of at most 30 words: %q", name, prompt)
+		}
+	}
+	req.Append = false
+	for name, prompt := range map[string]string{"transcript": memory.SummaryPrompt(req), "conversation": memory.ConversationSummaryPrompt(req)} {
+		if strings.Contains(prompt, memory.AppendInstruction) {
+			t.Errorf("%s prompt asks for a segment without Append: %q", name, prompt)
+		}
+	}
+}

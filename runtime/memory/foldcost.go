@@ -141,7 +141,10 @@ type foldPlan struct {
 	summary  int  // the new summary's estimated tokens
 	sumInput int  // the summarizer's input tokens
 	reuse    bool // the summarizer reads the conversation: its input is the cached prompt
-	trigger  int  // the high-water mark, system message included: the memory weighs its next fold there
+	// transcript are the prices of a summarizer's call that does not
+	// read the conversation (CompressOptions.SummarizerCosts).
+	transcript *TokenCosts
+	trigger    int // the high-water mark, system message included: the memory weighs its next fold there
 }
 
 // pays reports whether the fold of plan pays: its cost now (the
@@ -193,6 +196,13 @@ func (a *foldAccount) pays(k *TokenCosts, plan foldPlan, cold bool) bool {
 	worst := foldCost + k.write(plan.fold)*float64(plan.fold) - k.rate(plan.keep, 0)*float64(plan.keep)
 	if cold {
 		worst = first // the next request finds the cache expired
+	} else if a.own+foldCost > (1+foldSlack)*a.shadow {
+		// The summarizer's call of a fold after a turn is billed in
+		// that turn, before the next one saves anything: where the
+		// smaller prompt costs no more to send than the kept one costs
+		// to read (OpenAI bills no write), that turn is the fold's
+		// dearest.
+		return false
 	}
 	return a.own+max(first, worst) <= (1+foldSlack)*a.shadow
 }
@@ -214,15 +224,25 @@ func (c *compressing) plan(sysCost, total, folded int, cold bool) foldPlan {
 		sumInput: c.summCost + folded,
 		trigger:  p.trigger,
 	}
+	if seg, ok := c.appendEstimate(folded); ok {
+		// The summary grows by the segment, which alone is written.
+		plan.fold, plan.summary = sysCost+c.summCost+seg+total-folded, seg
+	}
 	if cs, ok := p.sum.(ConversationSummarizer); ok && cs.WantsConversation() && !cold {
 		plan.reuse, plan.sumInput = true, plan.keep
+	} else {
+		plan.transcript = p.sumCosts
 	}
 	return plan
 }
 
 // bill returns the estimated bill of the summarizer's call of plan that
-// wrote a summary of summary tokens.
+// wrote a summary of summary tokens: at k's prices, or, when it does not
+// read the conversation, at the summarizer's.
 func (plan foldPlan) bill(k *TokenCosts, summary int) float64 {
+	if !plan.reuse && plan.transcript != nil {
+		k = plan.transcript
+	}
 	return plan.input(k) + k.Output*float64(summary)
 }
 

@@ -30,7 +30,7 @@ func (s *countingSummarizer) Summarize(ctx context.Context, req memory.SummaryRe
 // cost-aware Compressing memory, gap apart on a fake clock, and returns
 // the summarizer's calls, after checking before each turn that the
 // memory's Stability foretells whether the Add folds.
-func playFolds(t *testing.T, costs *memory.TokenCosts, turns int, gap func(i int) time.Duration) int64 {
+func playFolds(t *testing.T, costs *memory.TokenCosts, turns int, gap func(i int) time.Duration, sumCosts ...*memory.TokenCosts) int64 {
 	t.Helper()
 	ctx := t.Context()
 	clock := time.Date(2026, 12, 2, 9, 0, 0, 0, time.UTC)
@@ -39,6 +39,12 @@ func playFolds(t *testing.T, costs *memory.TokenCosts, turns int, gap func(i int
 		TriggerTokens: 2000, KeepTokens: 1200, SummaryTokens: 100,
 		Costs: costs, Now: func() time.Time { return clock }, Logger: slog.New(slog.DiscardHandler),
 	})
+	if len(sumCosts) > 0 {
+		p = memory.Compressing(100000, sum, &memory.CompressOptions{
+			TriggerTokens: 2000, KeepTokens: 1200, SummaryTokens: 100, SummarizerCosts: sumCosts[0],
+			Costs: costs, Now: func() time.Time { return clock }, Logger: slog.New(slog.DiscardHandler),
+		})
+	}
 	m, err := p.New(ctx, memory.NewInMemoryStore(), "c")
 	if err != nil {
 		t.Fatal(err)
@@ -103,6 +109,18 @@ func TestCompressingFoldsNotUnderTheCacheMinimum(t *testing.T) {
 	}
 }
 
+// A summarizer whose transcripts (all of countingSummarizer's: it does
+// not read the conversation) cost less makes folds pay sooner.
+func TestCompressingSummarizerCosts(t *testing.T) {
+	warm := func(int) time.Duration { return 30 * time.Second }
+	same := playFolds(t, sonnetCosts, 150, warm)
+	cheap := playFolds(t, sonnetCosts, 150, warm, &memory.TokenCosts{Input: 0.3, Output: 1.5})
+	t.Logf("summaries: Sonnet's prices %d, a tenth of them %d", same, cheap)
+	if cheap <= same {
+		t.Errorf("a summarizer ten times cheaper: %d summaries, want more than %d", cheap, same)
+	}
+}
+
 // Bad costs are refused when the memory is made.
 func TestCompressingInvalidCosts(t *testing.T) {
 	for _, opts := range []*memory.CompressOptions{
@@ -111,6 +129,7 @@ func TestCompressingInvalidCosts(t *testing.T) {
 		{Costs: &memory.TokenCosts{CacheRead: math.Inf(1)}},
 		{Costs: &memory.TokenCosts{MinCacheTokens: -1}},
 		{Costs: sonnetCosts, CacheTTL: -time.Second},
+		{Costs: sonnetCosts, SummarizerCosts: &memory.TokenCosts{Output: -1}},
 	} {
 		_, err := memory.Compressing(1000, &countingSummarizer{}, opts).New(t.Context(), memory.NewInMemoryStore(), "c")
 		if !errors.Is(err, memory.ErrInvalid) {

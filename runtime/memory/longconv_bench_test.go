@@ -142,17 +142,25 @@ func convChat() llmtest.Script {
 // of the current summary and of the messages it folds in, in order, once.
 // It reads a ModelSummarizer's transcript, or, with ReuseConversation, the
 // conversation: the summary message and the oldest messages after it, as
-// many as the instructions say.
+// many as the instructions say. Asked for a segment to append to the
+// summary (memory.SummaryRequest.Append), it writes only the facts the
+// summary does not hold yet.
 func convSummarizer() llmtest.Script {
 	return llmtest.ScriptFunc(func(req *llmtest.Request) (llmtest.Reply, error) {
 		text := req.LastUserText()
+		appends := strings.Contains(text, memory.AppendInstruction)
+		prev := "" // the summary a segment is appended to
 		if m := foldRe.FindStringSubmatch(text); m != nil {
 			n, _ := strconv.Atoi(m[1])
 			msgs := req.Messages[1 : len(req.Messages)-1] // after the system message, before the instructions
 			var b strings.Builder
 			if len(msgs) > 0 {
 				if s, ok := memory.SummaryText(unmarked(msgs[0])); ok {
-					b.WriteString(s)
+					if appends {
+						prev = s
+					} else {
+						b.WriteString(s)
+					}
 					msgs = msgs[1:]
 				}
 			}
@@ -164,8 +172,13 @@ func convSummarizer() llmtest.Script {
 				}
 			}
 			text = b.String()
+		} else if appends {
+			prev, text, _ = strings.Cut(text, "\nMessages to fold into it, oldest first:\n")
 		}
 		seen := map[string]bool{}
+		for _, f := range factRe.FindAllString(prev, -1) {
+			seen[f] = true
+		}
 		var facts []string
 		for _, f := range factRe.FindAllString(text, -1) {
 			if !seen[f] {

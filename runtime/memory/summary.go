@@ -81,6 +81,12 @@ type SummaryRequest struct {
 	// for a [ConversationSummarizer] that wants it (it costs a copy of the
 	// memory); nil otherwise.
 	Conversation []llms.MessageContent
+	// Append asks for a segment instead of the whole new summary: the
+	// memory appends the text returned to Previous
+	// ([CompressOptions.AppendSummaries]), so it should hold only what
+	// Messages add, without repeating Previous (which is there for
+	// context). MaxTokens is then the segment's budget.
+	Append bool
 }
 
 // A ConversationSummarizer is a [Summarizer] that may read
@@ -133,6 +139,7 @@ type ModelSummarizer struct {
 	model        llms.Model
 	instructions string
 	options      []llms.CallOption
+	transcript   []llms.CallOption // options then TranscriptCallOptions
 	reuse        bool
 	cache        *llms.CacheControl
 }
@@ -162,6 +169,14 @@ type ModelSummarizerOptions struct {
 	// Anthropic reads the conversation from its cache. Nil marks nothing
 	// (what any other client wants).
 	CacheControl *llms.CacheControl
+	// TranscriptCallOptions are passed after CallOptions to the calls
+	// that send a transcript, not the conversation: all of them without
+	// ReuseConversation, else those of a request without a conversation
+	// (a [Compressing] memory's fold before a request the cache has
+	// expired for). No cache serves those, so a cheaper model may write
+	// them (llms.WithModel("claude-haiku-4-5") beside a Sonnet service):
+	// set [CompressOptions.SummarizerCosts] to its prices.
+	TranscriptCallOptions []llms.CallOption
 }
 
 var _ ConversationSummarizer = (*ModelSummarizer)(nil)
@@ -180,6 +195,9 @@ func NewModelSummarizer(model llms.Model, opts *ModelSummarizerOptions) *ModelSu
 		}
 		s.options = append([]llms.CallOption(nil), opts.CallOptions...)
 		s.reuse, s.cache = opts.ReuseConversation, opts.CacheControl
+		if len(opts.TranscriptCallOptions) > 0 {
+			s.transcript = append(slices.Clone(s.options), opts.TranscriptCallOptions...)
+		}
 	}
 	return s
 }
@@ -194,15 +212,21 @@ func (s *ModelSummarizer) Summarize(ctx context.Context, req SummaryRequest) (st
 		llms.TextParts(llms.ChatMessageTypeSystem, s.instructions),
 		llms.TextParts(llms.ChatMessageTypeHuman, SummaryPrompt(req)),
 	}
+	options := s.options
 	if s.reuse && len(req.Conversation) > 0 {
 		prompt = s.conversationPrompt(req)
+	} else if s.transcript != nil {
+		options = s.transcript
 	}
-	resp, err := s.model.GenerateContent(ctx, prompt, s.options...)
+	resp, err := s.model.GenerateContent(ctx, prompt, options...)
 	if err != nil {
 		return "", fmt.Errorf("memory: summarizing: %w", err)
 	}
 	if resp == nil || len(resp.Choices) == 0 || resp.Choices[0] == nil {
 		return "", ErrEmptySummary
+	}
+	if report, ok := ctx.Value(summaryUsageKey{}).(func(map[string]any)); ok && report != nil {
+		report(resp.Choices[0].GenerationInfo)
 	}
 	text := strings.TrimSpace(resp.Choices[0].Content)
 	if text == "" {
@@ -235,6 +259,20 @@ func (s *ModelSummarizer) conversationPrompt(req SummaryRequest) []llms.MessageC
 	return append(prompt, llms.TextParts(llms.ChatMessageTypeHuman, s.instructions+"\n\n"+ConversationSummaryPrompt(req)))
 }
 
+// summaryUsageKey is the context key of WithSummaryUsage.
+type summaryUsageKey struct{}
+
+// WithSummaryUsage returns a copy of ctx carrying report: a
+// [ModelSummarizer] called with it, or with a context derived from it (a
+// [Compressing] memory's Add and Messages pass theirs to the Summarizer),
+// calls report with the GenerationInfo of each answer it gets, where
+// langchaingo's clients put the call's token usage. An AI service passes
+// one to its memory, so that the turn's usage counts the summarizer's
+// calls too. report is called on the goroutine that called Summarize.
+func WithSummaryUsage(ctx context.Context, report func(info map[string]any)) context.Context {
+	return context.WithValue(ctx, summaryUsageKey{}, report)
+}
+
 // ConversationSummaryPrompt returns the request a [ModelSummarizer] with
 // ReuseConversation sends after the conversation, under its instructions:
 // which messages to fold into the summary, and the size to keep within.
@@ -245,6 +283,11 @@ func ConversationSummaryPrompt(req SummaryRequest) string {
 		b.WriteString("It has no summary yet: the current summary is empty. ")
 	} else {
 		b.WriteString("Its first user message is the current summary. ")
+	}
+	if req.Append {
+		fmt.Fprintf(&b, "Summarise the %d oldest messages after it, which the summary is about to replace, and nothing newer. ", len(req.Messages))
+		writeAppendRequest(&b, req.MaxTokens)
+		return b.String()
 	}
 	fmt.Fprintf(&b, "Fold into the summary the %d oldest messages after it, which it is about to replace, and nothing newer. ", len(req.Messages))
 	writeSizeRequest(&b, req.MaxTokens)
@@ -259,6 +302,19 @@ func writeSizeRequest(b *strings.Builder, maxTokens int) {
 		fmt.Fprintf(b, "Write the updated summary in at most %d words.", max(1, maxTokens*3/4))
 	} else {
 		b.WriteString("Write the updated summary.")
+	}
+}
+
+// AppendInstruction is what a [ModelSummarizer] asks for when the memory
+// appends its answer to the current summary ([SummaryRequest.Append]).
+const AppendInstruction = "Write only what they add to the current summary, without repeating it: your answer is appended to it."
+
+// writeAppendRequest asks for a segment to append to the summary, in at
+// most the words of maxTokens tokens when it is positive.
+func writeAppendRequest(b *strings.Builder, maxTokens int) {
+	b.WriteString(AppendInstruction)
+	if maxTokens > 0 {
+		fmt.Fprintf(b, " Write it in at most %d words.", max(1, maxTokens*3/4))
 	}
 }
 
@@ -279,7 +335,11 @@ func SummaryPrompt(req SummaryRequest) string {
 		writeTranscript(&b, m)
 	}
 	b.WriteString("\n")
-	writeSizeRequest(&b, req.MaxTokens)
+	if req.Append {
+		writeAppendRequest(&b, req.MaxTokens)
+	} else {
+		writeSizeRequest(&b, req.MaxTokens)
+	}
 	return b.String()
 }
 

@@ -204,3 +204,28 @@ func TestModelSummarizerReusesTheConversation(t *testing.T) {
 		t.Fatal("the request's conversation was changed")
 	}
 }
+
+func TestModelSummarizerTranscriptCallOptions(t *testing.T) {
+	model := llmtest.NewModel(llmtest.Rules().WithFallback(llmtest.Reply{Text: "Ada."}), nil)
+	s := memory.NewModelSummarizer(model, &memory.ModelSummarizerOptions{
+		ReuseConversation:     true,
+		CallOptions:           []llms.CallOption{llms.WithModel("big-model"), llms.WithTemperature(0.5)},
+		TranscriptCallOptions: []llms.CallOption{llms.WithModel("small-model")},
+	})
+	conv := []llms.MessageContent{sys("s"), human("I am Ada."), ai("Hello Ada."), human("Hi.")}
+	for _, req := range []memory.SummaryRequest{
+		{Messages: conv[1:3], Conversation: conv}, // reuses the conversation: the service's model
+		{Messages: conv[1:3]},                     // a transcript: the cheaper one
+	} {
+		if _, err := s.Summarize(t.Context(), req); err != nil {
+			t.Fatal(err)
+		}
+	}
+	reqs := model.Requests()
+	if len(reqs) != 2 || reqs[0].Model != "big-model" || reqs[1].Model != "small-model" {
+		t.Fatalf("models %q, %q: want big-model for the conversation, small-model for the transcript", reqs[0].Model, reqs[1].Model)
+	}
+	if reqs[1].Messages[0].Role != llms.ChatMessageTypeSystem || !strings.Contains(reqs[1].LastUserText(), "Messages to fold into it") {
+		t.Fatalf("the second request is not a transcript: %s", summary(reqs[1].Messages))
+	}
+}
