@@ -152,14 +152,21 @@ func (s *Service) runTurn(ctx context.Context, req *Request, mode runMode, convI
 	gen := st.generation()
 	// A memory may summarise before the request (a Compressing memory's
 	// fold before a cold request): its summarizer's calls are the turn's.
-	var summarized Usage
-	history, err := mem.Messages(memory.WithSummaryUsage(ctx, func(info map[string]any) { summarized.add(s.dialect.usage(info)) }))
+	var summarized *Usage // only for a memory that may summarize: it escapes
+	mctx := ctx
+	if memory.MaySummarize(mem) {
+		summarized = new(Usage)
+		mctx = memory.WithSummaryUsage(ctx, func(info map[string]any) { summarized.add(s.dialect.usage(info)) })
+	}
+	history, err := mem.Messages(mctx)
 	if err != nil {
 		return nil, s.errorf(m.Name, "reading memory %q: %w", id, err)
 	}
 
 	t := &turn{s: s, m: m, mode: mode, tools: tools, defs: defs, reply: new(Reply), convID: convID}
-	t.reply.Usage = summarized
+	if summarized != nil {
+		t.reply.Usage = *summarized
+	}
 	t.initBudget(ag)
 	t.agentStream = ag != nil && chat.Request(ctx) != nil
 	defer t.finish()
@@ -531,7 +538,10 @@ func (t *turn) commit(ctx context.Context, st *memState, mem memory.Memory, gen 
 		return nil
 	}
 	// The summarizer's calls of a fold the Add makes are the turn's.
-	mctx := memory.WithSummaryUsage(ctx, func(info map[string]any) { t.addUsage(t.s.dialect.usage(info)) })
+	mctx := ctx
+	if memory.MaySummarize(mem) {
+		mctx = memory.WithSummaryUsage(ctx, func(info map[string]any) { t.addUsage(t.s.dialect.usage(info)) })
+	}
 	if err := mem.Add(mctx, t.msgs...); err != nil {
 		if errors.Is(err, memory.ErrDeleted) {
 			return nil // its scope ended during the turn

@@ -445,6 +445,10 @@ func (c *compressing) list(sys, summ *llms.MessageContent, drop int, tail []llms
 // ID implements [Memory].
 func (c *compressing) ID() string { return c.id }
 
+// MaySummarize implements [SummarizingMemory]: a compressing memory folds
+// with its policy's Summarizer.
+func (c *compressing) MaySummarize() bool { return true }
+
 // Add implements [Memory].
 func (c *compressing) Add(ctx context.Context, msgs ...llms.MessageContent) error {
 	if len(msgs) == 0 {

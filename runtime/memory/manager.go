@@ -150,6 +150,9 @@ type managed struct {
 	deleted bool
 }
 
+// MaySummarize implements [SummarizingMemory]: the wrapped memory's.
+func (g *managed) MaySummarize() bool { return MaySummarize(g.mem) }
+
 func (g *managed) delete(ctx context.Context, s Store) error {
 	g.mu.Lock()
 	defer g.mu.Unlock()

@@ -273,6 +273,25 @@ func WithSummaryUsage(ctx context.Context, report func(info map[string]any)) con
 	return context.WithValue(ctx, summaryUsageKey{}, report)
 }
 
+// A SummarizingMemory is a [Memory] whose Add or Messages may call a
+// [Summarizer] (a [Compressing] memory). Memories of an application that
+// call a ModelSummarizer implement it, to have their summarizer's usage
+// counted in the AI service's turns.
+type SummarizingMemory interface {
+	Memory
+	// MaySummarize reports whether Add or Messages may call a
+	// Summarizer.
+	MaySummarize() bool
+}
+
+// MaySummarize reports whether m's Add or Messages may call a
+// [Summarizer]: m is a [SummarizingMemory] that says so. Only then is a
+// [WithSummaryUsage] context worth making (it allocates).
+func MaySummarize(m Memory) bool {
+	s, ok := m.(SummarizingMemory)
+	return ok && s.MaySummarize()
+}
+
 // ConversationSummaryPrompt returns the request a [ModelSummarizer] with
 // ReuseConversation sends after the conversation, under its instructions:
 // which messages to fold into the summary, and the size to keep within.
