@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/tmc/langchaingo/llms"
 
@@ -81,5 +83,125 @@ func TestBreakpointsOnlyWhereTheyPay(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestBreakpointsFollowTheGaps: on a clock that moves (Config.Now), the
+// service writes a turn's prompt to the cache only while the gaps it has
+// seen between the memory's turns give the next request at least a third
+// of a chance to come within the cache's lifetime (Config.PromptCacheTTL):
+// a full history is marked every turn while its turns come 30 s apart,
+// not once 10-minute gaps have made that unlikely, and again when short
+// gaps come back. A sliding window's turn that comes after the cache
+// expired does not mark the previous request's prefix, which the next
+// eviction drops and no request reads.
+func TestBreakpointsFollowTheGaps(t *testing.T) {
+	const warm, cold = 30 * time.Second, 10 * time.Minute
+	for _, c := range []struct {
+		name   string
+		policy memory.Policy
+		gaps   []time.Duration // before each turn after the first
+		want   [][]string
+	}{
+		{"full history", memory.Window(1000, nil),
+			[]time.Duration{warm, cold, cold, cold, cold, warm, warm},
+			[][]string{
+				{"t1"}, {"t1", "t2"}, {"t1", "t2", "t3"}, {"t1", "t3", "t4"}, {"t1", "t4", "t5"},
+				nil, // 1 gap in 4 within the TTL: (1+1)/(5+2) < ⅓
+				{"t1", "t6", "t7"}, {"t1", "t7", "t8"},
+			}},
+		{"sliding window, cold", memory.Window(5, nil),
+			[]time.Duration{warm, cold},
+			[][]string{{"t1"}, {"t1", "t2"}, nil}},
+		{"sliding window, warm", memory.Window(5, nil),
+			[]time.Duration{warm, warm},
+			[][]string{{"t1"}, {"t1", "t2"}, {"t1", "t2"}}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			srv := llmtest.NewAnthropicServer(llmtest.Rules().WithFallback(llmtest.Reply{Text: "Noted."}), &llmtest.Options{ModelName: "claude-sonnet-4-5"})
+			t.Cleanup(srv.Close)
+			llm, err := llmclient.Anthropic(srv)
+			if err != nil {
+				t.Fatal(err)
+			}
+			now := time.Date(2026, 12, 3, 9, 0, 0, 0, time.UTC)
+			svc := ai.NewService(svcName, &ai.Config{
+				Model: llm, Logger: slog.New(slog.DiscardHandler),
+				Memory:         memory.NewManager(&memory.ManagerOptions{Policy: c.policy}),
+				Now:            func() time.Time { return now },
+				PromptCacheTTL: 5 * time.Minute,
+			})
+			m := &ai.Method{Name: "Ask", System: "Be terse."}
+			for i := range c.want {
+				if i > 0 {
+					now = now.Add(c.gaps[i-1])
+				}
+				if _, err := svc.Chat(context.Background(), &ai.Request{Method: m, MemoryID: "m", User: fmt.Sprintf("t%d", i+1)}); err != nil {
+					t.Fatal(err)
+				}
+				if got := markedTexts(srv.Requests()[i]); !slices.Equal(got, c.want[i]) {
+					t.Fatalf("turn %d: breakpoints on %q, want %q", i+1, got, c.want[i])
+				}
+			}
+		})
+	}
+}
+
+// conversationSummarizer is a summarizer that reads the conversation
+// first (memory.ConversationSummarizer), without a model.
+type conversationSummarizer struct{ memory.Summarizer }
+
+func (conversationSummarizer) WantsConversation() bool { return true }
+
+// TestBreakpointsForTheSummary: when the gaps say a write does not pay,
+// the turn whose Add summarises with a summarizer that reads the
+// conversation (memory.Stability.Summarizes) is still marked: the
+// summary's request reads the prompt within the turn. The other turns are
+// not.
+func TestBreakpointsForTheSummary(t *testing.T) {
+	srv := llmtest.NewAnthropicServer(llmtest.Rules().WithFallback(llmtest.Reply{Text: "Noted."}), &llmtest.Options{ModelName: "claude-sonnet-4-5"})
+	t.Cleanup(srv.Close)
+	llm, err := llmclient.Anthropic(srv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum := memory.SummarizerFunc(func(context.Context, memory.SummaryRequest) (string, error) { return "Facts.", nil })
+	mgr := memory.NewManager(&memory.ManagerOptions{Policy: memory.Compressing(1000, conversationSummarizer{sum},
+		&memory.CompressOptions{TriggerTokens: 120, KeepTokens: 40, Logger: slog.New(slog.DiscardHandler)})})
+	now := time.Date(2026, 12, 3, 9, 0, 0, 0, time.UTC)
+	svc := ai.NewService(svcName, &ai.Config{
+		Model: llm, Logger: slog.New(slog.DiscardHandler), Memory: mgr,
+		Now: func() time.Time { return now },
+	})
+	mem, err := mgr.Memory(context.Background(), "m")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := &ai.Method{Name: "Ask", System: "Be terse."}
+	summarised := 0
+	for i := range 12 {
+		now = now.Add(time.Hour)
+		user := fmt.Sprintf("turn %d: %s", i+1, strings.Repeat("words ", 10))
+		st, err := mem.(memory.StableMemory).Stability(context.Background(), []llms.MessageContent{llms.TextParts(llms.ChatMessageTypeHuman, user)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := svc.Chat(context.Background(), &ai.Request{Method: m, MemoryID: "m", User: user}); err != nil {
+			t.Fatal(err)
+		}
+		marked := len(markedTexts(srv.Requests()[i])) > 0
+		switch {
+		case st.Summarizes:
+			summarised++
+			if !marked {
+				t.Fatalf("turn %d summarises: no breakpoint", i+1)
+			}
+		case i >= 3 && marked:
+			// Three gaps of an hour: (0+1)/(3+2) < ⅓.
+			t.Fatalf("turn %d, after hours between turns: breakpoints on %q", i+1, markedTexts(srv.Requests()[i]))
+		}
+	}
+	if summarised < 2 {
+		t.Fatalf("%d turns summarised, want at least 2", summarised)
 	}
 }

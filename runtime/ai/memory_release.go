@@ -21,6 +21,7 @@ func (st *memState) ReleaseMemory(ctx context.Context) error {
 	st.deleted = true
 	s.forget(st)
 	s.mu.Unlock()
+	s.gaps.forget(st.id)
 	st.mu.Lock()
 	st.gen++
 	st.mu.Unlock()

@@ -148,6 +148,16 @@ type Config struct {
 	// before each turn and extracted after it, or used through tools (see
 	// [LongTermMemory]; package runtime/longterm/recall makes one).
 	LongTerm LongTermMemory
+
+	// PromptCacheTTL is how long the provider keeps a cached prompt
+	// prefix after its last use; 0 means [DefaultPromptCacheTTL]. With a
+	// client that takes prompt-cache breakpoints (Anthropic's), the
+	// service writes a turn's prompt to the cache only when the gaps it
+	// has seen between the memory's turns say the next request will
+	// likely come within it (see "Prompt caching" in docs/guide.md).
+	PromptCacheTTL time.Duration
+	// Now is the clock those gaps are read on; nil means time.Now.
+	Now func() time.Time
 }
 
 // Service is one configured AI service (one //chat:ai interface): it runs
@@ -194,6 +204,13 @@ type Service struct {
 
 	mu  sync.Mutex
 	ids map[string]*memState // memory ids in use or attached to a scope
+
+	// gaps are the times between each memory's turns, for the prompt
+	// cache's breakpoints; now and cacheTTL are Config.Now and
+	// Config.PromptCacheTTL, defaulted.
+	gaps     cacheGaps
+	now      func() time.Time
+	cacheTTL time.Duration
 }
 
 // NewService returns the service name ("import/path.Type") configured by
@@ -216,6 +233,8 @@ func NewService(name string, cfg *Config) *Service {
 		logger:   cfg.Logger,
 		sources:  slices.Clip(slices.Clone(cfg.ToolSources)),
 		ids:      make(map[string]*memState),
+		now:      cfg.Now,
+		cacheTTL: cmp.Or(cfg.PromptCacheTTL, DefaultPromptCacheTTL),
 		client:   cfg.Client,
 
 		toolTimeout:       cfg.ToolTimeout,
@@ -227,6 +246,9 @@ func NewService(name string, cfg *Config) *Service {
 		thinking:          cfg.ForwardThinking,
 		tel:               newTelemetry(cfg.Telemetry, cfg.Model),
 		sleep:             sleep,
+	}
+	if s.now == nil {
+		s.now = time.Now
 	}
 	s.guards = s.observed(cfg.Guardrails)
 	if cfg.MethodGuardrails != nil {

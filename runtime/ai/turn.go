@@ -59,6 +59,9 @@ type turn struct {
 	// breakpoint, -1 for none (see markCache).
 	stable    *memory.Stability
 	markLimit int
+	// cache is what the service knew of the memory's prompt cache when
+	// the turn started (set with stable).
+	cache cacheView
 
 	// agent is the sub-agent run t is a turn of, nil for a turn of its
 	// own; budget is the turn budget t counts its model calls against:
@@ -190,6 +193,7 @@ func (s *Service) runTurn(ctx context.Context, req *Request, mode runMode, convI
 		switch st, err := sm.Stability(ctx, next); {
 		case err == nil:
 			t.stable = &st
+			t.cache = s.gaps.view(id, s.now(), s.cacheTTL)
 		case !errors.Is(err, memory.ErrNoStability):
 			return nil, s.errorf(m.Name, "reading memory %q: %w", id, err)
 		}
@@ -212,6 +216,9 @@ func (s *Service) runTurn(ctx context.Context, req *Request, mode runMode, convI
 		err = t.loop(ctx)
 	}
 	t.finish() // no sub-agent adds to the Reply any more
+	if t.stable != nil {
+		s.gaps.record(id, s.now(), t.cache, t.markLimit != 0)
+	}
 	if found != nil {
 		t.reply.Sources = found.all()
 	}
@@ -347,17 +354,24 @@ func (t *turn) start(system, user string, history []llms.MessageContent) {
 	if st != nil {
 		t.markLimit = 0
 	}
+	kept, keeps := 0, 0 // the limits of st.Kept and st.Keeps in t.prompt
 	for h, m := range history {
 		// The new system message replaces the stored one.
 		if system == "" || m.Role != llms.ChatMessageTypeSystem {
 			t.prompt = append(t.prompt, m)
 		}
-		if st != nil && (h < st.Kept || h < st.Keeps) {
-			t.markLimit = len(t.prompt)
+		if st != nil && h < st.Kept {
+			kept = len(t.prompt)
+		}
+		if st != nil && h < st.Keeps {
+			keeps = len(t.prompt)
 		}
 	}
-	if st != nil && st.Keeps >= len(history) {
-		t.markLimit = -1
+	if st != nil {
+		if st.Keeps >= len(history) {
+			keeps = -1 // the new turn's messages too
+		}
+		t.markLimit = t.cache.limit(st, kept, keeps)
 	}
 	if user != "" {
 		t.add(llms.TextParts(llms.ChatMessageTypeHuman, user))

@@ -342,6 +342,7 @@ func playCost(ctx context.Context, profile llmtest.ModelProfile, pause costPause
 	}
 	svc := airt.NewService("example.com/armory.Assistant", &airt.Config{
 		Model: llm, Client: client, Logger: slog.New(slog.DiscardHandler),
+		Now: now, PromptCacheTTL: profile.CacheTTL,
 		Memory: memory.NewManager(&memory.ManagerOptions{Policy: mem.policy(memory.NewModelSummarizer(llm, sumOpts), env)}),
 	})
 	method := &airt.Method{Name: "Chat", System: convSystem}
@@ -573,7 +574,7 @@ func cutHeads() []string {
 // at most 0.7× over 100; with 10 minutes every 20 turns at most 0.7× over
 // 200, with one 8-hour gap at most 0.9× (costColdGoals); no memory bills
 // more with the runtime's automatic breakpoints than without them, under
-// every pause pattern but the random one. The goals of 0.7× at 100 turns
+// the random pattern at most 0.5% more (costUnreliableSlack). The goals of 0.7× at 100 turns
 // and 0.45× at 200 are not met under the other patterns: docs/numbers.md
 // has the figures.
 // With CHATGEN_NUMBERS=1 it plays every profile and prints the tables.
@@ -601,12 +602,14 @@ func TestConversationCost(t *testing.T) {
 		t.Log(b.String())
 	}
 	for k, r := range res.marked {
-		if u, ok := res.unmarked[k]; ok && r.at(convTurns) > u.at(convTurns)*1.0001 {
-			report := t.Errorf
+		if u, ok := res.unmarked[k]; ok {
+			slack := 1.0001
 			if k.pause == costUnreliablePause {
-				report = t.Logf // see docs/numbers.md
+				slack = costUnreliableSlack
 			}
-			report("%v: billed $%.4f with the runtime's breakpoints, $%.4f without", k, r.at(convTurns), u.at(convTurns))
+			if r.at(convTurns) > u.at(convTurns)*slack {
+				t.Errorf("%v: billed $%.4f with the runtime's breakpoints, $%.4f without", k, r.at(convTurns), u.at(convTurns))
+			}
 		}
 		full := res.marked[costKey{k.profile, k.pause, "full-history"}]
 		switch k.memory {
@@ -661,5 +664,12 @@ var costGoalProfiles = map[string]bool{"sonnet-4.5": true, "opus-4.5": true, "op
 
 // costUnreliablePause is the pause pattern under which a prompt-cache
 // breakpoint may not pay: a gap of 0 to 15 minutes before every turn, so
-// that a quarter of the turns come within the cache's 5 minutes.
+// that under a third of the turns come within the cache's 5 minutes.
 const costUnreliablePause = "random0-15min"
+
+// costUnreliableSlack is how much more a memory may bill with the
+// runtime's breakpoints than without them under costUnreliablePause: the
+// service marks the first turns, before the gaps it has seen say that a
+// write will likely not be read (ai.Config.Now), and those writes are
+// not read.
+const costUnreliableSlack = 1.005

@@ -25,6 +25,12 @@ type Stability struct {
 	// its summarizer reads the conversation first:
 	// [ConversationSummarizer]), 0 when it will evict or summarise.
 	Keeps int
+	// Summarizes reports that the next Add will summarise with a
+	// summarizer that reads the conversation first
+	// ([ConversationSummarizer]): the turn's prompt is sent again within
+	// the turn, so a prompt-cache breakpoint on it pays whenever the next
+	// request comes.
+	Summarizes bool
 }
 
 // ErrNoStability is the error of Stability on a memory that does not
@@ -114,12 +120,6 @@ func (c *compressing) Stability(ctx context.Context, next []llms.MessageContent)
 	if c.kept {
 		st.Kept = n
 	}
-	if cs, ok := p.sum.(ConversationSummarizer); ok && cs.WantsConversation() {
-		// A summary reads the conversation, this turn included, first:
-		// its prefix pays even when the Add summarises.
-		st.Keeps = n
-		return st, nil
-	}
 	total := c.body
 	var added []msgCost
 	for i := range next {
@@ -139,7 +139,14 @@ func (c *compressing) Stability(ctx context.Context, next []llms.MessageContent)
 		// What Add will account first: the turn's request.
 		acct.account(p.costs, p.ttl, p.now(), c.sysCost, total-c.body, int(reply.cost))
 	}
-	if k, _, _ := c.foldDepth(c.sysCost, total, c.summCost, turns{c.meta.live(), added}, &acct, false); k == 0 {
+	k, _, _ := c.foldDepth(c.sysCost, total, c.summCost, turns{c.meta.live(), added}, &acct, false)
+	if cs, ok := p.sum.(ConversationSummarizer); ok && cs.WantsConversation() {
+		// A summary reads the conversation, this turn included, first:
+		// its prefix pays even when the Add summarises.
+		st.Keeps, st.Summarizes = n, k > 0
+		return st, nil
+	}
+	if k == 0 {
 		st.Keeps = n
 	}
 	return st, nil

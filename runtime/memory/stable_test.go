@@ -104,7 +104,8 @@ func (wantsConversation) WantsConversation() bool { return true }
 // TestStabilityCompressing: a compressing memory keeps its front until
 // the next turn would pass its high-water mark; then Keeps is 0, unless
 // its summarizer reads the conversation (ReuseConversation), whose
-// request starts with it: Keeps all. After a summarising Add, Kept is 0.
+// request starts with it: Keeps all, and Summarizes (the turn's prompt is
+// read again by the summary). After a summarising Add, Kept is 0.
 func TestStabilityCompressing(t *testing.T) {
 	ctx := context.Background()
 	sum := memory.SummarizerFunc(func(context.Context, memory.SummaryRequest) (string, error) { return "s", nil })
@@ -125,15 +126,15 @@ func TestStabilityCompressing(t *testing.T) {
 				}
 			}
 			n := length(t, mem) // 66 tokens
-			if st := stability(t, mem, "q4"); st.Kept != n || st.Keeps != n {
-				t.Fatalf("under the mark: %+v, want %d kept and keeps", st, n)
+			if st := stability(t, mem, "q4"); st.Kept != n || st.Keeps != n || st.Summarizes {
+				t.Fatalf("under the mark: %+v, want %d kept and keeps, no summary", st, n)
 			}
 			want := 0
 			if c.reuse {
 				want = n
 			}
-			if st := stability(t, mem, strings.Repeat("q", 20)); st.Kept != n || st.Keeps != want {
-				t.Fatalf("before a summarising turn: %+v, want %d kept, %d keeps", st, n, want)
+			if st := stability(t, mem, strings.Repeat("q", 20)); st.Kept != n || st.Keeps != want || st.Summarizes != c.reuse {
+				t.Fatalf("before a summarising turn: %+v, want %d kept, %d keeps, summarizes %v", st, n, want, c.reuse)
 			}
 			if err := mem.Add(ctx, human(strings.Repeat("q", 20)), ai(strings.Repeat("a", 20))); err != nil {
 				t.Fatal(err)
