@@ -16,11 +16,18 @@ const DefaultPromptCacheTTL = 5 * time.Minute
 
 // markOdds is the least estimated chance that the next request of a
 // memory comes within the cache's lifetime for a turn to write its newest
-// prefix to the cache. A write costs 1.25× the input price and a read
-// 0.1×: the write pays when the next request reads it with a chance over
-// 0.25 / 0.9 ≈ 0.28, and a third leaves a margin for the estimate, which
-// is of the gaps observed so far.
-const markOdds = 1.0 / 3
+// prefix to the cache: where a write pays in expectation. A write costs
+// 1.25× the input price, 0.25× more than sending the prefix uncached, and
+// saves 0.9× when the next request reads it (at 0.1×): it pays when that
+// happens with a chance over 0.25 / (0.25 + 0.9) ≈ 0.22.
+const markOdds = (anthropicWrite - 1) / ((anthropicWrite - 1) + (1 - anthropicRead))
+
+// anthropicWrite and anthropicRead are the prices of a 5-minute cache
+// write and of a cache read, relative to the input price.
+const (
+	anthropicWrite = 1.25
+	anthropicRead  = 0.1
+)
 
 // maxCacheGaps bounds the memory ids whose gaps a Service remembers; past
 // it, the entries of the ids idle longest go first.

@@ -88,11 +88,11 @@ func TestBreakpointsOnlyWhereTheyPay(t *testing.T) {
 
 // TestBreakpointsFollowTheGaps: on a clock that moves (Config.Now), the
 // service writes a turn's prompt to the cache only while the gaps it has
-// seen between the memory's turns give the next request at least a third
-// of a chance to come within the cache's lifetime (Config.PromptCacheTTL):
-// a full history is marked every turn while its turns come 30 s apart,
-// not once 10-minute gaps have made that unlikely, and again when short
-// gaps come back. A sliding window's turn that comes after the cache
+// seen between the memory's turns give the next request a chance of about
+// 0.22 or more to come within the cache's lifetime
+// (Config.PromptCacheTTL), where a write at 1.25× pays: a full history is
+// marked every turn while its turns come 30 s apart, not once 10-minute
+// gaps have made that unlikely, and again when short gaps come back. A sliding window's turn that comes after the cache
 // expired does not mark the previous request's prefix, which the next
 // eviction drops and no request reads.
 func TestBreakpointsFollowTheGaps(t *testing.T) {
@@ -104,11 +104,12 @@ func TestBreakpointsFollowTheGaps(t *testing.T) {
 		want   [][]string
 	}{
 		{"full history", memory.Window(1000, nil),
-			[]time.Duration{warm, cold, cold, cold, cold, warm, warm},
+			[]time.Duration{warm, cold, cold, cold, cold, cold, cold, cold, warm},
 			[][]string{
 				{"t1"}, {"t1", "t2"}, {"t1", "t2", "t3"}, {"t1", "t3", "t4"}, {"t1", "t4", "t5"},
-				nil, // 1 gap in 4 within the TTL: (1+1)/(5+2) < ⅓
-				{"t1", "t6", "t7"}, {"t1", "t7", "t8"},
+				{"t1", "t5", "t6"}, {"t1", "t6", "t7"}, {"t1", "t7", "t8"},
+				nil, // 1 gap in 8 within the TTL: (1+1)/(8+2) < 0.22
+				{"t1", "t9", "t10"},
 			}},
 		{"sliding window, cold", memory.Window(5, nil),
 			[]time.Duration{warm, cold},
@@ -197,7 +198,7 @@ func TestBreakpointsForTheSummary(t *testing.T) {
 				t.Fatalf("turn %d summarises: no breakpoint", i+1)
 			}
 		case i >= 3 && marked:
-			// Three gaps of an hour: (0+1)/(3+2) < ⅓.
+			// Three gaps of an hour: (0+1)/(3+2) < 0.22.
 			t.Fatalf("turn %d, after hours between turns: breakpoints on %q", i+1, markedTexts(srv.Requests()[i]))
 		}
 	}
