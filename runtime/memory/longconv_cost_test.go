@@ -624,7 +624,8 @@ func cutHeads() []string {
 // at most 0.7× over 100; with 10 minutes every 20 turns at most 0.7× over
 // 200, with one 8-hour gap at most 0.9× (costColdGoals); no memory bills
 // more with the runtime's automatic breakpoints than without them, under
-// the random pattern at most 0.5% more (costUnreliableSlack). The goals of 0.7× at 100 turns
+// the random pattern summed over costUnreliableDraws draws of its gaps,
+// one of which may lose the runtime's bet. The goals of 0.7× at 100 turns
 // and 0.45× at 200 are not met under the other patterns: docs/numbers.md
 // has the figures.
 // With CHATGEN_NUMBERS=1 it plays every profile and prints the tables.
