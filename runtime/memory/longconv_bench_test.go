@@ -2,6 +2,7 @@ package memory_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"log/slog"
 	"regexp"
@@ -12,6 +13,7 @@ import (
 
 	airt "github.com/chatscopes/chatgen/runtime/ai"
 	"github.com/chatscopes/chatgen/runtime/llmtest"
+	"github.com/chatscopes/chatgen/runtime/longterm/recall"
 	"github.com/chatscopes/chatgen/runtime/memory"
 	"github.com/tmc/langchaingo/llms"
 )
@@ -114,10 +116,12 @@ func convChat() llmtest.Script {
 	return llmtest.ScriptFunc(func(req *llmtest.Request) (llmtest.Reply, error) {
 		n := calls
 		calls++
-		user := req.LastUserText()
+		user := ownText(req.LastUserText())
 		if key, ok := strings.CutPrefix(user, convQuestion); ok {
 			key = strings.TrimSuffix(key, "?")
-			for _, m := range req.Messages[:len(req.Messages)-1] {
+			// The fact is in the history, or in the facts a long-term
+			// memory recalled into the user message.
+			for _, m := range req.Messages {
 				for _, p := range m.Parts {
 					text, ok := partText(p)
 					if !ok {
@@ -136,6 +140,46 @@ func convChat() llmtest.Script {
 		}
 		return llmtest.Reply{Text: "I see. " + convFiller(n*3+1) + " " + convFiller(n*3+2)}, nil
 	})
+}
+
+// ownText returns the user's own message of a prompt's user message: what
+// follows the line "Message:" after the knowledge passages, recalled
+// facts or context blocks the AI service put before it, or all of it.
+func ownText(user string) string {
+	if i := strings.LastIndex(user, "\nMessage:\n"); i >= 0 {
+		return user[i+len("\nMessage:\n"):]
+	}
+	return user
+}
+
+// convExtractor is the extraction model of a long-term memory
+// (runtime/longterm/recall): it lists the facts the user's message of the
+// turn gives, as written ("FACT: ... is ...."), that the known facts do not
+// hold.
+func convExtractor(req *llmtest.Request) llmtest.Reply {
+	known, turn, _ := strings.Cut(req.LastUserText(), "\nTurn:\n")
+	facts := []string{}
+	for _, line := range strings.Split(turn, "\n") {
+		if rest, ok := strings.CutPrefix(line, "User: "); ok {
+			for _, f := range factRe.FindAllString(rest, -1) {
+				if !strings.Contains(known, f) {
+					facts = append(facts, f)
+				}
+			}
+		}
+	}
+	out, _ := json.Marshal(map[string][]string{"facts": facts})
+	return llmtest.Reply{Text: string(out)}
+}
+
+// isExtraction reports whether req is a long-term memory's extraction
+// call: its system message is recall.ExtractSystem.
+func isExtraction(req *llmtest.Request) bool {
+	if len(req.Messages) == 0 || req.Messages[0].Role != llms.ChatMessageTypeSystem || len(req.Messages[0].Parts) == 0 {
+		return false
+	}
+	t, _ := partText(req.Messages[0].Parts[0])
+	return t == recall.ExtractSystem
 }
 
 // convSummarizer is the summarizing model: the new summary is every fact
@@ -216,8 +260,11 @@ func unmarked(m llms.MessageContent) llms.MessageContent {
 func convModel() llmtest.Script {
 	chat, sum := convChat(), convSummarizer()
 	return llmtest.ScriptFunc(func(req *llmtest.Request) (llmtest.Reply, error) {
-		if isSummaryRequest(req) {
+		switch {
+		case isSummaryRequest(req):
 			return sum.Next(req)
+		case isExtraction(req):
+			return convExtractor(req), nil
 		}
 		return chat.Next(req)
 	})

@@ -23,6 +23,8 @@ import (
 	airt "github.com/chatscopes/chatgen/runtime/ai"
 	"github.com/chatscopes/chatgen/runtime/llmtest"
 	"github.com/chatscopes/chatgen/runtime/llmtest/llmclient"
+	"github.com/chatscopes/chatgen/runtime/longterm"
+	"github.com/chatscopes/chatgen/runtime/longterm/recall"
 	"github.com/chatscopes/chatgen/runtime/memory"
 )
 
@@ -108,9 +110,16 @@ type costMemory struct {
 	// service's breakpoint (CacheControl).
 	reuse bool
 	// cheap: the summarizer's transcripts (the folds before a cold
-	// request) go to the profile's cheaper model, costCheapSummarizer's
-	// (ModelSummarizerOptions.TranscriptCallOptions), billed at its prices.
+	// request), and the long-term memory's extractions, go to the
+	// profile's cheaper model, costCheapSummarizer's
+	// (ModelSummarizerOptions.TranscriptCallOptions,
+	// recall.Options.ExtractCallOptions), billed at its prices.
 	cheap bool
+	// longTerm: the service has a long-term memory (runtime/longterm/recall,
+	// generic mode over an in-memory store): the facts relevant to each
+	// user message are recalled into it, and a model call after each turn
+	// extracts the turn's facts, billed with the turn.
+	longTerm bool
 }
 
 // costCheapSummarizer names, by profile, the profile of the cheaper model
@@ -148,6 +157,12 @@ func (e costEnv) costs() *memory.TokenCosts {
 // the guide's (docs/guide.md, "Prompt caching").
 func costMemories() []costMemory {
 	quiet := slog.New(slog.DiscardHandler)
+	recommended := func(s memory.Summarizer, env costEnv) memory.Policy {
+		return memory.Compressing(costRecommendedMax, s, &memory.CompressOptions{
+			TriggerTokens: 2400, KeepTokens: 1200, SummaryTokens: 400, AppendSummaries: true,
+			Costs: env.costs(), SummarizerCosts: env.sumCosts(), CacheTTL: env.profile.CacheTTL, Now: env.now, Logger: quiet,
+		})
+	}
 	return []costMemory{
 		{name: "full-history", policy: func(memory.Summarizer, costEnv) memory.Policy { return memory.TokenWindow(1<<30, nil, nil) }},
 		{name: "Window(20)", policy: func(memory.Summarizer, costEnv) memory.Policy { return memory.Window(memory.DefaultMaxMessages, nil) }},
@@ -173,12 +188,11 @@ func costMemories() []costMemory {
 				Costs: env.costs(), CacheTTL: env.profile.CacheTTL, Now: env.now, Logger: quiet,
 			})
 		}},
-		{name: costRecommended, reuse: true, cheap: true, policy: func(s memory.Summarizer, env costEnv) memory.Policy {
-			return memory.Compressing(costRecommendedMax, s, &memory.CompressOptions{
-				TriggerTokens: 2400, KeepTokens: 1200, SummaryTokens: 400, AppendSummaries: true,
-				Costs: env.costs(), SummarizerCosts: env.sumCosts(), CacheTTL: env.profile.CacheTTL, Now: env.now, Logger: quiet,
-			})
+		{name: costRecommended, reuse: true, cheap: true, policy: recommended},
+		{name: "TokenWindow(4000,EvictTo 2400)+recall", cheap: true, longTerm: true, policy: func(memory.Summarizer, costEnv) memory.Policy {
+			return memory.TokenWindow(4000, nil, &memory.WindowOptions{EvictTo: 2400})
 		}},
+		{name: "recommended+recall", reuse: true, cheap: true, longTerm: true, policy: recommended},
 	}
 }
 
@@ -348,11 +362,19 @@ func playCost(ctx context.Context, profile llmtest.ModelProfile, pause costPause
 	if !marks {
 		llm = unmarkedModel{llm}
 	}
-	svc := airt.NewService("example.com/armory.Assistant", &airt.Config{
+	cfg := &airt.Config{
 		Model: llm, Client: client, Logger: slog.New(slog.DiscardHandler),
 		Now: now, PromptCacheTTL: profile.CacheTTL,
 		Memory: memory.NewManager(&memory.ManagerOptions{Policy: mem.policy(memory.NewModelSummarizer(llm, sumOpts), env)}),
-	})
+	}
+	if mem.longTerm {
+		opts := &recall.Options{Anonymous: "player", Logger: slog.New(slog.DiscardHandler)}
+		if env.summarizer != nil {
+			opts.ExtractCallOptions = []llms.CallOption{llms.WithModel(env.summarizer.Model)}
+		}
+		cfg.LongTerm = recall.New(longterm.NewMemStore(nil), opts)
+	}
+	svc := airt.NewService("example.com/armory.Assistant", cfg)
 	method := &airt.Method{Name: "Chat", System: convSystem}
 	rng := rand.New(rand.NewPCG(seed, 2026))
 	var r costRun
@@ -665,6 +687,11 @@ func TestConversationCost(t *testing.T) {
 		full := res.marked[costKey{k.profile, k.pause, "full-history", 0}]
 		switch k.memory {
 		case "full-history":
+			if r.answered != convFacts {
+				t.Errorf("%v: answered %d of %d late questions", k, r.answered, convFacts)
+			}
+		case "TokenWindow(4000,EvictTo 2400)+recall", "recommended+recall":
+			// The long-term memory recalls the facts the window lost.
 			if r.answered != convFacts {
 				t.Errorf("%v: answered %d of %d late questions", k, r.answered, convFacts)
 			}

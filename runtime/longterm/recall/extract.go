@@ -73,7 +73,7 @@ func (m *Memory) Extract(ctx context.Context, turn []llms.MessageContent, genera
 	answer, err := generate(ctx, []llms.MessageContent{
 		llms.TextParts(llms.ChatMessageTypeSystem, ExtractSystem),
 		llms.TextParts(llms.ChatMessageTypeHuman, b.String()),
-	}, llms.WithJSONMode())
+	}, m.extractOpt...)
 	if err != nil {
 		m.extractFailures.Add(1)
 		return fmt.Errorf("recall: the extraction call: %w", err)

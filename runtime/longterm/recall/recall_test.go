@@ -526,6 +526,39 @@ func TestExtractionAnswers(t *testing.T) {
 	}
 }
 
+// TestExtractCallOptions: the extraction call carries
+// Options.ExtractCallOptions (a cheaper model), the chat calls the
+// service's model.
+func TestExtractCallOptions(t *testing.T) {
+	store := longterm.NewMemStore(nil)
+	srv := llmtest.NewServer(llmtest.ScriptFunc(func(req *llmtest.Request) (llmtest.Reply, error) {
+		if isExtraction(req) {
+			return extractor(req), nil
+		}
+		return llmtest.Reply{Text: "ok"}, nil
+	}), &llmtest.Options{ModelName: "gpt-4.1"})
+	t.Cleanup(srv.Close)
+	llm, err := srv.Client()
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := recall.New(store, &recall.Options{ExtractCallOptions: []llms.CallOption{llms.WithModel("gpt-4.1-mini")}})
+	svc := ai.NewService(svcName, &ai.Config{Model: llm, LongTerm: m, Logger: slog.New(slog.DiscardHandler)})
+	if _, err := svc.Chat(conversation(t, ana), &ai.Request{Method: ask, User: "My horse is called Pepper."}); err != nil {
+		t.Fatal(err)
+	}
+	reqs := srv.Requests()
+	if len(reqs) != 2 || !isExtraction(&reqs[1]) {
+		t.Fatalf("%d requests, want the chat call and the extraction", len(reqs))
+	}
+	if reqs[0].Model != "gpt-4.1" || reqs[1].Model != "gpt-4.1-mini" {
+		t.Fatalf("models %q and %q, want gpt-4.1 for the chat and gpt-4.1-mini for the extraction", reqs[0].Model, reqs[1].Model)
+	}
+	if facts, _, _ := store.List(t.Context(), "ana"); len(facts) != 1 {
+		t.Fatalf("%d facts stored, want 1", len(facts))
+	}
+}
+
 // Concurrent writes and recalls of several principals, with fewer index
 // slots than principals: every recall returns the principal's own facts
 // only, and every fact written is found afterwards.
