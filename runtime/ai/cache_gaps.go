@@ -5,6 +5,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/tmc/langchaingo/llms"
+
 	"github.com/chatscopes/chatgen/runtime/memory"
 )
 
@@ -156,6 +158,22 @@ func (v cacheView) limit(st *memory.Stability, kept, keeps int) int {
 			return -1
 		}
 		limit = max(limit, keeps)
+	}
+	return limit
+}
+
+// callMarkLimit returns the mark limit of the model call of msgs (see
+// markCache): the turn's, but on the turn's first call, whose last
+// message is the user message with the per-request context slot, not past
+// it. That message is sent once as it is (the memory keeps the user's own
+// message, which the next request sends instead), so a breakpoint on it
+// writes at 1.25× a prefix no request reads; the previous user message,
+// which the next request has too, takes the newest mark. A tool loop's
+// later calls send it again, and are marked as the turn is.
+func (t *turn) callMarkLimit(msgs []llms.MessageContent) int {
+	limit := t.markLimit
+	if s := t.slot - 1; s >= 0 && len(msgs) == s+1 && (limit < 0 || limit > s) {
+		return s
 	}
 	return limit
 }

@@ -2,6 +2,7 @@ package ai_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"log/slog"
 	"slices"
@@ -204,5 +205,81 @@ func TestBreakpointsForTheSummary(t *testing.T) {
 	}
 	if summarised < 2 {
 		t.Fatalf("%d turns summarised, want at least 2", summarised)
+	}
+}
+
+// stateSource is a context source (ai.ContextSource) whose block is the
+// same every turn.
+type stateSource struct{}
+
+func (stateSource) Name() string                                   { return "state" }
+func (stateSource) Tools(context.Context) ([]ai.Tool, error)       { return nil, nil }
+func (stateSource) RequestContext(context.Context) (string, error) { return "The forge is hot.", nil }
+
+// markedUsers returns the user texts of req (the user's own message of a
+// message with a context slot, after "Message:") that carry a breakpoint,
+// and whether a marked one carried the slot.
+func markedUsers(req llmtest.Request) (marked []string, slot bool) {
+	for _, m := range req.Messages {
+		for _, p := range m.Parts {
+			c, ok := p.(llms.CachedContent)
+			if !ok || c.CacheControl == nil {
+				continue
+			}
+			text, ok := c.ContentPart.(llms.TextContent)
+			if !ok {
+				marked = append(marked, "(tool result)")
+				continue
+			}
+			own := text.Text
+			if i := strings.LastIndex(own, "\nMessage:\n"); i >= 0 {
+				own, slot = own[i+len("\nMessage:\n"):], true
+			}
+			marked = append(marked, own)
+		}
+	}
+	return marked, slot
+}
+
+// TestNoBreakpointOnTheContextSlot: a user message the service sent with
+// a per-request context slot (here a context source's block) is not
+// marked on the turn's first call: the memory keeps the user's own
+// message, which the next request sends instead, so no request would read
+// that prefix. The user messages before it are, and the next turn marks
+// the one the memory kept. A tool loop's next call, which sends the
+// message again, marks it.
+func TestNoBreakpointOnTheContextSlot(t *testing.T) {
+	srv := llmtest.NewAnthropicServer(llmtest.Sequence(
+		llmtest.Reply{Text: "One."},
+		llmtest.Reply{Text: "Two."},
+		llmtest.Reply{ToolCalls: []llmtest.ToolCall{{Name: "look", Arguments: `{}`}}},
+		llmtest.Reply{Text: "Three."},
+	), &llmtest.Options{ModelName: "claude-sonnet-4-5"})
+	t.Cleanup(srv.Close)
+	llm, err := llmclient.Anthropic(srv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	svc := ai.NewService(svcName, &ai.Config{Model: llm, Logger: slog.New(slog.DiscardHandler), ToolSources: []ai.ToolSource{stateSource{}}})
+	look := ai.Tool{Name: "look", Parameters: json.RawMessage(`{"type":"object"}`),
+		Invoke: func(context.Context, string) (any, error) { return "nothing", nil }}
+	m := &ai.Method{Name: "Ask", System: "Be terse.", Tools: []ai.Tool{look}}
+	for _, user := range []string{"t1", "t2", "t3"} {
+		if _, err := svc.Chat(context.Background(), &ai.Request{Method: m, MemoryID: "m", User: user}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	reqs := srv.Requests()
+	if len(reqs) != 4 {
+		t.Fatalf("%d requests, want 4", len(reqs))
+	}
+	for i, want := range [][]string{nil, {"t1"}, {"t1", "t2"}} {
+		got, slot := markedUsers(reqs[i])
+		if !slices.Equal(got, want) || slot {
+			t.Fatalf("request %d: breakpoints on %q (on the slot: %v), want %q", i+1, got, slot, want)
+		}
+	}
+	if got, slot := markedUsers(reqs[3]); !slot {
+		t.Fatalf("the tool loop's second call: breakpoints on %q, none on the message with the slot", got)
 	}
 }

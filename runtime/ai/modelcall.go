@@ -87,7 +87,7 @@ func (t *turn) attempt(ctx context.Context, msgs []llms.MessageContent, opts []l
 	if t.s.tel.observing(ctx) {
 		actx, obs = t.startChat(actx, msgs, opts)
 	}
-	resp, err := t.s.model.GenerateContent(actx, t.s.dialect.messagesMarked(msgs, t.markLimit), opts...)
+	resp, err := t.s.model.GenerateContent(actx, t.s.dialect.messagesMarked(msgs, t.callMarkLimit(msgs)), opts...)
 	if d > 0 && ctx.Err() == nil && context.Cause(actx) == errModelDeadline {
 		resp, err = nil, &modelTimeoutError{after: d, err: err}
 	}

@@ -62,6 +62,10 @@ type turn struct {
 	// cache is what the service knew of the memory's prompt cache when
 	// the turn started (set with stable).
 	cache cacheView
+	// slot is 1 + the index in prompt of the user message that carries
+	// the per-request context slot (passages, facts, blocks), 0 when it
+	// carries none: sent as it is once, never committed as it is.
+	slot int
 
 	// agent is the sub-agent run t is a turn of, nil for a turn of its
 	// own; budget is the turn budget t counts its model calls against:
@@ -211,6 +215,9 @@ func (s *Service) runTurn(ctx context.Context, req *Request, mode runMode, convI
 	}
 	if err == nil && !ended && len(s.sources) > 0 {
 		err = t.placeContext(ctx, user)
+	}
+	if len(t.passages)+len(t.facts)+len(t.blocks) > 0 {
+		t.slot = len(t.prompt)
 	}
 	if err == nil && !ended {
 		err = t.loop(ctx)
