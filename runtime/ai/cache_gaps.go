@@ -31,6 +31,10 @@ const (
 	anthropicRead  = 0.1
 )
 
+// maxGapCount is how many gaps of a memory id the odds are counted over
+// before the counts are halved.
+const maxGapCount = 64
+
 // maxCacheGaps bounds the memory ids whose gaps a Service remembers; past
 // it, the entries of the ids idle longest go first.
 const maxCacheGaps = 1 << 16
@@ -94,6 +98,11 @@ func (g *cacheGaps) record(id string, now time.Time, v cacheView, marked bool) {
 		g.shrink()
 	}
 	if v.known && ok {
+		if st.gaps >= maxGapCount {
+			// Halve the counts: the newer gaps weigh more, and a
+			// conversation whose pace changes is followed.
+			st.gaps, st.warm = st.gaps/2, st.warm/2
+		}
 		st.gaps++
 		if v.warm {
 			st.warm++

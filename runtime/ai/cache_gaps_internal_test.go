@@ -41,6 +41,34 @@ func TestCacheGapsOdds(t *testing.T) {
 	}
 }
 
+// TestCacheGapsFollowThePace: the counts are halved every maxGapCount
+// gaps, so that after 200 gaps over the TTL, 25 within it bring the odds
+// back over markOdds.
+func TestCacheGapsFollowThePace(t *testing.T) {
+	var g cacheGaps
+	now := time.Date(2026, 12, 3, 9, 0, 0, 0, time.UTC)
+	ttl := 5 * time.Minute
+	turn := func(gap time.Duration) cacheView {
+		now = now.Add(gap)
+		v := g.view("m", now, ttl)
+		g.record("m", now, v, true)
+		return v
+	}
+	for range 200 {
+		turn(time.Hour)
+	}
+	if v := turn(time.Hour); v.odds >= markOdds {
+		t.Fatalf("after 200 gaps of an hour: odds %.3f", v.odds)
+	}
+	var v cacheView
+	for range 25 {
+		v = turn(time.Minute)
+	}
+	if v.odds < markOdds {
+		t.Fatalf("after 25 gaps of a minute: odds %.3f, under %.3f", v.odds, markOdds)
+	}
+}
+
 // TestCacheGapsBounded: past maxCacheGaps ids, the record drops the half
 // idle longest and keeps the newest.
 func TestCacheGapsBounded(t *testing.T) {
