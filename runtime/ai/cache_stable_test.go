@@ -32,6 +32,23 @@ func markedTexts(req llmtest.Request) []string {
 	return out
 }
 
+// sonnetServer returns llmtest's Anthropic server answering with script as
+// Claude Sonnet 4.5, closed with the test, and langchaingo's anthropic
+// client of it.
+func sonnetServer(t *testing.T, script llmtest.Script) (*llmtest.AnthropicServer, llms.Model) {
+	t.Helper()
+	srv := llmtest.NewAnthropicServer(script, &llmtest.Options{ModelName: "claude-sonnet-4-5"})
+	t.Cleanup(srv.Close)
+	llm, err := llmclient.Anthropic(srv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return srv, llm
+}
+
+// notedScript answers every request "Noted.".
+func notedScript() llmtest.Script { return llmtest.Rules().WithFallback(llmtest.Reply{Text: "Noted."}) }
+
 // plainPolicy makes memories that are not memory.StableMemory.
 type plainPolicy struct{ memory.Policy }
 
@@ -67,12 +84,7 @@ func TestBreakpointsOnlyWhereTheyPay(t *testing.T) {
 		}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			srv := llmtest.NewAnthropicServer(llmtest.Rules().WithFallback(llmtest.Reply{Text: "Noted."}), &llmtest.Options{ModelName: "claude-sonnet-4-5"})
-			t.Cleanup(srv.Close)
-			llm, err := llmclient.Anthropic(srv)
-			if err != nil {
-				t.Fatal(err)
-			}
+			srv, llm := sonnetServer(t, notedScript())
 			svc := ai.NewService(svcName, &ai.Config{Model: llm, Logger: slog.New(slog.DiscardHandler), Memory: memory.NewManager(&memory.ManagerOptions{Policy: c.policy})})
 			m := &ai.Method{Name: "Ask", System: "Be terse."}
 			for i, user := range users {
@@ -120,12 +132,7 @@ func TestBreakpointsFollowTheGaps(t *testing.T) {
 			[][]string{{"t1"}, {"t1", "t2"}, {"t1", "t2"}}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			srv := llmtest.NewAnthropicServer(llmtest.Rules().WithFallback(llmtest.Reply{Text: "Noted."}), &llmtest.Options{ModelName: "claude-sonnet-4-5"})
-			t.Cleanup(srv.Close)
-			llm, err := llmclient.Anthropic(srv)
-			if err != nil {
-				t.Fatal(err)
-			}
+			srv, llm := sonnetServer(t, notedScript())
 			now := time.Date(2026, 12, 3, 9, 0, 0, 0, time.UTC)
 			svc := ai.NewService(svcName, &ai.Config{
 				Model: llm, Logger: slog.New(slog.DiscardHandler),
@@ -161,12 +168,7 @@ func (conversationSummarizer) WantsConversation() bool { return true }
 // summary's request reads the prompt within the turn. The other turns are
 // not.
 func TestBreakpointsForTheSummary(t *testing.T) {
-	srv := llmtest.NewAnthropicServer(llmtest.Rules().WithFallback(llmtest.Reply{Text: "Noted."}), &llmtest.Options{ModelName: "claude-sonnet-4-5"})
-	t.Cleanup(srv.Close)
-	llm, err := llmclient.Anthropic(srv)
-	if err != nil {
-		t.Fatal(err)
-	}
+	srv, llm := sonnetServer(t, notedScript())
 	sum := memory.SummarizerFunc(func(context.Context, memory.SummaryRequest) (string, error) { return "Facts.", nil })
 	mgr := memory.NewManager(&memory.ManagerOptions{Policy: memory.Compressing(1000, conversationSummarizer{sum},
 		&memory.CompressOptions{TriggerTokens: 120, KeepTokens: 40, Logger: slog.New(slog.DiscardHandler)})})
@@ -249,17 +251,12 @@ func markedUsers(req llmtest.Request) (marked []string, slot bool) {
 // the one the memory kept. A tool loop's next call, which sends the
 // message again, marks it.
 func TestNoBreakpointOnTheContextSlot(t *testing.T) {
-	srv := llmtest.NewAnthropicServer(llmtest.Sequence(
+	srv, llm := sonnetServer(t, llmtest.Sequence(
 		llmtest.Reply{Text: "One."},
 		llmtest.Reply{Text: "Two."},
 		llmtest.Reply{ToolCalls: []llmtest.ToolCall{{Name: "look", Arguments: `{}`}}},
 		llmtest.Reply{Text: "Three."},
-	), &llmtest.Options{ModelName: "claude-sonnet-4-5"})
-	t.Cleanup(srv.Close)
-	llm, err := llmclient.Anthropic(srv)
-	if err != nil {
-		t.Fatal(err)
-	}
+	))
 	svc := ai.NewService(svcName, &ai.Config{Model: llm, Logger: slog.New(slog.DiscardHandler), ToolSources: []ai.ToolSource{stateSource{}}})
 	look := ai.Tool{Name: "look", Parameters: json.RawMessage(`{"type":"object"}`),
 		Invoke: func(context.Context, string) (any, error) { return "nothing", nil }}

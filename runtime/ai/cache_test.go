@@ -227,12 +227,7 @@ func TestRequestsExtendOneAnother(t *testing.T) {
 // Anthropic does): with more, the first and the last three are sent, and
 // the service adds none of its own.
 func TestCallerBreakpointsAtMostFour(t *testing.T) {
-	srv := llmtest.NewAnthropicServer(llmtest.Rules().WithFallback(llmtest.Reply{Text: "Noted."}), &llmtest.Options{ModelName: "claude-sonnet-4-5"})
-	t.Cleanup(srv.Close)
-	llm, err := llmclient.Anthropic(srv)
-	if err != nil {
-		t.Fatal(err)
-	}
+	srv, llm := sonnetServer(t, notedScript())
 	markAll := func(next ai.ModelHandler) ai.ModelHandler {
 		return func(ctx context.Context, call *ai.ModelCall) (*llms.ContentResponse, error) {
 			msgs := make([]llms.MessageContent, len(call.Messages))
